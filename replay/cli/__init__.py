@@ -1,0 +1,22 @@
+"""The `replay` command line: a thin layer over the Python API, one module per verb group."""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(help="Replay recorded agent runs under context policies.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+
+# Each module registers its commands on `app` when imported.
+COMMAND_MODULES = ["store_cmds"]
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"replay.cli.{_name}")
+
+
+def main() -> None:
+    from replay.cli.common import run_app
+
+    run_app(app)

@@ -1,0 +1,48 @@
+"""Options and output helpers shared by every command."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Literal
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from replay.errors import ReplayError
+from replay.store import DEFAULT_DB
+
+DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB).", envvar="REPLAY_DB")]
+DEFAULT_DB_PATH = DEFAULT_DB
+OutFormat = Literal["table", "json", "csv"]
+FormatOption = Annotated[str, typer.Option("--format", help="Output: table, json or csv.")]
+
+console = Console()
+
+
+def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None) -> None:
+    """Print a frame as a rich table, JSON rows or CSV."""
+    if fmt == "json":
+        sys.stdout.write(frame.write_json() + "\n")
+    elif fmt == "csv":
+        sys.stdout.write(frame.write_csv())
+    elif fmt == "table":
+        table = Table(title=title)
+        for col in frame.columns:
+            table.add_column(col, justify="right" if frame[col].dtype.is_numeric() else "left")
+        for row in frame.iter_rows():
+            table.add_row(*("" if v is None else f"{v:,.4g}" if isinstance(v, float) else str(v) for v in row))
+        console.print(table)
+    else:
+        raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
+
+
+def run_app(app: typer.Typer) -> None:
+    """Run the CLI, turning ReplayError into a one-line message and exit code 2."""
+    try:
+        app()
+    except ReplayError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise SystemExit(2) from None
