@@ -6,7 +6,7 @@ import glob
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -85,7 +85,7 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, fhash: str, records
     per_run = {r.run_id: 0 for r in runs}
     for q in reqs:
         per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     con.execute("BEGIN")
     try:
         con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
@@ -147,7 +147,7 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int 
 def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord]) -> None:
     con.execute("BEGIN")
     con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
-    _quarantine(con, fhash, path, bad, datetime.now(timezone.utc))
+    _quarantine(con, fhash, path, bad, datetime.now(UTC))
     con.execute("COMMIT")
 
 
@@ -158,7 +158,8 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress
     return list(_run(con, files, progress, max_line_bytes))
 
 
-def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool, max_line_bytes: int) -> Iterator[FileOutcome]:
+def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
+         max_line_bytes: int) -> Iterator[FileOutcome]:
     if not progress:
         for f in files:
             yield ingest_file(con, f, max_line_bytes)

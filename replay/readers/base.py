@@ -44,8 +44,9 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
     with ctx.path.open("rb") as fh:
         for line_no, raw in enumerate(fh, start=1):
             if len(raw) > ctx.max_line_bytes:
-                yield BadRecord(line_no, f"line of {len(raw):,} bytes exceeds the {ctx.max_line_bytes:,}-byte "
-                                "limit; raise it with --max-line-bytes if the line is genuine", raw[:2000].decode("utf-8", "replace"))
+                reason = (f"line of {len(raw):,} bytes exceeds the {ctx.max_line_bytes:,}-byte limit; "
+                          "raise it with --max-line-bytes if the line is genuine")
+                yield BadRecord(line_no, reason, raw[:2000].decode("utf-8", "replace"))
                 continue
             if not raw.strip():
                 continue
@@ -69,7 +70,8 @@ def load_json_document(ctx: ReadContext) -> Any | BadRecord:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        return BadRecord(line, f"not UTF-8 ({exc.reason}); re-encode the file as UTF-8", raw[:2000].decode("utf-8", "replace"))
+        reason = f"not UTF-8 ({exc.reason}); re-encode the file as UTF-8"
+        return BadRecord(line, reason, raw[:2000].decode("utf-8", "replace"))
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

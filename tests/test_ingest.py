@@ -1,0 +1,131 @@
+"""Ingest guarantees on hand-made canonical files: transactions, no-op re-ingest, quarantine."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from replay.errors import ReplayError
+from replay.ingest import expand_paths, ingest
+from replay.store import open_store
+
+RUN = {"type": "run", "format": "replay-canonical/1", "run": "r1", "model": "m"}
+
+
+def write_canonical(path: Path, n_requests: int = 3, extra_lines: list[str] | None = None) -> Path:
+    lines = [json.dumps(RUN)]
+    for k in range(n_requests):
+        lines.append(json.dumps({"type": "item", "kind": "user_text", "role": "user", "text": f"step {k}"}))
+        lines.append(json.dumps({"type": "request", "input_tokens": 10 * (k + 1)}))
+        lines.append(json.dumps({"type": "item", "kind": "tool_call", "tool_name": "bash", "call_id": f"c{k}",
+                                 "args": {"command": f"cat src/f{k}.py"}}))
+        lines.append(json.dumps({"type": "item", "kind": "tool_result", "call_id": f"c{k}", "text": "ok"}))
+    lines += extra_lines or []
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def counts(con) -> tuple:
+    return tuple(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                 for t in ("files", "runs", "items", "requests", "quarantine"))
+
+
+def test_reingest_is_a_noop(tmp_path):
+    f = write_canonical(tmp_path / "a.jsonl")
+    con = open_store(tmp_path / "s.duckdb")
+    first = ingest(con, [f])
+    before = counts(con)
+    second = ingest(con, [f])
+    assert [o.status for o in first] == ["ingested"] and [o.status for o in second] == ["unchanged"]
+    assert counts(con) == before == (1, 1, 9, 3, 0)
+
+
+def test_steps_and_resources(tmp_path):
+    con = open_store(tmp_path / "s.duckdb")
+    ingest(con, [write_canonical(tmp_path / "a.jsonl")])
+    rows = con.execute("SELECT step, kind, resource, access FROM items ORDER BY seq LIMIT 4").fetchall()
+    assert rows == [(0, "user_text", None, None), (1, "tool_call", "src/f0.py", "read"),
+                    (1, "tool_result", "src/f0.py", "read"), (1, "user_text", None, None)]
+
+
+@pytest.mark.parametrize("bad, reason", [
+    ("{not json", "malformed JSON"),
+    ('{"type": "item", "kind": "user_text", "text": "cut', "truncated"),
+    ('{"type": "wat"}', "unknown record type"),
+])
+def test_bad_line_is_quarantined_with_line_and_rest_ingests(tmp_path, bad, reason):
+    f = write_canonical(tmp_path / "a.jsonl", extra_lines=[bad, json.dumps({"type": "request"})])
+    con = open_store(tmp_path / "s.duckdb")
+    [out] = ingest(con, [f])
+    assert out.status == "ingested" and out.requests == 4
+    line, why = con.execute("SELECT line, reason FROM quarantine").fetchone()
+    assert line == 14 and reason.lower() in why.lower()
+
+
+def test_non_utf8_and_oversized_lines(tmp_path):
+    f = tmp_path / "a.jsonl"
+    write_canonical(f)
+    with f.open("ab") as fh:
+        fh.write(b'{"type": "item", "kind": "user_text", "text": "\xff\xfe"}\n')
+        fh.write(b'{"type": "item", "kind": "user_text", "text": "' + b"x" * 2_000_000 + b'"}\n')
+    con = open_store(tmp_path / "s.duckdb")
+    ingest(con, [f], max_line_bytes=1_000_000)
+    reasons = [r for (r,) in con.execute("SELECT reason FROM quarantine ORDER BY line").fetchall()]
+    assert "not UTF-8" in reasons[0] and "--max-line-bytes" in reasons[1]
+    assert counts(con)[2] == 9
+
+
+def test_unknown_format_is_reported_not_ingested(tmp_path):
+    f = tmp_path / "notes.txt"
+    f.write_text("just some notes\n")
+    con = open_store(tmp_path / "s.duckdb")
+    [out] = ingest(con, [f])
+    assert out.status == "unknown" and "canonical" in out.bad[0].reason
+    assert counts(con)[:3] == (0, 0, 0) and counts(con)[4] == 1
+
+
+def test_failed_write_rolls_back_the_whole_file(tmp_path, monkeypatch):
+    import replay.ingest as ing
+
+    con = open_store(tmp_path / "s.duckdb")
+    monkeypatch.setattr(ing, "_quarantine", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        ingest(con, [write_canonical(tmp_path / "a.jsonl")])
+    assert counts(con) == (0, 0, 0, 0, 0)
+    monkeypatch.undo()
+    [out] = ingest(con, [tmp_path / "a.jsonl"])
+    assert out.status == "ingested" and counts(con)[2] == 9
+
+
+def _hold_store(path: str, ready, release) -> None:
+    con = open_store(path)
+    ready.set()
+    release.wait(30)
+    con.close()
+
+
+def test_second_writer_gets_a_clear_message(tmp_path):
+    path = str(tmp_path / "s.duckdb")
+    ctx = multiprocessing.get_context("spawn")
+    ready, release = ctx.Event(), ctx.Event()
+    proc = ctx.Process(target=_hold_store, args=(path, ready, release))
+    proc.start()
+    try:
+        assert ready.wait(60)
+        with pytest.raises(ReplayError, match="another replay process"):
+            open_store(path)
+    finally:
+        release.set()
+        proc.join(30)
+
+
+def test_expand_paths_dirs_globs_and_missing(tmp_path):
+    (tmp_path / "d").mkdir()
+    a = write_canonical(tmp_path / "d" / "a.jsonl")
+    b = write_canonical(tmp_path / "b.jsonl")
+    assert expand_paths([tmp_path / "d", str(tmp_path / "*.jsonl")]) == sorted([a, b])
+    with pytest.raises(FileNotFoundError, match="nope"):
+        expand_paths([tmp_path / "nope"])
