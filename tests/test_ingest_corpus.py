@@ -1,0 +1,66 @@
+"""Ingest of the real corpus: every file reads, nothing is lost from damaged copies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay.ingest import expand_paths, ingest, ingest_file
+from replay.store import open_store
+
+
+def test_every_corpus_file_ingests_with_a_detected_format(corpus, corpus_db):
+    files = expand_paths([corpus])
+    assert len(files) >= 60
+    rows = corpus_db.execute("SELECT path, format, n_runs FROM files").fetchall()
+    assert len(rows) == len(files), "every corpus file has a files row (none unknown or failed)"
+    assert all(fmt and n_runs >= 1 for _, fmt, n_runs in rows)
+    assert corpus_db.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
+
+
+def test_reingesting_the_corpus_changes_nothing(corpus, corpus_db):
+    tables = ("files", "runs", "items", "requests", "quarantine")
+    before = [corpus_db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables]
+    outcomes = ingest(corpus_db, [corpus])
+    assert {o.status for o in outcomes} == {"unchanged"}
+    assert [corpus_db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables] == before
+
+
+def _jsonl_files(corpus: Path) -> list[Path]:
+    return [f for f in expand_paths([corpus]) if f.suffix == ".jsonl" and f.stat().st_size < 400_000]
+
+
+def _item_lines(con, path: Path) -> set[tuple]:
+    return set(con.execute("""SELECT i.line, i.kind, i.text FROM items i JOIN runs r USING (run_id)
+                              WHERE r.source_path = ?""", [str(path)]).fetchall())
+
+
+DAMAGES = ["garbage", "truncate", "non_utf8", "empty_object"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_damaged_copies_lose_only_the_damaged_line(corpus, tmp_path_factory, data):
+    source = data.draw(st.sampled_from(_jsonl_files(corpus)))
+    lines = source.read_bytes().splitlines(keepends=True)
+    victim = data.draw(st.integers(0, len(lines) - 1))
+    damage = data.draw(st.sampled_from(DAMAGES))
+    broken = {"garbage": b"%% not json at all\n", "truncate": lines[victim][: max(1, len(lines[victim]) // 2)] + b"\n",
+              "non_utf8": b'{"type": "user", "x": "\xff\xfe"}\n', "empty_object": b"{}\n"}[damage]
+    tmp = tmp_path_factory.mktemp("fuzz")
+    original, damaged = tmp / "orig" / source.name, tmp / "dmg" / source.name
+    for path, content in ((original, lines), (damaged, lines[:victim] + [broken] + lines[victim + 1:])):
+        path.parent.mkdir()
+        path.write_bytes(b"".join(content))
+    con = open_store(tmp / "s.duckdb")
+    ingest_file(con, original)
+    out = ingest_file(con, damaged)
+    assert out.status == "ingested"
+    line_no = victim + 1
+    keep_orig = {row for row in _item_lines(con, original) if row[0] != line_no}
+    keep_dmg = {row for row in _item_lines(con, damaged) if row[0] != line_no}
+    assert keep_orig <= keep_dmg, "every record on an undamaged line still ingests"
+    if damage in ("garbage", "non_utf8") or (damage == "truncate" and len(lines[victim].strip()) > 2):
+        assert line_no in {b.line for b in out.bad}, "the damaged line is reported with its number"
