@@ -9,6 +9,7 @@ from replay.readers.base import HEAD_BYTES, Reader
 
 # Order matters: specific formats before generic ones.
 READER_MODULES = [
+    "swe_agent",
     "canonical",
 ]
 

@@ -44,6 +44,9 @@ def classify_call(tool_name: str | None, args: Any) -> tuple[str | None, str | N
     """Return (resource, access) for a tool call; (None, 'other') when unknown."""
     name = (tool_name or "").lower()
     a = _as_dict(args)
+    inline = _inline_command(name, a.get("command"))
+    if inline:
+        return inline
     path = next((a[k] for k in PATH_KEYS if isinstance(a.get(k), str) and a[k]), None)
     sub = str(a.get("command", "")).lower() if name in {"str_replace_editor", "str_replace_based_edit_tool", "edit_file_tool"} else ""
     if sub:
@@ -72,6 +75,33 @@ def classify_call(tool_name: str | None, args: Any) -> tuple[str | None, str | N
     if path:
         return normalise_path(path), "other"
     return None, "other"
+
+
+INLINE_ACCESS = {"open": "read", "goto": "read", "scroll_up": "read", "scroll_down": "read", "create": "write",
+                 "edit": "write", "insert": "write", "find_file": "search", "search_dir": "search",
+                 "search_file": "search", "submit": "other"}
+EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool"}
+
+
+def _inline_command(name: str, command: Any) -> tuple[str | None, str] | None:
+    """SWE-agent style calls whose whole command line is the args, e.g. ``open "a.py" 100``."""
+    if not isinstance(command, str) or (name not in INLINE_ACCESS and name not in EDITOR_TOOLS):
+        return None
+    try:
+        words = shlex.split(command.strip().split("\n", 1)[0])
+    except ValueError:
+        words = command.split()
+    if not words or words[0].lower() != name:
+        return None
+    if name in EDITOR_TOOLS:
+        path = normalise_path(words[2]) if len(words) > 2 else None
+        return path, "read" if len(words) > 1 and words[1] == "view" else "write"
+    access = INLINE_ACCESS[name]
+    if name in {"open", "create"} and len(words) > 1:
+        return normalise_path(words[1]), access
+    if access == "search" and len(words) > 1:
+        return " ".join(words[1:]), access
+    return None, access
 
 
 def _strip_wrapper(command: str) -> str:

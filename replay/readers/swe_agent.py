@@ -1,0 +1,115 @@
+"""SWE-agent ``.traj`` trajectories: the 1.x format and the legacy 0.x format.
+
+Items come from ``history`` (the full conversation): the system prompt, demonstrations and the
+instance template become system/user items; each assistant entry gives its thought as assistant_text
+and its action as a tool_call (tool name = the command's first word, args ``{"command": action}``);
+the following observation is its tool_result. Text is kept verbatim, so placeholders such as
+"Old environment output: (N lines omitted)" stay visible wherever the log stores them.
+
+Request rule: one request per trajectory step (each assistant entry is one model call). A
+replayed demonstration whose ``info.model_stats.api_calls`` is 0 made no model calls, so it gets no
+requests. ``.traj`` files have no per-call usage: ``model_stats`` goes into ``run.metadata`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.base import ReadContext, load_json_document, text_of
+from replay.readers.builder import RunBuilder
+from replay.readers.resources import normalise_path
+
+OPEN_FILE_RE = re.compile(r"\(Open file: ([^)\n]+)\)\s*(?:\n|$)")
+FILE_CONTEXT_TOOLS = {"edit", "insert", "goto", "scroll_up", "scroll_down"}
+TRAJECTORY_RE = re.compile(r'"trajectory"\s*:\s*\[')
+STAT_KEYS = ("tokens_sent", "tokens_received", "api_calls", "instance_cost", "total_cost")
+
+
+class SweAgentReader:
+    format = "swe-agent"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        if not head.lstrip().startswith("{") or not TRAJECTORY_RE.search(head):
+            return False
+        return any(key in head for key in ('"action"', '"observation"', '"history"', '"model_stats"'))
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        doc = load_json_document(ctx)
+        if isinstance(doc, BadRecord):
+            yield doc
+            return
+        if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
+            yield BadRecord(1, "not a SWE-agent trajectory: expected an object with a 'history' list", str(doc)[:2000])
+            return
+        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        config = _config(doc.get("replay_config"))
+        metadata = {"model_stats": {k: stats[k] for k in STAT_KEYS if k in stats},
+                    "exit_status": info.get("exit_status"), "n_steps": len(doc.get("trajectory") or []),
+                    "legacy_format": "replay_config" not in doc}
+        model = ((config.get("agent") or {}).get("model") or {}).get("name")
+        run = Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), model=model,
+                  harness="swe-agent", metadata=metadata)
+        builder = RunBuilder(run)
+        self._walk(builder, doc["history"], count_requests=stats.get("api_calls") != 0)
+        yield from builder
+
+    def _walk(self, builder: RunBuilder, history: list[Any], count_requests: bool) -> None:
+        open_file: str | None = None
+        call_id: str | None = None
+        started = False
+        for idx, entry in enumerate(history):
+            if not isinstance(entry, dict):
+                continue
+            role, text = entry.get("role"), text_of(entry.get("content"))
+            if role == "system":
+                builder.add("system", "system", text, line=idx)
+            elif role == "assistant":
+                started = True
+                if count_requests:
+                    builder.request(line=idx)
+                builder.new_turn()
+                thought = entry.get("thought")
+                builder.add("assistant_text", "assistant", thought if isinstance(thought, str) else text, line=idx)
+                call_id = self._call(builder, entry, idx, open_file)
+            elif role in ("user", "tool") and started:
+                builder.result(text, call_id, role="tool" if role == "tool" else "user", line=idx)
+                match = OPEN_FILE_RE.search(text[-500:])
+                if match and match.group(1).strip() not in ("n/a", ""):
+                    open_file = normalise_path(match.group(1))
+                call_id = None
+            else:
+                builder.add("user_text", "user", text, line=idx)
+
+    @staticmethod
+    def _call(builder: RunBuilder, entry: dict, idx: int, open_file: str | None) -> str | None:
+        action = entry.get("action")
+        if not isinstance(action, str) or not action.strip():
+            return None  # e.g. "Exit due to cost limit": the step ended without a command
+        command = action.strip()
+        tool = command.split(None, 1)[0]
+        calls = entry.get("tool_calls") or []
+        call_id = (calls[0].get("id") if calls and isinstance(calls[0], dict) else None) or f"step-{builder.step}-{idx}"
+        item = builder.call(tool, {"command": command}, call_id, line=idx)
+        if item.resource is None and tool in FILE_CONTEXT_TOOLS and open_file:
+            builder.records[-1] = item = replace(item, resource=open_file)
+            builder._call_index[call_id] = (item.resource, item.access)
+        return call_id
+
+
+def _config(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, dict) else {}
+
+
+READER = SweAgentReader()
