@@ -10,6 +10,7 @@ from replay.readers.base import HEAD_BYTES, Reader
 # Order matters: specific formats before generic ones.
 READER_MODULES = [
     "swe_agent",
+    "mini_swe_agent",
     "canonical",
 ]
 
