@@ -11,6 +11,7 @@ from replay.readers.base import HEAD_BYTES, Reader
 READER_MODULES = [
     "swe_agent",
     "mini_swe_agent",
+    "openhands",
     "canonical",
 ]
 

@@ -1,0 +1,171 @@
+"""OpenHands event streams: a JSON array of events, or JSONL with one instance per line holding
+``history`` (eval output, resolver output); each line becomes its own run.
+
+Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs), ``think`` -> reasoning,
+``finish`` -> assistant_text; every other agent action (run, run_ipython, read, edit, write, browse...)
+-> tool_call named after the action, with the event's ``args``. Observations -> tool_result linked by
+``tool_call_metadata.tool_call_id`` or ``cause`` (old streams without either: the latest call).
+
+Request rule: one request per distinct ``tool_call_metadata.model_response.id`` (the observation and
+any parallel calls repeat the same response), with its ``usage``; an agent action without that
+metadata (e.g. a final message, or old streams that never record it) counts as one request itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.builder import RunBuilder
+
+EVENT_RE = re.compile(r'"(?:observation|llm_metrics|tool_call_metadata)":\s*["{]')
+SKIP_ACTIONS = {"recall", "change_agent_state", "null"}
+SKIP_OBSERVATIONS = {"agent_state_changed", "null", "recall"}
+NOISE_ARGS = {"thought", "is_confirmed", "confirmation_state", "security_risk", "hidden", "blocking", "keep_prompt",
+              "action_risk", "impl_source", "kernel_init_code", "include_extra", "is_input", "wait_for_response"}
+
+
+class OpenHandsReader:
+    format = "openhands"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        start = head.lstrip()[:1]
+        if start == "[":
+            return '"action":' in head and ('"observation":' in head or '"source":' in head)
+        jsonl = start == "{" or "\n{" in head  # a damaged first line must not hide the rest
+        return jsonl and '"history"' in head and '"trajectory"' not in head and bool(EVENT_RE.search(head))
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        if ctx.path.open("rb").read(4096).lstrip()[:1] == b"[":
+            doc = load_json_document(ctx)
+            if isinstance(doc, BadRecord) or not isinstance(doc, list):
+                yield doc if isinstance(doc, BadRecord) else BadRecord(1, "expected a JSON array of events", "")
+                return
+            yield from self._run(ctx, ctx.run_id(), doc, {})
+            return
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                yield entry
+                continue
+            line, obj = entry
+            if not isinstance(obj, dict) or not isinstance(obj.get("history"), list):
+                yield BadRecord(line, "OpenHands output line without a 'history' list of events", str(obj)[:2000])
+                continue
+            suffix = obj.get("instance_id") or (obj.get("issue") or {}).get("number") or line
+            meta = {"line": line, "instance_id": obj.get("instance_id"), "metrics": _metrics(obj.get("metrics")),
+                    "error": obj.get("error")}
+            yield from self._run(ctx, ctx.run_id(suffix), obj["history"], meta, line)
+
+    def _run(self, ctx: ReadContext, run_id: str, events: list[Any], meta: dict, line: int | None = None
+             ) -> Iterator[Record]:
+        model = next((e["tool_call_metadata"]["model_response"].get("model") for e in events if isinstance(e, dict)
+                      and isinstance((e.get("tool_call_metadata") or {}).get("model_response"), dict)), None)
+        run = Run(run_id=run_id, format=self.format, source_path=str(ctx.path), model=model, harness="openhands",
+                  started_at=next((e.get("timestamp") for e in events if isinstance(e, dict)), None),
+                  metadata={k: v for k, v in meta.items() if v is not None})
+        builder = RunBuilder(run)
+        state = _State()
+        for idx, event in enumerate(events):
+            if not isinstance(event, dict):
+                yield BadRecord(line or idx, f"event {idx} is not an object", str(event)[:2000])
+                continue
+            if "observation" in event:
+                state.observation(builder, event, line or idx)
+            elif "action" in event:
+                state.action(builder, event, line or idx)
+        yield from builder
+
+
+class _State:
+    """Per-run linking state: responses already counted, pending calls, whether the agent has acted."""
+
+    def __init__(self) -> None:
+        self.responses: set[str] = set()
+        self.calls: dict[Any, str] = {}  # event id -> call id
+        self.last_call: str | None = None
+        self.agent_started = False
+
+    def action(self, b: RunBuilder, ev: dict, line: int) -> None:
+        action, args = ev["action"], ev.get("args") if isinstance(ev.get("args"), dict) else ev
+        source = ev.get("source") or ("user" if action == "message" and not self.agent_started else "agent")
+        ts = ev.get("timestamp")
+        if action in SKIP_ACTIONS or source == "environment":
+            return
+        if source == "user":
+            b.new_turn()
+            b.add("user_text", "user", text_of(args.get("content")) or ev.get("message", ""), line=line, ts=ts)
+            return
+        if action == "system":
+            b.add("system", "system", text_of(args.get("content")), line=line, ts=ts)
+            if args.get("tools"):
+                b.add("tool_defs", "system", json.dumps(args["tools"], ensure_ascii=False), line=line, ts=ts)
+            return
+        self.agent_started = True
+        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
+        response = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+        if not response.get("id") or response["id"] not in self.responses:
+            self.responses.add(response.get("id") or "")
+            b.request(line=line, ts=ts, **_usage(response))
+        thought = text_of(args.get("thought"))
+        if action == "message":
+            text = text_of(args.get("content")) or ev.get("message", "")
+            b.add("assistant_text", "assistant", text, line=line, ts=ts)
+        elif action == "think":
+            b.add("reasoning", "assistant", thought, line=line, ts=ts, call_id=tcm.get("tool_call_id"))
+        elif action == "finish":
+            text = args.get("final_thought") or args.get("message") or thought or text_of(args.get("outputs"))
+            b.add("assistant_text", "assistant", text_of(text), line=line, ts=ts)
+        else:
+            if thought:
+                b.add("assistant_text", "assistant", thought, line=line, ts=ts)
+            call_id = tcm.get("tool_call_id") or f"event-{ev.get('id', line)}-{b.seq}"
+            call_args = {k: v for k, v in args.items() if k not in NOISE_ARGS and k != "action"}
+            b.call(action, call_args, call_id, line=line, ts=ts)
+            self.calls[ev.get("id")] = self.last_call = call_id
+
+    def observation(self, b: RunBuilder, ev: dict, line: int) -> None:
+        kind, ts = ev["observation"], ev.get("timestamp")
+        text = text_of(ev.get("content"))
+        if kind in SKIP_OBSERVATIONS:
+            if kind == "recall" and text:
+                b.add("attachment", "user", text, line=line, ts=ts)
+            return
+        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
+        call_id = tcm.get("tool_call_id") or self.calls.get(ev.get("cause")) or (
+            self.last_call if "cause" not in ev else None)
+        is_error = kind == "error" or ev.get("success") is False
+        if call_id or kind != "error":
+            b.result(text, call_id, kind, line=line, ts=ts, is_error=is_error)
+        else:
+            b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
+        self.last_call = None
+
+
+def _usage(response: dict) -> dict[str, Any]:
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+    if not usage:
+        return {}
+    prompt = usage.get("prompt_tokens")
+    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    cache_read = details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0
+    cache_write = usage.get("cache_creation_input_tokens") or 0
+    fresh = max(prompt - cache_read - cache_write, 0) if isinstance(prompt, int) else None
+    return {"prompt_tokens": prompt, "input_tokens": fresh, "cache_read": cache_read, "cache_write": cache_write,
+            "output_tokens": usage.get("completion_tokens"), "model": response.get("model")}
+
+
+def _metrics(metrics: Any) -> dict[str, Any] | None:
+    """Aggregate metrics only (per-call lists are summarised as counts)."""
+    if not isinstance(metrics, dict):
+        return None
+    out = {k: v for k, v in metrics.items() if not isinstance(v, list)}
+    out.update({f"n_{k}": len(v) for k, v in metrics.items() if isinstance(v, list)})
+    return out
+
+
+READER = OpenHandsReader()

@@ -1,0 +1,94 @@
+"""OpenHands reader against the real corpus: counts vs MANIFEST.md, usage, linking, resources, sniffing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from replay.model import BadRecord, Item, Request, Run
+from replay.readers import detect
+from replay.readers.base import HEAD_BYTES, ReadContext
+from replay.readers.openhands import READER
+from tests.readers.test_swe_agent import manifest_rows
+
+
+def read(path: Path) -> list:
+    return list(READER.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+# MANIFEST's "requests" cell for OpenHands counts *events* carrying usage / llm_metrics, not model calls.
+# In the runtime trajectories each observation repeats its action's tool_call_metadata (same
+# model_response.id), so events-with-usage ≈ 2x the calls; we count distinct responses, plus agent
+# actions with no metadata (gui-mode's final message). The resolver output records no llm_metrics but
+# has one metrics.costs entry per agent action (4 and 22), which is what we count.
+REQUESTS = {"oh-eval-multiswebench-llama4-3inst.jsonl": 105, "oh-resolver-mock-output-2inst.jsonl": 26,
+            "oh-runtime-traj-basic-gui-mode.json": 5, "oh-runtime-traj-basic.json": 2,
+            "oh-runtime-traj-wrong-initial-state.json": 4}
+RUNS = {"oh-eval-multiswebench-llama4-3inst.jsonl": 3, "oh-resolver-mock-output-2inst.jsonl": 2}
+
+
+def test_counts_vs_manifest(corpus: Path) -> None:
+    rows = manifest_rows(corpus, "openhands")
+    assert set(rows) == {f.name for f in (corpus / "openhands").iterdir()} == set(REQUESTS)
+    for name, (requests, calls) in rows.items():
+        records = read(corpus / "openhands" / name)
+        assert not [r for r in records if isinstance(r, BadRecord)], name
+        assert sum(isinstance(r, Run) for r in records) == RUNS.get(name, 1), name
+        reqs = [r for r in records if isinstance(r, Request)]
+        assert len(reqs) == REQUESTS[name], name
+        assert sum(isinstance(r, Item) and r.kind == "tool_call" for r in records) == int(calls), name
+        events_with_usage = int(re.match(r"\d+", requests).group())
+        with_usage = sum(r.prompt_tokens is not None for r in reqs)
+        if "llm_metrics" in requests:  # eval output: one llm_metrics event per model call
+            assert with_usage == events_with_usage, name
+        else:  # runtime trajectories: the manifest counts actions and the observations repeating their usage
+            raw = json.loads((corpus / "openhands" / name).read_text())
+            carrying = [e for e in raw if (e.get("tool_call_metadata") or {}).get("model_response")]
+            assert events_with_usage == len(carrying)
+            assert with_usage == len({e["tool_call_metadata"]["model_response"]["id"] for e in raw
+                                      if e.get("tool_call_metadata")}), name
+
+
+def test_usage_linking_and_resources(corpus: Path) -> None:
+    records = read(corpus / "openhands" / "oh-runtime-traj-wrong-initial-state.json")
+    reqs = [r for r in records if isinstance(r, Request)]
+    assert reqs[0].model == "claude-3-5-sonnet-20241022" and reqs[0].cache_write == 3471
+    assert reqs[0].prompt_tokens == reqs[0].input_tokens + reqs[0].cache_read + reqs[0].cache_write
+    items = [r for r in records if isinstance(r, Item)]
+    calls = [i for i in items if i.kind == "tool_call"]
+    assert (calls[0].tool_name, calls[0].resource, calls[0].access) == ("read", "/workspace", "read")
+    assert calls[1].tool_name == "run" and (calls[1].resource, calls[1].access) == ("/workspace/2048.py", "write")
+    results = {i.call_id: i for i in items if i.kind == "tool_result"}
+    for call in calls:
+        assert results[call.call_id].resource == call.resource and results[call.call_id].step == call.step
+
+
+def test_eval_runs(corpus: Path) -> None:
+    records = read(corpus / "openhands" / "oh-eval-multiswebench-llama4-3inst.jsonl")
+    runs = [r for r in records if isinstance(r, Run)]
+    assert runs[0].run_id.endswith("/ponylang__ponyc-4595") and runs[0].model == "meta-llama/llama-4-maverick"
+    first = [r for r in records if isinstance(r, Item) and r.run_id == runs[0].run_id]
+    assert [i.kind for i in first[:3]] == ["system", "tool_defs", "user_text"]
+    runs_cmds = [i for i in first if i.tool_name == "run"]
+    assert {i.access for i in runs_cmds} >= {"exec", "search"}
+    assert any(i.kind == "reasoning" for i in first)  # the think action
+
+
+def test_sniff(corpus: Path) -> None:
+    for f in sorted(corpus.rglob("*")):
+        if not f.is_file() or f.name == "MANIFEST.md":
+            continue
+        head = f.open("rb").read(HEAD_BYTES).decode("utf-8", "replace")
+        assert READER.sniff(head, f) == (f.parent.name == "openhands"), f.name
+    assert detect(corpus / "openhands" / "oh-resolver-mock-output-2inst.jsonl") is READER
+
+
+def test_bad_line_quarantined(corpus: Path, tmp_path: Path) -> None:
+    lines = (corpus / "openhands" / "oh-resolver-mock-output-2inst.jsonl").read_bytes().splitlines(keepends=True)
+    damaged = tmp_path / "out.jsonl"
+    damaged.write_bytes(lines[0][:500] + b"\n" + lines[1])
+    records = read(damaged)
+    bad = [r for r in records if isinstance(r, BadRecord)]
+    assert len(bad) == 1 and bad[0].line == 1
+    assert sum(isinstance(r, Run) for r in records) == 1
