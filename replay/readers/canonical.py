@@ -45,7 +45,8 @@ class CanonicalReader:
                           metadata=obj.get("metadata") or {})
                 builder = RunBuilder(run)
             elif builder is None:
-                yield BadRecord(line, 'record before the first {"type": "run"} line; start the file with a run line', str(obj))
+                reason = 'record before the first {"type": "run"} line; start the file with a run line'
+                yield BadRecord(line, reason, str(obj))
             elif kind == "request":
                 builder.request(line=line, **{k: obj.get(k) for k in USAGE_KEYS})
             elif kind == "item" and obj.get("kind") in KINDS:
@@ -61,12 +62,12 @@ class CanonicalReader:
         extra = {k: obj[k] for k in ITEM_KEYS if obj.get(k) is not None}
         if obj.get("new_turn"):
             builder.new_turn()
+        derived = {k: v for k, v in extra.items() if k not in ("resource", "access")}
         if obj["kind"] == "tool_call":
             builder.call(obj.get("tool_name") or "", obj.get("args"), obj.get("call_id"), line=line,
-                         text=obj.get("text", ""), **{k: v for k, v in extra.items() if k not in ("resource", "access")})
+                         text=obj.get("text", ""), **derived)
         elif obj["kind"] == "tool_result":
-            builder.result(obj.get("text", ""), obj.get("call_id"), obj.get("tool_name"), line=line,
-                           **{k: v for k, v in extra.items() if k not in ("resource", "access")})
+            builder.result(obj.get("text", ""), obj.get("call_id"), obj.get("tool_name"), line=line, **derived)
         else:
             builder.add(obj["kind"], obj.get("role", "user"), obj.get("text", ""), tool_name=obj.get("tool_name"),
                         line=line, **extra)

@@ -16,6 +16,7 @@ SEARCH_TOOLS = {"grep", "glob", "search", "find_file", "search_file", "search_di
 SHELL_TOOLS = {"bash", "shell", "exec_command", "execute_bash", "run_command", "terminal",
                "local_shell", "shell_command", "container.exec", "cmd", "run"}
 WEB_TOOLS = {"webfetch", "web_fetch", "fetch", "browser", "websearch", "web_search", "browse"}
+EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "edit_file_tool"}
 PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
 SHELL_READERS = {"cat", "head", "tail", "less", "more", "nl", "bat", "wc"}
 SHELL_SEARCHERS = {"grep", "rg", "ag", "find", "ls", "fd", "tree", "git grep"}
@@ -48,7 +49,7 @@ def classify_call(tool_name: str | None, args: Any) -> tuple[str | None, str | N
     if inline:
         return inline
     path = next((a[k] for k in PATH_KEYS if isinstance(a.get(k), str) and a[k]), None)
-    sub = str(a.get("command", "")).lower() if name in {"str_replace_editor", "str_replace_based_edit_tool", "edit_file_tool"} else ""
+    sub = str(a.get("command", "")).lower() if name in EDITOR_TOOLS else ""
     if sub:
         access = "read" if sub == "view" else "write"
         return (normalise_path(path) if path else None), access
