@@ -20,9 +20,9 @@ def test_sample_ingests_and_crosses_130k(tmp_path: Path) -> None:
 
     con = open_store(tmp_path / "s.duckdb")
     ingest(con, [ROOT / "data" / "sample"])
-    assert con.sql("SELECT count(*) FROM quarantine").fetchone()[0] == 0
-    peak = con.sql("SELECT max(input_tokens + cache_read + cache_write) FROM requests").fetchone()[0]
+    assert con.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
+    peak = con.execute("SELECT max(input_tokens + cache_read + cache_write) FROM requests").fetchone()[0]
     assert peak > 130_000
-    repeats = con.sql("""SELECT max(n) FROM (SELECT run_id, resource, count(*) n FROM items
+    repeats = con.execute("""SELECT max(n) FROM (SELECT run_id, resource, count(*) n FROM items
                          WHERE kind = 'tool_call' AND access = 'read' GROUP BY ALL)""").fetchone()[0]
     assert repeats >= 10
