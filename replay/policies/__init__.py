@@ -1,0 +1,54 @@
+"""Registered policies by name; user policies load by import path 'pkg.module:Class'."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from replay.errors import ReplayError
+from replay.policies.base import Budget, Policy
+from replay.policies.config import PolicyConfig, parse_sets
+
+POLICY_MODULES = ["baselines", "seed_a", "masking", "clear_tool_uses", "auto_compact", "seed_c", "seed_b",
+                  "openhands"]
+
+
+def registry() -> dict[str, type[Policy]]:
+    """name -> Policy class, from every module in POLICY_MODULES that exists."""
+    out: dict[str, type[Policy]] = {}
+    for mod in POLICY_MODULES:
+        try:
+            module = importlib.import_module(f"replay.policies.{mod}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"replay.policies.{mod}":
+                continue
+            raise
+        for cls in getattr(module, "POLICIES", ()):
+            out[cls.name] = cls
+    return out
+
+
+def policy_class(name: str) -> type[Policy]:
+    """A registered name, or 'pkg.module:Class' for a user policy."""
+    if ":" in name:
+        mod, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(mod), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ReplayError(f"--policy {name}: cannot import ({exc}); is the module on PYTHONPATH?") from exc
+        if not (isinstance(cls, type) and issubclass(cls, Policy)):
+            raise ReplayError(f"--policy {name}: not a replay.policies.Policy subclass")
+        return cls
+    reg = registry()
+    if name not in reg:
+        raise ReplayError(f"--policy {name}: unknown; choose one of {', '.join(sorted(reg))} or pkg.module:Class")
+    return reg[name]
+
+
+def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
+    """Build a policy with validated parameters."""
+    cls = policy_class(name)
+    return cls(cls.Config.from_params(params or {}))
+
+
+__all__ = ["Budget", "Policy", "PolicyConfig", "make_policy", "parse_sets", "policy_class", "registry"]

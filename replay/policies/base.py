@@ -1,0 +1,155 @@
+"""Policy base: per-run state as numpy arrays, triggers split from decisions, one View per request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from replay.policies.config import PolicyConfig
+from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
+from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
+
+PREFIX_KINDS = (KIND_CODE["system"], KIND_CODE["tool_defs"])
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The hard limit: a prompt overflows when prompt + reserve > window."""
+
+    window: int = 200_000
+    reserve: int = 0
+
+    @property
+    def usable(self) -> int:
+        return self.window - self.reserve
+
+
+def estimate(run: RunArrays, name: str, chars: np.ndarray | None = None) -> np.ndarray:
+    """Token estimate per item by estimator ``name`` ('chars/4', 'chars/3' or 'real')."""
+    c = run.chars if chars is None else chars
+    if name == "real":
+        return run.tokens.copy() if chars is None else chars4(c)
+    return chars4(c) if name == "chars/4" else (np.asarray(c, dtype=np.int64) + 2) // 3
+
+
+def text_cost(run: RunArrays, kept_chars: np.ndarray, extra_chars: int | np.ndarray,
+              estimator: str) -> tuple[np.ndarray, np.ndarray]:
+    """(real, est) tokens of a rewritten item keeping ``kept_chars`` of its text plus ``extra_chars`` of wording.
+
+    The kept part is scaled from the item's real count; the wording is estimated at chars/4."""
+    kept = np.minimum(kept_chars, run.chars)
+    ratio = np.divide(run.tokens, np.maximum(run.chars, 1))
+    real = np.ceil(kept * ratio).astype(np.int64) + chars4(extra_chars)
+    est = estimate(run, estimator, kept) + chars4(extra_chars)
+    return np.minimum(real, np.maximum(run.tokens, 1)), est
+
+
+class Policy:
+    """Subclasses set ``Config`` and ``name``, override ``setup`` and ``stages``; never mutate the run."""
+
+    name: ClassVar[str] = "base"
+    Config: ClassVar[type[PolicyConfig]] = PolicyConfig
+
+    def __init__(self, config: PolicyConfig | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+        if not isinstance(self.config, self.Config):
+            raise TypeError(f"{self.name}: config must be {self.Config.__name__}")
+
+    # -- per run -------------------------------------------------------------------------------
+    def reset(self, run: RunArrays, budget: Budget) -> None:
+        n = run.n_items
+        self.run, self.budget = run, budget
+        self.forms = np.zeros(n, dtype=np.int8)
+        self.ftok = np.zeros((N_FORMS, n), dtype=np.int64)
+        self.fest = np.zeros((N_FORMS, n), dtype=np.int64)
+        self.ftok[ORIGINAL] = run.tokens
+        self.fest[ORIGINAL] = estimate(run, getattr(self.config, "estimator", "chars/4"))
+        self.ftok[1:5], self.fest[1:5] = run.tokens, self.fest[ORIGINAL]  # until a form is defined
+        self.idx = np.arange(n)
+        self.summary_at, self.summary_id, self.summary_tokens, self.summary_est = -1, 0, 0, 0
+        self.dirty, self.prev_end, self.end, self.k = 0, 0, 0, 0
+        self.flags = {"emergency": False, "summarised": False}
+        self.setup()
+
+    def setup(self) -> None:
+        """Precompute form costs for this run."""
+
+    def define(self, form: int, real: np.ndarray, est: np.ndarray) -> None:
+        self.ftok[form], self.fest[form] = real, est
+
+    def stages(self) -> list[tuple[Callable[[], bool], Callable[[], None]]]:
+        """(trigger, decide) pairs, run in order before every request."""
+        return []
+
+    def step(self, k: int) -> View:
+        """Advance to request k (0, 1, 2... in order) and return V_k."""
+        self.k, self.end = k, int(self.run.req_end[k])
+        self.flags = {"emergency": False, "summarised": False}
+        for trigger, decide in self.stages():
+            if trigger():
+                decide()
+        return self.emit()
+
+    # -- helpers for decisions -----------------------------------------------------------------
+    def set_forms(self, positions: np.ndarray, form: int) -> None:
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(positions):
+            changed = positions[self.forms[positions] != form]
+            if len(changed):
+                self.forms[changed] = form
+                self.dirty = min(self.dirty, int(changed.min()))
+
+    def set_summary(self, at: int, real: int, est: int) -> None:
+        at = min(at, self.end - 1)
+        self.dirty = min(self.dirty, at if self.summary_at < 0 else min(at, self.summary_at))
+        self.summary_at, self.summary_tokens, self.summary_est = at, int(real), int(est)
+        self.summary_id += 1
+        self.flags["summarised"] = True
+
+    def seg_est(self, end: int | None = None) -> np.ndarray:
+        e = self.end if end is None else end
+        return self.fest[self.forms[:e], self.idx[:e]]
+
+    def est_total(self) -> int:
+        return int(self.seg_est().sum()) + (self.summary_est if self.summary_at >= 0 else 0)
+
+    def over(self, limit: float) -> bool:
+        return self.est_total() > limit
+
+    def results(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Positions of tool results in [lo, hi) of the history."""
+        hi = self.end if hi is None else hi
+        return lo + np.flatnonzero(self.run.kind[lo:hi] == TOOL_RESULT)
+
+    def completed_writes(self) -> np.ndarray:
+        """Write/edit calls whose result is already in the history."""
+        r = self.run
+        e = self.end
+        mask = (r.kind[:e] == TOOL_CALL) & (r.access[:e] == ACCESS_CODE["write"]) & (r.pair[:e] >= 0)
+        pos = np.flatnonzero(mask)
+        return pos[r.pair[pos] < e]
+
+    def prefix_end(self) -> int:
+        """Number of leading system/tool_defs items (never trimmed)."""
+        head = ~np.isin(self.run.kind[:self.end], PREFIX_KINDS)
+        return int(np.argmax(head)) if head.any() else self.end
+
+    def drop(self, positions: np.ndarray) -> None:
+        """Drop items together with their call/result partners."""
+        positions = np.asarray(positions, dtype=np.int64)
+        partners = self.run.pair[positions]
+        both = np.concatenate([positions, partners[(partners >= 0) & (partners < self.end)]])
+        self.set_forms(np.unique(both), DROPPED)
+
+    def emit(self) -> View:
+        e = self.end
+        forms = self.forms[:e].copy()
+        view = View(k=self.k, end=e, forms=forms, seg_tokens=self.ftok[forms, self.idx[:e]],
+                    seg_est=self.fest[forms, self.idx[:e]], summary_at=self.summary_at,
+                    summary_id=self.summary_id, summary_tokens=self.summary_tokens,
+                    summary_est=self.summary_est, dirty_from=min(self.dirty, self.prev_end), **self.flags)
+        self.prev_end, self.dirty = e, e
+        return view

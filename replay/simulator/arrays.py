@@ -1,0 +1,133 @@
+"""Run data as compact numpy arrays, the simulator's only input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from replay.model import KINDS
+
+KIND_CODE = {k: i for i, k in enumerate(KINDS)}
+ACCESS = ("none", "read", "write", "exec", "search", "other")
+ACCESS_CODE = {a: i for i, a in enumerate(ACCESS)}
+TOOL_CALL, TOOL_RESULT = KIND_CODE["tool_call"], KIND_CODE["tool_result"]
+ESTIMATE_LABEL = "estimate:chars/4"
+
+
+def chars4(chars: np.ndarray | int) -> np.ndarray:
+    """The chars/4 estimator (ceil), at least 1 token per non-empty item."""
+    return (np.asarray(chars, dtype=np.int64) + 3) // 4
+
+
+def epoch(ts: str | None) -> float:
+    """ISO timestamp -> seconds, NaN when absent or unreadable."""
+    if not ts:
+        return float("nan")
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("nan")
+
+
+@dataclass(frozen=True, eq=False)
+class RunArrays:
+    """One run: items in seq order and requests, as arrays. ``tokens`` are real when ``token_source`` says so."""
+
+    run_id: str
+    step: np.ndarray        # int32 request step before which the item was appended
+    kind: np.ndarray        # int8 code into replay.model.KINDS
+    tokens: np.ndarray      # int64 token count (real, or chars/4 when no real count)
+    chars: np.ndarray       # int64 payload characters
+    resource: np.ndarray    # int32 resource id, -1 none
+    access: np.ndarray      # int8 code into ACCESS
+    pair: np.ndarray        # int32 index of the matching call/result, -1 none
+    is_error: np.ndarray    # bool
+    ts: np.ndarray          # float64 epoch seconds (NaN unknown)
+    tool: np.ndarray        # int32 tool id into tool_names, -1 none
+    turn: np.ndarray        # int32 user turn
+    lines: np.ndarray       # int32 lines of text (for "N lines omitted" wordings)
+    req_step: np.ndarray    # int32 step of each request
+    req_end: np.ndarray     # int32 number of items in the history of each request
+    req_ts: np.ndarray      # float64
+    rec_prompt: np.ndarray  # int64 recorded prompt tokens, -1 unknown
+    rec_cache_read: np.ndarray  # int64 recorded cache reads, -1 unknown
+    token_source: str = ESTIMATE_LABEL
+    model: str | None = None
+    tool_names: tuple[str, ...] = ()
+    resources: tuple[str, ...] = ()
+    call_ids: tuple[str | None, ...] = field(default=(), repr=False)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.step)
+
+    @property
+    def n_requests(self) -> int:
+        return len(self.req_step)
+
+    @property
+    def estimated(self) -> bool:
+        return self.token_source != "real" and not self.token_source.startswith("real:")
+
+
+def _ids(values: list[str | None]) -> tuple[np.ndarray, tuple[str, ...]]:
+    names: dict[str, int] = {}
+    out = np.array([-1 if v is None else names.setdefault(v, len(names)) for v in values], dtype=np.int32)
+    return out, tuple(names)
+
+
+def _pairs(kinds: list[str], call_ids: list[str | None]) -> np.ndarray:
+    pair = np.full(len(kinds), -1, dtype=np.int32)
+    open_calls: dict[str, int] = {}
+    for i, (k, c) in enumerate(zip(kinds, call_ids, strict=False)):
+        if c is None:
+            continue
+        if k == "tool_call":
+            open_calls[c] = i
+        elif k == "tool_result" and c in open_calls:
+            j = open_calls.pop(c)
+            pair[i], pair[j] = j, i
+    return pair
+
+
+def build(run_id: str, items: list[dict], requests: list[dict], token_source: str = ESTIMATE_LABEL,
+          model: str | None = None) -> RunArrays:
+    """Arrays from item dicts (step, kind, chars, tokens?, tool_name, call_id, resource, access, is_error, ts,
+    turn, lines) and request dicts (step, ts, prompt_tokens, cache_read, input_tokens, cache_write)."""
+    kinds = [it["kind"] for it in items]
+    chars = np.array([it.get("chars") or 0 for it in items], dtype=np.int64)
+    toks = [it.get("tokens") for it in items]
+    tokens = np.array([t if t is not None else int(chars4(c)) for t, c in zip(toks, chars, strict=True)],
+                      dtype=np.int64)
+    step = np.array([it["step"] for it in items], dtype=np.int32)
+    tool, tool_names = _ids([it.get("tool_name") for it in items])
+    resource, resources = _ids([it.get("resource") for it in items])
+    req_step = np.array([r["step"] for r in requests], dtype=np.int32)
+    order = np.sort(step, kind="stable")
+    if len(step) and (np.diff(step) < 0).any():
+        raise ValueError(f"run {run_id}: item steps must not decrease in seq order")
+    return RunArrays(
+        run_id=run_id, step=step, kind=np.array([KIND_CODE[k] for k in kinds], dtype=np.int8),
+        tokens=tokens, chars=chars, resource=resource,
+        access=np.array([ACCESS_CODE.get(it.get("access") or "none", 5) for it in items], dtype=np.int8),
+        pair=_pairs(kinds, [it.get("call_id") for it in items]),
+        is_error=np.array([bool(it.get("is_error")) for it in items], dtype=bool),
+        ts=np.array([epoch(it.get("ts")) for it in items], dtype=np.float64), tool=tool,
+        turn=np.array([it.get("turn") or 0 for it in items], dtype=np.int32),
+        lines=np.array([it.get("lines") or 1 for it in items], dtype=np.int32),
+        req_step=req_step, req_end=np.searchsorted(order, req_step, side="right").astype(np.int32),
+        req_ts=np.array([epoch(r.get("ts")) for r in requests], dtype=np.float64),
+        rec_prompt=np.array([_prompt(r) for r in requests], dtype=np.int64),
+        rec_cache_read=np.array([-1 if r.get("cache_read") is None else r["cache_read"] for r in requests],
+                                dtype=np.int64),
+        token_source=token_source, model=model, tool_names=tool_names, resources=resources,
+        call_ids=tuple(it.get("call_id") for it in items))
+
+
+def _prompt(r: dict) -> int:
+    if r.get("prompt_tokens") is not None:
+        return int(r["prompt_tokens"])
+    parts = [r.get("input_tokens"), r.get("cache_read"), r.get("cache_write")]
+    return -1 if parts[0] is None else int(sum(p or 0 for p in parts))

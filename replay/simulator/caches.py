@@ -1,0 +1,156 @@
+"""Prefix-cache models. A hit is the longest cached prefix of the view, found via the policy's dirty position.
+
+Every model answers ``request(view, cum, ts, system_end) -> (cached_tokens, written_tokens)`` where
+``cum[p]`` is the real-token prefix before position p. Rewriting position p invalidates every cached
+prefix longer than p (the chain of segment hashes breaks there).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from replay.errors import ReplayError
+from replay.policies.view import View
+
+ANTHROPIC_MIN = {"haiku-4-5": 4096, "opus-4-5": 4096, "opus-4-6": 4096, "opus-4-7": 4096, "opus-4-8": 4096,
+                 "haiku-3": 2048}
+
+
+def anthropic_min_cacheable(model: str | None) -> int:
+    """Minimum cacheable prompt length by model (1,024 unless listed)."""
+    name = (model or "").lower()
+    return next((v for k, v in ANTHROPIC_MIN.items() if k in name), 1024)
+
+
+@dataclass
+class CacheModel:
+    """Base: no cache."""
+
+    name = "none"
+    write_multiplier: float = 1.0
+    read_multiplier: float = 1.0
+
+    def reset(self, model: str | None = None) -> None:
+        self.entries: list[list[float]] = []  # [pos, tokens, expiry]
+
+    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
+        return 0, 0
+
+    def _truncate(self, dirty: int, ts: float) -> None:
+        """Shorten prefixes at the first rewritten position and drop expired ones."""
+        keep = []
+        for e in self.entries:
+            if not (ts > e[2]):
+                e[0] = min(e[0], dirty)
+                keep.append(e)
+        self.entries = keep
+
+
+@dataclass
+class Anthropic(CacheModel):
+    """Explicit breakpoints (system end and the last message), min cacheable, TTL refreshed on hit."""
+
+    name = "anthropic"
+    ttl: float = 300.0
+    write_multiplier: float = 1.25
+    read_multiplier: float = 0.1
+    min_cacheable: int = 0  # 0: by model
+    lookback: int = 20
+    breakpoints: tuple[str, ...] = ("system", "last")
+
+    def reset(self, model: str | None = None) -> None:
+        super().reset(model)
+        self.min_tokens = self.min_cacheable or anthropic_min_cacheable(model)
+        if self.ttl >= 3600 and self.write_multiplier == 1.25:
+            self.write_multiplier = 2.0
+
+    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
+        now = 0.0 if math.isnan(ts) else ts
+        # a cached prefix is usable only whole: entries past the rewritten position die
+        self.entries = [e for e in self.entries if e[0] <= view.dirty_from and not now > e[2]]
+        bps = sorted({system_end if "system" in self.breakpoints else view.end, view.end})
+        hit, hit_entry = 0, None
+        for b in bps:
+            for e in self.entries:
+                if b - self.lookback <= e[0] <= b and e[1] > hit:
+                    hit, hit_entry = int(e[1]), e
+        if hit_entry is not None:
+            hit_entry[2] = now + self.ttl
+        written = 0
+        for b in bps:
+            tokens = int(cum[b])
+            if tokens < self.min_tokens or tokens <= hit:
+                continue
+            existing = [e for e in self.entries if e[0] == b]
+            if existing:
+                existing[0][2] = now + self.ttl
+            else:
+                self.entries.append([b, tokens, now + self.ttl])
+            written = max(written, tokens - hit)
+        return hit, written
+
+
+@dataclass
+class OpenAIAuto(CacheModel):
+    """Automatic caching from 1,024 tokens in 128-token steps; retention ``ttl`` seconds idle."""
+
+    name = "openai"
+    min_tokens: int = 1024
+    step: int = 128
+    ttl: float = 600.0
+    read_multiplier: float = 0.1
+
+    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
+        now = 0.0 if math.isnan(ts) else ts
+        self._truncate(view.dirty_from, now)
+        best = max((int(cum[int(e[0])]) for e in self.entries), default=0)
+        hit = best // self.step * self.step if best >= self.min_tokens else 0
+        for e in self.entries:
+            e[2] = now + self.ttl
+        self.entries = [[view.end, int(cum[view.end]), now + self.ttl]] + self.entries[:8]
+        return min(hit, int(cum[view.end])), 0
+
+
+@dataclass
+class VLLMBlocks(CacheModel):
+    """vLLM automatic prefix caching: only full blocks, LRU over ``capacity`` blocks (tail blocks go first)."""
+
+    name = "vllm"
+    block: int = 16
+    capacity: int = 1_000_000
+    read_multiplier: float = 0.0
+
+    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
+        self._truncate(view.dirty_from, -math.inf)
+        best = max((int(cum[int(e[0])]) for e in self.entries), default=0)
+        hit = min(best // self.block, self.capacity) * self.block
+        self.entries = [[view.end, int(cum[view.end]), math.inf]] + self.entries[:8]
+        return hit, 0
+
+
+@dataclass
+class LlamaCppSlot(CacheModel):
+    """llama.cpp server, one slot, cache_prompt on, cache_reuse 0: the common prefix with the last prompt."""
+
+    name = "llamacpp"
+    read_multiplier: float = 0.0
+    last: int = field(default=-1)
+
+    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
+        hit = int(cum[min(view.dirty_from, view.end)]) if self.entries else 0
+        self.entries = [[view.end, 0, math.inf]]
+        return hit, 0
+
+
+CACHE_MODELS: dict[str, type[CacheModel]] = {c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, VLLMBlocks,
+                                                                  LlamaCppSlot)}
+
+
+def make_cache(name: str, **params: float) -> CacheModel:
+    """A cache model by name: none, anthropic, openai, vllm, llamacpp."""
+    if name not in CACHE_MODELS:
+        raise ReplayError(f"--cache {name}: choose one of {', '.join(CACHE_MODELS)}")
+    return CACHE_MODELS[name](**params)

@@ -1,0 +1,87 @@
+"""The loop: for each request, step the policy, charge the cache, count. Raw counters out, ratios derived later."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from replay.metrics.cost import input_price, prompt_cost
+from replay.metrics.repeat_reads import classify, read_events, summarise
+from replay.metrics.runs import run_row
+from replay.model import KINDS
+from replay.policies.base import PREFIX_KINDS, Budget, Policy
+from replay.policies.view import ORIGINAL, View
+from replay.simulator.arrays import TOOL_RESULT, RunArrays
+from replay.simulator.caches import CacheModel
+
+REQUEST_COLUMNS = ("k", "step", "items", "prompt_tokens", "est_tokens", "overflow", "near_miss", "emergency",
+                   "summarised", "trimmed_tokens", "cached_tokens", "written_tokens", "summary_tokens",
+                   "recorded_prompt", "recorded_cache_read") + tuple(f"tok_{k}" for k in KINDS)
+
+
+class PolicyResultError(TypeError):
+    """A policy returned something other than one View for the request asked."""
+
+
+def _check(view: object, k: int, end: int) -> View:
+    if not isinstance(view, View):
+        raise PolicyResultError(f"request {k}: policy returned {type(view).__name__}, expected View")
+    if view.k != k or view.end != end:
+        raise PolicyResultError(f"request {k}: view is for request {view.k} with {view.end} items, expected {end}")
+    return view
+
+
+def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
+                 near_margin: float = 0.05, price: float | None = None) -> tuple[dict[str, np.ndarray], dict]:
+    """Replay one run under ``policy``; return per-request columns and one run row of raw counters."""
+    budget = budget or Budget()
+    policy.reset(run, budget)
+    cache.reset(run.model)
+    m = run.n_requests
+    cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
+    events = read_events(run)
+    intact = np.ones(len(events.call), dtype=bool)
+    order = np.argsort(events.decide, kind="stable")
+    bounds = np.searchsorted(events.decide[order], np.arange(m + 1))
+    errors = np.flatnonzero(run.is_error & (run.kind == TOOL_RESULT))
+    err_hidden = np.zeros(len(errors), dtype=bool)
+    full_cum = np.concatenate([[0], np.cumsum(run.tokens)])
+    head = np.flatnonzero(~np.isin(run.kind, PREFIX_KINDS))
+    system_default = int(head[0]) if len(head) else run.n_items
+    for k in range(m):
+        end = int(run.req_end[k])
+        view = _check(policy.step(k), k, end)
+        cum = view.cumulative()
+        prompt = view.prompt_tokens
+        ts = float(run.req_ts[k])
+        cached, written = cache.request(view, cum, ts, min(system_default, end))
+        ev = order[bounds[k]:bounds[k + 1]]
+        if len(ev):
+            intact[ev] = view.forms[events.prev_result[ev]] == ORIGINAL
+        live = errors[errors < end]
+        err_hidden[:len(live)] |= view.forms[live] != ORIGINAL
+        comp = np.bincount(run.kind[:end], weights=view.seg_tokens, minlength=len(KINDS))
+        row = (k, int(run.req_step[k]), end, prompt, view.est_tokens, prompt + budget.reserve > budget.window,
+               prompt + budget.reserve > budget.window * (1 - near_margin), view.emergency, view.summarised,
+               int(full_cum[end] - view.seg_tokens.sum()), cached, written,
+               view.summary_tokens if view.summary_at >= 0 else 0, run.rec_prompt[k], run.rec_cache_read[k])
+        for c, v in zip(REQUEST_COLUMNS, row, strict=False):
+            cols[c][k] = v
+        for i, kind in enumerate(KINDS):
+            cols[f"tok_{kind}"][k] = comp[i]
+    cols["near_miss"] &= ~cols["overflow"].astype(bool)
+    reads = summarise(events, classify(events, intact))
+    unit = input_price(run.model) if price is None else price
+    uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
+    cost = prompt_cost(int(uncached.sum()), int(cols["cached_tokens"].sum()), int(cols["written_tokens"].sum()),
+                       unit, cache.read_multiplier, cache.write_multiplier)
+    extra = {**reads, "evicted_failures": int(err_hidden.sum()),
+             "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()), "cost_usd": cost,
+             "price_per_mtok": unit, "cache_model": cache.name, "token_source": run.token_source,
+             "window": budget.window, "reserve": budget.reserve}
+    return cols, run_row(run.run_id, cols, extra)
+
+
+def nan_to_none(x: float) -> float | None:
+    return None if isinstance(x, float) and math.isnan(x) else x
