@@ -9,6 +9,7 @@ from replay.readers.base import HEAD_BYTES, Reader
 
 # Order matters: specific formats before generic ones.
 READER_MODULES = [
+    "claude_code",
     "swe_agent",
     "mini_swe_agent",
     "openhands",

@@ -1,0 +1,199 @@
+"""Claude Code session JSONL (~/.claude/projects/*/*.jsonl, subagent and workflow journal files).
+
+One request per unique assistant ``requestId`` (else ``message.id``): the lines of one API response
+share it and repeat its usage, which is counted once. Inline sidechain (Task subagent) lines go to
+child runs; a file that is itself a subagent transcript is one run marked ``sidechain``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.base import ReadContext, iter_json_lines, text_of
+from replay.readers.builder import RunBuilder
+
+CONVERSATION = {"user", "assistant"}
+TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
+JOURNAL_TYPES = {"started", "result"}
+# attachments Claude Code injects into the prompt (as system reminders); the rest are UI state
+CONTEXT_ATTACHMENTS = {"hook_additional_context", "nested_memory", "file", "edited_text_file", "skill_listing",
+                       "invoked_skills", "queued_command", "todo_reminder", "task_reminder"}
+
+
+def _looks_like_cc(obj: Any) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    kind = obj.get("type")
+    if kind in CONVERSATION:
+        return isinstance(obj.get("message"), dict) and ("sessionId" in obj or "agentId" in obj or "uuid" in obj)
+    if kind == "summary":
+        return "leafUuid" in obj
+    return kind in JOURNAL_TYPES and "agentId" in obj and "key" in obj
+
+
+def _attachment_text(att: dict) -> str:
+    content = att.get("content")
+    if isinstance(content, dict) and isinstance(content.get("file"), dict):
+        return text_of(content["file"].get("content"))
+    return text_of(content) or str(att.get("snippet") or att.get("prompt") or att.get("text") or "")
+
+
+class ClaudeCodeReader:
+    format = "claude-code"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        for line in head.splitlines()[:40]:
+            try:
+                if _looks_like_cc(json.loads(line)):
+                    return True
+            except ValueError:
+                continue
+        return False
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        session = _Session(ctx, self.format)
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                yield entry
+            elif isinstance(entry[1], dict):
+                session.line(*entry)
+        for builder in [session.main, *session.children.values()]:
+            yield from builder
+
+
+def _set_run(b: RunBuilder, **changes: Any) -> None:
+    b.run = b.records[0] = replace(b.run, **changes)  # type: ignore[assignment]
+
+
+class _Session:
+    """The state of reading one file: the main run, sidechain child runs, requests seen."""
+
+    def __init__(self, ctx: ReadContext, fmt: str) -> None:
+        self.ctx, self.format = ctx, fmt
+        self.agent_file = "agent-" in ctx.path.name or "-sub-" in ctx.path.name
+        meta: dict[str, Any] = {"sidechain": True} if self.agent_file else {}
+        self.main = RunBuilder(Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path),
+                                   harness="claude-code", metadata=meta))
+        self.children: dict[str, RunBuilder] = {}
+        self.groups: dict[str, str] = {}
+        self.seen_requests: set[str] = set()
+
+    def _builder(self, obj: dict) -> RunBuilder:
+        """The main run, or the child run of the inline sidechain this line belongs to."""
+        if self.agent_file or not obj.get("isSidechain"):
+            return self.main
+        group = self.groups.get(obj.get("parentUuid")) or obj.get("uuid") or "sidechain"
+        self.groups[obj.get("uuid")] = group
+        if group not in self.children:
+            n = len(self.children) + 1
+            run = Run(run_id=self.ctx.run_id(f"sidechain-{n}"), format=self.format, source_path=str(self.ctx.path),
+                      harness="claude-code", started_at=obj.get("timestamp"), parent_run_id=self.main.run.run_id,
+                      model=self.main.run.model, metadata={"sidechain": True, "root_uuid": group})
+            self.children[group] = RunBuilder(run)
+        return self.children[group]
+
+    def line(self, line: int, obj: dict) -> None:
+        kind, main = obj.get("type"), self.main
+        # `summary` lines with a leafUuid are session titles (never sent to the model), wherever they sit
+        if kind in TITLE_TYPES and (kind != "summary" or "leafUuid" in obj):
+            titles = main.run.metadata.setdefault("titles", [])
+            if (title := obj.get(TITLE_TYPES[kind])) and title not in titles:
+                titles.append(title)
+            return
+        if kind == "summary":  # no leafUuid: a summary that stands in for earlier context
+            main.add("summary", "user", str(obj.get("summary") or ""), line=line)
+            return
+        if kind in JOURNAL_TYPES and "agentId" in obj:
+            main.run.metadata.setdefault("journal_agents", []).append(obj["agentId"])
+            return
+        if kind not in CONVERSATION and kind != "attachment":
+            return
+        b = self._builder(obj)
+        run = b.run
+        if not run.started_at and obj.get("timestamp"):
+            _set_run(b, started_at=obj["timestamp"])
+        for key, field in (("sessionId", "session_id"), ("agentId", "agent_id"), ("cwd", "cwd"),
+                           ("version", "cc_version")):
+            if obj.get(key):
+                run.metadata.setdefault(field, obj[key])
+        ts = obj.get("timestamp")
+        if kind == "attachment":
+            att = obj.get("attachment") or {}
+            if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
+                b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line)
+        elif kind == "assistant":
+            self._assistant(b, obj.get("message") or {}, obj, line, ts)
+        else:
+            self._user(b, obj.get("message") or {}, obj, line, ts)
+
+    def _assistant(self, b: RunBuilder, msg: dict, obj: dict, line: int, ts: str | None) -> None:
+        if not isinstance(msg, dict):
+            return
+        rid = obj.get("requestId") or msg.get("id")
+        model = msg.get("model")
+        if model and model != "<synthetic>" and not b.run.model:
+            _set_run(b, model=model)
+        # a line with no id at all (an interrupted, partial reply) continues the current request
+        if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
+            if rid:
+                self.seen_requests.add(rid)
+            u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+            parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+            prompt = sum(p or 0 for p in parts) if any(p is not None for p in parts) else None
+            b.request(ts=ts, model=model, line=line, input_tokens=parts[0], cache_read=parts[1],
+                      cache_write=parts[2], output_tokens=u.get("output_tokens"), prompt_tokens=prompt)
+        content = msg.get("content")
+        for block in content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "text" and block.get("text"):
+                b.add("assistant_text", "assistant", block["text"], ts=ts, line=line)
+            elif btype in ("thinking", "redacted_thinking"):
+                text = block.get("thinking") or block.get("data") or ""
+                b.add("reasoning", "assistant", text, ts=ts, line=line)
+            elif btype in ("tool_use", "server_tool_use"):
+                b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
+            elif btype and btype.endswith("tool_result"):
+                b.result(text_of(block.get("content")), block.get("tool_use_id"), ts=ts, line=line, role="assistant")
+
+    def _user(self, b: RunBuilder, msg: dict, obj: dict, line: int, ts: str | None) -> None:
+        if not isinstance(msg, dict):
+            return
+        content = msg.get("content")
+        if obj.get("isCompactSummary"):
+            b.add("summary", "user", text_of(content), ts=ts, line=line)
+            return
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
+        if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):
+            b.new_turn()
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype == "tool_result":
+                inner = block.get("content")
+                b.result(text_of(inner), block.get("tool_use_id"), ts=ts, line=line,
+                         is_error=bool(block.get("is_error")))
+                for part in inner if isinstance(inner, list) else []:
+                    if isinstance(part, dict) and part.get("type") == "image":
+                        self._image(b, part, line, ts)
+            elif btype == "image":
+                self._image(b, block, line, ts)
+            elif btype == "document":
+                b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
+            elif block.get("text"):
+                b.add("user_text", "user", block["text"], ts=ts, line=line)
+
+    @staticmethod
+    def _image(b: RunBuilder, block: dict, line: int, ts: str | None) -> None:
+        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        b.add("image", "user", f"[image {source.get('media_type') or ''}]".replace(" ]", "]"), ts=ts, line=line)
+
+
+READER = ClaudeCodeReader()
