@@ -33,7 +33,34 @@ def _v1_canonical(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical]
+def _v2_simulations(con: duckdb.DuckDBPyConnection) -> None:
+    """Simulation results: one row per simulation, per (simulation, run) and per (simulation, run, request)."""
+    con.execute("""
+    CREATE TABLE simulations (
+        sim_id VARCHAR PRIMARY KEY, policy VARCHAR, config JSON, cache_model VARCHAR, tokenizer_id VARCHAR,
+        token_source VARCHAR, "window" BIGINT, reserve BIGINT, n_runs INTEGER, created_at TIMESTAMP);
+    CREATE TABLE sim_runs (
+        sim_id VARCHAR, run_id VARCHAR, requests INTEGER, overflow_incidents INTEGER, near_misses INTEGER,
+        emergencies INTEGER, summaries INTEGER, summaries_per_100 DOUBLE, requests_between_summaries DOUBLE,
+        tokens_after_summary DOUBLE, prompt_tokens BIGINT, est_tokens BIGINT, cached_tokens BIGINT,
+        written_tokens BIGINT, uncached_tokens BIGINT, cache_hit_rate DOUBLE, trimmed_tokens BIGINT,
+        max_prompt_tokens BIGINT, recorded_prompt BIGINT, recorded_cache_read BIGINT, recorded_cache_share DOUBLE,
+        max_reads_one_resource INTEGER, repeat_changed INTEGER, repeat_changed_tokens BIGINT,
+        repeat_visible INTEGER, repeat_visible_tokens BIGINT, repeat_evicted INTEGER, repeat_evicted_tokens BIGINT,
+        evicted_failures INTEGER, evicted_failure_tokens BIGINT, cost_usd DOUBLE, price_per_mtok DOUBLE,
+        cache_model VARCHAR, token_source VARCHAR, "window" BIGINT, reserve BIGINT, PRIMARY KEY (sim_id, run_id));
+    CREATE TABLE sim_requests (
+        sim_id VARCHAR, run_id VARCHAR, k INTEGER, step INTEGER, items INTEGER, prompt_tokens BIGINT,
+        est_tokens BIGINT, overflow BOOLEAN, near_miss BOOLEAN, emergency BOOLEAN, summarised BOOLEAN,
+        trimmed_tokens BIGINT, cached_tokens BIGINT, written_tokens BIGINT, summary_tokens BIGINT,
+        recorded_prompt BIGINT, recorded_cache_read BIGINT, tok_system BIGINT, tok_tool_defs BIGINT,
+        tok_user_text BIGINT, tok_assistant_text BIGINT, tok_reasoning BIGINT, tok_tool_call BIGINT,
+        tok_tool_result BIGINT, tok_summary BIGINT, tok_attachment BIGINT, tok_image BIGINT,
+        PRIMARY KEY (sim_id, run_id, k));
+    """)
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
