@@ -1,7 +1,5 @@
-"""Simulation: run arrays in, per-request and per-run counters out."""
+"""Simulation: run arrays in, per-request and per-run counters out.
 
-from replay.simulator.arrays import RunArrays, build
-from replay.simulator.caches import CACHE_MODELS, make_cache
-from replay.simulator.run import REQUEST_COLUMNS, simulate_run
-
-__all__ = ["CACHE_MODELS", "REQUEST_COLUMNS", "RunArrays", "build", "make_cache", "simulate_run"]
+Entry points: ``replay.simulator.run.simulate_run`` (one run, raw counters), ``replay.simulator.load.load_run``,
+``replay.simulator.caches.make_cache`` and ``replay.simulator.results.simulate_many``.
+"""
