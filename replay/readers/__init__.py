@@ -10,6 +10,8 @@ from replay.readers.base import HEAD_BYTES, Reader
 # Order matters: specific formats before generic ones.
 READER_MODULES = [
     "claude_code",
+    "codex_rollout",
+    "codex_tui",
     "swe_agent",
     "mini_swe_agent",
     "openhands",

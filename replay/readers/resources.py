@@ -71,8 +71,9 @@ def classify_call(tool_name: str | None, args: Any) -> tuple[str | None, str | N
     if name.startswith("mcp__") and web:  # MCP web tools (mcp__tavily__tavily_search, mcp__fetch__fetch...)
         return str(web[0] if isinstance(web, list) else web), "other"
     command = a.get("command") or a.get("cmd") or a.get("script")
-    if isinstance(command, list):
-        command = " ".join(map(str, command))
+    if isinstance(command, list):  # argv; ["bash", "-lc", script] (Codex) is the script itself
+        wrapped = len(command) == 3 and str(command[1]) in ("-c", "-lc") and str(command[0]).endswith("sh")
+        command = str(command[2]) if wrapped else " ".join(map(str, command))
     if name in SHELL_TOOLS or (not name and command) or (command and name not in WRITE_TOOLS):
         if isinstance(command, str) and command.strip():
             return classify_shell(command)

@@ -1,0 +1,164 @@
+"""OpenAI Codex CLI rollout JSONL (~/.codex/sessions/**/rollout-*.jsonl).
+
+Lines are ``{"timestamp", "type", "payload"}``: session_meta, turn_context, response_item (the model's
+context: messages, reasoning, tool calls and outputs), event_msg (UI events incl. token_count) and
+compacted. Codex logs token_count *after* the output it measured, and repeats it after the tool output;
+a request is a token_count whose total_token_usage moved, and the output since the previous request
+is deferred until it, so it lands after its request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.base import ReadContext, iter_json_lines, text_of
+from replay.readers.builder import RunBuilder
+
+LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",
+         "tool_search_call": "arguments", "web_search_call": "action"}
+OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output"}
+
+
+class Deferred:
+    """Holds model output until the request that produced it is known."""
+
+    def __init__(self, builder: RunBuilder) -> None:
+        self.b = builder
+        self.pending: list[Callable[[], Any]] = []
+
+    def output(self, fn: Callable[[], Any]) -> None:
+        self.pending.append(fn)
+
+    def after_output(self, fn: Callable[[], Any]) -> None:
+        """A tool result: it follows its call, so it waits behind pending output."""
+        (self.pending.append if self.pending else lambda f: f())(fn)
+
+    def input(self, fn: Callable[[], Any]) -> None:
+        self.flush()
+        fn()
+
+    def request(self, **usage: Any) -> None:
+        self.b.request(**usage)
+        self.flush()
+
+    def flush(self) -> None:
+        for fn in self.pending:
+            fn()
+        self.pending.clear()
+
+
+def openai_usage(u: dict) -> dict[str, Any]:
+    """Request fields from an OpenAI-style usage dict (input_tokens includes the cached part)."""
+    prompt, cached = u.get("input_tokens"), u.get("cached_input_tokens") or 0
+    return {"prompt_tokens": prompt, "cache_read": cached, "cache_write": u.get("cache_write_input_tokens"),
+            "input_tokens": prompt - cached if isinstance(prompt, int) else None,
+            "output_tokens": u.get("output_tokens")}
+
+
+def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
+    for line in head.splitlines()[:20]:
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and test(obj):
+            return True
+    return False
+
+
+class CodexRolloutReader:
+    format = "codex-rollout"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        return sniff_json_lines(head, lambda o: o.get("type") in LINE_TYPES and isinstance(o.get("payload"), dict)
+                            and "timestamp" in o)
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
+        d, last_total, model = Deferred(b), None, None
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                yield entry
+                continue
+            line, obj = entry
+            p = obj.get("payload") if isinstance(obj, dict) else None
+            if not isinstance(p, dict):
+                continue
+            kind, ts = obj.get("type"), obj.get("timestamp")
+            if kind == "session_meta":
+                self._meta(b, d, p, line, ts)
+            elif kind == "turn_context" and p.get("model"):
+                model = p["model"]
+                if not b.run.model:
+                    b.run = b.records[0] = replace(b.run, model=model)
+            elif kind == "compacted":
+                text = p.get("message") or text_of([text_of(i.get("content")) for i in p.get("replacement_history")
+                                                    or [] if isinstance(i, dict)])
+                d.input(lambda t=text, n=line, s=ts: b.add("summary", "user", t, ts=s, line=n))
+            elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
+                info = p["info"]
+                total = info.get("total_token_usage")
+                if total != last_total and isinstance(info.get("last_token_usage"), dict):
+                    d.request(ts=ts, line=line, model=model, **openai_usage(info["last_token_usage"]))
+                last_total = total
+            elif kind == "response_item":
+                self._item(b, d, p, line, ts)
+        d.flush()
+        yield from b
+
+    @staticmethod
+    def _meta(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
+        meta = b.run.metadata
+        if "session_id" in meta:  # a later session_meta (sub-agent or fork logged in the same file)
+            meta.setdefault("more_sessions", []).append(p.get("id"))
+            return
+        meta.update({k: p[k] for k in ("id", "cwd", "cli_version", "originator", "model_provider", "source")
+                     if p.get(k) is not None})
+        meta["session_id"] = p.get("id")
+        b.run = b.records[0] = replace(b.run, started_at=p.get("timestamp") or ts, metadata=meta)
+        instructions = text_of(p.get("base_instructions"))
+        if instructions:
+            d.input(lambda: b.add("system", "system", instructions, ts=ts, line=line))
+
+    @staticmethod
+    def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
+        t, at = p.get("type"), {"ts": ts, "line": line}
+        if t == "message":
+            role = p.get("role") or "user"
+            text = text_of(p.get("content"))
+            if role == "assistant":
+                d.output(lambda: b.add("assistant_text", "assistant", text, **at))
+                return
+            images = [c for c in p.get("content") or [] if isinstance(c, dict) and c.get("type") == "input_image"]
+
+            def add_input() -> None:
+                if role in ("developer", "system"):
+                    b.add("system", "system", text, **at)
+                    return
+                b.new_turn()
+                if text:
+                    b.add("user_text", "user", text, **at)
+                for _ in images:
+                    b.add("image", "user", "[image]", **at)
+            d.input(add_input)
+        elif t == "reasoning":
+            text = text_of(p.get("summary")) + ("\n" + text_of(p.get("content")) if p.get("content") else "")
+            d.output(lambda: b.add("reasoning", "assistant", text.strip(), **at))
+        elif t in CALLS:
+            name = p.get("name") or t.removesuffix("_call")
+            d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))
+        elif t in OUTPUTS:
+            out = p.get("output") if "output" in p else p.get("tools")
+            text = out if isinstance(out, str) else text_of(out) or json.dumps(out, ensure_ascii=False)
+            d.after_output(lambda: b.result(text, p.get("call_id"), **at))
+        elif t == "image_generation_call":
+            d.output(lambda: b.add("image", "assistant", "[generated image]", **at))
+
+
+READER = CodexRolloutReader()

@@ -1,0 +1,90 @@
+"""Codex TUI session log (CODEX_TUI_RECORD_SESSION): ``{"ts", "dir", "kind", ...}`` records.
+
+``codex_event`` records wrap protocol events: agent_reasoning / agent_message (full texts; the
+*_delta events are skipped), exec_command_begin/end and patch_apply_begin/end (tool calls and
+results) and token_count (one model request each). The user's prompts are not in this log. A
+``session_configured`` event after the first (e.g. after ``/new``) starts a new run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.base import ReadContext, iter_json_lines
+from replay.readers.builder import RunBuilder
+from replay.readers.codex_rollout import Deferred, openai_usage, sniff_json_lines
+
+TUI_KINDS = {"session_start", "codex_event", "app_event", "key_event", "insert_history", "log_line", "op"}
+
+
+class CodexTuiReader:
+    format = "codex-tui"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        return sniff_json_lines(head, lambda o: {"ts", "dir", "kind"} <= o.keys() and o.get("kind") in TUI_KINDS)
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        runs: list[RunBuilder] = []
+        d: Deferred | None = None
+        start: dict[str, Any] = {}
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                yield entry
+                continue
+            line, obj = entry
+            if not isinstance(obj, dict):
+                continue
+            if obj.get("kind") == "session_start":
+                start = {k: obj[k] for k in ("cwd", "model", "model_provider_id") if k in obj}
+                start["started_at"] = obj.get("ts")
+                continue
+            payload = obj.get("payload") if obj.get("kind") == "codex_event" else None
+            msg = payload.get("msg") if isinstance(payload, dict) else None
+            if not isinstance(msg, dict):
+                continue
+            t, ts = msg.get("type"), obj.get("ts")
+            if t == "session_configured" or d is None:
+                if d is not None:
+                    d.flush()
+                meta = {k: v for k, v in {**start, **msg}.items() if k not in ("type", "started_at", "model")}
+                run = Run(run_id=ctx.run_id(len(runs) or None), format=self.format, source_path=str(ctx.path),
+                          model=msg.get("model") or start.get("model"), harness="codex-tui", started_at=ts,
+                          metadata=meta)
+                runs.append(RunBuilder(run))
+                d = Deferred(runs[-1])
+                if t == "session_configured":
+                    continue
+            self._event(d, t, msg, line, ts)
+        if d is not None:
+            d.flush()
+        for b in runs:
+            yield from b
+
+    @staticmethod
+    def _event(d: Deferred, t: str | None, msg: dict, line: int, ts: str | None) -> None:
+        b, at = d.b, {"ts": ts, "line": line}
+        if t == "token_count":
+            d.request(ts=ts, line=line, model=b.run.model, **openai_usage(msg))
+        elif t == "agent_reasoning" and msg.get("text"):
+            d.output(lambda: b.add("reasoning", "assistant", msg["text"], **at))
+        elif t == "agent_message" and msg.get("message"):
+            d.output(lambda: b.add("assistant_text", "assistant", msg["message"], **at))
+        elif t == "exec_command_begin":
+            args = {"command": msg.get("command"), "workdir": msg.get("cwd")}
+            d.output(lambda: b.call("exec_command", args, msg.get("call_id"), **at))
+        elif t == "patch_apply_begin":
+            changes = msg.get("changes") if isinstance(msg.get("changes"), dict) else {}
+            args = {"file_path": next(iter(changes), None), "changes": changes}
+            d.output(lambda: b.call("apply_patch", args, msg.get("call_id"), **at))
+        elif t in ("exec_command_end", "patch_apply_end"):
+            text = "\n".join(s for s in (msg.get("stdout"), msg.get("stderr")) if s)
+            failed = msg.get("exit_code") not in (0, None) or msg.get("success") is False
+            d.after_output(lambda: b.result(text, msg.get("call_id"), is_error=failed, **at))
+        elif t == "task_started":
+            b.new_turn()
+
+
+READER = CodexTuiReader()
