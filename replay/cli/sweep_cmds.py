@@ -1,0 +1,36 @@
+"""sweep: grid or random search over a policy's parameters, all runs x all points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.cli import app
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, console
+from replay.store import open_store
+
+
+@app.command()
+def sweep(
+    grid: Annotated[Path, typer.Argument(help="Sweep file (TOML: [sweep], [fixed], [grid] or [random]).")],
+    db: DbOption = DEFAULT_DB_PATH,
+    executor: Annotated[str, typer.Option(help="serial, local (process pool on all cores) or ray.")] = "local",
+    workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
+    out: Annotated[Path, typer.Option(help="Folder for the sweep's Parquet file.")] = Path("out"),
+    show_config: Annotated[bool, typer.Option("--show-config", help="Print the parsed sweep and exit.")] = False,
+) -> None:
+    """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped)."""
+    from replay.sweeps import load_spec, run_sweep
+    from replay.sweeps.runner import print_commit
+
+    spec = load_spec(grid)
+    if show_config:
+        console.print_json(data={"sweep_id": spec.sweep_id, **spec.__dict__, "points": len(spec.points())})
+        return
+    con = open_store(db)
+    outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit)
+    console.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
+                  f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
+                  f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)

@@ -1,0 +1,121 @@
+"""Where sweep points run: serially, on a local process pool (all cores) or on Ray.
+
+Every executor gets the run arrays once per worker and yields (point_id, rows) as points finish.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from replay.errors import ReplayError
+from replay.simulator.arrays import RunArrays
+from replay.sweeps.adapter import config_json, evaluate
+
+Task = tuple[str, dict[str, Any]]
+Result = tuple[str, list[dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every worker needs besides the point: the runs and the fixed sweep settings."""
+
+    sweep_id: str
+    policy: str
+    cache: str
+    session: str
+    runs: tuple[RunArrays, ...]
+
+
+def point_rows(ctx: Context, task: Task) -> Result:
+    """All runs under one point: one row per run with param_ columns, metrics and the effective config."""
+    pid, params = task
+    base = {"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session,
+            **{f"param_{k}": v for k, v in params.items()}}
+    try:
+        base["config"] = config_json(ctx.policy, params, ctx.cache)
+    except ReplayError as exc:
+        return pid, [{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs]
+    rows = []
+    for run in ctx.runs:
+        try:
+            rows.append({**base, "run_id": run.run_id, "error": None, **evaluate(run, ctx.policy, params, ctx.cache)})
+        except Exception as exc:  # noqa: BLE001 - recorded with the point, never silently dropped
+            rows.append({**base, "run_id": run.run_id, "error": f"{type(exc).__name__}: {exc}"[:2000] + "\n"
+                         + traceback.format_exc(limit=3)[-1000:]})
+    return pid, rows
+
+
+_CTX: Context | None = None
+
+
+def _init(ctx: Context) -> None:
+    global _CTX
+    _CTX = ctx
+
+
+def _work(task: Task) -> Result:
+    assert _CTX is not None, "worker not initialised"
+    return point_rows(_CTX, task)
+
+
+def run_serial(ctx: Context, tasks: list[Task], workers: int = 1) -> Iterator[Result]:
+    for task in tasks:
+        yield point_rows(ctx, task)
+
+
+def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Result]:
+    """A process pool over all cores (or ``workers``); runs sent once per worker by the initializer."""
+    import multiprocessing as mp
+
+    n = workers or os.cpu_count() or 1
+    if n <= 1 or len(tasks) <= 1:
+        yield from run_serial(ctx, tasks)
+        return
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    with mp.get_context(method).Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
+        yield from pool.imap_unordered(_work, tasks, chunksize=1)
+
+
+def run_ray(ctx: Context, tasks: list[Task], workers: int = 0, local_mode: bool | None = None) -> Iterator[Result]:
+    """The same on Ray: the context goes to the object store once; one remote task per point.
+
+    Joins a running cluster when RAY_ADDRESS is set; REPLAY_RAY_LOCAL=1 runs in Ray local mode (tests)."""
+    local_mode = os.environ.get("REPLAY_RAY_LOCAL") == "1" if local_mode is None else local_mode
+    try:
+        import ray
+    except ImportError as exc:
+        raise ReplayError("--executor ray needs Ray: pip install 'replay[ray]'") from exc
+    started = not ray.is_initialized()
+    if started:
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "ignore_reinit_error": True}
+        if workers:
+            kwargs["num_cpus"] = workers
+        try:
+            ray.init(local_mode=True, **kwargs) if local_mode else ray.init(**kwargs)
+        except RuntimeError as exc:  # Ray >= 2.4x dropped local mode: use a one-node local cluster instead
+            if "local_mode" not in str(exc):
+                raise
+            ray.init(**{**kwargs, "num_cpus": workers or 1})
+    try:
+        ref = ray.put(ctx)
+        remote = ray.remote(point_rows)
+        pending = [remote.remote(ref, t) for t in tasks]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()
+
+
+EXECUTORS = {"serial": run_serial, "local": run_pool, "ray": run_ray}
+
+
+def get_executor(name: str):
+    if name not in EXECUTORS:
+        raise ReplayError(f"--executor {name}: choose one of {', '.join(EXECUTORS)}")
+    return EXECUTORS[name]

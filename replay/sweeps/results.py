@@ -1,0 +1,117 @@
+"""Sweep results in DuckDB: one tidy table keyed by (sweep_id, point_id, run_id), param_<name> columns.
+
+Columns are added as new parameters and metrics appear. A batch of points is one transaction, so a
+killed sweep leaves whole points only, and a resumed one skips them.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from replay.errors import ReplayError
+
+KEY_COLUMNS = ("sweep_id", "point_id", "run_id")
+
+
+def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> pl.DataFrame:
+    """A query as a polars frame, safe after an execute() whose result was not drained."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return pl.from_arrow(con.execute(sql, params or []).to_arrow_table())  # type: ignore[return-value]
+
+
+def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+    CREATE TABLE IF NOT EXISTS sweeps (
+        sweep_id VARCHAR PRIMARY KEY, name VARCHAR, policy VARCHAR, spec JSON, n_points INTEGER,
+        n_runs INTEGER, created_at TIMESTAMP, finished_at TIMESTAMP);
+    CREATE TABLE IF NOT EXISTS sweep_results (
+        sweep_id VARCHAR, point_id VARCHAR, run_id VARCHAR, session VARCHAR, computed_at TIMESTAMP,
+        config JSON, error VARCHAR, PRIMARY KEY (sweep_id, point_id, run_id));""")
+
+
+def register_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, name: str, policy: str, spec: dict[str, Any],
+                   n_points: int, n_runs: int) -> None:
+    con.execute("""INSERT INTO sweeps VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
+                   ON CONFLICT (sweep_id) DO UPDATE SET n_points = excluded.n_points, n_runs = excluded.n_runs""",
+                [sweep_id, name, policy, json.dumps(spec, sort_keys=True, default=str), n_points, n_runs,
+                 datetime.now(UTC).replace(tzinfo=None)])
+
+
+def done_points(con: duckdb.DuckDBPyConnection, sweep_id: str, n_runs: int) -> set[str]:
+    """Points with a committed row for every run."""
+    rows = con.execute("SELECT point_id FROM sweep_results WHERE sweep_id = ? GROUP BY point_id HAVING count(*) >= ?",
+                       [sweep_id, n_runs]).fetchall()
+    return {r[0] for r in rows}
+
+
+def _sql_type(values: list[Any]) -> str:
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, bool) for v in present):
+        return "BOOLEAN"
+    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+        return "DOUBLE"
+    return "VARCHAR"
+
+
+def _add_columns(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    existing = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                          "WHERE table_name = 'sweep_results'").fetchall()}
+    names = sorted({k for row in rows for k in row} - existing)
+    for name in names:
+        typ = _sql_type([row.get(name) for row in rows])
+        con.execute(f'ALTER TABLE sweep_results ADD COLUMN "{name}" {typ}')
+
+
+def commit_batch(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+    """Insert the rows of whole points in one transaction."""
+    if not rows:
+        return
+    _add_columns(con, rows)
+    now = datetime.now(UTC).replace(tzinfo=None)
+    frame = pl.DataFrame([{**r, "computed_at": now} for r in rows], infer_schema_length=None)
+    con.execute("BEGIN")
+    try:
+        con.register("_batch", frame.to_arrow())
+        con.execute("INSERT OR REPLACE INTO sweep_results BY NAME SELECT * FROM _batch")
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        con.execute("ROLLBACK")
+        raise ReplayError(f"cannot store sweep results ({exc}); a parameter changed type between sweeps? "
+                          "rename it or use another --db") from exc
+    finally:
+        con.unregister("_batch")
+
+
+def finish(con: duckdb.DuckDBPyConnection, sweep_id: str) -> None:
+    con.execute("UPDATE sweeps SET finished_at = ? WHERE sweep_id = ?",
+                [datetime.now(UTC).replace(tzinfo=None), sweep_id])
+
+
+def sweep_frame(con: duckdb.DuckDBPyConnection, sweep_id: str) -> pl.DataFrame:
+    """This sweep's rows, without the columns only other sweeps use."""
+    df = query_frame(con, "SELECT * FROM sweep_results WHERE sweep_id = ? ORDER BY point_id, run_id", [sweep_id])
+    if df.is_empty():
+        return df
+    return df.select([c for c in df.columns if c in KEY_COLUMNS or c == "error" or df[c].null_count() < df.height])
+
+
+def export_parquet(con: duckdb.DuckDBPyConnection, sweep_id: str, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sweep_frame(con, sweep_id).write_parquet(path)
+    return path
+
+
+def latest_sweep(con: duckdb.DuckDBPyConnection) -> str:
+    rows = con.execute("SELECT sweep_id FROM sweeps ORDER BY created_at DESC LIMIT 1").fetchall()
+    if not rows:
+        raise ReplayError("no sweep in this store; run `replay sweep GRID.toml` first")
+    return rows[0][0]

@@ -1,0 +1,144 @@
+"""Sweep specs from TOML: a policy, fixed parameters, a grid or random search space, the runs.
+
+    [sweep]
+    name = "seed-a-protected"      # optional; the sweep id is a hash of everything below
+    policy = "two_tier"            # a registered name or "package.module:Class"
+    mode = "grid"                  # or "random" (then `samples` and `seed`)
+    runs = "%"                     # LIKE pattern on run id or source path
+    tokenizer = ""                 # tokenizer id whose counts to use ("" = chars/4)
+    cache = "anthropic"            # cache model name
+    batch = 16                     # points committed per transaction
+
+    [fixed]                        # same for every point
+    window = 130000
+
+    [grid]                         # mode = "grid": the cartesian product
+    protected_tokens = [12000, 43333]
+
+    [random]                       # mode = "random": ranges {low, high, log, int} or lists (choices)
+    summary_trigger = {low = 40000, high = 110000, int = true}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import random
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ReplayError
+
+TABLES = {"sweep", "fixed", "grid", "random"}
+SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description"}
+
+
+def stable_id(obj: Any, n: int = 12) -> str:
+    """Short hash of a JSON-able object (sorted keys): equal specs, equal ids."""
+    return hashlib.blake2b(json.dumps(obj, sort_keys=True, default=str).encode(), digest_size=n // 2).hexdigest()
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A parsed sweep: everything that decides its results, hence its id."""
+
+    policy: str
+    fixed: dict[str, Any] = field(default_factory=dict)
+    grid: dict[str, list[Any]] = field(default_factory=dict)
+    space: dict[str, Any] = field(default_factory=dict)
+    mode: str = "grid"
+    samples: int = 32
+    seed: int = 0
+    runs: str | None = None
+    tokenizer: str | None = None
+    cache: str = "anthropic"
+    batch: int = 16
+    name: str = ""
+
+    @property
+    def sweep_id(self) -> str:
+        key = {k: v for k, v in self.__dict__.items() if k not in ("batch", "name")}
+        return (self.name + "-" if self.name else "") + stable_id(key)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every point: fixed parameters merged with one grid combination or one random draw."""
+        swept = grid_points(self.grid) if self.mode == "grid" else random_points(self.space, self.samples, self.seed)
+        return [{**self.fixed, **p} for p in swept]
+
+    @property
+    def swept_names(self) -> list[str]:
+        return sorted(self.grid if self.mode == "grid" else self.space)
+
+
+def point_id(params: dict[str, Any]) -> str:
+    return stable_id(params, 16)
+
+
+def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    names = sorted(grid)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
+
+
+def _draw(rng: random.Random, name: str, dom: Any) -> Any:
+    if isinstance(dom, list):
+        return rng.choice(dom)
+    if not isinstance(dom, dict) or "low" not in dom or "high" not in dom:
+        raise ReplayError(f"[random] {name}: give a list of choices or {{low = .., high = ..}}")
+    lo, hi = float(dom["low"]), float(dom["high"])
+    if dom.get("log"):
+        value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
+    else:
+        value = rng.uniform(lo, hi)
+    integer = dom.get("int", isinstance(dom["low"], int) and isinstance(dom["high"], int))
+    return int(round(value)) if integer else value
+
+
+def random_points(space: dict[str, Any], samples: int, seed: int) -> list[dict[str, Any]]:
+    """``samples`` distinct draws from ``space`` (seeded; duplicates are drawn again, a bounded number of times)."""
+    rng, names = random.Random(seed), sorted(space)
+    seen: dict[str, dict[str, Any]] = {}
+    for _ in range(samples * 20):
+        if len(seen) == samples:
+            break
+        p = {n: _draw(rng, n, space[n]) for n in names}
+        seen.setdefault(point_id(p), p)
+    return list(seen.values())
+
+
+def from_dict(doc: dict[str, Any], where: str = "sweep") -> SweepSpec:
+    """Validate a parsed TOML document and build the spec."""
+    sweep = doc.get("sweep")
+    if not isinstance(sweep, dict) or "policy" not in sweep:
+        raise ReplayError(f"{where}: needs a [sweep] table with policy = \"NAME\"")
+    unknown = (set(sweep) - SWEEP_KEYS) | (set(doc) - TABLES)
+    if unknown:
+        raise ReplayError(f"{where}: unknown keys {sorted(unknown)}; "
+                          f"[sweep] takes {sorted(SWEEP_KEYS)}; tables are [fixed], [grid], [random]")
+    mode = sweep.get("mode", "grid" if "grid" in doc else "random")
+    if mode not in ("grid", "random"):
+        raise ReplayError(f"{where}: mode = {mode!r}; choose grid or random")
+    grid = doc.get("grid", {})
+    for name, values in grid.items():
+        if not isinstance(values, list) or not values:
+            raise ReplayError(f"{where}: [grid] {name} must be a non-empty list")
+    if mode == "random" and not doc.get("random"):
+        raise ReplayError(f"{where}: mode = \"random\" needs a [random] table of ranges")
+    return SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
+                     mode=mode, samples=int(sweep.get("samples", 32)), seed=int(sweep.get("seed", 0)),
+                     runs=sweep.get("runs") or None, tokenizer=sweep.get("tokenizer") or None,
+                     cache=str(sweep.get("cache", "anthropic")), batch=max(1, int(sweep.get("batch", 16))),
+                     name=str(sweep.get("name", "")))
+
+
+def load_spec(path: Path) -> SweepSpec:
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReplayError(f"{path}: no such sweep file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ReplayError(f"{path}: not valid TOML: {exc}") from None
+    return from_dict(doc, str(path))
