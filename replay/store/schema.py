@@ -60,7 +60,16 @@ def _v2_simulations(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations]
+def _v3_calibrations(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+    CREATE TABLE calibrations (
+        tokenizer_id VARCHAR, run_id VARCHAR, source_path VARCHAR, n_requests INTEGER, overhead DOUBLE,
+        scale DOUBLE, per_message_tokens INTEGER, median_err DOUBLE, p95_err DOUBLE, raw_median_err DOUBLE,
+        calibrated_at TIMESTAMP, PRIMARY KEY (tokenizer_id, run_id));
+    """)
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
