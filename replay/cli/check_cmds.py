@@ -1,0 +1,56 @@
+"""check: the regression gate between two policy files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.cli import app
+from replay.cli.common import DEFAULT_DB_PATH, DbOption
+from replay.errors import ReplayError
+
+
+def parse_tolerances(pairs: list[str]) -> dict[str, float]:
+    from replay.policies.config import parse_sets
+    from replay.reports.check import METRICS
+
+    out = {}
+    for k, v in parse_sets(pairs).items():
+        if k not in METRICS:
+            raise ReplayError(f"--tol {k}: not a gated metric; choose from {', '.join(METRICS)}")
+        try:
+            out[k] = float(v)
+        except ValueError:
+            raise ReplayError(f"--tol {k}={v!r}: expected a number") from None
+    return out
+
+
+@app.command()
+def check(
+    baseline: Annotated[Path, typer.Argument(help="Baseline policy file (TOML).")],
+    candidate: Annotated[Path, typer.Argument(help="Candidate policy file (TOML).")],
+    db: DbOption = DEFAULT_DB_PATH,
+    runs: Annotated[str | None, typer.Option(help="LIKE pattern of runs (default: the baseline's, else all).")] = None,
+    tol: Annotated[list[str] | None, typer.Option("--tol", help="Tolerance metric=value (repeatable).")] = None,
+    markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Also write the report here.")] = None,
+) -> None:
+    """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout)."""
+    from replay.reports.check import compare, markdown, simulate_all
+    from replay.simulator.load import load_runs
+    from replay.store import open_store
+    from replay.sweeps.policy_file import load_policy_file
+
+    base, cand = load_policy_file(baseline), load_policy_file(candidate)
+    con = open_store(db, read_only=True)
+    arrays = load_runs(con, base.tokenizer, runs or base.runs)
+    if not arrays:
+        raise ReplayError(f"no runs in {db} match {runs or base.runs!r}; see `replay runs`")
+    result = compare(simulate_all(base, arrays), simulate_all(cand, arrays),
+                     base.tolerances | parse_tolerances(tol or []))
+    text = markdown(result, base, cand, len(arrays))
+    typer.echo(text)
+    if markdown_out:
+        markdown_out.write_text(text, encoding="utf-8")
+    raise typer.Exit(1 if result.regressed else 0)

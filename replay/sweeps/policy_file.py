@@ -1,0 +1,85 @@
+"""Policy files (TOML): a named policy, its parameters, the budget and cache model. `tune` writes them.
+
+    [policy]
+    name = "seed_a"          # registered name or pkg.module:Class
+    cache = "anthropic"
+    runs = "%"               # optional LIKE pattern of runs to evaluate on
+    tokenizer = ""           # optional tokenizer id for real counts
+
+    [params]                 # window, reserve, cache_<k> and the policy's own knobs
+    window = 130000
+    reserve = 24576
+    protect_fraction = 0.3333
+
+    [tolerances]             # optional, for `replay check` (metric = allowed worsening)
+    repeat_evicted = 0.05
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ReplayError
+
+
+@dataclass(frozen=True)
+class PolicyFile:
+    name: str
+    params: dict[str, Any] = field(default_factory=dict)
+    cache: str = "anthropic"
+    runs: str | None = None
+    tokenizer: str | None = None
+    tolerances: dict[str, float] = field(default_factory=dict)
+    path: str = ""
+
+
+def load_policy_file(path: Path) -> PolicyFile:
+    """Parse and validate a policy file (the policy's config checks the parameters)."""
+    try:
+        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ReplayError(f"{path}: no such policy file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ReplayError(f"{path}: not valid TOML: {exc}") from None
+    pol = doc.get("policy")
+    if not isinstance(pol, dict) or "name" not in pol:
+        raise ReplayError(f'{path}: needs a [policy] table with name = "seed_a" (or pkg.module:Class)')
+    extra = set(doc) - {"policy", "params", "tolerances"}
+    if extra:
+        raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
+    pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "anthropic")),
+                    runs=pol.get("runs") or None, tokenizer=pol.get("tokenizer") or None,
+                    tolerances={k: float(v) for k, v in doc.get("tolerances", {}).items()}, path=str(path))
+    from replay.sweeps.adapter import effective_config
+
+    try:
+        effective_config(pf.name, pf.params, pf.cache)
+    except ReplayError as exc:
+        raise ReplayError(f"{path}: {exc}") from None
+    return pf
+
+
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def dump_policy_file(pf: PolicyFile, comment: str = "") -> str:
+    lines = [f"# {line}" for line in comment.splitlines()] + ["[policy]", f"name = {_toml_value(pf.name)}",
+                                                              f"cache = {_toml_value(pf.cache)}"]
+    if pf.runs:
+        lines.append(f"runs = {_toml_value(pf.runs)}")
+    if pf.tokenizer:
+        lines.append(f"tokenizer = {_toml_value(pf.tokenizer)}")
+    lines += ["", "[params]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(pf.params.items())]
+    if pf.tolerances:
+        lines += ["", "[tolerances]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(pf.tolerances.items())]
+    return "\n".join(lines) + "\n"
