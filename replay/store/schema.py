@@ -75,7 +75,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
     """Apply pending migrations; return the schema version."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
-    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     current = row[0] or 0
     for version, step in enumerate(MIGRATIONS, start=1):
         if version > current:
