@@ -33,14 +33,14 @@ def estimator_bias(con: duckdb.DuckDBPyConnection, tokenizer_id: str, estimators
     """Per estimator, content kind and part: est/real - 1 over distinct counted payloads (tool args apart)."""
     items = frame(con, f"""
         SELECT i.content_hash, any_value(i.kind) AS kind, any_value({PAYLOAD_SQL}) AS payload,
-               any_value(t.n_tokens) AS n_tokens
+               any_value(coalesce(i.args, i.text)) AS body, any_value(t.n_tokens) AS n_tokens
         FROM items i JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
         WHERE t.n_tokens > 0 GROUP BY i.content_hash""", [tokenizer_id])
     if items.is_empty():
         return pl.DataFrame()
     part = (pl.when(pl.col("kind") == "tool_call").then(pl.lit("tool_args"))
             .when(pl.col("kind") == "tool_result").then(pl.lit("tool_result")).otherwise(pl.lit("text")))
-    items = items.with_columns(part.alias("part"), classify(items["payload"]).alias("content"))
+    items = items.with_columns(part.alias("part"), classify(items["body"]).alias("content"))
     texts = items["payload"].to_list()
     frames = [items.select("part", "content", "n_tokens", pl.col("payload").str.len_chars().alias("chars"))
               .with_columns(pl.lit(e.name).alias("estimator"), pl.Series("est", e.estimate_many(texts)))
