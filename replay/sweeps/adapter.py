@@ -1,6 +1,7 @@
 """Thin adapter from a sweep point (a flat dict of parameters) to the simulator's Python API.
 
-A point's keys split three ways: ``window`` and ``reserve`` form the Budget, ``cache_<name>`` go to the
+A point's keys split three ways: ``window`` and ``reserve`` (or ``budget_window``/``budget_reserve`` when the
+policy has its own knob of that name) form the Budget, ``cache_<name>`` go to the
 cache model, everything else is validated by the policy's config (unknown keys are errors).
 """
 
@@ -14,19 +15,29 @@ from replay.simulator.arrays import RunArrays
 BUDGET_KEYS = ("window", "reserve")
 
 
-def split_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(budget, cache, policy) parameter dicts."""
-    budget = {k: int(params[k]) for k in BUDGET_KEYS if k in params}
+def split_params(params: dict[str, Any], policy_fields: frozenset[str] = frozenset()
+                 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(budget, cache, policy) parameter dicts; a policy knob named like a budget key stays the policy's."""
+    bare = [k for k in BUDGET_KEYS if k not in policy_fields]
+    budget = {k: int(params[k]) for k in bare if k in params}
+    budget |= {k[7:]: int(v) for k, v in params.items() if k.startswith("budget_") and k[7:] in BUDGET_KEYS}
     cache = {k[6:]: v for k, v in params.items() if k.startswith("cache_")}
-    policy = {k: v for k, v in params.items() if k not in BUDGET_KEYS and not k.startswith("cache_")}
+    policy = {k: v for k, v in params.items()
+              if k not in bare and not k.startswith("cache_") and not k.startswith("budget_")}
     return budget, cache, policy
+
+
+def _fields(policy_name: str) -> frozenset[str]:
+    from replay.policies import policy_class
+
+    return frozenset(f[0] for f in policy_class(policy_name).Config.describe())
 
 
 def effective_config(policy_name: str, params: dict[str, Any], cache: str) -> dict[str, Any]:
     """The full configuration a point runs with, defaults included (stored with every result)."""
     from replay.policies import make_policy
 
-    budget, cache_params, policy_params = split_params(params)
+    budget, cache_params, policy_params = split_params(params, _fields(policy_name))
     policy = make_policy(policy_name, policy_params)
     return {"policy": policy_name, "config": policy.config.as_dict(), "budget": budget,
             "cache": {"name": cache, **cache_params}}
@@ -37,7 +48,7 @@ def evaluate(run: RunArrays, policy_name: str, params: dict[str, Any], cache: st
     from replay.policies import Budget, make_policy
     from replay.simulator.caches import make_cache
 
-    budget, cache_params, policy_params = split_params(params)
+    budget, cache_params, policy_params = split_params(params, _fields(policy_name))
     policy = make_policy(policy_name, policy_params)
     from replay.simulator.run import simulate_run
 

@@ -1,0 +1,115 @@
+"""`replay report`: run the small sweeps the charts need, draw them, write report.md and report.html."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from replay.reports import extract, plots
+from replay.sweeps import from_dict, run_sweep
+from replay.sweeps.results import sweep_frame
+
+COUNTERFACTUAL = ("Replay is counterfactual: the recorded actions (tool calls, reads, edits) stay fixed and only "
+                  "the context each policy would have sent is re-simulated. The figures are cost and exposure "
+                  "(tokens sent, cache hits, repeat reads a policy would have induced, overflow incidents), not "
+                  "solve rates: a policy that hides evidence may change what an agent does, which replay cannot see.")
+
+
+@dataclass
+class ReportConfig:
+    window: int = 130_000
+    reserve: int = 24_576
+    runs: str | None = None
+    tokenizer: str | None = None
+    executor: str = "local"
+    workers: int = 0
+    sections: list[tuple[str, str, list[Path]]] = field(default_factory=list)  # title, text, charts
+
+
+def _sweep(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: dict, fixed: dict) -> pl.DataFrame:
+    spec = from_dict({"sweep": {"policy": "seed_a", "name": f"report-{name}", "runs": cfg.runs or "",
+                                "tokenizer": cfg.tokenizer or "", "batch": 8},
+                      "fixed": {"window": cfg.window, "reserve": cfg.reserve, **fixed}, "grid": grid})
+    out = run_sweep(con, spec, executor=cfg.executor, workers=cfg.workers, progress=False, runs=cfg.arrays)
+    return sweep_frame(con, out.sweep_id)
+
+
+def _table(df: pl.DataFrame) -> str:
+    cols = df.columns
+    rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in df.iter_rows():
+        rows.append("| " + " | ".join(f"{v:,.4g}" if isinstance(v, float) else str(v) for v in r) + " |")
+    return "\n".join(rows)
+
+
+def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfig | None = None) -> Path:
+    """Every chart as PNG + SVG under out_dir/charts, and out_dir/report.md + report.html embedding them."""
+    from replay.simulator.load import load_runs
+
+    cfg = cfg or ReportConfig()
+    cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
+    charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
+    longest = max(cfg.arrays, key=lambda a: a.n_requests)  # type: ignore[attr-defined]
+    policies = {"full history": ("full", {"window": w, "reserve": r}),
+                "seed A": ("seed_a", {"window": w, "reserve": r}),
+                "auto-compact": ("auto_compact", {"window": w, "reserve": r})}
+    series = extract.prompt_series(longest, policies)
+    ax = plots.prompt_over_run(series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1])
+    cfg.sections.append(("Prompt tokens over the longest run", "Each line is the prompt a policy would have sent at "
+                         "each request; triangles mark summaries.", plots.save(ax, charts, "prompt_over_run")))
+    comp = extract.composition(series, "seed A")
+    cfg.sections.append(("Window composition", "Tokens by item kind in seed A's view of the same run.",
+                         plots.save(plots.composition_area(comp, "seed A"), charts, "window_composition")))
+    tail = extract.param_curve(_sweep(con, cfg, "tail", {"tail_fraction": [0.03125, 0.0625, 0.125, 0.1875, 0.25]},
+                                      {"summary_at": 40_000, "tail_messages": 10_000}),
+                               "tail_fraction", ["summaries_per_100", "repeat_evicted"])
+    ax = plots.curve(tail, "tail_fraction", "summaries_per_100", "Summary frequency vs verbatim-tail cap",
+                     "verbatim tail cap (fraction of the window)", "summaries per 100 requests", {"1/8 window": 0.125})
+    cfg.sections.append(("Summary frequency vs verbatim-tail cap", _table(tail), plots.save(ax, charts, "tail_cap")))
+    floor = extract.param_curve(_sweep(con, cfg, "floor", {"reclaim_floor": [0.0, 0.03, 0.0625, 0.125, 0.25]}, {}),
+                                "reclaim_floor", ["cache_hit_rate", "repeat_evicted", "cost_usd"])
+    ax = plots.curve(floor, "reclaim_floor", "cache_hit_rate", "Cache hit rate vs cache-reclaim floor",
+                     "reclaim floor (fraction of the window)", "cache hit rate", {"1/8 window": 0.125}, percent=True)
+    cfg.sections.append(("Cache hit rate vs reclaim floor", _table(floor), plots.save(ax, charts, "reclaim_floor")))
+    margin = extract.param_curve(_sweep(con, cfg, "margin", {"margin": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3]},
+                                        {"estimator": "chars/4"}),
+                                 "margin", ["overflow_incidents", "emergencies", "near_misses"])
+    ax = plots.curve(margin, "margin", "overflow_incidents", "Overflow vs emergency margin (chars/4 estimate)",
+                     "safety margin on the estimate (fraction)", "overflow incidents (all runs)",
+                     {"10%": 0.1, "20%": 0.2})
+    cfg.sections.append(("Overflow incidents vs margin under estimator error",
+                         f"Token source: {longest.token_source}. " + _table(margin), plots.save(ax, charts, "margin")))
+    reads = extract.repeat_reads(con, cfg.runs)
+    cfg.sections.append(("Repeat reads", f"Largest count of reads of one resource in one run: "
+                         f"{int(reads['reads'].max() or 0)}.", plots.save(plots.repeat_histogram(reads), charts,
+                                                                         "repeat_reads")))
+    grid = _sweep(con, cfg, "pareto", {"protect_tokens": [4000, 12000, 24000, 43000],
+                                       "summary_at": [60_000, 80_000, 95_000]}, {})
+    points = extract.point_table(grid)
+    mask = extract.pareto_mask(points, ["repeat_evicted", "cost_usd"])
+    ax = plots.pareto(points, "cost_usd", "repeat_evicted", mask, "prompt cost (USD, all runs)",
+                      "evicted repeat reads", "protect_tokens")
+    cfg.sections.append(("Pareto front", "Points: protected range x summary threshold; labels: protected range "
+                         "(tokens).", plots.save(ax, charts, "pareto")))
+    return write_report(out_dir, cfg, len(cfg.arrays))  # type: ignore[attr-defined]
+
+
+def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int) -> Path:
+    head = (f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}.\n\n"
+            f"> {COUNTERFACTUAL}\n")
+    md, body = [head], [f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
+                        f"{cfg.reserve:,}.</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"]
+    for title, text, paths in cfg.sections:
+        png = paths[0].relative_to(out_dir).as_posix()
+        md.append(f"\n## {title}\n\n![{title}]({png})\n\n{text}\n")
+        body.append(f"<h2>{html.escape(title)}</h2><img src='{paths[1].relative_to(out_dir).as_posix()}' "
+                    f"style='max-width:100%'><pre>{html.escape(text)}</pre>")
+    (out_dir / "report.md").write_text("".join(md), encoding="utf-8")
+    page = "<!doctype html><meta charset='utf-8'><title>replay report</title><body style='font-family:sans-serif;" \
+           "max-width:60em;margin:auto'>" + "".join(body) + "</body>"
+    (out_dir / "report.html").write_text(page, encoding="utf-8")
+    return out_dir / "report.md"

@@ -1,0 +1,108 @@
+"""Renderers: each takes a frame from replay.reports.extract and returns the matplotlib Axes it drew on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+
+
+def _axes(ax: Axes | None, size: tuple[float, float] = (8, 4.5)) -> Axes:
+    return ax if ax is not None else plt.figure(figsize=size, layout="constrained").add_subplot()
+
+
+def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, threshold: int | None = None,
+                    run_id: str = "", ax: Axes | None = None) -> Axes:
+    """Prompt tokens per request, one line per policy; window, usable limit, summary threshold and summaries marked."""
+    ax = _axes(ax)
+    for i, (label,) in enumerate(series.select("policy").unique(maintain_order=True).iter_rows()):
+        df = series.filter(pl.col("policy") == label)
+        line = ax.plot(df["k"], df["prompt_tokens"], label=label, lw=1.4, color=f"C{i}")[0]
+        s = df.filter(pl.col("summarised"))
+        if s.height:
+            ax.scatter(s["k"], s["prompt_tokens"], marker="v", color=line.get_color(), zorder=3,
+                       label=f"{label}: summary")
+    ax.axhline(window, color="black", lw=1, label=f"window {window:,}")
+    if reserve:
+        ax.axhline(window - reserve, color="black", ls="--", lw=1, label=f"window - reply reserve {window - reserve:,}")
+    if threshold:
+        ax.axhline(threshold, color="grey", ls=":", lw=1.2, label=f"summary threshold {threshold:,}")
+    ax.set(title=f"Prompt tokens over a run{': ' + run_id if run_id else ''}", xlabel="request number",
+           ylabel="prompt tokens (real count)")
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def curve(df: pl.DataFrame, x: str, y: str, title: str, xlabel: str, ylabel: str, marks: dict[str, float] | None = None,
+          ax: Axes | None = None, percent: bool = False) -> Axes:
+    """One swept parameter against one metric, with named reference values marked."""
+    ax = _axes(ax)
+    yv = df[y].to_numpy() * (100 if percent else 1)
+    ax.plot(df[x], yv, marker="o", lw=1.6, label=ylabel)
+    for i, (name, value) in enumerate((marks or {}).items()):
+        ax.axvline(value, color=f"C{i + 1}", ls="--", lw=1, label=name)
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel + (" (%)" if percent else ""))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def composition_area(comp: pl.DataFrame, policy: str, ax: Axes | None = None) -> Axes:
+    """Stacked tokens by item kind per request."""
+    ax = _axes(ax)
+    wide = comp.pivot(on="kind", index="k", values="tokens").sort("k")
+    kinds = [c for c in wide.columns if c != "k"]
+    ax.stackplot(wide["k"], *[wide[k].to_numpy() for k in kinds], labels=kinds, alpha=0.85)
+    ax.set(title=f"Window composition by kind under {policy}", xlabel="request number", ylabel="prompt tokens")
+    ax.legend(fontsize=8, loc="upper left", ncols=2)
+    return ax
+
+
+def repeat_histogram(reads: pl.DataFrame, ax: Axes | None = None) -> Axes:
+    """How many (run, resource) pairs were read n times."""
+    ax = _axes(ax)
+    counts = reads["reads"].to_numpy()
+    bins = np.arange(1, max(int(counts.max()) if len(counts) else 1, 1) + 2) - 0.5
+    ax.hist(counts, bins=bins, color="C0", edgecolor="white", label="resources (per run)")
+    if len(counts):
+        top = reads.row(0, named=True)
+        ax.annotate(f"max {top['reads']} reads: {str(top['resource'])[-40:]}", xy=(top["reads"], 1),
+                    xytext=(0.45, 0.8), textcoords="axes fraction", fontsize=8, arrowprops={"arrowstyle": "->"})
+    ax.set(title="Repeat reads: reads per resource in a run", xlabel="reads of one resource in one run",
+           ylabel="number of (run, resource) pairs", yscale="log")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, ylabel: str,
+           label_param: str | None = None, ax: Axes | None = None) -> Axes:
+    """All points, the non-dominated ones joined as the front."""
+    ax = _axes(ax)
+    ax.scatter(points[x], points[y], color="lightgrey", edgecolor="grey", label="sweep points")
+    front = points.filter(pl.Series(mask)).sort(x)
+    ax.plot(front[x], front[y], "o-", color="C3", label="Pareto front")
+    if label_param and label_param in front.columns:
+        for row in front.iter_rows(named=True):
+            ax.annotate(f"{row[label_param]:,.0f}", (row[x], row[y]), fontsize=7, xytext=(3, 3),
+                        textcoords="offset points")
+    ax.set(title=f"Pareto front: {ylabel} vs {xlabel}", xlabel=xlabel, ylabel=ylabel)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def save(ax: Axes, out_dir: Path, name: str) -> list[Path]:
+    """Save the Axes' figure as PNG and SVG; close it."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
+    ax.figure.savefig(paths[0], dpi=130)
+    ax.figure.savefig(paths[1])
+    plt.close(ax.figure)
+    return paths

@@ -1,0 +1,53 @@
+"""Chart data extraction, renderers returning Axes, the report and `replay demo`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+from matplotlib.axes import Axes
+from typer.testing import CliRunner
+
+from replay.reports import extract, plots
+
+
+def test_pareto_mask_keeps_only_non_dominated() -> None:
+    df = pl.DataFrame({"cost": [1.0, 2.0, 3.0, 2.5], "evicted": [10.0, 5.0, 1.0, 6.0]})
+    assert extract.pareto_mask(df, ["cost", "evicted"]).tolist() == [True, True, True, False]
+
+
+def test_param_curve_recomputes_ratios_from_sums() -> None:
+    frame = pl.DataFrame({"param_x": [1, 1, 2], "prompt_tokens": [100, 300, 100], "cached_tokens": [50, 150, 0],
+                          "summaries": [1, 1, 0], "requests": [10, 10, 10], "error": [None, None, None]})
+    out = extract.param_curve(frame, "x", ["cache_hit_rate", "summaries_per_100"])
+    assert out.rows() == [(1, 0.5, 10.0), (2, 0.0, 0.0)]
+
+
+def test_renderers_return_labelled_axes(tmp_path: Path) -> None:
+    series = pl.DataFrame({"policy": ["a"] * 3, "k": [0, 1, 2], "prompt_tokens": [10, 20, 5],
+                           "summarised": [False, False, True], "overflow": [False] * 3})
+    ax = plots.prompt_over_run(series, 30, 5, threshold=15)
+    assert isinstance(ax, Axes) and ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    assert ax.get_legend() is not None
+    paths = plots.save(ax, tmp_path, "p")
+    assert all(p.exists() and p.stat().st_size > 1000 for p in paths)
+    reads = pl.DataFrame({"run_id": ["r", "r"], "resource": ["a.py", "b.py"], "reads": [55, 1]})
+    assert isinstance(plots.repeat_histogram(reads), Axes)
+    pts = pl.DataFrame({"c": [1.0, 2.0], "e": [2.0, 1.0], "t": [1, 2]})
+    assert isinstance(plots.pareto(pts, "c", "e", np.array([True, True]), "cost", "evicted", "t"), Axes)
+
+
+def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
+    from replay.cli import app
+
+    res = CliRunner().invoke(app, ["demo", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "report.md").read_text()
+    assert "counterfactual" in md and "not solve rates" in md
+    for name in ("prompt_over_run", "tail_cap", "reclaim_floor", "margin", "window_composition", "repeat_reads",
+                 "pareto"):
+        assert (tmp_path / "charts" / f"{name}.png").exists() and (tmp_path / "charts" / f"{name}.svg").exists()
+        assert f"charts/{name}" in md
+    assert "<img" in (tmp_path / "report.html").read_text()
+    assert list(tmp_path.glob("sweep-*.parquet"))
