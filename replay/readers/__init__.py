@@ -15,6 +15,7 @@ READER_MODULES = [
     "swe_agent",
     "mini_swe_agent",
     "openhands",
+    "openai_messages",
     "canonical",
 ]
 
