@@ -15,6 +15,7 @@ READER_MODULES = [
     "swe_agent",
     "mini_swe_agent",
     "openhands",
+    "inspect_ai",
     "openai_messages",
     "canonical",
 ]

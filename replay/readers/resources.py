@@ -68,7 +68,7 @@ def classify_call(tool_name: str | None, args: Any) -> tuple[str | None, str | N
         url = a.get("url") or a.get("query")
         return (str(url) if url else None), "other"
     web = a.get("url") or a.get("urls") or a.get("query") or a.get("q")
-    if name.startswith("mcp__") and web:  # MCP web tools (mcp__tavily__tavily_search, mcp__fetch__fetch...)
+    if name.startswith(("mcp__", "web_browser")) and web:  # MCP web tools (mcp__fetch__fetch), inspect web_browser_go
         return str(web[0] if isinstance(web, list) else web), "other"
     command = a.get("command") or a.get("cmd") or a.get("script")
     if isinstance(command, list):  # argv; ["bash", "-lc", script] (Codex) is the script itself
