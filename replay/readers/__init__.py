@@ -16,6 +16,7 @@ READER_MODULES = [
     "mini_swe_agent",
     "openhands",
     "inspect_ai",
+    "aider",
     "openai_messages",
     "canonical",
 ]

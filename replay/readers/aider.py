@@ -1,0 +1,182 @@
+"""Aider chat history markdown (``.aider.chat.history.md``).
+
+Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``). ``#### `` lines are user input
+(consecutive ones form one message), other lines are assistant prose, ``> `` lines are aider's console output
+(kept as ``tool_result`` items of tool ``aider``). Each ``> Tokens: N sent, [W cache write, H cache hit,] M
+received`` line is one request, placed before the assistant text it reports on ("1.2k" and "5,359" forms
+parsed). Assistant text with no Tokens line after it (interrupted, or no usage printed) adds no request.
+SEARCH/REPLACE blocks become ``edit`` tool calls on the file named above the block (access write); ``> Added
+<file> to the chat`` becomes a ``read`` of that file. After ``> # N SEARCH/REPLACE block failed to match``, the
+unprefixed text is aider's reflected error message to the model, so a user message, not an assistant edit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.base import ReadContext
+from replay.readers.builder import RunBuilder
+
+HEADER_RE = re.compile(r"^# aider chat started at (.+?)\s*$")
+NUM = r"([\d.,]+k?)"
+TOKENS_RE = re.compile(rf"^> Tokens: {NUM} sent(?:, {NUM} cache write)?(?:, {NUM} cache hit)?, {NUM} received")
+ADDED_RE = re.compile(r"^> Added (.+?) to the chat(?: \(read-only\))?\.?\s*$")
+FAILED_RE = re.compile(r"^> # \d+ SEARCH/REPLACE blocks? failed to match")
+MODEL_RE = re.compile(r"^> (?:Main model|Model|Models): (\S+)")
+VERSION_RE = re.compile(r"^> Aider v(\S+)")
+
+
+def parse_count(text: str | None) -> int | None:
+    """'1.2k' -> 1200, '5,359' -> 5359."""
+    if not text:
+        return None
+    text = text.replace(",", "")
+    return round(float(text[:-1]) * 1000) if text.endswith("k") else round(float(text))
+
+
+def _is_path(line: str) -> bool:
+    name = line.strip().strip("`*:")
+    return bool(name) and " " not in name and len(name) < 300 and not name.startswith(("#", "<", "=", ">"))
+
+
+class AiderReader:
+    format = "aider"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        return any(HEADER_RE.match(line) for line in head.lstrip("\ufeff\n").splitlines()[:5])
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        try:
+            text = ctx.path.read_text("utf-8")
+        except UnicodeDecodeError as exc:
+            yield BadRecord(1, f"not UTF-8 ({exc.reason}); re-encode the file as UTF-8", "")
+            return
+        lines = text.splitlines()
+        starts = [i for i, line in enumerate(lines) if HEADER_RE.match(line)] or [0]
+        if starts[0] > 0 and any(line.strip() for line in lines[: starts[0]]):
+            starts.insert(0, 0)
+        for n, (begin, end) in enumerate(zip(starts, starts[1:] + [len(lines)], strict=True), start=1):
+            yield from _Session(ctx, n, lines, begin, end).read()
+
+
+class _Session:
+    def __init__(self, ctx: ReadContext, n: int, lines: list[str], begin: int, end: int) -> None:
+        self.lines, self.begin, self.end = lines, begin, end
+        header = HEADER_RE.match(lines[begin])
+        model = version = None
+        for line in lines[begin:end]:
+            if not model and (m := MODEL_RE.match(line)):
+                model = m.group(1)
+            if not version and (m := VERSION_RE.match(line)):
+                version = m.group(1)
+        self.b = RunBuilder(Run(run_id=ctx.run_id(n), format="aider", source_path=str(ctx.path), model=model,
+                                harness="aider", started_at=header.group(1) if header else None,
+                                metadata={"aider_version": version} if version else {}))
+        self.cur: str | None = None
+        self.in_block = False
+        self.reflect = False  # after "> # 1 SEARCH/REPLACE block failed": aider's reply to the model, a user message
+        self.buf: list[str] = []
+        self.buf_line = 0
+
+    def read(self) -> Iterator[Record]:
+        start = self.begin + (1 if HEADER_RE.match(self.lines[self.begin]) else 0)
+        for index in range(start, self.end):
+            self.line(self.lines[index].rstrip(), index + 1)
+        self.flush()
+        yield from self.b
+
+    def switch(self, kind: str, line_no: int) -> None:
+        if self.cur != kind:
+            self.flush()
+            self.cur, self.buf_line = kind, line_no
+
+    def line(self, line: str, line_no: int) -> None:
+        if self.in_block:  # inside SEARCH/REPLACE even ">>>>>>> REPLACE" belongs to the assistant
+            self.buf.append(line)
+            self.in_block = not line.startswith(">>>>>>> REPLACE")
+        elif line.startswith("####"):
+            self.switch("user", line_no)
+            self.buf.append(line[5:] if line.startswith("#### ") else line[4:])
+        elif line.startswith(">"):
+            self.reflect = bool(FAILED_RE.match(line))
+            if m := TOKENS_RE.match(line):
+                if self.cur != "assistant":
+                    self.flush()
+                sent, write, hit, received = (parse_count(g) for g in m.groups())
+                uncached = sent - (write or 0) - (hit or 0) if sent is not None and (write or hit) else None
+                self.b.request(line=line_no, prompt_tokens=sent, output_tokens=received, cache_read=hit,
+                               cache_write=write, input_tokens=uncached)
+                self.flush()
+            elif m := ADDED_RE.match(line):
+                self.flush()
+                self.b.call("read", {"path": m.group(1).strip()}, line=line_no, text=line[2:])
+            else:
+                self.switch("console", line_no)
+                self.buf.append(line[2:] if line.startswith("> ") else line[1:])
+        elif not line.strip():
+            if self.cur:
+                self.buf.append("")
+        else:
+            self.switch("user" if self.reflect else "assistant", line_no)
+            self.buf.append(line)
+            self.in_block = self.cur == "assistant" and line.startswith("<<<<<<< SEARCH")
+
+    def flush(self) -> None:
+        text = "\n".join(self.buf).strip()
+        kind, self.cur, self.buf = self.cur, None, []
+        if not text:
+            return
+        if kind == "user":
+            self.b.new_turn()
+            self.b.add("user_text", "user", text, line=self.buf_line)
+        elif kind == "console":
+            self.b.result(text, tool_name="aider", line=self.buf_line)
+        elif kind == "assistant":
+            self.assistant(text.split("\n"))
+
+    def assistant(self, lines: list[str]) -> None:
+        """Prose as assistant_text, each SEARCH/REPLACE block as an ``edit`` call on its file."""
+        text: list[str] = []
+        path: str | None = None
+        i, n = 0, len(lines)
+        while i < n:
+            if not lines[i].startswith("<<<<<<< SEARCH"):
+                text.append(lines[i])
+                i += 1
+                continue
+            if text and text[-1].lstrip().startswith("```"):
+                text.pop()
+            if text and _is_path(text[-1]):
+                path = text.pop().strip().strip("`*:")
+            start = i
+            search: list[str] = []
+            replace: list[str] = []
+            i += 1
+            while i < n and not lines[i].startswith("======="):
+                search.append(lines[i])
+                i += 1
+            i += 1
+            while i < n and not lines[i].startswith(">>>>>>> REPLACE"):
+                replace.append(lines[i])
+                i += 1
+            i += 1
+            if i < n and lines[i].strip() == "```":
+                i += 1
+            if path is None:  # no file named: not an edit aider would apply, keep it as prose
+                text.extend(lines[start:i])
+                continue
+            self.prose(text)
+            text = []
+            self.b.call("edit", {"path": path, "search": "\n".join(search), "replace": "\n".join(replace)},
+                        line=self.buf_line)
+        self.prose(text)
+
+    def prose(self, lines: list[str]) -> None:
+        if text := "\n".join(lines).strip():
+            self.b.add("assistant_text", "assistant", text, line=self.buf_line)
+
+
+READER = AiderReader()

@@ -1,0 +1,77 @@
+"""Aider reader against the real corpus: counts match MANIFEST.md, token usage, edits and reads, sniffing."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from replay.model import BadRecord, Item, Request, Run
+from replay.readers import detect
+from replay.readers.aider import READER, parse_count
+from replay.readers.base import HEAD_BYTES, ReadContext
+from tests.readers.test_swe_agent import manifest_rows
+
+# SEARCH/REPLACE blocks that aider applies. afi-core has 28 "<<<<<<< SEARCH" lines, but one sits in aider's
+# "SearchReplaceNoExactMatch" error text reflected back to the model (a user message), so 27 edits.
+EDITS = {"aider-afi-core-gpt4o.md": 27, "aider-luvatrix-qwen35-local.md": 0, "aider-pgstndtrprt-sonnet35.md": 10,
+         "aider-pocketflow-text2sql-horizon-beta.md": 0}
+
+
+def read(path: Path) -> list:
+    return list(READER.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+def manifest_sessions(corpus: Path) -> dict[str, int]:
+    body = (corpus / "MANIFEST.md").read_text().split("\n## aider\n", 1)[1].split("\n## ", 1)[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^\| (\S+\.md) \|.*?; (\d+) sessions;", body, re.M)}
+
+
+def test_counts_match_manifest(corpus: Path) -> None:
+    rows, sessions = manifest_rows(corpus, "aider"), manifest_sessions(corpus)
+    assert len(rows) == len(sessions) == len(list((corpus / "aider").glob("*.md"))) == 4
+    for name, (requests, _calls) in rows.items():  # tool calls: "n/a (edit blocks)"
+        path = corpus / "aider" / name
+        records = read(path)
+        assert not [r for r in records if isinstance(r, BadRecord)], name
+        assert sum(isinstance(r, Run) for r in records) == sessions[name], name
+        reqs = [r for r in records if isinstance(r, Request)]
+        assert len(reqs) == int(requests.split()[0]), name  # "39 token lines"
+        assert all(r.prompt_tokens and r.output_tokens for r in reqs), name
+        calls = [r for r in records if isinstance(r, Item) and r.kind == "tool_call"]
+        edits = [c for c in calls if c.tool_name == "edit"]
+        assert len(edits) == EDITS[name] and all(c.access == "write" and c.resource for c in edits), name
+        added = re.findall(r"^> Added (.+?) to the chat", path.read_text(), re.M)
+        reads = [c for c in calls if c.tool_name == "read"]
+        assert [c.resource for c in reads] == added and all(c.access == "read" for c in reads), name
+
+
+def test_token_line_usage_and_order(corpus: Path) -> None:
+    records = read(corpus / "aider" / "aider-afi-core-gpt4o.md")
+    run2 = [r for r in records if getattr(r, "run_id", "").endswith("/2")]
+    assert run2[0].started_at == "2025-07-15 14:53:34" and run2[0].model == "gpt-4o"
+    assert run2[0].metadata["aider_version"] == "0.85.1"
+    reqs = [r for r in run2 if isinstance(r, Request)]
+    assert [(r.prompt_tokens, r.output_tokens) for r in reqs] == [(3200, 66), (3200, 79), (3400, 184)]
+    items = [r for r in run2 if isinstance(r, Item)]
+    first = next(i for i in items if i.kind == "assistant_text")
+    assert first.step == 1 and first.text.startswith("To make the shell script")  # output follows its request
+    edit = next(i for i in items if i.tool_name == "edit")
+    assert edit.step == 3 and edit.resource == "sync-afi.sh" and "Script to sync" in json.loads(edit.args)["replace"]
+    assert not any(">>>>>>> REPLACE" in i.text for i in items if i.kind != "tool_call")
+    sonnet = [r for r in read(corpus / "aider" / "aider-pgstndtrprt-sonnet35.md") if isinstance(r, Request)]
+    assert (sonnet[0].prompt_tokens, sonnet[0].output_tokens) == (5359, 961)
+
+
+def test_parse_count() -> None:
+    assert (parse_count("1.2k"), parse_count("5,359"), parse_count("21"), parse_count(None)) == (1200, 5359, 21, None)
+
+
+def test_sniff(corpus: Path) -> None:
+    for path in sorted(corpus.glob("*/*")):
+        if path.name == "MANIFEST.md":
+            continue
+        head = path.open("rb").read(HEAD_BYTES).decode("utf-8", "replace")
+        assert READER.sniff(head, path) == (path.parent.name == "aider"), path
+        if path.parent.name == "aider":
+            assert detect(path) is READER
