@@ -9,7 +9,7 @@ from replay.errors import ReplayError
 from replay.policies.base import Budget, Policy
 from replay.policies.config import PolicyConfig, parse_sets
 
-POLICY_MODULES = ["baselines", "seed_a", "masking", "clear_tool_uses", "auto_compact", "seed_c", "seed_b",
+POLICY_MODULES = ["baselines", "oracle", "seed_a", "masking", "clear_tool_uses", "auto_compact", "seed_c", "seed_b",
                   "openhands"]
 
 

@@ -65,7 +65,7 @@ class SeedA(Policy):
     def tier1(self) -> None:
         lo, hi = self.prefix_end(), self.protected_from()
         cand = self.results(lo, hi)
-        cand = cand[self.forms[cand] == ORIGINAL]
+        cand = cand[(self.forms[cand] == ORIGINAL) & (self.fest[PLACEHOLDER, cand] < self.fest[ORIGINAL, cand])]
         if self.config.shrink_writes:
             calls = self.completed_writes()
             calls = calls[(calls >= lo) & (calls < hi) & (self.forms[calls] == ORIGINAL)]
@@ -107,7 +107,8 @@ class SeedA(Policy):
         """Trim inside the protected range too, oldest first, only as needed, except the newest output."""
         self.flags["emergency"] = True
         res = self.results(self.prefix_end(), self.end)
-        cand = res[:-1][self.forms[res[:-1]] == ORIGINAL]
+        res = res[:-1]
+        cand = res[(self.forms[res] == ORIGINAL) & (self.fest[PLACEHOLDER, res] < self.fest[ORIGINAL, res])]
         need = self.est_total() - (self.budget.window - self.budget.reserve) / (1 + self.config.margin)
         saved = np.cumsum((self.fest[ORIGINAL, cand] - self.fest[PLACEHOLDER, cand]).clip(0))
         upto = int(np.searchsorted(saved, need, side="left")) + 1
