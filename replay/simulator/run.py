@@ -33,11 +33,17 @@ def _check(view: object, k: int, end: int) -> View:
 
 
 def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
-                 near_margin: float = 0.05, price: float | None = None) -> tuple[dict[str, np.ndarray], dict]:
-    """Replay one run under ``policy``; return per-request columns and one run row of raw counters."""
+                 near_margin: float = 0.05, price: float | None = None, overhead: int = 0,
+                 warm: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+    """Replay one run under ``policy``; return per-request columns and one run row of raw counters.
+
+    ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0;
+    ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent)."""
     budget = budget or Budget()
     policy.reset(run, budget)
     cache.reset(run.model)
+    if warm and overhead:
+        cache.entries = [[0, overhead, np.inf]]
     m = run.n_requests
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)
@@ -52,8 +58,8 @@ def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budg
     for k in range(m):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
-        cum = view.cumulative()
-        prompt = view.prompt_tokens
+        cum = view.cumulative() + overhead
+        prompt = view.prompt_tokens + overhead
         ts = float(run.req_ts[k])
         cached, written = cache.request(view, cum, ts, min(system_default, end))
         ev = order[bounds[k]:bounds[k + 1]]

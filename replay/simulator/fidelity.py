@@ -1,0 +1,38 @@
+"""Fidelity: replay a run under full history and compare with its recorded usage."""
+
+from __future__ import annotations
+
+from replay.policies import Budget, make_policy
+from replay.simulator.arrays import RunArrays
+from replay.simulator.caches import make_cache
+from replay.simulator.run import simulate_run
+
+BIG = Budget(10**9, 0)
+
+
+def recorded_overhead(run: RunArrays) -> int:
+    """Prompt tokens of the first request the log does not hold (recorded minus simulated), at least 0."""
+    if run.n_requests == 0 or run.rec_prompt[0] <= 0:
+        return 0
+    first = int(run.tokens[:run.req_end[0]].sum())
+    return max(int(run.rec_prompt[0]) - first, 0)
+
+
+def cache_share(run: RunArrays, cache: str = "anthropic", with_overhead: bool = True) -> dict:
+    """Simulated vs recorded cache-read share (sum cache_read / sum prompt) under the full-history policy."""
+    overhead = recorded_overhead(run) if with_overhead else 0
+    warm = bool(run.n_requests and run.rec_cache_read[0] > 0)
+    cols, row = simulate_run(run, make_policy("full"), make_cache(cache), BIG, overhead=overhead, warm=warm)
+    return {"run_id": run.run_id, "requests": run.n_requests, "overhead": overhead, "warm": warm,
+            "simulated": row["cache_hit_rate"], "recorded": row["recorded_cache_share"],
+            "prompt_error": _median_error(cols)}
+
+
+def _median_error(cols: dict) -> float | None:
+    import numpy as np
+
+    have = cols["recorded_prompt"] > 0
+    if not have.any():
+        return None
+    err = (cols["prompt_tokens"][have] - cols["recorded_prompt"][have]) / cols["recorded_prompt"][have]
+    return float(np.median(err))
