@@ -98,6 +98,42 @@ def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, 
     return ax
 
 
+def tune_front(points: pl.DataFrame, recommended: dict, title: str, defaults: dict | None = None,
+               zero_overflow: bool = True) -> Axes:
+    """`replay tune`'s chart: two views of the four objectives; overflowing, feasible and front points told apart,
+    the recommended point starred and the policy's defaults marked. Returns the left Axes (save() takes it)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
+    views = ((left, "cost_usd", "cache_hit_rate", "cost over the corpus (USD)", "cache hit rate (% of prompt tokens)"),
+             (right, "summaries_per_100", "repeat_evicted", "summaries per 100 requests",
+              "evicted repeat reads (count over the corpus)"))
+    feasible = points["feasible"] if "feasible" in points.columns else pl.Series([True] * points.height)
+    on_front = points["on_front"] if "on_front" in points.columns else pl.Series([False] * points.height)
+    groups = ((points.filter(~feasible), dict(marker="x", color="#d62728", alpha=0.45, s=22),
+               "overflows (excluded)" if zero_overflow else "more overflow than the best (excluded)"),
+              (points.filter(feasible & ~on_front), dict(marker="o", color="lightgrey", edgecolor="grey", s=26),
+               "zero overflow" if zero_overflow else "fewest overflow"),
+              (points.filter(on_front), dict(marker="o", color="C0", edgecolor="black", s=40), "Pareto front"))
+    for ax, x, y, xlabel, ylabel in views:
+        scale = 100 if y == "cache_hit_rate" else 1
+        for df, style, label in groups:
+            if df.height:
+                ax.scatter(df[x], df[y] * scale, label=f"{label} ({df.height})", zorder=2, **style)
+        if defaults:
+            ax.scatter([defaults[x]], [defaults[y] * scale], marker="D", color="black", s=50, zorder=3,
+                       label="policy defaults")
+        ax.scatter([recommended[x]], [recommended[y] * scale], marker="*", s=320, color="gold", edgecolor="black",
+                   zorder=4, label="recommended")
+        ax.annotate("recommended", (recommended[x], recommended[y] * scale), xytext=(8, 8),
+                    textcoords="offset points", fontsize=8, fontweight="bold")
+        ax.set(xlabel=xlabel, ylabel=ylabel)
+        ax.grid(alpha=0.3)
+    left.set_title("cost vs cache hit (better: up and left)", fontsize=10)
+    right.set_title("summaries vs evicted repeat reads (better: down and left)", fontsize=10)
+    left.legend(fontsize=8, loc="best")
+    fig.suptitle(title + ("" if zero_overflow else "  [no point free of overflow]"), fontsize=11)
+    return left
+
+
 def save(ax: Axes, out_dir: Path, name: str) -> list[Path]:
     """Save the Axes' figure as PNG and SVG; close it."""
     out_dir.mkdir(parents=True, exist_ok=True)

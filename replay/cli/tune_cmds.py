@@ -1,0 +1,83 @@
+"""tune: recommend a policy's thresholds for a new model (tokenizer, window, reply reserve)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from replay.cli import app
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, console
+
+SHOWN = 15
+
+
+@app.command()
+def tune(
+    tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help="tokenizer.json, model directory, .gguf file, "
+                                                                      "or built-in (tekken, claude-legacy).")],
+    window: Annotated[int, typer.Option(help="The model's context window, tokens.")],
+    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")],
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy to tune: seed_a, clear_tool_uses or "
+                                                                "auto_compact.")] = "seed_a",
+    db: DbOption = DEFAULT_DB_PATH,
+    out: Annotated[Path, typer.Option(help="Folder for recommended.toml, front.csv/.parquet, front.png/.svg.")]
+    = Path("out/tune"),
+    points: Annotated[int, typer.Option(help="Grid size (at most this many points; the knobs share levels).")] = 96,
+    runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
+    cache: Annotated[str, typer.Option(help="Cache model: anthropic, openai, vllm, llamacpp, none.")] = "anthropic",
+    executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
+    workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
+) -> None:
+    """Sweep the policy's knobs at this window and reserve; keep zero-overflow points; print the Pareto front of
+    summaries, cache hit, evicted repeat reads and cost; write the recommended policy file and a chart.
+
+    Resumable: the same arguments give the same sweep id, so a rerun skips finished points."""
+    from replay.store import open_store
+    from replay.sweeps.tune import front_columns, summary_lines
+    from replay.sweeps.tune import tune as run
+    from replay.tokens import count_items, load_tokenizer
+
+    tok = load_tokenizer(tokenizer)
+    con = open_store(db)
+    added = count_items(con, tok, progress=True)
+    if added:
+        console.print(f"{tok.tokenizer_id}: counted {added:,} new content hashes", highlight=False)
+    res = run(con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers)
+    lines = summary_lines(res)
+    table = Table(title=f"Pareto front ({res.front.height} points, cheapest first)", title_justify="left")
+    cols = [c for c in front_columns(res) if c not in ("point_id", "runs_with_overflow", "emergencies",
+                                                       "repeat_evicted_tokens")]
+    heads = {"summaries_per_100": "summ/100", "cache_hit_rate": "cache", "repeat_evicted": "evicted",
+             "cost_usd": "cost $", "overflow_incidents": "overfl", "protect_fraction": "protect",
+             "tail_fraction": "tail", "reclaim_floor": "reclaim", "summary_at": "summary_at",
+             "keep_user_tokens": "keep_user", "clear_at_least": "clear_min", "summary_tokens": "summ_tok"}
+    table.add_column("rec", no_wrap=True)
+    for c in cols:
+        table.add_column(heads.get(c, c), justify="right", no_wrap=True)
+    for row in res.front.head(SHOWN).iter_rows(named=True):
+        mark = "→" if row["point_id"] == res.recommended["point_id"] else ""
+        table.add_row(mark, *(_cell(c, row[c]) for c in cols))
+    console.print(table)
+    if res.front.height > SHOWN:
+        console.print(f"... {res.front.height - SHOWN} more in {res.files['front_csv']}", highlight=False)
+    for line in lines:
+        style = "bold yellow" if line.startswith("WARNING") else None
+        console.print(line, style=style, highlight=False)
+    console.print(f"wrote {res.files['policy']} (try: replay check BASELINE.toml {res.files['policy']}), "
+                  f"{res.files['front_csv']}, {res.files['chart_png']} and .svg; "
+                  f"{res.computed} points computed in {res.seconds:.1f} s", highlight=False)
+
+
+def _cell(col: str, v: object) -> str:
+    if v is None:
+        return ""
+    if col == "cache_hit_rate":
+        return f"{100 * float(v):.1f}%"
+    if col == "cost_usd":
+        return f"{float(v):,.2f}"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() and abs(v) >= 100 else f"{v:.4g}"
+    return f"{v:,}" if isinstance(v, int) else str(v)

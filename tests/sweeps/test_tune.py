@@ -1,0 +1,132 @@
+"""replay tune: Pareto front, zero-overflow filter, grid sizing, recommendation, policy file round trip, CLI."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.errors import ReplayError
+from replay.sweeps.pareto import non_dominated, pareto_front
+from replay.sweeps.policy_file import load_policy_file
+from replay.sweeps.tune import (
+    OBJECTIVES,
+    aggregate_points,
+    feasible,
+    front,
+    level_counts,
+    recommend,
+    tune,
+    tune_grid,
+    tune_spec,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pts(rows: list[tuple]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=["point_id", "summaries_per_100", "cache_hit_rate", "repeat_evicted", "cost_usd",
+                                      "overflow_incidents", "errors"], orient="row")
+
+
+def test_dominated_points_are_excluded() -> None:
+    df = pts([("a", 1.0, 0.8, 10, 5.0, 0, 0),
+              ("b", 2.0, 0.7, 12, 6.0, 0, 0),    # worse than a everywhere
+              ("c", 1.0, 0.8, 10, 5.5, 0, 0),    # equal to a except cost: dominated
+              ("d", 0.5, 0.6, 20, 9.0, 0, 0)])   # fewest summaries: on the front
+    assert front(df)["point_id"].to_list() == ["a", "d"]
+
+
+def test_ties_are_kept() -> None:
+    df = pts([("a", 1.0, 0.8, 10, 5.0, 0, 0), ("b", 1.0, 0.8, 10, 5.0, 0, 0), ("c", 1.0, 0.8, 11, 5.0, 0, 0)])
+    assert non_dominated(df, OBJECTIVES).tolist() == [True, True, False]
+
+
+def test_maximised_objective_and_nulls_count_as_worst() -> None:
+    df = pl.DataFrame({"x": [1.0, 1.0, None], "y": [0.5, 0.9, 0.99]})
+    assert pareto_front(df, [("x", "min"), ("y", "max")])["on_front"].to_list() == [False, True, True]
+    with pytest.raises(ReplayError, match="no column"):
+        non_dominated(df, [("z", "min")])
+
+
+def test_zero_overflow_filter_and_fallback() -> None:
+    df = pts([("a", 1.0, 0.9, 1, 1.0, 3, 0), ("b", 1.0, 0.5, 9, 9.0, 0, 0), ("c", 1.0, 0.5, 9, 9.0, 0, 1)])
+    ok, zero = feasible(df)
+    assert zero and ok["point_id"].to_list() == ["b"]           # c errored on a run: never chosen
+    ok, zero = feasible(pts([("a", 1.0, 0.9, 1, 1.0, 3, 0), ("d", 1.0, 0.9, 1, 1.0, 5, 0), ("e", 1, 1, 1, 1, 3, 0)]))
+    assert not zero and ok["point_id"].to_list() == ["a", "e"]  # the fewest incidents, flagged
+
+
+def test_recommendation_rule() -> None:
+    df = pts([("a", 3.0, 0.70, 10, 10.00, 0, 0), ("b", 1.0, 0.80, 10, 10.04, 0, 0), ("c", 0.5, 0.9, 10, 12.0, 0, 0)])
+    assert recommend(front(df))["point_id"] == "b"   # within 0.5% of the cheapest, higher cache hit
+    assert recommend(front(df), cost_tie=0.0)["point_id"] == "a"
+
+
+def test_grid_is_relative_to_window_and_sized_by_points() -> None:
+    assert level_counts([3, 2, 1.5, 1.5, 1.5], 96) == [4, 3, 2, 2, 2]
+    g = tune_grid("seed_a", 64_000, 96)
+    assert min(g["summary_at"]) == 25_600 and max(g["summary_at"]) == 57_600
+    for n in (1, 8, 40, 150):
+        size = len(tune_spec("seed_a", 64_000, 8_000, None, n).points())
+        assert 1 <= size <= n
+    assert tune_spec("seed_a", 64_000, 8_000, "t", 40).sweep_id == tune_spec("seed_a", 64_000, 8_000, "t", 40).sweep_id
+    with pytest.raises(ReplayError, match="no tuning space"):
+        tune_grid("full", 64_000)
+    with pytest.raises(ReplayError, match="reserve"):
+        tune_spec("seed_a", 8_000, 9_000, None)
+
+
+def test_aggregate_recomputes_ratios_from_sums() -> None:
+    frame = pl.DataFrame({"point_id": ["p", "p"], "run_id": ["r1", "r2"], "error": [None, None],
+                          "requests": [10, 30], "summaries": [1, 1], "prompt_tokens": [100, 300],
+                          "cached_tokens": [0, 300], "overflow_incidents": [0, 2], "repeat_evicted": [1, 2],
+                          "cost_usd": [1.0, 2.0], "param_summary_at": [5.0, 5.0]})
+    row = aggregate_points(frame).row(0, named=True)
+    assert row["summaries_per_100"] == 5.0 and row["cache_hit_rate"] == 0.75
+    assert (row["runs"], row["runs_with_overflow"], row["overflow_incidents"], row["summary_at"]) == (2, 1, 2, 5.0)
+
+
+@pytest.fixture()
+def sample_store(sample_db_path: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "s.duckdb"
+    shutil.copy(sample_db_path, path)
+    return path
+
+
+def test_tune_writes_a_policy_file_check_accepts(sample_store: Path, tmp_path: Path) -> None:
+    from replay.store import open_store
+
+    con = open_store(sample_store)
+    res = tune(con, "seed_a", 32_000, 4_000, None, tmp_path / "t", points=6, executor="serial", progress=False)
+    again = tune(con, "seed_a", 32_000, 4_000, None, None, points=6, executor="serial", progress=False)
+    con.close()
+    assert again.computed == 0 and again.recommended["point_id"] == res.recommended["point_id"]  # resumed
+    assert res.front.height >= 1 and res.zero_overflow == (res.recommended["overflow_incidents"] == 0)
+    pf = load_policy_file(res.files["policy"])
+    assert pf.name == "seed_a" and pf.params == res.params
+    assert pf.params["window"] == 32_000 and pf.params["reserve"] == 4_000
+    assert isinstance(pf.params["summary_at"], int)
+    out = CliRunner().invoke(app, ["check", str(res.files["policy"]), str(res.files["policy"]),
+                                   "--db", str(sample_store)])
+    assert out.exit_code == 0, out.output
+
+
+def test_cli_tune_on_the_sample(sample_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "tune"
+    r = CliRunner().invoke(app, ["tune", "-t", "tekken", "--window", "32000", "--reserve", "4000", "--db",
+                                 str(sample_store), "--out", str(out), "--points", "8", "--executor", "serial"])
+    assert r.exit_code == 0, r.output
+    for name in ("recommended.toml", "front.csv", "front.parquet", "points.parquet", "front.png", "front.svg"):
+        assert (out / name).stat().st_size > 0, name
+    fr = pl.read_csv(out / "front.csv")
+    assert fr["recommended"].sum() == 1 and (fr["overflow_incidents"] == 0).all()
+    assert "Pareto front" in r.output and "recommended" in r.output
+    pf = load_policy_file(out / "recommended.toml")
+    assert pf.tokenizer and pf.tokenizer.startswith("tekken")
+    pts_all = pl.read_parquet(out / "points.parquet")
+    assert pts_all.height == 8 and pts_all["recommended"].sum() == 1
