@@ -6,7 +6,8 @@ Pure pieces (grid, aggregation, feasibility, recommendation) take and return pol
 
 Recommendation rule (RULE): among the front, the lowest total cost; points within COST_TIE (0.5%) of that cost
 count as tied and the highest cache hit rate wins, then the fewest summaries per 100 requests, then the fewest
-evicted repeat reads, then the point id (so the choice is deterministic).
+evicted repeat reads; points equal on all of these (a knob with no effect on the corpus) go to the safer value
+(the larger emergency margin, Knob.prefer), then the point id (so the choice is deterministic).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ OBJECTIVES: tuple[Objective, ...] = (("summaries_per_100", "min"), ("cache_hit_r
                                      ("repeat_evicted", "min"), ("cost_usd", "min"))
 COST_TIE = 0.005
 RULE = ("lowest total cost on the front; within 0.5% of it, highest cache hit rate, then fewest summaries "
-        "per 100 requests, then fewest evicted repeat reads")
+        "per 100 requests, then fewest evicted repeat reads, then the safer knob value (larger margin)")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Knob:
     relative: bool = False
     weight: float = 1.0   # share of the grid's levels
     step: int = 100       # integer values are rounded to this
+    prefer: str = ""      # "high" or "low": the safer side, breaks exact ties between points
 
     def values(self, levels: int, window: int) -> list[Any]:
         scale = window if self.relative else 1
@@ -65,7 +67,7 @@ SPACES: dict[str, tuple[Knob, ...]] = {
         Knob("protect_fraction", 0.08, 0.34, 0.3333, weight=2),
         Knob("tail_fraction", 0.0625, 0.1875, 0.125, weight=1.5),
         Knob("reclaim_floor", 0.03, 0.15, 0.125, weight=1.5),
-        Knob("margin", 0.1, 0.25, 0.2, weight=1.5),
+        Knob("margin", 0.1, 0.25, 0.2, weight=1.5, prefer="high"),
     ),
     "clear_tool_uses": (
         Knob("trigger", 0.3, 0.9, 0.6, integer=True, relative=True, weight=3),
@@ -174,14 +176,20 @@ def front(points: pl.DataFrame, objectives: tuple[Objective, ...] = OBJECTIVES) 
     return pareto_front(points, objectives).filter(pl.col("on_front")).drop("on_front").sort(["cost_usd", "point_id"])
 
 
-def recommend(front_df: pl.DataFrame, cost_tie: float = COST_TIE) -> dict[str, Any]:
-    """One point from the front by RULE."""
+def recommend(front_df: pl.DataFrame, cost_tie: float = COST_TIE, prefer: dict[str, str] | None = None
+              ) -> dict[str, Any]:
+    """One point from the front by RULE; ``prefer`` maps a knob to "high"/"low" for exact ties."""
     if front_df.is_empty():
         raise ReplayError("tune: the Pareto front is empty; nothing to recommend")
     cheapest = front_df["cost_usd"].min()
     near = front_df.filter(pl.col("cost_usd") <= cheapest * (1 + cost_tie) + 1e-12)
-    best = near.sort(["cache_hit_rate", "summaries_per_100", "repeat_evicted", "cost_usd", "point_id"],
-                     descending=[True, False, False, False, False])
+    keys = ["cache_hit_rate", "summaries_per_100", "repeat_evicted", "cost_usd"]
+    desc = [True, False, False, False]
+    for knob, side in (prefer or {}).items():
+        if knob in near.columns:
+            keys.append(knob)
+            desc.append(side == "high")
+    best = near.sort([*keys, "point_id"], descending=[*desc, False])
     return best.row(0, named=True)
 
 
@@ -216,7 +224,7 @@ def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "l
     dflt = aggregate_points(sweep_frame(con, dout.sweep_id))
     pool, zero = feasible(points)
     fr = front(pool)
-    rec = recommend(fr)
+    rec = recommend(fr, prefer={k.name: k.prefer for k in SPACES.get(spec.policy, ()) if k.prefer})
     by_id = {point_id(p): p for p in spec.points()}
     ids = set(pool["point_id"])
     points = points.with_columns(pl.col("point_id").is_in(list(ids)).alias("feasible"),

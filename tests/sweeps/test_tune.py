@@ -65,6 +65,10 @@ def test_recommendation_rule() -> None:
     df = pts([("a", 3.0, 0.70, 10, 10.00, 0, 0), ("b", 1.0, 0.80, 10, 10.04, 0, 0), ("c", 0.5, 0.9, 10, 12.0, 0, 0)])
     assert recommend(front(df))["point_id"] == "b"   # within 0.5% of the cheapest, higher cache hit
     assert recommend(front(df), cost_tie=0.0)["point_id"] == "a"
+    tied = pts([("a", 1.0, 0.8, 10, 5.0, 0, 0), ("b", 1.0, 0.8, 10, 5.0, 0, 0)])
+    tied = tied.with_columns(margin=pl.Series([0.25, 0.1]))
+    assert recommend(front(tied))["point_id"] == "a"
+    assert recommend(front(tied), prefer={"margin": "low"})["point_id"] == "b"
 
 
 def test_grid_is_relative_to_window_and_sized_by_points() -> None:
