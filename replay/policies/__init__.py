@@ -14,15 +14,10 @@ POLICY_MODULES = ["baselines", "oracle", "seed_a", "masking", "clear_tool_uses",
 
 
 def registry() -> dict[str, type[Policy]]:
-    """name -> Policy class, from every module in POLICY_MODULES that exists."""
+    """name -> Policy class, from every module in POLICY_MODULES (a missing module is an error)."""
     out: dict[str, type[Policy]] = {}
     for mod in POLICY_MODULES:
-        try:
-            module = importlib.import_module(f"replay.policies.{mod}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"replay.policies.{mod}":
-                continue
-            raise
+        module = importlib.import_module(f"replay.policies.{mod}")
         for cls in getattr(module, "POLICIES", ()):
             out[cls.name] = cls
     return out
