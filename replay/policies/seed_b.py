@@ -108,11 +108,11 @@ class SeedB(Policy):
     # -- every request -------------------------------------------------------------------------
     def rebuild(self) -> None:
         res = self.results(self.prefix_end())
-        res = res[(res != self.newest()) & (self.forms[res] != DROPPED)]
         if not len(res):
             return
-        steps = np.unique(self.run.step[res])
+        steps = np.unique(self.run.step[res])  # a tool turn: the results appended before one request
         first = steps[max(len(steps) - self.config.tool_turns, 0)] if self.config.tool_turns else np.inf
+        res = res[(res != res[-1]) & (self.forms[res] != DROPPED)]
         recent, older = res[self.run.step[res] >= first], res[self.run.step[res] < first]
         if self.config.tool_cap > 0:
             cap = recent[(self.forms[recent] == ORIGINAL) & (self.fest[SHRUNK, recent] < self.fest[ORIGINAL, recent])]
