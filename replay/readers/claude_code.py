@@ -82,6 +82,13 @@ class _Session:
         self.children: dict[str, RunBuilder] = {}
         self.groups: dict[str, str] = {}
         self.seen_requests: set[str] = set()
+        self.uuids: set[str] = set()
+
+    @staticmethod
+    def unlogged(b: RunBuilder, line: int, reason: str, **detail: Any) -> None:
+        """Note content the server saw from step ``b.step`` on that the log does not hold (calibration fits it)."""
+        if b.step:  # before the first request it is part of the fitted system overhead anyway
+            b.run.metadata.setdefault("unlogged", []).append({"step": b.step, "line": line, "reason": reason, **detail})
 
     def _builder(self, obj: dict) -> RunBuilder:
         """The main run, or the child run of the inline sidechain this line belongs to."""
@@ -99,6 +106,9 @@ class _Session:
 
     def line(self, line: int, obj: dict) -> None:
         kind, main = obj.get("type"), self.main
+        parent = obj.get("parentUuid")
+        if obj.get("uuid"):
+            self.uuids.add(obj["uuid"])
         # `summary` lines with a leafUuid are session titles (never sent to the model), wherever they sit
         if kind in TITLE_TYPES and (kind != "summary" or "leafUuid" in obj):
             titles = main.run.metadata.setdefault("titles", [])
@@ -114,6 +124,8 @@ class _Session:
         if kind not in CONVERSATION and kind != "attachment":
             return
         b = self._builder(obj)
+        if parent and parent not in self.uuids:  # a message the log lacks (e.g. a dropped notification)
+            self.unlogged(b, line, "missing-parent")
         run = b.run
         if not run.started_at and obj.get("timestamp"):
             _set_run(b, started_at=obj["timestamp"])
@@ -180,9 +192,13 @@ class _Session:
                 inner = block.get("content")
                 b.result(text_of(inner), block.get("tool_use_id"), ts=ts, line=line,
                          is_error=bool(block.get("is_error")))
-                for part in inner if isinstance(inner, list) else []:
-                    if isinstance(part, dict) and part.get("type") == "image":
+                parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
+                for part in parts:
+                    if part.get("type") == "image":
                         self._image(b, part, line, ts)
+                # ToolSearch: the server expands each reference into the tool's schema, which the log omits
+                if refs := [p.get("tool_name") for p in parts if p.get("type") == "tool_reference"]:
+                    self.unlogged(b, line, "tool-reference", tools=refs)
             elif btype == "image":
                 self._image(b, block, line, ts)
             elif btype == "document":

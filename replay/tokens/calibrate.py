@@ -1,8 +1,26 @@
-"""Fit counted prompts to recorded usage per run: recorded ≈ overhead + scale * reconstructed."""
+"""Fit counted prompts to recorded usage per run.
+
+recorded ≈ overhead + scale * reconstructed [+ per_message * messages] [+ offset_k from each boundary step on]
+
+``reconstructed`` is the real-token sum of the items visible at a request (since the latest summary) plus the
+template cost. Boundaries are the points where the server's prompt gains a constant the log does not hold:
+compactions (Claude Code re-attaches recently read files after its summary without logging them), model switches,
+and what readers note in ``runs.metadata.unlogged`` (a parent message missing from the log, ToolSearch
+``tool_reference`` results the server expands into tool schemas). Each boundary costs one fitted offset.
+
+Whether earlier reasoning is part of the prompt is chosen per run by the fit: Anthropic-compatible endpoints of
+other vendors (MiniMax) drop thinking blocks from the history, Claude keeps them (mostly empty, signed) text.
+
+A run is marked *unreconstructable*, with the reason, when a mechanical check shows the log cannot give the
+server's prompt: the server rewrote the history (the recorded prompt shrinks with no compaction in the log), or a
+proxy tokenizer (not the model's own) meets binary tool output it cannot be trusted on.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field
 
 import duckdb
 import numpy as np
@@ -14,45 +32,162 @@ from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
 
 MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (scale 1)
+MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
+TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10
+SHRINK_TOKENS, SHRINK_SHARE = 1000, 0.02  # a recorded prompt falling by more than both, with no boundary between
+MIN_SHRINKS = 3  # ... this often means the server's history is not the log's
+BINARY = r"[\x00-\x08\x0e-\x1f\x{FFFD}]"  # control bytes or replacement chars: undecodable tool output
+DROP_REASONING_GAIN = 0.75  # earlier reasoning counts as dropped only when that cuts the squared error by 25%
+MIN_BINARY_SHARE = 0.05  # binary items' share of the largest prompt that makes a proxy count unusable
+# Model families of the built-in tokenizers: any other model counted with them is counted with a proxy.
+FAMILIES = {"claude-legacy": r"claude", "tekken": r"mistral|mixtral|pixtral|codestral|devstral|ministral|magistral"}
 
 
 @dataclass(frozen=True)
 class Fit:
     overhead: float
     scale: float
+    per_message: float = 0.0
+    offsets: tuple[tuple[int, float], ...] = ()  # (from step, tokens)
+    reasoning_in_prompt: bool = True
+
+    def predict(self, recon: np.ndarray, messages: np.ndarray | None = None,
+                steps: np.ndarray | None = None) -> np.ndarray:
+        out = self.overhead + self.scale * np.asarray(recon, dtype=np.float64)
+        if messages is not None:
+            out = out + self.per_message * np.asarray(messages, dtype=np.float64)
+        if steps is not None:
+            for step, tokens in self.offsets:
+                out = out + tokens * (np.asarray(steps) >= step)
+        return out
 
 
-def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead) -> np.ndarray:
-    """Prompt tokens at each request step: items with step <= s since the latest summary, plus template cost."""
+@dataclass
+class RunCheck:
+    """Why a run cannot be reconstructed from its log (empty when it can), and the boundaries fitted."""
+
+    reasons: list[str] = field(default_factory=list)
+    boundaries: dict[int, str] = field(default_factory=dict)
+
+
+def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead,
+            drop_reasoning: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Prompt tokens and message count at each request step: items with step <= s since the latest summary."""
     items = items.sort("seq")
     step = items["step"].to_numpy()
     seq = items["seq"].to_numpy()
     cost = items["n_tokens"].fill_null(0).to_numpy() + np.array([overhead.for_role(r) for r in items["role"]])
-    summary = (items["kind"] == "summary").to_numpy()
-    out = np.empty(len(steps), dtype=np.float64)
+    kind = items["kind"]
+    summary = (kind == "summary").to_numpy()
+    keep = ~(kind == "reasoning").to_numpy() if drop_reasoning else np.ones(len(items), dtype=bool)
+    tokens = np.empty(len(steps), dtype=np.float64)
+    messages = np.empty(len(steps), dtype=np.float64)
     for i, s in enumerate(steps):
-        visible = step <= s
-        sums = visible & summary
+        vis = step <= s
+        sums = vis & summary
         if sums.any():
-            visible &= seq >= seq[sums].max()
-        out[i] = cost[visible].sum() + overhead.fixed
-    return out
+            vis &= seq >= seq[sums].max()
+        vis &= keep
+        tokens[i] = cost[vis].sum() + overhead.fixed
+        messages[i] = vis.sum()
+    return tokens, messages
 
 
-def fit(recon: np.ndarray, recorded: np.ndarray) -> Fit:
-    """Least squares recorded ≈ a + b * recon; with too few or constant points, b = 1 and a = mean residual."""
-    if len(recon) >= MIN_FIT and np.ptp(recon) > 0:
-        b, a = np.polyfit(recon, recorded, 1)
-        if b > 0:
-            return Fit(float(a), float(b))
-    return Fit(float(np.mean(recorded - recon)) if len(recon) else 0.0, 1.0)
+def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False) -> np.ndarray:
+    """Prompt tokens at each request step: items with step <= s since the latest summary, plus template cost."""
+    return visible(items, steps, overhead, drop_reasoning)[0]
+
+
+def _solve(cols: list[np.ndarray], recorded: np.ndarray) -> np.ndarray | None:
+    coef, *_ = np.linalg.lstsq(np.column_stack(cols), recorded, rcond=None)
+    return coef if np.all(np.isfinite(coef)) else None
+
+
+def fit(recon: np.ndarray, recorded: np.ndarray, messages: np.ndarray | None = None,
+        steps: np.ndarray | None = None, boundaries: list[int] | tuple[int, ...] = ()) -> Fit:
+    """Least squares recorded ≈ a + b * recon [+ c * messages] [+ offsets from boundary steps on].
+
+    The per-message term needs MIN_PER_MESSAGE requests and must come out non-negative; a boundary needs a
+    request on each side. With too few or constant points, b = 1 and a = mean residual.
+    """
+    recon, recorded = np.asarray(recon, np.float64), np.asarray(recorded, np.float64)
+    n = len(recon)
+    if n < MIN_FIT or np.ptp(recon) <= 0:
+        return Fit(float(np.mean(recorded - recon)) if n else 0.0, 1.0)
+    ind, starts = [], []
+    if steps is not None:
+        for b in sorted(set(boundaries)):
+            col = (np.asarray(steps) >= b).astype(np.float64)
+            if 0 < col.sum() < n and not any(np.array_equal(col, c) for c in ind):
+                ind.append(col)
+                starts.append(int(b))
+    use_msgs = messages is not None and n >= MIN_PER_MESSAGE
+    while True:
+        cols = [np.ones(n), recon, *([np.asarray(messages, np.float64)] if use_msgs else []), *ind]
+        coef = _solve(cols, recorded) if len(cols) < n else None
+        if coef is None and ind:  # too many unknowns for the points: drop the last boundary
+            ind, starts = ind[:-1], starts[:-1]
+            continue
+        if coef is not None and use_msgs and coef[2] < 0:
+            use_msgs = False
+            continue
+        break
+    if coef is None or coef[1] <= 0:
+        if ind or use_msgs:
+            return fit(recon, recorded)
+        return Fit(float(np.mean(recorded - recon)), 1.0)
+    k = 3 if use_msgs else 2
+    return Fit(float(coef[0]), float(coef[1]), float(coef[2]) if use_msgs else 0.0,
+               tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True)))
 
 
 def _usage(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     return frame(con, """
-        SELECT q.run_id, q.step, q.prompt_tokens, r.source_path
+        SELECT q.run_id, q.step, q.prompt_tokens, q.model AS req_model, r.source_path, r.model, r.metadata
         FROM requests q JOIN runs r USING (run_id)
         WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0 ORDER BY q.run_id, q.step""")
+
+
+def is_proxy(tok: CountingTokenizer, model: str | None) -> bool:
+    """True when ``tok`` is a built-in of another model family than ``model`` (so it only stands in)."""
+    pattern = FAMILIES.get(tok.name) or FAMILIES.get(tok.tokenizer_id.split(":")[0])
+    return bool(pattern and model and not re.search(pattern, model, re.IGNORECASE))
+
+
+def check_run(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, models: list[str | None],
+              metadata: dict, recon: np.ndarray, proxy: bool, model: str | None) -> RunCheck:
+    """Boundaries to fit, and the reasons (if any) the log cannot reconstruct the server's prompt."""
+    check = RunCheck()
+    for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
+        check.boundaries.setdefault(int(s), "compaction")
+    for i in range(1, len(steps)):
+        if models[i] and models[i - 1] and models[i] != models[i - 1]:
+            check.boundaries.setdefault(int(steps[i]), "model switch")
+    for note in metadata.get("unlogged") or []:
+        if isinstance(note, dict) and isinstance(note.get("step"), int):
+            check.boundaries.setdefault(note["step"], str(note.get("reason") or "unlogged"))
+    shrinks = 0
+    for i in range(1, len(steps)):
+        drop = recorded[i - 1] - recorded[i]
+        crossed = any(steps[i - 1] < b <= steps[i] for b in check.boundaries)
+        if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
+            shrinks += 1
+    if shrinks >= MIN_SHRINKS:
+        provider = metadata.get("model_provider")
+        via = f" (served via provider {provider!r})" if provider else ""
+        check.reasons.append(
+            f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
+            f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
+            "content the server saw comes and goes without a trace in the log")
+    if proxy and "binary" in items.columns and len(recon):
+        binary = items.filter(pl.col("binary"))
+        share = float(binary["n_tokens"].fill_null(0).sum()) / max(float(recon.max()), 1.0)
+        if share >= MIN_BINARY_SHARE:
+            check.reasons.append(
+                f"proxy tokenizer on binary output: {model!r} has no tokenizer available offline and "
+                f"{len(binary)} tool outputs holding control bytes make {share:.0%} of the largest prompt; "
+                "the proxy's count of such bytes does not track the model's")
+    return check
 
 
 def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: bool = False,
@@ -61,8 +196,9 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
     count_items(con, tok, progress=progress)
     overhead = template_overhead(tok)
     usage = _usage(con)
-    items = frame(con, """
-        SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, t.n_tokens FROM items i
+    items = frame(con, f"""
+        SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, t.n_tokens,
+               regexp_matches(coalesce(i.text, ''), '{BINARY}') AS binary FROM items i
         LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
         WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)""", [tok.tokenizer_id])
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
@@ -72,23 +208,59 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
         if run_items is None:
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
-        recon = reconstruct(run_items, steps, overhead)
-        f = fit(recon, recorded)
-        pred = f.overhead + f.scale * recon
+        metadata = _metadata(req["metadata"][0])
+        model = req["model"][0]
+        recon, msgs = visible(run_items, steps, overhead)
+        check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata, recon,
+                          is_proxy(tok, model), model)
+        f, recon, msgs = _best_fit(run_items, steps, recorded, overhead, recon, msgs, sorted(check.boundaries))
+        pred = f.predict(recon, msgs, steps)
         err, raw = np.abs(pred - recorded) / recorded, np.abs(recon - recorded) / recorded
         chars4 = _chars4(run_items, steps)
+        reason = "; ".join(check.reasons)
         per_request.append(pl.DataFrame({
             "run_id": run_id, "source_path": req["source_path"], "step": steps, "recorded": recorded,
-            "reconstructed": recon, "predicted": pred, "err": err, "raw_err": raw, "chars4": chars4}))
+            "reconstructed": recon, "predicted": pred, "err": err, "raw_err": raw, "chars4": chars4,
+            "unreconstructable": reason}))
         per_run.append({"tokenizer_id": tok.tokenizer_id, "run_id": run_id, "source_path": req["source_path"][0],
                         "n_requests": len(steps), "overhead": f.overhead, "scale": f.scale,
                         "per_message_tokens": overhead.for_role("user"), "median_err": float(np.median(err)),
-                        "p95_err": float(np.quantile(err, 0.95)), "raw_median_err": float(np.median(raw))})
+                        "p95_err": float(np.quantile(err, 0.95)), "raw_median_err": float(np.median(raw)),
+                        "fitted_per_message": f.per_message, "reasoning_in_prompt": f.reasoning_in_prompt,
+                        "boundaries": ", ".join(f"{s}:{check.boundaries.get(s, '?')}" for s, _ in f.offsets),
+                        "unreconstructable": reason})
     requests = pl.concat(per_request) if per_request else pl.DataFrame()
     runs = pl.DataFrame(per_run)
     if store and len(runs):
         _store(con, runs)
+        _store_files(con, tok.tokenizer_id, error_by_file(requests))
     return requests, runs
+
+
+def _metadata(value: object) -> dict:
+    if isinstance(value, dict):
+        return value
+    try:
+        out = json.loads(value) if isinstance(value, str) else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def _best_fit(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, overhead: Overhead,
+              recon: np.ndarray, msgs: np.ndarray, boundaries: list[int]) -> tuple[Fit, np.ndarray, np.ndarray]:
+    """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins."""
+    f = fit(recon, recorded, msgs, steps, boundaries)
+    best = (float(np.sum((f.predict(recon, msgs, steps) - recorded) ** 2)), f, recon, msgs)
+    reasoning = items.filter(pl.col("kind") == "reasoning")["n_tokens"].fill_null(0).sum()
+    if reasoning > 0:
+        r2, m2 = visible(items, steps, overhead, drop_reasoning=True)
+        f2 = fit(r2, recorded, m2, steps, boundaries)
+        sse = float(np.sum((f2.predict(r2, m2, steps) - recorded) ** 2))
+        if sse < DROP_REASONING_GAIN * best[0]:  # dropping must clearly explain the usage better, not fit noise
+            f2 = Fit(f2.overhead, f2.scale, f2.per_message, f2.offsets, reasoning_in_prompt=False)
+            best = (sse, f2, r2, m2)
+    return best[1], best[2], best[3]
 
 
 def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:
@@ -106,14 +278,40 @@ def _store(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> None:
     con.unregister("_calib")
 
 
+FILES_DDL = """CREATE TABLE IF NOT EXISTS calibration_files (
+    tokenizer_id VARCHAR, file VARCHAR, runs INTEGER, requests INTEGER, median_err DOUBLE, p95_err DOUBLE,
+    within_target BOOLEAN, unreconstructable VARCHAR, calibrated_at TIMESTAMP, PRIMARY KEY (tokenizer_id, file))"""
+
+
+def _store_files(con: duckdb.DuckDBPyConnection, tokenizer_id: str, by_file: pl.DataFrame) -> None:
+    """The per-file table, latest calibration per tokenizer and file."""
+    if by_file.is_empty():
+        return
+    con.execute(FILES_DDL).fetchall()
+    table = by_file.select("file", "runs", "requests", "median_err", "p95_err", "within_target",
+                           "unreconstructable").to_arrow()
+    con.register("_calib_files", table)
+    con.execute("INSERT OR REPLACE INTO calibration_files SELECT ?, file, runs, requests, median_err, p95_err, "
+                "within_target, unreconstructable, now() FROM _calib_files", [tokenizer_id]).fetchall()
+    con.unregister("_calib_files")
+
+
 def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
-    """Error distribution per file: median and p95 of |err|/recorded, before and after the fit."""
+    """Per file: runs, requests, median and p95 of |err|/recorded after the fit, within target, and why a file
+    cannot be reconstructed (its runs' reasons) when it cannot."""
     if requests.is_empty():
         return pl.DataFrame()
+    if "unreconstructable" not in requests.columns:
+        requests = requests.with_columns(pl.lit("").alias("unreconstructable"))
     return (requests.group_by("source_path").agg(
         pl.col("run_id").n_unique().alias("runs"), pl.len().alias("requests"),
         pl.col("err").median().alias("median_err"), pl.col("err").quantile(0.95).alias("p95_err"),
         pl.col("raw_err").median().alias("raw_median_err"),
-        (pl.col("chars4") / pl.col("recorded")).median().alias("chars4_over_recorded"))
-        .with_columns(pl.col("source_path").str.split("/").list.last().alias("file"))
-        .drop("source_path").select("file", pl.exclude("file")).sort("file"))
+        (pl.col("chars4") / pl.col("recorded")).median().alias("chars4_over_recorded"),
+        pl.col("unreconstructable").filter(pl.col("unreconstructable") != "").unique().sort()
+        .str.join("; ").alias("unreconstructable"))
+        .with_columns(pl.col("source_path").str.split("/").list.last().alias("file"),
+                      ((pl.col("median_err") <= TARGET_MEDIAN) & (pl.col("p95_err") <= TARGET_P95))
+                      .alias("within_target"))
+        .drop("source_path").select("file", "runs", "requests", "median_err", "p95_err", "within_target",
+                                    "unreconstructable", "raw_median_err", "chars4_over_recorded").sort("file"))
