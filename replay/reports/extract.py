@@ -10,7 +10,7 @@ import polars as pl
 
 from replay.model import KINDS
 from replay.simulator.arrays import RunArrays
-from replay.sweeps.adapter import _fields, split_params
+from replay.sweeps.adapter import policy_fields, split_params
 from replay.sweeps.results import query_frame
 
 
@@ -23,7 +23,7 @@ def prompt_series(run: RunArrays, policies: dict[str, tuple[str, dict[str, Any]]
 
     frames = []
     for label, (name, params) in policies.items():
-        budget, cache_params, pol = split_params(params, _fields(name))
+        budget, cache_params, pol = split_params(params, policy_fields(name))
         cols, _ = simulate_run(run, make_policy(name, pol), make_cache(cache, **cache_params), budget=Budget(**budget))
         frames.append(pl.DataFrame({"policy": label, "k": cols["k"], "prompt_tokens": cols["prompt_tokens"],
                                     "summarised": cols["summarised"].astype(bool),

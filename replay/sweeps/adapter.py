@@ -8,17 +8,21 @@ cache model, everything else is validated by the policy's config (unknown keys a
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
+from replay.policies import Budget, Policy, make_policy, policy_class
 from replay.simulator.arrays import RunArrays
+from replay.simulator.caches import CacheModel, make_cache
+from replay.simulator.run import simulate_run
 
 BUDGET_KEYS = ("window", "reserve")
 
 
-def split_params(params: dict[str, Any], policy_fields: frozenset[str] = frozenset()
+def split_params(params: dict[str, Any], fields: frozenset[str] = frozenset()
                  ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(budget, cache, policy) parameter dicts; a policy knob named like a budget key stays the policy's."""
-    bare = [k for k in BUDGET_KEYS if k not in policy_fields]
+    bare = [k for k in BUDGET_KEYS if k not in fields]
     budget = {k: int(params[k]) for k in bare if k in params}
     budget |= {k[7:]: int(v) for k, v in params.items() if k.startswith("budget_") and k[7:] in BUDGET_KEYS}
     cache = {k[6:]: v for k, v in params.items() if k.startswith("cache_")}
@@ -27,35 +31,45 @@ def split_params(params: dict[str, Any], policy_fields: frozenset[str] = frozens
     return budget, cache, policy
 
 
-def _fields(policy_name: str) -> frozenset[str]:
-    from replay.policies import policy_class
-
+def policy_fields(policy_name: str) -> frozenset[str]:
     return frozenset(f[0] for f in policy_class(policy_name).Config.describe())
 
 
-def effective_config(policy_name: str, params: dict[str, Any], cache: str) -> dict[str, Any]:
-    """The full configuration a point runs with, defaults included (stored with every result)."""
-    from replay.policies import make_policy
+@dataclass(frozen=True)
+class Point:
+    """A sweep point resolved into the objects the simulator takes (validated: unknown keys are errors)."""
 
-    budget, cache_params, policy_params = split_params(params, _fields(policy_name))
-    policy = make_policy(policy_name, policy_params)
-    return {"policy": policy_name, "config": policy.config.as_dict(), "budget": budget,
-            "cache": {"name": cache, **cache_params}}
+    policy: Policy
+    budget: Budget
+    cache: CacheModel
+    cache_params: dict[str, Any]
+
+    def effective_config(self) -> dict[str, Any]:
+        """The full configuration the point runs with, defaults included (stored with every result)."""
+        return {"policy": self.policy.name, "config": self.policy.config.as_dict(),
+                "budget": {"window": self.budget.window, "reserve": self.budget.reserve},
+                "cache": {"name": self.cache.name, **self.cache_params}}
+
+
+def resolve(policy_name: str, params: dict[str, Any], cache: str) -> Point:
+    budget, cache_params, policy_params = split_params(params, policy_fields(policy_name))
+    return Point(make_policy(policy_name, policy_params), Budget(**budget), make_cache(cache, **cache_params),
+                 cache_params)
+
+
+def effective_config(policy_name: str, params: dict[str, Any], cache: str) -> dict[str, Any]:
+    return resolve(policy_name, params, cache).effective_config()
 
 
 def evaluate(run: RunArrays, policy_name: str, params: dict[str, Any], cache: str) -> dict[str, Any]:
-    """Simulate one run under one point; return the run-level metrics row (scalars only)."""
-    from replay.policies import Budget, make_policy
-    from replay.simulator.caches import make_cache
+    """Simulate one run under one point with the reference simulator; the run-level metrics row (scalars only)."""
+    return evaluate_point(run, resolve(policy_name, params, cache))
 
-    budget, cache_params, policy_params = split_params(params, _fields(policy_name))
-    policy = make_policy(policy_name, policy_params)
-    from replay.simulator.run import simulate_run
 
-    _, row = simulate_run(run, policy, make_cache(cache, **cache_params), budget=Budget(**budget))
-    row = row if isinstance(row, dict) else dict(row)
+def evaluate_point(run: RunArrays, point: Point) -> dict[str, Any]:
+    _, row = simulate_run(run, point.policy, point.cache, budget=point.budget)
     return {k: v for k, v in row.items() if isinstance(v, (int, float, bool, str)) or v is None}
 
 
-def config_json(policy_name: str, params: dict[str, Any], cache: str) -> str:
-    return json.dumps(effective_config(policy_name, params, cache), sort_keys=True, default=str)
+def config_json(point: Point) -> str:
+    return json.dumps(point.effective_config(), sort_keys=True, default=str)

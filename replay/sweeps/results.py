@@ -65,7 +65,7 @@ def _sql_type(values: list[Any]) -> str:
 def _add_columns(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
     existing = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                           "WHERE table_name = 'sweep_results'").fetchall()}
-    names = sorted({k for row in rows for k in row} - existing)
+    names = sorted(set().union(*rows) - existing)
     for name in names:
         typ = _sql_type([row.get(name) for row in rows])
         con.execute(f'ALTER TABLE sweep_results ADD COLUMN "{name}" {typ}')

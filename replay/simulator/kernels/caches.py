@@ -1,0 +1,117 @@
+"""The cache models of replay.simulator.caches as compiled functions over flat entry arrays.
+
+Entries are (pos, tokens, expiry) rows in ``pos``/``tok``/``exp``, ``n[0]`` of them live. Each function takes
+the request's view as (dirty_from, end, system_end, now) plus the prefix sums, and mirrors its Python twin
+exactly (the equivalence tests compare both on the whole corpus).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from replay.simulator.caches import Anthropic, CacheModel, LlamaCppSlot, OpenAIAuto, VLLMBlocks, anthropic_min_cacheable
+
+NONE, ANTHROPIC, OPENAI, VLLM, LLAMACPP = range(5)
+CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, VLLMBlocks: VLLM, LlamaCppSlot: LLAMACPP}
+# params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity
+N_PARAMS = 8
+
+
+def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
+    """The float vector a kernel reads for ``cache`` on a run of ``model``."""
+    code = CODES.get(type(cache))
+    if code is None:
+        raise TypeError(f"no compiled twin for cache model {type(cache).__name__}")
+    p = np.zeros(N_PARAMS, dtype=np.float64)
+    p[0] = code
+    if isinstance(cache, Anthropic):
+        p[1], p[3], p[4] = cache.ttl, cache.lookback, "system" in cache.breakpoints
+        p[2] = cache.min_cacheable or anthropic_min_cacheable(model)
+    elif isinstance(cache, OpenAIAuto):
+        p[1], p[2], p[5] = cache.ttl, cache.min_tokens, cache.step
+    elif isinstance(cache, VLLMBlocks):
+        p[6], p[7] = cache.block, cache.capacity
+    return p
+
+
+@njit(cache=True, inline="always")
+def cum_at(cumtok, p, overhead, s_at, s_tok):
+    """Real tokens before position p of the view: overhead + items + the summary when it sits before p."""
+    return overhead + cumtok[p] + (s_tok if s_at >= 0 and p > s_at else 0)
+
+
+@njit(cache=True)
+def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok):
+    """(cached, written) for one request; updates the entries in place."""
+    code = int(cp[0])
+    if code == NONE:
+        return 0, 0
+    now = 0.0 if math.isnan(ts) else ts
+    if code == LLAMACPP:
+        hit = cum_at(cumtok, min(dirty, end), overhead, s_at, s_tok) if n[0] > 0 else 0
+        pos[0], tok[0], exp[0], n[0] = end, 0, np.inf, 1
+        return hit, 0
+    if code == ANTHROPIC:
+        ttl, min_tokens, lookback = cp[1], cp[2], int(cp[3])
+        j = 0
+        for i in range(n[0]):
+            if pos[i] <= dirty and not now > exp[i]:
+                pos[j], tok[j], exp[j] = pos[i], tok[i], exp[i]
+                j += 1
+        n[0] = j
+        b0 = system_end if cp[4] > 0 else end
+        nb = 1 if b0 == end else 2
+        bps = (min(b0, end), max(b0, end))
+        hit, hit_i = 0, -1
+        for bi in range(nb):
+            b = bps[bi] if nb == 2 else end
+            for i in range(n[0]):
+                if b - lookback <= pos[i] <= b and tok[i] > hit:
+                    hit, hit_i = tok[i], i
+        if hit_i >= 0:
+            exp[hit_i] = now + ttl
+        written = 0
+        for bi in range(nb):
+            b = bps[bi] if nb == 2 else end
+            tokens = cum_at(cumtok, b, overhead, s_at, s_tok)
+            if tokens < min_tokens or tokens <= hit:
+                continue
+            found = False
+            for i in range(n[0]):
+                if pos[i] == b:
+                    exp[i] = now + ttl
+                    found = True
+                    break
+            if not found:
+                pos[n[0]], tok[n[0]], exp[n[0]] = b, tokens, now + ttl
+                n[0] += 1
+            written = max(written, tokens - hit)
+        return hit, written
+    # OPENAI / VLLM: truncate at the rewrite, best prefix, newest entry first, keep 8 more
+    ttl = cp[1] if code == OPENAI else 0.0
+    j = 0
+    for i in range(n[0]):
+        if code == VLLM or not now > exp[i]:
+            pos[j], tok[j], exp[j] = min(pos[i], dirty), tok[i], exp[i]
+            j += 1
+    best = 0
+    for i in range(j):
+        best = max(best, cum_at(cumtok, pos[i], overhead, s_at, s_tok))
+    full = cum_at(cumtok, end, overhead, s_at, s_tok)
+    if code == OPENAI:
+        step = int(cp[5])
+        hit = best // step * step if best >= cp[2] else 0
+        hit = min(hit, full)
+    else:
+        block = int(cp[6])
+        hit = min(best // block, int(cp[7])) * block
+    keep = min(j, 8)
+    for i in range(keep - 1, -1, -1):
+        pos[i + 1], tok[i + 1] = pos[i], tok[i]
+        exp[i + 1] = now + ttl if code == OPENAI else exp[i]
+    pos[0], tok[0], exp[0] = end, full, now + ttl if code == OPENAI else np.inf
+    n[0] = keep + 1
+    return hit, 0

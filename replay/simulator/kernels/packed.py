@@ -1,0 +1,88 @@
+"""Many runs packed into flat arrays with offsets: what the compiled kernels read, built once per sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.metrics.cost import input_price
+from replay.metrics.repeat_reads import read_events
+from replay.policies.base import PREFIX_KINDS
+from replay.simulator.arrays import TOOL_RESULT, RunArrays
+
+
+@dataclass(frozen=True, eq=False)
+class PackedRuns:
+    """Item, request, repeat-read and error arrays of every run end to end; ``*_off[r]:*_off[r+1]`` is run r."""
+
+    run_ids: tuple[str, ...]
+    item_off: np.ndarray
+    req_off: np.ndarray
+    ev_off: np.ndarray
+    err_off: np.ndarray
+    kind: np.ndarray
+    tokens: np.ndarray
+    chars: np.ndarray
+    access: np.ndarray
+    pair: np.ndarray        # run-local index of the partner, -1 none
+    req_end: np.ndarray
+    req_ts: np.ndarray      # NaN unknown
+    ev_prev: np.ndarray     # run-local position of the earlier read's result
+    ev_decide: np.ndarray   # request (run-local) whose view decided the repeat read; sorted per run
+    ev_changed: np.ndarray
+    ev_tokens: np.ndarray
+    err_pos: np.ndarray     # run-local positions of failed tool results
+    first_body: np.ndarray  # per run: first position after the system/tool_defs prefix
+    static: tuple[dict, ...]  # per run: metrics that do not depend on the policy
+    models: tuple[str | None, ...]
+
+    @property
+    def n_runs(self) -> int:
+        return len(self.run_ids)
+
+    @property
+    def n_requests(self) -> int:
+        return int(self.req_off[-1])
+
+
+def _static(run: RunArrays, max_reads: int) -> dict:
+    rec_p, rec_c = run.rec_prompt, run.rec_cache_read
+    have = (rec_p > 0) & (rec_c >= 0)
+    return {"recorded_prompt": int(rec_p[have].sum()), "recorded_cache_read": int(rec_c[have].sum()),
+            "recorded_cache_share": float(rec_c[have].sum() / rec_p[have].sum()) if have.any() else None,
+            "max_reads_one_resource": max_reads, "price_per_mtok": input_price(run.model),
+            "token_source": run.token_source}
+
+
+def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
+    """Concatenate ``runs``; positions inside each run stay run-local."""
+    events = [read_events(r) for r in runs]
+    orders = [np.argsort(e.decide, kind="stable") for e in events]
+    errors = [np.flatnonzero(r.is_error & (r.kind == TOOL_RESULT)) for r in runs]
+
+    def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+    def offsets(sizes: list[int]) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    first_body = []
+    for r in runs:
+        body = np.flatnonzero(~np.isin(r.kind, PREFIX_KINDS))
+        first_body.append(int(body[0]) if len(body) else r.n_items)
+    return PackedRuns(
+        run_ids=tuple(r.run_id for r in runs),
+        item_off=offsets([r.n_items for r in runs]), req_off=offsets([r.n_requests for r in runs]),
+        ev_off=offsets([len(e.call) for e in events]), err_off=offsets([len(e) for e in errors]),
+        kind=cat([r.kind for r in runs], np.int8), tokens=cat([r.tokens for r in runs], np.int64),
+        chars=cat([r.chars for r in runs], np.int64), access=cat([r.access for r in runs], np.int8),
+        pair=cat([r.pair for r in runs], np.int64), req_end=cat([r.req_end for r in runs], np.int64),
+        req_ts=cat([r.req_ts for r in runs], np.float64),
+        ev_prev=cat([e.prev_result[o] for e, o in zip(events, orders, strict=True)], np.int64),
+        ev_decide=cat([e.decide[o] for e, o in zip(events, orders, strict=True)], np.int64),
+        ev_changed=cat([e.changed[o] for e, o in zip(events, orders, strict=True)], np.bool_),
+        ev_tokens=cat([e.tokens[o] for e, o in zip(events, orders, strict=True)], np.int64),
+        err_pos=cat(errors, np.int64), first_body=np.array(first_body, dtype=np.int64),
+        static=tuple(_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)),
+        models=tuple(r.model for r in runs))

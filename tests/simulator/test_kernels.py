@@ -1,0 +1,80 @@
+"""The compiled kernels give exactly the reference simulator's run rows: on the corpus and on random runs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from replay.simulator.kernels import COMPILED_POLICIES, pack, point_rows
+from replay.simulator.load import load_runs
+from replay.sweeps.adapter import evaluate_point, resolve
+from tests.simulator.synth import synth_run
+
+CASES = [
+    ("seed_a", {"window": 130_000, "reserve": 24_576}, "anthropic"),
+    ("seed_a", {"window": 32_768, "reserve": 4_096, "protect_fraction": 0.33, "summary_at": 20_000}, "anthropic"),
+    ("seed_a", {"window": 64_000, "reserve": 8_000, "reclaim_floor": 0.02, "summary_at": 40_000,
+                "estimator": "real"}, "openai"),
+    ("seed_a", {"window": 200_000, "reclaim_floor": 0.0, "summary_at": 30_000, "estimator": "chars/3",
+                "cache_ttl": 3600}, "anthropic"),
+    ("seed_a", {"window": 50_000, "reserve": 2_000, "shrink_writes": False, "tail_messages": 4}, "vllm"),
+    ("seed_a", {"window": 40_000, "reserve": 2_000, "margin": 0.0, "tail_fraction": 0.05}, "llamacpp"),
+    ("full", {"window": 100_000}, "none"),
+    ("full", {"window": 100_000, "reserve": 8_000}, "anthropic"),
+]
+
+
+def assert_same(reference: dict, fast: dict, where: str) -> None:
+    assert set(fast) == set(reference), where
+    for key, want in reference.items():
+        got = fast[key]
+        if isinstance(want, float) and isinstance(got, float):
+            assert math.isclose(want, got, rel_tol=1e-12), f"{where}: {key} {got} != {want}"
+        else:
+            assert got == want, f"{where}: {key} {got!r} != {want!r}"
+
+
+@pytest.fixture(scope="module")
+def corpus_runs(corpus_db):
+    return load_runs(corpus_db)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{p}-{c}-{i}" for i, (p, _, c) in enumerate(CASES)])
+def test_corpus_rows_match_reference(corpus_runs, case):
+    policy, params, cache = case
+    rows = point_rows(pack(corpus_runs), resolve(policy, params, cache))
+    assert rows is not None and len(rows) == len(corpus_runs)
+    assert sum(r["prompt_tokens"] for r in rows) > 0
+    for run, row in zip(corpus_runs, rows, strict=True):
+        assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"{run.run_id} {params} {cache}")
+
+
+def test_cases_exercise_every_tier(corpus_runs):
+    """The corpus cases above reach summaries, emergencies and evicted reads, so the comparison covers them."""
+    rows = [r for p, params, c in CASES for r in point_rows(pack(corpus_runs), resolve(p, params, c))]
+    for key in ("summaries", "emergencies", "repeat_evicted", "overflow_incidents", "evicted_failures"):
+        assert sum(r[key] for r in rows) > 0, key
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 50), window=st.integers(6_000, 150_000),
+       reserve=st.integers(0, 4_000), policy=st.sampled_from(COMPILED_POLICIES),
+       cache=st.sampled_from(["anthropic", "openai", "vllm", "llamacpp", "none"]),
+       floor=st.sampled_from([0.0, 0.01, 0.125]), summary_at=st.integers(2_000, 120_000),
+       protect=st.integers(0, 30_000), estimator=st.sampled_from(["chars/4", "chars/3", "real"]))
+def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, floor, summary_at, protect,
+                                     estimator):
+    runs = [synth_run(n, seed=seed), synth_run(max(1, n // 2), seed=seed + 1, parallel=False)]
+    params = {"window": window, "reserve": reserve, "estimator": estimator}
+    if policy == "seed_a":
+        params |= {"reclaim_floor": floor, "summary_at": summary_at, "protect_tokens": protect}
+    rows = point_rows(pack(runs), resolve(policy, params, cache))
+    for run, row in zip(runs, rows, strict=True):
+        assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"seed {seed} {params} {cache}")
+
+
+def test_no_twin_means_reference_path():
+    assert point_rows(pack([synth_run(3)]), resolve("masking", {}, "anthropic")) is None
