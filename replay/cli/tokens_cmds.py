@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
 from replay.store import frame, open_store
+
+if TYPE_CHECKING:
+    import polars as pl
 
 TokenizerOption = Annotated[str, typer.Option(
     "--tokenizer", "-t", help="tokenizer.json, model directory, .gguf file, or built-in (tekken, claude-legacy).")]
@@ -41,10 +44,12 @@ def calibrate(
     fmt: FormatOption = "table",
 ) -> None:
     """Fit per-run overhead and scale to recorded usage; report error per file and estimator bias by content."""
+    import polars as pl
+
     from replay.tokens import count_items, default_estimators, load_tokenizer
     from replay.tokens.bias import estimator_bias
+    from replay.tokens.calibrate import TARGET_MEDIAN, TARGET_P95, error_by_file
     from replay.tokens.calibrate import calibrate as run_calibration
-    from replay.tokens.calibrate import error_by_file
 
     tok = load_tokenizer(tokenizer)
     con = open_store(db)
@@ -53,13 +58,49 @@ def calibrate(
         console.print("no runs with recorded prompt usage (requests.prompt_tokens) in this store")
         return
     by_file = error_by_file(requests)
-    emit(by_file, fmt, title=f"error after calibration, per file ({tok.tokenizer_id})")
+    table = file_table(by_file)
+    if fmt == "table":
+        print_file_table(table, f"error after calibration, per file ({tok.tokenizer_id})")
+    else:
+        emit(table, fmt)
+    ok = by_file.filter(pl.col("unreconstructable") == "")
     med, p95 = requests["err"].median(), requests["err"].quantile(0.95)
     console.print(f"{len(runs)} runs, {len(requests):,} requests: median |err|/recorded {med:.2%}, p95 {p95:.2%}; "
-                  f"files within 3% median: {(by_file['median_err'] <= 0.03).sum()}/{len(by_file)}, "
-                  f"within 10% p95: {(by_file['p95_err'] <= 0.10).sum()}/{len(by_file)}")
+                  f"reconstructable files within target (median <= {TARGET_MEDIAN:.0%}, p95 <= {TARGET_P95:.0%}): "
+                  f"{int(ok['within_target'].sum())}/{len(ok)}; stored in calibrations and calibration_files")
+    bad = by_file.filter(pl.col("unreconstructable") != "")
+    if len(bad):
+        console.print(f"unreconstructable ({len(bad)} files, kept in the table above):", highlight=False)
+        for file, reason in bad.select("file", "unreconstructable").iter_rows():
+            console.print(f"  {file}: {reason}", highlight=False, soft_wrap=True)
     proxy_tok = load_tokenizer(proxy) if proxy else None
     if proxy_tok is not None:
         count_items(con, proxy_tok)
     emit(estimator_bias(con, tok.tokenizer_id, default_estimators(proxy_tok)), fmt,
          title="estimator bias (est/real - 1) by part and content")
+
+
+def file_table(by_file: pl.DataFrame) -> pl.DataFrame:
+    """The per-file report: median and p95 abs % error, within target yes/no, reconstructable yes/no."""
+    import polars as pl
+
+    yes_no = {True: "yes", False: "no"}
+    return by_file.select(
+        "file", "runs", "requests", (pl.col("median_err") * 100).round(2).alias("median_abs_pct"),
+        (pl.col("p95_err") * 100).round(2).alias("p95_abs_pct"),
+        pl.col("within_target").replace_strict(yes_no, return_dtype=pl.String).alias("within_target"),
+        (pl.col("unreconstructable") == "").replace_strict(yes_no, return_dtype=pl.String).alias("reconstructable"))
+
+
+def print_file_table(table: pl.DataFrame, title: str) -> None:
+    """A rich table whose file names fold rather than get cut."""
+    from rich.console import Console
+    from rich.table import Table
+
+    out = Table(title=title)
+    for col in table.columns:
+        out.add_column(col, justify="right" if table[col].dtype.is_numeric() else "left", no_wrap=True)
+    for row in table.iter_rows():
+        out.add_row(*(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row))
+    longest = max((len(f) for f in table["file"]), default=10)
+    Console(width=max(console.width, longest + 100), file=console.file).print(out)

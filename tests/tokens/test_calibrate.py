@@ -1,21 +1,40 @@
-"""Calibration: summary-aware reconstruction, least-squares fit, and the corpus targets."""
+"""Calibration: summary-aware reconstruction, segment fits, unreconstructable checks, and the corpus targets."""
 
 from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 
 from replay.tokens import DEFAULT_OVERHEAD, Overhead, load_tokenizer
-from replay.tokens.calibrate import calibrate, error_by_file, fit, reconstruct
+from replay.tokens.calibrate import (
+    TARGET_MEDIAN,
+    TARGET_P95,
+    _best_fit,
+    calibrate,
+    check_run,
+    error_by_file,
+    fit,
+    reconstruct,
+    visible,
+)
+
+ZERO = Overhead({"user": 0}, 0, "test")
 
 
 def test_reconstruct_drops_items_before_summary():
     items = pl.DataFrame({"seq": [0, 1, 2, 3, 4], "step": [0, 0, 1, 2, 2], "role": ["user"] * 5,
                           "kind": ["user_text", "assistant_text", "user_text", "summary", "user_text"],
                           "n_tokens": [10, 20, 30, 5, 7]})
-    zero = Overhead({"user": 0}, 0, "test")
-    assert reconstruct(items, np.array([0, 1, 2]), zero).tolist() == [30, 60, 12]
+    assert reconstruct(items, np.array([0, 1, 2]), ZERO).tolist() == [30, 60, 12]
     assert reconstruct(items, np.array([0]), DEFAULT_OVERHEAD).tolist() == [30 + 2 * 4 + 3]
+    assert visible(items, np.array([0, 1, 2]), ZERO)[1].tolist() == [2, 3, 2]
+
+
+def test_reconstruct_without_reasoning():
+    items = pl.DataFrame({"seq": [0, 1, 2, 3], "step": [0, 1, 1, 2], "role": ["user", "assistant", "assistant", "tool"],
+                          "kind": ["user_text", "reasoning", "tool_call", "tool_result"], "n_tokens": [10, 50, 5, 7]})
+    assert reconstruct(items, np.array([0, 1, 2]), ZERO, drop_reasoning=True).tolist() == [10, 15, 22]
 
 
 def test_fit_recovers_overhead_and_scale():
@@ -25,18 +44,93 @@ def test_fit_recovers_overhead_and_scale():
     assert fit(np.array([100.0]), np.array([150.0])).scale == 1.0
 
 
-def test_calibrate_claude_code_corpus(corpus_db):
+def test_fit_recovers_segment_offsets_and_per_message():
+    steps = np.arange(30)
+    recon = 1000 + 300.0 * steps + 7 * (steps % 5)
+    msgs = 2.0 * steps + 1
+    recorded = 5000 + 1.1 * recon + 12 * msgs + 4000 * (steps >= 10) + 900 * (steps >= 21)
+    f = fit(recon, recorded, msgs, steps, [10, 21, 99])  # 99 has no request after it: no offset
+    assert abs(f.scale - 1.1) < 1e-6 and abs(f.per_message - 12) < 1e-4
+    assert [s for s, _ in f.offsets] == [10, 21]
+    assert np.allclose([t for _, t in f.offsets], [4000, 900])
+    assert np.allclose(f.predict(recon, msgs, steps), recorded)
+    few = fit(recon[:5], recorded[:5], msgs[:5], steps[:5], [1, 2, 3, 4])  # more unknowns than points: fewer offsets
+    assert len(few.offsets) < 4 and few.scale > 0
+
+
+def test_reasoning_dropped_only_when_usage_says_so():
+    items = pl.DataFrame({"seq": list(range(12)), "step": [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6],
+                          "role": ["user"] + ["assistant", "tool"] * 5 + ["assistant"],
+                          "kind": ["user_text"] + ["reasoning", "tool_result"] * 5 + ["reasoning"],
+                          "n_tokens": [10, 400, 50, 300, 80, 500, 20, 350, 60, 450, 90, 100]})
+    steps = np.arange(6)
+    without, _ = visible(items, steps, ZERO, drop_reasoning=True)
+    with_, _ = visible(items, steps, ZERO)
+    f, recon, _ = _best_fit(items, steps, 2000 + without, ZERO, with_, np.ones(6), [])
+    assert not f.reasoning_in_prompt and np.allclose(f.predict(recon), 2000 + without)
+    f, _, _ = _best_fit(items, steps, 2000 + with_, ZERO, with_, np.ones(6), [])
+    assert f.reasoning_in_prompt
+
+
+def test_check_run_names_boundaries_and_shrinks():
+    items = pl.DataFrame({"seq": [0, 1], "step": [0, 3], "kind": ["user_text", "summary"], "n_tokens": [5, 5],
+                          "binary": [False, False]})
+    steps = np.arange(8)
+    recorded = np.array([10_000, 12_000, 14_000, 3_000, 5_000, 7_000, 9_000, 11_000], dtype=float)
+    models = ["a"] * 5 + ["b"] * 3
+    check = check_run(items, steps, recorded, models, {"unlogged": [{"step": 6, "reason": "missing-parent"}]},
+                      recorded, False, "a")
+    assert check.boundaries == {3: "compaction", 5: "model switch", 6: "missing-parent"} and not check.reasons
+    saw = np.array([10_000, 13_000, 11_000, 14_000, 12_000, 15_000, 13_000, 16_000], dtype=float)
+    check = check_run(items.filter(pl.col("kind") != "summary"), steps, saw, ["a"] * 8, {}, saw, False, "a")
+    assert check.reasons and check.reasons[0].startswith("context outside the log: 3 of 8 requests")
+    binary = pl.DataFrame({"seq": [0], "step": [0], "kind": ["tool_result"], "n_tokens": [900], "binary": [True]})
+    assert check_run(binary, steps, recorded, ["m"] * 8, {}, recorded, True, "m").reasons[0].startswith(
+        "proxy tokenizer on binary output")
+    assert not check_run(binary, steps, recorded, ["m"] * 8, {}, recorded, False, "m").reasons
+
+
+@pytest.fixture(scope="module")
+def agent_db(corpus, tmp_path_factory):
+    """A store holding the Claude Code and Codex files of the corpus."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    con = open_store(tmp_path_factory.mktemp("agents") / "agents.duckdb")
+    ingest(con, [corpus / "claude-code", corpus / "codex-rollout"])
+    yield con
+    con.close()
+
+
+# Files whose log cannot give the server's prompt, and why (see replay.tokens.calibrate.check_run):
+UNRECONSTRUCTABLE = {
+    # MiniMax-M2.7 behind Claude Code: no offline tokenizer; the claude-legacy proxy counts its NUL-filled binary
+    # tool outputs (and whitespace-padded tables) at ~0.4x of the server's count.
+    "ccb-avd-minimax-2764ab64.jsonl": "proxy tokenizer on binary output",
+    # Codex via the 'mindflow' relay: ~1,900-token blocks appear in one request's usage and vanish in the next
+    # (prompt-cache resets to the 3,456-token system prefix), none of it in the rollout.
+    "codex-pharma-platform-019d20aa.jsonl": "context outside the log",
+}
+
+
+def test_calibrate_claude_code_and_codex_corpus(agent_db):
     tok = load_tokenizer("claude-legacy")
-    requests, runs = calibrate(corpus_db, tok)
-    cc = requests.filter(pl.col("source_path").str.contains("claude-code"))
-    assert len(cc) > 500, "claude-code reader not landed?"
-    per_file = error_by_file(cc)
-    print(per_file)
-    stored = corpus_db.execute("SELECT count(*) FROM calibrations WHERE tokenizer_id = ?",
-                               [tok.tokenizer_id]).fetchall()[0][0]
+    requests, runs = calibrate(agent_db, tok)
+    assert requests["source_path"].str.contains("claude-code").sum() > 1000, "claude-code reader not landed?"
+    per_file = error_by_file(requests)
+    with pl.Config(tbl_rows=100, fmt_str_lengths=60):
+        print(per_file)
+    assert len(per_file) == 28  # 25 Claude Code files with usage (the workflow journal has none) + 3 Codex
+    stored = agent_db.execute("SELECT count(*) FROM calibrations WHERE tokenizer_id = ?",
+                              [tok.tokenizer_id]).fetchall()[0][0]
     assert stored == len(runs)
-    # Targets: median within 3% and p95 within 10% per file. Measured: most files meet both; a few do not
-    # (see the report), so this asserts the pooled figures and that most files meet the targets.
-    assert cc["err"].median() <= 0.03
-    assert (per_file["median_err"] <= 0.03).mean() >= 0.8
-    assert (per_file["p95_err"] <= 0.10).mean() >= 0.7
+    files = agent_db.execute("SELECT file, within_target, unreconstructable FROM calibration_files "
+                             "WHERE tokenizer_id = ?", [tok.tokenizer_id]).fetchall()
+    assert len(files) == len(per_file)
+    bad = per_file.filter(pl.col("unreconstructable") != "")
+    assert dict(zip(bad["file"], bad["unreconstructable"], strict=True)).keys() == UNRECONSTRUCTABLE.keys()
+    for file, reason in zip(bad["file"], bad["unreconstructable"], strict=True):
+        assert reason.startswith(UNRECONSTRUCTABLE[file]), (file, reason)
+    ok = per_file.filter(pl.col("unreconstructable") == "")
+    misses = ok.filter((pl.col("median_err") > TARGET_MEDIAN) | (pl.col("p95_err") > TARGET_P95))
+    assert misses.is_empty(), f"files outside the per-file targets:\n{misses}"
