@@ -2,8 +2,8 @@
 
 Events are the items after the leading system/tool_defs prefix (a tool call and its result are two events); the
 summary counts as one event. Cut points never split a tool call from its result: the kept head grows to take the
-results of its calls, the kept tail grows backwards to take the calls of its results (so a parallel batch stays
-whole). The newest event is always in the tail.
+results of its calls; a tail cut inside a batch moves forward past it (the batch is forgotten whole), or backwards
+when that would forget the newest event. The newest event is always in the tail.
 
 - ``openhands``: past ``max_size`` events in the view, keep the first ``keep_first`` events plus a tail that brings
   the view to about max_size/2 (tail = max_size // 2 - keep_first - 1, the 1 being the summary event) and summarise
@@ -105,7 +105,15 @@ class Condenser(Policy):
             end = int(later.max()) + 1
 
     def tail_start(self, start: int) -> int:
-        pair = self.run.pair
+        """Move a cut off a call/result pair: forward (forget the straddling batch) unless that reaches the
+        newest event, else backward (keep it)."""
+        pair, fwd = self.run.pair, start
+        while fwd < self.end:
+            seg = pair[fwd:self.end]
+            early = fwd + np.flatnonzero((seg >= 0) & (seg < fwd))
+            if not len(early):
+                return fwd
+            fwd = int(early.max()) + 1
         while True:
             seg = pair[start:self.end]
             early = seg[(seg >= 0) & (seg < start)]
