@@ -169,7 +169,10 @@ def grouped_bars(ax: plt.Axes, df: pl.DataFrame, y: str, ylabel: str, group: str
         vals = [sub.filter(pl.col(x) == v)[y].sum() for v in xs]
         pos = [j + (i - (len(groups) - 1) / 2) * width for j in range(len(xs))]
         bars = ax.bar(pos, vals, width, label=str(g), color=f"C{i}")
-        ax.bar_label(bars, labels=[f"{v:,.3g}" for v in vals], fontsize=7, padding=1)
+        crowded = len(groups) > 3
+        ax.bar_label(bars, labels=[f"{v:,.3g}" for v in vals], fontsize=6 if crowded else 7, padding=1,
+                     rotation=90 if crowded else 0)
     ax.set_xticks(range(len(xs)), [f"{k(int(v))}" for v in xs])
     ax.set(xlabel="context window (tokens)", ylabel=ylabel)
+    ax.margins(y=0.12)
     ax.grid(axis="y", alpha=0.3)

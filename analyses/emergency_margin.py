@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> pl.DataFrame:
                 ax.plot(100 * sub["margin"], sub["overflow_incidents"], style, color=f"C{i}",
                         label=f"{k(win)}, decides with {est}")
         ax.set(xlabel="emergency margin on the estimate (%)", ylabel="overflow incidents (requests lost, all runs)",
-               title=f"tier-2 summary {tier2}; overflow judged with real counts")
+               title=f"tier-2 summary {tier2}")
         ax.set_xticks([100 * m for m in MARGINS])
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, ncols=2)
@@ -70,8 +70,8 @@ def main(argv: list[str] | None = None) -> pl.DataFrame:
               title=f"Measured estimator error ({ctx.tokenizer_id.split(':')[0]})")
     right.legend(fontsize=8)
     right.grid(alpha=0.3)
-    fig.suptitle(f"Seed A emergency margin: 10% vs 20% under the measured chars/4 error ({df['runs'].max()} runs)",
-                 fontsize=11)
+    fig.suptitle(f"Seed A emergency margin: 10% vs 20% under the measured chars/4 error ({df['runs'].max()} runs; "
+                 "the policy decides with its estimator, overflow is judged with real counts)", fontsize=11)
     save_figure(fig, args.out, NAME)
     err.sort("real_over_est", descending=True).write_csv(args.out / f"{NAME}_estimator_error.csv")
     write_table(table, args.out, NAME, "Emergency margin under the measured estimator error",
