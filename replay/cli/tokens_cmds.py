@@ -45,6 +45,7 @@ def calibrate(
 ) -> None:
     """Fit per-run overhead and scale to recorded usage; report error per file and estimator bias by content."""
     import polars as pl
+    from rich.console import Console
 
     from replay.tokens import count_items, default_estimators, load_tokenizer
     from replay.tokens.bias import estimator_bias
@@ -62,14 +63,15 @@ def calibrate(
     if fmt == "table":
         print_file_table(table, f"error after calibration, per file ({tok.tokenizer_id})")
     else:
-        emit(table, fmt)
+        emit(table.with_columns(by_file["unreconstructable"]), fmt)
     ok = by_file.filter(pl.col("unreconstructable") == "")
     med, p95 = requests["err"].median(), requests["err"].quantile(0.95)
-    console.print(f"{len(runs)} runs, {len(requests):,} requests: median |err|/recorded {med:.2%}, p95 {p95:.2%}; "
+    note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
+    note.print(f"{len(runs)} runs, {len(requests):,} requests: median |err|/recorded {med:.2%}, p95 {p95:.2%}; "
                   f"reconstructable files within target (median <= {TARGET_MEDIAN:.0%}, p95 <= {TARGET_P95:.0%}): "
                   f"{int(ok['within_target'].sum())}/{len(ok)}; stored in calibrations and calibration_files")
     bad = by_file.filter(pl.col("unreconstructable") != "")
-    if len(bad):
+    if len(bad) and fmt == "table":
         console.print(f"unreconstructable ({len(bad)} files, kept in the table above):", highlight=False)
         for file, reason in bad.select("file", "unreconstructable").iter_rows():
             console.print(f"  {file}: {reason}", highlight=False, soft_wrap=True)
