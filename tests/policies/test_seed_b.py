@@ -13,14 +13,15 @@ KEEP = {"older_results": "keep", "tool_cap": "0"}
 
 
 def turns_run(n_turns: int = 8, result_chars: int = 8_000, assistant_first: tuple[int, ...] = ()):
-    """Turn t (1..n) is appended before request t-1: a user message, a call, its result, a reply.
+    """Turn t (1..n) is appended before request t-1: a user message with an image, a call, its result, a reply.
 
     Turns in ``assistant_first`` have no user message: they start on model output."""
     items = [{"step": 0, "kind": "system", "chars": 2_000}]
     for t in range(1, n_turns + 1):
         s = t - 1
         if t not in assistant_first:
-            items.append({"step": s, "kind": "user_text", "chars": 400, "turn": t})
+            items += [{"step": s, "kind": "user_text", "chars": 400, "turn": t},
+                      {"step": s, "kind": "image", "chars": 2_000, "turn": t}]
         items += [{"step": s, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": f"c{t}",
                    "turn": t},
                   {"step": s, "kind": "tool_result", "chars": result_chars, "call_id": f"c{t}", "turn": t},
@@ -58,8 +59,8 @@ def test_evicts_oldest_whole_turns_first_with_a_rolling_summary():
 def test_kept_history_never_starts_on_an_assistant_turn():
     run = turns_run(8, assistant_first=(3,))
     plain_run = turns_run(8)
-    plain = last_view("seed_b", plain_run, Budget(17_000, 1_000), KEEP)[1][-1]
-    v = last_view("seed_b", run, Budget(17_000, 1_000), KEEP)[1][-1]
+    plain = last_view("seed_b", plain_run, Budget(21_000, 1_000), KEEP)[1][-1]
+    v = last_view("seed_b", run, Budget(21_000, 1_000), KEEP)[1][-1]
     assert set(plain_run.turn[:plain.end][plain.forms == DROPPED]) == {1, 2}  # turns 1-2 are enough to fit
     turn = run.turn[:v.end]
     kept = np.flatnonzero((v.forms != DROPPED) & (turn > 0))
