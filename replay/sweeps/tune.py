@@ -258,12 +258,30 @@ def summary_lines(res: TuneResult) -> list[str]:
         lines.append(f"WARNING: no swept point avoids overflow on this corpus; this point still overflows "
                      f"{int(r['overflow_incidents'])} times in {int(r['runs_with_overflow'])} runs. Raise the window, "
                      "lower the reserve, or widen the grid (--points).")
+    edges = edge_knobs(res)
+    if edges:
+        lines.append("note: the recommended point sits at the edge of the swept range for " + ", ".join(edges)
+                     + "; the optimum may lie beyond it")
     d = res.defaults
     if d:
         lines.append(f"defaults at this window: summaries/100 {d['summaries_per_100']:.2f}, cache hit "
                      f"{_fmt_pct(d['cache_hit_rate'])}, evicted repeat reads {int(d['repeat_evicted'])}, "
                      f"cost ${d['cost_usd']:.2f}, overflow incidents {int(d['overflow_incidents'])}")
     return lines
+
+
+def edge_knobs(res: TuneResult) -> list[str]:
+    """Swept knobs (two or more values) whose recommended value is the lowest or highest swept (knobs with a
+    tie-break preference, such as the margin, are left out: they often sit at an edge only by that preference)."""
+    out = []
+    preferred = {k.name for k in SPACES.get(res.spec.policy, ()) if k.prefer}
+    for name, values in res.spec.grid.items():
+        if len(values) < 2 or name in preferred or name not in res.params:
+            continue
+        if res.params[name] in (min(values), max(values)):
+            side = "low" if res.params[name] == min(values) else "high"
+            out.append(f"{name} = {res.params[name]} ({side} end)")
+    return out
 
 
 def policy_file(res: TuneResult) -> PolicyFile:

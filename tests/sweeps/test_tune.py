@@ -115,6 +115,10 @@ def test_tune_writes_a_policy_file_check_accepts(sample_store: Path, tmp_path: P
     assert pf.name == "seed_a" and pf.params == res.params
     assert pf.params["window"] == 32_000 and pf.params["reserve"] == 4_000
     assert isinstance(pf.params["summary_at"], int)
+    from replay.sweeps.tune import edge_knobs, summary_lines
+
+    assert all(e.split(" = ")[0] in res.spec.grid for e in edge_knobs(res))
+    assert any(line.startswith("recommended") for line in summary_lines(res))
     out = CliRunner().invoke(app, ["check", str(res.files["policy"]), str(res.files["policy"]),
                                    "--db", str(sample_store)])
     assert out.exit_code == 0, out.output
