@@ -55,7 +55,8 @@ class SeedBConfig(PolicyConfig):
     estimator: Literal["chars/4", "chars/3", "real"] = "chars/4"
     tool_turns: int = knob(3, 0, 100_000, "newest tool turns rebuilt as call/result pairs")
     tool_cap: int = knob(1_500, 0, 10_000_000, "cap per rebuilt result, tokens (0: no cap)")
-    older_results: Literal["omit", "keep"] = "omit"
+    older_results: Literal["omit", "keep"] = knob("omit", doc="results older than the rebuilt tool turns: "
+                                                   "markers every request (omit) or only when over budget (keep)")
     summary_tokens: int = knob(1_000, 0, 1_000_000, "rolling summary of dropped turns, tokens")
     marker: str = knob(MARKER, doc="marker for an omitted result ({tool}, {call_id})")
     failover_window: int = knob(0, 0, 100_000_000, "window after failover, tokens (0: no failover)")
