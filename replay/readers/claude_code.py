@@ -82,6 +82,7 @@ class _Session:
         self.children: dict[str, RunBuilder] = {}
         self.groups: dict[str, str] = {}
         self.seen_requests: set[str] = set()
+        self.open_request: dict[str | None, tuple[RunBuilder, int]] = {}  # request id -> where its Request is
         self.uuids: set[str] = set()
 
     @staticmethod
@@ -150,15 +151,23 @@ class _Session:
         model = msg.get("model")
         if model and model != "<synthetic>" and not b.run.model:
             _set_run(b, model=model)
+        u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+        parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+        usage = {"input_tokens": parts[0], "cache_read": parts[1], "cache_write": parts[2],
+                 "output_tokens": u.get("output_tokens"),
+                 "prompt_tokens": sum(p or 0 for p in parts) if any(p is not None for p in parts) else None}
         # a line with no id at all (an interrupted, partial reply) continues the current request
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
                 self.seen_requests.add(rid)
-            u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
-            parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-            prompt = sum(p or 0 for p in parts) if any(p is not None for p in parts) else None
-            b.request(ts=ts, model=model, line=line, input_tokens=parts[0], cache_read=parts[1],
-                      cache_write=parts[2], output_tokens=u.get("output_tokens"), prompt_tokens=prompt)
+            b.request(ts=ts, model=model, line=line, **usage)
+            self.open_request[rid] = (b, len(b.records) - 1)
+        elif rid and rid in self.open_request and u:
+            # a later line of the same response: its usage is the final one. Claude repeats the same figures on
+            # every line; MiniMax's Anthropic-compatible endpoint logs the streaming start (uncached count, output
+            # 0) first and the settled usage (cache read included) last, and only the last matches the prompt.
+            owner, index = self.open_request[rid]
+            owner.records[index] = replace(owner.records[index], **usage)  # type: ignore[arg-type]
         content = msg.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]:
             if not isinstance(block, dict):

@@ -9,18 +9,17 @@ and what readers note in ``runs.metadata.unlogged`` (a parent message missing fr
 ``tool_reference`` results the server expands into tool schemas). Each boundary costs one fitted offset.
 
 Whether earlier reasoning is part of the prompt is chosen per run by the fit: Anthropic-compatible endpoints of
-other vendors (MiniMax) drop thinking blocks from the history, Claude keeps them (mostly empty, signed) text.
+other vendors (MiniMax) drop thinking blocks from the history; Claude keeps them (here mostly empty, signed).
 
 A run is marked *unreconstructable*, with the reason, when it misses the targets and a mechanical check names
 why the log cannot give the server's prompt: content comes and goes outside the log (the recorded prompt shrinks
-with no compaction or other boundary in the log), or a proxy tokenizer (not the model's own) meets binary tool
-output whose count it cannot be trusted on. A run that shows the hazard but still meets the targets is not marked.
+with no compaction or other boundary in the log). A run that shows the sign but still meets the targets is not
+marked.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 import duckdb
@@ -37,11 +36,7 @@ MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted 
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10
 SHRINK_TOKENS, SHRINK_SHARE = 1000, 0.02  # a recorded prompt falling by more than both, with no boundary between
 MIN_SHRINKS = 3  # ... this often means the server's history is not the log's
-BINARY = r"[\x00-\x08\x0e-\x1f\x{FFFD}]"  # control bytes or replacement chars: undecodable tool output
 DROP_REASONING_GAIN = 0.75  # earlier reasoning counts as dropped only when that cuts the squared error by 25%
-MIN_BINARY_SHARE = 0.05  # binary items' share of the largest prompt that makes a proxy count unusable
-# Model families of the built-in tokenizers: any other model counted with them is counted with a proxy.
-FAMILIES = {"claude-legacy": r"claude", "tekken": r"mistral|mixtral|pixtral|codestral|devstral|ministral|magistral"}
 
 
 @dataclass(frozen=True)
@@ -149,15 +144,8 @@ def _usage(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
         WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0 ORDER BY q.run_id, q.step""")
 
 
-def is_proxy(tok: CountingTokenizer, model: str | None) -> bool:
-    """True when ``tok`` is a built-in of another model family than ``model`` (so it only stands in)."""
-    name = tok.tokenizer_id.split(":")[0]
-    pattern = next((p for key, p in FAMILIES.items() if tok.name.startswith(key) or name.startswith(key)), None)
-    return bool(pattern and model and not re.search(pattern, model, re.IGNORECASE))
-
-
 def check_run(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, models: list[str | None],
-              metadata: dict, recon: np.ndarray, proxy: bool, model: str | None) -> RunCheck:
+              metadata: dict) -> RunCheck:
     """Boundaries to fit, and the reasons (if any) the log cannot reconstruct the server's prompt."""
     check = RunCheck()
     for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
@@ -181,14 +169,6 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, mode
             f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
             "content the server saw comes and goes without a trace in the log")
-    if proxy and "binary" in items.columns and len(recon):
-        binary = items.filter(pl.col("binary"))
-        share = float(binary["n_tokens"].fill_null(0).sum()) / max(float(recon.max()), 1.0)
-        if share >= MIN_BINARY_SHARE:
-            check.reasons.append(
-                f"proxy tokenizer on binary output: {model!r} has no tokenizer available offline and "
-                f"{len(binary)} tool outputs holding control bytes make {share:.0%} of the largest prompt; "
-                "the proxy's count of such bytes does not track the model's")
     return check
 
 
@@ -198,9 +178,8 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
     count_items(con, tok, progress=progress)
     overhead = template_overhead(tok)
     usage = _usage(con)
-    items = frame(con, f"""
-        SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, t.n_tokens,
-               regexp_matches(coalesce(i.text, ''), '{BINARY}') AS binary FROM items i
+    items = frame(con, """
+        SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, t.n_tokens FROM items i
         LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
         WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)""", [tok.tokenizer_id])
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
@@ -211,10 +190,8 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
         metadata = _metadata(req["metadata"][0])
-        model = req["model"][0]
         recon, msgs = visible(run_items, steps, overhead)
-        check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata, recon,
-                          is_proxy(tok, model), model)
+        check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
         f, recon, msgs = _best_fit(run_items, steps, recorded, overhead, recon, msgs, sorted(check.boundaries))
         pred = f.predict(recon, msgs, steps)
         err, raw = np.abs(pred - recorded) / recorded, np.abs(recon - recorded) / recorded

@@ -123,3 +123,20 @@ def test_unlogged_content_is_noted(corpus: Path) -> None:
     assert notes[1]["tools"][:2] == ["TaskCreate", "TaskList"] and len(notes[1]["tools"]) == 9
     clean = of(read(corpus / "claude-code" / "ccl-coderabbit-cb2e607c.jsonl"), Run)[0]
     assert "unlogged" not in clean.metadata
+
+
+def test_final_usage_line_wins(corpus: Path) -> None:
+    # MiniMax behind Claude Code logs each response's streaming start (uncached count, output 0) on its first line
+    # and the settled usage (cache read included) on its last; the last is the one that matches the prompt.
+    path = corpus / "claude-code" / "ccb-avd-minimax-2764ab64.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    last = {}
+    for o in lines:
+        if o.get("type") == "assistant":
+            last[o["message"]["id"]] = o["message"]["usage"]
+    reqs = of(read(path), Request)
+    assert len(reqs) == len(last) == 161
+    for r, u in zip(reqs, last.values(), strict=True):
+        assert (r.input_tokens, r.cache_read, r.output_tokens) == (
+            u["input_tokens"], u["cache_read_input_tokens"], u["output_tokens"])
+    assert (reqs[1].prompt_tokens, reqs[1].output_tokens) == (40871, 114)  # not the first line's 7888 and 0
