@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,7 @@ class RunBuilder:
         self.step = 0
         self.turn = 0
         self._call_index: dict[str, tuple[str | None, str | None]] = {}
+        self.placeholders: list[tuple[int, int, str, int, str]] = []  # (step, seq, wording, chars, origin)
 
     @property
     def n_requests(self) -> int:
@@ -65,5 +67,53 @@ class RunBuilder:
         return self.add("tool_result", fields.pop("role", "tool"), text, call_id=call_id,
                         tool_name=tool_name, resource=resource, access=access, **fields)
 
+    def placeholder(self, step: int, seq: int, text: str, origin: str = "prompt") -> None:
+        """Note that request ``step`` showed item ``seq`` as ``text`` instead of its full content.
+
+        ``origin``: "prompt" when the harness replaced the item in that request only (the history keeps it
+        whole), "clip" when the output itself was cut where it was produced."""
+        self.placeholders.append((step, seq, wording_of(text), len(text), origin))
+
+    def scan_clips(self) -> None:
+        """Note every tool result whose own text carries a known clip marker (cut at the source)."""
+        for rec in self.records:
+            if isinstance(rec, Item) and rec.kind == "tool_result" and (marker := find_marker(rec.text)):
+                self.placeholders.append((rec.step, rec.seq, wording_of(marker), len(rec.text), "clip"))
+
     def __iter__(self) -> Iterator[Run | Item | Request]:
+        if self.placeholders:
+            self.run.metadata[PLACEHOLDER_KEY] = encode_placeholders(self.placeholders)
         return iter(self.records)
+
+
+# Placeholders: what a request showed in place of an output. Kept in ``run.metadata[PLACEHOLDER_KEY]``
+# (columnar, so one file still ingests in one transaction); the store's ``placeholders`` view unnests it.
+PLACEHOLDER_KEY = "placeholders"
+ORIGINS = ("prompt", "clip")
+MARKERS = re.compile(
+    r"Old environment output: \(\d+ lines omitted\)"  # SWE-agent last_n_observations
+    r"|<response clipped>(?:<NOTE>.{0,400}?</NOTE>)?"  # OpenHands / SWE-agent editor: output cut at source
+    r"|…?\d[\d,]* tokens truncated…?"  # Codex: output cut at source
+    r"|\[Old tool result content cleared\]",  # Anthropic context editing
+    re.S)
+WORDING_CHARS = 400
+
+
+def find_marker(text: str) -> str | None:
+    """The first known placeholder/clip marker in ``text``, or None."""
+    match = MARKERS.search(text)
+    return match.group(0) if match else None
+
+
+def wording_of(text: str) -> str:
+    """Normalised wording: the known marker when there is one (else the text), digits -> N, spaces collapsed."""
+    text = find_marker(text) or text
+    return re.sub(r"\s+", " ", re.sub(r"\d+(?:[,.]\d+)*", "N", text)).strip()[:WORDING_CHARS]
+
+
+def encode_placeholders(events: list[tuple[int, int, str, int, str]]) -> dict[str, Any]:
+    """Columnar form: wordings once, events as [step, seq, wording index, chars shown, origin index]."""
+    wordings: dict[str, int] = {}
+    rows = [[step, seq, wordings.setdefault(w, len(wordings)), chars, ORIGINS.index(origin)]
+            for step, seq, w, chars, origin in sorted(set(events))]
+    return {"wordings": list(wordings), "events": rows}

@@ -131,6 +131,7 @@ class OpenAIMessagesReader:
             _message(builder, msg, index, requests=response is None)
         if response is not None:
             _response(builder, meta, response)
+        builder.scan_clips()  # tool output cut at its source ("<response clipped>", "tokens truncated")
         yield from builder
 
 

@@ -6,6 +6,9 @@ Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs),
 -> tool_call named after the action, with the event's ``args``. Observations -> tool_result linked by
 ``tool_call_metadata.tool_call_id`` or ``cause`` (old streams without either: the latest call).
 
+Placeholders: observations clipped where they were produced ("<response clipped><NOTE>...") are noted as
+placeholder events (origin "clip") for the request that first sends them.
+
 Request rule: one request per distinct ``tool_call_metadata.model_response.id`` (the observation and
 any parallel calls repeat the same response), with its ``usage``; an agent action without that
 metadata (e.g. a final message, or old streams that never record it) counts as one request itself.
@@ -78,6 +81,7 @@ class OpenHandsReader:
                 state.observation(builder, event, line or idx)
             elif "action" in event:
                 state.action(builder, event, line or idx)
+        builder.scan_clips()
         yield from builder
 
 

@@ -6,6 +6,12 @@ and its action as a tool_call (tool name = the command's first word, args ``{"co
 the following observation is its tool_result. Text is kept verbatim, so placeholders such as
 "Old environment output: (N lines omitted)" stay visible wherever the log stores them.
 
+Placeholders: the history keeps every observation whole, but 1.x trajectories also record, per step, the
+messages the model was sent after SWE-agent's history processors (``trajectory[i].messages``, the prompt of
+request i+1; newer versions: ``trajectory[i].query``, the prompt of request i). Where a sent message differs
+from its history entry (e.g. "Old environment output: (N lines omitted)" from last_n_observations), the
+builder notes a placeholder for that request and item; clip markers inside observations are noted too.
+
 Request rule: one request per trajectory step (each assistant entry is one model call). A
 replayed demonstration whose ``info.model_stats.api_calls`` is 0 made no model calls, so it gets no
 requests. ``.traj`` files have no per-call usage: ``model_stats`` goes into ``run.metadata`` only.
@@ -20,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.resources import normalise_path
@@ -58,6 +64,8 @@ class SweAgentReader:
                   harness="swe-agent", metadata=metadata)
         builder = RunBuilder(run)
         self._walk(builder, doc["history"], count_requests=stats.get("api_calls") != 0)
+        _placeholders(builder, doc["history"], doc.get("trajectory"))
+        builder.scan_clips()
         yield from builder
 
     def _walk(self, builder: RunBuilder, history: list[Any], count_requests: bool) -> None:
@@ -101,6 +109,38 @@ class SweAgentReader:
             builder.records[-1] = item = replace(item, resource=open_file)
             builder._call_index[call_id] = (item.resource, item.access)
         return call_id
+
+
+def _prompts(trajectory: list[Any], n_requests: int) -> Iterator[tuple[int, list[Any]]]:
+    """(request, messages sent) for each request whose prompt the trajectory records."""
+    for k, step in enumerate(trajectory):
+        if not isinstance(step, dict):
+            continue
+        if isinstance(step.get("query"), list):
+            request, messages = k, step["query"]
+        elif isinstance(step.get("messages"), list):
+            request, messages = k + 1, step["messages"]  # the history after step k: what request k+1 sends
+        else:
+            continue
+        if request < n_requests:
+            yield request, messages
+
+
+def _placeholders(builder: RunBuilder, history: list[Any], trajectory: Any) -> None:
+    """Note each history entry a request was sent in another form (aligned by position and role)."""
+    if not isinstance(trajectory, list) or not builder.n_requests:
+        return
+    seq_of = {r.line: r.seq for r in builder.records if isinstance(r, Item) and r.role != "assistant"}
+    full = [text_of(e.get("content")) if isinstance(e, dict) else None for e in history]
+    for request, messages in _prompts(trajectory, builder.n_requests):
+        for idx, msg in enumerate(messages[:len(history)]):
+            if not isinstance(msg, dict) or not isinstance(history[idx], dict) or idx not in seq_of:
+                continue
+            if msg.get("role") != history[idx].get("role"):
+                break  # not the same conversation from here on: do not guess
+            sent = text_of(msg.get("content"))
+            if sent != full[idx]:
+                builder.placeholder(request, seq_of[idx], sent)
 
 
 def _config(raw: Any) -> dict[str, Any]:

@@ -69,7 +69,26 @@ def _v3_calibrations(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations]
+def _v4_placeholders_composition(con: duckdb.DuckDBPyConnection) -> None:
+    """``placeholders``: what a request showed in place of an output, per (run, request, item), unnested from
+    ``runs.metadata.placeholders`` (written with the run, so ingest stays one transaction per file);
+    ``sim_composition``: prompt tokens by tool and part (call arguments, results), summed over a run's requests."""
+    con.execute("""
+    CREATE VIEW placeholders AS
+    SELECT p.run_id, p.e[1] AS step, p.e[2] AS seq, i.call_id, i.tool_name, p.w[p.e[3] + 1] AS wording,
+           ['prompt', 'clip'][p.e[5] + 1] AS origin, p.e[4] AS chars_shown, i.chars AS chars_full
+    FROM (SELECT run_id, unnest(CAST(json_extract(metadata, '$.placeholders.events') AS INTEGER[][])) AS e,
+                 CAST(json_extract(metadata, '$.placeholders.wordings') AS VARCHAR[]) AS w
+          FROM runs WHERE json_extract(metadata, '$.placeholders') IS NOT NULL) p
+    LEFT JOIN items i ON i.run_id = p.run_id AND i.seq = p.e[2];
+    CREATE TABLE sim_composition (
+        sim_id VARCHAR, run_id VARCHAR, tool VARCHAR, part VARCHAR, tokens BIGINT, share DOUBLE,
+        PRIMARY KEY (sim_id, run_id, tool, part));
+    """)
+
+
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations,
+                                                                 _v4_placeholders_composition]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:

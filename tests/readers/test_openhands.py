@@ -92,3 +92,18 @@ def test_bad_line_quarantined(corpus: Path, tmp_path: Path) -> None:
     bad = [r for r in records if isinstance(r, BadRecord)]
     assert len(bad) == 1 and bad[0].line == 1
     assert sum(isinstance(r, Run) for r in records) == 1
+
+
+def test_clipped_observations_are_placeholder_events(corpus: Path) -> None:
+    """The editor clips long files at the source: "<response clipped><NOTE>..." is noted on that observation."""
+    records = read(corpus / "openhands" / "oh-eval-multiswebench-llama4-3inst.jsonl")
+    runs = [r for r in records if isinstance(r, Run)]
+    items = {(i.run_id, i.seq): i for i in records if isinstance(i, Item)}
+    events = [(run.run_id, e, run.metadata["placeholders"]["wordings"][e[2]]) for run in runs
+              for e in run.metadata.get("placeholders", {}).get("events", [])]
+    assert len(events) == 4
+    for run_id, (step, seq, _, chars, origin), wording in events:
+        item = items[(run_id, seq)]
+        assert origin == 1 and item.kind == "tool_result" and step == item.step and chars == len(item.text)
+        assert wording.startswith("<response clipped><NOTE>Due to the max output limit")
+        assert "<response clipped>" in item.text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
-from replay.readers.base import HEAD_BYTES, ReadContext
+from replay.readers.base import HEAD_BYTES, ReadContext, text_of
 from replay.readers.swe_agent import READER
 
 
@@ -82,6 +83,23 @@ def test_old_observation_placeholder_kept_as_text(tmp_path: Path) -> None:
                     '{"role": "user", "content": "Old environment output: (12 lines omitted)"}]}')
     items = [r for r in read(traj) if isinstance(r, Item)]
     assert items[-1].kind == "tool_result" and items[-1].text == "Old environment output: (12 lines omitted)"
+
+
+def test_placeholders_from_sent_messages(corpus: Path) -> None:
+    """Each step's ``messages`` is what the next request sent: every "Old environment output" there (except in
+    the last step, whose request was never made) is one placeholder event on the replaced observation."""
+    for path in sorted((corpus / "swe-agent").glob("*.traj")):
+        doc = json.loads(path.read_text())
+        steps = [s.get("messages") or [] for s in doc["trajectory"][:-1]]
+        expected = sum("Old environment output" in text_of(m.get("content")) for msgs in steps for m in msgs)
+        records = read(path)
+        items = {r.seq: r for r in records if isinstance(r, Item)}
+        ph = records[0].metadata.get("placeholders", {"wordings": [], "events": []})
+        old = [e for e in ph["events"] if ph["wordings"][e[2]] == "Old environment output: (N lines omitted)"]
+        assert len(old) == expected, path.name
+        for step, seq, _, chars, origin in old:
+            assert origin == 0 and items[seq].kind == "tool_result" and items[seq].step < step
+            assert chars < len(items[seq].text)
 
 
 def test_sniff(corpus: Path) -> None:

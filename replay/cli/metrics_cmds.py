@@ -1,0 +1,56 @@
+"""placeholders: how often the next calls repeat the call a placeholder replaced, per wording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+
+from replay.cli import app
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
+from replay.errors import ReplayError
+from replay.metrics.placeholders import DEFAULT_K, SCOPES, recall_rates
+from replay.store import open_store
+
+
+@app.command()
+def placeholders(
+    k: Annotated[int, typer.Option("--k", help="Watch the next k tool calls after a placeholder.")] = DEFAULT_K,
+    baseline: Annotated[str, typer.Option(help="Baseline runs: 'format' (runs of the same formats as the "
+                                               "wording's events) or 'all'.")] = "format",
+    csv: Annotated[Path | None, typer.Option("--csv", help="Also write the table to this CSV file.")] = None,
+    db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
+) -> None:
+    """Placeholder re-call rate per wording (Wilson 95% CI) against outputs not replaced at the same age."""
+    if k < 1:
+        raise ReplayError(f"--k {k}: watch at least one call")
+    if baseline not in SCOPES:
+        raise ReplayError(f"--baseline {baseline!r}: choose one of {', '.join(SCOPES)}")
+    con = open_store(db, read_only=True)
+    try:
+        table = recall_rates(con, k, baseline)
+    finally:
+        con.close()
+    if csv is not None:
+        table.write_csv(csv)
+    if not table.height:
+        console.print("no placeholder events in this store: no wording has a rate (ingest logs that record what each "
+                      "request sent, e.g. SWE-agent 1.x trajectories)")
+        return
+    title = f"placeholder re-calls within the next {k} calls (baseline: {baseline} runs, same age, not replaced)"
+    emit(_display(table) if fmt == "table" else table, fmt, title=title)
+
+
+def _display(table: pl.DataFrame) -> pl.DataFrame:
+    """A narrow view for the terminal: short wording, rates as percentages with their intervals."""
+    def ci(lo: str, hi: str) -> pl.Expr:
+        return pl.format("[{}, {}]", (pl.col(lo) * 100).round(1), (pl.col(hi) * 100).round(1))
+
+    short = pl.when(pl.col("wording").str.len_chars() > 48).then(
+        pl.col("wording").str.slice(0, 47) + pl.lit("…")).otherwise(pl.col("wording"))
+    return table.select(
+        short.alias("wording"), "origin", "events", "recalls", (pl.col("rate") * 100).round(1).alias("rate %"),
+        ci("ci_low", "ci_high").alias("95% CI"), pl.col("base_events").alias("base n"),
+        (pl.col("base_rate") * 100).round(1).alias("base %"), ci("base_ci_low", "base_ci_high").alias("base 95% CI"))
