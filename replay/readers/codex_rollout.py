@@ -4,7 +4,8 @@ Lines are ``{"timestamp", "type", "payload"}``: session_meta, turn_context, resp
 context: messages, reasoning, tool calls and outputs), event_msg (UI events incl. token_count) and
 compacted. Codex logs token_count *after* the output it measured, and repeats it after the tool output;
 a request is a token_count whose total_token_usage moved, and the output since the previous request
-is deferred until it, so it lands after its request.
+is deferred until it, so it lands after its request. Reasoning is logged encrypted (an empty or short summary);
+its real size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,15 @@ class Deferred:
     def __init__(self, builder: RunBuilder) -> None:
         self.b = builder
         self.pending: list[Callable[[], Any]] = []
+        self.reasoning_tokens: int | None = None  # reasoning_output_tokens of the request being flushed
+
+    def encrypted_reasoning(self, seq: int) -> None:
+        """Note the real size of a reasoning item the log holds only encrypted: the reasoning tokens of the request
+        that produced it (the first such item of a response takes them all). The server counts them in later
+        prompts of the same turn; calibration uses them (runs.metadata.reasoning_tokens: [[seq, tokens], ...])."""
+        if self.reasoning_tokens is not None:
+            self.b.run.metadata.setdefault("reasoning_tokens", []).append([seq, self.reasoning_tokens])
+            self.reasoning_tokens = 0
 
     def output(self, fn: Callable[[], Any]) -> None:
         self.pending.append(fn)
@@ -43,9 +53,11 @@ class Deferred:
         self.flush()
         fn()
 
-    def request(self, **usage: Any) -> None:
+    def request(self, reasoning_tokens: int | None = None, **usage: Any) -> None:
         self.b.request(**usage)
+        self.reasoning_tokens = reasoning_tokens
         self.flush()
+        self.reasoning_tokens = None
 
     def flush(self) -> None:
         for fn in self.pending:
@@ -105,7 +117,10 @@ class CodexRolloutReader:
                 info = p["info"]
                 total = info.get("total_token_usage")
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
-                    d.request(ts=ts, line=line, model=model, **openai_usage(info["last_token_usage"]))
+                    last = info["last_token_usage"]
+                    reasoning = last.get("reasoning_output_tokens")
+                    d.request(reasoning if isinstance(reasoning, int) else None, ts=ts, line=line, model=model,
+                              **openai_usage(last))
                 last_total = total
             elif kind == "response_item":
                 self._item(b, d, p, line, ts)
@@ -149,7 +164,12 @@ class CodexRolloutReader:
             d.input(add_input)
         elif t == "reasoning":
             text = text_of(p.get("summary")) + ("\n" + text_of(p.get("content")) if p.get("content") else "")
-            d.output(lambda: b.add("reasoning", "assistant", text.strip(), **at))
+
+            def add_reasoning() -> None:
+                item = b.add("reasoning", "assistant", text.strip(), **at)
+                if p.get("encrypted_content"):
+                    d.encrypted_reasoning(item.seq)
+            d.output(add_reasoning)
         elif t in CALLS:
             name = p.get("name") or t.removesuffix("_call")
             d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))

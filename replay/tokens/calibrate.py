@@ -66,32 +66,60 @@ class RunCheck:
     boundaries: dict[int, str] = field(default_factory=dict)
 
 
-def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead,
-            drop_reasoning: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Prompt tokens and message count at each request step: items with step <= s since the latest summary."""
+@dataclass(frozen=True)
+class Prompts:
+    """Per request: tokens counted with the tokenizer (fitted with a scale), messages, and ``exact`` tokens the log
+    gives in the model's own units (encrypted reasoning sized by the provider: added as they are)."""
+
+    tokens: np.ndarray
+    messages: np.ndarray
+    exact: np.ndarray
+
+    @property
+    def total(self) -> np.ndarray:
+        return self.tokens + self.exact
+
+
+def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False,
+            exact: dict[int, int] | None = None) -> Prompts:
+    """What each request's prompt holds: items with step <= s since the latest summary.
+
+    ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning): such an item is in the
+    prompt only within its own turn (the Responses API drops earlier turns' reasoning) and is not scaled.
+    """
     items = items.sort("seq")
     step = items["step"].to_numpy()
     seq = items["seq"].to_numpy()
-    cost = items["n_tokens"].fill_null(0).to_numpy() + np.array([overhead.for_role(r) for r in items["role"]])
+    turn = items["turn"].fill_null(0).to_numpy() if "turn" in items.columns else np.zeros(len(items), dtype=np.int64)
+    per_message = np.array([overhead.for_role(r) for r in items["role"]], dtype=np.float64)
+    exact = exact or {}
+    is_exact = np.array([int(q) in exact for q in seq], dtype=bool)
+    exact_tokens = np.array([exact.get(int(q), 0) for q in seq], dtype=np.float64)
+    cost = np.where(is_exact, 0.0, items["n_tokens"].fill_null(0).to_numpy()) + per_message
     kind = items["kind"]
     summary = (kind == "summary").to_numpy()
-    keep = ~(kind == "reasoning").to_numpy() if drop_reasoning else np.ones(len(items), dtype=bool)
+    keep = ~(kind == "reasoning").to_numpy() | is_exact if drop_reasoning else np.ones(len(items), dtype=bool)
     tokens = np.empty(len(steps), dtype=np.float64)
     messages = np.empty(len(steps), dtype=np.float64)
+    exact_out = np.zeros(len(steps), dtype=np.float64)
     for i, s in enumerate(steps):
         vis = step <= s
         sums = vis & summary
         if sums.any():
             vis &= seq >= seq[sums].max()
         vis &= keep
+        if is_exact.any() and vis.any():
+            vis &= ~is_exact | (turn == turn[vis].max())
+            exact_out[i] = exact_tokens[vis].sum()
         tokens[i] = cost[vis].sum() + overhead.fixed
         messages[i] = vis.sum()
-    return tokens, messages
+    return Prompts(tokens, messages, exact_out)
 
 
-def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False) -> np.ndarray:
+def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False,
+                exact: dict[int, int] | None = None) -> np.ndarray:
     """Prompt tokens at each request step: items with step <= s since the latest summary, plus template cost."""
-    return visible(items, steps, overhead, drop_reasoning)[0]
+    return visible(items, steps, overhead, drop_reasoning, exact).total
 
 
 def _solve(cols: list[np.ndarray], recorded: np.ndarray) -> np.ndarray | None:
@@ -179,7 +207,7 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
     overhead = template_overhead(tok)
     usage = _usage(con)
     items = frame(con, """
-        SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, t.n_tokens FROM items i
+        SELECT i.run_id, i.seq, i.step, i.turn, i.role, i.kind, i.chars, t.n_tokens FROM items i
         LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
         WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)""", [tok.tokenizer_id])
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
@@ -190,10 +218,11 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
         metadata = _metadata(req["metadata"][0])
-        recon, msgs = visible(run_items, steps, overhead)
+        exact = _exact(metadata)
         check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
-        f, recon, msgs = _best_fit(run_items, steps, recorded, overhead, recon, msgs, sorted(check.boundaries))
-        pred = f.predict(recon, msgs, steps)
+        f, prompts = _best_fit(run_items, steps, recorded, overhead, sorted(check.boundaries), exact)
+        recon = prompts.total
+        pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
         err, raw = np.abs(pred - recorded) / recorded, np.abs(recon - recorded) / recorded
         chars4 = _chars4(run_items, steps)
         missed = float(np.median(err)) > TARGET_MEDIAN or float(np.quantile(err, 0.95)) > TARGET_P95
@@ -227,20 +256,35 @@ def _metadata(value: object) -> dict:
     return out if isinstance(out, dict) else {}
 
 
+def _exact(metadata: dict) -> dict[int, int]:
+    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
+    out = {}
+    for pair in metadata.get("reasoning_tokens") or []:
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
+            out[pair[0]] = pair[1]
+    return out
+
+
 def _best_fit(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, overhead: Overhead,
-              recon: np.ndarray, msgs: np.ndarray, boundaries: list[int]) -> tuple[Fit, np.ndarray, np.ndarray]:
-    """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins."""
-    f = fit(recon, recorded, msgs, steps, boundaries)
-    best = (float(np.sum((f.predict(recon, msgs, steps) - recorded) ** 2)), f, recon, msgs)
-    reasoning = items.filter(pl.col("kind") == "reasoning")["n_tokens"].fill_null(0).sum()
-    if reasoning > 0:
-        r2, m2 = visible(items, steps, overhead, drop_reasoning=True)
-        f2 = fit(r2, recorded, m2, steps, boundaries)
-        sse = float(np.sum((f2.predict(r2, m2, steps) - recorded) ** 2))
-        if sse < DROP_REASONING_GAIN * best[0]:  # dropping must clearly explain the usage better, not fit noise
-            f2 = Fit(f2.overhead, f2.scale, f2.per_message, f2.offsets, reasoning_in_prompt=False)
-            best = (sse, f2, r2, m2)
-    return best[1], best[2], best[3]
+              boundaries: list[int], exact: dict[int, int] | None = None) -> tuple[Fit, Prompts]:
+    """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
+    Exact tokens are taken off the recorded figure before the fit and added back to the prediction."""
+
+    def attempt(drop: bool) -> tuple[float, Fit, Prompts]:
+        p = visible(items, steps, overhead, drop, exact)
+        target = recorded - p.exact
+        f = fit(p.tokens, target, p.messages, steps, boundaries)
+        return float(np.sum((f.predict(p.tokens, p.messages, steps) - target) ** 2)), f, p
+
+    sse, f, p = attempt(False)
+    counted = items.filter(pl.col("kind") == "reasoning")
+    if exact:
+        counted = counted.filter(~pl.col("seq").is_in(list(exact)))
+    if counted["n_tokens"].fill_null(0).sum() > 0:
+        sse2, f2, p2 = attempt(True)
+        if sse2 < DROP_REASONING_GAIN * sse:  # dropping must clearly explain the usage better, not fit noise
+            return Fit(f2.overhead, f2.scale, f2.per_message, f2.offsets, reasoning_in_prompt=False), p2
+    return f, p
 
 
 def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:

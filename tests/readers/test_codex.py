@@ -122,3 +122,20 @@ def test_sniff_rejects_other_formats(corpus: Path) -> None:
         is_tui = f.name.startswith("codex-tui")
         assert ROLLOUT.sniff(head, f) == (f.parent.name == "codex-rollout" and not is_tui), f.name
         assert TUI.sniff(head, f) == is_tui, f.name
+
+
+def test_encrypted_reasoning_sized_by_its_request(corpus: Path) -> None:
+    # Reasoning is logged encrypted (empty summary); the request that produced it reports reasoning_output_tokens,
+    # which the server then counts in the prompt for the rest of the turn. The first reasoning item of a response
+    # takes them; items flushed by a user turn with no request after them (aborted turns) have no size.
+    path = corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl"
+    records = read(ROLLOUT, path)
+    sizes = dict(of(records, Run)[0].metadata["reasoning_tokens"])
+    items = {i.seq: i for i in of(records, Item)}
+    reasoning = [i for i in items.values() if i.kind == "reasoning"]
+    assert len(reasoning) == 343 and len(sizes) == 340 and all(items[s].kind == "reasoning" for s in sizes)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    first = next(o["payload"]["info"]["last_token_usage"] for o in lines
+                 if o["payload"].get("type") == "token_count" and o["payload"].get("info"))
+    assert sizes[min(sizes)] == first["reasoning_output_tokens"] == 311
+    assert sum(sizes.values()) <= sum(r.output_tokens for r in of(records, Request))
