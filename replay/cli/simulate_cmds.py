@@ -12,7 +12,7 @@ from replay.errors import ReplayError
 from replay.policies import Budget, make_policy, parse_sets, policy_class, registry
 from replay.simulator.caches import make_cache
 from replay.simulator.load import load_runs
-from replay.simulator.results import simulate_many, store_simulation, totals
+from replay.simulator.results import composition_totals, simulate_many, store_simulation, totals
 from replay.store import open_store
 
 COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "summaries", "cache_hit_rate",
@@ -31,9 +31,11 @@ def simulate(
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
     show_config: Annotated[bool, typer.Option(help="Print the effective config and exit.")] = False,
     store: Annotated[bool, typer.Option(help="Write results to the store.")] = True,
+    by_tool: Annotated[bool, typer.Option("--by-tool", help="Also print the window composition by tool "
+                                                             "(call arguments, results; prompt share).")] = False,
     db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
 ) -> None:
-    """Replay every stored run under a policy; print a run table, store sim_runs and sim_requests."""
+    """Replay every stored run under a policy; print a run table, store sim_runs, sim_requests, sim_composition."""
     pol = make_policy(policy, parse_sets(sets))
     if show_config:
         console.print_json(pol.config.to_json())
@@ -52,6 +54,8 @@ def simulate(
             console.print(f"[yellow]token counts are estimates ({', '.join(est)}); run `replay tokens` and pass "
                           "--tokenizer-id for real counts[/]")
         console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
+    if by_tool:
+        emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
 
 @app.command()

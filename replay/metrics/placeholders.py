@@ -81,6 +81,7 @@ class _Run:
 
 
 def _load(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, _Run], pl.DataFrame]:
+    con = con.cursor()  # its own result set: an unfinished fetch on the caller's connection does not block us
     items = frame(con, """
         SELECT i.run_id, i.seq, i.step, i.kind, i.tool_name, i.call_id, i.args, i.resource, i.access
         FROM items i JOIN runs r USING (run_id) WHERE r.n_requests > 0 ORDER BY i.run_id, i.seq""")

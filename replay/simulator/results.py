@@ -1,4 +1,4 @@
-"""Simulate many runs and store the results (simulations, sim_runs, sim_requests) in DuckDB."""
+"""Simulate many runs and store the results (simulations, sim_runs, sim_requests, sim_composition) in DuckDB."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from replay.metrics.composition import empty as composition_frame
 from replay.policies import Budget, Policy
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel
-from replay.simulator.run import simulate_run
+from replay.simulator.run import simulate_run_by_tool
 
 
 @dataclass
@@ -30,6 +31,7 @@ class Simulation:
     runs: pl.DataFrame
     requests: pl.DataFrame
     token_sources: list[str] = field(default_factory=list)
+    composition: pl.DataFrame = field(default_factory=composition_frame)  # by run, tool and part (args/result)
 
 
 def sim_id_for(config: dict, cache: str, tokenizer_id: str | None, budget: Budget, run_ids: list[str]) -> str:
@@ -43,30 +45,32 @@ def simulate_many(runs: list[RunArrays], policy: Policy, cache: CacheModel, budg
     """Run ``policy`` over every run; frames of per-run and per-request rows."""
     config = policy.config.as_dict()
     sid = sim_id_for(config, cache.name, tokenizer_id, budget, [r.run_id for r in runs])
-    run_rows, req_frames = [], []
+    run_rows, req_frames, comp_frames = [], [], []
     for run in runs:
-        cols, row = simulate_run(run, policy, cache, budget)
+        cols, row, by_tool = simulate_run_by_tool(run, policy, cache, budget)
+        comp_frames.append(by_tool.frame())
         run_rows.append({"sim_id": sid, **row})
         frame = pl.DataFrame({k: v.astype(bool) if k in ("overflow", "near_miss", "emergency", "summarised")
                               else v for k, v in cols.items()})
         req_frames.append(frame.with_columns(pl.lit(sid).alias("sim_id"), pl.lit(run.run_id).alias("run_id")))
     runs_df = pl.DataFrame(run_rows, infer_schema_length=None) if run_rows else pl.DataFrame()
     reqs_df = pl.concat(req_frames) if req_frames else pl.DataFrame()
+    comp_df = pl.concat(comp_frames) if comp_frames else composition_frame()
     return Simulation(sid, policy.name, config, cache.name, tokenizer_id, budget, runs_df, reqs_df,
-                      sorted({r.token_source for r in runs}))
+                      sorted({r.token_source for r in runs}), comp_df.with_columns(pl.lit(sid).alias("sim_id")))
 
 
 def store_simulation(con: duckdb.DuckDBPyConnection, sim: Simulation) -> None:
     """Replace any earlier result with the same sim_id, in one transaction."""
     con.execute("BEGIN")
     try:
-        for table in ("simulations", "sim_runs", "sim_requests"):
+        for table in ("simulations", "sim_runs", "sim_requests", "sim_composition"):
             con.execute(f"DELETE FROM {table} WHERE sim_id = ?", [sim.sim_id])
         con.execute("INSERT INTO simulations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [sim.sim_id, sim.policy, json.dumps(sim.config, sort_keys=True), sim.cache_model,
                      sim.tokenizer_id, ",".join(sim.token_sources), sim.budget.window, sim.budget.reserve,
                      sim.runs.height, datetime.now(UTC).replace(tzinfo=None)])
-        for table, df in (("sim_runs", sim.runs), ("sim_requests", sim.requests)):
+        for table, df in (("sim_runs", sim.runs), ("sim_requests", sim.requests), ("sim_composition", sim.composition)):
             if df.height:
                 cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
                 arrow = df.select(cols).to_arrow()  # noqa: F841 (read by DuckDB's replacement scan)
@@ -88,3 +92,14 @@ def totals(sim: Simulation) -> dict:
     s["cache_hit_rate"] = s["cached_tokens"] / s["prompt_tokens"] if s["prompt_tokens"] else 0.0
     s["cost_usd"] = float(np.round(df["cost_usd"].sum(), 4))
     return s
+
+
+def composition_totals(sim: Simulation) -> pl.DataFrame:
+    """Window composition by tool over all runs: tokens per (tool, part), share of all prompt tokens, largest first."""
+    total = int(sim.runs["prompt_tokens"].sum()) if sim.runs.height else 0
+    df = sim.composition
+    if not df.height:
+        return df.select("tool", "part", "tokens", "share")
+    return (df.group_by("tool", "part").agg(pl.col("tokens").sum())
+            .with_columns((pl.col("tokens") / total if total else pl.lit(0.0)).alias("share"))
+            .sort(["tokens", "tool", "part"], descending=[True, False, False]))

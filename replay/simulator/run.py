@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from replay.metrics.composition import ToolComposition
 from replay.metrics.cost import input_price, prompt_cost
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.metrics.runs import run_row
@@ -39,6 +40,21 @@ def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budg
 
     ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0;
     ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent)."""
+    return _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, None)
+
+
+def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
+                         near_margin: float = 0.05, price: float | None = None, overhead: int = 0,
+                         warm: bool = False) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
+    """:func:`simulate_run` (same columns and run row) plus the window composition by tool and part."""
+    by_tool = ToolComposition(run)
+    cols, row = _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, by_tool)
+    return cols, row, by_tool
+
+
+def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None, near_margin: float,
+              price: float | None, overhead: int, warm: bool,
+              by_tool: ToolComposition | None) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
     policy.reset(run, budget)
     cache.reset(run.model)
@@ -68,6 +84,8 @@ def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budg
         live = errors[errors < end]
         err_hidden[:len(live)] |= view.forms[live] != ORIGINAL
         comp = np.bincount(run.kind[:end], weights=view.seg_tokens, minlength=len(KINDS))
+        if by_tool is not None:
+            by_tool.add(view, end, prompt)
         row = (k, int(run.req_step[k]), end, prompt, view.est_tokens, prompt + budget.reserve > budget.window,
                prompt + budget.reserve > budget.window * (1 - near_margin), view.emergency, view.summarised,
                int(full_cum[end] - view.seg_tokens.sum()), cached, written,
