@@ -67,9 +67,12 @@ class CodexTuiReader:
     def _event(d: Deferred, t: str | None, msg: dict, line: int, ts: str | None) -> None:
         b, at = d.b, {"ts": ts, "line": line}
         if t == "token_count":
-            d.request(ts=ts, line=line, model=b.run.model, **openai_usage(msg))
+            reasoning = msg.get("reasoning_output_tokens")
+            d.request(reasoning if isinstance(reasoning, int) else None, ts=ts, line=line, model=b.run.model,
+                      **openai_usage(msg))
         elif t == "agent_reasoning" and msg.get("text"):
-            d.output(lambda: b.add("reasoning", "assistant", msg["text"], **at))
+            # the text is a summary; the server keeps the full (encrypted) reasoning, sized by the request
+            d.output(lambda: d.encrypted_reasoning(b.add("reasoning", "assistant", msg["text"], **at).seq))
         elif t == "agent_message" and msg.get("message"):
             d.output(lambda: b.add("assistant_text", "assistant", msg["message"], **at))
         elif t == "exec_command_begin":
