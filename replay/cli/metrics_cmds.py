@@ -13,6 +13,7 @@ from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, 
 from replay.errors import ReplayError
 from replay.metrics.placeholders import DEFAULT_K, SCOPES, recall_rates
 from replay.store import open_store
+from replay.store.queries import has_relation
 
 
 @app.command()
@@ -29,6 +30,10 @@ def placeholders(
     if baseline not in SCOPES:
         raise ReplayError(f"--baseline {baseline!r}: choose one of {', '.join(SCOPES)}")
     con = open_store(db, read_only=True)
+    if not has_relation(con, "placeholders"):
+        con.close()
+        raise ReplayError(f"{db}: this store predates placeholder events; open it once for writing (e.g. "
+                          f"`replay ingest PATHS --db {db}`) to add them, then re-ingest into a new store")
     try:
         table = recall_rates(con, k, baseline)
     finally:
@@ -36,8 +41,9 @@ def placeholders(
     if csv is not None:
         table.write_csv(csv)
     if not table.height:
-        console.print("no placeholder events in this store: no wording has a rate (ingest logs that record what each "
-                      "request sent, e.g. SWE-agent 1.x trajectories)")
+        console.print("no placeholder events in this store, so no wording has a rate. Logs that record what each "
+                      "request sent (e.g. SWE-agent 1.x trajectories) or clipped outputs give them; files ingested "
+                      "before replay recorded placeholders need a new store (re-ingesting the same file is a no-op)")
         return
     title = f"placeholder re-calls within the next {k} calls (baseline: {baseline} runs, same age, not replaced)"
     emit(_display(table) if fmt == "table" else table, fmt, title=title)

@@ -21,3 +21,14 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def run_items(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
     return frame(con, "SELECT * FROM items WHERE run_id = ? ORDER BY seq", [run_id])
+
+
+def has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """True when the store has a table or view called ``name`` (an old store opened read-only may not)."""
+    return con.cursor().execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
+                                [name]).fetchone()[0] > 0
+
+
+def placeholder_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """What requests showed in place of outputs: run_id, step, seq, call_id, tool_name, wording, origin, chars."""
+    return frame(con, "SELECT * FROM placeholders ORDER BY run_id, step, seq")

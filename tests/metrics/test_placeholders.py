@@ -122,3 +122,21 @@ def test_corpus_swe_agent_old_environment_output(corpus_db) -> None:
     assert 0 < row["rate"] < 1 and row["ci_low"] < row["rate"] < row["ci_high"]
     n_shown = corpus_db.execute(f"SELECT count(*) FROM placeholders WHERE wording = '{OLD}'").fetchone()[0]
     assert n_shown == 3089  # 3,225 in the files, less the 136 in each run's last step (a prompt never sent)
+
+
+def test_cli_table_and_csv(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    db = tmp_path / "cli.duckdb"
+    con = open_store(db)
+    ingest(con, [swe_traj(tmp_path / "p.traj", PLACEHOLDER_ACTIONS, keep_last=1)])
+    con.close()
+    out = tmp_path / "rates.csv"
+    result = CliRunner().invoke(app, ["placeholders", "--k", "2", "--db", str(db), "--csv", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "placeholder re-calls within the next 2 calls" in result.output
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("wording,origin,events,recalls,rate,ci_low,ci_high") and len(lines) == 2
+    assert lines[1].startswith(f"{OLD},prompt,3,2,")
