@@ -21,6 +21,8 @@ def placeholders(
     k: Annotated[int, typer.Option("--k", help="Watch the next k tool calls after a placeholder.")] = DEFAULT_K,
     baseline: Annotated[str, typer.Option(help="Baseline runs: 'format' (runs of the same formats as the "
                                                "wording's events) or 'all'.")] = "format",
+    by_run: Annotated[bool, typer.Option("--by-run", help="One row per wording and run (events cluster by run; "
+                                                           "the pooled interval assumes they do not).")] = False,
     csv: Annotated[Path | None, typer.Option("--csv", help="Also write the table to this CSV file.")] = None,
     db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
 ) -> None:
@@ -35,7 +37,7 @@ def placeholders(
         raise ReplayError(f"{db}: this store predates placeholder events; open it once for writing (e.g. "
                           f"`replay ingest PATHS --db {db}`) to add them, then re-ingest into a new store")
     try:
-        table = recall_rates(con, k, baseline)
+        table = recall_rates(con, k, baseline, by_run)
     finally:
         con.close()
     if csv is not None:
@@ -57,6 +59,7 @@ def _display(table: pl.DataFrame) -> pl.DataFrame:
     short = pl.when(pl.col("wording").str.len_chars() > 48).then(
         pl.col("wording").str.slice(0, 47) + pl.lit("…")).otherwise(pl.col("wording"))
     return table.select(
-        short.alias("wording"), "origin", "events", "recalls", (pl.col("rate") * 100).round(1).alias("rate %"),
+        *(["run_id"] if "run_id" in table.columns else []), short.alias("wording"), "origin", "events", "recalls",
+        (pl.col("rate") * 100).round(1).alias("rate %"),
         ci("ci_low", "ci_high").alias("95% CI"), pl.col("base_events").alias("base n"),
         (pl.col("base_rate") * 100).round(1).alias("base %"), ci("base_ci_low", "base_ci_high").alias("base 95% CI"))

@@ -181,8 +181,8 @@ def _baseline(runs: dict[str, _Run], shown: pl.DataFrame, events: pl.DataFrame, 
                                       "request": pl.Int64, "age": pl.Int64, "recalled": pl.Int8})
 
 
-def _rates(df: pl.DataFrame, prefix: str = "") -> pl.DataFrame:
-    agg = (df.filter(pl.col("recalled") >= 0).group_by(["wording", "origin"])
+def _rates(df: pl.DataFrame, prefix: str = "", keys: tuple[str, ...] = ("wording", "origin")) -> pl.DataFrame:
+    agg = (df.filter(pl.col("recalled") >= 0).group_by(list(keys))
            .agg(pl.len().alias("n"), pl.col("recalled").cast(pl.Int64).sum().alias("hits"),
                 pl.col("age").unique().sort().cast(pl.Utf8).str.join(",").alias("ages"),
                 pl.col("run_id").n_unique().alias("runs")))
@@ -195,15 +195,23 @@ def _rates(df: pl.DataFrame, prefix: str = "") -> pl.DataFrame:
               "ci_low": f"{prefix}ci_low", "ci_high": f"{prefix}ci_high"})
 
 
-def recall_rates(con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K, scope: str = "format") -> pl.DataFrame:
-    """Per wording: events, re-calls within the next ``k`` calls, rate and Wilson 95% CI, and the baseline."""
+def recall_rates(con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K, scope: str = "format",
+                 by_run: bool = False) -> pl.DataFrame:
+    """Per wording: events, re-calls within the next ``k`` calls, rate and Wilson 95% CI, and the baseline.
+
+    The interval treats events as independent; they cluster by run, so ``by_run`` (one row per wording and
+    run, with a ``run_id`` column first; the baseline stays per wording) shows whether one run drives a rate."""
     if k < 1:
         raise ValueError("k must be at least 1")
     events, base = placeholder_points(con, k, scope)
-    main = _rates(events)
+    keys = ("wording", "origin", "run_id") if by_run else ("wording", "origin")
+    columns = (["run_id"] if by_run else []) + COLUMNS
+    main = _rates(events, keys=keys)
     if not main.height:
-        return pl.DataFrame(schema={c: pl.Utf8 if c in ("wording", "origin", "ages") else pl.Float64 for c in COLUMNS})
+        return pl.DataFrame(schema={c: pl.Utf8 if c in ("wording", "origin", "ages", "run_id") else pl.Float64
+                                    for c in columns})
     contrast = _rates(base, "base_").drop("ages", "runs")
     return (main.join(contrast, on=["wording", "origin"], how="left")
             .with_columns(pl.col("base_events").fill_null(0), pl.col("base_recalls").fill_null(0))
-            .select(COLUMNS).sort(["events", "wording"], descending=[True, False]))
+            .select(columns).sort(["events", "wording"] + (["run_id"] if by_run else []),
+                                  descending=[True, False] + ([False] if by_run else [])))

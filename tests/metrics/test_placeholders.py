@@ -80,6 +80,8 @@ def test_rate_interval_and_baseline_for_a_known_case(store, tmp_path: Path) -> N
     assert (one["base_events"], one["base_recalls"], one["base_rate"]) == (2, 2, 1.0)
     two = recall_rates(store, k=2).row(0, named=True)
     assert (two["events"], two["recalls"]) == (3, 2)
+    per_run = recall_rates(store, k=2, by_run=True)
+    assert per_run.height == 1 and per_run["run_id"][0].startswith("p-") and per_run["recalls"][0] == 2
 
 
 def test_clip_markers_at_source_and_unseen_wordings(store, tmp_path: Path) -> None:
