@@ -12,13 +12,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+import polars as pl
+
 from replay.errors import ReplayError
 from replay.simulator import kernels
 from replay.simulator.arrays import RunArrays
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
 
 Task = tuple[str, dict[str, Any]]
-Result = tuple[str, list[dict[str, Any]]]
+Result = tuple[str, pl.DataFrame]
 
 
 @dataclass(frozen=True)
@@ -45,14 +47,15 @@ def point_rows(ctx: Context, task: Task) -> Result:
     try:
         point = resolve(ctx.policy, params, ctx.cache)
     except ReplayError as exc:
-        return pid, [{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs]
+        return pid, _frame([{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs])
     base["config"] = config_json(point)
     try:
-        fast = kernels.point_rows(ctx.packed, point)
+        fast = kernels.point_frame(ctx.packed, point)
     except Exception:  # noqa: BLE001 - the reference path below records the error per run
         fast = None
     if fast is not None:
-        return pid, [{**base, "error": None, **row} for row in fast]
+        return pid, fast.with_columns(pl.lit(None, pl.String).alias("error"),
+                                      *(pl.lit(v).alias(k) for k, v in base.items()))
     rows = []
     for run in ctx.runs:
         try:
@@ -60,7 +63,11 @@ def point_rows(ctx: Context, task: Task) -> Result:
         except Exception as exc:  # noqa: BLE001 - recorded with the point, never silently dropped
             rows.append({**base, "run_id": run.run_id, "error": f"{type(exc).__name__}: {exc}"[:2000] + "\n"
                          + traceback.format_exc(limit=3)[-1000:]})
-    return pid, rows
+    return pid, _frame(rows)
+
+
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, infer_schema_length=None)
 
 
 _CTX: Context | None = None

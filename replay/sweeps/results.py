@@ -53,31 +53,28 @@ def done_points(con: duckdb.DuckDBPyConnection, sweep_id: str, n_runs: int) -> s
     return {r[0] for r in rows}
 
 
-def _sql_type(values: list[Any]) -> str:
-    present = [v for v in values if v is not None]
-    if present and all(isinstance(v, bool) for v in present):
+def _sql_type(dtype: pl.DataType) -> str:
+    if dtype == pl.Boolean:
         return "BOOLEAN"
-    if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+    if dtype.is_numeric() or dtype == pl.Null:
         return "DOUBLE"
     return "VARCHAR"
 
 
-def _add_columns(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+def _add_columns(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> None:
     existing = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
                                           "WHERE table_name = 'sweep_results'").fetchall()}
-    names = sorted(set().union(*rows) - existing)
-    for name in names:
-        typ = _sql_type([row.get(name) for row in rows])
-        con.execute(f'ALTER TABLE sweep_results ADD COLUMN "{name}" {typ}')
+    for name in sorted(set(frame.columns) - existing):
+        con.execute(f'ALTER TABLE sweep_results ADD COLUMN "{name}" {_sql_type(frame.schema[name])}')
 
 
-def commit_batch(con: duckdb.DuckDBPyConnection, rows: list[dict[str, Any]]) -> None:
+def commit_batch(con: duckdb.DuckDBPyConnection, frames: list[pl.DataFrame]) -> None:
     """Insert the rows of whole points in one transaction."""
-    if not rows:
+    if not frames:
         return
-    _add_columns(con, rows)
-    now = datetime.now(UTC).replace(tzinfo=None)
-    frame = pl.DataFrame([{**r, "computed_at": now} for r in rows], infer_schema_length=None)
+    frame = pl.concat(frames, how="diagonal_relaxed").with_columns(
+        pl.lit(datetime.now(UTC).replace(tzinfo=None)).alias("computed_at"))
+    _add_columns(con, frame)
     con.execute("BEGIN")
     try:
         con.register("_batch", frame.to_arrow())

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import polars as pl
 
 from replay.errors import ReplayError
 from replay.sweeps import results
@@ -66,12 +67,12 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     tasks = [(pid, p) for p in points if (pid := point_id(p)) not in done]
     ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs))
     computed = errors = 0
-    batch: list[dict] = []
+    batch: list[pl.DataFrame] = []
     bar = _bar(progress, len(points), len(points) - len(tasks))
     try:
         for i, (_, rows) in enumerate(get_executor(executor)(ctx, tasks, workers), start=1):
-            batch.extend(rows)
-            errors += sum(r.get("error") is not None for r in rows)
+            batch.append(rows)
+            errors += rows["error"].is_not_null().sum()
             bar.advance()
             if i % spec.batch == 0 or i == len(tasks):
                 results.commit_batch(con, batch)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from replay.simulator.kernels import COMPILED_POLICIES, pack, point_rows
+from replay.simulator.kernels import COMPILED_POLICIES, pack, point_frame
 from replay.simulator.load import load_runs
 from replay.sweeps.adapter import evaluate_point, resolve
 from tests.simulator.synth import synth_run
@@ -45,8 +45,8 @@ def corpus_runs(corpus_db):
 @pytest.mark.parametrize("case", CASES, ids=[f"{p}-{c}-{i}" for i, (p, _, c) in enumerate(CASES)])
 def test_corpus_rows_match_reference(corpus_runs, case):
     policy, params, cache = case
-    rows = point_rows(pack(corpus_runs), resolve(policy, params, cache))
-    assert rows is not None and len(rows) == len(corpus_runs)
+    rows = point_frame(pack(corpus_runs), resolve(policy, params, cache)).to_dicts()
+    assert len(rows) == len(corpus_runs)
     assert sum(r["prompt_tokens"] for r in rows) > 0
     for run, row in zip(corpus_runs, rows, strict=True):
         assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"{run.run_id} {params} {cache}")
@@ -54,7 +54,7 @@ def test_corpus_rows_match_reference(corpus_runs, case):
 
 def test_cases_exercise_every_tier(corpus_runs):
     """The corpus cases above reach summaries, emergencies and evicted reads, so the comparison covers them."""
-    rows = [r for p, params, c in CASES for r in point_rows(pack(corpus_runs), resolve(p, params, c))]
+    rows = [r for p, params, c in CASES for r in point_frame(pack(corpus_runs), resolve(p, params, c)).to_dicts()]
     for key in ("summaries", "emergencies", "repeat_evicted", "overflow_incidents", "evicted_failures"):
         assert sum(r[key] for r in rows) > 0, key
 
@@ -71,10 +71,10 @@ def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, fl
     params = {"window": window, "reserve": reserve, "estimator": estimator}
     if policy == "seed_a":
         params |= {"reclaim_floor": floor, "summary_at": summary_at, "protect_tokens": protect}
-    rows = point_rows(pack(runs), resolve(policy, params, cache))
+    rows = point_frame(pack(runs), resolve(policy, params, cache)).to_dicts()
     for run, row in zip(runs, rows, strict=True):
         assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"seed {seed} {params} {cache}")
 
 
 def test_no_twin_means_reference_path():
-    assert point_rows(pack([synth_run(3)]), resolve("masking", {}, "anthropic")) is None
+    assert point_frame(pack([synth_run(3)]), resolve("masking", {}, "anthropic")) is None

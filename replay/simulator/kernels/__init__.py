@@ -1,6 +1,6 @@
 """Compiled twins of the reference simulator for the policies sweeps spend their time on.
 
-``point_rows`` gives, for one sweep point, exactly the run rows ``replay.sweeps.adapter.evaluate`` gives,
+``point_frame`` gives, for one sweep point, exactly the run rows ``replay.sweeps.adapter.evaluate`` gives,
 hundreds of times faster; it returns None when the policy has no compiled twin (the caller falls back to the
 reference path). The reference simulator stays the definition: tests compare both on the corpus.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import polars as pl
 
-from replay.metrics.cost import prompt_cost
 from replay.simulator.kernels.caches import CODES, cache_params
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
 from replay.simulator.kernels.packed import PackedRuns, pack
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 COMPILED_POLICIES = ("full", "seed_a")
 
 
-def point_rows(packed: PackedRuns, point: Point) -> list[dict] | None:
+def point_frame(packed: PackedRuns, point: Point) -> pl.DataFrame | None:
     """Run rows for one resolved point over every packed run, or None if its policy has no compiled twin."""
     if point.policy.name not in COMPILED_POLICIES or type(point.cache) not in CODES:
         return None
@@ -33,40 +33,35 @@ def point_rows(packed: PackedRuns, point: Point) -> list[dict] | None:
     p = k.policy_params(config, budget.window, budget.reserve)
     by_model = {m: cache_params(model, m) for m in set(packed.models)}
     cps = np.stack([by_model[m] for m in packed.models]) if packed.n_runs else np.zeros((0, N_CACHE_PARAMS))
-    out = k.corpus_kernel(p, cps, packed.item_off, packed.req_off, packed.ev_off, packed.err_off, packed.kind,
-                          packed.tokens, packed.chars, packed.access, packed.pair, packed.req_end, packed.req_ts,
-                          packed.ev_prev, packed.ev_decide, packed.ev_changed, packed.ev_tokens, packed.err_pos,
-                          packed.first_body)
-    rows = []
-    out = out.tolist()
-    for r, run_id in enumerate(packed.run_ids):
-        o = out[r]
-        n = int(packed.req_off[r + 1] - packed.req_off[r])
-        s = packed.static[r]
-        prompt, cached, written, summaries = o[k.O_PROMPT], o[k.O_CACHED], o[k.O_WRITTEN], o[k.O_SUMMARIES]
-        uncached = prompt - cached - written
-        rows.append({
-            "run_id": run_id, "requests": n, "overflow_incidents": o[k.O_OVERFLOW], "near_misses": o[k.O_NEAR],
-            "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
-            "summaries_per_100": 100.0 * summaries / n if n else 0.0,
-            "requests_between_summaries": (o[k.O_LAST_SUMMARY] - o[k.O_FIRST_SUMMARY]) / (summaries - 1)
-            if summaries > 1 else None,
-            "tokens_after_summary": o[k.O_PROMPT_AFTER_SUMMARY] / summaries if summaries else None,
-            "prompt_tokens": prompt, "est_tokens": o[k.O_EST], "cached_tokens": cached, "written_tokens": written,
-            "uncached_tokens": uncached, "cache_hit_rate": cached / prompt if prompt else 0.0,
-            "trimmed_tokens": o[k.O_TRIMMED], "max_prompt_tokens": o[k.O_MAX_PROMPT],
-            "recorded_prompt": s["recorded_prompt"], "recorded_cache_read": s["recorded_cache_read"],
-            "recorded_cache_share": s["recorded_cache_share"],
-            "max_reads_one_resource": s["max_reads_one_resource"],
-            "repeat_changed": o[k.O_CHANGED], "repeat_changed_tokens": o[k.O_CHANGED_TOK],
-            "repeat_visible": o[k.O_VISIBLE], "repeat_visible_tokens": o[k.O_VISIBLE_TOK],
-            "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
-            "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
-            "cost_usd": prompt_cost(uncached, cached, written, s["price_per_mtok"], model.read_multiplier,
-                                    model.write_multiplier),
-            "price_per_mtok": s["price_per_mtok"], "cache_model": model.name, "token_source": s["token_source"],
-            "window": budget.window, "reserve": budget.reserve})
-    return rows
+    o = k.corpus_kernel(p, cps, packed.item_off, packed.req_off, packed.ev_off, packed.err_off, packed.kind,
+                        packed.tokens, packed.chars, packed.access, packed.pair, packed.req_end, packed.req_ts,
+                        packed.ev_prev, packed.ev_decide, packed.ev_changed, packed.ev_tokens, packed.err_pos,
+                        packed.first_body).T
+    n = np.diff(packed.req_off)
+    prompt, cached, written, summaries = o[k.O_PROMPT], o[k.O_CACHED], o[k.O_WRITTEN], o[k.O_SUMMARIES]
+    uncached = prompt - cached - written
+    price = packed.static["price_per_mtok"].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = np.where(summaries > 1, (o[k.O_LAST_SUMMARY] - o[k.O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
+        after = np.where(summaries > 0, o[k.O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
+        hit = np.where(prompt > 0, cached / prompt, 0.0)
+        per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
+    metrics = pl.DataFrame({
+        "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
+        "near_misses": o[k.O_NEAR], "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
+        "summaries_per_100": per_100, "requests_between_summaries": between, "tokens_after_summary": after,
+        "prompt_tokens": prompt, "est_tokens": o[k.O_EST], "cached_tokens": cached, "written_tokens": written,
+        "uncached_tokens": uncached, "cache_hit_rate": hit, "trimmed_tokens": o[k.O_TRIMMED],
+        "max_prompt_tokens": o[k.O_MAX_PROMPT],
+        "repeat_changed": o[k.O_CHANGED], "repeat_changed_tokens": o[k.O_CHANGED_TOK],
+        "repeat_visible": o[k.O_VISIBLE], "repeat_visible_tokens": o[k.O_VISIBLE_TOK],
+        "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
+        "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
+        "cost_usd": (uncached + written * model.write_multiplier + cached * model.read_multiplier) * price / 1e6,
+    }, nan_to_null=True)
+    return pl.concat([metrics, packed.static], how="horizontal").with_columns(
+        pl.lit(model.name).alias("cache_model"), pl.lit(budget.window).alias("window"),
+        pl.lit(budget.reserve).alias("reserve"))
 
 
 def warm_up(policy_name: str) -> None:
@@ -74,7 +69,7 @@ def warm_up(policy_name: str) -> None:
     if policy_name in COMPILED_POLICIES:
         from replay.sweeps.adapter import resolve
 
-        point_rows(pack([]), resolve(policy_name, {}, "anthropic"))
+        point_frame(pack([]), resolve(policy_name, {}, "anthropic"))
 
 
-__all__ = ["COMPILED_POLICIES", "PackedRuns", "pack", "point_rows", "warm_up"]
+__all__ = ["COMPILED_POLICIES", "PackedRuns", "pack", "point_frame", "warm_up"]

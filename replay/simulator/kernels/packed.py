@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import polars as pl
 
 from replay.metrics.cost import input_price
 from replay.metrics.repeat_reads import read_events
@@ -34,7 +35,7 @@ class PackedRuns:
     ev_tokens: np.ndarray
     err_pos: np.ndarray     # run-local positions of failed tool results
     first_body: np.ndarray  # per run: first position after the system/tool_defs prefix
-    static: tuple[dict, ...]  # per run: metrics that do not depend on the policy
+    static: pl.DataFrame    # per run: metrics that do not depend on the policy
     models: tuple[str | None, ...]
 
     @property
@@ -44,6 +45,10 @@ class PackedRuns:
     @property
     def n_requests(self) -> int:
         return int(self.req_off[-1])
+
+
+STATIC_SCHEMA = {"recorded_prompt": pl.Int64, "recorded_cache_read": pl.Int64, "recorded_cache_share": pl.Float64,
+                 "max_reads_one_resource": pl.Int64, "price_per_mtok": pl.Float64, "token_source": pl.String}
 
 
 def _static(run: RunArrays, max_reads: int) -> dict:
@@ -84,5 +89,6 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         ev_changed=cat([e.changed[o] for e, o in zip(events, orders, strict=True)], np.bool_),
         ev_tokens=cat([e.tokens[o] for e, o in zip(events, orders, strict=True)], np.int64),
         err_pos=cat(errors, np.int64), first_body=np.array(first_body, dtype=np.int64),
-        static=tuple(_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)),
+        static=pl.DataFrame([_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)],
+                            schema=STATIC_SCHEMA),
         models=tuple(r.model for r in runs))
