@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from functools import cache
 from typing import Any
 
 from replay.errors import ReplayError
@@ -13,6 +14,7 @@ POLICY_MODULES = ["baselines", "oracle", "seed_a", "masking", "clear_tool_uses",
                   "openhands"]
 
 
+@cache
 def registry() -> dict[str, type[Policy]]:
     """name -> Policy class, from every module in POLICY_MODULES (a missing module is an error)."""
     out: dict[str, type[Policy]] = {}

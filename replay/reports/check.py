@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from replay.sweeps.adapter import evaluate
+from replay.sweeps.adapter import evaluate_runs, resolve
 from replay.sweeps.policy_file import PolicyFile
 
 # metric -> (worse when it goes "up" or "down", tolerance kind, default tolerance)
@@ -46,8 +46,7 @@ def worsening(metric: str, base: float, cand: float) -> float:
 
 
 def simulate_all(pf: PolicyFile, runs: list) -> pl.DataFrame:
-    rows = [{"run_id": r.run_id, **evaluate(r, pf.name, pf.params, pf.cache)} for r in runs]
-    return pl.DataFrame(rows, infer_schema_length=None)
+    return evaluate_runs(runs, resolve(pf.name, pf.params, pf.cache))
 
 
 def _aggregate(df: pl.DataFrame, metric: str) -> float:

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import polars as pl
+
 from replay.policies import Budget, Policy, make_policy, policy_class
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel, make_cache
@@ -61,14 +63,20 @@ def effective_config(policy_name: str, params: dict[str, Any], cache: str) -> di
     return resolve(policy_name, params, cache).effective_config()
 
 
-def evaluate(run: RunArrays, policy_name: str, params: dict[str, Any], cache: str) -> dict[str, Any]:
-    """Simulate one run under one point with the reference simulator; the run-level metrics row (scalars only)."""
-    return evaluate_point(run, resolve(policy_name, params, cache))
-
-
 def evaluate_point(run: RunArrays, point: Point) -> dict[str, Any]:
+    """Simulate one run under one point with the reference simulator; the run-level metrics row (scalars only)."""
     _, row = simulate_run(run, point.policy, point.cache, budget=point.budget)
     return {k: v for k, v in row.items() if isinstance(v, (int, float, bool, str)) or v is None}
+
+
+def evaluate_runs(runs: list[RunArrays], point: Point) -> pl.DataFrame:
+    """One row per run under ``point``: the compiled twin when the policy has one, else the reference."""
+    from replay.simulator import kernels
+
+    fast = kernels.point_frame(kernels.pack(runs), point)
+    if fast is not None:
+        return fast
+    return pl.DataFrame([{"run_id": r.run_id, **evaluate_point(r, point)} for r in runs], infer_schema_length=None)
 
 
 def config_json(point: Point) -> str:

@@ -96,8 +96,9 @@ def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Resu
     if n <= 1 or len(tasks) <= 1:
         yield from run_serial(ctx, tasks)
         return
-    kernels.warm_up(ctx.policy)  # compile once here, not in every worker
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    kernels.warm_up(ctx.policy)  # compile into the on-disk cache once; workers only load it
+    # never fork: the parent's polars/numba thread pools would deadlock the children
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     with mp.get_context(method).Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
         yield from pool.imap_unordered(_work, tasks, chunksize=1)
 
