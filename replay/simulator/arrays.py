@@ -53,6 +53,7 @@ class RunArrays:
     req_ts: np.ndarray      # float64
     rec_prompt: np.ndarray  # int64 recorded prompt tokens, -1 unknown
     rec_cache_read: np.ndarray  # int64 recorded cache reads, -1 unknown
+    rec_input: np.ndarray   # int64 recorded uncached input tokens (Anthropic input_tokens), -1 unknown
     token_source: str = ESTIMATE_LABEL
     model: str | None = None
     tool_names: tuple[str, ...] = ()
@@ -120,6 +121,8 @@ def build(run_id: str, items: list[dict], requests: list[dict], token_source: st
         req_step=req_step, req_end=np.searchsorted(order, req_step, side="right").astype(np.int32),
         req_ts=np.array([epoch(r.get("ts")) for r in requests], dtype=np.float64),
         rec_prompt=np.array([_prompt(r) for r in requests], dtype=np.int64),
+        rec_input=np.array([-1 if r.get("input_tokens") is None else r["input_tokens"] for r in requests],
+                           dtype=np.int64),
         rec_cache_read=np.array([-1 if r.get("cache_read") is None else r["cache_read"] for r in requests],
                                 dtype=np.int64),
         token_source=token_source, model=model, tool_names=tool_names, resources=resources,

@@ -35,12 +35,13 @@ def _check(view: object, k: int, end: int) -> View:
 
 def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
                  near_margin: float = 0.05, price: float | None = None, overhead: int = 0,
-                 warm: bool = False) -> tuple[dict[str, np.ndarray], dict]:
+                 warm: bool = False, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     """Replay one run under ``policy``; return per-request columns and one run row of raw counters.
 
     ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0;
-    ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent)."""
-    return _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, None)
+    ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent);
+    ``tail``: tokens the log does not hold that the harness sends after the last cache breakpoint (never cached)."""
+    return _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, None, tail)
 
 
 def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
@@ -54,7 +55,7 @@ def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel, budg
 
 def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None, near_margin: float,
               price: float | None, overhead: int, warm: bool,
-              by_tool: ToolComposition | None) -> tuple[dict[str, np.ndarray], dict]:
+              by_tool: ToolComposition | None, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
     policy.reset(run, budget)
     cache.reset(run.model)
@@ -75,7 +76,7 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget 
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
         cum = view.cumulative() + overhead
-        prompt = view.prompt_tokens + overhead
+        prompt = view.prompt_tokens + overhead + tail
         ts = float(run.req_ts[k])
         cached, written = cache.request(view, cum, ts, min(system_default, end))
         ev = order[bounds[k]:bounds[k + 1]]
