@@ -87,8 +87,10 @@ def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, 
     ax = _axes(ax)
     ax.scatter(points[x], points[y], color="lightgrey", edgecolor="grey", label="sweep points")
     front = points.filter(pl.Series(mask)).sort(x)
-    ax.plot(front[x], front[y], "o-", color="C3", label="Pareto front")
-    if label_param and label_param in front.columns:
+    labelled = bool(label_param and label_param in front.columns)
+    ax.plot(front[x], front[y], "o-", color="C3",
+            label=f"Pareto front (labels: {label_param})" if labelled else "Pareto front")
+    if labelled:
         for row in front.iter_rows(named=True):
             ax.annotate(f"{row[label_param]:,.0f}", (row[x], row[y]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
