@@ -10,6 +10,8 @@ PRICES: dict[str, float] = {
     "gpt-4o": 2.5, "gpt-4.1": 2.0, "o3": 2.0, "minimax": 0.3,
 }
 DEFAULT_PRICE = 3.0
+# Output tokens cost this many times input tokens (list prices: Anthropic 5x, OpenAI GPT-5 family 8x, 4o 4x).
+OUTPUT_MULTIPLIER = 5.0
 
 
 def input_price(model: str | None, table: dict[str, float] | None = None) -> float:
@@ -24,3 +26,9 @@ def prompt_cost(uncached: int, cached: int, written: int, price: float, read_mul
                 write_mult: float) -> float:
     """USD for one prompt: uncached input + cache writes (premium) + cache reads (discount)."""
     return (uncached + written * write_mult + cached * read_mult) * price / 1e6
+
+
+def summary_cost(history_tokens: int, summary_tokens: int, price: float, read_mult: float) -> float:
+    """USD for the summarisation calls: each reads the history it summarises (its prefix is the previous
+    request's, so cached) and writes the summary as output."""
+    return (history_tokens * read_mult + summary_tokens * OUTPUT_MULTIPLIER) * price / 1e6

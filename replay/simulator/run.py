@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from replay.metrics.composition import ToolComposition
-from replay.metrics.cost import input_price, prompt_cost
+from replay.metrics.cost import input_price, prompt_cost, summary_cost
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.metrics.runs import run_row
 from replay.model import KINDS
@@ -101,8 +101,12 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget 
     uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
     cost = prompt_cost(int(uncached.sum()), int(cols["cached_tokens"].sum()), int(cols["written_tokens"].sum()),
                        unit, cache.read_multiplier, cache.write_multiplier)
+    summ = np.flatnonzero(cols["summarised"])
+    history = int(cols["prompt_tokens"][summ[summ > 0] - 1].sum())
+    s_cost = summary_cost(history, int(cols["summary_tokens"][summ].sum()), unit, cache.read_multiplier)
     extra = {**reads, "evicted_failures": int(err_hidden.sum()),
-             "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()), "cost_usd": cost,
+             "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()), "cost_usd": cost + s_cost,
+             "summary_cost_usd": s_cost,
              "price_per_mtok": unit, "cache_model": cache.name, "token_source": run.token_source,
              "window": budget.window, "reserve": budget.reserve}
     return cols, run_row(run.run_id, cols, extra)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from replay.metrics.cost import OUTPUT_MULTIPLIER
 from replay.simulator.kernels.caches import CODES, cache_params
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
 from replay.simulator.kernels.packed import PackedRuns, pack
@@ -46,6 +47,7 @@ def point_frame(packed: PackedRuns, point: Point) -> pl.DataFrame | None:
         after = np.where(summaries > 0, o[k.O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
+    s_cost = (o[k.O_SUMMARY_HISTORY] * model.read_multiplier + o[k.O_SUMMARY_OUT] * OUTPUT_MULTIPLIER) * price / 1e6
     metrics = pl.DataFrame({
         "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
         "near_misses": o[k.O_NEAR], "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
@@ -57,7 +59,8 @@ def point_frame(packed: PackedRuns, point: Point) -> pl.DataFrame | None:
         "repeat_visible": o[k.O_VISIBLE], "repeat_visible_tokens": o[k.O_VISIBLE_TOK],
         "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
         "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
-        "cost_usd": (uncached + written * model.write_multiplier + cached * model.read_multiplier) * price / 1e6,
+        "cost_usd": (uncached + written * model.write_multiplier + cached * model.read_multiplier) * price / 1e6
+        + s_cost, "summary_cost_usd": s_cost,
     }, nan_to_null=True)
     return pl.concat([metrics, packed.static], how="horizontal").with_columns(
         pl.lit(model.name).alias("cache_model"), pl.lit(budget.window).alias("window"),

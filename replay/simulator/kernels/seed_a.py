@@ -29,8 +29,8 @@ N_PARAMS = 18
 # per-run outputs (int64 vector)
 (O_OVERFLOW, O_NEAR, O_EMERGENCY, O_SUMMARIES, O_FIRST_SUMMARY, O_LAST_SUMMARY, O_PROMPT_AFTER_SUMMARY,
  O_PROMPT, O_EST, O_CACHED, O_WRITTEN, O_TRIMMED, O_MAX_PROMPT, O_CHANGED, O_CHANGED_TOK, O_VISIBLE,
- O_VISIBLE_TOK, O_EVICTED, O_EVICTED_TOK, O_FAILURES, O_FAILURE_TOK) = range(21)
-N_OUT = 21
+ O_VISIBLE_TOK, O_EVICTED, O_EVICTED_TOK, O_FAILURES, O_FAILURE_TOK, O_SUMMARY_HISTORY, O_SUMMARY_OUT) = range(23)
+N_OUT = 23
 
 
 def policy_params(config, window: int, reserve: int, near_margin: float = 0.05, overhead: int = 0,
@@ -110,7 +110,7 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
     tot_est = tot_tok = 0
     s_at, s_tok, s_est = -1, 0, 0
     dirty = prev_end = end = 0
-    ev = 0
+    ev = prev_prompt = 0
     for k in range(m):
         new_end = req_end[k]
         for q in range(end, new_end):
@@ -229,6 +229,9 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
                 out[O_FIRST_SUMMARY] = k
             out[O_LAST_SUMMARY] = k
             out[O_PROMPT_AFTER_SUMMARY] += prompt
+            out[O_SUMMARY_HISTORY] += prev_prompt
+            out[O_SUMMARY_OUT] += s_tok
+        prev_prompt = prompt
         out[O_PROMPT] += prompt
         out[O_EST] += tot_est + (s_est if s_at >= 0 else 0)
         out[O_CACHED] += cached
