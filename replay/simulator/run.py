@@ -35,11 +35,12 @@ def _check(view: object, k: int, end: int) -> View:
 
 def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
                  near_margin: float = 0.05, price: float | None = None, overhead: int = 0,
-                 warm: bool = False, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
+                 warm: bool | int = False, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     """Replay one run under ``policy``; return per-request columns and one run row of raw counters.
 
     ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0;
-    ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent);
+    ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent): True for
+    all of it, or how many of its tokens;
     ``tail``: tokens the log does not hold that the harness sends after the last cache breakpoint (never cached)."""
     return _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, None, tail)
 
@@ -54,13 +55,14 @@ def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel, budg
 
 
 def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None, near_margin: float,
-              price: float | None, overhead: int, warm: bool,
+              price: float | None, overhead: int, warm: bool | int,
               by_tool: ToolComposition | None, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
     policy.reset(run, budget)
     cache.reset(run.model)
-    if warm and overhead:
-        cache.entries = [[0, overhead, np.inf]]
+    warm_tokens = overhead if warm is True else min(int(warm), overhead)
+    if warm_tokens > 0:
+        cache.entries = [[0, warm_tokens, np.inf]]
     m = run.n_requests
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)
