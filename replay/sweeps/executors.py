@@ -50,12 +50,11 @@ def point_rows(ctx: Context, task: Task) -> Result:
         return pid, _frame([{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs])
     base["config"] = config_json(point)
     try:
-        fast = kernels.point_frame(ctx.packed, point)
+        fast = kernels.point_frame(ctx.packed, point, {**base, "error": None})
     except Exception:  # noqa: BLE001 - the reference path below records the error per run
         fast = None
     if fast is not None:
-        return pid, fast.with_columns(pl.lit(None, pl.String).alias("error"),
-                                      *(pl.lit(v).alias(k) for k, v in base.items()))
+        return pid, fast
     rows = []
     for run in ctx.runs:
         try:
@@ -98,6 +97,7 @@ def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Resu
         return
     kernels.warm_up(ctx.policy)  # compile into the on-disk cache once; workers only load it
     # never fork: the parent's polars/numba thread pools would deadlock the children
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")  # workers are the parallelism; frames are small
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     with mp.get_context(method).Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
         yield from pool.imap_unordered(_work, tasks, chunksize=1)

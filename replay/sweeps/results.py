@@ -47,10 +47,15 @@ def register_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, name: str, pol
 
 
 def done_points(con: duckdb.DuckDBPyConnection, sweep_id: str, n_runs: int) -> set[str]:
-    """Points with a committed row for every run."""
+    """Points with a committed row for every run; rows of any other point of this sweep are deleted (a point
+    stored before runs were added is computed again), so batches insert without conflicts."""
     rows = con.execute("SELECT point_id FROM sweep_results WHERE sweep_id = ? GROUP BY point_id HAVING count(*) >= ?",
                        [sweep_id, n_runs]).fetchall()
-    return {r[0] for r in rows}
+    done = {r[0] for r in rows}
+    con.execute("""DELETE FROM sweep_results WHERE sweep_id = ? AND point_id NOT IN
+                   (SELECT point_id FROM sweep_results WHERE sweep_id = ? GROUP BY point_id HAVING count(*) >= ?)""",
+                [sweep_id, sweep_id, n_runs])
+    return done
 
 
 def _sql_type(dtype: pl.DataType) -> str:
@@ -78,7 +83,7 @@ def commit_batch(con: duckdb.DuckDBPyConnection, frames: list[pl.DataFrame]) -> 
     con.execute("BEGIN")
     try:
         con.register("_batch", frame.to_arrow())
-        con.execute("INSERT OR REPLACE INTO sweep_results BY NAME SELECT * FROM _batch")
+        con.execute("INSERT INTO sweep_results BY NAME SELECT * FROM _batch")
         con.execute("COMMIT")
     except duckdb.Error as exc:
         con.execute("ROLLBACK")

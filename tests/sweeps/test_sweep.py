@@ -106,3 +106,15 @@ def test_kill_and_resume(sample_db_path: Path, tmp_path: Path) -> None:
     kept = final.join(first.select("point_id", "run_id", "session", "computed_at"), on=["point_id", "run_id"])
     assert kept.height == first.height
     assert (kept["session"] == kept["session_right"]).all() and (kept["computed_at"] == kept["computed_at_right"]).all()
+
+
+def test_points_are_recomputed_when_runs_are_added(sample_db, corpus: Path) -> None:
+    from replay.ingest import ingest
+
+    s = spec({"protect_tokens": [4000, 8000]}, name="grow", runs="%")
+    first = run_sweep(sample_db, s, executor="serial", progress=False)
+    ingest(sample_db, [corpus / "mini-swe-agent"])
+    again = run_sweep(sample_db, s, executor="serial", progress=False)
+    assert again.runs > first.runs and (again.skipped, again.computed) == (0, 2)
+    frame = sweep_frame(sample_db, again.sweep_id)
+    assert frame.height == 2 * again.runs and frame.select("point_id", "run_id").is_unique().all()

@@ -7,7 +7,7 @@ reference path). The reference simulator stays the definition: tests compare bot
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 COMPILED_POLICIES = ("full", "seed_a")
 
 
-def point_frame(packed: PackedRuns, point: Point) -> pl.DataFrame | None:
-    """Run rows for one resolved point over every packed run, or None if its policy has no compiled twin."""
+def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
+    """Run rows for one resolved point over every packed run (plus ``constants`` as columns), or None if its
+    policy has no compiled twin. One frame constructor: polars' per-call overhead matters at this size."""
     if point.policy.name not in COMPILED_POLICIES or type(point.cache) not in CODES:
         return None
     from replay.simulator.kernels import seed_a as k
@@ -41,14 +42,15 @@ def point_frame(packed: PackedRuns, point: Point) -> pl.DataFrame | None:
     n = np.diff(packed.req_off)
     prompt, cached, written, summaries = o[k.O_PROMPT], o[k.O_CACHED], o[k.O_WRITTEN], o[k.O_SUMMARIES]
     uncached = prompt - cached - written
-    price = packed.static["price_per_mtok"].to_numpy()
+    price = packed.static["price_per_mtok"]
     with np.errstate(divide="ignore", invalid="ignore"):
         between = np.where(summaries > 1, (o[k.O_LAST_SUMMARY] - o[k.O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
         after = np.where(summaries > 0, o[k.O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
     s_cost = (o[k.O_SUMMARY_HISTORY] * model.read_multiplier + o[k.O_SUMMARY_OUT] * OUTPUT_MULTIPLIER) * price / 1e6
-    metrics = pl.DataFrame({
+    fixed = {"cache_model": model.name, "window": budget.window, "reserve": budget.reserve, **(constants or {})}
+    return pl.DataFrame({
         "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
         "near_misses": o[k.O_NEAR], "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
         "summaries_per_100": per_100, "requests_between_summaries": between, "tokens_after_summary": after,
@@ -60,11 +62,9 @@ def point_frame(packed: PackedRuns, point: Point) -> pl.DataFrame | None:
         "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
         "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
         "cost_usd": (uncached + written * model.write_multiplier + cached * model.read_multiplier) * price / 1e6
-        + s_cost, "summary_cost_usd": s_cost,
-    }, nan_to_null=True)
-    return pl.concat([metrics, packed.static], how="horizontal").with_columns(
-        pl.lit(model.name).alias("cache_model"), pl.lit(budget.window).alias("window"),
-        pl.lit(budget.reserve).alias("reserve"))
+        + s_cost, "summary_cost_usd": s_cost, **packed.static,
+        **{name: [value] * packed.n_runs for name, value in fixed.items()},
+    }, nan_to_null=True, schema_overrides={"error": pl.String} if constants and "error" in constants else None)
 
 
 def warm_up(policy_name: str) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import polars as pl
 
 from replay.metrics.cost import input_price
 from replay.metrics.repeat_reads import read_events
@@ -35,7 +34,7 @@ class PackedRuns:
     ev_tokens: np.ndarray
     err_pos: np.ndarray     # run-local positions of failed tool results
     first_body: np.ndarray  # per run: first position after the system/tool_defs prefix
-    static: pl.DataFrame    # per run: metrics that do not depend on the policy
+    static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
 
     @property
@@ -47,8 +46,14 @@ class PackedRuns:
         return int(self.req_off[-1])
 
 
-STATIC_SCHEMA = {"recorded_prompt": pl.Int64, "recorded_cache_read": pl.Int64, "recorded_cache_share": pl.Float64,
-                 "max_reads_one_resource": pl.Int64, "price_per_mtok": pl.Float64, "token_source": pl.String}
+STATIC_TYPES = {"recorded_prompt": np.int64, "recorded_cache_read": np.int64, "recorded_cache_share": np.float64,
+                "max_reads_one_resource": np.int64, "price_per_mtok": np.float64, "token_source": object}
+
+
+def _static_columns(rows: list[dict]) -> dict[str, np.ndarray]:
+    """Row dicts to typed columns (None -> NaN in float columns, stored as null)."""
+    return {name: np.array([np.nan if r[name] is None else r[name] for r in rows], dtype=typ)
+            for name, typ in STATIC_TYPES.items()}
 
 
 def _static(run: RunArrays, max_reads: int) -> dict:
@@ -89,6 +94,5 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         ev_changed=cat([e.changed[o] for e, o in zip(events, orders, strict=True)], np.bool_),
         ev_tokens=cat([e.tokens[o] for e, o in zip(events, orders, strict=True)], np.int64),
         err_pos=cat(errors, np.int64), first_body=np.array(first_body, dtype=np.int64),
-        static=pl.DataFrame([_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)],
-                            schema=STATIC_SCHEMA),
+        static=_static_columns([_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)]),
         models=tuple(r.model for r in runs))
