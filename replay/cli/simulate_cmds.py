@@ -65,3 +65,33 @@ def policies() -> None:
         cls = policy_class(name)
         params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
         console.print(f"[bold]{name}[/]: {(cls.Config.__doc__ or '').strip()}\n  {params}", highlight=False)
+
+
+@app.command()
+def fidelity(db: DbOption = DEFAULT_DB_PATH,
+             tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help=(
+                 "Count with this tokenizer first (file or built-in); empty: chars/4."))] = "",
+             cache: Annotated[str, typer.Option(help="anthropic (Claude Code runs) or openai (Codex runs).")] = (
+                 "anthropic"),
+             tolerance: Annotated[float, typer.Option(help="Allowed share difference (0.05 = 5 points).")] = 0.05,
+             fmt: FormatOption = "table") -> None:
+    """Replay every run with recorded cache reads under full history and its harness's cache model; compare
+    the cache-read share with the recorded one, per run (the proof that the simulator is right)."""
+    from replay.simulator.fidelity import fidelity_frame
+
+    con = open_store(db)
+    tid = None
+    if tokenizer:
+        from replay.tokens import count_items, load_tokenizer
+
+        tok = load_tokenizer(tokenizer)
+        count_items(con, tok, progress=True)
+        tid = tok.tokenizer_id
+    df = fidelity_frame(con, tid, cache, tolerance)
+    if df.is_empty():
+        raise ReplayError("no run with recorded cache reads in this store; ingest Claude Code or Codex logs")
+    shown = df.select("file", "requests", "simulated", "recorded", "diff_pp", "within", "tail") if fmt == "table" \
+        else df
+    emit(shown, fmt,
+         title=f"cache-read share, simulated vs recorded ({int(df['within'].sum())}/{df.height} within "
+               f"{tolerance * 100:g} points)")

@@ -64,3 +64,31 @@ def _median_error(cols: dict) -> float | None:
         return None
     err = (cols["prompt_tokens"][have] - cols["recorded_prompt"][have]) / cols["recorded_prompt"][have]
     return float(np.median(err))
+
+
+FORMATS_BY_CACHE = {"anthropic": "claude%", "openai": "codex%"}
+
+
+def fidelity_frame(con, tokenizer_id: str | None, cache: str = "anthropic", tolerance: float = 0.05):
+    """Per run of the cache's own harness (Claude Code for anthropic, Codex for openai) with recorded cache
+    reads: simulated vs recorded cache-read share under full history."""
+    import polars as pl
+
+    from replay.simulator.load import load_runs
+
+    src = dict(con.execute("SELECT run_id, source_path FROM runs WHERE format LIKE ?",
+                           [FORMATS_BY_CACHE.get(cache, "%")]).fetchall())
+    rows = []
+    for run in load_runs(con, tokenizer_id):
+        if run.run_id not in src or run.n_requests < 2 or not (run.rec_cache_read >= 0).any():
+            continue
+        d = cache_share(run, cache)
+        if d["recorded"] is None:
+            continue
+        rows.append({"file": src[run.run_id].rsplit("/", 1)[-1], "run_id": run.run_id, "requests": run.n_requests,
+                     "simulated": round(d["simulated"], 3), "recorded": round(d["recorded"], 3),
+                     "diff_pp": round(100 * (d["simulated"] - d["recorded"]), 1),
+                     "within": abs(d["simulated"] - d["recorded"]) <= tolerance, "prefix": d["overhead"],
+                     "tail": d["tail"], "ttl_s": d["ttl"], "median_prompt_error": d["prompt_error"],
+                     "token_source": run.token_source})
+    return pl.DataFrame(rows, infer_schema_length=None)
