@@ -69,6 +69,8 @@ class Policy:
         self.fest[ORIGINAL] = estimate(run, getattr(self.config, "estimator", "chars/4"))
         self.ftok[1:5], self.fest[1:5] = run.tokens, self.fest[ORIGINAL]  # until a form is defined
         self.idx = np.arange(n)
+        body = np.flatnonzero(~np.isin(run.kind, PREFIX_KINDS))
+        self.first_body = int(body[0]) if len(body) else n
         self.summary_at, self.summary_id, self.summary_tokens, self.summary_est = -1, 0, 0, 0
         self.dirty, self.prev_end, self.end, self.k = 0, 0, 0, 0
         self.flags = {"emergency": False, "summarised": False}
@@ -133,9 +135,8 @@ class Policy:
         return pos[r.pair[pos] < e]
 
     def prefix_end(self) -> int:
-        """Number of leading system/tool_defs items (never trimmed)."""
-        head = ~np.isin(self.run.kind[:self.end], PREFIX_KINDS)
-        return int(np.argmax(head)) if head.any() else self.end
+        """Number of leading system/tool_defs items in the history (never trimmed)."""
+        return min(self.first_body, self.end)
 
     def drop(self, positions: np.ndarray) -> None:
         """Drop items together with their call/result partners."""

@@ -72,6 +72,7 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget 
     errors = np.flatnonzero(run.is_error & (run.kind == TOOL_RESULT))
     err_hidden = np.zeros(len(errors), dtype=bool)
     full_cum = np.concatenate([[0], np.cumsum(run.tokens)])
+    composition = np.zeros((m, len(KINDS)))
     head = np.flatnonzero(~np.isin(run.kind, PREFIX_KINDS))
     system_default = int(head[0]) if len(head) else run.n_items
     for k in range(m):
@@ -95,8 +96,9 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget 
                view.summary_tokens if view.summary_at >= 0 else 0, run.rec_prompt[k], run.rec_cache_read[k])
         for c, v in zip(REQUEST_COLUMNS, row, strict=False):
             cols[c][k] = v
-        for i, kind in enumerate(KINDS):
-            cols[f"tok_{kind}"][k] = comp[i]
+        composition[k] = comp
+    for i, kind in enumerate(KINDS):
+        cols[f"tok_{kind}"] = composition[:, i].astype(np.int64)
     cols["near_miss"] &= ~cols["overflow"].astype(bool)
     reads = summarise(events, classify(events, intact))
     unit = input_price(run.model) if price is None else price
