@@ -34,6 +34,8 @@ from typing import Any
 from replay.errors import ReplayError
 
 TABLES = {"sweep", "fixed", "grid", "random"}
+# Bump when a metric's definition changes: results stored under an older definition are then not resumed.
+METRICS_VERSION = 2  # 2: cost includes the summarisation calls
 SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description"}
 
 
@@ -62,6 +64,7 @@ class SweepSpec:
     @property
     def sweep_id(self) -> str:
         key = {k: v for k, v in self.__dict__.items() if k not in ("batch", "name")}
+        key["metrics_version"] = METRICS_VERSION
         return (self.name + "-" if self.name else "") + stable_id(key)
 
     def points(self) -> list[dict[str, Any]]:
