@@ -45,7 +45,7 @@ def cache_share(run: RunArrays, cache: str = "anthropic", with_overhead: bool = 
 
     The prompt part the log does not hold is split into a cached prefix and an uncached tail (the floor)."""
     unlogged = recorded_overhead(run) if with_overhead else 0
-    tail = min(uncached_floor(run), unlogged) if with_overhead else 0
+    tail = min(uncached_floor(run), unlogged) if with_overhead and cache == "anthropic" else 0
     overhead = unlogged - tail
     warm = int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0  # what the log says was cached already
     model = make_cache(cache, ttl=inferred_ttl(run)) if cache == "anthropic" else make_cache(cache)
