@@ -322,7 +322,10 @@ def _store_files(con: duckdb.DuckDBPyConnection, tokenizer_id: str, by_file: pl.
 
 def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
     """Per file: runs, requests, median and p95 of |err|/recorded after the fit, within target, and why a file
-    cannot be reconstructed (its runs' reasons) when it cannot."""
+    cannot be reconstructed (its runs' reasons) when it cannot.
+
+    ``file`` is the file name, or the whole source path when several ingested files share that name (it keys
+    ``calibration_files``)."""
     if requests.is_empty():
         return pl.DataFrame()
     if "unreconstructable" not in requests.columns:
@@ -334,8 +337,10 @@ def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
         (pl.col("chars4") / pl.col("recorded")).median().alias("chars4_over_recorded"),
         pl.col("unreconstructable").filter(pl.col("unreconstructable") != "").unique().sort()
         .str.join("; ").alias("unreconstructable"))
-        .with_columns(pl.col("source_path").str.split("/").list.last().alias("file"),
+        .with_columns(pl.col("source_path").str.split("/").list.last().alias("name"),
                       ((pl.col("median_err") <= TARGET_MEDIAN) & (pl.col("p95_err") <= TARGET_P95))
                       .alias("within_target"))
-        .drop("source_path").select("file", "runs", "requests", "median_err", "p95_err", "within_target",
-                                    "unreconstructable", "raw_median_err", "chars4_over_recorded").sort("file"))
+        .with_columns(pl.when(pl.col("name").is_duplicated()).then(pl.col("source_path")).otherwise(pl.col("name"))
+                      .alias("file"))
+        .select("file", "runs", "requests", "median_err", "p95_err", "within_target", "unreconstructable",
+                "raw_median_err", "chars4_over_recorded").sort("file"))

@@ -95,6 +95,25 @@ def test_check_run_names_boundaries_and_shrinks():
     assert check.reasons and check.reasons[0].startswith("context outside the log (served via provider 'x'): 3 of 8")
 
 
+def test_files_with_the_same_name_stay_apart():
+    """Two ingested files named alike (SWE-agent's <instance>/<instance>.traj from two experiments) are two rows of
+    the per-file table and of calibration_files, not one overwriting the other."""
+    import duckdb
+
+    from replay.tokens.calibrate import _store_files
+
+    requests = pl.DataFrame({"run_id": ["a", "b", "c"], "source_path": ["exp1/x.traj", "exp2/x.traj", "exp1/y.traj"],
+                             "err": [0.01, 0.5, 0.02], "raw_err": [0.1] * 3, "chars4": [10.0] * 3,
+                             "recorded": [10.0] * 3})
+    per_file = error_by_file(requests)
+    assert per_file["file"].to_list() == ["exp1/x.traj", "exp2/x.traj", "y.traj"]
+    assert per_file["within_target"].to_list() == [True, False, True]
+    con = duckdb.connect()
+    _store_files(con, "tok", per_file)
+    assert con.execute("SELECT file, within_target FROM calibration_files ORDER BY file").fetchall() == [
+        ("exp1/x.traj", True), ("exp2/x.traj", False), ("y.traj", True)]
+
+
 @pytest.fixture(scope="module")
 def agent_db(corpus, tmp_path_factory):
     """A store holding the Claude Code and Codex files of the corpus."""
