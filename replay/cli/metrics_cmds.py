@@ -34,8 +34,9 @@ def placeholders(
     con = open_store(db, read_only=True)
     if not has_relation(con, "placeholders"):
         con.close()
-        raise ReplayError(f"{db}: this store predates placeholder events; open it once for writing (e.g. "
-                          f"`replay ingest PATHS --db {db}`) to add them, then re-ingest into a new store")
+        raise ReplayError(f"{db}: this store predates placeholder events, so its runs were ingested without them; "
+                          "re-ingest the logs into a new store (`replay ingest PATHS --db NEW.duckdb`) and run "
+                          "`replay placeholders --db NEW.duckdb`")
     try:
         table = recall_rates(con, k, baseline, by_run)
     finally:

@@ -142,3 +142,16 @@ def test_cli_table_and_csv(tmp_path: Path) -> None:
     lines = out.read_text().splitlines()
     assert lines[0].startswith("wording,origin,events,recalls,rate,ci_low,ci_high") and len(lines) == 2
     assert lines[1].startswith(f"{OLD},prompt,3,2,")
+
+
+def test_cli_store_without_placeholders_says_to_reingest(tmp_path: Path) -> None:
+    """A store from before migration 4 has no placeholder events to add: the error names the fix (a new store)."""
+    import duckdb
+
+    from replay.cli import app
+    from replay.errors import ReplayError
+
+    db = tmp_path / "old.duckdb"
+    duckdb.connect(str(db)).close()
+    with pytest.raises(ReplayError, match="re-ingest the logs into a new store"):
+        app(["placeholders", "--db", str(db)], standalone_mode=False)
