@@ -12,7 +12,6 @@ evicted repeat reads; points equal on all of these (a knob with no effect on the
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -104,7 +103,7 @@ def tune_grid(policy: str, window: int, points: int = 96) -> dict[str, list[Any]
     if policy not in SPACES:
         raise ReplayError(f"tune: no tuning space for policy {policy!r}; choose one of {', '.join(sorted(SPACES))}")
     if window <= 0:
-        raise ReplayError(f"tune: window must be positive, got {window}")
+        raise ReplayError(f"tune: --window must be the model's context window in tokens (> 0), got {window}")
     knobs = SPACES[policy]
     levels = level_counts([k.weight for k in knobs], max(1, points))
     return {k.name: k.values(n, window) for k, n in zip(knobs, levels, strict=True)}
@@ -113,8 +112,9 @@ def tune_grid(policy: str, window: int, points: int = 96) -> dict[str, list[Any]
 def tune_spec(policy: str, window: int, reserve: int, tokenizer_id: str | None, points: int = 96,
               runs: str | None = None, cache: str = "anthropic") -> SweepSpec:
     """The sweep `tune` runs: same arguments, same sweep id, so a rerun resumes."""
-    if reserve < 0 or reserve >= window:
-        raise ReplayError(f"tune: reserve {reserve:,} must be >= 0 and below the window {window:,}")
+    if window > 0 and not 0 <= reserve < window:
+        raise ReplayError(f"tune: --reserve {reserve:,} must be >= 0 and below --window {window:,}; lower the "
+                          "reserve or raise the window")
     return from_dict({"sweep": {"policy": policy, "name": f"tune-{policy}", "runs": runs or "",
                                 "tokenizer": tokenizer_id or "", "cache": cache, "batch": 8},
                       "fixed": {"window": window, "reserve": reserve, **FIXED.get(policy, {})},
@@ -326,7 +326,7 @@ def tune(con: duckdb.DuckDBPyConnection, policy: str, window: int, reserve: int,
          out_dir: Path | None = None, points: int = 96, runs: str | None = None, cache: str = "anthropic",
          executor: str = "local", workers: int = 0, progress: bool = True) -> TuneResult:
     """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files."""
-    if points < 1 or not math.isfinite(points):
+    if points < 1:
         raise ReplayError(f"tune: --points must be >= 1, got {points}")
     res = run_tune(con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache), executor, workers,
                    progress)

@@ -83,6 +83,8 @@ def test_grid_is_relative_to_window_and_sized_by_points() -> None:
         tune_grid("full", 64_000)
     with pytest.raises(ReplayError, match="reserve"):
         tune_spec("seed_a", 8_000, 9_000, None)
+    with pytest.raises(ReplayError, match="--window must be"):  # the window is what is wrong, not the reserve
+        tune_spec("seed_a", 0, 0, None)
 
 
 def test_aggregate_recomputes_ratios_from_sums() -> None:
