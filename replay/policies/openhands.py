@@ -3,7 +3,8 @@
 Events are the items after the leading system/tool_defs prefix (a tool call and its result are two events); the
 summary counts as one event. Cut points never split a tool call from its result: the kept head grows to take the
 results of its calls; a tail cut inside a batch moves forward past it (the batch is forgotten whole), or backwards
-when that would forget the newest event. The newest event is always in the tail.
+when that would forget the newest event. The newest event is always in the tail. A result that arrives after its
+call was forgotten (a call answered requests later) is forgotten too.
 
 - ``openhands``: past ``max_size`` events in the view, keep the first ``keep_first`` events plus a tail that brings
   the view to about max_size/2 (tail = max_size // 2 - keep_first - 1, the 1 being the summary event) and summarise
@@ -81,7 +82,18 @@ class Condenser(Policy):
         self.folded_input = 0  # tokens of the truncated events the summariser has seen (rolling)
 
     def stages(self):
-        return [(self.due, self.condense)]
+        return [(self.arrived, self.forget_orphans), (self.due, self.condense)]
+
+    def arrived(self) -> bool:
+        return self.end > self.prev_end
+
+    def forget_orphans(self) -> None:
+        """Forget a result arriving after its call was forgotten (a call answered requests later, e.g. a background
+        task), as OpenHands drops unmatched observations: the view never holds a result without its call."""
+        new = np.arange(self.prev_end, self.end)
+        partner = self.run.pair[new]
+        new, partner = new[partner >= 0], partner[partner >= 0]
+        self.set_forms(new[self.forms[partner] == DROPPED], DROPPED)
 
     def live(self) -> np.ndarray:
         lo = self.prefix_end()

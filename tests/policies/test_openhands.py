@@ -98,3 +98,28 @@ def test_recent_keeps_first_and_newest_events():
         live = np.flatnonzero(v.forms[lo + 1:] != DROPPED) + lo + 1
         if len(live):
             assert (live == np.arange(live[0], v.end)).all()  # the kept tail is the newest events, contiguous
+
+
+def test_a_late_result_of_a_forgotten_call_is_forgotten_too():
+    """A call answered several requests later (a background task): once the call is forgotten, its result must not
+    appear alone when it arrives."""
+    from replay.simulator.arrays import build
+
+    items = [{"step": 0, "kind": "system", "chars": 400}, {"step": 0, "kind": "user_text", "chars": 400},
+             {"step": 1, "kind": "tool_call", "chars": 100, "call_id": "bg", "tool_name": "Bash"}]
+    for k in range(1, 12):
+        items += [{"step": k, "kind": "tool_call", "chars": 100, "call_id": f"c{k}", "tool_name": "Read"},
+                  {"step": k, "kind": "tool_result", "chars": 800, "call_id": f"c{k}"}]
+    items.append({"step": 9, "kind": "tool_result", "chars": 800, "call_id": "bg"})
+    items.sort(key=lambda it: it["step"])  # stable: the late result lands at the end of step 9
+    for it in items:
+        it["tokens"] = it["chars"] // 4
+    run = build("late", items, [{"step": k, "ts": None, "prompt_tokens": None} for k in range(12)], "real:t")
+    bg = [i for i, it in enumerate(items) if it.get("call_id") == "bg"]
+    assert run.pair[bg[0]] == bg[1]
+    for name, params in (("openhands_recent", {"max_events": "4", "keep_first": "0"}),
+                         ("openhands", {"max_size": "6", "keep_first": "0"})):
+        _, views = run_views(name, run, params=params)
+        assert views[8].forms[bg[0]] == DROPPED  # forgotten before its result came
+        for v in views[9:]:
+            assert v.forms[bg[1]] == DROPPED, name
