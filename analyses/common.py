@@ -142,11 +142,10 @@ def write_table(df: pl.DataFrame, out: Path, name: str, title: str, notes: str =
 
 
 def save_figure(fig: plt.Figure, out: Path, name: str) -> list[Path]:
-    paths = [out / f"{name}.png", out / f"{name}.svg"]
-    fig.savefig(paths[0], dpi=130)
-    fig.savefig(paths[1])
-    plt.close(fig)
-    return paths
+    """``name``.png and ``name``.svg under ``out``, as every replay chart is saved (replay.reports.plots.save)."""
+    from replay.reports.plots import save
+
+    return save(fig.axes[0], out, name)
 
 
 def k(window: int) -> str:
