@@ -1,6 +1,6 @@
 """Where sweep points run: serially, on a local process pool (all cores) or on Ray.
 
-Every executor gets the run arrays once per worker and yields (point_id, rows) as points finish.
+Every executor gets the run arrays once per worker and yields (point_id, frame of run rows) as points finish.
 """
 
 from __future__ import annotations
