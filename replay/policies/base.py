@@ -90,10 +90,18 @@ class Policy:
         """Advance to request k (0, 1, 2... in order) and return V_k."""
         self.k, self.end = k, int(self.run.req_end[k])
         self.flags = {"emergency": False, "summarised": False}
+        self.drop_orphans()
         for trigger, decide in self.stages():
             if trigger():
                 decide()
         return self.emit()
+
+    def drop_orphans(self) -> None:
+        """A result arriving after its call was dropped is dropped too: a call is never split from its result."""
+        r = self.run
+        new = np.arange(self.prev_end, self.end)
+        late = new[(r.kind[new] == TOOL_RESULT) & (r.pair[new] >= 0) & (r.pair[new] < new)]
+        self.set_forms(late[self.forms[r.pair[late]] == DROPPED], DROPPED)
 
     # -- helpers for decisions -----------------------------------------------------------------
     def set_forms(self, positions: np.ndarray, form: int) -> None:

@@ -82,18 +82,7 @@ class Condenser(Policy):
         self.folded_input = 0  # tokens of the truncated events the summariser has seen (rolling)
 
     def stages(self):
-        return [(self.arrived, self.forget_orphans), (self.due, self.condense)]
-
-    def arrived(self) -> bool:
-        return self.end > self.prev_end
-
-    def forget_orphans(self) -> None:
-        """Forget a result arriving after its call was forgotten (a call answered requests later, e.g. a background
-        task), as OpenHands drops unmatched observations: the view never holds a result without its call."""
-        new = np.arange(self.prev_end, self.end)
-        partner = self.run.pair[new]
-        new, partner = new[partner >= 0], partner[partner >= 0]
-        self.set_forms(new[self.forms[partner] == DROPPED], DROPPED)
+        return [(self.due, self.condense)]  # orphaned late results: Policy.drop_orphans
 
     def live(self) -> np.ndarray:
         lo = self.prefix_end()

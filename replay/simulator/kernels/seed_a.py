@@ -114,6 +114,8 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
     for k in range(m):
         new_end = req_end[k]
         for q in range(end, new_end):
+            if kind[q] == TOOL_RESULT and 0 <= pair[q] < q and forms[pair[q]] == DROPPED:
+                forms[q] = DROPPED  # its call was summarised away: never a result without its call
             tot_est += fest[forms[q], q]
             tot_tok += ftok[forms[q], q]
         end = new_end

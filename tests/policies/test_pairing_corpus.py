@@ -1,0 +1,30 @@
+"""On the real corpus (late results, parallel calls, sidechains), no policy ever splits a call from its result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from replay.policies import Budget, make_policy, registry
+from replay.policies.view import DROPPED
+from replay.simulator.load import load_runs
+
+
+@pytest.fixture(scope="module")
+def corpus_runs(corpus_db):
+    return load_runs(corpus_db)
+
+
+@pytest.mark.parametrize("name", sorted(registry()))
+def test_no_call_split_from_its_result_on_the_corpus(corpus_runs, name):
+    params = {"budget": 20_000} if name == "oracle" else {}
+    for run in corpus_runs:
+        policy = make_policy(name, params)
+        policy.reset(run, Budget(32_768, 4_096))
+        for k in range(run.n_requests):
+            view = policy.step(k)
+            end = view.end
+            calls = np.flatnonzero((run.pair[:end] >= 0) & (run.pair[:end] < end))
+            dropped = view.forms == DROPPED
+            split = calls[dropped[calls] != dropped[run.pair[calls]]]
+            assert not len(split), f"{name} {run.run_id} request {k}: items {split[:4].tolist()} lost their partner"
