@@ -99,8 +99,11 @@ def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Resu
     # never fork: the parent's polars/numba thread pools would deadlock the children
     os.environ.setdefault("POLARS_MAX_THREADS", "1")  # workers are the parallelism; frames are small
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    with mp.get_context(method).Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
-        yield from pool.imap_unordered(_work, tasks, chunksize=1)
+    context = mp.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
+    with context.Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
+        yield from pool.imap_unordered(_work, tasks, chunksize=max(1, min(16, len(tasks) // (8 * n))))
 
 
 def run_ray(ctx: Context, tasks: list[Task], workers: int = 0, local_mode: bool | None = None) -> Iterator[Result]:

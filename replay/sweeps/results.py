@@ -66,23 +66,27 @@ def _sql_type(dtype: pl.DataType) -> str:
     return "VARCHAR"
 
 
-def _add_columns(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame) -> None:
-    existing = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                          "WHERE table_name = 'sweep_results'").fetchall()}
-    for name in sorted(set(frame.columns) - existing):
+def _add_columns(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, known: set[str]) -> None:
+    """Add the frame's new columns to sweep_results; ``known`` caches the table's columns between batches."""
+    if known.issuperset(frame.columns):
+        return
+    known |= {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                        "WHERE table_name = 'sweep_results'").fetchall()}
+    for name in sorted(set(frame.columns) - known):
         con.execute(f'ALTER TABLE sweep_results ADD COLUMN "{name}" {_sql_type(frame.schema[name])}')
+        known.add(name)
 
 
-def commit_batch(con: duckdb.DuckDBPyConnection, frames: list[pl.DataFrame]) -> None:
-    """Insert the rows of whole points in one transaction."""
+def commit_batch(con: duckdb.DuckDBPyConnection, frames: list[pl.DataFrame], known: set[str] | None = None) -> None:
+    """Insert the rows of whole points in one transaction (``known``: the table's columns, if already read)."""
     if not frames:
         return
     frame = pl.concat(frames, how="diagonal_relaxed").with_columns(
         pl.lit(datetime.now(UTC).replace(tzinfo=None)).alias("computed_at"))
-    _add_columns(con, frame)
+    _add_columns(con, frame, set() if known is None else known)
     con.execute("BEGIN")
     try:
-        con.register("_batch", frame.to_arrow())
+        con.register("_batch", frame.rechunk().to_arrow())
         con.execute("INSERT INTO sweep_results BY NAME SELECT * FROM _batch")
         con.execute("COMMIT")
     except duckdb.Error as exc:

@@ -68,6 +68,7 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs))
     computed = errors = 0
     batch: list[pl.DataFrame] = []
+    columns: set[str] = set()
     bar = _bar(progress, len(points), len(points) - len(tasks))
     try:
         for i, (_, rows) in enumerate(get_executor(executor)(ctx, tasks, workers), start=1):
@@ -75,7 +76,7 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
             errors += rows["error"].is_not_null().sum()
             bar.advance()
             if i % spec.batch == 0 or i == len(tasks):
-                results.commit_batch(con, batch)
+                results.commit_batch(con, batch, columns)
                 computed, batch = i, []
                 if on_commit:
                     on_commit(len(points) - len(tasks) + i, len(points))
