@@ -10,9 +10,7 @@ import numpy as np
 
 from replay.policies.config import PolicyConfig
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
-
-PREFIX_KINDS = (KIND_CODE["system"], KIND_CODE["tool_defs"])
+from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +67,6 @@ class Policy:
         self.fest[ORIGINAL] = estimate(run, getattr(self.config, "estimator", "chars/4"))
         self.ftok[1:5], self.fest[1:5] = run.tokens, self.fest[ORIGINAL]  # until a form is defined
         self.idx = np.arange(n)
-        body = np.flatnonzero(~np.isin(run.kind, PREFIX_KINDS))
-        self.first_body = int(body[0]) if len(body) else n
         self.summary_at, self.summary_id, self.summary_tokens, self.summary_est = -1, 0, 0, 0
         self.dirty, self.prev_end, self.end, self.k = 0, 0, 0, 0
         self.flags = {"emergency": False, "summarised": False}
@@ -144,7 +140,7 @@ class Policy:
 
     def prefix_end(self) -> int:
         """Number of leading system/tool_defs items in the history (never trimmed)."""
-        return min(self.first_body, self.end)
+        return min(self.run.first_body, self.end)
 
     def drop(self, positions: np.ndarray) -> None:
         """Drop items together with their call/result partners."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 import numpy as np
 
@@ -13,6 +14,7 @@ KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 ACCESS = ("none", "read", "write", "exec", "search", "other")
 ACCESS_CODE = {a: i for i, a in enumerate(ACCESS)}
 TOOL_CALL, TOOL_RESULT = KIND_CODE["tool_call"], KIND_CODE["tool_result"]
+PREFIX_KINDS = (KIND_CODE["system"], KIND_CODE["tool_defs"])  # the harness prefix, never trimmed
 ESTIMATE_LABEL = "estimate:chars/4"
 
 
@@ -67,6 +69,12 @@ class RunArrays:
     @property
     def n_requests(self) -> int:
         return len(self.req_step)
+
+    @cached_property
+    def first_body(self) -> int:
+        """First position after the leading system/tool_defs items (n_items when there is none)."""
+        body = np.flatnonzero(~np.isin(self.kind, PREFIX_KINDS))
+        return int(body[0]) if len(body) else self.n_items
 
     @property
     def estimated(self) -> bool:

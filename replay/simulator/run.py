@@ -11,7 +11,7 @@ from replay.metrics.cost import input_price, prompt_cost, summary_cost
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.metrics.runs import run_row
 from replay.model import KINDS
-from replay.policies.base import PREFIX_KINDS, Budget, Policy
+from replay.policies.base import Budget, Policy
 from replay.policies.view import ORIGINAL, View
 from replay.simulator.arrays import TOOL_RESULT, RunArrays
 from replay.simulator.caches import CacheModel
@@ -47,10 +47,11 @@ def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budg
 
 def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget | None = None,
                          near_margin: float = 0.05, price: float | None = None, overhead: int = 0,
-                         warm: bool = False) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
+                         warm: bool | int = False, tail: int = 0
+                         ) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
     """:func:`simulate_run` (same columns and run row) plus the window composition by tool and part."""
     by_tool = ToolComposition(run)
-    cols, row = _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, by_tool)
+    cols, row = _simulate(run, policy, cache, budget, near_margin, price, overhead, warm, by_tool, tail)
     return cols, row, by_tool
 
 
@@ -73,15 +74,13 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel, budget: Budget 
     err_hidden = np.zeros(len(errors), dtype=bool)
     full_cum = np.concatenate([[0], np.cumsum(run.tokens)])
     composition = np.zeros((m, len(KINDS)))
-    head = np.flatnonzero(~np.isin(run.kind, PREFIX_KINDS))
-    system_default = int(head[0]) if len(head) else run.n_items
     for k in range(m):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
         cum = view.cumulative() + overhead
         prompt = view.prompt_tokens + overhead + tail
         ts = float(run.req_ts[k])
-        cached, written = cache.request(view, cum, ts, min(system_default, end))
+        cached, written = cache.request(view, cum, ts, min(run.first_body, end))
         ev = order[bounds[k]:bounds[k + 1]]
         if len(ev):
             intact[ev] = view.forms[events.prev_result[ev]] == ORIGINAL

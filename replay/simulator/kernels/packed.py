@@ -8,7 +8,7 @@ import numpy as np
 
 from replay.metrics.cost import input_price
 from replay.metrics.repeat_reads import read_events
-from replay.policies.base import PREFIX_KINDS
+from replay.metrics.runs import recorded_totals
 from replay.simulator.arrays import TOOL_RESULT, RunArrays
 
 
@@ -57,12 +57,8 @@ def _static_columns(rows: list[dict]) -> dict[str, np.ndarray]:
 
 
 def _static(run: RunArrays, max_reads: int) -> dict:
-    rec_p, rec_c = run.rec_prompt, run.rec_cache_read
-    have = (rec_p > 0) & (rec_c >= 0)
-    return {"recorded_prompt": int(rec_p[have].sum()), "recorded_cache_read": int(rec_c[have].sum()),
-            "recorded_cache_share": float(rec_c[have].sum() / rec_p[have].sum()) if have.any() else None,
-            "max_reads_one_resource": max_reads, "price_per_mtok": input_price(run.model),
-            "token_source": run.token_source}
+    return {**recorded_totals(run.rec_prompt, run.rec_cache_read), "max_reads_one_resource": max_reads,
+            "price_per_mtok": input_price(run.model), "token_source": run.token_source}
 
 
 def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
@@ -77,10 +73,6 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
     def offsets(sizes: list[int]) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
-    first_body = []
-    for r in runs:
-        body = np.flatnonzero(~np.isin(r.kind, PREFIX_KINDS))
-        first_body.append(int(body[0]) if len(body) else r.n_items)
     return PackedRuns(
         run_ids=tuple(r.run_id for r in runs),
         item_off=offsets([r.n_items for r in runs]), req_off=offsets([r.n_requests for r in runs]),
@@ -93,6 +85,6 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         ev_decide=cat([e.decide[o] for e, o in zip(events, orders, strict=True)], np.int64),
         ev_changed=cat([e.changed[o] for e, o in zip(events, orders, strict=True)], np.bool_),
         ev_tokens=cat([e.tokens[o] for e, o in zip(events, orders, strict=True)], np.int64),
-        err_pos=cat(errors, np.int64), first_body=np.array(first_body, dtype=np.int64),
+        err_pos=cat(errors, np.int64), first_body=np.array([r.first_body for r in runs], dtype=np.int64),
         static=_static_columns([_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)]),
         models=tuple(r.model for r in runs))
