@@ -1,6 +1,6 @@
 """Compiled twins of the reference simulator for the policies sweeps spend their time on.
 
-``point_frame`` gives, for one sweep point, exactly the run rows ``replay.sweeps.adapter.evaluate`` gives,
+``point_frame`` gives, for one sweep point, exactly the run rows ``replay.sweeps.adapter.evaluate_point`` gives,
 hundreds of times faster; it returns None when the policy has no compiled twin (the caller falls back to the
 reference path). The reference simulator stays the definition: tests compare both on the corpus.
 """
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from replay.metrics.cost import OUTPUT_MULTIPLIER
+from replay.metrics.cost import prompt_cost, summary_cost
 from replay.simulator.kernels.caches import CODES, cache_params
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
 from replay.simulator.kernels.packed import PackedRuns, pack
@@ -48,7 +48,7 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
         after = np.where(summaries > 0, o[k.O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
-    s_cost = (o[k.O_SUMMARY_HISTORY] * model.read_multiplier + o[k.O_SUMMARY_OUT] * OUTPUT_MULTIPLIER) * price / 1e6
+    s_cost = summary_cost(o[k.O_SUMMARY_HISTORY], o[k.O_SUMMARY_OUT], price, model.read_multiplier)
     fixed = {"cache_model": model.name, "window": budget.window, "reserve": budget.reserve, **(constants or {})}
     return pl.DataFrame({
         "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
@@ -61,7 +61,7 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
         "repeat_visible": o[k.O_VISIBLE], "repeat_visible_tokens": o[k.O_VISIBLE_TOK],
         "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
         "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
-        "cost_usd": (uncached + written * model.write_multiplier + cached * model.read_multiplier) * price / 1e6
+        "cost_usd": prompt_cost(uncached, cached, written, price, model.read_multiplier, model.write_multiplier)
         + s_cost, "summary_cost_usd": s_cost, **packed.static,
         **{name: [value] * packed.n_runs for name, value in fixed.items()},
     }, nan_to_null=True, schema_overrides={"error": pl.String} if constants and "error" in constants else None)

@@ -67,7 +67,7 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
         bps = (min(b0, end), max(b0, end))
         hit, hit_i = 0, -1
         for bi in range(nb):
-            b = bps[bi] if nb == 2 else end
+            b = bps[bi]
             for i in range(n[0]):
                 if b - lookback <= pos[i] <= b and tok[i] > hit:
                     hit, hit_i = tok[i], i
@@ -75,7 +75,7 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             exp[hit_i] = now + ttl
         written = 0
         for bi in range(nb):
-            b = bps[bi] if nb == 2 else end
+            b = bps[bi]
             tokens = cum_at(cumtok, b, overhead, s_at, s_tok)
             if tokens < min_tokens or tokens <= hit:
                 continue

@@ -66,6 +66,8 @@ def _form_costs(tokens, chars, estimator, keep_chars, wording_chars):
     n = len(tokens)
     ftok = np.zeros((6, n), dtype=np.int64)
     fest = np.zeros((6, n), dtype=np.int64)
+    extra = (wording_chars + 3) // 4
+    applied = (APPLIED_CHARS + 3) // 4
     for i in range(n):
         t, c = tokens[i], chars[i]
         est0 = t if estimator == 2 else _est_chars(c, estimator)
@@ -73,11 +75,9 @@ def _form_costs(tokens, chars, estimator, keep_chars, wording_chars):
             ftok[f, i], fest[f, i] = t, est0
         ratio = t / max(c, 1)
         cap = max(t, 1)
-        kept = min(min(c, keep_chars), c)
-        extra = (wording_chars + 3) // 4
+        kept = min(c, keep_chars)
         ftok[PLACEHOLDER, i] = min(np.int64(math.ceil(kept * ratio)) + extra, cap)
         fest[PLACEHOLDER, i] = (kept + 2) // 3 + extra if estimator == 1 else (kept + 3) // 4 + extra
-        applied = (APPLIED_CHARS + 3) // 4
         ftok[SHRUNK, i] = min(applied, cap)
         fest[SHRUNK, i] = applied
     return ftok, fest
