@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 from replay.errors import ReplayError
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
+from tests.sweeps.kill import kill_at_commit
 
 SHORT = "%short%"
 
@@ -84,14 +83,7 @@ def test_kill_and_resume(sample_db_path: Path, tmp_path: Path) -> None:
                     'summary_at = [20000, 25000, 30000, 35000]\n')
     cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--executor", "serial",
            "--out", str(tmp_path / "out")]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("committed 4/"):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it could be killed"
+    assert kill_at_commit(cmd, "committed 4/") == -signal.SIGKILL, "the sweep finished before it could be killed"
     from replay.store import open_store
     from replay.sweeps import load_spec
 

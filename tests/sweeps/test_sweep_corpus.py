@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.sweeps.kill import kill_at_commit
 
 GRID = """[sweep]
 policy = "seed_a"
@@ -36,14 +36,7 @@ def test_thousand_points_on_the_corpus_resume_after_kill(corpus: Path, tmp_path:
     grid = tmp_path / "grid.toml"
     grid.write_text(GRID)
     cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--executor", "local"]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if line.startswith("committed 200/"):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait()
-    assert proc.returncode == -signal.SIGKILL, "the sweep finished before it could be killed"
+    assert kill_at_commit(cmd, "committed 200/") == -signal.SIGKILL, "the sweep finished before it could be killed"
 
     con = open_store(db)
     spec = load_spec(grid)
