@@ -142,6 +142,15 @@ class Policy:
         """Number of leading system/tool_defs items in the history (never trimmed)."""
         return min(self.run.first_body, self.end)
 
+    def pair_safe_start(self, start: int) -> int:
+        """Move a cut at ``start`` back until no item in [start, end) has its call/result partner before it."""
+        while True:
+            seg = self.run.pair[start:self.end]
+            early = seg[(seg >= 0) & (seg < start)]
+            if not len(early):
+                return start
+            start = int(early.min())
+
     def drop(self, positions: np.ndarray) -> None:
         """Drop items together with their call/result partners."""
         positions = np.asarray(positions, dtype=np.int64)

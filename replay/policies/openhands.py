@@ -115,12 +115,7 @@ class Condenser(Policy):
             if not len(early):
                 return fwd
             fwd = int(early.max()) + 1
-        while True:
-            seg = pair[start:self.end]
-            early = seg[(seg >= 0) & (seg < start)]
-            if not len(early):
-                return start
-            start = int(early.min())
+        return self.pair_safe_start(start)
 
     def tail_size(self) -> int:
         """Events kept in the tail."""

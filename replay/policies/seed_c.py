@@ -114,13 +114,7 @@ class SeedC(Policy):
     def tail_from(self, guard: int, tokens: float) -> int:
         """Start of a verbatim tail of about ``tokens`` (never after ``guard``), not splitting a pair."""
         back = np.cumsum(self.seg_est()[::-1])
-        start = min(self.end - int(np.searchsorted(back, tokens, side="right")), guard)
-        pair = self.run.pair
-        while True:
-            tail = start + np.flatnonzero((pair[start:self.end] >= 0) & (pair[start:self.end] < start))
-            if not len(tail):
-                return start
-            start = int(pair[tail].min())
+        return self.pair_safe_start(min(self.end - int(np.searchsorted(back, tokens, side="right")), guard))
 
     def summarise(self, lo: int, guard: int, tokens: float) -> None:
         start = self.tail_from(guard, tokens)
