@@ -1,45 +1,36 @@
-"""`load_tokenizer(spec)`: a tokenizer.json, a model directory, a GGUF file or a built-in name."""
+"""`load_tokenizer(spec)`: a built-in name, or a tokenizer.json, model directory, GGUF or tiktoken rank file.
+
+One tokenizer, one id: ``<canonical name>:<digest of the vocabulary>``. A file that is a built-in's file gets
+the built-in's name wherever it lies; any other file is named by its format (``hf``, ``gguf``) and digested
+by content, so the same tokenizer.json gives the same id from a path or from the directory holding it.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
 from replay.errors import ReplayError
-from replay.tokens.tekken import file_digest, load_tekken, tekken_files
+from replay.tokens import builtins
+from replay.tokens.builtins import Builtin
+from replay.tokens.tekken import file_digest, load_tekken
+from replay.tokens.tiktoken_file import KNOWN_RANK_FILES, load_rank_file, looks_like_rank_file, sha256_file
 from replay.tokens.tokenizer import CountingTokenizer
 
-CLAUDE_HINT = "pip install 'replay[claude-legacy]'"
+FILE_KINDS = "a tokenizer.json, a model directory holding one, a .gguf file or a .tiktoken rank file"
 
 
 def builtin_names() -> list[str]:
-    """Built-in tokenizer names (all shipped inside PyPI packages, no hub download)."""
-    return ["tekken", *sorted(tekken_files()), "claude-legacy"]
+    """Built-in tokenizer names (files shipped inside PyPI packages, no hub download), installed or not."""
+    return builtins.names()
 
 
-def _claude_legacy() -> CountingTokenizer:
-    try:
-        import anthropic
-    except ImportError as exc:
-        raise ReplayError(f"tokenizer 'claude-legacy' needs the anthropic 0.34.2 wheel: {CLAUDE_HINT}") from exc
-    path = Path(anthropic.__file__).parent / "tokenizer.json"
-    if not path.exists():
-        raise ReplayError(f"anthropic {anthropic.__version__} no longer ships tokenizer.json; {CLAUDE_HINT}")
-    return CountingTokenizer("claude-legacy", f"claude-legacy:{file_digest(path)}", Tokenizer.from_file(str(path)))
-
-
-def _builtin(name: str) -> CountingTokenizer:
-    if name == "claude-legacy":
-        return _claude_legacy()
-    files = tekken_files()
-    stem = sorted(files)[-1] if name == "tekken" else name
-    if stem not in files:
-        raise ReplayError(f"no built-in tokenizer {name!r}; choose one of {', '.join(builtin_names())}, "
-                          "or pass a tokenizer.json, model directory or .gguf file")
-    path = files[stem]
-    return CountingTokenizer(stem, f"{stem}:{file_digest(path)}", load_tekken(path))
+def unknown_message(spec: str) -> str:
+    return (f"tokenizer {spec!r}: no such file or built-in; built-ins: {', '.join(builtin_names())} "
+            f"(`replay tokenizers` lists them), or pass {FILE_KINDS}")
 
 
 def _chat_template(config: Path) -> tuple[str | None, dict]:
@@ -57,13 +48,35 @@ def _chat_template(config: Path) -> tuple[str | None, dict]:
     return template, tokens
 
 
-def _from_json(path: Path, name: str) -> CountingTokenizer:
+def _hf_json(path: Path, name: str, digest: str) -> CountingTokenizer:
     try:
         hf = Tokenizer.from_file(str(path))
     except Exception as exc:
         raise ReplayError(f"{path}: not a Hugging Face tokenizer.json ({exc})") from exc
     template, tvars = _chat_template(path.parent / "tokenizer_config.json")
-    return CountingTokenizer(name, f"{name}:{file_digest(path)}", hf, template, tvars)
+    return CountingTokenizer(name, f"{name}:{digest}", hf, template, tvars)
+
+
+def _load_builtin_file(b: Builtin, path: Path) -> CountingTokenizer:
+    digest = file_digest(path)
+    if b.kind == "tiktoken":
+        return load_rank_file(path, b.rank, f"{b.name}:{digest}")
+    if b.kind == "tekken":
+        return CountingTokenizer(b.name, f"{b.name}:{digest}", load_tekken(path))
+    return _hf_json(path, b.name, digest)
+
+
+def load_builtin(name: str) -> CountingTokenizer:
+    """A built-in by name or alias; an uninstalled source package is an error naming the install command."""
+    b = builtins.lookup(name)
+    if b is None:
+        raise ReplayError(unknown_message(name))
+    path = b.path()
+    if path is None:
+        wants = " or ".join(f"{s.package} ({s.relpath})" for s in b.sources)
+        raise ReplayError(f"built-in tokenizer {name!r} reads its vocabulary from {wants}, which is not installed; "
+                          f"{b.sources[0].install}")
+    return _load_builtin_file(b, path)
 
 
 def _magic(path: Path) -> bytes:
@@ -71,20 +84,35 @@ def _magic(path: Path) -> bytes:
         return fh.read(4)
 
 
+def _from_file(path: Path) -> CountingTokenizer:
+    digest = file_digest(path)
+    known = builtins.by_digest().get(digest)
+    if known is not None:
+        return _load_builtin_file(known, path)
+    if path.suffix == ".gguf" or _magic(path) == b"GGUF":
+        from replay.tokens.gguf_vocab import load_gguf
+
+        hf, template = load_gguf(path)
+        # Digest the vocabulary read from the file, not the file: a vocab-only GGUF and the full model share it.
+        vocab_digest = hashlib.blake2b(hf.to_str().encode(), digest_size=8).hexdigest()
+        return CountingTokenizer("gguf", f"gguf:{vocab_digest}", hf, template)
+    if path.suffix == ".tiktoken" or looks_like_rank_file(path):
+        spec = KNOWN_RANK_FILES.get(sha256_file(path))
+        if spec is None:
+            known_names = ", ".join(s.name for s in KNOWN_RANK_FILES.values())
+            raise ReplayError(f"{path}: a tiktoken rank file whose split pattern replay does not know "
+                              f"(it knows {known_names}); convert it to a tokenizer.json")
+        return load_rank_file(path, spec, f"{spec.name}:{digest}")
+    return _hf_json(path, "hf", digest)
+
+
 def load_tokenizer(spec: str | Path) -> CountingTokenizer:
-    """Load a tokenizer from a path (tokenizer.json, directory holding one, .gguf) or a built-in name."""
+    """Load a tokenizer from a path (tokenizer.json, directory holding one, .gguf, .tiktoken) or a built-in name."""
     path = Path(spec).expanduser()
     if path.is_dir():
         if not (path / "tokenizer.json").exists():
             raise ReplayError(f"{path}: directory has no tokenizer.json")
-        return _from_json(path / "tokenizer.json", path.name)
+        return _from_file(path / "tokenizer.json")
     if path.is_file():
-        if path.suffix == ".gguf" or _magic(path) == b"GGUF":
-            from replay.tokens.gguf_vocab import load_gguf
-
-            hf, template = load_gguf(path)
-            return CountingTokenizer(path.stem, f"{path.stem}:{file_digest(path)}", hf, template)
-        return _from_json(path, path.stem)
-    if str(spec) in builtin_names():
-        return _builtin(str(spec))
-    raise ReplayError(f"--tokenizer {spec!r}: no such file or built-in; built-ins: {', '.join(builtin_names())}")
+        return _from_file(path)
+    return load_builtin(str(spec))

@@ -10,11 +10,12 @@ from tokenizers import Tokenizer
 
 @dataclass
 class CountingTokenizer:
-    """A loaded tokenizer: ``tokenizer_id`` is name + vocab hash; special-token strings count as plain text."""
+    """A loaded tokenizer: ``tokenizer_id`` is canonical name + vocabulary digest (the same whichever way the
+    tokenizer was given); special-token strings count as plain text. Subclasses may count without ``hf``."""
 
     name: str
     tokenizer_id: str
-    hf: Tokenizer
+    hf: Tokenizer | None
     chat_template: str | None = None
     template_vars: dict = field(default_factory=dict)
 

@@ -30,7 +30,10 @@ def test_gguf_bpe(tmp_path):
     path = tmp_path / "tiny.gguf"
     _write(path, "gpt2", tokens, merges=merges)
     tok = load_tokenizer(path)
-    assert tok.tokenizer_id.startswith("tiny:")
+    assert tok.tokenizer_id.startswith("gguf:")  # named by content, not by the file's name
+    other = tmp_path / "renamed-copy.gguf"
+    other.write_bytes(path.read_bytes())
+    assert load_tokenizer(other).tokenizer_id == tok.tokenizer_id
     assert tok.encode("hello world") == [tokens.index("hello"), tokens.index("Ġworld")]
     assert tok.chat_template and "<|u|>" in tok.chat_template
 

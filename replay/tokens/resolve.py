@@ -1,0 +1,73 @@
+"""The one resolver every command uses: `-t NAME|PATH` (or a stored tokenizer id) -> a tokenizer id whose counts
+are all in the store. No tokenizer given -> None, which means labelled chars/4 estimates; anything else that
+cannot be resolved is an error, never a silent fallback."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+
+from replay.errors import ReplayError
+from replay.tokens import builtins
+from replay.tokens.counting import count_items, pending
+from replay.tokens.loading import load_tokenizer, unknown_message
+from replay.tokens.tokenizer import CountingTokenizer
+
+TOKENIZER_ID = re.compile(r"^[\w.\-]+:[0-9a-f]{16}$")
+
+
+def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
+    return con.execute("SELECT current_setting('access_mode')").fetchone()[0] == "read_only"
+
+
+def _stored(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> bool:
+    return con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?", [tokenizer_id]).fetchone()[0] > 0
+
+
+def count_pending(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, spec: str, progress: bool = True) -> int:
+    """Count the items ``tok`` has not counted yet; on a read-only store, say which command counts them."""
+    n_new, _ = pending(con, tok.tokenizer_id)
+    if n_new == 0:
+        return 0
+    if _read_only(con):
+        raise ReplayError(f"{n_new:,} items have no {tok.tokenizer_id} counts in this store (opened read-only); "
+                          f"count them first: replay tokens -t {spec} --db STORE")
+    return count_items(con, tok, progress=progress)
+
+
+def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) -> str:
+    """A tokenizer id: a built-in's current id is loaded and counted; another must be fully counted already."""
+    name = tokenizer_id.split(":", 1)[0]
+    if builtins.lookup(name) is not None:
+        tok = load_tokenizer(name)
+        if tok.tokenizer_id == tokenizer_id:
+            count_pending(con, tok, name, progress)
+            return tokenizer_id
+    if not _stored(con, tokenizer_id):
+        raise ReplayError(f"tokenizer id {tokenizer_id!r} has no counts in this store and names no installed "
+                          f"built-in; pass the tokenizer itself: -t NAME|PATH (`replay tokenizers` lists names)")
+    n_new, _ = pending(con, tokenizer_id)
+    if n_new:
+        raise ReplayError(f"tokenizer id {tokenizer_id!r}: {n_new:,} items have no counts in this store; pass the "
+                          "tokenizer itself (-t NAME|PATH) so they are counted")
+    return tokenizer_id
+
+
+def resolve_tokenizer(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> str | None:
+    """The tokenizer id for ``spec`` (built-in name, file, directory, or a stored id) with every item counted.
+
+    ``None`` or "" means no tokenizer: callers then use chars/4 and label it. Unknown names, missing files and
+    ids without counts raise ReplayError listing the built-ins."""
+    if spec is None or not str(spec).strip():
+        return None
+    text = str(spec).strip()
+    path = Path(text).expanduser()
+    if not path.exists() and TOKENIZER_ID.match(text):
+        return _from_id(con, text, progress)
+    if not path.exists() and builtins.lookup(text) is None:
+        raise ReplayError(unknown_message(text))
+    tok = load_tokenizer(text)
+    count_pending(con, tok, text, progress)
+    return tok.tokenizer_id

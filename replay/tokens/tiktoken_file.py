@@ -1,0 +1,126 @@
+"""Tiktoken rank files (one `base64-token rank` per line) counted with tiktoken, read from a local file only."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from replay.errors import ReplayError
+from replay.tokens.tokenizer import CountingTokenizer
+
+# Split patterns of the OpenAI encodings (the `pat_str` tiktoken's registry gives them).
+O200K_PATTERN = "|".join([
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"\p{N}{1,3}",
+    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"\s*[\r\n]+",
+    r"\s+(?!\S)",
+    r"\s+",
+])
+CL100K_PATTERN = (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"
+                  r"|\s*[\r\n]|\s+(?!\S)|\s")
+
+
+@dataclass(frozen=True)
+class RankSpec:
+    """What a rank file alone does not say: its split pattern and special tokens, and how to recognise it."""
+
+    name: str                    # canonical replay name, e.g. "o200k"
+    encoding: str                # the encoding's own name, e.g. "o200k_base"
+    sha256: str                  # of the rank file
+    pattern: str
+    special: dict[str, int] = field(default_factory=dict)
+    nfc: bool = False            # normalise text to NFC before encoding
+
+
+O200K = RankSpec("o200k", "o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+                 O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018})
+CL100K = RankSpec("cl100k", "cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+                  CL100K_PATTERN, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
+                                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276})
+KNOWN_RANK_FILES = {s.sha256: s for s in (O200K, CL100K)}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def looks_like_rank_file(path: Path) -> bool:
+    """True when the first line is `<base64> <int>` (a tiktoken rank file, not JSON or GGUF)."""
+    with path.open("rb") as fh:
+        first = fh.readline(4096).split()
+    if len(first) != 2 or not first[1].isdigit():
+        return False
+    try:
+        base64.b64decode(first[0], validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+def read_ranks(path: Path) -> dict[bytes, int]:
+    """The mergeable ranks of a rank file; a malformed line is an error naming the file and line."""
+    ranks: dict[bytes, int] = {}
+    with path.open("rb") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                token, rank = line.split()
+                ranks[base64.b64decode(token, validate=True)] = int(rank)
+            except ValueError:
+                raise ReplayError(f"{path}:{n}: not a tiktoken rank line (want `<base64 token> <rank>`)") from None
+    return ranks
+
+
+@dataclass
+class TiktokenTokenizer(CountingTokenizer):
+    """A CountingTokenizer backed by a tiktoken Encoding (ordinary text: special-token strings are plain text)."""
+
+    enc: object = None
+    nfc: bool = False
+
+    def __post_init__(self) -> None:  # no Hugging Face tokenizer to configure
+        if self.enc is None:
+            raise ReplayError(f"tokenizer {self.name}: no tiktoken encoding given")
+
+    def _prep(self, text: str) -> str:
+        return unicodedata.normalize("NFC", text) if self.nfc else text
+
+    def encode(self, text: str) -> list[int]:
+        return self.enc.encode_ordinary(self._prep(text))
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        if not texts:
+            return []
+        batch = self.enc.encode_ordinary_batch([self._prep(t) for t in texts], num_threads=os.cpu_count() or 1)
+        return [len(ids) for ids in batch]
+
+    def count_rendered(self, text: str) -> int:
+        return len(self.enc.encode(self._prep(text), allowed_special="all"))
+
+
+def load_rank_file(path: Path, spec: RankSpec, tokenizer_id: str) -> TiktokenTokenizer:
+    """The rank file at ``path`` as ``spec`` describes it; its SHA-256 must be the one ``spec`` names."""
+    import tiktoken
+
+    actual = sha256_file(path)
+    if actual != spec.sha256:
+        raise ReplayError(f"{path}: sha256 {actual[:16]}... is not the {spec.encoding} vocabulary "
+                          f"({spec.sha256[:16]}...); reinstall the package that ships it")
+    enc = tiktoken.Encoding(spec.encoding, pat_str=spec.pattern, mergeable_ranks=read_ranks(path),
+                            special_tokens=dict(spec.special))
+    return TiktokenTokenizer(spec.name, tokenizer_id, None, enc=enc, nfc=spec.nfc)
