@@ -19,14 +19,13 @@ NAME = "protected_range"
 def main(argv: list[str] | None = None) -> pl.DataFrame:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     ctx = Context(args)
-    agg = ctx.sweep_windows(NAME, {"protect_fraction": [0.0, 0.3333333333]}, lambda w: {"protect_tokens": 12_000})
+    agg = ctx.sweep_windows(NAME, {"protect": [12_000, 0.3333333333]})
+    third = pl.col("protect") <= 1  # the knob is a fraction of the window when <= 1, else tokens
     df = agg.with_columns(
-        pl.when(pl.col("protect_fraction") > 0).then(pl.lit("a third of the window"))
-        .otherwise(pl.lit("12,000 tokens")).alias("variant"),
-        pl.when(pl.col("protect_fraction") > 0).then((pl.col("window") / 3).round(0))
-        .otherwise(12_000.0).alias("protected_tokens"),
+        pl.when(third).then(pl.lit("a third of the window")).otherwise(pl.lit("12,000 tokens")).alias("variant"),
+        pl.when(third).then((pl.col("window") / 3).round(0)).otherwise(12_000.0).alias("protected_tokens"),
         pct(pl.col("cache_hit_rate")).alias("cache_hit_pct"),
-    ).sort(["window", "protect_fraction"])
+    ).sort(["window", "protect"], descending=[False, True])
     table = df.select(pl.col("window").cast(pl.Int64), pl.col("reserve").cast(pl.Int64), "variant",
                       pl.col("protected_tokens").cast(pl.Int64), "runs", "overflow_incidents", "runs_with_overflow",
                       "emergencies", "repeat_evicted", "repeat_evicted_tokens", "cache_hit_pct",

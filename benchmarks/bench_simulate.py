@@ -49,7 +49,7 @@ def naive_run(run, policy, budget: Budget) -> int:
 
 def grid(points: int) -> list[dict]:
     """``points`` distinct seed-A configurations (summary threshold x protected range)."""
-    return [{**FIXED, "summary_at": 30_000 + 500 * (i // 10), "protect_tokens": 2_000 + 2_000 * (i % 10)}
+    return [{**FIXED, "summary_at": 30_000 + 500 * (i // 10), "protect": 2_000 + 2_000 * (i % 10)}
             for i in range(points)]
 
 

@@ -21,7 +21,7 @@ from replay.sweeps import from_dict, run_sweep
 def grid(points: int) -> dict:
     """A grid of about ``points`` points: protected range x summary threshold x reclaim floor."""
     n = max(2, round(points ** (1 / 3)))
-    return {"protect_tokens": [2_000 + 4_000 * i for i in range(n)],
+    return {"protect": [2_000 + 4_000 * i for i in range(n)],
             "summary_at": [40_000 + 8_000 * i for i in range(n)],
             "reclaim_floor": [round(0.02 * i, 3) for i in range(n + (points > n ** 3))]}
 

@@ -51,7 +51,7 @@ def tune(
     cols = [c for c in front_columns(res) if c not in ("point_id", "runs_with_overflow", "emergencies",
                                                        "repeat_evicted_tokens")]
     heads = {"summaries_per_100": "summ/100", "cache_hit_rate": "cache", "repeat_evicted": "evicted",
-             "cost_usd": "cost $", "overflow_incidents": "overfl", "protect_fraction": "protect",
+             "cost_usd": "cost $", "overflow_incidents": "overfl", "protect": "protect",
              "tail_fraction": "tail", "reclaim_floor": "reclaim", "summary_at": "summary_at",
              "keep_user_tokens": "keep_user", "clear_at_least": "clear_min", "summary_tokens": "summ_tok"}
     table.add_column("rec", no_wrap=True)

@@ -87,12 +87,12 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     cfg.sections.append(("Repeat reads", f"Largest count of reads of one resource in one run: "
                          f"{int(reads['reads'].max() or 0)}.", plots.save(plots.repeat_histogram(reads), charts,
                                                                          "repeat_reads")))
-    grid = _sweep(con, cfg, "pareto", {"protect_tokens": [4000, 12000, 24000, 43000],
+    grid = _sweep(con, cfg, "pareto", {"protect": [4000, 12000, 24000, 43000],
                                        "summary_at": [60_000, 80_000, 95_000]}, {})
     points = extract.point_table(grid)
     mask = extract.pareto_mask(points, ["repeat_evicted", "cost_usd"])
     ax = plots.pareto(points, "cost_usd", "repeat_evicted", mask, "prompt cost (USD, all runs)",
-                      "evicted repeat reads", "protect_tokens")
+                      "evicted repeat reads", "protect")
     cfg.sections.append(("Pareto front", "Points: protected range x summary threshold; labels: protected range "
                          "(tokens).", plots.save(ax, charts, "pareto")))
     return write_report(out_dir, cfg, len(cfg.arrays))  # type: ignore[attr-defined]

@@ -63,7 +63,7 @@ class Knob:
 SPACES: dict[str, tuple[Knob, ...]] = {
     "seed_a": (
         Knob("summary_at", 0.4, 0.9, 0.62, integer=True, relative=True, weight=3),
-        Knob("protect_fraction", 0.08, 0.34, 0.3333, weight=2),
+        Knob("protect", 0.08, 0.34, 0.3333, weight=2),  # a fraction of the window (<= 1)
         Knob("tail_fraction", 0.0625, 0.1875, 0.125, weight=1.5),
         Knob("reclaim_floor", 0.03, 0.15, 0.125, weight=1.5),
         Knob("margin", 0.1, 0.25, 0.2, weight=1.5, prefer="high"),

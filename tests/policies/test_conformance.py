@@ -92,6 +92,6 @@ def test_set_strings_are_typed():
     cfg = make_policy("clear_tool_uses", {"exclude_tools": "Read,Bash", "clear_tool_inputs": "true"}).config
     assert cfg.exclude_tools == ("Read", "Bash") and cfg.clear_tool_inputs is True
     with pytest.raises(ReplayError, match="expected an integer"):
-        make_policy("seed_a", {"protect_tokens": "1.5"})
+        make_policy("seed_a", {"summary_at": "1.5"})
     with pytest.raises(ReplayError, match="choose one of"):
         make_policy("seed_a", {"estimator": "magic"})

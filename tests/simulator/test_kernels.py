@@ -15,13 +15,16 @@ from tests.simulator.synth import synth_run
 
 CASES = [
     ("seed_a", {"window": 130_000, "reserve": 24_576}, "anthropic"),
-    ("seed_a", {"window": 32_768, "reserve": 4_096, "protect_fraction": 0.33, "summary_at": 20_000}, "anthropic"),
+    ("seed_a", {"window": 32_768, "reserve": 4_096, "protect": 0.33, "summary_at": 20_000}, "anthropic"),
+    ("seed_a_before", {"window": 32_768, "reserve": 4_096, "summary_at": 20_000}, "anthropic"),
     ("seed_a", {"window": 64_000, "reserve": 8_000, "reclaim_floor": 0.02, "summary_at": 40_000,
                 "estimator": "real"}, "openai"),
     ("seed_a", {"window": 200_000, "reclaim_floor": 0.0, "summary_at": 30_000, "estimator": "chars/3",
                 "cache_ttl": 3600}, "anthropic"),
     ("seed_a", {"window": 50_000, "reserve": 2_000, "shrink_writes": False, "tail_messages": 4}, "vllm"),
     ("seed_a", {"window": 40_000, "reserve": 2_000, "margin": 0.0, "tail_fraction": 0.05}, "llamacpp"),
+    ("seed_a", {"window": 40_000, "reserve": 2_000, "tail_messages": 0, "summary_at": 15_000, "protect": 3_000},
+     "anthropic"),
     ("full", {"window": 100_000}, "none"),
     ("full", {"window": 100_000, "reserve": 8_000}, "anthropic"),
 ]
@@ -69,8 +72,8 @@ def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, fl
                                      estimator):
     runs = [synth_run(n, seed=seed), synth_run(max(1, n // 2), seed=seed + 1, parallel=False)]
     params = {"window": window, "reserve": reserve, "estimator": estimator}
-    if policy == "seed_a":
-        params |= {"reclaim_floor": floor, "summary_at": summary_at, "protect_tokens": protect}
+    if policy != "full":
+        params |= {"reclaim_floor": floor, "summary_at": summary_at, "protect": protect}
     rows = point_frame(pack(runs), resolve(policy, params, cache)).to_dicts()
     for run, row in zip(runs, rows, strict=True):
         assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"seed {seed} {params} {cache}")

@@ -49,7 +49,7 @@ def test_seed_a_fits_when_it_can(run, budget):
     policy, vs = views("seed_a", run, budget)
     margin = policy.config.margin
     for v in vs:
-        if v.est_tokens * (1 + margin) + budget.reserve <= budget.window:
+        if v.est_tokens / (1 - margin) + budget.reserve <= budget.window:
             continue
         res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)[:-1]
         shrinkable = res[policy.fest[PLACEHOLDER, res] < policy.fest[ORIGINAL, res]]

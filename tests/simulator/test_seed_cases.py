@@ -28,11 +28,13 @@ def test_overflow_judged_with_real_tokens_and_reserve(prompt, window, reserve, o
     assert bool(cols["overflow"][0]) is overflow and row["overflow_incidents"] == int(overflow)
 
 
-def test_seed_a_emergency_margin_and_reserve():
-    """Estimate 105,425 x 1.2 + 24,576 > 130,000: the emergency check fires before the request."""
+@pytest.mark.parametrize("estimate,fires", [(84_340, True), (84_339, False)])
+def test_seed_a_emergency_margin_and_reserve(estimate, fires):
+    """Estimate 84,340 / (1 - 0.2) = 105,425 and 105,425 + 24,576 = 130,001 > 130,000: the check fires; the
+    reserve is subtracted exactly, the 20% margin covers the estimator's under-count of the real size."""
     policy = make_policy("seed_a", {"estimator": "real", "summary_at": "9000000"})
-    policy.reset(one_prompt(105_425), Budget(130_000, 24_576))
-    assert policy.step(0).emergency
+    policy.reset(one_prompt(estimate), Budget(130_000, 24_576))
+    assert policy.step(0).emergency is fires
 
 
 def _range_start(policy, view, limit: float) -> int:
@@ -44,8 +46,8 @@ def _range_start(policy, view, limit: float) -> int:
 def test_protected_range_tokens_vs_fraction():
     run = synth_run(150, seed=5, result_chars=(4_000, 12_000))
     window, common = 130_000, {"reclaim_floor": "0", "summary_at": "9000000"}
-    fixed = make_policy("seed_a", common)
-    third = make_policy("seed_a", {**common, "protect_fraction": str(1 / 3)})
+    fixed = make_policy("seed_a", {**common, "protect": "12000"})
+    third = make_policy("seed_a", {**common, "protect": str(1 / 3)})
     for p in (fixed, third):
         p.reset(run, Budget(window, 0))
     for i in range(run.n_requests):

@@ -22,9 +22,9 @@ def spec(grid: dict, **sweep) -> object:
 
 
 def test_grid_is_cartesian_and_ids_stable() -> None:
-    s = spec({"protect_tokens": [12000, 20000], "summary_at": [30000, 40000, 50000]})
+    s = spec({"protect": [12000, 20000], "summary_at": [30000, 40000, 50000]})
     assert len(s.points()) == 6
-    assert s.sweep_id == spec({"summary_at": [30000, 40000, 50000], "protect_tokens": [12000, 20000]}).sweep_id
+    assert s.sweep_id == spec({"summary_at": [30000, 40000, 50000], "protect": [12000, 20000]}).sweep_id
 
 
 def test_random_search_is_seeded_and_bounded() -> None:
@@ -45,7 +45,7 @@ def test_unknown_parameter_fails_before_work(sample_db) -> None:
 
 
 def test_pool_equals_serial_and_rerun_skips(sample_db, tmp_path: Path) -> None:
-    grid = {"protect_tokens": [4000, 20000], "summary_at": [20000, 40000]}
+    grid = {"protect": [4000, 20000], "summary_at": [20000, 40000]}
     serial = run_sweep(sample_db, spec(grid, name="a"), executor="serial", progress=False)
     pooled = run_sweep(sample_db, spec(grid, name="b"), executor="local", workers=2, out_dir=tmp_path,
                        progress=False)
@@ -57,14 +57,14 @@ def test_pool_equals_serial_and_rerun_skips(sample_db, tmp_path: Path) -> None:
     again = run_sweep(sample_db, spec(grid, name="a"), executor="local", progress=False)
     assert (again.skipped, again.computed) == (4, 0)
     frame = sweep_frame(sample_db, serial.sweep_id)
-    assert {"param_protect_tokens", "param_summary_at", "param_window", "config"} <= set(frame.columns)
-    assert '"protect_tokens": 4000' in frame["config"][0] or '"protect_tokens": 20000' in frame["config"][0]
+    assert {"param_protect", "param_summary_at", "param_window", "config"} <= set(frame.columns)
+    assert '"protect": 4000' in frame["config"][0] or '"protect": 20000' in frame["config"][0]
 
 
 def test_ray_local_mode(sample_db, monkeypatch) -> None:
     pytest.importorskip("ray", reason="ray is not installed (pip install 'replay[ray]')")
     monkeypatch.setenv("REPLAY_RAY_LOCAL", "1")
-    grid = {"protect_tokens": [4000, 20000]}
+    grid = {"protect": [4000, 20000]}
     ray_out = run_sweep(sample_db, spec(grid, name="ray"), executor="ray", progress=False, workers=1)
     ser_out = run_sweep(sample_db, spec(grid, name="ser"), executor="serial", progress=False)
     cols = ["point_id", "run_id", "prompt_tokens", "cached_tokens"]
@@ -79,7 +79,7 @@ def test_kill_and_resume(sample_db_path: Path, tmp_path: Path) -> None:
     shutil.copy(sample_db_path, db)
     grid = tmp_path / "grid.toml"
     grid.write_text('[sweep]\npolicy = "seed_a"\nruns = "%short%"\nbatch = 2\n[fixed]\nwindow = 60000\n'
-                    '[grid]\nprotect_tokens = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000]\n'
+                    '[grid]\nprotect = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000]\n'
                     'summary_at = [20000, 25000, 30000, 35000]\n')
     cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--executor", "serial",
            "--out", str(tmp_path / "out")]
@@ -103,7 +103,7 @@ def test_kill_and_resume(sample_db_path: Path, tmp_path: Path) -> None:
 def test_points_are_recomputed_when_runs_are_added(sample_db, corpus: Path) -> None:
     from replay.ingest import ingest
 
-    s = spec({"protect_tokens": [4000, 8000]}, name="grow", runs="%")
+    s = spec({"protect": [4000, 8000]}, name="grow", runs="%")
     first = run_sweep(sample_db, s, executor="serial", progress=False)
     ingest(sample_db, [corpus / "mini-swe-agent"])
     again = run_sweep(sample_db, s, executor="serial", progress=False)

@@ -20,7 +20,7 @@ from replay.simulator.kernels.packed import PackedRuns, pack
 if TYPE_CHECKING:
     from replay.sweeps.adapter import Point
 
-COMPILED_POLICIES = ("full", "seed_a")
+COMPILED_POLICIES = ("full", "seed_a", "seed_a_before")
 
 
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:

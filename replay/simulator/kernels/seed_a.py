@@ -12,7 +12,7 @@ import math
 import numpy as np
 from numba import njit
 
-from replay.policies.seed_a import APPLIED
+from replay.policies.seed_a import APPLIED, ASSISTANT_GROUP, PREFIX_GROUP
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
 from replay.simulator.kernels.caches import cache_request
@@ -22,10 +22,10 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 APPLIED_CHARS = len(APPLIED) + 24
 FULL, SEED_A = 0, 1
 # policy params (float64 vector)
-(P_MODE, P_ESTIMATOR, P_KEEP_CHARS, P_WORDING_CHARS, P_SHRINK, P_PROTECT_TOKENS, P_PROTECT_FRACTION,
- P_RECLAIM_FLOOR, P_SUMMARY_AT, P_TAIL_MESSAGES, P_TAIL_FRACTION, P_SUMMARY_SIZE, P_MARGIN, P_WINDOW, P_RESERVE,
- P_NEAR_MARGIN, P_OVERHEAD, P_WARM) = range(18)
-N_PARAMS = 18
+(P_MODE, P_ESTIMATOR, P_KEEP_CHARS, P_WORDING_CHARS, P_SHRINK, P_PROTECT, P_RECLAIM_FLOOR, P_SUMMARY_AT,
+ P_TAIL_MESSAGES, P_TAIL_FRACTION, P_SUMMARY_SIZE, P_MARGIN, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD,
+ P_WARM) = range(17)
+N_PARAMS = 17
 # per-run outputs (int64 vector)
 (O_OVERFLOW, O_NEAR, O_EMERGENCY, O_SUMMARIES, O_FIRST_SUMMARY, O_LAST_SUMMARY, O_PROMPT_AFTER_SUMMARY,
  O_PROMPT, O_EST, O_CACHED, O_WRITTEN, O_TRIMMED, O_MAX_PROMPT, O_CHANGED, O_CHANGED_TOK, O_VISIBLE,
@@ -35,7 +35,7 @@ N_OUT = 23
 
 def policy_params(config, window: int, reserve: int, near_margin: float = 0.05, overhead: int = 0,
                   warm: bool = False) -> np.ndarray:
-    """The float vector the kernel reads, from a FullConfig or SeedAConfig."""
+    """The float vector the kernel reads, from a FullConfig or a SeedAConfig (seed_a, seed_a_before)."""
     p = np.zeros(N_PARAMS, dtype=np.float64)
     p[P_ESTIMATOR] = ESTIMATORS[config.estimator]
     p[P_WINDOW], p[P_RESERVE], p[P_NEAR_MARGIN], p[P_OVERHEAD], p[P_WARM] = window, reserve, near_margin, \
@@ -47,12 +47,33 @@ def policy_params(config, window: int, reserve: int, near_margin: float = 0.05, 
     p[P_KEEP_CHARS] = config.head_chars + config.tail_chars
     p[P_WORDING_CHARS] = len(config.wording) + 24
     p[P_SHRINK] = config.shrink_writes
-    p[P_PROTECT_TOKENS], p[P_PROTECT_FRACTION] = config.protect_tokens, config.protect_fraction
+    p[P_PROTECT] = config.protect
     p[P_RECLAIM_FLOOR], p[P_SUMMARY_AT] = config.reclaim_floor, config.summary_at
     p[P_TAIL_MESSAGES], p[P_TAIL_FRACTION] = config.tail_messages, config.tail_fraction
     p[P_SUMMARY_SIZE] = config.summary_tokens + config.task_list_tokens
     p[P_MARGIN] = config.margin
     return p
+
+
+@njit(cache=True)
+def _message_starts(kind, req_end):
+    """Bool per item: it opens a chat message (as replay.policies.seed_a.message_starts)."""
+    n = len(kind)
+    group = np.zeros(n, dtype=np.int8)
+    for i in range(n):
+        for a in ASSISTANT_GROUP:
+            if kind[i] == a:
+                group[i] = 1
+        for a in PREFIX_GROUP:
+            if kind[i] == a:
+                group[i] = 2
+    boundary = np.zeros(n + 1, dtype=np.bool_)
+    for e in req_end:
+        boundary[e] = True
+    start = np.ones(n, dtype=np.bool_)
+    for i in range(1, n):
+        start[i] = group[i] != group[i - 1] or (boundary[i] and kind[i] != TOOL_RESULT)
+    return start
 
 
 @njit(cache=True, inline="always")
@@ -105,6 +126,9 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
     if p[P_WARM] > 0 and overhead > 0:
         cpos[0], ctok[0], cexp[0], cn[0] = 0, overhead, np.inf, 1
     hidden = np.zeros(len(err_pos), dtype=np.bool_)
+    failed = np.zeros(n, dtype=np.bool_)
+    failed[err_pos] = True
+    msg_start = _message_starts(kind, req_end)
     out[:] = 0
     out[O_FIRST_SUMMARY] = -1
     tot_est = tot_tok = 0
@@ -124,7 +148,7 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
         if mode == SEED_A:
             # tier 1: placeholders outside the protected range, committed only past the reclaim floor
             if end > 0:
-                limit = p[P_PROTECT_FRACTION] * window if p[P_PROTECT_FRACTION] > 0 else p[P_PROTECT_TOKENS]
+                limit = p[P_PROTECT] * window if p[P_PROTECT] <= 1 else p[P_PROTECT]
                 acc = inside = 0
                 for q in range(end - 1, -1, -1):
                     acc += fest[forms[q], q]
@@ -138,7 +162,8 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
                         continue
                     if kind[q] == TOOL_RESULT and fest[PLACEHOLDER, q] < fest[ORIGINAL, q]:
                         gain += fest[ORIGINAL, q] - fest[PLACEHOLDER, q]
-                    elif p[P_SHRINK] > 0 and kind[q] == TOOL_CALL and access[q] == WRITE and 0 <= pair[q] < end:
+                    elif p[P_SHRINK] > 0 and kind[q] == TOOL_CALL and access[q] == WRITE and 0 <= pair[q] < end \
+                            and not failed[pair[q]]:
                         gain += max(fest[ORIGINAL, q] - fest[SHRUNK, q], 0)
                 if gain >= p[P_RECLAIM_FLOOR] * window and gain > 0:
                     for q in range(lo, hi):
@@ -147,7 +172,8 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
                         f = -1
                         if kind[q] == TOOL_RESULT and fest[PLACEHOLDER, q] < fest[ORIGINAL, q]:
                             f = PLACEHOLDER
-                        elif p[P_SHRINK] > 0 and kind[q] == TOOL_CALL and access[q] == WRITE and 0 <= pair[q] < end:
+                        elif p[P_SHRINK] > 0 and kind[q] == TOOL_CALL and access[q] == WRITE and 0 <= pair[q] < end \
+                            and not failed[pair[q]]:
                             f = SHRUNK
                         if f >= 0:
                             tot_est += fest[f, q] - fest[ORIGINAL, q]
@@ -156,16 +182,27 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
                             dirty = min(dirty, q)
             # tier 2: summarise all but a verbatim tail
             if tot_est + (s_est if s_at >= 0 else 0) > p[P_SUMMARY_AT]:
-                limit = p[P_TAIL_FRACTION] * window
-                acc = by_tokens = 0
-                for q in range(end - 1, -1, -1):
+                # whole live chat messages, at most P_TAIL_MESSAGES and P_TAIL_FRACTION of the window (0: off),
+                # at least the newest one; then moved back so that no call is split from its result
+                cap_msgs, cap_tok = np.int64(p[P_TAIL_MESSAGES]), p[P_TAIL_FRACTION] * window
+                acc = count = 0
+                start = lo
+                for q in range(end - 1, lo - 1, -1):
                     acc += fest[forms[q], q]
-                    if acc > limit:
+                    if not msg_start[q] or forms[q] == DROPPED:
+                        continue
+                    count += 1
+                    if count > 1 and (cap_msgs > 0 and count > cap_msgs or cap_tok > 0 and acc > cap_tok):
                         break
-                    by_tokens += 1
-                start = end - max(1, min(np.int64(p[P_TAIL_MESSAGES]), by_tokens))
-                while start > 0 and kind[start] == TOOL_RESULT and 0 <= pair[start] < start:
-                    start = pair[start]
+                    start = q
+                while True:
+                    early = start
+                    for q in range(start, end):
+                        if 0 <= pair[q] < early:
+                            early = pair[q]
+                    if early == start:
+                        break
+                    start = early
                 if start > lo:
                     for q in range(lo, start):
                         for r in (q, pair[q]):
@@ -181,9 +218,9 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
                     summarised = True
             # emergency: trim inside the protected range, oldest first, only as needed, never the newest output
             est_total = tot_est + (s_est if s_at >= 0 else 0)
-            if est_total * (1 + margin) + reserve > window:
+            if est_total / (1 - margin) + reserve > window:
                 emergency = True
-                need = est_total - (window - reserve) / (1 + margin)
+                need = est_total - (window - reserve) * (1 - margin)
                 last = -1
                 for q in range(end - 1, lo - 1, -1):
                     if kind[q] == TOOL_RESULT:
