@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from replay.model import Item, Request, Run, dumps
@@ -26,6 +26,7 @@ class RunBuilder:
         self.turn = 0
         self._call_index: dict[str, tuple[str | None, str | None]] = {}
         self.placeholders: list[tuple[int, int, str, int, str]] = []  # (step, seq, wording, chars, origin)
+        self.context_events: list[dict[str, Any]] = []  # written to run.metadata[CONTEXT_EVENTS_KEY]
 
     @property
     def n_requests(self) -> int:
@@ -80,10 +81,54 @@ class RunBuilder:
             if isinstance(rec, Item) and rec.kind == "tool_result" and (marker := find_marker(rec.text)):
                 self.placeholders.append((rec.step, rec.seq, wording_of(marker), len(rec.text), "clip"))
 
+    def body_start(self) -> int:
+        """Seq of the first item after the leading system/tool_defs items (what a summary never replaces)."""
+        for rec in self.records:
+            if isinstance(rec, Item) and rec.kind not in PREFIX_KINDS:
+                return rec.seq
+        return self.seq
+
+    def context_event(self, kind: str, *, drop: list[list[int]] | None = None, summary_seq: int | None = None,
+                      trigger: str | None = None, pre_tokens: int | None = None, line: int | None = None,
+                      step: int | None = None, **extra: Any) -> dict[str, Any]:
+        """Record what the harness's own context policy did (docs/canonical-format.md, "Context events").
+
+        ``step`` defaults to the next request (the first whose prompt reflects the event). The returned dict is
+        the stored one: a reader may set ``summary_seq`` once the summary line follows."""
+        if kind not in EVENT_KINDS:
+            raise ValueError(f"context event kind {kind!r} is not one of {EVENT_KINDS}")
+        if trigger not in TRIGGERS:
+            raise ValueError(f"context event trigger {trigger!r} is not one of {TRIGGERS}")
+        event = {"kind": kind, "step": self.step if step is None else step, "drop": drop or [],
+                 "summary_seq": summary_seq, "trigger": trigger, "pre_tokens": pre_tokens, "line": line, **extra}
+        self.context_events.append(event)
+        return event
+
     def __iter__(self) -> Iterator[Run | Item | Request]:
         if self.placeholders:
             self.run.metadata[PLACEHOLDER_KEY] = encode_placeholders(self.placeholders)
+        if self.context_events:
+            self.run.metadata[CONTEXT_EVENTS_KEY] = self.context_events
         return iter(self.records)
+
+
+# Context events: what a harness's own context policy did (compaction, condensation, cleared tool uses), kept in
+# ``run.metadata[CONTEXT_EVENTS_KEY]`` as a list in log order; the simulator's ``recorded`` policy replays them.
+CONTEXT_EVENTS_KEY = "context_events"
+EVENT_KINDS = ("compaction", "condensation", "clear_tool_uses")
+TRIGGERS = ("auto", "manual", None)
+PREFIX_KINDS = ("system", "tool_defs")
+
+
+def seq_ranges(seqs: Iterable[int]) -> list[list[int]]:
+    """Sorted half-open [lo, hi) ranges covering ``seqs`` (adjacent seqs merged)."""
+    out: list[list[int]] = []
+    for s in sorted(set(seqs)):
+        if out and out[-1][1] == s:
+            out[-1][1] = s + 1
+        else:
+            out.append([s, s + 1])
+    return out
 
 
 # Placeholders: what a request showed in place of an output. Kept in ``run.metadata[PLACEHOLDER_KEY]``

@@ -6,6 +6,14 @@ compacted. Codex logs token_count *after* the output it measured, and repeats it
 a request is a token_count whose total_token_usage moved, and the output since the previous request
 is deferred until it, so it lands after its request. Reasoning is logged encrypted (an empty or short summary);
 its real size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
+
+Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
+that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
+``replacement_history`` is the whole history Codex sends from then on: the kept user messages, the re-injected
+initial context (developer instructions, environment context) and the summary (a user message starting with the
+summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item). The reader emits
+the summary item, then the other replacement items, at the step of the next request; the event drops everything
+after the session's base instructions (sent as ``instructions`` with every request) up to the summary.
 """
 
 from __future__ import annotations
@@ -84,6 +92,44 @@ def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
     return False
 
 
+def _replacement_text(entry: dict) -> str:
+    return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and c.get("type") != "input_image"])
+
+
+def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None) -> None:
+    """Add a ``compacted`` line's summary and replacement history after the current items, and its event."""
+    message = p.get("message") if isinstance(p.get("message"), str) else ""
+    history = [e for e in p.get("replacement_history") or [] if isinstance(e, dict)]
+    summary_at = next((k for k in reversed(range(len(history))) if history[k].get("type") == "message" and message
+                       and _replacement_text(history[k]) == message), None)  # the last one: Codex appends it
+    encrypted = summary_at is None and not message and any(e.get("type") == "compaction" for e in history)
+    if encrypted:
+        summary_at = next(k for k, e in enumerate(history) if e.get("type") == "compaction")
+    drop = [[keep, b.seq]] if keep < b.seq else []
+    summary_seq = None
+    if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
+        summary_seq = b.add("summary", "user", message, ts=ts, line=line).seq
+    at = {"ts": ts, "line": line}
+    for k, e in enumerate(history):
+        if k == summary_at or e.get("type") != "message":
+            continue  # ghost snapshots and other bookkeeping entries are not sent to the model
+        role, text = e.get("role") or "user", _replacement_text(e)
+        if role in ("developer", "system"):
+            b.add("system", "system", text, **at)
+        elif role == "assistant":
+            b.add("assistant_text", "assistant", text, **at)
+        else:
+            if text:
+                b.add("user_text", "user", text, **at)
+            for c in e.get("content") or []:
+                if isinstance(c, dict) and c.get("type") == "input_image":
+                    b.add("image", "user", "[image]", **at)
+    extra: dict[str, Any] = {"usage": usage} if usage else {}
+    if encrypted:
+        extra["summary_encrypted"] = True
+    b.context_event("compaction", drop=drop, summary_seq=summary_seq, line=line, **extra)
+
+
 class CodexRolloutReader:
     format = "codex-rollout"
 
@@ -94,6 +140,8 @@ class CodexRolloutReader:
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
         d, last_total, model = Deferred(b), None, None
+        held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
+        keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 yield entry
@@ -103,27 +151,41 @@ class CodexRolloutReader:
             if not isinstance(p, dict):
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
+            if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
+                usage = {"input": held["prompt_tokens"], "cache_read": held["cache_read"],
+                         "output": held["output_tokens"]}
+                held = None
+                d.input(lambda p=p, n=line, s=ts, u=usage, k=keep: compaction(b, p, n, s, k, u))
+                continue
+            if held and kind != "event_msg":
+                d.request(**held)
+                held = None
             if kind == "session_meta":
+                first = "session_id" not in b.run.metadata
                 self._meta(b, d, p, line, ts)
+                if first:
+                    keep = b.seq
             elif kind == "turn_context" and p.get("model"):
                 model = p["model"]
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
-            elif kind == "compacted":
-                text = p.get("message") or text_of([text_of(i.get("content")) for i in p.get("replacement_history")
-                                                    or [] if isinstance(i, dict)])
-                d.input(lambda t=text, n=line, s=ts: b.add("summary", "user", t, ts=s, line=n))
+            elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
+                d.input(lambda p=p, n=line, s=ts, k=keep: compaction(b, p, n, s, k, None))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
                 total = info.get("total_token_usage")
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
+                    if held:
+                        d.request(**held)
                     last = info["last_token_usage"]
                     reasoning = last.get("reasoning_output_tokens")
-                    d.request(reasoning if isinstance(reasoning, int) else None, ts=ts, line=line, model=model,
-                              **openai_usage(last))
+                    held = {"reasoning_tokens": reasoning if isinstance(reasoning, int) else None, "ts": ts,
+                            "line": line, "model": model, **openai_usage(last)}
                 last_total = total
             elif kind == "response_item":
                 self._item(b, d, p, line, ts)
+        if held:
+            d.request(**held)
         d.flush()
         yield from b
 

@@ -38,14 +38,16 @@ def leading_int(cell: str) -> int:
 
 # Where the reader deliberately differs from the manifest (which counts raw events):
 # - pharma requests: the manifest's "~714 (token_count events)" counts every non-null token_count event, but Codex
-#   logs each one twice (after the model output and again after the tool output, identical total_token_usage), and
-#   two more after the compactions carry a zero last_token_usage with an unchanged total: 714 - 364 - 2 = 348.
+#   logs each one twice (after the model output and again after the tool output, identical total_token_usage),
+#   two more after the compactions carry a zero last_token_usage with an unchanged total, and two are the
+#   compactions' own summariser calls, which are not agent requests (their usage is in the context events):
+#   714 - 364 - 2 - 2 = 346.
 # - fixture tool calls: the manifest's 6 are function_call + custom_tool_call + tool_search_call; the reader also
 #   counts the hosted web_search_call (it is a call in the model's context), 7.
 # - TUI tool calls: the manifest's 31 are exec commands; the reader also counts the one apply_patch, 32.
 EXPECTED = {
     "codex-fixture-agentsessions-small-compacted.jsonl": (2, 7),
-    "codex-pharma-platform-019d20aa.jsonl": (348, 411),
+    "codex-pharma-platform-019d20aa.jsonl": (346, 411),
     "codex-tui-sessionlog-binary-size-gpt5.jsonl": (34, 32),
 }
 
@@ -75,7 +77,9 @@ def test_rollout_usage_and_request_placement(corpus: Path) -> None:
               if o["type"] == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]]
     records = read(ROLLOUT, path)
     reqs = of(records, Request)
-    assert sum(r.output_tokens for r in reqs) == totals[-1]["output_tokens"], "each response counted once"
+    events = of(records, Run)[0].metadata["context_events"]
+    assert sum(r.output_tokens for r in reqs) + sum(e["usage"]["output"] for e in events) == \
+        totals[-1]["output_tokens"], "each response counted once, the summariser calls in their events"
     assert all(r.prompt_tokens == r.input_tokens + r.cache_read for r in reqs)
     assert all(r.ts and r.model == "gpt-5.3-codex-bak" for r in reqs)
     run = of(records, Run)[0]
@@ -92,7 +96,8 @@ def test_rollout_usage_and_request_placement(corpus: Path) -> None:
 
 
 def test_compactions_are_summaries(corpus: Path) -> None:
-    cases = (("codex-pharma-platform-019d20aa.jsonl", 2), ("codex-fixture-agentsessions-small-compacted.jsonl", 6))
+    # the fixture's first compacted line (26) has an empty message and no compaction item: no summary to show
+    cases = (("codex-pharma-platform-019d20aa.jsonl", 2), ("codex-fixture-agentsessions-small-compacted.jsonl", 5))
     for name, n in cases:
         summaries = [i for i in of(read(ROLLOUT, corpus / "codex-rollout" / name), Item) if i.kind == "summary"]
         assert len(summaries) == n, name
@@ -139,3 +144,88 @@ def test_encrypted_reasoning_sized_by_its_request(corpus: Path) -> None:
                  if o["payload"].get("type") == "token_count" and o["payload"].get("info"))
     assert sizes[min(sizes)] == first["reasoning_output_tokens"] == 311
     assert sum(sizes.values()) <= sum(r.output_tokens for r in of(records, Request))
+
+
+def test_compaction_events_on_the_corpus(corpus: Path) -> None:
+    # codex-pharma: the summariser calls (token_count lines 782 and 1694, then `compacted` 783 and 1695) are not
+    # requests; the first agent requests after them (lines 792, 1702) recorded 15,784 and 14,900 prompt tokens.
+    # (With the summariser calls counted as requests, as before, these were requests 137 and 288.)
+    records = read(ROLLOUT, corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl")
+    run = of(records, Run)[0]
+    reqs = {r.step: r for r in of(records, Request)}
+    items = {i.seq: i for i in of(records, Item)}
+    events = run.metadata["context_events"]
+    assert [(e["step"], e["line"], e["usage"]) for e in events] == [
+        (136, 783, {"input": 211015, "cache_read": 0, "output": 1536}),
+        (286, 1695, {"input": 210138, "cache_read": 0, "output": 1764})]
+    assert [(reqs[e["step"]].line, reqs[e["step"]].prompt_tokens) for e in events] == [(792, 15784), (1702, 14900)]
+    assert [reqs[e["step"] - 1].prompt_tokens for e in events] == [216116, 214827]
+    assert all(r.line not in (782, 1694) for r in reqs.values())
+    for e in events:
+        summary = items[e["summary_seq"]]
+        assert summary.kind == "summary" and summary.step == e["step"]
+        assert summary.text.startswith("Another language model started to solve this problem")
+        assert e["drop"] == [[1, e["summary_seq"]]], "everything but the base instructions (seq 0) is replaced"
+        assert e["trigger"] is None and e["pre_tokens"] is None
+    assert items[0].kind == "system" and items[0].text.startswith("You are Codex")
+    # replacement_history after the summary: the kept user messages with the re-injected developer message and
+    # environment context between them (3 + 2 + 1 in the first compaction, 9 + 2 + 1 in the second)
+    kept = [[(i.kind, i.text[:20]) for i in items.values() if i.step == e["step"] and i.seq > e["summary_seq"]
+             and i.line == e["line"]] for e in events]
+    assert [len(k) for k in kept] == [6, 12]
+    assert kept[0][3] == ("system", "<permissions instruc") and kept[0][4] == ("user_text", "<environment_context")
+    assert sum(1 for kind, _ in kept[1] if kind == "user_text") == 11
+    fixture = read(ROLLOUT, corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl")
+    fx = of(fixture, Run)[0].metadata["context_events"]
+    assert [(e["step"], e["line"], e["summary_seq"] is None) for e in fx] == [
+        (1, 26, True), (1, 47, False), (1, 69, False), (1, 81, False), (2, 89, False), (2, 111, False)]
+    assert all("usage" not in e for e in fx), "no summariser call is logged before the fixture's compactions"
+
+
+def rollout(tmp_path: Path, lines: list[tuple[str, dict]]) -> Path:
+    path = tmp_path / "rollout.jsonl"
+    path.write_text("\n".join(json.dumps({"timestamp": f"2026-01-01T00:00:{k:02d}Z", "type": t, "payload": p})
+                              for k, (t, p) in enumerate(lines)) + "\n")
+    return path
+
+
+def tokens(total: int, prompt: int, output: int = 10) -> tuple[str, dict]:
+    last = {"input_tokens": prompt, "cached_input_tokens": 0, "output_tokens": output, "total_tokens": prompt + output}
+    return "event_msg", {"type": "token_count", "info": {"total_token_usage": {"total_tokens": total},
+                                                         "last_token_usage": last}}
+
+
+def message(role: str, text: str) -> dict:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {"type": "message", "role": role, "content": [{"type": kind, "text": text}]}
+
+
+def test_hand_made_compaction(tmp_path: Path) -> None:
+    summary = "PREFIX summary of the work"
+    path = rollout(tmp_path, [
+        ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+        ("response_item", message("developer", "<permissions>")),
+        ("response_item", message("user", "build it")),
+        ("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+        tokens(100, 90),
+        ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+        tokens(100, 90),
+        tokens(300, 180, 20),  # the summariser's call
+        ("compacted", {"message": summary, "replacement_history": [
+            message("user", "build it"), message("developer", "<permissions>"), message("user", summary),
+            {"type": "ghost_snapshot", "ghost_commit": {"id": "g"}}]}),
+        tokens(300, 0, 0),
+        ("response_item", message("assistant", "resuming")),
+        tokens(400, 40),
+    ])
+    records = read(ROLLOUT, path)
+    reqs = of(records, Request)
+    assert [(r.step, r.prompt_tokens) for r in reqs] == [(0, 90), (1, 40)]
+    items = of(records, Item)
+    assert [(i.seq, i.kind, i.text, i.step) for i in items] == [
+        (0, "system", "You are Codex", 0), (1, "system", "<permissions>", 0), (2, "user_text", "build it", 0),
+        (3, "tool_call", "", 1), (4, "tool_result", "ok", 1), (5, "summary", summary, 1),
+        (6, "user_text", "build it", 1), (7, "system", "<permissions>", 1), (8, "assistant_text", "resuming", 2)]
+    assert of(records, Run)[0].metadata["context_events"] == [
+        {"kind": "compaction", "step": 1, "drop": [[1, 5]], "summary_seq": 5, "trigger": None, "pre_tokens": None,
+         "line": 9, "usage": {"input": 180, "cache_read": 0, "output": 20}}]
