@@ -4,56 +4,86 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import polars as pl
 import typer
+from rich.console import Console
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
+from replay.cli.common import (
+    CACHE_HELP,
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    PriceOption,
+    PricesOption,
+    TokenizerOption,
+    console,
+    emit,
+)
 from replay.errors import ReplayError
-from replay.policies import Budget, make_policy, parse_sets, policy_class, registry
-from replay.simulator.caches import make_cache
-from replay.simulator.load import load_runs
-from replay.simulator.results import composition_totals, simulate_many, store_simulation, totals
+from replay.metrics.prices import pricing_from_options
+from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
+from replay.simulator.caches import AUTO, make_cache
+from replay.simulator.load import load_runs, prompt_sources
+from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
 from replay.store import open_store
 
 COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "summaries", "cache_hit_rate",
-           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "cost_usd", "token_source"]
+           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "cost_usd", "cache_model", "price_source",
+           "token_source"]
 
 
 @app.command()
 def simulate(
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name or pkg.module:Class.")] = "full",
     sets: Annotated[list[str], typer.Option("--set", help="Policy parameter key=value (repeatable).")] = [],  # noqa: B006
-    tokenizer_id: Annotated[str | None, typer.Option(help="Real counts from token_counts for this tokenizer; "
-                                                           "else chars/4 estimates (labelled).")] = None,
+    tokenizer: TokenizerOption = None,
+    tokenizer_id: Annotated[str | None, typer.Option("--tokenizer-id", hidden=True,
+                                                     help="Old name of --tokenizer (same resolver).")] = None,
     window: Annotated[int, typer.Option(help="Context window, tokens.")] = 200_000,
     reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
-    cache: Annotated[str, typer.Option(help="Cache model: anthropic, openai, vllm, llamacpp, none.")] = "anthropic",
+    cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
+    prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
     show_config: Annotated[bool, typer.Option(help="Print the effective config and exit.")] = False,
     store: Annotated[bool, typer.Option(help="Write results to the store.")] = True,
     by_tool: Annotated[bool, typer.Option("--by-tool", help="Also print the window composition by tool "
                                                              "(call arguments, results; prompt share).")] = False,
+    overhead: Annotated[int | None, typer.Option(min=0, help=(
+        "Harness prefix (tokens) for runs with no recorded usage to fit and no profile of their harness."))] = None,
     db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
 ) -> None:
-    """Replay every stored run under a policy; print a run table, store sim_runs, sim_requests, sim_composition."""
+    """Replay every stored run under a policy; print a run table, store sim_runs, sim_requests, sim_composition.
+
+    The prompt of each request is the view's items plus the harness prefix the log does not hold, counted as
+    the server counts them (replay.simulator.prompt): fitted on the run's recorded usage, else its harness's
+    profile, else ``--overhead``; runs with none of these are listed."""
     pol = make_policy(policy, parse_sets(sets))
     if show_config:
         console.print_json(pol.config.to_json())
         return
-    con = open_store(db, read_only=not store)
-    arrays = load_runs(con, tokenizer_id, runs)
+    from replay.tokens.resolve import resolve_tokenizer
+
+    con = open_store(db, read_only=not store and not (tokenizer or tokenizer_id))
+    tokenizer_id = resolve_tokenizer(con, tokenizer or tokenizer_id)  # never chars/4 for a name it cannot load
+    arrays = load_runs(con, tokenizer_id, runs, overhead=overhead)
     if not arrays:
         raise ReplayError("no runs with requests in the store; run `replay ingest PATHS` first")
-    sim = simulate_many(arrays, pol, make_cache(cache), Budget(window, reserve), tokenizer_id)
+    note = console if fmt == "table" else Console(stderr=True)
+    note.print("harness prefix: " + prompt_sources(arrays), highlight=False, markup=False)
+    sim = simulate_many(arrays, pol, None if cache == AUTO else make_cache(cache), Budget(window, reserve),
+                        tokenizer_id, pricing_from_options(prices, price))
     if store:
         store_simulation(con, sim)
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})")
     if fmt == "table":
         est = [s for s in sim.token_sources if not s.startswith("real:")]
         if est:
-            console.print(f"[yellow]token counts are estimates ({', '.join(est)}); run `replay tokens` and pass "
-                          "--tokenizer-id for real counts[/]")
+            console.print(f"[yellow]token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
+                          "for real counts (`replay tokenizers` lists built-ins)[/]")
         console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
+    for line in billing_warnings(sim.runs):
+        console.print(line, style="bold yellow", highlight=False)
     if by_tool:
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
@@ -65,33 +95,43 @@ def policies() -> None:
         cls = policy_class(name)
         params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
         console.print(f"[bold]{name}[/]: {(cls.Config.__doc__ or '').strip()}\n  {params}", highlight=False)
+    console.print("\n[bold]Presets[/] (a harness's own policy; --policy NAME; --set overrides a knob):")
+    for preset in PRESETS.values():
+        knobs = ", ".join(f"{k}={v!r}" for k, v in preset.params.items())
+        console.print(f"[bold]{preset.name}[/] = {preset.policy}: {preset.doc}\n  {knobs}", highlight=False)
 
 
 @app.command()
 def fidelity(db: DbOption = DEFAULT_DB_PATH,
              tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help=(
-                 "Count with this tokenizer first (file or built-in); empty: chars/4."))] = "",
-             cache: Annotated[str, typer.Option(help="anthropic (Claude Code runs) or openai (Codex runs).")] = (
-                 "anthropic"),
-             tolerance: Annotated[float, typer.Option(help="Allowed share difference (0.05 = 5 points).")] = 0.05,
+                 "Count with this tokenizer first (file or built-in); empty: chars/4 estimates."))] = "",
+             cache: Annotated[str | None, typer.Option(help=(
+                 "One cache model for every run; default: each run under its provider's (Anthropic for Claude "
+                 "models, OpenAI otherwise)."))] = None,
+             strict: Annotated[bool, typer.Option("--strict", help=(
+                 "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
+                 "its recorded one (3 requests, 10% prompt after)."))] = False,
              fmt: FormatOption = "table") -> None:
-    """Replay every run with recorded cache reads under full history and its harness's cache model; compare
-    the cache-read share with the recorded one, per run (the proof that the simulator is right)."""
+    """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
+    per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
+    recorded context event the request and prompt after it (the proof that the simulator is right)."""
     from replay.simulator.fidelity import fidelity_frame
 
     con = open_store(db)
-    tid = None
-    if tokenizer:
-        from replay.tokens import count_items, load_tokenizer
+    from replay.tokens.resolve import resolve_tokenizer
 
-        tok = load_tokenizer(tokenizer)
-        count_items(con, tok, progress=True)
-        tid = tok.tokenizer_id
-    df = fidelity_frame(con, tid, cache, tolerance)
+    tid = resolve_tokenizer(con, tokenizer)
+    df = fidelity_frame(con, tid, cache)
     if df.is_empty():
-        raise ReplayError("no run with recorded cache reads in this store; ingest Claude Code or Codex logs")
-    shown = df.select("file", "requests", "simulated", "recorded", "diff_pp", "within", "tail") if fmt == "table" \
-        else df
-    emit(shown, fmt,
-         title=f"cache-read share, simulated vs recorded ({int(df['within'].sum())}/{df.height} within "
-               f"{tolerance * 100:g} points)")
+        raise ReplayError("no run with recorded prompt usage in this store; ingest logs that record usage "
+                          "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)")
+    runs = df.filter(pl.col("kind") == "run")
+    missed = df.filter(pl.col("within") == False)  # noqa: E712 (polars expression)
+    shown = df.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "oos_median_abs_pct",
+                      "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
+                      "within") if fmt == "table" else df
+    emit(shown, fmt, title=f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs "
+                           f"within 3% median, 10% p95; token source {runs['token_source'][0]})")
+    if strict and missed.height:
+        Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
+        raise typer.Exit(1)

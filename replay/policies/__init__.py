@@ -1,4 +1,5 @@
-"""Registered policies by name; user policies load by import path 'pkg.module:Class'."""
+"""Registered policies by name, harness presets by name (replay.policies.presets); user policies load by import path
+'pkg.module:Class'."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any
 from replay.errors import ReplayError
 from replay.policies.base import Budget, Policy
 from replay.policies.config import PolicyConfig, parse_sets
+from replay.policies.presets import PRESETS, Preset
 
 POLICY_MODULES = ["baselines", "oracle", "seed_a", "masking", "clear_tool_uses", "auto_compact", "seed_c", "seed_b",
-                  "openhands"]
+                  "openhands", "recorded"]
 
 
 @cache
@@ -26,7 +28,9 @@ def registry() -> dict[str, type[Policy]]:
 
 
 def policy_class(name: str) -> type[Policy]:
-    """A registered name, or 'pkg.module:Class' for a user policy."""
+    """A registered name, a preset name (its policy's class), or 'pkg.module:Class' for a user policy."""
+    if name in PRESETS:
+        return registry()[PRESETS[name].policy]
     if ":" in name:
         mod, _, attr = name.partition(":")
         try:
@@ -38,14 +42,17 @@ def policy_class(name: str) -> type[Policy]:
         return cls
     reg = registry()
     if name not in reg:
-        raise ReplayError(f"--policy {name}: unknown; choose one of {', '.join(sorted(reg))} or pkg.module:Class")
+        raise ReplayError(f"--policy {name}: unknown; choose one of {', '.join(sorted(reg))}, a preset "
+                          f"({', '.join(PRESETS)}) or pkg.module:Class")
     return reg[name]
 
 
 def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
-    """Build a policy with validated parameters."""
+    """Build a policy with validated parameters; a preset's knobs come first, ``params`` override them."""
     cls = policy_class(name)
-    return cls(cls.Config.from_params(params or {}))
+    base = PRESETS[name].params if name in PRESETS else {}
+    return cls(cls.Config.from_params({**base, **(params or {})}))
 
 
-__all__ = ["Budget", "Policy", "PolicyConfig", "make_policy", "parse_sets", "policy_class", "registry"]
+__all__ = ["PRESETS", "Budget", "Policy", "PolicyConfig", "Preset", "make_policy", "parse_sets", "policy_class",
+           "registry"]

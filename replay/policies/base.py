@@ -50,6 +50,7 @@ class Policy:
 
     name: ClassVar[str] = "base"
     Config: ClassVar[type[PolicyConfig]] = PolicyConfig
+    replays_recorded: ClassVar[bool] = False  # True only for the policy that replays the log's own events
 
     def __init__(self, config: PolicyConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -71,6 +72,9 @@ class Policy:
         self.dirty, self.prev_end, self.end, self.k = 0, 0, 0, 0
         self.flags = {"emergency": False, "summarised": False}
         self.setup()
+        if not self.replays_recorded:  # the harness's own summaries and re-sent copies are not this policy's
+            gone = run.events.recorded_only
+            self.ftok[:, gone], self.fest[:, gone] = 0, 0
 
     def setup(self) -> None:
         """Precompute form costs for this run."""

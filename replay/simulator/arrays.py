@@ -34,6 +34,28 @@ def epoch(ts: str | None) -> float:
 
 
 @dataclass(frozen=True, eq=False)
+class RecordedEvents:
+    """What the harness's own context policy did, in item positions (see ``replay.simulator.load``).
+
+    Event e takes effect at request ``step[e]`` and removes the items ``drop[e]`` from the prompt from then on;
+    ``recorded_only`` marks items that exist only because of such events (the recorded summary, content re-sent
+    after it); ``mask_*`` are per-request placeholders (request, item position, characters shown)."""
+
+    step: np.ndarray
+    kind: tuple[str, ...]
+    drop: tuple[np.ndarray, ...]
+    recorded_only: np.ndarray
+    mask_step: np.ndarray
+    mask_pos: np.ndarray
+    mask_chars: np.ndarray
+
+    @classmethod
+    def empty(cls, n_items: int) -> RecordedEvents:
+        none = np.zeros(0, dtype=np.int64)
+        return cls(none, (), (), np.zeros(n_items, dtype=bool), none, none, none)
+
+
+@dataclass(frozen=True, eq=False)
 class RunArrays:
     """One run: items in seq order and requests, as arrays. ``tokens`` are real when ``token_source`` says so."""
 
@@ -61,6 +83,17 @@ class RunArrays:
     tool_names: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
     call_ids: tuple[str | None, ...] = field(default=(), repr=False)
+    prefix_tokens: int = 0  # the harness prefix the prompt model put first (a system item), 0 none
+    prompt_source: str = "none"  # where the prompt model came from (replay.simulator.prompt)
+    recorded: RecordedEvents | None = field(default=None, repr=False)  # the harness's own events, None: none
+    rec_output: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # -1 unknown
+    cache_ttl: float | None = None  # seconds: the TTL most cache-write tokens in the log used; None unrecorded
+    read_span: np.ndarray | None = field(default=None, repr=False)  # (n_items, 3): lo, hi, key of reads
+    read_keys: tuple[str, ...] = field(default=(), repr=False)  # read_span key -> the normalised command
+
+    @property
+    def events(self) -> RecordedEvents:
+        return self.recorded if self.recorded is not None else RecordedEvents.empty(self.n_items)
 
     @property
     def n_items(self) -> int:
@@ -102,9 +135,10 @@ def _pairs(kinds: list[str], call_ids: list[str | None]) -> np.ndarray:
 
 
 def build(run_id: str, items: list[dict], requests: list[dict], token_source: str = ESTIMATE_LABEL,
-          model: str | None = None) -> RunArrays:
+          model: str | None = None, cache_ttl: float | None = None) -> RunArrays:
     """Arrays from item dicts (step, kind, chars, tokens?, tool_name, call_id, resource, access, is_error, ts,
-    turn, lines) and request dicts (step, ts, prompt_tokens, cache_read, input_tokens, cache_write)."""
+    turn, lines) and request dicts (step, ts, prompt_tokens, cache_read, input_tokens, cache_write,
+    output_tokens)."""
     kinds = [it["kind"] for it in items]
     chars = np.array([it.get("chars") or 0 for it in items], dtype=np.int64)
     toks = [it.get("tokens") for it in items]
@@ -134,8 +168,20 @@ def build(run_id: str, items: list[dict], requests: list[dict], token_source: st
         rec_cache_read=np.array([-1 if r.get("cache_read") is None else r["cache_read"] for r in requests],
                                 dtype=np.int64),
         token_source=token_source, model=model, tool_names=tool_names, resources=resources,
-        call_ids=tuple(it.get("call_id") for it in items))
+        call_ids=tuple(it.get("call_id") for it in items),
+        rec_output=np.array([-1 if r.get("output_tokens") is None else r["output_tokens"] for r in requests],
+                            dtype=np.int64), cache_ttl=cache_ttl, **_spans(items))
 
+
+
+def _spans(items: list[dict]) -> dict:
+    """``read_span``/``read_keys`` from the items' ``span`` (lo, hi, key) where any item has one."""
+    if not any(it.get("span") for it in items):
+        return {}
+    keys: dict[str, int] = {}
+    table = np.array([(lo, hi, -1 if key is None else keys.setdefault(key, len(keys)))
+                      for lo, hi, key in (it.get("span") or (1, 2**62, None) for it in items)], dtype=np.int64)
+    return {"read_span": table.reshape(-1, 3), "read_keys": tuple(keys)}
 
 def _prompt(r: dict) -> int:
     if r.get("prompt_tokens") is not None:

@@ -1,8 +1,19 @@
-"""Fidelity: replay a run under full history and compare with its recorded usage."""
+"""Fidelity: replay each run under the policy that recorded it and compare with what the server counted.
+
+Per run: the per-request prompt error under the ``recorded`` policy with the prompt model (median, p95 of
+|simulated - recorded| / recorded), the calibration scored out of sample (each request predicted from a fit on
+the earlier requests only), and the cache-read share under the run's provider cache model. Per recorded context
+event (compaction, condensation, masking): the recorded request and prompt after it against the harness preset's,
+and the cache-read share at the event.
+"""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import numpy as np
+import polars as pl
 
 from replay.policies import Budget, make_policy
 from replay.simulator.arrays import RunArrays
@@ -10,14 +21,15 @@ from replay.simulator.caches import make_cache
 from replay.simulator.run import simulate_run
 
 BIG = Budget(10**9, 0)
-
-
-def recorded_overhead(run: RunArrays) -> int:
-    """Prompt tokens of the first request the log does not hold (recorded minus simulated), at least 0."""
-    if run.n_requests == 0 or run.rec_prompt[0] <= 0:
-        return 0
-    first = int(run.tokens[:run.req_end[0]].sum())
-    return max(int(run.rec_prompt[0]) - first, 0)
+TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
+TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
+COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests": pl.Int64, "scored": pl.Int64,
+           "median_abs_pct": pl.Float64, "p95_abs_pct": pl.Float64, "oos_median_abs_pct": pl.Float64,
+           "oos_p95_abs_pct": pl.Float64, "recorded_request": pl.Int64, "simulated_request": pl.Int64,
+           "recorded_after": pl.Int64, "replayed_after": pl.Int64, "simulated_after": pl.Int64,
+           "cache_share_recorded": pl.Float64, "cache_share_simulated": pl.Float64, "within": pl.Boolean,
+           "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
+           "token_source": pl.String}
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -40,55 +52,148 @@ def inferred_ttl(run: RunArrays) -> float:
     return 3600.0 if bool(((gap > 300) & beyond).any()) else 300.0
 
 
-def cache_share(run: RunArrays, cache: str = "anthropic", with_overhead: bool = True) -> dict:
-    """Simulated vs recorded cache-read share (sum cache_read / sum prompt) under the full-history policy.
+def _with_tail(run: RunArrays, cache: str) -> tuple[RunArrays, int]:
+    """Under the Anthropic model the prefix splits into a cached part and an uncached tail (the server's floor)."""
+    if cache != "anthropic" or run.prefix_tokens <= 0 or run.kind[0] != 0:
+        return run, 0
+    tail = min(uncached_floor(run), run.prefix_tokens)
+    if tail <= 0:
+        return run, 0
+    tokens = run.tokens.copy()
+    tokens[0] -= tail
+    return replace(run, tokens=tokens), tail
 
-    The prompt part the log does not hold is split into a cached prefix and an uncached tail (the floor)."""
-    unlogged = recorded_overhead(run) if with_overhead else 0
-    tail = min(uncached_floor(run), unlogged) if with_overhead and cache == "anthropic" else 0
-    overhead = unlogged - tail
-    warm = int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0  # what the log says was cached already
+
+def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "recorded",
+                    budget: Budget = BIG) -> tuple[dict[str, np.ndarray], dict]:
+    """Per-request columns and run row of ``run`` under ``policy`` (the log's own by default; a preset's
+    window in ``budget``), with the run's cache model: what was warm at the start from its first cache read, TTL
+    from its gaps."""
+    adjusted, tail = _with_tail(run, cache)
+    warm = int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
     model = make_cache(cache, ttl=inferred_ttl(run)) if cache == "anthropic" else make_cache(cache)
-    cols, row = simulate_run(run, make_policy("full"), model, BIG, overhead=overhead, warm=warm, tail=tail)
-    return {"run_id": run.run_id, "requests": run.n_requests, "overhead": overhead, "tail": tail, "warm": warm,
-            "ttl": getattr(model, "ttl", None),
-            "simulated": row["cache_hit_rate"], "recorded": row["recorded_cache_share"],
-            "prompt_error": _median_error(cols)}
+    return simulate_run(adjusted, make_policy(policy), model, budget, warm=warm, tail=tail)
 
 
-def _median_error(cols: dict) -> float | None:
-    import numpy as np
+def harness_preset(fmt: str, metadata: dict) -> tuple[str, Budget] | None:
+    """The preset of the harness that recorded a run, with the window it ran against; None when the log does not
+    say enough (a Codex log without ``model_context_window``)."""
+    if fmt == "claude-code":
+        version = str(metadata.get("cc_version") or "")
+        return ("claude-code-1.0" if version.startswith("1.") else "claude-code-2"), Budget(200_000, 0)
+    if fmt in ("codex-rollout", "codex-tui"):
+        window = metadata.get("model_context_window")
+        return ("codex", Budget(int(window), 0)) if isinstance(window, int) and window > 0 else None
+    if fmt == "openhands":
+        return "openhands-v0", BIG
+    if fmt == "openhands-v1":
+        return "openhands-v1", BIG
+    if fmt == "swe-agent":
+        return "swe-agent-last-n", BIG
+    return None
 
+
+def prompt_errors(cols: dict[str, np.ndarray]) -> np.ndarray:
+    """|simulated - recorded| / recorded for every request with a recorded prompt."""
     have = cols["recorded_prompt"] > 0
-    if not have.any():
+    return np.abs(cols["prompt_tokens"][have] - cols["recorded_prompt"][have]) / cols["recorded_prompt"][have]
+
+
+def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
+    """Simulated vs recorded cache-read share (sum cache_read / sum prompt) under the recorded policy."""
+    cols, row = replay_recorded(run, cache)
+    err = prompt_errors(cols)
+    return {"run_id": run.run_id, "requests": run.n_requests, "prefix": run.prefix_tokens,
+            "tail": _with_tail(run, cache)[1], "ttl": inferred_ttl(run) if cache == "anthropic" else None,
+            "simulated": row["cache_hit_rate"], "recorded": row["recorded_cache_share"],
+            "prompt_error": float(np.median(err)) if len(err) else None}
+
+
+def _share(cols: dict[str, np.ndarray], lo: int, hi: int, recorded: bool) -> float | None:
+    prompt = cols["recorded_prompt" if recorded else "prompt_tokens"][lo:hi]
+    read = cols["recorded_cache_read" if recorded else "cached_tokens"][lo:hi]
+    have = (cols["recorded_prompt"][lo:hi] > 0) & (cols["recorded_cache_read"][lo:hi] >= 0)
+    total = prompt[have].sum()
+    return round(float(read[have].sum() / total), 3) if total > 0 else None
+
+
+def _pct(x: np.ndarray, q: float) -> float | None:
+    return round(100 * float(np.quantile(x, q)), 2) if len(x) else None
+
+
+def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget] | None,
+               cache: str) -> list[dict]:
+    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event."""
+    ev = run.events
+    sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
+    sim_cols = None
+    if preset is not None and len(ev.step):
+        sim_cols, _ = replay_recorded(run, cache, *preset)
+        sim_steps = np.flatnonzero(sim_cols["summarised"])
+    out = []
+    for e in np.argsort(ev.step, kind="stable"):
+        k = int(ev.step[e])
+        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k,
+               "recorded_after": int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None,
+               "replayed_after": int(cols["prompt_tokens"][k]),
+               "cache_share_recorded": _share(cols, k, k + 1, True),
+               "cache_share_simulated": _share(cols, k, k + 1, False),
+               "simulated_request": None, "simulated_after": None}
+        if len(sim_steps):
+            near = int(sim_steps[np.argmin(np.abs(sim_steps - k))])
+            row["simulated_request"] = near
+            row["simulated_after"] = int(sim_cols["prompt_tokens"][near])
+        out.append(row)
+    return out
+
+
+def event_within(row: dict) -> bool | None:
+    """A preset's event within the targets of its recorded one (None when no preset ran)."""
+    if row["simulated_request"] is None or row["recorded_after"] is None:
         return None
-    err = (cols["prompt_tokens"][have] - cols["recorded_prompt"][have]) / cols["recorded_prompt"][have]
-    return float(np.median(err))
+    close = abs(row["simulated_request"] - row["recorded_request"]) <= TARGET_EVENT_REQUESTS
+    return close and abs(row["simulated_after"] - row["recorded_after"]) / row["recorded_after"] <= TARGET_EVENT_AFTER
 
 
-FORMATS_BY_CACHE = {"anthropic": "claude%", "openai": "codex%"}
+def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None) -> pl.DataFrame:
+    """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
+    harness's preset (``harness_preset``) is replayed to find the request it would have fired at.
 
-
-def fidelity_frame(con, tokenizer_id: str | None, cache: str = "anthropic", tolerance: float = 0.05):
-    """Per run of the cache's own harness (Claude Code for anthropic, Codex for openai) with recorded cache
-    reads: simulated vs recorded cache-read share under full history."""
-    import polars as pl
-
+    ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
+    Code, OpenAI for Codex and OpenAI-style logs)."""
     from replay.simulator.load import load_runs
+    from replay.tokens.calibrate import out_of_sample_errors
 
-    src = dict(con.execute("SELECT run_id, source_path FROM runs WHERE format LIKE ?",
-                           [FORMATS_BY_CACHE.get(cache, "%")]).fetchall())
+    meta = {r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs")
+            .fetchall()}
+    oos = out_of_sample_errors(con, tokenizer_id)
     rows = []
     for run in load_runs(con, tokenizer_id):
-        if run.run_id not in src or run.n_requests < 2 or not (run.rec_cache_read >= 0).any():
+        if not (run.rec_prompt > 0).any():
             continue
-        d = cache_share(run, cache)
-        if d["recorded"] is None:
-            continue
-        rows.append({"file": src[run.run_id].rsplit("/", 1)[-1], "run_id": run.run_id, "requests": run.n_requests,
-                     "simulated": round(d["simulated"], 3), "recorded": round(d["recorded"], 3),
-                     "diff_pp": round(100 * (d["simulated"] - d["recorded"]), 1),
-                     "within": abs(d["simulated"] - d["recorded"]) <= tolerance, "prefix": d["overhead"],
-                     "tail": d["tail"], "ttl_s": d["ttl"], "median_prompt_error": d["prompt_error"],
-                     "token_source": run.token_source})
-    return pl.DataFrame(rows, infer_schema_length=None)
+        path, fmt, model, metadata = meta[run.run_id]
+        metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        run_cache = cache or provider_cache(fmt, model)
+        cols, row = replay_recorded(run, run_cache)
+        err = prompt_errors(cols)
+        o = oos.get(run.run_id, np.zeros(0))
+        base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
+                "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source}
+        rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
+                     "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
+                     "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
+                     "cache_share_recorded": _share(cols, 0, run.n_requests, True),
+                     "cache_share_simulated": _share(cols, 0, run.n_requests, False),
+                     "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
+                     and float(np.quantile(err, 0.95)) <= TARGET_P95})
+        for ev in event_rows(run, cols, harness_preset(fmt, metadata), run_cache):
+            rows.append({**base, **ev, "within": event_within(ev)})
+    return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
+
+
+def provider_cache(fmt: str, model: str | None) -> str:
+    """The cache model a run's provider applies: Anthropic for Claude models and Claude Code, else OpenAI's."""
+    name = (model or "").lower()
+    if "claude" in name or fmt.startswith("claude") or "anthropic" in name:
+        return "anthropic"
+    return "openai"

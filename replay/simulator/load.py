@@ -1,19 +1,27 @@
-"""Load runs from the store into RunArrays, with real token counts when the tokenizer has counted them."""
+"""Load runs from the store into RunArrays: real token counts when the tokenizer has counted them, the prompt
+model (harness prefix, scale, content the log does not hold) and the harness's own recorded context events."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 import duckdb
+import numpy as np
 
 from replay.errors import ReplayError
-from replay.simulator.arrays import ESTIMATE_LABEL, RunArrays, build
+from replay.readers.resources import read_span
+from replay.simulator.arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.simulator.prompt import NONE, PromptModel, prompt_models
 
 _ITEMS = """
-SELECT i.step, i.kind, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource, i.access,
-       i.is_error, i.ts, i.turn,
+SELECT i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource, i.access,
+       i.is_error, i.ts, i.turn, i.content_hash,
+       CASE WHEN i.kind = 'tool_call' AND i.access = 'read' THEN i.args END AS args,
        length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id = ? ORDER BY i.seq"""
-_REQS = """SELECT step, ts, prompt_tokens, input_tokens, cache_read, cache_write
+_REQS = """SELECT step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens
 FROM requests WHERE run_id = ? ORDER BY step"""
 
 
@@ -31,14 +39,122 @@ def token_source(items: list[dict], tokenizer_id: str | None) -> str:
     return f"real:{tokenizer_id}" if have == len(items) else f"mixed:{tokenizer_id}+chars/4"
 
 
-def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | None = None) -> RunArrays:
-    """One run's arrays; tokens from token_counts for ``tokenizer_id`` when present, else chars/4."""
+def _synthetic(step: int, kind: str, tokens: int, marker: str) -> dict:
+    """An item the log does not hold but the server counted (``marker`` says why)."""
+    return {"seq": None, "step": step, "kind": kind, "role": "system" if kind == "system" else "user",
+            "chars": 4 * tokens, "tokens": tokens, "tool_name": None, "call_id": None, "resource": None,
+            "access": None, "is_error": False, "ts": None, "turn": 0, "content_hash": None, "lines": 1,
+            "synthetic": marker}
+
+
+def _apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
+    """Items counted as the server counts them, with the prefix first and unlogged content at its step."""
+    raw = np.array([it["tokens"] if it["tokens"] is not None else int(chars4(it["chars"] or 0)) for it in items],
+                   dtype=np.int64)
+    counted = prompt.item_tokens(raw, [it["role"] for it in items], [it["kind"] for it in items])
+    for it, n in zip(items, counted, strict=True):
+        it["tokens"] = int(n)
+    out = [_synthetic(0, "system", prompt.prefix, "prefix")] if prompt.prefix > 0 else []
+    pending = sorted(prompt.unlogged)
+    for it in items:
+        while pending and pending[0][0] <= it["step"]:
+            step, tokens, why = pending.pop(0)
+            out.append(_synthetic(step, "attachment", tokens, why))
+        out.append(it)
+    out.extend(_synthetic(step, "attachment", tokens, why) for step, tokens, why in pending)
+    return out
+
+
+def _metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
+    row = con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    if not row or row[0] is None:
+        return {}
+    value = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+    return value if isinstance(value, dict) else {}
+
+
+def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> RecordedEvents:
+    """The harness's own context events (``runs.metadata.context_events``, ``placeholders``) in item positions.
+
+    Items that exist only because the harness's policy acted (a recorded summary, content re-sent or re-attached
+    after it, the unlogged re-attachment a compaction adds) are marked ``recorded_only``: every policy but
+    ``recorded`` replays the run without them."""
+    pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
+    recorded_only = np.zeros(len(items), dtype=bool)
+    steps, kinds, drops = [], [], []
+    seen: set[str] = set()
+    first_seen = {}
+    for p, it in enumerate(items):
+        h = it["content_hash"]
+        if h is not None and h not in seen:
+            seen.add(h)
+            first_seen[h] = p
+    for ev in metadata.get("context_events") or []:
+        if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
+            continue
+        dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
+        steps.append(min(ev["step"], max(n_requests - 1, 0)))
+        kinds.append(str(ev.get("kind") or "compaction"))
+        drops.append(np.array(sorted(dropped), dtype=np.int64))
+        summary = pos.get(ev.get("summary_seq"))
+        if summary is None:
+            continue
+        recorded_only[summary] = True
+        for p in range(summary + 1, len(items)):
+            it = items[p]
+            if it["step"] != items[summary]["step"]:
+                break
+            copy = it["content_hash"] is not None and first_seen.get(it["content_hash"], p) < summary
+            if it["kind"] == "attachment" or copy:
+                recorded_only[p] = True
+    for p, it in enumerate(items):
+        if it.get("synthetic") == "compaction":
+            recorded_only[p] = True
+    masked = _placeholders(metadata, pos)
+    return RecordedEvents(np.array(steps, dtype=np.int64), tuple(kinds), tuple(drops), recorded_only, *masked)
+
+
+def _placeholders(metadata: dict, pos: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-request masking the log records (step, item position, characters shown), origin 'prompt' only."""
+    rows = ((metadata.get("placeholders") or {}).get("events")) or []
+    keep = [(r[0], pos[r[1]], r[3]) for r in rows if isinstance(r, list) and len(r) == 5 and r[4] == 0 and r[1] in pos]
+    arr = np.array(keep, dtype=np.int64).reshape(-1, 3)
+    return arr[:, 0], arr[:, 1], arr[:, 2]
+
+
+def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | None = None,
+             prompt: PromptModel | None = None) -> RunArrays:
+    """One run's arrays; tokens from token_counts for ``tokenizer_id`` when present, else chars/4.
+
+    With a ``prompt`` model the items are counted as the server counts them and the harness prefix the log
+    does not hold comes first, as a ``system`` item (see ``replay.simulator.prompt``)."""
     items = _dicts(con, _ITEMS, [tokenizer_id or "", run_id])
     reqs = _dicts(con, _REQS, [run_id])
+    for it in items:
+        if it["args"] is not None:  # which lines a read shows: repeat reads are by content
+            it["span"] = read_span(it["tool_name"], it["args"])
     if not items and not reqs:
         raise ReplayError(f"run {run_id!r} not in the store; see `replay runs`")
     model = con.execute("SELECT model FROM runs WHERE run_id = ?", [run_id]).fetchone()
-    return build(run_id, items, reqs, token_source(items, tokenizer_id), model[0] if model else None)
+    source = token_source(items, tokenizer_id)
+    prefix, prompt_source = 0, NONE
+    if prompt is not None and prompt.source != NONE:
+        items = _apply_prompt(items, prompt)
+        prefix, prompt_source = prompt.prefix, prompt.source
+    run = build(run_id, items, reqs, source, model[0] if model else None,
+                recorded_ttl(_metadata(con, run_id).get("cache_writes")))
+    events = recorded_events(items, _metadata(con, run_id), len(reqs))
+    return replace(run, prefix_tokens=prefix, prompt_source=prompt_source, recorded=events)
+
+
+def recorded_ttl(cache_writes: dict | None) -> float | None:
+    """3,600 s when the log's 1 h cache writes outweigh its 5 min ones, else 300 s; None when the log does not
+    split them (``runs.metadata.cache_writes``: request step -> [5 min tokens, 1 h tokens], Claude Code)."""
+    if not cache_writes:
+        return None
+    five = sum(int(v[0] or 0) for v in cache_writes.values())
+    hour = sum(int(v[1] or 0) for v in cache_writes.values())
+    return (3600.0 if hour > five else 300.0) if five or hour else None
 
 
 def run_ids(con: duckdb.DuckDBPyConnection, pattern: str | None = None) -> list[str]:
@@ -52,5 +168,21 @@ def run_ids(con: duckdb.DuckDBPyConnection, pattern: str | None = None) -> list[
 
 
 def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
-              pattern: str | None = None) -> list[RunArrays]:
-    return [load_run(con, rid, tokenizer_id) for rid in run_ids(con, pattern)]
+              pattern: str | None = None, prompt: bool = True, overhead: int | None = None) -> list[RunArrays]:
+    """Runs matching ``pattern``, under the prompt model (``prompt=False``: the log's items only;
+    ``overhead``: the prefix for runs with no fit of their own and no profile)."""
+    ids = run_ids(con, pattern)
+    models = prompt_models(con, tokenizer_id, ids, override=overhead) if prompt else {}
+    return [load_run(con, rid, tokenizer_id, models.get(rid)) for rid in ids]
+
+
+def prompt_sources(runs: list[RunArrays]) -> str:
+    """One line: how many runs took their prefix from a fit, a harness profile, ``--overhead`` or nothing."""
+    counts: dict[str, int] = {}
+    for r in runs:
+        counts[r.prompt_source] = counts.get(r.prompt_source, 0) + 1
+    text = ", ".join(f"{n} runs {src}" for src, n in sorted(counts.items()))
+    if counts.get(NONE):
+        text += (f" ({counts[NONE]} runs have no usage to fit and no harness profile: their prompt is the log's "
+                 "items only; pass --overhead TOKENS)")
+    return text

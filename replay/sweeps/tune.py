@@ -79,7 +79,7 @@ SPACES: dict[str, tuple[Knob, ...]] = {
         Knob("summary_tokens", 1000, 6000, 3000, integer=True, weight=1, step=100),
     ),
 }
-FIXED: dict[str, dict[str, Any]] = {"auto_compact": {"preset": "custom"}}
+FIXED: dict[str, dict[str, Any]] = {}
 
 
 def level_counts(weights: list[float], target: int) -> list[int]:

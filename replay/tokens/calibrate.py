@@ -204,14 +204,36 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
               store: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-request fitted predictions and per-run fits (stored in `calibrations`); counts tokens first."""
     count_items(con, tok, progress=progress)
-    overhead = template_overhead(tok)
-    usage = _usage(con)
-    items = frame(con, """
-        SELECT i.run_id, i.seq, i.step, i.turn, i.role, i.kind, i.chars, t.n_tokens FROM items i
+    requests, runs, _ = fit_usage(con, tok.tokenizer_id, template_overhead(tok))
+    if store and len(runs):
+        _store(con, runs)
+        _store_files(con, tok.tokenizer_id, error_by_file(requests))
+    return requests, runs
+
+
+def counted_items(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, where: str = "",
+                  params: list | None = None) -> pl.DataFrame:
+    """Items with ``n_tokens``: the tokenizer's counts (null where not counted), or chars/4 when no tokenizer."""
+    tokens = "t.n_tokens" if tokenizer_id else "CAST((i.chars + 3) // 4 AS INTEGER)"
+    return frame(con, f"""
+        SELECT i.run_id, i.seq, i.step, i.turn, i.role, i.kind, i.chars, {tokens} AS n_tokens FROM items i
         LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-        WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)""", [tok.tokenizer_id])
+        {where}""", [tokenizer_id or "", *(params or [])])
+
+
+def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead,
+              run_ids: list[str] | None = None
+              ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[Fit, dict[int, str]]]]:
+    """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store.
+
+    Returns per-request rows, per-run rows and, by run id, the fit and what each boundary step is."""
+    usage = _usage(con)
+    if run_ids is not None:
+        usage = usage.filter(pl.col("run_id").is_in(run_ids))
+    items = counted_items(con, tokenizer_id,
+                          "WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)")
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
-    per_request, per_run = [], []
+    per_request, per_run, fits = [], [], {}
     for (run_id,), req in usage.partition_by("run_id", as_dict=True).items():
         run_items = by_run.get((run_id,))
         if run_items is None:
@@ -221,6 +243,7 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
         exact = _exact(metadata)
         check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
         f, prompts = _best_fit(run_items, steps, recorded, overhead, sorted(check.boundaries), exact)
+        fits[run_id] = (f, check.boundaries)
         recon = prompts.total
         pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
         err, raw = np.abs(pred - recorded) / recorded, np.abs(recon - recorded) / recorded
@@ -231,7 +254,8 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
             "run_id": run_id, "source_path": req["source_path"], "step": steps, "recorded": recorded,
             "reconstructed": recon, "predicted": pred, "err": err, "raw_err": raw, "chars4": chars4,
             "unreconstructable": reason}))
-        per_run.append({"tokenizer_id": tok.tokenizer_id, "run_id": run_id, "source_path": req["source_path"][0],
+        per_run.append({"tokenizer_id": tokenizer_id or "estimate:chars/4", "run_id": run_id,
+                        "source_path": req["source_path"][0],
                         "n_requests": len(steps), "overhead": f.overhead, "scale": f.scale,
                         "per_message_tokens": overhead.for_role("user"), "median_err": float(np.median(err)),
                         "p95_err": float(np.quantile(err, 0.95)), "raw_median_err": float(np.median(raw)),
@@ -239,11 +263,39 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
                         "boundaries": ", ".join(f"{s}:{check.boundaries.get(s, '?')}" for s, _ in f.offsets),
                         "unreconstructable": reason})
     requests = pl.concat(per_request) if per_request else pl.DataFrame()
-    runs = pl.DataFrame(per_run)
-    if store and len(runs):
-        _store(con, runs)
-        _store_files(con, tok.tokenizer_id, error_by_file(requests))
-    return requests, runs
+    return requests, pl.DataFrame(per_run), fits
+
+
+def out_of_sample_errors(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None,
+                         overhead: Overhead | None = None) -> dict[str, np.ndarray]:
+    """Per run, |predicted - recorded| / recorded of each request from the 3rd on, predicted by a fit on the
+    earlier requests only (overhead and scale, plus the boundaries seen so far): calibration scored out of
+    sample. Runs with fewer than 3 requests have none."""
+    from replay.tokens.template import DEFAULT_OVERHEAD
+
+    overhead = overhead or DEFAULT_OVERHEAD
+    usage = _usage(con)
+    items = counted_items(con, tokenizer_id,
+                          "WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)")
+    by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
+    out = {}
+    for (run_id,), req in usage.partition_by("run_id", as_dict=True).items():
+        run_items = by_run.get((run_id,))
+        if run_items is None:
+            continue
+        steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
+        metadata = _metadata(req["metadata"][0])
+        check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
+        p = visible(run_items, steps, overhead, False, _exact(metadata))
+        target = recorded - p.exact
+        errs = []
+        for k in range(2, len(steps)):
+            seen = [b for b in check.boundaries if b <= steps[k - 1]]
+            f = fit(p.tokens[:k], target[:k], None, steps[:k], seen)
+            pred = f.predict(p.tokens[k:k + 1], None, steps[k:k + 1])[0] + p.exact[k]
+            errs.append(abs(pred - recorded[k]) / recorded[k])
+        out[run_id] = np.array(errs)
+    return out
 
 
 def _metadata(value: object) -> dict:

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replay.metrics.cost import input_price
-from replay.metrics.repeat_reads import read_events
+from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
 from replay.simulator.arrays import TOOL_RESULT, RunArrays
+from replay.simulator.run import recorded_output
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,6 +36,7 @@ class PackedRuns:
     first_body: np.ndarray  # per run: first position after the system/tool_defs prefix
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
+    cache_ttls: tuple[float | None, ...] = ()  # per run: the TTL its log's cache writes used (None unrecorded)
 
     @property
     def n_runs(self) -> int:
@@ -47,7 +48,8 @@ class PackedRuns:
 
 
 STATIC_TYPES = {"recorded_prompt": np.int64, "recorded_cache_read": np.int64, "recorded_cache_share": np.float64,
-                "max_reads_one_resource": np.int64, "price_per_mtok": np.float64, "token_source": object}
+                "max_reads_one_resource": np.int64, "output_tokens": np.int64, "output_source": object,
+                "token_source": object, **dict.fromkeys(RESOURCE_COLUMNS, np.int64)}
 
 
 def _static_columns(rows: list[dict]) -> dict[str, np.ndarray]:
@@ -58,7 +60,13 @@ def _static_columns(rows: list[dict]) -> dict[str, np.ndarray]:
 
 def _static(run: RunArrays, max_reads: int) -> dict:
     return {**recorded_totals(run.rec_prompt, run.rec_cache_read), "max_reads_one_resource": max_reads,
-            "price_per_mtok": input_price(run.model), "token_source": run.token_source}
+            **recorded_output(run), "token_source": run.token_source}
+
+
+def _policy_view(run: RunArrays, values: np.ndarray) -> np.ndarray:
+    """``values`` with the harness's recorded-only items at 0, as ``Policy.reset`` sees them."""
+    gone = run.events.recorded_only
+    return np.where(gone, 0, values) if gone.any() else values
 
 
 def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
@@ -77,8 +85,8 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         run_ids=tuple(r.run_id for r in runs),
         item_off=offsets([r.n_items for r in runs]), req_off=offsets([r.n_requests for r in runs]),
         ev_off=offsets([len(e.call) for e in events]), err_off=offsets([len(e) for e in errors]),
-        kind=cat([r.kind for r in runs], np.int8), tokens=cat([r.tokens for r in runs], np.int64),
-        chars=cat([r.chars for r in runs], np.int64), access=cat([r.access for r in runs], np.int8),
+        kind=cat([r.kind for r in runs], np.int8), tokens=cat([_policy_view(r, r.tokens) for r in runs], np.int64),
+        chars=cat([_policy_view(r, r.chars) for r in runs], np.int64), access=cat([r.access for r in runs], np.int8),
         pair=cat([r.pair for r in runs], np.int64), req_end=cat([r.req_end for r in runs], np.int64),
         req_ts=cat([r.req_ts for r in runs], np.float64),
         ev_prev=cat([e.prev_result[o] for e, o in zip(events, orders, strict=True)], np.int64),
@@ -86,5 +94,5 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         ev_changed=cat([e.changed[o] for e, o in zip(events, orders, strict=True)], np.bool_),
         ev_tokens=cat([e.tokens[o] for e, o in zip(events, orders, strict=True)], np.int64),
         err_pos=cat(errors, np.int64), first_body=np.array([r.first_body for r in runs], dtype=np.int64),
-        static=_static_columns([_static(r, e.max_reads) for r, e in zip(runs, events, strict=True)]),
-        models=tuple(r.model for r in runs))
+        static=_static_columns([_static(r, e.max_reads) | e.same_resource for r, e in zip(runs, events, strict=True)]),
+        models=tuple(r.model for r in runs), cache_ttls=tuple(r.cache_ttl for r in runs))

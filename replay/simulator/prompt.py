@@ -1,0 +1,113 @@
+"""The prompt model: what the server counts for a view, beyond the items the log holds.
+
+prompt = prefix + sum over the view's items of round(scale * (tokens + template(role)) + per_item)
+
+``prefix`` is what the harness sends that the log does not hold (system prompt, tool schemas, memory files, the
+template's fixed part); ``scale`` maps the chosen tokenizer's counts to the server's; ``per_item`` is the fitted
+per-message constant. Where each comes from, in order:
+
+1. ``fit``: the run has recorded per-request prompt usage; its own calibration (``replay.tokens.calibrate``).
+2. ``profile:<format>``: no usage of its own; the median prefix and scale of the runs of the same format (harness)
+   that have usage, counted with the same tokenizer.
+3. ``override``: the user's ``--overhead`` (tokens) for every run without a fit.
+4. ``none``: nothing applies; the prompt is the log's items only, and outputs say so.
+
+The prefix enters the run as a leading ``system`` item (never trimmed, cached first, seen by every policy's
+estimator with ``chars = 4 * tokens`` so chars/4 counts it exactly), so every policy, cache model and compiled
+kernel sees the same prompt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from replay.tokens.template import DEFAULT_OVERHEAD, Overhead
+
+NONE, FIT, OVERRIDE = "none", "fit", "override"
+
+
+@dataclass(frozen=True)
+class PromptModel:
+    """How one run's items become the server's prompt."""
+
+    prefix: int = 0
+    scale: float = 1.0
+    per_item: float = 0.0
+    drop_reasoning: bool = False
+    source: str = NONE
+    template: Overhead = DEFAULT_OVERHEAD
+    unlogged: tuple[tuple[int, int, str], ...] = ()  # (from step, tokens, why): content the log does not hold
+
+    def __post_init__(self) -> None:
+        if self.prefix < 0:
+            raise ValueError("prefix must be >= 0; a negative fitted overhead goes into per_item")
+
+    def item_tokens(self, tokens: np.ndarray, roles: list[str | None], kinds: list[str]) -> np.ndarray:
+        """Each item's tokens as the server counts them (0 for reasoning the server drops)."""
+        if self.source == NONE:
+            return np.asarray(tokens, dtype=np.int64)
+        tmpl = np.array([self.template.for_role(r) for r in roles], dtype=np.float64)
+        out = np.rint(self.scale * (np.asarray(tokens, dtype=np.float64) + tmpl) + self.per_item).astype(np.int64)
+        out = np.maximum(out, 0)
+        if self.drop_reasoning:
+            out[np.array([k == "reasoning" for k in kinds], dtype=bool)] = 0
+        return out
+
+    @property
+    def describe(self) -> str:
+        if self.source == NONE:
+            return "none"
+        return f"{self.source}: prefix {self.prefix:,}, scale {self.scale:.3f}"
+
+
+def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead) -> dict[str, PromptModel]:
+    from replay.tokens.calibrate import fit_usage
+
+    _, _, fits = fit_usage(con, tokenizer_id, overhead)
+    first = dict(con.execute("""
+        SELECT i.run_id, count(*) FROM items i JOIN (SELECT run_id, min(step) AS s FROM requests
+        WHERE prompt_tokens > 0 GROUP BY run_id) q ON q.run_id = i.run_id AND i.step <= q.s
+        GROUP BY i.run_id""").fetchall())
+    out = {}
+    for run_id, (f, boundaries) in fits.items():
+        prefix = f.overhead + f.scale * overhead.fixed
+        per_item = f.per_message
+        if prefix < 0:  # the template constant over-counts this run: take the excess off every item instead
+            per_item += prefix / max(first.get(run_id, 1), 1)
+            prefix = 0
+        unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets if t > 0)
+        out[run_id] = PromptModel(int(round(prefix)), f.scale, per_item, not f.reasoning_in_prompt, FIT, overhead,
+                                  unlogged)
+    return out
+
+
+def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_ids: list[str],
+                  overhead: Overhead = DEFAULT_OVERHEAD, override: int | None = None) -> dict[str, PromptModel]:
+    """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources)."""
+    fitted = _fits(con, tokenizer_id, overhead)
+    formats = dict(con.execute("SELECT run_id, format FROM runs").fetchall())
+    by_format: dict[str, list[PromptModel]] = {}
+    for run_id, pm in fitted.items():
+        by_format.setdefault(formats.get(run_id, ""), []).append(pm)
+    profiles = {fmt: PromptModel(int(np.median([p.prefix for p in pms])), float(np.median([p.scale for p in pms])),
+                                 float(np.median([p.per_item for p in pms])), False, f"profile:{fmt}", overhead)
+                for fmt, pms in by_format.items() if len(pms) >= 2}
+    out = {}
+    for run_id in run_ids:
+        if run_id in fitted:
+            out[run_id] = fitted[run_id]
+        elif override is not None:
+            out[run_id] = PromptModel(int(override), 1.0, 0.0, False, OVERRIDE, overhead)
+        else:
+            out[run_id] = profiles.get(formats.get(run_id, ""), PromptModel(template=overhead))
+    return out
+
+
+def sources_summary(models: dict[str, PromptModel]) -> pl.DataFrame:
+    """Runs per prompt-model source (fit, profile:<format>, override, none)."""
+    kinds = [pm.source for pm in models.values()]
+    return pl.DataFrame({"source": kinds}).group_by("source").len().sort("source") if kinds else pl.DataFrame()
