@@ -9,6 +9,12 @@ Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs),
 Placeholders: observations clipped where they were produced ("<response clipped><NOTE>...") are noted as
 placeholder events (origin "clip") for the request that first sends them.
 
+Condensation: a recorded ``CondensationAction`` (action "condensation") is the condenser's work, not a model request
+nor a tool call: it becomes a context event (``runs.metadata.context_events``) dropping the items of the forgotten
+events (``forgotten_event_ids``, or ``forgotten_events_start_id``..``forgotten_events_end_id`` inclusive) from the
+next request on, with its ``summary`` (if any) as a ``summary`` item; OpenHands shows only the latest summary, at
+``summary_offset`` in the kept events (kept in the event), so a new summary also drops the previous one.
+
 Request rule: one request per distinct ``tool_call_metadata.model_response.id`` (the observation and
 any parallel calls repeat the same response), with its ``usage``; an agent action without that
 metadata (e.g. a final message, or old streams that never record it) counts as one request itself.
@@ -24,7 +30,7 @@ from typing import Any
 
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
-from replay.readers.builder import RunBuilder
+from replay.readers.builder import RunBuilder, seq_ranges
 
 EVENT_RE = re.compile(r'"(?:observation|llm_metrics|tool_call_metadata)":\s*["{]')
 SKIP_ACTIONS = {"recall", "change_agent_state", "null"}
@@ -77,10 +83,16 @@ class OpenHandsReader:
             if not isinstance(event, dict):
                 yield BadRecord(line or idx, f"event {idx} is not an object", str(event)[:2000])
                 continue
+            first = builder.seq
             if "observation" in event:
                 state.observation(builder, event, line or idx)
+            elif event.get("action") == "condensation":
+                if bad := state.condensation(builder, event, line or idx):
+                    yield bad
             elif "action" in event:
                 state.action(builder, event, line or idx)
+            if "id" in event and builder.seq > first and event.get("action") != "condensation":
+                state.seqs.setdefault(event["id"], []).extend(range(first, builder.seq))
         builder.scan_clips()
         yield from builder
 
@@ -93,6 +105,29 @@ class _State:
         self.calls: dict[Any, str] = {}  # event id -> call id
         self.last_call: str | None = None
         self.agent_started = False
+        self.seqs: dict[Any, list[int]] = {}  # event id -> seqs of the items it produced
+        self.summary_seq: int | None = None  # the summary OpenHands currently shows
+
+    def condensation(self, b: RunBuilder, ev: dict, line: int) -> BadRecord | None:
+        """A CondensationAction: the forgotten events' items leave the prompt from the next request on."""
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        ids = args.get("forgotten_event_ids")
+        start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
+        if ids is None and isinstance(start, int) and isinstance(end, int):
+            ids = range(start, end + 1)
+        elif not isinstance(ids, list):
+            return BadRecord(line, "condensation action without forgotten_event_ids or a forgotten_events_start_id.."
+                             "end_id range: what it forgot is unknown (damaged log or a newer format)", str(ev)[:2000])
+        drop = [s for i in ids for s in self.seqs.get(i, [])]
+        summary, summary_seq = args.get("summary"), None
+        if isinstance(summary, str):
+            if self.summary_seq is not None:
+                drop.append(self.summary_seq)
+            summary_seq = self.summary_seq = b.add("summary", "user", summary, line=line, ts=ev.get("timestamp")).seq
+        offset = args.get("summary_offset")
+        extra = {"summary_offset": offset} if isinstance(offset, int) else {}
+        b.context_event("condensation", drop=seq_ranges(drop), summary_seq=summary_seq, line=line, **extra)
+        return None
 
     def action(self, b: RunBuilder, ev: dict, line: int) -> None:
         action, args = ev["action"], ev.get("args") if isinstance(ev.get("args"), dict) else ev

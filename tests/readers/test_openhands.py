@@ -107,3 +107,65 @@ def test_clipped_observations_are_placeholder_events(corpus: Path) -> None:
         assert origin == 1 and item.kind == "tool_result" and step == item.step and chars == len(item.text)
         assert wording.startswith("<response clipped><NOTE>Due to the max output limit")
         assert "<response clipped>" in item.text
+
+
+def condensed_stream(tmp_path: Path, condensation_args: list[dict]) -> Path:
+    def call(i: int, rid: str) -> dict:
+        meta = {"tool_call_id": f"t{i}", "model_response": {"id": rid, "usage": {"prompt_tokens": 100 * i}}}
+        return {"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}", "thought": ""},
+                "tool_call_metadata": meta}
+
+    def obs(i: int) -> dict:
+        return {"id": i, "source": "agent", "observation": "run", "cause": i - 1, "content": f"out {i}",
+                "tool_call_metadata": {"tool_call_id": f"t{i - 1}"}}
+
+    events = [{"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}},
+              {"id": 1, "source": "user", "action": "message", "args": {"content": "task"}},
+              call(2, "r1"), obs(3), call(4, "r2"), obs(5),
+              {"id": 6, "source": "agent", "action": "condensation", "args": condensation_args[0]},
+              call(7, "r3"), obs(8),
+              {"id": 9, "source": "agent", "action": "condensation", "args": condensation_args[1]},
+              {"id": 10, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}]
+    path = tmp_path / "stream.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def test_condensation_is_an_event_not_a_call(tmp_path: Path) -> None:
+    path = condensed_stream(tmp_path, [
+        {"forgotten_event_ids": None, "forgotten_events_start_id": 2, "forgotten_events_end_id": 3,
+         "summary": "S1", "summary_offset": 2},
+        {"forgotten_event_ids": [4, 5, 7, 8], "summary": "S2", "summary_offset": 2}])
+    records = read(path)
+    assert len([r for r in records if isinstance(r, Request)]) == 4  # r1, r2, r3 and the finish: no condenser calls
+    items = [r for r in records if isinstance(r, Item)]
+    assert [(i.seq, i.kind, i.step) for i in items] == [
+        (0, "system", 0), (1, "user_text", 0), (2, "tool_call", 1), (3, "tool_result", 1), (4, "tool_call", 2),
+        (5, "tool_result", 2), (6, "summary", 2), (7, "tool_call", 3), (8, "tool_result", 3), (9, "summary", 3),
+        (10, "assistant_text", 4)]
+    assert not [i for i in items if i.tool_name == "condensation"]
+    events = [r for r in records if isinstance(r, Run)][0].metadata["context_events"]
+    assert events == [
+        {"kind": "condensation", "step": 2, "drop": [[2, 4]], "summary_seq": 6, "trigger": None, "pre_tokens": None,
+         "line": 6, "summary_offset": 2},
+        # the new summary replaces the old one (OpenHands shows only the latest)
+        {"kind": "condensation", "step": 3, "drop": [[4, 9]], "summary_seq": 9, "trigger": None, "pre_tokens": None,
+         "line": 9, "summary_offset": 2}]
+
+
+def test_condensation_without_summary_or_range(tmp_path: Path) -> None:
+    path = condensed_stream(tmp_path, [{"forgotten_event_ids": [2, 3]}, {"summary": "lost"}])
+    records = read(path)
+    bad = [r for r in records if isinstance(r, BadRecord)]
+    assert len(bad) == 1 and bad[0].line == 9 and "forgotten" in bad[0].reason
+    events = [r for r in records if isinstance(r, Run)][0].metadata["context_events"]
+    assert events == [{"kind": "condensation", "step": 2, "drop": [[2, 4]], "summary_seq": None, "trigger": None,
+                       "pre_tokens": None, "line": 6}]
+    assert not [r for r in records if isinstance(r, Item) and r.kind == "summary"]
+
+
+def test_corpus_has_no_condensation(corpus: Path) -> None:
+    # none of the corpus's V0 streams records a CondensationAction: their runs carry no context events
+    for path in (corpus / "openhands").iterdir():
+        assert '"condensation"' not in path.read_text(), path.name
+        assert all("context_events" not in r.metadata for r in read(path) if isinstance(r, Run)), path.name
