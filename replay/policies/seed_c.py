@@ -4,10 +4,12 @@ Layer 1 caps an oversized output the moment it arrives: a result whose estimate 
 becomes a preview of ``preview_chars`` plus a pointer to the full output (SPILLED). It only ever touches items
 new since the previous request, so it never rewrites a prefix that was already sent.
 
-Layer 2 runs at request time and only when the estimate exceeds the budget (window - reserve): older results
-become pointer markers (OMITTED), oldest first and only as many as needed. The current turn (the items
-appended since the previous request: the latest model response and its tool results, ``protect_turns`` of
-them) is protected, and failed results (``run.is_error``) are never withheld.
+Layer 2 is a request-time view: before every request the markers are recomputed from the unmarked history, and
+only when the estimate exceeds the budget (window - reserve) do older results become pointer markers (OMITTED),
+oldest first and only as many as needed; when room returns (a summary, or a smaller newest output) the markers
+that are no longer needed go, and the cache is charged only from the first position that changed. The current
+turn (the items appended since the previous request: the latest model response and its tool results,
+``protect_turns`` of them) is protected, and failed results (``run.is_error``) are never withheld.
 
 Layer 3 fires when the history still overflows after every marker: everything before a recent tail is
 replaced by a durable summary (rolling: a later overflow folds more into it). Failed results and their calls
@@ -24,6 +26,7 @@ import numpy as np
 
 from replay.policies.base import Policy, text_cost
 from replay.policies.config import PolicyConfig, knob
+from replay.policies.request_view import RequestTime
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SPILLED
 from replay.simulator.arrays import TOOL_RESULT
 
@@ -63,7 +66,7 @@ class SeedC(Policy):
         self.summary_size = 0
 
     def stages(self):
-        return [(self.arrived, self.spill), (self.over_budget, self.fit)]
+        return [(self.arrived, self.spill), (lambda: self.end > 0, self.view)]
 
     def limit(self) -> int:
         return self.budget.usable
@@ -102,6 +105,18 @@ class SeedC(Policy):
         upto = int(np.searchsorted(saved, need, side="left")) + 1
         self.set_forms(cand[:upto], OMITTED)
 
+    def view(self) -> None:
+        """Markers as a request-time view: back to the unmarked forms, then fit only if over budget."""
+        with RequestTime(self):
+            self.unmark()
+            if self.over_budget():
+                self.fit()
+
+    def unmark(self) -> None:
+        """Every marker back to its unmarked form (spilled or original); RequestTime charges only real changes."""
+        marked = np.flatnonzero(self.forms[:self.end] == OMITTED)
+        self.forms[marked] = np.where(self.spillable[marked], SPILLED, ORIGINAL)
+
     def fit(self) -> None:
         lo, guard = self.prefix_end(), self.protected_from()
         self.mark(lo, guard)
@@ -109,6 +124,7 @@ class SeedC(Policy):
             if not self.over(self.limit()):
                 return
             self.summarise(lo, guard, tail)
+            self.unmark()  # the summary made room: only the markers still needed come back
             self.mark(lo, guard)
 
     def tail_from(self, guard: int, tokens: float) -> int:

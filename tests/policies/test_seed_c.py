@@ -106,3 +106,24 @@ def test_durable_summary_with_a_tail_when_markers_are_not_enough():
     # durable: later views keep the summary (or a newer, rolled one)
     assert all(x.summary_at >= 0 for x in views[first.k:])
     assert views[-1].summary_id >= first.summary_id
+
+
+def test_markers_are_a_request_time_view_that_goes_when_room_returns():
+    """Every marker in every view is needed now: restoring the newest one would not fit. After a summary frees room,
+    the markers it no longer needs go (they used to stay: 10 left at 26k of a 40k budget)."""
+    run = synth_run(80, seed=4, result_chars=(2_000, 12_000), error_rate=0.2)
+    limit = 40_000 - 2_000
+    policy, views = run_views(run, Budget(40_000, 2_000), NO_SPILL)
+    assert any(v.summarised for v in views)
+    released = 0
+    for prev, v in zip(views, views[1:], strict=False):
+        marked = np.flatnonzero(v.forms == OMITTED)
+        if len(marked):
+            newest = marked.max()
+            assert v.est_tokens - policy.fest[OMITTED, newest] + policy.fest[ORIGINAL, newest] > limit, \
+                f"request {v.k}: a marker stayed although the view fits without it"
+        back = np.flatnonzero((prev.forms[:prev.end] == OMITTED) & (v.forms[:prev.end] == ORIGINAL))
+        released += len(back)
+        if len(back):
+            assert v.dirty_from <= back.min()  # the cache is charged from the first restored output
+    assert released, "no marker ever went back"
