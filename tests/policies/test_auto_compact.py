@@ -1,0 +1,104 @@
+"""auto_compact and its harness presets on hand-made runs: limit, trigger basis, what survives a compaction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from replay.errors import ReplayError
+from replay.policies import PRESETS, Budget, make_policy
+from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
+from replay.simulator.arrays import KIND_CODE
+from tests.policies.handmade import loop_run
+
+
+def views(run, name, params=None, budget=None):
+    policy = make_policy(name, params)
+    policy.reset(run, budget or Budget(200_000))
+    return [policy.step(k) for k in range(run.n_requests)]
+
+
+def fired(vs) -> list[int]:
+    return [v.k for v in vs if v.summarised]
+
+
+def full_prompt(run, k: int) -> int:
+    return int(run.tokens[:run.req_end[k]].sum())
+
+
+def test_claude_code_1_0_fires_on_the_previous_prompt_past_0_92_of_window_less_output():
+    run = loop_run([10_000] * 12, prefix=100_000)
+    # full prompts: request 5 150,150 < 154,560 = 0.92 x 168,000 <= request 6 160,160
+    assert full_prompt(run, 5) < 154_560 < full_prompt(run, 6)
+    vs = views(run, "claude-code-1.0")
+    assert fired(vs)[0] == 7  # Claude Code checks the last response's prompt: request 6's, before request 7
+    after = vs[7]
+    assert (after.forms[run.first_body:] == DROPPED).all()  # the whole conversation is summarised
+    assert after.prompt_tokens == 100_000 + 2_000 + 10_800  # prefix + summary + files re-attached
+    prompt_basis = views(run, "claude-code-1.0", {"trigger_on": "prompt"})
+    assert fired(prompt_basis)[0] == 6
+
+
+def test_claude_code_2_fires_past_167k():
+    run = loop_run([10_000] * 12, prefix=100_000)
+    assert full_prompt(run, 6) < 167_000 < full_prompt(run, 7)
+    assert fired(views(run, "claude-code-2"))[0] == 8
+    assert fired(views(run, "claude-code-2", {"buffer_tokens": 0}))[0] == 9  # 180,000: request 8 is the first past
+
+
+def test_window_comes_from_the_budget_unless_set():
+    run = loop_run([10_000] * 12, prefix=50_000)
+    small = views(run, "claude-code-1.0", budget=Budget(130_000))  # 0.92 x 98,000 = 90,160
+    assert fired(small)[0] == 6  # request 5's prompt 100,150 is the first past 90,160
+    assert fired(views(run, "claude-code-1.0", {"context_window": 130_000}))[0] == 6
+
+
+def test_no_reattachment_when_no_file_was_touched():
+    run = loop_run([10_000] * 12, prefix=100_000, access="exec")
+    after = views(run, "claude-code-1.0")[7]
+    assert after.prompt_tokens == 100_000 + 2_000
+
+
+def test_codex_keeps_newest_user_messages_to_20k_truncating_the_oldest_kept():
+    users = {2: 8_000, 4: 8_000, 6: 8_000}
+    run = loop_run([20_000] * 14, prefix=10_000, users_at=users)
+    limit = 0.832 * 258_400
+    vs = views(run, "codex", {"context_window": 258_400})
+    k = fired(vs)[0]
+    assert full_prompt(run, k - 1) <= limit < full_prompt(run, k)  # Codex counts the prompt about to be sent
+    v = vs[k]
+    user_pos = np.flatnonzero(run.tokens[:v.end] == 8_000)
+    assert list(v.forms[user_pos]) == [SHRUNK, ORIGINAL, ORIGINAL]
+    assert v.seg_tokens[user_pos[0]] == 4_000  # 20,000 - 8,000 - 8,000 left for the oldest kept one
+    assert v.forms[1] == DROPPED  # the first user message did not fit
+    assert v.prompt_tokens == 10_000 + 20_000 + 1_650
+    tool_pos = np.flatnonzero(run.kind[:v.end] >= 0)[run.first_body:]
+    assert all(v.forms[p] == DROPPED for p in tool_pos if p not in user_pos)
+
+
+def test_codex_threshold_takes_the_context_window_knob():
+    run = loop_run([20_000] * 14, prefix=10_000)
+    a = fired(views(run, "codex", {"context_window": 258_400}))[0]
+    b = fired(views(run, "codex", {"context_window": 258_400, "threshold": 0.947}))[0]
+    assert b > a
+
+
+def test_recorded_summary_never_in_the_view_and_sizes_the_simulated_one():
+    extra = [{"step": 3, "kind": "summary", "chars": 2_000, "tokens": 500},
+             {"step": 3, "kind": "attachment", "chars": 400, "tokens": 100}]
+    run = loop_run([10_000] * 12, prefix=100_000, extra=extra)
+    pos = np.flatnonzero(np.isin(run.kind, [KIND_CODE["summary"], KIND_CODE["attachment"]]))
+    vs = views(run, "claude-code-1.0")
+    assert all(v.seg_tokens[pos[pos < v.end]].sum() == 0 for v in vs)
+    k = fired(vs)[0]
+    assert vs[k].summary_tokens == 500 + 10_800  # the recorded summary's size, plus the files
+    assert views(run, "claude-code-1.0", {"summary_from_log": "false"})[k].summary_tokens == 2_000 + 10_800
+
+
+def test_presets_are_policies_with_overridable_knobs():
+    assert set(PRESETS) >= {"claude-code-1.0", "claude-code-2", "codex", "swe-agent-last-n", "openhands-v0",
+                            "openhands-v1", "anthropic-clear-tool-uses"}
+    p = make_policy("claude-code-1.0", {"reattach_tokens": "5000"})
+    assert p.name == "auto_compact" and p.config.reattach_tokens == 5_000 and p.config.threshold == 0.92
+    with pytest.raises(ReplayError, match="threshold"):
+        make_policy("auto_compact", {"threshold": "0"})
