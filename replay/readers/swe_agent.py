@@ -1,10 +1,14 @@
 """SWE-agent ``.traj`` trajectories: the 1.x format and the legacy 0.x format.
 
 Items come from ``history`` (the full conversation): the system prompt, demonstrations and the
-instance template become system/user items; each assistant entry gives its thought as assistant_text
-and its action as a tool_call (tool name = the command's first word, args ``{"command": action}``);
-the following observation is its tool_result. Text is kept verbatim, so placeholders such as
-"Old environment output: (N lines omitted)" stay visible wherever the log stores them.
+instance template become system/user items; each assistant entry is what the model wrote, as SWE-agent sends it
+back: its ``content``. With function calling (``tool_calls`` in the entry) the content is assistant_text and each
+call is a tool_call with the model's own name and arguments. Otherwise the content is the thought followed by the
+action written in the model's format (a fenced block, ``<function=...>`` XML): the thought is assistant_text and
+the rest, verbatim, is the tool_call's ``args`` (tool name = the command's first word; resource and access are
+classified from the parsed ``action``), so the item payloads add up to the content. The following observation is
+its tool_result. Text is kept verbatim, so placeholders such as "Old environment output: (N lines omitted)" stay
+visible wherever the log stores them.
 
 Placeholders: the history keeps every observation whole, but 1.x trajectories also record, per step, the
 messages the model was sent after SWE-agent's history processors (``trajectory[i].messages``, the prompt of
@@ -83,10 +87,11 @@ class SweAgentReader:
                 if count_requests:
                     builder.request(line=idx)
                 builder.new_turn()
-                thought = entry.get("thought")
-                builder.add("assistant_text", "assistant", thought if isinstance(thought, str) else text, line=idx)
-                call_id = self._call(builder, entry, idx, open_file)
+                call_id = self._assistant(builder, entry, text, idx, open_file)
             elif role in ("user", "tool") and started:
+                ids = entry.get("tool_call_ids")
+                if isinstance(ids, list) and ids and isinstance(ids[0], str):
+                    call_id = ids[0]
                 builder.result(text, call_id, role="tool" if role == "tool" else "user", line=idx)
                 match = OPEN_FILE_RE.search(text[-500:])
                 if match and match.group(1).strip() not in ("n/a", ""):
@@ -95,20 +100,42 @@ class SweAgentReader:
             else:
                 builder.add("user_text", "user", text, line=idx)
 
-    @staticmethod
-    def _call(builder: RunBuilder, entry: dict, idx: int, open_file: str | None) -> str | None:
+    def _assistant(self, builder: RunBuilder, entry: dict, text: str, idx: int, open_file: str | None) -> str | None:
+        """Add what the model wrote; return the id of its (first) tool call, if any."""
+        calls = [c for c in entry.get("tool_calls") or []
+                 if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+        if calls:  # function calling: the content, then each call as the model produced it
+            builder.add("assistant_text", "assistant", text, line=idx)
+            ids = []
+            for n, call in enumerate(calls):
+                fn = call["function"]
+                call_id = call.get("id") or f"step-{builder.step}-{idx}-{n}"
+                self._file_context(builder, builder.call(fn.get("name") or "", fn.get("arguments"), call_id,
+                                                         line=idx), open_file)
+                ids.append(call_id)
+            return ids[0]
+        thought = entry.get("thought")
         action = entry.get("action")
+        if not isinstance(thought, str) or not text.startswith(thought):
+            thought = text  # not seen in the corpus: the whole content as text, the action as a plain command
+        builder.add("assistant_text", "assistant", thought, line=idx)
         if not isinstance(action, str) or not action.strip():
             return None  # e.g. "Exit due to cost limit": the step ended without a command
         command = action.strip()
-        tool = command.split(None, 1)[0]
-        calls = entry.get("tool_calls") or []
-        call_id = (calls[0].get("id") if calls and isinstance(calls[0], dict) else None) or f"step-{builder.step}-{idx}"
-        item = builder.call(tool, {"command": command}, call_id, line=idx)
-        if item.resource is None and tool in FILE_CONTEXT_TOOLS and open_file:
-            builder.records[-1] = item = replace(item, resource=open_file)
-            builder._call_index[call_id] = (item.resource, item.access)
+        call_id = f"step-{builder.step}-{idx}"
+        item = builder.call(command.split(None, 1)[0], {"command": command}, call_id, line=idx)
+        written = text[len(thought):]
+        if written.strip():  # the action as the model wrote it, not re-encoded as JSON
+            builder.records[-1] = item = replace(item, args=written)
+        self._file_context(builder, item, open_file)
         return call_id
+
+    @staticmethod
+    def _file_context(builder: RunBuilder, item: Item, open_file: str | None) -> None:
+        """Windowed-editor commands (edit, goto, scroll) act on the file SWE-agent has open."""
+        if item.resource is None and item.tool_name in FILE_CONTEXT_TOOLS and open_file:
+            builder.records[-1] = item = replace(item, resource=open_file)
+            builder._call_index[item.call_id or ""] = (item.resource, item.access)
 
 
 def _prompts(trajectory: list[Any], n_requests: int) -> Iterator[tuple[int, list[Any]]]:

@@ -102,6 +102,44 @@ def test_placeholders_from_sent_messages(corpus: Path) -> None:
             assert chars < len(items[seq].text)
 
 
+def test_assistant_items_are_what_the_model_wrote(corpus: Path) -> None:
+    """Per request whose prompt the trajectory records (``trajectory[i].messages``), the visible items add up to
+    the sent messages character for character: assistant content (thought + the action as written, or content +
+    function-call arguments), observations whole or as the placeholder the request showed."""
+    checked = 0
+    for path in sorted((corpus / "swe-agent").glob("*.traj")):
+        doc = json.loads(path.read_text())
+        records = read(path)
+        items = [r for r in records if isinstance(r, Item)]
+        ph = records[0].metadata.get("placeholders", {"events": []})
+        n_requests = sum(isinstance(r, Request) for r in records)
+        for k, step in enumerate(doc["trajectory"]):
+            if not step.get("messages") or k + 1 >= n_requests:
+                continue
+            sent = sum(len(text_of(m.get("content"))) + sum(len(c["function"]["arguments"]) for c in
+                                                            m.get("tool_calls") or []) for m in step["messages"])
+            shown = {seq: chars for s, seq, _, chars, _ in ph["events"] if s == k + 1}
+            counted = sum(shown.get(i.seq, len(i.text) + len(i.args or "") * (i.kind == "tool_call"))
+                          for i in items if i.step <= k + 1)
+            assert counted == sent, (path.name, k + 1)
+            checked += 1
+    assert checked == 12 + 29 + 14 + 26 + 75
+
+
+def test_function_calls_keep_the_models_arguments(corpus: Path) -> None:
+    records = read(corpus / "swe-agent" / "swea-demo-marshmallow-1867-fc-replace.traj")
+    items = [r for r in records if isinstance(r, Item)]
+    calls = [i for i in items if i.kind == "tool_call"]
+    assert (calls[1].tool_name, calls[1].args, calls[1].call_id) == (
+        "open", '{"path":"setup.py"}', "call_m6a0mcd6137L21vgVmR0DQaU")
+    assert calls[1].access == "read" and calls[1].resource.endswith("setup.py")
+    results = [i for i in items if i.kind == "tool_result"]
+    assert len(results) == len(calls) and {r.call_id for r in results} == {c.call_id for c in calls}
+    lg = [i for i in read(corpus / "swe-agent" / "swea-lgetter-psf__requests-2931.traj")
+          if isinstance(i, Item) and i.kind == "tool_call"]
+    assert lg[0].args.lstrip().startswith("<function=") and lg[0].access == "search"
+
+
 def test_sniff(corpus: Path) -> None:
     for f in sorted(corpus.rglob("*")):
         if not f.is_file() or f.name == "MANIFEST.md":
