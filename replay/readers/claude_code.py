@@ -3,6 +3,16 @@
 One request per unique assistant ``requestId`` (else ``message.id``): the lines of one API response
 share it and repeat its usage, which is counted once. Inline sidechain (Task subagent) lines go to
 child runs; a file that is itself a subagent transcript is one run marked ``sidechain``.
+
+Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigger, preTokens}) or, in 1.0.x, the
+``isCompactSummary`` user line alone, becomes a context event (``run.metadata.context_events``): everything logged
+before it is dropped from the next request on, and the summary is an item of kind ``summary`` (never user text).
+What Claude Code re-attaches after it (``file`` attachments, ``compact_file_reference`` notes for files too large
+to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them.
+
+``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
+the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
+so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
 """
 
 from __future__ import annotations
@@ -22,7 +32,12 @@ TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "cus
 JOURNAL_TYPES = {"started", "result"}
 # attachments Claude Code injects into the prompt (as system reminders); the rest are UI state
 CONTEXT_ATTACHMENTS = {"hook_additional_context", "nested_memory", "file", "edited_text_file", "skill_listing",
-                       "invoked_skills", "queued_command", "todo_reminder", "task_reminder"}
+                       "invoked_skills", "queued_command", "todo_reminder", "task_reminder", "compact_file_reference"}
+SYNTHETIC = "<synthetic>"
+TRIGGERS = ("auto", "manual")
+# the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach
+FILE_REFERENCE_NOTE = ("Note: {name} was read before the last conversation was summarized, but the contents are too "
+                       "large to include. Use Read tool if you need to access it.")
 
 
 def _looks_like_cc(obj: Any) -> bool:
@@ -37,6 +52,8 @@ def _looks_like_cc(obj: Any) -> bool:
 
 
 def _attachment_text(att: dict) -> str:
+    if att.get("type") == "compact_file_reference":
+        return FILE_REFERENCE_NOTE.format(name=att.get("filename") or att.get("displayPath") or "")
     content = att.get("content")
     if isinstance(content, dict) and isinstance(content.get("file"), dict):
         return text_of(content["file"].get("content"))
@@ -64,6 +81,12 @@ class ClaudeCodeReader:
                 session.line(*entry)
         for builder in [session.main, *session.children.values()]:
             yield from builder
+
+
+def _before(b: RunBuilder, seq: int) -> list[list[int]]:
+    """The drop range of a compaction at ``seq``: the conversation logged before it."""
+    lo = b.body_start()
+    return [[lo, seq]] if lo < seq else []
 
 
 def _set_run(b: RunBuilder, **changes: Any) -> None:
@@ -122,6 +145,9 @@ class _Session:
         if kind in JOURNAL_TYPES and "agentId" in obj:
             main.run.metadata.setdefault("journal_agents", []).append(obj["agentId"])
             return
+        if kind == "system" and obj.get("subtype") == "compact_boundary":
+            self._boundary(self._builder(obj), obj, line)
+            return
         if kind not in CONVERSATION and kind != "attachment":
             return
         b = self._builder(obj)
@@ -144,12 +170,26 @@ class _Session:
         else:
             self._user(b, obj.get("message") or {}, obj, line, ts)
 
+    @staticmethod
+    def _boundary(b: RunBuilder, obj: dict, line: int) -> None:
+        """A compact_boundary line: everything logged so far leaves the prompt from the next request on."""
+        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+        raw = meta.get("trigger", obj.get("trigger"))
+        pre = meta.get("preTokens")
+        extra = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
+        b.context_event("compaction", drop=_before(b, b.seq), trigger=raw if raw in TRIGGERS else None,
+                        pre_tokens=pre if isinstance(pre, int) else None, line=line, **extra)
+
     def _assistant(self, b: RunBuilder, msg: dict, obj: dict, line: int, ts: str | None) -> None:
         if not isinstance(msg, dict):
             return
         rid = obj.get("requestId") or msg.get("id")
         model = msg.get("model")
-        if model and model != "<synthetic>" and not b.run.model:
+        if model == SYNTHETIC:  # written by Claude Code, not the model: no request
+            if not obj.get("isApiErrorMessage"):  # API-error notices are filtered out before each request
+                self._content(b, msg, line, ts)
+            return
+        if model and not b.run.model:
             _set_run(b, model=model)
         u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
         parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
@@ -168,6 +208,10 @@ class _Session:
             # 0) first and the settled usage (cache read included) last, and only the last matches the prompt.
             owner, index = self.open_request[rid]
             owner.records[index] = replace(owner.records[index], **usage)  # type: ignore[arg-type]
+        self._content(b, msg, line, ts)
+
+    @staticmethod
+    def _content(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
         content = msg.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]:
             if not isinstance(block, dict):
@@ -188,7 +232,10 @@ class _Session:
             return
         content = msg.get("content")
         if obj.get("isCompactSummary"):
-            b.add("summary", "user", text_of(content), ts=ts, line=line)
+            event = b.context_events[-1] if b.context_events else None
+            if not (event and event["step"] == b.step and event["summary_seq"] is None):
+                event = b.context_event("compaction", drop=_before(b, b.seq), line=line)  # 1.0.x: no boundary line
+            event["summary_seq"] = b.add("summary", "user", text_of(content), ts=ts, line=line).seq
             return
         blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
         if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):

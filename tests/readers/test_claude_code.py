@@ -31,10 +31,17 @@ def of(records: list, cls: type) -> list:
     return [r for r in records if isinstance(r, cls)]
 
 
+# The manifest counts each `<synthetic>` assistant entry (an API-error notice Claude Code writes itself, model
+# "<synthetic>", zero usage) as a request; it is not one, so these files have one request fewer than listed. (The
+# fixture's synthetic entry shares its "[trimmed for fixture]" id with the real response after it: no change.)
+SYNTHETIC_ENTRIES = {"ccb-android-avd-opus-3e89eb15-main.jsonl": 1, "ccs-livecd-gen-compact-e1ffaf02.jsonl": 1}
+SYNTHETIC_FILES = {*SYNTHETIC_ENTRIES, "cc-fixture-agentsessions-small.jsonl"}
+
+
 def test_counts_match_manifest(corpus: Path) -> None:
     # cc-fixture-agentsessions-small: line 19 is an assistant line with neither requestId nor message.id (a
-    # partial reply); it continues the open request, which gives the manifest's 3. Its "[trimmed for
-    # fixture]" requestIds collapse several responses into one id; the manifest counts them as one too.
+    # partial reply); it continues the open request. Its "[trimmed for fixture]" requestIds collapse several
+    # responses into one id; the manifest counts them as one too.
     rows = manifest_rows(corpus, "claude-code")
     files = sorted((corpus / "claude-code").glob("*.jsonl"))
     assert set(rows) == {f.name for f in files} and len(files) == 26  # the summary table counts a held-back 27th
@@ -42,7 +49,9 @@ def test_counts_match_manifest(corpus: Path) -> None:
         records = read(path)
         requests, calls = rows[path.name]
         n_calls = sum(1 for i in of(records, Item) if i.kind == "tool_call")
-        assert (len(of(records, Request)), n_calls) == (int(requests), int(calls)), path.name
+        expected = int(requests) - SYNTHETIC_ENTRIES.get(path.name, 0)
+        assert (len(of(records, Request)), n_calls) == (expected, int(calls)), path.name
+        assert ('"model":"<synthetic>"' in path.read_text()) == (path.name in SYNTHETIC_FILES), path.name
         assert detect(path) is READER, path.name
 
 
@@ -140,3 +149,94 @@ def test_final_usage_line_wins(corpus: Path) -> None:
         assert (r.input_tokens, r.cache_read, r.output_tokens) == (
             u["input_tokens"], u["cache_read_input_tokens"], u["output_tokens"])
     assert (reqs[1].prompt_tokens, reqs[1].output_tokens) == (40871, 114)  # not the first line's 7888 and 0
+
+
+def test_compaction_event_on_the_corpus(corpus: Path) -> None:
+    # ccs-livecd-gen-compact (Claude Code 1.0.90, no compact_boundary line): request 50 (line 132) recorded a
+    # 155,073-token prompt, the isCompactSummary line 134 follows, and request 51 (line 135) recorded 64,368.
+    records = read(corpus / "claude-code" / "ccs-livecd-gen-compact-e1ffaf02.jsonl")
+    main = of(records, Run)[0]
+    reqs = {r.step: r for r in of(records, Request) if r.run_id == main.run_id}
+    assert (reqs[50].line, reqs[50].prompt_tokens, reqs[51].line, reqs[51].prompt_tokens) == (132, 155073, 135, 64368)
+    summary = next(i for i in of(records, Item) if i.kind == "summary")
+    assert main.metadata["context_events"] == [
+        {"kind": "compaction", "step": 51, "drop": [[0, summary.seq]], "summary_seq": summary.seq, "trigger": None,
+         "pre_tokens": None, "line": 134}]
+    assert summary.step == 51 and summary.seq == 125 and summary.role == "user"
+    assert not [i for i in of(records, Item) if i.kind == "user_text" and "continued from a previous" in i.text]
+    # its <synthetic> API-error entry (line 211) is neither a request nor an item
+    assert all(r.model != "<synthetic>" for r in reqs.values()) and not [i for i in of(records, Item) if i.line == 211]
+    for path in (corpus / "claude-code").glob("*.jsonl"):  # files without compact markers record no event
+        if path.name not in ("ccs-livecd-gen-compact-e1ffaf02.jsonl", "cc-fixture-agentsessions-small.jsonl"):
+            assert all("context_events" not in r.metadata for r in of(read(path), Run)), path.name
+
+
+def test_compact_boundary_and_reattached_files(corpus: Path) -> None:
+    # the hand-built 2.x fixture: boundary line 21 (auto, 120,000 tokens) before any request; its summary line 22 is
+    # marked isSidechain (it lands in that child run); boundary line 51 is followed by a re-attached file (52) and a
+    # compact_file_reference (53) before the next request.
+    records = read(corpus / "claude-code" / "cc-fixture-agentsessions-small.jsonl")
+    main = of(records, Run)[0]
+    events = main.metadata["context_events"]
+    assert [(e["step"], e["trigger"], e["pre_tokens"], e["line"], e["summary_seq"]) for e in events] == [
+        (0, "auto", 120000, 21, None), (2, None, 0, 51, None)]
+    assert events[0]["drop"] == [] and events[1]["trigger_logged"] == "[trimmed for fixture]"
+    items = [i for i in of(records, Item) if i.run_id == main.run_id]
+    assert events[1]["drop"] == [[0, next(i.seq for i in items if i.line == 52)]]
+    after = [(i.kind, i.tool_name, i.step) for i in items if i.line in (52, 53)]
+    assert after == [("attachment", "file", 2), ("attachment", "compact_file_reference", 2)]
+    note = next(i for i in items if i.line == 53)
+    assert note.text.startswith("Note: [trimmed for fixture] was read before the last conversation was summarized")
+
+
+def write_log(tmp_path: Path, lines: list[dict]) -> Path:
+    path = tmp_path / "session.jsonl"
+    base = {"sessionId": "s1", "version": "2.1.0", "timestamp": "2026-01-01T00:00:00Z"}
+    path.write_text("\n".join(json.dumps({**base, **line}) for line in lines) + "\n")
+    return path
+
+
+def assistant(uuid: str, rid: str, text: str, prompt: int, model: str = "claude-sonnet-4-5") -> dict:
+    usage = {"input_tokens": prompt, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
+             "output_tokens": 5}
+    return {"type": "assistant", "uuid": uuid, "requestId": rid,
+            "message": {"id": rid, "model": model, "role": "assistant", "usage": usage,
+                        "content": [{"type": "text", "text": text}]}}
+
+
+def test_hand_made_compaction(tmp_path: Path) -> None:
+    path = write_log(tmp_path, [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
+        assistant("a1", "r1", "working", 1000),
+        {"type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": "more"}},
+        {"type": "assistant", "uuid": "a2", "parentUuid": "u2", "isApiErrorMessage": True,
+         "message": {"id": "x", "model": "<synthetic>", "role": "assistant", "usage": {"input_tokens": 0},
+                     "content": [{"type": "text", "text": "API Error: 529 overloaded"}]}},
+        {"type": "assistant", "uuid": "a3", "parentUuid": "a2",
+         "message": {"id": "y", "model": "<synthetic>", "role": "assistant", "usage": {"input_tokens": 0},
+                     "content": [{"type": "text", "text": "No response requested."}]}},
+        assistant("a4", "r2", "done", 90000),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
+         "compactMetadata": {"trigger": "manual", "preTokens": 90123}},
+        {"type": "user", "uuid": "s1", "parentUuid": "b1", "isCompactSummary": True,
+         "message": {"role": "user", "content": "This session is being continued... summary"}},
+        {"type": "attachment", "uuid": "f1", "parentUuid": "s1",
+         "attachment": {"type": "compact_file_reference", "filename": "/repo/big.py", "displayPath": "big.py"}},
+        {"type": "attachment", "uuid": "f2", "parentUuid": "f1", "attachment": {
+            "type": "file", "filename": "/repo/a.py",
+            "content": {"type": "text", "file": {"filePath": "/repo/a.py", "content": "print(1)"}}}},
+        assistant("a5", "r3", "continuing", 3000),
+    ])
+    records = read(path)
+    run = of(records, Run)[0]
+    reqs = of(records, Request)
+    assert [r.prompt_tokens for r in reqs] == [1000, 90000, 3000], "synthetic entries are not requests"
+    items = of(records, Item)
+    assert [(i.kind, i.text[:12]) for i in items] == [
+        ("user_text", "do it"), ("assistant_text", "working"), ("user_text", "more"),
+        ("assistant_text", "No response "), ("assistant_text", "done"), ("summary", "This session"),
+        ("attachment", "Note: /repo/"), ("attachment", "print(1)"), ("assistant_text", "continuing")]
+    assert [i.step for i in items[5:8]] == [2, 2, 2]
+    assert run.metadata["context_events"] == [
+        {"kind": "compaction", "step": 2, "drop": [[0, 5]], "summary_seq": 5, "trigger": "manual",
+         "pre_tokens": 90123, "line": 7}]
