@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption
 from replay.errors import ReplayError
 
 
@@ -27,6 +27,19 @@ def parse_tolerances(pairs: list[str]) -> dict[str, float]:
     return out
 
 
+def _one_tokenizer(con, base, cand) -> str | None:
+    """Both policies are compared on one count: the files may name a tokenizer, but not two different ones."""
+    from replay.tokens.resolve import resolve_tokenizer
+
+    tid = resolve_tokenizer(con, base.tokenizer or cand.tokenizer)
+    if base.tokenizer and cand.tokenizer:
+        other = resolve_tokenizer(con, cand.tokenizer)
+        if other != tid:
+            raise ReplayError(f"{base.path} counts with {tid}, {cand.path} with {other}; check compares both "
+                              "policies on one token count: pass -t NAME|PATH to choose")
+    return tid
+
+
 @app.command()
 def check(
     baseline: Annotated[Path, typer.Argument(help="Baseline policy file (TOML).")],
@@ -35,16 +48,20 @@ def check(
     runs: Annotated[str | None, typer.Option(help="LIKE pattern of runs (default: the baseline's, else all).")] = None,
     tol: Annotated[list[str] | None, typer.Option("--tol", help="Tolerance metric=value (repeatable).")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Also write the report here.")] = None,
+    tokenizer: TokenizerOption = None,
 ) -> None:
     """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout)."""
     from replay.reports.check import compare, markdown, simulate_all
     from replay.simulator.load import load_runs
     from replay.store import open_store
     from replay.sweeps.policy_file import load_policy_file
+    from replay.tokens.resolve import resolve_tokenizer
 
     base, cand = load_policy_file(baseline), load_policy_file(candidate)
-    con = open_store(db, read_only=True)
-    arrays = load_runs(con, base.tokenizer, runs or base.runs)
+    # writable only to count a tokenizer's missing items
+    con = open_store(db, read_only=not (tokenizer or base.tokenizer or cand.tokenizer))
+    tid = resolve_tokenizer(con, tokenizer) if tokenizer else _one_tokenizer(con, base, cand)
+    arrays = load_runs(con, tid, runs or base.runs)
     if not arrays:
         raise ReplayError(f"no runs in {db} match {runs or base.runs!r}; see `replay runs`")
     result = compare(simulate_all(base, arrays), simulate_all(cand, arrays),

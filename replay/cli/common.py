@@ -18,6 +18,12 @@ DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REP
 DEFAULT_DB_PATH = DEFAULT_DB
 OutFormat = Literal["table", "json", "csv"]
 FormatOption = Annotated[str, typer.Option("--format", help="Output: table, json or csv.")]
+TOKENIZER_HELP = ("Tokenizer: a built-in NAME (`replay tokenizers` lists them: o200k, cl100k, claude-legacy, "
+                  "tekken, ...) or a PATH (tokenizer.json, model directory, .gguf, .tiktoken). Items not yet "
+                  "counted are counted (cached in the store). Unknown names are errors.")
+TokenizerOption = Annotated[str | None, typer.Option(
+    "--tokenizer", "-t", help=TOKENIZER_HELP + " Omitted: chars/4 estimates, labelled as such.")]
+RequiredTokenizerOption = Annotated[str, typer.Option("--tokenizer", "-t", help=TOKENIZER_HELP)]
 
 console = Console()
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, console
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption, console
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 
@@ -21,14 +21,16 @@ def report(
     window: Annotated[int, typer.Option(help="Context window, tokens.")] = 130_000,
     reserve: Annotated[int, typer.Option(help="Reply reserve, tokens.")] = 24_576,
     runs: Annotated[str | None, typer.Option(help="LIKE pattern of runs.")] = None,
-    tokenizer: Annotated[str | None, typer.Option(help="Tokenizer id whose counts to use.")] = None,
+    tokenizer: TokenizerOption = None,
     executor: Annotated[str, typer.Option(help="serial, local or ray.")] = "local",
 ) -> None:
     """Run the sweeps the charts need and write the report."""
     from replay.reports.build import ReportConfig, build_report
     from replay.store import open_store
+    from replay.tokens.resolve import resolve_tokenizer
 
-    path = build_report(open_store(db), out, ReportConfig(window, reserve, runs, tokenizer, executor))
+    con = open_store(db)
+    path = build_report(con, out, ReportConfig(window, reserve, runs, resolve_tokenizer(con, tokenizer), executor))
     console.print(f"report: {path} and {path.with_suffix('.html')}", highlight=False)
 
 

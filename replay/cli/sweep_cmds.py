@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, console
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption, console
 from replay.store import open_store
 
 
@@ -20,16 +20,26 @@ def sweep(
     workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
     out: Annotated[Path, typer.Option(help="Folder for the sweep's Parquet file.")] = Path("out"),
     show_config: Annotated[bool, typer.Option("--show-config", help="Print the parsed sweep and exit.")] = False,
+    tokenizer: TokenizerOption = None,
 ) -> None:
-    """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped)."""
+    """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped).
+
+    The tokenizer is -t, else the file's [sweep] tokenizer (a built-in name or a path, relative to the file)."""
+    from dataclasses import replace
+
     from replay.sweeps import load_spec, run_sweep
     from replay.sweeps.runner import print_commit
+    from replay.tokens.resolve import resolve_tokenizer
 
     spec = load_spec(grid)
+    if tokenizer:
+        spec = replace(spec, tokenizer=tokenizer)
     if show_config:
         console.print_json(data={"sweep_id": spec.sweep_id, **spec.__dict__, "points": len(spec.points())})
         return
     con = open_store(db)
+    # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
+    spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))
     outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit)
     console.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
                   f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "

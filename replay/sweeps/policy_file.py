@@ -4,7 +4,7 @@
     name = "seed_a"          # registered name or pkg.module:Class
     cache = "anthropic"
     runs = "%"               # optional LIKE pattern of runs to evaluate on
-    tokenizer = ""           # optional tokenizer id for real counts
+    tokenizer = "o200k"      # optional: built-in name, tokenizer path (relative to this file) or stored id
 
     [params]                 # window, reserve, cache_<k> and the policy's own knobs
     window = 130000
@@ -53,6 +53,11 @@ def load_policy_file(path: Path) -> PolicyFile:
     pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "anthropic")),
                     runs=pol.get("runs") or None, tokenizer=pol.get("tokenizer") or None,
                     tolerances={k: float(v) for k, v in doc.get("tolerances", {}).items()}, path=str(path))
+    from dataclasses import replace
+
+    from replay.tokens.resolve import beside
+
+    pf = replace(pf, tokenizer=beside(pf.tokenizer, Path(path).parent))
     from replay.sweeps.adapter import effective_config
 
     try:

@@ -5,7 +5,7 @@
     policy = "two_tier"            # a registered name or "package.module:Class"
     mode = "grid"                  # or "random" (then `samples` and `seed`)
     runs = "%"                     # LIKE pattern on run id or source path
-    tokenizer = ""                 # tokenizer id whose counts to use ("" = chars/4)
+    tokenizer = "o200k"            # built-in name or tokenizer path (relative to this file); "" = chars/4
     cache = "anthropic"            # cache model name
     batch = 16                     # points committed per transaction
 
@@ -144,4 +144,9 @@ def load_spec(path: Path) -> SweepSpec:
         raise ReplayError(f"{path}: no such sweep file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not valid TOML: {exc}") from None
-    return from_dict(doc, str(path))
+    from dataclasses import replace
+
+    from replay.tokens.resolve import beside
+
+    spec = from_dict(doc, str(path))
+    return replace(spec, tokenizer=beside(spec.tokenizer, Path(path).parent))

@@ -68,7 +68,7 @@ class Builtin:
     kind: str                      # "tiktoken" (rank file), "hf" (tokenizer.json) or "tekken"
     sources: tuple[Source, ...]
     rank: RankSpec | None = None
-    note: str = ""                 # licence of the vocabulary file itself, where it differs from the package's
+    note: str = ""                 # licence of the vocabulary file itself, where the package ships one
 
     def source(self) -> Source | None:
         return next((s for s in self.sources if s.path() is not None), None)
@@ -83,13 +83,13 @@ def _litellm(file: str) -> Source:
 
 
 STATIC = (
-    Builtin("o200k", "GPT-4o, GPT-4.1, GPT-5, o1/o3/o4, Codex", "tiktoken",
+    Builtin("o200k", "GPT-4o/4.1/5, o-series, Codex", "tiktoken",
             (_litellm("fb374d419588a4632f3f557e76b4b70aebbca790"),), rank=O200K),
-    Builtin("cl100k", "GPT-4, GPT-3.5, text-embedding-3", "tiktoken",
+    Builtin("cl100k", "GPT-4, GPT-3.5", "tiktoken",
             (_litellm("9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),), rank=CL100K),
     Builtin("deepseek-v3", "DeepSeek V3 / R1", "hf", (_litellm("deepseek_tokenizer.json"),),
-            note="vocabulary: MIT (DeepSeek)"),
-    Builtin("claude-legacy", "Claude 1/2 (estimate only for Claude 3+)", "hf",
+            note="MIT (DeepSeek)"),
+    Builtin("claude-legacy", "Claude 1/2; an estimate for Claude 3+", "hf",
             (Source("anthropic", "anthropic", "tokenizer.json", "pip install 'replay[claude-legacy]'"),
              _litellm("anthropic_tokenizer.json"))),
 )
@@ -104,7 +104,7 @@ def _tekken() -> tuple[Builtin, ...]:
         return ()
     src = [Source("mistral-common", "mistral_common", f"data/{p.name}", "pip install mistral-common")
            for p in files.values()]
-    return tuple(Builtin(stem, "Mistral Nemo, Pixtral, Ministral (Tekken)", "tekken", (s,))
+    return tuple(Builtin(stem, "Mistral Nemo, Pixtral (Tekken)", "tekken", (s,))
                  for stem, s in zip(files, src, strict=True))
 
 

@@ -5,6 +5,7 @@ cannot be resolved is an error, never a silent fallback."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -16,6 +17,13 @@ from replay.tokens.loading import load_tokenizer, unknown_message
 from replay.tokens.tokenizer import CountingTokenizer
 
 TOKENIZER_ID = re.compile(r"^[\w.\-]+:[0-9a-f]{16}$")
+
+
+def beside(spec: str | None, folder: Path) -> str | None:
+    """A tokenizer path written in a file under ``folder`` is relative to that folder (when it exists there)."""
+    if spec and not Path(spec).expanduser().is_absolute() and (folder / spec).exists():
+        return str((folder / spec).resolve())
+    return spec
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
@@ -55,8 +63,14 @@ def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) 
     return tokenizer_id
 
 
-def resolve_tokenizer(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> str | None:
-    """The tokenizer id for ``spec`` (built-in name, file, directory, or a stored id) with every item counted.
+@dataclass(frozen=True)
+class Resolved:
+    tokenizer_id: str
+    counted: int  # content hashes counted by this call
+
+
+def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> Resolved | None:
+    """The tokenizer for ``spec`` (built-in name, file, directory, or a stored id) with every item counted.
 
     ``None`` or "" means no tokenizer: callers then use chars/4 and label it. Unknown names, missing files and
     ids without counts raise ReplayError listing the built-ins."""
@@ -65,9 +79,14 @@ def resolve_tokenizer(con: duckdb.DuckDBPyConnection, spec: str | Path | None, p
     text = str(spec).strip()
     path = Path(text).expanduser()
     if not path.exists() and TOKENIZER_ID.match(text):
-        return _from_id(con, text, progress)
+        return Resolved(_from_id(con, text, progress), 0)
     if not path.exists() and builtins.lookup(text) is None:
         raise ReplayError(unknown_message(text))
     tok = load_tokenizer(text)
-    count_pending(con, tok, text, progress)
-    return tok.tokenizer_id
+    return Resolved(tok.tokenizer_id, count_pending(con, tok, text, progress))
+
+
+def resolve_tokenizer(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> str | None:
+    """The id of :func:`resolve`'s tokenizer, or None (chars/4) when no tokenizer is given."""
+    res = resolve(con, spec, progress)
+    return res.tokenizer_id if res else None
