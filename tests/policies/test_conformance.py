@@ -80,8 +80,8 @@ def test_bad_result_type_is_caught():
 
 
 def test_user_policy_by_import_path():
-    policy = make_policy("replay.policies.masking:Masking", {"window": "4"})
-    assert policy.config.window == 4
+    policy = make_policy("replay.policies.masking:Masking", {"keep_last": "4"})
+    assert policy.config.keep_last == 4
     with pytest.raises(ReplayError, match="cannot import"):
         make_policy("nope.module:Thing")
     with pytest.raises(ReplayError, match="unknown"):

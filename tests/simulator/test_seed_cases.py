@@ -90,6 +90,6 @@ def test_block_caches_round_down(name, unit):
 
 def test_rewrite_invalidates_after_it():
     run = synth_run(40, seed=2)
-    cols, _ = simulate_run(run, make_policy("masking", {"window": "2"}), make_cache("llamacpp"), Budget(10**7))
+    cols, _ = simulate_run(run, make_policy("masking", {"keep_last": "2"}), make_cache("llamacpp"), Budget(10**7))
     full, _ = simulate_run(run, make_policy("full"), make_cache("llamacpp"), Budget(10**7))
     assert cols["cached_tokens"].sum() < full["cached_tokens"].sum()
