@@ -9,7 +9,15 @@ import typer
 from rich.table import Table
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, RequiredTokenizerOption, console
+from replay.cli.common import (
+    CACHE_HELP,
+    DEFAULT_DB_PATH,
+    DbOption,
+    PriceOption,
+    PricesOption,
+    RequiredTokenizerOption,
+    console,
+)
 
 SHOWN = 15
 
@@ -26,7 +34,10 @@ def tune(
     = Path("out/tune"),
     points: Annotated[int, typer.Option(help="Grid size (at most this many points; the knobs share levels).")] = 96,
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
-    cache: Annotated[str, typer.Option(help="Cache model: anthropic, openai, vllm, llamacpp, none.")] = "anthropic",
+    cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
+    model: Annotated[str | None, typer.Option(help="The new model: every run is priced (and, with --cache auto, "
+                                                   "cached) as this model (genai-prices name).")] = None,
+    prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
     executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
     workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
 ) -> None:
@@ -34,6 +45,7 @@ def tune(
     summaries, cache hit, evicted repeat reads and cost; write the recommended policy file and a chart.
 
     Resumable: the same arguments give the same sweep id, so a rerun skips finished points."""
+    from replay.metrics.prices import pricing_from_options
     from replay.store import open_store
     from replay.sweeps.tune import front_columns, summary_lines
     from replay.sweeps.tune import tune as run
@@ -43,7 +55,9 @@ def tune(
     tok = resolve(con, tokenizer)
     if tok.counted:
         console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
-    res = run(con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers)
+    pricing = pricing_from_options(prices, price, model)
+    res = run(con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers,
+              pricing=pricing)
     lines = summary_lines(res)
     table = Table(title=f"Pareto front ({res.front.height} points, cheapest first)", title_justify="left")
     cols = [c for c in front_columns(res) if c not in ("point_id", "runs_with_overflow", "emergencies",

@@ -83,6 +83,15 @@ class ClaudeCodeReader:
             yield from builder
 
 
+def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
+    """Note request ``step``'s cache writes by TTL in ``runs.metadata.cache_writes`` (step -> [5 min, 1 h]
+    tokens), when the usage splits them (``cache_creation.ephemeral_5m/1h_input_tokens``)."""
+    split = usage.get("cache_creation")
+    if isinstance(split, dict) and ("ephemeral_1h_input_tokens" in split or "ephemeral_5m_input_tokens" in split):
+        b.run.metadata.setdefault("cache_writes", {})[str(step)] = [
+            int(split.get("ephemeral_5m_input_tokens") or 0), int(split.get("ephemeral_1h_input_tokens") or 0)]
+
+
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
     """The drop range of a compaction at ``seq``: the conversation logged before it."""
     lo = b.body_start()
@@ -200,14 +209,16 @@ class _Session:
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
                 self.seen_requests.add(rid)
-            b.request(ts=ts, model=model, line=line, **usage)
+            req = b.request(ts=ts, model=model, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
+            _cache_writes(b, req.step, u)
         elif rid and rid in self.open_request and u:
             # a later line of the same response: its usage is the final one. Claude repeats the same figures on
             # every line; MiniMax's Anthropic-compatible endpoint logs the streaming start (uncached count, output
             # 0) first and the settled usage (cache read included) last, and only the last matches the prompt.
             owner, index = self.open_request[rid]
             owner.records[index] = replace(owner.records[index], **usage)  # type: ignore[arg-type]
+            _cache_writes(owner, owner.records[index].step, u)  # type: ignore[union-attr]
         self._content(b, msg, line, ts)
 
     @staticmethod

@@ -15,14 +15,18 @@ import numpy as np
 from replay.errors import ReplayError
 from replay.policies.view import View
 
-ANTHROPIC_MIN = {"haiku-4-5": 4096, "opus-4-5": 4096, "opus-4-6": 4096, "opus-4-7": 4096, "opus-4-8": 4096,
-                 "haiku-3": 2048}
+# Minimum cacheable prompt length by model, first matching name part wins (Anthropic's prompt-caching table:
+# Opus 4.5/4.6 and Haiku 4.5 4,096; Sonnet 4.6 2,048; Haiku 3/3.5 2,048; other Opus/Sonnet 1,024). Opus 4.7,
+# 4.8 and 5 are not in that table: taken as Opus 4.5/4.6.
+ANTHROPIC_MIN: tuple[tuple[str, int], ...] = (
+    ("haiku-4-5", 4096), ("opus-4-5", 4096), ("opus-4-6", 4096), ("opus-4-7", 4096), ("opus-4-8", 4096),
+    ("opus-5", 4096), ("sonnet-4-6", 2048), ("3-5-haiku", 2048), ("3-haiku", 2048), ("haiku-3", 2048))
 
 
 def anthropic_min_cacheable(model: str | None) -> int:
-    """Minimum cacheable prompt length by model (1,024 unless listed)."""
+    """Minimum cacheable prompt length by model (1,024 for the other Opus and Sonnet models)."""
     name = (model or "").lower()
-    return next((v for k, v in ANTHROPIC_MIN.items() if k in name), 1024)
+    return next((v for k, v in ANTHROPIC_MIN if k in name), 1024)
 
 
 @dataclass
@@ -115,6 +119,17 @@ class OpenAIAuto(CacheModel):
 
 
 @dataclass
+class DeepSeekDisk(OpenAIAuto):
+    """DeepSeek's context caching on disk: automatic, prefixes stored at request ends in 64-token units, no
+    write premium; unused prefixes kept for hours (one hour here)."""
+
+    name = "deepseek"
+    min_tokens: int = 64
+    step: int = 64
+    ttl: float = 3600.0
+
+
+@dataclass
 class VLLMBlocks(CacheModel):
     """vLLM automatic prefix caching: only full blocks, LRU over ``capacity`` blocks (tail blocks go first)."""
 
@@ -145,12 +160,18 @@ class LlamaCppSlot(CacheModel):
         return hit, 0
 
 
-CACHE_MODELS: dict[str, type[CacheModel]] = {c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, VLLMBlocks,
-                                                                  LlamaCppSlot)}
+CACHE_MODELS: dict[str, type[CacheModel]] = {c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, DeepSeekDisk,
+                                                                  VLLMBlocks, LlamaCppSlot)}
+AUTO = "auto"  # each run under its own provider's cache model (replay.simulator.billing)
 
 
 def make_cache(name: str, **params: float) -> CacheModel:
-    """A cache model by name: none, anthropic, openai, vllm, llamacpp."""
+    """A cache model by name: none, anthropic, openai, deepseek, vllm, llamacpp (``auto`` is resolved per run by
+    replay.simulator.billing, not here)."""
     if name not in CACHE_MODELS:
-        raise ReplayError(f"--cache {name}: choose one of {', '.join(CACHE_MODELS)}")
-    return CACHE_MODELS[name](**params)
+        raise ReplayError(f"--cache {name}: choose one of {AUTO}, {', '.join(CACHE_MODELS)}")
+    try:
+        return CACHE_MODELS[name](**params)
+    except TypeError:
+        fields = ", ".join(f for f in CACHE_MODELS[name].__dataclass_fields__ if f not in ("entries", "last"))
+        raise ReplayError(f"cache model {name}: unknown parameter in {sorted(params)}; it takes {fields}") from None

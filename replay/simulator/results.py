@@ -12,9 +12,10 @@ import numpy as np
 import polars as pl
 
 from replay.metrics.composition import empty as composition_frame
+from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import Budget, Policy
 from replay.simulator.arrays import RunArrays
-from replay.simulator.caches import CacheModel
+from replay.simulator.caches import AUTO, CacheModel
 from replay.simulator.run import simulate_run_by_tool
 
 
@@ -34,20 +35,26 @@ class Simulation:
     composition: pl.DataFrame = field(default_factory=composition_frame)  # by run, tool and part (args/result)
 
 
-def sim_id_for(config: dict, cache: str, tokenizer_id: str | None, budget: Budget, run_ids: list[str]) -> str:
+def sim_id_for(config: dict, cache: str, tokenizer_id: str | None, budget: Budget, run_ids: list[str],
+               pricing: Pricing = DEFAULT_PRICING) -> str:
     """Deterministic id: same config over the same runs gives the same id (re-running replaces it)."""
-    key = json.dumps([config, cache, tokenizer_id, budget.window, budget.reserve, sorted(run_ids)], sort_keys=True)
+    parts: list = [config, cache, tokenizer_id, budget.window, budget.reserve, sorted(run_ids)]
+    if pricing != DEFAULT_PRICING:
+        parts.append(pricing.key())
+    key = json.dumps(parts, sort_keys=True)
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
-def simulate_many(runs: list[RunArrays], policy: Policy, cache: CacheModel, budget: Budget,
-                  tokenizer_id: str | None = None) -> Simulation:
-    """Run ``policy`` over every run; frames of per-run and per-request rows."""
+def simulate_many(runs: list[RunArrays], policy: Policy, cache: CacheModel | None, budget: Budget,
+                  tokenizer_id: str | None = None, pricing: Pricing = DEFAULT_PRICING) -> Simulation:
+    """Run ``policy`` over every run (each under its provider's cache model when ``cache`` is None); frames of
+    per-run and per-request rows."""
     config = policy.config.as_dict()
-    sid = sim_id_for(config, cache.name, tokenizer_id, budget, [r.run_id for r in runs])
+    cache_name = AUTO if cache is None else cache.name
+    sid = sim_id_for(config, cache_name, tokenizer_id, budget, [r.run_id for r in runs], pricing)
     run_rows, req_frames, comp_frames = [], [], []
     for run in runs:
-        cols, row, by_tool = simulate_run_by_tool(run, policy, cache, budget)
+        cols, row, by_tool = simulate_run_by_tool(run, policy, cache, budget, pricing=pricing)
         comp_frames.append(by_tool.frame())
         run_rows.append({"sim_id": sid, **row})
         frame = pl.DataFrame({k: v.astype(bool) if k in ("overflow", "near_miss", "emergency", "summarised")
@@ -56,7 +63,7 @@ def simulate_many(runs: list[RunArrays], policy: Policy, cache: CacheModel, budg
     runs_df = pl.DataFrame(run_rows, infer_schema_length=None) if run_rows else pl.DataFrame()
     reqs_df = pl.concat(req_frames) if req_frames else pl.DataFrame()
     comp_df = pl.concat(comp_frames) if comp_frames else composition_frame()
-    return Simulation(sid, policy.name, config, cache.name, tokenizer_id, budget, runs_df, reqs_df,
+    return Simulation(sid, policy.name, config, cache_name, tokenizer_id, budget, runs_df, reqs_df,
                       sorted({r.token_source for r in runs}), comp_df.with_columns(pl.lit(sid).alias("sim_id")))
 
 
@@ -90,8 +97,24 @@ def totals(sim: Simulation) -> dict:
     s = {c: int(df[c].sum()) for c in ("requests", "overflow_incidents", "summaries", "prompt_tokens",
                                        "cached_tokens", "uncached_tokens", "repeat_evicted")}
     s["cache_hit_rate"] = s["cached_tokens"] / s["prompt_tokens"] if s["prompt_tokens"] else 0.0
-    s["cost_usd"] = float(np.round(df["cost_usd"].sum(), 4))
+    s |= cost_totals(df)
     return s
+
+
+def cost_totals(df: pl.DataFrame) -> dict:
+    """Total cost over the priced runs, and how many runs have no price (their cost is unknown, not 0)."""
+    cost = df["cost_usd"].cast(pl.Float64).fill_nan(None)
+    return {"cost_usd": float(np.round(cost.sum() or 0.0, 4)), "unpriced_runs": cost.null_count()}
+
+
+def billing_warnings(df: pl.DataFrame) -> list[str]:
+    """One line per model that has no price or no cache model (the run rows' ``billing_note``), with its run
+    count: the cost of those runs is unknown (left out of totals) or uncached."""
+    if "billing_note" not in df.columns or not df.height:
+        return []
+    notes = (df.filter(pl.col("billing_note") != "").group_by("model", "billing_note").len()
+             .sort("model", "billing_note", nulls_last=True))
+    return [f"WARNING: {'no model name' if m is None else m} ({n} run(s)): {note}" for m, note, n in notes.iter_rows()]
 
 
 def composition_totals(sim: Simulation) -> pl.DataFrame:

@@ -87,8 +87,19 @@ def _v4_placeholders_composition(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v5_billing(con: duckdb.DuckDBPyConnection) -> None:
+    """``sim_runs``: cost by part (prompt, summaries, outputs), the rates charged, where prices came from and the
+    cache model each run had (replay.simulator.billing)."""
+    for col, typ in (("prompt_cost_usd", "DOUBLE"), ("summary_cost_usd", "DOUBLE"), ("output_cost_usd", "DOUBLE"),
+                     ("output_tokens", "BIGINT"),
+                     ("output_source", "VARCHAR"), ("output_per_mtok", "DOUBLE"), ("cache_read_per_mtok", "DOUBLE"),
+                     ("cache_write_per_mtok", "DOUBLE"), ("price_source", "VARCHAR"), ("model", "VARCHAR"),
+                     ("cache_ttl", "DOUBLE"), ("billing_note", "VARCHAR")):
+        con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations,
-                                                                 _v4_placeholders_composition]
+                                                                 _v4_placeholders_composition, _v5_billing]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:

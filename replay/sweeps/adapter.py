@@ -13,9 +13,11 @@ from typing import Any
 
 import polars as pl
 
+from replay.errors import ReplayError
+from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import Budget, Policy, make_policy, policy_class
 from replay.simulator.arrays import RunArrays
-from replay.simulator.caches import CacheModel, make_cache
+from replay.simulator.caches import AUTO, CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
 BUDGET_KEYS = ("window", "reserve")
@@ -43,29 +45,36 @@ class Point:
 
     policy: Policy
     budget: Budget
-    cache: CacheModel
+    cache: CacheModel | None  # None: each run under its provider's own cache model
     cache_params: dict[str, Any]
+    pricing: Pricing = DEFAULT_PRICING
 
     def effective_config(self) -> dict[str, Any]:
         """The full configuration the point runs with, defaults included (stored with every result)."""
         return {"policy": self.policy.name, "config": self.policy.config.as_dict(),
                 "budget": {"window": self.budget.window, "reserve": self.budget.reserve},
-                "cache": {"name": self.cache.name, **self.cache_params}}
+                "cache": {"name": AUTO if self.cache is None else self.cache.name, **self.cache_params},
+                **({"pricing": self.pricing.key()} if self.pricing != DEFAULT_PRICING else {})}
 
 
-def resolve(policy_name: str, params: dict[str, Any], cache: str) -> Point:
+def resolve(policy_name: str, params: dict[str, Any], cache: str, pricing: Pricing = DEFAULT_PRICING) -> Point:
+    """The point's objects; ``cache`` "auto" leaves each run its provider's cache model."""
     budget, cache_params, policy_params = split_params(params, policy_fields(policy_name))
-    return Point(make_policy(policy_name, policy_params), Budget(**budget), make_cache(cache, **cache_params),
-                 cache_params)
+    if cache == AUTO and cache_params:
+        raise ReplayError(f"cache parameters {sorted(cache_params)} need a named cache model (cache = \"anthropic\", "
+                          "\"openai\", ...): with cache = \"auto\" each run has its provider's own")
+    model = None if cache == AUTO else make_cache(cache, **cache_params)
+    return Point(make_policy(policy_name, policy_params), Budget(**budget), model, cache_params, pricing)
 
 
-def effective_config(policy_name: str, params: dict[str, Any], cache: str) -> dict[str, Any]:
-    return resolve(policy_name, params, cache).effective_config()
+def effective_config(policy_name: str, params: dict[str, Any], cache: str,
+                     pricing: Pricing = DEFAULT_PRICING) -> dict[str, Any]:
+    return resolve(policy_name, params, cache, pricing).effective_config()
 
 
 def evaluate_point(run: RunArrays, point: Point) -> dict[str, Any]:
     """Simulate one run under one point with the reference simulator; the run-level metrics row (scalars only)."""
-    _, row = simulate_run(run, point.policy, point.cache, budget=point.budget)
+    _, row = simulate_run(run, point.policy, point.cache, budget=point.budget, pricing=point.pricing)
     return {k: v for k, v in row.items() if isinstance(v, (int, float, bool, str)) or v is None}
 
 

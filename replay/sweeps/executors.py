@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from replay.errors import ReplayError
+from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.simulator import kernels
 from replay.simulator.arrays import RunArrays
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
@@ -32,6 +33,7 @@ class Context:
     cache: str
     session: str
     runs: tuple[RunArrays, ...]
+    pricing: Pricing = DEFAULT_PRICING
 
     @cached_property
     def packed(self) -> kernels.PackedRuns:
@@ -45,7 +47,7 @@ def point_rows(ctx: Context, task: Task) -> Result:
     base = {"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session,
             **{f"param_{k}": v for k, v in params.items()}}
     try:
-        point = resolve(ctx.policy, params, ctx.cache)
+        point = resolve(ctx.policy, params, ctx.cache, ctx.pricing)
     except ReplayError as exc:
         return pid, _frame([{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs])
     base["config"] = config_json(point)

@@ -48,7 +48,7 @@ def validate_points(spec: SweepSpec, points: list[dict]) -> None:
             continue
         seen.add(key)
         try:
-            effective_config(spec.policy, p, spec.cache)
+            effective_config(spec.policy, p, spec.cache, spec.pricing())
         except ReplayError as exc:
             raise ReplayError(f"sweep point {p}: {exc}") from None
 
@@ -65,7 +65,7 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, len(points), len(runs))
     done = results.done_points(con, sid, len(runs))
     tasks = [(pid, p) for p in points if (pid := point_id(p)) not in done]
-    ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs))
+    ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs), spec.pricing())
     computed = errors = 0
     batch: list[pl.DataFrame] = []
     columns: set[str] = set()

@@ -6,7 +6,11 @@
     mode = "grid"                  # or "random" (then `samples` and `seed`)
     runs = "%"                     # LIKE pattern on run id or source path
     tokenizer = "o200k"            # built-in name or tokenizer path (relative to this file); "" = chars/4
-    cache = "anthropic"            # cache model name
+    cache = "auto"                 # cache model name; auto: each run under its provider's own
+    price_model = ""               # price (and cache) every run as this model ("" = each run's own)
+
+    [prices]                       # optional: model (or glob) -> {input, output, cache_read, ...} USD/Mtok
+    [price]                        # optional: input = .., output = .. for every run
     batch = 16                     # points committed per transaction
 
     [fixed]                        # same for every point
@@ -32,11 +36,13 @@ from pathlib import Path
 from typing import Any
 
 from replay.errors import ReplayError
+from replay.metrics.prices import Pricing, price_fields
 
-TABLES = {"sweep", "fixed", "grid", "random"}
+TABLES = {"sweep", "fixed", "grid", "random", "prices", "price"}
 # Bump when a metric's definition changes: results stored under an older definition are then not resumed.
-METRICS_VERSION = 2  # 2: cost includes the summarisation calls
-SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description"}
+METRICS_VERSION = 3  # 2: cost includes the summarisation calls; 3: provider prices and caches, outputs in cost
+SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description",
+              "price_model"}
 
 
 def stable_id(obj: Any, n: int = 12) -> str:
@@ -57,9 +63,17 @@ class SweepSpec:
     seed: int = 0
     runs: str | None = None
     tokenizer: str | None = None
-    cache: str = "anthropic"
+    cache: str = "auto"
     batch: int = 16
     name: str = ""
+    prices: dict[str, dict[str, Any]] = field(default_factory=dict)  # model or glob -> price fields
+    price: dict[str, Any] = field(default_factory=dict)              # price fields for every run
+    price_model: str | None = None
+
+    def pricing(self) -> Pricing:
+        """How the sweep's runs are priced (genai-prices, then [prices], then [price]; price_model for all)."""
+        table = {str(k).lower(): price_fields(v, f"[prices] {k}") for k, v in self.prices.items()}
+        return Pricing(table, price_fields(self.price, "[price]"), self.price_model, "[prices]")
 
     @property
     def sweep_id(self) -> str:
@@ -133,8 +147,9 @@ def from_dict(doc: dict[str, Any], where: str = "sweep") -> SweepSpec:
     return SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
                      mode=mode, samples=int(sweep.get("samples", 32)), seed=int(sweep.get("seed", 0)),
                      runs=sweep.get("runs") or None, tokenizer=sweep.get("tokenizer") or None,
-                     cache=str(sweep.get("cache", "anthropic")), batch=max(1, int(sweep.get("batch", 16))),
-                     name=str(sweep.get("name", "")))
+                     cache=str(sweep.get("cache", "auto")), batch=max(1, int(sweep.get("batch", 16))),
+                     name=str(sweep.get("name", "")), prices=doc.get("prices", {}), price=doc.get("price", {}),
+                     price_model=sweep.get("price_model") or None)
 
 
 def load_spec(path: Path) -> SweepSpec:

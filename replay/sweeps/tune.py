@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 
 from replay.errors import ReplayError
+from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.sweeps.pareto import Objective, pareto_front
 from replay.sweeps.policy_file import PolicyFile, dump_policy_file
 from replay.sweeps.spec import SweepSpec, from_dict, point_id
@@ -110,22 +111,26 @@ def tune_grid(policy: str, window: int, points: int = 96) -> dict[str, list[Any]
 
 
 def tune_spec(policy: str, window: int, reserve: int, tokenizer_id: str | None, points: int = 96,
-              runs: str | None = None, cache: str = "anthropic") -> SweepSpec:
-    """The sweep `tune` runs: same arguments, same sweep id, so a rerun resumes."""
+              runs: str | None = None, cache: str = "auto", pricing: Pricing = DEFAULT_PRICING) -> SweepSpec:
+    """The sweep `tune` runs: same arguments, same sweep id, so a rerun resumes. ``pricing.model``: the new
+    model, whose prices (and cache rules, with cache "auto") every run gets."""
     if window > 0 and not 0 <= reserve < window:
         raise ReplayError(f"tune: --reserve {reserve:,} must be >= 0 and below --window {window:,}; lower the "
                           "reserve or raise the window")
     return from_dict({"sweep": {"policy": policy, "name": f"tune-{policy}", "runs": runs or "",
-                                "tokenizer": tokenizer_id or "", "cache": cache, "batch": 8},
+                                "tokenizer": tokenizer_id or "", "cache": cache, "batch": 8,
+                                "price_model": pricing.model or ""},
                       "fixed": {"window": window, "reserve": reserve, **FIXED.get(policy, {})},
-                      "grid": tune_grid(policy, window, points)}, where="tune")
+                      "grid": tune_grid(policy, window, points), "prices": pricing.table, "price": pricing.sets},
+                     where="tune")
 
 
 def defaults_spec(spec: SweepSpec) -> SweepSpec:
     """One point: the policy's defaults at the same window and reserve (the reference the chart marks)."""
     return from_dict({"sweep": {"policy": spec.policy, "name": f"tune-{spec.policy}-defaults", "runs": spec.runs or "",
-                                "tokenizer": spec.tokenizer or "", "cache": spec.cache},
-                      "fixed": dict(spec.fixed), "grid": {}}, where="tune")
+                                "tokenizer": spec.tokenizer or "", "cache": spec.cache,
+                                "price_model": spec.price_model or ""},
+                      "fixed": dict(spec.fixed), "grid": {}, "prices": spec.prices, "price": spec.price}, where="tune")
 
 
 SUMS = ("requests", "prompt_tokens", "cached_tokens", "written_tokens", "summaries", "overflow_incidents",
@@ -147,6 +152,8 @@ def aggregate_points(frame: pl.DataFrame) -> pl.DataFrame:
     agg = frame.group_by("point_id").agg(
         pl.len().alias("runs"), (~ok).sum().alias("errors"),
         (pl.col("overflow_incidents").filter(ok) > 0).sum().alias("runs_with_overflow"),
+        *([pl.col("cost_usd").filter(ok).cast(pl.Float64).fill_nan(None).null_count().alias("unpriced_runs")]
+          if "cost_usd" in frame.columns else []),
         *sums, *[pl.col(p).first().alias(p[6:]) for p in params])
     return agg.with_columns(
         pl.when(pl.col("prompt_tokens") > 0).then(pl.col("cached_tokens") / pl.col("prompt_tokens"))
@@ -244,7 +251,7 @@ def summary_lines(res: TuneResult) -> list[str]:
     r, s = res.recommended, res.spec
     w, rs = s.fixed.get("window"), s.fixed.get("reserve")
     lines = [f"replay tune: {s.policy} for tokenizer {s.tokenizer or 'chars/4 (estimate)'}, window {w:,}, "
-             f"reserve {rs:,}, cache {s.cache}",
+             f"reserve {rs:,}, cache {s.cache}" + (f", priced as {s.price_model}" if s.price_model else ""),
              f"sweep {s.sweep_id}: {res.points.height} points x {int(r['runs'])} runs; "
              f"{int(res.points['feasible'].sum())} points with "
              + ("zero overflow incidents" if res.zero_overflow else "the fewest overflow incidents"),
@@ -254,6 +261,9 @@ def summary_lines(res: TuneResult) -> list[str]:
              f"recommended {r['point_id']}: summaries/100 {r['summaries_per_100']:.2f}, cache hit "
              f"{_fmt_pct(r['cache_hit_rate'])}, evicted repeat reads {int(r['repeat_evicted'])}, "
              f"cost ${r['cost_usd']:.2f}, overflow incidents {int(r['overflow_incidents'])}"]
+    if r.get("unpriced_runs"):
+        lines.append(f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
+                     "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price")
     if not res.zero_overflow:
         lines.append(f"WARNING: no swept point avoids overflow on this corpus; this point still overflows "
                      f"{int(r['overflow_incidents'])} times in {int(r['runs_with_overflow'])} runs. Raise the window, "
@@ -323,13 +333,14 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
 
 
 def tune(con: duckdb.DuckDBPyConnection, policy: str, window: int, reserve: int, tokenizer_id: str | None,
-         out_dir: Path | None = None, points: int = 96, runs: str | None = None, cache: str = "anthropic",
-         executor: str = "local", workers: int = 0, progress: bool = True) -> TuneResult:
+         out_dir: Path | None = None, points: int = 96, runs: str | None = None, cache: str = "auto",
+         executor: str = "local", workers: int = 0, progress: bool = True,
+         pricing: Pricing = DEFAULT_PRICING) -> TuneResult:
     """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files."""
     if points < 1:
         raise ReplayError(f"tune: --points must be >= 1, got {points}")
-    res = run_tune(con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache), executor, workers,
-                   progress)
+    res = run_tune(con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache, pricing), executor,
+                   workers, progress)
     if out_dir is not None:
         write_outputs(res, out_dir)
     return res

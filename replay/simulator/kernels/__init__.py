@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from replay.metrics.cost import prompt_cost, summary_cost
+from replay.metrics.cost import output_cost, prompt_cost, summary_cost
+from replay.simulator.billing import Billing, billing_for
 from replay.simulator.kernels.caches import CODES, cache_params
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
 from replay.simulator.kernels.packed import PackedRuns, pack
+from replay.simulator.run import summary_hits_cache
 
 if TYPE_CHECKING:
     from replay.sweeps.adapter import Point
@@ -26,15 +28,16 @@ COMPILED_POLICIES = ("full", "seed_a", "seed_a_before")
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
     """Run rows for one resolved point over every packed run (plus ``constants`` as columns), or None if its
     policy has no compiled twin. One frame constructor: polars' per-call overhead matters at this size."""
-    if point.policy.name not in COMPILED_POLICIES or type(point.cache) not in CODES:
+    if point.policy.name not in COMPILED_POLICIES:
+        return None
+    bills = run_billing(packed, point)
+    if any(type(b.cache) not in CODES for b in bills):
         return None
     from replay.simulator.kernels import seed_a as k
 
-    config, budget, model = point.policy.config, point.budget, point.cache
-    model.reset(None)
+    config, budget = point.policy.config, point.budget
     p = k.policy_params(config, budget.window, budget.reserve)
-    by_model = {m: cache_params(model, m) for m in set(packed.models)}
-    cps = np.stack([by_model[m] for m in packed.models]) if packed.n_runs else np.zeros((0, N_CACHE_PARAMS))
+    cps = np.stack([cache_params(b.cache, b.model) for b in bills]) if packed.n_runs else np.zeros((0, N_CACHE_PARAMS))
     o = k.corpus_kernel(p, cps, packed.item_off, packed.req_off, packed.ev_off, packed.err_off, packed.kind,
                         packed.tokens, packed.chars, packed.access, packed.pair, packed.req_end, packed.req_ts,
                         packed.ev_prev, packed.ev_decide, packed.ev_changed, packed.ev_tokens, packed.err_pos,
@@ -42,14 +45,18 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
     n = np.diff(packed.req_off)
     prompt, cached, written, summaries = o[k.O_PROMPT], o[k.O_CACHED], o[k.O_WRITTEN], o[k.O_SUMMARIES]
     uncached = prompt - cached - written
-    price = packed.static["price_per_mtok"]
     with np.errstate(divide="ignore", invalid="ignore"):
         between = np.where(summaries > 1, (o[k.O_LAST_SUMMARY] - o[k.O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
         after = np.where(summaries > 0, o[k.O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
-    s_cost = summary_cost(o[k.O_SUMMARY_HISTORY], o[k.O_SUMMARY_OUT], price, model.read_multiplier)
-    fixed = {"cache_model": model.name, "window": budget.window, "reserve": budget.reserve, **(constants or {})}
+    rate = {f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)
+            for f in ("input", "output", "cache_read", "cache_write")}
+    p_cost = prompt_cost(uncached, cached, written, rate["input"], rate["cache_read"], rate["cache_write"])
+    s_cost = summary_cost(o[k.O_SUMMARY_HISTORY], o[k.O_SUMMARY_OUT], rate["input"], rate["output"],
+                          rate["cache_read"] if summary_hits_cache(point.policy) else None)
+    o_cost = output_cost(packed.static["output_tokens"], rate["output"])
+    fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
     return pl.DataFrame({
         "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
         "near_misses": o[k.O_NEAR], "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
@@ -61,10 +68,26 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
         "repeat_visible": o[k.O_VISIBLE], "repeat_visible_tokens": o[k.O_VISIBLE_TOK],
         "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
         "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
-        "cost_usd": prompt_cost(uncached, cached, written, price, model.read_multiplier, model.write_multiplier)
-        + s_cost, "summary_cost_usd": s_cost, **packed.static,
+        "cost_usd": p_cost + s_cost + o_cost, "prompt_cost_usd": p_cost, "summary_cost_usd": s_cost,
+        "output_cost_usd": o_cost, "price_per_mtok": rate["input"], "output_per_mtok": rate["output"],
+        "cache_read_per_mtok": rate["cache_read"], "cache_write_per_mtok": rate["cache_write"],
+        "price_source": [b.price_source for b in bills], "model": [b.model for b in bills],
+        "cache_model": [b.cache.name for b in bills], "cache_ttl": [getattr(b.cache, "ttl", None) for b in bills],
+        "billing_note": [b.note for b in bills], **packed.static,
         **{name: [value] * packed.n_runs for name, value in fixed.items()},
     }, nan_to_null=True, schema_overrides={"error": pl.String} if constants and "error" in constants else None)
+
+
+def run_billing(packed: PackedRuns, point: Point) -> list[Billing]:
+    """Each packed run's cache model and rates under ``point`` (one Billing per distinct model and recorded TTL;
+    a named cache model is one instance shared by all, as in the reference path)."""
+    memo: dict[tuple, Billing] = {}
+    out = []
+    for m, ttl in zip(packed.models, packed.cache_ttls or (None,) * packed.n_runs, strict=True):
+        if (m, ttl) not in memo:
+            memo[(m, ttl)] = billing_for(m, point.cache, point.pricing, ttl)
+        out.append(memo[(m, ttl)])
+    return out
 
 
 def warm_up(policy_name: str) -> None:

@@ -12,10 +12,19 @@ import math
 import numpy as np
 from numba import njit
 
-from replay.simulator.caches import Anthropic, CacheModel, LlamaCppSlot, OpenAIAuto, VLLMBlocks, anthropic_min_cacheable
+from replay.simulator.caches import (
+    Anthropic,
+    CacheModel,
+    DeepSeekDisk,
+    LlamaCppSlot,
+    OpenAIAuto,
+    VLLMBlocks,
+    anthropic_min_cacheable,
+)
 
 NONE, ANTHROPIC, OPENAI, VLLM, LLAMACPP = range(5)
-CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, VLLMBlocks: VLLM, LlamaCppSlot: LLAMACPP}
+CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, DeepSeekDisk: OPENAI, VLLMBlocks: VLLM,
+         LlamaCppSlot: LLAMACPP}
 # params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity
 N_PARAMS = 8
 

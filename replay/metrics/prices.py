@@ -1,0 +1,195 @@
+"""Per-model prices (USD per million tokens) from the genai-prices library, a price file and --price overrides.
+
+A model genai-prices does not know, and that no override names, gets NaN prices and the source ``unknown``:
+its cost is NaN and callers warn; there is no default price.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from replay.errors import ReplayError
+
+NAN = float("nan")
+PRICE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+OTHER_KEYS = ("provider", "same_as")
+ALIASES = {"cache_write_5m": "cache_write"}
+
+
+@dataclass(frozen=True)
+class Prices:
+    """List prices of one model, USD per million tokens. A cache price is None when the source has none (the
+    cache model's multiplier on the input price applies); NaN input/output means unknown."""
+
+    input: float
+    output: float
+    cache_read: float | None = None
+    cache_write: float | None = None     # 5 min writes
+    cache_write_1h: float | None = None
+    provider: str | None = None          # whose caching and billing rules apply (a genai-prices provider id)
+    source: str = "unknown"              # where the figures come from
+
+    @property
+    def known(self) -> bool:
+        return not (math.isnan(self.input) or math.isnan(self.output))
+
+
+def unknown(provider: str | None = None) -> Prices:
+    return Prices(NAN, NAN, None, None, None, provider, "unknown")
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("genai-prices")
+
+
+def _num(value: Any) -> float | None:
+    """A genai-prices price (Decimal or tiered: its base tier) as a float; None when absent."""
+    if value is None:
+        return None
+    return float(getattr(value, "base", value))
+
+
+def _candidates(model: str) -> list[tuple[str, str | None]]:
+    """(name, provider hint) to try: the whole reference, then each tail after a '/' with the segment before it
+    as the provider hint (``litellm_proxy/deepseek-chat``, ``openai/gpt-4o-mini``, ``meta-llama/llama-4``)."""
+    parts = model.lower().split("/")
+    out: list[tuple[str, str | None]] = []
+    for i in range(len(parts)):
+        name = "/".join(parts[i:])
+        if name:
+            out += [(name, parts[i - 1])] if i else []
+            out.append((name, None))
+    return out
+
+
+@lru_cache(maxsize=512)
+def library_prices(model: str) -> Prices:
+    """genai-prices' current list prices for ``model``; unknown (with the provider whose model names match, when
+    one does) when it has no such model."""
+    from genai_prices import data_snapshot
+
+    snap = data_snapshot.get_snapshot()
+    for name, hint in _candidates(model):
+        try:
+            provider, info = snap.find_provider_model(name, None, hint, None)
+        except LookupError:
+            continue
+        p = info.get_prices(datetime.now(UTC))
+        inp, out = _num(p.input_mtok), _num(p.output_mtok)
+        return Prices(NAN if inp is None else inp, NAN if out is None else out, _num(p.cache_read_mtok),
+                      _num(p.cache_write_mtok), _num(p.cache_write_1h_mtok), provider.id,
+                      f"genai-prices {_version()}: {provider.id}/{info.id}")
+    for name, _ in _candidates(model):
+        try:
+            return unknown(snap.find_provider(name, None, None).id)
+        except LookupError:
+            continue
+    return unknown()
+
+
+def price_fields(fields: dict[str, Any], where: str) -> dict[str, Any]:
+    """Validated price fields (numbers >= 0 for prices; provider and same_as strings)."""
+    if not isinstance(fields, dict):
+        raise ReplayError(f"{where}: expected a table of price fields (input = .., output = ..), got {fields!r}")
+    out: dict[str, Any] = {}
+    for raw, value in fields.items():
+        key = ALIASES.get(raw, raw)
+        if key in PRICE_KEYS:
+            try:
+                num = float(value)
+            except (TypeError, ValueError):
+                raise ReplayError(f"{where}: {raw} = {value!r} is not a number (USD per million tokens)") from None
+            if not num >= 0:
+                raise ReplayError(f"{where}: {raw} = {value!r} must be a number >= 0 (USD per million tokens)")
+            out[key] = num
+        elif key in OTHER_KEYS:
+            out[key] = str(value)
+        else:
+            raise ReplayError(f"{where}: unknown price key {raw!r}; use {', '.join(PRICE_KEYS + OTHER_KEYS)}")
+    return out
+
+
+def load_price_file(path: Path) -> dict[str, dict[str, Any]]:
+    """A TOML or JSON table ``model (or glob) -> {input, output, cache_read, cache_write, cache_write_1h,
+    provider, same_as}``; ``same_as`` names a model whose library prices to start from."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ReplayError(f"--prices {path}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ReplayError(f"--prices {path}: not valid {'JSON' if path.suffix == '.json' else 'TOML'}: {exc}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise ReplayError(f"--prices {path}: expected a table of model -> {{input = .., output = ..}}")
+    return {str(k).lower(): price_fields(v, f"--prices {path} [{k}]") for k, v in data.items()}
+
+
+def parse_price_sets(sets: list[str]) -> dict[str, Any]:
+    """``--price key=value`` pairs (input, output, cache_read, cache_write, cache_write_1h, provider, same_as)."""
+    pairs = {}
+    for s in sets:
+        key, eq, value = s.partition("=")
+        if not eq or not key.strip():
+            raise ReplayError(f"--price {s!r}: expected key=value, e.g. --price input=3 --price output=15")
+        pairs[key.strip()] = value.strip()
+    return price_fields(pairs, "--price")
+
+
+def _apply(base: Prices, fields: dict[str, Any], source: str) -> Prices:
+    if "same_as" in fields:
+        base = library_prices(fields["same_as"])
+        if not base.known:
+            raise ReplayError(f"{source}: same_as = {fields['same_as']!r} is not a model genai-prices knows")
+        source = f"{source} (same_as {base.source})"
+    changes = {k: v for k, v in fields.items() if k in PRICE_KEYS or k == "provider"}
+    return replace(base, **changes, source=source)
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """How runs are priced: genai-prices, then the entry of ``table`` that names the model (exact name first,
+    then the longest matching glob), then ``sets`` for every run; ``model`` prices every run as that model."""
+
+    table: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sets: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    table_name: str = "--prices"
+
+    def prices(self, model: str | None) -> Prices:
+        name = (self.model or model or "").lower()
+        out = library_prices(name) if name else unknown()
+        entry = self.table.get(name)
+        if entry is None:
+            globs = [k for k in self.table if any(c in k for c in "*?[") and fnmatch.fnmatchcase(name, k)]
+            entry = self.table[max(globs, key=len)] if globs else None
+        if entry is not None:
+            out = _apply(out, entry, f"{self.table_name} [{name}]")
+        if self.sets:
+            out = _apply(out, self.sets, "--price")
+        return out
+
+    def key(self) -> dict[str, Any]:
+        """What decides prices, for ids of stored results."""
+        return {"table": self.table, "sets": self.sets, "model": self.model}
+
+
+DEFAULT_PRICING = Pricing()
+
+
+def pricing_from_options(prices_file: Path | None = None, price_sets: list[str] | None = None,
+                         model: str | None = None) -> Pricing:
+    """The Pricing CLI options describe (``--prices FILE``, ``--price key=value``, ``--model``)."""
+    table = load_price_file(prices_file) if prices_file else {}
+    return Pricing(table, parse_price_sets(price_sets or []), model or None,
+                   f"--prices {prices_file}" if prices_file else "--prices")

@@ -1,0 +1,147 @@
+"""Each run is cached and priced under its own provider's rules by default; outputs, summaries and 1 h writes are
+priced as providers bill; an unknown model warns and has no cost."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from replay.metrics.prices import Pricing, library_prices
+from replay.policies import Budget, make_policy
+from replay.readers.base import ReadContext
+from replay.readers.claude_code import READER
+from replay.simulator.arrays import TOOL_CALL
+from replay.simulator.caches import anthropic_min_cacheable, make_cache
+from replay.simulator.load import recorded_ttl
+from replay.simulator.results import billing_warnings, simulate_many
+from replay.simulator.run import simulate_run
+from tests.simulator.synth import synth_run
+
+BIG = Budget(10**7)
+
+
+def as_model(model: str | None, n: int = 20, seed: int = 3, **changes):
+    return replace(synth_run(n, seed=seed), model=model, **changes)
+
+
+def prompt_usd(cols: dict, read: float, write: float, inp: float) -> float:
+    uncached = int((cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]).sum())
+    return (uncached * inp + int(cols["cached_tokens"].sum()) * read + int(cols["written_tokens"].sum()) * write) / 1e6
+
+
+def test_gpt_run_is_cached_and_priced_under_openai_rules_by_default():
+    cols, row = simulate_run(as_model("gpt-4o"), make_policy("full"), None, BIG)
+    gpt = library_prices("gpt-4o")
+    assert row["cache_model"] == "openai" and row["price_source"].endswith("openai/gpt-4o")
+    assert cols["written_tokens"].sum() == 0 and cols["cached_tokens"].sum() > 0  # automatic, no write premium
+    assert row["cache_read_per_mtok"] == pytest.approx(0.5 * gpt.input)  # gpt-4o's own discount, not 0.1x
+    assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, gpt.cache_read, gpt.input, gpt.input))
+    assert row["billing_note"] == ""
+
+
+def test_claude_run_is_cached_and_priced_under_anthropic_rules_by_default():
+    cols, row = simulate_run(as_model("claude-sonnet-4-5-20250929"), make_policy("full"), None, BIG)
+    p = library_prices("claude-sonnet-4-5-20250929")
+    assert row["cache_model"] == "anthropic" and row["cache_ttl"] == 300
+    assert cols["written_tokens"].sum() > 0
+    assert (row["cache_read_per_mtok"], row["cache_write_per_mtok"]) == (p.cache_read, p.cache_write)
+    assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, p.cache_read, p.cache_write, p.input))
+
+
+def test_deepseek_run_gets_deepseek_cache_and_unknown_provider_none():
+    _, row = simulate_run(as_model("litellm_proxy/deepseek-chat"), make_policy("full"), None, BIG)
+    assert row["cache_model"] == "deepseek" and row["cache_hit_rate"] > 0.5
+    assert row["cache_read_per_mtok"] == library_prices("deepseek-chat").cache_read
+
+
+def test_cache_override_applies_its_own_rules_to_every_run():
+    run = as_model("gpt-4o")
+    cols, row = simulate_run(run, make_policy("full"), make_cache("anthropic"), BIG)
+    gpt = library_prices("gpt-4o")
+    assert row["cache_model"] == "anthropic" and cols["written_tokens"].sum() > 0
+    assert row["cache_read_per_mtok"] == pytest.approx(0.1 * gpt.input)
+    assert row["cache_write_per_mtok"] == pytest.approx(1.25 * gpt.input)
+    runs = [run, as_model("claude-opus-4-1", seed=4)]
+    sim = simulate_many(runs, make_policy("full"), make_cache("openai"), BIG)
+    assert sim.runs["cache_model"].to_list() == ["openai", "openai"] and sim.cache_model == "openai"
+    auto = simulate_many(runs, make_policy("full"), None, BIG)
+    assert auto.runs["cache_model"].to_list() == ["openai", "anthropic"] and auto.cache_model == "auto"
+
+
+def test_unknown_model_warns_and_has_no_cost():
+    cols, row = simulate_run(as_model("my-local-model-q4"), make_policy("full"), None, BIG)
+    assert row["price_source"] == "unknown" and row["cost_usd"] is None and row["prompt_cost_usd"] is None
+    assert row["cache_model"] == "none" and "no price for model 'my-local-model-q4'" in row["billing_note"]
+    sim = simulate_many([as_model("my-local-model-q4"), as_model("gpt-4o", seed=5)], make_policy("full"), None, BIG)
+    lines = billing_warnings(sim.runs)
+    assert len(lines) == 1 and lines[0].startswith("WARNING: my-local-model-q4 (1 run(s))") and "--prices" in lines[0]
+    priced = simulate_many([as_model("my-local-model-q4")], make_policy("full"), None, BIG,
+                           pricing=Pricing(sets={"input": 1.0, "output": 2.0}))
+    assert priced.runs["cost_usd"][0] > 0 and priced.runs["price_source"][0] == "--price"
+    assert priced.sim_id != sim.sim_id
+
+
+def test_output_tokens_are_in_run_cost():
+    run = as_model("claude-opus-4-1")
+    run = replace(run, rec_output=np.full(run.n_requests, 500, dtype=np.int64))
+    _, row = simulate_run(run, make_policy("full"), None, BIG)
+    assert row["output_tokens"] == 500 * run.n_requests and row["output_source"] == "recorded"
+    assert row["output_cost_usd"] == pytest.approx(500 * run.n_requests * 75.0 / 1e6)
+    assert row["cost_usd"] == pytest.approx(row["prompt_cost_usd"] + row["summary_cost_usd"] + row["output_cost_usd"])
+    _, unrecorded = simulate_run(as_model("claude-opus-4-1"), make_policy("full"), None, BIG)
+    calls = run.tokens[run.kind == TOOL_CALL].sum()  # the only model output a synthetic run holds
+    assert unrecorded["output_source"] == "items" and unrecorded["output_tokens"] == calls > 0
+
+
+def test_one_hour_writes_from_the_log_cost_double():
+    run = as_model("claude-sonnet-4-20250514", cache_ttl=3600.0)
+    run.req_ts[:] = np.arange(run.n_requests) * 400.0  # gaps a 5 min cache would not survive
+    cols, row = simulate_run(run, make_policy("full"), None, BIG)
+    p = library_prices("claude-sonnet-4-20250514")
+    assert row["cache_ttl"] == 3600 and cols["cached_tokens"][1:].min() > 0
+    assert row["cache_write_per_mtok"] == pytest.approx(2 * p.input) == p.cache_write_1h
+    _, five = simulate_run(replace(run, cache_ttl=None), make_policy("full"), None, BIG)
+    assert five["cache_ttl"] == 300 and five["cached_tokens"] == 0
+
+
+def test_recorded_ttl_from_the_log(tmp_path):
+    usage = {"input_tokens": 3, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 5000, "output_tokens": 9,
+             "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 5000}}
+    lines = [{"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}},
+             {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "requestId": "r1",
+              "message": {"id": "m1", "model": "claude-opus-4-7", "role": "assistant", "usage": usage,
+                          "content": [{"type": "text", "text": "hello"}]}}]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    run = next(r for r in READER.read(ReadContext(path=path, file_hash="0" * 32)) if hasattr(r, "metadata"))
+    assert run.metadata["cache_writes"] == {"0": [0, 5000]}
+    assert recorded_ttl(run.metadata["cache_writes"]) == 3600
+    assert recorded_ttl({"0": [700, 0], "1": [0, 500]}) == 300 and recorded_ttl(None) is None
+
+
+def test_summary_calls_are_uncached_input():
+    run = as_model("claude-sonnet-4-5-20250929", n=60, seed=7)
+    cols, row = simulate_run(run, make_policy("seed_a", {"summary_at": 20_000}), None, Budget(40_000, 2_000))
+    summ = np.flatnonzero(cols["summarised"])
+    assert len(summ) > 0
+    p = library_prices("claude-sonnet-4-5-20250929")
+    history = int(cols["prompt_tokens"][summ[summ > 0] - 1].sum())
+    want = (history * p.input + int(cols["summary_tokens"][summ].sum()) * p.output) / 1e6
+    assert row["summary_cost_usd"] == pytest.approx(want)
+
+
+@pytest.mark.parametrize("model,tokens", [("claude-3-5-haiku-20241022", 2048), ("claude-3-haiku-20240307", 2048),
+                                          ("claude-sonnet-4-20250514", 1024), ("claude-opus-4-1", 1024),
+                                          ("claude-opus-4-5-20251101", 4096), ("claude-haiku-4-5", 4096),
+                                          ("claude-sonnet-4-6", 2048)])
+def test_anthropic_min_cacheable_by_model(model, tokens):
+    assert anthropic_min_cacheable(model) == tokens
+
+
+def test_tune_style_model_override_prices_and_caches_as_the_new_model():
+    _, row = simulate_run(as_model("gpt-4o"), make_policy("full"), None, BIG, pricing=Pricing(model="claude-haiku-4-5"))
+    assert row["model"] == "claude-haiku-4-5" and row["cache_model"] == "anthropic"
+    assert row["price_per_mtok"] == library_prices("claude-haiku-4-5").input
