@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import shutil
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, dumps
-from replay.readers import detect, formats
-from replay.readers.base import MAX_LINE_BYTES, ReadContext
+from replay.readers import detect, folder_reader, formats
+from replay.readers.base import MAX_LINE_BYTES, ReadContext, is_compressed, open_decompressed
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -32,13 +35,16 @@ class FileOutcome:
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named directly, found under directories, or matched by globs, sorted and unique."""
+    """Files named directly, found under directories, or matched by globs, sorted and unique.
+
+    A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
+    not as its files."""
     found: set[Path] = set()
     for p in map(str, paths):
         matches = [Path(m) for m in glob.glob(p, recursive=True)] or [Path(p)]
         for m in matches:
             if m.is_dir():
-                found.update(f for f in m.rglob("*") if f.is_file() and not f.name.startswith("."))
+                _walk(m, found)
             elif m.is_file():
                 found.add(m)
             else:
@@ -46,11 +52,37 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
+def _walk(folder: Path, found: set[Path]) -> None:
+    if folder_reader(folder):
+        found.add(folder)
+        return
+    for child in folder.iterdir():
+        if child.is_dir():
+            _walk(child, found)
+        elif child.is_file() and not child.name.startswith("."):
+            found.add(child)
+
+
+def _members(path: Path) -> list[Path]:
+    """The files a unit reads: itself, or a run folder's members."""
+    found = folder_reader(path) if path.is_dir() else None
+    return found[1] if found else [path]
+
+
+def unit_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in _members(path))
+
+
 def file_hash(path: Path) -> str:
+    """Content hash of a file (of its decompressed content when compressed) or of a run folder's members."""
     h = hashlib.blake2b(digest_size=16)
-    with path.open("rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
+    members = _members(path)
+    for member in members:
+        if path.is_dir():
+            h.update(member.relative_to(path).as_posix().encode() + b"\0")
+        with (open_decompressed(member) if is_compressed(member) else member.open("rb")) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
     return h.hexdigest()
 
 
@@ -78,7 +110,8 @@ def _item_extra(item: Item) -> dict:
     return {"content_hash": item.content_hash, "chars": len(payload), "ts": item.ts, "line": item.line}
 
 
-def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, fhash: str, records: list) -> None:
+def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, fhash: str, records: list,
+           older: list[str] | None = None) -> None:
     runs = [r for r in records if isinstance(r, Run)]
     items = [r for r in records if isinstance(r, Item)]
     reqs = [r for r in records if isinstance(r, Request)]
@@ -89,6 +122,8 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, fhash: str, records
     con.execute("BEGIN")
     try:
         con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
+        for old in older or []:
+            _delete_file(con, old)
         for run in runs:
             con.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
                         [run.run_id, fhash, run.format, run.source_path, run.model, run.harness, run.started_at,
@@ -109,39 +144,71 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, fhash: str, records
     out.runs, out.items, out.requests = len(runs), len(items), len(reqs)
 
 
+def _delete_file(con: duckdb.DuckDBPyConnection, fhash: str) -> None:
+    """Remove an ingested file version and everything read from it (inside the caller's transaction)."""
+    for table in ("items", "requests"):
+        con.execute(f"DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs WHERE file_hash = ?)", [fhash])
+    for table in ("runs", "quarantine", "files"):
+        con.execute(f"DELETE FROM {table} WHERE file_hash = ?", [fhash])
+
+
 def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord], now: datetime) -> None:
     if bad:
         con.executemany("INSERT INTO quarantine VALUES (?,?,?,?,?,?)",
                         [[fhash, str(path), b.line, b.reason, b.raw[:100_000], now] for b in bad])
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_LINE_BYTES) -> FileOutcome:
-    """Ingest one file in one transaction; a file already ingested is left alone."""
-    fhash = file_hash(path)
-    out = FileOutcome(path=path, status="ingested", bytes=path.stat().st_size)
+def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_LINE_BYTES,
+                replace_older: bool = False) -> FileOutcome:
+    """Ingest one file (or run folder) in one transaction; a file already ingested is left alone.
+
+    ``replace_older``: an earlier version of the same path (e.g. a session file that has since grown) is
+    deleted in the same transaction, so the run is replaced rather than duplicated."""
+    out = FileOutcome(path=path, status="ingested", bytes=unit_size(path))
+    try:
+        fhash = file_hash(path)
+    except (ReplayError, OSError, EOFError, ValueError) as exc:  # unreadable compressed file, missing zstandard
+        out.status = "failed"
+        out.bad = [BadRecord(0, f"cannot read: {exc}", "")]
+        _replace_quarantine(con, "path:" + str(path), path, out.bad)
+        return out
     if con.execute("SELECT 1 FROM files WHERE file_hash = ?", [fhash]).fetchone():
         out.status = "unchanged"
         return out
-    reader = detect(path)
-    if reader is None:
-        out.status = "unknown"
-        out.bad = [BadRecord(0, f"unknown format (not one of: {', '.join(formats())}); convert it to the "
-                             "canonical JSONL format described in docs/canonical-format.md", "")]
-        _replace_quarantine(con, fhash, path, out.bad)
-        return out
-    out.format = reader.format
-    ctx = ReadContext(path=path, file_hash=fhash, max_line_bytes=max_line_bytes)
-    try:
-        records = list(reader.read(ctx))
-    except Exception as exc:  # a reader bug must not stop the whole ingest
-        out.status = "failed"
-        out.bad = [BadRecord(0, f"the {reader.format} reader failed: {type(exc).__name__}: {exc}; "
-                             "please report it with this file", "")]
-        _replace_quarantine(con, fhash, path, out.bad)
-        return out
+    with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
+        plain = _decompressed(path, Path(tmp)) if is_compressed(path) else path
+        reader = detect(plain)
+        if reader is None:
+            out.status = "unknown"
+            out.bad = [BadRecord(0, f"unknown format (not one of: {', '.join(formats())}); convert it to the "
+                                 "canonical JSONL format described in docs/canonical-format.md", "")]
+            _replace_quarantine(con, fhash, path, out.bad)
+            return out
+        out.format = reader.format
+        ctx = ReadContext(path=plain, file_hash=fhash, max_line_bytes=max_line_bytes)
+        try:
+            records = list(reader.read(ctx))
+        except Exception as exc:  # a reader bug must not stop the whole ingest
+            out.status = "failed"
+            out.bad = [BadRecord(0, f"the {reader.format} reader failed: {type(exc).__name__}: {exc}; "
+                                 "please report it with this file", "")]
+            _replace_quarantine(con, fhash, path, out.bad)
+            return out
+    if plain != path:
+        records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
     out.bad = [r for r in records if isinstance(r, BadRecord)]
-    _write(con, out, fhash, [r for r in records if not isinstance(r, BadRecord)])
+    older = [row[0] for row in con.execute("SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?",
+                                           [str(path), fhash]).fetchall()] if replace_older else []
+    _write(con, out, fhash, [r for r in records if not isinstance(r, BadRecord)], older)
     return out
+
+
+def _decompressed(path: Path, folder: Path) -> Path:
+    """A plain copy of a compressed file, named as the file inside (x.jsonl.gz -> x.jsonl)."""
+    plain = folder / path.with_suffix("").name
+    with open_decompressed(path) as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return plain
 
 
 def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord]) -> None:
@@ -152,23 +219,24 @@ def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, 
 
 
 def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress: bool = False,
-           max_line_bytes: int = MAX_LINE_BYTES) -> list[FileOutcome]:
+           max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False) -> list[FileOutcome]:
     """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes."""
     files = expand_paths(paths)
-    return list(_run(con, files, progress, max_line_bytes))
+    return list(_run(con, files, progress, max_line_bytes, replace_older))
 
 
 def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
-         max_line_bytes: int) -> Iterator[FileOutcome]:
+         max_line_bytes: int, replace_older: bool = False) -> Iterator[FileOutcome]:
     if not progress:
         for f in files:
-            yield ingest_file(con, f, max_line_bytes)
+            yield ingest_file(con, f, max_line_bytes, replace_older)
         return
     from replay.progress import bar
 
     with bar() as pb:
-        task = pb.add_task("ingest", total=sum(f.stat().st_size for f in files))
+        sizes = {f: unit_size(f) for f in files}
+        task = pb.add_task("ingest", total=sum(sizes.values()))
         for f in files:
             pb.update(task, description=f"ingest {f.name[:40]}")
-            yield ingest_file(con, f, max_line_bytes)
-            pb.advance(task, f.stat().st_size)
+            yield ingest_file(con, f, max_line_bytes, replace_older)
+            pb.advance(task, sizes[f])

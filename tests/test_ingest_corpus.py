@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -64,3 +65,43 @@ def test_damaged_copies_lose_only_the_damaged_line(corpus, tmp_path_factory, dat
     assert keep_orig <= keep_dmg, "every record on an undamaged line still ingests"
     if damage in ("garbage", "non_utf8") or (damage == "truncate" and len(lines[victim].strip()) > 2):
         assert line_no in {b.line for b in out.bad}, "the damaged line is reported with its number"
+
+
+NEW_SECTION = "Added on 2026-12-03: OpenHands V1, Gemini CLI, GitHub Copilot CLI, Cline"
+NEW_FOLDERS = ("openhands-v1", "gemini-cli", "copilot-cli", "cline")
+
+
+def _manifest_counts(corpus: Path) -> dict[str, tuple[str, str]]:
+    """file or folder name -> (requests, tool calls) cells of the 2026-12-03 MANIFEST.md section."""
+    body = (corpus / "MANIFEST.md").read_text().split(f"\n## {NEW_SECTION}\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) > 6 and cells[0] not in ("file", "---"):
+            rows[cells[0].split(" ", 1)[0].split("/", 1)[0]] = (cells[5], cells[6])
+    return rows
+
+
+def _count(cell: str) -> tuple[str, int]:
+    """('>=' or '=', n) from a cell such as '3', '≥4 (stats updates)' or '~67 tool/command messages'."""
+    m = re.match(r"([≥~]?)(\d+)", cell)
+    assert m, cell
+    return (">=" if m.group(1) == "≥" else "="), int(m.group(2))
+
+
+def test_new_formats_match_manifest_counts(corpus, corpus_db):
+    rows = _manifest_counts(corpus)
+    units = {p.name.removesuffix("/"): p for folder in NEW_FOLDERS for p in (corpus / folder).iterdir()}
+    assert set(rows) == set(units), "every added file or folder has a MANIFEST row"
+    for name, (requests_cell, calls_cell) in rows.items():
+        got = corpus_db.execute(
+            """SELECT count(DISTINCT r.run_id), (SELECT count(*) FROM requests q JOIN runs x USING (run_id)
+                                                 WHERE x.source_path = ?),
+                      (SELECT count(*) FROM items i JOIN runs x USING (run_id)
+                       WHERE x.source_path = ? AND i.kind = 'tool_call')
+               FROM runs r WHERE r.source_path = ?""", [str(units[name])] * 3).fetchone()
+        assert got[0] == 1, f"{name}: one run"
+        for (op, want), have in ((_count(requests_cell), got[1]), (_count(calls_cell), got[2])):
+            assert have >= want if op == ">=" else have == want, (name, requests_cell, calls_cell, got)
+    formats = dict(corpus_db.execute("SELECT path, format FROM files").fetchall())
+    assert formats[str(corpus / "openhands-v1" / "ohv1-cli-traj-confirmation_mode")] == "openhands-v1"

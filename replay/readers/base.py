@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
+from replay.errors import ReplayError
 from replay.model import BadRecord, Record
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -37,6 +40,44 @@ class Reader(Protocol):
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         """Yield Run, Item, Request and BadRecord records in log order."""
+
+
+@runtime_checkable
+class FolderReader(Protocol):
+    """A reader whose run may be a folder of files (e.g. an OpenHands V1 conversation, a Cline task).
+
+    ``members`` returns the files that make up the run when ``path`` is such a folder, else None; the
+    folder is then ingested as one unit (one hash over its members, one transaction)."""
+
+    format: str
+
+    def members(self, path: Path) -> list[Path] | None:
+        """The files of the run folder ``path`` (sorted), or None when it is not one."""
+
+
+# Compressed logs are read through a decompressed temporary copy (so every reader sees a plain file).
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst")
+
+
+def is_compressed(path: Path) -> bool:
+    return path.suffix.lower() in COMPRESSED_SUFFIXES
+
+
+def open_decompressed(path: Path) -> BinaryIO:
+    """A binary stream of the decompressed content of a .gz/.bz2/.zst file."""
+    suffix = path.suffix.lower()
+    if suffix == ".gz":
+        return gzip.open(path, "rb")
+    if suffix == ".bz2":
+        return bz2.open(path, "rb")
+    if suffix == ".zst":
+        try:
+            import zstandard
+        except ImportError as exc:
+            raise ReplayError(f"{path}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
+                              "or decompress it with `zstd -d` first") from exc
+        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
+    raise ValueError(f"{path}: not a compressed file")
 
 
 def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:

@@ -93,7 +93,7 @@ def test_jsonl_messages_and_bad_line(tmp_path: Path) -> None:
 
 def test_sniff(corpus: Path) -> None:
     for path in sorted(corpus.glob("*/*")):
-        if path.name == "MANIFEST.md":
+        if path.name == "MANIFEST.md" or path.is_dir():  # run folders (OpenHands V1, Cline) are not files
             continue
         head = path.open("rb").read(HEAD_BYTES).decode("utf-8", "replace")
         # the old mini-swe-agent format *is* a plain chat-message array; its own reader is tried first

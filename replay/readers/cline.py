@@ -1,0 +1,268 @@
+"""Cline (and forks with the same layout) tasks: ``ui_messages.json``, with ``api_conversation_history.json``.
+
+A task folder (VS Code globalStorage ``saoudrizwan.claude-dev/tasks/<id>/``) holding ``ui_messages.json`` is one
+run; a lone ``*ui_messages.json`` file is one run too. ``ui_messages.json`` is an array of ClineMessage
+``{ts, type: say|ask, say|ask: <subtype>, text, partial?, modelInfo?, conversationHistoryIndex,
+conversationHistoryDeletedRange?}``.
+
+Requests: one per ``say:"api_req_started"``; its ``text`` is JSON ``{request, tokensIn, tokensOut, cacheWrites,
+cacheReads, cost, cancelReason?}``. Anthropic semantics: tokensIn excludes cache reads and writes, so
+prompt_tokens = tokensIn + cacheReads + cacheWrites. A cancelled request that reports all zeros has no usage.
+
+Items from ui_messages alone: the ``request`` text is what was sent before that request. It is split at Cline's
+tool-result headers (``[read_file for 'x'] Result:``) into tool results, paired in order with the calls of the
+previous response; ``<environment_details>`` becomes an attachment; the rest (task, feedback) is user_text.
+Model output: ``reasoning`` -> reasoning, ``text`` / ``completion_result`` / ``plan_mode_respond`` /
+``followup`` -> assistant_text, ``tool`` / ``command`` / ``use_mcp_server`` messages -> tool calls (Cline's
+API tool names). ``command_output``, ``user_feedback``, ``task`` and the like are UI copies of what the next
+request text carries, and are not read twice.
+
+With ``api_conversation_history.json`` beside it (Anthropic messages, the ones actually sent) the items come from
+it instead: before the k-th assistant message, the request with the k-th api_req_started's usage.
+
+Context: Cline's truncation stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes, inclusive)
+on every message once it happens; each new range is a recorded context event (kind "condensation", no summary,
+``harness_kind`` "truncation") at the request whose setup applied it, dropping the items of those messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.aliases import add_call
+from replay.readers.base import ReadContext, load_json_document, text_of
+from replay.readers.builder import RunBuilder
+
+UI_FILE = "ui_messages.json"
+API_FILE = "api_conversation_history.json"
+RESULT_RE = re.compile(r"^\[(\w+)(?: for [^\n]*?)?\] Result:", re.M)
+ENV_RE = re.compile(r"<environment_details>.*?(?:</environment_details>|\Z)", re.S)
+UI_TOOL_NAMES = {  # ClineSayTool.tool -> the API tool that produced it
+    "readFile": "read_file", "editedExistingFile": "replace_in_file", "newFileCreated": "write_to_file",
+    "fileDeleted": "delete_file", "listFilesTopLevel": "list_files", "listFilesRecursive": "list_files",
+    "listCodeDefinitionNames": "list_code_definition_names", "searchFiles": "search_files", "webFetch": "web_fetch",
+    "webSearch": "web_search", "summarizeTask": "summarize_task", "useSkill": "use_skill",
+}
+OUTPUT_TEXT = {"text", "completion_result", "plan_mode_respond", "followup"}
+
+
+def _parse(text: Any) -> Any:
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+    return None
+
+
+class ClineReader:
+    format = "cline"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        start = head.lstrip()[:1]
+        return start == "[" and '"ts"' in head and bool(re.search(r'"type"\s*:\s*"(?:say|ask)"', head)) and bool(
+            re.search(r'"(?:say|ask)"\s*:\s*"\w+"', head))
+
+    def members(self, path: Path) -> list[Path] | None:
+        if not (path / UI_FILE).is_file():
+            return None
+        return [p for p in (path / API_FILE, path / UI_FILE) if p.is_file()]
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        folder = ctx.path.is_dir()
+        ui_path = ctx.path / UI_FILE if folder else ctx.path
+        ui = load_json_document(replace(ctx, path=ui_path))
+        if isinstance(ui, BadRecord) or not isinstance(ui, list):
+            yield ui if isinstance(ui, BadRecord) else BadRecord(1, f"{ui_path.name}: expected a JSON array", "")
+            return
+        api = None
+        if folder and (ctx.path / API_FILE).is_file():
+            api = load_json_document(replace(ctx, path=ctx.path / API_FILE))
+            if isinstance(api, BadRecord) or not isinstance(api, list):
+                reason = api.reason if isinstance(api, BadRecord) else "expected a JSON array of messages"
+                yield BadRecord(0, f"{API_FILE}: {reason}; items read from {UI_FILE} instead", "")
+                api = None
+        messages: list[tuple[int, dict]] = []
+        for n, m in enumerate(ui):
+            if isinstance(m, dict) and m.get("type") in ("say", "ask"):
+                messages.append((n, m))
+            else:
+                yield BadRecord(n, f"{UI_FILE}[{n}] is not a ClineMessage (type say/ask)", str(m)[:2000])
+        task = _Task(ctx, self.format, messages)
+        yield from (task.from_api(api) if api is not None else task.from_ui())
+
+
+class _Task:
+    def __init__(self, ctx: ReadContext, fmt: str, messages: list[tuple[int, dict]]) -> None:
+        self.messages = messages
+        info = next((m.get("modelInfo") for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
+        started = messages[0][1].get("ts") if messages else None
+        run = Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), harness="cline",
+                  model=info.get("modelId"), started_at=_iso(started),
+                  metadata={k: v for k, v in {"provider": info.get("providerId"), "mode": info.get("mode")}.items()
+                            if v})
+        self.b = RunBuilder(run)
+        self.pending: list[tuple[str, str]] = []  # (call id, tool name) awaiting results
+        self.msg_start: list[int] = []  # item seq where API message i begins
+        self.events: list[dict] = []
+        self.range: Any = None
+        self.n_calls = 0
+
+    # --- shared ---------------------------------------------------------------------------------------------
+    def usage(self, info: dict) -> dict[str, Any]:
+        parts = [info.get(k) for k in ("tokensIn", "cacheReads", "cacheWrites")]
+        if info.get("cancelReason") and not any(parts) and not info.get("tokensOut"):
+            return {}
+        if all(p is None for p in parts):
+            return {}
+        return {"input_tokens": parts[0], "cache_read": parts[1], "cache_write": parts[2],
+                "output_tokens": info.get("tokensOut"), "prompt_tokens": sum(p or 0 for p in parts)}
+
+    def deleted_range(self, m: dict, line: int) -> None:
+        new = m.get("conversationHistoryDeletedRange")
+        if new == self.range or not (isinstance(new, list) and len(new) == 2):
+            return
+        self.range = new
+        lo, hi = int(new[0]), int(new[1])
+        starts = self.msg_start + [self.b.seq]
+        drop = [[starts[lo], starts[min(hi + 1, len(starts) - 1)]]] if lo < len(starts) else []
+        self.events.append({"kind": "condensation", "harness_kind": "truncation", "step": max(self.b.step - 1, 0),
+                            "drop": [d for d in drop if d[0] < d[1]], "summary_seq": None, "trigger": "auto",
+                            "pre_tokens": None, "line": line, "api_range": [lo, hi]})
+
+    def call(self, name: str, args: Any, line: int, ts: str | None, call_id: str | None = None) -> None:
+        self.n_calls += 1
+        call_id = call_id or f"cline-{self.n_calls}"
+        add_call(self.b, name, args, call_id, line=line, ts=ts)
+        self.pending.append((call_id, name))
+
+    def sent_text(self, text: str, line: int, ts: str | None) -> None:
+        """Text sent as (part of) a user message: tool results by header, environment details, the rest."""
+        env = [e.group(0) for e in ENV_RE.finditer(text)]
+        body = ENV_RE.sub("", text)
+        heads = list(RESULT_RE.finditer(body))
+        lead = body[: heads[0].start()] if heads else body
+        if lead.strip():
+            self.b.add("user_text", "user", lead.strip(), line=line, ts=ts)
+        for k, h in enumerate(heads):
+            segment = body[h.start(): heads[k + 1].start() if k + 1 < len(heads) else len(body)].strip()
+            match = next((i for i, (_, name) in enumerate(self.pending) if name == h.group(1)), None)
+            if match is None:  # e.g. attempt_completion's result carries the user's feedback: the user speaks
+                self.b.add("user_text", "user", segment, tool_name=h.group(1), line=line, ts=ts)
+            else:
+                self.b.result(segment, self.pending.pop(match)[0], h.group(1), line=line, ts=ts)
+        for e in env:
+            self.b.add("attachment", "user", e, tool_name="environment_details", line=line, ts=ts)
+
+    def finish(self) -> Iterator[Record]:
+        if self.events:
+            self.b.run.metadata["context_events"] = self.events
+        self.b.scan_clips()
+        yield from self.b
+
+    # --- ui_messages only -----------------------------------------------------------------------------------
+    def from_ui(self) -> Iterator[Record]:
+        for line, m in self.messages:
+            kind, ts = m.get("say") or m.get("ask"), _iso(m.get("ts"))
+            self.deleted_range(m, line)
+            text = m.get("text") if isinstance(m.get("text"), str) else ""
+            if kind == "api_req_started":
+                info = _parse(text) or {}
+                self.msg_start.append(self.b.seq)  # the user message sent with this request
+                if not self.pending:  # no calls awaiting results: the user spoke (task, feedback, resumption)
+                    self.b.new_turn()
+                self.sent_text(str(info.get("request") or ""), line, ts)
+                self.pending.clear()
+                self.b.request(line=line, ts=ts, model=(m.get("modelInfo") or {}).get("modelId"), **self.usage(info))
+                self.msg_start.append(self.b.seq)  # the assistant message it produced
+            elif kind == "reasoning" and text:
+                self.b.add("reasoning", "assistant", text, line=line, ts=ts)
+            elif kind in OUTPUT_TEXT and text:
+                payload = _parse(text)
+                shown = payload.get("response") or payload.get("question") if isinstance(payload, dict) else None
+                self.b.add("assistant_text", "assistant", str(shown or text), line=line, ts=ts)
+            elif kind == "tool":
+                payload = _parse(text) or {"raw": text}
+                name = UI_TOOL_NAMES.get(payload.get("tool"), payload.get("tool") or "tool")
+                self.call(name, payload, line, ts)
+            elif kind == "command":
+                self.call("execute_command", {"command": text}, line, ts)
+            elif kind == "use_mcp_server":
+                payload = _parse(text) or {}
+                name = payload.get("type") or "use_mcp_tool"
+                self.call(name, payload, line, ts)
+        yield from self.finish()
+
+    # --- api_conversation_history.json ----------------------------------------------------------------------
+    def from_api(self, api: list) -> Iterator[Record]:
+        starts = [(line, m) for line, m in self.messages if (m.get("say") or m.get("ask")) == "api_req_started"]
+        ranges = [(line, m) for line, m in self.messages if m.get("conversationHistoryDeletedRange")]
+        k = 0
+        for n, msg in enumerate(api):
+            self.msg_start.append(self.b.seq)
+            if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+                yield BadRecord(n, f"{API_FILE}[{n}] is not a user/assistant message", str(msg)[:2000])
+                continue
+            ts = _iso(msg.get("ts"))
+            blocks = msg.get("content") if isinstance(msg.get("content"), list) else [
+                {"type": "text", "text": text_of(msg.get("content"))}]
+            if msg["role"] == "user":
+                if not any(isinstance(x, dict) and x.get("type") == "tool_result" for x in blocks):
+                    self.b.new_turn()
+                self.user_blocks(blocks, n, ts)
+                continue
+            line, started = starts[k] if k < len(starts) else (n, {})
+            k += 1
+            self.b.request(line=line, ts=ts, model=(msg.get("modelInfo") or {}).get("modelId"),
+                           **self.usage(_parse(started.get("text")) or {}))
+            until = starts[k][0] if k < len(starts) else float("inf")
+            for rline, rm in ranges:  # truncations applied while setting up this request
+                if rline < until:
+                    self.deleted_range(rm, rline)
+            self.pending.clear()
+            for block in blocks:
+                self.assistant_block(block, n, ts)
+        for line, started in starts[k:]:  # requests with no reply in the history (e.g. cancelled)
+            self.b.request(line=line, **self.usage(_parse(started.get("text")) or {}))
+        yield from self.finish()
+
+    def user_blocks(self, blocks: list, n: int, ts: str | None) -> None:
+        for block in blocks:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                self.b.result(text_of(block.get("content")), block.get("tool_use_id"), line=n, ts=ts,
+                              is_error=bool(block.get("is_error")))
+            elif block.get("type") == "image":
+                self.b.add("image", "user", "[image]", line=n, ts=ts)
+            elif block.get("type") == "text":
+                self.sent_text(str(block.get("text") or ""), n, ts)
+
+    def assistant_block(self, block: Any, n: int, ts: str | None) -> None:
+        if not isinstance(block, dict):
+            return
+        btype = block.get("type")
+        if btype == "text" and block.get("text"):
+            self.b.add("assistant_text", "assistant", block["text"], line=n, ts=ts)
+        elif btype in ("thinking", "redacted_thinking"):
+            self.b.add("reasoning", "assistant", block.get("thinking") or block.get("data") or "", line=n, ts=ts)
+        elif btype == "tool_use":
+            add_call(self.b, block.get("name") or "", block.get("input"), block.get("id"), line=n, ts=ts)
+
+
+def _iso(ts: Any) -> str | None:
+    """Cline's millisecond epoch as an ISO-8601 UTC string."""
+    if not isinstance(ts, int | float):
+        return None
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ts / 1000, UTC).isoformat().replace("+00:00", "Z")
+
+
+READER = ClineReader()

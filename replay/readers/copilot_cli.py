@@ -1,0 +1,200 @@
+"""GitHub Copilot CLI sessions: ``events.jsonl`` (1.0.x, ~/.copilot/session-state/<id>/events.jsonl) and the
+legacy session JSON (``{sessionId, startTime, chatMessages[], timeline[]}``, ~/.copilot/history-session-state).
+
+events.jsonl lines are ``{type, data, id, timestamp, parentId}``. ``system.message`` -> system (again only when
+its text changes), ``user.message`` -> user_text (``transformedContent``, the text sent, else ``content``),
+``assistant.message`` -> reasoning (``reasoningText``), assistant_text and one tool call per ``toolRequests[]``
+entry; ``tool.execution_start`` of a call no message requested adds that call; ``tool.execution_complete`` ->
+the tool result (``result.content``, what the model gets; ``detailedContent`` is for the UI).
+
+Request rule: one request per ``assistant.turn_start`` (each turn is one model call: the file's
+``session.shutdown`` ``modelMetrics.*.requests.count`` equals the number of turns); an ``assistant.message``
+whose ``requestId`` differs from the one its turn already has is a further call and opens another request, and
+a message outside any turn opens one. The log has no per-request input counts, only ``outputTokens`` per
+message (summed on the request); the session totals of ``session.shutdown`` go to ``runs.metadata.session_usage``.
+
+Legacy JSON: OpenAI-chat ``chatMessages`` (one request before each assistant message, tool results by
+``tool_call_id``); ``timeline`` is UI history and is not read. No usage is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.aliases import add_call
+from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.builder import RunBuilder
+
+EVENT_RE = re.compile(r'"type"\s*:\s*"(?:session\.start|session\.model_change|assistant\.turn_start|'
+                      r'assistant\.message|user\.message|tool\.execution_start)"')
+
+
+class CopilotCliReader:
+    format = "copilot-cli"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        start = head.lstrip()[:1]
+        if start == "{" and '"chatMessages"' in head and '"sessionId"' in head:
+            return True
+        jsonl = start == "{" or "\n{" in head  # a damaged first line must not hide the rest
+        return jsonl and '"data"' in head and bool(EVENT_RE.search(head))
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        with ctx.path.open("rb") as fh:
+            first = fh.readline().strip()
+        legacy = b'"chatMessages"' in first or first == b"{"  # one object, on one line or pretty-printed
+        yield from (self._legacy(ctx) if legacy else self._events(ctx))
+
+    # --- events.jsonl ----------------------------------------------------------------------------------------
+    def _events(self, ctx: ReadContext) -> Iterator[Record]:
+        session = _EventSession(ctx, self.format)
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                yield entry
+                continue
+            line, obj = entry
+            if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+                yield BadRecord(line, "Copilot CLI event without a 'type'", str(obj)[:2000])
+                continue
+            session.event(line, obj)
+        yield from session.b
+
+    # --- legacy session JSON ---------------------------------------------------------------------------------
+    def _legacy(self, ctx: ReadContext) -> Iterator[Record]:
+        doc = load_json_document(ctx)
+        if isinstance(doc, BadRecord):
+            yield doc
+            return
+        if not isinstance(doc, dict) or not isinstance(doc.get("chatMessages"), list):
+            yield BadRecord(1, "Copilot CLI session JSON without a 'chatMessages' list", str(doc)[:2000])
+            return
+        run = Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="copilot-cli",
+                  started_at=doc.get("startTime"), metadata={"session_id": doc.get("sessionId"), "legacy": True})
+        b = RunBuilder(run)
+        for n, msg in enumerate(doc["chatMessages"]):
+            if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant", "tool"):
+                yield BadRecord(n, f"chatMessages[{n}] is not a chat message with a role", str(msg)[:2000])
+                continue
+            role, text = msg["role"], text_of(msg.get("content"))
+            if role == "system":
+                b.add("system", "system", text, line=n)
+            elif role == "user":
+                b.new_turn()
+                b.add("user_text", "user", text, line=n)
+            elif role == "tool":
+                b.result(text, msg.get("tool_call_id"), msg.get("name"), line=n)
+            else:
+                b.request(line=n, model=msg.get("model"))
+                if text:
+                    b.add("assistant_text", "assistant", text, line=n)
+                for call in msg.get("tool_calls") or []:
+                    fn = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(fn, dict):
+                        add_call(b, fn.get("name") or "", _json_args(fn.get("arguments")), call.get("id"), line=n)
+        yield from b
+
+
+def _json_args(args: Any) -> Any:
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args
+
+
+class _EventSession:
+    """State while reading events.jsonl: the current turn's request, calls already added, current model."""
+
+    def __init__(self, ctx: ReadContext, fmt: str) -> None:
+        self.b = RunBuilder(Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), harness="copilot-cli"))
+        self.model: str | None = None
+        self.turn_request: int | None = None  # records index of the open turn's request
+        self.turn_request_id: str | None = None
+        self.calls: set[str] = set()
+        self.system: str | None = None
+
+    def _set_run(self, **changes: Any) -> None:
+        self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
+
+    def _request(self, line: int, ts: str | None) -> None:
+        self.b.request(line=line, ts=ts, model=self.model)
+        self.turn_request = len(self.b.records) - 1
+        self.turn_request_id = None
+
+    def event(self, line: int, ev: dict) -> None:
+        kind, data, ts, b = ev["type"], ev.get("data") if isinstance(ev.get("data"), dict) else {}, ev.get(
+            "timestamp"), self.b
+        meta = b.run.metadata
+        if kind == "session.start":
+            ctx = data.get("context") if isinstance(data.get("context"), dict) else {}
+            meta.update({k: v for k, v in {"session_id": data.get("sessionId"), "copilot_version":
+                         data.get("copilotVersion"), "producer": data.get("producer"), "cwd": ctx.get("cwd"),
+                         "branch": ctx.get("branch")}.items() if v is not None})
+            self._set_run(started_at=data.get("startTime") or ts)
+        elif kind == "session.model_change":
+            self.model = data.get("newModel") or self.model
+            if self.model and not b.run.model:
+                self._set_run(model=self.model)
+        elif kind == "system.message":
+            text = text_of(data.get("content"))
+            if text != self.system:
+                b.add("system", "system", text, line=line, ts=ts)
+                self.system = text
+        elif kind == "user.message":
+            b.new_turn()
+            b.add("user_text", "user", text_of(data.get("transformedContent") or data.get("content")), line=line, ts=ts)
+        elif kind == "assistant.turn_start":
+            self._request(line, ts)
+        elif kind == "assistant.turn_end":
+            self.turn_request = None
+        elif kind == "assistant.message":
+            self.message(line, data, ts)
+        elif kind == "tool.execution_start":
+            call_id = data.get("toolCallId")
+            if call_id not in self.calls:
+                if self.turn_request is None:
+                    self._request(line, ts)
+                self.calls.add(call_id)
+                add_call(b, data.get("toolName") or "", data.get("arguments") or {}, call_id, line=line, ts=ts)
+        elif kind == "tool.execution_complete":
+            result = data.get("result") if isinstance(data.get("result"), dict) else {}
+            error = data.get("error")
+            text = text_of(result.get("content")) if result else text_of(error.get("message") if isinstance(
+                error, dict) else error)
+            b.result(text, data.get("toolCallId"), line=line, ts=ts, is_error=data.get("success") is False)
+        elif kind == "session.shutdown":
+            meta["session_usage"] = {k: data.get(k) for k in (
+                "modelMetrics", "totalPremiumRequests", "totalApiDurationMs", "currentTokens", "systemTokens",
+                "conversationTokens", "toolDefinitionsTokens", "shutdownType") if data.get(k) is not None}
+        elif kind.startswith("session.compaction"):
+            meta.setdefault("compaction_events", []).append({"type": kind, "line": line})
+
+    def message(self, line: int, data: dict, ts: str | None) -> None:
+        b, rid = self.b, data.get("requestId")
+        if self.turn_request is None or (rid and self.turn_request_id and rid != self.turn_request_id):
+            self._request(line, ts)
+        if rid:
+            self.turn_request_id = rid
+        index = self.turn_request
+        req = b.records[index]  # type: ignore[index]
+        if isinstance(data.get("outputTokens"), int):
+            b.records[index] = replace(req, output_tokens=(req.output_tokens or 0) + data["outputTokens"])  # type: ignore[index, arg-type, union-attr]
+        if reasoning := text_of(data.get("reasoningText")):
+            b.add("reasoning", "assistant", reasoning, line=line, ts=ts)
+        if text := text_of(data.get("content")):
+            b.add("assistant_text", "assistant", text, line=line, ts=ts)
+        for tr in data.get("toolRequests") or []:
+            if isinstance(tr, dict) and tr.get("toolCallId") not in self.calls:
+                self.calls.add(tr.get("toolCallId"))
+                args = _json_args(tr.get("arguments")) or {}
+                add_call(b, tr.get("name") or "", args, tr.get("toolCallId"), line=line, ts=ts)
+
+
+READER = CopilotCliReader()

@@ -1,0 +1,359 @@
+"""OpenHands V1 (Software Agent SDK) events: a conversation folder, an eval ``output.jsonl`` or an event stream.
+
+Forms: a conversation folder (``base_state.json`` + ``events/event-NNNNN-<uuid>.json``, one event per file, in
+index order) is one run; a JSONL whose lines hold ``history[]`` (eval output) is one run per line; a JSONL of
+events (``events.jsonl``, ``openhands --headless --json``) or a JSON array of events is one run.
+
+Events (discriminator ``kind``): SystemPromptEvent -> system + tool_defs; MessageEvent -> user_text /
+assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> one tool call (``tool_call``
+arguments), its ``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation /
+AgentErrorEvent -> tool results linked by ``tool_call_id``; Condensation -> a recorded context event
+(EVENTS.md), its summary a ``summary`` item.
+
+Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
+response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
+``.<usage_id>.token_usages[]`` joined by ``response_id``; in a stream, ``ConversationStateUpdateEvent``
+key=stats is cumulative, so each change of an agent usage id's ``accumulated_token_usage`` is one request's
+usage (a change seen before its response events opens the request; one seen after fills the open request).
+``prompt_tokens`` includes cache reads and writes (LiteLLM), so ``input_tokens = prompt - read - write``.
+Condenser usage ids (name contains "condenser") are not agent requests: their usage goes to the condensation
+event, or to ``runs.metadata.condenser_usage``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from replay.model import BadRecord, Record, Run
+from replay.readers.aliases import add_call
+from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.builder import RunBuilder
+
+EVENT_KIND_RE = re.compile(r'"kind"\s*:\s*"(?:\w+Event|Condensation|CondensationRequest|UserRejectObservation)"')
+EVENT_FILE_RE = re.compile(r"^event-(\d+)-[^/]*\.json$")
+STATS_KEYS = ("usage_to_metrics", "service_to_metrics")
+
+
+def event_files(folder: Path) -> list[Path]:
+    """The event files of a conversation's ``events`` folder, in index order."""
+    found = [(int(m.group(1)), f) for f in folder.iterdir() if (m := EVENT_FILE_RE.match(f.name)) and f.is_file()]
+    return [f for _, f in sorted(found)]
+
+
+def _events_dir(path: Path) -> Path | None:
+    if (path / "events").is_dir() and event_files(path / "events"):
+        return path / "events"
+    if path.name == "events" and event_files(path):
+        return path
+    return None
+
+
+def is_condenser(usage_id: str) -> bool:
+    return "condenser" in usage_id.lower()
+
+
+def usage_fields(u: dict) -> dict[str, Any]:
+    """Request fields from an SDK TokenUsage (prompt_tokens includes cache reads and writes)."""
+    prompt, read, write = u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0
+    fresh = max(prompt - read - write, 0) if isinstance(prompt, int) else None
+    return {"prompt_tokens": prompt, "input_tokens": fresh, "cache_read": read, "cache_write": write,
+            "output_tokens": u.get("completion_tokens")}
+
+
+def _stats_map(stats: Any) -> dict[str, dict]:
+    if not isinstance(stats, dict):
+        return {}
+    for key in STATS_KEYS:
+        if isinstance(stats.get(key), dict):
+            return {k: v for k, v in stats[key].items() if isinstance(v, dict)}
+    return {}
+
+
+def _token_usages(metrics: Any) -> tuple[dict[str, dict], dict[str, dict], dict[str, Any]]:
+    """(agent usage by response id, condenser usage by response id, per-usage-id totals) from stats/metrics."""
+    agent: dict[str, dict] = {}
+    condenser: dict[str, dict] = {}
+    totals: dict[str, Any] = {}
+    by_id = _stats_map(metrics) or ({"agent": metrics} if isinstance(metrics, dict) else {})
+    for usage_id, m in by_id.items():
+        target = condenser if is_condenser(usage_id) else agent
+        for u in m.get("token_usages") or []:
+            if isinstance(u, dict) and u.get("response_id"):
+                target[u["response_id"]] = u
+        if isinstance(m.get("accumulated_token_usage"), dict):
+            totals[usage_id] = {"model": m.get("model_name"), "cost": m.get("accumulated_cost"),
+                                **usage_fields(m["accumulated_token_usage"])}
+    return agent, condenser, totals
+
+
+class OpenHandsV1Reader:
+    format = "openhands-v1"
+
+    def sniff(self, head: str, path: Path) -> bool:
+        return bool(EVENT_KIND_RE.search(head)) and '"source"' in head
+
+    def members(self, path: Path) -> list[Path] | None:
+        events = _events_dir(path)
+        if events is None:
+            return None
+        base = (events.parent if events.name == "events" else path) / "base_state.json"
+        return ([base] if base.is_file() else []) + event_files(events)
+
+    def read(self, ctx: ReadContext) -> Iterator[Record]:
+        if ctx.path.is_dir():
+            yield from self._folder(ctx)
+            return
+        with ctx.path.open("rb") as fh:
+            first = fh.read(4096).lstrip()[:1]
+        if first == b"[":
+            doc = load_json_document(ctx)
+            if isinstance(doc, BadRecord) or not isinstance(doc, list):
+                yield doc if isinstance(doc, BadRecord) else BadRecord(1, "expected a JSON array of events", "")
+                return
+            yield from _Conversation(ctx, ctx.run_id(), {}).run([(i, e) for i, e in enumerate(doc)])
+            return
+        stream: list[tuple[int, Any]] = []
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                yield entry
+                continue
+            line, obj = entry
+            if isinstance(obj, dict) and isinstance(obj.get("history"), list):
+                yield from self._eval_line(ctx, line, obj)
+            elif isinstance(obj, dict) and obj.get("kind"):
+                stream.append((line, obj))
+            else:
+                yield BadRecord(line, "OpenHands V1 line that is neither an event (no 'kind') nor an eval output "
+                                "line (no 'history' list)", str(obj)[:2000])
+        if stream:
+            yield from _Conversation(ctx, ctx.run_id(), {}).run(stream)
+
+    def _eval_line(self, ctx: ReadContext, line: int, obj: dict) -> Iterator[Record]:
+        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        llm = meta.get("llm") if isinstance(meta.get("llm"), dict) else {}
+        agent, condenser, totals = _token_usages(obj.get("metrics"))
+        info = {"line": line, "instance_id": obj.get("instance_id"), "dataset": meta.get("dataset"),
+                "error": obj.get("error"), "usage_totals": totals or None}
+        conv = _Conversation(ctx, ctx.run_id(obj.get("instance_id") or line), info, agent, condenser,
+                             model=llm.get("model"))
+        yield from conv.run([(line, e) for e in obj["history"]], line)
+
+    def _folder(self, ctx: ReadContext) -> Iterator[Record]:
+        files = self.members(ctx.path) or []
+        agent: dict[str, dict] = {}
+        condenser: dict[str, dict] = {}
+        meta: dict[str, Any] = {}
+        model = None
+        events: list[tuple[int, Any]] = []
+        for f in files:
+            idx = int(m.group(1)) if (m := EVENT_FILE_RE.match(f.name)) else None
+            doc = load_json_document(replace(ctx, path=f))
+            if isinstance(doc, BadRecord):
+                yield replace(doc, reason=f"{f.name}: {doc.reason}")
+                continue
+            if idx is None:  # base_state.json
+                agent, condenser, totals = _token_usages(doc.get("stats") if isinstance(doc, dict) else None)
+                llm = ((doc.get("agent") or {}).get("llm") or {}) if isinstance(doc, dict) else {}
+                model = llm.get("model") if isinstance(llm, dict) else None
+                meta = {"conversation_id": doc.get("id"), "execution_status": doc.get("execution_status"),
+                        "usage_totals": totals or None} if isinstance(doc, dict) else {}
+            else:
+                events.append((idx, doc))
+        yield from _Conversation(ctx, ctx.run_id(), meta, agent, condenser, model=model).run(events)
+
+
+class _Conversation:
+    """Reading one run's events in order: requests by response id, usage joined or differenced."""
+
+    def __init__(self, ctx: ReadContext, run_id: str, meta: dict, agent_usage: dict | None = None,
+                 condenser_usage: dict | None = None, model: str | None = None) -> None:
+        self.ctx = ctx
+        run = Run(run_id=run_id, format=OpenHandsV1Reader.format, source_path=str(ctx.path), model=model,
+                  harness="openhands", metadata={k: v for k, v in meta.items() if v is not None})
+        self.b = RunBuilder(run)
+        self.agent_usage = agent_usage or {}
+        self.condenser_usage = condenser_usage or {}
+        self.responses: dict[str, int] = {}  # llm_response_id -> request index in records
+        self.event_seqs: dict[str, list[int]] = {}  # event id -> item seqs it produced
+        self.cumulative: dict[str, dict[str, int]] = {}  # usage id -> last accumulated usage
+        self.unbound: int | None = None  # a request opened by a stats change, not yet tied to a response
+        self.last_request: int | None = None  # records index of the latest request
+        self.usage_filled: set[int] = set()  # record indexes of requests whose usage is known
+        self.condenser_delta: dict[str, int] = {}
+        self.manual_condense = False
+        self.events: list[dict] = []
+
+    def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
+        for n, (where, event) in enumerate(events):
+            at = line if line is not None else where
+            if not isinstance(event, dict):
+                yield BadRecord(at, f"event {n} is not an object", str(event)[:2000])
+                continue
+            if not self.b.run.started_at and event.get("timestamp"):
+                self._set_run(started_at=event["timestamp"])
+            start = self.b.seq
+            self.event(event, at)
+            if event.get("id") and self.b.seq > start:
+                self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
+        if self.condenser_delta:
+            self.b.run.metadata["condenser_usage"] = self.condenser_delta
+        if self.events:
+            self.b.run.metadata["context_events"] = self.events
+        self.b.scan_clips()
+        yield from self.b
+
+    def _set_run(self, **changes: Any) -> None:
+        self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
+
+    # --- requests -------------------------------------------------------------------------------------------
+    def response(self, ev: dict, line: int) -> bool:
+        """Open the request of this event's response if it is new; True when it was."""
+        rid = ev.get("llm_response_id") or f"event-{ev.get('id') or line}"
+        if rid in self.responses:
+            return False
+        usage = self.agent_usage.get(rid)
+        fields = {**usage_fields(usage), "model": usage.get("model")} if usage else {}
+        if self.unbound is not None:  # a stats change already opened this request
+            index, self.unbound = self.unbound, None
+        else:
+            self.b.request(line=line, ts=ev.get("timestamp"), **fields)
+            index = len(self.b.records) - 1
+            if usage:
+                self.usage_filled.add(index)
+        self.responses[rid] = self.last_request = index
+        if fields.get("model") and not self.b.run.model:
+            self._set_run(model=fields["model"])
+        return True
+
+    def stats(self, value: Any, line: int, ts: str | None) -> None:
+        """A cumulative stats update: each change of an agent usage id is one request's usage."""
+        for usage_id, m in _stats_map(value).items():
+            acc = m.get("accumulated_token_usage")
+            if not isinstance(acc, dict):
+                continue
+            now = {k: acc.get(k) or 0 for k in ("prompt_tokens", "completion_tokens", "cache_read_tokens",
+                                                 "cache_write_tokens", "reasoning_tokens")}
+            before = self.cumulative.get(usage_id, dict.fromkeys(now, 0))
+            self.cumulative[usage_id] = now
+            delta = {k: now[k] - before[k] for k in now}
+            if not any(delta.values()):
+                continue
+            if is_condenser(usage_id):
+                for k, v in delta.items():
+                    self.condenser_delta[k] = self.condenser_delta.get(k, 0) + v
+                continue
+            if self.agent_usage:  # per-response usage from base_state is exact; the stream's is not needed
+                continue
+            fields = {**usage_fields(delta), "model": m.get("model_name")}
+            index = self.last_request
+            if index is not None and index not in self.usage_filled and self.unbound is None:
+                self.b.records[index] = replace(self.b.records[index], **fields)  # type: ignore[arg-type]
+            else:  # the change precedes its response's events: it opens the request they will bind to
+                self.b.request(line=line, ts=ts, **fields)
+                index = self.unbound = self.last_request = len(self.b.records) - 1
+            self.usage_filled.add(index)
+            if fields["model"] and not self.b.run.model:
+                self._set_run(model=fields["model"])
+
+    # --- events ---------------------------------------------------------------------------------------------
+    def event(self, ev: dict, line: int) -> None:
+        kind, ts, b = ev.get("kind"), ev.get("timestamp"), self.b
+        if kind == "SystemPromptEvent":
+            b.add("system", "system", text_of(ev.get("system_prompt")), line=line, ts=ts)
+            if ev.get("dynamic_context"):
+                b.add("system", "system", text_of(ev["dynamic_context"]), line=line, ts=ts)
+            if ev.get("tools"):
+                b.add("tool_defs", "system", json.dumps(ev["tools"], ensure_ascii=False), line=line, ts=ts)
+        elif kind == "MessageEvent":
+            self.message(ev, line, ts)
+        elif kind == "ActionEvent":
+            self.action(ev, line, ts)
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            self.observation(ev, kind, line, ts)
+        elif kind == "ConversationStateUpdateEvent" and ev.get("key") in ("stats", "full_state"):
+            value = ev.get("value")
+            self.stats(value.get("stats", value) if isinstance(value, dict) else value, line, ts)
+        elif kind == "CondensationRequest":
+            self.manual_condense = True
+        elif kind == "Condensation":
+            self.condensation(ev, line, ts)
+
+    def message(self, ev: dict, line: int, ts: str | None) -> None:
+        msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+        text = text_of(msg.get("content"))
+        if ev.get("source") == "agent" or msg.get("role") == "assistant":
+            self.response(ev, line)
+            self.reasoning(ev, line, ts)
+            self.b.add("assistant_text", "assistant", text, line=line, ts=ts)
+            return
+        self.b.new_turn()
+        self.b.add("user_text", "user", text, line=line, ts=ts)
+        for part in ev.get("extended_content") or []:
+            if extra := text_of(part):
+                self.b.add("attachment", "user", extra, line=line, ts=ts)
+
+    def reasoning(self, ev: dict, line: int, ts: str | None) -> None:
+        blocks = [text_of(t.get("thinking")) for t in ev.get("thinking_blocks") or [] if isinstance(t, dict)]
+        text = "\n".join(t for t in blocks if t) or text_of(ev.get("reasoning_content"))
+        if text:
+            self.b.add("reasoning", "assistant", text, line=line, ts=ts)
+
+    def action(self, ev: dict, line: int, ts: str | None) -> None:
+        if self.response(ev, line):  # thought and reasoning belong to the response, logged on its first action
+            self.reasoning(ev, line, ts)
+        if thought := text_of(ev.get("thought")):
+            self.b.add("assistant_text", "assistant", thought, line=line, ts=ts)
+        call = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+        args: Any = call.get("arguments")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                pass
+        if args is None:
+            action = ev.get("action") if isinstance(ev.get("action"), dict) else {}
+            args = {k: v for k, v in action.items() if k != "kind"}
+        name = ev.get("tool_name") or call.get("name") or ""
+        add_call(self.b, name, args, ev.get("tool_call_id") or call.get("id"), line=line, ts=ts)
+
+    def observation(self, ev: dict, kind: str, line: int, ts: str | None) -> None:
+        obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
+        if kind == "UserRejectObservation":
+            text, error = str(ev.get("rejection_reason") or "rejected by the user"), True
+        elif kind == "AgentErrorEvent":
+            text, error = str(ev.get("error") or ""), True
+        else:
+            text = text_of(obs.get("content")) if obs.get("content") is not None else text_of(obs.get("output"))
+            error = bool(obs.get("is_error") or obs.get("error"))
+        if kind == "AgentErrorEvent" and not ev.get("tool_call_id"):
+            self.b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
+            return
+        self.b.result(text, ev.get("tool_call_id"), ev.get("tool_name"), line=line, ts=ts, is_error=error)
+
+    def condensation(self, ev: dict, line: int, ts: str | None) -> None:
+        forgotten = sorted(s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, []))
+        drop: list[list[int]] = []
+        for s in forgotten:
+            if drop and drop[-1][1] == s:
+                drop[-1][1] = s + 1
+            else:
+                drop.append([s, s + 1])
+        summary_seq = None
+        if ev.get("summary"):
+            summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+        event: dict[str, Any] = {"kind": "condensation", "step": self.b.step, "drop": drop,
+                                 "summary_seq": summary_seq, "trigger": "manual" if self.manual_condense else "auto",
+                                 "pre_tokens": None, "line": line}
+        if (u := self.condenser_usage.get(ev.get("llm_response_id") or "")) is not None:
+            f = usage_fields(u)
+            event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"], "output": f["output_tokens"]}
+        self.manual_condense = False
+        self.events.append(event)
+
+
+READER = OpenHandsV1Reader()

@@ -1,0 +1,114 @@
+"""Cline reader: ui_messages.json alone (corpus), a task folder with api_conversation_history.json, truncation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from replay.model import BadRecord, Item, Request, Run
+from replay.readers import detect, folder_reader
+from replay.readers.base import ReadContext
+from replay.readers.cline import READER
+
+
+def read(path: Path) -> list:
+    return list(READER.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+def of(records: list, cls: type) -> list:
+    return [r for r in records if isinstance(r, cls)]
+
+
+def test_ui_messages_usage_calls_and_results(corpus: Path) -> None:
+    path = corpus / "cline" / "cline-xray-opus46-task_sample.ui_messages.json"
+    assert detect(path) is READER
+    records = read(path)
+    assert not of(records, BadRecord)
+    (run,) = of(records, Run)
+    assert run.model == "claude-opus-4-6" and run.started_at.startswith("2026-02-08")
+    reqs = of(records, Request)
+    assert len(reqs) == 53
+    assert (reqs[1].input_tokens, reqs[1].cache_read, reqs[1].cache_write, reqs[1].output_tokens) == (
+        10, 21050, 43988, 534)  # tokensIn excludes cache reads and writes
+    assert reqs[1].prompt_tokens == 10 + 21050 + 43988
+    items = of(records, Item)
+    calls = [i for i in items if i.kind == "tool_call"]
+    assert len(calls) == 67
+    first_batch = [c for c in calls if c.step == 1]
+    assert [c.tool_name for c in first_batch] == ["read_file"] * 8 and first_batch[0].access == "read"
+    results = [i for i in items if i.kind == "tool_result" and i.step == 1]  # sent before request 1
+    assert [r.call_id for r in results] == [c.call_id for c in first_batch]
+    assert results[0].text.startswith("[read_file for 'src-tauri/src/conversation_history/types.rs'] Result:")
+    env = [i for i in items if i.kind == "attachment" and i.step == 1]
+    assert len(env) == 1 and env[0].text.startswith("<environment_details>")
+
+
+def test_truncation_is_a_recorded_context_event(corpus: Path) -> None:
+    records = read(corpus / "cline" / "cline-xray-opus46-task_sample.ui_messages.json")
+    events = of(records, Run)[0].metadata["context_events"]
+    assert [e["api_range"] for e in events] == [[2, 17], [2, 39], [2, 57], [2, 79]]
+    items = of(records, Item)
+    first = events[0]
+    assert first["kind"] == "condensation" and first["summary_seq"] is None and first["step"] == 17
+    (lo, hi), = first["drop"]
+    dropped = [i for i in items if lo <= i.seq < hi]
+    assert {i.step for i in dropped} == set(range(1, 10))  # API messages 2..17: requests 1-8 and their replies
+    assert dropped[0].kind == "tool_result" and items[hi].step == 9 and items[hi - 1].step == 9
+
+
+def test_cancelled_request_has_no_usage(corpus: Path) -> None:
+    reqs = of(read(corpus / "cline" / "cline-jeehunter-mcp-root.ui_messages.json"), Request)
+    assert len(reqs) == 61 and reqs[-1].prompt_tokens is None and reqs[-2].cache_write == 80784
+
+
+def _task(folder: Path, with_api: bool = True) -> Path:
+    folder.mkdir()
+    usage = {"tokensIn": 5, "tokensOut": 7, "cacheWrites": 100, "cacheReads": 0, "cost": 0.01}
+    ui = [{"ts": 1_700_000_000_000, "type": "say", "say": "task", "text": "read a.py"},
+          {"ts": 1_700_000_000_001, "type": "say", "say": "api_req_started",
+           "text": json.dumps({"request": "<task>read a.py</task>", **usage})},
+          {"ts": 1_700_000_000_002, "type": "say", "say": "tool", "text": json.dumps({"tool": "readFile",
+                                                                                      "path": "a.py"})},
+          {"ts": 1_700_000_000_003, "type": "say", "say": "api_req_started",
+           "text": json.dumps({"request": "[read_file for 'a.py'] Result:\nprint(1)", **usage, "cacheReads": 100})},
+          {"ts": 1_700_000_000_004, "type": "say", "say": "completion_result", "text": "done"}]
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    if with_api:
+        api = [{"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}]},
+               {"role": "assistant", "content": [{"type": "text", "text": "reading"},
+                                                 {"type": "tool_use", "id": "tu1", "name": "read_file",
+                                                  "input": {"path": "a.py"}}]},
+               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "print(1)"}]},
+               {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]
+        (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    return folder
+
+
+def test_task_folder_prefers_the_api_history(tmp_path: Path) -> None:
+    folder = _task(tmp_path / "1700000000000")
+    reader, members = folder_reader(folder)
+    assert reader is READER and [m.name for m in members] == ["api_conversation_history.json", "ui_messages.json"]
+    records = read(folder)
+    reqs = of(records, Request)
+    assert [(q.step, q.cache_read, q.cache_write) for q in reqs] == [(0, 0, 100), (1, 100, 100)]
+    items = of(records, Item)
+    assert [(i.kind, i.step) for i in items] == [("user_text", 0), ("assistant_text", 1), ("tool_call", 1),
+                                                 ("tool_result", 1), ("assistant_text", 2)]
+    assert items[2].call_id == items[3].call_id == "tu1" and items[2].access == "read"
+
+
+def test_task_folder_without_api_history_reads_the_ui(tmp_path: Path) -> None:
+    records = read(_task(tmp_path / "t", with_api=False))
+    items = of(records, Item)
+    assert [(i.kind, i.step) for i in items] == [("user_text", 0), ("tool_call", 1), ("tool_result", 1),
+                                                 ("assistant_text", 2)]
+    assert items[1].call_id == items[2].call_id
+
+
+def test_broken_api_history_falls_back_and_says_so(tmp_path: Path) -> None:
+    folder = _task(tmp_path / "t")
+    (folder / "api_conversation_history.json").write_text("[{")
+    records = read(folder)
+    (bad,) = of(records, BadRecord)
+    assert "api_conversation_history.json" in bad.reason and "ui_messages.json instead" in bad.reason
+    assert len(of(records, Request)) == 2

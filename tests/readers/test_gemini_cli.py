@@ -1,0 +1,72 @@
+"""Gemini CLI reader: the JSON object and the >=0.40 JSONL (last copy wins, $set, $rewindTo), per-message usage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from replay.model import BadRecord, Item, Request, Run
+from replay.readers import detect
+from replay.readers.base import ReadContext
+from replay.readers.gemini_cli import READER
+
+GEMINI = "gemini-cli"
+
+
+def read(path: Path) -> list:
+    return list(READER.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+def of(records: list, cls: type) -> list:
+    return [r for r in records if isinstance(r, cls)]
+
+
+def test_json_object_session(corpus: Path) -> None:
+    path = corpus / GEMINI / "gemini-vct-readme-update-20260327.json"
+    assert detect(path) is READER
+    records = read(path)
+    assert not of(records, BadRecord)
+    reqs = of(records, Request)
+    assert len(reqs) == 3 and of(records, Run)[0].model == "gemini-3.1-pro-preview-customtools"
+    assert (reqs[0].prompt_tokens, reqs[0].cache_read, reqs[0].input_tokens, reqs[0].output_tokens) == (
+        11894, 7900, 11894 - 7900, 68 + 344)  # input includes cached; output counts thoughts as billed
+    items = of(records, Item)
+    calls = [i for i in items if i.kind == "tool_call"]
+    assert [(c.tool_name, c.access) for c in calls] == [("read_file", "read")] * 3 + [("write_file", "write")] * 4
+    results = {i.call_id: i for i in items if i.kind == "tool_result"}
+    assert set(results) == {c.call_id for c in calls} and all(results[c.call_id].step == c.step for c in calls)
+    assert "Vibe Coding Tracker" in results[calls[0].call_id].text
+    assert items[0].kind == "user_text" and items[1].kind == "reasoning" and items[1].step == 1
+
+
+def test_jsonl_last_copy_wins(corpus: Path) -> None:
+    path = corpus / GEMINI / "gemini-vct-init-v040-20260423.jsonl"
+    assert detect(path) is READER
+    records = read(path)
+    reqs = of(records, Request)
+    assert [q.model for q in reqs] == ["gemini-3-flash-preview"] * 5 + ["gemini-3.1-pro-preview"]
+    calls = [i for i in of(records, Item) if i.kind == "tool_call"]
+    assert len(calls) == 12 and calls[0].line == 8  # the copy with the finished calls, not line 6
+    (run,) = of(records, Run)
+    assert run.metadata["lastUpdated"] == "2026-04-23T12:58:35.591Z"  # the last $set patch
+    assert [n["text"] for n in run.metadata["notes"]][-1] == "Request cancelled."
+    user = [i for i in of(records, Item) if i.kind == "user_text"]
+    assert "/init" not in user[0].text and "analyze" in user[0].text  # content sent, not displayContent
+
+
+def test_rewind_and_bad_lines(tmp_path: Path) -> None:
+    meta = {"sessionId": "s", "projectHash": "p", "startTime": "t0"}
+
+    def msg(mid: str, kind: str, **kw) -> str:
+        return json.dumps({"id": mid, "timestamp": "t", "type": kind, "content": kw.pop("content", mid), **kw})
+
+    tokens = {"input": 10, "output": 1, "cached": 4, "thoughts": 0}
+    lines = [json.dumps(meta), msg("u1", "user"), msg("g1", "gemini", tokens=tokens), msg("u2", "user"),
+             msg("g2", "gemini", tokens=tokens), "{broken", json.dumps({"$rewindTo": "u2"}),
+             msg("u3", "user"), msg("g3", "gemini", tokens=tokens)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    records = read(path)
+    assert [b.line for b in of(records, BadRecord)] == [6]
+    assert [i.text for i in of(records, Item) if i.kind == "user_text"] == ["u1", "u3"]
+    assert len(of(records, Request)) == 2

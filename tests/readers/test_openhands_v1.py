@@ -1,0 +1,138 @@
+"""OpenHands V1 reader: corpus conversation folders, the event stream, eval output lines, condensation, detection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from replay.model import BadRecord, Item, Request, Run
+from replay.readers import detect, folder_reader
+from replay.readers.base import ReadContext
+from replay.readers.openhands import READER as V0
+from replay.readers.openhands_v1 import READER
+
+V1 = "openhands-v1"
+
+
+def read(path: Path) -> list:
+    return list(READER.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+def of(records: list, cls: type) -> list:
+    return [r for r in records if isinstance(r, cls)]
+
+
+def test_conversation_folder_joins_base_state_usage(corpus: Path) -> None:
+    folder = corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"
+    assert folder_reader(folder)[0] is READER and detect(folder) is READER
+    records = read(folder)
+    assert not of(records, BadRecord)
+    (run,) = of(records, Run)
+    assert run.model == "openai/gpt-4o-mini" and run.metadata["execution_status"] == "finished"
+    reqs = of(records, Request)
+    assert [(q.prompt_tokens, q.cache_read, q.input_tokens, q.output_tokens) for q in reqs] == [
+        (3778, 0, 3778, 36), (3869, 3712, 157, 32), (3936, 3840, 96, 26)]
+    items = of(records, Item)
+    assert [i.kind for i in items] == ["system", "tool_defs", "user_text", "tool_call", "tool_result", "tool_call",
+                                       "tool_result", "user_text", "assistant_text"]
+    call, result = items[3], items[4]
+    assert (call.step, result.step, call.call_id) == (1, 1, result.call_id)
+    assert (call.tool_name, call.resource, call.access) == ("terminal", "tool_output.txt", "write")
+    assert json.loads(call.args)["command"] == "pwd > tool_output.txt"
+    assert items[-1].step == 3 and items[-2].turn == 2
+
+
+def test_cli_trajectories_count_one_request_per_response(corpus: Path) -> None:
+    for name, requests, calls in (("ohv1-cli-traj-confirmation_mode", 6, 3),
+                                  ("ohv1-cli-traj-creating_agent_plan", 3, 2)):
+        records = read(corpus / V1 / name)
+        assert (len(of(records, Request)), sum(i.kind == "tool_call" for i in of(records, Item))) == (requests, calls)
+        assert all(q.prompt_tokens is None for q in of(records, Request))  # no base_state.json: no usage
+        reasoning = [i for i in of(records, Item) if i.kind == "reasoning"]
+        assert reasoning and all(i.role == "assistant" for i in reasoning)
+
+
+def test_event_stream_cumulative_stats_become_per_request_usage(corpus: Path) -> None:
+    path = corpus / V1 / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl"
+    assert detect(path) is READER
+    records = read(path)
+    reqs = of(records, Request)
+    assert [q.prompt_tokens for q in reqs] == [596, 35895 - 596, 71474 - 35895, 107458 - 71474]
+    assert reqs[2].cache_read == 34536 - 1115 and reqs[2].input_tokens == reqs[2].prompt_tokens - reqs[2].cache_read
+    calls = [i for i in of(records, Item) if i.kind == "tool_call"]
+    assert [c.step for c in calls] == [2, 4]  # each action follows the stats change that opened its request
+    assert of(records, Run)[0].model == "litellm_proxy/minimax-m2.7"
+
+
+def _events() -> list[dict]:
+    """A small V1 history: system, user, two parallel calls of one response, a condensation, a final message."""
+    return [
+        {"kind": "SystemPromptEvent", "id": "s", "source": "agent", "system_prompt": {"type": "text", "text": "sys"},
+         "tools": [{"name": "terminal"}]},
+        {"kind": "MessageEvent", "id": "u", "source": "user",
+         "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix it"}]}},
+        *[{"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "tool_name": "file_editor", "tool_call_id": f"c{n}",
+           "tool_call": {"id": f"c{n}", "name": "file_editor",
+                         "arguments": json.dumps({"command": "view", "path": f"/w/f{n}.py"})},
+           "llm_response_id": "r1", "thought": [{"type": "text", "text": "look"}] if n == 1 else []} for n in (1, 2)],
+        *[{"kind": "ObservationEvent", "id": f"o{n}", "source": "environment", "tool_name": "file_editor",
+           "tool_call_id": f"c{n}", "observation": {"content": [{"type": "text", "text": f"body {n}"}]}}
+          for n in (1, 2)],
+        {"kind": "Condensation", "id": "k", "source": "environment", "forgotten_event_ids": ["a1", "o1"],
+         "summary": "viewed f1", "llm_response_id": "cond-1"},
+        {"kind": "MessageEvent", "id": "m", "source": "agent", "llm_response_id": "r2",
+         "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}},
+    ]
+
+
+def test_eval_output_line_is_a_run_and_the_v0_reader_does_not_claim_it(tmp_path: Path) -> None:
+    usage = [{"model": "m", "prompt_tokens": 100, "completion_tokens": 5, "cache_read_tokens": 60,
+              "cache_write_tokens": 10, "response_id": "r1"}]
+    line = {"instance_id": "repo__1", "instruction": "fix it", "metadata": {"llm": {"model": "litellm/m"}},
+            "history": _events(), "metrics": {"usage_to_metrics": {"agent": {"token_usages": usage}, "condenser": {
+                "token_usages": [{"prompt_tokens": 50, "completion_tokens": 7, "response_id": "cond-1"}]}}},
+            "test_result": {}, "error": None}
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "instance_id": "repo__2", "metrics": None}) + "\n")
+    assert detect(path) is READER and READER.format != V0.format
+    records = read(path)
+    runs = of(records, Run)
+    assert [r.run_id.rsplit("/", 1)[1] for r in runs] == ["repo__1", "repo__2"] and runs[0].model == "litellm/m"
+    reqs = [q for q in of(records, Request) if q.run_id == runs[0].run_id]
+    assert len(reqs) == 2  # parallel calls share response r1; the condenser's call is not an agent request
+    assert (reqs[0].prompt_tokens, reqs[0].cache_read, reqs[0].cache_write, reqs[0].input_tokens) == (100, 60, 10, 30)
+    items = [i for i in of(records, Item) if i.run_id == runs[0].run_id]
+    calls = [i for i in items if i.kind == "tool_call"]
+    assert [(c.tool_name, c.resource, c.access, c.step) for c in calls] == [
+        ("file_editor", "/w/f1.py", "read", 1), ("file_editor", "/w/f2.py", "read", 1)]
+    (event,) = runs[0].metadata["context_events"]
+    summary = next(i for i in items if i.kind == "summary")
+    thought = next(i for i in items if i.text == "look")  # a1's thought goes with a1
+    call1, result1 = (i.seq for i in items if i.call_id == "c1")
+    assert thought.seq + 1 == call1
+    assert event == {"kind": "condensation", "step": 1, "drop": [[thought.seq, call1 + 1], [result1, result1 + 1]],
+                     "summary_seq": summary.seq, "trigger": "auto", "pre_tokens": None, "line": 1,
+                     "usage": {"input": 50, "cache_read": 0, "output": 7}}
+    assert summary.text == "viewed f1" and summary.step == 1
+
+
+def test_bad_event_line_is_named_and_the_rest_reads(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    lines = [json.dumps(e) for e in _events()]
+    lines[3] = lines[3][:40]
+    path.write_text("\n".join(lines) + "\n")
+    records = read(path)
+    assert [b.line for b in of(records, BadRecord)] == [4]
+    assert sum(i.kind == "tool_call" for i in of(records, Item)) == 1 and len(of(records, Request)) == 2
+
+
+def test_folder_with_a_broken_event_file_names_it(tmp_path: Path) -> None:
+    events = tmp_path / "conv" / "events"
+    events.mkdir(parents=True)
+    for n, e in enumerate(_events()):
+        (events / f"event-{n:05d}-{e['id']}.json").write_text(json.dumps(e))
+    (events / "event-00002-a1.json").write_text("{oops")
+    records = read(tmp_path / "conv")
+    (bad,) = of(records, BadRecord)
+    assert "event-00002-a1.json" in bad.reason
+    assert sum(i.kind == "tool_result" for i in of(records, Item)) == 2
