@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import re
+import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +109,48 @@ def test_new_formats_match_manifest_counts(corpus, corpus_db):
             assert have >= want if op == ">=" else have == want, (name, requests_cell, calls_cell, got)
     formats = dict(corpus_db.execute("SELECT path, format FROM files").fetchall())
     assert formats[str(corpus / "openhands-v1" / "ohv1-cli-traj-confirmation_mode")] == "openhands-v1"
+
+
+ROW_QUERIES = {"items": "SELECT * EXCLUDE (run_id) FROM items ORDER BY seq",
+               "requests": "SELECT * EXCLUDE (run_id) FROM requests ORDER BY step",
+               "runs": "SELECT run_id, file_hash, format, model, n_requests, metadata FROM runs"}
+
+
+def _rows(con) -> dict[str, list]:
+    return {k: con.execute(q).fetchall() for k, q in ROW_QUERIES.items()}
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2"])
+@pytest.mark.parametrize("name", ["gemini-cli/gemini-vct-init-v040-20260423.jsonl",
+                                  "cline/cline-jeehunter-mcp-root.ui_messages.json",
+                                  "claude-code/cc-fixture-agentsessions-small.jsonl"])
+def test_compressed_copy_ingests_to_the_same_rows(corpus, tmp_path, name, suffix):
+    plain = corpus / name
+    packed = tmp_path / (plain.name + suffix)
+    opener = {".gz": gzip.open, ".bz2": bz2.open}[suffix]
+    with opener(packed, "wb") as fh:
+        fh.write(plain.read_bytes())
+    stores = [open_store(tmp_path / "plain.duckdb"), open_store(tmp_path / "packed.duckdb")]
+    outs = [ingest_file(stores[0], plain), ingest_file(stores[1], packed)]
+    assert [o.status for o in outs] == ["ingested", "ingested"] and outs[0].format == outs[1].format
+    assert _rows(stores[0]) == _rows(stores[1]) and _rows(stores[1])["items"]
+    assert stores[1].execute("SELECT DISTINCT source_path FROM runs").fetchall() == [(str(packed),)]
+    assert ingest_file(stores[1], packed).status == "unchanged"
+
+
+def test_zstd_without_zstandard_is_a_clear_failure(tmp_path, monkeypatch):
+    packed = tmp_path / "session.jsonl.zst"
+    packed.write_bytes(b"\x28\xb5\x2f\xfd not really zstd")
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # import fails as if it were not installed
+    out = ingest_file(open_store(tmp_path / "s.duckdb"), packed)
+    assert out.status == "failed" and "install the 'zstandard' package" in out.bad[0].reason
+
+
+def test_zstd_copy_ingests_when_zstandard_is_installed(corpus, tmp_path):
+    zstandard = pytest.importorskip("zstandard")
+    plain = corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl"
+    packed = tmp_path / (plain.name + ".zst")
+    packed.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    stores = [open_store(tmp_path / "plain.duckdb"), open_store(tmp_path / "packed.duckdb")]
+    ingest_file(stores[0], plain)
+    assert ingest_file(stores[1], packed).status == "ingested" and _rows(stores[0]) == _rows(stores[1])
