@@ -80,6 +80,7 @@ class ClaudeCodeReader:
             elif isinstance(entry[1], dict):
                 session.line(*entry)
         for builder in [session.main, *session.children.values()]:
+            session.flush_attachments(builder)
             yield from builder
 
 
@@ -90,6 +91,12 @@ def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
     if isinstance(split, dict) and ("ephemeral_1h_input_tokens" in split or "ephemeral_5m_input_tokens" in split):
         b.run.metadata.setdefault("cache_writes", {})[str(step)] = [
             int(split.get("ephemeral_5m_input_tokens") or 0), int(split.get("ephemeral_1h_input_tokens") or 0)]
+
+
+def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> None:
+    att = obj.get("attachment") or {}
+    if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
+        b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line)
 
 
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
@@ -116,6 +123,8 @@ class _Session:
         self.seen_requests: set[str] = set()
         self.open_request: dict[str | None, tuple[RunBuilder, int]] = {}  # request id -> where its Request is
         self.uuids: set[str] = set()
+        # attachments logged between a compact_boundary and its summary: they are re-sent after the summary
+        self.held: dict[int, list[tuple[dict, int, str | None]]] = {}
 
     @staticmethod
     def unlogged(b: RunBuilder, line: int, reason: str, **detail: Any) -> None:
@@ -171,17 +180,27 @@ class _Session:
                 run.metadata.setdefault(field, obj[key])
         ts = obj.get("timestamp")
         if kind == "attachment":
-            att = obj.get("attachment") or {}
-            if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
-                b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line)
-        elif kind == "assistant":
+            if id(b) in self.held:
+                self.held[id(b)].append((obj, line, ts))
+            else:
+                _attach(b, obj, line, ts)
+            return
+        if not obj.get("isCompactSummary"):
+            self.flush_attachments(b)
+        if kind == "assistant":
             self._assistant(b, obj.get("message") or {}, obj, line, ts)
         else:
             self._user(b, obj.get("message") or {}, obj, line, ts)
 
-    @staticmethod
-    def _boundary(b: RunBuilder, obj: dict, line: int) -> None:
+    def flush_attachments(self, b: RunBuilder) -> None:
+        """Add the attachments held since a compact_boundary (after its summary, if one was logged)."""
+        for obj, line, ts in self.held.pop(id(b), []):
+            _attach(b, obj, line, ts)
+
+    def _boundary(self, b: RunBuilder, obj: dict, line: int) -> None:
         """A compact_boundary line: everything logged so far leaves the prompt from the next request on."""
+        self.flush_attachments(b)
+        self.held[id(b)] = []
         meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
         raw = meta.get("trigger", obj.get("trigger"))
         pre = meta.get("preTokens")
@@ -247,6 +266,7 @@ class _Session:
             if not (event and event["step"] == b.step and event["summary_seq"] is None):
                 event = b.context_event("compaction", drop=_before(b, b.seq), line=line)  # 1.0.x: no boundary line
             event["summary_seq"] = b.add("summary", "user", text_of(content), ts=ts, line=line).seq
+            self.flush_attachments(b)
             return
         blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
         if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):

@@ -240,3 +240,22 @@ def test_hand_made_compaction(tmp_path: Path) -> None:
     assert run.metadata["context_events"] == [
         {"kind": "compaction", "step": 2, "drop": [[0, 5]], "summary_seq": 5, "trigger": "manual",
          "pre_tokens": 90123, "line": 7}]
+
+
+def test_attachments_logged_before_the_summary_follow_it(tmp_path: Path) -> None:
+    # whichever order the lines come in, what is re-sent after a compaction is placed after its summary
+    path = write_log(tmp_path, [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
+        assistant("a1", "r1", "working", 1000),
+        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "compactMetadata": {"trigger": "auto"}},
+        {"type": "attachment", "uuid": "f1", "attachment": {"type": "compact_file_reference", "filename": "/x.py"}},
+        {"type": "user", "uuid": "s1", "isCompactSummary": True, "message": {"role": "user", "content": "summary"}},
+        assistant("a2", "r2", "continuing", 300),
+    ])
+    records = read(path)
+    items = of(records, Item)
+    assert [(i.kind, i.line, i.step) for i in items] == [
+        ("user_text", 1, 0), ("assistant_text", 2, 1), ("summary", 5, 1), ("attachment", 4, 1),
+        ("assistant_text", 6, 2)]
+    event = of(records, Run)[0].metadata["context_events"][0]
+    assert (event["step"], event["drop"], event["summary_seq"], event["pre_tokens"]) == (1, [[0, 2]], 2, None)
