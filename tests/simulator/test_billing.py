@@ -145,3 +145,30 @@ def test_tune_style_model_override_prices_and_caches_as_the_new_model():
     _, row = simulate_run(as_model("gpt-4o"), make_policy("full"), None, BIG, pricing=Pricing(model="claude-haiku-4-5"))
     assert row["model"] == "claude-haiku-4-5" and row["cache_model"] == "anthropic"
     assert row["price_per_mtok"] == library_prices("claude-haiku-4-5").input
+
+
+def test_cli_prices_each_run_by_its_provider_and_warns_on_unknown(corpus, tmp_path):
+    import csv
+    import io
+
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    db = tmp_path / "s.duckdb"
+    con = open_store(db)
+    ingest(con, [corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl",
+                 corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl"])
+    con.close()
+    base = ["simulate", "--db", str(db), "--format", "csv", "--no-store"]
+    out = CliRunner().invoke(app, base)
+    assert out.exit_code == 0, out.output
+    assert "WARNING: gpt-5.3-codex-bak (1 run(s)): no price for model 'gpt-5.3-codex-bak'" in out.output
+    rows = {r["run_id"][:5]: r for r in csv.DictReader(io.StringIO(out.output[out.output.index("run_id"):]))
+            if r.get("cache_model")}
+    assert rows["codex"]["cache_model"] == "openai" and rows["codex"]["price_source"] == "unknown"
+    assert rows["codex"]["cost_usd"] == "" and rows["ccl-s"]["cache_model"] == "anthropic"
+    priced = CliRunner().invoke(app, [*base, "--price", "same_as=gpt-5.3-codex", "--cache", "anthropic"])
+    assert priced.exit_code == 0 and "WARNING" not in priced.output
