@@ -158,3 +158,196 @@ def classify_shell(command: str) -> tuple[str | None, str | None]:
         url = URL_RE.search(first)
         return (url.group(0) if url else None), "other"
     return first.strip()[:300], "exec"
+
+
+# -- what part of a resource a read shows -----------------------------------------------------------------------
+END = 2**62  # open end of a line range
+SWE_WINDOW = 100  # lines SWE-agent's windowed ``open`` shows
+Span = tuple[int, int, str | None]  # (lo, hi, key): lines lo..hi (1-based, inclusive; lo < 0 counts from the end)
+WHOLE: Span = (1, END, None)
+SED_RANGE_RE = re.compile(r"^(\d+)(?:,(\d+|\$))?p$")
+RANGE_FILTERS = {"sed", "head", "tail"}
+
+
+def read_span(tool_name: str | None, args: Any) -> Span:
+    """The part of its resource a read call shows: a line range, or a key naming the exact command.
+
+    Ranges come from the read tools' arguments (Claude Code Read offset/limit, str_replace_editor view_range,
+    OpenHands read start/end, SWE-agent ``open FILE LINE``) and simple shell readers (cat, nl, head, tail,
+    ``sed -n 'A,Bp'``, optionally piped into one of sed -n/head/tail). ``tail -n N`` gives (-N, -1). Anything
+    else (a filter such as grep, wc, an unparseable command) gets ``key``: the normalised command, so only the
+    same command counts as the same content. No arguments at all: the whole resource."""
+    name = (tool_name or "").lower()
+    a = _as_dict(args)
+    command = a.get("command") if isinstance(a.get("command"), str) else None
+    if name in INLINE_ACCESS or name in EDITOR_TOOLS and command and command.split(None, 1)[0].lower() == name:
+        inline = _inline_span(name, command or "")
+        if inline is not None:
+            return inline
+    if "view_range" in a or name in EDITOR_TOOLS:
+        return _view_range(a.get("view_range"))
+    if "offset" in a or "limit" in a:  # Claude Code Read: offset is the first line (1-based), limit a line count
+        lo = max(_int(a.get("offset"), 1), 1)
+        limit = _int(a.get("limit"), 0)
+        return (lo, lo + limit - 1 if limit > 0 else END, None)
+    if "start" in a or "end" in a:  # OpenHands read: a slice of lines, start 0-based, end -1 for the rest
+        start, end = max(_int(a.get("start"), 0), 0), _int(a.get("end"), -1)
+        return (start + 1, end if end > 0 else END, None)
+    script = a.get("command") or a.get("cmd") or a.get("script")
+    if isinstance(script, list):
+        wrapped = len(script) == 3 and str(script[1]) in ("-c", "-lc") and str(script[0]).endswith("sh")
+        script = str(script[2]) if wrapped else shlex.join(map(str, script))
+    if isinstance(script, str) and script.strip():
+        resource, _ = classify_shell(script)
+        return shell_span(script, resource)
+    return WHOLE
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _view_range(value: Any) -> Span:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        lo, hi = _int(value[0], 1), _int(value[1], -1)
+        return (max(lo, 1), hi if hi > 0 else END, None)
+    return WHOLE
+
+
+def _inline_span(name: str, command: str) -> Span | None:
+    """SWE-agent ``open FILE [LINE]`` (a window around LINE) and ``str_replace_editor view FILE --view_range A B``."""
+    try:
+        words = shlex.split(command.strip().split("\n", 1)[0])
+    except ValueError:
+        return None
+    if name == "open":
+        line = _int(words[2], 0) if len(words) > 2 else 0
+        if line <= 0:
+            return (1, SWE_WINDOW, None)
+        lo = max(line - SWE_WINDOW // 2, 1)
+        return (lo, lo + SWE_WINDOW - 1, None)
+    if name in EDITOR_TOOLS:
+        if "--view_range" in words:
+            i = words.index("--view_range")
+            return _view_range(words[i + 1:i + 3])
+        return WHOLE
+    return None
+
+
+def _words(segment: str) -> list[str]:
+    try:
+        words = shlex.split(segment)
+    except ValueError:
+        words = segment.split()
+    return [w for w in words if not re.match(r"^\d*>", w)]  # redirections such as 2>/dev/null
+
+
+def _reader_span(words: list[str], resource: str | None) -> tuple[str, Span] | None:
+    """(file, span) for ``cat/nl/head/tail/sed -n`` over one file, else None."""
+    prog = posixpath.basename(words[0])
+    operands = [w for w in words[1:] if not w.startswith("-")]
+    if prog == "sed":
+        if "-n" not in words[1:] or len(operands) != 2 or not SED_RANGE_RE.match(operands[0]):
+            return None
+        span = _filter_span(words)
+        return (normalise_path(operands[1]), span) if span else None
+    if prog in ("cat", "nl") and len(operands) == 1:
+        return normalise_path(operands[0]), WHOLE
+    if prog in ("head", "tail"):
+        files = [o for o in operands if not o.lstrip("+").isdigit()]
+        span = _filter_span(words)
+        return (normalise_path(files[0]), span) if len(files) == 1 and span else None
+    return None
+
+
+def _filter_span(words: list[str]) -> Span | None:
+    """Lines a range filter keeps: ``sed -n 'A,Bp'``, ``head [-n] N``, ``tail [-n] N`` (default 10)."""
+    prog = posixpath.basename(words[0])
+    if prog == "sed":
+        ops = [w for w in words[1:] if not w.startswith("-")]
+        m = SED_RANGE_RE.match(ops[0]) if ops and "-n" in words else None
+        if not m:
+            return None
+        lo = int(m.group(1))
+        hi = END if m.group(2) == "$" else int(m.group(2) or lo)
+        return (lo, hi, None)
+    n, i = 10, 1
+    while i < len(words):
+        w = words[i]
+        if w in ("-n", "--lines") and i + 1 < len(words):
+            n, i = _int(words[i + 1].lstrip("+"), -1) * (-1 if words[i + 1].startswith("+") else 1), i + 2
+            continue
+        if w.startswith("--lines="):
+            n = _int(w.split("=", 1)[1], -1)
+        elif re.match(r"^-\d+$", w):
+            n = int(w[1:])
+        i += 1
+    if n == -1:
+        return None
+    if prog == "head":
+        return (1, n, None) if n > 0 else None
+    if n < 0:  # tail -n +K: from line K on
+        return (-n, END, None)
+    return (-n, -1, None) if n > 0 else None
+
+
+def _compose(base: Span, filt: Span) -> Span | None:
+    """Lines of the file a filter over ``base``'s output keeps."""
+    lo, hi, _ = base
+    flo, fhi, _ = filt
+    if flo < 0:  # tail: lines from the end, known only when the base reaches the end
+        return filt if (lo, hi) == (1, END) else None
+    if lo < 0:
+        return None
+    new_lo = lo + flo - 1
+    new_hi = hi if fhi == END else min(hi, lo + fhi - 1)
+    return (new_lo, new_hi, None) if new_lo <= new_hi else None
+
+
+def shell_span(command: str, resource: str | None) -> Span:
+    """Span of ``resource`` a shell command prints: the hull of its parseable reader steps over that file,
+    else the normalised command as the key."""
+    command = _strip_wrapper(command)
+    key = " ".join(command.split())
+    spans: list[Span] = []
+    for step in re.split(r"\s*(?:&&|;|\n)\s*", command):
+        pipe = [p for p in re.split(r"\s*\|\s*", step) if p.strip()]
+        if not pipe:
+            continue
+        words = _words(pipe[0])
+        if not words or posixpath.basename(words[0]) == "echo" and len(pipe) == 1:
+            continue
+        read = _reader_span(words, resource)
+        if read is None or read[0] != resource:
+            if resource is not None and any(resource == normalise_path(w) for w in words[1:]):
+                return (1, END, key)  # touches the resource in a way we cannot read as lines
+            continue
+        span: Span | None = read[1]
+        if len(pipe) > 2:
+            return (1, END, key)
+        if len(pipe) == 2:
+            fw = _words(pipe[1])
+            filt = _filter_span(fw) if fw and posixpath.basename(fw[0]) in RANGE_FILTERS else None
+            span = _compose(span, filt) if filt and span else None
+            if span is None:
+                return (1, END, key)
+        spans.append(span)
+    if not spans:
+        return (1, END, key)
+    if any(s[0] < 0 for s in spans):
+        return spans[0] if len(spans) == 1 else (1, END, key)
+    return (min(s[0] for s in spans), max(s[1] for s in spans), None)
+
+
+def overlaps(a: Span, b: Span) -> bool:
+    """Whether two reads of one resource show some of the same content."""
+    if a[2] is not None or b[2] is not None:
+        return a[2] == b[2]
+    if (a[0], a[1]) == (1, END) or (b[0], b[1]) == (1, END):
+        return True
+    if (a[0] < 0) != (b[0] < 0):
+        return False  # head of the file vs its tail: unknown without the file's length
+    return a[0] < 0 or (a[0] <= b[1] and b[0] <= a[1])

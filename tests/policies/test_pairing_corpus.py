@@ -17,9 +17,8 @@ def corpus_runs(corpus_db):
 
 @pytest.mark.parametrize("name", sorted(registry()))
 def test_no_call_split_from_its_result_on_the_corpus(corpus_runs, name):
-    params = {"budget": 20_000} if name == "oracle" else {}
     for run in corpus_runs:
-        policy = make_policy(name, params)
+        policy = make_policy(name)
         policy.reset(run, Budget(32_768, 4_096))
         for k in range(run.n_requests):
             view = policy.step(k)

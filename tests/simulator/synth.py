@@ -6,11 +6,15 @@ import random
 
 from replay.simulator.arrays import RunArrays, build
 
+SPANS = [(1, 2**62, None), (1, 100, None), (80, 200, None), (300, 400, None), (-50, -1, None)]
+
 
 def synth_run(n_requests: int = 40, seed: int = 0, result_chars: tuple[int, int] = (200, 20_000),
               files: int = 6, parallel: bool = True, error_rate: float = 0.1, system_chars: int = 8_000,
-              real_tokens: bool = True) -> RunArrays:
-    """A run of tool loops: system, user, then per request an assistant turn of calls and their results."""
+              real_tokens: bool = True, ranges: bool = False) -> RunArrays:
+    """A run of tool loops: system, user, then per request an assistant turn of calls and their results.
+
+    ``ranges``: reads show one of a few line ranges of their file (whole, head, tail, a middle window)."""
     rng = random.Random(seed)
     items: list[dict] = [{"step": 0, "kind": "system", "chars": system_chars},
                          {"step": 0, "kind": "user_text", "chars": 400, "turn": 1}]
@@ -29,6 +33,8 @@ def synth_run(n_requests: int = 40, seed: int = 0, result_chars: tuple[int, int]
             items.append({"step": k + 1, "kind": "tool_call", "chars": 120 if acc != "write" else 3_000,
                           "tool_name": {"read": "Read", "write": "Edit", "exec": "Bash"}[acc], "call_id": f"c{cid}",
                           "resource": res, "access": acc, "turn": 1})
+            if ranges and acc == "read":
+                items[-1]["span"] = rng.choice(SPANS)
         for c, acc, res in calls:
             chars = rng.randint(*result_chars) if acc != "write" else 80
             items.append({"step": k + 1, "kind": "tool_result", "chars": chars, "call_id": c, "resource": res,

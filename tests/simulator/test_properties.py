@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 from replay.policies import Budget, make_policy, registry
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, shared_prefix_tokens
 from replay.simulator.arrays import KIND_CODE, TOOL_RESULT
-from replay.simulator.caches import make_cache
-from replay.simulator.run import simulate_run
 from tests.policies.test_conformance import check_view
 from tests.simulator.synth import synth_run
 
@@ -105,25 +103,6 @@ def test_drop_oldest_fits_when_it_can(run, budget):
         if v.est_tokens > budget.usable:
             live = np.flatnonzero(v.forms[policy.prefix_end() + 1:v.end - 2] != 5)
             assert len(live) <= 2
-
-
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(5, 60), size=st.integers(200, 8_000),
-       name=st.sampled_from(["masking", "last_n", "clear_tool_uses", "seed_a", "seed_b", "seed_c"]))
-def test_no_policy_beats_the_oracle(seed, n, size, name):
-    """Equal-sized outputs (where Belady is optimal): at the policy's own peak, the oracle evicts no more.
-
-    Not the OpenHands condensers: they drop calls and messages too, which the oracle (outputs only) cannot,
-    so at the same peak they can hold more outputs than it."""
-    run = synth_run(n, seed=seed, result_chars=(size, size))
-    run.tokens[run.kind == TOOL_RESULT] = size // 4
-    params = {"summary_at": "9000000", "shrink_writes": "false"} if name == "seed_a" else {}
-    if name == "clear_tool_uses":
-        params = {"trigger": "1000"}
-    _, row = simulate_run(run, make_policy(name, params), make_cache("none"), Budget(30_000, 0))
-    _, best = simulate_run(run, make_policy("oracle", {"budget": str(row["max_prompt_tokens"])}),
-                           make_cache("none"))
-    assert best["repeat_evicted"] <= row["repeat_evicted"]
 
 
 def test_placeholder_costs_less_than_original():
