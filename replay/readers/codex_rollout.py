@@ -157,8 +157,8 @@ class CodexRolloutReader:
                 held = None
                 d.input(lambda p=p, n=line, s=ts, u=usage, k=keep: compaction(b, p, n, s, k, u))
                 continue
-            if held and kind != "event_msg":
-                d.request(**held)
+            if held and not (kind == "event_msg" and p.get("type") == "token_count"):
+                d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
                 held = None
             if kind == "session_meta":
                 first = "session_id" not in b.run.metadata

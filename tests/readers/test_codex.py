@@ -229,3 +229,21 @@ def test_hand_made_compaction(tmp_path: Path) -> None:
     assert of(records, Run)[0].metadata["context_events"] == [
         {"kind": "compaction", "step": 1, "drop": [[1, 5]], "summary_seq": 5, "trigger": None, "pre_tokens": None,
          "line": 9, "usage": {"input": 180, "cache_read": 0, "output": 20}}]
+
+
+def test_compaction_without_a_logged_summariser_call(tmp_path: Path) -> None:
+    # the turn's last request, then the turn ends and a compaction follows with no token_count of its own: the
+    # request stays a request, and the event has no usage
+    path = rollout(tmp_path, [
+        ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+        ("response_item", message("user", "hi")),
+        ("response_item", message("assistant", "hello")),
+        tokens(100, 90),
+        ("event_msg", {"type": "task_complete"}),
+        ("compacted", {"message": "S", "replacement_history": [message("user", "hi"), message("user", "S")]}),
+    ])
+    records = read(ROLLOUT, path)
+    assert [r.prompt_tokens for r in of(records, Request)] == [90]
+    assert of(records, Run)[0].metadata["context_events"] == [
+        {"kind": "compaction", "step": 1, "drop": [[1, 3]], "summary_seq": 3, "trigger": None, "pre_tokens": None,
+         "line": 6}]
