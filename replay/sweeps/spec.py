@@ -40,7 +40,8 @@ from replay.metrics.prices import Pricing, price_fields
 
 TABLES = {"sweep", "fixed", "grid", "random", "prices", "price"}
 # Bump when a metric's definition changes: results stored under an older definition are then not resumed.
-METRICS_VERSION = 3  # 2: cost includes the summarisation calls; 3: provider prices and caches, outputs in cost
+METRICS_VERSION = 4  # 2: cost includes the summarisation calls; 3: provider prices and caches, outputs in cost;
+# 4: repeat reads by content (same lines or command), repeat_same_resource* beside them
 SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description",
               "price_model"}
 
