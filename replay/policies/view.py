@@ -44,6 +44,7 @@ class View:
     dirty_from: int
     emergency: bool = False
     summarised: bool = False
+    window: int = 0  # the context window of the model serving this request (0: the budget's; a failover may shrink it)
 
     @property
     def prompt_tokens(self) -> int:
