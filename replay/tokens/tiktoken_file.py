@@ -23,6 +23,9 @@ O200K_PATTERN = "|".join([
     r"\s+(?!\S)",
     r"\s+",
 ])
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")  # Qwen splits digits one by one
 CL100K_PATTERN = (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"
                   r"|\s*[\r\n]|\s+(?!\S)|\s")
 
@@ -44,7 +47,15 @@ O200K = RankSpec("o200k", "o200k_base", "446a9538cb6c348e3516120d7c08b09f57c3649
 CL100K = RankSpec("cl100k", "cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
                   CL100K_PATTERN, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
                                    "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276})
-KNOWN_RANK_FILES = {s.sha256: s for s in (O200K, CL100K)}
+LLAMA3 = RankSpec("llama3", "llama3", "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55",
+                  LLAMA3_PATTERN, {"<|begin_of_text|>": 128000, "<|end_of_text|>": 128001,
+                                   "<|start_header_id|>": 128006, "<|end_header_id|>": 128007, "<|eot_id|>": 128009})
+LLAMA4 = RankSpec("llama4", "llama4", "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed",
+                  O200K_PATTERN, {"<|begin_of_text|>": 200000, "<|end_of_text|>": 200001, "<|header_start|>": 200005,
+                                  "<|header_end|>": 200006, "<|eot|>": 200008})
+QWEN = RankSpec("qwen", "qwen", "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
+                QWEN_PATTERN, {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645}, nfc=True)
+KNOWN_RANK_FILES = {s.sha256: s for s in (O200K, CL100K, LLAMA3, LLAMA4, QWEN)}
 
 
 def sha256_file(path: Path) -> str:

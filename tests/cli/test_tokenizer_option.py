@@ -121,3 +121,17 @@ def test_sweep_by_name_and_by_path_is_one_sweep(db, tmp_path, monkeypatch, capsy
                                          [first]).fetchall()}
     con.close()
     assert sources == {f"real:{next(i for i in counted_ids(db) if i.startswith('o200k:'))}"}
+
+
+def test_tokenizers_lists_package_version_licence_and_id(monkeypatch, capsys):
+    from replay.tokens import load_tokenizer
+
+    code, out, _ = replay_main(monkeypatch, capsys, "tokenizers", "--format", "json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["o200k"]["package"] == "litellm" and rows["o200k"]["licence"] == "MIT" and rows["o200k"]["version"]
+    assert rows["o200k"]["tokenizer_id"] == load_tokenizer("o200k").tokenizer_id
+    assert rows["qwen"]["package"] == "dashscope" and rows["llama3"]["vocabulary_licence"].startswith("Llama 3")
+    assert next(r for r in rows.values() if r["alias"] == "tekken")["name"].startswith("tekken_")
+    code, out, _ = replay_main(monkeypatch, capsys, "tokenizers")
+    assert code == 0 and all(name in out for name in ("o200k", "cl100k", "deepseek-v3", "llama3", "claude-legacy"))

@@ -67,6 +67,33 @@ def test_openai_ids_equal_tiktoken(name, tiktoken_own, corpus_db):
     assert tok.count("<|endoftext|>") > 1  # special-token text counts as plain text
 
 
+def _qwen_own():
+    from dashscope.tokenizers.qwen_tokenizer import QwenTokenizer
+
+    enc = QwenTokenizer(str(builtins.lookup("qwen").path()))
+    return lambda text: enc.encode(text, allowed_special=set(), disallowed_special=())
+
+
+def _llama_own(version: str):
+    import importlib
+
+    tok = importlib.import_module(f"llama_models.{version}.tokenizer").Tokenizer.get_instance()
+    return lambda text: tok.encode(text, bos=False, eos=False, allowed_special=set(), disallowed_special=())
+
+
+# The packages' encoders cut long texts into pieces (Qwen at 100,000 characters, Llama at 25,000 without
+# whitespace), which changes ids at the cuts; compared on texts below those lengths.
+@pytest.mark.parametrize("name, own", [("qwen", _qwen_own), ("llama3", lambda: _llama_own("llama3")),
+                                       ("llama4", lambda: _llama_own("llama4"))])
+def test_open_model_ids_equal_their_package_encoder(name, own, corpus_db):
+    tok, ref = load_tokenizer(name), own()
+    texts = [t for t in corpus_texts(corpus_db, 1_500_000) if len(t) < 20_000] + random_strings(1_000)
+    texts.append("Cafe\u0301 vs Café, ｆｕｌｌ-width, <|im_start|>user<|eot_id|>")  # NFC and special-token text
+    mismatches = [i for i, t in enumerate(texts) if tok.encode(t) != ref(t)]
+    assert sum(map(len, texts)) > 800_000
+    assert mismatches == []
+
+
 def test_same_id_from_name_path_and_directory(tmp_path):
     for name in ("o200k", "claude-legacy", "deepseek-v3"):
         by_name = load_tokenizer(name)
@@ -118,7 +145,10 @@ def test_missing_package_names_the_install_command(monkeypatch):
 
 def test_listing_names_package_version_licence():
     rows = {b.name: b for b in builtins.registry().values()}
-    assert {"o200k", "cl100k", "deepseek-v3", "claude-legacy", "tekken_240911"} <= set(rows)
+    assert {"o200k", "cl100k", "deepseek-v3", "claude-legacy", "tekken_240911", "qwen", "llama3", "llama4"} <= \
+        set(rows)
     src = rows["o200k"].source()
     assert src.package == "litellm" and src.version() and src.licence() == "MIT"
     assert rows["tekken_240911"].source().licence() == "Apache-2.0"
+    assert rows["qwen"].source().package == "dashscope" and rows["qwen"].source().licence() == "Apache 2.0"
+    assert rows["llama3"].note.startswith("Llama 3")
