@@ -44,8 +44,8 @@ def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel | None, budge
     ``pricing``: where prices come from (genai-prices, a price file, overrides);
 
     ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0;
-    ``warm``: that overhead is already cached when the run starts (e.g. a subagent after its parent): True for
-    all of it, or how many of its tokens;
+    ``warm``: tokens already cached when the run starts, from the start of the prompt (e.g. a subagent after its
+    parent, or the harness prefix other sessions keep warm): True for all of ``overhead``, or how many tokens;
     ``tail``: tokens the log does not hold that the harness sends after the last cache breakpoint (never cached)."""
     return _simulate(run, policy, cache, budget, near_margin, pricing, overhead, warm, None, tail)
 
@@ -68,9 +68,11 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
     bill = billing_for(run.model, cache, pricing, run.cache_ttl)
     cache = bill.cache
     cache.reset(bill.model)
-    warm_tokens = overhead if warm is True else min(int(warm), overhead)
-    if warm_tokens > 0:
-        cache.entries = [[0, warm_tokens, np.inf]]
+    warm_tokens = overhead if warm is True else int(warm)
+    if warm_tokens > 0:  # cached from the start of the prompt: the overhead, then the run's leading items
+        full = overhead + np.concatenate([[0], np.cumsum(run.tokens)])
+        p = int(np.searchsorted(full, warm_tokens, side="right")) - 1
+        cache.entries = [[p, int(full[p]) if p > 0 else warm_tokens, np.inf]]  # p 0: part of the first item
     m = run.n_requests
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)
@@ -106,6 +108,7 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
         composition[k] = comp
     for i, kind in enumerate(KINDS):
         cols[f"tok_{kind}"] = composition[:, i].astype(np.int64)
+    cols["tok_summary"] += cols["summary_tokens"]  # the policy's own summary is part of the window too
     cols["near_miss"] &= ~cols["overflow"].astype(bool)
     reads = summarise(events, classify(events, intact))
     r = bill.rates

@@ -172,3 +172,12 @@ def test_cli_prices_each_run_by_its_provider_and_warns_on_unknown(corpus, tmp_pa
     assert rows["codex"]["cost_usd"] == "" and rows["ccl-s"]["cache_model"] == "anthropic"
     priced = CliRunner().invoke(app, [*base, "--price", "same_as=gpt-5.3-codex", "--cache", "anthropic"])
     assert priced.exit_code == 0 and "WARNING" not in priced.output
+
+
+def test_window_composition_includes_the_policys_summary():
+    run = as_model("claude-sonnet-4-5-20250929", n=60, seed=7)
+    cols, _ = simulate_run(run, make_policy("seed_a", {"summary_at": 20_000}), None, Budget(40_000, 2_000))
+    with_summary = cols["summary_tokens"] > 0
+    assert with_summary.any() and (cols["tok_summary"][with_summary] >= cols["summary_tokens"][with_summary]).all()
+    kinds = sum(v for k, v in cols.items() if k.startswith("tok_"))
+    assert (kinds == cols["prompt_tokens"]).all()
