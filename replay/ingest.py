@@ -225,6 +225,12 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress
     return list(_run(con, files, progress, max_line_bytes, replace_older))
 
 
+def ingest_units(con: duckdb.DuckDBPyConnection, units: list[Path], progress: bool = False,
+                 max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False) -> Iterator[FileOutcome]:
+    """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
+    return _run(con, units, progress, max_line_bytes, replace_older)
+
+
 def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
          max_line_bytes: int, replace_older: bool = False) -> Iterator[FileOutcome]:
     if not progress:
@@ -240,3 +246,42 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
             pb.update(task, description=f"ingest {f.name[:40]}")
             yield ingest_file(con, f, max_line_bytes, replace_older)
             pb.advance(task, sizes[f])
+
+
+def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
+    """Cheap change detector: (member, size, mtime) of a file or run folder's members."""
+    return tuple((str(m), (st := m.stat()).st_size, st.st_mtime_ns) for m in _members(path) if m.exists())
+
+
+def watch(con: duckdb.DuckDBPyConnection, sources: Callable[[], list[Path]], interval: float = 2.0,
+          polls: int | None = None, report: Callable[[FileOutcome], None] | None = None,
+          after_poll: Callable[[int], None] | None = None, max_line_bytes: int = MAX_LINE_BYTES) -> int:
+    """Poll ``sources()`` every ``interval`` seconds and ingest what is new or has changed.
+
+    A changed file (a session that grew) replaces its earlier version: the same path keeps one version in the
+    store, so a run is updated, never duplicated. Runs until interrupted, or ``polls`` polls; returns the number
+    of files ingested."""
+    import time
+
+    seen: dict[Path, tuple] = {}
+    ingested, n = 0, 0
+    while polls is None or n < polls:
+        if n:
+            time.sleep(interval)
+        for path in sources():
+            try:
+                sig = _signature(path)
+            except OSError:  # removed or replaced while we looked: next poll
+                continue
+            if seen.get(path) == sig:
+                continue
+            out = ingest_file(con, path, max_line_bytes, replace_older=True)
+            seen[path] = sig
+            if out.status == "ingested":
+                ingested += 1
+            if report and out.status != "unchanged":
+                report(out)
+        n += 1
+        if after_poll:
+            after_poll(n)
+    return ingested

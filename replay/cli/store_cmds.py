@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
+from replay.discover import Found, discover, harness_names
 from replay.errors import ReplayError
-from replay.ingest import ingest as ingest_paths
+from replay.ingest import FileOutcome, expand_paths
+from replay.ingest import ingest_units as ingest_files
+from replay.ingest import watch as watch_paths
 from replay.readers.base import MAX_LINE_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
@@ -17,16 +21,49 @@ from replay.store.queries import runs_table
 
 @app.command()
 def ingest(
-    paths: Annotated[list[str], typer.Argument(help="Files, directories or globs of agent logs.")],
+    paths: Annotated[list[str] | None, typer.Argument(
+        help="Files, directories or globs of agent logs. None: find each harness's logs in its default location "
+             "(REPLAY_<HARNESS>_DIR, CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_DATA_DIR override it).")] = None,
     db: DbOption = DEFAULT_DB_PATH,
     max_line_bytes: Annotated[int, typer.Option(help="Longest JSONL line accepted.")] = MAX_LINE_BYTES,
+    harness: Annotated[list[str] | None, typer.Option(
+        "--harness", help="With no paths: only this harness (repeatable): " + ", ".join(harness_names()))] = None,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Keep polling and ingest sessions as they grow (a grown file replaces its earlier "
+                        "version of the run). Ctrl-C stops.")] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 2.0,
 ) -> None:
     """Ingest agent logs (format detected by content); already ingested files are skipped."""
+    if paths and harness:
+        raise ReplayError("--harness selects what discovery looks for; it cannot be combined with paths")
     con = open_store(db)
-    try:
-        outcomes = ingest_paths(con, paths, progress=True, max_line_bytes=max_line_bytes)
-    except FileNotFoundError as exc:
-        raise ReplayError(f"{exc}; check the path") from exc
+    if not paths:
+        found = discover(harness)
+        for f in found:
+            console.print(_found_line(f), highlight=False)
+        if not any(f.logs for f in found):
+            names = ", ".join(f.harness for f in found)
+            console.print(f"No agent logs found for {names} in their default locations. Pass paths "
+                          "(replay ingest PATH...) or point REPLAY_<HARNESS>_DIR at the logs.", highlight=False)
+            raise typer.Exit(1)
+
+        def sources() -> list[Path]:
+            return [log for f in discover(harness) for log in f.logs]
+    else:
+        def sources() -> list[Path]:
+            try:
+                return expand_paths(paths)
+            except FileNotFoundError as exc:
+                raise ReplayError(f"{exc}; check the path") from exc
+    if watch:
+        console.print(f"watching every {interval:g} s; Ctrl-C stops", highlight=False)
+        try:
+            watch_paths(con, sources, interval, report=_report_one, max_line_bytes=max_line_bytes)
+        except KeyboardInterrupt:
+            console.print("stopped")
+        return
+    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes,
+                                 replace_older=not paths))
     for out in outcomes:
         for bad in out.bad[:5]:
             console.print(f"[yellow]{out.path}:{bad.line}[/]: {bad.reason}", highlight=False)
@@ -36,6 +73,27 @@ def ingest(
     console.print(f"{len(outcomes)} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()) +
                   f"; {sum(o.runs for o in outcomes)} runs, {sum(o.items for o in outcomes):,} items, "
                   f"{sum(o.requests for o in outcomes):,} requests, {sum(len(o.bad) for o in outcomes)} quarantined")
+
+
+def _found_line(f: Found) -> str:
+    """One line per harness: how many logs, where (or where it looked)."""
+    home = str(Path.home())
+
+    def short(p: Path) -> str:
+        return "~" + str(p)[len(home):] if str(p).startswith(home + "/") else str(p)
+
+    via = "" if f.source == "default" else f" (${f.source})"
+    if f.existing:
+        return f"{f.harness}: {len(f.logs)} logs in {', '.join(short(r) for r in f.existing)}{via}"
+    n = len(f.roots) - 1
+    more = f" and {n} other place{'s' if n > 1 else ''}" if n else ""
+    return f"{f.harness}: none (no {short(f.roots[0])}{more}){via}"
+
+
+def _report_one(out: FileOutcome) -> None:
+    detail = f"{out.runs} runs, {out.requests} requests" if out.status == "ingested" else (
+        out.bad[0].reason if out.bad else "")
+    console.print(f"{out.status} {out.path} ({out.format or '?'}): {detail}", highlight=False)
 
 
 @app.command()
