@@ -173,6 +173,8 @@ class CodexRolloutReader:
                 d.input(lambda p=p, n=line, s=ts, k=keep: compaction(b, p, n, s, k, None))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
+                if isinstance(info.get("model_context_window"), int):  # the window auto-compaction is measured on
+                    b.run.metadata["model_context_window"] = info["model_context_window"]
                 total = info.get("total_token_usage")
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
                     if held:

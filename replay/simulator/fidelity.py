@@ -3,8 +3,9 @@
 Per run: the per-request prompt error under the ``recorded`` policy with the prompt model (median, p95 of
 |simulated - recorded| / recorded), the calibration scored out of sample (each request predicted from a fit on
 the earlier requests only), and the cache-read share under the run's provider cache model. Per recorded context
-event (compaction, condensation, masking): the recorded request and prompt after it against the harness preset's,
-and the cache-read share at the event.
+event (compaction, condensation): the recorded request and prompt after it against the harness preset's, and the
+cache-read share replayed vs recorded at the event request, before it (since the previous event) and after it
+(``cache_share_recorded``/``_simulated``: from the event to the next one or the end).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests"
            "oos_p95_abs_pct": pl.Float64, "recorded_request": pl.Int64, "simulated_request": pl.Int64,
            "recorded_after": pl.Int64, "replayed_after": pl.Int64, "simulated_after": pl.Int64,
            "cache_share_recorded": pl.Float64, "cache_share_simulated": pl.Float64, "within": pl.Boolean,
+           "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
+           "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
            "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
            "token_source": pl.String}
 
@@ -131,13 +134,19 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
         sim_cols, _ = replay_recorded(run, cache, *preset)
         sim_steps = np.flatnonzero(sim_cols["summarised"])
     out = []
-    for e in np.argsort(ev.step, kind="stable"):
-        k = int(ev.step[e])
+    order = [int(e) for e in np.argsort(ev.step, kind="stable")]
+    bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]
+    for i, e in enumerate(order):
+        k, before, after = int(ev.step[e]), bounds[i], bounds[i + 2]
         row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k,
                "recorded_after": int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None,
                "replayed_after": int(cols["prompt_tokens"][k]),
-               "cache_share_recorded": _share(cols, k, k + 1, True),
-               "cache_share_simulated": _share(cols, k, k + 1, False),
+               "cache_share_recorded": _share(cols, k, after, True),
+               "cache_share_simulated": _share(cols, k, after, False),
+               "cache_share_before_recorded": _share(cols, before, k, True),
+               "cache_share_before_simulated": _share(cols, before, k, False),
+               "cache_share_at_recorded": _share(cols, k, k + 1, True),
+               "cache_share_at_simulated": _share(cols, k, k + 1, False),
                "simulated_request": None, "simulated_after": None}
         if len(sim_steps):
             near = int(sim_steps[np.argmin(np.abs(sim_steps - k))])
