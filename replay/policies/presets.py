@@ -20,8 +20,9 @@ tests/policies/test_presets_corpus.py):
 - swe-agent-last-n: SWE-agent ``last_n_observations`` with n=5 (its 0.7 config), polling 1.
 - openhands-v0: the V0 server's default pipeline's summarising condenser (keep_first 4, max_size 120); its
   conversation-window step only acts on a context-window error and its browser masking (window 2) only on
-  browser outputs.
-- openhands-v1: the V1 SDK default agent's condenser (max_size 80, keep_first 4; the class defaults are 240/2).
+  browser outputs. A recall observation (an attachment item) is two events: the recall action is in the view too.
+- openhands-v1: the V1 SDK default agent's condenser (max_size 80, keep_first 4; the class defaults are 240/2);
+  attachments are a message's extended content, no event of their own.
 - anthropic-clear-tool-uses: ``clear_tool_uses_20250919`` with its defaults (100,000 input tokens, keep 3).
 """
 
@@ -57,9 +58,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
            "Codex CLI auto-compact at the observed 0.832 of model_context_window; user messages kept to 20k"),
     Preset("swe-agent-last-n", "last_n", {"n": 5, "polling": 1},
            "SWE-agent last_n_observations, n=5, polling 1, 'Old environment output: (N lines omitted)'"),
-    Preset("openhands-v0", "openhands", {"max_size": 120, "keep_first": 4},
+    Preset("openhands-v0", "openhands", {"max_size": 120, "keep_first": 4, "attachment_events": 2},
            "OpenHands V0 server default: summarising condenser, keep_first 4, max_size 120 events"),
-    Preset("openhands-v1", "openhands", {"max_size": 80, "keep_first": 4},
+    Preset("openhands-v1", "openhands", {"max_size": 80, "keep_first": 4, "attachment_events": 0},
            "OpenHands V1 SDK default agent: summarising condenser, max_size 80 events, keep_first 4"),
     Preset("anthropic-clear-tool-uses", "clear_tool_uses",
            {"trigger_type": "input_tokens", "trigger": 100_000, "keep": 3},

@@ -18,8 +18,10 @@ def run_views(name, run, budget=None, params=None):
 
 
 def events(policy, v) -> int:
-    lo = policy.prefix_end()
-    return int((v.forms[lo:] != DROPPED).sum()) + (1 if v.summary_at >= 0 else 0)
+    """OpenHands' count: the system prompt, each live body event (a thought rides on its call), the summary."""
+    lo = run_first_body = policy.run.first_body
+    live = lo + np.flatnonzero(v.forms[lo:] != DROPPED)
+    return (1 if run_first_body else 0) + len(np.unique(policy.ev[live])) + (1 if v.summary_at >= 0 else 0)
 
 
 def test_summary_past_max_size_keeps_first_events_and_about_half():
@@ -31,10 +33,13 @@ def test_summary_past_max_size_keeps_first_events_and_about_half():
     for v in views:
         n = events(policy, v)
         assert n <= 40
-        assert (v.forms[lo:min(lo + 3, v.end)] == ORIGINAL).all()  # keep_first events always kept
+        assert (v.forms[lo:min(lo + 2, v.end)] == ORIGINAL).all()  # keep_first: the system prompt and 2 more
         if v.summarised:
-            assert n == 40 // 2  # keep_first + summary + tail of max_size // 2 - keep_first - 1
-            assert v.summary_at > lo + 3 and (v.forms[lo + 3:v.summary_at] == DROPPED).all()
+            head = len(np.unique(policy.ev[lo + np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)]))
+            # keep_first (grown by the results of its calls) + summary + tail of max_size // 2 - keep_first - 1
+            assert n == 40 // 2 + head - 2
+            kept = np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)
+            assert v.summary_at > lo + 2 and (kept == np.arange(len(kept))).all()  # the head, then forgotten
             assert (v.forms[v.summary_at:] != DROPPED).all()
             assert v.summary_tokens <= policy.config.summary_tokens
     for prev, v in zip(views, views[1:], strict=False):
@@ -49,12 +54,12 @@ def test_cut_points_keep_parallel_batches_whole():
     assert any(v.summarised for v in views)
     for v in views:
         live = v.forms != DROPPED
-        assert live[policy.prefix_end():policy.prefix_end() + 2].all()  # keep_first, even with a call among them
+        assert live[policy.prefix_end():policy.prefix_end() + 1].all()  # keep_first: the system prompt and 1 more
         calls = np.flatnonzero((run.pair[:v.end] >= 0) & (run.pair[:v.end] < v.end))
         assert (live[calls] == live[run.pair[calls]]).all()
         if v.summarised:
             head = int((v.forms[policy.prefix_end():v.summary_at] != DROPPED).sum())
-            grown = head - 2  # the head takes the results of its calls
+            grown = head - 1  # the head takes the results of its calls
             assert 30 // 2 - 3 <= events(policy, v) - grown <= 30 // 2  # a straddling batch is forgotten whole
 
 
@@ -78,19 +83,19 @@ def test_keep_first_must_leave_a_tail():
 
 def test_token_variant_targets_half_the_cap():
     run = synth_run(100, seed=4, result_chars=(1_000, 12_000))
-    policy, views = run_views("openhands_tokens", run, Budget(60_000, 4_000))
+    policy, views = run_views("openhands_tokens", run, Budget(60_000, 4_000), {"keep_first": "2"})
     fired = [v for v in views if v.summarised]
     assert fired
     for v in views:
         assert v.est_tokens <= 56_000
         if v.summarised:
             assert v.est_tokens <= 28_000  # half the cap
-            assert (v.forms[policy.prefix_end()] == ORIGINAL)
+            assert (v.forms[policy.prefix_end()] == ORIGINAL)  # keep_first 2: the system prompt and the task
 
 
 def test_recent_keeps_first_and_newest_events():
     run = synth_run(80, seed=2, parallel=False)
-    policy, views = run_views("openhands_recent", run, params={"keep_first": "1", "max_events": "20"})
+    policy, views = run_views("openhands_recent", run, params={"keep_first": "2", "max_events": "20"})
     lo = policy.prefix_end()
     assert any((v.forms == DROPPED).any() for v in views)
     for v in views:
@@ -123,3 +128,56 @@ def test_a_late_result_of_a_forgotten_call_is_forgotten_too():
         assert views[8].forms[bg[0]] == DROPPED  # forgotten before its result came
         for v in views[9:]:
             assert v.forms[bg[1]] == DROPPED, name
+
+
+def test_events_are_counted_as_openhands_counts_them():
+    """A thought rides on its call (one action event), a text-only response is one message event, each result is an
+    observation event, the system prompt is event 0: 2 events per round trip here, not 3 items."""
+    from replay.policies.openhands import event_ids
+    from tests.policies.handmade import loop_run
+
+    run = loop_run([300] * 30, thought=50)
+    ids = event_ids(run)
+    assert list(ids[:8]) == [0, 1, 2, 2, 3, 4, 4, 5]  # system, user, (thought, call), result, (thought, call), ...
+    policy, views = run_views("openhands", run, params={"max_size": "40", "keep_first": "2"})
+    first = next(v.k for v in views if v.summarised)
+    assert first == 20  # request k holds 2 + 2k events: 40 at request 19, 42 at request 20
+    for v in views:
+        live = v.forms != DROPPED
+        calls = np.flatnonzero(run.kind[:v.end] == 5)
+        assert (live[calls - 1] == live[calls]).all()  # never a thought without its call or the reverse
+    from replay.simulator.arrays import build
+
+    items = [{"step": 0, "kind": "system", "chars": 40}, {"step": 0, "kind": "user_text", "chars": 40},
+             {"step": 1, "kind": "reasoning", "chars": 40}, {"step": 1, "kind": "assistant_text", "chars": 40},
+             {"step": 2, "kind": "assistant_text", "chars": 40},
+             {"step": 2, "kind": "tool_call", "chars": 40, "call_id": "a"},
+             {"step": 2, "kind": "tool_call", "chars": 40, "call_id": "b"},
+             {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "a"},
+             {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "b"}]
+    mixed = build("mixed", items, [{"step": k} for k in range(4)])
+    assert list(event_ids(mixed)) == [0, 1, 2, 2, 3, 3, 4, 5, 6]  # text-only response = 1; parallel calls = 2
+
+
+def test_openhands_presets():
+    v0, v1 = make_policy("openhands-v0"), make_policy("openhands-v1")
+    assert (v0.config.max_size, v0.config.keep_first, v0.config.attachment_events) == (120, 4, 2)
+    assert (v1.config.max_size, v1.config.keep_first, v1.config.attachment_events) == (80, 4, 0)
+
+
+@pytest.mark.parametrize("per_attachment,max_size,first", [(0, 22, 11), (1, 22, 10), (1, 23, 11), (2, 23, 10)])
+def test_attachment_events(per_attachment, max_size, first):
+    """A V0 recall observation (attachment) is two events (its action has no item); V1 extended content none."""
+    from replay.simulator.arrays import build
+
+    items = [{"step": 0, "kind": "system", "chars": 40}, {"step": 0, "kind": "user_text", "chars": 40},
+             {"step": 0, "kind": "attachment", "chars": 40}]
+    for k in range(12):
+        items += [{"step": k + 1, "kind": "tool_call", "chars": 40, "call_id": f"c{k}"},
+                  {"step": k + 1, "kind": "tool_result", "chars": 40, "call_id": f"c{k}"}]
+    run = build("att", items, [{"step": k} for k in range(13)])
+    policy, views = run_views("openhands", run, params={"max_size": str(max_size), "keep_first": "1",
+                                                        "attachment_events": str(per_attachment)})
+    # request k: system + user + attachment events + 2k
+    assert next(v.k for v in views if v.summarised) == first
+    assert policy.events() <= max_size
