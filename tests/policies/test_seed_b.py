@@ -5,8 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from replay.policies import Budget, make_policy
-from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK
+from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
 from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, build
+from replay.simulator.caches import make_cache
+from replay.simulator.run import simulate_run
 from tests.simulator.synth import synth_run
 
 KEEP = {"older_results": "keep", "tool_cap": "0"}
@@ -68,9 +70,10 @@ def test_kept_history_never_starts_on_an_assistant_turn():
     assert set(turn[v.forms == DROPPED]) == {1, 2, 3}  # turn 3 starts on model output: it goes too
 
 
-def test_last_three_tool_turns_capped_older_results_marked():
+def test_every_request_knob_keeps_the_per_request_marking():
+    """rebuild=every_request: the last 3 requests' results capped and older ones marked on every request."""
     run = synth_run(30, seed=4, result_chars=(9_000, 20_000), error_rate=0.0)
-    policy, views = last_view("seed_b", run, Budget(1_000_000, 0))
+    policy, views = last_view("seed_b", run, Budget(1_000_000, 0), {"rebuild": "every_request"})
     v = views[-1]
     res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
     newest, rest = res[-1], res[:-1]
@@ -86,7 +89,8 @@ def test_last_three_tool_turns_capped_older_results_marked():
 
 def test_cap_knob_and_older_results_keep():
     run = synth_run(30, seed=4, result_chars=(9_000, 20_000), error_rate=0.0)
-    v = last_view("seed_b", run, Budget(1_000_000, 0), {"tool_cap": "3000", "older_results": "keep"})[1][-1]
+    v = last_view("seed_b", run, Budget(1_000_000, 0), {"tool_cap": "3000", "older_results": "keep",
+                                                         "rebuild": "every_request"})[1][-1]
     res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)[:-1]
     big, small = res[run.tokens[res] > 3_100], res[run.tokens[res] < 2_900]
     assert len(big) and (v.forms[big] == SHRUNK).all()  # every result passed through the last three tool turns
@@ -94,26 +98,28 @@ def test_cap_knob_and_older_results_keep():
     assert (v.seg_tokens[big] > 1_500 + 12).all() and (v.seg_tokens[big] <= 3_000 + 12).all()
 
 
-def test_in_turn_omission_oldest_first_newest_kept():
+def test_in_turn_omission_only_when_over_budget_oldest_first():
     run = synth_run(40, seed=7, result_chars=(2_000, 8_000), error_rate=0.0)  # one long user turn
     policy, views = last_view("seed_b", run, Budget(30_000, 2_000), KEEP)
-    prev = np.zeros(0, dtype=np.int8)
     assert any(v.emergency for v in views)
     for v in views:
         res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
         if not len(res):
             continue
-        assert v.forms[res[-1]] == ORIGINAL
-        cand = res[:-1][policy.fest[OMITTED, res[:-1]] < policy.fest[ORIGINAL, res[:-1]]]
-        omitted = v.forms[cand] == OMITTED
-        if (v.forms[:len(prev)] != prev).any() or omitted.any() and v.emergency:
-            assert v.emergency and v.est_tokens <= 28_000
-        n = int(omitted.sum())
-        assert omitted[:n].all(), "a newer result was marked before an older one"
-        if v.emergency:  # only as many as needed: the newest marker back in would not fit
-            last = cand[n - 1]
+        newest = res[run.step[res] == run.step[res[-1]]]
+        assert (v.forms[newest] != OMITTED).all()
+        omitted = np.flatnonzero(v.forms == OMITTED)
+        if not v.emergency:
+            assert not len(omitted) and v.est_tokens <= 28_000
+            continue
+        assert v.est_tokens <= 28_000
+        cand = res[~np.isin(res, newest)]
+        cand = cand[policy.fest[OMITTED, cand] < policy.fest[ORIGINAL, cand]]
+        n = len(omitted)
+        assert (cand[:n] == omitted).all(), "a newer result was marked before an older one"
+        if n:  # only as many as needed: the newest marker back in would not fit
+            last = omitted[-1]
             assert v.est_tokens - policy.fest[OMITTED, last] + policy.fest[ORIGINAL, last] > 28_000
-        prev = v.forms
         calls = np.flatnonzero(run.kind[:v.end] == TOOL_CALL)
         assert (v.forms[calls] == ORIGINAL).all()
 
@@ -147,3 +153,96 @@ def test_attachments_trimmed_to_fair_shares_after_carried_context():
     assert v.seg_est[3] == v.seg_est[4]  # equal shares for the two large ones
     assert v.forms[5] == ORIGINAL  # memory is its own section, never evicted
     assert 18_000 - 2 <= v.est_tokens <= 18_000
+
+
+def test_nothing_changes_while_the_prompt_fits():
+    """The design: sections are evicted only when they do not fit; no caps or markers inside the current turn."""
+    run = synth_run(40, seed=4, result_chars=(9_000, 20_000), error_rate=0.0)  # one long user turn
+    views = last_view("seed_b", run, Budget(1_000_000, 0))[1]
+    for prev, v in zip(views, views[1:], strict=False):
+        assert (v.forms == ORIGINAL).all() and v.dirty_from == prev.end
+
+
+def tool_turns_run(tools: tuple[bool, ...], result_chars: int = 8_000):
+    """Turn t: a user message, then (if it used tools) a call and its result, then a reply; one request per turn."""
+    items = [{"step": 0, "kind": "system", "chars": 2_000}]
+    for t, used in enumerate(tools, start=1):
+        items.append({"step": t - 1, "kind": "user_text", "chars": 400, "turn": t})
+        if used:
+            items += [{"step": t - 1, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": f"c{t}",
+                       "turn": t},
+                      {"step": t - 1, "kind": "tool_result", "chars": result_chars, "call_id": f"c{t}", "turn": t}]
+        items.append({"step": t - 1, "kind": "assistant_text", "chars": 600, "turn": t})
+    return build("tool-turns", items, [{"step": s} for s in range(len(tools))], "real:test")
+
+
+def test_last_three_history_turns_that_used_tools_capped_older_marked():
+    tools = (True, True, True, True, False, True, True, True)  # turn 5 used no tool; turn 8 is the current one
+    run = tool_turns_run(tools)
+    v = last_view("seed_b", run, Budget(1_000_000, 0))[1][-1]
+    res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+    by_turn = dict(zip(run.turn[res].tolist(), res.tolist(), strict=True))
+    for t in (4, 6, 7):  # the last three history turns that used tools (turn 5 did not)
+        assert v.forms[by_turn[t]] == SHRUNK and v.seg_tokens[by_turn[t]] <= 1_500 + 12
+    for t in (1, 2, 3):
+        assert v.forms[by_turn[t]] == OMITTED
+    assert v.forms[by_turn[8]] == ORIGINAL  # the current turn is untouched
+    calls = np.flatnonzero(run.kind[:v.end] == TOOL_CALL)
+    assert (v.forms[calls] == ORIGINAL).all()  # pairs kept: every call still there
+
+
+def parallel_run(n_steps: int, result_chars: int, last_siblings: int, last_chars: int):
+    """One user turn: a call and its result per step; the last step has ``last_siblings`` parallel calls."""
+    items = [{"step": 0, "kind": "system", "chars": 2_000}, {"step": 0, "kind": "user_text", "chars": 400}]
+    cid = 0
+    for s in range(n_steps):
+        k = last_siblings if s == n_steps - 1 else 1
+        chars = last_chars if s == n_steps - 1 else result_chars
+        ids = [f"c{cid + i}" for i in range(k)]
+        cid += k
+        items += [{"step": s, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": c} for c in ids]
+        items += [{"step": s, "kind": "tool_result", "chars": chars, "call_id": c} for c in ids]
+    return build("parallel", items, [{"step": s} for s in range(n_steps)], "real:test")
+
+
+def test_newest_step_siblings_never_omitted_and_shortened_when_needed():
+    run = parallel_run(6, 8_000, last_siblings=3, last_chars=16_000)  # 3 x 4,000 newest vs a 9,000 budget
+    policy = make_policy("seed_b", KEEP)
+    _, row = simulate_run(run, policy, make_cache("none"), Budget(10_000, 1_000))
+    policy.reset(run, Budget(10_000, 1_000))
+    v = [policy.step(k) for k in range(run.n_requests)][-1]
+    res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+    newest, older = res[-3:], res[:-3]
+    assert (v.forms[older] == OMITTED).all()
+    assert np.isin(v.forms[newest], (SHRUNK, SPILLED)).all(), "the newest results must be shortened, not omitted"
+    assert v.est_tokens <= 9_000 and len(set(v.seg_est[newest].tolist())) == 1  # equal shares
+    assert row["overflow_incidents"] == 0
+
+
+def test_attachments_of_earlier_turns_are_evicted_as_carried_context():
+    items = [{"step": 0, "kind": "system", "chars": 400},
+             {"step": 0, "kind": "user_text", "chars": 400, "turn": 1},
+             {"step": 0, "kind": "attachment", "chars": 20_000, "turn": 1, "tool_name": "file"},
+             {"step": 0, "kind": "assistant_text", "chars": 400, "turn": 1},
+             {"step": 1, "kind": "user_text", "chars": 400, "turn": 2},
+             {"step": 1, "kind": "attachment", "chars": 20_000, "turn": 2, "tool_name": "file"}]
+    run = build("carried", items, [{"step": 0}, {"step": 1}], "real:test")
+    policy = make_policy("seed_b")
+    policy.reset(run, Budget(7_000, 0))
+    policy.step(0)
+    v = policy.step(1)
+    assert v.forms[2] == DROPPED  # the earlier turn's attachment goes whole, as carried context
+    assert v.forms[5] == ORIGINAL  # so the current turn's attachment is not trimmed
+    assert v.est_tokens <= 7_000
+
+
+def test_failover_overflow_judged_against_the_serving_window():
+    """A 5,125-token new message served by a 4,096-token model overflows, although the original window is 200,000."""
+    items = [{"step": 0, "kind": "system", "chars": 400, "tokens": 100},
+             {"step": 0, "kind": "user_text", "chars": 400, "tokens": 100, "turn": 1},
+             {"step": 1, "kind": "user_text", "chars": 4 * 5_125, "tokens": 5_125, "turn": 2}]
+    run = build("failover", items, [{"step": 0}, {"step": 1}], "real:test")
+    policy = make_policy("seed_b", {"failover_window": "4096", "failover_at_request": "1"})
+    cols, row = simulate_run(run, policy, make_cache("none"), Budget(200_000, 0))
+    assert cols["prompt_tokens"][1] > 4_096  # the new message alone does not fit and is never evicted
+    assert list(cols["overflow"]) == [0, 1] and row["overflow_incidents"] == 1

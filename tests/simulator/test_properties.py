@@ -36,7 +36,8 @@ def test_invariants_every_policy(run, budget, name):
         check_view(v, run, v.k)
         last = v.end - 1
         if last >= 0 and run.kind[last] == TOOL_RESULT:
-            assert v.forms[last] in (ORIGINAL, SPILLED), f"{name} trimmed the newest output"
+            shortened = (SHRUNK, SPILLED) if name == "seed_b" else (SPILLED,)  # B shortens it when nothing else fits
+            assert v.forms[last] in (ORIGINAL, *shortened), f"{name} trimmed the newest output"
         assert shared_prefix_tokens(prev, v) == (0 if prev is None else v.cumulative()[v.dirty_from])
         prev = v
 
@@ -64,9 +65,13 @@ def test_seed_b_fits_when_it_can(run, budget, failover):
         limit = (budget.window // 2 if failover and v.k >= 1 else budget.window) - budget.reserve
         if v.est_tokens <= limit:
             continue
-        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)[:-1]
-        live = res[np.isin(v.forms[res], (ORIGINAL, SHRUNK))]
+        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+        newest = res[run.step[res] == run.step[res[-1]]] if len(res) else res  # the newest step, siblings included
+        assert (v.forms[newest] != OMITTED).all(), "a result of the newest step was omitted"
+        res = res[~np.isin(res, newest)]
+        live = res[np.isin(v.forms[res], (ORIGINAL, SHRUNK, SPILLED))]
         assert (policy.fest[OMITTED, live] >= v.seg_est[live]).all(), "over budget while an output could be marked"
+        assert (v.seg_est[newest] <= policy.fest[OMITTED, newest]).all(), "over budget, newest results not shortened"
         older = np.flatnonzero((run.turn[:v.end] < run.turn[v.end - 1]) & (v.forms != DROPPED))
         assert not np.isin(run.kind[older], HISTORY_KINDS).any(), "over budget while an older turn remained"
         assert v.summary_at < 0 and v.emergency
