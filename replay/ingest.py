@@ -57,7 +57,7 @@ def _walk(folder: Path, found: set[Path]) -> None:
         found.add(folder)
         return
     for child in folder.iterdir():
-        if child.is_dir():
+        if child.is_dir() and not child.is_symlink():  # as rglob: linked folders are not followed
             _walk(child, found)
         elif child.is_file() and not child.name.startswith("."):
             found.add(child)

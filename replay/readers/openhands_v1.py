@@ -118,13 +118,14 @@ class OpenHandsV1Reader:
             yield from _Conversation(ctx, ctx.run_id(), {}).run([(i, e) for i, e in enumerate(doc)])
             return
         stream: list[tuple[int, Any]] = []
+        used: set[str] = set()  # run id suffixes of eval lines so far
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 yield entry
                 continue
             line, obj = entry
             if isinstance(obj, dict) and isinstance(obj.get("history"), list):
-                yield from self._eval_line(ctx, line, obj)
+                yield from self._eval_line(ctx, line, obj, used)
             elif isinstance(obj, dict) and obj.get("kind"):
                 stream.append((line, obj))
             else:
@@ -133,14 +134,20 @@ class OpenHandsV1Reader:
         if stream:
             yield from _Conversation(ctx, ctx.run_id(), {}).run(stream)
 
-    def _eval_line(self, ctx: ReadContext, line: int, obj: dict) -> Iterator[Record]:
+    def _eval_line(self, ctx: ReadContext, line: int, obj: dict, used: set[str]) -> Iterator[Record]:
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         llm = meta.get("llm") if isinstance(meta.get("llm"), dict) else {}
         agent, condenser, totals = _token_usages(obj.get("metrics"))
         info = {"line": line, "instance_id": obj.get("instance_id"), "dataset": meta.get("dataset"),
                 "error": obj.get("error"), "usage_totals": totals or None}
-        conv = _Conversation(ctx, ctx.run_id(obj.get("instance_id") or line), info, agent, condenser,
-                             model=llm.get("model"))
+        suffix = str(obj.get("instance_id") or line)
+        if isinstance(obj.get("attempt"), int) and obj["attempt"] > 1:  # iterative evaluation: one line per attempt
+            suffix += f"/attempt-{obj['attempt']}"
+        if suffix in used:
+            suffix += f"/line-{line}"
+        used.add(suffix)
+        info["attempt"] = obj.get("attempt")
+        conv = _Conversation(ctx, ctx.run_id(suffix), info, agent, condenser, model=llm.get("model"))
         yield from conv.run([(line, e) for e in obj["history"]], line)
 
     def _folder(self, ctx: ReadContext) -> Iterator[Record]:
@@ -349,7 +356,8 @@ class _Conversation:
         event: dict[str, Any] = {"kind": "condensation", "step": self.b.step, "drop": drop,
                                  "summary_seq": summary_seq, "trigger": "manual" if self.manual_condense else "auto",
                                  "pre_tokens": None, "line": line}
-        if (u := self.condenser_usage.get(ev.get("llm_response_id") or "")) is not None:
+        rid = ev.get("llm_response_id") or ""
+        if (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
             f = usage_fields(u)
             event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"], "output": f["output_tokens"]}
         self.manual_condense = False

@@ -93,11 +93,14 @@ def test_eval_output_line_is_a_run_and_the_v0_reader_does_not_claim_it(tmp_path:
                 "token_usages": [{"prompt_tokens": 50, "completion_tokens": 7, "response_id": "cond-1"}]}}},
             "test_result": {}, "error": None}
     path = tmp_path / "output.jsonl"
-    path.write_text(json.dumps(line) + "\n" + json.dumps({**line, "instance_id": "repo__2", "metrics": None}) + "\n")
+    others = [{**line, "instance_id": "repo__2", "metrics": None}, {**line, "attempt": 2}, {**line, "attempt": 2}]
+    path.write_text("\n".join(json.dumps(x) for x in [line, *others]) + "\n")
     assert detect(path) is READER and READER.format != V0.format
     records = read(path)
     runs = of(records, Run)
-    assert [r.run_id.rsplit("/", 1)[1] for r in runs] == ["repo__1", "repo__2"] and runs[0].model == "litellm/m"
+    assert [r.run_id.split("/", 1)[1] for r in runs] == ["repo__1", "repo__2", "repo__1/attempt-2",
+                                                         "repo__1/attempt-2/line-4"]  # run ids stay unique
+    assert runs[0].model == "litellm/m"
     reqs = [q for q in of(records, Request) if q.run_id == runs[0].run_id]
     assert len(reqs) == 2  # parallel calls share response r1; the condenser's call is not an agent request
     assert (reqs[0].prompt_tokens, reqs[0].cache_read, reqs[0].cache_write, reqs[0].input_tokens) == (100, 60, 10, 30)
