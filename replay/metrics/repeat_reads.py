@@ -39,11 +39,9 @@ class ReadEvents:
 
 def spans(run: RunArrays) -> list[tuple[int, int, str | None]]:
     """Per item the span its read shows (``RunArrays.read_span``; the whole resource when not recorded)."""
-    table = getattr(run, "read_span", None)
-    if table is None:
+    if run.read_span is None:
         return [(1, END, None)] * run.n_items
-    keys = getattr(run, "read_keys", ())
-    return [(int(lo), int(hi), keys[k] if k >= 0 else None) for lo, hi, k in table]
+    return [(int(lo), int(hi), run.read_keys[k] if k >= 0 else None) for lo, hi, k in run.read_span.tolist()]
 
 
 def read_events(run: RunArrays) -> ReadEvents:

@@ -245,7 +245,7 @@ def _words(segment: str) -> list[str]:
     return [w for w in words if not re.match(r"^\d*>", w)]  # redirections such as 2>/dev/null
 
 
-def _reader_span(words: list[str], resource: str | None) -> tuple[str, Span] | None:
+def _reader_span(words: list[str]) -> tuple[str, Span] | None:
     """(file, span) for ``cat/nl/head/tail/sed -n`` over one file, else None."""
     prog = posixpath.basename(words[0])
     operands = [w for w in words[1:] if not w.startswith("-")]
@@ -320,7 +320,7 @@ def shell_span(command: str, resource: str | None) -> Span:
         words = _words(pipe[0])
         if not words or posixpath.basename(words[0]) == "echo" and len(pipe) == 1:
             continue
-        read = _reader_span(words, resource)
+        read = _reader_span(words)
         if read is None or read[0] != resource:
             if resource is not None and any(resource == normalise_path(w) for w in words[1:]):
                 return (1, END, key)  # touches the resource in a way we cannot read as lines

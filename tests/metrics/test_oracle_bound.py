@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from replay.metrics.oracle_bound import oracle_bound
+from replay.metrics.oracle_bound import oracle_bound, oracle_rows
 from replay.metrics.repeat_reads import read_events
 from replay.policies import Budget, Policy, make_policy
 from replay.policies.view import OMITTED, ORIGINAL
@@ -110,3 +110,9 @@ def test_policy_room_where_it_overflowed():
     assert row["overflow_incidents"] > 0 and row["repeat_evicted"] == 0
     assert oracle_bound(run, np.maximum(100, cols["prompt_tokens"])).bound == 0
     assert oracle_bound(run, 100, restore=False).bound > 0
+
+
+def test_rows_report_belady_beside_the_bounds():
+    (row,) = oracle_rows([run_of(UNEQUAL)], 1_134, 1_000)
+    assert (row["events"], row["belady"], row["bound"], row["bound_no_restore"]) == (3, 2, 0, 0)
+    assert row["bound_lp"] <= row["bound"] and row["belady_overflows"] == 0
