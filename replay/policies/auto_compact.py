@@ -86,7 +86,7 @@ class AutoCompact(Policy):
 
     def setup(self) -> None:
         r = self.run
-        self.set_forms(np.flatnonzero(harness_artefacts(r)), DROPPED)
+        self.set_forms(np.flatnonzero(harness_artefacts(r) | r.events.recorded_only), DROPPED)
         self.recorded_summaries = r.tokens[r.kind == SUMMARY] if self.config.summary_from_log else r.tokens[:0]
         self.compactions = 0
         self.sent_est = 0  # estimate of the previous request's prompt

@@ -124,8 +124,7 @@ class Condenser(Policy):
         r = self.run
         self.ev = event_ids(r)
         self.w = event_weights(r, self.ev, self.config.attachment_events)
-        recorded = getattr(r, "events", None)
-        gone = harness_artefacts(r) | (recorded.recorded_only if recorded is not None else False)
+        gone = harness_artefacts(r) | r.events.recorded_only
         self.set_forms(np.flatnonzero(gone), DROPPED)  # the harness's own summaries are not events here
         self.prefix_event = 1 if r.first_body > 0 else 0
 
