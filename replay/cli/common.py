@@ -24,8 +24,9 @@ TOKENIZER_HELP = ("Tokenizer: a built-in NAME (`replay tokenizers` lists them: o
 TokenizerOption = Annotated[str | None, typer.Option(
     "--tokenizer", "-t", help=TOKENIZER_HELP + " Omitted: chars/4 estimates, labelled as such.")]
 RequiredTokenizerOption = Annotated[str, typer.Option("--tokenizer", "-t", help=TOKENIZER_HELP)]
-CACHE_HELP = ("Cache model for every run: anthropic, openai, deepseek, vllm, llamacpp, none; auto (default): each run "
-              "under its provider's own (Claude -> anthropic, GPT -> openai, DeepSeek -> deepseek, else none).")
+CACHE_HELP = ("Cache model for every run: anthropic, openai, deepseek, gemini, vllm, llamacpp, none; auto (default): "
+              "each run under its provider's own (Claude -> anthropic, GPT -> openai, DeepSeek -> deepseek, Gemini -> "
+              "gemini, else none).")
 PricesOption = Annotated[Path | None, typer.Option(
     "--prices", help="TOML/JSON price file: [model] input, output, cache_read, cache_write, cache_write_1h "
     "(USD/Mtok), provider, same_as; a model name or glob. Overrides genai-prices.")]

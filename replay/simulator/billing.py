@@ -15,7 +15,7 @@ from replay.simulator.caches import Anthropic, CacheModel, make_cache
 
 # genai-prices provider id -> the cache model of its API (MiniMax's Anthropic-compatible API takes cache_control)
 PROVIDER_CACHE = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "deepseek": "deepseek",
-                  "minimax": "anthropic"}
+                  "minimax": "anthropic", "google": "gemini"}
 HOUR = 3600.0
 
 

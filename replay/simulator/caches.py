@@ -107,11 +107,19 @@ class OpenAIAuto(CacheModel):
     ttl: float = 600.0
     read_multiplier: float = 0.1
 
+    def min_for(self, model: str | None) -> int:
+        """The shortest prompt that is cached, for a run of ``model``."""
+        return self.min_tokens
+
+    def reset(self, model: str | None = None) -> None:
+        super().reset(model)
+        self.min_prompt = self.min_for(model)
+
     def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
         now = 0.0 if math.isnan(ts) else ts
         self._truncate(view.dirty_from, now)
         best = max((int(cum[int(e[0])]) for e in self.entries), default=0)
-        hit = best // self.step * self.step if best >= self.min_tokens else 0
+        hit = best // self.step * self.step if best >= self.min_prompt else 0
         for e in self.entries:
             e[2] = now + self.ttl
         self.entries = [[view.end, int(cum[view.end]), now + self.ttl]] + self.entries[:8]
@@ -127,6 +135,29 @@ class DeepSeekDisk(OpenAIAuto):
     min_tokens: int = 64
     step: int = 64
     ttl: float = 3600.0
+
+
+def gemini_min_cacheable(model: str | None) -> int:
+    """Gemini's implicit-caching minimum: 2,048 tokens for 2.5 models, 4,096 for newer ones; 1.x and 2.0 models
+    have no implicit caching (never cached)."""
+    name = (model or "").lower()
+    if "gemini-1" in name or "gemini-2.0" in name:
+        return 2**62
+    return 2048 if "2.5" in name else 4096
+
+
+@dataclass
+class GeminiImplicit(OpenAIAuto):
+    """Gemini's implicit caching (2.5 and newer): automatic prefix reuse from a per-model minimum, no write
+    premium. Google states no retention or granularity: ``ttl`` (5 min) and ``step`` (1) are assumptions."""
+
+    name = "gemini"
+    min_tokens: int = 0  # 0: by model
+    step: int = 1
+    ttl: float = 300.0
+
+    def min_for(self, model: str | None) -> int:
+        return self.min_tokens or gemini_min_cacheable(model)
 
 
 @dataclass
@@ -161,12 +192,12 @@ class LlamaCppSlot(CacheModel):
 
 
 CACHE_MODELS: dict[str, type[CacheModel]] = {c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, DeepSeekDisk,
-                                                                  VLLMBlocks, LlamaCppSlot)}
+                                                                  GeminiImplicit, VLLMBlocks, LlamaCppSlot)}
 AUTO = "auto"  # each run under its own provider's cache model (replay.simulator.billing)
 
 
 def make_cache(name: str, **params: float) -> CacheModel:
-    """A cache model by name: none, anthropic, openai, deepseek, vllm, llamacpp (``auto`` is resolved per run by
+    """A cache model by name: none, anthropic, openai, deepseek, gemini, vllm, llamacpp (``auto`` is resolved per run by
     replay.simulator.billing, not here)."""
     if name not in CACHE_MODELS:
         raise ReplayError(f"--cache {name}: choose one of {AUTO}, {', '.join(CACHE_MODELS)}")

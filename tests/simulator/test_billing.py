@@ -57,6 +57,15 @@ def test_deepseek_run_gets_deepseek_cache_and_unknown_provider_none():
     assert row["cache_read_per_mtok"] == library_prices("deepseek-chat").cache_read
 
 
+def test_gemini_run_gets_implicit_caching_from_its_minimum():
+    _, row = simulate_run(as_model("gemini-2.5-pro"), make_policy("full"), None, BIG)
+    assert row["cache_model"] == "gemini" and row["cache_hit_rate"] > 0.5
+    assert row["cache_read_per_mtok"] == library_prices("gemini-2.5-pro").cache_read
+    gemini = make_cache("gemini")
+    assert gemini.min_for("gemini-2.5-flash") == 2048 and gemini.min_for("gemini-3-flash-preview") == 4096
+    assert make_cache("gemini", min_tokens=1024).min_for("gemini-3-flash-preview") == 1024
+
+
 def test_cache_override_applies_its_own_rules_to_every_run():
     run = as_model("gpt-4o")
     cols, row = simulate_run(run, make_policy("full"), make_cache("anthropic"), BIG)

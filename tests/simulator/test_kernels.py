@@ -29,6 +29,7 @@ CASES = [
     ("full", {"window": 100_000, "reserve": 8_000}, "anthropic"),
     ("seed_a", {"window": 130_000, "reserve": 24_576}, "auto"),  # each run under its provider's cache and prices
     ("full", {"window": 100_000}, "deepseek"),
+    ("seed_a", {"window": 130_000, "reserve": 24_576}, "gemini"),
 ]
 
 
@@ -67,7 +68,7 @@ def test_cases_exercise_every_tier(corpus_runs):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 50), window=st.integers(6_000, 150_000),
        reserve=st.integers(0, 4_000), policy=st.sampled_from(COMPILED_POLICIES),
-       cache=st.sampled_from(["anthropic", "openai", "deepseek", "vllm", "llamacpp", "none", "auto"]),
+       cache=st.sampled_from(["anthropic", "openai", "deepseek", "gemini", "vllm", "llamacpp", "none", "auto"]),
        floor=st.sampled_from([0.0, 0.01, 0.125]), summary_at=st.integers(2_000, 120_000),
        protect=st.integers(0, 30_000), estimator=st.sampled_from(["chars/4", "chars/3", "real"]))
 def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, floor, summary_at, protect,

@@ -16,6 +16,7 @@ from replay.simulator.caches import (
     Anthropic,
     CacheModel,
     DeepSeekDisk,
+    GeminiImplicit,
     LlamaCppSlot,
     OpenAIAuto,
     VLLMBlocks,
@@ -23,8 +24,8 @@ from replay.simulator.caches import (
 )
 
 NONE, ANTHROPIC, OPENAI, VLLM, LLAMACPP = range(5)
-CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, DeepSeekDisk: OPENAI, VLLMBlocks: VLLM,
-         LlamaCppSlot: LLAMACPP}
+CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, DeepSeekDisk: OPENAI, GeminiImplicit: OPENAI,
+         VLLMBlocks: VLLM, LlamaCppSlot: LLAMACPP}
 # params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity
 N_PARAMS = 8
 
@@ -40,7 +41,7 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
         p[1], p[3], p[4] = cache.ttl, cache.lookback, "system" in cache.breakpoints
         p[2] = cache.min_cacheable or anthropic_min_cacheable(model)
     elif isinstance(cache, OpenAIAuto):
-        p[1], p[2], p[5] = cache.ttl, cache.min_tokens, cache.step
+        p[1], p[2], p[5] = cache.ttl, cache.min_for(model), cache.step
     elif isinstance(cache, VLLMBlocks):
         p[6], p[7] = cache.block, cache.capacity
     return p
