@@ -1,20 +1,21 @@
 """Harness auto-compaction: past a token limit, the conversation is replaced by a summary.
 
-The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``context_window`` (0: the run's
-recorded ``model_context_window`` when the reader stored one in the run's metadata, else the budget window).
+The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``context_window`` (0: the budget
+window; for a Codex log give its ``model_context_window`` as the window, as ``replay fidelity`` does).
 The presets in :mod:`replay.policies.presets` set these knobs per harness and version:
 
 - Claude Code 1.0.x: 0.92 x (200,000 - 32,000) = 154,560, checked against the previous request's prompt
   (input + cache read + cache write of the last response); the whole conversation is summarised and the files
-  read most recently are re-attached after the summary.
+  it read or wrote are re-attached after the summary (``reattach_tokens``; about 10.8k in the corpus run).
 - Claude Code 2.x: 200,000 - 20,000 (output) - 13,000 (buffer) = 167,000.
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
   oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
 
 Recorded harness artefacts in the run (a ``summary`` item and the attachments / user messages the harness
-re-sent with it, same step, after it) are never part of this policy's view: the simulated compaction replaces
-them. ``summary_from_log`` sizes the n-th simulated summary like the n-th recorded one.
+re-sent with it, same step, after it; the loader's ``recorded_only`` items) are never part of this policy's
+view: the simulated compaction replaces them. ``summary_from_log`` sizes the n-th simulated summary like the
+n-th recorded one.
 """
 
 from __future__ import annotations
@@ -46,12 +47,6 @@ def harness_artefacts(run: RunArrays) -> np.ndarray:
     return out
 
 
-def recorded_context_window(run: RunArrays) -> int:
-    """The run's recorded model context window (``metadata['model_context_window']``), 0 when not recorded."""
-    meta = getattr(run, "metadata", None) or {}
-    return int(meta.get("model_context_window") or 0)
-
-
 @dataclass(frozen=True)
 class AutoCompactConfig(PolicyConfig):
     """Past threshold x (window - output_reserve) - buffer_tokens, replace the history with a summary."""
@@ -61,8 +56,7 @@ class AutoCompactConfig(PolicyConfig):
     threshold: float = knob(0.835, 0.0, 1.0, "fraction of (window - output_reserve) that triggers (>0)")
     output_reserve: int = knob(0, 0, 10_000_000, "tokens taken off the window before the fraction (max output)")
     buffer_tokens: int = knob(0, 0, 10_000_000, "tokens taken off after the fraction (Claude Code 2.x: 13,000)")
-    context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the run's recorded "
-                                                   "model_context_window, else the budget window)")
+    context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the budget window)")
     trigger_on: Literal["prompt", "previous_prompt"] = knob(
         "prompt", doc="prompt: the history about to be sent (Codex); previous_prompt: the last request's prompt "
                       "(Claude Code's last-response usage)")
@@ -91,7 +85,7 @@ class AutoCompact(Policy):
         self.compactions = 0
         self.sent_est = 0  # estimate of the previous request's prompt
         c = self.config
-        window = c.context_window or recorded_context_window(r) or self.budget.window
+        window = c.context_window or self.budget.window
         self.limit = c.threshold * (window - c.output_reserve) - c.buffer_tokens
 
     def step(self, k: int):
