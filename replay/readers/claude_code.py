@@ -8,7 +8,9 @@ Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigge
 ``isCompactSummary`` user line alone, becomes a context event (``run.metadata.context_events``): everything logged
 before it is dropped from the next request on, and the summary is an item of kind ``summary`` (never user text).
 What Claude Code re-attaches after it (``file`` attachments, ``compact_file_reference`` notes for files too large
-to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them.
+to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. A
+``microcompact_boundary`` line (``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds) is a
+``clear_tool_uses`` event dropping the results of the listed tool calls.
 
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
@@ -23,9 +25,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
-from replay.readers.builder import RunBuilder
+from replay.readers.builder import RunBuilder, seq_ranges
 
 CONVERSATION = {"user", "assistant"}
 TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
@@ -99,6 +101,19 @@ def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> None:
         b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line)
 
 
+def _microcompact(b: RunBuilder, obj: dict, line: int) -> None:
+    """A microcompact_boundary line (2.x): the results of ``compactedToolIds`` are cleared from the next request on."""
+    meta = obj.get("microcompactMetadata") if isinstance(obj.get("microcompactMetadata"), dict) else {}
+    ids = {i for i in meta.get("compactedToolIds") or [] if isinstance(i, str)}
+    seqs = [r.seq for r in b.records if isinstance(r, Item) and r.kind == "tool_result" and r.call_id in ids]
+    raw, pre, saved = meta.get("trigger"), meta.get("preTokens"), meta.get("tokensSaved")
+    extra: dict[str, Any] = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
+    if isinstance(saved, int):
+        extra["tokens_saved"] = saved
+    b.context_event("clear_tool_uses", drop=seq_ranges(seqs), trigger=raw if raw in TRIGGERS else None,
+                    pre_tokens=pre if isinstance(pre, int) else None, line=line, **extra)
+
+
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
     """The drop range of a compaction at ``seq``: the conversation logged before it."""
     lo = b.body_start()
@@ -165,6 +180,9 @@ class _Session:
             return
         if kind == "system" and obj.get("subtype") == "compact_boundary":
             self._boundary(self._builder(obj), obj, line)
+            return
+        if kind == "system" and obj.get("subtype") == "microcompact_boundary":
+            _microcompact(self._builder(obj), obj, line)
             return
         if kind not in CONVERSATION and kind != "attachment":
             return

@@ -259,3 +259,29 @@ def test_attachments_logged_before_the_summary_follow_it(tmp_path: Path) -> None
         ("assistant_text", 6, 2)]
     event = of(records, Run)[0].metadata["context_events"][0]
     assert (event["step"], event["drop"], event["summary_seq"], event["pre_tokens"]) == (1, [[0, 2]], 2, None)
+
+
+def test_microcompact_clears_the_listed_tool_results(tmp_path: Path) -> None:
+    def call(uuid: str, rid: str, tool_id: str) -> dict:
+        line = assistant(uuid, rid, "", 100)
+        line["message"]["content"] = [{"type": "tool_use", "id": tool_id, "name": "Read",
+                                       "input": {"file_path": f"/{tool_id}.py"}}]
+        return line
+
+    def result(uuid: str, tool_id: str) -> dict:
+        return {"type": "user", "uuid": uuid, "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": tool_id, "content": "x" * 100}]}}
+
+    path = write_log(tmp_path, [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "read all"}},
+        call("a1", "r1", "t1"), result("u2", "t1"), call("a2", "r2", "t2"), result("u3", "t2"),
+        call("a3", "r3", "t3"), result("u4", "t3"),
+        {"type": "system", "subtype": "microcompact_boundary", "uuid": "m1", "microcompactMetadata": {
+            "trigger": "auto", "preTokens": 5000, "tokensSaved": 60, "compactedToolIds": ["t1", "t2"]}},
+        assistant("a4", "r4", "done", 200),
+    ])
+    records = read(path)
+    seqs = {i.call_id: i.seq for i in of(records, Item) if i.kind == "tool_result"}
+    assert of(records, Run)[0].metadata["context_events"] == [
+        {"kind": "clear_tool_uses", "step": 3, "drop": [[seqs["t1"], seqs["t1"] + 1], [seqs["t2"], seqs["t2"] + 1]],
+         "summary_seq": None, "trigger": "auto", "pre_tokens": 5000, "line": 8, "tokens_saved": 60}]
