@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.metrics.oracle_bound import oracle_bound
-from replay.policies import Budget, Policy, make_policy
+from replay.policies import Budget, Policy, make_policy, registry
 from replay.policies.view import OMITTED, ORIGINAL
 from replay.simulator.caches import make_cache
 from replay.simulator.run import simulate_run
@@ -37,8 +37,7 @@ class LargestFirst(Policy):
         self.set_forms(order[:upto], OMITTED)
 
 
-BOUNDED = ["seed_a", "full", "drop_oldest", "masking", "clear_tool_uses", "seed_b", "seed_c", "oracle",
-           "largest_first"]
+BOUNDED = [*sorted(registry()), "largest_first"]  # seed A, full, drop_oldest, masking, clear_tool_uses, B, C...
 
 
 def evicted_and_room(name: str, run, budget: Budget) -> tuple[int, np.ndarray, bool]:
@@ -57,7 +56,7 @@ def evicted_and_room(name: str, run, budget: Budget) -> tuple[int, np.ndarray, b
     return row["repeat_evicted"], np.maximum(budget.usable, cols["prompt_tokens"]), restored
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), n=st.integers(5, 50), chars=st.tuples(st.integers(10, 4_000),
        st.integers(4_000, 60_000)), files=st.integers(1, 6), ranges=st.booleans(),
        budget=st.builds(Budget, window=st.integers(6_000, 60_000), reserve=st.integers(0, 4_000)),
