@@ -225,6 +225,9 @@ def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "l
     runs = load_sweep_runs(con, spec)
     outcome = run_sweep(con, spec, executor=executor, workers=workers, progress=progress, runs=runs)
     points = aggregate_points(sweep_frame(con, outcome.sweep_id))
+    if "cost_usd" not in points.columns:  # no run has a price: cost is unknown everywhere, nothing to rank by
+        raise ReplayError("tune: no run has a price (their models are unknown to genai-prices); pass --model "
+                          "NEW_MODEL, --prices FILE or --price input=.. --price output=..")
     dspec = defaults_spec(spec)
     dout = run_sweep(con, dspec, executor="serial" if len(runs) < 4 else executor, workers=workers,
                      progress=False, runs=runs)
