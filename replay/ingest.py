@@ -46,10 +46,20 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
             if m.is_dir():
                 _walk(m, found)
             elif m.is_file():
-                found.add(m)
+                found.add(_unit_of(m))
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
     return sorted(f for f in found if f.name not in SKIP_NAMES)
+
+
+def _unit_of(path: Path) -> Path:
+    """A file named directly, or the run folder it belongs to (a Cline task's ui_messages.json, an OpenHands V1
+    conversation's base_state.json or event file): the run is read whole."""
+    for folder in (path.parent.parent, path.parent):  # the outer one first: a conversation, not its events folder
+        found = folder_reader(folder)
+        if found and path in found[1]:
+            return folder
+    return path
 
 
 def _walk(folder: Path, found: set[Path]) -> None:

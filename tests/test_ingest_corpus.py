@@ -154,3 +154,11 @@ def test_zstd_copy_ingests_when_zstandard_is_installed(corpus, tmp_path):
     stores = [open_store(tmp_path / "plain.duckdb"), open_store(tmp_path / "packed.duckdb")]
     ingest_file(stores[0], plain)
     assert ingest_file(stores[1], packed).status == "ingested" and _rows(stores[0]) == _rows(stores[1])
+
+
+def test_a_member_file_named_directly_ingests_its_run_folder(corpus):
+    conv = corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini"
+    event = sorted((conv / "events").glob("event-*.json"))[3]
+    assert expand_paths([event, conv / "base_state.json"]) == [conv]
+    lone = corpus / "cline" / "cline-xray-opus46-task_sample.ui_messages.json"
+    assert expand_paths([lone]) == [lone]
