@@ -114,3 +114,17 @@ def test_store_reads_carry_their_ranges(tmp_path):
     ev = read_events(run)
     assert len(ev.call) == 1 and ev.same_resource["repeat_same_resource"] == 3
     assert run.read_span[ev.call[0]].tolist()[:2] == [30, 39]
+
+
+def test_corpus_reads_of_other_ranges_are_not_repeats(corpus_db):
+    """On the corpus (Codex ``sed -n``, Claude Code offset/limit, editor view ranges) fewer repeats by content
+    than by resource, and some runs read other ranges of one file that no longer count."""
+    from replay.simulator.load import load_runs
+
+    by_content = by_resource = fewer = 0
+    for run in load_runs(corpus_db, prompt=False):
+        ev = read_events(run)
+        by_content += len(ev.call)
+        by_resource += ev.same_resource["repeat_same_resource"]
+        fewer += len(ev.call) < ev.same_resource["repeat_same_resource"]
+    assert by_content < by_resource and fewer >= 3
