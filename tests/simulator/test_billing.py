@@ -190,3 +190,22 @@ def test_window_composition_includes_the_policys_summary():
     assert with_summary.any() and (cols["tok_summary"][with_summary] >= cols["summary_tokens"][with_summary]).all()
     kinds = sum(v for k, v in cols.items() if k.startswith("tok_"))
     assert (kinds == cols["prompt_tokens"]).all()
+
+
+def test_sweeps_price_each_run_by_default_and_take_price_tables():
+    from replay.simulator.kernels import pack, point_frame
+    from replay.sweeps.adapter import evaluate_point, resolve
+    from replay.sweeps.spec import from_dict
+
+    spec = from_dict({"sweep": {"policy": "seed_a"}, "fixed": {"window": 100_000}, "grid": {"reserve": [0]},
+                      "prices": {"my-local-*": {"input": 1, "output": 4, "provider": "openai"}}})
+    assert spec.cache == "auto"
+    runs = [as_model("my-local-model-q4"), as_model("claude-opus-4-1", seed=9)]
+    point = resolve(spec.policy, spec.points()[0], spec.cache, spec.pricing())
+    rows = point_frame(pack(runs), point).to_dicts()
+    assert [r["cache_model"] for r in rows] == ["openai", "anthropic"]
+    assert rows[0]["price_per_mtok"] == 1 and rows[0]["price_source"] == "[prices] [my-local-model-q4]"
+    assert rows[0]["cost_usd"] == pytest.approx(evaluate_point(runs[0], point)["cost_usd"])
+    as_new = from_dict({"sweep": {"policy": "seed_a", "price_model": "claude-haiku-4-5"}, "fixed": {}, "grid": {}})
+    assert as_new.sweep_id != from_dict({"sweep": {"policy": "seed_a"}, "fixed": {}, "grid": {}}).sweep_id
+    assert as_new.pricing().prices("gpt-4o").source.endswith("anthropic/claude-haiku-4-5")
