@@ -64,7 +64,7 @@ class AutoCompactConfig(PolicyConfig):
     summary_from_log: bool = knob(False, doc="size the n-th summary like the run's n-th recorded summary "
                                              "(the knob past the last)")
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
-    keep_last: int = knob(0, 0, 100_000, "newest items kept verbatim")
+    keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
                                                    "summarised part read or wrote a file (Claude Code)")
 
