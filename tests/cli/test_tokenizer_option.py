@@ -135,3 +135,21 @@ def test_tokenizers_lists_package_version_licence_and_id(monkeypatch, capsys):
     assert next(r for r in rows.values() if r["alias"] == "tekken")["name"].startswith("tekken_")
     code, out, _ = replay_main(monkeypatch, capsys, "tokenizers")
     assert code == 0 and all(name in out for name in ("o200k", "cl100k", "deepseek-v3", "llama3", "claude-legacy"))
+
+
+def test_old_tokenizer_id_option_goes_through_the_resolver(db, monkeypatch, capsys):
+    code, _, err = replay_main(monkeypatch, capsys, "simulate", "--tokenizer-id", "claude-legacy", "--db", str(db),
+                               "--no-store", "--format", "json")
+    assert code == 0, err
+    code, _, err = replay_main(monkeypatch, capsys, "simulate", "--tokenizer-id", "nonsense", "--db", str(db))
+    assert code == 2 and "no such file or built-in" in err
+
+
+def test_check_refuses_two_different_tokenizers(db, tmp_path, monkeypatch, capsys):
+    base, cand = tmp_path / "b.toml", tmp_path / "c.toml"
+    base.write_text(POLICY.format(extra='tokenizer = "o200k"\n'))
+    cand.write_text(POLICY.format(extra='tokenizer = "claude-legacy"\n'))
+    code, _, err = replay_main(monkeypatch, capsys, "check", str(base), str(cand), "--db", str(db))
+    assert code == 2 and "one token count" in err
+    code, out, err = replay_main(monkeypatch, capsys, "check", str(base), str(cand), "--db", str(db), "-t", "o200k")
+    assert code == 0, err
