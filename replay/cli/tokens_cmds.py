@@ -66,8 +66,8 @@ def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: Form
     note.print(f"{tid}: {res.counted:,} new content hashes counted in {time.perf_counter() - start:.2f} s",
                highlight=False)
     emit(frame(con, """
-        SELECT r.format, count(DISTINCT i.run_id) AS runs, count(*) AS items, sum(i.chars) AS chars,
-               sum(t.n_tokens) AS tokens, round(sum(i.chars) / sum(t.n_tokens), 2) AS chars_per_token
+        SELECT r.format, count(DISTINCT i.run_id) AS runs, count(*) AS items, sum(i.chars)::BIGINT AS chars,
+               sum(t.n_tokens)::BIGINT AS tokens, round(sum(i.chars) / sum(t.n_tokens), 2) AS chars_per_token
         FROM items i JOIN runs r USING (run_id)
         JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
         GROUP BY r.format ORDER BY r.format""", [tid]), fmt, title=f"tokens ({tid})")

@@ -153,3 +153,11 @@ def test_check_refuses_two_different_tokenizers(db, tmp_path, monkeypatch, capsy
     assert code == 2 and "one token count" in err
     code, out, err = replay_main(monkeypatch, capsys, "check", str(base), str(cand), "--db", str(db), "-t", "o200k")
     assert code == 0, err
+
+
+def test_tokens_json_parses_with_numbers(db, monkeypatch, capsys):
+    code, out, err = replay_main(monkeypatch, capsys, "tokens", "-t", "o200k", "--db", str(db), "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows and all(isinstance(r["tokens"], int) and isinstance(r["chars"], int) for r in rows)
+    assert "o200k:" in err  # the counting note goes to stderr, so stdout stays JSON
