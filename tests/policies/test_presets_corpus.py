@@ -88,6 +88,9 @@ def test_swe_agent_last_n_masks_what_each_request_showed(corpus_db, counted):
             assert set(np.flatnonzero(view.forms == PLACEHOLDER)) == set(ev.mask_pos[shown]), (run.run_id, k)
             lengths = [len(policy.wording_of(int(p))) for p in ev.mask_pos[shown]]
             assert lengths == list(ev.mask_chars[shown]), (run.run_id, k)  # the exact wording, N included
+        preset, _ = simulate_run(run, make_policy("swe-agent-last-n"), make_cache("none"), Budget(10**9))
+        logged, _ = simulate_run(run, make_policy("recorded"), make_cache("none"), Budget(10**9))
+        assert (preset["prompt_tokens"] == logged["prompt_tokens"]).all()  # the log's own masking, token for token
 
 
 def test_openhands_counts_events_not_items(corpus_db):
