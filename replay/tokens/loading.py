@@ -106,6 +106,25 @@ def _from_file(path: Path) -> CountingTokenizer:
     return _hf_json(path, "hf", digest)
 
 
+def tokenizer_id_of(spec: str | Path) -> str | None:
+    """The id ``load_tokenizer(spec)`` would give, without loading, where the file alone decides it (built-ins,
+    tokenizer.json, known rank files); None where only loading can tell (GGUF, unknown or missing files)."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        path = path / "tokenizer.json"
+    if not path.is_file():
+        b = builtins.lookup(str(spec))
+        path = b.path() if b is not None else None
+        return f"{b.name}:{file_digest(path)}" if path is not None else None
+    digest = file_digest(path)
+    known = builtins.by_digest().get(digest)
+    if known is not None:
+        return f"{known.name}:{digest}"
+    if path.suffix == ".gguf" or _magic(path) == b"GGUF" or path.suffix == ".tiktoken" or looks_like_rank_file(path):
+        return None
+    return f"hf:{digest}"
+
+
 def load_tokenizer(spec: str | Path) -> CountingTokenizer:
     """Load a tokenizer from a path (tokenizer.json, directory holding one, .gguf, .tiktoken) or a built-in name."""
     path = Path(spec).expanduser()

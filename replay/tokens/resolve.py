@@ -13,7 +13,7 @@ import duckdb
 from replay.errors import ReplayError
 from replay.tokens import builtins
 from replay.tokens.counting import count_items, pending
-from replay.tokens.loading import load_tokenizer, unknown_message
+from replay.tokens.loading import load_tokenizer, tokenizer_id_of, unknown_message
 from replay.tokens.tokenizer import CountingTokenizer
 
 TOKENIZER_ID = re.compile(r"^[\w.\-]+:[0-9a-f]{16}$")
@@ -82,6 +82,9 @@ def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: b
         return Resolved(_from_id(con, text, progress), 0)
     if not path.exists() and builtins.lookup(text) is None:
         raise ReplayError(unknown_message(text))
+    known = tokenizer_id_of(text)
+    if known is not None and pending(con, known)[0] == 0:
+        return Resolved(known, 0)  # every item already counted: no need to load the vocabulary
     tok = load_tokenizer(text)
     return Resolved(tok.tokenizer_id, count_pending(con, tok, text, progress))
 

@@ -10,6 +10,7 @@ import pytest
 
 from replay.errors import ReplayError
 from replay.tokens import builtins, load_tokenizer
+from replay.tokens.loading import tokenizer_id_of
 from replay.tokens.tiktoken_file import looks_like_rank_file
 
 ALPHABET = ("abcXYZ019 \t\n\r'\"/\\{}[]()<>|_-.,;:!?#@$%^&*=+~`" "éüßøÅ" "日本語中文한국어" "привет" "مرحبا"
@@ -105,6 +106,7 @@ def test_same_id_from_name_path_and_directory(tmp_path):
         target = copy if path.suffix == ".json" else copy / "o200k_base.tiktoken"
         assert load_tokenizer(target).tokenizer_id == by_name.tokenizer_id
         assert by_name.tokenizer_id.startswith(f"{name}:")
+        assert {tokenizer_id_of(s) for s in (name, path, target)} == {by_name.tokenizer_id}  # id without loading
 
 
 def test_claude_legacy_same_id_from_either_package():

@@ -69,3 +69,22 @@ def test_paths_in_files_are_relative_to_the_file(tmp_path: Path) -> None:
     (tmp_path / "tok" / "tokenizer.json").write_text("{}")
     assert beside("tok", tmp_path) == str((tmp_path / "tok").resolve())
     assert beside("o200k", tmp_path) == "o200k"
+
+
+def test_counted_tokenizer_is_not_loaded_again(store: Path, tmp_path: Path, monkeypatch) -> None:
+    import shutil
+
+    import replay.tokens.resolve as resolve_mod
+    from replay.tokens import loading
+
+    con = duckdb.connect(str(store))
+    tid = resolve_tokenizer(con, "o200k", progress=False)
+    copy = tmp_path / "model"
+    copy.mkdir()
+    shutil.copy(builtins.lookup("claude-legacy").path(), copy / "tokenizer.json")
+    cl = resolve_tokenizer(con, str(copy), progress=False)
+    for spec in ("o200k", str(builtins.lookup("o200k").path()), "claude-legacy", str(copy)):
+        assert loading.tokenizer_id_of(spec) == (tid if "o200k" in spec or "fb374" in spec else cl)
+    monkeypatch.setattr(resolve_mod, "load_tokenizer", lambda spec: pytest.fail(f"loaded {spec}"))
+    assert resolve_tokenizer(con, "o200k") == tid and resolve_tokenizer(con, str(copy)) == cl
+    assert resolve_tokenizer(con, str(builtins.lookup("o200k").path())) == tid
