@@ -32,7 +32,7 @@ class Harness:
     defaults: tuple[str, ...]  # log folders relative to the home directory
     env: str | None = None  # the harness's own home variable (comma-separated list allowed)
     env_sub: str = ""  # the log folder under a folder that variable names
-    patterns: tuple[str, ...] = ()  # file names that are logs (fnmatch); empty: run folders only
+    patterns: tuple[str, ...] = ()  # paths that are logs (fnmatch on the whole path); empty: run folders only
     folders: bool = False  # run folders (a conversation, a task) are logs
 
     @property
@@ -43,11 +43,12 @@ class Harness:
 HARNESSES: tuple[Harness, ...] = (
     Harness("claude-code", (".config/claude/projects", ".claude/projects"), "CLAUDE_CONFIG_DIR", "projects",
             ("*.jsonl",)),
-    Harness("codex", (".codex/sessions",), "CODEX_HOME", "sessions", ("rollout-*.jsonl",)),
-    Harness("gemini-cli", (".gemini/tmp",), "GEMINI_DATA_DIR", "", ("session-*.json", "session-*.jsonl")),
+    Harness("codex", (".codex/sessions",), "CODEX_HOME", "sessions", ("*/rollout-*.jsonl",)),
+    # main sessions chats/session-<time>-<id8>.json(l); subagents chats/<parent session id>/<id>.jsonl
+    Harness("gemini-cli", (".gemini/tmp",), "GEMINI_DATA_DIR", "", ("*/chats/*.json", "*/chats/*.jsonl")),
     Harness("openhands", (".openhands/conversations",), folders=True),
     Harness("copilot-cli", (".copilot/session-state", ".copilot/history-session-state"),
-            patterns=("*.jsonl", "session*.json")),
+            patterns=("*.jsonl", "*/session*.json")),
     Harness("cline", tuple(f"{base}/{flavour}/{CLINE_TASKS}" for base in (".config", "Library/Application Support")
                            for flavour in VSCODE_FLAVOURS) + (".cline/data/tasks",), folders=True),
 )
@@ -85,10 +86,10 @@ def roots_of(h: Harness, env: Mapping[str, str], home: Path) -> tuple[str, list[
 
 
 def _is_log(h: Harness, path: Path) -> bool:
-    name = path.name
+    name = path.as_posix()
     for suffix in COMPRESSED_SUFFIXES:
         name = name.removesuffix(suffix)
-    return any(fnmatch.fnmatch(name, p) for p in h.patterns)
+    return any(fnmatch.fnmatchcase(name, p) for p in h.patterns)
 
 
 def logs_in(h: Harness, root: Path) -> list[Path]:

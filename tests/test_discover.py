@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 from pathlib import Path
@@ -26,7 +27,9 @@ def fake_home(corpus: Path, home: Path) -> dict[str, list[Path]]:
         "codex": [(corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl",
                    ".codex/sessions/2026/01/02/rollout-2026-01-02T10-00-00-abc.jsonl")],
         "gemini-cli": [(corpus / "gemini-cli" / "gemini-vct-init-v040-20260423.jsonl",
-                        ".gemini/tmp/9da8/chats/session-2026-04-23T12-52-0ab8.jsonl")],
+                        ".gemini/tmp/9da8/chats/session-2026-04-23T12-52-0ab8.jsonl"),
+                       (corpus / "gemini-cli" / "gemini-vct-readme-update-20260327.json",
+                        ".gemini/tmp/9da8/chats/0ab84937-9fe7-4284-986a-33c832af0b6a/sub1.jsonl.gz")],
         "openhands": [(corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
                        ".openhands/conversations/cd94562403b9487ebdd4018e3f531dfd")],
         "copilot-cli": [(corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl",
@@ -39,8 +42,12 @@ def fake_home(corpus: Path, home: Path) -> dict[str, list[Path]]:
         for src, rel in pairs:
             dest = home / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, dest)
-            out[harness] = [dest.parent if harness == "cline" else dest]
+            if dest.suffix == ".gz":
+                with gzip.open(dest, "wb") as fh:
+                    fh.write(src.read_bytes())
+            else:
+                (shutil.copytree if src.is_dir() else shutil.copy)(src, dest)
+            out.setdefault(harness, []).append(dest.parent if harness == "cline" else dest)
     (home / ".copilot/session-state/96ef38f0/workspace.yaml").write_text("id: 96ef38f0\n")  # not a log
     (home / ".gemini/tmp/9da8/logs.json").write_text("[]")  # the prompt history, not a session
     (home / ".claude/projects/-home-u-proj/.hidden.jsonl").write_text("{}\n")
@@ -50,7 +57,7 @@ def fake_home(corpus: Path, home: Path) -> dict[str, list[Path]]:
 def test_every_default_location_is_found(corpus, tmp_path):
     expected = fake_home(corpus, tmp_path)
     found = {f.harness: f for f in discover(env={"HOME": str(tmp_path)})}
-    assert {h: f.logs for h, f in found.items()} == expected
+    assert {h: sorted(f.logs) for h, f in found.items()} == {h: sorted(v) for h, v in expected.items()}
     assert found["claude-code"].existing == [tmp_path / ".claude/projects"]  # ~/.config/claude is absent
     assert all(f.source == "default" for f in found.values())
 
@@ -69,7 +76,7 @@ def test_environment_overrides(corpus, tmp_path):
     assert found["codex"].logs[0].is_relative_to(moved / "codex" / "sessions")
     assert found["cline"].source == "REPLAY_CLINE_DIR" and found["cline"].logs == []
     only = discover(["gemini-cli"], env={"HOME": str(home), "REPLAY_GEMINI_CLI_DIR": str(home / ".gemini/tmp")})
-    assert [(f.harness, len(f.logs)) for f in only] == [("gemini-cli", 1)]
+    assert [(f.harness, len(f.logs)) for f in only] == [("gemini-cli", 2)]  # a main session and a subagent
 
 
 def test_cli_ingests_what_it_finds(corpus, tmp_path, monkeypatch):
@@ -81,8 +88,8 @@ def test_cli_ingests_what_it_finds(corpus, tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["ingest", "--db", str(db)], terminal_width=200)
     assert result.exit_code == 0, result.output
     for harness in ("claude-code", "codex", "gemini-cli", "openhands", "copilot-cli", "cline"):
-        assert f"{harness}: 1 logs in ~/" in result.output
-    assert "6 files: 6 ingested, 0 unchanged, 0 unknown, 0 failed" in result.output
+        assert f"{harness}: {2 if harness == 'gemini-cli' else 1} logs in ~/" in result.output
+    assert "7 files: 7 ingested, 0 unchanged, 0 unknown, 0 failed" in result.output
     con = open_store(db, read_only=True)
     formats = {r[0] for r in con.execute("SELECT format FROM files").fetchall()}
     assert formats == {"claude-code", "codex-rollout", "gemini-cli", "openhands-v1", "copilot-cli", "cline"}

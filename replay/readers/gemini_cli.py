@@ -4,7 +4,9 @@ Two layouts, as the CLI's ChatRecordingService writes them:
 - JSON (<= 0.3x): one object ``{sessionId, projectHash, startTime, lastUpdated, messages[], kind?}``;
 - JSONL (>= 0.40): line 1 is the metadata record, then MessageRecords, ``{"$set": {...}}`` metadata patches and
   ``{"$rewindTo": id}`` (drop that message and everything after it). A message is appended again with the same
-  ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first.
+  ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first. A ``$set``
+  holding ``messages`` is the CLI rewriting the model's history (chat compression): a recorded context event
+  (kind "compaction", see EVENTS.md), the summary it adds a ``summary`` item.
 
 Messages: ``user`` -> user_text (``content``, what the model got, not ``displayContent``); ``gemini`` -> one
 request, then reasoning (``thoughts`` subject/description), assistant_text and, per ``toolCalls[]`` entry, a tool
@@ -48,7 +50,7 @@ class GeminiCliReader:
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         meta: dict[str, Any] = {}
-        messages: dict[str, tuple[int, dict]] = {}  # id -> (line, last copy); dict keeps first-seen order
+        ops: list[tuple[str, int, Any]] = []  # ("msg", line, record) | ("rewind", line, id) | ("set", line, list)
         bad: list[BadRecord] = []
         if self._is_document(ctx):
             doc = load_json_document(ctx)
@@ -61,7 +63,7 @@ class GeminiCliReader:
             meta = {k: v for k, v in doc.items() if k != "messages"}
             for n, msg in enumerate(doc["messages"]):
                 if _is_message(msg):
-                    messages[msg["id"]] = (n, msg)
+                    ops.append(("msg", n, msg))
                 else:
                     bad.append(BadRecord(n, f"messages[{n}] is not a Gemini CLI message record", str(msg)[:2000]))
         else:
@@ -71,21 +73,21 @@ class GeminiCliReader:
                     continue
                 line, obj = entry
                 if _is_message(obj):
-                    messages[obj["id"]] = (line, obj)
-                elif isinstance(obj, dict) and "$rewindTo" in obj:
-                    ids = list(messages)
-                    if obj["$rewindTo"] in messages:
-                        for mid in ids[ids.index(obj["$rewindTo"]):]:
-                            del messages[mid]
+                    ops.append(("msg", line, obj))
+                elif isinstance(obj, dict) and isinstance(obj.get("$rewindTo"), str):
+                    ops.append(("rewind", line, obj["$rewindTo"]))
                 elif isinstance(obj, dict) and isinstance(obj.get("$set"), dict):
-                    meta.update(obj["$set"])
+                    patch = dict(obj["$set"])
+                    if isinstance(patch.get("messages"), list):
+                        ops.append(("set", line, [m for m in patch.pop("messages") if _is_message(m)]))
+                    meta.update(patch)
                 elif isinstance(obj, dict) and "sessionId" in obj:
                     meta.update(obj)
                 else:
                     bad.append(BadRecord(line, "not a Gemini CLI record (message, $set, $rewindTo or session "
                                          "metadata)", str(obj)[:2000]))
         yield from bad
-        yield from self._run(ctx, meta, list(messages.values()))
+        yield from _Replay(ctx, self.format, meta, ops).run()
 
     @staticmethod
     def _is_document(ctx: ReadContext) -> bool:
@@ -100,51 +102,137 @@ class GeminiCliReader:
             return False  # a damaged first line of a JSONL
         return isinstance(obj, dict) and isinstance(obj.get("messages"), list)
 
-    def _run(self, ctx: ReadContext, meta: dict, messages: list[tuple[int, dict]]) -> Iterator[Record]:
+
+class _Replay:
+    """Replays the recording's operations as the CLI's loader does, keeping what each request saw.
+
+    A message's items come from its last copy, at the place it first appeared. Messages a ``$rewindTo`` removes
+    (a branch the user rolled back) are left out, counted in ``runs.metadata.rewound``. A ``$set`` of
+    ``messages`` is the CLI rewriting the model's history (chat compression): messages it no longer holds are a
+    recorded context event's ``drop``, and the messages it adds (the compression summary and the model's
+    acknowledgement) are appended then, the first user one as the ``summary`` item."""
+
+    def __init__(self, ctx: ReadContext, fmt: str, meta: dict, ops: list[tuple[str, int, Any]]) -> None:
+        self.ops = ops
+        self.last: dict[str, tuple[int, dict]] = {}
+        for op, line, value in ops:
+            if op == "msg":
+                self.last[value["id"]] = (line, value)
+        self.rewound = self._rewound()
         info = {k: meta[k] for k in ("sessionId", "projectHash", "kind", "lastUpdated", "summary", "directories")
                 if meta.get(k) is not None}
-        model = next((m.get("model") for _, m in messages if m.get("type") == "gemini" and m.get("model")), None)
-        run = Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), model=model,
-                  harness="gemini-cli", started_at=meta.get("startTime"), metadata=info)
-        b = RunBuilder(run)
-        for line, msg in messages:
-            kind, ts = msg["type"], msg.get("timestamp")
-            if kind in NOTE_TYPES:
-                note = {"type": kind, "line": line, "text": text_of(msg.get("content"))}
-                run.metadata.setdefault("notes", []).append(note)
-            elif kind == "user":
-                b.new_turn()
-                b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
-            else:
-                self._gemini(b, msg, line, ts)
-        yield from b
+        model = next((m.get("model") for _, m in self.last.values() if m.get("type") == "gemini" and m.get("model")
+                      and m["id"] not in self.rewound), None)
+        run = Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), model=model, harness="gemini-cli",
+                  started_at=meta.get("startTime"), metadata=info)
+        self.b = RunBuilder(run)
+        self.seqs: dict[str, list[int]] = {}  # message id -> its item seqs
+        self.events: list[dict] = []
 
-    @staticmethod
-    def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
-        tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else {}
-        usage: dict[str, Any] = {}
-        if tokens:
-            prompt, cached = tokens.get("input"), tokens.get("cached") or 0
-            output = (tokens.get("output") or 0) + (tokens.get("thoughts") or 0)
-            usage = {"prompt_tokens": prompt, "cache_read": cached,
-                     "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
-                     "output_tokens": output}
-        b.request(line=line, ts=ts, model=msg.get("model"), **usage)
-        thoughts = [t for t in msg.get("thoughts") or [] if isinstance(t, dict)]
-        if thoughts:
-            text = "\n\n".join(f"**{t.get('subject') or ''}** {t.get('description') or ''}".strip() for t in thoughts)
-            b.add("reasoning", "assistant", text, line=line, ts=ts)
-        if text := _content_text(msg.get("content")):
-            b.add("assistant_text", "assistant", text, line=line, ts=ts)
-        calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
-        for call in calls:
-            add_call(b, call.get("name") or "", call.get("args") or {}, call.get("id"), line=line,
-                     ts=call.get("timestamp"))
-        for call in calls:
-            if call.get("result") is None and call.get("status") not in ("error", "cancelled"):
-                continue  # not finished when the file was written
-            b.result(_result_text(call.get("result")), call.get("id"), call.get("name"), line=line,
-                     ts=call.get("timestamp"), is_error=call.get("status") in ("error", "cancelled"))
+    def _rewound(self) -> set[str]:
+        """Ids removed by a ``$rewindTo`` (from the target on; an unknown target clears everything)."""
+        live: dict[str, None] = {}
+        gone: set[str] = set()
+        for op, _, value in self.ops:
+            if op == "msg":
+                live[value["id"]] = None
+            elif op == "set":
+                live = dict.fromkeys(m["id"] for m in value)
+            elif op == "rewind":
+                ids = list(live)
+                cut = ids[ids.index(value):] if value in live else ids
+                gone.update(cut)
+                for mid in cut:
+                    del live[mid]
+        return gone - set(live)
+
+    def run(self) -> Iterator[Record]:
+        live: dict[str, None] = {}
+        for op, line, value in self.ops:
+            if op == "msg" and value["id"] not in self.rewound:
+                if value["id"] not in self.seqs:
+                    self.message(*self.last[value["id"]])
+                live[value["id"]] = None
+            elif op == "rewind":
+                ids = list(live)
+                for mid in ids[ids.index(value):] if value in live else ids:
+                    del live[mid]
+            elif op == "set":
+                live = self.rewrite(live, value, line)
+        meta = self.b.run.metadata
+        if self.rewound:
+            meta["rewound"] = {"messages": len(self.rewound), "requests": sum(
+                self.last[m][1].get("type") == "gemini" for m in self.rewound if m in self.last)}
+        if self.events:
+            meta["context_events"] = self.events
+        yield from self.b
+
+    def rewrite(self, live: dict[str, None], messages: list[dict], line: int) -> dict[str, None]:
+        """A ``$set`` of the whole history: drop what it no longer holds, append what it adds."""
+        kept = {m["id"] for m in messages}
+        dropped = sorted(s for mid in live if mid not in kept for s in self.seqs.get(mid, []))
+        added = [m for m in messages if m["id"] not in self.seqs]
+        if not dropped and not added:
+            return dict.fromkeys(m["id"] for m in messages)
+        summary_seq = None
+        for m in added:
+            start = self.b.seq
+            text = _content_text(m.get("content"))
+            if m.get("type") == "user" and summary_seq is None:
+                summary_seq = self.b.add("summary", "user", text, line=line, ts=m.get("timestamp")).seq
+            elif m.get("type") in ("user", "gemini"):
+                kind, role = ("user_text", "user") if m["type"] == "user" else ("assistant_text", "assistant")
+                self.b.add(kind, role, text, line=line, ts=m.get("timestamp"))
+            self.seqs[m["id"]] = list(range(start, self.b.seq))
+        drop: list[list[int]] = []
+        for s in dropped:
+            if drop and drop[-1][1] == s:
+                drop[-1][1] = s + 1
+            else:
+                drop.append([s, s + 1])
+        self.events.append({"kind": "compaction", "step": self.b.step, "drop": drop, "summary_seq": summary_seq,
+                            "trigger": None, "pre_tokens": None, "line": line})
+        return dict.fromkeys(m["id"] for m in messages)
+
+    def message(self, line: int, msg: dict) -> None:
+        start, b = self.b.seq, self.b
+        kind, ts = msg["type"], msg.get("timestamp")
+        if kind in NOTE_TYPES:
+            note = {"type": kind, "line": line, "text": text_of(msg.get("content"))}
+            b.run.metadata.setdefault("notes", []).append(note)
+        elif kind == "user":
+            b.new_turn()
+            b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
+        else:
+            _gemini(b, msg, line, ts)
+        self.seqs[msg["id"]] = list(range(start, b.seq))
+
+
+def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
+    tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else {}
+    usage: dict[str, Any] = {}
+    if tokens:
+        prompt, cached = tokens.get("input"), tokens.get("cached") or 0
+        output = (tokens.get("output") or 0) + (tokens.get("thoughts") or 0)
+        usage = {"prompt_tokens": prompt, "cache_read": cached,
+                 "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
+                 "output_tokens": output}
+    b.request(line=line, ts=ts, model=msg.get("model"), **usage)
+    thoughts = [t for t in msg.get("thoughts") or [] if isinstance(t, dict)]
+    if thoughts:
+        text = "\n\n".join(f"**{t.get('subject') or ''}** {t.get('description') or ''}".strip() for t in thoughts)
+        b.add("reasoning", "assistant", text, line=line, ts=ts)
+    if text := _content_text(msg.get("content")):
+        b.add("assistant_text", "assistant", text, line=line, ts=ts)
+    calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+    for call in calls:
+        add_call(b, call.get("name") or "", call.get("args") or {}, call.get("id"), line=line,
+                 ts=call.get("timestamp"))
+    for call in calls:
+        if call.get("result") is None and call.get("status") not in ("error", "cancelled"):
+            continue  # not finished when the file was written
+        b.result(_result_text(call.get("result")), call.get("id"), call.get("name"), line=line,
+                 ts=call.get("timestamp"), is_error=call.get("status") in ("error", "cancelled"))
 
 
 def _content_text(content: Any) -> str:

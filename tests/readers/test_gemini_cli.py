@@ -70,3 +70,28 @@ def test_rewind_and_bad_lines(tmp_path: Path) -> None:
     assert [b.line for b in of(records, BadRecord)] == [6]
     assert [i.text for i in of(records, Item) if i.kind == "user_text"] == ["u1", "u3"]
     assert len(of(records, Request)) == 2
+
+
+def test_history_rewrite_is_a_recorded_compaction(tmp_path: Path) -> None:
+    def msg(mid: str, kind: str, text: str, **kw) -> dict:
+        return {"id": mid, "timestamp": "t", "type": kind, "content": [{"text": text}], **kw}
+
+    tokens = {"input": 10, "output": 1, "cached": 0, "thoughts": 0}
+    old = [msg("u1", "user", "task"), msg("g1", "gemini", "step 1", tokens=tokens), msg("u2", "user", "more"),
+           msg("g2", "gemini", "step 2", tokens=tokens)]
+    summary = msg("s1", "user", "<state_snapshot>did steps 1 and 2</state_snapshot>")
+    ack = msg("s2", "gemini", "Got it.")
+    lines = [{"sessionId": "s", "projectHash": "p"}, *old, {"$set": {"messages": [summary, ack, old[2], old[3]]}},
+             msg("u3", "user", "next"), msg("g3", "gemini", "step 3", tokens=tokens)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    records = read(path)
+    items = of(records, Item)
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    by_text = {i.text: i for i in items}
+    assert event["kind"] == "compaction" and event["step"] == 2 and event["line"] == 6
+    assert event["drop"] == [[by_text["task"].seq, by_text["step 1"].seq + 1]]
+    assert by_text["<state_snapshot>did steps 1 and 2</state_snapshot>"].kind == "summary"
+    assert event["summary_seq"] == by_text["<state_snapshot>did steps 1 and 2</state_snapshot>"].seq
+    assert by_text["Got it."].kind == "assistant_text" and len(of(records, Request)) == 3  # no request for the ack
+    assert [i.text for i in items if i.kind == "user_text"] == ["task", "more", "next"]
