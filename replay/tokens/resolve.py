@@ -45,14 +45,18 @@ def count_pending(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, spec: 
     return count_items(con, tok, progress=progress)
 
 
-def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) -> str:
+@dataclass(frozen=True)
+class Resolved:
+    tokenizer_id: str
+    counted: int  # content hashes counted by this call
+
+
+def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) -> Resolved:
     """A tokenizer id: a built-in's current id is loaded and counted; another must be fully counted already."""
     name = tokenizer_id.split(":", 1)[0]
-    if builtins.lookup(name) is not None:
-        tok = load_tokenizer(name)
-        if tok.tokenizer_id == tokenizer_id:
-            count_pending(con, tok, name, progress)
-            return tokenizer_id
+    if builtins.lookup(name) is not None and tokenizer_id_of(name) == tokenizer_id:
+        counted = count_pending(con, load_tokenizer(name), name, progress) if pending(con, tokenizer_id)[0] else 0
+        return Resolved(tokenizer_id, counted)
     if not _stored(con, tokenizer_id):
         raise ReplayError(f"tokenizer id {tokenizer_id!r} has no counts in this store and names no installed "
                           f"built-in; pass the tokenizer itself: -t NAME|PATH (`replay tokenizers` lists names)")
@@ -60,13 +64,7 @@ def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) 
     if n_new:
         raise ReplayError(f"tokenizer id {tokenizer_id!r}: {n_new:,} items have no counts in this store; pass the "
                           "tokenizer itself (-t NAME|PATH) so they are counted")
-    return tokenizer_id
-
-
-@dataclass(frozen=True)
-class Resolved:
-    tokenizer_id: str
-    counted: int  # content hashes counted by this call
+    return Resolved(tokenizer_id, 0)
 
 
 def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> Resolved | None:
@@ -79,7 +77,7 @@ def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: b
     text = str(spec).strip()
     path = Path(text).expanduser()
     if not path.exists() and TOKENIZER_ID.match(text):
-        return Resolved(_from_id(con, text, progress), 0)
+        return _from_id(con, text, progress)
     if not path.exists() and builtins.lookup(text) is None:
         raise ReplayError(unknown_message(text))
     known = tokenizer_id_of(text)
