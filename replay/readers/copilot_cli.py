@@ -11,7 +11,9 @@ Request rule: one request per ``assistant.turn_start`` (each turn is one model c
 ``session.shutdown`` ``modelMetrics.*.requests.count`` equals the number of turns); an ``assistant.message``
 whose ``requestId`` differs from the one its turn already has is a further call and opens another request, and
 a message outside any turn opens one. The log has no per-request input counts, only ``outputTokens`` per
-message (summed on the request); the session totals of ``session.shutdown`` go to ``runs.metadata.session_usage``.
+message (summed on the request); the session totals of ``session.shutdown`` go to
+``runs.metadata.session_usage``. ``session.compaction_complete`` is a recorded context event (kind "compaction",
+EVENTS.md) with ``summaryContent`` as its summary item.
 
 Legacy JSON: OpenAI-chat ``chatMessages`` (one request before each assistant message, tool results by
 ``tool_call_id``); ``timeline`` is UI history and is not read. No usage is recorded.
@@ -26,7 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Item, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder
@@ -173,8 +175,36 @@ class _EventSession:
             meta["session_usage"] = {k: data.get(k) for k in (
                 "modelMetrics", "totalPremiumRequests", "totalApiDurationMs", "currentTokens", "systemTokens",
                 "conversationTokens", "toolDefinitionsTokens", "shutdownType") if data.get(k) is not None}
-        elif kind.startswith("session.compaction"):
-            meta.setdefault("compaction_events", []).append({"type": kind, "line": line})
+        elif kind == "session.compaction_complete":
+            self.compaction(line, data, ts)
+        elif kind == "session.truncation":
+            meta.setdefault("truncations", []).append({"line": line, **{k: v for k, v in data.items()
+                                                                        if isinstance(v, int | float)}})
+
+    def compaction(self, line: int, data: dict, ts: str | None) -> None:
+        """``session.compaction_complete``: the conversation so far replaced by ``summaryContent``.
+
+        The log says how many messages went (``messagesRemoved``), not which: the event drops every body item so
+        far (after the leading system items), as a full-history summary does; the count is kept in the event."""
+        if data.get("success") is False:
+            return
+        b = self.b
+        first = next((i.seq for i in b.records if isinstance(i, Item) and i.kind not in ("system", "tool_defs")),
+                     b.seq)
+        summary_seq = None
+        if summary := text_of(data.get("summaryContent")):
+            summary_seq = b.add("summary", "user", summary, line=line, ts=ts).seq
+        used = data.get("compactionTokensUsed") if isinstance(data.get("compactionTokensUsed"), dict) else {}
+        event: dict[str, Any] = {
+            "kind": "compaction", "step": b.step, "drop": [[first, summary_seq if summary_seq is not None else b.seq]],
+            "summary_seq": summary_seq, "trigger": data.get("trigger") if data.get("trigger") in ("auto", "manual")
+            else None, "pre_tokens": data.get("preCompactionTokens"), "line": line,
+            "messages_removed": data.get("messagesRemoved")}
+        if used:
+            event["usage"] = {"input": used.get("inputTokens"), "cache_read": used.get("cachedInput"),
+                              "output": used.get("outputTokens")}
+        event["drop"] = [d for d in event["drop"] if d[0] < d[1]]
+        b.run.metadata.setdefault("context_events", []).append(event)
 
     def message(self, line: int, data: dict, ts: str | None) -> None:
         b, rid = self.b, data.get("requestId")
