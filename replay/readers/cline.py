@@ -174,6 +174,9 @@ class _Task:
             text = m.get("text") if isinstance(m.get("text"), str) else ""
             if kind == "api_req_started":
                 info = _parse(text) or {}
+                chi = m.get("conversationHistoryIndex")  # API messages before this request's user message, minus 1
+                while isinstance(chi, int) and len(self.msg_start) < chi + 1:  # messages the UI does not show
+                    self.msg_start.append(self.b.seq)
                 self.msg_start.append(self.b.seq)  # the user message sent with this request
                 if not self.pending:  # no calls awaiting results: the user spoke (task, feedback, resumption)
                     self.b.new_turn()
