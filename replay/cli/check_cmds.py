@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, PriceOption, PricesOption, TokenizerOption
 from replay.errors import ReplayError
 
 
@@ -49,10 +49,13 @@ def check(
     tol: Annotated[list[str] | None, typer.Option("--tol", help="Tolerance metric=value (repeatable).")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Also write the report here.")] = None,
     tokenizer: TokenizerOption = None,
+    prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
 ) -> None:
     """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout)."""
+    from replay.metrics.prices import pricing_from_options
     from replay.reports.check import compare, markdown, simulate_all
     from replay.simulator.load import load_runs
+    from replay.simulator.results import billing_warnings
     from replay.store import open_store
     from replay.sweeps.policy_file import load_policy_file
     from replay.tokens.resolve import resolve_tokenizer
@@ -64,10 +67,13 @@ def check(
     arrays = load_runs(con, tid, runs or base.runs)
     if not arrays:
         raise ReplayError(f"no runs in {db} match {runs or base.runs!r}; see `replay runs`")
-    result = compare(simulate_all(base, arrays), simulate_all(cand, arrays),
-                     base.tolerances | parse_tolerances(tol or []))
+    pricing = pricing_from_options(prices, price)
+    base_rows = simulate_all(base, arrays, pricing)
+    result = compare(base_rows, simulate_all(cand, arrays, pricing), base.tolerances | parse_tolerances(tol or []))
     text = markdown(result, base, cand, len(arrays))
     typer.echo(text)
+    for line in billing_warnings(base_rows):  # unpriced runs are left out of both cost totals
+        typer.echo(line, err=True)
     if markdown_out:
         markdown_out.write_text(text, encoding="utf-8")
     raise typer.Exit(1 if result.regressed else 0)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.sweeps.adapter import evaluate_runs, resolve
 from replay.sweeps.policy_file import PolicyFile
 
@@ -45,8 +46,8 @@ def worsening(metric: str, base: float, cand: float) -> float:
     return w / max(abs(base), 1.0) if kind == "rel" else w
 
 
-def simulate_all(pf: PolicyFile, runs: list) -> pl.DataFrame:
-    return evaluate_runs(runs, resolve(pf.name, pf.params, pf.cache))
+def simulate_all(pf: PolicyFile, runs: list, pricing: Pricing = DEFAULT_PRICING) -> pl.DataFrame:
+    return evaluate_runs(runs, resolve(pf.name, pf.params, pf.cache, pricing))
 
 
 def _aggregate(df: pl.DataFrame, metric: str) -> float:

@@ -2,7 +2,7 @@
 
     [policy]
     name = "seed_a"          # registered name or pkg.module:Class
-    cache = "anthropic"
+    cache = "auto"
     runs = "%"               # optional LIKE pattern of runs to evaluate on
     tokenizer = "o200k"      # optional: built-in name, tokenizer path (relative to this file) or stored id
 
@@ -29,7 +29,7 @@ from replay.errors import ReplayError
 class PolicyFile:
     name: str
     params: dict[str, Any] = field(default_factory=dict)
-    cache: str = "anthropic"
+    cache: str = "auto"
     runs: str | None = None
     tokenizer: str | None = None
     tolerances: dict[str, float] = field(default_factory=dict)
@@ -50,7 +50,7 @@ def load_policy_file(path: Path) -> PolicyFile:
     extra = set(doc) - {"policy", "params", "tolerances"}
     if extra:
         raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
-    pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "anthropic")),
+    pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "auto")),
                     runs=pol.get("runs") or None, tokenizer=pol.get("tokenizer") or None,
                     tolerances={k: float(v) for k, v in doc.get("tolerances", {}).items()}, path=str(path))
     from dataclasses import replace
