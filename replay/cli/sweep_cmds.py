@@ -44,3 +44,17 @@ def sweep(
     console.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
                   f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
                   f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)
+    for line in unpriced_lines(con, outcome.sweep_id):
+        console.print(line, style="bold yellow", highlight=False, markup=False)
+
+
+def unpriced_lines(con, sweep_id: str) -> list[str]:
+    """A warning per model whose runs have no price in this sweep (their cost is null in sweep_results)."""
+    cols = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'sweep_results'").fetchall()}
+    if not {"price_source", "model"} <= cols:
+        return []
+    rows = con.execute("SELECT model, count(DISTINCT run_id) FROM sweep_results WHERE sweep_id = ? AND "
+                       "price_source = 'unknown' GROUP BY model ORDER BY model NULLS LAST", [sweep_id]).fetchall()
+    return [f"WARNING: no price for {'runs with no model name' if m is None else repr(m)} ({n} run(s)): cost null; "
+            "add [prices] or [price] to the sweep file (or price_model)" for m, n in rows]
