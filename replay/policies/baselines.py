@@ -17,7 +17,7 @@ class FullConfig(PolicyConfig):
     """Send everything, every time."""
 
     kind = "full"
-    estimator: Literal["chars/4", "chars/3", "real"] = "chars/4"
+    estimator: Literal["chars/4", "chars/3", "real"] = "real"
 
 
 class Full(Policy):
@@ -30,7 +30,7 @@ class DropOldestConfig(PolicyConfig):
     """Drop the oldest items (calls with their results) until the estimate fits the window minus reserve."""
 
     kind = "drop_oldest"
-    estimator: Literal["chars/4", "chars/3", "real"] = "chars/4"
+    estimator: Literal["chars/4", "chars/3", "real"] = "real"
     margin: float = knob(0.0, 0.0, 0.9, "safety margin on the estimate (fraction)")
     keep_first: int = knob(1, 0, 1000, "leading non-system items never dropped")
 

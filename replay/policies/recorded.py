@@ -51,7 +51,7 @@ class Recorded(Policy):
         ev, k = self.run.events, self.k
         while self.applied < len(self.order) and ev.step[self.order[self.applied]] <= k:
             e = int(self.order[self.applied])
-            self.set_forms(ev.drop[e], DROPPED)
+            self.drop(ev.drop[e][ev.drop[e] < self.end])  # with call/result partners: the API needs both
             self.flags["summarised"] = True
             self.applied += 1
         now = ev.mask_pos[ev.mask_step == k]

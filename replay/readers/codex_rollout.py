@@ -110,6 +110,7 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
     if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
         summary_seq = b.add("summary", "user", message, ts=ts, line=line).seq
     at = {"ts": ts, "line": line}
+    first_resent = b.seq
     for k, e in enumerate(history):
         if k == summary_at or e.get("type") != "message":
             continue  # ghost snapshots and other bookkeeping entries are not sent to the model
@@ -125,6 +126,8 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
                 if isinstance(c, dict) and c.get("type") == "input_image":
                     b.add("image", "user", "[image]", **at)
     extra: dict[str, Any] = {"usage": usage} if usage else {}
+    if b.seq > first_resent:  # the replacement history: sent again after the summary, not new content
+        extra["resent"] = [[first_resent, b.seq]]
     if encrypted:
         extra["summary_encrypted"] = True
     b.context_event("compaction", drop=drop, summary_seq=summary_seq, line=line, **extra)

@@ -219,9 +219,13 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
                  "output_tokens": output}
     b.request(line=line, ts=ts, model=msg.get("model"), **usage)
     thoughts = [t for t in msg.get("thoughts") or [] if isinstance(t, dict)]
-    if thoughts:
+    size = tokens.get("thoughts")
+    if thoughts or (isinstance(size, int) and size > 0):
         text = "\n\n".join(f"**{t.get('subject') or ''}** {t.get('description') or ''}".strip() for t in thoughts)
-        b.add("reasoning", "assistant", text, line=line, ts=ts)
+        item = b.add("reasoning", "assistant", text, line=line, ts=ts)
+        if isinstance(size, int) and size >= 0:  # the log keeps only thought summaries; the history resends them
+            # whole, so the item's size is the call's thoughts count (as Codex's encrypted reasoning)
+            b.run.metadata.setdefault("reasoning_tokens", []).append([item.seq, size])
     if text := _content_text(msg.get("content")):
         b.add("assistant_text", "assistant", text, line=line, ts=ts)
     calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]

@@ -32,7 +32,7 @@ COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests"
            "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
            "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
            "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
-           "token_source": pl.String}
+           "token_source": pl.String, "unreconstructable": pl.String}
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -187,7 +187,8 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None) -> p
         err = prompt_errors(cols)
         o = oos.get(run.run_id, np.zeros(0))
         base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
-                "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source}
+                "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
+                "unreconstructable": run.unreconstructable}
         rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
                      "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
                      "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),

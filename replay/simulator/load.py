@@ -65,6 +65,35 @@ def _apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     return out
 
 
+def _in_turn_exact(items: list[dict], reqs: list[dict], metadata: dict) -> np.ndarray | None:
+    """Per request, the reasoning the log gives only as a size in the model's units (``runs.metadata.
+    reasoning_tokens``: Codex's encrypted reasoning, Gemini's thoughts): the server counts it within its own user
+    turn only. Those items count 0 themselves (their size is here, unscaled). None when the log gives none."""
+    from replay.tokens.calibrate import _exact, context_drops
+
+    exact = _exact(metadata)
+    if not exact:
+        return None
+    for it in items:
+        if it["seq"] in exact:
+            it["tokens"] = 0
+    seq = np.array([it["seq"] for it in items], dtype=np.int64)
+    step = np.array([it["step"] for it in items], dtype=np.int64)
+    turn = np.array([it["turn"] or 0 for it in items], dtype=np.int64)
+    size = np.array([exact.get(q, 0) for q in seq], dtype=np.int64)
+    is_exact = np.isin(seq, list(exact))
+    drops = context_drops(metadata)
+    out = np.zeros(len(reqs), dtype=np.int64)
+    for k, r in enumerate(reqs):
+        vis = step <= r["step"]
+        for from_step, gone in drops:
+            if from_step <= r["step"]:
+                vis &= ~np.isin(seq, gone)
+        if vis.any():
+            out[k] = size[vis & is_exact & (turn == turn[vis].max())].sum()
+    return out
+
+
 def _metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
     row = con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchone()
     if not row or row[0] is None:
@@ -96,6 +125,8 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
         steps.append(min(ev["step"], max(n_requests - 1, 0)))
         kinds.append(str(ev.get("kind") or "compaction"))
         drops.append(np.array(sorted(dropped), dtype=np.int64))
+        for lo, hi in ev.get("resent") or []:  # content the harness sent again after its summary
+            recorded_only[[pos[q] for q in range(int(lo), int(hi)) if q in pos]] = True
         summary = pos.get(ev.get("summary_seq"))
         if summary is None:
             continue
@@ -137,14 +168,18 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
         raise ReplayError(f"run {run_id!r} not in the store; see `replay runs`")
     model = con.execute("SELECT model FROM runs WHERE run_id = ?", [run_id]).fetchone()
     source = token_source(items, tokenizer_id)
-    prefix, prompt_source = 0, NONE
+    prefix, prompt_source, caveat = 0, NONE, ""
+    metadata = _metadata(con, run_id)
+    extra = None
     if prompt is not None and prompt.source != NONE:
+        extra = _in_turn_exact(items, reqs, metadata)
         items = _apply_prompt(items, prompt)
-        prefix, prompt_source = prompt.prefix, prompt.source
+        prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model[0] if model else None,
                 recorded_ttl(_metadata(con, run_id).get("cache_writes")))
-    events = recorded_events(items, _metadata(con, run_id), len(reqs))
-    return replace(run, prefix_tokens=prefix, prompt_source=prompt_source, recorded=events)
+    events = recorded_events(items, metadata, len(reqs))
+    return replace(run, prefix_tokens=prefix, prompt_source=prompt_source, unreconstructable=caveat, recorded=events,
+                   req_extra=extra)
 
 
 def recorded_ttl(cache_writes: dict | None) -> float | None:

@@ -41,6 +41,7 @@ class PromptModel:
     source: str = NONE
     template: Overhead = DEFAULT_OVERHEAD
     unlogged: tuple[tuple[int, int, str], ...] = ()  # (from step, tokens, why): content the log does not hold
+    unreconstructable: str = ""  # why the log cannot give the server's prompt, when calibration found it cannot
 
     def __post_init__(self) -> None:
         if self.prefix < 0:
@@ -67,7 +68,8 @@ class PromptModel:
 def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead) -> dict[str, PromptModel]:
     from replay.tokens.calibrate import fit_usage
 
-    _, _, fits = fit_usage(con, tokenizer_id, overhead)
+    _, per_run, fits = fit_usage(con, tokenizer_id, overhead)
+    reasons = dict(zip(per_run["run_id"], per_run["unreconstructable"], strict=True)) if len(per_run) else {}
     first = dict(con.execute("""
         SELECT i.run_id, count(*) FROM items i JOIN (SELECT run_id, min(step) AS s FROM requests
         WHERE prompt_tokens > 0 GROUP BY run_id) q ON q.run_id = i.run_id AND i.step <= q.s
@@ -81,7 +83,7 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
             prefix = 0
         unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets if t > 0)
         out[run_id] = PromptModel(int(round(prefix)), f.scale, per_item, not f.reasoning_in_prompt, FIT, overhead,
-                                  unlogged)
+                                  unlogged, reasons.get(run_id, ""))
     return out
 
 

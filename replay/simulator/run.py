@@ -74,6 +74,7 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
         p = int(np.searchsorted(full, warm_tokens, side="right")) - 1
         cache.entries = [[p, int(full[p]) if p > 0 else warm_tokens, np.inf]]  # p 0: part of the first item
     m = run.n_requests
+    extra = run.extra
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)
     intact = np.ones(len(events.call), dtype=bool)
@@ -81,13 +82,13 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
     bounds = np.searchsorted(events.decide[order], np.arange(m + 1))
     errors = np.flatnonzero(run.is_error & (run.kind == TOOL_RESULT))
     err_hidden = np.zeros(len(errors), dtype=bool)
-    full_cum = np.concatenate([[0], np.cumsum(run.tokens)])
+    full_cum = np.concatenate([[0], np.cumsum(policy.ftok[ORIGINAL])])  # the history as this policy sees it
     composition = np.zeros((m, len(KINDS)))
     for k in range(m):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
         cum = view.cumulative() + overhead
-        prompt = view.prompt_tokens + overhead + tail
+        prompt = view.prompt_tokens + overhead + tail + int(extra[k])
         ts = float(run.req_ts[k])
         cached, written = cache.request(view, cum, ts, min(run.first_body, end))
         ev = order[bounds[k]:bounds[k + 1]]

@@ -209,6 +209,7 @@ class TuneResult:
     params: dict[str, Any]        # the chosen point's exact parameters (window and reserve included)
     zero_overflow: bool           # False: no point was free of overflow; the recommendation has the fewest
     defaults: dict[str, Any] | None = None
+    unfittable: dict[str, int] = field(default_factory=dict)  # run -> tokens it must send that no policy trims
     files: dict[str, Path] = field(default_factory=dict)
     seconds: float = 0.0
     computed: int = 0
@@ -242,7 +243,21 @@ def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "l
                                  (pl.col("point_id") == rec["point_id"]).alias("recommended"))
     return TuneResult(spec, points, fr, rec, dict(by_id[rec["point_id"]]), zero,
                       dflt.row(0, named=True) if dflt.height else None, seconds=time.perf_counter() - t0,
-                      computed=outcome.computed)
+                      computed=outcome.computed, unfittable=unfittable(runs, spec.fixed.get("window"),
+                                                                       spec.fixed.get("reserve")))
+
+
+def unfittable(runs: list, window: int | None, reserve: int | None) -> dict[str, int]:
+    """Runs whose harness prefix (the leading system and tool-schema items no policy trims) plus the reserve
+    exceeds the window: they overflow under every policy at this window."""
+    if not window:
+        return {}
+    out = {}
+    for r in runs:
+        floor = int(r.tokens[:r.first_body].sum())
+        if floor + (reserve or 0) > window:
+            out[r.run_id] = floor
+    return out
 
 
 def _fmt_pct(x: float) -> str:
@@ -271,6 +286,11 @@ def summary_lines(res: TuneResult) -> list[str]:
         lines.append(f"WARNING: no swept point avoids overflow on this corpus; this point still overflows "
                      f"{int(r['overflow_incidents'])} times in {int(r['runs_with_overflow'])} runs. Raise the window, "
                      "lower the reserve, or widen the grid (--points).")
+    if res.unfittable:
+        names = ", ".join(sorted(res.unfittable)[:5]) + (", ..." if len(res.unfittable) > 5 else "")
+        lines.append(f"WARNING: {len(res.unfittable)} run(s) overflow under any policy at this window: the harness "
+                     f"prefix they send ({min(res.unfittable.values()):,}-{max(res.unfittable.values()):,} tokens, "
+                     f"never trimmed) plus the reserve exceeds it: {names}")
     edges = edge_knobs(res)
     if edges:
         lines.append("note: the recommended point sits at the edge of the swept range for " + ", ".join(edges)

@@ -81,8 +81,10 @@ class Prompts:
 
 
 def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False,
-            exact: dict[int, int] | None = None) -> Prompts:
-    """What each request's prompt holds: items with step <= s since the latest summary.
+            exact: dict[int, int] | None = None, drops: list[tuple[int, np.ndarray]] | None = None) -> Prompts:
+    """What each request's prompt holds: items with step <= s, less what the recorded context events ``drops``
+    ((from step, item seqs) from ``runs.metadata.context_events``) removed by then; without events, since the
+    latest summary.
 
     ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning): such an item is in the
     prompt only within its own turn (the Responses API drops earlier turns' reasoning) and is not scaled.
@@ -104,9 +106,14 @@ def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_rea
     exact_out = np.zeros(len(steps), dtype=np.float64)
     for i, s in enumerate(steps):
         vis = step <= s
-        sums = vis & summary
-        if sums.any():
-            vis &= seq >= seq[sums].max()
+        if drops:
+            for from_step, gone in drops:
+                if from_step <= s:
+                    vis &= ~np.isin(seq, gone)
+        else:
+            sums = vis & summary
+            if sums.any():
+                vis &= seq >= seq[sums].max()
         vis &= keep
         if is_exact.any() and vis.any():
             vis &= ~is_exact | (turn == turn[vis].max())
@@ -178,6 +185,9 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, mode
     check = RunCheck()
     for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
         check.boundaries.setdefault(int(s), "compaction")
+    for ev in metadata.get("context_events") or []:
+        if isinstance(ev, dict) and ev.get("kind") == "compaction" and isinstance(ev.get("step"), int):
+            check.boundaries.setdefault(ev["step"], "compaction")
     for i in range(1, len(steps)):
         if models[i] and models[i - 1] and models[i] != models[i - 1]:
             check.boundaries.setdefault(int(steps[i]), "model switch")
@@ -198,6 +208,24 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, mode
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
             "content the server saw comes and goes without a trace in the log")
     return check
+
+
+GROWTH_RATIO, GROWTH_TOKENS = 2.0, 20_000  # the server's prompt grew this much more than the log's items did
+
+
+def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray) -> None:
+    """Add a reason when, between requests with no boundary, the recorded prompt grew by over twice (and 20k
+    tokens more than) what the log's items grew: the log holds less than the server was sent."""
+    grew_rec = grew_log = 0.0
+    for i in range(1, len(steps)):
+        if any(steps[i - 1] < b <= steps[i] for b in check.boundaries):
+            continue
+        grew_rec += max(recorded[i] - recorded[i - 1], 0.0)
+        grew_log += max(recon[i] - recon[i - 1], 0.0)
+    if grew_rec > GROWTH_RATIO * grew_log + GROWTH_TOKENS:
+        check.reasons.append(
+            f"content missing from the log: between requests the recorded prompt grew by {grew_rec:,.0f} tokens, "
+            f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record")
 
 
 def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: bool = False,
@@ -242,7 +270,9 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         metadata = _metadata(req["metadata"][0])
         exact = _exact(metadata)
         check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
-        f, prompts = _best_fit(run_items, steps, recorded, overhead, sorted(check.boundaries), exact)
+        f, prompts = _best_fit(run_items, steps, recorded, overhead, sorted(check.boundaries), exact,
+                               context_drops(metadata))
+        check_growth(check, steps, recorded, prompts.total)
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
         pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
@@ -286,7 +316,7 @@ def out_of_sample_errors(con: duckdb.DuckDBPyConnection, tokenizer_id: str | Non
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
         metadata = _metadata(req["metadata"][0])
         check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
-        p = visible(run_items, steps, overhead, False, _exact(metadata))
+        p = visible(run_items, steps, overhead, False, _exact(metadata), context_drops(metadata))
         target = recorded - p.exact
         errs = []
         for k in range(2, len(steps)):
@@ -308,6 +338,16 @@ def _metadata(value: object) -> dict:
     return out if isinstance(out, dict) else {}
 
 
+def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
+    """(from step, dropped item seqs) of each recorded context event in ``runs.metadata.context_events``."""
+    out = []
+    for ev in metadata.get("context_events") or []:
+        if isinstance(ev, dict) and isinstance(ev.get("step"), int):
+            seqs = [q for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi))]
+            out.append((ev["step"], np.array(seqs, dtype=np.int64)))
+    return out
+
+
 def _exact(metadata: dict) -> dict[int, int]:
     """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
     out = {}
@@ -318,12 +358,13 @@ def _exact(metadata: dict) -> dict[int, int]:
 
 
 def _best_fit(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, overhead: Overhead,
-              boundaries: list[int], exact: dict[int, int] | None = None) -> tuple[Fit, Prompts]:
+              boundaries: list[int], exact: dict[int, int] | None = None,
+              drops: list[tuple[int, np.ndarray]] | None = None) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
     Exact tokens are taken off the recorded figure before the fit and added back to the prediction."""
 
     def attempt(drop: bool) -> tuple[float, Fit, Prompts]:
-        p = visible(items, steps, overhead, drop, exact)
+        p = visible(items, steps, overhead, drop, exact, drops)
         target = recorded - p.exact
         f = fit(p.tokens, target, p.messages, steps, boundaries)
         return float(np.sum((f.predict(p.tokens, p.messages, steps) - target) ** 2)), f, p

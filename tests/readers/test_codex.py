@@ -228,7 +228,7 @@ def test_hand_made_compaction(tmp_path: Path) -> None:
         (6, "user_text", "build it", 1), (7, "system", "<permissions>", 1), (8, "assistant_text", "resuming", 2)]
     assert of(records, Run)[0].metadata["context_events"] == [
         {"kind": "compaction", "step": 1, "drop": [[1, 5]], "summary_seq": 5, "trigger": None, "pre_tokens": None,
-         "line": 9, "usage": {"input": 180, "cache_read": 0, "output": 20}}]
+         "line": 9, "usage": {"input": 180, "cache_read": 0, "output": 20}, "resent": [[6, 8]]}]
 
 
 def test_compaction_without_a_logged_summariser_call(tmp_path: Path) -> None:
@@ -246,4 +246,4 @@ def test_compaction_without_a_logged_summariser_call(tmp_path: Path) -> None:
     assert [r.prompt_tokens for r in of(records, Request)] == [90]
     assert of(records, Run)[0].metadata["context_events"] == [
         {"kind": "compaction", "step": 1, "drop": [[1, 3]], "summary_seq": 3, "trigger": None, "pre_tokens": None,
-         "line": 6}]
+         "line": 6, "resent": [[4, 5]]}]

@@ -17,11 +17,9 @@ from .synth import synth_run
 
 # Runs with per-request usage whose per-request error misses the targets, each with its cause in the log.
 EXPLAINED: dict[str, str] = {
-    "codex-pharma-platform-019d20aa": "encrypted reasoning the server counts within its own turn only (sizes in "
-    "runs.metadata.reasoning_tokens; per-turn visibility is not modelled: -10% to -27% over requests 3-9), and "
-    "the replayed replacement_history is 1.5k-3.3k tokens larger than the server's after each compaction",
-    "codex-tui-sessionlog-binary-size-gpt5.jsonl": "encrypted reasoning counted within its turn only (as above); "
-    "the main session misses p95 (11.05%) by one point, its sub-session is within (0.22% / 1.51%)",
+    "codex-tui-sessionlog-binary-size-gpt5.jsonl": "the TUI log records nothing of the main session's first request "
+    "(its first user message is logged after it), so the prefix fitted over all requests over-counts request 0 "
+    "by 15% (p95 10.05%); requests 1-19 are within 10%, median 2.1%",
 }
 FORMATS = ("claude-code", "codex-rollout", "codex-tui", "mini-swe-agent", "cline", "gemini-cli")
 
@@ -47,13 +45,17 @@ def test_recorded_policy_reproduces_the_recorded_prompt_per_request(legacy_runs)
         cols, _ = replay_recorded(run, "none")
         err = prompt_errors(cols)
         ok = np.median(err) <= TARGET_MEDIAN and np.quantile(err, 0.95) <= TARGET_P95
-        rows.append((name, run.run_id, float(np.median(err)), float(np.quantile(err, 0.95)), ok, run.prompt_source))
-    print("\n" + "\n".join(f"{'ok ' if ok else 'OFF'} {n} {rid[-12:]}: median {m:.2%} p95 {p:.2%} ({s})"
-                           for n, rid, m, p, ok, s in rows))
+        rows.append((name, run.run_id, float(np.median(err)), float(np.quantile(err, 0.95)), ok, run.prompt_source,
+                     run.unreconstructable))
+    print("\n" + "\n".join(f"{'ok ' if ok else 'OFF'} {n} {rid[-12:]}: median {m:.2%} p95 {p:.2%} ({s}) {why}"
+                           for n, rid, m, p, ok, s, why in rows))
     assert len(rows) >= 40
-    assert all(s == FIT for *_, s in rows)
-    missed = [r for r in rows if not r[4] and not any(r[0].startswith(k) for k in EXPLAINED)]
+    assert all(r[5] == FIT for r in rows)
+    # a miss is allowed only where calibration finds, mechanically, that the log cannot give the server's prompt,
+    # or where the cause is measured and named above
+    missed = [r for r in rows if not r[4] and not r[6] and not any(r[0].startswith(k) for k in EXPLAINED)]
     assert not missed, missed
+    assert sum(bool(r[6]) for r in rows) <= 2
 
 
 def test_full_history_without_the_prompt_model_is_far_below_the_server(legacy_runs, corpus_db):
@@ -85,7 +87,7 @@ def test_prefix_is_an_item_every_policy_budgets_against():
     peak = {}
     for label, its in (("bare", items), ("prefix", with_prefix)):
         arrays = build("p", [dict(it) for it in its], reqs, "real:synthetic")
-        cols, row = simulate_run(arrays, make_policy("auto_compact", {"preset": "custom", "threshold": 0.8}),
+        cols, row = simulate_run(arrays, make_policy("auto_compact", {"threshold": 0.8}),
                                  make_cache("none"), budget)
         peak[label] = (int(cols["prompt_tokens"].max()), row["summaries"])
     assert peak["prefix"][0] >= peak["bare"][0] + 30_000 or peak["prefix"][1] > peak["bare"][1]

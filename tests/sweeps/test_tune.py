@@ -140,3 +140,20 @@ def test_cli_tune_on_the_sample(sample_store: Path, tmp_path: Path) -> None:
     assert pf.tokenizer and pf.tokenizer.startswith("tekken")
     pts_all = pl.read_parquet(out / "points.parquet")
     assert pts_all.height == 8 and pts_all["recommended"].sum() == 1
+
+
+def test_tune_counts_the_harness_prefix_claude_code_at_32k(corpus_db) -> None:
+    """At 32,768 / 4,096 the Claude Code runs' harness prefix alone overflows several of them: tune must say so
+    (no point is called overflow-free) and name those runs; without the prefix it would have looked feasible."""
+    from replay.tokens.resolve import resolve_tokenizer
+
+    tid = resolve_tokenizer(corpus_db, "claude-legacy")
+    res = tune(corpus_db, "seed_a", 32_768, 4_096, tid, points=8, runs="%claude-code%", executor="serial",
+               progress=False)
+    assert not res.zero_overflow and res.recommended["overflow_incidents"] > 0
+    assert any(r.startswith("ccb-ocak-minimax-m3") for r in res.unfittable)
+    assert all(tokens + 4_096 > 32_768 for tokens in res.unfittable.values())
+    from replay.sweeps.tune import summary_lines
+
+    text = "\n".join(summary_lines(res))
+    assert "overflow under any policy at this window" in text and "no swept point avoids overflow" in text

@@ -105,8 +105,8 @@ def _form_costs(tokens, chars, estimator, keep_chars, wording_chars):
 
 
 @njit(cache=True)
-def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, ev_decide, ev_changed, ev_tokens,
-               err_pos, first_body, cp, out):
+def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_extra, req_ts, ev_prev, ev_decide, ev_changed,
+               ev_tokens, err_pos, first_body, cp, out):
     """Simulate one run; per-run counters into ``out`` (N_OUT int64)."""
     n, m = len(kind), len(req_end)
     mode, estimator = int(p[P_MODE]), int(p[P_ESTIMATOR])
@@ -241,7 +241,7 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
         prev_end, dirty = end, end
         for q in range(dirty_from, end):
             cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
-        prompt = tot_tok + (s_tok if s_at >= 0 else 0) + overhead
+        prompt = tot_tok + (s_tok if s_at >= 0 else 0) + overhead + req_extra[k]
         cached, written = cache_request(cp, cpos, ctok, cexp, cn, dirty_from, end, min(first_body, end), req_ts[k],
                                         cumtok, overhead, s_at, s_tok)
         while ev < len(ev_decide) and ev_decide[ev] == k:
@@ -284,7 +284,8 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_ts, ev_prev, e
 
 
 @njit(cache=True)
-def corpus_kernel(p, cps, item_off, req_off, ev_off, err_off, kind, tokens, chars, access, pair, req_end, req_ts,
+def corpus_kernel(p, cps, item_off, req_off, ev_off, err_off, kind, tokens, chars, access, pair, req_end, req_extra,
+                  req_ts,
                   ev_prev, ev_decide, ev_changed, ev_tokens, err_pos, first_body):
     """Every packed run under one configuration; one row of counters per run."""
     n_runs = len(item_off) - 1
@@ -294,7 +295,8 @@ def corpus_kernel(p, cps, item_off, req_off, ev_off, err_off, kind, tokens, char
         c, d = req_off[r], req_off[r + 1]
         e, f = ev_off[r], ev_off[r + 1]
         g, h = err_off[r], err_off[r + 1]
-        run_kernel(p, kind[a:b], tokens[a:b], chars[a:b], access[a:b], pair[a:b], req_end[c:d], req_ts[c:d],
+        run_kernel(p, kind[a:b], tokens[a:b], chars[a:b], access[a:b], pair[a:b], req_end[c:d], req_extra[c:d],
+                   req_ts[c:d],
                    ev_prev[e:f], ev_decide[e:f], ev_changed[e:f], ev_tokens[e:f], err_pos[g:h], first_body[r],
                    cps[r], out[r])
     return out
