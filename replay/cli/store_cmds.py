@@ -17,6 +17,7 @@ from replay.ingest import watch as watch_paths
 from replay.readers.base import MAX_LINE_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
+from replay.store.sandbox import open_sandboxed, run_query
 
 
 @app.command()
@@ -111,12 +112,9 @@ def quarantine(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table") -> N
 
 @app.command()
 def sql(query: Annotated[str, typer.Argument(help="SQL over runs, items, requests, token_counts...")],
-        db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table") -> None:
-    """Run read-only SQL against the store."""
-    import duckdb
-
-    con = open_store(db, read_only=True)
-    try:
-        emit(frame(con, query), fmt)
-    except duckdb.Error as exc:
-        raise ReplayError(f"SQL failed: {exc}") from exc
+        db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
+        timeout: Annotated[float | None, typer.Option(
+            help="Stop the query after this many seconds (Ctrl-C also stops it).")] = None) -> None:
+    """Run read-only SQL against the store's tables (no file, URL or extension access)."""
+    con = open_sandboxed(db)
+    emit(run_query(con, query, timeout), fmt)

@@ -1,0 +1,92 @@
+"""A store connection for user SQL: read-only, no file or network access, interruptible, optionally time-bounded."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+from replay.errors import ReplayError
+
+# Settings fixed before the connection opens; lock_configuration stops a query from SETting them back.
+SANDBOX_CONFIG: dict[str, str | bool] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    "allow_unsigned_extensions": False,
+    "lock_configuration": True,
+}
+
+
+def open_sandboxed(path: Path | str) -> duckdb.DuckDBPyConnection:
+    """Open the store at ``path`` read-only with external access (files, URLs, extensions) disabled."""
+    path = Path(path)
+    if not path.exists():
+        raise ReplayError(f"{path}: no store here; run `replay ingest PATHS --db {path}` first")
+    try:
+        return duckdb.connect(str(path), read_only=True, config=dict(SANDBOX_CONFIG))
+    except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise ReplayError(
+                f"{path}: another replay process holds this store open for writing; wait for it to finish "
+                f"(detail: {str(exc).splitlines()[0]})") from exc
+        raise ReplayError(f"{path}: cannot open the store: {exc}") from exc
+
+
+def _explain(exc: duckdb.Error) -> str:
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc):
+        return (f"SQL refused: `replay sql` reads only the tables of the store; files, URLs, extensions and "
+                f"settings are off ({first})")
+    if "read-only mode" in str(exc):
+        return f"SQL refused: the store is opened read-only for `replay sql` ({first})"
+    return f"SQL failed: {str(exc)}"
+
+
+def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None = None) -> pl.DataFrame:
+    """Run ``query`` in a worker thread so Ctrl-C (in the main thread) and ``timeout`` seconds can interrupt it."""
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise ReplayError(f"--timeout {timeout}: give a number of seconds > 0")
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            rel = con.sql(query)
+            box["frame"] = pl.from_arrow(rel.to_arrow_table()) if rel is not None else pl.DataFrame()
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread as is
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="replay-sql", daemon=True).start()
+    try:
+        finished = _wait(done, timeout)
+    except KeyboardInterrupt:
+        con.interrupt()
+        done.wait(5)
+        raise ReplayError("SQL interrupted (Ctrl-C); nothing was changed") from None
+    if not finished:
+        con.interrupt()
+        done.wait(5)
+        raise ReplayError(f"SQL stopped after --timeout {timeout:g} s; raise --timeout or narrow the query")
+    error = box.get("error")
+    if isinstance(error, duckdb.Error):
+        raise ReplayError(_explain(error)) from error
+    if error is not None:
+        raise error  # type: ignore[misc]
+    return box["frame"]  # type: ignore[return-value]
+
+
+def _wait(done: threading.Event, timeout: float | None) -> bool:
+    """Wait in short slices (so the main thread sees KeyboardInterrupt promptly); False when ``timeout`` passed."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while not done.wait(0.1):
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+    return True

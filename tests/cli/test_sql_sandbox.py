@@ -1,0 +1,115 @@
+"""`replay sql` is read-only for real: no file writes, no reads outside the store, no network, interruptible."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.errors import ReplayError
+from replay.store.sandbox import open_sandboxed, run_query
+
+ROOT = Path(__file__).resolve().parents[2]
+SLOW = "SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    path = tmp_path_factory.mktemp("sql") / "s.duckdb"
+    con = open_store(path)
+    ingest(con, [ROOT / "data" / "sample"])
+    con.close()
+    return path
+
+
+def sql(db: Path, query: str, *extra: str):
+    return CliRunner().invoke(app, ["sql", query, "--db", str(db), "--format", "json", *extra])
+
+
+def refused(result) -> str:
+    assert isinstance(result.exception, ReplayError), result.output
+    return str(result.exception)
+
+
+def test_select_on_the_store_works(db):
+    result = sql(db, "SELECT count(*) AS n FROM runs")
+    assert result.exit_code == 0, result.output
+    assert '"n":6' in result.output.replace(" ", "")
+
+
+@pytest.mark.parametrize("template", [
+    "COPY runs TO '{out}'",
+    "COPY (SELECT 1) TO '{out}' (FORMAT csv)",
+    "EXPORT DATABASE '{dir}'",
+    "ATTACH '{out}' AS other",
+])
+def test_cannot_write_a_file(db, tmp_path, template):
+    out, exp = tmp_path / "leak.csv", tmp_path / "export"
+    message = refused(sql(db, template.format(out=out, dir=exp)))
+    assert "refused" in message
+    assert not out.exists() and not exp.exists()
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM read_text('/etc/passwd')",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_blob('/etc/passwd')",
+    "SELECT * FROM glob('/etc/*')",
+    "SELECT * FROM read_json('{other}')",
+])
+def test_cannot_read_outside_the_store(db, tmp_path, query):
+    other = tmp_path / "secret.json"
+    other.write_text('{"secret": 42}')
+    result = sql(db, query.format(other=other))
+    message = refused(result)
+    assert "refused" in message and "42" not in result.output and "root:" not in result.output
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM read_csv('http://10.255.255.1/x.csv')",
+    "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "SET enable_external_access = true",
+    "SET autoinstall_known_extensions = true",
+])
+def test_cannot_reach_the_network_or_unlock(db, query):
+    start = time.monotonic()
+    message = refused(sql(db, query))
+    assert time.monotonic() - start < 5, "a refusal must not wait for a network"
+    assert "refused" in message
+
+
+def test_cannot_change_the_store(db):
+    assert "read-only" in refused(sql(db, "DELETE FROM runs"))
+    assert '"n":6' in sql(db, "SELECT count(*) AS n FROM runs").output.replace(" ", "")
+
+
+def test_timeout_stops_a_long_query(db):
+    start = time.monotonic()
+    assert "--timeout" in refused(sql(db, SLOW, "--timeout", "0.5"))
+    assert time.monotonic() - start < 5
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf"])
+def test_timeout_must_be_positive_and_finite(db, bad):
+    assert "--timeout" in refused(sql(db, "SELECT 1", "--timeout", bad))
+
+
+def test_ctrl_c_interrupts_a_running_query(db):
+    con = open_sandboxed(db)
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.monotonic()
+    with pytest.raises(ReplayError, match="interrupted"):
+        run_query(con, SLOW)
+    assert time.monotonic() - start < 5
+    assert run_query(con, "SELECT 1 AS one")["one"].to_list() == [1]
