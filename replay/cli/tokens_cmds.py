@@ -127,6 +127,8 @@ def file_table(by_file: pl.DataFrame) -> pl.DataFrame:
     return by_file.select(
         "file", "runs", "requests", (pl.col("median_err") * 100).round(2).alias("median_abs_pct"),
         (pl.col("p95_err") * 100).round(2).alias("p95_abs_pct"),
+        *([(pl.col("oos_median_err") * 100).round(2).alias("oos_median_pct"),
+           (pl.col("oos_p95_err") * 100).round(2).alias("oos_p95_pct")] if "oos_median_err" in by_file.columns else []),
         pl.col("within_target").replace_strict(yes_no, return_dtype=pl.String).alias("within_target"),
         (pl.col("unreconstructable") == "").replace_strict(yes_no, return_dtype=pl.String).alias("reconstructable"))
 
@@ -140,6 +142,6 @@ def print_file_table(table: pl.DataFrame, title: str) -> None:
     for col in table.columns:
         out.add_column(col, justify="right" if table[col].dtype.is_numeric() else "left", no_wrap=True)
     for row in table.iter_rows():
-        out.add_row(*(f"{v:.2f}" if isinstance(v, float) else str(v) for v in row))
+        out.add_row(*(f"{v:.2f}" if isinstance(v, float) else "n/a" if v is None else str(v) for v in row))
     longest = max((len(f) for f in table["file"]), default=10)
     Console(width=max(console.width, longest + 100), file=console.file).print(out)

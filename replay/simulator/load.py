@@ -95,7 +95,8 @@ def _in_turn_exact(items: list[dict], reqs: list[dict], metadata: dict) -> np.nd
 
 
 def _metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
-    row = con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    rows = con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchall()
+    row = rows[0] if rows else None
     if not row or row[0] is None:
         return {}
     value = json.loads(row[0]) if isinstance(row[0], str) else row[0]
@@ -166,7 +167,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
             it["span"] = read_span(it["tool_name"], it["args"])
     if not items and not reqs:
         raise ReplayError(f"run {run_id!r} not in the store; see `replay runs`")
-    model = con.execute("SELECT model FROM runs WHERE run_id = ?", [run_id]).fetchone()
+    model = next(iter(con.execute("SELECT model FROM runs WHERE run_id = ?", [run_id]).fetchall()), None)
     source = token_source(items, tokenizer_id)
     prefix, prompt_source, caveat = 0, NONE, ""
     metadata = _metadata(con, run_id)
@@ -207,6 +208,11 @@ def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
     """Runs matching ``pattern``, under the prompt model (``prompt=False``: the log's items only;
     ``overhead``: the prefix for runs with no fit of their own and no profile)."""
     ids = run_ids(con, pattern)
+    if tokenizer_id and ids and con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?",
+                                            [tokenizer_id]).fetchall()[0][0] == 0:
+        raise ReplayError(f"no token counts for tokenizer {tokenizer_id!r} in this store: count them first "
+                          "(`replay tokens -t NAME|PATH`, or pass -t to the command), or give no tokenizer for "
+                          "chars/4 estimates")
     models = prompt_models(con, tokenizer_id, ids, override=overhead) if prompt else {}
     return [load_run(con, rid, tokenizer_id, models.get(rid)) for rid in ids]
 

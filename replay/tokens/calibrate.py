@@ -273,6 +273,8 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         f, prompts = _best_fit(run_items, steps, recorded, overhead, sorted(check.boundaries), exact,
                                context_drops(metadata))
         check_growth(check, steps, recorded, prompts.total)
+        oos = walk_forward(visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact,
+                                   context_drops(metadata)), recorded, steps, check.boundaries)
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
         pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
@@ -283,7 +285,7 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         per_request.append(pl.DataFrame({
             "run_id": run_id, "source_path": req["source_path"], "step": steps, "recorded": recorded,
             "reconstructed": recon, "predicted": pred, "err": err, "raw_err": raw, "chars4": chars4,
-            "unreconstructable": reason}))
+            "oos_err": oos, "unreconstructable": reason}))
         per_run.append({"tokenizer_id": tokenizer_id or "estimate:chars/4", "run_id": run_id,
                         "source_path": req["source_path"][0],
                         "n_requests": len(steps), "overhead": f.overhead, "scale": f.scale,
@@ -296,36 +298,31 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
     return requests, pl.DataFrame(per_run), fits
 
 
+def walk_forward(prompts: Prompts, recorded: np.ndarray, steps: np.ndarray, boundaries: dict[int, str]
+                 ) -> np.ndarray:
+    """|predicted - recorded| / recorded per request, each predicted by a fit on the earlier requests only
+    (overhead and scale, plus the boundaries seen so far): calibration scored out of sample. NaN for the first
+    two requests, which have too little before them."""
+    target = recorded - prompts.exact
+    out = np.full(len(steps), np.nan)
+    for k in range(2, len(steps)):
+        seen = [b for b in boundaries if b <= steps[k - 1]]
+        f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen)
+        pred = f.predict(prompts.tokens[k:k + 1], None, steps[k:k + 1])[0] + prompts.exact[k]
+        out[k] = abs(pred - recorded[k]) / recorded[k]
+    return out
+
+
 def out_of_sample_errors(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None,
                          overhead: Overhead | None = None) -> dict[str, np.ndarray]:
-    """Per run, |predicted - recorded| / recorded of each request from the 3rd on, predicted by a fit on the
-    earlier requests only (overhead and scale, plus the boundaries seen so far): calibration scored out of
-    sample. Runs with fewer than 3 requests have none."""
+    """Per run, the out-of-sample errors of :func:`walk_forward` (requests from the 3rd on)."""
     from replay.tokens.template import DEFAULT_OVERHEAD
 
-    overhead = overhead or DEFAULT_OVERHEAD
-    usage = _usage(con)
-    items = counted_items(con, tokenizer_id,
-                          "WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)")
-    by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
-    out = {}
-    for (run_id,), req in usage.partition_by("run_id", as_dict=True).items():
-        run_items = by_run.get((run_id,))
-        if run_items is None:
-            continue
-        steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
-        metadata = _metadata(req["metadata"][0])
-        check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
-        p = visible(run_items, steps, overhead, False, _exact(metadata), context_drops(metadata))
-        target = recorded - p.exact
-        errs = []
-        for k in range(2, len(steps)):
-            seen = [b for b in check.boundaries if b <= steps[k - 1]]
-            f = fit(p.tokens[:k], target[:k], None, steps[:k], seen)
-            pred = f.predict(p.tokens[k:k + 1], None, steps[k:k + 1])[0] + p.exact[k]
-            errs.append(abs(pred - recorded[k]) / recorded[k])
-        out[run_id] = np.array(errs)
-    return out
+    requests, _, _ = fit_usage(con, tokenizer_id, overhead or DEFAULT_OVERHEAD)
+    if requests.is_empty():
+        return {}
+    return {rid: df["oos_err"].drop_nans().to_numpy() for (rid,), df in requests.partition_by("run_id", as_dict=True)
+            .items()}
 
 
 def _metadata(value: object) -> dict:
@@ -414,8 +411,9 @@ def _store_files(con: duckdb.DuckDBPyConnection, tokenizer_id: str, by_file: pl.
 
 
 def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
-    """Per file: runs, requests, median and p95 of |err|/recorded after the fit, within target, and why a file
-    cannot be reconstructed (its runs' reasons) when it cannot.
+    """Per file: runs, requests, median and p95 of |err|/recorded after the fit (in sample), within target, and
+    why a file cannot be reconstructed (its runs' reasons) when it cannot; with ``oos_err`` rows, the same scored
+    out of sample (``oos_*``; none for runs of fewer than 3 requests).
 
     ``file`` is the file name, or the whole source path when several ingested files share that name (it keys
     ``calibration_files``)."""
@@ -427,6 +425,9 @@ def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
         pl.col("run_id").n_unique().alias("runs"), pl.len().alias("requests"),
         pl.col("err").median().alias("median_err"), pl.col("err").quantile(0.95).alias("p95_err"),
         pl.col("raw_err").median().alias("raw_median_err"),
+        *([pl.col("oos_err").drop_nans().median().alias("oos_median_err"),
+           pl.col("oos_err").drop_nans().quantile(0.95).alias("oos_p95_err"),
+           pl.col("oos_err").drop_nans().len().alias("oos_requests")] if "oos_err" in requests.columns else []),
         (pl.col("chars4") / pl.col("recorded")).median().alias("chars4_over_recorded"),
         pl.col("unreconstructable").filter(pl.col("unreconstructable") != "").unique().sort()
         .str.join("; ").alias("unreconstructable"))
@@ -436,4 +437,6 @@ def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
         .with_columns(pl.when(pl.col("name").is_duplicated()).then(pl.col("source_path")).otherwise(pl.col("name"))
                       .alias("file"))
         .select("file", "runs", "requests", "median_err", "p95_err", "within_target", "unreconstructable",
-                "raw_median_err", "chars4_over_recorded").sort("file"))
+                "raw_median_err", "chars4_over_recorded",
+                *(["oos_median_err", "oos_p95_err", "oos_requests"] if "oos_err" in requests.columns else []))
+        .sort("file"))

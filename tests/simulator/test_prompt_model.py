@@ -106,3 +106,10 @@ def test_runs_without_usage_take_a_profile_or_say_none(corpus_db):
             assert pm.source in (NONE, f"profile:{fmt[rid]}"), (rid, pm.source)
     override = prompt_models(corpus_db, None, ids, override=1234)
     assert all(pm.prefix == 1234 for rid, pm in override.items() if rid not in usage)
+
+
+def test_a_tokenizer_without_counts_is_an_error_not_chars4(corpus_db):
+    from replay.errors import ReplayError
+
+    with pytest.raises(ReplayError, match="no token counts for tokenizer 'o200k'"):
+        load_runs(corpus_db, "o200k", "%ccl-sample%")
