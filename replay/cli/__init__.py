@@ -11,7 +11,7 @@ app = typer.Typer(help="Replay recorded agent runs under context policies.", no_
 
 # Each module registers its commands on `app` when imported.
 COMMAND_MODULES = ["store_cmds", "sweep_cmds", "simulate_cmds", "check_cmds", "tokens_cmds", "report_cmds",
-                   "tune_cmds", "metrics_cmds"]
+                   "tune_cmds", "metrics_cmds", "show_cmds"]
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"replay.cli.{_name}")

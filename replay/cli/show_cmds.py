@@ -1,0 +1,97 @@
+"""show: the prompt a request would have sent under a policy, segment by segment, and its difference to another."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from replay.cli import app
+from replay.cli.common import CACHE_HELP, DEFAULT_DB_PATH, DbOption, FormatOption, TokenizerOption, console
+from replay.errors import ReplayError
+
+
+def find_run(con, spec: str) -> str:
+    """A run id: exact, else the one run whose id or source path contains ``spec`` (a LIKE pattern works too)."""
+    if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [spec]).fetchall()[0][0]:
+        return spec
+    pattern = spec if "%" in spec else f"%{spec}%"
+    hits = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE n_requests > 0 AND (run_id LIKE ? OR "
+                                      "source_path LIKE ?) ORDER BY run_id", [pattern, pattern]).fetchall()]
+    if not hits:
+        raise ReplayError(f"no run matches {spec!r}; `replay runs` lists them")
+    if len(hits) > 1:
+        shown = ", ".join(hits[:8]) + (f" and {len(hits) - 8} more" if len(hits) > 8 else "")
+        raise ReplayError(f"{spec!r} matches {len(hits)} runs ({shown}); give more of the run id")
+    return hits[0]
+
+
+@app.command()
+def show(
+    run: Annotated[str, typer.Argument(help="Run id, or a unique part of it or of its source path.")],
+    k: Annotated[int, typer.Option("-k", "--request", help="Request index (0-based; negative counts from the end).")
+                 ] = -1,
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name or preset.")] = "full",
+    sets: Annotated[list[str], typer.Option("--set", help="Policy parameter key=value (repeatable).")] = [],  # noqa: B006
+    vs: Annotated[str | None, typer.Option("--vs", help="A second policy: show both views and what differs.")] = None,
+    vs_sets: Annotated[list[str], typer.Option("--vs-set", help="Parameter of the --vs policy (repeatable).")] = [],  # noqa: B006
+    tokenizer: TokenizerOption = None,
+    window: Annotated[int, typer.Option(help="Context window, tokens.")] = 200_000,
+    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
+    cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
+    html_out: Annotated[Path | None, typer.Option("--html", help="Write the run's page here: prompt size over "
+                                                  "requests per policy, each request's view on click.")] = None,
+    wide: Annotated[bool, typer.Option("--wide", help="Wrap previews instead of cutting them at the width.")] = False,
+    db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
+) -> None:
+    """The prompt request K of RUN would have sent under --policy: every segment (harness prefix, items as sent
+    or as placeholder/shrunk/spilled/omitted, the policy's summary, dropped ranges collapsed) with its tokens and
+    cache status (cached, written, uncached), and totals; with --vs, also what differs."""
+    from replay.policies import Budget, make_policy, parse_sets
+    from replay.reports.show import item_infos, replay_views
+    from replay.reports.show_text import render
+    from replay.simulator.caches import AUTO, make_cache
+    from replay.simulator.load import load_run
+    from replay.simulator.prompt import prompt_models
+    from replay.store import open_store
+    from replay.tokens.resolve import resolve_tokenizer
+
+    if fmt not in ("table", "json"):
+        raise ReplayError(f"--format {fmt!r}: choose table or json")
+    con = open_store(db, read_only=not tokenizer)
+    tid = resolve_tokenizer(con, tokenizer)
+    rid = find_run(con, run)
+    prompt = prompt_models(con, tid, [rid])[rid]
+    arrays = load_run(con, rid, tid, prompt)
+    m = arrays.n_requests
+    if not -m <= k < m:
+        raise ReplayError(f"-k {k}: {rid} has {m} requests (0 to {m - 1}, or -1 for the last)")
+    k = k % m
+    infos = item_infos(con, arrays, prompt)
+    budget = Budget(window, reserve)
+    pols = [make_policy(policy, parse_sets(sets))] + ([make_policy(vs, parse_sets(vs_sets))] if vs else [])
+
+    def model():
+        return None if cache == AUTO else make_cache(cache)
+
+    if html_out is not None:
+        from replay.reports.show_html import write_page
+
+        series = [replay_views(arrays, infos, p, model(), budget) for p in pols]
+        write_page(html_out, series)
+        console.print(f"wrote {html_out} ({len(pols)} policies x {m} requests)", highlight=False)
+        views = [s[k] for s in series]
+    else:
+        views = [replay_views(arrays, infos, p, model(), budget, only=k)[0] for p in pols]
+    if fmt == "json":
+        from replay.reports.show import diff_views
+
+        doc = {"views": [v.to_dict() for v in views]}
+        if len(views) == 2:
+            doc["diff"] = [d.to_dict() for d in diff_views(*views)]
+        sys.stdout.write(json.dumps(doc) + "\n")
+        return
+    render(console, views, wide)
