@@ -7,7 +7,7 @@ import importlib
 import typer
 
 app = typer.Typer(help="Replay recorded agent runs under context policies.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+                  pretty_exceptions_enable=False, rich_markup_mode=None)  # help keeps [sweep], [model] literally
 
 # Each module registers its commands on `app` when imported.
 COMMAND_MODULES = ["store_cmds", "sweep_cmds", "simulate_cmds", "check_cmds", "tokens_cmds", "report_cmds",

@@ -10,6 +10,7 @@ import polars as pl
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from replay.errors import ReplayError
 from replay.store import DEFAULT_DB
@@ -34,7 +35,8 @@ PriceOption = Annotated[list[str], typer.Option(
     "--price", help="Price override for every run, key=value (repeatable): input, output, cache_read, "
     "cache_write, cache_write_1h (USD/Mtok), provider, same_as=MODEL.")]
 
-console = Console()
+# markup off: text from logs and users (paths, names, SQL results) prints literally; style with Text/style=.
+console = Console(markup=False)
 
 
 def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None) -> None:
@@ -44,11 +46,11 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None) -> N
     elif fmt == "csv":
         sys.stdout.write(frame.write_csv())
     elif fmt == "table":
-        table = Table(title=title)
+        table = Table(title=Text(title) if title else None)
         for col in frame.columns:
-            table.add_column(col, justify="right" if frame[col].dtype.is_numeric() else "left")
+            table.add_column(Text(col), justify="right" if frame[col].dtype.is_numeric() else "left")
         for row in frame.iter_rows():
-            table.add_row(*("" if v is None else f"{v:,.4g}" if isinstance(v, float) else str(v) for v in row))
+            table.add_row(*(Text("" if v is None else f"{v:,.4g}" if isinstance(v, float) else str(v)) for v in row))
         console.print(table)
     else:
         raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
@@ -59,5 +61,5 @@ def run_app(app: typer.Typer) -> None:
     try:
         app()
     except ReplayError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False)
+        Console(stderr=True).print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False)
         raise SystemExit(2) from None

@@ -7,6 +7,7 @@ from typing import Annotated
 import polars as pl
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from replay.cli import app
 from replay.cli.common import (
@@ -79,8 +80,8 @@ def simulate(
     if fmt == "table":
         est = [s for s in sim.token_sources if not s.startswith("real:")]
         if est:
-            console.print(f"[yellow]token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
-                          "for real counts (`replay tokenizers` lists built-ins)[/]")
+            console.print(f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
+                          "for real counts (`replay tokenizers` lists built-ins)", style="yellow", highlight=False)
         console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
     for line in billing_warnings(sim.runs):
         console.print(line, style="bold yellow", highlight=False)
@@ -94,11 +95,14 @@ def policies() -> None:
     for name in sorted(registry()):
         cls = policy_class(name)
         params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
-        console.print(f"[bold]{name}[/]: {(cls.Config.__doc__ or '').strip()}\n  {params}", highlight=False)
-    console.print("\n[bold]Presets[/] (a harness's own policy; --policy NAME; --set overrides a knob):")
+        console.print(Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}"),
+                      highlight=False)
+    console.print(Text.assemble("\n", ("Presets", "bold"),
+                                " (a harness's own policy; --policy NAME; --set overrides a knob):"))
     for preset in PRESETS.values():
         knobs = ", ".join(f"{k}={v!r}" for k, v in preset.params.items())
-        console.print(f"[bold]{preset.name}[/] = {preset.policy}: {preset.doc}\n  {knobs}", highlight=False)
+        console.print(Text.assemble((preset.name, "bold"), f" = {preset.policy}: {preset.doc}\n  {knobs}"),
+                      highlight=False)
 
 
 @app.command()

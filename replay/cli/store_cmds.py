@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
@@ -67,9 +68,10 @@ def ingest(
                                  replace_older=not paths))
     for out in outcomes:
         for bad in out.bad[:5]:
-            console.print(f"[yellow]{out.path}:{bad.line}[/]: {bad.reason}", highlight=False)
+            console.print(Text.assemble((f"{out.path}:{bad.line}", "yellow"), f": {bad.reason}"), highlight=False)
         if len(out.bad) > 5:
-            console.print(f"[yellow]{out.path}[/]: {len(out.bad) - 5} more bad records (see `replay quarantine`)")
+            console.print(Text.assemble((str(out.path), "yellow"),
+                                        f": {len(out.bad) - 5} more bad records (see `replay quarantine`)"))
     counts = {s: sum(o.status == s for o in outcomes) for s in ("ingested", "unchanged", "unknown", "failed")}
     console.print(f"{len(outcomes)} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()) +
                   f"; {sum(o.runs for o in outcomes)} runs, {sum(o.items for o in outcomes):,} items, "
