@@ -18,7 +18,9 @@ API tool names). ``command_output``, ``user_feedback``, ``task`` and the like ar
 request text carries, and are not read twice.
 
 With ``api_conversation_history.json`` beside it (Anthropic messages, the ones actually sent) the items come from
-it instead: before the k-th assistant message, the request with the k-th api_req_started's usage.
+it instead: before the k-th assistant message, the request with the k-th api_req_started's usage. Tool calls are
+``tool_use`` blocks (native tool use) or Cline's XML in the text (``<read_file><path>..</path></read_file>``),
+their results ``tool_result`` blocks or the ``[tool for 'x'] Result:`` text.
 
 Context: Cline's truncation stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes, inclusive)
 on every message once it happens; each new range is a recorded context event (kind "condensation", no summary,
@@ -50,6 +52,13 @@ UI_TOOL_NAMES = {  # ClineSayTool.tool -> the API tool that produced it
     "webSearch": "web_search", "summarizeTask": "summarize_task", "useSkill": "use_skill",
 }
 OUTPUT_TEXT = {"text", "completion_result", "plan_mode_respond", "followup"}
+XML_TOOLS = ("execute_command", "read_file", "write_to_file", "replace_in_file", "search_files", "list_files",
+             "list_code_definition_names", "browser_action", "use_mcp_tool", "access_mcp_resource", "web_fetch",
+             "web_search", "load_mcp_documentation", "new_task", "condense", "summarize_task", "new_rule",
+             "report_bug", "ask_followup_question", "attempt_completion", "plan_mode_respond", "use_skill")
+TEXT_TOOLS = {"ask_followup_question", "attempt_completion", "plan_mode_respond"}
+XML_CALL_RE = re.compile(r"<(" + "|".join(XML_TOOLS) + r")>(.*?)</\1>", re.S)
+XML_PARAM_RE = re.compile(r"<(\w+)>(.*?)</\1>", re.S)
 
 
 def _parse(text: Any) -> Any:
@@ -252,11 +261,28 @@ class _Task:
             return
         btype = block.get("type")
         if btype == "text" and block.get("text"):
-            self.b.add("assistant_text", "assistant", block["text"], line=n, ts=ts)
+            self.xml_text(block["text"], n, ts)
         elif btype in ("thinking", "redacted_thinking"):
             self.b.add("reasoning", "assistant", block.get("thinking") or block.get("data") or "", line=n, ts=ts)
         elif btype == "tool_use":
             add_call(self.b, block.get("name") or "", block.get("input"), block.get("id"), line=n, ts=ts)
+
+
+    def xml_text(self, text: str, n: int, ts: str | None) -> None:
+        """Assistant text; tool calls written in Cline's XML (``<read_file><path>a.py</path></read_file>``, the
+        format before native tool use) become tool calls, as the UI shows them."""
+        pos = 0
+        for m in XML_CALL_RE.finditer(text):
+            if lead := text[pos:m.start()].strip():
+                self.b.add("assistant_text", "assistant", lead, line=n, ts=ts)
+            args = {k: v.strip("\n") for k, v in XML_PARAM_RE.findall(m.group(2))}
+            if m.group(1) in TEXT_TOOLS:  # as in the UI: completion, questions and plans are the model's text
+                self.b.add("assistant_text", "assistant", m.group(0), line=n, ts=ts)
+            else:
+                self.call(m.group(1), args, n, ts)
+            pos = m.end()
+        if tail := text[pos:].strip():
+            self.b.add("assistant_text", "assistant", tail, line=n, ts=ts)
 
 
 def _iso(ts: Any) -> str | None:

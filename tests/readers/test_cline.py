@@ -112,3 +112,21 @@ def test_broken_api_history_falls_back_and_says_so(tmp_path: Path) -> None:
     (bad,) = of(records, BadRecord)
     assert "api_conversation_history.json" in bad.reason and "ui_messages.json instead" in bad.reason
     assert len(of(records, Request)) == 2
+
+
+def test_api_history_with_xml_tool_calls(tmp_path: Path) -> None:
+    folder = _task(tmp_path / "t")
+    api = [{"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}]},
+           {"role": "assistant", "content": [{"type": "text", "text": "reading\n<read_file>\n<path>a.py</path>\n"
+                                                                      "</read_file>"}]},
+           {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a.py'] Result:\nprint(1)"},
+                                        {"type": "text", "text": "<environment_details>x</environment_details>"}]},
+           {"role": "assistant", "content": [{"type": "text", "text": "<attempt_completion>\n<result>done</result>\n"
+                                                                      "</attempt_completion>"}]}]
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    items = of(read(folder), Item)
+    assert [(i.kind, i.step) for i in items] == [("user_text", 0), ("assistant_text", 1), ("tool_call", 1),
+                                                 ("tool_result", 1), ("attachment", 1), ("assistant_text", 2)]
+    call, result = items[2], items[3]
+    assert (call.tool_name, json.loads(call.args), call.access) == ("read_file", {"path": "a.py"}, "read")
+    assert result.call_id == call.call_id and result.text.endswith("print(1)")
