@@ -91,10 +91,17 @@ class Policy:
         self.k, self.end = k, int(self.run.req_end[k])
         self.flags = {"emergency": False, "summarised": False}
         self.drop_orphans()
+        self.server_drops()
         for trigger, decide in self.stages():
             if trigger():
                 decide()
         return self.emit()
+
+    def server_drops(self) -> None:
+        """Items the server no longer counts from this request on, whatever the policy sends (an earlier turn's
+        reasoning: ``RunArrays.gone_at``)."""
+        gone = self.run.gone_at[:self.end]
+        self.set_forms(np.flatnonzero((gone >= 0) & (gone <= self.k) & (self.forms[:self.end] != DROPPED)), DROPPED)
 
     def drop_orphans(self) -> None:
         """A result arriving after its call was dropped is dropped too: a call is never split from its result."""

@@ -86,8 +86,8 @@ class RunArrays:
     prefix_tokens: int = 0  # the harness prefix the prompt model put first (a system item), 0 none
     prompt_source: str = "none"  # where the prompt model came from (replay.simulator.prompt)
     unreconstructable: str = ""  # why the log cannot give the server's prompt (calibration's verdict), else ""
-    req_extra: np.ndarray | None = field(default=None, repr=False)  # per request: tokens the server counts that no
-    # item carries (reasoning the log gives only as a size, counted within its own turn); None: none
+    server_gone: np.ndarray | None = field(default=None, repr=False)  # per item: the request from which the server
+    # no longer counts it (reasoning kept only within its own turn), -1 never; None: none such
     recorded: RecordedEvents | None = field(default=None, repr=False)  # the harness's own events, None: none
     rec_output: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # -1 unknown
     cache_ttl: float | None = None  # seconds: the TTL most cache-write tokens in the log used; None unrecorded
@@ -95,9 +95,9 @@ class RunArrays:
     read_keys: tuple[str, ...] = field(default=(), repr=False)  # read_span key -> the normalised command
 
     @property
-    def extra(self) -> np.ndarray:
-        """Per request, the tokens the server counted beyond the items (0 when the log gives none)."""
-        return self.req_extra if self.req_extra is not None else np.zeros(self.n_requests, dtype=np.int64)
+    def gone_at(self) -> np.ndarray:
+        """Per item, the request from which the server drops it whatever the policy sends (-1: never)."""
+        return self.server_gone if self.server_gone is not None else np.full(self.n_items, -1, dtype=np.int64)
 
     @property
     def events(self) -> RecordedEvents:

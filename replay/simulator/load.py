@@ -13,6 +13,7 @@ from replay.errors import ReplayError
 from replay.readers.resources import read_span
 from replay.simulator.arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PromptModel, prompt_models
+from replay.tokens.calibrate import _exact
 
 _ITEMS = """
 SELECT i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource, i.access,
@@ -65,32 +66,25 @@ def _apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     return out
 
 
-def _in_turn_exact(items: list[dict], reqs: list[dict], metadata: dict) -> np.ndarray | None:
-    """Per request, the reasoning the log gives only as a size in the model's units (``runs.metadata.
-    reasoning_tokens``: Codex's encrypted reasoning, Gemini's thoughts): the server counts it within its own user
-    turn only. Those items count 0 themselves (their size is here, unscaled). None when the log gives none."""
-    from replay.tokens.calibrate import _exact, context_drops
-
-    exact = _exact(metadata)
+def _gone_at(items: list[dict], reqs: list[dict], exact: dict[int, int]) -> np.ndarray | None:
+    """Per item, the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
+    encrypted reasoning, Gemini's thoughts): the server counts it within its own turn only (the Responses API
+    drops earlier turns' reasoning); -1 for every other item."""
     if not exact:
         return None
-    for it in items:
-        if it["seq"] in exact:
-            it["tokens"] = 0
-    seq = np.array([it["seq"] for it in items], dtype=np.int64)
     step = np.array([it["step"] for it in items], dtype=np.int64)
     turn = np.array([it["turn"] or 0 for it in items], dtype=np.int64)
-    size = np.array([exact.get(q, 0) for q in seq], dtype=np.int64)
-    is_exact = np.isin(seq, list(exact))
-    drops = context_drops(metadata)
-    out = np.zeros(len(reqs), dtype=np.int64)
-    for k, r in enumerate(reqs):
-        vis = step <= r["step"]
-        for from_step, gone in drops:
-            if from_step <= r["step"]:
-                vis &= ~np.isin(seq, gone)
-        if vis.any():
-            out[k] = size[vis & is_exact & (turn == turn[vis].max())].sum()
+    req_steps = np.array([r["step"] for r in reqs], dtype=np.int64)
+    # the user turn each request is in: the latest turn among the items it holds
+    order = np.argsort(step, kind="stable")
+    running = np.maximum.accumulate(turn[order]) if len(items) else turn
+    upto = np.searchsorted(step[order], req_steps, side="right")
+    req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)
+    out = np.full(len(items), -1, dtype=np.int64)
+    for p, it in enumerate(items):
+        if it["seq"] in exact:
+            later = np.flatnonzero((req_turn > turn[p]) & (req_steps >= step[p]))
+            out[p] = int(later[0]) if len(later) else -1
     return out
 
 
@@ -171,16 +165,19 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
     source = token_source(items, tokenizer_id)
     prefix, prompt_source, caveat = 0, NONE, ""
     metadata = _metadata(con, run_id)
-    extra = None
+    exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
-        extra = _in_turn_exact(items, reqs, metadata)
         items = _apply_prompt(items, prompt)
+        exact = _exact(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled
+        for it in items:
+            if it["seq"] in exact:
+                it["tokens"] = exact[it["seq"]]
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model[0] if model else None,
                 recorded_ttl(_metadata(con, run_id).get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))
     return replace(run, prefix_tokens=prefix, prompt_source=prompt_source, unreconstructable=caveat, recorded=events,
-                   req_extra=extra)
+                   server_gone=_gone_at(items, reqs, exact))
 
 
 def recorded_ttl(cache_writes: dict | None) -> float | None:

@@ -74,7 +74,6 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
         p = int(np.searchsorted(full, warm_tokens, side="right")) - 1
         cache.entries = [[p, int(full[p]) if p > 0 else warm_tokens, np.inf]]  # p 0: part of the first item
     m = run.n_requests
-    extra = run.extra
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)
     intact = np.ones(len(events.call), dtype=bool)
@@ -88,7 +87,7 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
         cum = view.cumulative() + overhead
-        prompt = view.prompt_tokens + overhead + tail + int(extra[k])
+        prompt = view.prompt_tokens + overhead + tail
         ts = float(run.req_ts[k])
         cached, written = cache.request(view, cum, ts, min(run.first_body, end))
         ev = order[bounds[k]:bounds[k + 1]]

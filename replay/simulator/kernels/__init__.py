@@ -39,7 +39,7 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
     p = k.policy_params(config, budget.window, budget.reserve)
     cps = np.stack([cache_params(b.cache, b.model) for b in bills]) if packed.n_runs else np.zeros((0, N_CACHE_PARAMS))
     o = k.corpus_kernel(p, cps, packed.item_off, packed.req_off, packed.ev_off, packed.err_off, packed.kind,
-                        packed.tokens, packed.chars, packed.access, packed.pair, packed.req_end, packed.req_extra,
+                        packed.tokens, packed.chars, packed.access, packed.pair, packed.gone_at, packed.req_end,
                         packed.req_ts,
                         packed.ev_prev, packed.ev_decide, packed.ev_changed, packed.ev_tokens, packed.err_pos,
                         packed.first_body).T

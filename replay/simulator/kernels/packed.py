@@ -26,8 +26,8 @@ class PackedRuns:
     chars: np.ndarray
     access: np.ndarray
     pair: np.ndarray        # run-local index of the partner, -1 none
+    gone_at: np.ndarray     # per item: the request from which the server drops it, -1 never
     req_end: np.ndarray
-    req_extra: np.ndarray   # tokens the server counted beyond the items, per request
     req_ts: np.ndarray      # NaN unknown
     ev_prev: np.ndarray     # run-local position of the earlier read's result
     ev_decide: np.ndarray   # request (run-local) whose view decided the repeat read; sorted per run
@@ -88,8 +88,9 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         ev_off=offsets([len(e.call) for e in events]), err_off=offsets([len(e) for e in errors]),
         kind=cat([r.kind for r in runs], np.int8), tokens=cat([_policy_view(r, r.tokens) for r in runs], np.int64),
         chars=cat([_policy_view(r, r.chars) for r in runs], np.int64), access=cat([r.access for r in runs], np.int8),
-        pair=cat([r.pair for r in runs], np.int64), req_end=cat([r.req_end for r in runs], np.int64),
-        req_extra=cat([r.extra for r in runs], np.int64),
+        pair=cat([r.pair for r in runs], np.int64), gone_at=cat([r.gone_at for r in runs], np.int64),
+        req_end=cat([r.req_end for r in runs], np.int64),
+
         req_ts=cat([r.req_ts for r in runs], np.float64),
         ev_prev=cat([e.prev_result[o] for e, o in zip(events, orders, strict=True)], np.int64),
         ev_decide=cat([e.decide[o] for e, o in zip(events, orders, strict=True)], np.int64),

@@ -105,7 +105,7 @@ def _form_costs(tokens, chars, estimator, keep_chars, wording_chars):
 
 
 @njit(cache=True)
-def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_extra, req_ts, ev_prev, ev_decide, ev_changed,
+def run_kernel(p, kind, tokens, chars, access, pair, gone_at, req_end, req_ts, ev_prev, ev_decide, ev_changed,
                ev_tokens, err_pos, first_body, cp, out):
     """Simulate one run; per-run counters into ``out`` (N_OUT int64)."""
     n, m = len(kind), len(req_end)
@@ -135,6 +135,10 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_extra, req_ts,
     s_at, s_tok, s_est = -1, 0, 0
     dirty = prev_end = end = 0
     ev = prev_prompt = 0
+    order = np.argsort(gone_at, kind="mergesort")
+    gp = 0
+    while gp < n and gone_at[order[gp]] < 0:
+        gp += 1
     for k in range(m):
         new_end = req_end[k]
         for q in range(end, new_end):
@@ -143,6 +147,14 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_extra, req_ts,
             tot_est += fest[forms[q], q]
             tot_tok += ftok[forms[q], q]
         end = new_end
+        while gp < n and gone_at[order[gp]] <= k:  # the server no longer counts it (e.g. an earlier turn's reasoning)
+            q = order[gp]
+            gp += 1
+            if q < end and forms[q] != DROPPED:
+                tot_est -= fest[forms[q], q]
+                tot_tok -= ftok[forms[q], q]
+                forms[q] = DROPPED
+                dirty = min(dirty, q)
         emergency = summarised = False
         lo = min(first_body, end)
         if mode == SEED_A:
@@ -241,7 +253,7 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_extra, req_ts,
         prev_end, dirty = end, end
         for q in range(dirty_from, end):
             cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
-        prompt = tot_tok + (s_tok if s_at >= 0 else 0) + overhead + req_extra[k]
+        prompt = tot_tok + (s_tok if s_at >= 0 else 0) + overhead
         cached, written = cache_request(cp, cpos, ctok, cexp, cn, dirty_from, end, min(first_body, end), req_ts[k],
                                         cumtok, overhead, s_at, s_tok)
         while ev < len(ev_decide) and ev_decide[ev] == k:
@@ -284,7 +296,7 @@ def run_kernel(p, kind, tokens, chars, access, pair, req_end, req_extra, req_ts,
 
 
 @njit(cache=True)
-def corpus_kernel(p, cps, item_off, req_off, ev_off, err_off, kind, tokens, chars, access, pair, req_end, req_extra,
+def corpus_kernel(p, cps, item_off, req_off, ev_off, err_off, kind, tokens, chars, access, pair, gone_at, req_end,
                   req_ts,
                   ev_prev, ev_decide, ev_changed, ev_tokens, err_pos, first_body):
     """Every packed run under one configuration; one row of counters per run."""
@@ -295,7 +307,7 @@ def corpus_kernel(p, cps, item_off, req_off, ev_off, err_off, kind, tokens, char
         c, d = req_off[r], req_off[r + 1]
         e, f = ev_off[r], ev_off[r + 1]
         g, h = err_off[r], err_off[r + 1]
-        run_kernel(p, kind[a:b], tokens[a:b], chars[a:b], access[a:b], pair[a:b], req_end[c:d], req_extra[c:d],
+        run_kernel(p, kind[a:b], tokens[a:b], chars[a:b], access[a:b], pair[a:b], gone_at[a:b], req_end[c:d],
                    req_ts[c:d],
                    ev_prev[e:f], ev_decide[e:f], ev_changed[e:f], ev_tokens[e:f], err_pos[g:h], first_body[r],
                    cps[r], out[r])
