@@ -139,3 +139,22 @@ def test_watch_keeps_going_past_a_bad_line(tmp_path, bad):
     reported = []
     watch(con, lambda: [session], interval=0, polls=1, report=reported.append)
     assert reported[0].status == "ingested" and reported[0].bad[0].line == 2
+
+
+def test_cli_watch_reports_each_file_and_stops_on_ctrl_c(corpus, tmp_path, monkeypatch):
+    import replay.cli.store_cmds as cmds
+
+    fake_home(corpus, tmp_path / "home")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("GEMINI_DATA_DIR", raising=False)
+
+    def one_poll(con, sources, interval, report=None, max_line_bytes=0):
+        watch(con, sources, 0, polls=1, report=report, max_line_bytes=max_line_bytes)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cmds, "watch_paths", one_poll)
+    result = CliRunner().invoke(app, ["ingest", "--db", str(tmp_path / "s.duckdb"), "--watch", "--harness",
+                                      "gemini-cli", "--interval", "0.5"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "watching every 0.5 s" in result.output and result.output.count("ingested ") == 2
+    assert "(gemini-cli): 1 runs, 6 requests" in result.output and result.output.rstrip().endswith("stopped")
