@@ -164,7 +164,8 @@ def event_within(row: dict) -> bool | None:
     return close and abs(row["simulated_after"] - row["recorded_after"]) / row["recorded_after"] <= TARGET_EVENT_AFTER
 
 
-def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None) -> pl.DataFrame:
+def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None
+                   ) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
     harness's preset (``harness_preset``) is replayed to find the request it would have fired at.
 
@@ -177,7 +178,7 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None) -> p
             .fetchall()}
     oos = out_of_sample_errors(con, tokenizer_id)
     rows = []
-    for run in load_runs(con, tokenizer_id):
+    for run in load_runs(con, tokenizer_id, pattern):
         if not (run.rec_prompt > 0).any():
             continue
         path, fmt, model, metadata = meta[run.run_id]
