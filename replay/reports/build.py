@@ -95,10 +95,14 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
                       "evicted repeat reads", "protect")
     cfg.sections.append(("Pareto front", "Points: protected range x summary threshold; labels: protected range "
                          "(tokens).", plots.save(ax, charts, "pareto")))
-    return write_report(out_dir, cfg, len(cfg.arrays))  # type: ignore[attr-defined]
+    from replay.policies import Budget
+    from replay.reports.run_pages import write_run_pages
+
+    pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
+    return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
 
 
-def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int) -> Path:
+def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tuple[str, Path]] | None = None) -> Path:
     head = (f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}.\n\n"
             f"> {COUNTERFACTUAL}\n")
     md, body = [head], [f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
@@ -108,6 +112,14 @@ def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int) -> Path:
         md.append(f"\n## {title}\n\n![{title}]({png})\n\n{text}\n")
         body.append(f"<h2>{html.escape(title)}</h2><img src='{paths[1].relative_to(out_dir).as_posix()}' "
                     f"style='max-width:100%'><pre>{html.escape(text)}</pre>")
+    if pages:
+        intro = ("Request views per run (seed A vs the full history; prompt size over requests, each request's "
+                 "prompt segment by segment on click; `replay show RUN --html FILE` writes one for any run):")
+        md.append(f"\n## Request views\n\n{intro}\n\n" + "".join(
+            f"- [{rid}]({path.relative_to(out_dir).as_posix()})\n" for rid, path in pages))
+        body.append(f"<h2>Request views</h2><p>{html.escape(intro)}</p><ul>" + "".join(
+            f"<li><a href='{html.escape(path.relative_to(out_dir).as_posix())}'>{html.escape(rid)}</a></li>"
+            for rid, path in pages) + "</ul>")
     (out_dir / "report.md").write_text("".join(md), encoding="utf-8")
     page = "<!doctype html><meta charset='utf-8'><title>replay report</title><body style='font-family:sans-serif;" \
            "max-width:60em;margin:auto'>" + "".join(body) + "</body>"

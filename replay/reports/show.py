@@ -186,7 +186,10 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
                budget: Budget, cache_name: str, prev_end: int) -> ShownView:
     """A view as rows: segments in prompt order, dropped ranges collapsed, cache status per segment."""
     k = view.k
-    extra = int(run.extra[k])
+    # an earlier turn's reasoning the server does not count: a per-request size no item carries (RunArrays.extra)
+    # in one version of the prompt model, items dropped from the view (RunArrays.gone_at) in the next
+    extra = int(run.extra[k]) if hasattr(run, "extra") else 0
+    server_gone = run.gone_at if hasattr(run, "gone_at") else None
     prompt = view.prompt_tokens + extra
     window = view.window or budget.window
     rows: list[Row] = []
@@ -212,6 +215,8 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
             full = int(run.tokens[p:q + 1].sum())
             what = "recorded-only (the harness's own artifacts)" if not (view.forms[p:q + 1] == DROPPED).any() \
                 else "dropped"
+            if server_gone is not None and ((server_gone[p:q + 1] >= 0) & (server_gone[p:q + 1] <= k)).all():
+                what = "the server's own drop (an earlier turn's reasoning)"
             rows.append(Row(p, q, "dropped", f"{q - p + 1} items", "", 0, 0, "", f"{what}, not sent "
                             f"({full:,} tokens in full)", full))
             p = q + 1
