@@ -29,6 +29,7 @@ def test_events_jsonl(corpus: Path) -> None:
     reqs = of(records, Request)
     assert len(reqs) == metrics["requests"]["count"] == 6  # one request per assistant.turn_start
     assert [q.output_tokens for q in reqs] == [311, 170, 141, 153, 1379, 694]
+    assert sum(q.output_tokens for q in reqs) == metrics["usage"]["outputTokens"]  # the per-message counts add up
     assert all(q.prompt_tokens is None and q.model == "claude-sonnet-4.6" for q in reqs)
     items = of(records, Item)
     calls = [i for i in items if i.kind == "tool_call"]
