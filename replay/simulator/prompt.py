@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import duckdb
 import numpy as np
-import polars as pl
 
 from replay.tokens.template import DEFAULT_OVERHEAD, Overhead
 
@@ -42,6 +41,7 @@ class PromptModel:
     template: Overhead = DEFAULT_OVERHEAD
     unlogged: tuple[tuple[int, int, str], ...] = ()  # (from step, tokens, why): content the log does not hold
     unreconstructable: str = ""  # why the log cannot give the server's prompt, when calibration found it cannot
+    median_err: float = 0.0  # the fit's median |error| / recorded on its own run
 
     def __post_init__(self) -> None:
         if self.prefix < 0:
@@ -59,10 +59,11 @@ class PromptModel:
         return out
 
     @property
-    def describe(self) -> str:
-        if self.source == NONE:
-            return "none"
-        return f"{self.source}: prefix {self.prefix:,}, scale {self.scale:.3f}"
+    def good(self) -> bool:
+        """A fit on a log that gives the server's prompt, within the per-request target."""
+        from replay.tokens.calibrate import TARGET_MEDIAN
+
+        return self.source == FIT and not self.unreconstructable and self.median_err <= TARGET_MEDIAN
 
 
 def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead) -> dict[str, PromptModel]:
@@ -70,6 +71,7 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
 
     _, per_run, fits = fit_usage(con, tokenizer_id, overhead)
     reasons = dict(zip(per_run["run_id"], per_run["unreconstructable"], strict=True)) if len(per_run) else {}
+    errors = dict(zip(per_run["run_id"], per_run["median_err"], strict=True)) if len(per_run) else {}
     first = dict(con.execute("""
         SELECT i.run_id, count(*) FROM items i JOIN (SELECT run_id, min(step) AS s FROM requests
         WHERE prompt_tokens > 0 GROUP BY run_id) q ON q.run_id = i.run_id AND i.step <= q.s
@@ -83,7 +85,7 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
             prefix = 0
         unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets if t > 0)
         out[run_id] = PromptModel(int(round(prefix)), f.scale, per_item, not f.reasoning_in_prompt, FIT, overhead,
-                                  unlogged, reasons.get(run_id, ""))
+                                  unlogged, reasons.get(run_id, ""), float(errors.get(run_id, 0.0)))
     return out
 
 
@@ -94,7 +96,8 @@ def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_
     formats = dict(con.execute("SELECT run_id, format FROM runs").fetchall())
     by_format: dict[str, list[PromptModel]] = {}
     for run_id, pm in fitted.items():
-        by_format.setdefault(formats.get(run_id, ""), []).append(pm)
+        if pm.good:  # a profile learns only from runs whose log gives the server's prompt
+            by_format.setdefault(formats.get(run_id, ""), []).append(pm)
     profiles = {fmt: PromptModel(int(np.median([p.prefix for p in pms])), float(np.median([p.scale for p in pms])),
                                  float(np.median([p.per_item for p in pms])), False, f"profile:{fmt}", overhead)
                 for fmt, pms in by_format.items() if len(pms) >= 2}
@@ -107,9 +110,3 @@ def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_
         else:
             out[run_id] = profiles.get(formats.get(run_id, ""), PromptModel(template=overhead))
     return out
-
-
-def sources_summary(models: dict[str, PromptModel]) -> pl.DataFrame:
-    """Runs per prompt-model source (fit, profile:<format>, override, none)."""
-    kinds = [pm.source for pm in models.values()]
-    return pl.DataFrame({"source": kinds}).group_by("source").len().sort("source") if kinds else pl.DataFrame()
