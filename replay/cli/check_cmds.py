@@ -48,18 +48,25 @@ def check(
     runs: Annotated[str | None, typer.Option(help="LIKE pattern of runs (default: the baseline's, else all).")] = None,
     tol: Annotated[list[str] | None, typer.Option("--tol", help="Tolerance metric=value (repeatable).")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Also write the report here.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="stdout: markdown (default) or json.")] = "markdown",
+    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here (a test case per gated "
+                                               "metric and per run and per-run rule).")] = None,
     tokenizer: TokenizerOption = None,
     prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
 ) -> None:
-    """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout)."""
+    """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout, or
+    JSON with --format json; --junit for CI test reports). docs/ci.md has a GitHub Actions job."""
     from replay.metrics.prices import pricing_from_options
-    from replay.reports.check import compare, markdown, simulate_all
+    from replay.reports.check import compare, simulate_all
+    from replay.reports.check_output import markdown, setup, to_json, to_junit
     from replay.simulator.load import load_runs
     from replay.simulator.results import billing_warnings
     from replay.store import open_store
     from replay.sweeps.policy_file import load_policy_file
     from replay.tokens.resolve import resolve_tokenizer
 
+    if fmt not in ("markdown", "json"):
+        raise ReplayError(f"--format {fmt!r}: choose markdown or json")
     base, cand = load_policy_file(baseline), load_policy_file(candidate)
     # writable only to count a tokenizer's missing items
     con = open_store(db, read_only=not (tokenizer or base.tokenizer or cand.tokenizer))
@@ -68,12 +75,15 @@ def check(
     if not arrays:
         raise ReplayError(f"no runs in {db} match {runs or base.runs!r}; see `replay runs`")
     pricing = pricing_from_options(prices, price)
-    base_rows = simulate_all(base, arrays, pricing)
-    result = compare(base_rows, simulate_all(cand, arrays, pricing), base.tolerances | parse_tolerances(tol or []))
-    text = markdown(result, base, cand, len(arrays))
-    typer.echo(text)
+    base_rows, cand_rows = simulate_all(base, arrays, pricing), simulate_all(cand, arrays, pricing)
+    result = compare(base_rows, cand_rows, base.tolerances | parse_tolerances(tol or []))
+    sides = {"baseline": setup(base_rows, base.name), "candidate": setup(cand_rows, cand.name)}
+    text = markdown(result, base, cand, len(arrays), sides)
+    typer.echo(to_json(result, sides, len(arrays)) if fmt == "json" else text)
     for line in billing_warnings(base_rows):  # unpriced runs are left out of both cost totals
         typer.echo(line, err=True)
     if markdown_out:
         markdown_out.write_text(text, encoding="utf-8")
+    if junit:
+        junit.write_text(to_junit(result, len(arrays)), encoding="utf-8")
     raise typer.Exit(1 if result.regressed else 0)
