@@ -20,6 +20,8 @@ from replay.store import frame, open_store
 from replay.store.queries import runs_table
 from replay.store.sandbox import open_sandboxed, run_query
 
+QUARANTINED_EXIT = 3
+
 
 @app.command()
 def ingest(
@@ -35,7 +37,9 @@ def ingest(
                         "version of the run). Ctrl-C stops.")] = False,
     interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 2.0,
 ) -> None:
-    """Ingest agent logs (format detected by content); already ingested files are skipped."""
+    """Ingest agent logs (format detected by content); already ingested files are skipped.
+
+    Exit code 0: everything read; 3: some records (or files) were quarantined, see `replay quarantine`."""
     if paths and harness:
         raise ReplayError("--harness selects what discovery looks for; it cannot be combined with paths")
     con = open_store(db)
@@ -76,6 +80,9 @@ def ingest(
     console.print(f"{len(outcomes)} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()) +
                   f"; {sum(o.runs for o in outcomes)} runs, {sum(o.items for o in outcomes):,} items, "
                   f"{sum(o.requests for o in outcomes):,} requests, {sum(len(o.bad) for o in outcomes)} quarantined")
+    if any(o.bad for o in outcomes):
+        con.close()  # before the exit exception, which keeps this frame (and a connection in it) alive
+        raise typer.Exit(QUARANTINED_EXIT)
 
 
 def _found_line(f: Found) -> str:

@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from replay.errors import ReplayError
-from replay.readers.base import HEAD_BYTES, FolderReader, Reader
+from replay.readers.base import HEAD_BYTES, MAX_LINE_BYTES, FolderReader, Reader, decode_head
 
 # Order matters: specific formats before generic ones. OpenHands V1 events carry "kind" discriminators and
 # must be claimed before the V0 reader, whose sniff also accepts a V1 eval output.jsonl.
@@ -74,11 +74,30 @@ def detect(path: Path) -> Reader | None:
         found = folder_reader(path)
         return found[0] if found else None
     with path.open("rb") as fh:
-        head = fh.read(HEAD_BYTES).decode("utf-8", "replace")
+        raw = fh.read(HEAD_BYTES)
+        head = decode_head(raw)
+        for reader in readers():
+            if _sniffs(reader, head, path):
+                return reader
+        if len(raw) < HEAD_BYTES or raw.endswith(b"\n"):
+            return None
+        # a line running past the head (damaged, hostile) must not hide the rest: sniff the lines around it
+        complete = raw[: raw.rfind(b"\n") + 1]
+        fh.seek(len(complete))
+        fh.readline(MAX_LINE_BYTES)
+        rest = decode_head(complete + fh.read(HEAD_BYTES))
     for reader in readers():
-        if reader.sniff(head, path):
+        if _sniffs(reader, rest, path):
             return reader
     return None
+
+
+def _sniffs(reader: Reader, head: str, path: Path) -> bool:
+    """``reader.sniff``, where a head it cannot parse (hostile nesting, odd types) is simply not its format."""
+    try:
+        return bool(reader.sniff(head, path))
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError):
+        return False
 
 
 def formats() -> list[str]:

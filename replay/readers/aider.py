@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from replay.model import BadRecord, Record, Run
-from replay.readers.base import ReadContext
+from replay.readers.base import UTF8_BOM, UTF16_BOMS, ReadContext
 from replay.readers.builder import RunBuilder
 
 HEADER_RE = re.compile(r"^# aider chat started at (.+?)\s*$")
@@ -46,20 +46,35 @@ class AiderReader:
     format = "aider"
 
     def sniff(self, head: str, path: Path) -> bool:
-        return any(HEADER_RE.match(line) for line in head.lstrip("\ufeff\n").splitlines()[:5])
+        lines = head.lstrip("\ufeff\n").splitlines()
+        # the session header, or (when a damaged byte hides it) the version banner aider prints right after it
+        return any(HEADER_RE.match(line) for line in lines[:5]) or any(VERSION_RE.match(ln) for ln in lines[:40])
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
-        try:
-            text = ctx.path.read_text("utf-8")
-        except UnicodeDecodeError as exc:
-            yield BadRecord(1, f"not UTF-8 ({exc.reason}); re-encode the file as UTF-8", "")
-            return
-        lines = text.splitlines()
+        lines, bad = _decoded_lines(ctx.path.read_bytes())
+        yield from bad
         starts = [i for i, line in enumerate(lines) if HEADER_RE.match(line)] or [0]
         if starts[0] > 0 and any(line.strip() for line in lines[: starts[0]]):
             starts.insert(0, 0)
         for n, (begin, end) in enumerate(zip(starts, starts[1:] + [len(lines)], strict=True), start=1):
             yield from _Session(ctx, n, lines, begin, end).read()
+
+
+def _decoded_lines(raw: bytes) -> tuple[list[str], list[BadRecord]]:
+    """The file's lines as text (UTF-16 by its BOM, else UTF-8 without BOM); a line that is not valid UTF-8 is
+    quarantined and read with U+FFFD in place of the bad bytes (so the markdown structure around it holds): one bad
+    byte costs one line, not the file."""
+    if raw[:2] in UTF16_BOMS:
+        return raw.decode("utf-16", "replace").splitlines(), []
+    lines, bad = [], []
+    for n, line in enumerate(raw.removeprefix(UTF8_BOM).splitlines(), start=1):
+        try:
+            lines.append(line.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            bad.append(BadRecord(n, f"not UTF-8 ({exc.reason} at byte {exc.start}); read with U+FFFD in its place",
+                                 line.decode("utf-8", "replace")))
+            lines.append(line.decode("utf-8", "replace"))
+    return lines, bad
 
 
 class _Session:
@@ -105,7 +120,12 @@ class _Session:
             if m := TOKENS_RE.match(line):
                 if self.cur != "assistant":
                     self.flush()
-                sent, write, hit, received = (parse_count(g) for g in m.groups())
+                try:
+                    sent, write, hit, received = (parse_count(g) for g in m.groups())
+                except ValueError as exc:
+                    self.b.records.append(BadRecord(line_no, f"token counts not readable ({exc}); request kept "
+                                                    "without usage", line))
+                    sent = write = hit = received = None
                 uncached = sent - (write or 0) - (hit or 0) if sent is not None and (write or hit) else None
                 self.b.request(line=line_no, prompt_tokens=sent, output_tokens=received, cache_read=hit,
                                cache_write=write, input_tokens=uncached)

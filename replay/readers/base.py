@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from replay.errors import ReplayError
-from replay.model import BadRecord, Record
+from replay.model import BadRecord, Record, Run
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 HEAD_BYTES = 64 * 1024
@@ -24,6 +25,8 @@ class ReadContext:
     path: Path
     file_hash: str
     max_line_bytes: int = MAX_LINE_BYTES
+    stats: dict[str, Any] = field(default_factory=dict, compare=False)  # duplicate_lines, the last line read
+    skip: frozenset[int] = frozenset()  # lines iter_json_lines passes over (quarantined by read_isolated)
 
     def run_id(self, suffix: str | int | None = None) -> str:
         base = f"{self.path.stem}-{self.file_hash[:8]}"
@@ -80,35 +83,129 @@ def open_decompressed(path: Path) -> BinaryIO:
     raise ValueError(f"{path}: not a compressed file")
 
 
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+UTF8_BOM = b"\xef\xbb\xbf"
+IDENTITY_KEYS = frozenset({"id", "uuid", "timestamp", "ts", "event_id", "eventId"})
+DEEP = "JSON nested deeper than the parser allows (over ~1,000 levels); a real log never is: damaged or hostile line"
+
+
+def decode_head(raw: bytes) -> str:
+    """The first bytes of a file as text: UTF-16 (by its BOM) or UTF-8 (BOM dropped), undecodable bytes replaced."""
+    if raw[:2] in UTF16_BOMS:
+        return raw.decode("utf-16", "replace")
+    return raw.removeprefix(UTF8_BOM).decode("utf-8", "replace")
+
+
+def _raw_lines(path: Path) -> Iterator[bytes]:
+    """The file's lines as UTF-8 bytes: a UTF-16 file (BOM) is transcoded, a UTF-8 BOM dropped."""
+    with path.open("rb") as fh:
+        start = fh.read(3)
+        if start[:2] in UTF16_BOMS:
+            text = (start + fh.read()).decode("utf-16", "replace")
+            yield from (line.encode("utf-8", "surrogatepass") for line in text.splitlines(keepends=True))
+            return
+        fh.seek(3 if start == UTF8_BOM else 0)
+        yield from fh
+
+
 def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
-    """Yield (line_no, object) for each JSONL line; bad lines become BadRecord."""
-    with ctx.path.open("rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            if len(raw) > ctx.max_line_bytes:
-                reason = (f"line of {len(raw):,} bytes exceeds the {ctx.max_line_bytes:,}-byte limit; "
-                          "raise it with --max-line-bytes if the line is genuine")
-                yield BadRecord(line_no, reason, raw[:2000].decode("utf-8", "replace"))
-                continue
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield BadRecord(line_no, f"not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8",
-                                raw.decode("utf-8", "replace"))
-                continue
-            try:
-                yield line_no, json.loads(text)
-            except json.JSONDecodeError as exc:
-                hint = "line is truncated (file cut short?)" if exc.pos >= len(text.rstrip()) - 1 else "malformed JSON"
-                yield BadRecord(line_no, f"{hint}: {exc.msg} at column {exc.colno}", text)
+    """Yield (line_no, object) for each JSONL line; bad lines become BadRecord.
+
+    An exact repeat of an earlier line that carries an identity (id, uuid, timestamp: a log written twice, a
+    replayed event) is dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain
+    message repeated on purpose) are kept."""
+    seen: set[bytes] = set()
+    for line_no, raw in enumerate(_raw_lines(ctx.path), start=1):
+        if len(raw) > ctx.max_line_bytes:
+            reason = (f"line of {len(raw):,} bytes exceeds the {ctx.max_line_bytes:,}-byte limit; "
+                      "raise it with --max-line-bytes if the line is genuine")
+            yield BadRecord(line_no, reason, raw[:2000].decode("utf-8", "replace"))
+            continue
+        if not raw.strip() or line_no in ctx.skip:
+            continue
+        ctx.stats["line"], ctx.stats["raw"] = line_no, raw
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield BadRecord(line_no, f"not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8",
+                            raw.decode("utf-8", "replace"))
+            continue
+        try:
+            obj = json.loads(text)
+            if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
+                key = hashlib.blake2b(raw.rstrip(), digest_size=16).digest()
+                if key in seen:
+                    ctx.stats["duplicate_lines"] = ctx.stats.get("duplicate_lines", 0) + 1
+                    continue
+                seen.add(key)
+            yield line_no, obj
+        except json.JSONDecodeError as exc:
+            hint = "line is truncated (file cut short?)" if exc.pos >= len(text.rstrip()) - 1 else "malformed JSON"
+            yield BadRecord(line_no, f"{hint}: {exc.msg} at column {exc.colno}", text[:2000])
+        except RecursionError:
+            yield BadRecord(line_no, DEEP, text[:2000])
+    ctx.stats["line"] = None  # past the last line: a failure from here on is not one line's
+
+
+MAX_ISOLATED = 50
+ISOLATED_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError, OverflowError,
+                   ArithmeticError, UnicodeError)
+
+
+def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
+    """All of ``reader.read(ctx)``; when the reader fails on one JSONL line, that line is quarantined (line,
+    reason) and the file is read again without it, so one bad record never costs the file. Past MAX_ISOLATED
+    such lines, or when the failure is not on a line, the exception propagates (the file fails as a whole)."""
+    quarantined: list[BadRecord] = []
+    skip: set[int] = set()
+    while True:
+        attempt = replace(ctx, stats={}, skip=ctx.skip | skip)
+        try:
+            records = list(reader.read(attempt))
+        except ISOLATED_ERRORS as exc:
+            line = attempt.stats.get("line")
+            if line is None or line in skip or len(skip) >= MAX_ISOLATED:
+                raise
+            skip.add(line)
+            raw = attempt.stats.get("raw", b"")[:2000].decode("utf-8", "replace")
+            quarantined.append(BadRecord(line, f"the {reader.format} reader could not use this record "
+                                         f"({type(exc).__name__}: {str(exc)[:200]}); rest of the file read", raw))
+            continue
+        ctx.stats.update({k: v for k, v in attempt.stats.items() if k not in ("line", "raw")})
+        if dropped := ctx.stats.get("duplicate_lines"):  # counted where the runs are: runs.metadata
+            for rec in records:
+                if isinstance(rec, Run):
+                    rec.metadata["duplicate_lines_dropped"] = dropped
+        return records + quarantined if quarantined else records
+
+
+def is_json_document(path: Path) -> bool:
+    """True for a file holding one JSON array (pretty-printed or on one line), False for JSONL: an array whose first
+    line is a whole JSON value (or one too deep to parse) followed by more lines is JSONL with a damaged line."""
+    with path.open("rb") as fh:
+        raw = fh.readline(MAX_LINE_BYTES)
+        if raw[:2] in UTF16_BOMS:  # UTF-16 newlines are two bytes: decode the whole file
+            first, _, rest = decode_head(raw + fh.read()).partition("\n")
+        else:
+            first, rest = decode_head(raw), fh.read(4096).decode("utf-8", "replace")
+    if not first.lstrip().startswith("["):
+        return False
+    if not rest.strip():
+        return True
+    try:
+        json.loads(first)
+    except RecursionError:
+        return False
+    except ValueError:
+        return True
+    return False
 
 
 def load_json_document(ctx: ReadContext) -> Any | BadRecord:
-    """Parse a whole-file JSON document, or return why it could not be parsed."""
+    """Parse a whole-file JSON document (UTF-8, UTF-8 with BOM or UTF-16), or return why it could not be parsed."""
     raw = ctx.path.read_bytes()
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-16") if raw[:2] in UTF16_BOMS else raw.removeprefix(UTF8_BOM).decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         reason = f"not UTF-8 ({exc.reason}); re-encode the file as UTF-8"
@@ -118,6 +215,8 @@ def load_json_document(ctx: ReadContext) -> Any | BadRecord:
     except json.JSONDecodeError as exc:
         return BadRecord(exc.lineno, f"malformed or truncated JSON document: {exc.msg} at column {exc.colno}",
                          text[max(0, exc.pos - 500): exc.pos + 500])
+    except RecursionError:
+        return BadRecord(1, DEEP, text[:2000])
 
 
 def text_of(content: Any) -> str:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from replay.model import Item, Request, Run, dumps
+from replay.model import BadRecord, Item, Request, Run, dumps
 from replay.readers.resources import classify_call
 
 
@@ -20,7 +21,7 @@ class RunBuilder:
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.records: list[Run | Item | Request] = [run]
+        self.records: list[Run | Item | Request | BadRecord] = [run]
         self.seq = 0
         self.step = 0
         self.turn = 0
@@ -36,10 +37,24 @@ class RunBuilder:
         self.turn += 1
 
     def request(self, **usage: Any) -> Request:
+        """Add a model request; usage numbers that are not plausible token counts are quarantined (the request
+        is kept, without usage) with the source line and the reason."""
+        usage = self.checked_usage(usage)
         req = Request(run_id=self.run.run_id, step=self.step, **usage)
         self.records.append(req)
         self.step += 1
         return req
+
+    def checked_usage(self, usage: dict[str, Any], line: int | None = None) -> dict[str, Any]:
+        """``usage`` with token counts as ints; when one is not a plausible count, a BadRecord is added and every
+        count is None (one damaged number makes the request's usage untrustworthy)."""
+        clean, problem = validate_usage(usage)
+        if problem is None:
+            return clean
+        where = usage.get("line") if line is None else line
+        shown = {k: usage.get(k) for k in USAGE_FIELDS if k in usage}
+        self.records.append(BadRecord(where or 0, f"usage {problem}; request kept without usage", repr(shown)[:2000]))
+        return {k: (None if k in USAGE_FIELDS else v) for k, v in usage.items()}
 
     def add(self, kind: str, role: str, text: str, **fields: Any) -> Item:
         args = fields.pop("args", None)
@@ -104,12 +119,37 @@ class RunBuilder:
         self.context_events.append(event)
         return event
 
-    def __iter__(self) -> Iterator[Run | Item | Request]:
+    def __iter__(self) -> Iterator[Run | Item | Request | BadRecord]:
         if self.placeholders:
             self.run.metadata[PLACEHOLDER_KEY] = encode_placeholders(self.placeholders)
         if self.context_events:
             self.run.metadata[CONTEXT_EVENTS_KEY] = self.context_events
         return iter(self.records)
+
+
+# Usage numbers: token counts a request reports. A plausible count is a non-negative integer (an integral float
+# such as 12.0 is taken as 12) below MAX_TOKENS; NaN, infinities, negatives, fractions, strings and bools are not.
+USAGE_FIELDS = ("input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens")
+MAX_TOKENS = 10**9
+
+
+def validate_usage(usage: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """(usage with counts as ints, None) or (usage, why one count is not a plausible token count)."""
+    clean = dict(usage)
+    for key in USAGE_FIELDS:
+        value = usage.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return usage, f"{key}={value!r:.60}: not a number"
+        if isinstance(value, float):
+            if not math.isfinite(value) or not value.is_integer():
+                return usage, f"{key}={value!r}: not a whole finite number"
+            value = int(value)
+        if not 0 <= value <= MAX_TOKENS:
+            return usage, f"{key}={value}: outside 0..{MAX_TOKENS:,}"
+        clean[key] = value
+    return clean, None
 
 
 # Context events: what a harness's own context policy did (compaction, condensation, cleared tool uses), kept in

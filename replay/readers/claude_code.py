@@ -70,7 +70,7 @@ class ClaudeCodeReader:
             try:
                 if _looks_like_cc(json.loads(line)):
                     return True
-            except ValueError:
+            except (ValueError, TypeError, RecursionError):  # unparseable or odd-typed line: look at the next
                 continue
         return False
 
@@ -96,7 +96,7 @@ def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
 
 
 def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> None:
-    att = obj.get("attachment") or {}
+    att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
     if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
         b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line)
 
@@ -241,7 +241,8 @@ class _Session:
         parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
         usage = {"input_tokens": parts[0], "cache_read": parts[1], "cache_write": parts[2],
                  "output_tokens": u.get("output_tokens"),
-                 "prompt_tokens": sum(p or 0 for p in parts) if any(p is not None for p in parts) else None}
+                 "prompt_tokens": sum(p or 0 for p in parts) if any(p is not None for p in parts)
+                 and all(p is None or type(p) in (int, float) for p in parts) else None}
         # a line with no id at all (an interrupted, partial reply) continues the current request
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
@@ -254,6 +255,7 @@ class _Session:
             # every line; MiniMax's Anthropic-compatible endpoint logs the streaming start (uncached count, output
             # 0) first and the settled usage (cache read included) last, and only the last matches the prompt.
             owner, index = self.open_request[rid]
+            usage = owner.checked_usage(usage, line)
             owner.records[index] = replace(owner.records[index], **usage)  # type: ignore[arg-type]
             _cache_writes(owner, owner.records[index].step, u)  # type: ignore[union-attr]
         self._content(b, msg, line, ts)

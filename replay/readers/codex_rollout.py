@@ -84,11 +84,10 @@ def openai_usage(u: dict) -> dict[str, Any]:
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
     for line in head.splitlines()[:20]:
         try:
-            obj = json.loads(line)
-        except ValueError:
+            if isinstance(obj := json.loads(line), dict) and test(obj):
+                return True
+        except (ValueError, TypeError, RecursionError):  # unparseable or odd-typed line: look at the next
             continue
-        if isinstance(obj, dict) and test(obj):
-            return True
     return False
 
 

@@ -214,8 +214,9 @@ class _EventSession:
             self.turn_request_id = rid
         index = self.turn_request
         req = b.records[index]  # type: ignore[index]
-        if isinstance(data.get("outputTokens"), int):
-            b.records[index] = replace(req, output_tokens=(req.output_tokens or 0) + data["outputTokens"])  # type: ignore[index, arg-type, union-attr]
+        added = b.checked_usage({"output_tokens": data.get("outputTokens")}, line)["output_tokens"]  # bad: quarantined
+        if added is not None:
+            b.records[index] = replace(req, output_tokens=(req.output_tokens or 0) + added)  # type: ignore[index, arg-type, union-attr]
         if reasoning := text_of(data.get("reasoningText")):
             b.add("reasoning", "assistant", reasoning, line=line, ts=ts)
         if text := text_of(data.get("content")):

@@ -98,7 +98,7 @@ class GeminiCliReader:
             return True
         try:
             obj = json.loads(first)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False  # a damaged first line of a JSONL
         return isinstance(obj, dict) and isinstance(obj.get("messages"), list)
 
@@ -213,10 +213,15 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
     usage: dict[str, Any] = {}
     if tokens:
         prompt, cached = tokens.get("input"), tokens.get("cached") or 0
-        output = (tokens.get("output") or 0) + (tokens.get("thoughts") or 0)
-        usage = {"prompt_tokens": prompt, "cache_read": cached,
-                 "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
-                 "output_tokens": output}
+        parts = (prompt, cached, tokens.get("output"), tokens.get("thoughts"))
+        if any(v is not None and (isinstance(v, bool) or not isinstance(v, int | float)) for v in parts):
+            # not all numbers: RunBuilder.request quarantines them as they are
+            usage = {"prompt_tokens": prompt, "cache_read": cached, "output_tokens": tokens.get("output")}
+        else:
+            output = (tokens.get("output") or 0) + (tokens.get("thoughts") or 0)
+            usage = {"prompt_tokens": prompt, "cache_read": cached,
+                     "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
+                     "output_tokens": output}
     b.request(line=line, ts=ts, model=msg.get("model"), **usage)
     thoughts = [t for t in msg.get("thoughts") or [] if isinstance(t, dict)]
     size = tokens.get("thoughts")

@@ -57,6 +57,10 @@ def usage_fields(usage: Any) -> dict[str, int | None]:
     cache_read = usage.get("cache_read_input_tokens") or details.get("cached_tokens") or 0
     cache_write = usage.get("cache_creation_input_tokens") or 0
     output = usage.get("completion_tokens", usage.get("output_tokens"))
+    raw = {"prompt_tokens": usage.get("prompt_tokens"), "input_tokens": usage.get("input_tokens"),
+           "cache_read": cache_read, "cache_write": cache_write, "output_tokens": output}
+    if any(v is not None and (isinstance(v, bool) or not isinstance(v, int | float)) for v in raw.values()):
+        return raw  # not numbers: RunBuilder.request quarantines them as they are
     if usage.get("prompt_tokens") is not None:
         prompt = usage["prompt_tokens"]
         uncached = max(prompt - cache_read - cache_write, 0)
@@ -69,7 +73,12 @@ def usage_fields(usage: Any) -> dict[str, int | None]:
 
 
 def _iso(ts: Any) -> str | None:
-    return datetime.fromtimestamp(ts, UTC).isoformat() if isinstance(ts, (int, float)) else ts
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        return ts if isinstance(ts, str) else None
+    try:
+        return datetime.fromtimestamp(ts, UTC).isoformat()
+    except (OverflowError, ValueError, OSError):  # not a plausible epoch time: keep the number as written
+        return str(ts)
 
 
 class OpenAIMessagesReader:

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.model import BadRecord, Record, Run
-from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.base import ReadContext, is_json_document, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 
 EVENT_RE = re.compile(r'"(?:observation|llm_metrics|tool_call_metadata)":\s*["{]')
@@ -50,7 +50,7 @@ class OpenHandsReader:
         return jsonl and '"history"' in head and '"trajectory"' not in head and bool(EVENT_RE.search(head))
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
-        if ctx.path.open("rb").read(4096).lstrip()[:1] == b"[":
+        if is_json_document(ctx.path):
             doc = load_json_document(ctx)
             if isinstance(doc, BadRecord) or not isinstance(doc, list):
                 yield doc if isinstance(doc, BadRecord) else BadRecord(1, "expected a JSON array of events", "")
@@ -193,7 +193,8 @@ def _usage(response: dict) -> dict[str, Any]:
     details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
     cache_read = details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0
     cache_write = usage.get("cache_creation_input_tokens") or 0
-    fresh = max(prompt - cache_read - cache_write, 0) if isinstance(prompt, int) else None
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cache_read, cache_write))
+    fresh = max(prompt - cache_read - cache_write, 0) if isinstance(prompt, int) and numbers else None
     return {"prompt_tokens": prompt, "input_tokens": fresh, "cache_read": cache_read, "cache_write": cache_write,
             "output_tokens": usage.get("completion_tokens"), "model": response.get("model")}
 

@@ -31,7 +31,14 @@ from typing import Any
 
 from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
-from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.base import (
+    ISOLATED_ERRORS,
+    ReadContext,
+    is_json_document,
+    iter_json_lines,
+    load_json_document,
+    text_of,
+)
 from replay.readers.builder import RunBuilder
 
 EVENT_KIND_RE = re.compile(r'"kind"\s*:\s*"(?:\w+Event|Condensation|CondensationRequest|UserRejectObservation)"')
@@ -108,9 +115,7 @@ class OpenHandsV1Reader:
         if ctx.path.is_dir():
             yield from self._folder(ctx)
             return
-        with ctx.path.open("rb") as fh:
-            first = fh.read(4096).lstrip()[:1]
-        if first == b"[":
+        if is_json_document(ctx.path):
             doc = load_json_document(ctx)
             if isinstance(doc, BadRecord) or not isinstance(doc, list):
                 yield doc if isinstance(doc, BadRecord) else BadRecord(1, "expected a JSON array of events", "")
@@ -204,7 +209,12 @@ class _Conversation:
             if not self.b.run.started_at and event.get("timestamp"):
                 self._set_run(started_at=event["timestamp"])
             start = self.b.seq
-            self.event(event, at)
+            try:
+                self.event(event, at)
+            except ISOLATED_ERRORS as exc:  # one malformed event is quarantined; the rest of the run is read
+                yield BadRecord(at, f"event {n} could not be read ({type(exc).__name__}: {str(exc)[:200]})",
+                                str(event)[:2000])
+                continue
             if event.get("id") and self.b.seq > start:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
         if self.condenser_delta:
@@ -245,6 +255,11 @@ class _Conversation:
                 continue
             now = {k: acc.get(k) or 0 for k in ("prompt_tokens", "completion_tokens", "cache_read_tokens",
                                                  "cache_write_tokens", "reasoning_tokens")}
+            wrong = {k: v for k, v in now.items() if isinstance(v, bool) or not isinstance(v, int | float)}
+            if wrong:  # quarantined; the next update's delta spans this one
+                self.b.records.append(BadRecord(line, f"usage {wrong!r:.80}: not a number; stats update skipped",
+                                                repr(acc)[:2000]))
+                continue
             before = self.cumulative.get(usage_id, dict.fromkeys(now, 0))
             self.cumulative[usage_id] = now
             delta = {k: now[k] - before[k] for k in now}
@@ -259,6 +274,7 @@ class _Conversation:
             fields = {**usage_fields(delta), "model": m.get("model_name")}
             index = self.last_request
             if index is not None and index not in self.usage_filled and self.unbound is None:
+                fields = self.b.checked_usage(fields, line)
                 self.b.records[index] = replace(self.b.records[index], **fields)  # type: ignore[arg-type]
             else:  # the change precedes its response's events: it opens the request they will bind to
                 self.b.request(line=line, ts=ts, **fields)

@@ -30,6 +30,9 @@ def open_sandboxed(path: Path | str) -> duckdb.DuckDBPyConnection:
         raise ReplayError(f"{path}: no store here; run `replay ingest PATHS --db {path}` first")
     try:
         return duckdb.connect(str(path), read_only=True, config=dict(SANDBOX_CONFIG))
+    except duckdb.ConnectionException as exc:
+        raise ReplayError(f"{path}: this process already has the store open with write access; `replay sql` "
+                          f"needs its own read-only connection: close the other one first ({exc})") from exc
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise ReplayError(

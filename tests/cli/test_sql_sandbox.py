@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -40,10 +41,14 @@ def refused(result) -> str:
     return str(result.exception)
 
 
-def test_select_on_the_store_works(db):
+def n_runs(db: Path) -> int:
     result = sql(db, "SELECT count(*) AS n FROM runs")
     assert result.exit_code == 0, result.output
-    assert '"n":6' in result.output.replace(" ", "")
+    return json.loads(result.output)[0]["n"]
+
+
+def test_select_on_the_store_works(db):
+    assert n_runs(db) == len(list((ROOT / "data" / "sample").glob("*.jsonl"))) > 0
 
 
 @pytest.mark.parametrize("template", [
@@ -90,8 +95,9 @@ def test_cannot_reach_the_network_or_unlock(db, query):
 
 
 def test_cannot_change_the_store(db):
+    before = n_runs(db)
     assert "read-only" in refused(sql(db, "DELETE FROM runs"))
-    assert '"n":6' in sql(db, "SELECT count(*) AS n FROM runs").output.replace(" ", "")
+    assert n_runs(db) == before
 
 
 def test_timeout_stops_a_long_query(db):
