@@ -3,7 +3,9 @@
 Each run is a coding session: a system prompt and tool definitions, a task, then request after
 request of tool calls (file reads, edits, greps, shell commands) whose outputs vary from a line to
 tens of kilobytes. A few files are read again and again (some after an edit, most not), so repeat
-reads of every class occur. Timestamps advance with think time and occasional long pauses (past a
+reads of every class occur. One run (sample-dense-1) also dumps binary files as hex (about 1.2 characters per
+token instead of 3.7), so the chars/4 estimate a policy decides on under-counts its prompt by a third and seed A
+needs its emergency margin there. Timestamps advance with think time and occasional long pauses (past a
 5-minute cache TTL). Recorded usage follows Anthropic's semantics: the prefix sent at the previous
 request is a cache read unless the pause exceeded the TTL; the rest is a cache write.
 
@@ -25,6 +27,7 @@ WORDS = ("cache", "token", "policy", "window", "request", "summary", "budget", "
 TOOLS_DEF = json.dumps([{"name": n, "description": f"{n} tool", "input_schema": {"type": "object"}}
                         for n in ("Read", "Edit", "Write", "Bash", "Grep")])
 CHARS_PER_TOKEN = 3.7
+HEX_CHARS_PER_TOKEN = 1.2  # hex dumps: measured 1.17 with tekken on xxd-style lines
 TTL_S = 300
 
 
@@ -38,6 +41,7 @@ class RunSpec:
     file_lines: tuple[int, int]
     hot_share: float  # probability a read targets the single hottest file
     big_output_share: float  # probability a shell call dumps a large log
+    hex_share: float = 0.0  # probability a step dumps a binary file as hex (token-dense: chars/4 under-counts)
 
 
 SPECS = (
@@ -47,6 +51,7 @@ SPECS = (
     RunSpec("sample-medium-2", 120, 12, (40, 150), 0.25, 0.1),
     RunSpec("sample-long-1", 190, 14, (40, 170), 0.4, 0.08),
     RunSpec("sample-long-2", 200, 16, (40, 160), 0.3, 0.08),
+    RunSpec("sample-dense-1", 110, 8, (40, 120), 0.3, 0.05, hex_share=0.08),
 )
 
 
@@ -65,6 +70,12 @@ def _code_file(rng: random.Random, path: str, n_lines: int) -> list[str]:
             lines.append(f"    {arg} = min({arg} + {rng.randint(1, 99)}, limit)  # {rng.choice(WORDS)}")
         lines += [f"    return {arg}", ""]
     return lines[:n_lines]
+
+
+def _hex_dump(rng: random.Random, n_lines: int) -> str:
+    """xxd-style lines: offset, eight 4-digit hex groups, the printable column."""
+    return "\n".join(f"{i * 16:08x}: " + " ".join(f"{rng.randrange(65536):04x}" for _ in range(8)) + "  "
+                     + "".join(chr(rng.randrange(33, 127)) for _ in range(16)) for i in range(n_lines))
 
 
 def _numbered(lines: list[str]) -> str:
@@ -100,6 +111,7 @@ class _Session:
         self.paths = list(self.files)
         self.clock = datetime(2026, 1, 5, 9, 0, tzinfo=UTC) + timedelta(hours=rng.randint(0, 72))
         self.chars, self.sent, self.last_ts, self.n = 0, 0, self.clock, 0
+        self.dense_tokens = 0  # tokens of hex dumps, counted at their own density
 
     def item(self, kind: str, role: str, text: str = "", **extra: object) -> None:
         self.chars += len(text) + len(json.dumps(extra.get("args", "")))
@@ -109,7 +121,7 @@ class _Session:
     def request(self) -> None:
         pause = self.rng.random()
         self.clock += timedelta(seconds=self.rng.uniform(2, 25) + (self.rng.uniform(320, 900) if pause < 0.04 else 0))
-        prompt = int(self.chars / CHARS_PER_TOKEN) + 2100  # plus harness overhead the log does not show
+        prompt = int(self.chars / CHARS_PER_TOKEN) + self.dense_tokens + 2100  # plus the harness prefix
         expired = (self.clock - self.last_ts).total_seconds() > TTL_S
         read = 0 if expired or self.sent == 0 else self.sent
         new = prompt - read
@@ -132,8 +144,22 @@ class _Session:
                   args={"file_path": path, "old_string": old, "new_string": new})
         self.item("tool_result", "tool", f"The file {path} has been updated.", call_id=cid)
 
+    def hex_dump(self) -> None:
+        """`xxd` of a fixture: a token-dense output."""
+        cid, n_lines = f"c{self.n}", self.rng.randint(30, 90)
+        name = f"tests/fixtures/{_ident(self.rng)}.bin"
+        self.item("tool_call", "assistant", tool_name="Bash", call_id=cid, args={"command": f"xxd {name} | head"
+                                                                                          f" -{n_lines}"})
+        text = _hex_dump(self.rng, n_lines)
+        self.out.append({"type": "item", "kind": "tool_result", "role": "tool", "text": text, "call_id": cid,
+                         "ts": self.clock.isoformat()})
+        self.dense_tokens += int(len(text) / HEX_CHARS_PER_TOKEN)
+
     def step(self) -> None:
         rng, cid = self.rng, f"c{self.n}"
+        if self.spec.hex_share and rng.random() < self.spec.hex_share:
+            self.hex_dump()
+            return
         if rng.random() < 0.3:
             note = f"Next I will check the {_ident(rng)} handling. " * rng.randint(1, 4)
             self.item("assistant_text", "assistant", note)

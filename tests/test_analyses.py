@@ -53,7 +53,7 @@ def test_analysis_writes_figure_and_table(name: str, sample_store: tuple[Path, s
     table = pl.read_csv(out / f"{name}.csv")
     assert table.height == 2 * per_window and column in table.columns
     assert sorted(table["window"].unique().to_list()) == [32768, 130000]
-    assert (table["runs"] == 6).all()
+    assert (table["runs"] == 7).all()  # data/sample: 6 runs plus sample-dense-1
     assert (out / f"{name}.md").read_text().startswith("# ")
 
 

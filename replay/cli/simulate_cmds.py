@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import polars as pl
@@ -53,13 +54,25 @@ def simulate(
     overhead: Annotated[int | None, typer.Option(min=0, help=(
         "Harness prefix (tokens) for runs with no recorded usage to fit and no profile of their harness."))] = None,
     db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
+    policy_file: Annotated[Path | None, typer.Option("--policy-file", help=(
+        "Policy file (TOML, e.g. tune's recommended.toml): its policy, knobs, window, reserve, cache, runs and "
+        "tokenizer replace --policy and the defaults; --set overrides a knob."))] = None,
 ) -> None:
     """Replay every stored run under a policy; print a run table, store sim_runs, sim_requests, sim_composition.
 
     The prompt of each request is the view's items plus the harness prefix the log does not hold, counted as
     the server counts them (replay.simulator.prompt): fitted on the run's recorded usage, else its harness's
     profile, else ``--overhead``; runs with none of these are listed."""
-    pol = make_policy(policy, parse_sets(sets))
+    knobs, cache_params = {}, {}
+    if policy_file:  # the file's settings; explicit -t/--runs/--cache still win
+        from replay.sweeps.policy_file import load_policy_file, simulate_settings
+
+        pf = load_policy_file(policy_file)
+        policy, knobs, budget, cache_params = simulate_settings(pf)
+        window, reserve = budget.get("window", window), budget.get("reserve", reserve)
+        cache, runs = pf.cache if cache == AUTO else cache, runs or pf.runs
+        tokenizer = tokenizer or tokenizer_id or pf.tokenizer
+    pol = make_policy(policy, {**knobs, **parse_sets(sets)})
     if show_config:
         console.print_json(pol.config.to_json())
         return
@@ -72,8 +85,8 @@ def simulate(
         raise ReplayError("no runs with requests in the store; run `replay ingest PATHS` first")
     note = console if fmt == "table" else Console(stderr=True)
     note.print("harness prefix: " + prompt_sources(arrays), highlight=False, markup=False)
-    sim = simulate_many(arrays, pol, None if cache == AUTO else make_cache(cache), Budget(window, reserve),
-                        tokenizer_id, pricing_from_options(prices, price))
+    sim = simulate_many(arrays, pol, None if cache == AUTO else make_cache(cache, **cache_params),
+                        Budget(window, reserve), tokenizer_id, pricing_from_options(prices, price))
     if store:
         store_simulation(con, sim)
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})")

@@ -20,6 +20,8 @@ from replay.cli.common import (
 )
 
 SHOWN = 15
+TUNABLE_HELP = ("Policy to tune: seed_a, seed_b, seed_c, clear_tool_uses, auto_compact, openhands, openhands_tokens, "
+                "openhands_recent, masking, last_n or drop_oldest.")
 
 
 @app.command()
@@ -27,8 +29,7 @@ def tune(
     tokenizer: RequiredTokenizerOption,
     window: Annotated[int, typer.Option(help="The model's context window, tokens.")],
     reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")],
-    policy: Annotated[str, typer.Option("--policy", "-p", help="Policy to tune: seed_a, clear_tool_uses or "
-                                                                "auto_compact.")] = "seed_a",
+    policy: Annotated[str, typer.Option("--policy", "-p", help=TUNABLE_HELP)] = "seed_a",
     db: DbOption = DEFAULT_DB_PATH,
     out: Annotated[Path, typer.Option(help="Folder for recommended.toml, front.csv/.parquet, front.png/.svg.")]
     = Path("out/tune"),
@@ -41,13 +42,15 @@ def tune(
     executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
     workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
 ) -> None:
-    """Sweep the policy's knobs at this window and reserve; keep zero-overflow points; print the Pareto front of
-    summaries, cache hit, evicted repeat reads and cost; write the recommended policy file and a chart.
+    """Sweep the policy's knobs at this window and reserve (ranges relative to the window); keep the points that
+    pass `replay check`'s default gate against the policy's defaults, then those with zero (else the fewest)
+    overflow incidents; print the Pareto front of summaries, cache hit, evicted repeat reads and cost; name the
+    runs that still overflow; write recommended.toml, defaults.toml and a chart.
 
     Resumable: the same arguments give the same sweep id, so a rerun skips finished points."""
     from replay.metrics.prices import pricing_from_options
     from replay.store import open_store
-    from replay.sweeps.tune import front_columns, summary_lines
+    from replay.sweeps.tune import fit_warnings, front_columns, summary_lines, tune_grid
     from replay.sweeps.tune import tune as run
     from replay.tokens.resolve import resolve
 
@@ -56,12 +59,18 @@ def tune(
     if tok.counted:
         console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
     pricing = pricing_from_options(prices, price, model)
+    tune_grid(policy, window, points, reserve)  # an unknown policy or a bad window fails before any counting
+    early = fit_warnings(policy, window, reserve)
+    for line in early:
+        console.print(line, style="bold yellow", highlight=False, markup=False)
     res = run(con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers,
               pricing=pricing)
     lines = summary_lines(res)
-    table = Table(title=f"Pareto front ({res.front.height} points, cheapest first)", title_justify="left")
-    cols = [c for c in front_columns(res) if c not in ("point_id", "runs_with_overflow", "emergencies",
-                                                       "repeat_evicted_tokens")]
+    title = (f"Pareto front ({res.front.height} points, cheapest first)" if res.gate_passed else
+             f"Pareto front of all swept points ({res.front.height}; none passes the gate)")
+    table = Table(title=title, title_justify="left")
+    cols = [c for c in front_columns(res) if c in res.front.columns and c not in (
+        "point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")]
     heads = {"summaries_per_100": "summ/100", "cache_hit_rate": "cache", "repeat_evicted": "evicted",
              "cost_usd": "cost $", "overflow_incidents": "overfl", "protect": "protect",
              "tail_fraction": "tail", "reclaim_floor": "reclaim", "summary_at": "summary_at",
@@ -72,15 +81,22 @@ def tune(
     for row in res.front.head(SHOWN).iter_rows(named=True):
         mark = "→" if row["point_id"] == res.recommended["point_id"] else ""
         table.add_row(mark, *(_cell(c, row[c]) for c in cols))
+    if res.defaults:  # the reference every point is gated against
+        d = res.defaults
+        mark = "→ dflt" if res.recommended["point_id"] == "defaults" else "dflt"
+        table.add_row(mark, *(_cell(c, d.get(c)) for c in cols))
     console.print(table)
     if res.front.height > SHOWN:
         console.print(f"... {res.front.height - SHOWN} more in {res.files['front_csv']}", highlight=False)
     for line in lines:
+        if line in early:
+            continue
         style = "bold yellow" if line.startswith("WARNING") else None
-        console.print(line, style=style, highlight=False)
-    console.print(f"wrote {res.files['policy']} (try: replay check BASELINE.toml {res.files['policy']}), "
-                  f"{res.files['front_csv']}, {res.files['chart_png']} and .svg; "
-                  f"{res.computed} points computed in {res.seconds:.1f} s", highlight=False)
+        console.print(line, style=style, highlight=False, markup=False)
+    console.print(f"wrote {res.files['policy']} and {res.files['defaults']} (gate: replay check "
+                  f"{res.files['defaults']} {res.files['policy']}), {res.files['front_csv']}, "
+                  f"{res.files['chart_png']} and .svg; {res.computed} points computed in {res.seconds:.1f} s",
+                  highlight=False, markup=False)
 
 
 def _cell(col: str, v: object) -> str:

@@ -39,6 +39,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: d
 
 
 def _table(df: pl.DataFrame) -> str:
+    """A markdown table; it starts on its own line (a table glued to a sentence does not render)."""
     cols = df.columns
     rows = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in df.iter_rows():
@@ -58,12 +59,17 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
                 "seed A": ("seed_a", {"window": w, "reserve": r}),
                 "auto-compact": ("auto_compact", {"window": w, "reserve": r})}
     series = extract.prompt_series(longest, policies)
-    ax = plots.prompt_over_run(series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1])
+    tokens = plots.token_label(longest.token_source)
+    ax = plots.prompt_over_run(series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1],
+                               token_source=longest.token_source)
     cfg.sections.append(("Prompt tokens over the longest run", "Each line is the prompt a policy would have sent at "
-                         "each request; triangles mark summaries.", plots.save(ax, charts, "prompt_over_run")))
+                         f"each request; triangles mark summaries. Tokens: {tokens}.",
+                         plots.save(ax, charts, "prompt_over_run")))
     comp = extract.composition(series, "seed A")
-    cfg.sections.append(("Window composition", "Tokens by item kind in seed A's view of the same run.",
-                         plots.save(plots.composition_area(comp, "seed A"), charts, "window_composition")))
+    ax = plots.composition_area(comp, "seed A")
+    ax.set_ylabel(f"prompt tokens ({tokens})")
+    cfg.sections.append(("Window composition", f"Tokens by item kind in seed A's view of the same run ({tokens}).",
+                         plots.save(ax, charts, "window_composition")))
     tail = extract.param_curve(_sweep(con, cfg, "tail", {"tail_fraction": [0.03125, 0.0625, 0.125, 0.1875, 0.25]},
                                       {"summary_at": 40_000, "tail_messages": 10_000}),
                                "tail_fraction", ["summaries_per_100", "repeat_evicted"])
@@ -75,14 +81,16 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     ax = plots.curve(floor, "reclaim_floor", "cache_hit_rate", "Cache hit rate vs cache-reclaim floor",
                      "reclaim floor (fraction of the window)", "cache hit rate", {"1/8 window": 0.125}, percent=True)
     cfg.sections.append(("Cache hit rate vs reclaim floor", _table(floor), plots.save(ax, charts, "reclaim_floor")))
-    margin = extract.param_curve(_sweep(con, cfg, "margin", {"margin": [0.0, 0.05, 0.1, 0.15, 0.2, 0.3]},
+    margin = extract.param_curve(_sweep(con, cfg, "margin", {"margin": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]},
                                         {"estimator": "chars/4"}),
                                  "margin", ["overflow_incidents", "emergencies", "near_misses"])
-    ax = plots.curve(margin, "margin", "overflow_incidents", "Overflow vs emergency margin (chars/4 estimate)",
+    ax = plots.curve(margin, "margin", "overflow_incidents",
+                     f"Overflow vs emergency margin (policy estimates chars/4; overflow by {tokens})",
                      "safety margin on the estimate (fraction)", "overflow incidents (all runs)",
                      {"10%": 0.1, "20%": 0.2})
     cfg.sections.append(("Overflow incidents vs margin under estimator error",
-                         f"Token source: {longest.token_source}. " + _table(margin), plots.save(ax, charts, "margin")))
+                         f"Seed A decides on chars/4 estimates; overflow is counted on the prompt the server sees "
+                         f"({tokens}).\n\n" + _table(margin), plots.save(ax, charts, "margin")))
     reads = extract.repeat_reads(con, cfg.runs)
     cfg.sections.append(("Repeat reads", f"Largest count of reads of one resource in one run: "
                          f"{int(reads['reads'].max() or 0)}.", plots.save(plots.repeat_histogram(reads), charts,
@@ -92,14 +100,35 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     points = extract.point_table(grid)
     mask = extract.pareto_mask(points, ["repeat_evicted", "cost_usd"])
     ax = plots.pareto(points, "cost_usd", "repeat_evicted", mask, "prompt cost (USD, all runs)",
-                      "evicted repeat reads", "protect")
-    cfg.sections.append(("Pareto front", "Points: protected range x summary threshold; labels: protected range "
-                         "(tokens).", plots.save(ax, charts, "pareto")))
+                      "evicted repeat reads", ["protect", "summary_at"])
+    cfg.sections.append(("Pareto front", "Points: protected range (protect, tokens) x summary threshold "
+                         f"(summary_at, tokens); each front point is labelled with both knobs. Tokens: {tokens}.",
+                         plots.save(ax, charts, "pareto")))
     from replay.policies import Budget
     from replay.reports.run_pages import write_run_pages
 
     pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
     return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
+
+
+def md_html(text: str) -> str:
+    """The small markdown the sections use as HTML: pipe tables become <table>, other blocks <p>."""
+    out = []
+    for block in text.split("\n\n"):
+        lines = [line for line in block.strip().splitlines() if line.strip()]
+        if len(lines) >= 2 and all(line.lstrip().startswith("|") for line in lines) and set(
+                lines[1].replace("|", "").replace(":", "").replace("-", "").strip()) == set():
+            cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in cells[0])
+            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells[2:])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif lines:
+            out.append(f"<p>{html.escape(' '.join(lines))}</p>")
+    return "".join(out)
+
+
+TABLE_CSS = ("<style>table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 8px;"
+             "text-align:right}th{background:#f3f3f3}</style>")
 
 
 def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tuple[str, Path]] | None = None) -> Path:
@@ -111,7 +140,7 @@ def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tupl
         png = paths[0].relative_to(out_dir).as_posix()
         md.append(f"\n## {title}\n\n![{title}]({png})\n\n{text}\n")
         body.append(f"<h2>{html.escape(title)}</h2><img src='{paths[1].relative_to(out_dir).as_posix()}' "
-                    f"style='max-width:100%'><pre>{html.escape(text)}</pre>")
+                    f"style='max-width:100%'>{md_html(text)}")
     if pages:
         intro = ("Request views per run (seed A vs the full history; prompt size over requests, each request's "
                  "prompt segment by segment on click; `replay show RUN --html FILE` writes one for any run):")
@@ -122,6 +151,6 @@ def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tupl
             for rid, path in pages) + "</ul>")
     (out_dir / "report.md").write_text("".join(md), encoding="utf-8")
     page = "<!doctype html><meta charset='utf-8'><title>replay report</title><body style='font-family:sans-serif;" \
-           "max-width:60em;margin:auto'>" + "".join(body) + "</body>"
+           "max-width:60em;margin:auto'>" + TABLE_CSS + "".join(body) + "</body>"
     (out_dir / "report.html").write_text(page, encoding="utf-8")
     return out_dir / "report.md"

@@ -17,9 +17,21 @@ def _axes(ax: Axes | None, size: tuple[float, float] = (8, 4.5)) -> Axes:
     return ax if ax is not None else plt.figure(figsize=size, layout="constrained").add_subplot()
 
 
+def token_label(token_source: str) -> str:
+    """'real count, tekken_240911' for a real tokenizer's counts (arrays' token_source 'real:ID'), 'partly
+    estimated, ...' for 'mixed:ID+chars/4', 'estimate, chars/4' otherwise."""
+    kind, _, name = (token_source or "").partition(":")
+    if kind == "real" and name:
+        return f"real count, {name.split(':')[0]}"
+    if kind == "mixed" and name:
+        return f"partly estimated, {name.split(':')[0]} + chars/4"
+    return f"estimate, {name or 'chars/4'}"
+
+
 def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, threshold: int | None = None,
-                    run_id: str = "", ax: Axes | None = None) -> Axes:
-    """Prompt tokens per request, one line per policy; window, usable limit, summary threshold and summaries marked."""
+                    run_id: str = "", ax: Axes | None = None, token_source: str = "") -> Axes:
+    """Prompt tokens per request, one line per policy; window, usable limit, summary threshold and summaries marked.
+    The y label says whether the tokens are a real count (and which tokenizer) or an estimate."""
     ax = _axes(ax)
     for i, (label,) in enumerate(series.select("policy").unique(maintain_order=True).iter_rows()):
         df = series.filter(pl.col("policy") == label)
@@ -34,7 +46,7 @@ def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, thresho
     if threshold:
         ax.axhline(threshold, color="grey", ls=":", lw=1.2, label=f"summary threshold {threshold:,}")
     ax.set(title=f"Prompt tokens over a run{': ' + run_id if run_id else ''}", xlabel="request number",
-           ylabel="prompt tokens (real count)")
+           ylabel=f"prompt tokens ({token_label(token_source)})")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.legend(fontsize=8, loc="upper left")
     return ax
@@ -81,18 +93,34 @@ def repeat_histogram(reads: pl.DataFrame, ax: Axes | None = None) -> Axes:
     return ax
 
 
+def knob_text(row: dict, knobs: list[str]) -> str:
+    """'protect=12k, summary_at=80k': each label names its knob; token counts in k, fractions as is."""
+    parts = []
+    for k in knobs:
+        v = row[k]
+        if isinstance(v, float) and abs(v) <= 1:
+            parts.append(f"{k}={v:.3g}")
+        elif isinstance(v, (int, float)) and abs(v) >= 1000:
+            parts.append(f"{k}={v / 1000:,.3g}k")
+        else:
+            parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
 def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, ylabel: str,
-           label_param: str | None = None, ax: Axes | None = None) -> Axes:
-    """All points, the non-dominated ones joined as the front."""
+           label_param: str | list[str] | None = None, ax: Axes | None = None) -> Axes:
+    """All points, the non-dominated ones joined as the front; each front point labelled knob=value for the
+    swept knob(s) ``label_param``."""
     ax = _axes(ax)
     ax.scatter(points[x], points[y], color="lightgrey", edgecolor="grey", label="sweep points")
     front = points.filter(pl.Series(mask)).sort(x)
-    labelled = bool(label_param and label_param in front.columns)
+    knobs = [label_param] if isinstance(label_param, str) else list(label_param or [])
+    knobs = [k for k in knobs if k in front.columns]
     ax.plot(front[x], front[y], "o-", color="C3",
-            label=f"Pareto front (labels: {label_param})" if labelled else "Pareto front")
-    if labelled:
+            label=f"Pareto front (labels: {', '.join(knobs)})" if knobs else "Pareto front")
+    if knobs:
         for row in front.iter_rows(named=True):
-            ax.annotate(f"{row[label_param]:,.0f}", (row[x], row[y]), fontsize=7, xytext=(3, 3),
+            ax.annotate(knob_text(row, knobs), (row[x], row[y]), fontsize=7, xytext=(3, 3),
                         textcoords="offset points")
     ax.set(title=f"Pareto front: {ylabel} vs {xlabel}", xlabel=xlabel, ylabel=ylabel)
     ax.grid(alpha=0.3)
@@ -101,7 +129,7 @@ def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, 
 
 
 def tune_front(points: pl.DataFrame, recommended: dict, title: str, defaults: dict | None = None,
-               zero_overflow: bool = True) -> Axes:
+               zero_overflow: bool = True, knobs: list[str] | None = None) -> Axes:
     """`replay tune`'s chart: two views of the four objectives; overflowing, feasible and front points told apart,
     the recommended point starred and the policy's defaults marked. Returns the left Axes (save() takes it)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
@@ -125,7 +153,10 @@ def tune_front(points: pl.DataFrame, recommended: dict, title: str, defaults: di
                        label="policy defaults")
         ax.scatter([recommended[x]], [recommended[y] * scale], marker="*", s=320, color="gold", edgecolor="black",
                    zorder=4, label="recommended")
-        ax.annotate("recommended", (recommended[x], recommended[y] * scale), xytext=(8, 8),
+        knobs_here = [k for k in knobs or [] if recommended.get(k) is not None]
+        text = ("recommended: " + knob_text(recommended, knobs_here) if knobs_here else
+                "recommended: the defaults" if recommended.get("point_id") == "defaults" else "recommended")
+        ax.annotate(text, (recommended[x], recommended[y] * scale), xytext=(8, 8),
                     textcoords="offset points", fontsize=8, fontweight="bold")
         ax.set(xlabel=xlabel, ylabel=ylabel)
         ax.grid(alpha=0.3)

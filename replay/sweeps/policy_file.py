@@ -88,3 +88,19 @@ def dump_policy_file(pf: PolicyFile, comment: str = "") -> str:
     if pf.tolerances:
         lines += ["", "[tolerances]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(pf.tolerances.items())]
     return "\n".join(lines) + "\n"
+
+
+def simulate_settings(pf: PolicyFile) -> tuple[str, dict[str, Any], dict[str, int], dict[str, Any]]:
+    """(policy name, its knobs, budget {window, reserve} present in the file, cache_<k> parameters): what
+    `replay simulate --policy-file` takes from a policy file."""
+    from replay.sweeps.adapter import policy_fields, split_params
+
+    budget, cache, knobs = split_params(pf.params, policy_fields(pf.name))
+    return pf.name, knobs, budget, cache
+
+
+def sweep_document(pf: PolicyFile) -> dict[str, Any]:
+    """A policy file as a one-point sweep document (`replay sweep recommended.toml`): its knobs fixed, no grid."""
+    return {"sweep": {"policy": pf.name, "name": Path(pf.path).stem if pf.path else pf.name, "mode": "grid",
+                      "runs": pf.runs or "", "tokenizer": pf.tokenizer or "", "cache": pf.cache},
+            "fixed": dict(pf.params), "grid": {}}

@@ -164,5 +164,9 @@ def load_spec(path: Path) -> SweepSpec:
 
     from replay.tokens.resolve import beside
 
+    if "policy" in doc and "sweep" not in doc:  # a policy file (tune's recommended.toml): a one-point sweep
+        from replay.sweeps.policy_file import load_policy_file, sweep_document
+
+        return from_dict(sweep_document(load_policy_file(Path(path))), str(path))  # tokenizer already resolved
     spec = from_dict(doc, str(path))
     return replace(spec, tokenizer=beside(spec.tokenizer, Path(path).parent))

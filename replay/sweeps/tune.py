@@ -1,5 +1,7 @@
-"""Tune a policy for a new model: sweep its main knobs relative to the window, keep the points with zero overflow,
-take the Pareto front over (summaries per 100 requests, cache hit rate, evicted repeat reads, cost), pick one.
+"""Tune a policy for a new model: sweep its main knobs relative to the window, keep the points that pass `replay
+check`'s default gate against the policy's defaults (and among them the ones with zero, else the fewest, overflow
+incidents), take the Pareto front over (summaries per 100 requests, cache hit rate, evicted repeat reads, cost),
+pick one. When no swept point passes the gate, the recommendation is the defaults and the summary says why.
 
 Pure pieces (grid, aggregation, feasibility, recommendation) take and return polars frames; `tune` wires them to
 `run_sweep` and writes the outputs. The CLI (`replay tune`) only parses options and prints.
@@ -47,37 +49,90 @@ class Knob:
     weight: float = 1.0   # share of the grid's levels
     step: int = 100       # integer values are rounded to this
     prefer: str = ""      # "high" or "low": the safer side, breaks exact ties between points
+    usable: bool = False  # a trigger that must fire below window - reserve: the range is capped there
 
-    def values(self, levels: int, window: int) -> list[Any]:
+    def cap(self, window: int, reserve: int) -> float | None:
+        """The highest value that still fits (in the knob's unit), or None when the knob has no such limit."""
+        if not self.usable or window <= 0:
+            return None
+        return (window - reserve) if self.relative else (window - reserve) / window
+
+    def bounds(self, window: int, reserve: int = 0) -> tuple[float, float]:
+        """(lo, hi) in the knob's own unit (tokens for relative knobs), hi capped at the usable window."""
         scale = window if self.relative else 1
-        raw = [self.mid] if levels == 1 else [self.lo + (self.hi - self.lo) * i / (levels - 1) for i in range(levels)]
+        lo, hi = self.lo * scale, self.hi * scale
+        cap = self.cap(window, reserve)
+        if cap is not None and hi > cap:
+            hi = max(lo, cap * 0.98)  # a trigger right at the limit leaves no room for the next request
+        return lo, hi
+
+    def values(self, levels: int, window: int, reserve: int = 0) -> list[Any]:
+        lo, hi = self.bounds(window, reserve)
+        mid = min(self.mid * (window if self.relative else 1), hi)
+        raw = [mid] if levels == 1 else [lo + (hi - lo) * i / (levels - 1) for i in range(levels)]
         if self.integer:
-            out = [int(round(v * scale / self.step) * self.step) for v in raw]
+            out = [int(round(v / self.step) * self.step) for v in raw]
+            cap = self.cap(window, reserve)
+            if cap is not None:
+                out = [min(v, int(cap // self.step) * self.step) for v in out]
         else:
-            out = [round(v * scale, 4) for v in raw]
+            out = [round(v, 4) for v in raw]
         return list(dict.fromkeys(out))
 
 
-# Ranges are relative to the window where the knob is a token count. Seed A's seed values: summary at 80,000 of
-# 130,000 (0.62 W), protected range a third of the window, tail capped at an eighth, reclaim floor an eighth,
-# 20% margin.
+# Ranges are relative to the window where the knob is a token count; triggers (usable=True) are capped just below
+# window - reserve. Seed A's seed values: summary at 80,000 of 130,000 (0.62 W), protected range a third of the
+# window, tail capped at an eighth, reclaim floor an eighth, 20% margin. Counts of events or results (OpenHands,
+# masking, last_n) do not scale with the window; their ranges span the sources' defaults (PEERS.md).
 SPACES: dict[str, tuple[Knob, ...]] = {
     "seed_a": (
-        Knob("summary_at", 0.4, 0.9, 0.62, integer=True, relative=True, weight=3),
+        Knob("summary_at", 0.4, 0.9, 0.62, integer=True, relative=True, weight=3, usable=True),
         Knob("protect", 0.08, 0.34, 0.3333, weight=2),  # a fraction of the window (<= 1)
         Knob("tail_fraction", 0.0625, 0.1875, 0.125, weight=1.5),
         Knob("reclaim_floor", 0.03, 0.15, 0.125, weight=1.5),
         Knob("margin", 0.1, 0.25, 0.2, weight=1.5, prefer="high"),
     ),
+    "seed_b": (
+        Knob("tool_turns", 1, 8, 3, integer=True, weight=2, step=1),
+        Knob("tool_cap", 0.005, 0.05, 0.0115, integer=True, relative=True, weight=2),
+        Knob("summary_tokens", 500, 3000, 1000, integer=True, weight=1),
+    ),
+    "seed_c": (
+        Knob("spill_tokens", 0.02, 0.15, 0.077, integer=True, relative=True, weight=2, usable=True),
+        Knob("preview_chars", 500, 4000, 2000, integer=True, weight=1.5),
+        Knob("tail_fraction", 0.1, 0.5, 0.25, weight=1.5),
+        Knob("protect_turns", 1, 3, 1, integer=True, weight=1, step=1),
+    ),
     "clear_tool_uses": (
-        Knob("trigger", 0.3, 0.9, 0.6, integer=True, relative=True, weight=3),
+        Knob("trigger", 0.3, 0.9, 0.6, integer=True, relative=True, weight=3, usable=True),
         Knob("keep", 1, 12, 3, integer=True, weight=2, step=1),
         Knob("clear_at_least", 0.0, 0.15, 0.05, integer=True, relative=True, weight=1.5),
     ),
     "auto_compact": (
-        Knob("threshold", 0.5, 0.95, 0.85, weight=3),
+        Knob("threshold", 0.5, 0.95, 0.85, weight=3, usable=True),
         Knob("keep_user_tokens", 0.0, 0.15, 0.0, integer=True, relative=True, weight=1.5),
         Knob("summary_tokens", 1000, 6000, 3000, integer=True, weight=1, step=100),
+    ),
+    "openhands": (
+        Knob("max_size", 20, 240, 100, integer=True, weight=3, step=10),
+        Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
+    ),
+    "openhands_tokens": (
+        Knob("max_tokens", 0.4, 0.95, 0.7, integer=True, relative=True, weight=3, usable=True),
+        Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
+    ),
+    "openhands_recent": (
+        Knob("max_events", 20, 240, 100, integer=True, weight=3, step=10),
+        Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
+    ),
+    "masking": (Knob("keep_last", 1, 30, 10, integer=True, step=1),),
+    "last_n": (
+        Knob("n", 1, 20, 5, integer=True, weight=2, step=1),
+        Knob("polling", 1, 10, 1, integer=True, weight=1, step=1),
+    ),
+    "drop_oldest": (
+        Knob("margin", 0.0, 0.3, 0.1, weight=2, prefer="high"),
+        Knob("keep_first", 0, 4, 1, integer=True, weight=1, step=1),
     ),
 }
 FIXED: dict[str, dict[str, Any]] = {}
@@ -99,15 +154,58 @@ def level_counts(weights: list[float], target: int) -> list[int]:
         levels[best] += 1
 
 
-def tune_grid(policy: str, window: int, points: int = 96) -> dict[str, list[Any]]:
-    """The grid for ``policy`` at ``window`` with at most ``points`` points (knob ranges relative to the window)."""
+def tune_grid(policy: str, window: int, points: int = 96, reserve: int = 0) -> dict[str, list[Any]]:
+    """The grid for ``policy`` at ``window`` with at most ``points`` points (knob ranges relative to the window;
+    triggers capped below window - ``reserve``)."""
     if policy not in SPACES:
         raise ReplayError(f"tune: no tuning space for policy {policy!r}; choose one of {', '.join(sorted(SPACES))}")
     if window <= 0:
         raise ReplayError(f"tune: --window must be the model's context window in tokens (> 0), got {window}")
     knobs = SPACES[policy]
     levels = level_counts([k.weight for k in knobs], max(1, points))
-    return {k.name: k.values(n, window) for k, n in zip(knobs, levels, strict=True)}
+    return {k.name: k.values(n, window, reserve) for k, n in zip(knobs, levels, strict=True)}
+
+
+def _limit_tokens(policy: str, cfg: Any, window: int) -> list[tuple[str, float]]:
+    """(knob, tokens at which it fires) for the policy's window-bound triggers under config ``cfg``."""
+    if policy in ("seed_a", "seed_a_before"):
+        out = [("summary_at", cfg.summary_at)]
+        return out + ([("protect", cfg.protect)] if cfg.protect > 1 else [])
+    if policy == "clear_tool_uses" and cfg.trigger_type == "input_tokens":
+        return [("trigger", cfg.trigger)]
+    if policy == "auto_compact":
+        base = (cfg.context_window or window) - cfg.output_reserve
+        return [("threshold", cfg.threshold * base - cfg.buffer_tokens)]
+    if policy == "openhands_tokens" and cfg.max_tokens:
+        return [("max_tokens", cfg.max_tokens)]
+    if policy == "seed_c" and cfg.spill_tokens:
+        return [("spill_tokens", cfg.spill_tokens)]
+    return []
+
+
+def fit_warnings(policy: str, window: int, reserve: int, params: dict[str, Any] | None = None) -> list[str]:
+    """Warnings, before any sweep, for settings of the policy (its defaults, or ``params``) that cannot fit the
+    window: a trigger at or above window - reserve never fires before the prompt overflows."""
+    from replay.policies import make_policy
+
+    cfg = make_policy(policy, params or {}).config
+    usable = window - reserve
+    space = {k.name: k for k in SPACES.get(policy, ())}
+    out = []
+    for name, tokens in _limit_tokens(policy, cfg, window):
+        if tokens < usable:
+            continue
+        value = getattr(cfg, name)
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g} (= {tokens:,.0f} tokens)"
+        if name in space:
+            lo, hi = space[name].bounds(window, reserve)
+            fmt = "{:,.0f}" if space[name].relative else "{:.3g}"
+            fix = f"the sweep takes {name} over {fmt.format(lo)}-{fmt.format(hi)} instead"
+        else:
+            fix = f"set {name} below it (--set {name}=...)"
+        out.append(f"WARNING: {policy}'s {'' if params else 'default '}{name} {shown} is at or above window - "
+                   f"reserve ({usable:,}): at this window it cannot fire before the prompt overflows; {fix}")
+    return out
 
 
 def tune_spec(policy: str, window: int, reserve: int, tokenizer_id: str | None, points: int = 96,
@@ -121,7 +219,8 @@ def tune_spec(policy: str, window: int, reserve: int, tokenizer_id: str | None, 
                                 "tokenizer": tokenizer_id or "", "cache": cache, "batch": 8,
                                 "price_model": pricing.model or ""},
                       "fixed": {"window": window, "reserve": reserve, **FIXED.get(policy, {})},
-                      "grid": tune_grid(policy, window, points), "prices": pricing.table, "price": pricing.sets},
+                      "grid": tune_grid(policy, window, points, reserve), "prices": pricing.table,
+                      "price": pricing.sets},
                      where="tune")
 
 
@@ -200,24 +299,107 @@ def recommend(front_df: pl.DataFrame, cost_tie: float = COST_TIE, prefer: dict[s
     return best.row(0, named=True)
 
 
+def gate(frame: pl.DataFrame, defaults: pl.DataFrame) -> pl.DataFrame:
+    """Per point: does it pass `replay check`'s default gate against the defaults (same runs, same metrics, same
+    tolerances: replay.reports.check)? Columns point_id, gate_ok, gate_blockers ("" when it passes) and
+    gate_tol (the `--tol metric=value` options under which check would pass it)."""
+    import math
+
+    from replay.reports.check import METRICS, compare, worsening
+
+    ok = pl.col("error").is_null() if "error" in frame.columns else pl.lit(True)
+    base = defaults.filter(ok) if "error" in defaults.columns else defaults
+    need = [*METRICS, "summaries", "requests", "cached_tokens", "prompt_tokens"]  # the rates' sums
+    cols = ["run_id", *dict.fromkeys(m for m in need if m in frame.columns and m in base.columns)]
+    rows = []
+    for (pid,), df in frame.partition_by("point_id", as_dict=True).items():
+        if "error" in df.columns and df["error"].is_not_null().any():
+            rows.append({"point_id": pid, "gate_ok": False, "gate_blockers": "simulation error", "gate_tol": ""})
+            continue
+        res = compare(base.select(cols), df.select(cols))
+        blockers = [f"{r['metric']} {_worse(r)}" for r in res.metrics.filter(pl.col("regressed")).iter_rows(named=True)]
+        need_tol = {r["metric"]: r["worse_by"] for r in res.metrics.filter(pl.col("regressed")).iter_rows(named=True)}
+        bad_runs = res.runs.filter(pl.col("regressed"))
+        for metric in bad_runs["metric"].unique(maintain_order=True).to_list():
+            bad = bad_runs.filter(pl.col("metric") == metric)
+            blockers.append(f"{metric} up in {bad.height} run(s)")
+            worst = max(worsening(metric, b, c) for b, c in bad.select("baseline", "candidate").iter_rows())
+            need_tol[metric] = max(need_tol.get(metric, 0.0), worst)
+        tol = " ".join(f"--tol {m}={math.ceil(v * 100 - 1e-9) / 100:g}" for m, v in need_tol.items())
+        rows.append({"point_id": pid, "gate_ok": not blockers, "gate_blockers": "; ".join(blockers), "gate_tol": tol})
+    return pl.DataFrame(rows, schema={"point_id": pl.Utf8, "gate_ok": pl.Boolean, "gate_blockers": pl.Utf8,
+                                      "gate_tol": pl.Utf8})
+
+
+def _worse(r: dict[str, Any]) -> str:
+    if r["metric"] in ("cache_hit_rate",):
+        return f"{100 * r['worse_by']:+.1f} points worse"
+    return f"{100 * r['worse_by']:+.0f}% worse"
+
+
+def overflowing_runs(frame: pl.DataFrame, point: str | None = None) -> list[tuple[str, int]]:
+    """(run_id, overflow incidents) of the runs that overflow at ``point`` (all rows when None), most first."""
+    df = frame if point is None else frame.filter(pl.col("point_id") == point)
+    df = df.filter(pl.col("overflow_incidents") > 0).sort(["overflow_incidents", "run_id"], descending=[True, False])
+    return [(r, int(n)) for r, n in df.select("run_id", "overflow_incidents").iter_rows()]
+
+
 @dataclass
 class TuneResult:
     spec: SweepSpec
-    points: pl.DataFrame          # every point, aggregated, with feasible / on_front / recommended flags
+    points: pl.DataFrame          # every point, aggregated, with gate_ok / feasible / on_front / recommended flags
     front: pl.DataFrame           # the Pareto front among the feasible points
-    recommended: dict[str, Any]   # the chosen point's aggregated row
+    recommended: dict[str, Any]   # the chosen point's aggregated row (point_id "defaults" when none passed)
     params: dict[str, Any]        # the chosen point's exact parameters (window and reserve included)
-    zero_overflow: bool           # False: no point was free of overflow; the recommendation has the fewest
+    zero_overflow: bool           # False: the recommendation overflows (no candidate was free of overflow)
     defaults: dict[str, Any] | None = None
     unfittable: dict[str, int] = field(default_factory=dict)  # run -> tokens it must send that no policy trims
     files: dict[str, Path] = field(default_factory=dict)
     seconds: float = 0.0
     computed: int = 0
+    gate_passed: bool = True      # False: no swept point passes check's gate; the defaults are recommended
+    why: str = ""                 # why no swept point passes (empty when one does)
+    best_swept: dict[str, Any] | None = None   # the rule's choice among all swept points (the one shown if none passes)
+    overflowing: list[tuple[str, int]] = field(default_factory=list)          # the recommendation's overflowing runs
+    default_overflowing: list[tuple[str, int]] = field(default_factory=list)  # the defaults' overflowing runs
+    warnings: list[str] = field(default_factory=list)  # settings that cannot fit the window (fit_warnings)
+
+
+def _prefer(policy: str) -> dict[str, str]:
+    return {k.name: k.prefer for k in SPACES.get(policy, ()) if k.prefer}
+
+
+def _choose(pool: pl.DataFrame, policy: str) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], bool]:
+    """(feasible points, their front, the rule's choice, zero overflow?) among ``pool``."""
+    feas, zero = feasible(pool)
+    fr = front(feas)
+    return feas, fr, recommend(fr, prefer=_prefer(policy)), zero
+
+
+def why_none(points: pl.DataFrame, defaults: dict[str, Any] | None) -> str:
+    """A sentence: why no swept point passes the gate (the blockers, by how many points they stop)."""
+    counts: dict[str, int] = {}
+    for text in points["gate_blockers"].to_list():
+        for b in filter(None, (text or "").split("; ")):
+            key = b.split(" ")[0] + (" (per run)" if " run(s)" in b else "")
+            counts[key] = counts.get(key, 0) + 1
+    top = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
+    fewest = int(points["overflow_incidents"].min()) if points.height else 0
+    text = (f"no swept point passes `replay check`'s default gate against the defaults (of {points.height} points, "
+            f"regressed: {top})")
+    if defaults is not None:
+        d_over = int(defaults["overflow_incidents"])
+        if fewest > d_over:
+            text += f"; every point overflows more than the defaults ({fewest:,} at best vs {d_over:,})"
+        elif fewest > 0:
+            text += f"; every point still overflows ({fewest:,} at best; the defaults {d_over:,})"
+    return text
 
 
 def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0,
              progress: bool = True) -> TuneResult:
-    """Run (or resume) the tuning sweep and choose a point; writes nothing."""
+    """Run (or resume) the tuning sweep and the defaults, gate every point against the defaults, choose one;
+    writes nothing."""
     from replay.sweeps import run_sweep
     from replay.sweeps.results import sweep_frame
     from replay.sweeps.runner import load_sweep_runs
@@ -225,26 +407,54 @@ def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "l
     t0 = time.perf_counter()
     runs = load_sweep_runs(con, spec)
     outcome = run_sweep(con, spec, executor=executor, workers=workers, progress=progress, runs=runs)
-    points = aggregate_points(sweep_frame(con, outcome.sweep_id))
+    frame = sweep_frame(con, outcome.sweep_id)
+    points = aggregate_points(frame)
     if "cost_usd" not in points.columns:  # no run has a price: cost is unknown everywhere, nothing to rank by
         raise ReplayError("tune: no run has a price (their models are unknown to genai-prices); pass --model "
                           "NEW_MODEL, --prices FILE or --price input=.. --price output=..")
     dspec = defaults_spec(spec)
     dout = run_sweep(con, dspec, executor="serial" if len(runs) < 4 else executor, workers=workers,
                      progress=False, runs=runs)
-    dflt = aggregate_points(sweep_frame(con, dout.sweep_id))
-    pool, zero = feasible(points)
-    fr = front(pool)
-    rec = recommend(fr, prefer={k.name: k.prefer for k in SPACES.get(spec.policy, ()) if k.prefer})
+    dframe = sweep_frame(con, dout.sweep_id)
+    dflt = aggregate_points(dframe)
+    drow = dflt.row(0, named=True) if dflt.height else None
+    points = points.join(gate(frame, dframe), on="point_id", how="left").with_columns(
+        pl.col("gate_ok").fill_null(False))
+    _, best_fr, best, best_zero = _choose(points, spec.policy)
+    passed = points.filter(pl.col("gate_ok"))
     by_id = {point_id(p): p for p in spec.points()}
-    ids = set(pool["point_id"])
-    points = points.with_columns(pl.col("point_id").is_in(list(ids)).alias("feasible"),
+    if passed.height:
+        feas, fr, rec, zero = _choose(passed, spec.policy)
+        params, why, rec_id = dict(by_id[rec["point_id"]]), "", rec["point_id"]
+    else:
+        if drow is None:
+            raise ReplayError("tune: the defaults gave no result; see the error column of sweep_results")
+        why = why_none(points, drow)
+        feas = points.filter(pl.col("point_id").is_in(best_fr["point_id"].to_list()))
+        if int(best["overflow_incidents"]) < int(drow["overflow_incidents"]):
+            # an overflow is a failed request: fewer of them outweighs the gate's softer metrics; say so
+            fr, rec, zero, rec_id = best_fr, best, best_zero, best["point_id"]
+            params = dict(by_id[rec_id])
+            why += (f". Recommended instead: the swept point with the fewest overflow incidents "
+                    f"({int(best['overflow_incidents']):,} vs the defaults' {int(drow['overflow_incidents']):,}); "
+                    f"it fails the gate on {best['gate_blockers']}; to accept that, gate it with: replay check "
+                    f"defaults.toml recommended.toml {best['gate_tol']}")
+            best = None
+        else:
+            fr, rec, rec_id = best_fr, {**drow, "point_id": "defaults"}, None
+            zero, params = int(drow["overflow_incidents"]) == 0, dict(dspec.fixed)
+            why += (". The defaults overflow no more than any swept point: keep them (recommended.toml holds them); "
+                    "the best swept point is in best_swept.toml")
+    points = points.with_columns(pl.col("point_id").is_in(feas["point_id"].to_list()).alias("feasible"),
                                  pl.col("point_id").is_in(fr["point_id"].to_list()).alias("on_front"),
-                                 (pl.col("point_id") == rec["point_id"]).alias("recommended"))
-    return TuneResult(spec, points, fr, rec, dict(by_id[rec["point_id"]]), zero,
-                      dflt.row(0, named=True) if dflt.height else None, seconds=time.perf_counter() - t0,
-                      computed=outcome.computed, unfittable=unfittable(runs, spec.fixed.get("window"),
-                                                                       spec.fixed.get("reserve")))
+                                 (pl.col("point_id") == (rec_id or "")).alias("recommended"))
+    over = overflowing_runs(frame, rec_id) if rec_id else overflowing_runs(dframe)
+    return TuneResult(spec, points, fr, rec, params, zero, drow, seconds=time.perf_counter() - t0,
+                      computed=outcome.computed, gate_passed=bool(passed.height), why=why,
+                      best_swept=None if passed.height else best, overflowing=over,
+                      default_overflowing=overflowing_runs(dframe),
+                      warnings=fit_warnings(spec.policy, spec.fixed.get("window", 0), spec.fixed.get("reserve", 0)),
+                      unfittable=unfittable(runs, spec.fixed.get("window"), spec.fixed.get("reserve")))
 
 
 def unfittable(runs: list, window: int | None, reserve: int | None) -> dict[str, int]:
@@ -264,28 +474,57 @@ def _fmt_pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _metrics(r: dict[str, Any]) -> str:
+    return (f"summaries/100 {r['summaries_per_100']:.2f}, cache hit {_fmt_pct(r['cache_hit_rate'])}, evicted repeat "
+            f"reads {int(r['repeat_evicted'])}, cost ${r['cost_usd']:.2f}, overflow incidents "
+            f"{int(r['overflow_incidents'])}")
+
+
+def named_runs(runs: list[tuple[str, int]], unfit: dict[str, int], top: int = 5) -> str:
+    """'run (n), run (n*), ... and k more' (* : the harness prefix alone overflows at this window)."""
+    shown = [f"{r} ({n:,}{'*' if r in unfit else ''})" for r, n in runs[:top]]
+    more = f" and {len(runs) - top} more" if len(runs) > top else ""
+    return ", ".join(shown) + more
+
+
 def summary_lines(res: TuneResult) -> list[str]:
     """Plain-text findings, also written as the policy file's header."""
     r, s = res.recommended, res.spec
     w, rs = s.fixed.get("window"), s.fixed.get("reserve")
     lines = [f"replay tune: {s.policy} for tokenizer {s.tokenizer or 'chars/4 (estimate)'}, window {w:,}, "
              f"reserve {rs:,}, cache {s.cache}" + (f", priced as {s.price_model}" if s.price_model else ""),
-             f"sweep {s.sweep_id}: {res.points.height} points x {int(r['runs'])} runs; "
-             f"{int(res.points['feasible'].sum())} points with "
-             + ("zero overflow incidents" if res.zero_overflow else "the fewest overflow incidents"),
+             *res.warnings,
+             f"sweep {s.sweep_id}: {res.points.height} points x {int(res.points['runs'][0])} runs; "
+             f"{int(res.points['gate_ok'].sum())} pass `replay check`'s default gate against the defaults",
              f"Pareto front: {res.front.height} points over summaries/100 (min), cache hit rate (max), "
-             "evicted repeat reads (min), cost (min)",
-             f"rule: {RULE}",
-             f"recommended {r['point_id']}: summaries/100 {r['summaries_per_100']:.2f}, cache hit "
-             f"{_fmt_pct(r['cache_hit_rate'])}, evicted repeat reads {int(r['repeat_evicted'])}, "
-             f"cost ${r['cost_usd']:.2f}, overflow incidents {int(r['overflow_incidents'])}"]
+             "evicted repeat reads (min), cost (min), among "
+             + ("the points that pass the gate" if res.gate_passed else "all swept points (none passes the gate)")
+             + " with " + ("zero overflow incidents" if (res.best_swept or res.recommended)["overflow_incidents"] == 0
+                           else "the fewest overflow incidents"),
+             f"rule: {RULE}"]
+    d = res.defaults
+    if d:
+        lines.append(f"defaults at this window: {_metrics(d)}")
+    if not res.gate_passed:
+        lines.append(f"WARNING: {res.why}")
+    if r["point_id"] != "defaults":
+        lines.append(f"recommended {r['point_id']}: {_metrics(r)}")
+        lines.append("  " + ", ".join(f"{k} = {res.params[k]}" for k in s.swept_names if k in res.params))
+    else:
+        lines.append(f"recommended: the defaults: {_metrics(r)}")
+        b = res.best_swept
+        if b:
+            lines.append(f"best swept point {b['point_id']} (best_swept.toml; fails the gate: "
+                         f"{b.get('gate_blockers') or '?'}): {_metrics(b)}")
     if r.get("unpriced_runs"):
         lines.append(f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
                      "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price")
-    if not res.zero_overflow:
-        lines.append(f"WARNING: no swept point avoids overflow on this corpus; this point still overflows "
-                     f"{int(r['overflow_incidents'])} times in {int(r['runs_with_overflow'])} runs. Raise the window, "
-                     "lower the reserve, or widen the grid (--points).")
+    if res.overflowing:
+        n = sum(c for _, c in res.overflowing)
+        lines.append(f"WARNING: the recommendation still overflows {n:,} times in {len(res.overflowing)} run(s): "
+                     + named_runs(res.overflowing, res.unfittable)
+                     + (" (* : harness prefix alone overflows)" if any(x in res.unfittable for x, _ in
+                                                                     res.overflowing[:5]) else ""))
     if res.unfittable:
         names = ", ".join(sorted(res.unfittable)[:5]) + (", ..." if len(res.unfittable) > 5 else "")
         lines.append(f"WARNING: {len(res.unfittable)} run(s) overflow under any policy at this window: the harness "
@@ -295,11 +534,6 @@ def summary_lines(res: TuneResult) -> list[str]:
     if edges:
         lines.append("note: the recommended point sits at the edge of the swept range for " + ", ".join(edges)
                      + "; the optimum may lie beyond it")
-    d = res.defaults
-    if d:
-        lines.append(f"defaults at this window: summaries/100 {d['summaries_per_100']:.2f}, cache hit "
-                     f"{_fmt_pct(d['cache_hit_rate'])}, evicted repeat reads {int(d['repeat_evicted'])}, "
-                     f"cost ${d['cost_usd']:.2f}, overflow incidents {int(d['overflow_incidents'])}")
     return lines
 
 
@@ -317,20 +551,26 @@ def edge_knobs(res: TuneResult) -> list[str]:
     return out
 
 
-def policy_file(res: TuneResult) -> PolicyFile:
-    """The recommendation as a policy file `replay simulate`/`replay check` accept."""
-    return PolicyFile(name=res.spec.policy, params=dict(res.params), cache=res.spec.cache, runs=res.spec.runs,
+def policy_file(res: TuneResult, defaults: bool = False, best: bool = False) -> PolicyFile:
+    """The recommendation (``defaults``: the policy's defaults at this window and reserve; ``best``: the best
+    swept point when none passes the gate) as a policy file `replay simulate --policy-file`, `replay sweep` and
+    `replay check` accept."""
+    params = dict(res.spec.fixed) if defaults else dict(res.params)
+    if best and res.best_swept:
+        params = {point_id(p): p for p in res.spec.points()}[res.best_swept["point_id"]]
+    return PolicyFile(name=res.spec.policy, params=params, cache=res.spec.cache, runs=res.spec.runs,
                       tokenizer=res.spec.tokenizer)
 
 
 def front_columns(res: TuneResult) -> list[str]:
     knobs = [k for k in res.spec.swept_names if k in res.front.columns]
     return ["point_id", *knobs, "summaries_per_100", "cache_hit_rate", "repeat_evicted", "cost_usd",
-            "overflow_incidents", "runs_with_overflow", "emergencies", "repeat_evicted_tokens"]
+            "overflow_incidents", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok"]
 
 
 def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
-    """recommended.toml, front.csv/.parquet, points.parquet, front.png/.svg under ``out_dir``."""
+    """recommended.toml, defaults.toml (check's baseline), front.csv/.parquet, points.parquet, front.png/.svg
+    under ``out_dir``."""
     from replay.reports import plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -338,19 +578,30 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
     toml = out_dir / "recommended.toml"
     header = "\n".join([f"written by replay tune, {stamp}", *summary_lines(res)])
     toml.write_text(dump_policy_file(policy_file(res), header), encoding="utf-8")
+    base = out_dir / "defaults.toml"
+    base.write_text(dump_policy_file(policy_file(res, defaults=True), f"written by replay tune, {stamp}: "
+                                     f"{res.spec.policy}'s defaults at this window and reserve (the baseline "
+                                     "of: replay check defaults.toml recommended.toml)"), encoding="utf-8")
     fr = res.front.select([c for c in front_columns(res) if c in res.front.columns]).with_columns(
         (pl.col("point_id") == res.recommended["point_id"]).alias("recommended"))
-    files = {"policy": toml, "front_csv": out_dir / "front.csv", "front_parquet": out_dir / "front.parquet",
-             "points_parquet": out_dir / "points.parquet"}
+    if res.best_swept:  # none passed the gate: the rule's choice, for a user who accepts its regressions
+        best = out_dir / "best_swept.toml"
+        best.write_text(dump_policy_file(policy_file(res, best=True), f"written by replay tune, {stamp}: the best "
+                                         "swept point; it FAILS replay check's default gate against defaults.toml: "
+                                         f"{res.best_swept.get('gate_blockers')}"), encoding="utf-8")
+    files = {"policy": toml, "defaults": base, "front_csv": out_dir / "front.csv",
+             "front_parquet": out_dir / "front.parquet", "points_parquet": out_dir / "points.parquet"}
     fr.write_csv(files["front_csv"])
     fr.write_parquet(files["front_parquet"])
     res.points.write_parquet(files["points_parquet"])
     s = res.spec
     title = (f"replay tune: {s.policy}, tokenizer {s.tokenizer or 'chars/4'}, window {s.fixed['window']:,}, "
              f"reserve {s.fixed['reserve']:,}")
-    ax = plots.tune_front(res.points, res.recommended, title, res.defaults, zero_overflow=res.zero_overflow)
+    ax = plots.tune_front(res.points, res.recommended, title, res.defaults, zero_overflow=res.zero_overflow,
+                          knobs=[k for k in s.swept_names if k in res.points.columns])
     png, svg = plots.save(ax, out_dir, "front")
-    files |= {"chart_png": png, "chart_svg": svg}
+    files |= {"chart_png": png, "chart_svg": svg} | ({"best_swept": out_dir / "best_swept.toml"}
+                                                      if res.best_swept else {})
     res.files = files
     return files
 

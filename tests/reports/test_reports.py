@@ -49,5 +49,44 @@ def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
                  "pareto"):
         assert (tmp_path / "charts" / f"{name}.png").exists() and (tmp_path / "charts" / f"{name}.svg").exists()
         assert f"charts/{name}" in md
-    assert "<img" in (tmp_path / "report.html").read_text()
+    page = (tmp_path / "report.html").read_text()
+    assert "<img" in page and "<table>" in page and "|---|" not in page  # tables rendered, not raw markdown
     assert list(tmp_path.glob("sweep-*.parquet"))
+    # every markdown table starts on its own line (a table glued to a sentence does not render)
+    lines = md.splitlines()
+    assert all(lines[i - 1] == "" for i, line in enumerate(lines) if line.startswith("| ") and
+               not lines[i - 1].startswith("|"))
+    assert "Tokens: real count, tekken_240911." in md  # the demo counts with tekken and says so
+    # the demo exercises the emergency margin: sample-dense-1 overflows under small margins, not under 50%
+    section = md.split("## Overflow incidents vs margin")[1].split("## ")[0]
+    rows = {line.split(" | ")[0].strip("| "): int(line.split(" | ")[1]) for line in section.splitlines()
+            if line.startswith("| 0")}
+    assert rows["0"] > 0 and rows["0.5"] == 0 and rows["0.2"] > rows["0.5"]
+
+
+def test_labels_say_real_count_or_estimate_and_which_tokenizer() -> None:
+    assert plots.token_label("real:tekken_240911:3b41") == "real count, tekken_240911"
+    assert plots.token_label("estimate:chars/4") == "estimate, chars/4"
+    assert plots.token_label("mixed:o200k:ab+chars/4") == "partly estimated, o200k + chars/4"
+    series = pl.DataFrame({"policy": ["a"] * 2, "k": [0, 1], "prompt_tokens": [10, 20], "summarised": [False] * 2,
+                           "overflow": [False] * 2})
+    assert "estimate, chars/4" in plots.prompt_over_run(series, 30, token_source="estimate:chars/4").get_ylabel()
+    ax = plots.prompt_over_run(series, 30, token_source="real:tekken_240911:3b41")
+    assert ax.get_ylabel() == "prompt tokens (real count, tekken_240911)"
+
+
+def test_pareto_labels_name_the_knobs() -> None:
+    pts = pl.DataFrame({"c": [1.0, 2.0], "e": [2.0, 1.0], "protect": [4000, 12000], "summary_at": [60000, 80000]})
+    ax = plots.pareto(pts, "c", "e", np.array([True, True]), "cost", "evicted", ["protect", "summary_at"])
+    texts = sorted(t.get_text() for t in ax.texts)
+    assert texts == ["protect=12k, summary_at=80k", "protect=4k, summary_at=60k"]
+    assert "labels: protect, summary_at" in [t.get_text() for t in ax.get_legend().get_texts()][1]
+
+
+def test_markdown_tables_become_html_tables() -> None:
+    from replay.reports.build import _table, md_html
+
+    table = _table(pl.DataFrame({"margin": [0.0, 0.5], "overflow_incidents": [37, 0]}))
+    out = md_html("Seed A decides on chars/4 estimates.\n\n" + table)
+    assert out.startswith("<p>Seed A decides") and "<table><thead><tr><th>margin</th>" in out
+    assert "<td>37</td>" in out and "|" not in out
