@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import glob
-import hashlib
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
 
-from replay.errors import ReplayError
-from replay.model import BadRecord, Item, Request, Run, dumps
-from replay.readers import detect, folder_reader, formats
-from replay.readers.base import MAX_LINE_BYTES, ReadContext, is_compressed, open_decompressed
+from replay.ingest_parse import Parsed, file_hash, members, parse_unit, parse_units, unit_size  # noqa: F401 (API)
+from replay.model import BadRecord
+from replay.readers import folder_reader
+from replay.readers.base import MAX_LINE_BYTES
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -75,83 +71,36 @@ def _walk(folder: Path, found: set[Path]) -> None:
 
 def _members(path: Path) -> list[Path]:
     """The files a unit reads: itself, or a run folder's members."""
-    found = folder_reader(path) if path.is_dir() else None
-    return found[1] if found else [path]
+    return members(path)
 
 
-def unit_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in _members(path))
-
-
-def file_hash(path: Path) -> str:
-    """Content hash of a file (of its decompressed content when compressed) or of a run folder's members."""
-    h = hashlib.blake2b(digest_size=16)
-    members = _members(path)
-    for member in members:
-        if path.is_dir():
-            h.update(member.relative_to(path).as_posix().encode() + b"\0")
-        with (open_decompressed(member) if is_compressed(member) else member.open("rb")) as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-    return h.hexdigest()
-
-
-def _table(rows: list, columns: list[str], extra: Callable[[object], dict] | None = None) -> pa.Table:
-    data = {c: [getattr(r, c) for r in rows] for c in columns}
-    if extra:
-        for key, values in _transpose([extra(r) for r in rows]).items():
-            data[key] = values
-    return pa.table(data)
-
-
-def _transpose(dicts: list[dict]) -> dict[str, list]:
-    keys = dicts[0].keys() if dicts else []
-    return {k: [d[k] for d in dicts] for k in keys}
-
-
-ITEM_COLUMNS = ["run_id", "seq", "step", "turn", "role", "kind", "tool_name", "call_id", "args", "text",
-                "is_error", "resource", "access"]
-REQUEST_COLUMNS = ["run_id", "step", "ts", "input_tokens", "cache_read", "cache_write", "output_tokens",
-                   "prompt_tokens", "model", "line"]
-
-
-def _item_extra(item: Item) -> dict:
-    payload = item.payload
-    return {"content_hash": item.content_hash, "chars": len(payload), "ts": item.ts, "line": item.line}
-
-
-def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, fhash: str, records: list,
-           older: list[str] | None = None) -> None:
-    runs = [r for r in records if isinstance(r, Run)]
-    items = [r for r in records if isinstance(r, Item)]
-    reqs = [r for r in records if isinstance(r, Request)]
-    per_run = {r.run_id: 0 for r in runs}
-    for q in reqs:
-        per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
+def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str] | None = None) -> None:
+    """Write one parsed unit in one transaction: runs, items and requests each in one bulk insert."""
+    fhash = parsed.file_hash
+    tables = {"runs": parsed.runs, "items": parsed.items, "requests": parsed.requests}
+    n = {name: 0 if frame is None else frame.height for name, frame in tables.items()}
     now = datetime.now(UTC)
     con.execute("BEGIN")
     try:
         con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
         for old in older or []:
             _delete_file(con, old)
-        for run in runs:
-            con.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
-                        [run.run_id, fhash, run.format, run.source_path, run.model, run.harness, run.started_at,
-                         run.parent_run_id, per_run[run.run_id], dumps(run.metadata)])
-        if items:
-            items_tbl = _table(items, ITEM_COLUMNS, _item_extra)  # noqa: F841 (read by DuckDB)
-            con.execute("INSERT INTO items SELECT * FROM items_tbl")
-        if reqs:
-            reqs_tbl = _table(reqs, REQUEST_COLUMNS)  # noqa: F841
-            con.execute("INSERT INTO requests SELECT * FROM reqs_tbl")
+        for name, frame in tables.items():
+            if n[name]:
+                con.register("_ingest_rows", frame)
+                try:
+                    con.execute(f"INSERT INTO {name} SELECT * FROM _ingest_rows")
+                finally:
+                    con.unregister("_ingest_rows")
         _quarantine(con, fhash, out.path, out.bad, now)
         con.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-                    [fhash, str(out.path), out.format, out.bytes, len(runs), len(items), len(reqs), len(out.bad), now])
+                    [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad),
+                     now])
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    out.runs, out.items, out.requests = len(runs), len(items), len(reqs)
+    out.runs, out.items, out.requests = n["runs"], n["items"], n["requests"]
 
 
 def _delete_file(con: duckdb.DuckDBPyConnection, fhash: str) -> None:
@@ -174,51 +123,26 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int 
 
     ``replace_older``: an earlier version of the same path (e.g. a session file that has since grown) is
     deleted in the same transaction, so the run is replaced rather than duplicated."""
-    out = FileOutcome(path=path, status="ingested", bytes=unit_size(path))
-    try:
-        fhash = file_hash(path)
-    except (ReplayError, OSError, EOFError, ValueError) as exc:  # unreadable compressed file, missing zstandard
-        out.status = "failed"
-        out.bad = [BadRecord(0, f"cannot read: {exc}", "")]
+    return store_parsed(con, parse_unit(path, max_line_bytes), replace_older)
+
+
+def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False) -> FileOutcome:
+    """Write what :func:`replay.ingest_parse.parse_unit` read: rows, or the quarantine entry saying why none."""
+    path, fhash = parsed.path, parsed.file_hash
+    out = FileOutcome(path=path, status=parsed.status, format=parsed.format, bad=parsed.bad, bytes=parsed.bytes)
+    if fhash is None:  # not even hashable: quarantined by path
         _replace_quarantine(con, "path:" + str(path), path, out.bad)
         return out
-    if con.execute("SELECT 1 FROM files WHERE file_hash = ?", [fhash]).fetchone():
-        out.status = "unchanged"
+    if parsed.status == "unchanged" or con.execute("SELECT 1 FROM files WHERE file_hash = ?", [fhash]).fetchone():
+        out.status, out.format, out.bad = "unchanged", None, []
         return out
-    with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
-        plain = _decompressed(path, Path(tmp)) if is_compressed(path) else path
-        reader = detect(plain)
-        if reader is None:
-            out.status = "unknown"
-            out.bad = [BadRecord(0, f"unknown format (not one of: {', '.join(formats())}); convert it to the "
-                                 "canonical JSONL format described in docs/canonical-format.md", "")]
-            _replace_quarantine(con, fhash, path, out.bad)
-            return out
-        out.format = reader.format
-        ctx = ReadContext(path=plain, file_hash=fhash, max_line_bytes=max_line_bytes)
-        try:
-            records = list(reader.read(ctx))
-        except Exception as exc:  # a reader bug must not stop the whole ingest
-            out.status = "failed"
-            out.bad = [BadRecord(0, f"the {reader.format} reader failed: {type(exc).__name__}: {exc}; "
-                                 "please report it with this file", "")]
-            _replace_quarantine(con, fhash, path, out.bad)
-            return out
-    if plain != path:
-        records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
-    out.bad = [r for r in records if isinstance(r, BadRecord)]
+    if parsed.status in ("unknown", "failed"):
+        _replace_quarantine(con, fhash, path, out.bad)
+        return out
     older = [row[0] for row in con.execute("SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?",
                                            [str(path), fhash]).fetchall()] if replace_older else []
-    _write(con, out, fhash, [r for r in records if not isinstance(r, BadRecord)], older)
+    _write(con, out, parsed, older)
     return out
-
-
-def _decompressed(path: Path, folder: Path) -> Path:
-    """A plain copy of a compressed file, named as the file inside (x.jsonl.gz -> x.jsonl)."""
-    plain = folder / path.with_suffix("").name
-    with open_decompressed(path) as src, plain.open("wb") as dst:
-        shutil.copyfileobj(src, dst, 1 << 20)
-    return plain
 
 
 def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord]) -> None:
@@ -229,32 +153,43 @@ def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, 
 
 
 def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress: bool = False,
-           max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False) -> list[FileOutcome]:
-    """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes."""
+           max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False, workers: int = 0) -> list[FileOutcome]:
+    """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes.
+
+    ``workers``: processes that parse files in parallel (0: REPLAY_WORKERS, else every core); this process
+    does every store write."""
     files = expand_paths(paths)
-    return list(_run(con, files, progress, max_line_bytes, replace_older))
+    return list(_run(con, files, progress, max_line_bytes, replace_older, workers))
 
 
 def ingest_units(con: duckdb.DuckDBPyConnection, units: list[Path], progress: bool = False,
-                 max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False) -> Iterator[FileOutcome]:
+                 max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False,
+                 workers: int = 0) -> Iterator[FileOutcome]:
     """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
-    return _run(con, units, progress, max_line_bytes, replace_older)
+    return _run(con, units, progress, max_line_bytes, replace_older, workers)
+
+
+POOL_MIN_BYTES = 1 << 20  # below this a process pool costs more to start than it saves
 
 
 def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
-         max_line_bytes: int, replace_older: bool = False) -> Iterator[FileOutcome]:
+         max_line_bytes: int, replace_older: bool = False, workers: int = 0) -> Iterator[FileOutcome]:
+    sizes = {f: unit_size(f) for f in files}
+    if sum(sizes.values()) < POOL_MIN_BYTES:
+        workers = 1
+    known = frozenset(r[0] for r in con.execute("SELECT file_hash FROM files").fetchall())
+    parsed = parse_units(files, max_line_bytes, known, workers)
     if not progress:
-        for f in files:
-            yield ingest_file(con, f, max_line_bytes, replace_older)
+        for p in parsed:
+            yield store_parsed(con, p, replace_older)
         return
     from replay.progress import bar
 
     with bar() as pb:
-        sizes = {f: unit_size(f) for f in files}
         task = pb.add_task("ingest", total=sum(sizes.values()))
-        for f in files:
+        for f, p in zip(files, parsed, strict=True):
             pb.update(task, description=f"ingest {f.name[:40]}")
-            yield ingest_file(con, f, max_line_bytes, replace_older)
+            yield store_parsed(con, p, replace_older)
             pb.advance(task, sizes[f])
 
 

@@ -1,0 +1,205 @@
+"""Read one log file or run folder into store-ready frames: the part of ingest that runs in worker processes.
+
+A worker builds one polars frame per table (columns typed as the store's, converted in Rust) and imports
+neither DuckDB nor pandas, so it starts fast; the parent bulk-inserts the frames, one transaction per file
+(``replay.ingest``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from pathlib import Path
+
+import polars as pl
+
+from replay.errors import ReplayError
+from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
+from replay.readers import detect, folder_reader, formats
+from replay.readers.base import MAX_LINE_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
+
+_S, _I = pl.String, pl.Int64
+# The store's columns, in table order, as polars types (replay/store/schema.py).
+RUN_SCHEMA = {"run_id": _S, "file_hash": _S, "format": _S, "source_path": _S, "model": _S, "harness": _S,
+              "started_at": _S, "parent_run_id": _S, "n_requests": _I, "metadata": _S}
+ITEM_SCHEMA = {"run_id": _S, "seq": _I, "step": _I, "turn": _I, "role": _S, "kind": _S, "tool_name": _S,
+               "call_id": _S, "args": _S, "text": _S, "is_error": pl.Boolean, "resource": _S, "access": _S,
+               "content_hash": _S, "chars": _I, "ts": _S, "line": _I}
+REQUEST_SCHEMA = {"run_id": _S, "step": _I, "ts": _S, "input_tokens": _I, "cache_read": _I, "cache_write": _I,
+                  "output_tokens": _I, "prompt_tokens": _I, "model": _S, "line": _I}
+ITEM_COLUMNS = list(ITEM_SCHEMA)[:13]  # read from the Item; the rest are derived
+
+
+@dataclass
+class Parsed:
+    """One unit as read: its status and, when read, its rows as columns in the store's column order."""
+
+    path: Path
+    status: str  # ingested (read, to be written) | unchanged | unknown | failed
+    bytes: int
+    file_hash: str | None = None  # None: the content could not even be hashed
+    format: str | None = None
+    bad: list[BadRecord] = field(default_factory=list)
+    runs: pl.DataFrame | None = None
+    items: pl.DataFrame | None = None
+    requests: pl.DataFrame | None = None
+
+
+def members(path: Path) -> list[Path]:
+    """The files a unit reads: itself, or a run folder's members."""
+    found = folder_reader(path) if path.is_dir() else None
+    return found[1] if found else [path]
+
+
+def unit_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in members(path))
+
+
+def file_hash(path: Path) -> str:
+    """Content hash of a file (of its decompressed content when compressed) or of a run folder's members."""
+    h = hashlib.blake2b(digest_size=16)
+    for member in members(path):
+        if path.is_dir():
+            h.update(member.relative_to(path).as_posix().encode() + b"\0")
+        with (open_decompressed(member) if is_compressed(member) else member.open("rb")) as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def decompressed(path: Path, folder: Path) -> Path:
+    """A plain copy of a compressed file, named as the file inside (x.jsonl.gz -> x.jsonl)."""
+    plain = folder / path.with_suffix("").name
+    with open_decompressed(path) as src, plain.open("wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+    return plain
+
+
+def parse_unit(path: Path, max_line_bytes: int = MAX_LINE_BYTES, known: frozenset[str] = frozenset()) -> Parsed:
+    """Hash and read one unit; a unit whose hash is in ``known`` (already in the store) is not read again."""
+    out = Parsed(path=path, status="ingested", bytes=unit_size(path))
+    try:
+        out.file_hash = fhash = file_hash(path)
+    except (ReplayError, OSError, EOFError, ValueError) as exc:  # unreadable compressed file, missing zstandard
+        out.status, out.bad = "failed", [BadRecord(0, f"cannot read: {exc}", "")]
+        return out
+    if fhash in known:
+        out.status = "unchanged"
+        return out
+    with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
+        plain = decompressed(path, Path(tmp)) if is_compressed(path) else path
+        reader = detect(plain)
+        if reader is None:
+            out.status = "unknown"
+            out.bad = [BadRecord(0, f"unknown format (not one of: {', '.join(formats())}); convert it to the "
+                                 "canonical JSONL format described in docs/canonical-format.md", "")]
+            return out
+        out.format = reader.format
+        ctx = ReadContext(path=plain, file_hash=fhash, max_line_bytes=max_line_bytes)
+        try:
+            records = read_isolated(reader, ctx)
+        except Exception as exc:  # a reader bug must not stop the whole ingest
+            out.status = "failed"
+            out.bad = [BadRecord(0, f"the {reader.format} reader failed: {type(exc).__name__}: {exc}; "
+                                 "please report it with this file", "")]
+            return out
+    if plain != path:
+        records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
+    try:
+        _frames(out, records)
+    except (TypeError, OverflowError, pl.exceptions.PolarsError) as exc:  # a value of the wrong type
+        out.status, out.runs, out.items, out.requests = "failed", None, None, None
+        out.bad = [BadRecord(0, f"the {out.format} reader gave a value the store cannot hold ({type(exc).__name__}: "
+                             f"{str(exc)[:300]}); please report it with this file", "")]
+    return out
+
+
+def _frames(out: Parsed, records: list) -> None:
+    """Split records by kind into typed frames (item hashes and run metadata JSON computed here)."""
+    runs: list[Run] = []
+    items: list[Item] = []
+    reqs: list[Request] = []
+    for r in records:
+        if isinstance(r, Item):
+            items.append(r)
+        elif isinstance(r, Request):
+            reqs.append(r)
+        elif isinstance(r, Run):
+            runs.append(r)
+        elif isinstance(r, BadRecord):
+            out.bad.append(r)
+    per_run = {r.run_id: 0 for r in runs}
+    for q in reqs:
+        per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
+    out.runs = pl.DataFrame({
+        "run_id": [r.run_id for r in runs], "file_hash": [out.file_hash] * len(runs),
+        "format": [r.format for r in runs], "source_path": [r.source_path for r in runs],
+        "model": [r.model for r in runs], "harness": [r.harness for r in runs],
+        "started_at": [r.started_at for r in runs], "parent_run_id": [r.parent_run_id for r in runs],
+        "n_requests": [per_run[r.run_id] for r in runs], "metadata": [dumps(r.metadata) for r in runs]},
+        schema=RUN_SCHEMA)
+    columns = {c: [getattr(i, c) for i in items] for c in ITEM_COLUMNS}
+    payloads = [i.payload for i in items]
+    columns["content_hash"] = [content_hash(p) for p in payloads]
+    columns["chars"] = [len(p) for p in payloads]
+    columns["ts"] = [i.ts for i in items]
+    columns["line"] = [i.line for i in items]
+    out.items = pl.DataFrame(columns, schema=ITEM_SCHEMA)
+    out.requests = pl.DataFrame({c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}, schema=REQUEST_SCHEMA)
+
+
+# -- the worker pool ---------------------------------------------------------------------------------------------
+
+_KNOWN: frozenset[str] = frozenset()
+_MAX_LINE = MAX_LINE_BYTES
+
+
+def _init(known: frozenset[str], max_line_bytes: int) -> None:
+    global _KNOWN, _MAX_LINE
+    _KNOWN, _MAX_LINE = known, max_line_bytes
+
+
+def _work(path: Path) -> Parsed:
+    return parse_unit(path, _MAX_LINE, _KNOWN)
+
+
+def parse_units(units: list[Path], max_line_bytes: int = MAX_LINE_BYTES, known: frozenset[str] = frozenset(),
+                workers: int = 0) -> Iterator[Parsed]:
+    """Each unit parsed, in order: on a process pool of ``workers`` (0: every core) when there is more than one
+    unit, else in this process. At most two units per worker are read ahead, so memory stays bounded by the
+    largest few files, not by the corpus."""
+    n = min(workers or default_workers(), len(units))
+    if n <= 1:
+        for u in units:
+            yield parse_unit(u, max_line_bytes, known)
+        return
+    import multiprocessing as mp
+
+    # never fork: the parent's DuckDB (and any Arrow/polars) threads could leave locks held in the children
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    context = mp.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload([__name__])  # readers and polars imported once, in the server
+    with context.Pool(n, initializer=_init, initargs=(known, max_line_bytes)) as pool:
+        todo = iter(units)
+        pending = deque(pool.apply_async(_work, (u,)) for u in islice(todo, 2 * n))
+        while pending:
+            parsed = pending.popleft().get()
+            for u in islice(todo, 1):
+                pending.append(pool.apply_async(_work, (u,)))
+            yield parsed
+
+
+def default_workers() -> int:
+    """REPLAY_WORKERS, else every core."""
+    value = os.environ.get("REPLAY_WORKERS", "0")
+    try:
+        return int(value) or os.cpu_count() or 1
+    except ValueError:
+        raise ReplayError(f"REPLAY_WORKERS={value!r}: expected a whole number of worker processes") from None
