@@ -257,3 +257,43 @@ def check_document(pristine: Result, raw: bytes, how: str, pick: int, out: Path)
     if how in NUMBER_VALUES and len(res.bad) <= len(pristine.bad) and res.rows != pristine.rows:
         problems.append("damaged usage neither quarantined nor ignored")
     return problems
+
+
+def main(argv: list[str]) -> None:
+    """Counts per format: ``python tests/readers/damage.py [LINES [FORMAT...]]`` applies every damage to LINES
+    sampled lines (or values) of each format's file and prints how many cases failed, by damage."""
+    import random
+    import tempfile
+
+    corpus = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+    n = int(argv[0]) if argv else 12
+    tmp = Path(tempfile.mkdtemp(prefix="replay-damage-"))
+    for fmt in argv[1:] or list(FILES):
+        src = corpus / FILES[fmt]
+        out, pristine, rng = tmp / src.name, read(src), random.Random(0)
+        counts: Counter = Counter()
+        if fmt in JSONL:
+            lines = lines_of(src)
+            ks = rng.sample(range(1, len(lines) + 1), min(n, len(lines)))
+            if fmt == "aider":
+                ks = [i + 1 for i, ln in enumerate(lines) if b"Tokens:" in ln][:n] + ks
+            cases = [(how, k) for how in (TEXT_DAMAGES if fmt == "aider" else LINE_DAMAGES) for k in ks]
+        else:
+            cases = [(how, p) for how in ("truncate", "deep", "wrong_type", *NUMBER_VALUES)
+                     for p in rng.sample(range(10**6), n)]
+        for how, k in cases:
+            pick = rng.randrange(10**6)
+            found = (check_line(pristine, lines, k, how, pick, out) if fmt in JSONL
+                     else check_document(pristine, src.read_bytes(), how, k, out))
+            if found is not None:
+                counts["cases"] += 1
+                counts["failed"] += bool(found)
+                counts[how] += bool(found)
+        print(f"{fmt:16} cases={counts.pop('cases', 0):4} failed={counts.pop('failed', 0):4} "
+              f"{ {k: v for k, v in counts.items() if v} }")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
