@@ -261,4 +261,9 @@ def test_tune_counts_the_harness_prefix_claude_code_at_32k(corpus_db) -> None:
     from replay.sweeps.tune import summary_lines
 
     text = "\n".join(summary_lines(res))
-    assert "overflow under any policy at this window" in text and "no swept point avoids overflow" in text
+    assert "overflow under any policy at this window" in text and "the recommendation still overflows" in text
+    # the runs that still overflow are named with their counts, most first; unfittable ones starred
+    assert res.overflowing and res.overflowing == sorted(res.overflowing, key=lambda rc: (-rc[1], rc[0]))
+    name, n = res.overflowing[0]
+    assert f"{name} ({n:,}{'*' if name in res.unfittable else ''})" in text
+    assert any(r in res.unfittable for r, _ in res.overflowing)
