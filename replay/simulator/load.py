@@ -13,7 +13,7 @@ from replay.errors import ReplayError
 from replay.readers.resources import read_span
 from replay.simulator.arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PromptModel, prompt_models
-from replay.tokens.calibrate import _exact
+from replay.tokens.calibrate import exact_sizes
 
 _ITEMS = """
 SELECT i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource, i.access,
@@ -106,13 +106,10 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
     pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
     recorded_only = np.zeros(len(items), dtype=bool)
     steps, kinds, drops = [], [], []
-    seen: set[str] = set()
-    first_seen = {}
+    first_seen: dict[str, int] = {}
     for p, it in enumerate(items):
-        h = it["content_hash"]
-        if h is not None and h not in seen:
-            seen.add(h)
-            first_seen[h] = p
+        if it["content_hash"] is not None:
+            first_seen.setdefault(it["content_hash"], p)
     for ev in metadata.get("context_events") or []:
         if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
             continue
@@ -168,7 +165,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = _apply_prompt(items, prompt)
-        exact = _exact(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled
+        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled
         for it in items:
             if it["seq"] in exact:
                 it["tokens"] = exact[it["seq"]]

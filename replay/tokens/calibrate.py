@@ -268,7 +268,7 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
         metadata = _metadata(req["metadata"][0])
-        exact = _exact(metadata)
+        exact = exact_sizes(metadata)
         check = check_run(run_items, steps, recorded, req["req_model"].to_list(), metadata)
         f, prompts = _best_fit(run_items, steps, recorded, overhead, sorted(check.boundaries), exact,
                                context_drops(metadata))
@@ -345,7 +345,7 @@ def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
     return out
 
 
-def _exact(metadata: dict) -> dict[int, int]:
+def exact_sizes(metadata: dict) -> dict[int, int]:
     """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
     out = {}
     for pair in metadata.get("reasoning_tokens") or []:
