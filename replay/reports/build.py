@@ -84,9 +84,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     margin = extract.param_curve(_sweep(con, cfg, "margin", {"margin": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]},
                                         {"estimator": "chars/4"}),
                                  "margin", ["overflow_incidents", "emergencies", "near_misses"])
-    ax = plots.curve(margin, "margin", "overflow_incidents",
-                     f"Overflow vs emergency margin (policy estimates chars/4; overflow by {tokens})",
-                     "safety margin on the estimate (fraction)", "overflow incidents (all runs)",
+    ax = plots.curve(margin, "margin", "overflow_incidents", "Overflow vs emergency margin",
+                     "safety margin on seed A's chars/4 estimate (fraction)", f"overflow incidents ({tokens})",
                      {"10%": 0.1, "20%": 0.2})
     cfg.sections.append(("Overflow incidents vs margin under estimator error",
                          f"Seed A decides on chars/4 estimates; overflow is counted on the prompt the server sees "

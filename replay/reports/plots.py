@@ -44,7 +44,8 @@ def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, thresho
     if reserve:
         ax.axhline(window - reserve, color="black", ls="--", lw=1, label=f"window - reply reserve {window - reserve:,}")
     if threshold:
-        ax.axhline(threshold, color="grey", ls=":", lw=1.2, label=f"summary threshold {threshold:,}")
+        ax.axhline(threshold, color="grey", ls=":", lw=1.2, label=f"summary threshold {threshold:,} (on the "
+                   "policy's own estimate)")
     ax.set(title=f"Prompt tokens over a run{': ' + run_id if run_id else ''}", xlabel="request number",
            ylabel=f"prompt tokens ({token_label(token_source)})")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
@@ -118,10 +119,14 @@ def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, 
     knobs = [k for k in knobs if k in front.columns]
     ax.plot(front[x], front[y], "o-", color="C3",
             label=f"Pareto front (labels: {', '.join(knobs)})" if knobs else "Pareto front")
-    if knobs:
-        for row in front.iter_rows(named=True):
-            ax.annotate(knob_text(row, knobs), (row[x], row[y]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+    if knobs:  # points that tie on both axes share one label: each knob's values joined by "/"
+        for (px, py), grp in front.group_by([x, y], maintain_order=True):
+            rows = list(grp.iter_rows(named=True))
+            parts = []
+            for k in knobs:
+                values = dict.fromkeys(knob_text(r, [k]).split("=", 1)[1] for r in rows)
+                parts.append(f"{k}={'/'.join(values)}")
+            ax.annotate(", ".join(parts), (px, py), fontsize=7, xytext=(3, 3), textcoords="offset points")
     ax.set(title=f"Pareto front: {ylabel} vs {xlabel}", xlabel=xlabel, ylabel=ylabel)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -153,16 +158,17 @@ def tune_front(points: pl.DataFrame, recommended: dict, title: str, defaults: di
                        label="policy defaults")
         ax.scatter([recommended[x]], [recommended[y] * scale], marker="*", s=320, color="gold", edgecolor="black",
                    zorder=4, label="recommended")
-        knobs_here = [k for k in knobs or [] if recommended.get(k) is not None]
-        text = ("recommended: " + knob_text(recommended, knobs_here) if knobs_here else
-                "recommended: the defaults" if recommended.get("point_id") == "defaults" else "recommended")
-        ax.annotate(text, (recommended[x], recommended[y] * scale), xytext=(8, 8),
+        ax.annotate("recommended", (recommended[x], recommended[y] * scale), xytext=(8, 8),
                     textcoords="offset points", fontsize=8, fontweight="bold")
         ax.set(xlabel=xlabel, ylabel=ylabel)
         ax.grid(alpha=0.3)
     left.set_title("cost vs cache hit (better: up and left)", fontsize=10)
     right.set_title("summaries vs evicted repeat reads (better: down and left)", fontsize=10)
     left.legend(fontsize=8, loc="best")
+    knobs_here = [k for k in knobs or [] if recommended.get(k) is not None]
+    what = (knob_text(recommended, knobs_here) if knobs_here else "the policy's defaults"
+            if recommended.get("point_id") == "defaults" else str(recommended.get("point_id")))
+    fig.supxlabel(f"recommended: {what}", fontsize=9)
     fig.suptitle(title + ("" if zero_overflow else "  [no point free of overflow]"), fontsize=11)
     return left
 

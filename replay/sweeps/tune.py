@@ -470,6 +470,11 @@ def unfittable(runs: list, window: int | None, reserve: int | None) -> dict[str,
     return out
 
 
+def _span(values) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:,}" if lo == hi else f"{lo:,}-{hi:,}"
+
+
 def _fmt_pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -528,7 +533,7 @@ def summary_lines(res: TuneResult) -> list[str]:
     if res.unfittable:
         names = ", ".join(sorted(res.unfittable)[:5]) + (", ..." if len(res.unfittable) > 5 else "")
         lines.append(f"WARNING: {len(res.unfittable)} run(s) overflow under any policy at this window: the harness "
-                     f"prefix they send ({min(res.unfittable.values()):,}-{max(res.unfittable.values()):,} tokens, "
+                     f"prefix they send ({_span(res.unfittable.values())} tokens, "
                      f"never trimmed) plus the reserve exceeds it: {names}")
     edges = edge_knobs(res)
     if edges:
@@ -596,7 +601,7 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
     res.points.write_parquet(files["points_parquet"])
     s = res.spec
     title = (f"replay tune: {s.policy}, tokenizer {s.tokenizer or 'chars/4'}, window {s.fixed['window']:,}, "
-             f"reserve {s.fixed['reserve']:,}")
+             f"reserve {s.fixed['reserve']:,}" + ("" if res.gate_passed else "; no point passes check's gate"))
     ax = plots.tune_front(res.points, res.recommended, title, res.defaults, zero_overflow=res.zero_overflow,
                           knobs=[k for k in s.swept_names if k in res.points.columns])
     png, svg = plots.save(ax, out_dir, "front")

@@ -81,6 +81,9 @@ def test_pareto_labels_name_the_knobs() -> None:
     texts = sorted(t.get_text() for t in ax.texts)
     assert texts == ["protect=12k, summary_at=80k", "protect=4k, summary_at=60k"]
     assert "labels: protect, summary_at" in [t.get_text() for t in ax.get_legend().get_texts()][1]
+    tied = pl.DataFrame({"c": [1.0, 1.0], "e": [2.0, 2.0], "protect": [4000, 4000], "summary_at": [80000, 95000]})
+    ax = plots.pareto(tied, "c", "e", np.array([True, True]), "cost", "evicted", ["protect", "summary_at"])
+    assert [t.get_text() for t in ax.texts] == ["protect=4k, summary_at=80k/95k"]  # one label, not two overlaid
 
 
 def test_markdown_tables_become_html_tables() -> None:
