@@ -37,6 +37,14 @@ def policy_class(name: str) -> type[Policy]:
             cls = getattr(importlib.import_module(mod), attr)
         except (ImportError, AttributeError) as exc:
             raise ReplayError(f"--policy {name}: cannot import ({exc}); is the module on PYTHONPATH?") from exc
+        except SyntaxError as exc:
+            raise ReplayError(f"--policy {name}: module {mod} has a syntax error at {exc.filename}:{exc.lineno}: "
+                              f"{exc.msg}") from None
+        except SystemExit as exc:
+            raise ReplayError(f"--policy {name}: importing module {mod} called sys.exit({exc.code!r}); a policy "
+                              "module must not exit") from None
+        except Exception as exc:  # noqa: BLE001 - any failure of user code at import, named with its module
+            raise ReplayError(f"--policy {name}: importing module {mod} raised {type(exc).__name__}: {exc}") from exc
         if not (isinstance(cls, type) and issubclass(cls, Policy)):
             raise ReplayError(f"--policy {name}: not a replay.policies.Policy subclass")
         return cls

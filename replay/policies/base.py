@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
+from replay.errors import ReplayError
 from replay.policies.config import PolicyConfig
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
 from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
@@ -19,6 +21,21 @@ class Budget:
 
     window: int = 200_000
     reserve: int = 0
+
+    def __post_init__(self) -> None:
+        for key in ("window", "reserve"):
+            value = getattr(self, key)
+            try:
+                whole = operator.index(value)  # ints and numpy ints; not bools-as-numbers, floats or strings
+            except TypeError:
+                whole = None
+            if whole is None or isinstance(value, bool):
+                raise ReplayError(f"{key}={value!r}: expected a whole number of tokens")
+        if self.window <= 0:
+            raise ReplayError(f"window={self.window}: must be at least 1 token")
+        if not 0 <= self.reserve < self.window:
+            raise ReplayError(f"reserve={self.reserve}: allowed 0 to window - 1 ({self.window - 1:,}); the reserve is "
+                              "kept free for the reply, so it must leave room for a prompt")
 
     @property
     def usable(self) -> int:

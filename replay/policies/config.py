@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -26,12 +27,18 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
             if value.lower() not in ("true", "false", "1", "0", "yes", "no"):
                 raise ReplayError(f"{name}={value!r}: expected true or false")
             return value.lower() in ("true", "1", "yes")
-        return bool(value)
+        if isinstance(value, bool) or value in (0, 1):
+            return bool(value)
+        raise ReplayError(f"{name}={value!r}: expected true or false")
     if typ in (int, float):
+        if isinstance(value, bool):
+            raise ReplayError(f"{name}={value!r}: expected a number, not true/false")
         try:
             num = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ReplayError(f"{name}={value!r}: expected a number") from None
+        if not math.isfinite(num):
+            raise ReplayError(f"{name}={value!r}: expected a finite number")
         if typ is int and num != int(num):
             raise ReplayError(f"{name}={value!r}: expected an integer")
         return typ(num)
@@ -45,6 +52,12 @@ def _coerce(name: str, value: Any, typ: Any) -> Any:
     return str(value) if typ is str else value
 
 
+def _range(lo: float | None, hi: float | None) -> str:
+    if lo is None:
+        return "any number" if hi is None else f"at most {hi:,}"
+    return f"at least {lo:,}" if hi is None else f"{lo:,} to {hi:,}"
+
+
 @dataclass(frozen=True)
 class PolicyConfig:
     """Base of every policy config. ``kind`` names the policy; subclasses add knobs."""
@@ -55,8 +68,10 @@ class PolicyConfig:
         for f in dataclasses.fields(self):
             lo, hi = f.metadata.get("lo"), f.metadata.get("hi")
             v = getattr(self, f.name)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ReplayError(f"{self.kind}: {f.name}={v} is not a finite number; allowed: {_range(lo, hi)}")
             if lo is not None and v < lo or hi is not None and v > hi:
-                raise ReplayError(f"{self.kind}: {f.name}={v} out of bounds [{lo}, {hi}]")
+                raise ReplayError(f"{self.kind}: {f.name}={v} out of bounds; allowed: {_range(lo, hi)}")
         self.validate()
 
     def validate(self) -> None:

@@ -201,6 +201,11 @@ def make_cache(name: str, **params: float) -> CacheModel:
     replay.simulator.billing, not here)."""
     if name not in CACHE_MODELS:
         raise ReplayError(f"--cache {name}: choose one of {AUTO}, {', '.join(CACHE_MODELS)}")
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+            raise ReplayError(f"cache model {name}: {key}={value!r}: expected a finite number >= 0")
+        if key == "ttl" and value == 0:
+            raise ReplayError(f"cache model {name}: ttl=0: a cache entry must live at least a moment (seconds > 0)")
     try:
         return CACHE_MODELS[name](**params)
     except TypeError:

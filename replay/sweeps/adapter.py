@@ -8,6 +8,7 @@ cache model, everything else is validated by the policy's config (unknown keys a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +28,20 @@ def split_params(params: dict[str, Any], fields: frozenset[str] = frozenset()
                  ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(budget, cache, policy) parameter dicts; a policy knob named like a budget key stays the policy's."""
     bare = [k for k in BUDGET_KEYS if k not in fields]
-    budget = {k: int(params[k]) for k in bare if k in params}
-    budget |= {k[7:]: int(v) for k, v in params.items() if k.startswith("budget_") and k[7:] in BUDGET_KEYS}
+    budget = {k: tokens(k, params[k]) for k in bare if k in params}
+    budget |= {k[7:]: tokens(k, v) for k, v in params.items() if k.startswith("budget_") and k[7:] in BUDGET_KEYS}
     cache = {k[6:]: v for k, v in params.items() if k.startswith("cache_")}
     policy = {k: v for k, v in params.items()
               if k not in bare and not k.startswith("cache_") and not k.startswith("budget_")}
     return budget, cache, policy
+
+
+def tokens(key: str, value: Any) -> int:
+    """A token count from a sweep file: a whole, finite number (12000 or 12000.0), else an error naming the key."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or (
+            isinstance(value, float) and not (math.isfinite(value) and value.is_integer())):
+        raise ReplayError(f"{key} = {value!r}: expected a whole number of tokens (window >= 1, 0 <= reserve < window)")
+    return int(value)
 
 
 def policy_fields(policy_name: str) -> frozenset[str]:

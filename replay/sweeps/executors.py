@@ -53,7 +53,7 @@ def point_rows(ctx: Context, task: Task) -> Result:
     base["config"] = config_json(point)
     try:
         fast = kernels.point_frame(ctx.packed, point, {**base, "error": None})
-    except Exception:  # noqa: BLE001 - the reference path below records the error per run
+    except (Exception, SystemExit):  # noqa: BLE001 - the reference path below records the error per run
         fast = None
     if fast is not None:
         return pid, fast
@@ -61,6 +61,9 @@ def point_rows(ctx: Context, task: Task) -> Result:
     for run in ctx.runs:
         try:
             rows.append({**base, "run_id": run.run_id, "error": None, **evaluate_point(run, point)})
+        except SystemExit as exc:  # a policy calling sys.exit must not end the sweep (or a worker) silently
+            rows.append({**base, "run_id": run.run_id,
+                         "error": f"policy {ctx.policy} called sys.exit({exc.code!r}) on this run"})
         except Exception as exc:  # noqa: BLE001 - recorded with the point, never silently dropped
             rows.append({**base, "run_id": run.run_id, "error": f"{type(exc).__name__}: {exc}"[:2000] + "\n"
                          + traceback.format_exc(limit=3)[-1000:]})

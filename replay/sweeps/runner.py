@@ -43,7 +43,8 @@ def validate_points(spec: SweepSpec, points: list[dict]) -> None:
     """Fail before any work when a point names an unknown parameter or breaks a bound."""
     seen: set[tuple] = set()
     for p in points:
-        key = tuple(sorted((k, type(v).__name__) for k, v in p.items()))
+        # every point while there are few; past that one per shape of types (the grid's values are checked by type)
+        key = tuple(sorted((k, type(v).__name__) for k, v in p.items())) if len(points) > CHECK_ALL else point_id(p)
         if key in seen:
             continue
         seen.add(key)
@@ -53,10 +54,25 @@ def validate_points(spec: SweepSpec, points: list[dict]) -> None:
             raise ReplayError(f"sweep point {p}: {exc}") from None
 
 
+CHECK_ALL = 5_000  # sweeps up to this many points have every point validated before any work
+
+
+def capped_workers(workers: int) -> int:
+    """``workers`` (0: every core), capped at the cores: more processes than cores only add memory and switching."""
+    cores = os.cpu_count() or 1
+    if workers < 0:
+        raise ReplayError(f"--workers {workers}: give 0 (every core) or a positive number of processes")
+    if workers > cores:
+        print(f"--workers {workers}: this machine has {cores} cores; using {cores}", file=sys.stderr)
+    return min(workers, cores) if workers else cores
+
+
 def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0,
               out_dir: Path | None = None, progress: bool = True,
               on_commit: Callable[[int, int], None] | None = None, runs: list | None = None) -> SweepOutcome:
     """Compute every missing point of ``spec``; results land in ``sweep_results`` (and Parquet in out_dir)."""
+    if executor != "ray":  # a Ray cluster has its own cores
+        workers = capped_workers(workers)
     results.ensure_tables(con)
     runs = runs if runs is not None else load_sweep_runs(con, spec)
     points = spec.points()

@@ -30,6 +30,7 @@ import itertools
 import json
 import math
 import random
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +45,10 @@ METRICS_VERSION = 4  # 2: cost includes the summarisation calls; 3: provider pri
 # 4: repeat reads by content (same lines or command), repeat_same_resource* beside them
 SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description",
               "price_model"}
+
+
+NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+MAX_POINTS = 100_000  # a grid or sample count past this is refused before anything runs
 
 
 def stable_id(obj: Any, n: int = 12) -> str:
@@ -101,11 +106,48 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
 
 
+def _number(where: str, value: Any) -> float:
+    """A finite number from the sweep file, else an error naming the key."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ReplayError(f"{where} = {value!r}: expected a finite number")
+    return float(value)
+
+
+def _whole(where: str, value: Any, lo: int, hi: int | None = None) -> int:
+    """A whole number in [lo, hi] from the sweep file, else an error naming the key and the range."""
+    num = _number(where, value)
+    if not num.is_integer() or num < lo or (hi is not None and num > hi):
+        allowed = f"{lo:,} or more" if hi is None else f"{lo:,} to {hi:,}"
+        raise ReplayError(f"{where} = {value!r}: expected a whole number, {allowed}")
+    return int(num)
+
+
+def check_range(name: str, dom: Any) -> None:
+    """A [random] domain: a non-empty list of choices, or {low, high} with finite low <= high (low > 0 with log)."""
+    where = f"[random] {name}"
+    if isinstance(dom, list):
+        if not dom:
+            raise ReplayError(f"{where}: an empty list of choices")
+        return
+    if not isinstance(dom, dict) or "low" not in dom or "high" not in dom:
+        raise ReplayError(f"{where}: give a list of choices or {{low = .., high = ..}}")
+    unknown = set(dom) - {"low", "high", "log", "int"}
+    if unknown:
+        raise ReplayError(f"{where}: unknown keys {sorted(unknown)}; a range takes low, high, log, int")
+    lo, hi = _number(f"{where}.low", dom["low"]), _number(f"{where}.high", dom["high"])
+    if lo > hi:
+        raise ReplayError(f"{where}: low = {dom['low']} is above high = {dom['high']}")
+    if dom.get("log") and lo <= 0:
+        raise ReplayError(f"{where}: log = true needs low > 0 (got {dom['low']}); a log range cannot start at 0")
+    for flag in ("log", "int"):
+        if flag in dom and not isinstance(dom[flag], bool):
+            raise ReplayError(f"{where}.{flag} = {dom[flag]!r}: expected true or false")
+
+
 def _draw(rng: random.Random, name: str, dom: Any) -> Any:
+    check_range(name, dom)
     if isinstance(dom, list):
         return rng.choice(dom)
-    if not isinstance(dom, dict) or "low" not in dom or "high" not in dom:
-        raise ReplayError(f"[random] {name}: give a list of choices or {{low = .., high = ..}}")
     lo, hi = float(dom["low"]), float(dom["high"])
     if dom.get("log"):
         value = math.exp(rng.uniform(math.log(lo), math.log(hi)))
@@ -136,6 +178,9 @@ def from_dict(doc: dict[str, Any], where: str = "sweep") -> SweepSpec:
     if unknown:
         raise ReplayError(f"{where}: unknown keys {sorted(unknown)}; "
                           f"[sweep] takes {sorted(SWEEP_KEYS)}; tables are [fixed], [grid], [random]")
+    for table in ("fixed", "grid", "random", "prices", "price"):
+        if table in doc and not isinstance(doc[table], dict):
+            raise ReplayError(f"{where}: [{table}] must be a table")
     mode = sweep.get("mode", "grid" if "grid" in doc else "random")
     if mode not in ("grid", "random"):
         raise ReplayError(f"{where}: mode = {mode!r}; choose grid or random")
@@ -145,11 +190,21 @@ def from_dict(doc: dict[str, Any], where: str = "sweep") -> SweepSpec:
             raise ReplayError(f"{where}: [grid] {name} must be a non-empty list")
     if mode == "random" and not doc.get("random"):
         raise ReplayError(f"{where}: mode = \"random\" needs a [random] table of ranges")
+    for name, dom in (doc.get("random") or {}).items():
+        check_range(name, dom)
+    if mode == "grid" and (size := math.prod(len(v) for v in grid.values())) > MAX_POINTS:
+        raise ReplayError(f"{where}: the [grid] has {size:,} points, over the {MAX_POINTS:,} a sweep runs; "
+                          "narrow the lists or use mode = \"random\" with samples")
+    name = str(sweep.get("name", ""))
+    if name and not NAME_RE.fullmatch(name):
+        raise ReplayError(f"{where}: [sweep] name = {name!r}: use letters, digits, '.', '_' and '-' (not starting "
+                          "with '.'); the name is part of file names under --out")
     return SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
-                     mode=mode, samples=int(sweep.get("samples", 32)), seed=int(sweep.get("seed", 0)),
+                     mode=mode, samples=_whole("[sweep] samples", sweep.get("samples", 32), 1, MAX_POINTS),
+                     seed=_whole("[sweep] seed", sweep.get("seed", 0), 0),
                      runs=sweep.get("runs") or None, tokenizer=sweep.get("tokenizer") or None,
-                     cache=str(sweep.get("cache", "auto")), batch=max(1, int(sweep.get("batch", 16))),
-                     name=str(sweep.get("name", "")), prices=doc.get("prices", {}), price=doc.get("price", {}),
+                     cache=str(sweep.get("cache", "auto")), batch=_whole("[sweep] batch", sweep.get("batch", 16), 1),
+                     name=name, prices=doc.get("prices", {}), price=doc.get("price", {}),
                      price_model=sweep.get("price_model") or None)
 
 
@@ -160,6 +215,10 @@ def load_spec(path: Path) -> SweepSpec:
         raise ReplayError(f"{path}: no such sweep file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ReplayError(f"{path}: not UTF-8 text (byte {exc.start}); save the sweep file as UTF-8") from None
+    except IsADirectoryError:
+        raise ReplayError(f"{path}: a folder, not a sweep file") from None
     from dataclasses import replace
 
     from replay.tokens.resolve import beside
