@@ -10,7 +10,8 @@ from pathlib import Path
 
 import duckdb
 
-from replay.ingest_parse import Parsed, file_hash, members, parse_unit, parse_units, unit_size  # noqa: F401 (API)
+from replay.errors import ReplayError
+from replay.ingest_parse import Parsed, file_hash, frames, members, parse_unit, parse_units, unit_size  # noqa: F401 (API)
 from replay.model import BadRecord
 from replay.readers import folder_reader
 from replay.readers.base import MAX_LINE_BYTES
@@ -74,20 +75,29 @@ def _members(path: Path) -> list[Path]:
     return members(path)
 
 
-def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str] | None = None) -> None:
-    """Write one parsed unit in one transaction: runs, items and requests each in one bulk insert."""
+def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str],
+           quarantined: bool) -> None:
+    """Write one parsed unit in one transaction: runs, items and requests each in one bulk insert.
+
+    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace."""
     fhash = parsed.file_hash
-    tables = {"runs": parsed.runs, "items": parsed.items, "requests": parsed.requests}
-    n = {name: 0 if frame is None else frame.height for name, frame in tables.items()}
+    try:
+        tables = frames(parsed)
+    except ReplayError as exc:
+        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+        _replace_quarantine(con, fhash, out.path, out.bad)
+        return
+    n = {name: frame.height for name, frame in tables.items()}
     now = datetime.now(UTC)
     con.execute("BEGIN")
     try:
-        con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
-        for old in older or []:
+        if quarantined:
+            con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
+        for old in older:
             _delete_file(con, old)
         for name, frame in tables.items():
             if n[name]:
-                con.register("_ingest_rows", frame)
+                con.register("_ingest_rows", frame.to_arrow())
                 try:
                     con.execute(f"INSERT INTO {name} SELECT * FROM _ingest_rows")
                 finally:
@@ -133,7 +143,10 @@ def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: 
     if fhash is None:  # not even hashable: quarantined by path
         _replace_quarantine(con, "path:" + str(path), path, out.bad)
         return out
-    if parsed.status == "unchanged" or con.execute("SELECT 1 FROM files WHERE file_hash = ?", [fhash]).fetchone():
+    stored, quarantined = (0, 0) if parsed.status == "unchanged" else con.execute(
+        "SELECT (SELECT count(*) FROM files WHERE file_hash = $h), "
+        "(SELECT count(*) FROM quarantine WHERE file_hash = $h)", {"h": fhash}).fetchone()
+    if parsed.status == "unchanged" or stored:
         out.status, out.format, out.bad = "unchanged", None, []
         return out
     if parsed.status in ("unknown", "failed"):
@@ -141,7 +154,7 @@ def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: 
         return out
     older = [row[0] for row in con.execute("SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?",
                                            [str(path), fhash]).fetchall()] if replace_older else []
-    _write(con, out, parsed, older)
+    _write(con, out, parsed, older, bool(quarantined))
     return out
 
 

@@ -1,8 +1,8 @@
-"""Read one log file or run folder into store-ready frames: the part of ingest that runs in worker processes.
+"""Read one log file or run folder into store-ready columns: the part of ingest that runs in worker processes.
 
-A worker builds one polars frame per table (columns typed as the store's, converted in Rust) and imports
-neither DuckDB nor pandas, so it starts fast; the parent bulk-inserts the frames, one transaction per file
-(``replay.ingest``).
+A worker hashes, parses and splits records into plain column lists (pure Python: safe in a forked child, cheap
+to pickle); the parent types them as polars frames (:func:`frames`) and bulk-inserts them, one transaction per
+file (``replay.ingest``).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ class Parsed:
     file_hash: str | None = None  # None: the content could not even be hashed
     format: str | None = None
     bad: list[BadRecord] = field(default_factory=list)
-    runs: pl.DataFrame | None = None
-    items: pl.DataFrame | None = None
-    requests: pl.DataFrame | None = None
+    runs: dict[str, list] | None = None  # column -> values, in the store's column order
+    items: dict[str, list] | None = None
+    requests: dict[str, list] | None = None
 
 
 def members(path: Path) -> list[Path]:
@@ -111,17 +111,25 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_LINE_BYTES, known: frozense
             return out
     if plain != path:
         records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
-    try:
-        _frames(out, records)
-    except (TypeError, OverflowError, pl.exceptions.PolarsError) as exc:  # a value of the wrong type
-        out.status, out.runs, out.items, out.requests = "failed", None, None, None
-        out.bad = [BadRecord(0, f"the {out.format} reader gave a value the store cannot hold ({type(exc).__name__}: "
-                             f"{str(exc)[:300]}); please report it with this file", "")]
+    _columns(out, records)
     return out
 
 
-def _frames(out: Parsed, records: list) -> None:
-    """Split records by kind into typed frames (item hashes and run metadata JSON computed here)."""
+def frames(parsed: Parsed) -> dict[str, pl.DataFrame]:
+    """The parsed columns as frames typed as the store's tables (runs, items, requests), in the parent.
+
+    Raises ReplayError naming the file when a reader gave a value its column cannot hold."""
+    try:
+        return {"runs": pl.DataFrame(parsed.runs, schema=RUN_SCHEMA),
+                "items": pl.DataFrame(parsed.items, schema=ITEM_SCHEMA),
+                "requests": pl.DataFrame(parsed.requests, schema=REQUEST_SCHEMA)}
+    except (TypeError, OverflowError, pl.exceptions.PolarsError) as exc:
+        raise ReplayError(f"the {parsed.format} reader gave a value the store cannot hold ({type(exc).__name__}: "
+                          f"{str(exc)[:300]}); please report it with this file") from exc
+
+
+def _columns(out: Parsed, records: list) -> None:
+    """Split records by kind into the store's columns (item hashes and run metadata JSON computed here)."""
     runs: list[Run] = []
     items: list[Item] = []
     reqs: list[Request] = []
@@ -137,21 +145,20 @@ def _frames(out: Parsed, records: list) -> None:
     per_run = {r.run_id: 0 for r in runs}
     for q in reqs:
         per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
-    out.runs = pl.DataFrame({
+    out.runs = {
         "run_id": [r.run_id for r in runs], "file_hash": [out.file_hash] * len(runs),
         "format": [r.format for r in runs], "source_path": [r.source_path for r in runs],
         "model": [r.model for r in runs], "harness": [r.harness for r in runs],
         "started_at": [r.started_at for r in runs], "parent_run_id": [r.parent_run_id for r in runs],
-        "n_requests": [per_run[r.run_id] for r in runs], "metadata": [dumps(r.metadata) for r in runs]},
-        schema=RUN_SCHEMA)
+        "n_requests": [per_run[r.run_id] for r in runs], "metadata": [dumps(r.metadata) for r in runs]}
     columns = {c: [getattr(i, c) for i in items] for c in ITEM_COLUMNS}
     payloads = [i.payload for i in items]
     columns["content_hash"] = [content_hash(p) for p in payloads]
     columns["chars"] = [len(p) for p in payloads]
     columns["ts"] = [i.ts for i in items]
     columns["line"] = [i.line for i in items]
-    out.items = pl.DataFrame(columns, schema=ITEM_SCHEMA)
-    out.requests = pl.DataFrame({c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}, schema=REQUEST_SCHEMA)
+    out.items = columns
+    out.requests = {c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}
 
 
 # -- the worker pool ---------------------------------------------------------------------------------------------
@@ -181,11 +188,10 @@ def parse_units(units: list[Path], max_line_bytes: int = MAX_LINE_BYTES, known: 
         return
     import multiprocessing as mp
 
-    # never fork: the parent's DuckDB (and any Arrow/polars) threads could leave locks held in the children
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+    # fork: workers start at once with the readers already imported. They run pure Python (no polars, Arrow or
+    # DuckDB, whose thread pools a fork does not carry) and leave by os._exit, so the parent's store is untouched.
+    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
-    if method == "forkserver":
-        context.set_forkserver_preload([__name__])  # readers and polars imported once, in the server
     with context.Pool(n, initializer=_init, initargs=(known, max_line_bytes)) as pool:
         todo = iter(units)
         pending = deque(pool.apply_async(_work, (u,)) for u in islice(todo, 2 * n))
