@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 import polars as pl
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -15,7 +16,21 @@ from rich.text import Text
 from replay.errors import ReplayError
 from replay.store import DEFAULT_DB
 
-DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB).", envvar="REPLAY_DB")]
+
+def _existing_store(path: Path) -> Path:
+    """A command that reads the store never creates one: a mistyped --db is an error, not an empty store."""
+    if path is not None and not Path(path).exists():
+        raise typer.BadParameter(f"no store at {path}; create it with `replay ingest PATHS --db {path}` "
+                                 "(or set REPLAY_DB)")
+    return path
+
+
+DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB); it must exist "
+                                        "(`replay ingest` creates it).", envvar="REPLAY_DB", callback=_existing_store)]
+NewDbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB); created if missing.",
+                                           envvar="REPLAY_DB")]
+WideOption = Annotated[bool, typer.Option("--wide", help="Every column, however wide (default: the columns that "
+                                          "fit the terminal, the others named).")]
 DEFAULT_DB_PATH = DEFAULT_DB
 OutFormat = Literal["table", "json", "csv"]
 FormatOption = Annotated[str, typer.Option("--format", help="Output: table, json or csv.")]
@@ -39,21 +54,82 @@ PriceOption = Annotated[list[str], typer.Option(
 console = Console(markup=False)
 
 
-def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None) -> None:
-    """Print a frame as a rich table, JSON rows or CSV."""
+def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:
+    """Print a frame as a rich table, JSON rows or CSV. A table keeps the columns that fit the terminal whole, in
+    frame order, and names the ones left out; ``wide`` True: every column (None: the command has no --wide)."""
     if fmt == "json":
         sys.stdout.write(frame.write_json() + "\n")
     elif fmt == "csv":
         sys.stdout.write(frame.write_csv())
     elif fmt == "table":
-        table = Table(title=Text(title) if title else None)
+        hidden: list[str] = []
+        widths = {c: _column_width(frame, c, fold_header=not wide) for c in frame.columns}
+        if not wide and frame.columns:  # a long id folds onto more lines, never cut
+            widths[frame.columns[0]] = min(widths[frame.columns[0]], max(24, console.width * 3 // 10))
+            frame, hidden = fit_columns(frame, console.width, widths)
+        table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD)
         for col in frame.columns:
-            table.add_column(Text(col), justify="right" if frame[col].dtype.is_numeric() else "left")
+            name = col if wide or len(col) <= widths[col] else header(col)
+            table.add_column(Text(name), justify="right" if frame[col].dtype.is_numeric() else "left",
+                             overflow="fold", no_wrap=bool(wide), width=None if wide else widths[col])
         for row in frame.iter_rows():
-            table.add_row(*(Text("" if v is None else f"{v:,.4g}" if isinstance(v, float) else str(v)) for v in row))
-        console.print(table)
+            table.add_row(*(Text(cell(v)) for v in row))
+        if wide:  # every column whole, however wide the terminal: lines longer than it wrap there, not in cells
+            Console(markup=False, width=max(console.width, _table_width(frame) + 4), file=console.file).print(table)
+        else:
+            console.print(table)
+        if hidden:
+            more = "--wide shows all" if wide is not None else "--format csv or json gives all"
+            console.print(Text(f"columns left out at {console.width} columns: {', '.join(hidden)} ({more})",
+                               style="dim"))
     else:
         raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
+
+
+def cell(v: object) -> str:
+    """A value as a table shows it: floats to 4 significant digits (whole from 10,000), numbers with thousands
+    separators."""
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:,.4g}"  # never an exponent
+    if isinstance(v, int) and not isinstance(v, bool):
+        return f"{v:,}"
+    return str(v)
+
+
+def header(col: str) -> str:
+    """A column name on two lines, broken after the underscore that makes the longer line shortest."""
+    cuts = [i + 1 for i, ch in enumerate(col) if ch == "_"]
+    if not cuts:
+        return col
+    at = min(cuts, key=lambda i: max(i, len(col) - i))
+    return col[:at] + "\n" + col[at:]
+
+
+def _column_width(frame: pl.DataFrame, col: str, fold_header: bool = False) -> int:
+    """The widest cell of ``col``, and its header (its longer line when the header may take two)."""
+    head = max(len(line) for line in header(col).split("\n")) if fold_header else len(col)
+    return max([head] + [len(cell(v)) for v in frame[col].to_list()])
+
+
+def _table_width(frame: pl.DataFrame) -> int:
+    """Characters a table of ``frame`` needs with every cell whole (padding and divider: 3 per column)."""
+    return sum(_column_width(frame, c) + 3 for c in frame.columns)
+
+
+def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None = None
+                ) -> tuple[pl.DataFrame, list[str]]:
+    """The columns of ``frame``, in order, whose cells fit ``width`` whole (the first always; ``widths``: each
+    column's, default its widest cell), and the names of the columns left out."""
+    used, keep = 1, []
+    for i, col in enumerate(frame.columns):
+        need = (widths[col] if widths else _column_width(frame, col)) + 3
+        if i and used + need > width:
+            continue
+        keep.append(col)
+        used += need
+    return frame.select(keep), [c for c in frame.columns if c not in keep]
 
 
 def run_app(app: typer.Typer) -> None:

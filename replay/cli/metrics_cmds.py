@@ -7,6 +7,7 @@ from typing import Annotated
 
 import polars as pl
 import typer
+from rich.console import Console
 
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
@@ -44,7 +45,10 @@ def placeholders(
     if csv is not None:
         table.write_csv(csv)
     if not table.height:
-        console.print("no placeholder events in this store, so no wording has a rate. Logs that record what each "
+        if fmt != "table":  # still one parseable (empty) document on stdout; the reason on stderr
+            emit(table, fmt)
+        out = console if fmt == "table" else Console(stderr=True, markup=False)
+        out.print("no placeholder events in this store, so no wording has a rate. Logs that record what each "
                       "request sent (e.g. SWE-agent 1.x trajectories) or clipped outputs give them; files ingested "
                       "before replay recorded placeholders need a new store (re-ingesting the same file is a no-op)")
         return

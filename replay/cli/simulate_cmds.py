@@ -19,6 +19,7 @@ from replay.cli.common import (
     PriceOption,
     PricesOption,
     TokenizerOption,
+    WideOption,
     console,
     emit,
 )
@@ -30,8 +31,9 @@ from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
 from replay.store import open_store
 
-COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "summaries", "cache_hit_rate",
-           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "cost_usd", "cache_model", "price_source",
+# in the order a narrow terminal keeps them (replay.cli.common.emit)
+COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "cost_usd", "cache_hit_rate", "summaries",
+           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "cache_model", "price_source",
            "token_source"]
 
 
@@ -47,6 +49,7 @@ def simulate(
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
     prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
+    wide: WideOption = False,
     show_config: Annotated[bool, typer.Option(help="Print the effective config and exit.")] = False,
     store: Annotated[bool, typer.Option(help="Write results to the store.")] = True,
     by_tool: Annotated[bool, typer.Option("--by-tool", help="Also print the window composition by tool "
@@ -82,14 +85,17 @@ def simulate(
     tokenizer_id = resolve_tokenizer(con, tokenizer or tokenizer_id)  # never chars/4 for a name it cannot load
     arrays = load_runs(con, tokenizer_id, runs, overhead=overhead)
     if not arrays:
-        raise ReplayError("no runs with requests in the store; run `replay ingest PATHS` first")
+        if runs:
+            raise ReplayError(f"--runs {runs!r} matches no run with requests in {db} (a LIKE pattern on run_id "
+                              "or source path: % matches any text); `replay runs` lists them")
+        raise ReplayError(f"no runs with requests in {db}; run `replay ingest PATHS --db {db}` first")
     note = console if fmt == "table" else Console(stderr=True)
     note.print("harness prefix: " + prompt_sources(arrays), highlight=False, markup=False)
     sim = simulate_many(arrays, pol, None if cache == AUTO else make_cache(cache, **cache_params),
                         Budget(window, reserve), tokenizer_id, pricing_from_options(prices, price))
     if store:
         store_simulation(con, sim)
-    emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})")
+    emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         est = [s for s in sim.token_sources if not s.startswith("real:")]
         if est:
@@ -128,7 +134,7 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
              strict: Annotated[bool, typer.Option("--strict", help=(
                  "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
                  "its recorded one (3 requests, 10% prompt after)."))] = False,
-             fmt: FormatOption = "table") -> None:
+             fmt: FormatOption = "table", wide: WideOption = False) -> None:
     """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
     per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
     recorded context event the request and prompt after it (the proof that the simulator is right)."""
@@ -148,7 +154,7 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
                       "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
                       "within") if fmt == "table" else df
     emit(shown, fmt, title=f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs "
-                           f"within 3% median, 10% p95; token source {runs['token_source'][0]})")
+                           f"within 3% median, 10% p95; token source {runs['token_source'][0]})", wide=wide)
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)

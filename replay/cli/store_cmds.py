@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, NewDbOption, WideOption, console, emit
 from replay.discover import Found, discover, harness_names
 from replay.errors import ReplayError
 from replay.ingest import FileOutcome, expand_paths
@@ -28,7 +28,7 @@ def ingest(
     paths: Annotated[list[str] | None, typer.Argument(
         help="Files, directories or globs of agent logs. None: find each harness's logs in its default location "
              "(REPLAY_<HARNESS>_DIR, CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_DATA_DIR override it).")] = None,
-    db: DbOption = DEFAULT_DB_PATH,
+    db: NewDbOption = DEFAULT_DB_PATH,
     max_line_bytes: Annotated[int, typer.Option(help="Longest JSONL line accepted.")] = MAX_LINE_BYTES,
     harness: Annotated[list[str] | None, typer.Option(
         "--harness", help="With no paths: only this harness (repeatable): " + ", ".join(harness_names()))] = None,
@@ -107,9 +107,9 @@ def _report_one(out: FileOutcome) -> None:
 
 
 @app.command()
-def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table") -> None:
+def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False) -> None:
     """List ingested runs: format, model, requests, tool calls, items, recorded usage."""
-    emit(runs_table(open_store(db, read_only=True)), fmt, title="runs")
+    emit(runs_table(open_store(db, read_only=True)), fmt, title="runs", wide=wide)
 
 
 @app.command()

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption, console
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, TokenizerOption, WideOption, console, emit
 from replay.store import open_store
 
 
@@ -21,8 +22,10 @@ def sweep(
     out: Annotated[Path, typer.Option(help="Folder for the sweep's Parquet file.")] = Path("out"),
     show_config: Annotated[bool, typer.Option("--show-config", help="Print the parsed sweep and exit.")] = False,
     tokenizer: TokenizerOption = None,
+    fmt: FormatOption = "table", wide: WideOption = False,
 ) -> None:
-    """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped).
+    """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped). Ends with a
+    table of the points (knobs, overflows, cost, cache hit rate, summaries; cheapest first).
 
     The tokenizer is -t, else the file's [sweep] tokenizer (a built-in name or a path, relative to the file)."""
     from dataclasses import replace
@@ -40,12 +43,18 @@ def sweep(
     con = open_store(db)
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
     spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))
+    from replay.reports.sweep_summary import point_summary
+    from replay.sweeps.results import sweep_frame
+
+    note = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
     outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit)
-    console.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
+    note.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
                   f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
                   f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)
     for line in unpriced_lines(con, outcome.sweep_id):
-        console.print(line, style="bold yellow", highlight=False, markup=False)
+        note.print(line, style="bold yellow", highlight=False, markup=False)
+    emit(point_summary(sweep_frame(con, outcome.sweep_id)), fmt, title=f"sweep {outcome.sweep_id}: "
+         f"{outcome.points} points, metrics summed over {outcome.runs} runs (cheapest first)", wide=wide)
 
 
 def unpriced_lines(con, sweep_id: str) -> list[str]:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, RequiredTokenizerOption, console, emit
+from replay.cli.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    RequiredTokenizerOption,
+    WideOption,
+    console,
+    emit,
+)
 from replay.store import frame, open_store
 
 if TYPE_CHECKING:
@@ -78,9 +88,10 @@ def calibrate(
     tokenizer: TokenizerOption,
     db: DbOption = DEFAULT_DB_PATH,
     proxy: Annotated[str | None, typer.Option(help="Also rate this tokenizer as a proxy estimator.")] = None,
-    fmt: FormatOption = "table",
+    fmt: FormatOption = "table", wide: WideOption = False,
 ) -> None:
-    """Fit per-run overhead and scale to recorded usage; report error per file and estimator bias by content."""
+    """Fit per-run overhead and scale to recorded usage; report error per file and estimator bias by content
+    (--format json: one document with both; csv: the per-file table)."""
     import polars as pl
     from rich.console import Console
 
@@ -93,13 +104,17 @@ def calibrate(
     con = open_store(db)
     requests, runs = run_calibration(con, tok, progress=True)
     if runs.is_empty():
-        console.print("no runs with recorded prompt usage (requests.prompt_tokens) in this store")
+        if fmt == "json":  # still one parseable document; the reason on stderr
+            sys.stdout.write(json.dumps({"tokenizer": tok.tokenizer_id, "runs": 0, "requests": 0, "files": [],
+                                         "estimator_bias": []}) + "\n")
+        (console if fmt == "table" else Console(stderr=True)).print(
+            "no runs with recorded prompt usage (requests.prompt_tokens) in this store", highlight=False)
         return
     by_file = error_by_file(requests)
     table = file_table(by_file)
     if fmt == "table":
-        print_file_table(table, f"error after calibration, per file ({tok.tokenizer_id})")
-    else:
+        emit(table, fmt, f"error after calibration, per file ({tok.tokenizer_id})", wide=wide)
+    elif fmt == "csv":
         emit(table.with_columns(by_file["unreconstructable"]), fmt)
     ok = by_file.filter(pl.col("unreconstructable") == "")
     med, p95 = requests["err"].median(), requests["err"].quantile(0.95)
@@ -115,8 +130,16 @@ def calibrate(
     proxy_tok = load_tokenizer(proxy) if proxy else None
     if proxy_tok is not None:
         count_items(con, proxy_tok)
-    emit(estimator_bias(con, tok.tokenizer_id, default_estimators(proxy_tok)), fmt,
-         title="estimator bias (est/real - 1) by part and content")
+    bias = estimator_bias(con, tok.tokenizer_id, default_estimators(proxy_tok))
+    if fmt == "json":  # one document: per-file errors, the totals and the estimator bias
+        sys.stdout.write(json.dumps({
+            "tokenizer": tok.tokenizer_id, "runs": len(runs), "requests": len(requests), "median_abs_err": med,
+            "p95_abs_err": p95, "files": table.with_columns(by_file["unreconstructable"]).to_dicts(),
+            "estimator_bias": bias.to_dicts()}, default=str) + "\n")
+    elif fmt == "table":
+        emit(bias, fmt, title="estimator bias (est/real - 1) by part and content", wide=wide)
+    else:
+        Console(stderr=True).print("estimator bias: --format table or json", highlight=False)
 
 
 def file_table(by_file: pl.DataFrame) -> pl.DataFrame:
@@ -131,17 +154,3 @@ def file_table(by_file: pl.DataFrame) -> pl.DataFrame:
            (pl.col("oos_p95_err") * 100).round(2).alias("oos_p95_pct")] if "oos_median_err" in by_file.columns else []),
         pl.col("within_target").replace_strict(yes_no, return_dtype=pl.String).alias("within_target"),
         (pl.col("unreconstructable") == "").replace_strict(yes_no, return_dtype=pl.String).alias("reconstructable"))
-
-
-def print_file_table(table: pl.DataFrame, title: str) -> None:
-    """A rich table whose file names fold rather than get cut."""
-    from rich.console import Console
-    from rich.table import Table
-
-    out = Table(title=title)
-    for col in table.columns:
-        out.add_column(col, justify="right" if table[col].dtype.is_numeric() else "left", no_wrap=True)
-    for row in table.iter_rows():
-        out.add_row(*(f"{v:.2f}" if isinstance(v, float) else "n/a" if v is None else str(v) for v in row))
-    longest = max((len(f) for f in table["file"]), default=10)
-    Console(width=max(console.width, longest + 100), file=console.file).print(out)
