@@ -76,8 +76,8 @@ def tune(
              "tail_fraction": "tail", "reclaim_floor": "reclaim", "summary_at": "summary_at",
              "keep_user_tokens": "keep_user", "clear_at_least": "clear_min", "summary_tokens": "summ_tok"}
     table.add_column("rec", no_wrap=True)
-    for c in cols:
-        table.add_column(heads.get(c, c), justify="right", no_wrap=True)
+    for c in cols:  # at 80 columns cells fold onto a second line: a number is never cut
+        table.add_column(heads.get(c, c), justify="right", overflow="fold")
     for row in res.front.head(SHOWN).iter_rows(named=True):
         mark = "→" if row["point_id"] == res.recommended["point_id"] else ""
         table.add_row(mark, *(_cell(c, row[c]) for c in cols))

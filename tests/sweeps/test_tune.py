@@ -224,6 +224,7 @@ def test_cli_tune_on_the_sample(sample_store: Path, tmp_path: Path) -> None:
     assert "Pareto front" in text and "recommended" in text and "defaults at this window" in text
     # the warning comes before the sweep's table
     assert text.index("default summary_at 80,000") < text.index("Pareto front")
+    assert "…" not in r.output  # at 80 columns cells fold, no number is cut
     pf = load_policy_file(out / "recommended.toml")
     assert pf.tokenizer and pf.tokenizer.startswith("tekken")
     pts_all = pl.read_parquet(out / "points.parquet")
