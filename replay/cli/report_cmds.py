@@ -11,8 +11,6 @@ import typer
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption, console
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
-
 
 @app.command()
 def report(
@@ -36,17 +34,20 @@ def report(
 
 @app.command()
 def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/demo")) -> None:
-    """Ingest data/sample, simulate, sweep and report into OUT (a fresh store in OUT/demo.duckdb)."""
+    """Ingest the bundled sample (data/sample), simulate, sweep and report into OUT (a fresh store in
+    OUT/demo.duckdb)."""
+    from replay.bundled import bundled
     from replay.ingest import ingest
     from replay.reports.build import ReportConfig, build_report
     from replay.store import open_store
     from replay.sweeps import from_dict, run_sweep
 
     t0 = time.perf_counter()
+    sample = bundled("sample")
     out.mkdir(parents=True, exist_ok=True)
     con = open_store(out / "demo.duckdb")
-    ingest(con, [SAMPLE])
-    console.print(f"ingested {SAMPLE} ({time.perf_counter() - t0:.1f}s)", highlight=False)
+    ingest(con, [sample])
+    console.print(f"ingested {sample} ({time.perf_counter() - t0:.1f}s)", highlight=False)
     tokenizer = _tokens(con)
     spec = from_dict({"sweep": {"policy": "seed_a", "name": "demo", "tokenizer": tokenizer or ""},
                       "fixed": {"window": 130_000, "reserve": 24_576},

@@ -1,0 +1,57 @@
+"""The wheel carries the demo sample and the examples, and replay finds them when installed outside a checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "replay", "data/sample", "examples")
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """`pip wheel . --no-deps` from a copy of the sources (the checkout stays clean of build/)."""
+    src = tmp_path_factory.mktemp("src")
+    for rel in SOURCES:
+        if (ROOT / rel).is_dir():
+            shutil.copytree(ROOT / rel, src / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy(ROOT / rel, src / rel)
+    out = tmp_path_factory.mktemp("w")
+    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "-w", str(out), "--no-deps", "-q"],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return next(out.glob("replay-*.whl"))
+
+
+def test_wheel_lists_the_sample_and_the_examples(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for f in (ROOT / "data" / "sample").iterdir():
+        assert f"replay/_data/sample/{f.name}" in names
+    for f in (ROOT / "examples").rglob("*"):
+        if f.is_file():
+            assert f"replay/_data/examples/{f.relative_to(ROOT / 'examples').as_posix()}" in names
+    assert "replay/bundled.py" in names and "replay/cli/report_cmds.py" in names
+
+
+def test_installed_replay_finds_its_sample_outside_the_checkout(wheel, tmp_path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = ("import replay, replay.bundled as b; print(replay.__file__); print(b.bundled('sample')); "
+            "print(b.bundled('examples'))")
+    res = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(site)})
+    assert res.returncode == 0, res.stderr
+    module, sample, examples = (Path(line) for line in res.stdout.split())
+    assert module.is_relative_to(site)  # the wheel's copy, not the checkout
+    assert sample == site / "replay" / "_data" / "sample" and len(list(sample.glob("*.jsonl"))) == 7
+    assert (examples / "check" / "baseline.toml").is_file()
