@@ -14,19 +14,25 @@ W, H, LEFT, RIGHT, TOP, BOTTOM = 900, 320, 70, 20, 20, 40
 
 
 def page_data(series: list[list[ShownView]]) -> dict:
-    """The page's JSON: item texts once, then per policy and request the segments (position, form, tokens, cache,
-    text only where the form replaces the item's own)."""
+    """The page's JSON: each item's kind, tool, text and tokens once; per policy and request the segments
+    (first and last position, form, tokens, cache status; a run of neighbouring items sent whole with one cache
+    status is one row; kind and text only where the form replaces the item's own)."""
     first = series[0][-1]
     items: dict[int, list] = {}
     policies = []
     for views in series:
         reqs = []
         for v in views:
-            rows = []
+            rows: list[list] = []
             for r in v.rows:
                 if r.form in ("original", "prefix") and r.first >= 0:
-                    items.setdefault(r.first, [r.kind, r.tool, r.text[:100]])
-                    rows.append([r.first, r.last, r.form, r.tokens, r.cache])
+                    items.setdefault(r.first, [r.kind, r.tool, r.text[:100], r.tokens])
+                    last = rows[-1] if rows else None
+                    if (r.form == "original" and last is not None and last[2] == "original" and last[4] == r.cache
+                            and last[1] == r.first - 1):
+                        last[1], last[3] = r.first, last[3] + r.tokens
+                    else:
+                        rows.append([r.first, r.last, r.form, r.tokens, r.cache])
                 else:
                     rows.append([r.first, r.last, r.form, r.tokens, r.cache, r.kind, r.text[:100]])
             reqs.append({"k": v.k, "step": v.step, "prompt": v.prompt_tokens, "cached": v.cached,
@@ -61,7 +67,7 @@ def chart_svg(series: list[list[ShownView]]) -> str:
     for label, t in (("window", first.window), ("window - reserve", first.window - first.reserve)):
         if first.reserve or label == "window":
             out.append(f"<line x1='{LEFT}' x2='{LEFT + pw}' y1='{y(t):.1f}' y2='{y(t):.1f}' stroke='#888' "
-                       f"stroke-dasharray='4 3'/><text x='{LEFT + pw - 4}' y='{y(t) - 4:.1f}' text-anchor='end' "
+                       f"stroke-dasharray='4 3'/><text x='{LEFT + 4}' y='{y(t) - 4:.1f}' text-anchor='start' "
                        f"fill='#666'>{label} {t:,}</text>")
     out.append(f"<text x='{LEFT + pw / 2}' y='{H - 6}' text-anchor='middle'>request</text>")
     out.append(f"<text x='14' y='{TOP + ph / 2}' transform='rotate(-90 14 {TOP + ph / 2})' text-anchor='middle'>"
@@ -111,15 +117,19 @@ function show(k) {
     for (const c of ['pos', 'form', 'kind/tool', 'tokens', 'cache', 'text']) cell(head, c, 'th');
     t.appendChild(head);
     for (const s of r.rows) {
-      const tr = document.createElement('tr'); tr.className = 'f-' + s[2];
-      const it = D.items[String(s[0])];
-      cell(tr, s[0] < 0 ? '-' : (s[0] === s[1] ? s[0] : s[0] + '-' + s[1]));
-      cell(tr, s[2]);
-      cell(tr, s.length > 5 ? s[5] : (it ? it[0] + (it[1] ? '/' + it[1] : '') : ''));
-      cell(tr, s[2] === 'dropped' ? '-' : s[3].toLocaleString(), 'num');
-      cell(tr, s[4], 'c-' + s[4]);
-      cell(tr, s.length > 5 ? s[6] : (it ? it[2] : ''));
-      t.appendChild(tr);
+      const whole = s.length === 5;  // items sent as they are: one line each, from the item table
+      const span = whole ? Array.from({length: s[1] - s[0] + 1}, (_, i) => s[0] + i) : [s[0]];
+      for (const p of span) {
+        const tr = document.createElement('tr'); tr.className = 'f-' + s[2];
+        const it = D.items[String(p)];
+        cell(tr, p < 0 ? '-' : (whole || s[0] === s[1] ? p : s[0] + '-' + s[1]));
+        cell(tr, s[2]);
+        cell(tr, whole ? it[0] + (it[1] ? '/' + it[1] : '') : s[5]);
+        cell(tr, s[2] === 'dropped' ? '-' : (whole ? it[3] : s[3]).toLocaleString(), 'num');
+        cell(tr, s[4], 'c-' + s[4]);
+        cell(tr, whole ? it[2] : s[6]);
+        t.appendChild(tr);
+      }
     }
     box.appendChild(t);
   }

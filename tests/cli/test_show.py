@@ -120,7 +120,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
-def test_page_renders_in_headless_chromium(page, tmp_path):
+def test_page_renders_in_headless_chromium(page, db, tmp_path):
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
@@ -129,6 +129,11 @@ def test_page_renders_in_headless_chromium(page, tmp_path):
     # the script ran: the last request's views are built as tables, one per policy
     assert dom.count("class=\"segments\"") == 2
     assert "seed_a - request 124 (step 124)" in dom and "full - request 124 (step 124)" in dom
+    # one table row per segment, as `show` lists them (plus each table's header row)
+    doc = json.loads(invoke("show", RUN, "-k", "124", "-p", "seed_a", "--vs", "full", *BUDGET, "--db", str(db),
+                            "--format", "json").output)
+    rows = sum(len(v["rows"]) for v in doc["views"])
+    assert dom.count("<tr class=\"f-") == rows
     shot = tmp_path / "page.png"
     subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1200,1400", page.as_uri()],
                    capture_output=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
