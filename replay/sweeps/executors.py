@@ -1,11 +1,14 @@
 """Where sweep points run: serially, on a local process pool (all cores) or on Ray.
 
-Every executor gets the run arrays once per worker and yields (point_id, frame of run rows) as points finish.
+Every executor gets the run arrays once per worker and yields (point_id, run rows) as points finish: the rows as
+plain columns (numpy arrays and lists) from the compiled kernels, which the runner turns into one frame per batch,
+or as a frame from the reference path.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,7 +24,8 @@ from replay.simulator.arrays import RunArrays
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
 
 Task = tuple[str, dict[str, Any]]
-Result = tuple[str, pl.DataFrame]
+Rows = dict[str, Any] | pl.DataFrame  # kernels.point_columns, or a frame of reference rows
+Result = tuple[str, Rows]
 
 
 @dataclass(frozen=True)
@@ -52,7 +56,7 @@ def point_rows(ctx: Context, task: Task) -> Result:
         return pid, _frame([{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs])
     base["config"] = config_json(point)
     try:
-        fast = kernels.point_frame(ctx.packed, point, {**base, "error": None})
+        fast = kernels.point_columns(ctx.packed, point, {**base, "error": None})
     except (Exception, SystemExit):  # noqa: BLE001 - the reference path below records the error per run
         fast = None
     if fast is not None:
@@ -80,6 +84,7 @@ _CTX: Context | None = None
 def _init(ctx: Context) -> None:
     global _CTX
     _CTX = ctx
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (one line, finished points kept)
 
 
 def _work(task: Task) -> Result:

@@ -77,12 +77,36 @@ def _add_columns(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, known: set
         known.add(name)
 
 
-def commit_batch(con: duckdb.DuckDBPyConnection, frames: list[pl.DataFrame], known: set[str] | None = None) -> None:
-    """Insert the rows of whole points in one transaction (``known``: the table's columns, if already read)."""
-    if not frames:
+def batch_frame(points: list[dict[str, Any] | pl.DataFrame]) -> pl.DataFrame:
+    """One frame of the run rows of several points: the compiled kernels' columns built in one constructor per
+    set of columns, reference-path frames concatenated to them."""
+    from replay.simulator.kernels import columns_frame
+
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    frames = []
+    for rows in points:
+        if isinstance(rows, pl.DataFrame):
+            frames.append(rows)
+        else:
+            groups.setdefault(tuple(rows), []).append(rows)
+    frames += [columns_frame(group) for group in groups.values()]
+    return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+
+
+def error_count(rows: dict[str, Any] | pl.DataFrame) -> int:
+    """Rows of one point that carry an error."""
+    if isinstance(rows, pl.DataFrame):
+        return int(rows["error"].is_not_null().sum())
+    return sum(e is not None for e in rows["error"])
+
+
+def commit_batch(con: duckdb.DuckDBPyConnection, points: list[dict[str, Any] | pl.DataFrame],
+                 known: set[str] | None = None) -> None:
+    """Insert the rows of whole points in one transaction, one Arrow insert (``known``: the table's columns, if
+    already read)."""
+    if not points:
         return
-    frame = pl.concat(frames, how="diagonal_relaxed").with_columns(
-        pl.lit(datetime.now(UTC).replace(tzinfo=None)).alias("computed_at"))
+    frame = batch_frame(points).with_columns(pl.lit(datetime.now(UTC).replace(tzinfo=None)).alias("computed_at"))
     _add_columns(con, frame, set() if known is None else known)
     con.execute("BEGIN")
     try:

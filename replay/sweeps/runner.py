@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import polars as pl
 
 from replay.errors import ReplayError
 from replay.sweeps import results
@@ -83,13 +82,13 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     tasks = [(pid, p) for p in points if (pid := point_id(p)) not in done]
     ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs), spec.pricing())
     computed = errors = 0
-    batch: list[pl.DataFrame] = []
+    batch: list = []
     columns: set[str] = set()
     bar = _bar(progress, len(points), len(points) - len(tasks))
     try:
         for i, (_, rows) in enumerate(get_executor(executor)(ctx, tasks, workers), start=1):
             batch.append(rows)
-            errors += rows["error"].is_not_null().sum()
+            errors += results.error_count(rows)
             bar.advance()
             if i % spec.batch == 0 or i == len(tasks):
                 results.commit_batch(con, batch, columns)

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from replay.metrics.cost import output_cost, prompt_cost, summary_cost
+from replay.metrics.prices import Pricing
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.kernels.caches import CODES, cache_params
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
@@ -27,7 +28,23 @@ COMPILED_POLICIES = ("full", "seed_a", "seed_a_before")
 
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
     """Run rows for one resolved point over every packed run (plus ``constants`` as columns), or None if its
-    policy has no compiled twin. One frame constructor: polars' per-call overhead matters at this size."""
+    policy has no compiled twin."""
+    columns = point_columns(packed, point, constants)
+    return None if columns is None else columns_frame([columns])
+
+
+def columns_frame(points: list[dict[str, Any]]) -> pl.DataFrame:
+    """One frame from the :func:`point_columns` of several points (same columns): one polars constructor for
+    them all, since its per-call overhead is most of the cost at this size. NaN becomes null."""
+    first = points[0]
+    data = {name: (np.concatenate([p[name] for p in points]) if isinstance(first[name], np.ndarray)
+                   else [v for p in points for v in p[name]]) for name in first}
+    return pl.DataFrame(data, nan_to_null=True, schema_overrides={"error": pl.String} if "error" in first else None)
+
+
+def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The columns of :func:`point_frame` (numpy arrays and lists, one value per run), or None if the point's
+    policy has no compiled twin; cheap to send between processes and to concatenate over a batch of points."""
     if point.policy.name not in COMPILED_POLICIES:
         return None
     bills = run_billing(packed, point)
@@ -58,7 +75,7 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
                           rate["cache_read"] if summary_hits_cache(point.policy) else None)
     o_cost = output_cost(packed.static["output_tokens"], rate["output"])
     fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
-    return pl.DataFrame({
+    return {
         "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
         "near_misses": o[k.O_NEAR], "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
         "summaries_per_100": per_100, "requests_between_summaries": between, "tokens_after_summary": after,
@@ -76,7 +93,7 @@ def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | No
         "cache_model": [b.cache.name for b in bills], "cache_ttl": [getattr(b.cache, "ttl", None) for b in bills],
         "billing_note": [b.note for b in bills], **packed.static,
         **{name: [value] * packed.n_runs for name, value in fixed.items()},
-    }, nan_to_null=True, schema_overrides={"error": pl.String} if constants and "error" in constants else None)
+    }
 
 
 def run_billing(packed: PackedRuns, point: Point) -> list[Billing]:
@@ -86,9 +103,25 @@ def run_billing(packed: PackedRuns, point: Point) -> list[Billing]:
     out = []
     for m, ttl in zip(packed.models, packed.cache_ttls or (None,) * packed.n_runs, strict=True):
         if (m, ttl) not in memo:
-            memo[(m, ttl)] = billing_for(m, point.cache, point.pricing, ttl)
+            memo[(m, ttl)] = billing_for(m, point.cache, point.pricing, ttl) if point.cache is not None else \
+                _own_billing(m, ttl, point.pricing)
         out.append(memo[(m, ttl)])
     return out
+
+
+_OWN: dict[tuple, tuple[Pricing, Billing]] = {}
+
+
+def _own_billing(model: str | None, ttl: float | None, pricing: Pricing) -> Billing:
+    """billing_for under the provider's own cache model, kept across points (a sweep's points share one Pricing
+    object; the kernels only read a Billing): the price look-up cost as much as the kernel."""
+    key = (model, ttl, id(pricing))
+    hit = _OWN.get(key)
+    if hit is None or hit[0] is not pricing:
+        if len(_OWN) > 4096:
+            _OWN.clear()
+        hit = _OWN[key] = (pricing, billing_for(model, None, pricing, ttl))
+    return hit[1]
 
 
 def warm_up(policy_name: str) -> None:
@@ -99,4 +132,4 @@ def warm_up(policy_name: str) -> None:
         point_frame(pack([]), resolve(policy_name, {}, "anthropic"))
 
 
-__all__ = ["COMPILED_POLICIES", "PackedRuns", "pack", "point_frame", "warm_up"]
+__all__ = ["COMPILED_POLICIES", "PackedRuns", "columns_frame", "pack", "point_columns", "point_frame", "warm_up"]
