@@ -10,6 +10,7 @@ import typer
 
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption, console
+from replay.errors import ReplayError
 
 
 @app.command()
@@ -24,10 +25,14 @@ def report(
 ) -> None:
     """Run the sweeps the charts need and write the report."""
     from replay.reports.build import ReportConfig, build_report
+    from replay.simulator.load import run_ids
     from replay.store import open_store
     from replay.tokens.resolve import resolve_tokenizer
 
     con = open_store(db)
+    if not run_ids(con, runs):
+        where = f"--runs {runs!r} matches no run with requests in {db}" if runs else f"no runs with requests in {db}"
+        raise ReplayError(f"{where}; `replay runs` lists them")
     path = build_report(con, out, ReportConfig(window, reserve, runs, resolve_tokenizer(con, tokenizer), executor))
     console.print(f"report: {path} and {path.with_suffix('.html')}", highlight=False)
 

@@ -112,3 +112,14 @@ def test_sweep_ends_with_its_summary_table(db, tmp_path):
     doc = json.loads(run("sweep", str(grid), "--db", str(db), "--executor", "serial", "--out", str(tmp_path),
                          "--format", "json").stdout)
     assert sorted(r["protect"] for r in doc) == [8000, 43333]
+
+
+def test_help_keeps_square_brackets():
+    res = run("sweep", "--help", width=200)
+    assert "Sweep file (TOML: [sweep], [fixed], [grid] or [random])." in res.stdout
+
+
+def test_report_on_an_empty_runs_match_says_so(db, tmp_path):
+    res = run("report", "--db", str(db), "--runs", "no-such-%", "--out", str(tmp_path / "r"))
+    assert res.exit_code == 1 and "--runs 'no-such-%' matches no run" in str(res.exception)
+    assert not (tmp_path / "r").exists()
