@@ -155,9 +155,9 @@ def tune_front(points: pl.DataFrame, recommended: dict, title: str, defaults: di
                 ax.scatter(df[x], df[y] * scale, label=f"{label} ({df.height})", zorder=2, **style)
         if defaults:
             ax.scatter([defaults[x]], [defaults[y] * scale], marker="D", color="black", s=50, zorder=3,
-                       label="policy defaults")
+                       label=f"policy defaults ({int(defaults['overflow_incidents']):,} overflow incidents)")
         ax.scatter([recommended[x]], [recommended[y] * scale], marker="*", s=320, color="gold", edgecolor="black",
-                   zorder=4, label="recommended")
+                   zorder=4, label=f"recommended ({int(recommended['overflow_incidents']):,} overflow incidents)")
         ax.annotate("recommended", (recommended[x], recommended[y] * scale), xytext=(8, 8),
                     textcoords="offset points", fontsize=8, fontweight="bold")
         ax.set(xlabel=xlabel, ylabel=ylabel)
