@@ -8,7 +8,7 @@ mirrors ``replay.simulator.run._simulate`` (tests hold the two to the same promp
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import duckdb
 
@@ -222,6 +222,9 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
             p = q + 1
             continue
         s, info = segs[p], infos[p]
+        partner = int(run.pair[p])
+        if info.tool is None and partner >= 0:  # a result names its tool through its call
+            info = replace(info, tool=infos[partner].tool)
         form = int(view.forms[p])
         name = "prefix" if info.synthetic == "prefix" else s.kind
         rows.append(Row(p, p, name, info.kind, info.tool or "", s.tokens, s.est,

@@ -141,3 +141,17 @@ def test_page_renders_in_headless_chromium(page, db, tmp_path):
     keep = os.environ.get("REPLAY_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+@pytest.mark.parametrize("policy,form,wording", [
+    (["seed_c", "--set", "spill_tokens=500"], "spilled",
+     r"\[Output truncated to a preview; full output at <spill file>\] preview: ."),
+    (["seed_b"], "omitted", r"\[Output of [A-Za-z]\w* call toolu_\w+ omitted\]"),
+    (["seed_a", "--set", "summary_at=400000", "--set", "protect=5000"], "placeholder",
+     r"\[Old tool output of [A-Za-z]\w* call toolu_\w+ replaced; first/last characters kept\] ."),
+])
+def test_each_form_shows_its_policys_wording(db, policy, form, wording):
+    res = invoke("show", RUN, "-k", "120", "-p", *policy, *BUDGET, "--db", str(db), width=240)
+    assert res.exit_code == 0, res.output
+    rows = [line for line in res.output.splitlines() if re.match(rf"^\s*\d+ {form}\s", line)]
+    assert rows and all(re.search(wording, line) for line in rows), rows[:3]
