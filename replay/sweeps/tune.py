@@ -521,6 +521,9 @@ def summary_lines(res: TuneResult) -> list[str]:
         if b:
             lines.append(f"best swept point {b['point_id']} (best_swept.toml; fails the gate: "
                          f"{b.get('gate_blockers') or '?'}): {_metrics(b)}")
+    if s.price_model:
+        lines.append(f"note: the gate priced every run as {s.price_model}; `replay check` prices each run by its own "
+                     "model (or --prices/--price), so its cost rows can differ from these")
     if r.get("unpriced_runs"):
         lines.append(f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
                      "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price")

@@ -268,3 +268,12 @@ def test_tune_counts_the_harness_prefix_claude_code_at_32k(corpus_db) -> None:
     name, n = res.overflowing[0]
     assert f"{name} ({n:,}{'*' if name in res.unfittable else ''})" in text
     assert any(r in res.unfittable for r, _ in res.overflowing)
+
+
+def test_tune_priced_as_a_new_model_says_check_prices_differently(sample_store: Path, tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["tune", "-t", "tekken", "--window", "32000", "--reserve", "4000", "--policy",
+                                 "masking", "--model", "gpt-4o", "--db", str(sample_store), "--out", str(tmp_path),
+                                 "--points", "2", "--executor", "serial"])
+    assert r.exit_code == 0, r.output
+    text = " ".join(r.output.split())
+    assert "priced as gpt-4o" in text and "note: the gate priced every run as gpt-4o" in text
