@@ -72,7 +72,11 @@ def show(
     k = k % m
     infos = item_infos(con, arrays, prompt)
     budget = Budget(window, reserve)
-    pols = [make_policy(policy, parse_sets(sets))] + ([make_policy(vs, parse_sets(vs_sets))] if vs else [])
+    specs = [(policy, sets)] + ([(vs, vs_sets)] if vs else [])
+    pols = [(make_policy(name, parse_sets(knobs)), name + (f" ({', '.join(knobs)})" if knobs else ""))
+            for name, knobs in specs]
+    if len(pols) == 2 and pols[0][1] == pols[1][1]:
+        raise ReplayError(f"--vs {vs}: the same policy and knobs as --policy; change one to see a difference")
 
     def model():
         return None if cache == AUTO else make_cache(cache)
@@ -80,12 +84,12 @@ def show(
     if html_out is not None:
         from replay.reports.show_html import write_page
 
-        series = [replay_views(arrays, infos, p, model(), budget) for p in pols]
+        series = [replay_views(arrays, infos, p, model(), budget, label=label) for p, label in pols]
         write_page(html_out, series)
         console.print(f"wrote {html_out} ({len(pols)} policies x {m} requests)", highlight=False)
         views = [s[k] for s in series]
     else:
-        views = [replay_views(arrays, infos, p, model(), budget, only=k)[0] for p in pols]
+        views = [replay_views(arrays, infos, p, model(), budget, only=k, label=label)[0] for p, label in pols]
     if fmt == "json":
         from replay.reports.show import diff_views
 

@@ -246,9 +246,10 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
 
 
 def replay_views(run: RunArrays, infos: list[ItemInfo], policy: Policy, cache: CacheModel | None, budget: Budget,
-                 pricing: Pricing = DEFAULT_PRICING, only: int | None = None) -> list[ShownView]:
+                 pricing: Pricing = DEFAULT_PRICING, only: int | None = None, label: str = "") -> list[ShownView]:
     """Every request's shown view under ``policy`` (``only``: just that request, still stepping from 0 so the
-    policy and cache carry their state), as ``replay.simulator.run`` charges them."""
+    policy and cache carry their state), as ``replay.simulator.run`` charges them; ``label`` names the policy
+    (default its registered name; a preset or knobs the user gave)."""
     policy.reset(run, budget)
     bill = billing_for(run.model, cache, pricing, run.cache_ttl)
     model = bill.cache
@@ -260,7 +261,9 @@ def replay_views(run: RunArrays, infos: list[ItemInfo], policy: Policy, cache: C
         view = policy.step(k)
         cached, written = model.request(view, view.cumulative(), float(run.req_ts[k]), min(run.first_body, end))
         if only is None or k == only:
-            out.append(shown_view(run, infos, policy, view, cached, written, budget, model.name, prev_end))
+            shown = shown_view(run, infos, policy, view, cached, written, budget, model.name, prev_end)
+            shown.policy = label or policy.name
+            out.append(shown)
         prev_end = end
     return out
 

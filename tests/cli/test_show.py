@@ -83,6 +83,7 @@ def test_placeholder_wording_and_cache_status(db):
     assert re.search(r"placeholder\s+tool_result\S*\s+[\d,]+\s+(cached|written|uncached)\s+Old environment "
                      r"output: \(\d+ lines omitted\)", res.output)
     assert re.search(r"\s(written|uncached)\s", res.output)
+    assert "policy swe-agent-last-n" in res.output  # the preset's name, not its class's
 
 
 def test_errors_name_the_problem(db):
@@ -92,6 +93,8 @@ def test_errors_name_the_problem(db):
     assert "matches 6 runs" in str(res.exception)
     res = CliRunner().invoke(app, ["show", RUN, "-k", "500", "--db", str(db)])
     assert "has 125 requests" in str(res.exception)
+    res = CliRunner().invoke(app, ["show", RUN, "-p", "seed_a", "--vs", "seed_a", "--db", str(db)])
+    assert "the same policy and knobs" in str(res.exception)
 
 
 @pytest.fixture(scope="module")
