@@ -1,21 +1,20 @@
 """Where sweep points run: serially, on a local process pool (all cores) or on Ray.
 
 Every executor gets the run arrays once per worker and yields (point_id, run rows) as points finish: the rows as
-plain columns (numpy arrays and lists) from the compiled kernels, which the runner turns into one frame per batch,
-or as a frame from the reference path.
+plain columns (numpy arrays and lists) from the compiled kernels, or as a list of row dicts from the reference
+path; the runner turns a batch of them into one frame. Workers never build frames (no polars in a worker).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-
-import polars as pl
 
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
@@ -24,7 +23,7 @@ from replay.simulator.arrays import RunArrays
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
 
 Task = tuple[str, dict[str, Any]]
-Rows = dict[str, Any] | pl.DataFrame  # kernels.point_columns, or a frame of reference rows
+Rows = dict[str, Any] | list[dict[str, Any]]  # kernels.point_columns, or reference rows
 Result = tuple[str, Rows]
 
 
@@ -53,7 +52,7 @@ def point_rows(ctx: Context, task: Task) -> Result:
     try:
         point = resolve(ctx.policy, params, ctx.cache, ctx.pricing)
     except ReplayError as exc:
-        return pid, _frame([{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs])
+        return pid, [{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs]
     base["config"] = config_json(point)
     try:
         fast = kernels.point_columns(ctx.packed, point, {**base, "error": None})
@@ -71,19 +70,15 @@ def point_rows(ctx: Context, task: Task) -> Result:
         except Exception as exc:  # noqa: BLE001 - recorded with the point, never silently dropped
             rows.append({**base, "run_id": run.run_id, "error": f"{type(exc).__name__}: {exc}"[:2000] + "\n"
                          + traceback.format_exc(limit=3)[-1000:]})
-    return pid, _frame(rows)
-
-
-def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
-    return pl.DataFrame(rows, infer_schema_length=None)
+    return pid, rows
 
 
 _CTX: Context | None = None
 
 
-def _init(ctx: Context) -> None:
+def _init(ctx: Context | None) -> None:
     global _CTX
-    _CTX = ctx
+    _CTX = ctx or _CTX  # None: forked with the parent's context already in place
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (one line, finished points kept)
 
 
@@ -105,15 +100,28 @@ def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Resu
     if n <= 1 or len(tasks) <= 1:
         yield from run_serial(ctx, tasks)
         return
-    kernels.warm_up(ctx.policy)  # compile into the on-disk cache once; workers only load it
-    # never fork: the parent's polars/numba thread pools would deadlock the children
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")  # workers are the parallelism; frames are small
+    global _CTX
+    kernels.warm_up(ctx.policy)  # compile (or load from the on-disk cache) once, before any worker starts
+    chunks = max(1, min(16, len(tasks) // (8 * n)))
+    if sys.platform == "linux":
+        # fork: workers start at once with the kernels loaded and the runs packed (shared copy-on-write, nothing
+        # pickled). Safe because a worker runs only Python, numpy and single-threaded numba code: it builds no
+        # polars frame and opens no store, so the parent's polars/DuckDB thread pools, which a fork does not
+        # carry, are never needed in it; it leaves by os._exit.
+        ctx.packed  # noqa: B018 - packed once, here, for every worker
+        yield point_rows(ctx, tasks[0])  # and the first point here: prices and policy code load once, inherited
+        tasks = tasks[1:]
+        _CTX = ctx
+        with mp.get_context("fork").Pool(min(n, len(tasks)), initializer=_init, initargs=(None,)) as pool:
+            yield from pool.imap_unordered(_work, tasks, chunksize=chunks)
+        return
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
     if method == "forkserver":
         context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
     with context.Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
-        yield from pool.imap_unordered(_work, tasks, chunksize=max(1, min(16, len(tasks) // (8 * n))))
+        yield from pool.imap_unordered(_work, tasks, chunksize=chunks)
 
 
 def run_ray(ctx: Context, tasks: list[Task], workers: int = 0, local_mode: bool | None = None) -> Iterator[Result]:

@@ -77,30 +77,40 @@ def _add_columns(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, known: set
         known.add(name)
 
 
-def batch_frame(points: list[dict[str, Any] | pl.DataFrame]) -> pl.DataFrame:
+Rows = dict[str, Any] | list[dict[str, Any]] | pl.DataFrame  # columns, row dicts, or a frame
+
+
+def batch_frame(points: list[Rows]) -> pl.DataFrame:
     """One frame of the run rows of several points: the compiled kernels' columns built in one constructor per
-    set of columns, reference-path frames concatenated to them."""
+    set of columns, the reference path's row dicts in one more, any frames concatenated to them."""
     from replay.simulator.kernels import columns_frame
 
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    rows: list[dict[str, Any]] = []
     frames = []
-    for rows in points:
-        if isinstance(rows, pl.DataFrame):
-            frames.append(rows)
+    for p in points:
+        if isinstance(p, pl.DataFrame):
+            frames.append(p)
+        elif isinstance(p, list):
+            rows += p
         else:
-            groups.setdefault(tuple(rows), []).append(rows)
+            groups.setdefault(tuple(p), []).append(p)
     frames += [columns_frame(group) for group in groups.values()]
+    if rows:
+        frames.append(pl.DataFrame(rows, infer_schema_length=None))
     return frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
 
 
-def error_count(rows: dict[str, Any] | pl.DataFrame) -> int:
+def error_count(rows: Rows) -> int:
     """Rows of one point that carry an error."""
     if isinstance(rows, pl.DataFrame):
         return int(rows["error"].is_not_null().sum())
+    if isinstance(rows, list):
+        return sum(r.get("error") is not None for r in rows)
     return sum(e is not None for e in rows["error"])
 
 
-def commit_batch(con: duckdb.DuckDBPyConnection, points: list[dict[str, Any] | pl.DataFrame],
+def commit_batch(con: duckdb.DuckDBPyConnection, points: list[Rows],
                  known: set[str] | None = None) -> None:
     """Insert the rows of whole points in one transaction, one Arrow insert (``known``: the table's columns, if
     already read)."""

@@ -32,8 +32,8 @@ def test_commit_batch_mixes_kernel_columns_and_reference_frames(sample_db):
     ctx = Context("sid", "seed_a", "auto", "sess", tuple(runs))
     fast = [point_rows(ctx, (f"p{i}", params)) for i, (params, _) in enumerate(POINTS[:2])]
     assert all(isinstance(rows, dict) for _, rows in fast)
-    bad = point_rows(ctx, ("p-bad", {"no_such_knob": 1}))  # refused by resolve: error rows, as a frame
-    assert isinstance(bad[1], pl.DataFrame) and results.error_count(bad[1]) == len(runs)
+    bad = point_rows(ctx, ("p-bad", {"no_such_knob": 1}))  # refused by resolve: error rows, as row dicts
+    assert isinstance(bad[1], list) and results.error_count(bad[1]) == len(runs)
     assert results.error_count(fast[0][1]) == 0
     results.ensure_tables(sample_db)
     results.commit_batch(sample_db, [rows for _, rows in fast] + [bad[1]])
