@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import tempfile
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -170,6 +172,7 @@ _MAX_LINE = MAX_LINE_BYTES
 def _init(known: frozenset[str], max_line_bytes: int) -> None:
     global _KNOWN, _MAX_LINE
     _KNOWN, _MAX_LINE = known, max_line_bytes
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: a worker dying of it would hang the pool
 
 
 def _work(path: Path) -> Parsed:
@@ -192,7 +195,8 @@ def parse_units(units: list[Path], max_line_bytes: int = MAX_LINE_BYTES, known: 
     # DuckDB, whose thread pools a fork does not carry) and leave by os._exit, so the parent's store is untouched.
     method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
-    with context.Pool(n, initializer=_init, initargs=(known, max_line_bytes)) as pool:
+    pool = _pool(context, n, known, max_line_bytes)
+    try:
         todo = iter(units)
         pending = deque(pool.apply_async(_work, (u,)) for u in islice(todo, 2 * n))
         while pending:
@@ -200,6 +204,25 @@ def parse_units(units: list[Path], max_line_bytes: int = MAX_LINE_BYTES, known: 
             for u in islice(todo, 1):
                 pending.append(pool.apply_async(_work, (u,)))
             yield parsed
+    finally:
+        # close and join, never terminate: terminate deadlocks when a worker is sending a large result as the
+        # result thread stops (seen on Ctrl-C); the read-ahead is bounded, so the units in flight finish soon
+        pool.close()
+        pool.join()
+
+
+def _pool(context: Any, n: int, known: frozenset[str], max_line_bytes: int) -> Any:
+    """The worker pool, its workers born ignoring Ctrl-C (the parent stops them cleanly; a worker that died of it
+    would print a traceback or hang the pool)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return context.Pool(n, initializer=_init, initargs=(known, max_line_bytes))
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return context.Pool(n, initializer=_init, initargs=(known, max_line_bytes))
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def default_workers() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -13,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from replay.errors import ReplayError
+from replay.errors import Interrupted, ReplayError
 from replay.store import DEFAULT_DB
 
 
@@ -132,10 +133,30 @@ def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None =
     return frame.select(keep), [c for c in frame.columns if c not in keep]
 
 
+INTERRUPTED_EXIT = 130  # the shell's code for a command ended by Ctrl-C
+_ctrl_c: list[bool] = []  # set by the SIGINT handler: whatever exception follows, the cause was Ctrl-C
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    _ctrl_c.append(True)
+    raise Interrupted
+
+
 def run_app(app: typer.Typer) -> None:
-    """Run the CLI, turning ReplayError into a one-line message and exit code 2."""
+    """Run the CLI, turning ReplayError into a one-line message and exit code 2, Ctrl-C into one line and 130
+    (also when it surfaced as another error: DuckDB reports an interrupted statement as its own exception)."""
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         app()
     except ReplayError as exc:
         Console(stderr=True).print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False)
         raise SystemExit(2) from None
+    except SystemExit:
+        raise
+    except BaseException:
+        if not _ctrl_c:
+            raise
+        Console(stderr=True).print("interrupted (Ctrl-C): work committed so far is kept (each file, each batch of "
+                                   "sweep points is one transaction); rerun the same command to continue",
+                                   highlight=False)
+        raise SystemExit(INTERRUPTED_EXIT) from None

@@ -11,7 +11,7 @@ from rich.text import Text
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, NewDbOption, WideOption, console, emit
 from replay.discover import Found, discover, harness_names
-from replay.errors import ReplayError
+from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
 from replay.ingest import ingest_units as ingest_files
 from replay.ingest import watch as watch_paths
@@ -65,7 +65,7 @@ def ingest(
         console.print(f"watching every {interval:g} s; Ctrl-C stops", highlight=False)
         try:
             watch_paths(con, sources, interval, report=_report_one, max_line_bytes=max_line_bytes)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Interrupted):
             console.print("stopped")
         return
     outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes,

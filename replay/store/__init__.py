@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 
 from replay.errors import ReplayError
-from replay.store.schema import migrate
+from replay.store.schema import check_version, migrate
 
 DEFAULT_DB = Path(os.environ.get("REPLAY_DB", "replay.duckdb"))
 
@@ -26,6 +26,11 @@ def open_store(path: Path | str = DEFAULT_DB, read_only: bool = False) -> duckdb
                 f"{path}: another replay process holds this store open for writing; wait for it to finish "
                 f"or use another file with --db (detail: {str(exc).splitlines()[0]})") from exc
         raise ReplayError(f"{path}: cannot open the store: {exc}") from exc
+    try:
+        check_version(con, str(path))
+    except ReplayError:
+        con.close()
+        raise
     if not read_only:
         migrate(con)
     return con

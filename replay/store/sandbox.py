@@ -10,7 +10,8 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from replay.errors import ReplayError
+from replay.errors import Interrupted, ReplayError
+from replay.store.schema import check_version
 
 # Settings fixed before the connection opens; lock_configuration stops a query from SETting them back.
 SANDBOX_CONFIG: dict[str, str | bool] = {
@@ -29,7 +30,7 @@ def open_sandboxed(path: Path | str) -> duckdb.DuckDBPyConnection:
     if not path.exists():
         raise ReplayError(f"{path}: no store here; run `replay ingest PATHS --db {path}` first")
     try:
-        return duckdb.connect(str(path), read_only=True, config=dict(SANDBOX_CONFIG))
+        con = duckdb.connect(str(path), read_only=True, config=dict(SANDBOX_CONFIG))
     except duckdb.ConnectionException as exc:
         raise ReplayError(f"{path}: this process already has the store open with write access; `replay sql` "
                           f"needs its own read-only connection: close the other one first ({exc})") from exc
@@ -39,6 +40,12 @@ def open_sandboxed(path: Path | str) -> duckdb.DuckDBPyConnection:
                 f"{path}: another replay process holds this store open for writing; wait for it to finish "
                 f"(detail: {str(exc).splitlines()[0]})") from exc
         raise ReplayError(f"{path}: cannot open the store: {exc}") from exc
+    try:
+        check_version(con, str(path))
+    except ReplayError:
+        con.close()
+        raise
+    return con
 
 
 def _explain(exc: duckdb.Error) -> str:
@@ -70,7 +77,7 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None 
     threading.Thread(target=work, name="replay-sql", daemon=True).start()
     try:
         finished = _wait(done, timeout)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         con.interrupt()
         done.wait(5)
         raise ReplayError("SQL interrupted (Ctrl-C); nothing was changed") from None

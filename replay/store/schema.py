@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 import duckdb
 
+from replay.errors import ReplayError
+
 
 def _v1_canonical(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
@@ -114,3 +116,19 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
             con.execute("INSERT INTO schema_version VALUES (?)", [version])
             con.execute("COMMIT")
     return len(MIGRATIONS)
+
+
+def check_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
+    """The store's schema version (0: a new, empty file); a newer version than this code knows, or a file that holds
+    replay tables without a version, is refused rather than read wrongly or migrated into a mix."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    if "schema_version" not in tables:
+        if tables & {"files", "runs", "items", "requests"}:
+            raise ReplayError(f"{where}: holds replay tables but no schema_version, so its layout is unknown; "
+                              "ingest the logs again into a new --db")
+        return 0
+    version = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
+    if version > len(MIGRATIONS):
+        raise ReplayError(f"{where}: store schema version {version} is newer than this replay knows "
+                          f"({len(MIGRATIONS)}); use the replay that wrote it (or a newer one), or another --db")
+    return version

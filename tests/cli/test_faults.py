@@ -1,0 +1,63 @@
+"""Faults: Ctrl-C ends with one line and a resumable store; store schema versions are checked on open."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from replay.errors import ReplayError
+from replay.store import open_store
+from replay.store.sandbox import open_sandboxed
+from replay.store.schema import MIGRATIONS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_newer_store_is_refused_with_the_version_seen(tmp_path):
+    path = tmp_path / "s.duckdb"
+    open_store(path).close()
+    with duckdb.connect(str(path)) as con:
+        con.execute("INSERT INTO schema_version VALUES (99)")
+    for opener in (open_store, lambda p: open_store(p, read_only=True), open_sandboxed):
+        newer = f"schema version 99 is newer than this replay knows \\({len(MIGRATIONS)}"
+        with pytest.raises(ReplayError, match=newer):
+            opener(path)
+
+
+def test_an_unversioned_store_is_refused(tmp_path):
+    path = tmp_path / "s.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE runs (run_id VARCHAR)")
+    with pytest.raises(ReplayError, match="no schema_version"):
+        open_store(path)
+
+
+def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
+    db = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "replay", "ingest", str(corpus), "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while not db.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.02)  # the store exists once the command runs (its Ctrl-C handler is installed)
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends: the whole process group, workers included
+    out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 130, out
+    assert "Traceback" not in out and "interrupted (Ctrl-C)" in out
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert again.returncode == 0, again.stdout + again.stderr
+    fresh = subprocess.run([*cmd[:-1], str(tmp_path / "fresh.duckdb")], capture_output=True, text=True, cwd=ROOT,
+                           timeout=120)
+    summary = again.stdout.split("files:")[1]
+    with duckdb.connect(str(db), read_only=True) as a, duckdb.connect(str(tmp_path / "fresh.duckdb"),
+                                                                       read_only=True) as b:
+        counts = "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM items), (SELECT count(*) FROM requests)"
+        assert a.execute(counts).fetchall() == b.execute(counts).fetchall(), summary
+    assert fresh.returncode == 0
