@@ -13,6 +13,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from replay.errors import ReplayError
 from replay.model import BadRecord, Record, Run
+from replay.readers.fastjson import loads_line
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
 HEAD_BYTES = 64 * 1024
@@ -131,7 +132,7 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
                             raw.decode("utf-8", "replace"))
             continue
         try:
-            obj = json.loads(text)
+            obj = loads_line(raw, text)
             if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
                 key = hashlib.blake2b(raw.rstrip(), digest_size=16).digest()
                 if key in seen:
