@@ -45,7 +45,7 @@ class Row:
 
     first: int  # history position (-1: the policy's summary)
     last: int
-    form: str   # original, placeholder, shrunk, spilled, omitted, summary, dropped, prefix, unitemised
+    form: str   # original, placeholder, shrunk, spilled, omitted, summary, dropped, prefix
     kind: str
     tool: str
     tokens: int
@@ -186,11 +186,8 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
                budget: Budget, cache_name: str, prev_end: int) -> ShownView:
     """A view as rows: segments in prompt order, dropped ranges collapsed, cache status per segment."""
     k = view.k
-    # an earlier turn's reasoning the server does not count: a per-request size no item carries (RunArrays.extra)
-    # in one version of the prompt model, items dropped from the view (RunArrays.gone_at) in the next
-    extra = int(run.extra[k]) if hasattr(run, "extra") else 0
-    server_gone = run.gone_at if hasattr(run, "gone_at") else None
-    prompt = view.prompt_tokens + extra
+    server_gone = run.gone_at  # an earlier turn's reasoning the server no longer counts (the prompt model)
+    prompt = view.prompt_tokens
     window = view.window or budget.window
     rows: list[Row] = []
     recorded_only = run.events.recorded_only
@@ -215,9 +212,10 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
             full = int(run.tokens[p:q + 1].sum())
             what = "recorded-only (the harness's own artifacts)" if not (view.forms[p:q + 1] == DROPPED).any() \
                 else "dropped"
-            if server_gone is not None and ((server_gone[p:q + 1] >= 0) & (server_gone[p:q + 1] <= k)).all():
+            if ((server_gone[p:q + 1] >= 0) & (server_gone[p:q + 1] <= k)).all():
                 what = "the server's own drop (an earlier turn's reasoning)"
-            rows.append(Row(p, q, "dropped", f"{q - p + 1} items", "", 0, 0, "", f"{what}, not sent "
+            n = q - p + 1
+            rows.append(Row(p, q, "dropped", f"{n} item{'s' if n > 1 else ''}", "", 0, 0, "", f"{what}, not sent "
                             f"({full:,} tokens in full)", full))
             p = q + 1
             continue
@@ -236,9 +234,6 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
                         _cache_status(at, at + summary.tokens, cached, written),
                         f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]"))
         at += summary.tokens
-    if extra:
-        rows.append(Row(-1, -1, "unitemised", "reasoning", "", extra, extra, _cache_status(at, at + extra, cached,
-                        written), "reasoning the log gives only as a size, counted within its turn"))
     return ShownView(run.run_id, policy.name, k, run.n_requests, int(run.req_step[k]), view.end, prompt, cached,
                      written, prompt - cached - written, window, budget.reserve, prompt + budget.reserve > window,
                      view.summarised, view.emergency, view.dirty_from < prev_end, run.token_source, run.prompt_source,
@@ -290,13 +285,11 @@ class DiffRow:
 
 
 def _by_position(v: ShownView) -> dict[int, tuple[str, int, str, str]]:
-    """Position -> (form, tokens, kind, tool); the summary at -1, unitemised tokens at -2."""
+    """Position -> (form, tokens, kind, tool); the summary at -1."""
     out: dict[int, tuple[str, int, str, str]] = {}
     for r in v.rows:
         if r.form == "summary":
             out[-1] = ("summary", r.tokens, "summary", "")
-        elif r.form == "unitemised":
-            out[-2] = ("unitemised", r.tokens, r.kind, "")
         else:
             for p in range(r.first, r.last + 1):
                 out[p] = (r.form, r.tokens, r.kind, r.tool) if r.form != "dropped" else ("dropped", 0, "", "")
@@ -316,7 +309,7 @@ def diff_views(a: ShownView, b: ShownView) -> list[DiffRow]:
         prev = out[-1] if out else None
         if key >= 0 and prev is not None and prev.last == key - 1 and (prev.form_a, prev.form_b) == (fa, fb):
             prev.last, prev.tokens_a, prev.tokens_b = key, prev.tokens_a + ta, prev.tokens_b + tb
-            prev.kind, prev.tool = f"{prev.last - prev.first + 1} items", ""
+            prev.kind, prev.tool = f"{prev.last - prev.first + 1} items", ""  # two or more
             continue
         out.append(DiffRow(key if key >= 0 else -1, key if key >= 0 else -1, kind or kind_b, tool or tool_b,
                            fa, ta, fb, tb))
