@@ -191,10 +191,13 @@ def parse_units(units: list[Path], max_line_bytes: int = MAX_LINE_BYTES, known: 
         return
     import multiprocessing as mp
 
-    # fork: workers start at once with the readers already imported. They run pure Python (no polars, Arrow or
-    # DuckDB, whose thread pools a fork does not carry) and leave by os._exit, so the parent's store is untouched.
-    method = "fork" if "fork" in mp.get_all_start_methods() else "spawn"
+    # forkserver, never fork: forking a parent whose polars/numba/DuckDB threads are running crashed a worker
+    # in garbage collection (seen under pytest); the server imports the readers once and forks workers from a
+    # single-threaded process
+    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
+    if method == "forkserver":
+        context.set_forkserver_preload([__name__])
     pool = _pool(context, n, known, max_line_bytes)
     try:
         todo = iter(units)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -76,9 +75,9 @@ def point_rows(ctx: Context, task: Task) -> Result:
 _CTX: Context | None = None
 
 
-def _init(ctx: Context | None) -> None:
+def _init(ctx: Context) -> None:
     global _CTX
-    _CTX = ctx or _CTX  # None: forked with the parent's context already in place
+    _CTX = ctx
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (one line, finished points kept)
 
 
@@ -100,21 +99,10 @@ def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Resu
     if n <= 1 or len(tasks) <= 1:
         yield from run_serial(ctx, tasks)
         return
-    global _CTX
     kernels.warm_up(ctx.policy)  # compile (or load from the on-disk cache) once, before any worker starts
     chunks = max(1, min(16, len(tasks) // (8 * n)))
-    if sys.platform == "linux":
-        # fork: workers start at once with the kernels loaded and the runs packed (shared copy-on-write, nothing
-        # pickled). Safe because a worker runs only Python, numpy and single-threaded numba code: it builds no
-        # polars frame and opens no store, so the parent's polars/DuckDB thread pools, which a fork does not
-        # carry, are never needed in it; it leaves by os._exit.
-        ctx.packed  # noqa: B018 - packed once, here, for every worker
-        yield point_rows(ctx, tasks[0])  # and the first point here: prices and policy code load once, inherited
-        tasks = tasks[1:]
-        _CTX = ctx
-        with mp.get_context("fork").Pool(min(n, len(tasks)), initializer=_init, initargs=(None,)) as pool:
-            yield from pool.imap_unordered(_work, tasks, chunksize=chunks)
-        return
+    # forkserver, never fork: a fork of a parent whose polars/numba/DuckDB threads run deadlocked workers and
+    # crashed one in garbage collection; the server imports the package once and forks from one thread
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
