@@ -39,7 +39,9 @@ def columns_frame(points: list[dict[str, Any]]) -> pl.DataFrame:
     first = points[0]
     data = {name: (np.concatenate([p[name] for p in points]) if isinstance(first[name], np.ndarray)
                    else [v for p in points for v in p[name]]) for name in first}
-    return pl.DataFrame(data, nan_to_null=True, schema_overrides={"error": pl.String} if "error" in first else None)
+    # strict=False: a swept knob may mix ints and floats across points (protect = 12,000 tokens or 1/3)
+    return pl.DataFrame(data, nan_to_null=True, strict=False,
+                        schema_overrides={"error": pl.String} if "error" in first else None)
 
 
 def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> dict[str, Any] | None:
