@@ -102,8 +102,8 @@ def simulate(
             console.print(f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
                           "for real counts (`replay tokenizers` lists built-ins)", style="yellow", highlight=False)
         console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
-    for line in billing_warnings(sim.runs):
-        console.print(line, style="bold yellow", highlight=False)
+    for line in billing_warnings(sim.runs):  # to stderr under --format json/csv, so the output still parses
+        note.print(line, style="bold yellow", highlight=False, markup=False)
     if by_tool:
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
@@ -134,6 +134,9 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
              strict: Annotated[bool, typer.Option("--strict", help=(
                  "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
                  "its recorded one (3 requests, 10% prompt after)."))] = False,
+             runs: Annotated[str | None, typer.Option(help=(
+                 "LIKE pattern on run_id or source path (e.g. one harness, counted with its model's tokenizer)."))
+             ] = None,
              fmt: FormatOption = "table", wide: WideOption = False) -> None:
     """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
     per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
@@ -144,7 +147,7 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
     from replay.tokens.resolve import resolve_tokenizer
 
     tid = resolve_tokenizer(con, tokenizer)
-    df = fidelity_frame(con, tid, cache)
+    df = fidelity_frame(con, tid, cache, runs)
     if df.is_empty():
         raise ReplayError("no run with recorded prompt usage in this store; ingest logs that record usage "
                           "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)")
