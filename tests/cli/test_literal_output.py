@@ -33,9 +33,12 @@ def store(tmp_path_factory) -> tuple[Path, str]:
 
 
 @pytest.fixture(autouse=True)
-def wide(monkeypatch):
-    """A wide console, so table cells are not wrapped mid-word."""
-    monkeypatch.setattr(console, "width", 1000)
+def wide():
+    """A wide console, so table cells are not wrapped mid-word; afterwards the width is free again (not pinned)."""
+    saved = console._width
+    console.width = 1000
+    yield
+    console._width = saved
 
 
 def run(*args: str) -> str:
