@@ -138,6 +138,8 @@ _ctrl_c: list[bool] = []  # set by the SIGINT handler: whatever exception follow
 
 
 def _on_sigint(signum: int, frame: object) -> None:
+    if _ctrl_c:  # already stopping: a second Ctrl-C must not break the cleanup with a traceback
+        return
     _ctrl_c.append(True)
     raise Interrupted
 

@@ -46,8 +46,12 @@ def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
     deadline = time.monotonic() + 60
     while not db.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.02)  # the store exists once the command runs (its Ctrl-C handler is installed)
-    time.sleep(0.3)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends: the whole process group, workers included
+    while proc.poll() is None:  # what a terminal sends (the whole process group), pressed until it stops: the
+        try:  # first may land while the worker pool starts, when it is held off
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            break
+        time.sleep(0.25)
     out = proc.communicate(timeout=60)[0].decode()
     assert proc.returncode == 130, out
     assert "Traceback" not in out and "interrupted (Ctrl-C)" in out
