@@ -13,13 +13,16 @@ from replay.store.schema import check_version, migrate
 DEFAULT_DB = Path(os.environ.get("REPLAY_DB", "replay.duckdb"))
 
 
-def open_store(path: Path | str = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (creating and migrating if needed) the store at ``path``."""
-    path = Path(path)
+def connect(path: Path, read_only: bool, config: dict | None = None) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect`` with the store's own errors (no store, another writer's lock, a connection of this
+    process with other settings, a newer schema); the version is checked before anything else runs."""
     if read_only and not path.exists():
         raise ReplayError(f"{path}: no store here; run `replay ingest PATHS --db {path}` first")
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = duckdb.connect(str(path), read_only=read_only, config=config or {})
+    except duckdb.ConnectionException as exc:
+        raise ReplayError(f"{path}: this process already has the store open with other settings; close that "
+                          f"connection first ({exc})") from exc
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise ReplayError(
@@ -31,6 +34,12 @@ def open_store(path: Path | str = DEFAULT_DB, read_only: bool = False) -> duckdb
     except ReplayError:
         con.close()
         raise
+    return con
+
+
+def open_store(path: Path | str = DEFAULT_DB, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (creating and migrating if needed) the store at ``path``."""
+    con = connect(Path(path), read_only)
     if not read_only:
         migrate(con)
     return con

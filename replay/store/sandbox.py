@@ -11,7 +11,7 @@ import duckdb
 import polars as pl
 
 from replay.errors import Interrupted, ReplayError
-from replay.store.schema import check_version
+from replay.store import connect
 
 # Settings fixed before the connection opens; lock_configuration stops a query from SETting them back.
 SANDBOX_CONFIG: dict[str, str | bool] = {
@@ -26,26 +26,7 @@ SANDBOX_CONFIG: dict[str, str | bool] = {
 
 def open_sandboxed(path: Path | str) -> duckdb.DuckDBPyConnection:
     """Open the store at ``path`` read-only with external access (files, URLs, extensions) disabled."""
-    path = Path(path)
-    if not path.exists():
-        raise ReplayError(f"{path}: no store here; run `replay ingest PATHS --db {path}` first")
-    try:
-        con = duckdb.connect(str(path), read_only=True, config=dict(SANDBOX_CONFIG))
-    except duckdb.ConnectionException as exc:
-        raise ReplayError(f"{path}: this process already has the store open with write access; `replay sql` "
-                          f"needs its own read-only connection: close the other one first ({exc})") from exc
-    except duckdb.IOException as exc:
-        if "lock" in str(exc).lower():
-            raise ReplayError(
-                f"{path}: another replay process holds this store open for writing; wait for it to finish "
-                f"(detail: {str(exc).splitlines()[0]})") from exc
-        raise ReplayError(f"{path}: cannot open the store: {exc}") from exc
-    try:
-        check_version(con, str(path))
-    except ReplayError:
-        con.close()
-        raise
-    return con
+    return connect(Path(path), read_only=True, config=dict(SANDBOX_CONFIG))
 
 
 def _explain(exc: duckdb.Error) -> str:
