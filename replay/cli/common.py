@@ -161,4 +161,7 @@ def run_app(app: typer.Typer) -> None:
         Console(stderr=True).print("interrupted (Ctrl-C): work committed so far is kept (each file, each batch of "
                                    "sweep points is one transaction); rerun the same command to continue",
                                    highlight=False)
+        # ignored, not handled, from here: Python's finalisation resets a Python handler to the default, so a
+        # further Ctrl-C while worker pools shut down would kill the process (exit -2) instead of 130
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise SystemExit(INTERRUPTED_EXIT) from None
