@@ -1,4 +1,5 @@
-"""Shared fixtures: the real corpus (read-only, never copied) and a store holding all of it."""
+"""Shared fixtures: the real corpus (read-only, never copied), a store holding all of it, and stores of the bundled
+sample."""
 
 from __future__ import annotations
 
@@ -29,3 +30,26 @@ def corpus_db(corpus, tmp_path_factory):
     ingest(con, [corpus])
     yield con
     con.close()
+
+
+@pytest.fixture(scope="session")
+def sample_db_path(tmp_path_factory) -> Path:
+    """The bundled synthetic sample, ingested once per session (copy it before writing: see ``sample_store``)."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    path = tmp_path_factory.mktemp("sample") / "sample.duckdb"
+    con = open_store(path)
+    ingest(con, [ROOT / "data" / "sample"])
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def sample_store(sample_db_path: Path, tmp_path_factory) -> Path:
+    """A private copy of the sample store for one test module."""
+    import shutil
+
+    path = tmp_path_factory.mktemp("sample-copy") / "s.duckdb"
+    shutil.copy(sample_db_path, path)
+    return path

@@ -14,7 +14,6 @@ from typer.testing import CliRunner
 
 from replay.cli import app
 
-ROOT = Path(__file__).resolve().parents[2]
 BASE = """[policy]
 name = "seed_a"
 cache = "auto"
@@ -27,15 +26,8 @@ CAND = BASE.replace("protect = 0.3333333333", "protect = 4000")
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
-    from replay.ingest import ingest
-    from replay.store import open_store
-
-    path = tmp_path_factory.mktemp("checkci") / "s.duckdb"
-    con = open_store(path)
-    ingest(con, [ROOT / "data" / "sample"])
-    con.close()
-    return path
+def db(sample_store: Path) -> Path:
+    return sample_store
 
 
 @pytest.fixture()

@@ -14,19 +14,10 @@ from typer.testing import CliRunner
 from replay.cli import app
 from replay.cli.common import cell, fit_columns
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
-    from replay.ingest import ingest
-    from replay.store import open_store
-
-    path = tmp_path_factory.mktemp("fits") / "s.duckdb"
-    con = open_store(path)
-    ingest(con, [ROOT / "data" / "sample"])
-    con.close()
-    return path
+def db(sample_store: Path) -> Path:
+    return sample_store
 
 
 def run(*args: str, width: int = 80):

@@ -21,15 +21,8 @@ SLOW = "SELECT sum(a.range * b.range) FROM range(200000) a, range(200000) b"
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory) -> Path:
-    from replay.ingest import ingest
-    from replay.store import open_store
-
-    path = tmp_path_factory.mktemp("sql") / "s.duckdb"
-    con = open_store(path)
-    ingest(con, [ROOT / "data" / "sample"])
-    con.close()
-    return path
+def db(sample_store: Path) -> Path:
+    return sample_store
 
 
 def sql(db: Path, query: str, *extra: str):

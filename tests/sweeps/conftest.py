@@ -1,24 +1,10 @@
-"""A store holding the bundled synthetic sample, ingested once per session."""
+"""A private store of the bundled sample per test (sweeps write to it); the session copy is in tests/conftest.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="session")
-def sample_db_path(tmp_path_factory) -> Path:
-    from replay.ingest import ingest
-    from replay.store import open_store
-
-    path = tmp_path_factory.mktemp("sample") / "sample.duckdb"
-    con = open_store(path)
-    ingest(con, [ROOT / "data" / "sample"])
-    con.close()
-    return path
 
 
 @pytest.fixture()
