@@ -172,13 +172,15 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs)."""
     from replay.simulator.load import load_runs
-    from replay.tokens.calibrate import out_of_sample_errors
+    from replay.tokens.calibrate import fit_usage, out_of_sample_errors
+    from replay.tokens.template import DEFAULT_OVERHEAD
 
     meta = {r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs")
             .fetchall()}
-    oos = out_of_sample_errors(con, tokenizer_id)
+    fitted = fit_usage(con, tokenizer_id, DEFAULT_OVERHEAD)  # once: the prompt model and the out-of-sample score
+    oos = out_of_sample_errors(fitted[0])
     rows = []
-    for run in load_runs(con, tokenizer_id, pattern):
+    for run in load_runs(con, tokenizer_id, pattern, fitted=fitted):
         if not (run.rec_prompt > 0).any():
             continue
         path, fmt, model, metadata = meta[run.run_id]

@@ -198,16 +198,18 @@ def run_ids(con: duckdb.DuckDBPyConnection, pattern: str | None = None) -> list[
 
 
 def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
-              pattern: str | None = None, prompt: bool = True, overhead: int | None = None) -> list[RunArrays]:
+              pattern: str | None = None, prompt: bool = True, overhead: int | None = None,
+              fitted: tuple | None = None) -> list[RunArrays]:
     """Runs matching ``pattern``, under the prompt model (``prompt=False``: the log's items only;
-    ``overhead``: the prefix for runs with no fit of their own and no profile)."""
+    ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage`` result
+    for this tokenizer to reuse)."""
     ids = run_ids(con, pattern)
     if tokenizer_id and ids and con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?",
                                             [tokenizer_id]).fetchall()[0][0] == 0:
         raise ReplayError(f"no token counts for tokenizer {tokenizer_id!r} in this store: count them first "
                           "(`replay tokens -t NAME|PATH`, or pass -t to the command), or give no tokenizer for "
                           "chars/4 estimates")
-    models = prompt_models(con, tokenizer_id, ids, override=overhead) if prompt else {}
+    models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
     return [load_run(con, rid, tokenizer_id, models.get(rid)) for rid in ids]
 
 

@@ -66,10 +66,11 @@ class PromptModel:
         return self.source == FIT and not self.unreconstructable and self.median_err <= TARGET_MEDIAN
 
 
-def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead) -> dict[str, PromptModel]:
+def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead,
+          fitted: tuple | None = None) -> dict[str, PromptModel]:
     from replay.tokens.calibrate import fit_usage
 
-    _, per_run, fits = fit_usage(con, tokenizer_id, overhead)
+    _, per_run, fits = fitted if fitted is not None else fit_usage(con, tokenizer_id, overhead)
     reasons = dict(zip(per_run["run_id"], per_run["unreconstructable"], strict=True)) if len(per_run) else {}
     errors = dict(zip(per_run["run_id"], per_run["median_err"], strict=True)) if len(per_run) else {}
     first = dict(con.execute("""
@@ -90,9 +91,11 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
 
 
 def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_ids: list[str],
-                  overhead: Overhead = DEFAULT_OVERHEAD, override: int | None = None) -> dict[str, PromptModel]:
-    """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources)."""
-    fitted = _fits(con, tokenizer_id, overhead)
+                  overhead: Overhead = DEFAULT_OVERHEAD, override: int | None = None,
+                  fitted: tuple | None = None) -> dict[str, PromptModel]:
+    """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources);
+    ``fitted``: what ``fit_usage`` already returned for this tokenizer and overhead, to not fit twice."""
+    fitted = _fits(con, tokenizer_id, overhead, fitted)
     formats = dict(con.execute("SELECT run_id, format FROM runs").fetchall())
     by_format: dict[str, list[PromptModel]] = {}
     for run_id, pm in fitted.items():

@@ -313,12 +313,9 @@ def walk_forward(prompts: Prompts, recorded: np.ndarray, steps: np.ndarray, boun
     return out
 
 
-def out_of_sample_errors(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None,
-                         overhead: Overhead | None = None) -> dict[str, np.ndarray]:
-    """Per run, the out-of-sample errors of :func:`walk_forward` (requests from the 3rd on)."""
-    from replay.tokens.template import DEFAULT_OVERHEAD
-
-    requests, _, _ = fit_usage(con, tokenizer_id, overhead or DEFAULT_OVERHEAD)
+def out_of_sample_errors(requests: pl.DataFrame) -> dict[str, np.ndarray]:
+    """Per run, the out-of-sample errors of :func:`walk_forward` (requests from the 3rd on), from the per-request
+    rows of :func:`fit_usage`."""
     if requests.is_empty():
         return {}
     return {rid: df["oos_err"].drop_nans().to_numpy() for (rid,), df in requests.partition_by("run_id", as_dict=True)
