@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replay.errors import ReplayError
+from replay.tokens.template_limits import LimitedEnvironment, Limits, TemplateLimitError
 from replay.tokens.tokenizer import CountingTokenizer
 
 # Default when no template is given: ~4 tokens of role/separator markup per message (the figure OpenAI documents
@@ -30,20 +31,28 @@ class Overhead:
 DEFAULT_OVERHEAD = Overhead(dict.fromkeys(ROLES, DEFAULT_PER_MESSAGE), DEFAULT_FIXED, "default")
 
 
-def render(template: str, messages: list[dict], **variables: object) -> str:
-    """Render a chat template in a sandboxed Jinja environment (no attribute escapes, no file access)."""
+class ChatTemplate(str):
+    """A chat template's text that remembers where it was read (``source``), for error messages."""
+
+    source: str
+
+    def __new__(cls, text: str, source: str) -> ChatTemplate:
+        self = super().__new__(cls, text)
+        self.source = source
+        return self
+
+
+def render(template: str, messages: list[dict], limits: Limits | None = None, **variables: object) -> str:
+    """Render a chat template in a sandbox with limits (no attribute escapes, no file access, bounded loops,
+    recursion, output and time); any failure is a ReplayError naming the template's file."""
     from jinja2.exceptions import TemplateError
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     def raise_exception(message: str) -> None:
         raise TemplateError(message)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env = LimitedEnvironment(limits or Limits.from_env(), getattr(template, "source", "chat template"))
     env.globals["raise_exception"] = raise_exception
-    try:
-        return env.from_string(template).render(messages=messages, add_generation_prompt=True, **variables)
-    except TemplateError as exc:
-        raise ReplayError(f"chat template failed to render: {exc}") from exc
+    return env.render_limited(str(template), {"messages": messages, "add_generation_prompt": True, **variables})
 
 
 def _conversation(roles: list[str]) -> list[dict]:
@@ -60,6 +69,8 @@ def template_overhead(tok: CountingTokenizer, template: str | None = None) -> Ov
     def size(roles: list[str]) -> int | None:
         try:
             return tok.count_rendered(render(template, _conversation(roles), **tok.template_vars))
+        except TemplateLimitError:
+            raise  # a hostile or broken template, not a role order it rejects
         except ReplayError:
             return None  # templates often reject some role orders (e.g. no system role)
 
