@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import re
 import signal
 import sys
 from pathlib import Path
@@ -15,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.errors import Interrupted, ReplayError
+from replay.resources import check_workers
 from replay.store import DEFAULT_DB
 
 
@@ -53,6 +56,14 @@ PriceOption = Annotated[list[str], typer.Option(
 
 # markup off: text from logs and users (paths, names, SQL results) prints literally; style with Text/style=.
 console = Console(markup=False)
+WorkersOption = Annotated[int, typer.Option(
+    "--workers", help="Worker processes (0 = as many as the cores and free memory allow; more is lowered to that, "
+    "with a note).", callback=lambda value: check_workers(value))]
+
+
+def note(line: str) -> None:
+    """A one-line notice on stderr (stdout stays the command's output)."""
+    Console(stderr=True, markup=False, highlight=False).print(line, style="yellow")
 
 
 def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:
@@ -134,6 +145,8 @@ def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None =
 
 
 INTERRUPTED_EXIT = 130  # the shell's code for a command ended by Ctrl-C
+DISK_FULL_EXIT = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, rerun once resolved
+_QUOTED_PATH = re.compile(r'"(/[^"]+|[A-Za-z]:\\[^"]+)"')  # DuckDB's 'Could not write file "PATH": ...'
 _ctrl_c: list[bool] = []  # set by the SIGINT handler: whatever exception follows, the cause was Ctrl-C
 
 
@@ -144,23 +157,54 @@ def _on_sigint(signum: int, frame: object) -> None:
     raise Interrupted
 
 
+def disk_full(exc: BaseException) -> str | None:
+    """The path being written when ``exc``, or an error it caused or interrupted (a failed ROLLBACK after a failed
+    COMMIT), was a full disk: ENOSPC from the OS, DuckDB's "No space left on device"; "" when the path is not
+    known; None when the disk was not full."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+            return str(e.filename or "")
+        text = str(e)
+        if "No space left on device" in text or "Disk quota exceeded" in text:
+            found = _QUOTED_PATH.search(text)
+            return found.group(1) if found else ""
+        todo += [e.__cause__, e.__context__]
+    return None
+
+
+def _error_line(message: str) -> None:
+    """``error: message`` on stderr as one line (a terminal may fold it; rich does not wrap it)."""
+    Console(stderr=True, soft_wrap=True).print(Text.assemble(("error:", "bold red"), f" {message}"), highlight=False)
+
+
 def run_app(app: typer.Typer) -> None:
     """Run the CLI, turning ReplayError into a one-line message and exit code 2, Ctrl-C into one line and 130
-    (also when it surfaced as another error: DuckDB reports an interrupted statement as its own exception)."""
+    (also when it surfaced as another error: DuckDB reports an interrupted statement as its own exception), a full
+    disk into one line and 75 (every transaction committed before it is kept; the rerun continues)."""
     signal.signal(signal.SIGINT, _on_sigint)
     try:
         app()
-    except ReplayError as exc:
-        Console(stderr=True).print(Text.assemble(("error:", "bold red"), f" {exc}"), highlight=False)
-        raise SystemExit(2) from None
     except SystemExit:
         raise
-    except BaseException:
+    except BaseException as exc:
+        if not _ctrl_c and (path := disk_full(exc)) is not None:
+            _error_line(f"disk full while writing {path or 'the store or an output file'}: free space and rerun the "
+                        "same command; finished work is kept")
+            raise SystemExit(DISK_FULL_EXIT) from None
+        if isinstance(exc, ReplayError) and not _ctrl_c:
+            _error_line(str(exc))
+            raise SystemExit(2) from None
         if not _ctrl_c:
             raise
-        Console(stderr=True).print("interrupted (Ctrl-C): work committed so far is kept (each file, each batch of "
-                                   "sweep points is one transaction); rerun the same command to continue",
-                                   highlight=False)
+        Console(stderr=True, soft_wrap=True).print(
+            "interrupted (Ctrl-C): work committed so far is kept (each file, each batch of sweep points is one "
+            "transaction); rerun the same command to continue", highlight=False)
         # ignored, not handled, from here: Python's finalisation resets a Python handler to the default, so a
         # further Ctrl-C while worker pools shut down would kill the process (exit -2) instead of 130
         signal.signal(signal.SIGINT, signal.SIG_IGN)

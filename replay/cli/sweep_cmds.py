@@ -9,8 +9,20 @@ import typer
 from rich.console import Console
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, TokenizerOption, WideOption, console, emit
+from replay.cli.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    TokenizerOption,
+    WideOption,
+    WorkersOption,
+    console,
+    emit,
+    note,
+)
 from replay.store import open_store
+
+SHOWN = 200  # points the closing table shows (a million-point sweep is not a table to read)
 
 
 @app.command()
@@ -18,10 +30,13 @@ def sweep(
     grid: Annotated[Path, typer.Argument(help="Sweep file (TOML: [sweep], [fixed], [grid] or [random]).")],
     db: DbOption = DEFAULT_DB_PATH,
     executor: Annotated[str, typer.Option(help="serial, local (process pool on all cores) or ray.")] = "local",
-    workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
+    workers: WorkersOption = 0,
     out: Annotated[Path, typer.Option(help="Folder for the sweep's Parquet file.")] = Path("out"),
     show_config: Annotated[bool, typer.Option("--show-config", help="Print the parsed sweep and exit.")] = False,
     tokenizer: TokenizerOption = None,
+    max_points: Annotated[int | None, typer.Option(
+        "--max-points", help="Refuse a sweep of more points than this (default: the file's [sweep] max_points, "
+        "else 1,000,000); the count is checked before any point is built.")] = None,
     fmt: FormatOption = "table", wide: WideOption = False,
 ) -> None:
     """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped). Ends with a
@@ -34,11 +49,11 @@ def sweep(
     from replay.sweeps.runner import print_commit
     from replay.tokens.resolve import resolve_tokenizer
 
-    spec = load_spec(grid)
+    spec = load_spec(grid, max_points)
     if tokenizer:
         spec = replace(spec, tokenizer=tokenizer)
     if show_config:
-        console.print_json(data={"sweep_id": spec.sweep_id, **spec.__dict__, "points": len(spec.points())})
+        console.print_json(data={"sweep_id": spec.sweep_id, **spec.__dict__, "points": spec.n_points})
         return
     con = open_store(db)
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
@@ -46,15 +61,21 @@ def sweep(
     from replay.reports.sweep_summary import point_summary
     from replay.sweeps.results import sweep_frame
 
-    note = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
-    outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit)
-    note.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
-                  f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
-                  f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)
+    say = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
+    outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit,
+                        note=note)
+    say.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
+              f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
+              f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)
     for line in unpriced_lines(con, outcome.sweep_id):
-        note.print(line, style="bold yellow", highlight=False, markup=False)
-    emit(point_summary(sweep_frame(con, outcome.sweep_id)), fmt, title=f"sweep {outcome.sweep_id}: "
-         f"{outcome.points} points, metrics summed over {outcome.runs} runs (cheapest first)", wide=wide)
+        say.print(line, style="bold yellow", highlight=False, markup=False)
+    summary = point_summary(sweep_frame(con, outcome.sweep_id))
+    shown = summary.head(SHOWN) if fmt == "table" else summary  # json/csv: every point
+    emit(shown, fmt, title=f"sweep {outcome.sweep_id}: {outcome.points} points, metrics summed over "
+         f"{outcome.runs} runs (cheapest first)", wide=wide)
+    if shown.height < summary.height:
+        say.print(f"... {summary.height - shown.height:,} more points in {outcome.parquet} (or --format csv)",
+                  highlight=False)
 
 
 def unpriced_lines(con, sweep_id: str) -> list[str]:

@@ -16,8 +16,11 @@ from replay.cli.common import (
     PriceOption,
     PricesOption,
     RequiredTokenizerOption,
+    WorkersOption,
     console,
+    note,
 )
+from replay.errors import ReplayError
 
 SHOWN = 15
 TUNABLE_HELP = ("Policy to tune: seed_a, seed_b, seed_c, clear_tool_uses, auto_compact, openhands, openhands_tokens, "
@@ -33,14 +36,15 @@ def tune(
     db: DbOption = DEFAULT_DB_PATH,
     out: Annotated[Path, typer.Option(help="Folder for recommended.toml, front.csv/.parquet, front.png/.svg.")]
     = Path("out/tune"),
-    points: Annotated[int, typer.Option(help="Grid size (at most this many points; the knobs share levels).")] = 96,
+    points: Annotated[int, typer.Option(help="Grid size (at most this many points; the knobs share levels; "
+                                              "1 to 1,000,000).")] = 96,
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
     model: Annotated[str | None, typer.Option(help="The new model: every run is priced (and, with --cache auto, "
                                                    "cached) as this model (genai-prices name).")] = None,
     prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
     executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
-    workers: Annotated[int, typer.Option(help="Worker processes (0 = all cores).")] = 0,
+    workers: WorkersOption = 0,
 ) -> None:
     """Sweep the policy's knobs at this window and reserve (ranges relative to the window); keep the points that
     pass `replay check`'s default gate against the policy's defaults, then those with zero (else the fewest)
@@ -50,10 +54,16 @@ def tune(
     Resumable: the same arguments give the same sweep id, so a rerun skips finished points."""
     from replay.metrics.prices import pricing_from_options
     from replay.store import open_store
+    from replay.sweeps.runner import sweep_workers
+    from replay.sweeps.spec import MAX_POINTS
     from replay.sweeps.tune import fit_warnings, front_columns, summary_lines, tune_grid
     from replay.sweeps.tune import tune as run
     from replay.tokens.resolve import resolve
 
+    if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
+        raise ReplayError(f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few "
+                          "levels)")
+    workers = sweep_workers(workers, [], note) if executor != "ray" else workers
     con = open_store(db)
     tok = resolve(con, tokenizer)
     if tok.counted:

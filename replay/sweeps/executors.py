@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain, islice
 from typing import Any
 
 from replay.errors import ReplayError
@@ -86,21 +87,27 @@ def _work(task: Task) -> Result:
     return point_rows(_CTX, task)
 
 
-def run_serial(ctx: Context, tasks: list[Task], workers: int = 1) -> Iterator[Result]:
+def run_serial(ctx: Context, tasks: Iterable[Task], workers: int = 1) -> Iterator[Result]:
     for task in tasks:
         yield point_rows(ctx, task)
 
 
-def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Result]:
-    """A process pool over all cores (or ``workers``); runs sent once per worker by the initializer."""
+WINDOW = 64  # points per worker handed to the pool at a time: the tasks and results in flight stay bounded
+
+
+def run_pool(ctx: Context, tasks: Iterable[Task], workers: int = 0) -> Iterator[Result]:
+    """A process pool over all cores (or ``workers``); runs sent once per worker by the initializer. ``tasks`` are
+    consumed a window at a time (the next window queued behind the current one, so no worker waits), never all."""
     import multiprocessing as mp
 
     n = workers or os.cpu_count() or 1
-    if n <= 1 or len(tasks) <= 1:
-        yield from run_serial(ctx, tasks)
+    tasks = iter(tasks)
+    first = list(islice(tasks, WINDOW * n))
+    if n <= 1 or len(first) <= 1:
+        yield from run_serial(ctx, chain(first, tasks))
         return
     kernels.warm_up(ctx.policy)  # compile (or load from the on-disk cache) once, before any worker starts
-    chunks = max(1, min(16, len(tasks) // (8 * n)))
+    chunks = max(1, min(16, len(first) // (8 * n)))
     # forkserver, never fork: a fork of a parent whose polars/numba/DuckDB threads run deadlocked workers and
     # crashed one in garbage collection; the server imports the package once and forks from one thread
     os.environ.setdefault("POLARS_MAX_THREADS", "1")
@@ -108,8 +115,18 @@ def run_pool(ctx: Context, tasks: list[Task], workers: int = 0) -> Iterator[Resu
     context = mp.get_context(method)
     if method == "forkserver":
         context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
-    with context.Pool(min(n, len(tasks)), initializer=_init, initargs=(ctx,)) as pool:
-        yield from pool.imap_unordered(_work, tasks, chunksize=chunks)
+    with context.Pool(min(n, len(first)), initializer=_init, initargs=(ctx,)) as pool:
+        windows = (pool.imap_unordered(_work, w, chunksize=chunks) for w in _windows(chain(first, tasks), len(first)))
+        current = next(windows, None)
+        while current is not None:
+            following = next(windows, None)  # queued now, so workers go on while the current window's last finish
+            yield from current
+            current = following
+
+
+def _windows(tasks: Iterator[Task], size: int) -> Iterator[list[Task]]:
+    while window := list(islice(tasks, size)):
+        yield window
 
 
 def run_ray(ctx: Context, tasks: list[Task], workers: int = 0, local_mode: bool | None = None) -> Iterator[Result]:

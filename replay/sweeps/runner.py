@@ -1,21 +1,26 @@
-"""Run a sweep: every point over every run, in parallel, committed in batches, resumable."""
+"""Run a sweep: every point over every run, in parallel, committed in batches, resumable.
+
+Points are generated one at a time and streamed to the executor, so memory is bounded by the batches in flight,
+not by the size of the grid; the points already done are looked up in a sorted array of 8-byte ids."""
 
 from __future__ import annotations
 
-import os
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 from replay.errors import ReplayError
 from replay.sweeps import results
 from replay.sweeps.adapter import effective_config
 from replay.sweeps.executors import Context, get_executor
 from replay.sweeps.spec import SweepSpec, point_id
+
+Note = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -38,12 +43,13 @@ def load_sweep_runs(con: duckdb.DuckDBPyConnection, spec: SweepSpec) -> list:
     return runs
 
 
-def validate_points(spec: SweepSpec, points: list[dict]) -> None:
-    """Fail before any work when a point names an unknown parameter or breaks a bound."""
-    seen: set[tuple] = set()
+def validate_points(spec: SweepSpec, points: Iterable[dict], total: int) -> None:
+    """Fail before any work when a point names an unknown parameter or breaks a bound (``points`` streamed;
+    ``total`` of them)."""
+    seen: set[tuple | str] = set()
     for p in points:
         # every point while there are few; past that one per shape of types (the grid's values are checked by type)
-        key = tuple(sorted((k, type(v).__name__) for k, v in p.items())) if len(points) > CHECK_ALL else point_id(p)
+        key = tuple(sorted((k, type(v).__name__) for k, v in p.items())) if total > CHECK_ALL else point_id(p)
         if key in seen:
             continue
         seen.add(key)
@@ -56,50 +62,100 @@ def validate_points(spec: SweepSpec, points: list[dict]) -> None:
 CHECK_ALL = 5_000  # sweeps up to this many points have every point validated before any work
 
 
-def capped_workers(workers: int) -> int:
-    """``workers`` (0: every core), capped at the cores: more processes than cores only add memory and switching."""
-    cores = os.cpu_count() or 1
-    if workers < 0:
-        raise ReplayError(f"--workers {workers}: give 0 (every core) or a positive number of processes")
-    if workers > cores:
-        print(f"--workers {workers}: this machine has {cores} cores; using {cores}", file=sys.stderr)
-    return min(workers, cores) if workers else cores
+def sweep_workers(workers: int, runs: list, note: Note | None = None) -> int:
+    """``workers`` (0: as many as fit) capped by the cores and by the memory a worker needs: the package and
+    kernels, plus two copies of the run arrays (the runs and their packed form); ``note`` hears why when lowered."""
+    from replay.resources import WORKER_BYTES, cap_workers
+
+    arrays = sum(v.nbytes for r in runs for v in vars(r).values() if isinstance(v, np.ndarray))
+    n, why = cap_workers(workers, WORKER_BYTES + 2 * arrays)
+    if why:
+        (note or print_note)(why)
+    return n
+
+
+class DonePoints:
+    """The points of a sweep with a committed row for every run, as a sorted array of their 64-bit ids (8 bytes a
+    point, not a set of strings); partial points are deleted so that their batch inserts again."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, sweep_id: str, n_runs: int) -> None:
+        con.execute("""DELETE FROM sweep_results WHERE sweep_id = ? AND point_id IN (SELECT point_id FROM sweep_results
+                       WHERE sweep_id = ? GROUP BY point_id HAVING count(*) < ?)""", [sweep_id, sweep_id, n_runs])
+        ids = con.execute("""SELECT ('0x' || point_id)::UBIGINT AS id FROM sweep_results WHERE sweep_id = ?
+                             GROUP BY point_id ORDER BY id""", [sweep_id]).fetchnumpy()["id"]
+        self.ids = np.asarray(ids, dtype=np.uint64)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, pid: str) -> bool:
+        if not len(self.ids):
+            return False
+        key = np.uint64(int(pid, 16))
+        at = int(np.searchsorted(self.ids, key))
+        return at < len(self.ids) and self.ids[at] == key
 
 
 def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0,
               out_dir: Path | None = None, progress: bool = True,
-              on_commit: Callable[[int, int], None] | None = None, runs: list | None = None) -> SweepOutcome:
-    """Compute every missing point of ``spec``; results land in ``sweep_results`` (and Parquet in out_dir)."""
-    if executor != "ray":  # a Ray cluster has its own cores
-        workers = capped_workers(workers)
+              on_commit: Callable[[int, int], None] | None = None, runs: list | None = None,
+              note: Note | None = None) -> SweepOutcome:
+    """Compute every missing point of ``spec``; results land in ``sweep_results`` (and Parquet in out_dir).
+    ``note`` hears one line when ``workers`` is lowered to what the machine carries (default: stderr)."""
     results.ensure_tables(con)
     runs = runs if runs is not None else load_sweep_runs(con, spec)
-    points = spec.points()
-    validate_points(spec, points)
+    if executor != "ray":  # a Ray cluster has its own cores and memory
+        workers = sweep_workers(workers, runs, note)
+    total = spec.n_points
+    validate_points(spec, spec.iter_points(), total)
     sid = spec.sweep_id
-    results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, len(points), len(runs))
-    done = results.done_points(con, sid, len(runs))
-    tasks = [(pid, p) for p in points if (pid := point_id(p)) not in done]
+    results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, total, len(runs))
+    done = DonePoints(con, sid, len(runs))
+    seen = _Count()
+    tasks = ((pid, p) for p in seen.each(spec.iter_points()) if (pid := point_id(p)) not in done)
     ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs), spec.pricing())
     computed = errors = 0
     batch: list = []
     columns: set[str] = set()
-    bar = _bar(progress, len(points), len(points) - len(tasks))
+    bar = _bar(progress, total, len(done))
     try:
-        for i, (_, rows) in enumerate(get_executor(executor)(ctx, tasks, workers), start=1):
+        for computed, (_, rows) in enumerate(get_executor(executor)(ctx, tasks, workers), start=1):
             batch.append(rows)
             errors += results.error_count(rows)
             bar.advance()
-            if i % spec.batch == 0 or i == len(tasks):
-                results.commit_batch(con, batch, columns)
-                computed, batch = i, []
-                if on_commit:
-                    on_commit(len(points) - len(tasks) + i, len(points))
+            if len(batch) == spec.batch:
+                _commit(con, batch, columns, len(done) + computed, total, on_commit)
+        _commit(con, batch, columns, len(done) + computed, total, on_commit)
     finally:
         bar.stop()
+    if seen.n != total:  # random draws that repeated a point were dropped: record the count that ran
+        results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, seen.n, len(runs))
     results.finish(con, sid)
     parquet = results.export_parquet(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None
-    return SweepOutcome(sid, len(points), len(runs), len(points) - len(tasks), computed, errors, parquet)
+    return SweepOutcome(sid, seen.n, len(runs), seen.n - computed, computed, errors, parquet)
+
+
+def _commit(con: duckdb.DuckDBPyConnection, batch: list, columns: set[str], done: int, total: int,
+            on_commit: Callable[[int, int], None] | None) -> None:
+    """Store a batch of whole points in one transaction, then empty it."""
+    if not batch:
+        return
+    results.commit_batch(con, batch, columns)
+    batch.clear()
+    if on_commit:
+        on_commit(done, total)
+
+
+class _Count:
+    """Counts the items of a stream as they pass."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def each(self, items: Iterable) -> Iterator:
+        for item in items:
+            self.n += 1
+            yield item
 
 
 class _bar:
@@ -123,8 +179,14 @@ class _bar:
             self.progress.stop()
 
 
-def default_workers() -> int:
-    return int(os.environ.get("REPLAY_WORKERS", "0")) or os.cpu_count() or 1
+_noted: set[str] = set()
+
+
+def print_note(line: str) -> None:
+    """A note on stderr, once per process (tune runs two sweeps with the same --workers)."""
+    if line not in _noted:
+        _noted.add(line)
+        print(line, file=sys.stderr, flush=True)
 
 
 def print_commit(done: int, total: int) -> None:

@@ -8,10 +8,11 @@
     tokenizer = "o200k"            # built-in name or tokenizer path (relative to this file); "" = chars/4
     cache = "auto"                 # cache model name; auto: each run under its provider's own
     price_model = ""               # price (and cache) every run as this model ("" = each run's own)
+    batch = 16                     # points committed per transaction
+    max_points = 1000000           # a sweep of more points is refused before it runs (raise to run a bigger one)
 
     [prices]                       # optional: model (or glob) -> {input, output, cache_read, ...} USD/Mtok
     [price]                        # optional: input = .., output = .. for every run
-    batch = 16                     # points committed per transaction
 
     [fixed]                        # same for every point
     window = 130000
@@ -32,6 +33,7 @@ import math
 import random
 import re
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,11 +46,12 @@ TABLES = {"sweep", "fixed", "grid", "random", "prices", "price"}
 METRICS_VERSION = 4  # 2: cost includes the summarisation calls; 3: provider prices and caches, outputs in cost;
 # 4: repeat reads by content (same lines or command), repeat_same_resource* beside them
 SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description",
-              "price_model"}
+              "price_model", "max_points"}
+NOT_IN_ID = ("batch", "name", "max_points")  # settings that do not change any result
 
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
-MAX_POINTS = 100_000  # a grid or sample count past this is refused before anything runs
+MAX_POINTS = 1_000_000  # a sweep of more points is refused before anything runs, unless max_points raises it
 
 
 def stable_id(obj: Any, n: int = 12) -> str:
@@ -75,6 +78,7 @@ class SweepSpec:
     prices: dict[str, dict[str, Any]] = field(default_factory=dict)  # model or glob -> price fields
     price: dict[str, Any] = field(default_factory=dict)              # price fields for every run
     price_model: str | None = None
+    max_points: int = MAX_POINTS
 
     def pricing(self) -> Pricing:
         """How the sweep's runs are priced (genai-prices, then [prices], then [price]; price_model for all)."""
@@ -83,14 +87,24 @@ class SweepSpec:
 
     @property
     def sweep_id(self) -> str:
-        key = {k: v for k, v in self.__dict__.items() if k not in ("batch", "name")}
+        key = {k: v for k, v in self.__dict__.items() if k not in NOT_IN_ID}
         key["metrics_version"] = METRICS_VERSION
         return (self.name + "-" if self.name else "") + stable_id(key)
 
-    def points(self) -> list[dict[str, Any]]:
-        """Every point: fixed parameters merged with one grid combination or one random draw."""
+    @property
+    def n_points(self) -> int:
+        """Points in the sweep, counted without building one: the grid's product of list lengths, else
+        ``samples`` (random draws that repeat a point are dropped, so at most that many)."""
+        return grid_size(self.grid) if self.mode == "grid" else self.samples
+
+    def iter_points(self) -> Iterator[dict[str, Any]]:
+        """Every point, one at a time: fixed parameters merged with one grid combination or one random draw."""
         swept = grid_points(self.grid) if self.mode == "grid" else random_points(self.space, self.samples, self.seed)
-        return [{**self.fixed, **p} for p in swept]
+        return ({**self.fixed, **p} for p in swept)
+
+    def points(self) -> list[dict[str, Any]]:
+        """Every point in a list (small sweeps; the runner streams ``iter_points``)."""
+        return list(self.iter_points())
 
     @property
     def swept_names(self) -> list[str]:
@@ -101,9 +115,16 @@ def point_id(params: dict[str, Any]) -> str:
     return stable_id(params, 16)
 
 
-def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
+def grid_size(grid: dict[str, list[Any]]) -> int:
+    """Points in the cartesian product of the grid's lists."""
+    return math.prod(len(v) for v in grid.values())
+
+
+def grid_points(grid: dict[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """The grid's combinations, lazily, in a fixed order (names sorted, the last name varying fastest)."""
     names = sorted(grid)
-    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(grid[n] for n in names))]
+    for combo in itertools.product(*(grid[n] for n in names)):
+        yield dict(zip(names, combo, strict=True))
 
 
 def _number(where: str, value: Any) -> float:
@@ -157,20 +178,38 @@ def _draw(rng: random.Random, name: str, dom: Any) -> Any:
     return int(round(value)) if integer else value
 
 
-def random_points(space: dict[str, Any], samples: int, seed: int) -> list[dict[str, Any]]:
-    """``samples`` distinct draws from ``space`` (seeded; duplicates are drawn again, a bounded number of times)."""
+def random_points(space: dict[str, Any], samples: int, seed: int) -> Iterator[dict[str, Any]]:
+    """``samples`` distinct draws from ``space``, lazily (seeded; duplicates are drawn again, a bounded number of
+    times). Only the ids of the points drawn are kept, as integers."""
     rng, names = random.Random(seed), sorted(space)
-    seen: dict[str, dict[str, Any]] = {}
+    seen: set[int] = set()
     for _ in range(samples * 20):
         if len(seen) == samples:
             break
         p = {n: _draw(rng, n, space[n]) for n in names}
-        seen.setdefault(point_id(p), p)
-    return list(seen.values())
+        pid = int(point_id(p), 16)
+        if pid not in seen:
+            seen.add(pid)
+            yield p
 
 
-def from_dict(doc: dict[str, Any], where: str = "sweep") -> SweepSpec:
-    """Validate a parsed TOML document and build the spec."""
+def check_size(spec: SweepSpec, where: str) -> None:
+    """Refuse, before anything is built or run, a sweep of more points than its limit."""
+    size = spec.n_points
+    if size <= spec.max_points:
+        return
+    if spec.mode == "grid":
+        axes = " x ".join(f"{len(spec.grid[n]):,} {n}" for n in sorted(spec.grid))
+        what, narrow = f"the [grid] has {size:,} points ({axes})", "narrow the [grid] lists or use mode = \"random\""
+    else:
+        what, narrow = f"samples = {size:,}", "draw fewer samples"
+    raise ReplayError(f"{where}: {what}, over the limit of {spec.max_points:,} points; {narrow}, or raise the "
+                      f"limit with max_points = {size} in [sweep] (or --max-points {size})")
+
+
+def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None = None) -> SweepSpec:
+    """Validate a parsed TOML document and build the spec; ``max_points`` (--max-points) overrides the file's
+    limit on the number of points."""
     sweep = doc.get("sweep")
     if not isinstance(sweep, dict) or "policy" not in sweep:
         raise ReplayError(f"{where}: needs a [sweep] table with policy = \"NAME\"")
@@ -192,23 +231,26 @@ def from_dict(doc: dict[str, Any], where: str = "sweep") -> SweepSpec:
         raise ReplayError(f"{where}: mode = \"random\" needs a [random] table of ranges")
     for name, dom in (doc.get("random") or {}).items():
         check_range(name, dom)
-    if mode == "grid" and (size := math.prod(len(v) for v in grid.values())) > MAX_POINTS:
-        raise ReplayError(f"{where}: the [grid] has {size:,} points, over the {MAX_POINTS:,} a sweep runs; "
-                          "narrow the lists or use mode = \"random\" with samples")
     name = str(sweep.get("name", ""))
     if name and not NAME_RE.fullmatch(name):
         raise ReplayError(f"{where}: [sweep] name = {name!r}: use letters, digits, '.', '_' and '-' (not starting "
                           "with '.'); the name is part of file names under --out")
-    return SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
-                     mode=mode, samples=_whole("[sweep] samples", sweep.get("samples", 32), 1, MAX_POINTS),
+    if max_points is None:
+        max_points = _whole("[sweep] max_points", sweep.get("max_points", MAX_POINTS), 1)
+    elif max_points < 1:
+        raise ReplayError(f"--max-points {max_points}: expected a whole number, 1 or more")
+    spec = SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
+                     mode=mode, samples=_whole("[sweep] samples", sweep.get("samples", 32), 1),
                      seed=_whole("[sweep] seed", sweep.get("seed", 0), 0),
                      runs=sweep.get("runs") or None, tokenizer=sweep.get("tokenizer") or None,
                      cache=str(sweep.get("cache", "auto")), batch=_whole("[sweep] batch", sweep.get("batch", 16), 1),
                      name=name, prices=doc.get("prices", {}), price=doc.get("price", {}),
-                     price_model=sweep.get("price_model") or None)
+                     price_model=sweep.get("price_model") or None, max_points=max_points)
+    check_size(spec, where)
+    return spec
 
 
-def load_spec(path: Path) -> SweepSpec:
+def load_spec(path: Path, max_points: int | None = None) -> SweepSpec:
     try:
         doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -226,6 +268,6 @@ def load_spec(path: Path) -> SweepSpec:
     if "policy" in doc and "sweep" not in doc:  # a policy file (tune's recommended.toml): a one-point sweep
         from replay.sweeps.policy_file import load_policy_file, sweep_document
 
-        return from_dict(sweep_document(load_policy_file(Path(path))), str(path))  # tokenizer already resolved
-    spec = from_dict(doc, str(path))
+        return from_dict(sweep_document(load_policy_file(Path(path))), str(path), max_points)  # tokenizer resolved
+    spec = from_dict(doc, str(path), max_points)
     return replace(spec, tokenizer=beside(spec.tokenizer, Path(path).parent))

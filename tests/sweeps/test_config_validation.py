@@ -11,10 +11,10 @@ import pytest
 
 from replay.errors import ReplayError
 from replay.policies import Budget, make_policy
+from replay.resources import cap_workers
 from replay.simulator.caches import make_cache
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.adapter import resolve
-from replay.sweeps.runner import capped_workers
 from replay.sweeps.spec import load_spec
 
 SHORT = "%short%"
@@ -101,14 +101,14 @@ def test_sweep_file_not_utf8(tmp_path):
         load_spec(path)
 
 
-def test_workers_are_capped_by_cores(capsys):
-    import os
+def test_workers_are_capped_by_cores():
+    from replay.resources import usable_cores
 
-    assert capped_workers(10_000) == (os.cpu_count() or 1)
-    assert "cores" in capsys.readouterr().err
-    assert capped_workers(0) == (os.cpu_count() or 1) and capped_workers(1) == 1
+    n, why = cap_workers(10_000)
+    assert n <= usable_cores() and "core" in why
+    assert cap_workers(0)[0] <= usable_cores() and cap_workers(1)[0] == 1
     with pytest.raises(ReplayError, match="--workers -2"):
-        capped_workers(-2)
+        cap_workers(-2)
 
 
 @pytest.mark.parametrize(("body", "match"), [
