@@ -8,7 +8,6 @@ by content, so the same tokenizer.json gives the same id from a path or from the
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -17,8 +16,10 @@ from replay.errors import ReplayError
 from replay.tokens import builtins
 from replay.tokens.builtins import Builtin
 from replay.tokens.tekken import file_digest, load_tekken
+from replay.tokens.template import DEFAULT_PER_MESSAGE, ChatTemplate
 from replay.tokens.tiktoken_file import KNOWN_RANK_FILES, load_rank_file, looks_like_rank_file, sha256_file
 from replay.tokens.tokenizer import CountingTokenizer
+from replay.tokens.vocab_files import as_path, os_errors, path_kind, read_json, want
 
 FILE_KINDS = "a tokenizer.json, a model directory holding one, a .gguf file or a .tiktoken rank file"
 
@@ -29,30 +30,57 @@ def builtin_names() -> list[str]:
 
 
 def unknown_message(spec: str) -> str:
-    return (f"tokenizer {spec!r}: no such file or built-in; built-ins: {', '.join(builtin_names())} "
+    shown = spec if len(spec) <= 120 else spec[:120] + "..."
+    return (f"tokenizer {shown!r}: no such file or built-in; built-ins: {', '.join(builtin_names())} "
             f"(`replay tokenizers` lists them), or pass {FILE_KINDS}")
 
 
-def _chat_template(config: Path) -> tuple[str | None, dict]:
-    """The chat template and its special-token variables from a tokenizer_config.json, if present."""
-    if not config.exists():
+CONFIG_FIX = ("fix or remove it (without it replay counts the documented default of "
+              f"{DEFAULT_PER_MESSAGE} tokens per message)")
+
+
+def _chat_template(config: Path) -> tuple[ChatTemplate | None, dict]:
+    """The chat template and its special-token variables from a tokenizer_config.json, if present; a malformed
+    file is an error naming the key."""
+    if path_kind(config) is None:
         return None, {}
-    data = json.loads(config.read_text())
-    template = data.get("chat_template")
-    if isinstance(template, list):  # named templates: take "default"
-        template = next((t["template"] for t in template if t.get("name") == "default"), template[0]["template"])
+    data = want(config, "the document", read_json(config, CONFIG_FIX), dict, "a JSON object", CONFIG_FIX)
+    template = _pick_template(config, data.get("chat_template"))
     tokens = {}
     for key in ("bos_token", "eos_token"):
-        value = data.get(key)
-        tokens[key] = value.get("content", "") if isinstance(value, dict) else (value or "")
+        value = want(config, key, data.get(key), (str, dict, type(None)), 'a string or {"content": "..."}',
+                     CONFIG_FIX)
+        if isinstance(value, dict):
+            value = want(config, f"{key}.content", value.get("content", ""), str, "a string", CONFIG_FIX)
+        tokens[key] = value or ""
     return template, tokens
+
+
+def _pick_template(config: Path, value: object) -> ChatTemplate | None:
+    """A chat_template value: a string, or a list of {"name", "template"} (the one named "default", else the
+    first)."""
+    shape = 'a template string or a list of {"name": ..., "template": ...}'
+    want(config, "chat_template", value, (str, list, type(None)), shape, CONFIG_FIX)
+    if value is None or isinstance(value, str):
+        return ChatTemplate(value, f"{config} (chat_template)") if value else None
+    if not value:
+        raise ReplayError(f"{config}: chat_template is an empty list, want {shape}; {CONFIG_FIX}")
+    named: list[tuple[object, str]] = []
+    for i, entry in enumerate(value):
+        entry = want(config, f"chat_template[{i}]", entry, dict, '{"name": ..., "template": ...}', CONFIG_FIX)
+        text = want(config, f"chat_template[{i}].template", entry.get("template"), str, "a string", CONFIG_FIX)
+        named.append((entry.get("name"), text))
+    pos, text = next(((i, t) for i, (n, t) in enumerate(named) if n == "default"), (0, named[0][1]))
+    return ChatTemplate(text, f"{config} (chat_template[{pos}])")
 
 
 def _hf_json(path: Path, name: str, digest: str) -> CountingTokenizer:
     try:
         hf = Tokenizer.from_file(str(path))
-    except Exception as exc:
-        raise ReplayError(f"{path}: not a Hugging Face tokenizer.json ({exc})") from exc
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for every malformed file
+        detail = " ".join(str(exc).split())[:300]
+        raise ReplayError(f"{path}: not a Hugging Face tokenizer.json ({detail}); pass the tokenizer.json saved "
+                          "with the model, or a built-in name (`replay tokenizers` lists them)") from None
     template, tvars = _chat_template(path.parent / "tokenizer_config.json")
     return CountingTokenizer(name, f"{name}:{digest}", hf, template, tvars)
 
@@ -106,32 +134,37 @@ def _from_file(path: Path) -> CountingTokenizer:
     return _hf_json(path, "hf", digest)
 
 
+def _readable(path: Path) -> Path:
+    """``path`` (a file) or the tokenizer.json in ``path`` (a directory); OS errors become ReplayError below."""
+    return path / "tokenizer.json" if path_kind(path) == "dir" else path
+
+
 def tokenizer_id_of(spec: str | Path) -> str | None:
     """The id ``load_tokenizer(spec)`` would give, without loading, where the file alone decides it (built-ins,
     tokenizer.json, known rank files); None where only loading can tell (GGUF, unknown or missing files)."""
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        path = path / "tokenizer.json"
-    if not path.is_file():
+    path = _readable(as_path(spec))
+    if path_kind(path) != "file":
         b = builtins.lookup(str(spec))
         path = b.path() if b is not None else None
         return f"{b.name}:{file_digest(path)}" if path is not None else None
-    digest = file_digest(path)
-    known = builtins.by_digest().get(digest)
-    if known is not None:
-        return f"{known.name}:{digest}"
-    if path.suffix == ".gguf" or _magic(path) == b"GGUF" or path.suffix == ".tiktoken" or looks_like_rank_file(path):
-        return None
+    with os_errors(path):
+        digest = file_digest(path)
+        known = builtins.by_digest().get(digest)
+        if known is not None:
+            return f"{known.name}:{digest}"
+        if path.suffix in (".gguf", ".tiktoken") or _magic(path) == b"GGUF" or looks_like_rank_file(path):
+            return None
     return f"hf:{digest}"
 
 
 def load_tokenizer(spec: str | Path) -> CountingTokenizer:
     """Load a tokenizer from a path (tokenizer.json, directory holding one, .gguf, .tiktoken) or a built-in name."""
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        if not (path / "tokenizer.json").exists():
-            raise ReplayError(f"{path}: directory has no tokenizer.json")
-        return _from_file(path / "tokenizer.json")
-    if path.is_file():
-        return _from_file(path)
-    return load_builtin(str(spec))
+    path = as_path(spec)
+    kind = path_kind(path)
+    if kind is None:
+        return load_builtin(str(spec))
+    if kind == "dir" and path_kind(path / "tokenizer.json") != "file":
+        raise ReplayError(f"{path}: directory has no tokenizer.json; pass the model folder that holds one, or "
+                          "the file itself")
+    with os_errors(_readable(path)):
+        return _from_file(_readable(path))

@@ -15,13 +15,14 @@ from replay.tokens import builtins
 from replay.tokens.counting import count_items, pending
 from replay.tokens.loading import load_tokenizer, tokenizer_id_of, unknown_message
 from replay.tokens.tokenizer import CountingTokenizer
+from replay.tokens.vocab_files import as_path, path_kind
 
 TOKENIZER_ID = re.compile(r"^[\w.\-]+:[0-9a-f]{16}$")
 
 
 def beside(spec: str | None, folder: Path) -> str | None:
     """A tokenizer path written in a file under ``folder`` is relative to that folder (when it exists there)."""
-    if spec and not Path(spec).expanduser().is_absolute() and (folder / spec).exists():
+    if spec and not as_path(spec).is_absolute() and path_kind(folder / spec) is not None:
         return str((folder / spec).resolve())
     return spec
 
@@ -75,10 +76,10 @@ def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: b
     if spec is None or not str(spec).strip():
         return None
     text = str(spec).strip()
-    path = Path(text).expanduser()
-    if not path.exists() and TOKENIZER_ID.match(text):
+    exists = path_kind(as_path(text)) is not None
+    if not exists and TOKENIZER_ID.match(text):
         return _from_id(con, text, progress)
-    if not path.exists() and builtins.lookup(text) is None:
+    if not exists and builtins.lookup(text) is None:
         raise ReplayError(unknown_message(text))
     known = tokenizer_id_of(text)
     if known is not None and pending(con, known)[0] == 0:

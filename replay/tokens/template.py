@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from replay.errors import ReplayError
-from replay.tokens.template_limits import LimitedEnvironment, Limits, TemplateLimitError
+from replay.tokens.template_limits import BrokenTemplateError, LimitedEnvironment, Limits
 from replay.tokens.tokenizer import CountingTokenizer
 
 # Default when no template is given: ~4 tokens of role/separator markup per message (the figure OpenAI documents
@@ -69,8 +69,8 @@ def template_overhead(tok: CountingTokenizer, template: str | None = None) -> Ov
     def size(roles: list[str]) -> int | None:
         try:
             return tok.count_rendered(render(template, _conversation(roles), **tok.template_vars))
-        except TemplateLimitError:
-            raise  # a hostile or broken template, not a role order it rejects
+        except BrokenTemplateError:
+            raise  # a template that renders nothing (syntax, limits), not one rejecting this role order
         except ReplayError:
             return None  # templates often reject some role orders (e.g. no system role)
 

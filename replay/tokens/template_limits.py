@@ -27,8 +27,13 @@ _ENV = {"max_range": "REPLAY_TEMPLATE_MAX_RANGE", "max_depth": "REPLAY_TEMPLATE_
 _WIDTHS = re.compile(r"\d+")
 
 
-class TemplateLimitError(ReplayError):
-    """A chat template went over a rendering limit (a hostile or broken template, not a rejected conversation)."""
+class BrokenTemplateError(ReplayError):
+    """A chat template that cannot render any conversation (a syntax error or a limit), unlike one that rejects a
+    particular conversation (``raise_exception``)."""
+
+
+class TemplateLimitError(BrokenTemplateError):
+    """A chat template went over a rendering limit."""
 
 
 @dataclass(frozen=True)
@@ -284,7 +289,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
     # -- rendering --------------------------------------------------------------------------------------------
     def render_limited(self, template: str, variables: dict) -> str:
         """Render ``template`` in streamed chunks, stopping at the first limit; errors name ``source``."""
-        from jinja2.exceptions import TemplateError
+        from jinja2.exceptions import SecurityError, TemplateError, TemplateSyntaxError
 
         self.start()
         out: list[str] = []
@@ -300,6 +305,12 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         except RecursionError:
             raise TemplateLimitError(self.limit_message("it nests too deep for Python's recursion limit; "
                                                         "simplify the template")) from None
+        except TemplateSyntaxError as exc:
+            raise BrokenTemplateError(f"{self.source}: chat template does not compile: {_one_line(exc)} (line "
+                                      f"{exc.lineno}); fix the template or remove it") from None
+        except SecurityError as exc:
+            raise BrokenTemplateError(f"{self.source}: chat template blocked by the sandbox: {_one_line(exc)}; "
+                                      "a chat template has no need of this: fix the template or remove it") from None
         except TemplateError as exc:
             raise ReplayError(f"{self.source}: chat template failed to render: {_one_line(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - any failure of untrusted template code is bad input
