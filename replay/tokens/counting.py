@@ -1,6 +1,12 @@
-"""Count tokens of every distinct item payload once per tokenizer, cached in the store's token_counts table."""
+"""Count tokens of every distinct item payload once per tokenizer, cached in the store's token_counts table.
+
+Memory is bounded by a batch, not by the store: the payloads still to count stream from DuckDB in Arrow record
+batches (one row per content hash, picked by rowid so no aggregate holds payloads), are counted about
+BATCH_CHARS characters at a time, and each batch's counts are written before the next batch is read."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import duckdb
 import pyarrow as pa
@@ -10,30 +16,64 @@ from replay.tokens.tokenizer import CountingTokenizer
 # The SQL twin of replay.model.Item.payload (what the content_hash was computed over).
 PAYLOAD_SQL = ("CASE WHEN kind = 'tool_call' THEN coalesce(tool_name, '') || '(' || coalesce(args, '') || ')' "
                "|| coalesce(text, '') ELSE coalesce(text, '') END")
-BATCH_CHARS = 4_000_000  # text per encode_batch call: large enough to keep both cores busy
+UNCOUNTED = "(SELECT content_hash FROM token_counts WHERE tokenizer_id = ?)"
+BATCH_CHARS = 4_000_000  # text per count_many call: enough to keep every core busy, small next to the store
+FETCH_ROWS = 256         # rows per Arrow record batch read from DuckDB
 
 
 def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int]:
     """Distinct content hashes not yet counted for this tokenizer, and their characters."""
-    row = con.execute("""
+    row = con.execute(f"""
         SELECT count(*), coalesce(sum(chars), 0) FROM (
             SELECT content_hash, any_value(chars) AS chars FROM items GROUP BY content_hash) i
-        ANTI JOIN (SELECT content_hash FROM token_counts WHERE tokenizer_id = ?) t USING (content_hash)""",
-                      [tokenizer_id]).fetchall()[0]
+        ANTI JOIN {UNCOUNTED} t USING (content_hash)""", [tokenizer_id]).fetchall()[0]
     return int(row[0]), int(row[1])
 
 
+def pending_payloads(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> Iterator[tuple[list[str], list[str]]]:
+    """(content hashes, payloads) not yet counted for ``tokenizer_id``, about BATCH_CHARS characters at a time,
+    streamed on a cursor of its own (so ``con`` may write while this is read)."""
+    reader = con.cursor()
+    try:
+        batches = reader.sql(f"""
+            SELECT content_hash, {PAYLOAD_SQL} AS payload FROM items WHERE rowid IN (
+                SELECT min(i.rowid) FROM items i ANTI JOIN {UNCOUNTED} t USING (content_hash)
+                GROUP BY i.content_hash)""", params=[tokenizer_id]).to_arrow_reader(FETCH_ROWS)
+        hashes: list[str] = []
+        texts: list[str] = []
+        size = 0
+        for batch in batches:
+            for h, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+                hashes.append(h)
+                texts.append(text)
+                size += len(text)
+                if size >= BATCH_CHARS:
+                    yield hashes, texts
+                    hashes, texts, size = [], [], 0
+        if hashes:
+            yield hashes, texts
+    finally:
+        reader.close()
+
+
+def _write(con: duckdb.DuckDBPyConnection, tokenizer_id: str, hashes: list[str], counts: list[int]) -> None:
+    batch = pa.table({"tokenizer_id": pa.array([tokenizer_id] * len(hashes)), "content_hash": pa.array(hashes),
+                      "n_tokens": pa.array(counts, pa.int32())})
+    con.register("_token_batch", batch)
+    try:
+        con.execute("INSERT INTO token_counts SELECT tokenizer_id, content_hash, n_tokens FROM _token_batch "
+                    "ON CONFLICT DO NOTHING").fetchall()
+    finally:
+        con.unregister("_token_batch")
+
+
 def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, progress: bool = False) -> int:
-    """Count each item payload not yet in token_counts for ``tokenizer``; return how many hashes were added."""
+    """Count each item payload not yet in token_counts for ``tokenizer``; return how many hashes were added.
+    Each batch is committed as it is counted, so an interrupted count resumes where it stopped."""
     tid = tokenizer.tokenizer_id
     n_new, total_chars = pending(con, tid)
     if n_new == 0:
         return 0
-    rows = con.execute(f"""
-        SELECT content_hash, payload FROM (
-            SELECT content_hash, any_value({PAYLOAD_SQL}) AS payload FROM items GROUP BY content_hash) i
-        ANTI JOIN (SELECT content_hash FROM token_counts WHERE tokenizer_id = ?) t USING (content_hash)""",
-        [tid]).fetchall()
     bar = task = None
     if progress:
         from replay.progress import bar as make_bar
@@ -43,15 +83,8 @@ def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, pr
         task = bar.add_task(f"counting {tokenizer.name}", total=max(total_chars, 1))
     added = 0
     try:
-        for batch_rows in _batches(rows):
-            hashes, texts = [r[0] for r in batch_rows], [r[1] for r in batch_rows]
-            counts = tokenizer.count_many(texts)
-            batch = pa.table({"tokenizer_id": pa.array([tid] * len(hashes)), "content_hash": pa.array(hashes),
-                              "n_tokens": pa.array(counts, pa.int32())})
-            con.register("_token_batch", batch)
-            con.execute("INSERT INTO token_counts SELECT tokenizer_id, content_hash, n_tokens FROM _token_batch "
-                        "ON CONFLICT DO NOTHING").fetchall()
-            con.unregister("_token_batch")
+        for hashes, texts in pending_payloads(con, tid):
+            _write(con, tid, hashes, tokenizer.count_many(texts))
             added += len(hashes)
             if bar is not None:
                 bar.update(task, advance=sum(len(t) for t in texts))
@@ -59,19 +92,6 @@ def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, pr
         if bar is not None:
             bar.stop()
     return added
-
-
-def _batches(rows: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
-    """Split rows into batches of about BATCH_CHARS of text each."""
-    out: list[list[tuple[str, str]]] = [[]]
-    size = 0
-    for row in rows:
-        if size >= BATCH_CHARS:
-            out.append([])
-            size = 0
-        out[-1].append(row)
-        size += len(row[1])
-    return [b for b in out if b]
 
 
 def token_frame(con: duckdb.DuckDBPyConnection, tokenizer_id: str):

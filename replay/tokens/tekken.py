@@ -1,4 +1,5 @@
-"""Convert a Tekken (tiktoken-style rank) vocabulary to a Hugging Face `tokenizers` BPE, cached on disk."""
+"""Tekken (tiktoken-style rank) vocabularies: counted by tiktoken, or converted to a Hugging Face `tokenizers` BPE
+(cached on disk) where a `tokenizers` tokenizer is wanted."""
 
 from __future__ import annotations
 
@@ -6,9 +7,12 @@ import base64
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+
+from replay.tokens.tiktoken_file import TiktokenTokenizer
 
 
 def cache_dir() -> Path:
@@ -73,18 +77,54 @@ def tekken_files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(data.glob("tekken_*.json"))}
 
 
-def load_tekken(path: Path) -> Tokenizer:
-    """The Tekken vocabulary at ``path`` as a `tokenizers` BPE (converted once, then read from the cache)."""
-    cached = cache_dir() / f"{path.stem}-{file_digest(path)}.tokenizer.json"
-    if cached.exists():
-        return Tokenizer.from_file(str(cached))
+def tekken_ranks(path: Path) -> tuple[dict[bytes, int], str, int]:
+    """A tekken.json's mergeable ranks (its inner vocabulary), split pattern and number of special tokens."""
     data = json.loads(path.read_text())
     cfg = data["config"]
     n_special = cfg["default_num_special_tokens"]
     inner = cfg["default_vocab_size"] - n_special
     ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:inner]}
-    tok = ranks_to_bpe(ranks, cfg["pattern"], id_offset=n_special)
+    return ranks, cfg["pattern"], n_special
+
+
+def _cached_bpe(key: str, build: Callable[[], Tokenizer]) -> Tokenizer:
+    """A converted tokenizer from the cache under ``key``, built and saved there the first time."""
+    cached = cache_dir() / f"{key}.tokenizer.json"
+    if cached.exists():
+        return Tokenizer.from_file(str(cached))
+    tok = build()
     tmp = cached.with_suffix(f".tmp{os.getpid()}")
     tok.save(str(tmp))
     tmp.replace(cached)
     return tok
+
+
+def load_tekken(path: Path) -> Tokenizer:
+    """The Tekken vocabulary at ``path`` as a `tokenizers` BPE (converted once, then read from the cache)."""
+    def build() -> Tokenizer:
+        ranks, pattern, n_special = tekken_ranks(path)
+        return ranks_to_bpe(ranks, pattern, id_offset=n_special)
+
+    return _cached_bpe(f"{path.stem}-{file_digest(path)}", build)
+
+
+def tokenizers_twin(tok: TiktokenTokenizer) -> Tokenizer:
+    """``tok``'s vocabulary as a `tokenizers` BPE giving the same ids, special-token strings as plain text (the
+    encoder counting used before tiktoken; benchmarks and tests compare with it). Converted once, then cached.
+    `tokenizers` reads cl100k's possessive ``\\p{N}{1,3}+`` as a repeat, so the ``+`` is dropped."""
+    enc = tok.enc
+    pattern = enc._pat_str.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+    hf = _cached_bpe(tok.tokenizer_id.replace(":", "-"),
+                     lambda: ranks_to_bpe(enc._mergeable_ranks, pattern, id_offset=tok.id_offset))
+    hf.encode_special_tokens = True
+    return hf
+
+
+def load_tekken_counter(path: Path, name: str, tokenizer_id: str) -> TiktokenTokenizer:
+    """The Tekken vocabulary at ``path`` counted by tiktoken, as mistral_common's Tekkenizer encodes it: its
+    ranks and split pattern, no special tokens (their strings in text are plain text), ids offset by their number."""
+    import tiktoken
+
+    ranks, pattern, n_special = tekken_ranks(path)
+    enc = tiktoken.Encoding(path.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens={})
+    return TiktokenTokenizer(name, tokenizer_id, None, enc=enc, id_offset=n_special)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay.errors import ReplayError
+from replay.tokens.threads import count_threaded
 from replay.tokens.tokenizer import CountingTokenizer
 
 # Split patterns of the OpenAI encodings (the `pat_str` tiktoken's registry gives them).
@@ -96,10 +96,12 @@ def read_ranks(path: Path) -> dict[bytes, int]:
 
 @dataclass
 class TiktokenTokenizer(CountingTokenizer):
-    """A CountingTokenizer backed by a tiktoken Encoding (ordinary text: special-token strings are plain text)."""
+    """A CountingTokenizer backed by a tiktoken Encoding (ordinary text: special-token strings are plain text).
+    ``id_offset`` is added to every rank (Tekken numbers its special tokens first)."""
 
     enc: object = None
     nfc: bool = False
+    id_offset: int = 0
 
     def __post_init__(self) -> None:  # no Hugging Face tokenizer to configure
         if self.enc is None:
@@ -109,16 +111,17 @@ class TiktokenTokenizer(CountingTokenizer):
         return unicodedata.normalize("NFC", text) if self.nfc else text
 
     def encode(self, text: str) -> list[int]:
-        return self.enc.encode_ordinary(self._prep(text))
+        ids = self.enc.encode_ordinary(self._prep(text))
+        return [i + self.id_offset for i in ids] if self.id_offset else ids
 
     def count(self, text: str) -> int:
-        return len(self.encode(text))
+        return len(self.enc.encode_ordinary(self._prep(text)))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        if not texts:
-            return []
-        batch = self.enc.encode_ordinary_batch([self._prep(t) for t in texts], num_threads=os.cpu_count() or 1)
-        return [len(ids) for ids in batch]
+        """Counts for many texts on every core (tiktoken releases the GIL while it encodes)."""
+        if self.nfc:
+            texts = [self._prep(t) for t in texts]
+        return count_threaded(self.enc.encode_ordinary, texts)
 
     def count_rendered(self, text: str) -> int:
         return len(self.enc.encode(self._prep(text), allowed_special="all"))
