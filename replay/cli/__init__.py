@@ -12,7 +12,7 @@ app = typer.Typer(help="Replay recorded agent runs under context policies.", no_
 
 # Each module registers its commands on `app` when imported.
 COMMAND_MODULES = ["store_cmds", "sweep_cmds", "simulate_cmds", "check_cmds", "tokens_cmds", "report_cmds",
-                   "tune_cmds", "metrics_cmds", "show_cmds"]
+                   "tune_cmds", "metrics_cmds", "show_cmds", "synth_cmds"]
 
 def _print_version(value: bool) -> None:
     if value:

@@ -1,0 +1,87 @@
+"""Filler text of a given length and token density, deterministic for a seed; no real text is copied.
+
+A pool is a long string of invented words (syllables), a few common English and code words, punctuation, digits
+and line breaks; ``mix`` (0..1) is the share of common words, which sets the density (more common words, more
+characters per token). :func:`calibrate` finds the mix whose density under a tokenizer matches a target, so the
+synthetic items of each kind count like the real ones. A text is a slice of a pool at a random offset: cheap,
+and two slices of one pool rarely repeat (content hashes stay distinct, as in real logs).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+COMMON = ("the", "file", "value", "return", "error", "data", "test", "import", "from", "self", "line", "path",
+          "name", "config", "request", "result", "update", "check", "list", "string", "number", "time", "build",
+          "user", "model", "function", "class", "table", "index", "output", "input", "read", "write", "and", "for",
+          "with", "this", "that", "not", "new", "run", "set", "get", "add", "true", "false", "none", "type")
+SYLLABLES = ("ka", "ren", "tor", "mi", "lo", "vex", "dra", "pu", "sen", "qui", "bal", "zo", "fen", "tri", "gam",
+             "hu", "ost", "lyn", "cre", "dox", "pha", "nim", "wu", "jel", "sca", "ber", "ix", "ol", "ump", "ty")
+PUNCT = (".", ",", "(", ")", ":", "=", "_", "/", "-", "{", "}", ";", "\"", "'", "[", "]")
+POOL_CHARS = 1 << 20  # 1 MiB per pool; longer texts wrap around
+
+
+def make_pool(mix: float, seed: int = 0, size: int = POOL_CHARS) -> str:
+    """A pool of ``size`` characters whose share of common words is ``mix``."""
+    rng = random.Random(f"pool:{seed}:{mix:.4f}")
+    parts: list[str] = []
+    total = 0
+    while total < size:
+        roll = rng.random()
+        if roll < mix:
+            word = rng.choice(COMMON)
+        else:
+            word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3)))
+            if rng.random() < 0.25:
+                word += rng.choice(PUNCT)
+            if rng.random() < 0.08:
+                word += str(rng.randint(0, 999))
+        sep = "\n" if rng.random() < 0.08 else " "
+        parts.append(word + sep)
+        total += len(word) + 1
+    return "".join(parts)[:size]
+
+
+class Filler:
+    """Slices of pools: ``text(n, mix, rng)`` is ``n`` characters of the pool for ``mix``."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self.pools: dict[float, str] = {}
+
+    def pool(self, mix: float) -> str:
+        key = round(mix, 4)
+        if key not in self.pools:
+            self.pools[key] = make_pool(key, self.seed)
+        return self.pools[key]
+
+    def text(self, n: int, mix: float, rng: random.Random) -> str:
+        if n <= 0:
+            return ""
+        pool = self.pool(mix)
+        start = rng.randrange(len(pool))
+        out = pool[start:start + n]
+        while len(out) < n:
+            out += pool[: n - len(out)]
+        return out
+
+
+def density(count: Callable[[list[str]], list[int]], text: str, chunk: int = 4000) -> float:
+    """Characters per token of ``text``, counted in chunks the size of a typical item."""
+    parts = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    return len(text) / max(1, sum(count(parts)))
+
+
+def calibrate(count: Callable[[list[str]], list[int]], target: float, seed: int = 0, sample: int = 100_000,
+              steps: int = 6) -> float:
+    """The mix (0..1) whose pool density under ``count`` is nearest ``target`` characters per token (bisection:
+    density grows with the mix)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        if density(count, make_pool(mid, seed, sample)) < target:
+            lo = mid
+        else:
+            hi = mid
+    return round((lo + hi) / 2, 4)
