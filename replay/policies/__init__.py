@@ -8,7 +8,7 @@ from functools import cache
 from typing import Any
 
 from replay.errors import ReplayError
-from replay.policies.base import Budget, Policy
+from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
 from replay.policies.config import PolicyConfig, parse_sets
 from replay.policies.presets import PRESETS, Preset
 
@@ -17,9 +17,9 @@ POLICY_MODULES = ["baselines", "oracle", "seed_a", "masking", "clear_tool_uses",
 
 
 @cache
-def registry() -> dict[str, type[Policy]]:
+def registry() -> dict[str, type[PolicyBase]]:
     """name -> Policy class, from every module in POLICY_MODULES (a missing module is an error)."""
-    out: dict[str, type[Policy]] = {}
+    out: dict[str, type[PolicyBase]] = {}
     for mod in POLICY_MODULES:
         module = importlib.import_module(f"replay.policies.{mod}")
         for cls in getattr(module, "POLICIES", ()):
@@ -27,7 +27,7 @@ def registry() -> dict[str, type[Policy]]:
     return out
 
 
-def policy_class(name: str) -> type[Policy]:
+def policy_class(name: str) -> type[PolicyBase]:
     """A registered name, a preset name (its policy's class), or 'pkg.module:Class' for a user policy."""
     if name in PRESETS:
         return registry()[PRESETS[name].policy]
@@ -55,12 +55,12 @@ def policy_class(name: str) -> type[Policy]:
     return reg[name]
 
 
-def make_policy(name: str, params: dict[str, Any] | None = None) -> Policy:
+def make_policy(name: str, params: dict[str, Any] | None = None) -> PolicyBase:
     """Build a policy with validated parameters; a preset's knobs come first, ``params`` override them."""
     cls = policy_class(name)
     base = PRESETS[name].params if name in PRESETS else {}
     return cls(cls.Config.from_params({**base, **(params or {})}))
 
 
-__all__ = ["PRESETS", "Budget", "Policy", "PolicyConfig", "Preset", "make_policy", "parse_sets", "policy_class",
-           "registry"]
+__all__ = ["PRESETS", "Budget", "CompiledPolicy", "Policy", "PolicyBase", "PolicyConfig", "Preset", "make_policy",
+           "parse_sets", "policy_class", "registry"]

@@ -11,6 +11,7 @@ import numpy as np
 
 from replay.errors import ReplayError
 from replay.policies.config import PolicyConfig
+from replay.policies.kernel import CODES, ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMATOR, P_RESERVE, P_WINDOW
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
 from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
 
@@ -62,8 +63,8 @@ def text_cost(run: RunArrays, kept_chars: np.ndarray, extra_chars: int | np.ndar
     return np.minimum(real, np.maximum(run.tokens, 1)), est
 
 
-class Policy:
-    """Subclasses set ``Config`` and ``name``, override ``setup`` and ``stages``; never mutate the run."""
+class PolicyBase:
+    """A policy's name and typed knobs (``Config``)."""
 
     name: ClassVar[str] = "base"
     Config: ClassVar[type[PolicyConfig]] = PolicyConfig
@@ -73,6 +74,38 @@ class Policy:
         self.config = config if config is not None else self.Config()
         if not isinstance(self.config, self.Config):
             raise TypeError(f"{self.name}: config must be {self.Config.__name__}")
+
+
+class CompiledPolicy(PolicyBase):
+    """A built-in policy: typed knobs and one compiled definition, ``setup`` and ``decide`` in its module
+    (``replay.policies.kernel``), which ``replay.simulator.kernels.driver`` runs for per-request views and sweeps
+    alike. Subclasses write their knobs into the parameter vector (``knobs``) and, when a decision depends on tool
+    names, the per-tool flags (``tool_flags``)."""
+
+    @property
+    def code(self) -> int:
+        return CODES[self.name]
+
+    def params(self, budget: Budget) -> np.ndarray:
+        """The parameter vector the compiled definition reads (the simulation's own entries left 0)."""
+        p = np.zeros(N_PARAMS, dtype=np.float64)
+        p[P_CODE], p[P_WINDOW], p[P_RESERVE] = self.code, budget.window, budget.reserve
+        p[P_ESTIMATOR] = ESTIMATORS[getattr(self.config, "estimator", "chars/4")]
+        self.knobs(p, budget)
+        return p
+
+    def knobs(self, p: np.ndarray, budget: Budget) -> None:
+        """Write the policy's knobs into ``p[P_POLICY:]`` (the layout is the module's)."""
+
+    def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
+        """Per tool name, the ``TF_*`` bits this configuration sets (replay.policies.kernel)."""
+        return np.zeros(len(tool_names), dtype=np.int8)
+
+
+class Policy(PolicyBase):
+    """A policy written in Python (a user policy by import path): subclasses set ``Config`` and ``name``, override
+    ``setup`` and ``stages``; never mutate the run. Slower than the compiled built-ins: every request is a Python
+    step."""
 
     # -- per run -------------------------------------------------------------------------------
     def reset(self, run: RunArrays, budget: Budget) -> None:

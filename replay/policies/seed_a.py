@@ -20,10 +20,28 @@ from typing import Literal
 import numpy as np
 
 from replay.errors import ReplayError
-from replay.policies.base import Policy, text_cost
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
+from replay.policies.kernel import (
+    P_ESTIMATOR,
+    P_POLICY,
+    P_RESERVE,
+    P_WINDOW,
+    S_EMERGENCY,
+    S_END,
+    completed_write,
+    drop,
+    est_of,
+    est_total,
+    pair_safe_start,
+    prefix_end,
+    set_form,
+    set_summary,
+    text_cost,
+)
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import KIND_CODE, TOOL_RESULT, RunArrays
+from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, RunArrays
 
 WORDING = "[Old tool output of {tool} call {call_id} replaced; first/last characters kept]"
 APPLIED = "[applied: {tool} {call_id}]"
@@ -31,20 +49,34 @@ APPLIED = "[applied: {tool} {call_id}]"
 # (text, images, attachments, carried summaries), the harness prefix.
 ASSISTANT_GROUP = tuple(KIND_CODE[k] for k in ("assistant_text", "reasoning", "tool_call", "tool_result"))
 PREFIX_GROUP = tuple(KIND_CODE[k] for k in ("system", "tool_defs"))
+APPLIED_CHARS = len(APPLIED) + 24
 
 
-def message_starts(run: RunArrays) -> np.ndarray:
+@compiled
+def opens_message(kind, req_end):
     """Bool per item: it opens a chat message.
 
     An assistant message is one response (the items appended between two requests) with its calls; the results
     of those calls go with it. Consecutive user-side items between two requests are one user message."""
-    n = run.n_items
-    group = np.where(np.isin(run.kind, ASSISTANT_GROUP), 1, np.where(np.isin(run.kind, PREFIX_GROUP), 2, 0))
-    boundary = np.zeros(n + 1, dtype=bool)
-    boundary[run.req_end] = True
-    start = np.ones(n, dtype=bool)
-    start[1:] = (group[1:] != group[:-1]) | (boundary[1:n] & (run.kind[1:] != TOOL_RESULT))
+    n = len(kind)
+    group = np.zeros(n, np.int8)
+    for i in range(n):
+        if kind[i] in ASSISTANT_GROUP:
+            group[i] = 1
+        elif kind[i] in PREFIX_GROUP:
+            group[i] = 2
+    boundary = np.zeros(n + 1, np.bool_)
+    for e in req_end:
+        boundary[e] = True
+    start = np.ones(n, np.bool_)
+    for i in range(1, n):
+        start[i] = group[i] != group[i - 1] or (boundary[i] and kind[i] != TOOL_RESULT)
     return start
+
+
+def message_starts(run: RunArrays) -> np.ndarray:
+    """:func:`opens_message` of a run."""
+    return opens_message(run.kind, run.req_end.astype(np.int64))
 
 
 def protect_limit(protect: float, window: int) -> float:
@@ -92,98 +124,135 @@ class SeedABeforeConfig(SeedAConfig):
                                          "of it; fires when est / (1 - margin) + reserve > window")
 
 
-class SeedA(Policy):
+(P_KEEP_CHARS, P_WORDING_CHARS, P_SHRINK, P_PROTECT, P_RECLAIM_FLOOR, P_SUMMARY_AT, P_TAIL_MESSAGES,
+ P_TAIL_FRACTION, P_SUMMARY_SIZE, P_MARGIN) = range(P_POLICY, P_POLICY + 10)
+A_MESSAGE = 0  # aux row: 1 where an item opens a chat message
+
+
+class SeedA(CompiledPolicy):
     name = "seed_a"
     Config = SeedAConfig
 
-    def setup(self) -> None:
-        c, r = self.config, self.run
-        kept = np.minimum(r.chars, c.head_chars + c.tail_chars)
-        self.define(PLACEHOLDER, *text_cost(r, kept, len(c.wording) + 24, c.estimator))
-        self.define(SHRUNK, *text_cost(r, np.zeros_like(r.chars), len(APPLIED) + 24, c.estimator))
-        self.starts = np.flatnonzero(message_starts(r))
-
-    def stages(self):
-        return [(self.tier1_due, self.tier1), (self.tier2_due, self.tier2),
-                (self.emergency_due, self.emergency)]
-
-    def protected_from(self) -> int:
-        """First position of the protected recent range (by estimate)."""
-        limit = protect_limit(self.config.protect, self.budget.window)
-        back = np.cumsum(self.seg_est()[::-1])
-        inside = int(np.searchsorted(back, limit, side="right"))
-        return max(self.end - max(inside, 1), 0)
-
-    def tier1_due(self) -> bool:
-        return self.end > 0
-
-    def shrinkable_writes(self, lo: int, hi: int) -> np.ndarray:
-        """Completed write/edit calls in [lo, hi) whose result did not fail (a failed write applied nothing)."""
-        calls = self.completed_writes()
-        calls = calls[(calls >= lo) & (calls < hi) & (self.forms[calls] == ORIGINAL)]
-        return calls[~self.run.is_error[self.run.pair[calls]]]
-
-    def tier1(self) -> None:
-        lo, hi = self.prefix_end(), self.protected_from()
-        cand = self.results(lo, hi)
-        cand = cand[(self.forms[cand] == ORIGINAL) & (self.fest[PLACEHOLDER, cand] < self.fest[ORIGINAL, cand])]
-        calls = self.shrinkable_writes(lo, hi) if self.config.shrink_writes else np.zeros(0, dtype=np.int64)
-        gain = (self.fest[ORIGINAL, cand] - self.fest[PLACEHOLDER, cand]).clip(0).sum()
-        gain += (self.fest[ORIGINAL, calls] - self.fest[SHRUNK, calls]).clip(0).sum()
-        if gain >= self.config.reclaim_floor * self.budget.window and gain > 0:
-            self.set_forms(cand, PLACEHOLDER)
-            self.set_forms(calls, SHRUNK)
-        # else: the pass is undone entirely (nothing was changed)
-
-    def tier2_due(self) -> bool:
-        return self.over(self.config.summary_at)
-
-    def tail_from(self) -> int:
-        """Start of the verbatim tail: whole chat messages, at most ``tail_messages`` of them and at most
-        ``tail_fraction`` of the window by estimate (0: that cap is off); always at least the newest message.
-        Moved back so that no call is split from its result."""
+    def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config
-        lo = self.prefix_end()
-        starts = self.starts[(self.starts >= lo) & (self.starts < self.end)]
-        starts = starts[self.forms[starts] != DROPPED][::-1]  # live messages, newest first
-        if not len(starts):
-            return self.pair_safe_start(lo)
-        est = self.seg_est()
-        after = np.cumsum(est[::-1])[self.end - 1 - starts]  # estimate of [start, end) per start
-        ok = np.ones(len(starts), dtype=bool)
-        if c.tail_messages:
-            ok &= np.arange(1, len(starts) + 1) <= c.tail_messages
-        if c.tail_fraction:
-            ok &= after <= c.tail_fraction * self.budget.window
-        ok[0] = True
-        n = int(np.argmin(ok)) if not ok.all() else len(ok)
-        return self.pair_safe_start(int(starts[n - 1]))
+        p[P_KEEP_CHARS], p[P_WORDING_CHARS] = c.head_chars + c.tail_chars, len(c.wording) + 24
+        p[P_SHRINK], p[P_PROTECT], p[P_RECLAIM_FLOOR] = c.shrink_writes, c.protect, c.reclaim_floor
+        p[P_SUMMARY_AT], p[P_TAIL_MESSAGES], p[P_TAIL_FRACTION] = c.summary_at, c.tail_messages, c.tail_fraction
+        p[P_SUMMARY_SIZE], p[P_MARGIN] = c.summary_tokens + c.task_list_tokens, c.margin
 
-    def tier2(self) -> None:
-        lo, start = self.prefix_end(), self.tail_from()
-        if start <= lo:
-            return
-        self.drop(np.arange(lo, start))
-        size = self.config.summary_tokens + self.config.task_list_tokens
-        self.set_summary(start, size, size)
 
-    def limit(self) -> float:
-        """The estimate the emergency check allows: (window - reserve) x (1 - margin)."""
-        return (self.budget.window - self.budget.reserve) * (1 - self.config.margin)
+@compiled
+def setup(p, r, st):
+    """Placeholder (head and tail kept plus the wording) and shrunk-write ('applied' note) costs; message starts."""
+    estimator = int(p[P_ESTIMATOR])
+    keep, wording = np.int64(p[P_KEEP_CHARS]), np.int64(p[P_WORDING_CHARS])
+    for q in range(len(r.kind)):
+        t, c = r.tokens[q], r.chars[q]
+        st.ftok[PLACEHOLDER, q], st.fest[PLACEHOLDER, q] = text_cost(t, c, min(c, keep), wording, estimator)
+        st.ftok[SHRUNK, q], st.fest[SHRUNK, q] = text_cost(t, c, 0, APPLIED_CHARS, estimator)
+    st.aux[A_MESSAGE, :] = opens_message(r.kind, r.req_end)
 
-    def emergency_due(self) -> bool:
-        return self.est_total() / (1 - self.config.margin) + self.budget.reserve > self.budget.window
 
-    def emergency(self) -> None:
-        """Trim inside the protected range too, oldest first, only as needed, except the newest output."""
-        self.flags["emergency"] = True
-        res = self.results(self.prefix_end(), self.end)
-        res = res[:-1]
-        cand = res[(self.forms[res] == ORIGINAL) & (self.fest[PLACEHOLDER, res] < self.fest[ORIGINAL, res])]
-        need = self.est_total() - self.limit()
-        saved = np.cumsum((self.fest[ORIGINAL, cand] - self.fest[PLACEHOLDER, cand]).clip(0))
-        upto = int(np.searchsorted(saved, need, side="left")) + 1
-        self.set_forms(cand[:upto], PLACEHOLDER)
+@compiled
+def shrinkable(p, r, st, q):
+    """A completed, successful write/edit call (a failed write applied nothing) still original."""
+    return p[P_SHRINK] > 0 and st.forms[q] == ORIGINAL and completed_write(r, st, q) and not r.is_error[r.pair[q]]
+
+
+@compiled
+def placeable(st, r, q):
+    """An original tool result whose placeholder is smaller."""
+    return r.kind[q] == TOOL_RESULT and st.forms[q] == ORIGINAL and st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q]
+
+
+@compiled
+def tier1(p, r, st, lo):
+    """Placeholders outside the protected recent range, committed only when they reclaim the floor."""
+    end, window = st.s[S_END], p[P_WINDOW]
+    limit = p[P_PROTECT] * window if p[P_PROTECT] <= 1 else p[P_PROTECT]
+    acc = inside = 0
+    for q in range(end - 1, -1, -1):
+        acc += est_of(st, q)
+        if acc > limit:
+            break
+        inside += 1
+    hi = max(end - max(inside, 1), 0)
+    gain = 0
+    for q in range(lo, hi):
+        if placeable(st, r, q):
+            gain += st.fest[ORIGINAL, q] - st.fest[PLACEHOLDER, q]
+        elif r.kind[q] == TOOL_CALL and shrinkable(p, r, st, q):
+            gain += max(st.fest[ORIGINAL, q] - st.fest[SHRUNK, q], 0)
+    if gain > 0 and gain >= p[P_RECLAIM_FLOOR] * window:  # else the pass is undone entirely
+        for q in range(lo, hi):
+            if placeable(st, r, q):
+                set_form(st, q, PLACEHOLDER)
+            elif r.kind[q] == TOOL_CALL and shrinkable(p, r, st, q):
+                set_form(st, q, SHRUNK)
+
+
+@compiled
+def tail_from(p, r, st, lo):
+    """Start of the verbatim tail: whole live chat messages, at most ``tail_messages`` of them and at most
+    ``tail_fraction`` of the window by estimate (0: that cap is off), at least the newest message; moved back so
+    that no call is split from its result."""
+    end = st.s[S_END]
+    cap_msgs, cap_tok = np.int64(p[P_TAIL_MESSAGES]), p[P_TAIL_FRACTION] * p[P_WINDOW]
+    acc = count = 0
+    start = lo
+    for q in range(end - 1, lo - 1, -1):
+        acc += est_of(st, q)
+        if not st.aux[A_MESSAGE, q] or st.forms[q] == DROPPED:
+            continue
+        count += 1
+        if count > 1 and (cap_msgs > 0 and count > cap_msgs or cap_tok > 0 and acc > cap_tok):
+            break
+        start = q
+    return pair_safe_start(r, st, start)
+
+
+@compiled
+def tier2(p, r, st, lo):
+    """Everything before the verbatim tail becomes the summary (with the task list)."""
+    start = tail_from(p, r, st, lo)
+    if start <= lo:
+        return
+    for q in range(lo, start):
+        drop(r, st, q)
+    size = np.int64(p[P_SUMMARY_SIZE])
+    set_summary(st, start, size, size)
+
+
+@compiled
+def emergency(p, r, st, lo):
+    """Trim inside the protected range too, oldest first, only as needed, never the newest output."""
+    st.s[S_EMERGENCY] = 1
+    end = st.s[S_END]
+    need = est_total(st) - (p[P_WINDOW] - p[P_RESERVE]) * (1 - p[P_MARGIN])
+    last = -1
+    for q in range(end - 1, lo - 1, -1):
+        if r.kind[q] == TOOL_RESULT:
+            last = q
+            break
+    saved = 0
+    for q in range(lo, max(last, lo)):
+        if placeable(st, r, q):
+            saved += st.fest[ORIGINAL, q] - st.fest[PLACEHOLDER, q]
+            set_form(st, q, PLACEHOLDER)
+            if saved >= need:
+                break
+
+
+@compiled
+def decide(p, r, st):
+    lo = prefix_end(r, st)
+    if st.s[S_END] > 0:
+        tier1(p, r, st, lo)
+    if est_total(st) > p[P_SUMMARY_AT]:
+        tier2(p, r, st, lo)
+    # the estimate may under-count the real size by ``margin`` of it: fires when est / (1 - m) + reserve > window
+    if est_total(st) / (1 - p[P_MARGIN]) + p[P_RESERVE] > p[P_WINDOW]:
+        emergency(p, r, st, lo)
 
 
 class SeedABefore(SeedA):

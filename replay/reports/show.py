@@ -15,12 +15,13 @@ import duckdb
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.model import KINDS
-from replay.policies.base import Budget, Policy
+from replay.policies.base import Budget, PolicyBase
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, View
 from replay.simulator.arrays import RunArrays
 from replay.simulator.billing import billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.prompt import NONE, PromptModel
+from replay.simulator.run import charged_views
 
 PREVIEW = 160  # characters of an item's text kept for previews
 
@@ -139,11 +140,11 @@ _WORDING_NAMES = {PLACEHOLDER: ("WORDING", "CLEARED"), SHRUNK: ("APPLIED", "CLEA
 _CONFIG_NAMES = {PLACEHOLDER: ("wording",), OMITTED: ("marker",)}
 
 
-def wording(policy: Policy, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
+def wording(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
     """The text a policy puts in place of item ``p`` in ``form`` (its placeholder, marker, note), from the policy's
     own ``wording_of`` or its wording knob or module constant, with the item's tool, call id and lines filled in."""
     if form == PLACEHOLDER and hasattr(policy, "wording_of"):
-        return str(policy.wording_of(p))
+        return str(policy.wording_of(p, run))
     if policy.replays_recorded and form == PLACEHOLDER:
         return "[the log's own placeholder; its text is not stored, only its length]"
     template = next((getattr(policy.config, n) for n in _CONFIG_NAMES.get(form, ())
@@ -157,7 +158,7 @@ def wording(policy: Policy, form: int, p: int, info: ItemInfo, run: RunArrays) -
                 cap=getattr(policy.config, "tool_cap", "?"), pointer="<spill file>")
 
 
-def _item_text(policy: Policy, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
+def _item_text(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
     if info.synthetic == "prefix":
         return "harness prefix the log does not hold (system prompt, tool schemas; prompt model)"
     if info.synthetic:
@@ -182,7 +183,7 @@ def _cache_status(lo: int, hi: int, cached: int, written: int) -> str:
     return "+".join(parts)
 
 
-def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View, cached: int, written: int,
+def shown_view(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, view: View, cached: int, written: int,
                budget: Budget, cache_name: str, prev_end: int) -> ShownView:
     """A view as rows: segments in prompt order, dropped ranges collapsed, cache status per segment."""
     k = view.k
@@ -240,26 +241,23 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: Policy, view: View
                      cache_name, rows)
 
 
-def replay_views(run: RunArrays, infos: list[ItemInfo], policy: Policy, cache: CacheModel | None, budget: Budget,
+def replay_views(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, cache: CacheModel | None, budget: Budget,
                  pricing: Pricing = DEFAULT_PRICING, only: int | None = None, label: str = "") -> list[ShownView]:
     """Every request's shown view under ``policy`` (``only``: just that request, still stepping from 0 so the
     policy and cache carry their state), as ``replay.simulator.run`` charges them; ``label`` names the policy
     (default its registered name; a preset or knobs the user gave)."""
-    policy.reset(run, budget)
     bill = billing_for(run.model, cache, pricing, run.cache_ttl)
-    model = bill.cache
-    model.reset(bill.model)
+    steps, _ = charged_views(run, policy, budget, bill)
     out, prev_end = [], 0
     last = run.n_requests - 1 if only is None else only
-    for k in range(last + 1):
-        end = int(run.req_end[k])
-        view = policy.step(k)
-        cached, written = model.request(view, view.cumulative(), float(run.req_ts[k]), min(run.first_body, end))
+    for k, (view, cached, written) in enumerate(steps):
+        if k > last:
+            break
         if only is None or k == only:
-            shown = shown_view(run, infos, policy, view, cached, written, budget, model.name, prev_end)
+            shown = shown_view(run, infos, policy, view, cached, written, budget, bill.cache.name, prev_end)
             shown.policy = label or policy.name
             out.append(shown)
-        prev_end = end
+        prev_end = view.end
     return out
 
 

@@ -1,19 +1,12 @@
-"""Prefix-cache models. A hit is the longest cached prefix of the view, found via the policy's dirty position.
-
-Every model answers ``request(view, cum, ts, system_end) -> (cached_tokens, written_tokens)`` where
-``cum[p]`` is the real-token prefix before position p. Rewriting position p invalidates every cached
-prefix longer than p (the chain of segment hashes breaks there).
-"""
+"""Prefix-cache models: their parameters and prices. A hit is the longest cached prefix of the view, found via the
+policy's dirty position; what each model charges per request is compiled, in replay.simulator.kernels.caches."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-
-import numpy as np
+from dataclasses import dataclass
 
 from replay.errors import ReplayError
-from replay.policies.view import View
 
 # Minimum cacheable prompt length by model, first matching name part wins (Anthropic's prompt-caching table:
 # Opus 4.5/4.6 and Haiku 4.5 4,096; Sonnet 4.6 2,048; Haiku 3/3.5 2,048; other Opus/Sonnet 1,024). Opus 4.7,
@@ -38,19 +31,7 @@ class CacheModel:
     read_multiplier: float = 1.0
 
     def reset(self, model: str | None = None) -> None:
-        self.entries: list[list[float]] = []  # [pos, tokens, expiry]
-
-    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
-        return 0, 0
-
-    def _truncate(self, dirty: int, ts: float) -> None:
-        """Shorten prefixes at the first rewritten position and drop expired ones."""
-        keep = []
-        for e in self.entries:
-            if not (ts > e[2]):
-                e[0] = min(e[0], dirty)
-                keep.append(e)
-        self.entries = keep
+        """Settle the settings that depend on the run's model (the entries live in the compiled loop)."""
 
 
 @dataclass
@@ -66,35 +47,8 @@ class Anthropic(CacheModel):
     breakpoints: tuple[str, ...] = ("system", "last")
 
     def reset(self, model: str | None = None) -> None:
-        super().reset(model)
-        self.min_tokens = self.min_cacheable or anthropic_min_cacheable(model)
         if self.ttl >= 3600 and self.write_multiplier == 1.25:
             self.write_multiplier = 2.0
-
-    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
-        now = 0.0 if math.isnan(ts) else ts
-        # a cached prefix is usable only whole: entries past the rewritten position die
-        self.entries = [e for e in self.entries if e[0] <= view.dirty_from and not now > e[2]]
-        bps = sorted({system_end if "system" in self.breakpoints else view.end, view.end})
-        hit, hit_entry = 0, None
-        for b in bps:
-            for e in self.entries:
-                if b - self.lookback <= e[0] <= b and e[1] > hit:
-                    hit, hit_entry = int(e[1]), e
-        if hit_entry is not None:
-            hit_entry[2] = now + self.ttl
-        written = 0
-        for b in bps:
-            tokens = int(cum[b])
-            if tokens < self.min_tokens or tokens <= hit:
-                continue
-            existing = [e for e in self.entries if e[0] == b]
-            if existing:
-                existing[0][2] = now + self.ttl
-            else:
-                self.entries.append([b, tokens, now + self.ttl])
-            written = max(written, tokens - hit)
-        return hit, written
 
 
 @dataclass
@@ -110,20 +64,6 @@ class OpenAIAuto(CacheModel):
     def min_for(self, model: str | None) -> int:
         """The shortest prompt that is cached, for a run of ``model``."""
         return self.min_tokens
-
-    def reset(self, model: str | None = None) -> None:
-        super().reset(model)
-        self.min_prompt = self.min_for(model)
-
-    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
-        now = 0.0 if math.isnan(ts) else ts
-        self._truncate(view.dirty_from, now)
-        best = max((int(cum[int(e[0])]) for e in self.entries), default=0)
-        hit = best // self.step * self.step if best >= self.min_prompt else 0
-        for e in self.entries:
-            e[2] = now + self.ttl
-        self.entries = [[view.end, int(cum[view.end]), now + self.ttl]] + self.entries[:8]
-        return min(hit, int(cum[view.end])), 0
 
 
 @dataclass
@@ -169,13 +109,6 @@ class VLLMBlocks(CacheModel):
     capacity: int = 1_000_000
     read_multiplier: float = 0.0
 
-    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
-        self._truncate(view.dirty_from, -math.inf)
-        best = max((int(cum[int(e[0])]) for e in self.entries), default=0)
-        hit = min(best // self.block, self.capacity) * self.block
-        self.entries = [[view.end, int(cum[view.end]), math.inf]] + self.entries[:8]
-        return hit, 0
-
 
 @dataclass
 class LlamaCppSlot(CacheModel):
@@ -183,12 +116,6 @@ class LlamaCppSlot(CacheModel):
 
     name = "llamacpp"
     read_multiplier: float = 0.0
-    last: int = field(default=-1)
-
-    def request(self, view: View, cum: np.ndarray, ts: float, system_end: int) -> tuple[int, int]:
-        hit = int(cum[min(view.dirty_from, view.end)]) if self.entries else 0
-        self.entries = [[view.end, 0, math.inf]]
-        return hit, 0
 
 
 CACHE_MODELS: dict[str, type[CacheModel]] = {c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, DeepSeekDisk,
@@ -209,5 +136,5 @@ def make_cache(name: str, **params: float) -> CacheModel:
     try:
         return CACHE_MODELS[name](**params)
     except TypeError:
-        fields = ", ".join(f for f in CACHE_MODELS[name].__dataclass_fields__ if f not in ("entries", "last"))
+        fields = ", ".join(f for f in CACHE_MODELS[name].__dataclass_fields__ if f != "name")
         raise ReplayError(f"cache model {name}: unknown parameter in {sorted(params)}; it takes {fields}") from None

@@ -13,7 +13,8 @@ import polars as pl
 
 from replay.metrics.composition import empty as composition_frame
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
-from replay.policies import Budget, Policy
+from replay.policies import Budget
+from replay.policies.base import PolicyBase
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel
 from replay.simulator.run import simulate_run_by_tool
@@ -45,7 +46,7 @@ def sim_id_for(config: dict, cache: str, tokenizer_id: str | None, budget: Budge
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
-def simulate_many(runs: list[RunArrays], policy: Policy, cache: CacheModel | None, budget: Budget,
+def simulate_many(runs: list[RunArrays], policy: PolicyBase, cache: CacheModel | None, budget: Budget,
                   tokenizer_id: str | None = None, pricing: Pricing = DEFAULT_PRICING) -> Simulation:
     """Run ``policy`` over every run (each under its provider's cache model when ``cache`` is None); frames of
     per-run and per-request rows."""

@@ -1,8 +1,10 @@
-"""The loop: for each request, step the policy, charge the cache, count. Raw counters out, ratios derived later."""
+"""One run's per-request columns and run row: the views of every request (the compiled loop's trace for a built-in
+policy, Python steps for a policy written in Python), the cache charged, counted. Raw counters out, ratios derived
+later."""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -12,11 +14,14 @@ from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.metrics.runs import run_row
 from replay.model import KINDS
-from replay.policies.base import Budget, Policy
+from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
 from replay.policies.view import ORIGINAL, View
 from replay.simulator.arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
+from replay.simulator.kernels.caches import CacheState
+from replay.simulator.kernels.trace import trace_run
+from replay.simulator.run_output import cost_columns, recorded_output, summary_hits_cache
 
 REQUEST_COLUMNS = ("k", "step", "items", "prompt_tokens", "est_tokens", "overflow", "near_miss", "emergency",
                    "summarised", "trimmed_tokens", "cached_tokens", "written_tokens", "summary_tokens",
@@ -35,7 +40,7 @@ def _check(view: object, k: int, end: int) -> View:
     return view
 
 
-def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: Budget | None = None,
+def simulate_run(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budget: Budget | None = None,
                  near_margin: float = 0.05, pricing: Pricing = DEFAULT_PRICING, overhead: int = 0,
                  warm: bool | int = False, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     """Replay one run under ``policy``; return per-request columns and one run row of raw counters.
@@ -50,7 +55,7 @@ def simulate_run(run: RunArrays, policy: Policy, cache: CacheModel | None, budge
     return _simulate(run, policy, cache, budget, near_margin, pricing, overhead, warm, None, tail)
 
 
-def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: Budget | None = None,
+def simulate_run_by_tool(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budget: Budget | None = None,
                          near_margin: float = 0.05, pricing: Pricing = DEFAULT_PRICING, overhead: int = 0,
                          warm: bool | int = False, tail: int = 0
                          ) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
@@ -60,19 +65,38 @@ def simulate_run_by_tool(run: RunArrays, policy: Policy, cache: CacheModel | Non
     return cols, row, by_tool
 
 
-def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: Budget | None, near_margin: float,
+def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
+    """(view, cached, written) per request of a policy written in Python."""
+    for k in range(run.n_requests):
+        end = int(run.req_end[k])
+        view = _check(policy.step(k), k, end)
+        cumtok = np.zeros(end + 1, dtype=np.int64)
+        np.cumsum(view.seg_tokens, out=cumtok[1:])
+        yield (view, *cache.request(view.dirty_from, end, min(run.first_body, end), float(run.req_ts[k]), cumtok,
+                                    view.summary_at, view.summary_tokens if view.summary_at >= 0 else 0))
+
+
+def charged_views(run: RunArrays, policy: PolicyBase, budget: Budget, bill: Billing, near_margin: float = 0.05,
+                  overhead: int = 0, warm: int = 0, tail: int = 0
+                  ) -> tuple[Iterator[tuple[View, int, int]], np.ndarray]:
+    """((view, cached, written) per request, the item costs as the policy sees the history) of ``run`` under
+    ``policy``, charged by ``bill``'s cache model: the compiled loop's trace for a built-in policy, Python steps
+    with the same compiled cache models for a policy written in Python."""
+    if isinstance(policy, CompiledPolicy):
+        trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead, warm, tail)
+        return zip(trace.views(), trace.cached.tolist(), trace.written.tolist(), strict=True), trace.ftok[ORIGINAL]
+    policy.reset(run, budget)
+    cache = CacheState(bill.cache, bill.model, run.n_requests, overhead, warm, run.tokens)
+    return _python_steps(run, policy, cache), policy.ftok[ORIGINAL]
+
+
+def _simulate(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budget: Budget | None, near_margin: float,
               pricing: Pricing, overhead: int, warm: bool | int,
               by_tool: ToolComposition | None, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
-    policy.reset(run, budget)
     bill = billing_for(run.model, cache, pricing, run.cache_ttl)
-    cache = bill.cache
-    cache.reset(bill.model)
     warm_tokens = overhead if warm is True else int(warm)
-    if warm_tokens > 0:  # cached from the start of the prompt: the overhead, then the run's leading items
-        full = overhead + np.concatenate([[0], np.cumsum(run.tokens)])
-        p = int(np.searchsorted(full, warm_tokens, side="right")) - 1
-        cache.entries = [[p, int(full[p]) if p > 0 else warm_tokens, np.inf]]  # p 0: part of the first item
+    steps, seen = charged_views(run, policy, budget, bill, near_margin, overhead, warm_tokens, tail)
     m = run.n_requests
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)
@@ -81,15 +105,11 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
     bounds = np.searchsorted(events.decide[order], np.arange(m + 1))
     errors = np.flatnonzero(run.is_error & (run.kind == TOOL_RESULT))
     err_hidden = np.zeros(len(errors), dtype=bool)
-    full_cum = np.concatenate([[0], np.cumsum(policy.ftok[ORIGINAL])])  # the history as this policy sees it
+    full_cum = np.concatenate([[0], np.cumsum(seen)])  # the history as this policy sees it
     composition = np.zeros((m, len(KINDS)))
-    for k in range(m):
-        end = int(run.req_end[k])
-        view = _check(policy.step(k), k, end)
-        cum = view.cumulative() + overhead
+    for k, (view, cached, written) in enumerate(steps):
+        end = view.end
         prompt = view.prompt_tokens + overhead + tail
-        ts = float(run.req_ts[k])
-        cached, written = cache.request(view, cum, ts, min(run.first_body, end))
         ev = order[bounds[k]:bounds[k + 1]]
         if len(ev):
             intact[ev] = view.forms[events.prev_result[ev]] == ORIGINAL
@@ -126,44 +146,3 @@ def _simulate(run: RunArrays, policy: Policy, cache: CacheModel | None, budget: 
              **cost_columns(bill, cost, s_cost, o_cost), **out, "token_source": run.token_source,
              "window": budget.window, "reserve": budget.reserve}
     return cols, run_row(run.run_id, cols, extra)
-
-
-OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
-
-
-def recorded_output(run: RunArrays) -> dict:
-    """The run's output tokens: recorded per request (``requests.output_tokens``); a request without a record
-    counts the assistant items it produced (text, reasoning, calls appended at the next step).
-    ``output_source``: recorded, items or mixed."""
-    rec = run.rec_output if len(run.rec_output) == run.n_requests else np.full(run.n_requests, -1)
-    known = rec >= 0
-    total = int(rec[known].sum())
-    if not known.all():
-        produced = np.isin(run.kind, OUTPUT_KINDS)
-        by_step = np.bincount(run.step[produced], weights=run.tokens[produced], minlength=run.n_requests + 1)
-        idx = run.req_step[~known] + 1
-        total += int(by_step[idx[idx < len(by_step)]].sum())
-    source = "recorded" if known.all() else "items" if not known.any() else "mixed"
-    return {"output_tokens": total, "output_source": source}
-
-
-def summary_hits_cache(policy: Policy) -> bool:
-    """Whether the policy's summarisation calls read the cached prefix (a policy says so with a
-    ``summary_reads_cache`` attribute; by default they are uncached: no tools, a different prefix)."""
-    return bool(getattr(policy, "summary_reads_cache", False))
-
-
-def cost_columns(bill: Billing, prompt_usd: float, summary_usd: float, output_usd: float) -> dict:
-    """Run-row cost columns: the total and its parts, the rates charged, where prices came from (NaN costs:
-    an unknown price)."""
-    r = bill.rates
-    money = {"cost_usd": prompt_usd + summary_usd + output_usd, "prompt_cost_usd": prompt_usd,
-             "summary_cost_usd": summary_usd, "output_cost_usd": output_usd, "price_per_mtok": r.input,
-             "output_per_mtok": r.output, "cache_read_per_mtok": r.cache_read, "cache_write_per_mtok": r.cache_write}
-    return {**{k: nan_to_none(float(v)) for k, v in money.items()}, "price_source": bill.price_source,
-            "model": bill.model, "cache_model": bill.cache.name, "cache_ttl": getattr(bill.cache, "ttl", None),
-            "billing_note": bill.note}
-
-
-def nan_to_none(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else x

@@ -16,7 +16,8 @@ import polars as pl
 
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
-from replay.policies import Budget, Policy, make_policy, policy_class
+from replay.policies import Budget, make_policy, policy_class
+from replay.policies.base import PolicyBase
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel, make_cache
 from replay.simulator.run import simulate_run
@@ -52,7 +53,7 @@ def policy_fields(policy_name: str) -> frozenset[str]:
 class Point:
     """A sweep point resolved into the objects the simulator takes (validated: unknown keys are errors)."""
 
-    policy: Policy
+    policy: PolicyBase
     budget: Budget
     cache: CacheModel | None  # None: each run under its provider's own cache model
     cache_params: dict[str, Any]

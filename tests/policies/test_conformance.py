@@ -12,6 +12,7 @@ from replay.errors import ReplayError
 from replay.policies import Budget, Policy, make_policy, registry
 from replay.policies.view import DROPPED, Segment, View
 from replay.simulator.caches import make_cache
+from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import PolicyResultError, simulate_run
 from tests.simulator.synth import synth_run
 
@@ -38,10 +39,8 @@ def check_view(view: View, run, k: int) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_one_view_per_step(name):
     run = synth_run(120, seed=3)
-    policy = make_policy(name)
-    policy.reset(run, Budget(60_000, 8_000))
-    for k in range(run.n_requests):
-        check_view(policy.step(k), run, k)
+    for k, view in enumerate(views_of(run, make_policy(name), Budget(60_000, 8_000)).views):
+        check_view(view, run, k)
 
 
 @pytest.mark.parametrize("name", NAMES)

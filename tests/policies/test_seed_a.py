@@ -11,6 +11,7 @@ from replay.policies import Budget, make_policy
 from replay.policies.seed_a import message_starts
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.simulator.arrays import TOOL_CALL, TOOL_RESULT, build
+from replay.simulator.kernels.trace import views_of
 from tests.simulator.synth import synth_run
 
 NO_TIER2 = {"summary_at": "9000000"}
@@ -34,9 +35,8 @@ def loop_run(n: int = 30, result_chars: int = 8_000, failed_write_at: int = -1):
 
 
 def views(name, run, budget, params=None):
-    policy = make_policy(name, params)
-    policy.reset(run, budget)
-    return policy, [policy.step(k) for k in range(run.n_requests)]
+    out = views_of(run, make_policy(name, params), budget)
+    return out, out.views
 
 
 def test_defaults_are_the_fixed_policy_and_the_preset_is_the_state_before():
@@ -122,8 +122,7 @@ def test_emergency_margin_bounds_the_real_size_as_est_over_one_minus_m(estimate,
              {"step": 0, "kind": "user_text", "chars": 4 * (estimate - 100), "tokens": estimate - 100}]
     run = build("margin", items, [{"step": 0}], "real:test")
     policy = make_policy("seed_a", {"estimator": "real", **NO_TIER2})
-    policy.reset(run, Budget(130_000, 24_576))
-    assert policy.step(0).emergency is fires
+    assert views_of(run, policy, Budget(130_000, 24_576)).views[0].emergency is fires
 
 
 def test_emergency_trims_to_the_margin_limit():

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from replay.policies import Budget, make_policy, registry
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, shared_prefix_tokens
 from replay.simulator.arrays import KIND_CODE, TOOL_RESULT
+from replay.simulator.kernels.trace import views_of
 from tests.policies.test_conformance import check_view
 from tests.simulator.synth import synth_run
 
@@ -22,9 +23,8 @@ SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[Healt
 
 
 def views(name, run, budget, params=None):
-    policy = make_policy(name, params)
-    policy.reset(run, budget)
-    return policy, [policy.step(k) for k in range(run.n_requests)]
+    out = views_of(run, make_policy(name, params), budget)
+    return out, out.views
 
 
 @SETTINGS
@@ -46,7 +46,7 @@ def test_invariants_every_policy(run, budget, name):
 @given(run=runs, budget=budgets)
 def test_seed_a_fits_when_it_can(run, budget):
     policy, vs = views("seed_a", run, budget)
-    margin = policy.config.margin
+    margin = make_policy("seed_a").config.margin
     for v in vs:
         if v.est_tokens / (1 - margin) + budget.reserve <= budget.window:
             continue
@@ -86,7 +86,7 @@ def test_seed_c_fits_when_it_can(run, budget):
             continue
         st_ = run.step[:v.end]
         guard = int(np.searchsorted(st_, st_[-1], side="left"))  # the protected current turn
-        lo = policy.prefix_end()
+        lo = min(run.first_body, v.end)
         res = np.flatnonzero((run.kind[:guard] == TOOL_RESULT) & ~run.is_error[:guard])
         live = res[np.isin(v.forms[res], (ORIGINAL, SPILLED))]
         assert (policy.fest[OMITTED, live] >= v.seg_est[live]).all(), "over budget while an output could be marked"
@@ -97,7 +97,8 @@ def test_seed_c_fits_when_it_can(run, budget):
         keep[:guard] |= run.pair[:guard] >= guard  # calls answered in the protected turn
         rest = lo + np.flatnonzero((v.forms[lo:guard] != DROPPED) & ~keep[lo:guard])
         if len(rest):  # a summary would not have saved anything
-            assert v.seg_est[rest].sum() + (v.summary_est if v.summary_at >= 0 else 0) <= policy.config.summary_tokens
+            summary = v.summary_est if v.summary_at >= 0 else 0
+            assert v.seg_est[rest].sum() + summary <= make_policy("seed_c").config.summary_tokens
 
 
 @SETTINGS
@@ -106,13 +107,12 @@ def test_drop_oldest_fits_when_it_can(run, budget):
     policy, vs = views("drop_oldest", run, budget)
     for v in vs:
         if v.est_tokens > budget.usable:
-            live = np.flatnonzero(v.forms[policy.prefix_end() + 1:v.end - 2] != 5)
+            live = np.flatnonzero(v.forms[min(run.first_body, v.end) + 1:v.end - 2] != 5)
             assert len(live) <= 2
 
 
 def test_placeholder_costs_less_than_original():
     run = synth_run(30, seed=2, result_chars=(5_000, 9_000))
-    policy = make_policy("seed_a")
-    policy.reset(run, Budget())
+    policy = views_of(run, make_policy("seed_a"), Budget())
     res = (run.kind == TOOL_RESULT) & (run.chars > 1_000)
     assert (policy.ftok[PLACEHOLDER, res] < run.tokens[res]).all()

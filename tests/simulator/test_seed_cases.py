@@ -9,6 +9,7 @@ from replay.policies import Budget, make_policy
 from replay.policies.view import ORIGINAL
 from replay.simulator.arrays import build
 from replay.simulator.caches import make_cache
+from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run
 from tests.simulator.synth import synth_run
 
@@ -33,8 +34,7 @@ def test_seed_a_emergency_margin_and_reserve(estimate, fires):
     """Estimate 84,340 / (1 - 0.2) = 105,425 and 105,425 + 24,576 = 130,001 > 130,000: the check fires; the
     reserve is subtracted exactly, the 20% margin covers the estimator's under-count of the real size."""
     policy = make_policy("seed_a", {"estimator": "real", "summary_at": "9000000"})
-    policy.reset(one_prompt(estimate), Budget(130_000, 24_576))
-    assert policy.step(0).emergency is fires
+    assert views_of(one_prompt(estimate), policy, Budget(130_000, 24_576)).views[0].emergency is fires
 
 
 def _range_start(policy, view, limit: float) -> int:
@@ -48,10 +48,8 @@ def test_protected_range_tokens_vs_fraction():
     window, common = 130_000, {"reclaim_floor": "0", "summary_at": "9000000"}
     fixed = make_policy("seed_a", {**common, "protect": "12000"})
     third = make_policy("seed_a", {**common, "protect": str(1 / 3)})
-    for p in (fixed, third):
-        p.reset(run, Budget(window, 0))
-    for i in range(run.n_requests):
-        vf, vt = fixed.step(i), third.step(i)
+    fixed, third = (views_of(run, p, Budget(window, 0)) for p in (fixed, third))
+    vf, vt = fixed.views[-1], third.views[-1]
     f_from, t_from = _range_start(fixed, vf, 12_000), _range_start(third, vt, window / 3)
     assert t_from < f_from  # a third of 130k protects more history than 12k tokens
     assert (vf.forms[f_from:] == ORIGINAL).all() and (vt.forms[t_from:] == ORIGINAL).all()

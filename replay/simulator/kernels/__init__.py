@@ -1,8 +1,8 @@
-"""Compiled twins of the reference simulator for the policies sweeps spend their time on.
+"""Sweep rows from the compiled loop: every packed run under one point, as the run rows
+``replay.simulator.run.simulate_run`` gives (the same loop, counters only).
 
-``point_frame`` gives, for one sweep point, exactly the run rows ``replay.sweeps.adapter.evaluate_point`` gives,
-hundreds of times faster; it returns None when the policy has no compiled twin (the caller falls back to the
-reference path). The reference simulator stays the definition: tests compare both on the corpus.
+``point_columns`` returns None when the point's policy is written in Python (a user policy by import path): the
+caller then steps it request by request, which is much slower and says so.
 """
 
 from __future__ import annotations
@@ -14,21 +14,48 @@ import polars as pl
 
 from replay.metrics.cost import output_cost, prompt_cost, summary_cost
 from replay.metrics.prices import Pricing
+from replay.policies.base import CompiledPolicy
+from replay.policies.kernel import P_NEAR_MARGIN
 from replay.simulator.billing import Billing, billing_for
-from replay.simulator.kernels.caches import CODES, cache_params
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
+from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.corpus import corpus_kernel
+from replay.simulator.kernels.driver import (
+    O_CACHED,
+    O_CHANGED,
+    O_CHANGED_TOK,
+    O_EMERGENCY,
+    O_EST,
+    O_EVICTED,
+    O_EVICTED_TOK,
+    O_FAILURE_TOK,
+    O_FAILURES,
+    O_FIRST_SUMMARY,
+    O_LAST_SUMMARY,
+    O_MAX_PROMPT,
+    O_NEAR,
+    O_OVERFLOW,
+    O_PROMPT,
+    O_PROMPT_AFTER_SUMMARY,
+    O_SUMMARIES,
+    O_SUMMARY_HISTORY,
+    O_SUMMARY_OUT,
+    O_TRIMMED,
+    O_VISIBLE,
+    O_VISIBLE_TOK,
+    O_WRITTEN,
+)
 from replay.simulator.kernels.packed import PackedRuns, pack
-from replay.simulator.run import summary_hits_cache
+from replay.simulator.run_output import summary_hits_cache
+
+NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
 
 if TYPE_CHECKING:
     from replay.sweeps.adapter import Point
 
-COMPILED_POLICIES = ("full", "seed_a", "seed_a_before")
-
-
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
     """Run rows for one resolved point over every packed run (plus ``constants`` as columns), or None if its
-    policy has no compiled twin."""
+    policy is written in Python."""
     columns = point_columns(packed, point, constants)
     return None if columns is None else columns_frame([columns])
 
@@ -46,48 +73,43 @@ def columns_frame(points: list[dict[str, Any]]) -> pl.DataFrame:
 
 def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The columns of :func:`point_frame` (numpy arrays and lists, one value per run), or None if the point's
-    policy has no compiled twin; cheap to send between processes and to concatenate over a batch of points."""
-    if point.policy.name not in COMPILED_POLICIES:
+    policy is written in Python; cheap to send between processes and to concatenate over a batch of points."""
+    policy = point.policy
+    if not isinstance(policy, CompiledPolicy):
         return None
     bills = run_billing(packed, point)
-    if any(type(b.cache) not in CODES for b in bills):
-        return None
-    from replay.simulator.kernels import seed_a as k
-
-    config, budget = point.policy.config, point.budget
-    p = k.policy_params(config, budget.window, budget.reserve)
+    budget = point.budget
+    p = policy.params(budget)
+    p[P_NEAR_MARGIN] = NEAR_MARGIN
     cps = np.stack([cache_params(b.cache, b.model) for b in bills]) if packed.n_runs else np.zeros((0, N_CACHE_PARAMS))
-    o = k.corpus_kernel(p, cps, packed.item_off, packed.req_off, packed.ev_off, packed.err_off, packed.kind,
-                        packed.tokens, packed.chars, packed.access, packed.pair, packed.gone_at, packed.req_end,
-                        packed.req_ts,
-                        packed.ev_prev, packed.ev_decide, packed.ev_changed, packed.ev_tokens, packed.err_pos,
-                        packed.first_body).T
+    tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
+    o = corpus_kernel(p, cps, packed.arrays(), tflag).T
     n = np.diff(packed.req_off)
-    prompt, cached, written, summaries = o[k.O_PROMPT], o[k.O_CACHED], o[k.O_WRITTEN], o[k.O_SUMMARIES]
+    prompt, cached, written, summaries = o[O_PROMPT], o[O_CACHED], o[O_WRITTEN], o[O_SUMMARIES]
     uncached = prompt - cached - written
     with np.errstate(divide="ignore", invalid="ignore"):
-        between = np.where(summaries > 1, (o[k.O_LAST_SUMMARY] - o[k.O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
-        after = np.where(summaries > 0, o[k.O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
+        between = np.where(summaries > 1, (o[O_LAST_SUMMARY] - o[O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
+        after = np.where(summaries > 0, o[O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
     rate = {f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)
             for f in ("input", "output", "cache_read", "cache_write")}
     p_cost = prompt_cost(uncached, cached, written, rate["input"], rate["cache_read"], rate["cache_write"])
-    s_cost = summary_cost(o[k.O_SUMMARY_HISTORY], o[k.O_SUMMARY_OUT], rate["input"], rate["output"],
+    s_cost = summary_cost(o[O_SUMMARY_HISTORY], o[O_SUMMARY_OUT], rate["input"], rate["output"],
                           rate["cache_read"] if summary_hits_cache(point.policy) else None)
     o_cost = output_cost(packed.static["output_tokens"], rate["output"])
     fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
     return {
-        "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[k.O_OVERFLOW],
-        "near_misses": o[k.O_NEAR], "emergencies": o[k.O_EMERGENCY], "summaries": summaries,
+        "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[O_OVERFLOW],
+        "near_misses": o[O_NEAR], "emergencies": o[O_EMERGENCY], "summaries": summaries,
         "summaries_per_100": per_100, "requests_between_summaries": between, "tokens_after_summary": after,
-        "prompt_tokens": prompt, "est_tokens": o[k.O_EST], "cached_tokens": cached, "written_tokens": written,
-        "uncached_tokens": uncached, "cache_hit_rate": hit, "trimmed_tokens": o[k.O_TRIMMED],
-        "max_prompt_tokens": o[k.O_MAX_PROMPT],
-        "repeat_changed": o[k.O_CHANGED], "repeat_changed_tokens": o[k.O_CHANGED_TOK],
-        "repeat_visible": o[k.O_VISIBLE], "repeat_visible_tokens": o[k.O_VISIBLE_TOK],
-        "repeat_evicted": o[k.O_EVICTED], "repeat_evicted_tokens": o[k.O_EVICTED_TOK],
-        "evicted_failures": o[k.O_FAILURES], "evicted_failure_tokens": o[k.O_FAILURE_TOK],
+        "prompt_tokens": prompt, "est_tokens": o[O_EST], "cached_tokens": cached, "written_tokens": written,
+        "uncached_tokens": uncached, "cache_hit_rate": hit, "trimmed_tokens": o[O_TRIMMED],
+        "max_prompt_tokens": o[O_MAX_PROMPT],
+        "repeat_changed": o[O_CHANGED], "repeat_changed_tokens": o[O_CHANGED_TOK],
+        "repeat_visible": o[O_VISIBLE], "repeat_visible_tokens": o[O_VISIBLE_TOK],
+        "repeat_evicted": o[O_EVICTED], "repeat_evicted_tokens": o[O_EVICTED_TOK],
+        "evicted_failures": o[O_FAILURES], "evicted_failure_tokens": o[O_FAILURE_TOK],
         "cost_usd": p_cost + s_cost + o_cost, "prompt_cost_usd": p_cost, "summary_cost_usd": s_cost,
         "output_cost_usd": o_cost, "price_per_mtok": rate["input"], "output_per_mtok": rate["output"],
         "cache_read_per_mtok": rate["cache_read"], "cache_write_per_mtok": rate["cache_write"],
@@ -127,11 +149,10 @@ def _own_billing(model: str | None, ttl: float | None, pricing: Pricing) -> Bill
 
 
 def warm_up(policy_name: str) -> None:
-    """Compile (or load from the on-disk cache) the kernel ``policy_name`` would use."""
-    if policy_name in COMPILED_POLICIES:
-        from replay.sweeps.adapter import resolve
+    """Compile (or load from the on-disk cache) the loop ``policy_name`` would use."""
+    from replay.sweeps.adapter import resolve
 
-        point_frame(pack([]), resolve(policy_name, {}, "anthropic"))
+    point_frame(pack([]), resolve(policy_name, {}, "anthropic"))
 
 
-__all__ = ["COMPILED_POLICIES", "PackedRuns", "columns_frame", "pack", "point_columns", "point_frame", "warm_up"]
+__all__ = ["PackedRuns", "columns_frame", "pack", "point_columns", "point_frame", "warm_up"]

@@ -1,8 +1,9 @@
-"""The cache models of replay.simulator.caches as compiled functions over flat entry arrays.
+"""The cache models, compiled: the only definition of what each charges, used by the loop of the built-in policies
+and, request by request, by policies written in Python (``CacheState``).
 
-Entries are (pos, tokens, expiry) rows in ``pos``/``tok``/``exp``, ``n[0]`` of them live. Each function takes
-the request's view as (dirty_from, end, system_end, now) plus the prefix sums, and mirrors its Python twin
-exactly (the equivalence tests compare both on the whole corpus).
+Entries are (pos, tokens, expiry) rows in ``pos``/``tok``/``exp``, ``n[0]`` of them live. A request is given as
+(dirty_from, end, system_end, now) plus the prefix sums of its view; rewriting position p invalidates every cached
+prefix longer than p. The model classes in replay.simulator.caches hold the parameters.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
 
+from replay.jit import compiled
 from replay.simulator.caches import (
     Anthropic,
     CacheModel,
@@ -34,7 +35,7 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
     """The float vector a kernel reads for ``cache`` on a run of ``model``."""
     code = CODES.get(type(cache))
     if code is None:
-        raise TypeError(f"no compiled twin for cache model {type(cache).__name__}")
+        raise TypeError(f"no compiled definition for cache model {type(cache).__name__}")
     p = np.zeros(N_PARAMS, dtype=np.float64)
     p[0] = code
     if isinstance(cache, Anthropic):
@@ -47,13 +48,13 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
     return p
 
 
-@njit(cache=True, inline="always")
+@compiled(inline="always")
 def cum_at(cumtok, p, overhead, s_at, s_tok):
     """Real tokens before position p of the view: overhead + items + the summary when it sits before p."""
     return overhead + cumtok[p] + (s_tok if s_at >= 0 and p > s_at else 0)
 
 
-@njit(cache=True)
+@compiled
 def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok):
     """(cached, written) for one request; updates the entries in place."""
     code = int(cp[0])
@@ -125,3 +126,39 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
     pos[0], tok[0], exp[0] = end, full, now + ttl if code == OPENAI else np.inf
     n[0] = keep + 1
     return hit, 0
+
+
+@compiled
+def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
+    """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first): one entry at
+    the last item boundary they cover (or inside the first item)."""
+    if warm <= 0:
+        return
+    full, at = overhead, 0
+    for q in range(len(tokens)):
+        if full + tokens[q] > warm:
+            break
+        full += tokens[q]
+        at = q + 1
+    pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf, 1
+
+
+class CacheState:
+    """One run's cache entries, charged request by request from Python (the per-request loop of a policy written
+    in Python); the same compiled cache models as the loop of the built-in policies."""
+
+    def __init__(self, cache: CacheModel, model: str | None, n_requests: int, overhead: int, warm: int,
+                 tokens: np.ndarray) -> None:
+        self.params = cache_params(cache, model)
+        cap = 2 * n_requests + 12
+        self.pos, self.tok = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
+        self.exp, self.n = np.zeros(cap, np.float64), np.zeros(1, np.int64)
+        self.overhead = overhead
+        warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
+
+    def request(self, dirty_from: int, end: int, system_end: int, ts: float, cumtok: np.ndarray, summary_at: int,
+                summary_tokens: int) -> tuple[int, int]:
+        """(cached, written) for one request: ``cumtok[p]`` real tokens of the items before position p."""
+        hit, written = cache_request(self.params, self.pos, self.tok, self.exp, self.n, dirty_from, end, system_end,
+                                     ts, cumtok, self.overhead, summary_at, summary_tokens)
+        return int(hit), int(written)

@@ -1,0 +1,234 @@
+"""What a compiled policy sees and how it changes the view: the run (``Run``), the state (``State``), parameters.
+
+A built-in policy is one compiled definition: ``setup(p, r, st)`` once per run and ``decide(p, r, st)`` before every
+request, both ``@compiled`` functions in the policy's module, dispatched by ``replay.simulator.kernels.driver``. The
+driver appends the request's new items, drops orphaned results and what the server no longer counts, calls
+``decide``, then emits the view: the same code serves the per-request views (``simulate``, ``show``, reports) and the
+sweep kernels.
+
+State. ``forms[q]`` is item q's form (``replay.policies.view``), ``ftok``/``fest`` its real and estimated tokens per
+form (``DROPPED`` is 0). ``s`` holds the scalars (``S_*``): the request ``k``, the history ``end``, the first
+position changed since the previous view (``dirty``), the running totals of the view over [0, end), the summary
+segment, the flags of this request, and from ``S_POLICY`` on the policy's own scalars. ``aux`` rows are the policy's
+own per-item arrays. Change forms and costs only through the helpers below: they keep the totals and ``dirty`` right.
+
+Parameters ``p`` (float64): ``P_*`` common to every policy, the policy's own from ``P_POLICY`` on (each module owns
+that layout and fills it in its ``params``).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from replay.jit import compiled
+from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
+from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
+
+# -- parameters --------------------------------------------------------------------------------------------------------
+(P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD, P_WARM, P_TAIL) = range(8)
+P_POLICY = 8
+N_PARAMS = 40
+ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
+
+# -- scalar state ------------------------------------------------------------------------------------------------------
+(S_K, S_END, S_PREV_END, S_DIRTY, S_TOT_EST, S_TOT_TOK, S_SUM_AT, S_SUM_ID, S_SUM_TOK, S_SUM_EST, S_EMERGENCY,
+ S_SUMMARISED, S_WINDOW, S_SENT_EST) = range(14)
+S_POLICY = 16
+N_SCALARS = 40
+N_AUX = 6
+
+# policy codes: the driver dispatches on them (replay.simulator.kernels.dispatch)
+CODES = {"full": 0, "seed_a": 1, "seed_a_before": 1, "drop_oldest": 2, "masking": 3, "last_n": 4,
+         "clear_tool_uses": 5, "auto_compact": 6, "seed_b": 7, "seed_c": 8, "openhands": 9, "openhands_tokens": 10,
+         "openhands_recent": 11, "oracle": 12, "recorded": 13}
+RECORDED = CODES["recorded"]
+
+# per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
+TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY = 1, 2, 4
+WRITE = ACCESS_CODE["write"]
+
+Run = namedtuple("Run", (
+    "kind", "tokens", "chars", "access", "pair", "gone_at", "step", "turn", "is_error", "lines", "resource",
+    "tflag", "recorded_only", "req_end", "first_body", "estimated",
+    # repeat reads, sorted by deciding request: earlier result, request, content changed, tokens
+    "rr_prev", "rr_decide", "rr_changed", "rr_tokens",
+    # the log's own context events (replay.simulator.arrays.RecordedEvents): request of each event, the items it drops
+    # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
+    "ev_step", "ev_drop_off", "ev_drop", "mask_step", "mask_pos", "mask_chars"))
+State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))
+
+
+def new_state(n: int) -> State:
+    """Empty state for a run of n items (the driver fills it)."""
+    return State(np.zeros(n, np.int8), np.zeros((N_FORMS, n), np.int64), np.zeros((N_FORMS, n), np.int64),
+                 np.zeros(N_SCALARS, np.int64), np.zeros((N_AUX, n), np.int64))
+
+
+# -- reading the view --------------------------------------------------------------------------------------------------
+@compiled(inline="always")
+def est_of(st, q):
+    """Estimated tokens of item q in its current form."""
+    return st.fest[st.forms[q], q]
+
+
+@compiled(inline="always")
+def tok_of(st, q):
+    return st.ftok[st.forms[q], q]
+
+
+@compiled(inline="always")
+def est_total(st):
+    """The view's estimate: items and the summary."""
+    s = st.s
+    return s[S_TOT_EST] + (s[S_SUM_EST] if s[S_SUM_AT] >= 0 else 0)
+
+
+@compiled(inline="always")
+def prefix_end(r, st):
+    """Number of leading system/tool_defs items in the history (never trimmed)."""
+    return min(r.first_body, st.s[S_END])
+
+
+@compiled(inline="always")
+def estimate_chars(chars, estimator):
+    """Tokens of ``chars`` characters by estimator code 0 (chars/4) or 1 (chars/3); ceil."""
+    return (chars + 2) // 3 if estimator == 1 else (chars + 3) // 4
+
+
+# -- changing the view -------------------------------------------------------------------------------------------------
+@compiled(inline="always")
+def set_form(st, q, form):
+    """Item q takes ``form``; totals and the dirty mark follow."""
+    old = st.forms[q]
+    if old == form:
+        return
+    s = st.s
+    if q < s[S_END]:
+        s[S_TOT_EST] += st.fest[form, q] - st.fest[old, q]
+        s[S_TOT_TOK] += st.ftok[form, q] - st.ftok[old, q]
+    st.forms[q] = form
+    if q < s[S_DIRTY]:
+        s[S_DIRTY] = q
+
+
+@compiled(inline="always")
+def set_cost(st, form, q, tok, est):
+    """Item q's ``form`` costs (tok, est) from now on (the view changes if q shows that form)."""
+    s = st.s
+    if st.forms[q] == form and q < s[S_END]:
+        s[S_TOT_EST] += est - st.fest[form, q]
+        s[S_TOT_TOK] += tok - st.ftok[form, q]
+        if st.ftok[form, q] != tok and q < s[S_DIRTY]:
+            s[S_DIRTY] = q
+    st.ftok[form, q], st.fest[form, q] = tok, est
+
+
+@compiled
+def drop(r, st, q):
+    """Drop item q together with its call/result partner (when that is already in the history)."""
+    set_form(st, q, DROPPED)
+    partner = r.pair[q]
+    if 0 <= partner < st.s[S_END]:
+        set_form(st, partner, DROPPED)
+
+
+@compiled
+def set_summary(st, at, real, est):
+    """The summary segment now stands before position ``at`` (at most the newest item) with (real, est) tokens."""
+    s = st.s
+    at = min(at, s[S_END] - 1)
+    dirty = at if s[S_SUM_AT] < 0 else min(at, s[S_SUM_AT])
+    if dirty < s[S_DIRTY]:
+        s[S_DIRTY] = dirty
+    s[S_SUM_AT], s[S_SUM_TOK], s[S_SUM_EST] = at, real, est
+    s[S_SUM_ID] += 1
+    s[S_SUMMARISED] = 1
+
+
+@compiled
+def clear_summary(st):
+    """No summary segment from now on."""
+    s = st.s
+    if s[S_SUM_AT] >= 0:
+        if s[S_SUM_AT] < s[S_DIRTY]:
+            s[S_DIRTY] = s[S_SUM_AT]
+        s[S_SUM_AT], s[S_SUM_TOK], s[S_SUM_EST] = -1, 0, 0
+
+
+# -- positions ---------------------------------------------------------------------------------------------------------
+@compiled
+def pair_safe_start(r, st, start):
+    """Move a cut at ``start`` back until no item in [start, end) has its call/result partner before it."""
+    end = st.s[S_END]
+    while True:
+        early = start
+        for q in range(start, end):
+            if 0 <= r.pair[q] < early:
+                early = r.pair[q]
+        if early == start:
+            return start
+        start = early
+
+
+@compiled
+def results_in(r, lo, hi):
+    """Positions of tool results in [lo, hi)."""
+    n = 0
+    for q in range(lo, hi):
+        if r.kind[q] == TOOL_RESULT:
+            n += 1
+    out = np.empty(n, np.int64)
+    n = 0
+    for q in range(lo, hi):
+        if r.kind[q] == TOOL_RESULT:
+            out[n] = q
+            n += 1
+    return out
+
+
+@compiled
+def completed_write(r, st, q):
+    """Item q is a write/edit call whose result is already in the history."""
+    return r.kind[q] == TOOL_CALL and r.access[q] == WRITE and 0 <= r.pair[q] < st.s[S_END]
+
+
+@compiled
+def text_cost(tokens, chars, kept_chars, extra_chars, estimator):
+    """(real, est) tokens of an item rewritten to keep ``kept_chars`` of its text plus ``extra_chars`` of wording:
+    the kept part at the item's own tokens per character, the wording at chars/4; never above the item (real)."""
+    kept = min(kept_chars, chars)
+    real = np.int64(np.ceil(kept * (tokens / max(chars, 1)))) + (extra_chars + 3) // 4
+    est = estimate_chars(kept, 1 if estimator == 1 else 0) + (extra_chars + 3) // 4
+    return min(real, max(tokens, 1)), est
+
+
+@compiled
+def request_time_begin(st):
+    """Snapshot before a request-time view is recomputed from scratch: (forms, dirty, summary at, summary id)."""
+    s = st.s
+    return st.forms.copy(), s[S_DIRTY], s[S_SUM_AT], s[S_SUM_ID]
+
+
+@compiled
+def request_time_end(st, before, dirty, sum_at, sum_id):
+    """After the recomputation: the view is charged as rewritten only from the first position whose form really
+    changed (or where the summary moved), not where a form changed and changed back."""
+    s = st.s
+    end = s[S_END]
+    first = end
+    for q in range(end):
+        if before[q] != st.forms[q]:
+            first = q
+            break
+    d = min(dirty, first)
+    if s[S_SUM_AT] != sum_at or s[S_SUM_ID] != sum_id:
+        if sum_at >= 0:
+            d = min(d, sum_at)
+        if s[S_SUM_AT] >= 0:
+            d = min(d, s[S_SUM_AT])
+    s[S_DIRTY] = d
+
+
+__all__ = ["DROPPED", "ESTIMATORS", "N_AUX", "N_PARAMS", "ORIGINAL", "P_POLICY", "Run", "S_POLICY", "State"]

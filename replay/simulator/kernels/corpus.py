@@ -1,0 +1,47 @@
+"""Entry points of the compiled loop over packed runs: counters of every run under one configuration (sweeps), or
+one run's per-request trace (the views of ``simulate``, ``show`` and the reports)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replay.jit import compiled
+from replay.policies.kernel import Run
+from replay.simulator.kernels.driver import N_OUT, run_kernel
+
+
+@compiled
+def run_at(pk, tflag, i):
+    """Run ``i`` of the packed runs as the compiled policies see it."""
+    a, b = pk.item_off[i], pk.item_off[i + 1]
+    c, d = pk.req_off[i], pk.req_off[i + 1]
+    e, f = pk.rr_off[i], pk.rr_off[i + 1]
+    g, h = pk.ev_off[i], pk.ev_off[i + 1]
+    u, v = pk.mask_off[i], pk.mask_off[i + 1]
+    w = pk.evo_off[i]
+    return Run(pk.kind[a:b], pk.tokens[a:b], pk.chars[a:b], pk.access[a:b], pk.pair[a:b], pk.gone_at[a:b],
+               pk.step[a:b], pk.turn[a:b], pk.is_error[a:b], pk.lines[a:b], pk.resource[a:b], tflag[a:b],
+               pk.recorded_only[a:b], pk.req_end[c:d], pk.first_body[i], pk.estimated[i],
+               pk.rr_prev[e:f], pk.rr_decide[e:f], pk.rr_changed[e:f], pk.rr_tokens[e:f],
+               pk.ev_step[g:h], pk.ev_drop_off[w:w + (h - g) + 1], pk.ev_drop,
+               pk.mask_step[u:v], pk.mask_pos[u:v], pk.mask_chars[u:v])
+
+
+@compiled
+def corpus_kernel(p, cps, pk, tflag):
+    """Every packed run under one configuration (``cps[i]``: run i's cache parameters); one row of counters each."""
+    n_runs = len(pk.item_off) - 1
+    out = np.zeros((n_runs, N_OUT), np.int64)
+    for i in range(n_runs):
+        c, d = pk.req_off[i], pk.req_off[i + 1]
+        run_kernel(p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False)
+    return out
+
+
+@compiled
+def trace_kernel(p, cp, pk, tflag, i):
+    """Run ``i`` under one configuration: counters, per-request columns, change log, final form costs."""
+    out = np.zeros(N_OUT, np.int64)
+    c, d = pk.req_off[i], pk.req_off[i + 1]
+    cols, log, ftok, fest = run_kernel(p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True)
+    return out, cols, log, ftok, fest

@@ -1,0 +1,32 @@
+"""Which compiled policy a parameter vector names: each built-in policy's ``setup`` and ``decide`` by its code
+(``replay.policies.kernel.CODES``). The full-history baseline has neither: it sends everything."""
+
+from __future__ import annotations
+
+from replay.jit import compiled
+from replay.policies import auto_compact, seed_a, seed_c
+from replay.policies.kernel import CODES
+
+SEED_A = CODES["seed_a"]
+AUTO_COMPACT = CODES["auto_compact"]
+SEED_C = CODES["seed_c"]
+
+
+@compiled
+def setup(code, p, r, st):
+    if code == SEED_A:
+        seed_a.setup(p, r, st)
+    elif code == AUTO_COMPACT:
+        auto_compact.setup(p, r, st)
+    elif code == SEED_C:
+        seed_c.setup(p, r, st)
+
+
+@compiled
+def decide(code, p, r, st):
+    if code == SEED_A:
+        seed_a.decide(p, r, st)
+    elif code == AUTO_COMPACT:
+        auto_compact.decide(p, r, st)
+    elif code == SEED_C:
+        seed_c.decide(p, r, st)

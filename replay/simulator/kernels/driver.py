@@ -1,0 +1,210 @@
+"""The compiled request loop every built-in policy runs in: one run, one configuration, every request.
+
+Before each request the loop appends the new items (a result whose call is gone is dropped with it), drops what the
+server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.simulator.kernels.dispatch``), then
+charges the cache (``replay.simulator.kernels.caches``) and counts. ``trace`` also records, per request, the view's
+scalars and every change of an item's form or cost, from which ``replay.simulator.kernels.trace`` rebuilds the View
+of each request: the per-request path and the sweep path are this one loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from replay.jit import compiled
+from replay.policies.kernel import (
+    P_CODE,
+    P_ESTIMATOR,
+    P_NEAR_MARGIN,
+    P_OVERHEAD,
+    P_RESERVE,
+    P_TAIL,
+    P_WARM,
+    P_WINDOW,
+    RECORDED,
+    S_DIRTY,
+    S_EMERGENCY,
+    S_END,
+    S_K,
+    S_PREV_END,
+    S_SENT_EST,
+    S_SUM_AT,
+    S_SUM_EST,
+    S_SUM_ID,
+    S_SUM_TOK,
+    S_SUMMARISED,
+    S_TOT_EST,
+    S_TOT_TOK,
+    S_WINDOW,
+    State,
+    estimate_chars,
+)
+from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
+from replay.simulator.arrays import TOOL_RESULT
+from replay.simulator.kernels.caches import cache_request, warm_entry
+from replay.simulator.kernels.dispatch import decide, setup
+
+# per-run outputs (int64)
+(O_OVERFLOW, O_NEAR, O_EMERGENCY, O_SUMMARIES, O_FIRST_SUMMARY, O_LAST_SUMMARY, O_PROMPT_AFTER_SUMMARY,
+ O_PROMPT, O_EST, O_CACHED, O_WRITTEN, O_TRIMMED, O_MAX_PROMPT, O_CHANGED, O_CHANGED_TOK, O_VISIBLE,
+ O_VISIBLE_TOK, O_EVICTED, O_EVICTED_TOK, O_FAILURES, O_FAILURE_TOK, O_SUMMARY_HISTORY, O_SUMMARY_OUT) = range(23)
+N_OUT = 23
+# per-request trace columns (int64)
+(T_PROMPT, T_EST, T_CACHED, T_WRITTEN, T_EMERGENCY, T_SUMMARISED, T_DIRTY, T_SUM_AT, T_SUM_ID, T_SUM_TOK, T_SUM_EST,
+ T_WINDOW) = range(12)
+N_TRACE = 12
+
+
+@compiled
+def _initial_state(p, r):
+    """Forms all original; every form costs the item until the policy defines it; DROPPED costs 0."""
+    n = len(r.kind)
+    st = State(np.zeros(n, np.int8), np.zeros((N_FORMS, n), np.int64), np.zeros((N_FORMS, n), np.int64),
+               np.zeros(40, np.int64), np.zeros((6, n), np.int64))
+    estimator = int(p[P_ESTIMATOR])
+    for q in range(n):
+        t = r.tokens[q]
+        e = t if estimator == 2 else estimate_chars(r.chars[q], estimator)
+        for f in range(N_FORMS - 1):
+            st.ftok[f, q], st.fest[f, q] = t, e
+    st.s[S_SUM_AT] = -1
+    return st
+
+
+@compiled
+def run_kernel(p, cp, r, req_ts, out, trace):
+    """Simulate one run; per-run counters into ``out`` (N_OUT). With ``trace``: (per-request columns (m, N_TRACE),
+    change log (k, position, form, tokens, estimate) rows, the final ftok and fest), else empty arrays."""
+    n, m = len(r.kind), len(r.req_end)
+    code = int(p[P_CODE])
+    window, reserve = p[P_WINDOW], p[P_RESERVE]
+    overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(p[P_TAIL])
+    st = _initial_state(p, r)
+    s, forms, ftok, fest = st.s, st.forms, st.ftok, st.fest
+    setup(code, p, r, st)
+    if code != RECORDED:  # the harness's own summaries and re-sent copies are not this policy's
+        for q in range(n):
+            if r.recorded_only[q]:
+                ftok[:, q] = 0
+                fest[:, q] = 0
+    full_cum = np.zeros(n + 1, np.int64)
+    for q in range(n):
+        full_cum[q + 1] = full_cum[q] + ftok[ORIGINAL, q]
+    cap = 2 * m + 12
+    cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
+    cn = np.zeros(1, np.int64)
+    warm_entry(np.int64(p[P_OVERHEAD]), np.int64(p[P_WARM]), r.tokens, cpos, ctok, cexp, cn)
+    cumtok = np.zeros(n + 1, np.int64)
+    n_err = 0
+    for q in range(n):
+        n_err += r.is_error[q] and r.kind[q] == TOOL_RESULT
+    err_pos = np.empty(n_err, np.int64)
+    n_err = 0
+    for q in range(n):
+        if r.is_error[q] and r.kind[q] == TOOL_RESULT:
+            err_pos[n_err] = q
+            n_err += 1
+    hidden = np.zeros(n_err, np.bool_)
+    cols = np.zeros((m if trace else 0, 12), np.int64)
+    log = np.zeros((n + 16 if trace else 0, 5), np.int64)
+    n_log = 0
+    shown = np.zeros((3, n if trace else 0), np.int64)  # form, tokens, estimate last emitted
+    out[:] = 0
+    out[O_FIRST_SUMMARY] = -1
+    ev = prev_prompt = 0
+    order = np.argsort(r.gone_at, kind="mergesort")
+    gp = 0
+    while gp < n and r.gone_at[order[gp]] < 0:
+        gp += 1
+    for k in range(m):
+        s[S_K] = k
+        s[S_EMERGENCY] = s[S_SUMMARISED] = s[S_WINDOW] = 0
+        end, new_end = s[S_END], r.req_end[k]
+        for q in range(end, new_end):
+            pq = r.pair[q]
+            if r.kind[q] == TOOL_RESULT and 0 <= pq < q and forms[pq] == DROPPED:
+                forms[q] = DROPPED  # its call is gone: never a result without its call
+            if 0 <= r.gone_at[q] <= k:
+                forms[q] = DROPPED
+            s[S_TOT_EST] += fest[forms[q], q]
+            s[S_TOT_TOK] += ftok[forms[q], q]
+        s[S_END] = end = new_end
+        while gp < n and r.gone_at[order[gp]] <= k:  # the server no longer counts it (an earlier turn's reasoning)
+            q = order[gp]
+            gp += 1
+            if q < end and forms[q] != DROPPED:
+                s[S_TOT_EST] -= fest[forms[q], q]
+                s[S_TOT_TOK] -= ftok[forms[q], q]
+                forms[q] = DROPPED
+                s[S_DIRTY] = min(s[S_DIRTY], q)
+        decide(code, p, r, st)
+        # emit
+        dirty_from = min(s[S_DIRTY], s[S_PREV_END])
+        s[S_PREV_END], s[S_DIRTY] = end, end
+        for q in range(dirty_from, end):
+            cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
+        s_at = s[S_SUM_AT]
+        s_tok = s[S_SUM_TOK] if s_at >= 0 else 0
+        est = s[S_TOT_EST] + (s[S_SUM_EST] if s_at >= 0 else 0)
+        prompt = s[S_TOT_TOK] + s_tok + overhead + tail
+        cached, written = cache_request(cp, cpos, ctok, cexp, cn, dirty_from, end, min(r.first_body, end), req_ts[k],
+                                        cumtok, overhead, s_at, s_tok)
+        while ev < len(r.rr_decide) and r.rr_decide[ev] == k:
+            if r.rr_changed[ev]:
+                out[O_CHANGED] += 1
+                out[O_CHANGED_TOK] += r.rr_tokens[ev]
+            elif forms[r.rr_prev[ev]] == ORIGINAL:
+                out[O_VISIBLE] += 1
+                out[O_VISIBLE_TOK] += r.rr_tokens[ev]
+            else:
+                out[O_EVICTED] += 1
+                out[O_EVICTED_TOK] += r.rr_tokens[ev]
+            ev += 1
+        for i in range(n_err):
+            if err_pos[i] < end and forms[err_pos[i]] != ORIGINAL:
+                hidden[i] = True
+        serving = s[S_WINDOW] if s[S_WINDOW] > 0 else window
+        overflow = prompt + reserve > serving
+        out[O_OVERFLOW] += overflow
+        out[O_NEAR] += (not overflow) and prompt + reserve > serving * (1 - p[P_NEAR_MARGIN])
+        out[O_EMERGENCY] += s[S_EMERGENCY]
+        if s[S_SUMMARISED]:
+            out[O_SUMMARIES] += 1
+            if out[O_FIRST_SUMMARY] < 0:
+                out[O_FIRST_SUMMARY] = k
+            out[O_LAST_SUMMARY] = k
+            out[O_PROMPT_AFTER_SUMMARY] += prompt
+            out[O_SUMMARY_HISTORY] += prev_prompt
+            out[O_SUMMARY_OUT] += s_tok
+        prev_prompt = prompt
+        out[O_PROMPT] += prompt
+        out[O_EST] += est
+        out[O_CACHED] += cached
+        out[O_WRITTEN] += written
+        out[O_TRIMMED] += full_cum[end] - s[S_TOT_TOK]
+        out[O_MAX_PROMPT] = max(out[O_MAX_PROMPT], prompt)
+        s[S_SENT_EST] = est
+        if trace:
+            cols[k, T_PROMPT], cols[k, T_EST], cols[k, T_CACHED], cols[k, T_WRITTEN] = prompt, est, cached, written
+            cols[k, T_EMERGENCY], cols[k, T_SUMMARISED], cols[k, T_DIRTY] = s[S_EMERGENCY], s[S_SUMMARISED], \
+                dirty_from
+            cols[k, T_SUM_AT], cols[k, T_SUM_ID], cols[k, T_SUM_TOK], cols[k, T_SUM_EST] = s_at, s[S_SUM_ID], \
+                s[S_SUM_TOK], s[S_SUM_EST]
+            cols[k, T_WINDOW] = s[S_WINDOW]
+            for q in range(end):
+                f = forms[q]
+                if q < shown.shape[1] and (shown[0, q] != f or shown[1, q] != ftok[f, q] or shown[2, q] != fest[f, q]
+                                           or k == 0 or q >= r.req_end[k - 1]):
+                    if n_log == len(log):
+                        log = np.concatenate((log, np.zeros((len(log), 5), np.int64)))
+                    log[n_log, 0], log[n_log, 1], log[n_log, 2] = k, q, f
+                    log[n_log, 3], log[n_log, 4] = ftok[f, q], fest[f, q]
+                    shown[0, q], shown[1, q], shown[2, q] = f, ftok[f, q], fest[f, q]
+                    n_log += 1
+    for i in range(n_err):
+        if hidden[i]:
+            out[O_FAILURES] += 1
+            out[O_FAILURE_TOK] += r.tokens[err_pos[i]]
+    if trace:
+        return cols, log[:n_log], ftok, fest
+    return cols, log[:n_log], ftok[:, :0], fest[:, :0]

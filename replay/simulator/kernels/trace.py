@@ -1,0 +1,99 @@
+"""One run's per-request views from the compiled loop: the columns and the change log of ``trace_kernel`` turned
+back into the View of each request (replay.policies.view)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.policies.base import Budget, CompiledPolicy, PolicyBase
+from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, P_TAIL, P_WARM
+from replay.policies.view import View
+from replay.simulator.arrays import RunArrays
+from replay.simulator.caches import CacheModel
+from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.corpus import trace_kernel
+from replay.simulator.kernels.driver import (
+    T_CACHED,
+    T_DIRTY,
+    T_EMERGENCY,
+    T_SUM_AT,
+    T_SUM_EST,
+    T_SUM_ID,
+    T_SUM_TOK,
+    T_SUMMARISED,
+    T_WINDOW,
+    T_WRITTEN,
+)
+from replay.simulator.kernels.packed import pack
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """A run under one configuration: per-request ``columns`` (T_*), the change log (request, position, form,
+    tokens, estimate), the run's counters (O_*) and the policy's final form costs (``ftok``/``fest``)."""
+
+    run: RunArrays
+    columns: np.ndarray
+    log: np.ndarray
+    counters: np.ndarray
+    ftok: np.ndarray
+    fest: np.ndarray
+
+    @property
+    def cached(self) -> np.ndarray:
+        return self.columns[:, T_CACHED]
+
+    @property
+    def written(self) -> np.ndarray:
+        return self.columns[:, T_WRITTEN]
+
+    def views(self) -> Iterator[View]:
+        """V_0, V_1, ... in order."""
+        n = self.run.n_items
+        forms, tok, est = np.zeros(n, np.int8), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        bounds = np.searchsorted(self.log[:, 0], np.arange(self.run.n_requests + 1))
+        for k, c in enumerate(self.columns):
+            rows = self.log[bounds[k]:bounds[k + 1]]
+            at = rows[:, 1]
+            forms[at], tok[at], est[at] = rows[:, 2], rows[:, 3], rows[:, 4]
+            end = int(self.run.req_end[k])
+            yield View(k=k, end=end, forms=forms[:end].copy(), seg_tokens=tok[:end].copy(), seg_est=est[:end].copy(),
+                       summary_at=int(c[T_SUM_AT]), summary_id=int(c[T_SUM_ID]), summary_tokens=int(c[T_SUM_TOK]),
+                       summary_est=int(c[T_SUM_EST]), dirty_from=int(c[T_DIRTY]), emergency=bool(c[T_EMERGENCY]),
+                       summarised=bool(c[T_SUMMARISED]), window=int(c[T_WINDOW]))
+
+
+def trace_run(run: RunArrays, policy: CompiledPolicy, budget: Budget, cache: CacheModel | None = None,
+              model: str | None = None, near_margin: float = 0.05, overhead: int = 0, warm: int = 0,
+              tail: int = 0) -> Trace:
+    """Run ``run`` under ``policy`` in the compiled loop, charging ``cache`` (None: no cache) for a run of
+    ``model``; ``overhead``/``warm``/``tail`` as in replay.simulator.run.simulate_run (warm in tokens)."""
+    packed = pack([run])
+    p = policy.params(budget)
+    p[P_NEAR_MARGIN], p[P_OVERHEAD], p[P_WARM], p[P_TAIL] = near_margin, overhead, warm, tail
+    cp = cache_params(cache if cache is not None else CacheModel(), model)
+    tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
+    counters, columns, log, ftok, fest = trace_kernel(p, cp, packed.arrays(), tflag, 0)
+    return Trace(run, columns, log, counters, ftok, fest)
+
+
+@dataclass(frozen=True, eq=False)
+class Views:
+    """Every request's view of a run under a policy, and the policy's form costs after the last request."""
+
+    views: list[View]
+    ftok: np.ndarray
+    fest: np.ndarray
+
+
+def views_of(run: RunArrays, policy: PolicyBase, budget: Budget) -> Views:
+    """The views of ``run`` under ``policy`` (compiled, or a policy written in Python), no cache."""
+    if isinstance(policy, CompiledPolicy):
+        trace = trace_run(run, policy, budget)
+        return Views(list(trace.views()), trace.ftok, trace.fest)
+    policy.reset(run, budget)
+    views = [policy.step(k) for k in range(run.n_requests)]
+    return Views(views, policy.ftok, policy.fest)

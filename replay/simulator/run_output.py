@@ -1,0 +1,53 @@
+"""A run row's parts that do not depend on how the views were computed: the recorded output, costs by part, where
+prices came from. Shared by the per-request loop (replay.simulator.run) and the sweep kernels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from replay.model import KINDS
+from replay.policies.base import PolicyBase
+from replay.simulator.arrays import RunArrays
+from replay.simulator.billing import Billing
+
+OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
+
+
+def recorded_output(run: RunArrays) -> dict:
+    """The run's output tokens: recorded per request (``requests.output_tokens``); a request without a record
+    counts the assistant items it produced (text, reasoning, calls appended at the next step).
+    ``output_source``: recorded, items or mixed."""
+    rec = run.rec_output if len(run.rec_output) == run.n_requests else np.full(run.n_requests, -1)
+    known = rec >= 0
+    total = int(rec[known].sum())
+    if not known.all():
+        produced = np.isin(run.kind, OUTPUT_KINDS)
+        by_step = np.bincount(run.step[produced], weights=run.tokens[produced], minlength=run.n_requests + 1)
+        idx = run.req_step[~known] + 1
+        total += int(by_step[idx[idx < len(by_step)]].sum())
+    source = "recorded" if known.all() else "items" if not known.any() else "mixed"
+    return {"output_tokens": total, "output_source": source}
+
+
+def summary_hits_cache(policy: PolicyBase) -> bool:
+    """Whether the policy's summarisation calls read the cached prefix (a policy says so with a
+    ``summary_reads_cache`` attribute; by default they are uncached: no tools, a different prefix)."""
+    return bool(getattr(policy, "summary_reads_cache", False))
+
+
+def cost_columns(bill: Billing, prompt_usd: float, summary_usd: float, output_usd: float) -> dict:
+    """Run-row cost columns: the total and its parts, the rates charged, where prices came from (NaN costs:
+    an unknown price)."""
+    r = bill.rates
+    money = {"cost_usd": prompt_usd + summary_usd + output_usd, "prompt_cost_usd": prompt_usd,
+             "summary_cost_usd": summary_usd, "output_cost_usd": output_usd, "price_per_mtok": r.input,
+             "output_per_mtok": r.output, "cache_read_per_mtok": r.cache_read, "cache_write_per_mtok": r.cache_write}
+    return {**{k: nan_to_none(float(v)) for k, v in money.items()}, "price_source": bill.price_source,
+            "model": bill.model, "cache_model": bill.cache.name, "cache_ttl": getattr(bill.cache, "ttl", None),
+            "billing_note": bill.note}
+
+
+def nan_to_none(x: float) -> float | None:
+    return None if isinstance(x, float) and math.isnan(x) else x
