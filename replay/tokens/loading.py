@@ -15,7 +15,7 @@ from tokenizers import Tokenizer
 from replay.errors import ReplayError
 from replay.tokens import builtins
 from replay.tokens.builtins import Builtin
-from replay.tokens.tekken import file_digest, load_tekken
+from replay.tokens.tekken import file_digest, load_tekken_counter
 from replay.tokens.template import DEFAULT_PER_MESSAGE, ChatTemplate
 from replay.tokens.tiktoken_file import KNOWN_RANK_FILES, load_rank_file, looks_like_rank_file, sha256_file
 from replay.tokens.tokenizer import CountingTokenizer
@@ -90,7 +90,7 @@ def _load_builtin_file(b: Builtin, path: Path) -> CountingTokenizer:
     if b.kind == "tiktoken":
         return load_rank_file(path, b.rank, f"{b.name}:{digest}")
     if b.kind == "tekken":
-        return CountingTokenizer(b.name, f"{b.name}:{digest}", load_tekken(path))
+        return load_tekken_counter(path, b.name, f"{b.name}:{digest}")
     return _hf_json(path, b.name, digest)
 
 

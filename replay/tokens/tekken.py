@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
+from replay.errors import ReplayError
 from replay.tokens.tiktoken_file import TiktokenTokenizer
+from replay.tokens.vocab_files import read_json, want
 
 
 def cache_dir() -> Path:
@@ -77,21 +78,49 @@ def tekken_files() -> dict[str, Path]:
     return {p.stem: p for p in sorted(data.glob("tekken_*.json"))}
 
 
+TEKKEN_FIX = "reinstall mistral-common (pip install --force-reinstall mistral-common)"
+
+
 def tekken_ranks(path: Path) -> tuple[dict[bytes, int], str, int]:
-    """A tekken.json's mergeable ranks (its inner vocabulary), split pattern and number of special tokens."""
-    data = json.loads(path.read_text())
-    cfg = data["config"]
-    n_special = cfg["default_num_special_tokens"]
-    inner = cfg["default_vocab_size"] - n_special
-    ranks = {base64.b64decode(v["token_bytes"]): v["rank"] for v in data["vocab"][:inner]}
-    return ranks, cfg["pattern"], n_special
+    """A tekken.json's mergeable ranks (its inner vocabulary), split pattern and number of special tokens; a
+    malformed file is an error naming the key."""
+    data = want(path, "the document", read_json(path, TEKKEN_FIX), dict, "a JSON object", TEKKEN_FIX)
+    cfg = want(path, "config", data.get("config"), dict, "an object", TEKKEN_FIX)
+    n_special = want(path, "config.default_num_special_tokens", cfg.get("default_num_special_tokens"), int,
+                     "an integer", TEKKEN_FIX)
+    size = want(path, "config.default_vocab_size", cfg.get("default_vocab_size"), int, "an integer", TEKKEN_FIX)
+    pattern = want(path, "config.pattern", cfg.get("pattern"), str, "a regular expression", TEKKEN_FIX)
+    vocab = want(path, "vocab", data.get("vocab"), list, "an array", TEKKEN_FIX)
+    inner = size - n_special
+    if n_special < 0 or not 0 < inner <= len(vocab):
+        raise ReplayError(f"{path}: config.default_vocab_size {size:,} less default_num_special_tokens "
+                          f"{n_special:,} does not fit the {len(vocab):,} vocab entries; {TEKKEN_FIX}")
+    try:
+        Regex(pattern)
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for a bad pattern
+        raise ReplayError(f"{path}: config.pattern is not a valid regular expression ({exc}); {TEKKEN_FIX}") from None
+    ranks: dict[bytes, int] = {}
+    for i, entry in enumerate(vocab[:inner]):
+        try:
+            rank = entry["rank"]
+            if not isinstance(rank, int) or isinstance(rank, bool):
+                raise TypeError
+            ranks[base64.b64decode(entry["token_bytes"], validate=True)] = rank
+        except (KeyError, TypeError, ValueError):
+            raise ReplayError(f'{path}: vocab[{i}] is not {{"rank": <int>, "token_bytes": <base64>}}; '
+                              f"{TEKKEN_FIX}") from None
+    return ranks, pattern, n_special
 
 
 def _cached_bpe(key: str, build: Callable[[], Tokenizer]) -> Tokenizer:
-    """A converted tokenizer from the cache under ``key``, built and saved there the first time."""
+    """A converted tokenizer from the cache under ``key``, built and saved there the first time (and again when
+    the cached file is damaged)."""
     cached = cache_dir() / f"{key}.tokenizer.json"
     if cached.exists():
-        return Tokenizer.from_file(str(cached))
+        try:
+            return Tokenizer.from_file(str(cached))
+        except Exception:  # noqa: BLE001, S110 - a damaged cache entry is rebuilt below
+            pass
     tok = build()
     tmp = cached.with_suffix(f".tmp{os.getpid()}")
     tok.save(str(tmp))

@@ -274,7 +274,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
             elif isinstance(left, int) and isinstance(right, int):
                 self._check_bits(left.bit_length() + right.bit_length(), "*")
         elif operator == "**" and isinstance(left, int) and isinstance(right, int) and abs(left) > 1 and right > 0:
-            self._check_bits(left.bit_length() * right, "**")
+            self._check_bits(right if right > MAX_NUMBER_BITS else math.ceil(math.log2(abs(left)) * right), "**")
         elif operator == "+" and isinstance(left, seqs) and isinstance(right, seqs):
             self.check_size(len(left) + len(right), "the + operator")
         elif operator == "%" and isinstance(left, str):
