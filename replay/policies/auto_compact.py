@@ -25,26 +25,56 @@ from typing import Literal
 
 import numpy as np
 
-from replay.policies.base import Policy
+from replay.errors import ReplayError
+from replay.jit import compiled
+from replay.policies.base import Budget, CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
+from replay.policies.kernel import (
+    P_POLICY,
+    S_END,
+    S_K,
+    S_POLICY,
+    S_SENT_EST,
+    drop,
+    est_total,
+    pair_safe_start,
+    prefix_end,
+    set_cost,
+    set_form,
+    set_summary,
+)
 from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, RunArrays
+from replay.simulator.arrays import ACCESS_CODE, KIND_CODE
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
-FILE_ACCESS = (ACCESS_CODE["read"], ACCESS_CODE["write"])
+RESENT = (ATTACHMENT, USER, SUMMARY)
+READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
 
 
-def harness_artefacts(run: RunArrays) -> np.ndarray:
-    """Positions of recorded summaries and of what the harness re-sent with them (attachments and user messages of
-    the same step, after the summary): products of the recorded policy, not of the agent."""
-    out = np.zeros(run.n_items, dtype=bool)
-    for s in np.flatnonzero(run.kind == SUMMARY):
+@compiled
+def harness_artefacts(kind, step):
+    """Bool per item: a recorded summary, or what the harness re-sent with it (attachments and user messages of the
+    same step, after the summary): products of the recorded policy, not of the agent."""
+    n = len(kind)
+    out = np.zeros(n, np.bool_)
+    for s in range(n):
+        if kind[s] != SUMMARY:
+            continue
         out[s] = True
-        p = s + 1
-        while p < run.n_items and run.step[p] == run.step[s] and run.kind[p] in (ATTACHMENT, USER, SUMMARY):
-            out[p] = True
-            p += 1
+        q = s + 1
+        while q < n and step[q] == step[s] and kind[q] in RESENT:
+            out[q] = True
+            q += 1
     return out
+
+
+@compiled
+def drop_artefacts(r, st):
+    """Recorded summaries, their re-sent copies and the loader's recorded-only items are never in the view."""
+    gone = harness_artefacts(r.kind, r.step)
+    for q in range(len(r.kind)):
+        if gone[q] or r.recorded_only[q]:
+            set_form(st, q, DROPPED)
 
 
 @dataclass(frozen=True)
@@ -70,92 +100,118 @@ class AutoCompactConfig(PolicyConfig):
 
     def validate(self) -> None:
         if self.threshold <= 0:
-            from replay.errors import ReplayError
             raise ReplayError("auto_compact: threshold must be in (0, 1]")
 
 
-class AutoCompact(Policy):
+(P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST,
+ P_REATTACH) = range(P_POLICY, P_POLICY + 7)
+S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
+A_RECORDED = 0  # aux row: the recorded summaries' tokens, in order (the first S_RECORDED entries)
+
+
+class AutoCompact(CompiledPolicy):
     name = "auto_compact"
     Config = AutoCompactConfig
 
-    def setup(self) -> None:
-        r = self.run
-        self.set_forms(np.flatnonzero(harness_artefacts(r) | r.events.recorded_only), DROPPED)
-        self.recorded_summaries = r.tokens[r.kind == SUMMARY] if self.config.summary_from_log else r.tokens[:0]
-        self.compactions = 0
-        self.sent_est = 0  # estimate of the previous request's prompt
+    def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
-        window = c.context_window or self.budget.window
-        self.limit = c.threshold * (window - c.output_reserve) - c.buffer_tokens
+        window = c.context_window or budget.window
+        p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
+        p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
+        p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
+        p[P_REATTACH] = c.reattach_tokens
 
-    def step(self, k: int):
-        view = super().step(k)
-        self.sent_est = view.est_tokens
-        return view
 
-    def due(self) -> bool:
-        if self.config.trigger_on == "previous_prompt":
-            return self.k > 0 and self.sent_est > self.limit
-        return self.over(self.limit)
+@compiled
+def setup(p, r, st):
+    """The harness's artefacts out of the view; the recorded summaries' sizes when the summaries follow the log."""
+    drop_artefacts(r, st)
+    n = 0
+    if p[P_FROM_LOG] > 0:
+        for q in range(len(r.kind)):
+            if r.kind[q] == SUMMARY:
+                st.aux[A_RECORDED, n] = r.tokens[q]
+                n += 1
+    st.s[S_RECORDED] = n
 
-    def stages(self):
-        return [(self.due, self.compact)]
 
-    def summary_size(self) -> int:
-        n = self.compactions
-        if n < len(self.recorded_summaries):
-            return int(self.recorded_summaries[n])
-        return self.config.summary_tokens
+@compiled
+def due(p, st):
+    if p[P_PREVIOUS] > 0:  # the previous request's prompt, as the harness read it from the last response's usage
+        return st.s[S_K] > 0 and st.s[S_SENT_EST] > p[P_LIMIT]
+    return est_total(st) > p[P_LIMIT]
 
-    def compact(self) -> None:
-        lo = self.prefix_end()
-        start = self.pair_safe_start(max(self.end - self.config.keep_last, lo))
-        live = lo + np.flatnonzero(self.forms[lo:start] != DROPPED)
-        if not len(live):
-            return
-        kept, shrunk = self.kept_users(live)
-        gone = np.setdiff1d(live, kept)
-        reattach = self.reattached(gone)
-        self.drop(gone)
-        self.set_forms(kept[kept != shrunk], ORIGINAL)
-        if shrunk >= 0:
-            self.set_forms(np.array([shrunk]), SHRUNK)
-        size = self.summary_size()
-        self.compactions += 1
-        # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the
-        # kept user messages first, then the summary; the difference is order only, the tokens are the same
-        self.set_summary(int(kept[0]) if len(kept) else start, size + reattach, size + reattach)
 
-    def kept_users(self, live: np.ndarray) -> tuple[np.ndarray, int]:
-        """Newest user messages within keep_user_tokens (the oldest kept one truncated to fit), and the truncated one
-        (-1: none)."""
-        budget = self.config.keep_user_tokens
-        users = live[self.run.kind[live] == USER]
-        if budget <= 0 or not len(users):
-            return users[:0], -1
-        est = self.fest[ORIGINAL]
-        kept: list[int] = []
-        shrunk = -1
-        for p in users[::-1]:
-            if est[p] <= budget:
-                kept.append(int(p))
-                budget -= int(est[p])
-                continue
-            if budget > 0:
-                ratio = self.ftok[ORIGINAL, p] / max(int(est[p]), 1)
-                self.ftok[SHRUNK, p] = min(int(np.ceil(budget * ratio)), int(self.ftok[ORIGINAL, p]))
-                self.fest[SHRUNK, p] = budget
-                kept.append(int(p))
-                shrunk = int(p)
-            break
-        return np.array(sorted(kept), dtype=np.int64), shrunk
+@compiled
+def kept_users(p, r, st, lo, start):
+    """(oldest kept, truncated) of the newest live user messages in [lo, start) within keep_user_tokens by estimate:
+    every live user message from the oldest kept on is kept, the oldest one truncated to fit (its SHRUNK cost);
+    (start, -1): none kept."""
+    budget = np.int64(p[P_KEEP_USER])
+    oldest, shrunk = start, -1
+    if budget <= 0:
+        return oldest, shrunk
+    for q in range(start - 1, lo - 1, -1):
+        if r.kind[q] != USER or st.forms[q] == DROPPED:
+            continue
+        est = st.fest[ORIGINAL, q]
+        if est <= budget:
+            oldest = q
+            budget -= est
+            continue
+        if budget > 0:
+            ratio = st.ftok[ORIGINAL, q] / max(est, 1)
+            tok = min(np.int64(np.ceil(budget * ratio)), st.ftok[ORIGINAL, q])
+            set_cost(st, SHRUNK, q, tok, budget)
+            oldest, shrunk = q, q
+        break
+    return oldest, shrunk
 
-    def reattached(self, gone: np.ndarray) -> int:
-        """Tokens re-attached after the summary: ``reattach_tokens`` when the summarised part read or wrote a file
-        (Claude Code re-reads the newest files from disk, so their size is not the logged results'), else 0."""
-        r = self.run
-        touched = (r.resource[gone] >= 0) & np.isin(r.access[gone], FILE_ACCESS)
-        return self.config.reattach_tokens if touched.any() else 0
+
+@compiled
+def summary_size(p, st):
+    """The n-th summary is the n-th recorded one's size (summary_from_log), else summary_tokens."""
+    n = st.s[S_COMPACTIONS]
+    if n < st.s[S_RECORDED]:
+        return st.aux[A_RECORDED, n]
+    return np.int64(p[P_SUMMARY_TOKENS])
+
+
+@compiled
+def compact(p, r, st):
+    """Everything live before the newest keep_last items (moved back off a call/result pair) becomes the summary,
+    but the newest user messages kept; ``reattach_tokens`` ride on the summary when a summarised item read or wrote
+    a file (Claude Code re-reads the newest files from disk, so their size is not the logged results')."""
+    lo, end = prefix_end(r, st), st.s[S_END]
+    start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    live = 0
+    for q in range(lo, start):
+        live += st.forms[q] != DROPPED
+    if live == 0:
+        return
+    oldest, shrunk = kept_users(p, r, st, lo, start)
+    touched = False
+    for q in range(lo, start):
+        if st.forms[q] != DROPPED and not (r.kind[q] == USER and q >= oldest):
+            touched |= r.resource[q] >= 0 and (r.access[q] == READ or r.access[q] == WRITE)
+    for q in range(lo, start):
+        if st.forms[q] == DROPPED:
+            continue
+        if r.kind[q] == USER and q >= oldest:
+            set_form(st, q, SHRUNK if q == shrunk else ORIGINAL)
+        else:
+            drop(r, st, q)
+    size = summary_size(p, st) + (np.int64(p[P_REATTACH]) if touched else 0)
+    st.s[S_COMPACTIONS] += 1
+    # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
+    # user messages first, then the summary; the difference is order only, the tokens are the same
+    set_summary(st, oldest, size, size)
+
+
+@compiled
+def decide(p, r, st):
+    if due(p, st):
+        compact(p, r, st)
 
 
 POLICIES = [AutoCompact]

@@ -9,13 +9,12 @@ from replay.errors import ReplayError
 from replay.policies import PRESETS, Budget, make_policy
 from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
 from replay.simulator.arrays import KIND_CODE
+from replay.simulator.kernels.trace import views_of
 from tests.policies.handmade import loop_run
 
 
 def views(run, name, params=None, budget=None):
-    policy = make_policy(name, params)
-    policy.reset(run, budget or Budget(200_000))
-    return [policy.step(k) for k in range(run.n_requests)]
+    return views_of(run, make_policy(name, params), budget or Budget(200_000)).views
 
 
 def fired(vs) -> list[int]:
