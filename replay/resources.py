@@ -60,7 +60,7 @@ def cap_workers(requested: int, per_worker: int = WORKER_BYTES, option: str = "-
     if (requested and requested <= n) or (not requested and by_memory >= cores):
         return n, None
     why = f"{cores} usable core{'s' if cores > 1 else ''}"
-    if memory is not None and by_memory < (requested or cores):
+    if memory is not None and by_memory < cores:  # memory, not the cores, set the number
         why += (f", {memory / 2**30:.1f} GB memory available at about {per_worker / 2**20:,.0f} MB per worker")
     asked = f"{option} {requested}" if requested else f"{option} 0 (all {cores} cores)"
     return n, f"{asked}: using {n} worker{'s' if n > 1 else ''} ({why})"

@@ -5,6 +5,7 @@ not by the size of the grid; the points already done are looked up in a sorted a
 
 from __future__ import annotations
 
+import itertools
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -43,13 +44,14 @@ def load_sweep_runs(con: duckdb.DuckDBPyConnection, spec: SweepSpec) -> list:
     return runs
 
 
-def validate_points(spec: SweepSpec, points: Iterable[dict], total: int) -> None:
-    """Fail before any work when a point names an unknown parameter or breaks a bound (``points`` streamed;
-    ``total`` of them)."""
+def validate_points(spec: SweepSpec) -> None:
+    """Fail before any work when a point names an unknown parameter or breaks a bound: every point while there
+    are few; past that, one per shape of value types (a big grid's shapes come from its lists, not its points)."""
+    few = spec.n_points <= CHECK_ALL
+    points = spec.iter_points() if few or spec.mode != "grid" else _grid_shapes(spec)
     seen: set[tuple | str] = set()
     for p in points:
-        # every point while there are few; past that one per shape of types (the grid's values are checked by type)
-        key = tuple(sorted((k, type(v).__name__) for k, v in p.items())) if total > CHECK_ALL else point_id(p)
+        key = point_id(p) if few else tuple(sorted((k, type(v).__name__) for k, v in p.items()))
         if key in seen:
             continue
         seen.add(key)
@@ -60,6 +62,14 @@ def validate_points(spec: SweepSpec, points: Iterable[dict], total: int) -> None
 
 
 CHECK_ALL = 5_000  # sweeps up to this many points have every point validated before any work
+
+
+def _grid_shapes(spec: SweepSpec) -> Iterator[dict]:
+    """One point of the grid per combination of value types: each list's first value of each type."""
+    names = sorted(spec.grid)
+    firsts = [list({type(v): v for v in reversed(spec.grid[n])}.values()) for n in names]
+    for combo in itertools.product(*firsts):
+        yield {**spec.fixed, **dict(zip(names, combo, strict=True))}
 
 
 def sweep_workers(workers: int, runs: list, note: Note | None = None) -> int:
@@ -107,7 +117,7 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     if executor != "ray":  # a Ray cluster has its own cores and memory
         workers = sweep_workers(workers, runs, note)
     total = spec.n_points
-    validate_points(spec, spec.iter_points(), total)
+    validate_points(spec)
     sid = spec.sweep_id
     results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, total, len(runs))
     done = DonePoints(con, sid, len(runs))
@@ -128,7 +138,7 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
         _commit(con, batch, columns, len(done) + computed, total, on_commit)
     finally:
         bar.stop()
-    if seen.n != total:  # random draws that repeated a point were dropped: record the count that ran
+    if spec.mode == "random" and seen.n != total:  # draws that repeated a point were dropped: record the count
         results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, seen.n, len(runs))
     results.finish(con, sid)
     parquet = results.export_parquet(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None

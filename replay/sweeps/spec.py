@@ -52,6 +52,7 @@ NOT_IN_ID = ("batch", "name", "max_points")  # settings that do not change any r
 
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 MAX_POINTS = 1_000_000  # a sweep of more points is refused before anything runs, unless max_points raises it
+LARGEST = 2**31 - 1  # the most max_points may allow (the store counts a sweep's points in 32 bits)
 
 
 def stable_id(obj: Any, n: int = 12) -> str:
@@ -203,8 +204,9 @@ def check_size(spec: SweepSpec, where: str) -> None:
         what, narrow = f"the [grid] has {size:,} points ({axes})", "narrow the [grid] lists or use mode = \"random\""
     else:
         what, narrow = f"samples = {size:,}", "draw fewer samples"
-    raise ReplayError(f"{where}: {what}, over the limit of {spec.max_points:,} points; {narrow}, or raise the "
-                      f"limit with max_points = {size} in [sweep] (or --max-points {size})")
+    raise_it = (f", or raise the limit with max_points = {size} in [sweep] (or --max-points {size})"
+                if size <= LARGEST else f" (no sweep holds more than {LARGEST:,})")
+    raise ReplayError(f"{where}: {what}, over the limit of {spec.max_points:,} points; {narrow}{raise_it}")
 
 
 def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None = None) -> SweepSpec:
@@ -235,10 +237,8 @@ def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None 
     if name and not NAME_RE.fullmatch(name):
         raise ReplayError(f"{where}: [sweep] name = {name!r}: use letters, digits, '.', '_' and '-' (not starting "
                           "with '.'); the name is part of file names under --out")
-    if max_points is None:
-        max_points = _whole("[sweep] max_points", sweep.get("max_points", MAX_POINTS), 1)
-    elif max_points < 1:
-        raise ReplayError(f"--max-points {max_points}: expected a whole number, 1 or more")
+    max_points = _whole("[sweep] max_points" if max_points is None else "--max-points",
+                        sweep.get("max_points", MAX_POINTS) if max_points is None else max_points, 1, LARGEST)
     spec = SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
                      mode=mode, samples=_whole("[sweep] samples", sweep.get("samples", 32), 1),
                      seed=_whole("[sweep] seed", sweep.get("seed", 0), 0),
