@@ -24,15 +24,37 @@ from typing import Literal
 
 import numpy as np
 
-from replay.policies.base import Policy, text_cost
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
-from replay.policies.request_view import RequestTime
+from replay.policies.kernel import (
+    P_ESTIMATOR,
+    P_POLICY,
+    P_RESERVE,
+    P_WINDOW,
+    S_END,
+    S_POLICY,
+    S_PREV_END,
+    S_SUM_AT,
+    S_SUM_EST,
+    drop,
+    est_of,
+    est_total,
+    pair_safe_start,
+    prefix_end,
+    request_time_begin,
+    request_time_end,
+    set_form,
+    set_summary,
+    text_cost,
+)
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SPILLED
 from replay.simulator.arrays import TOOL_RESULT
 
 MARKER = "[Output of {tool} call {call_id} withheld; full output at {pointer}]"
 POINTER = "[Output truncated to a preview; full output at {pointer}]"
 POINTER_CHARS = 40  # a spill path or id, e.g. .spill/<run>/<call_id>.txt
+SPILL_WORDING = len(POINTER) + POINTER_CHARS
 
 
 @dataclass(frozen=True)
@@ -50,108 +72,167 @@ class SeedCConfig(PolicyConfig):
     tail_fraction: float = knob(0.25, 0.0, 1.0, "recent tail kept verbatim after a summary, fraction of the budget")
 
 
-class SeedC(Policy):
+(P_SPILL_TOKENS, P_PREVIEW_CHARS, P_SPILL_ERRORS, P_MARKER_CHARS, P_PROTECT_TURNS, P_SUMMARY_TOKENS,
+ P_TAIL_FRACTION) = range(P_POLICY, P_POLICY + 7)
+A_SPILLABLE = 0  # aux row: 1 where a result is spilled on arrival (and a marker goes back to SPILLED)
+S_SUMMARY_SIZE = S_POLICY  # the rolling summary's size
+S_MARKED_FROM = S_POLICY + 1  # no marker before this position (the run's length: none)
+
+
+class SeedC(CompiledPolicy):
     name = "seed_c"
     Config = SeedCConfig
 
-    def setup(self) -> None:
-        c, r = self.config, self.run
-        zero = np.zeros_like(r.chars)
-        self.define(SPILLED, *text_cost(r, np.minimum(r.chars, c.preview_chars), len(POINTER) + POINTER_CHARS,
-                                        c.estimator))
-        self.define(OMITTED, *text_cost(r, zero, len(c.marker) + POINTER_CHARS, c.estimator))
-        spill = (r.kind == TOOL_RESULT) & (self.fest[ORIGINAL] > c.spill_tokens) & (c.spill_tokens > 0)
-        spill &= self.fest[SPILLED] < self.fest[ORIGINAL]
-        self.spillable = spill if c.spill_errors else spill & ~r.is_error
-        self.summary_size = 0
+    def knobs(self, p: np.ndarray, budget) -> None:
+        c = self.config
+        p[P_SPILL_TOKENS], p[P_PREVIEW_CHARS], p[P_SPILL_ERRORS] = c.spill_tokens, c.preview_chars, c.spill_errors
+        p[P_MARKER_CHARS], p[P_PROTECT_TURNS] = len(c.marker) + POINTER_CHARS, c.protect_turns
+        p[P_SUMMARY_TOKENS], p[P_TAIL_FRACTION] = c.summary_tokens, c.tail_fraction
 
-    def stages(self):
-        return [(self.arrived, self.spill), (lambda: self.end > 0, self.view)]
 
-    def limit(self) -> int:
-        return self.budget.usable
+@compiled
+def setup(p, r, st):
+    """Spilled (preview plus pointer) and marker costs; which results spill on arrival."""
+    estimator = int(p[P_ESTIMATOR])
+    preview, marker = np.int64(p[P_PREVIEW_CHARS]), np.int64(p[P_MARKER_CHARS])
+    threshold = np.int64(p[P_SPILL_TOKENS])
+    n = len(r.kind)
+    for q in range(n):
+        t, c = r.tokens[q], r.chars[q]
+        st.ftok[SPILLED, q], st.fest[SPILLED, q] = text_cost(t, c, min(c, preview), SPILL_WORDING, estimator)
+        st.ftok[OMITTED, q], st.fest[OMITTED, q] = text_cost(t, c, 0, marker, estimator)
+        st.aux[A_SPILLABLE, q] = (r.kind[q] == TOOL_RESULT and threshold > 0 and st.fest[ORIGINAL, q] > threshold
+                                  and st.fest[SPILLED, q] < st.fest[ORIGINAL, q]
+                                  and (p[P_SPILL_ERRORS] > 0 or not r.is_error[q]))
+    st.s[S_MARKED_FROM] = n
 
-    # -- layer 1 -------------------------------------------------------------------------------
-    def arrived(self) -> bool:
-        return self.end > self.prev_end
 
-    def spill(self) -> None:
-        new = self.prev_end + np.flatnonzero(self.spillable[self.prev_end:self.end])
-        self.set_forms(new[self.forms[new] == ORIGINAL], SPILLED)
+@compiled
+def limit(p):
+    return p[P_WINDOW] - p[P_RESERVE]
 
-    # -- layers 2 and 3 ------------------------------------------------------------------------
-    def over_budget(self) -> bool:
-        return self.over(self.limit())
 
-    def protected_from(self) -> int:
-        """First position of the protected newest turns (items sharing the newest ``protect_turns`` steps)."""
-        st = self.run.step[:self.end]
-        steps = np.unique(st)
-        first = steps[max(len(steps) - self.config.protect_turns, 0)]
-        return int(np.searchsorted(st, first, side="left"))
+@compiled
+def protected_from(p, r, st):
+    """First position of the protected newest turns (items sharing the newest ``protect_turns`` steps)."""
+    end = st.s[S_END]
+    steps = np.unique(r.step[:end])
+    first = steps[max(len(steps) - np.int64(p[P_PROTECT_TURNS]), 0)]
+    return np.searchsorted(r.step[:end], first, side="left")
 
-    def withholdable(self, lo: int, hi: int) -> np.ndarray:
-        res = self.results(lo, hi)
-        res = res[~self.run.is_error[res] & np.isin(self.forms[res], (ORIGINAL, SPILLED))]
-        return res[self.fest[OMITTED, res] < self.seg_est()[res]]
 
-    def mark(self, lo: int, hi: int) -> None:
-        """Replace results in [lo, hi) by markers, oldest first, only as many as needed."""
-        need = self.est_total() - self.limit()
-        if need <= 0:
-            return
-        cand = self.withholdable(lo, hi)
-        saved = np.cumsum(self.seg_est()[cand] - self.fest[OMITTED, cand])
-        upto = int(np.searchsorted(saved, need, side="left")) + 1
-        self.set_forms(cand[:upto], OMITTED)
+@compiled
+def withholdable(r, st, q):
+    """A successful result shown whole or spilled whose marker is smaller."""
+    return (r.kind[q] == TOOL_RESULT and not r.is_error[q] and (st.forms[q] == ORIGINAL or st.forms[q] == SPILLED)
+            and st.fest[OMITTED, q] < est_of(st, q))
 
-    def view(self) -> None:
-        """Markers as a request-time view: back to the unmarked forms, then fit only if over budget."""
-        with RequestTime(self):
-            self.unmark()
-            if self.over_budget():
-                self.fit()
 
-    def unmark(self) -> None:
-        """Every marker back to its unmarked form (spilled or original); RequestTime charges only real changes."""
-        marked = np.flatnonzero(self.forms[:self.end] == OMITTED)
-        self.forms[marked] = np.where(self.spillable[marked], SPILLED, ORIGINAL)
-
-    def fit(self) -> None:
-        lo, guard = self.prefix_end(), self.protected_from()
-        self.mark(lo, guard)
-        for tail in (self.config.tail_fraction * self.limit(), 0):
-            if not self.over(self.limit()):
+@compiled
+def mark(p, r, st, lo, hi):
+    """Replace results in [lo, hi) by markers, oldest first, only as many as needed."""
+    need = est_total(st) - limit(p)
+    if need <= 0:
+        return
+    saved = 0
+    for q in range(lo, hi):
+        if withholdable(r, st, q):
+            saved += est_of(st, q) - st.fest[OMITTED, q]
+            set_form(st, q, OMITTED)
+            st.s[S_MARKED_FROM] = min(st.s[S_MARKED_FROM], q)
+            if saved >= need:
                 return
-            self.summarise(lo, guard, tail)
-            self.unmark()  # the summary made room: only the markers still needed come back
-            self.mark(lo, guard)
 
-    def tail_from(self, guard: int, tokens: float) -> int:
-        """Start of a verbatim tail of about ``tokens`` (never after ``guard``), not splitting a pair."""
-        back = np.cumsum(self.seg_est()[::-1])
-        return self.pair_safe_start(min(self.end - int(np.searchsorted(back, tokens, side="right")), guard))
 
-    def summarise(self, lo: int, guard: int, tokens: float) -> None:
-        start = self.tail_from(guard, tokens)
-        if start <= lo:
+@compiled
+def unmark(r, st):
+    """Every marker back to its unmarked form (spilled or original); the request-time view charges only real
+    changes."""
+    end = st.s[S_END]
+    for q in range(st.s[S_MARKED_FROM], end):
+        if st.forms[q] == OMITTED:
+            set_form(st, q, SPILLED if st.aux[A_SPILLABLE, q] else ORIGINAL)
+    st.s[S_MARKED_FROM] = len(st.forms)
+
+
+@compiled
+def tail_from(r, st, guard, tokens):
+    """Start of a verbatim tail of about ``tokens`` (never after ``guard``), not splitting a pair."""
+    end = st.s[S_END]
+    acc = 0
+    start = end
+    for q in range(end - 1, -1, -1):
+        acc += est_of(st, q)
+        if acc > tokens:
+            break
+        start = q
+    return pair_safe_start(r, st, min(start, guard))
+
+
+@compiled
+def summarise(p, r, st, lo, guard, tokens):
+    """Everything in [lo, tail) but failed results and their calls folds into the rolling summary, if that saves."""
+    start = tail_from(r, st, guard, tokens)
+    if start <= lo:
+        return
+    keep = np.zeros(start - lo, np.bool_)
+    for q in range(lo, start):
+        if r.kind[q] == TOOL_RESULT and r.is_error[q]:
+            keep[q - lo] = True
+            call = r.pair[q]
+            if lo <= call < start:
+                keep[call - lo] = True
+    folded = gone = 0
+    for q in range(lo, start):
+        if not keep[q - lo] and st.forms[q] != DROPPED:
+            folded += est_of(st, q)
+            gone += 1
+    if gone == 0:
+        return
+    s = st.s
+    size = min(np.int64(p[P_SUMMARY_TOKENS]), s[S_SUMMARY_SIZE] + folded)
+    if size >= folded + (s[S_SUM_EST] if s[S_SUM_AT] >= 0 else 0):
+        return  # a summary would not save anything
+    for q in range(lo, start):
+        if not keep[q - lo] and st.forms[q] != DROPPED:
+            drop(r, st, q)
+    s[S_SUMMARY_SIZE] = size
+    set_summary(st, start, size, size)
+
+
+@compiled
+def fit(p, r, st):
+    """Markers outside the protected turns; while still over, a summary before a tail (the normal one, then the
+    protected turns only), after which only the markers still needed come back."""
+    lo, guard = prefix_end(r, st), protected_from(p, r, st)
+    mark(p, r, st, lo, guard)
+    for i in range(2):
+        if est_total(st) <= limit(p):
             return
-        keep = np.zeros(self.end, dtype=bool)
-        errors = self.results(lo, start)
-        errors = errors[self.run.is_error[errors]]
-        keep[errors] = True
-        calls = self.run.pair[errors]
-        keep[calls[calls >= 0]] = True
-        gone = lo + np.flatnonzero(~keep[lo:start] & (self.forms[lo:start] != DROPPED))
-        if not len(gone):
-            return
-        folded = int(self.seg_est()[gone].sum())
-        size = min(self.config.summary_tokens, self.summary_size + folded)
-        if size >= folded + (self.summary_est if self.summary_at >= 0 else 0):
-            return  # a summary would not save anything
-        self.drop(gone)
-        self.summary_size = size
-        self.set_summary(start, size, size)
+        summarise(p, r, st, lo, guard, p[P_TAIL_FRACTION] * limit(p) if i == 0 else 0.0)
+        unmark(r, st)
+        mark(p, r, st, lo, guard)
+
+
+@compiled
+def spill(r, st):
+    """Results new since the previous request that are spillable and still original are spilled."""
+    for q in range(st.s[S_PREV_END], st.s[S_END]):
+        if st.aux[A_SPILLABLE, q] and st.forms[q] == ORIGINAL:
+            set_form(st, q, SPILLED)
+
+
+@compiled
+def decide(p, r, st):
+    end = st.s[S_END]
+    if end > st.s[S_PREV_END]:
+        spill(r, st)
+    if end > 0 and (st.s[S_MARKED_FROM] < end or est_total(st) > limit(p)):  # else the view stays as it is
+        before, dirty, sum_at, sum_id = request_time_begin(st)
+        unmark(r, st)
+        if est_total(st) > limit(p):
+            fit(p, r, st)
+        request_time_end(st, before, dirty, sum_at, sum_id)
 
 
 POLICIES = [SeedC]

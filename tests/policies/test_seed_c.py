@@ -7,15 +7,15 @@ import numpy as np
 from replay.policies import Budget, make_policy
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SPILLED
 from replay.simulator.arrays import TOOL_RESULT
+from replay.simulator.kernels.trace import views_of
 from tests.simulator.synth import synth_run
 
 NO_SPILL = {"spill_tokens": "0"}
 
 
 def run_views(run, budget, params=None):
-    policy = make_policy("seed_c", params)
-    policy.reset(run, budget)
-    return policy, [policy.step(k) for k in range(run.n_requests)]
+    out = views_of(run, make_policy("seed_c", params), budget)
+    return out, out.views
 
 
 def test_spills_only_above_the_threshold_at_arrival():
@@ -92,7 +92,7 @@ def test_durable_summary_with_a_tail_when_markers_are_not_enough():
     before = views[first.k - 1]
     assert before.summary_at < 0
     # markers alone could not fit: even with every withholdable result outside the current turn a marker
-    v, lo = first, policy.prefix_end()
+    v, lo = first, min(run.first_body, first.end)
     forms = np.concatenate([before.forms, np.zeros(v.end - before.end, dtype=np.int8)])
     res = np.flatnonzero((run.kind[:v.end] == TOOL_RESULT) & ~run.is_error[:v.end]
                          & (run.step[:v.end] < run.step[v.end - 1]))
@@ -100,7 +100,7 @@ def test_durable_summary_with_a_tail_when_markers_are_not_enough():
     forms[res] = OMITTED
     assert policy.fest[forms, np.arange(v.end)].sum() > 22_000 >= v.est_tokens
     assert v.summary_at > lo
-    assert 0 < v.summary_tokens <= policy.config.summary_tokens
+    assert 0 < v.summary_tokens <= make_policy("seed_c").config.summary_tokens
     dropped = np.flatnonzero(v.forms == DROPPED)
     assert dropped.max() < v.summary_at  # the tail after the summary is kept
     # durable: later views keep the summary (or a newer, rolled one)
