@@ -34,6 +34,9 @@ def sweep(
     out: Annotated[Path, typer.Option(help="Folder for the sweep's Parquet file.")] = Path("out"),
     show_config: Annotated[bool, typer.Option("--show-config", help="Print the parsed sweep and exit.")] = False,
     tokenizer: TokenizerOption = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="With --executor ray: the cluster to join (sets RAY_ADDRESS; 'auto' joins a local "
+        "`ray start` cluster); default: RAY_ADDRESS, else a Ray started for this sweep.")] = None,
     max_points: Annotated[int | None, typer.Option(
         "--max-points", help="Refuse a sweep of more points than this (default: the file's [sweep] max_points, "
         "else 1,000,000); the count is checked before any point is built.")] = None,
@@ -50,6 +53,10 @@ def sweep(
     from replay.tokens.resolve import resolve_tokenizer
 
     spec = load_spec(grid, max_points)
+    if ray_address:
+        import os
+
+        os.environ["RAY_ADDRESS"] = ray_address  # read by the ray executor (replay.sweeps.executors.run_ray)
     if tokenizer:
         spec = replace(spec, tokenizer=tokenizer)
     if show_config:

@@ -118,6 +118,9 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
         workers = sweep_workers(workers, runs, note)
     total = spec.n_points
     validate_points(spec)
+    if not _compiled(spec.policy):
+        (note or print_note)(f"policy {spec.policy} is written in Python: every point steps it request by request, "
+                             "far slower than the compiled built-in policies")
     sid = spec.sweep_id
     results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, total, len(runs))
     done = DonePoints(con, sid, len(runs))
@@ -143,6 +146,13 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     results.finish(con, sid)
     parquet = results.export_parquet(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None
     return SweepOutcome(sid, seen.n, len(runs), seen.n - computed, computed, errors, parquet)
+
+
+def _compiled(policy: str) -> bool:
+    """True for a policy the compiled request loop runs (the built-ins), False for one written in Python."""
+    from replay.policies import CompiledPolicy, policy_class
+
+    return issubclass(policy_class(policy), CompiledPolicy)
 
 
 def _commit(con: duckdb.DuckDBPyConnection, batch: list, columns: set[str], done: int, total: int,
