@@ -23,28 +23,44 @@ forgotten too.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
 from replay.errors import ReplayError
-from replay.policies.auto_compact import harness_artefacts
-from replay.policies.base import Policy
+from replay.jit import compiled
+from replay.policies.auto_compact import drop_artefacts
+from replay.policies.base import Budget, CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
+from replay.policies.kernel import (
+    CODES,
+    P_CODE,
+    P_POLICY,
+    S_END,
+    S_POLICY,
+    S_SUM_AT,
+    drop,
+    est_of,
+    est_total,
+    pair_safe_start,
+    prefix_end,
+    set_summary,
+)
 from replay.policies.view import DROPPED
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL, RunArrays, chars4
+from replay.simulator.arrays import KIND_CODE, TOOL_CALL
 
 THOUGHT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"])
+ATTACHMENT = KIND_CODE["attachment"]
 
 
-def event_ids(run: RunArrays) -> np.ndarray:
+@compiled
+def event_ids(kind, step, first_body):
     """OpenHands event index of each item (non-decreasing): the prefix is event 0 when there is one; a thought
     joins the first tool call of its response; a response without a call is one message event."""
-    kind, step, n = run.kind, run.step, run.n_items
-    ids = np.zeros(n, dtype=np.int64)
-    lo = run.first_body
-    cur = 0 if lo > 0 else -1
-    p = lo
+    n = len(kind)
+    ids = np.zeros(n, np.int64)
+    cur = 0 if first_body > 0 else -1
+    p = first_body
     while p < n:
         q = p + 1
         if kind[p] in THOUGHT:
@@ -58,13 +74,15 @@ def event_ids(run: RunArrays) -> np.ndarray:
     return ids
 
 
-def event_weights(run: RunArrays, ids: np.ndarray, attachment_events: int) -> np.ndarray:
+@compiled
+def event_weights(kind, ids, attachment_events):
     """Events each id stands for: 1, or ``attachment_events`` for an attachment (V0: a recall observation and the
     recall action the log keeps no item for, 2; V1: a message's extended content, 0)."""
-    n_ids = int(ids[-1]) + 1 if len(ids) else 0
-    w = np.ones(n_ids, dtype=np.int64)
-    att = np.flatnonzero(run.kind == KIND_CODE["attachment"])
-    w[ids[att]] = attachment_events
+    n_ids = ids[-1] + 1 if len(ids) else 0
+    w = np.ones(n_ids, np.int64)
+    for q in range(len(kind)):
+        if kind[q] == ATTACHMENT:
+            w[ids[q]] = attachment_events
     return w
 
 
@@ -114,151 +132,229 @@ class OpenHandsRecentConfig(PolicyConfig):
             raise ReplayError(f"{self.kind}: max_events must exceed keep_first")
 
 
-class Condenser(Policy):
-    """Shared cut logic in events: head [prefix, head_end), forgotten middle, tail [tail_start, end)."""
-
-    summarise = True
-
-    def setup(self) -> None:
-        self.folded_input = 0  # tokens of the truncated events the summariser has seen (rolling)
-        r = self.run
-        self.ev = event_ids(r)
-        self.w = event_weights(r, self.ev, self.config.attachment_events)
-        gone = harness_artefacts(r) | r.events.recorded_only
-        self.set_forms(np.flatnonzero(gone), DROPPED)  # the harness's own summaries are not events here
-        self.prefix_event = 1 if r.first_body > 0 else 0
-
-    def stages(self):
-        return [(self.due, self.condense)]  # orphaned late results: Policy.drop_orphans
-
-    def live(self) -> np.ndarray:
-        lo = self.prefix_end()
-        return lo + np.flatnonzero(self.forms[lo:self.end] != DROPPED)
-
-    def live_events(self) -> tuple[np.ndarray, np.ndarray]:
-        """(event ids, first live position of each) of the body, in order."""
-        live = self.live()
-        ids, first = np.unique(self.ev[live], return_index=True)
-        return ids, live[first]
-
-    def events(self) -> int:
-        return self.prefix_event + int(self.w[self.live_events()[0]].sum()) + (1 if self.summary_at >= 0 else 0)
-
-    def event_start(self, pos: int) -> int:
-        """The first position of the event holding ``pos``."""
-        return int(np.searchsorted(self.ev, self.ev[pos], side="left")) if pos < self.end else pos
-
-    def head_end(self) -> int:
-        n = self.config.keep_first - self.prefix_event
-        ids, _ = self.live_events()
-        if n <= 0 or not len(ids):
-            return self.prefix_end()
-        last = ids[min(int(np.searchsorted(np.cumsum(self.w[ids]), n, side="left")), len(ids) - 1)]
-        end = int(np.searchsorted(self.ev, last, side="right"))
-        pair = self.run.pair
-        while True:
-            later = pair[self.prefix_end():end]
-            later = later[(later >= end) & (later < self.end)]
-            if not len(later):
-                return min(end, self.end)
-            end = int(np.searchsorted(self.ev, self.ev[int(later.max())], side="right"))
-
-    def next_start(self, pos: int) -> int:
-        """The first event boundary at or after ``pos``."""
-        if pos >= self.end or self.event_start(pos) == pos:
-            return pos
-        return int(np.searchsorted(self.ev, self.ev[pos], side="right"))
-
-    def tail_start(self, start: int) -> int:
-        """Move a cut off a call/result pair and onto an event boundary: forward (forget the straddling batch)
-        unless that reaches the newest event, else backward (keep it)."""
-        pair, fwd = self.run.pair, self.next_start(start)
-        while fwd < self.end:
-            seg = pair[fwd:self.end]
-            early = fwd + np.flatnonzero((seg >= 0) & (seg < fwd))
-            if not len(early):
-                return fwd
-            fwd = self.next_start(int(early.max()) + 1)
-        back = start
-        while True:
-            moved = self.event_start(self.pair_safe_start(back))
-            if moved == back:
-                return back
-            back = moved
-
-    def tail_size(self) -> int:
-        """Events kept in the tail."""
-        raise NotImplementedError
-
-    def cut(self, head: int, tail: int) -> None:
-        gone = head + np.flatnonzero(self.forms[head:tail] != DROPPED)
-        if not len(gone):
-            return
-        self.drop(gone)
-        if self.summarise:
-            c = self.config
-            self.folded_input += int(chars4(np.minimum(self.run.chars[gone], c.max_event_length)).sum())
-            size = min(c.summary_tokens, self.folded_input)
-            self.set_summary(tail, size, size)
-
-    def condense(self) -> None:
-        head = self.head_end()
-        ids, first = self.live_events()
-        if not len(ids):
-            return
-        keep = max(self.tail_size(), 1)
-        back = np.cumsum(self.w[ids][::-1])  # events in the newest 1, 2, ... ids
-        newest = min(int(np.searchsorted(back, keep, side="left")), len(ids) - 1)
-        tail = self.tail_start(max(int(first[len(ids) - 1 - newest]), head))
-        if tail > head:
-            self.cut(head, tail)
+# parameters: the trigger (events, or tokens for openhands_tokens), keep_first, events kept in the tail (the token
+# variant computes its own), the summary's cap (-1: no summary), characters per event given to the summariser,
+# events per attachment
+(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS) = \
+    range(P_POLICY, P_POLICY + 6)
+S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
+A_EVENT, A_WEIGHT = 0, 1  # aux rows: each item's event id; each event id's weight (events it stands for)
+TOKENS, RECENT = CODES["openhands_tokens"], CODES["openhands_recent"]
 
 
-class OpenHands(Condenser):
+class OpenHands(CompiledPolicy):
     name = "openhands"
     Config = OpenHandsConfig
+    summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
 
-    def due(self) -> bool:
-        return self.events() > self.config.max_size
+    def knobs(self, p: np.ndarray, budget: Budget) -> None:
+        c = self.config
+        p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.max_size // 2 - c.keep_first - 1
+        self.common(p)
 
-    def tail_size(self) -> int:
-        return self.config.max_size // 2 - self.config.keep_first - 1
+    def common(self, p: np.ndarray) -> None:
+        c = self.config
+        p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS] = c.keep_first, c.attachment_events
+        p[P_SUMMARY_TOKENS] = c.summary_tokens if self.summarise else -1
+        p[P_EVENT_CHARS] = c.max_event_length if self.summarise else 0
 
 
-class OpenHandsTokens(Condenser):
+class OpenHandsTokens(OpenHands):
     name = "openhands_tokens"
     Config = OpenHandsTokensConfig
 
-    def cap(self) -> int:
-        return self.config.max_tokens or self.budget.usable
-
-    def due(self) -> bool:
-        return self.over(self.cap())
-
-    def tail_size(self) -> int:
-        """Newest events whose estimate, with the head, the prefix and a summary, fits half the cap."""
-        ids, first = self.live_events()
-        head = self.head_end()
-        est = self.seg_est()
-        fixed = int(est[:head].sum()) + self.config.summary_tokens
-        room = self.cap() / 2 - fixed
-        live = self.live()
-        per_event = np.bincount(np.searchsorted(ids, self.ev[live]), weights=est[live], minlength=len(ids))
-        back = np.cumsum(per_event[first >= head][::-1])
-        n_ids = int(np.searchsorted(back, room, side="right"))
-        return int(self.w[ids[first >= head][::-1][:n_ids]].sum())
+    def knobs(self, p: np.ndarray, budget: Budget) -> None:
+        p[P_MAX] = self.config.max_tokens or budget.usable
+        self.common(p)
 
 
-class OpenHandsRecent(Condenser):
+class OpenHandsRecent(OpenHands):
     name = "openhands_recent"
     Config = OpenHandsRecentConfig
     summarise = False
 
-    def due(self) -> bool:
-        return self.events() > self.config.max_events
+    def knobs(self, p: np.ndarray, budget: Budget) -> None:
+        c = self.config
+        p[P_MAX], p[P_TAIL_EVENTS] = c.max_events, c.max_events - c.keep_first
+        self.common(p)
 
-    def tail_size(self) -> int:
-        return self.config.max_events - self.config.keep_first
+
+@compiled
+def setup(p, r, st):
+    """Event ids and weights; the harness's own summaries and re-sent copies are not events here."""
+    ids = event_ids(r.kind, r.step, r.first_body)
+    st.aux[A_EVENT, :] = ids
+    w = event_weights(r.kind, ids, np.int64(p[P_ATTACHMENT_EVENTS]))
+    st.aux[A_WEIGHT, :len(w)] = w
+    drop_artefacts(r, st)
+
+
+@compiled
+def events(r, st):
+    """OpenHands' count of the view: the system prompt, each live body event (by weight), the summary."""
+    ev, w = st.aux[A_EVENT], st.aux[A_WEIGHT]
+    n = 1 if r.first_body > 0 else 0
+    last = -1
+    for q in range(prefix_end(r, st), st.s[S_END]):
+        if st.forms[q] != DROPPED and ev[q] != last:
+            last = ev[q]
+            n += w[last]
+    return n + (1 if st.s[S_SUM_AT] >= 0 else 0)
+
+
+@compiled
+def live_events(r, st):
+    """(event ids, first live position of each) of the body's live events, in order."""
+    ev = st.aux[A_EVENT]
+    lo, end = prefix_end(r, st), st.s[S_END]
+    ids, first = np.empty(end - lo, np.int64), np.empty(end - lo, np.int64)
+    n, last = 0, -1
+    for q in range(lo, end):
+        if st.forms[q] != DROPPED and ev[q] != last:
+            last = ev[q]
+            ids[n], first[n] = last, q
+            n += 1
+    return ids[:n], first[:n]
+
+
+@compiled
+def after_event(ev, pos):
+    """The first position past the event holding ``pos`` (over the whole run)."""
+    return np.searchsorted(ev, ev[pos], side="right")
+
+
+@compiled
+def event_start(ev, st, pos):
+    """The first position of the event holding ``pos``."""
+    return np.searchsorted(ev, ev[pos], side="left") if pos < st.s[S_END] else pos
+
+
+@compiled
+def next_start(ev, st, pos):
+    """The first event boundary at or after ``pos``."""
+    if pos >= st.s[S_END] or event_start(ev, st, pos) == pos:
+        return pos
+    return after_event(ev, pos)
+
+
+@compiled
+def head_end(p, r, st, ids):
+    """End of the kept head: the first keep_first events (the prefix counting as one), grown on event boundaries
+    until it holds the results of its calls."""
+    ev, w = st.aux[A_EVENT], st.aux[A_WEIGHT]
+    lo, end = prefix_end(r, st), st.s[S_END]
+    n = np.int64(p[P_KEEP_FIRST]) - (1 if r.first_body > 0 else 0)
+    if n <= 0 or len(ids) == 0:
+        return lo
+    i, acc = 0, w[ids[0]]
+    while acc < n and i < len(ids) - 1:
+        i += 1
+        acc += w[ids[i]]
+    head = np.searchsorted(ev, ids[i], side="right")
+    while True:
+        later = -1
+        for q in range(lo, head):
+            if head <= r.pair[q] < end:
+                later = max(later, r.pair[q])
+        if later < 0:
+            return min(head, end)
+        head = after_event(ev, later)
+
+
+@compiled
+def tail_start(r, st, start):
+    """Move a cut off a call/result pair and onto an event boundary: forward (forget the straddling batch) unless
+    that reaches the newest event, else backward (keep it)."""
+    ev, end = st.aux[A_EVENT], st.s[S_END]
+    fwd = next_start(ev, st, start)
+    while fwd < end:
+        early = -1
+        for q in range(fwd, end):
+            if 0 <= r.pair[q] < fwd:
+                early = q
+        if early < 0:
+            return fwd
+        fwd = next_start(ev, st, early + 1)
+    back = start
+    while True:
+        moved = event_start(ev, st, pair_safe_start(r, st, back))
+        if moved == back:
+            return back
+        back = moved
+
+
+@compiled
+def token_tail(p, r, st, ids, first, head):
+    """openhands_tokens: events of the newest live events whose estimate, with the head, the prefix and a summary,
+    fits half the cap."""
+    ev, w = st.aux[A_EVENT], st.aux[A_WEIGHT]
+    fixed = np.int64(p[P_SUMMARY_TOKENS])
+    for q in range(head):
+        fixed += est_of(st, q)
+    room = p[P_MAX] / 2 - fixed
+    i = len(ids) - 1  # the newest event; its items from its first live one to the next event's
+    q = st.s[S_END] - 1
+    acc = kept = 0
+    while i >= 0 and first[i] >= head:
+        while q >= first[i]:
+            if ev[q] == ids[i] and st.forms[q] != DROPPED:
+                acc += est_of(st, q)
+            q -= 1
+        if acc > room:
+            break
+        kept += w[ids[i]]
+        i -= 1
+    return kept
+
+
+@compiled
+def cut(p, r, st, head, tail):
+    """Forget the live items of [head, tail) (with their partners); the summary, when this condenser writes one,
+    folds their truncated text in and stands before ``tail``."""
+    folded = 0
+    gone = False
+    for q in range(head, tail):
+        if st.forms[q] != DROPPED:
+            gone = True
+            folded += (min(r.chars[q], np.int64(p[P_EVENT_CHARS])) + 3) // 4
+    if not gone:
+        return
+    for q in range(head, tail):
+        if st.forms[q] != DROPPED:
+            drop(r, st, q)
+    if p[P_SUMMARY_TOKENS] >= 0:
+        st.s[S_FOLDED] += folded
+        size = min(np.int64(p[P_SUMMARY_TOKENS]), st.s[S_FOLDED])
+        set_summary(st, tail, size, size)
+
+
+@compiled
+def condense(p, r, st):
+    """Keep the head and the newest events of the tail; forget (or summarise) the middle."""
+    ids, first = live_events(r, st)
+    head = head_end(p, r, st, ids)
+    if len(ids) == 0:
+        return
+    tokens = int(p[P_CODE]) == TOKENS
+    keep = max(token_tail(p, r, st, ids, first, head) if tokens else np.int64(p[P_TAIL_EVENTS]), 1)
+    w = st.aux[A_WEIGHT]
+    i, acc = len(ids) - 1, w[ids[len(ids) - 1]]  # the newest events, until they hold keep
+    while acc < keep and i > 0:
+        i -= 1
+        acc += w[ids[i]]
+    tail = tail_start(r, st, max(first[i], head))
+    if tail > head:
+        cut(p, r, st, head, tail)
+
+
+@compiled
+def decide(p, r, st):
+    if int(p[P_CODE]) == TOKENS:
+        due = est_total(st) > p[P_MAX]
+    else:
+        due = events(r, st) > p[P_MAX]
+    if due:
+        condense(p, r, st)
 
 
 POLICIES = [OpenHands, OpenHandsTokens, OpenHandsRecent]

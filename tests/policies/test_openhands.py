@@ -7,35 +7,44 @@ import pytest
 
 from replay.errors import ReplayError
 from replay.policies import Budget, make_policy
+from replay.policies.openhands import event_ids, event_weights
 from replay.policies.view import DROPPED, ORIGINAL
+from replay.simulator.kernels.trace import views_of
 from tests.simulator.synth import synth_run
 
 
 def run_views(name, run, budget=None, params=None):
     policy = make_policy(name, params)
-    policy.reset(run, budget or Budget())
-    return policy, [policy.step(k) for k in range(run.n_requests)]
+    return policy, views_of(run, policy, budget or Budget()).views
 
 
-def events(policy, v) -> int:
-    """OpenHands' count: the system prompt, each live body event (a thought rides on its call), the summary."""
-    lo = run_first_body = policy.run.first_body
+def ids_of(run) -> np.ndarray:
+    return event_ids(run.kind, run.step, run.first_body)
+
+
+def events(run, v, attachment_events: int = 1) -> int:
+    """OpenHands' count: the system prompt, each live body event (a thought rides on its call; an attachment by
+    weight), the summary."""
+    lo = min(run.first_body, v.end)
+    ev = ids_of(run)
     live = lo + np.flatnonzero(v.forms[lo:] != DROPPED)
-    return (1 if run_first_body else 0) + len(np.unique(policy.ev[live])) + (1 if v.summary_at >= 0 else 0)
+    ids = np.unique(ev[live])
+    w = event_weights(run.kind, ev, attachment_events)
+    return (1 if run.first_body else 0) + int(w[ids].sum()) + (1 if v.summary_at >= 0 else 0)
 
 
 def test_summary_past_max_size_keeps_first_events_and_about_half():
     run = synth_run(120, seed=3, parallel=False)  # one call and one result per step: events are exact
     policy, views = run_views("openhands", run, params={"max_size": "40", "keep_first": "3"})
-    lo = policy.prefix_end()
+    lo, ev = run.first_body, ids_of(run)
     fired = [v for v in views if v.summarised]
     assert len(fired) >= 3
     for v in views:
-        n = events(policy, v)
+        n = events(run, v)
         assert n <= 40
         assert (v.forms[lo:min(lo + 2, v.end)] == ORIGINAL).all()  # keep_first: the system prompt and 2 more
         if v.summarised:
-            head = len(np.unique(policy.ev[lo + np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)]))
+            head = len(np.unique(ev[lo + np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)]))
             # keep_first (grown by the results of its calls) + summary + tail of max_size // 2 - keep_first - 1
             assert n == 40 // 2 + head - 2
             kept = np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)
@@ -44,23 +53,24 @@ def test_summary_past_max_size_keeps_first_events_and_about_half():
             assert v.summary_tokens <= policy.config.summary_tokens
     for prev, v in zip(views, views[1:], strict=False):
         if not v.summarised:  # between condensations the view only grows
-            assert v.dirty_from == prev.end and events(policy, v) > events(policy, prev)
+            assert v.dirty_from == prev.end and events(run, v) > events(run, prev)
     assert [v.summary_id for v in fired] == list(range(1, len(fired) + 1))  # rolling
 
 
 def test_cut_points_keep_parallel_batches_whole():
     run = synth_run(150, seed=8, parallel=True)
-    policy, views = run_views("openhands", run, params={"max_size": "30", "keep_first": "2"})
+    _, views = run_views("openhands", run, params={"max_size": "30", "keep_first": "2"})
+    lo = run.first_body
     assert any(v.summarised for v in views)
     for v in views:
         live = v.forms != DROPPED
-        assert live[policy.prefix_end():policy.prefix_end() + 1].all()  # keep_first: the system prompt and 1 more
+        assert live[lo:lo + 1].all()  # keep_first: the system prompt and 1 more
         calls = np.flatnonzero((run.pair[:v.end] >= 0) & (run.pair[:v.end] < v.end))
         assert (live[calls] == live[run.pair[calls]]).all()
         if v.summarised:
-            head = int((v.forms[policy.prefix_end():v.summary_at] != DROPPED).sum())
+            head = int((v.forms[lo:v.summary_at] != DROPPED).sum())
             grown = head - 1  # the head takes the results of its calls
-            assert 30 // 2 - 3 <= events(policy, v) - grown <= 30 // 2  # a straddling batch is forgotten whole
+            assert 30 // 2 - 3 <= events(run, v) - grown <= 30 // 2  # a straddling batch is forgotten whole
 
 
 def test_summary_input_truncated_to_max_event_length():
@@ -83,23 +93,23 @@ def test_keep_first_must_leave_a_tail():
 
 def test_token_variant_targets_half_the_cap():
     run = synth_run(100, seed=4, result_chars=(1_000, 12_000))
-    policy, views = run_views("openhands_tokens", run, Budget(60_000, 4_000), {"keep_first": "2"})
+    _, views = run_views("openhands_tokens", run, Budget(60_000, 4_000), {"keep_first": "2"})
     fired = [v for v in views if v.summarised]
     assert fired
     for v in views:
         assert v.est_tokens <= 56_000
         if v.summarised:
             assert v.est_tokens <= 28_000  # half the cap
-            assert (v.forms[policy.prefix_end()] == ORIGINAL)  # keep_first 2: the system prompt and the task
+            assert (v.forms[run.first_body] == ORIGINAL)  # keep_first 2: the system prompt and the task
 
 
 def test_recent_keeps_first_and_newest_events():
     run = synth_run(80, seed=2, parallel=False)
-    policy, views = run_views("openhands_recent", run, params={"keep_first": "2", "max_events": "20"})
-    lo = policy.prefix_end()
+    _, views = run_views("openhands_recent", run, params={"keep_first": "2", "max_events": "20"})
+    lo = run.first_body
     assert any((v.forms == DROPPED).any() for v in views)
     for v in views:
-        assert events(policy, v) <= 20 and v.forms[lo] == ORIGINAL and v.summary_at < 0
+        assert events(run, v) <= 20 and v.forms[lo] == ORIGINAL and v.summary_at < 0
         live = np.flatnonzero(v.forms[lo + 1:] != DROPPED) + lo + 1
         if len(live):
             assert (live == np.arange(live[0], v.end)).all()  # the kept tail is the newest events, contiguous
@@ -133,11 +143,10 @@ def test_a_late_result_of_a_forgotten_call_is_forgotten_too():
 def test_events_are_counted_as_openhands_counts_them():
     """A thought rides on its call (one action event), a text-only response is one message event, each result is an
     observation event, the system prompt is event 0: 2 events per round trip here, not 3 items."""
-    from replay.policies.openhands import event_ids
     from tests.policies.handmade import loop_run
 
     run = loop_run([300] * 30, thought=50)
-    ids = event_ids(run)
+    ids = ids_of(run)
     assert list(ids[:8]) == [0, 1, 2, 2, 3, 4, 4, 5]  # system, user, (thought, call), result, (thought, call), ...
     policy, views = run_views("openhands", run, params={"max_size": "40", "keep_first": "2"})
     first = next(v.k for v in views if v.summarised)
@@ -156,7 +165,7 @@ def test_events_are_counted_as_openhands_counts_them():
              {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "a"},
              {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "b"}]
     mixed = build("mixed", items, [{"step": k} for k in range(4)])
-    assert list(event_ids(mixed)) == [0, 1, 2, 2, 3, 3, 4, 5, 6]  # text-only response = 1; parallel calls = 2
+    assert list(ids_of(mixed)) == [0, 1, 2, 2, 3, 3, 4, 5, 6]  # text-only response = 1; parallel calls = 2
 
 
 def test_openhands_presets():
@@ -176,8 +185,8 @@ def test_attachment_events(per_attachment, max_size, first):
         items += [{"step": k + 1, "kind": "tool_call", "chars": 40, "call_id": f"c{k}"},
                   {"step": k + 1, "kind": "tool_result", "chars": 40, "call_id": f"c{k}"}]
     run = build("att", items, [{"step": k} for k in range(13)])
-    policy, views = run_views("openhands", run, params={"max_size": str(max_size), "keep_first": "1",
-                                                        "attachment_events": str(per_attachment)})
+    _, views = run_views("openhands", run, params={"max_size": str(max_size), "keep_first": "1",
+                                                   "attachment_events": str(per_attachment)})
     # request k: system + user + attachment events + 2k
     assert next(v.k for v in views if v.summarised) == first
-    assert policy.events() <= max_size
+    assert events(run, views[-1], per_attachment) <= max_size

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from replay.jit import compiled
-from replay.policies import auto_compact, seed_a, seed_c
+from replay.policies import auto_compact, openhands, seed_a, seed_b, seed_c
 from replay.policies.kernel import CODES
 
 SEED_A = CODES["seed_a"]
 AUTO_COMPACT = CODES["auto_compact"]
+OPENHANDS = (CODES["openhands"], CODES["openhands_tokens"], CODES["openhands_recent"])
+SEED_B = CODES["seed_b"]
 SEED_C = CODES["seed_c"]
 
 
@@ -18,6 +20,10 @@ def setup(code, p, r, st):
         seed_a.setup(p, r, st)
     elif code == AUTO_COMPACT:
         auto_compact.setup(p, r, st)
+    elif code in OPENHANDS:
+        openhands.setup(p, r, st)
+    elif code == SEED_B:
+        seed_b.setup(p, r, st)
     elif code == SEED_C:
         seed_c.setup(p, r, st)
 
@@ -28,5 +34,9 @@ def decide(code, p, r, st):
         seed_a.decide(p, r, st)
     elif code == AUTO_COMPACT:
         auto_compact.decide(p, r, st)
+    elif code in OPENHANDS:
+        openhands.decide(p, r, st)
+    elif code == SEED_B:
+        seed_b.decide(p, r, st)
     elif code == SEED_C:
         seed_c.decide(p, r, st)
