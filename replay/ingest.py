@@ -11,10 +11,18 @@ from pathlib import Path
 import duckdb
 
 from replay.errors import ReplayError
-from replay.ingest_parse import Parsed, file_hash, frames, members, parse_unit, parse_units, unit_size  # noqa: F401 (API)
+from replay.ingest_parse import (  # noqa: F401 (API)
+    Parsed,
+    batches,
+    file_hash,
+    members,
+    parse_unit,
+    parse_units,
+    unit_size,
+)
 from replay.model import BadRecord
 from replay.readers import folder_reader
-from replay.readers.base import MAX_LINE_BYTES
+from replay.readers.base import MAX_RECORD_BYTES
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -77,17 +85,12 @@ def _members(path: Path) -> list[Path]:
 
 def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str],
            quarantined: bool) -> None:
-    """Write one parsed unit in one transaction: runs, items and requests each in one bulk insert.
+    """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch.
 
-    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace."""
+    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace. A value the
+    store cannot hold rolls the file back and quarantines it whole (named by the reader)."""
     fhash = parsed.file_hash
-    try:
-        tables = frames(parsed)
-    except ReplayError as exc:
-        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
-        _replace_quarantine(con, fhash, out.path, out.bad)
-        return
-    n = {name: frame.height for name, frame in tables.items()}
+    n = {"runs": 0, "items": 0, "requests": 0}
     now = datetime.now(UTC)
     con.execute("BEGIN")
     try:
@@ -95,18 +98,24 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
             con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
         for old in older:
             _delete_file(con, old)
-        for name, frame in tables.items():
-            if n[name]:
-                con.register("_ingest_rows", frame.to_arrow())
-                try:
-                    con.execute(f"INSERT INTO {name} SELECT * FROM _ingest_rows")
-                finally:
-                    con.unregister("_ingest_rows")
+        for name, rows in batches(parsed):
+            con.register("_ingest_rows", rows)
+            try:
+                con.execute(f"INSERT INTO {name} SELECT * FROM _ingest_rows")
+            finally:
+                con.unregister("_ingest_rows")
+            n[name] += rows.num_rows
+            del rows
         _quarantine(con, fhash, out.path, out.bad, now)
         con.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
                     [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad),
                      now])
         con.execute("COMMIT")
+    except ReplayError as exc:
+        con.execute("ROLLBACK")
+        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+        _replace_quarantine(con, fhash, out.path, out.bad)
+        return
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -127,7 +136,7 @@ def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: lis
                         [[fhash, str(path), b.line, b.reason, b.raw[:100_000], now] for b in bad])
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_LINE_BYTES,
+def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES,
                 replace_older: bool = False) -> FileOutcome:
     """Ingest one file (or run folder) in one transaction; a file already ingested is left alone.
 
@@ -166,7 +175,7 @@ def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, 
 
 
 def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress: bool = False,
-           max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False, workers: int = 0) -> list[FileOutcome]:
+           max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False, workers: int = 0) -> list[FileOutcome]:
     """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes.
 
     ``workers``: processes that parse files in parallel (0: REPLAY_WORKERS, else every core); this process
@@ -176,7 +185,7 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress
 
 
 def ingest_units(con: duckdb.DuckDBPyConnection, units: list[Path], progress: bool = False,
-                 max_line_bytes: int = MAX_LINE_BYTES, replace_older: bool = False,
+                 max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False,
                  workers: int = 0) -> Iterator[FileOutcome]:
     """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
     return _run(con, units, progress, max_line_bytes, replace_older, workers)
@@ -213,7 +222,7 @@ def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
 
 def watch(con: duckdb.DuckDBPyConnection, sources: Callable[[], list[Path]], interval: float = 2.0,
           polls: int | None = None, report: Callable[[FileOutcome], None] | None = None,
-          after_poll: Callable[[int], None] | None = None, max_line_bytes: int = MAX_LINE_BYTES) -> int:
+          after_poll: Callable[[int], None] | None = None, max_line_bytes: int = MAX_RECORD_BYTES) -> int:
     """Poll ``sources()`` every ``interval`` seconds and ingest what is new or has changed.
 
     A changed file (a session that grew) replaces its earlier version: the same path keeps one version in the

@@ -1,8 +1,8 @@
 """Read one log file or run folder into store-ready columns: the part of ingest that runs in worker processes.
 
-A worker hashes, parses and splits records into plain column lists (pure Python: safe in a forked child, cheap
-to pickle); the parent types them as polars frames (:func:`frames`) and bulk-inserts them, one transaction per
-file (``replay.ingest``).
+A worker hashes, parses and splits records into plain column lists (pure Python: cheap to pickle); the parent
+types them as Arrow tables batch by batch (:func:`batches`) and inserts each batch, one transaction per file
+(``replay.ingest``), so the typed copy of a file's rows never exceeds a batch.
 """
 
 from __future__ import annotations
@@ -19,19 +19,19 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import polars as pl
+import pyarrow as pa
 
 from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats
-from replay.readers.base import MAX_LINE_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
+from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
 
-_S, _I = pl.String, pl.Int64
-# The store's columns, in table order, as polars types (replay/store/schema.py).
+_S, _I = pa.large_string(), pa.int64()
+# The store's columns, in table order, as Arrow types (replay/store/schema.py).
 RUN_SCHEMA = {"run_id": _S, "file_hash": _S, "format": _S, "source_path": _S, "model": _S, "harness": _S,
               "started_at": _S, "parent_run_id": _S, "n_requests": _I, "metadata": _S}
 ITEM_SCHEMA = {"run_id": _S, "seq": _I, "step": _I, "turn": _I, "role": _S, "kind": _S, "tool_name": _S,
-               "call_id": _S, "args": _S, "text": _S, "is_error": pl.Boolean, "resource": _S, "access": _S,
+               "call_id": _S, "args": _S, "text": _S, "is_error": pa.bool_(), "resource": _S, "access": _S,
                "content_hash": _S, "chars": _I, "ts": _S, "line": _I}
 REQUEST_SCHEMA = {"run_id": _S, "step": _I, "ts": _S, "input_tokens": _I, "cache_read": _I, "cache_write": _I,
                   "output_tokens": _I, "prompt_tokens": _I, "model": _S, "line": _I}
@@ -83,7 +83,7 @@ def decompressed(path: Path, folder: Path) -> Path:
     return plain
 
 
-def parse_unit(path: Path, max_line_bytes: int = MAX_LINE_BYTES, known: frozenset[str] = frozenset()) -> Parsed:
+def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset()) -> Parsed:
     """Hash and read one unit; a unit whose hash is in ``known`` (already in the store) is not read again."""
     out = Parsed(path=path, status="ingested", bytes=unit_size(path))
     try:
@@ -117,17 +117,60 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_LINE_BYTES, known: frozense
     return out
 
 
-def frames(parsed: Parsed) -> dict[str, pl.DataFrame]:
-    """The parsed columns as frames typed as the store's tables (runs, items, requests), in the parent.
+BATCH_ROWS = 50_000
+BATCH_CHARS = 32 * 2**20  # item text and arguments per batch: bounds the typed copy of a file's rows
 
-    Raises ReplayError naming the file when a reader gave a value its column cannot hold."""
+
+def batches(parsed: Parsed, rows: int = BATCH_ROWS, chars: int = BATCH_CHARS) -> Iterator[tuple[str, pa.Table]]:
+    """The parsed columns as Arrow tables typed as the store's tables, ``(table, rows)`` per batch: at most ``rows``
+    rows and, for items, about ``chars`` characters of text (one larger item is a batch of its own). Values are
+    released from ``parsed`` as their batch is made.
+
+    Raises ReplayError naming the reader when it gave a value its column cannot hold."""
+    for name, schema in (("runs", RUN_SCHEMA), ("items", ITEM_SCHEMA), ("requests", REQUEST_SCHEMA)):
+        columns: dict[str, list] = getattr(parsed, name) or {}
+        sizes = columns.get("chars") if name == "items" else None
+        while columns and (left := len(next(iter(columns.values())))):
+            n = min(rows, left)
+            if sizes:
+                n = _fits(sizes, n, chars)
+            table = _table(parsed.format, {c: columns[c][:n] for c in schema}, schema)
+            for values in columns.values():
+                del values[:n]
+            yield name, table
+
+
+def _fits(sizes: list[int], n: int, chars: int) -> int:
+    """How many of the first ``n`` rows fit in ``chars`` characters (at least one)."""
+    total = 0
+    for i, size in enumerate(islice(sizes, n)):
+        total += size
+        if total > chars:
+            return max(1, i)
+    return n
+
+
+# The system allocator: a batch's buffers go back to the OS when it is inserted (Arrow's default pool keeps them)
+_POOL = pa.system_memory_pool()
+
+
+def _table(fmt: str | None, columns: dict[str, list], schema: dict[str, pa.DataType]) -> pa.Table:
     try:
-        return {"runs": pl.DataFrame(parsed.runs, schema=RUN_SCHEMA),
-                "items": pl.DataFrame(parsed.items, schema=ITEM_SCHEMA),
-                "requests": pl.DataFrame(parsed.requests, schema=REQUEST_SCHEMA)}
-    except (TypeError, OverflowError, pl.exceptions.PolarsError) as exc:
-        raise ReplayError(f"the {parsed.format} reader gave a value the store cannot hold ({type(exc).__name__}: "
+        return pa.table({c: _array(values, schema[c]) for c, values in columns.items()})
+    except (TypeError, OverflowError, pa.ArrowException) as exc:
+        raise ReplayError(f"the {fmt} reader gave a value the store cannot hold ({type(exc).__name__}: "
                           f"{str(exc)[:300]}); please report it with this file") from exc
+
+
+def _array(values: list, kind: pa.DataType) -> pa.Array:
+    """``values`` as an Arrow array of ``kind``; whole numbers only in an integer column (a bool counts as 0/1, a
+    float is refused rather than truncated)."""
+    if kind != _I:
+        return pa.array(values, kind, memory_pool=_POOL)
+    found = pa.array(values, memory_pool=_POOL)
+    if not (pa.types.is_integer(found.type) or pa.types.is_boolean(found.type) or pa.types.is_null(found.type)):
+        raise TypeError(f"expected whole numbers, got {found.type} (e.g. {next(v for v in values if v is not None)!r})")
+    return found.cast(_I, memory_pool=_POOL)
 
 
 def _columns(out: Parsed, records: list) -> None:
@@ -166,7 +209,7 @@ def _columns(out: Parsed, records: list) -> None:
 # -- the worker pool ---------------------------------------------------------------------------------------------
 
 _KNOWN: frozenset[str] = frozenset()
-_MAX_LINE = MAX_LINE_BYTES
+_MAX_LINE = MAX_RECORD_BYTES
 
 
 def _init(known: frozenset[str], max_line_bytes: int) -> None:
@@ -179,7 +222,7 @@ def _work(path: Path) -> Parsed:
     return parse_unit(path, _MAX_LINE, _KNOWN)
 
 
-def parse_units(units: list[Path], max_line_bytes: int = MAX_LINE_BYTES, known: frozenset[str] = frozenset(),
+def parse_units(units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset(),
                 workers: int = 0) -> Iterator[Parsed]:
     """Each unit parsed, in order: on a process pool of ``workers`` (0: every core) when there is more than one
     unit, else in this process. At most two units per worker are read ahead, so memory stays bounded by the

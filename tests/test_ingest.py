@@ -74,7 +74,7 @@ def test_non_utf8_and_oversized_lines(tmp_path):
     con = open_store(tmp_path / "s.duckdb")
     ingest(con, [f], max_line_bytes=1_000_000)
     reasons = [r for (r,) in con.execute("SELECT reason FROM quarantine ORDER BY line").fetchall()]
-    assert "not UTF-8" in reasons[0] and "--max-line-bytes" in reasons[1]
+    assert "not UTF-8" in reasons[0] and "--max-record-mb" in reasons[1]
     assert counts(con)[2] == 9
 
 

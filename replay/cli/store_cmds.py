@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,7 @@ from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
 from replay.ingest import ingest_units as ingest_files
 from replay.ingest import watch as watch_paths
-from replay.readers.base import MAX_LINE_BYTES
+from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
 from replay.store.sandbox import open_sandboxed, run_query
@@ -29,7 +30,12 @@ def ingest(
         help="Files, directories or globs of agent logs. None: find each harness's logs in its default location "
              "(REPLAY_<HARNESS>_DIR, CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_DATA_DIR override it).")] = None,
     db: NewDbOption = DEFAULT_DB_PATH,
-    max_line_bytes: Annotated[int, typer.Option(help="Longest JSONL line accepted.")] = MAX_LINE_BYTES,
+    max_record_mb: Annotated[float, typer.Option(
+        help="Largest record read, in MB (2^20 bytes): a longer JSONL line or a larger single-document JSON file is "
+             "quarantined with its file, line and size, and the rest ingests. Memory grows with it (a few times "
+             "the largest record).")] = MAX_RECORD_BYTES / 2**20,
+    max_line_bytes: Annotated[int | None, typer.Option(
+        hidden=True, help="The record limit in bytes (older spelling of --max-record-mb).")] = None,
     harness: Annotated[list[str] | None, typer.Option(
         "--harness", help="With no paths: only this harness (repeatable): " + ", ".join(harness_names()))] = None,
     watch: Annotated[bool, typer.Option(
@@ -42,6 +48,13 @@ def ingest(
     Exit code 0: everything read; 3: some records (or files) were quarantined, see `replay quarantine`."""
     if paths and harness:
         raise ReplayError("--harness selects what discovery looks for; it cannot be combined with paths")
+    if max_line_bytes is None:
+        if not math.isfinite(max_record_mb) or max_record_mb <= 0:
+            raise ReplayError(f"--max-record-mb {max_record_mb}: expected a positive number of MB (default "
+                              f"{MAX_RECORD_BYTES / 2**20:g})")
+        max_line_bytes = int(max_record_mb * 2**20)
+    elif max_line_bytes <= 0:
+        raise ReplayError(f"--max-line-bytes {max_line_bytes}: expected a positive number of bytes")
     con = open_store(db)
     if not paths:
         found = discover(harness)

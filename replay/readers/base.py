@@ -13,9 +13,11 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 from replay.errors import ReplayError
 from replay.model import BadRecord, Record, Run
-from replay.readers.fastjson import loads_line
+from replay.readers.fastjson import loads_large, loads_line
 
-MAX_LINE_BYTES = 16 * 1024 * 1024
+MAX_LINE_BYTES = 16 * 1024 * 1024  # the most of a first line read to recognise a format
+MAX_RECORD_BYTES = 256 * 2**20  # default record limit (replay ingest --max-record-mb): a longer JSONL line or a larger
+# JSON document is quarantined unread; parsing a record needs a few times its size in memory
 HEAD_BYTES = 64 * 1024
 
 
@@ -25,7 +27,7 @@ class ReadContext:
 
     path: Path
     file_hash: str
-    max_line_bytes: int = MAX_LINE_BYTES
+    max_line_bytes: int = MAX_RECORD_BYTES  # the record limit: longest JSONL line, largest JSON document
     stats: dict[str, Any] = field(default_factory=dict, compare=False)  # duplicate_lines, the last line read
     skip: frozenset[int] = frozenset()  # lines iter_json_lines passes over (quarantined by read_isolated)
 
@@ -97,55 +99,107 @@ def decode_head(raw: bytes) -> str:
     return raw.removeprefix(UTF8_BOM).decode("utf-8", "replace")
 
 
-def _raw_lines(path: Path) -> Iterator[bytes]:
-    """The file's lines as UTF-8 bytes: a UTF-16 file (BOM) is transcoded, a UTF-8 BOM dropped."""
-    with path.open("rb") as fh:
+class _Lines:
+    """The file's lines as UTF-8 bytes, one at a time (a UTF-16 file, by its BOM, is transcoded; a UTF-8 BOM dropped).
+
+    A line longer than ``limit`` is never held whole: :meth:`next` returns its first 2,000 bytes and its length, and
+    skips the rest in chunks, so reading costs at most about ``limit`` bytes of memory. No generator frame keeps the
+    previous line alive while the caller parses the next."""
+
+    def __init__(self, fh: BinaryIO, limit: int) -> None:
+        self.fh, self.limit = fh, limit
         start = fh.read(3)
+        self.utf16: Iterator[bytes] | None = None
         if start[:2] in UTF16_BOMS:
             text = (start + fh.read()).decode("utf-16", "replace")
-            yield from (line.encode("utf-8", "surrogatepass") for line in text.splitlines(keepends=True))
-            return
-        fh.seek(3 if start == UTF8_BOM else 0)
-        yield from fh
+            self.utf16 = (line.encode("utf-8", "surrogatepass") for line in text.splitlines(keepends=True))
+        else:
+            fh.seek(3 if start == UTF8_BOM else 0)
+
+    def next(self) -> tuple[bytes, int] | None:
+        """(line, its length in bytes) or None at the end; past the limit, the line is cut to its head."""
+        if self.utf16 is not None:
+            line = next(self.utf16, b"")
+        else:
+            line = self.fh.readline(self.limit + 1)
+        if not line:
+            return None
+        if len(line) <= self.limit or line.endswith(b"\n"):
+            return line, len(line)
+        size, head = len(line), line[:2000]
+        del line
+        while (chunk := self.fh.readline(1 << 20)) and not chunk.endswith(b"\n"):
+            size += len(chunk)
+        return head, size + len(chunk)
+
+
+def _content_end(raw: bytes) -> int:
+    """Length of ``raw`` without its trailing whitespace, with no copy of it."""
+    end = len(raw)
+    while end and raw[end - 1] in b" \t\r\n":
+        end -= 1
+    return end
+
+
+def over_limit(what: str, size: int, limit: int) -> str:
+    """The quarantine reason for a record (a line, a document) over the record-size limit."""
+    return (f"{what} of {size:,} bytes is over the {limit / 2**20:.4g} MB record limit; raise --max-record-mb if "
+            "it is genuine (memory grows with it)")
 
 
 def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
     """Yield (line_no, object) for each JSONL line; bad lines become BadRecord.
 
-    An exact repeat of an earlier line that carries an identity (id, uuid, timestamp: a log written twice, a
-    replayed event) is dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain
-    message repeated on purpose) are kept."""
+    A line over ``ctx.max_line_bytes`` (the record limit) is quarantined without being read whole. An exact repeat
+    of an earlier line that carries an identity (id, uuid, timestamp: a log written twice, a replayed event) is
+    dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain message repeated on
+    purpose) are kept. Parsing reads the bytes (no decoded copy of the line unless json must parse it)."""
     seen: set[bytes] = set()
-    for line_no, raw in enumerate(_raw_lines(ctx.path), start=1):
-        if len(raw) > ctx.max_line_bytes:
-            reason = (f"line of {len(raw):,} bytes exceeds the {ctx.max_line_bytes:,}-byte limit; "
-                      "raise it with --max-line-bytes if the line is genuine")
-            yield BadRecord(line_no, reason, raw[:2000].decode("utf-8", "replace"))
-            continue
-        if not raw.strip() or line_no in ctx.skip:
-            continue
-        ctx.stats["line"], ctx.stats["raw"] = line_no, raw
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            yield BadRecord(line_no, f"not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8",
-                            raw.decode("utf-8", "replace"))
-            continue
-        try:
-            obj = loads_line(raw, text)
-            if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
-                key = hashlib.blake2b(raw.rstrip(), digest_size=16).digest()
-                if key in seen:
-                    ctx.stats["duplicate_lines"] = ctx.stats.get("duplicate_lines", 0) + 1
-                    continue
-                seen.add(key)
-            yield line_no, obj
-        except json.JSONDecodeError as exc:
-            hint = "line is truncated (file cut short?)" if exc.pos >= len(text.rstrip()) - 1 else "malformed JSON"
-            yield BadRecord(line_no, f"{hint}: {exc.msg} at column {exc.colno}", text[:2000])
-        except RecursionError:
-            yield BadRecord(line_no, DEEP, text[:2000])
+    with ctx.path.open("rb") as fh:
+        lines = _Lines(fh, ctx.max_line_bytes)
+        line_no = 0
+        while (got := lines.next()) is not None:
+            line_no += 1
+            raw, size = got
+            if size > ctx.max_line_bytes:
+                yield BadRecord(line_no, over_limit("line", size, ctx.max_line_bytes),
+                                raw[:2000].decode("utf-8", "replace"))
+                continue
+            if raw.isspace() or line_no in ctx.skip:
+                continue
+            ctx.stats["line"], ctx.stats["raw"] = line_no, raw[:2000]
+            entry = _parse_line(line_no, raw, seen, ctx.stats)
+            del raw, got  # the parsed value is all the reader needs: the line's bytes go now
+            if entry is not None:
+                yield entry
     ctx.stats["line"] = None  # past the last line: a failure from here on is not one line's
+
+
+def _parse_line(line_no: int, raw: bytes, seen: set[bytes],
+                stats: dict[str, Any]) -> tuple[int, Any] | BadRecord | None:
+    """One line's (line_no, object), its BadRecord, or None for a dropped duplicate (see :func:`iter_json_lines`)."""
+    try:
+        obj = loads_line(raw)
+        if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
+            key = hashlib.blake2b(memoryview(raw)[:_content_end(raw)], digest_size=16).digest()
+            if key in seen:
+                stats["duplicate_lines"] = stats.get("duplicate_lines", 0) + 1
+                return None
+            seen.add(key)
+        return line_no, obj
+    except UnicodeDecodeError as exc:
+        return BadRecord(line_no, f"not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8",
+                         _head(raw))
+    except json.JSONDecodeError as exc:
+        hint = "line is truncated (file cut short?)" if exc.pos >= len(exc.doc.rstrip()) - 1 else "malformed JSON"
+        return BadRecord(line_no, f"{hint}: {exc.msg} at column {exc.colno}", _head(raw))
+    except RecursionError:
+        return BadRecord(line_no, DEEP, _head(raw))
+
+
+def _head(raw: bytes) -> str:
+    """The first 2,000 characters of a line, undecodable bytes replaced."""
+    return raw[:8000].decode("utf-8", "replace")[:2000]
 
 
 MAX_ISOLATED = 50
@@ -203,14 +257,29 @@ def is_json_document(path: Path) -> bool:
 
 
 def load_json_document(ctx: ReadContext) -> Any | BadRecord:
-    """Parse a whole-file JSON document (UTF-8, UTF-8 with BOM or UTF-16), or return why it could not be parsed."""
+    """Parse a whole-file JSON document (UTF-8, UTF-8 with BOM or UTF-16), or return why it could not be parsed.
+
+    The document is one record: past ``ctx.max_line_bytes`` (the record limit) it is refused unread. orjson parses
+    the bytes where it reads them as json would (no decoded copy of the text); json parses the rest and names the
+    place of an error."""
+    size = ctx.path.stat().st_size
+    if size > ctx.max_line_bytes:
+        with ctx.path.open("rb") as fh:
+            head = fh.read(2000)
+        return BadRecord(1, over_limit("JSON document", size, ctx.max_line_bytes), decode_head(head))
     raw = ctx.path.read_bytes()
+    if raw[:2] not in UTF16_BOMS:
+        try:
+            return loads_large(memoryview(raw)[3:] if raw.startswith(UTF8_BOM) else raw)
+        except (ValueError, RecursionError):  # not UTF-8, malformed, too deep: json below says where and why
+            pass
     try:
         text = raw.decode("utf-16") if raw[:2] in UTF16_BOMS else raw.removeprefix(UTF8_BOM).decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         reason = f"not UTF-8 ({exc.reason}); re-encode the file as UTF-8"
         return BadRecord(line, reason, raw[:2000].decode("utf-8", "replace"))
+    del raw
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
