@@ -83,13 +83,14 @@ def effective_config(policy_name: str, params: dict[str, Any], cache: str,
 
 
 def evaluate_point(run: RunArrays, point: Point) -> dict[str, Any]:
-    """Simulate one run under one point with the reference simulator; the run-level metrics row (scalars only)."""
+    """Simulate one run under one point request by request (simulate_run); the run-level metrics row (scalars only)."""
     _, row = simulate_run(run, point.policy, point.cache, budget=point.budget, pricing=point.pricing)
     return {k: v for k, v in row.items() if isinstance(v, (int, float, bool, str)) or v is None}
 
 
 def evaluate_runs(runs: list[RunArrays], point: Point) -> pl.DataFrame:
-    """One row per run under ``point``: the compiled twin when the policy has one, else the reference."""
+    """One row per run under ``point``: the compiled loop's counters for a built-in policy, request-by-request
+    simulation for a policy written in Python."""
     from replay.simulator import kernels
 
     fast = kernels.point_frame(kernels.pack(runs), point)

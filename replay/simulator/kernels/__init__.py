@@ -122,7 +122,7 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
 
 def run_billing(packed: PackedRuns, point: Point) -> list[Billing]:
     """Each packed run's cache model and rates under ``point`` (one Billing per distinct model and recorded TTL;
-    a named cache model is one instance shared by all, as in the reference path)."""
+    a named cache model is one instance shared by all, as in simulate_run)."""
     memo: dict[tuple, Billing] = {}
     out = []
     for m, ttl in zip(packed.models, packed.cache_ttls or (None,) * packed.n_runs, strict=True):
