@@ -7,6 +7,7 @@ import pytest
 
 from replay.policies import Budget, make_policy, registry
 from replay.policies.view import DROPPED
+from replay.simulator.kernels.trace import views_of
 from replay.simulator.load import load_runs
 
 
@@ -18,10 +19,7 @@ def corpus_runs(corpus_db):
 @pytest.mark.parametrize("name", sorted(registry()))
 def test_no_call_split_from_its_result_on_the_corpus(corpus_runs, name):
     for run in corpus_runs:
-        policy = make_policy(name)
-        policy.reset(run, Budget(32_768, 4_096))
-        for k in range(run.n_requests):
-            view = policy.step(k)
+        for k, view in enumerate(views_of(run, make_policy(name), Budget(32_768, 4_096)).views):
             end = view.end
             calls = np.flatnonzero((run.pair[:end] >= 0) & (run.pair[:end] < end))
             dropped = view.forms == DROPPED
