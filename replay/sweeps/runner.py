@@ -5,7 +5,9 @@ not by the size of the grid; the points already done are looked up in a sorted a
 
 from __future__ import annotations
 
+import errno
 import itertools
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
@@ -144,8 +146,23 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     if spec.mode == "random" and seen.n != total:  # draws that repeated a point were dropped: record the count
         results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, seen.n, len(runs))
     results.finish(con, sid)
-    parquet = results.export_parquet(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None
+    parquet = _export(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None
     return SweepOutcome(sid, seen.n, len(runs), seen.n - computed, computed, errors, parquet)
+
+
+FULL_BELOW = 1 << 20  # a write that fails with less free space than this failed for want of space
+
+
+def _export(con: duckdb.DuckDBPyConnection, sweep_id: str, path: Path) -> Path:
+    """The sweep's Parquet file; a write that fails on a full disk (polars reports it as a damaged file) is an
+    ENOSPC error naming the file, and the partial file is removed."""
+    try:
+        return results.export_parquet(con, sweep_id, path)
+    except Exception as exc:
+        path.unlink(missing_ok=True)
+        if path.parent.is_dir() and shutil.disk_usage(path.parent).free < FULL_BELOW:
+            raise OSError(errno.ENOSPC, "No space left on device", str(path)) from exc
+        raise
 
 
 def _compiled(policy: str) -> bool:

@@ -98,10 +98,10 @@ def disk(monkeypatch, capsys) -> Disk:
     return Disk(monkeypatch, capsys)
 
 
-def assert_one_line(err: str, path: Path) -> None:
+def assert_one_line(err: str, path: Path, suffix: str = ".wal") -> None:
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
-    assert lines == [f"error: disk full while writing {path}.wal: free space and rerun the same command; finished "
-                     "work is kept"], err
+    assert lines == [f"error: disk full while writing {path}{suffix}: free space and rerun the same command; "
+                     "finished work is kept"], err
     assert "Traceback" not in err and "rollback" not in err
 
 
@@ -144,6 +144,36 @@ def test_disk_full_in_a_sweep_is_one_line_and_the_rerun_gives_the_same_results(d
     assert len(metrics) == 6 * rows(db, "SELECT count(*) FROM runs WHERE run_id LIKE '%short%'")[0][0]
     assert metrics == rows(fresh, "SELECT * EXCLUDE (session, computed_at) FROM sweep_results "
                                   "ORDER BY point_id, run_id")
+
+
+def test_a_full_out_folder_is_one_line_naming_the_parquet_file(disk, tmp_path, sample_db_path, monkeypatch):
+    """polars reports a Parquet write on a full disk as a damaged file: the sweep says disk full, names the file,
+    removes the partial one; its results are in the store, so the rerun only writes the file."""
+    import polars as pl
+
+    from replay.sweeps import results, runner
+
+    grid = tmp_path / "g.toml"
+    grid.write_text(SWEEP)
+    db, out = tmp_path / "s.duckdb", tmp_path / "out"
+    shutil.copy(sample_db_path, db)
+
+    def full(con, sweep_id, path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"PAR1")
+        raise pl.exceptions.ComputeError("parquet: File out of specification: Invalid thrift: transport error")
+
+    monkeypatch.setattr(results, "export_parquet", full)
+    monkeypatch.setattr(runner.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10**9, 10**9, 0))
+    args = ["sweep", str(grid), "--executor", "serial", "--db", str(db), "--out", str(out)]
+    code, err = disk.run(*args)
+    assert code == DISK_FULL_EXIT
+    (written,) = {ln.split("writing ")[1].split(":")[0] for ln in err.splitlines() if ln.startswith("error:")}
+    assert_one_line(err, Path(written), "")
+    assert written.endswith(".parquet") and not Path(written).exists()  # the partial file is gone
+    monkeypatch.undo()
+    disk = Disk(monkeypatch, disk.capsys)
+    assert disk.run(*args)[0] == 0 and Path(written).exists()
 
 
 def test_disk_full_while_counting_is_one_line_and_the_rerun_completes(disk, tmp_path, sample_db_path):
