@@ -45,17 +45,45 @@ from typing import Literal
 
 import numpy as np
 
-from replay.policies.base import Policy, text_cost
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
-from replay.policies.request_view import RequestTime
+from replay.policies.kernel import (
+    P_ESTIMATOR,
+    P_POLICY,
+    P_RESERVE,
+    P_WINDOW,
+    S_EMERGENCY,
+    S_END,
+    S_K,
+    S_POLICY,
+    S_SUM_AT,
+    S_SUM_EST,
+    S_WINDOW,
+    TF_MEMORY,
+    clear_summary,
+    drop,
+    est_of,
+    est_total,
+    prefix_end,
+    request_time_begin,
+    request_time_end,
+    set_cost,
+    set_form,
+    set_summary,
+    text_cost,
+)
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL
+from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 MARKER = "[Output of {tool} call {call_id} omitted]"
 CAPPED = "[... output capped at {cap} tokens]"
 PREFIX, MEMORY, ATTACH, CARRIED, TEXT, OTHER = range(6)
-ASSISTANT = np.array([KIND_CODE[k] for k in ("assistant_text", "reasoning", "tool_call", "tool_result")])
-SHORT = (SHRUNK, SPILLED)  # two renderings of a shortened item, so that a new length is always a new segment
+ASSISTANT = tuple(KIND_CODE[k] for k in ("assistant_text", "reasoning", "tool_call", "tool_result"))
+PREFIX_KINDS = (KIND_CODE["system"], KIND_CODE["tool_defs"])
+TEXT_KINDS = (KIND_CODE["user_text"], KIND_CODE["image"])
+SUMMARY, ATTACHMENT = KIND_CODE["summary"], KIND_CODE["attachment"]
+NO_TURN = np.iinfo(np.int64).max  # tool_turns=0: no turn is recent
 
 
 @dataclass(frozen=True)
@@ -76,210 +104,332 @@ class SeedBConfig(PolicyConfig):
     failover_at_request: int = knob(0, 0, 100_000_000, "first request served on the failover window")
 
 
-class SeedB(Policy):
+(P_TOOL_TURNS, P_TOOL_CAP, P_KEEP_OLDER, P_EVERY_REQUEST, P_SUMMARY_TOKENS, P_MARKER_CHARS, P_FAILOVER_WINDOW,
+ P_FAILOVER_AT) = range(P_POLICY, P_POLICY + 8)
+A_SECTION, A_CAP_TOK, A_CAP_EST = range(3)  # aux rows: section per item, (real, est) of a result capped at tool_cap
+S_FOLDED = S_POLICY  # estimate folded into the rolling summary so far
+
+
+class SeedB(CompiledPolicy):
     name = "seed_b"
     Config = SeedBConfig
 
-    def setup(self) -> None:
-        c, r = self.config, self.run
-        zero = np.zeros_like(r.chars)
-        self.define(OMITTED, *text_cost(r, zero, len(c.marker) + 16, c.estimator))
-        self.cap_tok, self.cap_est = self.ftok[ORIGINAL].copy(), self.fest[ORIGINAL].copy()
-        if c.tool_cap > 0:
-            kept = np.ceil(c.tool_cap * r.chars / np.maximum(r.tokens, 1)).astype(np.int64)
-            self.cap_tok, self.cap_est = text_cost(r, kept, len(CAPPED), c.estimator)
-        sec = np.full(r.n_items, OTHER, dtype=np.int8)
-        sec[np.isin(r.kind, (KIND_CODE["system"], KIND_CODE["tool_defs"]))] = PREFIX
-        sec[np.isin(r.kind, (KIND_CODE["user_text"], KIND_CODE["image"]))] = TEXT
-        sec[r.kind == KIND_CODE["summary"]] = CARRIED
-        att = r.kind == KIND_CODE["attachment"]
-        memory = [i for i, n in enumerate(r.tool_names) if "memory" in n.lower()]
-        sec[att] = ATTACH
-        sec[att & np.isin(r.tool, memory)] = MEMORY
-        self.section = sec
-        self.folded = 0
-        self.before = self.forms.copy()
+    def knobs(self, p: np.ndarray, budget) -> None:
+        c = self.config
+        p[P_TOOL_TURNS], p[P_TOOL_CAP], p[P_KEEP_OLDER] = c.tool_turns, c.tool_cap, c.older_results == "keep"
+        p[P_EVERY_REQUEST], p[P_SUMMARY_TOKENS] = c.rebuild == "every_request", c.summary_tokens
+        p[P_MARKER_CHARS], p[P_FAILOVER_WINDOW] = len(c.marker) + 16, c.failover_window
+        p[P_FAILOVER_AT] = c.failover_at_request
 
-    def stages(self):
-        return [(lambda: self.end > 0, self.request)]
+    def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
+        """Memory attachments (Claude Code nested_memory): a tool name mentioning memory."""
+        return np.array([TF_MEMORY if "memory" in n.lower() else 0 for n in tool_names], dtype=np.int8)
 
-    def window(self) -> int:
-        """The window of the model serving this request."""
-        c, w = self.config, self.budget.window
-        return min(w, c.failover_window) if c.failover_window and self.k >= c.failover_at_request else w
 
-    def limit(self) -> int:
-        return self.window() - self.budget.reserve
+@compiled
+def setup(p, r, st):
+    """Marker and capped-result costs; the section of every item."""
+    estimator = int(p[P_ESTIMATOR])
+    marker, cap = np.int64(p[P_MARKER_CHARS]), np.int64(p[P_TOOL_CAP])
+    for q in range(len(r.kind)):
+        t, c, k = r.tokens[q], r.chars[q], r.kind[q]
+        st.ftok[OMITTED, q], st.fest[OMITTED, q] = text_cost(t, c, 0, marker, estimator)
+        st.aux[A_CAP_TOK, q], st.aux[A_CAP_EST, q] = st.ftok[ORIGINAL, q], st.fest[ORIGINAL, q]
+        if cap > 0:
+            kept = np.int64(np.ceil(cap * c / max(t, 1)))
+            st.aux[A_CAP_TOK, q], st.aux[A_CAP_EST, q] = text_cost(t, c, kept, len(CAPPED), estimator)
+        sec = OTHER
+        if k in PREFIX_KINDS:
+            sec = PREFIX
+        elif k in TEXT_KINDS:
+            sec = TEXT
+        elif k == SUMMARY:
+            sec = CARRIED
+        elif k == ATTACHMENT:
+            sec = MEMORY if r.tflag[q] & TF_MEMORY else ATTACH
+        st.aux[A_SECTION, q] = sec
 
-    def excess(self) -> int:
-        return self.est_total() - self.limit()
 
-    def current_turn(self) -> int:
-        """First position of the current turn."""
-        return int(np.searchsorted(self.run.turn[:self.end], self.run.turn[self.end - 1], side="left"))
+# -- every request ---------------------------------------------------------------------------------------------------
+@compiled
+def window_of(p, st):
+    """The window of the model serving this request."""
+    w, fw = p[P_WINDOW], p[P_FAILOVER_WINDOW]
+    return min(w, fw) if fw > 0 and st.s[S_K] >= p[P_FAILOVER_AT] else w
 
-    def sections(self, cs: int) -> np.ndarray:
-        """Section per position for this request: attachments from earlier turns are carried context."""
-        sec = self.section[:self.end].copy()
-        sec[:cs][sec[:cs] == ATTACH] = CARRIED
-        return sec
 
-    # -- every request -------------------------------------------------------------------------
-    def request(self) -> None:
-        self.flags["window"] = self.window()
-        with RequestTime(self):
-            self.before = self.forms.copy()
-            live = self.forms[:self.end] != DROPPED
-            self.forms[:self.end][live] = ORIGINAL  # trims and markers are recomputed: a request-time view
-            lo, cs = self.prefix_end(), self.current_turn()
-            if self.config.rebuild == "history":
-                self.rebuild_history(lo, cs)
+@compiled
+def shorten(st, before, q, tok, est):
+    """Shorten q to (tok, est). Kept as it was in the previous view if that was shortened and no longer; else the
+    new length takes the other rendering, so that a changed item is a changed segment."""
+    prev = before[q]
+    if (prev == SHRUNK or prev == SPILLED) and st.fest[prev, q] <= est:
+        set_form(st, q, prev)
+        return
+    form = SPILLED if prev == SHRUNK else SHRUNK
+    set_cost(st, form, q, min(tok, st.ftok[ORIGINAL, q]), est)
+    set_form(st, q, form)
+
+
+@compiled
+def cap(p, st, before, q):
+    """Result q capped at ``tool_cap`` (one already below it stays whole)."""
+    if p[P_TOOL_CAP] > 0 and st.aux[A_CAP_EST, q] < st.fest[ORIGINAL, q]:
+        shorten(st, before, q, st.aux[A_CAP_TOK, q], st.aux[A_CAP_EST, q])
+
+
+@compiled
+def omit(st, q):
+    """Item q becomes a marker if it is there and the marker saves; the estimate saved."""
+    if st.forms[q] == DROPPED:
+        return 0
+    gain = est_of(st, q) - st.fest[OMITTED, q]
+    if gain <= 0:
+        return 0
+    set_form(st, q, OMITTED)
+    return gain
+
+
+@compiled
+def nth_newest(r, st, key, lo, hi, n, live):
+    """The n-th largest distinct ``key`` of the results in [lo, hi) (only those not dropped if ``live``); the
+    smallest when there are fewer; NO_TURN when n is 0."""
+    upper = NO_TURN
+    for _ in range(n):
+        best, found = 0, False
+        for q in range(lo, hi):
+            if r.kind[q] == TOOL_RESULT and (not live or st.forms[q] != DROPPED) and key[q] < upper \
+                    and (not found or key[q] > best):
+                best, found = key[q], True
+        if not found:
+            break
+        upper = best
+    return upper
+
+
+@compiled
+def rebuild_history(p, r, st, before, lo, cs):
+    """The last ``tool_turns`` history turns that used tools: results capped; older tool turns: markers."""
+    first = nth_newest(r, st, r.turn, lo, cs, np.int64(p[P_TOOL_TURNS]), True)
+    omit_older = p[P_KEEP_OLDER] == 0
+    for q in range(lo, cs):
+        if r.kind[q] != TOOL_RESULT or st.forms[q] == DROPPED:
+            continue
+        if r.turn[q] >= first:
+            cap(p, st, before, q)
+        elif omit_older:
+            omit(st, q)
+
+
+@compiled
+def rebuild_every_request(p, r, st, before, lo):
+    """The earlier marking: the last ``tool_turns`` requests' results capped, older results marked (or, with
+    ``older_results=keep``, left capped), every request and in the current turn too; only the newest result is
+    left whole."""
+    end = st.s[S_END]
+    last = -1
+    for q in range(end - 1, lo - 1, -1):
+        if r.kind[q] == TOOL_RESULT:
+            last = q
+            break
+    if last < 0:
+        return
+    turns = np.int64(p[P_TOOL_TURNS])
+    first = nth_newest(r, st, r.step, lo, end, turns, False)
+    omit_older = p[P_KEEP_OLDER] == 0
+    for q in range(lo, last):
+        if r.kind[q] != TOOL_RESULT or st.forms[q] == DROPPED:
+            continue
+        recent = r.step[q] >= first
+        if omit_older:
+            if recent:
+                cap(p, st, before, q)
             else:
-                self.rebuild_every_request(lo)
-            if self.excess() > 0:
-                self.fit(lo, cs)
+                omit(st, q)
+        elif turns > 0 or recent:  # an older result was capped while it was recent, and stays so
+            cap(p, st, before, q)
 
-    def shorten(self, pos: np.ndarray, tok: np.ndarray, est: np.ndarray) -> None:
-        """Shorten ``pos`` to (tok, est) each. An item already shortened in the previous view keeps that version if
-        it is no longer; else the new length takes the other rendering, so a changed item is a changed segment."""
-        if not len(pos):
-            return
-        prev = self.before[pos]
-        was = np.isin(prev, SHORT)
-        keep = was & (self.fest[prev, pos] <= est)
-        self.forms[pos[keep]] = prev[keep]  # forms change freely here: RequestTime charges the real differences
-        form = np.where(prev == SHRUNK, SPILLED, SHRUNK)[~keep]
-        p, t, e = pos[~keep], tok[~keep], est[~keep]
-        self.ftok[form, p], self.fest[form, p] = np.minimum(t, self.ftok[ORIGINAL, p]), e
-        self.forms[p] = form
 
-    def cap(self, res: np.ndarray) -> None:
-        """Results capped at ``tool_cap`` (those already below it stay whole)."""
-        if self.config.tool_cap > 0:
-            res = res[self.cap_est[res] < self.fest[ORIGINAL, res]]
-            self.shorten(res, self.cap_tok[res], self.cap_est[res])
+# -- only when over budget -------------------------------------------------------------------------------------------
+@compiled
+def in_history(r, st, q, cs):
+    """Item q (before the current turn at cs) is live history: user text or other, not a call answered in the
+    current turn."""
+    sec = st.aux[A_SECTION, q]
+    return (st.forms[q] != DROPPED and (sec == TEXT or sec == OTHER)
+            and not (r.kind[q] == TOOL_CALL and r.pair[q] >= cs))
 
-    def omit(self, cand: np.ndarray, need: float) -> None:
-        """Markers for ``cand`` oldest first, as many as needed to save ``need`` (inf: all that save)."""
-        cand = cand[self.forms[cand] != DROPPED]
-        gain = self.seg_est()[cand] - self.fest[OMITTED, cand]
-        cand, gain = cand[gain > 0], gain[gain > 0]
-        if np.isfinite(need):
-            upto = int(np.searchsorted(np.cumsum(gain), need, side="left")) + 1
-            cand = cand[:upto]
-        self.set_forms(cand, OMITTED)
 
-    def rebuild_history(self, lo: int, cs: int) -> None:
-        """The last ``tool_turns`` history turns that used tools: results capped; older tool turns: markers."""
-        res = self.results(lo, cs)
-        res = res[self.forms[res] != DROPPED]
-        if not len(res):
-            return
-        turns = np.unique(self.run.turn[res])
-        first = turns[max(len(turns) - self.config.tool_turns, 0)] if self.config.tool_turns else np.inf
-        recent, older = res[self.run.turn[res] >= first], res[self.run.turn[res] < first]
-        self.cap(recent)
-        if self.config.older_results == "omit":
-            self.omit(older, np.inf)
+@compiled
+def first_history(r, st, lo, cs):
+    """First live history position in [lo, cs); cs when none."""
+    for q in range(lo, cs):
+        if in_history(r, st, q, cs):
+            return q
+    return cs
 
-    def rebuild_every_request(self, lo: int) -> None:
-        """The earlier marking: the last ``tool_turns`` requests' results capped, older results marked (or, with
-        ``older_results=keep``, left capped), every request and in the current turn too; only the newest result is
-        left whole."""
-        res = self.results(lo)
-        if not len(res):
-            return
-        steps = np.unique(self.run.step[res])
-        first = steps[max(len(steps) - self.config.tool_turns, 0)] if self.config.tool_turns else np.inf
-        res = res[(res != res[-1]) & (self.forms[res] != DROPPED)]
-        recent, older = res[self.run.step[res] >= first], res[self.run.step[res] < first]
-        if self.config.older_results == "omit":
-            self.cap(recent)
-            self.omit(older, np.inf)
-        else:  # an older result was capped while it was recent, and stays so
-            self.cap(res if self.config.tool_turns else recent)
 
-    # -- only when over budget -----------------------------------------------------------------
-    def fit(self, lo: int, cs: int) -> None:
-        self.evict_turns(lo, cs)
-        sec = self.sections(cs)
-        live = lo + np.flatnonzero(self.forms[lo:self.end] != DROPPED)
-        for p in live[sec[live] == CARRIED]:
-            if self.excess() <= 0:
+@compiled
+def safe(r, st, at):
+    """Move a summary position back until no live call/result pair straddles it."""
+    while True:
+        moved = at
+        for q in range(at):
+            if st.forms[q] != DROPPED and r.pair[q] >= at:
+                moved = q
+                break
+        if moved == at:
+            return at
+        at = moved
+
+
+@compiled
+def evict_turns(p, r, st, lo, cs, limit):
+    """Drop oldest whole turns until the estimate (with the grown summary) fits; never start on an assistant."""
+    s = st.s
+    size_cap = np.int64(p[P_SUMMARY_TOKENS])
+    folded0 = s[S_FOLDED]
+    folded, base = folded0, (s[S_SUM_EST] if s[S_SUM_AT] >= 0 else 0)
+    while True:
+        h = first_history(r, st, lo, cs)
+        if h == cs:
+            break
+        grown = min(size_cap, folded) - base
+        assistant_first = folded > folded0 and r.kind[h] in ASSISTANT
+        if est_total(st) - limit + grown <= 0 and not assistant_first:
+            break
+        turn = r.turn[h]
+        for q in range(h, cs):
+            if r.turn[q] == turn and in_history(r, st, q, cs):
+                folded += est_of(st, q)
+        for q in range(h, cs):
+            if r.turn[q] == turn and in_history(r, st, q, cs):
+                drop(r, st, q)
+    if folded > folded0:
+        s[S_FOLDED] = folded
+        size = min(size_cap, folded)
+        set_summary(st, safe(r, st, first_history(r, st, lo, cs)), size, size)
+
+
+@compiled
+def fair_share(st, before, items, limit):
+    """Shorten ``items`` to max-min fair shares of what the other sections leave."""
+    m = len(items)
+    if m == 0:
+        return
+    cur = np.empty(m, np.int64)
+    for i in range(m):
+        cur[i] = est_of(st, items[i])
+    avail = max(cur.sum() - (est_total(st) - limit), 0)
+    srt = np.sort(cur)
+    below, share = 0, srt[-1]
+    for i in range(m):
+        if below + srt[i] * (m - i) > avail:
+            share = (avail - below) // (m - i)
+            break
+        below += srt[i]
+    for i in range(m):
+        if cur[i] > share:
+            q = items[i]
+            ratio = st.ftok[ORIGINAL, q] / max(st.fest[ORIGINAL, q], 1)
+            est = max(share, st.fest[OMITTED, q])  # never shorter than a marker's wording
+            tok = min(max(np.int64(np.ceil(share * ratio)), st.ftok[OMITTED, q]), st.ftok[ORIGINAL, q])
+            shorten(st, before, q, tok, est)
+
+
+@compiled
+def current_attachments(st, lo, cs):
+    """Live attachments of the current turn (attachments of earlier turns are carried context)."""
+    end = st.s[S_END]
+    n = 0
+    for q in range(max(lo, cs), end):
+        n += st.aux[A_SECTION, q] == ATTACH and st.forms[q] != DROPPED
+    out = np.empty(n, np.int64)
+    n = 0
+    for q in range(max(lo, cs), end):
+        if st.aux[A_SECTION, q] == ATTACH and st.forms[q] != DROPPED:
+            out[n] = q
+            n += 1
+    return out
+
+
+@compiled
+def in_turn(p, r, st, before, lo, cs, limit):
+    """Results of the current turn become markers, oldest first, as many as needed, never the newest step's
+    (parallel siblings together); then the newest step's are shortened to fair shares."""
+    st.s[S_EMERGENCY] = 1
+    end = st.s[S_END]
+    lo = max(lo, cs)
+    last = -1
+    for q in range(end - 1, lo - 1, -1):
+        if r.kind[q] == TOOL_RESULT:
+            last = q
+            break
+    if last < 0:
+        return
+    newest = r.step[last]
+    need = est_total(st) - limit
+    saved = 0
+    for q in range(lo, end):
+        if r.kind[q] == TOOL_RESULT and r.step[q] != newest:
+            saved += omit(st, q)
+            if saved >= need:
+                break
+    if est_total(st) - limit > 0:
+        n = 0
+        for q in range(lo, end):
+            n += r.kind[q] == TOOL_RESULT and r.step[q] == newest
+        items = np.empty(n, np.int64)
+        n = 0
+        for q in range(lo, end):
+            if r.kind[q] == TOOL_RESULT and r.step[q] == newest:
+                items[n] = q
+                n += 1
+        fair_share(st, before, items, limit)
+
+
+@compiled
+def fit(p, r, st, before, lo, cs, limit):
+    """Evict in the written order while over budget: history turns, carried context, the summary, the current
+    turn's attachments (fair shares), then in-turn markers."""
+    evict_turns(p, r, st, lo, cs, limit)
+    for q in range(lo, st.s[S_END]):
+        sec = st.aux[A_SECTION, q]
+        if st.forms[q] != DROPPED and (sec == CARRIED or sec == ATTACH and q < cs):
+            if est_total(st) <= limit:
                 return
-            self.set_forms(np.array([p]), DROPPED)
-        if self.excess() > 0 and self.summary_at >= 0:
-            self.dirty = min(self.dirty, self.summary_at)
-            self.summary_at, self.summary_tokens, self.summary_est = -1, 0, 0
-            self.folded = 0
-        if self.excess() > 0:
-            self.fair_share(live[sec[live] == ATTACH])
-        if self.excess() > 0:
-            self.flags["emergency"] = True
-            res = self.results(max(lo, cs))
-            newest = self.newest_step(res)
-            self.omit(res[~np.isin(res, newest)], self.excess())
-            if self.excess() > 0:
-                self.fair_share(newest)
+            set_form(st, q, DROPPED)
+    if est_total(st) > limit and st.s[S_SUM_AT] >= 0:
+        clear_summary(st)
+        st.s[S_FOLDED] = 0
+    if est_total(st) > limit:
+        fair_share(st, before, current_attachments(st, lo, cs), limit)
+    if est_total(st) > limit:
+        in_turn(p, r, st, before, lo, cs, limit)
 
-    def newest_step(self, res: np.ndarray) -> np.ndarray:
-        """The results appended before this request's newest step that has results (parallel siblings together)."""
-        if not len(res):
-            return res
-        return res[self.run.step[res] == self.run.step[res[-1]]]
 
-    def history(self, lo: int, cs: int) -> np.ndarray:
-        pos = lo + np.flatnonzero(self.forms[lo:cs] != DROPPED)
-        pos = pos[np.isin(self.section[pos], (TEXT, OTHER))]
-        partner = self.run.pair[pos]
-        return pos[~((partner >= cs) & (self.run.kind[pos] == TOOL_CALL))]  # a call answered in the current turn
-
-    def evict_turns(self, lo: int, cs: int) -> None:
-        """Drop oldest whole turns until the estimate (with the grown summary) fits; never start on an assistant."""
-        folded, base = self.folded, (self.summary_est if self.summary_at >= 0 else 0)
-        while True:
-            hist = self.history(lo, cs)
-            if not len(hist):
-                break
-            grown = min(self.config.summary_tokens, folded) - base
-            assistant_first = folded > self.folded and bool(np.isin(self.run.kind[hist[0]], ASSISTANT))
-            if self.excess() + grown <= 0 and not assistant_first:
-                break
-            turn = hist[self.run.turn[hist] == self.run.turn[hist[0]]]
-            folded += int(self.seg_est()[turn].sum())
-            self.drop(turn)
-        if folded > self.folded:
-            self.folded = folded
-            hist = self.history(lo, cs)
-            size = min(self.config.summary_tokens, folded)
-            self.set_summary(self.safe(int(hist[0]) if len(hist) else cs), size, size)
-
-    def safe(self, at: int) -> int:
-        """Move a summary position back until no live call/result pair straddles it."""
-        pair = self.run.pair
-        while True:
-            before = np.flatnonzero((self.forms[:at] != DROPPED) & (pair[:at] >= at))
-            if not len(before):
-                return at
-            at = int(before.min())
-
-    def fair_share(self, items: np.ndarray) -> None:
-        """Shorten ``items`` to max-min fair shares of what the other sections leave."""
-        if not len(items):
-            return
-        cur = self.seg_est()[items]
-        avail = max(int(cur.sum()) - self.excess(), 0)
-        srt = np.sort(cur)
-        below = np.concatenate([[0], np.cumsum(srt)[:-1]])
-        over = below + srt * (len(srt) - np.arange(len(srt))) > avail
-        i = int(np.argmax(over)) if over.any() else len(srt)
-        share = int((avail - below[i]) // (len(srt) - i)) if i < len(srt) else int(srt[-1])
-        big = items[cur > share]
-        ratio = self.ftok[ORIGINAL, big] / np.maximum(self.fest[ORIGINAL, big], 1)
-        est = np.maximum(share, self.fest[OMITTED, big])  # never shorter than a marker's wording
-        tok = np.minimum(np.maximum(np.ceil(share * ratio).astype(np.int64), self.ftok[OMITTED, big]),
-                         self.ftok[ORIGINAL, big])
-        self.shorten(big, tok, est)
+@compiled
+def decide(p, r, st):
+    """Trims and markers are a request-time view: every request starts from the whole live history."""
+    end = st.s[S_END]
+    if end == 0:
+        return
+    window = np.int64(window_of(p, st))
+    st.s[S_WINDOW] = window
+    limit = window - np.int64(p[P_RESERVE])
+    before, dirty, sum_at, sum_id = request_time_begin(st)
+    for q in range(end):
+        if st.forms[q] != DROPPED:
+            set_form(st, q, ORIGINAL)
+    lo = prefix_end(r, st)
+    cs = np.searchsorted(r.turn[:end], r.turn[end - 1], side="left")  # the current turn's first position
+    if p[P_EVERY_REQUEST] > 0:
+        rebuild_every_request(p, r, st, before, lo)
+    else:
+        rebuild_history(p, r, st, before, lo, cs)
+    if est_total(st) > limit:
+        fit(p, r, st, before, lo, cs, limit)
+    request_time_end(st, before, dirty, sum_at, sum_id)
 
 
 POLICIES = [SeedB]

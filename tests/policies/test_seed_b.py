@@ -8,6 +8,7 @@ from replay.policies import Budget, make_policy
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
 from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, build
 from replay.simulator.caches import make_cache
+from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run
 from tests.simulator.synth import synth_run
 
@@ -32,10 +33,8 @@ def turns_run(n_turns: int = 8, result_chars: int = 8_000, assistant_first: tupl
 
 
 def last_view(name, run, budget, params=None):
-    policy = make_policy(name, params)
-    policy.reset(run, budget)
-    views = [policy.step(k) for k in range(run.n_requests)]
-    return policy, views
+    out = views_of(run, make_policy(name, params), budget)
+    return out, out.views
 
 
 def test_evicts_oldest_whole_turns_first_with_a_rolling_summary():
@@ -50,7 +49,7 @@ def test_evicts_oldest_whole_turns_first_with_a_rolling_summary():
         assert (v.forms[turn == t] == DROPPED).all(), f"turn {t} only partly dropped"
     assert (v.forms[turn == turn[-1]] == ORIGINAL).all()  # the current turn is untouched
     kept = np.flatnonzero((v.forms != DROPPED) & (turn > 0))
-    assert v.summary_at == kept[0] and 0 < v.summary_tokens <= policy.config.summary_tokens
+    assert v.summary_at == kept[0] and 0 < v.summary_tokens <= make_policy("seed_b").config.summary_tokens
     # only as many turns as needed: the next older turn back in would not fit
     first_kept = turn[kept[0]]
     back = policy.fest[ORIGINAL, :v.end][turn == first_kept - 1].sum()
@@ -145,9 +144,7 @@ def test_attachments_trimmed_to_fair_shares_after_carried_context():
              {"step": 0, "kind": "attachment", "chars": 40_000, "turn": 1, "tool_name": "nested_memory"},
              {"step": 0, "kind": "user_text", "chars": 400, "turn": 1}]
     run = build("att", items, [{"step": 0}], "real:test")
-    policy = make_policy("seed_b")
-    policy.reset(run, Budget(18_000, 0))
-    v = policy.step(0)
+    v = views_of(run, make_policy("seed_b"), Budget(18_000, 0)).views[0]
     assert v.forms[1] == DROPPED  # carried context goes before attachments
     assert v.forms[2] == ORIGINAL and v.forms[3] == SHRUNK and v.forms[4] == SHRUNK
     assert v.seg_est[3] == v.seg_est[4]  # equal shares for the two large ones
@@ -209,8 +206,7 @@ def test_newest_step_siblings_never_omitted_and_shortened_when_needed():
     run = parallel_run(6, 8_000, last_siblings=3, last_chars=16_000)  # 3 x 4,000 newest vs a 9,000 budget
     policy = make_policy("seed_b", KEEP)
     _, row = simulate_run(run, policy, make_cache("none"), Budget(10_000, 1_000))
-    policy.reset(run, Budget(10_000, 1_000))
-    v = [policy.step(k) for k in range(run.n_requests)][-1]
+    v = views_of(run, policy, Budget(10_000, 1_000)).views[-1]
     res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
     newest, older = res[-3:], res[:-3]
     assert (v.forms[older] == OMITTED).all()
@@ -227,10 +223,7 @@ def test_attachments_of_earlier_turns_are_evicted_as_carried_context():
              {"step": 1, "kind": "user_text", "chars": 400, "turn": 2},
              {"step": 1, "kind": "attachment", "chars": 20_000, "turn": 2, "tool_name": "file"}]
     run = build("carried", items, [{"step": 0}, {"step": 1}], "real:test")
-    policy = make_policy("seed_b")
-    policy.reset(run, Budget(7_000, 0))
-    policy.step(0)
-    v = policy.step(1)
+    v = views_of(run, make_policy("seed_b"), Budget(7_000, 0)).views[1]
     assert v.forms[2] == DROPPED  # the earlier turn's attachment goes whole, as carried context
     assert v.forms[5] == ORIGINAL  # so the current turn's attachment is not trimmed
     assert v.est_tokens <= 7_000
