@@ -199,3 +199,15 @@ def test_the_sweep_command_says_when_workers_are_lowered_and_refuses_negatives(s
     many = subprocess.run([*cmd, "--workers", "64"], capture_output=True, text=True, timeout=300)
     assert many.returncode == 0, many.stderr
     assert f"--workers 64: using {min(2, usable_cores())} workers" in many.stderr or usable_cores() == 1
+
+
+def test_tune_refuses_a_grid_size_past_the_limit_before_laying_it_out(sample_store):
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    for points in ("0", "99999999999"):
+        res = CliRunner().invoke(app, ["tune", "-t", "o200k", "--window", "100000", "--reserve", "1000",
+                                       "--points", points, "--db", str(sample_store)])
+        assert isinstance(res.exception, ReplayError)
+        assert str(res.exception).startswith(f"--points {int(points):,}: give 1 to {MAX_POINTS:,}")
