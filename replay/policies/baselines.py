@@ -7,8 +7,10 @@ from typing import Literal
 
 import numpy as np
 
-from replay.policies.base import Policy
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
+from replay.policies.kernel import P_POLICY, P_RESERVE, P_WINDOW, S_END, drop, est_of, est_total, prefix_end
 from replay.policies.view import DROPPED
 
 
@@ -20,7 +22,7 @@ class FullConfig(PolicyConfig):
     estimator: Literal["chars/4", "chars/3", "real"] = "real"
 
 
-class Full(Policy):
+class Full(CompiledPolicy):
     name = "full"
     Config = FullConfig
 
@@ -35,35 +37,37 @@ class DropOldestConfig(PolicyConfig):
     keep_first: int = knob(1, 0, 1000, "leading non-system items never dropped")
 
 
-class DropOldest(Policy):
+(P_MARGIN, P_KEEP_FIRST) = range(P_POLICY, P_POLICY + 2)
+
+
+class DropOldest(CompiledPolicy):
     name = "drop_oldest"
     Config = DropOldestConfig
 
-    def stages(self):
-        return [(self.needed, self.decide)]
+    def knobs(self, p: np.ndarray, budget) -> None:
+        p[P_MARGIN], p[P_KEEP_FIRST] = self.config.margin, self.config.keep_first
 
-    def limit(self) -> float:
-        return self.budget.usable / (1 + self.config.margin)
 
-    def needed(self) -> bool:
-        return self.over(self.limit())
-
-    def decide(self) -> None:
-        lo = self.prefix_end() + self.config.keep_first
-        live = lo + np.flatnonzero(self.forms[lo:self.end - 1] != DROPPED)
-        excess = self.est_total() - self.limit()
-        est = self.seg_est()
-        for p in live:
-            if excess <= 0:
-                break
-            if self.forms[p] == DROPPED:
-                continue
-            partner = self.run.pair[p]
-            cost = est[p] + (est[partner] if 0 <= partner < self.end and self.forms[partner] != DROPPED else 0)
-            if partner >= self.end - 1 and partner >= 0:
-                break  # never drop a call whose result is the newest output
-            self.drop(np.array([p]))
-            excess -= cost
+@compiled
+def decide(p, r, st):
+    """Over (window - reserve) / (1 + margin) by estimate: drop from the oldest item after the prefix and the first
+    ``keep_first`` items, with call/result partners, until the excess is gone; never the newest output's call."""
+    limit = (p[P_WINDOW] - p[P_RESERVE]) / (1 + p[P_MARGIN])
+    if not est_total(st) > limit:
+        return
+    end = st.s[S_END]
+    excess = est_total(st) - limit
+    for q in range(prefix_end(r, st) + np.int64(p[P_KEEP_FIRST]), end - 1):
+        if excess <= 0:
+            break
+        if st.forms[q] == DROPPED:
+            continue
+        partner = r.pair[q]
+        cost = est_of(st, q) + (est_of(st, partner) if 0 <= partner < end and st.forms[partner] != DROPPED else 0)
+        if partner >= end - 1 and partner >= 0:
+            break  # never drop a call whose result is the newest output
+        drop(r, st, q)
+        excess -= cost
 
 
 POLICIES = [Full, DropOldest]

@@ -12,27 +12,42 @@ from typing import Literal
 
 import numpy as np
 
-from replay.policies.base import Policy
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
+from replay.policies.kernel import P_ESTIMATOR, P_POLICY, S_END, S_POLICY, estimate_chars, set_form
 from replay.policies.view import ORIGINAL, PLACEHOLDER
-from replay.simulator.arrays import KIND_CODE, RunArrays, chars4
+from replay.simulator.arrays import KIND_CODE, TOOL_RESULT, RunArrays
 
 SWE_AGENT_WORDING = "Old environment output: ({n} lines omitted)"
+USER_TEXT = KIND_CODE["user_text"]
 
 
-def wording_tokens(run: RunArrays, chars: np.ndarray, estimator: str) -> tuple[np.ndarray, np.ndarray]:
-    """(real, est) tokens of placeholder wordings of ``chars`` characters, never more than the item itself."""
-    chars = np.asarray(chars, dtype=np.int64)
-    if run.estimated:
-        real = chars4(chars)
-    else:
-        ratio = run.tokens.sum() / max(int(run.chars.sum()), 1)
-        real = np.ceil(chars * ratio).astype(np.int64)
-    real = np.minimum(real, np.maximum(run.tokens, 1))
-    if estimator == "real":
-        return real, real.copy()
-    est = chars4(chars) if estimator == "chars/4" else (chars + 2) // 3
-    return real, est
+@compiled
+def token_ratio(r):
+    """The run's overall real tokens per character."""
+    return r.tokens.sum() / max(r.chars.sum(), 1)
+
+
+@compiled
+def wording_cost(r, q, chars, ratio, estimator):
+    """(real, est) tokens of a placeholder wording of ``chars`` characters standing for item q: at the run's tokens
+    per character ``ratio`` (chars/4 when the run's counts are estimates), never more than the item itself."""
+    real = (chars + 3) // 4 if r.estimated else np.int64(np.ceil(chars * ratio))
+    real = min(real, max(r.tokens[q], 1))
+    if estimator == 2:
+        return real, real
+    return real, estimate_chars(chars, estimator)
+
+
+@compiled
+def digits(n):
+    """Decimal digits of n >= 0 (1 for 0)."""
+    d = 1
+    while n >= 10:
+        n //= 10
+        d += 1
+    return d
 
 
 @dataclass(frozen=True)
@@ -43,34 +58,6 @@ class MaskingConfig(PolicyConfig):
     estimator: Literal["chars/4", "chars/3", "real"] = "real"
     keep_last: int = knob(10, 0, 100_000, "M: tool results kept verbatim")
     wording: str = knob("[Old observation omitted]", doc="placeholder text")
-
-
-class Masking(Policy):
-    name = "masking"
-    Config = MaskingConfig
-
-    def setup(self) -> None:
-        self.define(PLACEHOLDER, *wording_tokens(self.run, self.wording_chars(), self.config.estimator))
-
-    def wording_chars(self) -> np.ndarray:
-        return np.full(self.run.n_items, len(self.config.wording), dtype=np.int64)
-
-    def stages(self):
-        return [(self.due, self.decide)]
-
-    def masked_count(self, n_results: int) -> int:
-        return max(n_results - self.config.keep_last, 0)
-
-    def old(self) -> np.ndarray:
-        res = self.results()
-        return res[:self.masked_count(len(res))]
-
-    def due(self) -> bool:
-        old = self.old()
-        return bool(len(old)) and bool((self.forms[old] == ORIGINAL).any())
-
-    def decide(self) -> None:
-        self.set_forms(self.old(), PLACEHOLDER)
 
 
 @dataclass(frozen=True)
@@ -85,36 +72,84 @@ class LastNConfig(PolicyConfig):
     wording: str = knob(SWE_AGENT_WORDING, doc="placeholder ({n} = the output's lines)")
 
 
-class LastN(Masking):
+# knobs: results kept, polling (0: plain masking), wording characters (last_n: without '{n}', plus the line digits)
+(P_KEEP, P_POLLING, P_WORDING_CHARS) = range(P_POLICY, P_POLICY + 3)
+# scalars: results in the run, results in the history so far, the instance template is observation 0 (last_n)
+(S_N_RESULTS, S_SEEN, S_TEMPLATE) = range(S_POLICY, S_POLICY + 3)
+A_RESULTS = 0  # aux row: positions of the run's tool results, in order
+
+
+class Masking(CompiledPolicy):
+    name = "masking"
+    Config = MaskingConfig
+
+    def knobs(self, p: np.ndarray, budget) -> None:
+        p[P_KEEP], p[P_POLLING], p[P_WORDING_CHARS] = self.config.keep_last, 0, len(self.config.wording)
+
+
+class LastN(CompiledPolicy):
     """SWE-agent counts the instance template (the first user message) as observation 0 and never elides it;
     before each query it elides observations [1, (count // polling) * polling - n) of the count so far."""
 
     name = "last_n"
     Config = LastNConfig
 
-    def setup(self) -> None:
-        super().setup()
-        r = self.run
-        body = np.flatnonzero(~np.isin(r.kind, (KIND_CODE["system"], KIND_CODE["tool_defs"])))
-        first_user = body[r.kind[body] == KIND_CODE["user_text"]][:1]
-        first_result = self.results(0, r.n_items)[:1]
-        self.template = int(len(first_user) and (not len(first_result) or first_user[0] < first_result[0]))
+    def knobs(self, p: np.ndarray, budget) -> None:
+        c = self.config
+        p[P_KEEP], p[P_POLLING], p[P_WORDING_CHARS] = c.n, c.polling, len(c.wording) - len("{n}")
 
-    def wording_chars(self) -> np.ndarray:
-        lines = np.maximum(self.run.lines.astype(np.int64), 0)
-        digits = np.where(lines > 0, np.floor(np.log10(np.maximum(lines, 1))).astype(np.int64) + 1, 1)
-        return len(self.config.wording) - len("{n}") + digits
+    def wording_of(self, position: int, run: RunArrays) -> str:
+        """The placeholder text shown for the item at ``position`` of ``run``."""
+        return self.config.wording.format(n=int(run.lines[position]))
 
-    def old(self) -> np.ndarray:
-        c, res = self.config, self.results()
-        observations = len(res) + self.template
-        last_removed = max(0, (observations // c.polling) * c.polling - c.n)
-        # observation 0 is never elided: the template when there is one, else the first result
-        return res[:max(last_removed - 1, 0)] if self.template else res[1:last_removed]
 
-    def wording_of(self, position: int) -> str:
-        """The placeholder text shown for the item at ``position``."""
-        return self.config.wording.format(n=int(self.run.lines[position]))
+@compiled
+def setup(p, r, st):
+    """Placeholder costs (last_n: the wording with each item's line count); the results' positions; whether the
+    first user message (the instance template) comes before the first result."""
+    estimator, ratio = int(p[P_ESTIMATOR]), token_ratio(r)
+    base, per_line = np.int64(p[P_WORDING_CHARS]), p[P_POLLING] > 0
+    template, first_result, n_res = -1, -1, 0
+    for q in range(len(r.kind)):
+        chars = base + digits(max(r.lines[q], 0)) if per_line else base
+        st.ftok[PLACEHOLDER, q], st.fest[PLACEHOLDER, q] = wording_cost(r, q, chars, ratio, estimator)
+        if r.kind[q] == TOOL_RESULT:
+            st.aux[A_RESULTS, n_res] = q
+            n_res += 1
+            if first_result < 0:
+                first_result = q
+        elif r.kind[q] == USER_TEXT and template < 0:
+            template = q
+    st.s[S_N_RESULTS] = n_res
+    st.s[S_TEMPLATE] = template >= 0 and (first_result < 0 or template < first_result)
+
+
+@compiled
+def masked_range(p, st, seen):
+    """Result indices [a, b) shown as placeholders when the history holds ``seen`` results."""
+    keep = np.int64(p[P_KEEP])
+    if p[P_POLLING] == 0:
+        return 0, max(seen - keep, 0)
+    polling = np.int64(p[P_POLLING])
+    last_removed = max(0, ((seen + st.s[S_TEMPLATE]) // polling) * polling - keep)
+    # observation 0 is never elided: the template when there is one, else the first result
+    return (0, max(last_removed - 1, 0)) if st.s[S_TEMPLATE] else (1, last_removed)
+
+
+@compiled
+def decide(p, r, st):
+    """When any result of the masked range is still original, the whole range shows placeholders."""
+    seen, end = st.s[S_SEEN], st.s[S_END]
+    while seen < st.s[S_N_RESULTS] and st.aux[A_RESULTS, seen] < end:
+        seen += 1
+    st.s[S_SEEN] = seen
+    a, b = masked_range(p, st, seen)
+    res = st.aux[A_RESULTS]
+    for i in range(a, b):
+        if st.forms[res[i]] == ORIGINAL:
+            for j in range(a, b):
+                set_form(st, res[j], PLACEHOLDER)
+            return
 
 
 POLICIES = [Masking, LastN]

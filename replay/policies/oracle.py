@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replay.metrics.repeat_reads import read_events
-from replay.policies.base import Policy
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig
+from replay.policies.kernel import P_RESERVE, P_WINDOW, S_K, S_POLICY, S_TOT_TOK, prefix_end, set_form
 from replay.policies.view import OMITTED, ORIGINAL
 
 NEVER = np.iinfo(np.int64).max
+S_NEXT_READ = S_POLICY  # first repeat read decided at this request or later
 
 
 @dataclass(frozen=True)
@@ -30,51 +32,63 @@ class OracleConfig(PolicyConfig):
     kind = "oracle"
 
 
-def needs(run) -> tuple[np.ndarray, np.ndarray]:
-    """(earlier output, deciding request) of every unchanged repeat read, sorted by request."""
-    ev = read_events(run)
-    keep = ~ev.changed
-    order = np.argsort(ev.decide[keep], kind="stable")
-    return ev.prev_result[keep][order], ev.decide[keep][order]
-
-
-class Oracle(Policy):
+class Oracle(CompiledPolicy):
     name = "oracle"
     Config = OracleConfig
 
-    def setup(self) -> None:
-        n = self.run.n_items
-        self.define(OMITTED, np.zeros(n, np.int64), np.zeros(n, np.int64))
-        self.need_item, self.need_at = needs(self.run)
 
-    def stages(self):
-        return [(self.due, self.decide)]
+@compiled
+def setup(p, r, st):
+    """An omitted item costs nothing."""
+    st.ftok[OMITTED, :] = 0
+    st.fest[OMITTED, :] = 0
 
-    def total(self) -> int:
-        return int(self.ftok[self.forms[:self.end], self.idx[:self.end]].sum())
 
-    def due(self) -> bool:
-        return self.total() > self.budget.usable
+@compiled
+def next_needs(r, first, lo, hi):
+    """Per position in [lo, hi): the next request (from repeat read ``first`` on) whose unchanged repeat read
+    needs it intact, NEVER if none."""
+    out = np.full(hi - lo, NEVER, np.int64)
+    for e in range(first, len(r.rr_decide)):
+        q = r.rr_prev[e]
+        if not r.rr_changed[e] and lo <= q < hi:
+            out[q - lo] = min(out[q - lo], r.rr_decide[e])
+    return out
 
-    def next_need(self) -> np.ndarray:
-        """Per history item: the next request (>= this one) whose repeat read needs it intact, NEVER if none."""
-        out = np.full(self.end, NEVER, dtype=np.int64)
-        lo = int(np.searchsorted(self.need_at, self.k, side="left"))
-        items, at = self.need_item[lo:], self.need_at[lo:]
-        np.minimum.at(out, items[items < self.end], at[items < self.end])
-        return out
 
-    def decide(self) -> None:
-        newest = int(self.run.req_end[self.k - 1]) if self.k > 0 else 0  # this request's new items stay
-        pos = np.arange(self.prefix_end(), newest)
-        pos = pos[self.forms[pos] == ORIGINAL]
-        if not len(pos):
-            return
-        size = self.ftok[ORIGINAL, pos]
-        order = pos[np.lexsort((-size, -self.next_need()[pos]))]
-        saved = np.cumsum(self.ftok[ORIGINAL, order])
-        upto = int(np.searchsorted(saved, self.total() - self.budget.usable, side="left")) + 1
-        self.set_forms(order[:upto], OMITTED)
+@compiled
+def decide(p, r, st):
+    """Over the budget by real tokens: omit original items before this request's new ones, farthest next need
+    first (never needed: first), then largest, then oldest, until the view fits."""
+    k, s = st.s[S_K], st.s
+    first = s[S_NEXT_READ]
+    while first < len(r.rr_decide) and r.rr_decide[first] < k:
+        first += 1
+    s[S_NEXT_READ] = first
+    excess = s[S_TOT_TOK] - np.int64(p[P_WINDOW] - p[P_RESERVE])
+    if excess <= 0:
+        return
+    lo, newest = prefix_end(r, st), r.req_end[k - 1] if k > 0 else 0  # this request's new items stay
+    n = 0
+    for q in range(lo, newest):
+        n += st.forms[q] == ORIGINAL
+    if n == 0:
+        return
+    pos = np.empty(n, np.int64)
+    n = 0
+    for q in range(lo, newest):
+        if st.forms[q] == ORIGINAL:
+            pos[n] = q
+            n += 1
+    need = next_needs(r, first, lo, newest)[pos - lo]
+    by_size = np.argsort(-st.ftok[ORIGINAL, pos], kind="mergesort")  # stable: largest first, then oldest
+    order = pos[by_size][np.argsort(-need[by_size], kind="mergesort")]
+    saved = 0
+    for q in order:
+        saved += st.ftok[ORIGINAL, q]
+        set_form(st, q, OMITTED)
+        if saved >= excess:
+            break
 
 
 POLICIES = [Oracle]

@@ -2,7 +2,8 @@
 request, and per-request masking (SWE-agent's last_n_observations) shows the recorded placeholders.
 
 This is the policy ``replay fidelity`` replays: with the prompt model it should give the prompt the server
-counted, request by request. Every other policy replays the run without the harness's own artifacts."""
+counted, request by request. Every other policy replays the run without the harness's own artifacts (the driver
+zeroes them for every policy but this one)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replay.policies.base import Policy
+from replay.jit import compiled
+from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig
+from replay.policies.kernel import S_END, S_K, S_SUMMARISED, drop, set_form
+from replay.policies.masking import token_ratio
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER
+
+# aux rows: a recorded placeholder's real tokens and characters (last recorded wins); request + 1 at which the
+# item is a placeholder now
+(A_SHOWN, A_CHARS, A_NOW) = range(3)
 
 
 @dataclass(frozen=True)
@@ -22,43 +30,51 @@ class RecordedConfig(PolicyConfig):
     kind = "recorded"
 
 
-class Recorded(Policy):
+class Recorded(CompiledPolicy):
     name = "recorded"
     Config = RecordedConfig
     replays_recorded = True
 
-    def setup(self) -> None:
-        ev, r = self.run.events, self.run
-        self.applied = 0
-        self.order = np.argsort(ev.step, kind="stable")
-        self.masked = np.zeros(0, dtype=np.int64)
-        if len(ev.mask_pos):
-            # a placeholder's tokens: its characters at the run's own tokens per character (the wording's text is
-            # not stored, only its length)
-            ratio = r.tokens.sum() / max(int(r.chars.sum()), 1)
-            shown = np.zeros(r.n_items, dtype=np.int64)
-            shown[ev.mask_pos] = np.ceil(ev.mask_chars * ratio).astype(np.int64)
-            tok = np.minimum(shown, np.maximum(r.tokens, 1))
-            self.ftok[PLACEHOLDER] = np.where(shown > 0, tok, self.ftok[PLACEHOLDER])
-            chars = np.zeros(r.n_items, dtype=np.int64)
-            chars[ev.mask_pos] = ev.mask_chars
-            self.fest[PLACEHOLDER] = np.where(shown > 0, (chars + 3) // 4, self.fest[PLACEHOLDER])
 
-    def stages(self):
-        return [(lambda: True, self.replay)]
+@compiled
+def setup(p, r, st):
+    """A recorded placeholder's tokens: its characters at the run's own tokens per character (the wording's text
+    is not stored, only its length), never above the item; estimated at chars/4."""
+    if len(r.mask_pos) == 0:
+        return
+    ratio = token_ratio(r)
+    for i in range(len(r.mask_pos)):
+        q = r.mask_pos[i]
+        st.aux[A_SHOWN, q] = np.int64(np.ceil(r.mask_chars[i] * ratio))
+        st.aux[A_CHARS, q] = r.mask_chars[i]
+    for q in range(len(r.kind)):
+        if st.aux[A_SHOWN, q] > 0:
+            st.ftok[PLACEHOLDER, q] = min(st.aux[A_SHOWN, q], max(r.tokens[q], 1))
+            st.fest[PLACEHOLDER, q] = (st.aux[A_CHARS, q] + 3) // 4
 
-    def replay(self) -> None:
-        ev, k = self.run.events, self.k
-        while self.applied < len(self.order) and ev.step[self.order[self.applied]] <= k:
-            e = int(self.order[self.applied])
-            self.drop(ev.drop[e][ev.drop[e] < self.end])  # with call/result partners: the API needs both
-            self.flags["summarised"] = True
-            self.applied += 1
-        now = ev.mask_pos[ev.mask_step == k]
-        back = np.setdiff1d(self.masked, now)
-        self.set_forms(back[self.forms[back] == PLACEHOLDER], ORIGINAL)
-        self.set_forms(now[self.forms[now] != DROPPED], PLACEHOLDER)
-        self.masked = now
+
+@compiled
+def decide(p, r, st):
+    """Events recorded at this request drop their items present (with call/result partners: the API needs both);
+    this request's recorded placeholders replace the previous request's."""
+    k, end = st.s[S_K], st.s[S_END]
+    for e in range(len(r.ev_step)):
+        if r.ev_step[e] == k or (k == 0 and r.ev_step[e] < 0):
+            for j in range(r.ev_drop_off[e], r.ev_drop_off[e + 1]):
+                if r.ev_drop[j] < end:
+                    drop(r, st, r.ev_drop[j])
+            st.s[S_SUMMARISED] = 1
+    for i in range(len(r.mask_step)):
+        if r.mask_step[i] == k:
+            st.aux[A_NOW, r.mask_pos[i]] = k + 1
+    for i in range(len(r.mask_step)):
+        q = r.mask_pos[i]
+        if k > 0 and r.mask_step[i] == k - 1 and st.aux[A_NOW, q] != k + 1 and st.forms[q] == PLACEHOLDER:
+            set_form(st, q, ORIGINAL)
+    for i in range(len(r.mask_step)):
+        q = r.mask_pos[i]
+        if r.mask_step[i] == k and st.forms[q] != DROPPED:
+            set_form(st, q, PLACEHOLDER)
 
 
 POLICIES = (Recorded,)

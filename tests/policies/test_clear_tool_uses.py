@@ -7,6 +7,7 @@ import numpy as np
 from replay.policies import Budget, make_policy
 from replay.policies.view import ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.simulator.arrays import TOOL_CALL, TOOL_RESULT, build
+from replay.simulator.kernels.trace import views_of
 
 
 def tool_run(n: int = 10, size: int = 1_000, tools: tuple[str, ...] = ("Read", "Bash")):
@@ -22,9 +23,7 @@ def tool_run(n: int = 10, size: int = 1_000, tools: tuple[str, ...] = ("Read", "
 
 
 def run_views(run, params):
-    policy = make_policy("clear_tool_uses", params)
-    policy.reset(run, Budget(10**9))
-    return [policy.step(k) for k in range(run.n_requests)]
+    return views_of(run, make_policy("clear_tool_uses", params), Budget(10**9)).views
 
 
 def test_every_request_past_the_input_token_trigger_clears_all_but_keep():

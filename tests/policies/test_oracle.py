@@ -9,6 +9,7 @@ from replay.policies import Budget, make_policy
 from replay.policies.view import ORIGINAL
 from replay.simulator.arrays import build
 from replay.simulator.caches import make_cache
+from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run
 from tests.simulator.synth import synth_run
 
@@ -37,10 +38,7 @@ def test_common_budget_and_prefix():
     """The view fits window - reserve with the system prefix counted; no budget of its own."""
     run = synth_run(40, seed=5, result_chars=(4_000, 30_000), system_chars=40_000)
     budget = Budget(40_000, 6_000)
-    policy = make_policy("oracle")
-    policy.reset(run, budget)
-    for k in range(run.n_requests):
-        v = policy.step(k)
+    for k, v in enumerate(views_of(run, make_policy("oracle"), budget).views):
         new = int(run.req_end[k - 1]) if k else 0
         floor = int(run.tokens[:run.first_body].sum() + run.tokens[new:v.end].sum())
         assert v.prompt_tokens <= max(budget.usable, floor)

@@ -10,6 +10,7 @@ from replay.metrics.oracle_bound import oracle_bound
 from replay.policies import Budget, Policy, make_policy, registry
 from replay.policies.view import OMITTED, ORIGINAL
 from replay.simulator.caches import make_cache
+from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run
 from tests.simulator.synth import synth_run
 
@@ -44,10 +45,8 @@ def evicted_and_room(name: str, run, budget: Budget) -> tuple[int, np.ndarray, b
     """The policy's evicted repeat reads as the simulator counts them, the room it used per request (its prompt
     where it overflowed, else the budget) and whether it ever brought an evicted item back intact."""
     policy = LargestFirst() if name == "largest_first" else make_policy(name)
-    seen: list = []
-    step = policy.step
-    policy.step = lambda k: seen.append(step(k)) or seen[-1]  # type: ignore[method-assign]
     cols, row = simulate_run(run, policy, make_cache("none"), budget)
+    seen = views_of(run, policy, budget).views
     restored = False
     for prev, v in zip([None, *seen], seen, strict=False):
         assert (v.forms[:run.first_body] == ORIGINAL).all(), f"{name} trimmed the harness prefix"

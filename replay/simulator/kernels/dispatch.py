@@ -4,7 +4,18 @@
 from __future__ import annotations
 
 from replay.jit import compiled
-from replay.policies import auto_compact, openhands, seed_a, seed_b, seed_c
+from replay.policies import (
+    auto_compact,
+    baselines,
+    clear_tool_uses,
+    masking,
+    openhands,
+    oracle,
+    recorded,
+    seed_a,
+    seed_b,
+    seed_c,
+)
 from replay.policies.kernel import CODES
 
 SEED_A = CODES["seed_a"]
@@ -12,6 +23,11 @@ AUTO_COMPACT = CODES["auto_compact"]
 OPENHANDS = (CODES["openhands"], CODES["openhands_tokens"], CODES["openhands_recent"])
 SEED_B = CODES["seed_b"]
 SEED_C = CODES["seed_c"]
+DROP_OLDEST = CODES["drop_oldest"]
+MASKING = (CODES["masking"], CODES["last_n"])
+CLEAR_TOOL_USES = CODES["clear_tool_uses"]
+ORACLE = CODES["oracle"]
+RECORDED = CODES["recorded"]
 
 
 @compiled
@@ -26,6 +42,14 @@ def setup(code, p, r, st):
         seed_b.setup(p, r, st)
     elif code == SEED_C:
         seed_c.setup(p, r, st)
+    elif code in MASKING:
+        masking.setup(p, r, st)
+    elif code == CLEAR_TOOL_USES:
+        clear_tool_uses.setup(p, r, st)
+    elif code == ORACLE:
+        oracle.setup(p, r, st)
+    elif code == RECORDED:
+        recorded.setup(p, r, st)
 
 
 @compiled
@@ -40,3 +64,13 @@ def decide(code, p, r, st):
         seed_b.decide(p, r, st)
     elif code == SEED_C:
         seed_c.decide(p, r, st)
+    elif code == DROP_OLDEST:
+        baselines.decide(p, r, st)
+    elif code in MASKING:
+        masking.decide(p, r, st)
+    elif code == CLEAR_TOOL_USES:
+        clear_tool_uses.decide(p, r, st)
+    elif code == ORACLE:
+        oracle.decide(p, r, st)
+    elif code == RECORDED:
+        recorded.decide(p, r, st)
