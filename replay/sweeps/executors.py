@@ -129,18 +129,30 @@ def _windows(tasks: Iterator[Task], size: int) -> Iterator[list[Task]]:
         yield window
 
 
-def run_ray(ctx: Context, tasks: list[Task], workers: int = 0, local_mode: bool | None = None) -> Iterator[Result]:
-    """The same on Ray: the context goes to the object store once; one remote task per point.
+_RAY_CONTEXT: dict[str, Context] = {}  # in a Ray worker: the context of the sweep it works for, fetched once
 
-    Joins a running cluster when RAY_ADDRESS is set; REPLAY_RAY_LOCAL=1 runs in Ray local mode (tests)."""
-    local_mode = os.environ.get("REPLAY_RAY_LOCAL") == "1" if local_mode is None else local_mode
-    try:
+
+def _ray_point(session: str, holder: list, task: Task) -> Result:
+    """One point on a Ray worker. The context comes as a reference inside a list (so Ray does not fetch it for
+    every task) and is fetched and unpacked once per worker process and sweep."""
+    ctx = _RAY_CONTEXT.get(session)
+    if ctx is None:
         import ray
-    except ImportError as exc:
-        raise ReplayError("--executor ray needs Ray: pip install 'replay[ray]'") from exc
-    started = not ray.is_initialized()
-    if started:
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "ignore_reinit_error": True}
+
+        _RAY_CONTEXT.clear()
+        ctx = _RAY_CONTEXT[session] = ray.get(holder[0])
+    return point_rows(ctx, task)
+
+
+def _ray_start(ray: Any, workers: int, local_mode: bool) -> None:
+    """Join the cluster at RAY_ADDRESS (``auto``: the one `ray start` runs on this machine), else start a local one
+    with ``workers`` CPUs (all cores when 0)."""
+    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "ignore_reinit_error": True}
+    address = os.environ.get("RAY_ADDRESS")
+    try:
+        if address:  # a running cluster brings its own CPUs: num_cpus may not be given when joining
+            ray.init(address=address, **kwargs)
+            return
         if workers:
             kwargs["num_cpus"] = workers
         try:
@@ -149,12 +161,41 @@ def run_ray(ctx: Context, tasks: list[Task], workers: int = 0, local_mode: bool 
             if "local_mode" not in str(exc):
                 raise
             ray.init(**{**kwargs, "num_cpus": workers or 1})
+    except ConnectionError as exc:
+        raise ReplayError(f"--executor ray: no Ray cluster at RAY_ADDRESS={address} ({exc}); start one with "
+                          "`ray start --head` or unset RAY_ADDRESS to start a local one") from exc
+    except Exception as exc:
+        if "timed out during startup" not in str(exc):
+            raise
+        raise ReplayError("--executor ray: the local Ray node did not start within Ray's 30 s (a busy machine); "
+                          "start it once with `ray start --head --num-cpus N` and run with RAY_ADDRESS=auto") from exc
+
+
+def run_ray(ctx: Context, tasks: Iterable[Task], workers: int = 0, local_mode: bool | None = None
+            ) -> Iterator[Result]:
+    """The same on Ray: the context goes to the object store once and each worker fetches it once; points are
+    submitted as workers free up (at most two per cluster CPU in flight), so a grid of any size streams through.
+
+    Joins the cluster at RAY_ADDRESS when set (`replay sweep --ray-address`), else starts a local one with
+    ``workers`` CPUs; REPLAY_RAY_LOCAL=1 asks for Ray's local mode (tests; a one-CPU local cluster on Ray
+    versions without it)."""
+    local_mode = os.environ.get("REPLAY_RAY_LOCAL") == "1" if local_mode is None else local_mode
     try:
-        ref = ray.put(ctx)
-        remote = ray.remote(point_rows)
-        pending = [remote.remote(ref, t) for t in tasks]
+        import ray
+    except ImportError as exc:
+        raise ReplayError("--executor ray needs Ray: pip install 'replay[ray]'") from exc
+    started = not ray.is_initialized()
+    if started:
+        _ray_start(ray, workers, local_mode)
+    try:
+        holder = [ray.put(ctx)]
+        remote = ray.remote(_ray_point)
+        limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+        todo = iter(tasks)
+        pending = [remote.remote(ctx.session, holder, t) for t in islice(todo, limit)]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
+            pending.extend(remote.remote(ctx.session, holder, t) for t in islice(todo, 1))
             yield ray.get(done[0])
     finally:
         if started:

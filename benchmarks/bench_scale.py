@@ -1,0 +1,139 @@
+"""Scale run: a synthetic corpus of N runs through synth, ingest, token counting and a seed-A sweep (pool, Ray).
+
+    python benchmarks/bench_scale.py --runs 10000 --points 1000 --work /tmp/scale [--source STORE]
+Each stage is the `replay` command line in its own process, under nice and `/usr/bin/time -v`, so each has its
+own peak RSS: the largest single process (time -v) and the sum over the stage's process tree (sampled from /proc
+every 0.5 s; pool and Ray workers included). Prints wall time per stage, both peaks, the corpus and store sizes.
+A stage already done in --work (same runs) is skipped with --reuse, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2:].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * PAGE
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+def run_stage(name: str, args: list[str], log: Path) -> dict:
+    """Run one replay command; return wall seconds, peak RSS of the largest process and of the process tree."""
+    cmd = ["nice", "-n", "10", "/usr/bin/time", "-v", sys.executable, "-m", "replay", *args]
+    peak = [0]
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+        def sample() -> None:
+            while proc.poll() is None:
+                peak[0] = max(peak[0], tree_rss(proc.pid))
+                time.sleep(0.5)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        code = proc.wait()
+        sampler.join()
+    wall = time.perf_counter() - start
+    text = log.read_text(errors="replace")
+    match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    result = {"stage": name, "wall_s": wall, "max_rss_mb": int(match.group(1)) / 1024 if match else None,
+              "tree_rss_mb": peak[0] / 2**20, "exit": code}
+    print(f"{name:>12}: {wall:8.1f} s wall, peak RSS {result['max_rss_mb'] or 0:8.0f} MB largest process, "
+          f"{result['tree_rss_mb']:8.0f} MB process tree, exit {code} (log {log})", flush=True)
+    return result
+
+
+def size_mb(path: Path) -> float:
+    if path.is_file():
+        return path.stat().st_size / 1e6
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6 if path.exists() else 0.0
+
+
+def sweep_file(work: Path, name: str, points: int, tokenizer: str) -> Path:
+    """A seed-A grid of about ``points`` points (protected range x summary threshold x reclaim floor)."""
+    n = max(2, round(points ** (1 / 3)))
+    grid = {"protect": [2_000 + 4_000 * i for i in range(n)],
+            "summary_at": [40_000 + 8_000 * i for i in range(n)],
+            "reclaim_floor": [round(0.02 * i, 3) for i in range(n)]}
+    body = "\n".join(f"{k} = {v}" for k, v in grid.items())
+    path = work / f"{name}.toml"
+    path.write_text(f'[sweep]\nname = "{name}"\npolicy = "seed_a"\nmode = "grid"\nruns = "%"\n'
+                    f'tokenizer = "{tokenizer}"\ncache = "auto"\n\n[fixed]\nwindow = 130000\nreserve = 24576\n\n'
+                    f"[grid]\n{body}\n")
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--points", type=int, default=1_000)
+    ap.add_argument("--work", type=Path, default=Path("/tmp/replay-scale"))
+    ap.add_argument("--source", type=Path, help="ingested real store to learn from (default: ingest the corpus)")
+    ap.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus")
+    ap.add_argument("--tokenizer", default="o200k")
+    ap.add_argument("--workers", type=int, default=2, help="sweep workers (pool) and Ray CPUs")
+    ap.add_argument("--synth-workers", type=int, default=1)
+    ap.add_argument("--stages", default="synth,ingest,tokens,sweep-pool,sweep-ray")
+    ap.add_argument("--reuse", action="store_true", help="skip synth/ingest when their output exists")
+    args = ap.parse_args()
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    source = args.source or work / "real.duckdb"
+    if not source.exists():
+        run_stage("real ingest", ["ingest", str(args.corpus), "--db", str(source)], work / "real-ingest.log")
+    corpus, store = work / f"synth-{args.runs}", work / f"synth-{args.runs}.duckdb"
+    stages = args.stages.split(",")
+    results = []
+    print(f"scale run: {args.runs:,} runs, {args.points:,} points, {args.workers} workers, work {work}", flush=True)
+    if "synth" in stages and not (args.reuse and corpus.exists()):
+        results.append(run_stage("synth", ["synth", "--from-db", str(source), "--runs", str(args.runs), "--out",
+                                           str(corpus), "--seed", "1", "-t", args.tokenizer, "--workers",
+                                           str(args.synth_workers)], work / "synth.log"))
+        print(f"{'corpus':>12}: {size_mb(corpus):,.0f} MB in {corpus}", flush=True)
+    if "ingest" in stages and not (args.reuse and store.exists()):
+        results.append(run_stage("ingest", ["ingest", str(corpus), "--db", str(store)], work / "ingest.log"))
+    if "tokens" in stages:
+        results.append(run_stage("tokens", ["tokens", "-t", args.tokenizer, "--db", str(store)], work / "tokens.log"))
+    print(f"{'store':>12}: {size_mb(store):,.0f} MB ({store})", flush=True)
+    for stage, executor in (("sweep-pool", "local"), ("sweep-ray", "ray")):
+        if stage in stages:
+            spec = sweep_file(work, f"scale-{executor}-{args.runs}", args.points, args.tokenizer)
+            results.append(run_stage(stage, ["sweep", str(spec), "--db", str(store), "--executor", executor,
+                                             "--workers", str(args.workers), "--out", str(work / "sweeps"),
+                                             "--format", "csv"], work / f"{stage}.log"))
+    print(f"{'store':>12}: {size_mb(store):,.0f} MB after sweeps; sweep Parquet {size_mb(work / 'sweeps'):,.0f} MB")
+    walls = {r["stage"]: r["wall_s"] for r in results}
+    if "sweep-pool" in walls and "sweep-ray" in walls:
+        print(f"ray / pool wall time: {walls['sweep-ray'] / walls['sweep-pool']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
