@@ -7,7 +7,7 @@ Builds its inputs under ``--work`` (once; kept for the next run):
 - ``corpus``: the shared corpus copied until it reaches ``--corpus-mb``, each copy's ids changed (every UUID's
   first group rewritten, else a trailing newline added) so every copy is a new file and new runs;
 - ``line``: a Claude Code session whose one tool result is ``--record-mb`` of text, on one JSONL line;
-- ``document``: a SWE-agent trajectory (one JSON document) with one observation of ``--record-mb``.
+- ``document``: a SWE-agent trajectory (one JSON document) whose one tool output is ``--record-mb`` of text.
 Each case runs ``python -m replay ingest`` in a fresh store as a subprocess; the peak is sampled from /proc every
 20 ms over the whole process tree (the command, the forkserver, the parse workers): ``tree`` sums their resident
 sets (an overestimate: pages they share count twice), ``largest`` is the largest single process; CPU seconds are
@@ -78,12 +78,15 @@ def huge_line(path: Path, record_mb: float) -> Path:
 
 
 def huge_document(path: Path, record_mb: float) -> Path:
-    """A SWE-agent trajectory whose first observation holds ``record_mb`` of text."""
+    """A SWE-agent trajectory (one JSON document) whose first tool observation in its history holds ``record_mb``."""
     if path.exists():
         return path
     src = min((CORPUS / "swe-agent").glob("*.traj"), key=lambda f: f.stat().st_size)
     doc = json.loads(src.read_text())
-    doc["trajectory"][0]["observation"] = filler(int(record_mb * 1e6))
+    history = doc["history"]
+    after_action = next(i for i in range(1, len(history)) if history[i - 1].get("action") and
+                        history[i]["role"] == "user")
+    history[after_action]["content"] = filler(int(record_mb * 1e6))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1))
     return path

@@ -134,10 +134,15 @@ def batches(parsed: Parsed, rows: int = BATCH_ROWS, chars: int = BATCH_CHARS) ->
             n = min(rows, left)
             if sizes:
                 n = _fits(sizes, n, chars)
-            table = _table(parsed.format, {c: columns[c][:n] for c in schema}, schema)
-            for values in columns.values():
-                del values[:n]
-            yield name, table
+            yield name, _table(parsed.format, _take(columns, n), schema)  # no name here keeps the batch alive
+
+
+def _take(columns: dict[str, list], n: int) -> dict[str, list]:
+    """The first ``n`` values of every column, removed from ``columns``."""
+    taken = {c: values[:n] for c, values in columns.items()}
+    for values in columns.values():
+        del values[:n]
+    return taken
 
 
 def _fits(sizes: list[int], n: int, chars: int) -> int:
@@ -156,7 +161,7 @@ _POOL = pa.system_memory_pool()
 
 def _table(fmt: str | None, columns: dict[str, list], schema: dict[str, pa.DataType]) -> pa.Table:
     try:
-        return pa.table({c: _array(values, schema[c]) for c, values in columns.items()})
+        return pa.table({c: _array(columns.pop(c), kind) for c, kind in schema.items()})
     except (TypeError, OverflowError, pa.ArrowException) as exc:
         raise ReplayError(f"the {fmt} reader gave a value the store cannot hold ({type(exc).__name__}: "
                           f"{str(exc)[:300]}); please report it with this file") from exc
