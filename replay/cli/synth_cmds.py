@@ -9,6 +9,7 @@ import typer
 
 from replay.cli import app
 from replay.cli.common import FormatOption, console, emit
+from replay.errors import ReplayError
 
 
 @app.command()
@@ -30,6 +31,8 @@ def synth(
     from replay.store import open_store
     from replay.synth import generate, learn
 
+    if runs < 1:
+        raise ReplayError(f"--runs {runs}: give at least 1")
     con = open_store(from_db, read_only=True)
     try:
         recipe = learn(con, seed, tokenizer, mix, exclude)

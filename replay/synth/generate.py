@@ -84,10 +84,11 @@ def learn(con: duckdb.DuckDBPyConnection, seed: int, tokenizer: str = "o200k", m
     by_format: dict[str, list[Donor]] = {}
     for d in donors:
         by_format.setdefault(d.format, []).append(d)
+    weights = parse_mix(mix, by_format)  # a bad --mix fails before the slow part
     tok = load_tokenizer(tokenizer)
     densities = kind_density(con, tok.count_many, tuple(by_format), seed=seed)
     mixes = {kind: calibrate(tok.count_many, target) for kind, target in densities.items()}
-    return Recipe(seed, by_format, parse_mix(mix, by_format), mixes, densities)
+    return Recipe(seed, by_format, weights, mixes, densities)
 
 
 def run_path(out: Path, fmt: str, plan: Plan) -> Path:
