@@ -277,9 +277,13 @@ def _pool(context: Any, n: int, known: frozenset[str], max_line_bytes: int) -> A
 
 
 def default_workers() -> int:
-    """REPLAY_WORKERS, else every core."""
+    """REPLAY_WORKERS, else every core, capped by the usable cores and the available memory
+    (:func:`replay.resources.cap_workers`)."""
+    from replay.resources import cap_workers
+
     value = os.environ.get("REPLAY_WORKERS", "0")
     try:
-        return int(value) or os.cpu_count() or 1
+        requested = int(value)
     except ValueError:
         raise ReplayError(f"REPLAY_WORKERS={value!r}: expected a whole number of worker processes") from None
+    return cap_workers(requested, option="REPLAY_WORKERS")[0]

@@ -134,3 +134,13 @@ def test_value_the_store_cannot_hold_fails_the_file(value):
     parsed = Parsed(path=None, status="ingested", bytes=0, format="x", items=items)  # type: ignore[arg-type]
     with pytest.raises(ReplayError, match="the x reader gave a value the store cannot hold"):
         list(batches(parsed))
+
+
+def test_ingest_pool_capped_by_cores(monkeypatch):
+    from replay.resources import usable_cores
+
+    monkeypatch.setenv("REPLAY_WORKERS", "64")
+    assert ingest_parse.default_workers() <= usable_cores()
+    monkeypatch.setenv("REPLAY_WORKERS", "-1")
+    with pytest.raises(ReplayError, match="REPLAY_WORKERS -1"):
+        ingest_parse.default_workers()
