@@ -22,8 +22,11 @@ from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import (
     P_ESTIMATOR,
     P_POLICY,
+    S_DIRTY,
     S_END,
     S_POLICY,
+    S_PREV_END,
+    S_TOT_EST,
     TF_CLEAR_INPUT,
     TF_EXCLUDED,
     set_form,
@@ -67,10 +70,13 @@ class ClearToolUsesConfig(PolicyConfig):
 
 # knobs: trigger by tool uses (else input tokens), trigger, keep, clear_at_least, every call's input cleared
 (P_BY_TOOL_USES, P_TRIGGER, P_KEEP, P_CLEAR_AT_LEAST, P_ALL_INPUTS) = range(P_POLICY, P_POLICY + 5)
-(S_N_RESULTS, S_SEEN) = range(S_POLICY, S_POLICY + 2)  # results in the run, in the history so far
-# aux rows: positions of the run's tool results; tool flags with a result inheriting its call's; cleared at the
-# previous request; cleared at this one
-(A_RESULTS, A_FLAG, A_CLEARED, A_TARGET) = range(4)
+# scalars: results in the run, in the history so far, live (not dropped) among them; the old part: results before
+# index BOUND hold the oldest OLD live results, CLEARABLE of them not excluded, clearing them frees FREED; results
+# before index CLEARED_TO show cleared (0: none); LIFT: what cleared items show less than their originals
+(S_N_RESULTS, S_SEEN, S_LIVE, S_BOUND, S_OLD, S_CLEARABLE, S_FREED, S_CLEARED_TO, S_LIFT) = range(S_POLICY,
+                                                                                                S_POLICY + 9)
+# aux rows: positions of the run's tool results; tool flags with a result inheriting its call's; shown cleared
+(A_RESULTS, A_FLAG, A_CLEARED) = range(3)
 
 
 class ClearToolUses(CompiledPolicy):
@@ -109,84 +115,99 @@ def setup(p, r, st):
 
 
 @compiled
-def past_trigger(p, st, n_live):
-    """The full history (every item not dropped, original) is past the trigger."""
-    if p[P_BY_TOOL_USES]:
-        return n_live > p[P_TRIGGER]
-    total = 0
-    for q in range(st.s[S_END]):
-        if st.forms[q] != DROPPED:
-            total += st.fest[ORIGINAL, q]
-    return total > p[P_TRIGGER]
-
-
-@compiled
 def input_cleared(p, st, call):
     return call >= 0 and (p[P_ALL_INPUTS] > 0 or st.aux[A_FLAG, call] & TF_CLEAR_INPUT)
 
 
 @compiled
-def mark_targets(p, r, st, seen, n_live):
-    """Mark this request's cleared items (A_TARGET): the live results but the newest ``keep``, not excluded, and
-    their calls when inputs are cleared, if that frees ``clear_at_least``."""
-    res, target = st.aux[A_RESULTS], st.aux[A_TARGET]
-    for i in range(seen):
-        target[res[i]] = 0
-        if r.pair[res[i]] >= 0:
-            target[r.pair[res[i]]] = 0
-    if not past_trigger(p, st, n_live):
-        return
-    n_old = max(n_live - np.int64(p[P_KEEP]), 0)
-    freed = n_cleared = live = 0
-    for i in range(seen):
-        q = res[i]
-        if st.forms[q] == DROPPED:
-            continue
-        if live >= n_old:
-            break
-        live += 1
-        if st.aux[A_FLAG, q] & TF_EXCLUDED:
-            continue
-        n_cleared += 1
-        freed += max(st.fest[ORIGINAL, q] - st.fest[PLACEHOLDER, q], 0)
-        target[q] = 1
-        call = r.pair[q]
-        if input_cleared(p, st, call):
-            freed += max(st.fest[ORIGINAL, call] - st.fest[SHRUNK, call], 0)
-            target[call] = 1
-    if n_cleared == 0 or freed < p[P_CLEAR_AT_LEAST]:
-        for i in range(seen):
-            target[res[i]] = 0
-            if r.pair[res[i]] >= 0:
-                target[r.pair[res[i]]] = 0
+def clearable(st, q):
+    """A live result of a tool not excluded."""
+    return st.forms[q] != DROPPED and not st.aux[A_FLAG, q] & TF_EXCLUDED
 
 
 @compiled
-def show(r, st, q):
-    """Item q takes its cleared form if targeted, else back to original if it was cleared before (not dropped)."""
-    if st.aux[A_TARGET, q]:
+def freed_by(p, r, st, q):
+    """Estimated tokens clearing result q (and its call's input, when cleared) frees."""
+    freed = max(st.fest[ORIGINAL, q] - st.fest[PLACEHOLDER, q], 0)
+    call = r.pair[q]
+    if input_cleared(p, st, call):
+        freed += max(st.fest[ORIGINAL, call] - st.fest[SHRUNK, call], 0)
+    return freed
+
+
+@compiled
+def lift(st, q):
+    """How much less than its original item q shows in a cleared form (else 0)."""
+    f = st.forms[q]
+    return st.fest[ORIGINAL, q] - st.fest[f, q] if f == PLACEHOLDER or f == SHRUNK else 0
+
+
+@compiled
+def show(r, st, q, cleared):
+    """Item q shows its cleared form, or its original again if it was cleared (and is not dropped)."""
+    before = lift(st, q)
+    if cleared:
         set_form(st, q, SHRUNK if r.kind[q] == TOOL_CALL else PLACEHOLDER)
     elif st.aux[A_CLEARED, q] and st.forms[q] != DROPPED:
         set_form(st, q, ORIGINAL)
-    st.aux[A_CLEARED, q] = st.aux[A_TARGET, q]
+    st.aux[A_CLEARED, q] = cleared
+    st.s[S_LIFT] += lift(st, q) - before
+
+
+@compiled
+def count_results(r, st, rebuild):
+    """Advance over the results the history now holds; with ``rebuild`` (the loop dropped an item already shown)
+    recount everything from scratch. Then extend the old part to the oldest (live - keep) live results."""
+    s, res = st.s, st.aux[A_RESULTS]
+    if rebuild:
+        s[S_LIVE] = s[S_BOUND] = s[S_OLD] = s[S_CLEARABLE] = s[S_FREED] = s[S_LIFT] = 0
+        for i in range(s[S_SEEN]):
+            s[S_LIVE] += st.forms[res[i]] != DROPPED
+            s[S_LIFT] += lift(st, res[i]) + (lift(st, r.pair[res[i]]) if r.pair[res[i]] >= 0 else 0)
+    while s[S_SEEN] < s[S_N_RESULTS] and res[s[S_SEEN]] < s[S_END]:
+        s[S_LIVE] += st.forms[res[s[S_SEEN]]] != DROPPED
+        s[S_SEEN] += 1
+
+
+@compiled
+def extend_old(p, r, st):
+    """The old part grows to the oldest (live - keep) live results, with what clearing it would free."""
+    s, res = st.s, st.aux[A_RESULTS]
+    n_old = max(s[S_LIVE] - np.int64(p[P_KEEP]), 0)
+    while s[S_OLD] < n_old:
+        q = res[s[S_BOUND]]
+        s[S_BOUND] += 1
+        if st.forms[q] == DROPPED:
+            continue
+        s[S_OLD] += 1
+        if clearable(st, q):
+            s[S_CLEARABLE] += 1
+            s[S_FREED] += freed_by(p, r, st, q)
 
 
 @compiled
 def decide(p, r, st):
-    """The server's clearing, afresh on every request."""
-    seen, end = st.s[S_SEEN], st.s[S_END]
-    while seen < st.s[S_N_RESULTS] and st.aux[A_RESULTS, seen] < end:
-        seen += 1
-    st.s[S_SEEN] = seen
-    res = st.aux[A_RESULTS]
-    n_live = 0
-    for i in range(seen):
-        n_live += st.forms[res[i]] != DROPPED
-    mark_targets(p, r, st, seen, n_live)
-    for i in range(seen):
-        show(r, st, res[i])
-        if r.pair[res[i]] >= 0:
-            show(r, st, r.pair[res[i]])
+    """The server's clearing, afresh on every request: the old part cleared when the full history is past the
+    trigger and that frees clear_at_least, else every cleared item shown again. Only what changed since the
+    previous request is visited, unless the loop dropped an item already shown."""
+    s, res = st.s, st.aux[A_RESULTS]
+    rebuild = s[S_DIRTY] < s[S_PREV_END]
+    count_results(r, st, rebuild)
+    extend_old(p, r, st)
+    if p[P_BY_TOOL_USES]:
+        past = s[S_LIVE] > p[P_TRIGGER]
+    else:  # the full history: every item not dropped, original
+        past = s[S_TOT_EST] + s[S_LIFT] > p[P_TRIGGER]
+    clear = past and s[S_CLEARABLE] > 0 and s[S_FREED] >= p[P_CLEAR_AT_LEAST]
+    lo, hi = (0, s[S_SEEN]) if rebuild else ((s[S_CLEARED_TO], s[S_BOUND]) if clear else (0, s[S_CLEARED_TO]))
+    for i in range(lo, hi):
+        q = res[i]
+        on = clear and i < s[S_BOUND] and clearable(st, q)
+        call = r.pair[q]
+        show(r, st, q, on)
+        if call >= 0:
+            show(r, st, call, on and input_cleared(p, st, call))
+    s[S_CLEARED_TO] = s[S_BOUND] if clear else 0
 
 
 POLICIES = [ClearToolUses]
