@@ -32,8 +32,8 @@ def ingest(
     db: NewDbOption = DEFAULT_DB_PATH,
     max_record_mb: Annotated[float, typer.Option(
         help="Largest record read, in MB (2^20 bytes): a longer JSONL line or a larger single-document JSON file is "
-             "quarantined with its file, line and size, and the rest ingests. Memory grows with it (a few times "
-             "the largest record).")] = MAX_RECORD_BYTES / 2**20,
+             "quarantined with its file, line and size, and the rest ingests. Peak memory is about five times "
+             "the largest record read (DuckDB holds two copies while it commits it).")] = MAX_RECORD_BYTES / 2**20,
     max_line_bytes: Annotated[int | None, typer.Option(
         hidden=True, help="The record limit in bytes (older spelling of --max-record-mb).")] = None,
     harness: Annotated[list[str] | None, typer.Option(
