@@ -45,8 +45,9 @@ def policy_class(name: str) -> type[PolicyBase]:
                               "module must not exit") from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code at import, named with its module
             raise ReplayError(f"--policy {name}: importing module {mod} raised {type(exc).__name__}: {exc}") from exc
-        if not (isinstance(cls, type) and issubclass(cls, Policy)):
-            raise ReplayError(f"--policy {name}: not a replay.policies.Policy subclass")
+        if not (isinstance(cls, type) and (issubclass(cls, Policy) or cls in registry().values())):
+            raise ReplayError(f"--policy {name}: not a replay.policies.Policy subclass (a policy written in Python) "
+                              "nor a built-in policy")
         return cls
     reg = registry()
     if name not in reg:

@@ -181,11 +181,15 @@ MARKERS = re.compile(
     r"|…?\d[\d,]* tokens truncated…?"  # Codex: output cut at source
     r"|\[Old tool result content cleared\]",  # Anthropic context editing
     re.S)
+MARKER_ANCHORS = ("Old environment output: (", "<response clipped>", " tokens truncated", "[Old tool result content")
 WORDING_CHARS = 400
 
 
 def find_marker(text: str) -> str | None:
-    """The first known placeholder/clip marker in ``text``, or None."""
+    """The first known placeholder/clip marker in ``text``, or None. A literal every marker contains is looked for
+    first: the pattern has no literal prefix, so a search of a long output without one is slow."""
+    if not any(anchor in text for anchor in MARKER_ANCHORS):
+        return None
     match = MARKERS.search(text)
     return match.group(0) if match else None
 

@@ -82,13 +82,11 @@ def test_swe_agent_last_n_masks_what_each_request_showed(corpus_db, counted):
     assert len(runs) == 5
     for run in runs:
         policy = make_policy("swe-agent-last-n")
-        policy.reset(run, Budget(10**9))
         ev = run.events
-        for k in range(run.n_requests):
-            view = policy.step(k)
+        for k, view in enumerate(views_of(run, policy, Budget(10**9)).views):
             shown = ev.mask_step == k
             assert set(np.flatnonzero(view.forms == PLACEHOLDER)) == set(ev.mask_pos[shown]), (run.run_id, k)
-            lengths = [len(policy.wording_of(int(p))) for p in ev.mask_pos[shown]]
+            lengths = [len(policy.wording_of(int(p), run)) for p in ev.mask_pos[shown]]
             assert lengths == list(ev.mask_chars[shown]), (run.run_id, k)  # the exact wording, N included
         preset, _ = simulate_run(run, make_policy("swe-agent-last-n"), make_cache("none"), Budget(10**9))
         logged, _ = simulate_run(run, make_policy("recorded"), make_cache("none"), Budget(10**9))

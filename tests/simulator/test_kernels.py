@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from replay.policies import CompiledPolicy, registry
 from replay.simulator.kernels import pack, point_frame
 from replay.simulator.load import load_runs
 from replay.sweeps.adapter import evaluate_point, resolve
@@ -31,6 +32,14 @@ CASES = [
     ("seed_a", {"window": 130_000, "reserve": 24_576}, "auto"),  # each run under its provider's cache and prices
     ("full", {"window": 100_000}, "deepseek"),
     ("seed_a", {"window": 130_000, "reserve": 24_576}, "gemini"),
+    ("seed_b", {"window": 32_768, "reserve": 4_096}, "anthropic"),
+    ("seed_c", {"window": 32_768, "reserve": 4_096, "spill_tokens": 2_000}, "openai"),
+    ("clear_tool_uses", {"window": 64_000, "trigger": 20_000, "keep": 2}, "anthropic"),
+    ("auto_compact", {"window": 32_768, "reserve": 4_096, "threshold": 0.5}, "auto"),
+    ("openhands", {"window": 32_768, "max_size": 20, "keep_first": 2}, "anthropic"),
+    ("masking", {"window": 32_768, "keep_last": 3}, "vllm"),
+    ("oracle", {"window": 32_768, "reserve": 4_096}, "none"),
+    ("recorded", {"window": 200_000}, "auto"),
 ]
 
 
@@ -81,6 +90,22 @@ def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, fl
     rows = point_frame(pack(runs), resolve(policy, params, cache)).to_dicts()
     for run, row in zip(runs, rows, strict=True):
         assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"seed {seed} {params} {cache}")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), window=st.integers(6_000, 150_000),
+       reserve=st.integers(0, 4_000), policy=st.sampled_from(sorted(registry())),
+       cache=st.sampled_from(["anthropic", "openai", "vllm", "llamacpp", "none", "auto"]))
+def test_every_policy_counts_the_same_in_sweeps_and_views(seed, n, window, reserve, policy, cache):
+    runs = [synth_run(n, seed=seed), synth_run(max(1, n // 2), seed=seed + 1, parallel=False)]
+    params = {"window": window, "reserve": reserve}
+    rows = point_frame(pack(runs), resolve(policy, params, cache)).to_dicts()
+    for run, row in zip(runs, rows, strict=True):
+        assert_same(evaluate_point(run, resolve(policy, params, cache)), row, f"{policy} seed {seed} {params}")
+
+
+def test_every_built_in_policy_is_compiled():
+    assert [name for name, cls in registry().items() if not issubclass(cls, CompiledPolicy)] == []
 
 
 def test_a_policy_written_in_python_takes_the_per_request_path():

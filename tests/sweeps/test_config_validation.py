@@ -128,13 +128,13 @@ def test_a_failing_policy_module_is_named(tmp_path, monkeypatch, body, match):
 
 EXITING = textwrap.dedent("""
     import sys
-    from replay.policies.baselines import DropOldest
+    from replay.policies import Policy
 
-    class Exiting(DropOldest):
+    class Exiting(Policy):
         name = "exiting"
 
-        def needed(self):
-            return True
+        def stages(self):
+            return [(lambda: True, self.decide)]
 
         def decide(self):
             sys.exit(4)
