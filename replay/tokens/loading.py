@@ -81,8 +81,23 @@ def _hf_json(path: Path, name: str, digest: str) -> CountingTokenizer:
         detail = " ".join(str(exc).split())[:300]
         raise ReplayError(f"{path}: not a Hugging Face tokenizer.json ({detail}); pass the tokenizer.json saved "
                           "with the model, or a built-in name (`replay tokenizers` lists them)") from None
+    _check_encodes(hf, path)
     template, tvars = _chat_template(path.parent / "tokenizer_config.json")
     return CountingTokenizer(name, f"{name}:{digest}", hf, template, tvars)
+
+
+# Text touching every path of an encoder: words, digits, whitespace, accents, CJK, emoji, control and unknown
+# characters (a damaged file often fails only here, e.g. an unknown token that is not in the vocabulary).
+_PROBE_TEXT = "Hello, world! 123 \t\n  naïve 日本語 🤗 \x00\ufffd <s>[INST]"
+
+
+def _check_encodes(hf: Tokenizer, path: Path) -> None:
+    try:
+        hf.encode(_PROBE_TEXT, add_special_tokens=False)
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception
+        detail = " ".join(str(exc).split())[:200]
+        raise ReplayError(f"{path}: the tokenizer loads but cannot encode text ({detail}); the file is damaged: "
+                          "pass the tokenizer file saved with the model") from None
 
 
 def _load_builtin_file(b: Builtin, path: Path) -> CountingTokenizer:
@@ -121,6 +136,7 @@ def _from_file(path: Path) -> CountingTokenizer:
         from replay.tokens.gguf_vocab import load_gguf
 
         hf, template = load_gguf(path)
+        _check_encodes(hf, path)
         # Digest the vocabulary read from the file, not the file: a vocab-only GGUF and the full model share it.
         vocab_digest = hashlib.blake2b(hf.to_str().encode(), digest_size=8).hexdigest()
         return CountingTokenizer("gguf", f"gguf:{vocab_digest}", hf, template)

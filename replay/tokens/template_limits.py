@@ -142,7 +142,13 @@ _FILTER_BOUNDS: dict[str, Callable[[dict], int]] = {
     "format": lambda a: _format_bound(a["value"], a["args"], a["kwargs"]),
     "wordwrap": lambda a: _wrap_bound(a["s"], a["width"], a["wrapstring"]),
     "tojson": lambda a: _json_bound(a["value"], a["indent"]),
+    "batch": lambda a: _int(a["linecount"]) if a["fill_with"] is not None else 0,  # one padded batch
+    "slice": lambda a: _int(a["slices"]),  # the lists made, one Python step each
 }
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def _method_bound(obj: object, args: tuple, kwargs: dict) -> int:
@@ -161,6 +167,8 @@ def _method_bound(obj: object, args: tuple, kwargs: dict) -> int:
         return _replace_bound(s, *args[:3])
     if name == "join" and isinstance(first, list):
         return _join_bound(s, first)
+    if name == "translate" and isinstance(first, dict):
+        return len(s) * max([1, *(len(v) for v in first.values() if isinstance(v, str))])
     if name in ("format", "format_map"):
         return _format_bound(s, args, kwargs if name == "format" else (first if isinstance(first, dict) else {}))
     return 0
@@ -234,17 +242,21 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
     def _guard_filter(self, name: str, func: Callable) -> Callable:
         bound_of = _FILTER_BOUNDS.get(name)
         signature = inspect.signature(func) if bound_of else None
+        # Jinja passes a context first to a filter marked for it; an async-variant filter's signature (the
+        # wrapped sync function's) may not name that argument.
+        named = signature is not None and next(iter(signature.parameters)) in ("eval_ctx", "environment", "context")
+        skip = 1 if getattr(func, "jinja_pass_arg", None) is not None and not named else 0
 
         @functools.wraps(func)
         def guarded(*args: object, **kwargs: object) -> object:
             self.tick()
             if signature is not None:
-                bound = signature.bind(*args, **kwargs)
+                bound = signature.bind(*args[skip:], **kwargs)
                 bound.apply_defaults()
                 if name == "join":  # measure the items once, then join the same list
                     bound.arguments["value"] = list(self.guard_loop(bound.arguments["value"]))
                 self.check_size(bound_of(bound.arguments), f"the {name} filter")
-                args, kwargs = bound.args, bound.kwargs
+                args, kwargs = (*args[:skip], *bound.args), bound.kwargs
             return self.checked(func(*args, **kwargs), f"the {name} filter")
 
         return guarded

@@ -52,7 +52,9 @@ def _model_dir(root: Path, files: dict[str, bytes], **replace: bytes) -> Path:
 
 
 def _load_with_overhead(spec: Path | str) -> None:
-    template_overhead(load_tokenizer(spec))
+    tok = load_tokenizer(spec)
+    tok.count_many(CORPUS_TEXT[:4])
+    template_overhead(tok)
 
 
 def test_pristine_files_load_and_measure_the_template(model_files, tmp_path):
@@ -126,6 +128,14 @@ def test_truncated_real_tokenizer_json(model_files, tmp_path):
         folder = _model_dir(tmp_path / f"cut{cut}", model_files, **{"tokenizer.json": data[:cut]})
         with pytest.raises(ReplayError, match=f"{folder / 'tokenizer.json'}: not a Hugging Face tokenizer.json"):
             load_tokenizer(folder)
+
+
+def test_tokenizer_json_that_loads_but_cannot_encode(model_files, tmp_path):
+    data = json.loads(model_files["tokenizer.json"])
+    data["model"]["unk_token"] = "<uok>"  # a one-bit flip hypothesis found: loads, then fails on unknown text
+    folder = _model_dir(tmp_path, model_files, **{"tokenizer.json": json.dumps(data).encode()})
+    with pytest.raises(ReplayError, match=r"tokenizer\.json: the tokenizer loads but cannot encode text"):
+        load_tokenizer(folder)
 
 
 # -- GGUF -------------------------------------------------------------------------------------------------------

@@ -38,6 +38,9 @@ HOSTILE = {  # name: (template, what the message says, the variable named)
     "ljust-method": ("{{ 'a'.ljust(10**9) }}", "ljust()", "MAX_CHARS"),
     "percent-format": ("{{ '%0999999999d' % 1 }}", "the % operator", "MAX_CHARS"),
     "str-format": ("{{ '{:>999999999}'.format(1) }}", "format()", "MAX_CHARS"),
+    "batch-fill": ("{{ [1]|batch(10**9, 0)|list }}", "the batch filter", "MAX_CHARS"),
+    "slice-count": ("{{ [1]|slice(10**9)|list }}", "the slice filter", "MAX_CHARS"),
+    "translate": ("{{ ('a' * 100000).translate({97: 'b' * 100000}) }}", "translate()", "MAX_CHARS"),
     "lipsum": ("{{ lipsum(10**7) }}", "lipsum()", "MAX_CHARS"),
     "power": ("{{ 2 ** 100000000 }}", "a number of about 100,000,000 bits, over the limit of 10,000", None),
     "square-loop": ("{% set ns = namespace(x=3) %}{% for i in range(100) %}{% set ns.x = ns.x * ns.x %}"
@@ -107,6 +110,14 @@ OWN = ("{%- set ns = namespace(sys='') -%}{%- for m in messages if m.role == 'sy
        "{%- for c in m.tool_calls or [] %}{{ c.function.name }}({{ c.function.arguments | tojson }}){% endfor -%}"
        "{%- endfor -%}{% if add_generation_prompt %}<|assistant|>{% endif %}{{ eos_token }}")
 
+# Every filter and method the limits look into, used as a template would.
+FILTERS = ("{{ messages | map(attribute='role') | join(', ') }}|{{ (messages | first).content | replace('h', 'H') | "
+           "center(20) | indent(2, true) }}|{{ messages | batch(2, {}) | list | length }}|"
+           "{{ messages | slice(2) | list | length }}|{{ '%s-%05d' | format('a', 3) }}|{{ '%-6s|' % 'ab' }}|"
+           "{{ 'x{:>4}'.format(1) }}|{{ 'ab'.ljust(5) }}|{{ 'a b c' | wordwrap(3) }}|{{ 'a\tb'.expandtabs(4) }}|"
+           "{{ ', '.join(['a', 'b']) }}|{{ 'abc'.translate({97: 'xy'}) }}|{{ 2 ** 10 }}|{{ 'ab' * 3 }}|"
+           "{{ [1] + [2] }}|{% for i in range(3) %}{{ loop.revindex }}{% endfor %}")
+
 
 def _plain_render(template: str, messages: list[dict], **variables: object) -> str:
     """What Jinja's own sandbox renders (the renderer before the limits), or the error's type."""
@@ -143,7 +154,7 @@ def _mistral_templates() -> list[str]:
 
 
 def test_real_templates_render_exactly_as_before():
-    templates = [*_mistral_templates(), OWN]
+    templates = [*_mistral_templates(), OWN, FILTERS]
     assert len(templates) >= 5
     rendered = 0
     for template, messages, tools in itertools.product(templates, CONVERSATIONS, (None, TOOLS)):
