@@ -51,18 +51,6 @@ def estimate(run: RunArrays, name: str, chars: np.ndarray | None = None) -> np.n
     return chars4(c) if name == "chars/4" else (np.asarray(c, dtype=np.int64) + 2) // 3
 
 
-def text_cost(run: RunArrays, kept_chars: np.ndarray, extra_chars: int | np.ndarray,
-              estimator: str) -> tuple[np.ndarray, np.ndarray]:
-    """(real, est) tokens of a rewritten item keeping ``kept_chars`` of its text plus ``extra_chars`` of wording.
-
-    The kept part is scaled from the item's real count; the wording is estimated at chars/4."""
-    kept = np.minimum(kept_chars, run.chars)
-    ratio = np.divide(run.tokens, np.maximum(run.chars, 1))
-    real = np.ceil(kept * ratio).astype(np.int64) + chars4(extra_chars)
-    est = estimate(run, estimator, kept) + chars4(extra_chars)
-    return np.minimum(real, np.maximum(run.tokens, 1)), est
-
-
 class PolicyBase:
     """A policy's name and typed knobs (``Config``)."""
 
