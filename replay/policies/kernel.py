@@ -189,6 +189,15 @@ def results_in(r, lo, hi):
 
 
 @compiled
+def last_result(r, lo, hi):
+    """Position of the newest tool result in [lo, hi), -1 if none."""
+    for q in range(hi - 1, lo - 1, -1):
+        if r.kind[q] == TOOL_RESULT:
+            return q
+    return -1
+
+
+@compiled
 def completed_write(r, st, q):
     """Item q is a write/edit call whose result is already in the history."""
     return r.kind[q] == TOOL_CALL and r.access[q] == WRITE and 0 <= r.pair[q] < st.s[S_END]

@@ -34,6 +34,7 @@ from replay.policies.kernel import (
     drop,
     est_of,
     est_total,
+    last_result,
     pair_safe_start,
     prefix_end,
     set_form,
@@ -229,11 +230,7 @@ def emergency(p, r, st, lo):
     st.s[S_EMERGENCY] = 1
     end = st.s[S_END]
     need = est_total(st) - (p[P_WINDOW] - p[P_RESERVE]) * (1 - p[P_MARGIN])
-    last = -1
-    for q in range(end - 1, lo - 1, -1):
-        if r.kind[q] == TOOL_RESULT:
-            last = q
-            break
+    last = last_result(r, lo, end)
     saved = 0
     for q in range(lo, max(last, lo)):
         if placeable(st, r, q):
