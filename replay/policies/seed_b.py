@@ -73,6 +73,7 @@ from replay.policies.kernel import (
     set_summary,
     text_cost,
 )
+from replay.policies.seed_c import nth_largest
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
 from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
@@ -83,7 +84,6 @@ ASSISTANT = tuple(KIND_CODE[k] for k in ("assistant_text", "reasoning", "tool_ca
 PREFIX_KINDS = (KIND_CODE["system"], KIND_CODE["tool_defs"])
 TEXT_KINDS = (KIND_CODE["user_text"], KIND_CODE["image"])
 SUMMARY, ATTACHMENT = KIND_CODE["summary"], KIND_CODE["attachment"]
-NO_TURN = np.iinfo(np.int64).max  # tool_turns=0: no turn is recent
 
 
 @dataclass(frozen=True)
@@ -191,26 +191,9 @@ def omit(st, q):
 
 
 @compiled
-def nth_newest(r, st, key, lo, hi, n, live):
-    """The n-th largest distinct ``key`` of the results in [lo, hi) (only those not dropped if ``live``); the
-    smallest when there are fewer; NO_TURN when n is 0."""
-    upper = NO_TURN
-    for _ in range(n):
-        best, found = 0, False
-        for q in range(lo, hi):
-            if r.kind[q] == TOOL_RESULT and (not live or st.forms[q] != DROPPED) and key[q] < upper \
-                    and (not found or key[q] > best):
-                best, found = key[q], True
-        if not found:
-            break
-        upper = best
-    return upper
-
-
-@compiled
 def rebuild_history(p, r, st, before, lo, cs):
     """The last ``tool_turns`` history turns that used tools: results capped; older tool turns: markers."""
-    first = nth_newest(r, st, r.turn, lo, cs, np.int64(p[P_TOOL_TURNS]), True)
+    first = nth_largest(r, st, r.turn, lo, cs, np.int64(p[P_TOOL_TURNS]), True, True)
     omit_older = p[P_KEEP_OLDER] == 0
     for q in range(lo, cs):
         if r.kind[q] != TOOL_RESULT or st.forms[q] == DROPPED:
@@ -235,7 +218,7 @@ def rebuild_every_request(p, r, st, before, lo):
     if last < 0:
         return
     turns = np.int64(p[P_TOOL_TURNS])
-    first = nth_newest(r, st, r.step, lo, end, turns, False)
+    first = nth_largest(r, st, r.step, lo, end, turns, True, False)
     omit_older = p[P_KEEP_OLDER] == 0
     for q in range(lo, last):
         if r.kind[q] != TOOL_RESULT or st.forms[q] == DROPPED:

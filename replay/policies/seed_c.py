@@ -55,6 +55,7 @@ MARKER = "[Output of {tool} call {call_id} withheld; full output at {pointer}]"
 POINTER = "[Output truncated to a preview; full output at {pointer}]"
 POINTER_CHARS = 40  # a spill path or id, e.g. .spill/<run>/<call_id>.txt
 SPILL_WORDING = len(POINTER) + POINTER_CHARS
+NO_KEY = np.iinfo(np.int64).max  # nth_largest: no such key
 
 
 @dataclass(frozen=True)
@@ -113,11 +114,27 @@ def limit(p):
 
 
 @compiled
+def nth_largest(r, st, key, lo, hi, n, results, live):
+    """The n-th largest distinct ``key`` over [lo, hi) (only tool results if ``results``, only items not dropped if
+    ``live``); the smallest when there are fewer; NO_KEY when n is 0 or there is none."""
+    upper = NO_KEY
+    for _ in range(n):
+        best, found = 0, False
+        for q in range(lo, hi):
+            if (key[q] < upper and (not found or key[q] > best) and (not results or r.kind[q] == TOOL_RESULT)
+                    and (not live or st.forms[q] != DROPPED)):
+                best, found = key[q], True
+        if not found:
+            break
+        upper = best
+    return upper
+
+
+@compiled
 def protected_from(p, r, st):
     """First position of the protected newest turns (items sharing the newest ``protect_turns`` steps)."""
     end = st.s[S_END]
-    steps = np.unique(r.step[:end])
-    first = steps[max(len(steps) - np.int64(p[P_PROTECT_TURNS]), 0)]
+    first = nth_largest(r, st, r.step, 0, end, np.int64(p[P_PROTECT_TURNS]), False, False)
     return np.searchsorted(r.step[:end], first, side="left")
 
 
