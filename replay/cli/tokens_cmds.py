@@ -66,6 +66,7 @@ def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: Form
     """Count tokens of every item with a real tokenizer (cached per content hash; reruns are near free)."""
     from rich.console import Console
 
+    from replay.tokens.counting import bounded_db_memory
     from replay.tokens.resolve import resolve
 
     con = open_store(db)
@@ -75,12 +76,14 @@ def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: Form
     note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
     note.print(f"{tid}: {res.counted:,} new content hashes counted in {time.perf_counter() - start:.2f} s",
                highlight=False)
-    emit(frame(con, """
+    with bounded_db_memory(con):  # the summary scans every item: as bounded as the counting
+        summary = frame(con, """
         SELECT r.format, count(DISTINCT i.run_id) AS runs, count(*) AS items, sum(i.chars)::BIGINT AS chars,
                sum(t.n_tokens)::BIGINT AS tokens, round(sum(i.chars) / sum(t.n_tokens), 2) AS chars_per_token
         FROM items i JOIN runs r USING (run_id)
         JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-        GROUP BY r.format ORDER BY r.format""", [tid]), fmt, title=f"tokens ({tid})")
+        GROUP BY r.format ORDER BY r.format""", [tid])
+    emit(summary, fmt, title=f"tokens ({tid})")
 
 
 @app.command()

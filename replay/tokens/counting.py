@@ -6,7 +6,9 @@ BATCH_CHARS characters at a time, and each batch's counts are written before the
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import duckdb
 import pyarrow as pa
@@ -19,6 +21,8 @@ PAYLOAD_SQL = ("CASE WHEN kind = 'tool_call' THEN coalesce(tool_name, '') || '('
 UNCOUNTED = "(SELECT content_hash FROM token_counts WHERE tokenizer_id = ?)"
 BATCH_CHARS = 4_000_000  # text per count_many call: enough to keep every core busy, small next to the store
 FETCH_ROWS = 256         # rows per Arrow record batch read from DuckDB
+DB_MEMORY_MB = 128       # DuckDB's memory while counting: a scan of a big store would keep every block it read
+UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
 def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int]:
@@ -67,6 +71,21 @@ def _write(con: duckdb.DuckDBPyConnection, tokenizer_id: str, hashes: list[str],
         con.unregister("_token_batch")
 
 
+@contextmanager
+def bounded_db_memory(con: duckdb.DuckDBPyConnection, mb: int = DB_MEMORY_MB) -> Iterator[None]:
+    """Lower DuckDB's memory_limit to ``mb`` for the duration (never raise it); bigger work spills to disk."""
+    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    match = re.fullmatch(r"([\d.]+)\s*(\w+)", before)
+    if match is None or float(match[1]) * UNITS.get(match[2], 0) <= mb * 2**20:
+        yield
+        return
+    con.execute(f"SET memory_limit = '{mb}MiB'").fetchall()
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{match[1]}{match[2]}'").fetchall()
+
+
 def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, progress: bool = False) -> int:
     """Count each item payload not yet in token_counts for ``tokenizer``; return how many hashes were added.
     Each batch is committed as it is counted, so an interrupted count resumes where it stopped."""
@@ -74,24 +93,27 @@ def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, pr
     n_new, total_chars = pending(con, tid)
     if n_new == 0:
         return 0
-    bar = task = None
-    if progress:
-        from replay.progress import bar as make_bar
-
-        bar = make_bar()
-        bar.start()
-        task = bar.add_task(f"counting {tokenizer.name}", total=max(total_chars, 1))
     added = 0
-    try:
+    with bounded_db_memory(con), _progress(f"counting {tokenizer.name}", total_chars, progress) as advance:
         for hashes, texts in pending_payloads(con, tid):
             _write(con, tid, hashes, tokenizer.count_many(texts))
             added += len(hashes)
-            if bar is not None:
-                bar.update(task, advance=sum(len(t) for t in texts))
-    finally:
-        if bar is not None:
-            bar.stop()
+            advance(sum(len(t) for t in texts))
     return added
+
+
+@contextmanager
+def _progress(label: str, total: int, show: bool) -> Iterator[Callable[[int], None]]:
+    """A rich bar on stderr advanced by characters counted (a no-op when ``show`` is false)."""
+    if not show:
+        yield lambda n: None
+        return
+    from replay.progress import bar as make_bar
+
+    bar = make_bar()
+    task = bar.add_task(label, total=max(total, 1))
+    with bar:
+        yield lambda n: bar.update(task, advance=n)
 
 
 def token_frame(con: duckdb.DuckDBPyConnection, tokenizer_id: str):
