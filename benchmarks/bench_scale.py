@@ -4,7 +4,7 @@
 Each stage is the `replay` command line in its own process, under nice and `/usr/bin/time -v`, so each has its
 own peak RSS: the largest single process (time -v) and the sum over the stage's process tree (sampled from /proc
 every 0.5 s; pool and Ray workers included). Prints wall time per stage, both peaks, the corpus and store sizes.
-A stage already done in --work (same runs) is skipped with --reuse, so an interrupted run resumes.
+With --reuse an existing synthetic corpus in --work (same runs) is not written again.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def tree_rss(pid: int) -> int:
     return total
 
 
-def run_stage(name: str, args: list[str], log: Path) -> dict:
+def run_stage(name: str, args: list[str], log: Path, niceness: int = 10) -> dict:
     """Run one replay command; return wall seconds, peak RSS of the largest process and of the process tree."""
-    cmd = ["nice", "-n", "10", "/usr/bin/time", "-v", sys.executable, "-m", "replay", *args]
+    cmd = ["nice", "-n", str(niceness), "/usr/bin/time", "-v", sys.executable, "-m", "replay", *args]
     peak = [0]
     start = time.perf_counter()
     with log.open("w") as out:
@@ -91,6 +91,50 @@ def sweep_file(work: Path, name: str, points: int, tokenizer: str) -> Path:
     return path
 
 
+def writer_check(store: Path, work: Path, points: int = 100, batch: int = 32) -> None:
+    """The single writer: insert ``points`` points of a finished sweep's rows into a fresh DuckDB file, a batch of
+    points per transaction (as the runner commits), against writing each batch as a Parquet partition that DuckDB
+    queries with read_parquet (one file per batch: no writer to share). Prints rows/s for both."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    src = duckdb.connect(str(store), read_only=True)
+    ids = [r[0] for r in src.execute("SELECT DISTINCT point_id FROM sweep_results ORDER BY 1 LIMIT ?",
+                                     [points]).fetchall()]
+    if not ids:
+        print("writer: no sweep rows to measure")
+        return
+    rows = src.sql("SELECT * FROM sweep_results WHERE point_id IN (SELECT unnest($ids))",
+                   params={"ids": ids}).to_arrow_table()
+    src.close()
+    batches = [rows.filter(pc.is_in(rows["point_id"], value_set=pa.array(ids[i:i + batch])))
+               for i in range(0, len(ids), batch)]
+    target, parts = work / "writer.duckdb", work / "writer-parquet"
+    target.unlink(missing_ok=True)
+    con = duckdb.connect(str(target))
+    con.register("all_rows", rows)
+    con.execute("CREATE TABLE r AS SELECT * FROM all_rows LIMIT 0")
+    t0 = time.perf_counter()
+    for b in batches:
+        con.register("b", b)
+        con.execute("BEGIN")
+        con.execute("INSERT INTO r SELECT * FROM b")
+        con.execute("COMMIT")
+    duck = time.perf_counter() - t0
+    parts.mkdir(exist_ok=True)
+    t0 = time.perf_counter()
+    for k, b in enumerate(batches):
+        con.register("b", b)
+        con.execute(f"COPY (SELECT * FROM b) TO '{parts}/part-{k:05d}.parquet' (FORMAT parquet)")
+    parq = time.perf_counter() - t0
+    n = con.execute(f"SELECT count(*) FROM read_parquet('{parts}/*.parquet')").fetchone()[0]
+    con.close()
+    print(f"{'writer':>12}: {rows.num_rows:,} rows ({len(ids)} points x runs) into DuckDB {rows.num_rows / duck:,.0f} "
+          f"rows/s ({len(ids) / duck:,.1f} points/s), as Parquet partitions {rows.num_rows / parq:,.0f} rows/s "
+          f"({len(ids) / parq:,.1f} points/s; read back {n:,} rows)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10_000)
@@ -101,36 +145,41 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="o200k")
     ap.add_argument("--workers", type=int, default=2, help="sweep workers (pool) and Ray CPUs")
     ap.add_argument("--synth-workers", type=int, default=1)
-    ap.add_argument("--stages", default="synth,ingest,tokens,sweep-pool,sweep-ray")
-    ap.add_argument("--reuse", action="store_true", help="skip synth/ingest when their output exists")
+    ap.add_argument("--stages", default="synth,ingest,tokens,sweep-pool,sweep-ray,writer")
+    ap.add_argument("--reuse", action="store_true", help="skip synth when its output exists")
+    ap.add_argument("--nice", type=int, default=10, help="niceness of every stage (a shared machine)")
     args = ap.parse_args()
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     source = args.source or work / "real.duckdb"
     if not source.exists():
-        run_stage("real ingest", ["ingest", str(args.corpus), "--db", str(source)], work / "real-ingest.log")
+        run_stage("real ingest", ["ingest", str(args.corpus), "--db", str(source)], work / "real-ingest.log", args.nice)
     corpus, store = work / f"synth-{args.runs}", work / f"synth-{args.runs}.duckdb"
     stages = args.stages.split(",")
     results = []
-    print(f"scale run: {args.runs:,} runs, {args.points:,} points, {args.workers} workers, work {work}", flush=True)
+    print(f"scale run: {args.runs:,} runs, {args.points:,} points, {args.workers} workers, nice {args.nice}, "
+          f"work {work}", flush=True)
     if "synth" in stages and not (args.reuse and corpus.exists()):
         results.append(run_stage("synth", ["synth", "--from-db", str(source), "--runs", str(args.runs), "--out",
                                            str(corpus), "--seed", "1", "-t", args.tokenizer, "--workers",
-                                           str(args.synth_workers)], work / "synth.log"))
+                                           str(args.synth_workers)], work / "synth.log", args.nice))
         print(f"{'corpus':>12}: {size_mb(corpus):,.0f} MB in {corpus}", flush=True)
-    if "ingest" in stages and not (args.reuse and store.exists()):
-        results.append(run_stage("ingest", ["ingest", str(corpus), "--db", str(store)], work / "ingest.log"))
+    if "ingest" in stages:
+        results.append(run_stage("ingest", ["ingest", str(corpus), "--db", str(store)], work / "ingest.log", args.nice))
     if "tokens" in stages:
-        results.append(run_stage("tokens", ["tokens", "-t", args.tokenizer, "--db", str(store)], work / "tokens.log"))
+        results.append(run_stage("tokens", ["tokens", "-t", args.tokenizer, "--db", str(store)],
+                                 work / "tokens.log", args.nice))
     print(f"{'store':>12}: {size_mb(store):,.0f} MB ({store})", flush=True)
     for stage, executor in (("sweep-pool", "local"), ("sweep-ray", "ray")):
         if stage in stages:
             spec = sweep_file(work, f"scale-{executor}-{args.runs}", args.points, args.tokenizer)
             results.append(run_stage(stage, ["sweep", str(spec), "--db", str(store), "--executor", executor,
                                              "--workers", str(args.workers), "--out", str(work / "sweeps"),
-                                             "--format", "csv"], work / f"{stage}.log"))
+                                             "--format", "csv"], work / f"{stage}.log", args.nice))
     print(f"{'store':>12}: {size_mb(store):,.0f} MB after sweeps; sweep Parquet {size_mb(work / 'sweeps'):,.0f} MB")
-    walls = {r["stage"]: r["wall_s"] for r in results}
+    if "writer" in stages:
+        writer_check(store, work)
+    walls = {r["stage"]: r["wall_s"] for r in results if r["exit"] == 0}  # a stopped or failed stage has no ratio
     if "sweep-pool" in walls and "sweep-ray" in walls:
         print(f"ray / pool wall time: {walls['sweep-ray'] / walls['sweep-pool']:.2f}x")
 
