@@ -188,10 +188,11 @@ def tail_from(r, st, guard, tokens):
 
 @compiled
 def summarise(p, r, st, lo, guard, tokens):
-    """Everything in [lo, tail) but failed results and their calls folds into the rolling summary, if that saves."""
+    """Everything in [lo, tail) but failed results and their calls folds into the rolling summary, if that saves;
+    whether it did."""
     start = tail_from(r, st, guard, tokens)
     if start <= lo:
-        return
+        return False
     keep = np.zeros(start - lo, np.bool_)
     for q in range(lo, start):
         if r.kind[q] == TOOL_RESULT and r.is_error[q]:
@@ -205,16 +206,17 @@ def summarise(p, r, st, lo, guard, tokens):
             folded += est_of(st, q)
             gone += 1
     if gone == 0:
-        return
+        return False
     s = st.s
     size = min(np.int64(p[P_SUMMARY_TOKENS]), s[S_SUMMARY_SIZE] + folded)
     if size >= folded + (s[S_SUM_EST] if s[S_SUM_AT] >= 0 else 0):
-        return  # a summary would not save anything
+        return False  # a summary would not save anything
     for q in range(lo, start):
         if not keep[q - lo] and st.forms[q] != DROPPED:
             drop(r, st, q)
     s[S_SUMMARY_SIZE] = size
     set_summary(st, start, size, size)
+    return True
 
 
 @compiled
@@ -226,9 +228,9 @@ def fit(p, r, st):
     for i in range(2):
         if est_total(st) <= limit(p):
             return
-        summarise(p, r, st, lo, guard, p[P_TAIL_FRACTION] * limit(p) if i == 0 else 0.0)
-        unmark(r, st)
-        mark(p, r, st, lo, guard)
+        if summarise(p, r, st, lo, guard, p[P_TAIL_FRACTION] * limit(p) if i == 0 else 0.0):
+            unmark(r, st)  # the summary made room: only the markers still needed come back
+            mark(p, r, st, lo, guard)  # (without a summary they would come back as they are)
 
 
 @compiled
