@@ -187,7 +187,16 @@ def run_app(app: typer.Typer) -> None:
     """Run the CLI, turning ReplayError into a one-line message and exit code 2, Ctrl-C into one line and 130
     (also when it surfaced as another error: DuckDB reports an interrupted statement as its own exception), a full
     disk into one line and 75 (every transaction committed before it is kept; the rerun continues)."""
-    signal.signal(signal.SIGINT, _on_sigint)
+    _ctrl_c.clear()  # a Ctrl-C seen by an earlier run in this process (tests run the CLI in-process) is not this one's
+    previous = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        _run(app)
+    finally:
+        if not _ctrl_c:  # after a Ctrl-C it stays ignored (below); otherwise the caller's handler comes back
+            signal.signal(signal.SIGINT, previous)
+
+
+def _run(app: typer.Typer) -> None:
     try:
         app()
     except SystemExit:
