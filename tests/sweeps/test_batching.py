@@ -47,8 +47,8 @@ def test_own_cache_billing_is_shared_per_pricing_not_across(sample_db):
     packed = pack(load_runs(sample_db))
     cheap = Pricing(sets={"input": 0.5, "output": 1.0})
     dear = Pricing(sets={"input": 50.0, "output": 100.0})
-    a = run_billing(packed, resolve("seed_a", {}, "auto", cheap))
-    b = run_billing(packed, resolve("seed_a", {"protect": 3_000}, "auto", cheap))
-    c = run_billing(packed, resolve("seed_a", {}, "auto", dear))
+    a, _ = run_billing(packed, resolve("seed_a", {}, "auto", cheap))
+    b, _ = run_billing(packed, resolve("seed_a", {"protect": 3_000}, "auto", cheap))
+    c, _ = run_billing(packed, resolve("seed_a", {}, "auto", dear))
     assert a[0] is b[0]  # same pricing object, same model: one look-up
     assert [x.rates.input for x in a] != [x.rates.input for x in c]

@@ -77,13 +77,14 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
     policy = point.policy
     if not isinstance(policy, CompiledPolicy):
         return None
-    bills = run_billing(packed, point)
+    bills, of_run = run_billing(packed, point)
     budget = point.budget
     p = policy.params(budget)
     p[P_NEAR_MARGIN] = NEAR_MARGIN
-    cps = np.stack([cache_params(b.cache, b.model) for b in bills]) if packed.n_runs else np.zeros((0, N_CACHE_PARAMS))
+    cps = np.stack([cache_params(b.cache, b.model) for b in bills])[of_run] if bills else \
+        np.zeros((0, N_CACHE_PARAMS))
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    o = corpus_kernel(p, cps, packed.arrays(), tflag).T
+    o = corpus_kernel(p, cps, packed.arrays, tflag).T
     n = np.diff(packed.req_off)
     prompt, cached, written, summaries = o[O_PROMPT], o[O_CACHED], o[O_WRITTEN], o[O_SUMMARIES]
     uncached = prompt - cached - written
@@ -92,8 +93,9 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         after = np.where(summaries > 0, o[O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
-    rate = {f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)
+    rate = {f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)[of_run]
             for f in ("input", "output", "cache_read", "cache_write")}
+    per_run = [bills[i] for i in of_run]
     p_cost = prompt_cost(uncached, cached, written, rate["input"], rate["cache_read"], rate["cache_write"])
     s_cost = summary_cost(o[O_SUMMARY_HISTORY], o[O_SUMMARY_OUT], rate["input"], rate["output"],
                           rate["cache_read"] if summary_hits_cache(point.policy) else None)
@@ -113,24 +115,20 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         "cost_usd": p_cost + s_cost + o_cost, "prompt_cost_usd": p_cost, "summary_cost_usd": s_cost,
         "output_cost_usd": o_cost, "price_per_mtok": rate["input"], "output_per_mtok": rate["output"],
         "cache_read_per_mtok": rate["cache_read"], "cache_write_per_mtok": rate["cache_write"],
-        "price_source": [b.price_source for b in bills], "model": [b.model for b in bills],
-        "cache_model": [b.cache.name for b in bills], "cache_ttl": [getattr(b.cache, "ttl", None) for b in bills],
-        "billing_note": [b.note for b in bills], **packed.static,
+        "price_source": [b.price_source for b in per_run], "model": [b.model for b in per_run],
+        "cache_model": [b.cache.name for b in per_run], "cache_ttl": [getattr(b.cache, "ttl", None) for b in per_run],
+        "billing_note": [b.note for b in per_run], **packed.static,
         **{name: [value] * packed.n_runs for name, value in fixed.items()},
     }
 
 
-def run_billing(packed: PackedRuns, point: Point) -> list[Billing]:
-    """Each packed run's cache model and rates under ``point`` (one Billing per distinct model and recorded TTL;
-    a named cache model is one instance shared by all, as in simulate_run)."""
-    memo: dict[tuple, Billing] = {}
-    out = []
-    for m, ttl in zip(packed.models, packed.cache_ttls or (None,) * packed.n_runs, strict=True):
-        if (m, ttl) not in memo:
-            memo[(m, ttl)] = billing_for(m, point.cache, point.pricing, ttl) if point.cache is not None else \
-                _own_billing(m, ttl, point.pricing)
-        out.append(memo[(m, ttl)])
-    return out
+def run_billing(packed: PackedRuns, point: Point) -> tuple[list[Billing], np.ndarray]:
+    """The cache model and rates under ``point`` of each distinct (model, recorded TTL) of the packed runs, and
+    which one each run has (a named cache model is one instance shared by all, as in simulate_run)."""
+    keys, of_run = packed.billing_keys
+    bills = [billing_for(m, point.cache, point.pricing, ttl) if point.cache is not None else
+             _own_billing(m, ttl, point.pricing) for m, ttl in keys]
+    return bills, of_run
 
 
 _OWN: dict[tuple, tuple[Pricing, Billing]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from dataclasses import dataclass, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -72,13 +73,27 @@ class PackedRuns:
     def n_requests(self) -> int:
         return int(self.req_off[-1])
 
+    @cached_property
     def arrays(self) -> Packed:
+        """The array fields as the compiled loop takes them (built once: numba unboxes it on every call)."""
         return Packed(*(getattr(self, name) for name in Packed._fields))
+
+    @cached_property
+    def no_flags(self) -> np.ndarray:
+        return np.zeros(len(self.tool), np.int8)
+
+    @cached_property
+    def billing_keys(self) -> tuple[list[tuple[str | None, float | None]], np.ndarray]:
+        """The distinct (model, recorded cache TTL) of the runs, and each run's index into them."""
+        ttls = self.cache_ttls or (None,) * self.n_runs
+        keys: dict[tuple[str | None, float | None], int] = {}
+        of_run = np.array([keys.setdefault(k, len(keys)) for k in zip(self.models, ttls, strict=True)], np.int64)
+        return list(keys), of_run
 
     def tool_flags(self, by_name: np.ndarray) -> np.ndarray:
         """Per item, the flag of its tool from ``by_name`` (one per ``tool_names``; 0 for items without a tool)."""
         if not len(by_name) or not by_name.any():
-            return np.zeros(len(self.tool), np.int8)
+            return self.no_flags
         return np.where(self.tool >= 0, by_name[np.maximum(self.tool, 0)], 0).astype(np.int8)
 
 

@@ -76,7 +76,7 @@ def trace_run(run: RunArrays, policy: CompiledPolicy, budget: Budget, cache: Cac
     p[P_NEAR_MARGIN], p[P_OVERHEAD], p[P_WARM], p[P_TAIL] = near_margin, overhead, warm, tail
     cp = cache_params(cache if cache is not None else CacheModel(), model)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    counters, columns, log, ftok, fest = trace_kernel(p, cp, packed.arrays(), tflag, 0)
+    counters, columns, log, ftok, fest = trace_kernel(p, cp, packed.arrays, tflag, 0)
     return Trace(run, columns, log, counters, ftok, fest)
 
 
