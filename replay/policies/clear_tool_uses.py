@@ -116,13 +116,13 @@ def setup(p, r, st):
 
 @compiled
 def input_cleared(p, st, call):
-    return call >= 0 and (p[P_ALL_INPUTS] > 0 or st.aux[A_FLAG, call] & TF_CLEAR_INPUT)
+    return (call >= 0) & ((p[P_ALL_INPUTS] > 0) | (st.aux[A_FLAG, max(call, 0)] & TF_CLEAR_INPUT != 0))
 
 
 @compiled
 def clearable(st, q):
     """A live result of a tool not excluded."""
-    return st.forms[q] != DROPPED and not st.aux[A_FLAG, q] & TF_EXCLUDED
+    return (st.forms[q] != DROPPED) & (st.aux[A_FLAG, q] & TF_EXCLUDED == 0)
 
 
 @compiled

@@ -199,8 +199,11 @@ def last_result(r, lo, hi):
 
 @compiled
 def completed_write(r, st, q):
-    """Item q is a write/edit call whose result is already in the history."""
-    return r.kind[q] == TOOL_CALL and r.access[q] == WRITE and 0 <= r.pair[q] < st.s[S_END]
+    """Item q is a write/edit call whose result is already in the history. Per-item predicates here and in the
+    policies are written without short-circuit operators: numba compiles a helper with ``and``/``or`` branches
+    into code an order of magnitude slower than the same test on plain booleans."""
+    pair = r.pair[q]
+    return (r.kind[q] == TOOL_CALL) & (r.access[q] == WRITE) & (pair >= 0) & (pair < st.s[S_END])
 
 
 @compiled

@@ -157,13 +157,13 @@ def setup(p, r, st):
 @compiled
 def shrinkable(p, r, st, q):
     """A completed, successful write/edit call (a failed write applied nothing) still original."""
-    return p[P_SHRINK] > 0 and st.forms[q] == ORIGINAL and completed_write(r, st, q) and not r.is_error[r.pair[q]]
+    return (p[P_SHRINK] > 0) & (st.forms[q] == ORIGINAL) & completed_write(r, st, q) & ~r.is_error[max(r.pair[q], 0)]
 
 
 @compiled
 def placeable(st, r, q):
     """An original tool result whose placeholder is smaller."""
-    return r.kind[q] == TOOL_RESULT and st.forms[q] == ORIGINAL and st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q]
+    return (r.kind[q] == TOOL_RESULT) & (st.forms[q] == ORIGINAL) & (st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q])
 
 
 @compiled

@@ -239,8 +239,7 @@ def in_history(r, st, q, cs):
     """Item q (before the current turn at cs) is live history: user text or other, not a call answered in the
     current turn."""
     sec = st.aux[A_SECTION, q]
-    return (st.forms[q] != DROPPED and (sec == TEXT or sec == OTHER)
-            and not (r.kind[q] == TOOL_CALL and r.pair[q] >= cs))
+    return (st.forms[q] != DROPPED) & ((sec == TEXT) | (sec == OTHER)) & ~((r.kind[q] == TOOL_CALL) & (r.pair[q] >= cs))
 
 
 @compiled

@@ -141,8 +141,9 @@ def protected_from(p, r, st):
 @compiled
 def withholdable(r, st, q):
     """A successful result shown whole or spilled whose marker is smaller."""
-    return (r.kind[q] == TOOL_RESULT and not r.is_error[q] and (st.forms[q] == ORIGINAL or st.forms[q] == SPILLED)
-            and st.fest[OMITTED, q] < est_of(st, q))
+    form = st.forms[q]
+    return ((r.kind[q] == TOOL_RESULT) & ~r.is_error[q] & ((form == ORIGINAL) | (form == SPILLED))
+            & (st.fest[OMITTED, q] < est_of(st, q)))
 
 
 @compiled
