@@ -65,6 +65,7 @@ from replay.policies.kernel import (
     drop,
     est_of,
     est_total,
+    last_result,
     prefix_end,
     request_time_begin,
     request_time_end,
@@ -210,11 +211,7 @@ def rebuild_every_request(p, r, st, before, lo):
     ``older_results=keep``, left capped), every request and in the current turn too; only the newest result is
     left whole."""
     end = st.s[S_END]
-    last = -1
-    for q in range(end - 1, lo - 1, -1):
-        if r.kind[q] == TOOL_RESULT:
-            last = q
-            break
+    last = last_result(r, lo, end)
     if last < 0:
         return
     turns = np.int64(p[P_TOOL_TURNS])
@@ -342,11 +339,7 @@ def in_turn(p, r, st, before, lo, cs, limit):
     st.s[S_EMERGENCY] = 1
     end = st.s[S_END]
     lo = max(lo, cs)
-    last = -1
-    for q in range(end - 1, lo - 1, -1):
-        if r.kind[q] == TOOL_RESULT:
-            last = q
-            break
+    last = last_result(r, lo, end)
     if last < 0:
         return
     newest = r.step[last]
