@@ -15,18 +15,7 @@ from replay.errors import ReplayError
 from replay.ingest import expand_paths, ingest
 from replay.ingest_parse import Parsed, batches
 from replay.store import open_store
-
-TABLES = {"runs": "run_id", "items": "run_id, seq", "requests": "run_id, step",
-          "quarantine": "file_hash, line, reason", "files": "file_hash"}
-
-
-def _dump(con) -> dict[str, list]:
-    out = {}
-    for table, order in TABLES.items():
-        cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?",
-                                          [table]).fetchall() if r[0] not in ("ingested_at", "quarantined_at")]
-        out[table] = con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}").fetchall()
-    return out
+from tests.store_dump import dump_store
 
 
 def _session_with_big_result(corpus, tmp_path, n_bytes: int):
@@ -114,7 +103,7 @@ def test_batched_insert_equals_one_batch(corpus, tmp_path, monkeypatch):
     batched = open_store(tmp_path / "batched.duckdb")
     outcomes = ingest(batched, files, workers=1)
     assert sum(o.items for o in outcomes) > 1000
-    assert _dump(whole) == _dump(batched)
+    assert dump_store(whole) == dump_store(batched)
 
 
 def test_batches_bound_rows_and_chars():

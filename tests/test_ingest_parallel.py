@@ -8,9 +8,7 @@ import pytest
 
 from replay.ingest import POOL_MIN_BYTES, expand_paths, ingest
 from replay.store import open_store
-
-TABLES = {"runs": "run_id", "items": "run_id, seq", "requests": "run_id, step",
-          "quarantine": "file_hash, line, reason", "files": "file_hash"}
+from tests.store_dump import dump_store
 
 
 @pytest.fixture(scope="module")
@@ -25,15 +23,6 @@ def sample(corpus):
     return picked
 
 
-def _dump(con) -> dict[str, list]:
-    out = {}
-    for table, order in TABLES.items():
-        cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?",
-                                          [table]).fetchall() if r[0] not in ("ingested_at", "quarantined_at")]
-        out[table] = con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {order}").fetchall()
-    return out
-
-
 def test_pool_equals_serial(sample, tmp_path):
     serial, pooled = open_store(tmp_path / "s.duckdb"), open_store(tmp_path / "p.duckdb")
     a = ingest(serial, sample, workers=1)
@@ -41,7 +30,7 @@ def test_pool_equals_serial(sample, tmp_path):
     assert [(o.path, o.status, o.runs, o.items, o.requests) for o in a] == \
         [(o.path, o.status, o.runs, o.items, o.requests) for o in b]
     assert sum(o.items for o in b) > 1000
-    assert _dump(serial) == _dump(pooled)
+    assert dump_store(serial) == dump_store(pooled)
 
 
 def test_pool_idempotent_duplicates_and_quarantine(sample, tmp_path):
