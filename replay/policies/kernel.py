@@ -23,7 +23,7 @@ from collections import namedtuple
 import numpy as np
 
 from replay.jit import compiled
-from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
+from replay.policies.view import DROPPED, ORIGINAL
 from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
 
 # -- parameters --------------------------------------------------------------------------------------------------------
@@ -60,22 +60,11 @@ Run = namedtuple("Run", (
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))
 
 
-def new_state(n: int) -> State:
-    """Empty state for a run of n items (the driver fills it)."""
-    return State(np.zeros(n, np.int8), np.zeros((N_FORMS, n), np.int64), np.zeros((N_FORMS, n), np.int64),
-                 np.zeros(N_SCALARS, np.int64), np.zeros((N_AUX, n), np.int64))
-
-
 # -- reading the view --------------------------------------------------------------------------------------------------
 @compiled(inline="always")
 def est_of(st, q):
     """Estimated tokens of item q in its current form."""
     return st.fest[st.forms[q], q]
-
-
-@compiled(inline="always")
-def tok_of(st, q):
-    return st.ftok[st.forms[q], q]
 
 
 @compiled(inline="always")
@@ -170,22 +159,6 @@ def pair_safe_start(r, st, start):
         if early == start:
             return start
         start = early
-
-
-@compiled
-def results_in(r, lo, hi):
-    """Positions of tool results in [lo, hi)."""
-    n = 0
-    for q in range(lo, hi):
-        if r.kind[q] == TOOL_RESULT:
-            n += 1
-    out = np.empty(n, np.int64)
-    n = 0
-    for q in range(lo, hi):
-        if r.kind[q] == TOOL_RESULT:
-            out[n] = q
-            n += 1
-    return out
 
 
 @compiled

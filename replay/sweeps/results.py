@@ -46,18 +46,6 @@ def register_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, name: str, pol
                  datetime.now(UTC).replace(tzinfo=None)])
 
 
-def done_points(con: duckdb.DuckDBPyConnection, sweep_id: str, n_runs: int) -> set[str]:
-    """Points with a committed row for every run; rows of any other point of this sweep are deleted (a point
-    stored before runs were added is computed again), so batches insert without conflicts."""
-    rows = con.execute("SELECT point_id FROM sweep_results WHERE sweep_id = ? GROUP BY point_id HAVING count(*) >= ?",
-                       [sweep_id, n_runs]).fetchall()
-    done = {r[0] for r in rows}
-    con.execute("""DELETE FROM sweep_results WHERE sweep_id = ? AND point_id NOT IN
-                   (SELECT point_id FROM sweep_results WHERE sweep_id = ? GROUP BY point_id HAVING count(*) >= ?)""",
-                [sweep_id, sweep_id, n_runs])
-    return done
-
-
 def _sql_type(dtype: pl.DataType) -> str:
     if dtype == pl.Boolean:
         return "BOOLEAN"

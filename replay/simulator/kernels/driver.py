@@ -13,6 +13,8 @@ import numpy as np
 
 from replay.jit import compiled
 from replay.policies.kernel import (
+    N_AUX,
+    N_SCALARS,
     P_CODE,
     P_ESTIMATOR,
     P_NEAR_MARGIN,
@@ -60,7 +62,7 @@ def _initial_state(p, r):
     """Forms all original; every form costs the item until the policy defines it; DROPPED costs 0."""
     n = len(r.kind)
     st = State(np.zeros(n, np.int8), np.zeros((N_FORMS, n), np.int64), np.zeros((N_FORMS, n), np.int64),
-               np.zeros(40, np.int64), np.zeros((6, n), np.int64))
+               np.zeros(N_SCALARS, np.int64), np.zeros((N_AUX, n), np.int64))
     estimator = int(p[P_ESTIMATOR])
     for q in range(n):
         t = r.tokens[q]
