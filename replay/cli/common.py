@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import json
 import re
 import signal
 import sys
@@ -66,13 +67,21 @@ def note(line: str) -> None:
     Console(stderr=True, markup=False, highlight=False).print(line, style="yellow")
 
 
+def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
+    """Lists, arrays and structs (which CSV cannot hold) as one JSON text per cell."""
+    nested = [c for c, t in frame.schema.items() if t.is_nested()]
+    return frame.with_columns(
+        pl.Series(c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String)
+        for c in nested)
+
+
 def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:
     """Print a frame as a rich table, JSON rows or CSV. A table keeps the columns that fit the terminal whole, in
     frame order, and names the ones left out; ``wide`` True: every column (None: the command has no --wide)."""
     if fmt == "json":
         sys.stdout.write(frame.write_json() + "\n")
     elif fmt == "csv":
-        sys.stdout.write(frame.write_csv())
+        sys.stdout.write(flat_for_csv(frame).write_csv())
     elif fmt == "table":
         hidden: list[str] = []
         widths = {c: _column_width(frame, c, fold_header=not wide) for c in frame.columns}

@@ -112,3 +112,10 @@ def test_ctrl_c_interrupts_a_running_query(db):
         run_query(con, SLOW)
     assert time.monotonic() - start < 5
     assert run_query(con, "SELECT 1 AS one")["one"].to_list() == [1]
+
+
+def test_csv_writes_nested_values_as_json_text(db):
+    result = CliRunner().invoke(app, ["sql", "SELECT [1, 2] AS l, {'x': 'a'} AS s, NULL::INT[] AS e, 3 AS n",
+                                      "--db", str(db), "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == ["l,s,e,n", '"[1, 2]","{""x"": ""a""}",,3']
