@@ -30,6 +30,8 @@ from replay.policies.kernel import (
     P_WINDOW,
     S_EMERGENCY,
     S_END,
+    S_POLICY,
+    WRITE,
     completed_write,
     drop,
     est_of,
@@ -128,6 +130,10 @@ class SeedABeforeConfig(SeedAConfig):
 (P_KEEP_CHARS, P_WORDING_CHARS, P_SHRINK, P_PROTECT, P_RECLAIM_FLOOR, P_SUMMARY_AT, P_TAIL_MESSAGES,
  P_TAIL_FRACTION, P_SUMMARY_SIZE, P_MARGIN) = range(P_POLICY, P_POLICY + 10)
 A_MESSAGE = 0  # aux row: 1 where an item opens a chat message
+# Pointers that keep a request's work to the part of the history that can still change (items' forms only move
+# away from ORIGINAL, never back): before S_SETTLED no item can ever be placed or shrunk; before S_SUMMARISED_TO
+# every item is dropped (each read as max(pointer, start of the body)).
+S_SETTLED, S_SUMMARISED_TO = S_POLICY, S_POLICY + 1
 
 
 class SeedA(CompiledPolicy):
@@ -167,6 +173,26 @@ def placeable(st, r, q):
 
 
 @compiled
+def may_gain(p, r, st, q):
+    """Item q is placeable or shrinkable now or may become so later (a write call whose result is still to come)."""
+    pair = r.pair[q]
+    write = ((p[P_SHRINK] > 0) & (r.kind[q] == TOOL_CALL) & (r.access[q] == WRITE) & (pair >= 0)
+             & ~((pair < st.s[S_END]) & r.is_error[max(pair, 0)]))
+    return (st.forms[q] == ORIGINAL) & (((r.kind[q] == TOOL_RESULT) & (st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q]))
+                                        | write)
+
+
+@compiled
+def settled_to(p, r, st, lo):
+    """First position (at least ``lo``) from which an item may still be placed or shrunk; moves the pointer on."""
+    q, end = max(st.s[S_SETTLED], lo), st.s[S_END]
+    while q < end and not may_gain(p, r, st, q):
+        q += 1
+    st.s[S_SETTLED] = q
+    return q
+
+
+@compiled
 def tier1(p, r, st, lo):
     """Placeholders outside the protected recent range, committed only when they reclaim the floor."""
     end, window = st.s[S_END], p[P_WINDOW]
@@ -178,6 +204,7 @@ def tier1(p, r, st, lo):
             break
         inside += 1
     hi = max(end - max(inside, 1), 0)
+    lo = settled_to(p, r, st, lo)
     gain = 0
     for q in range(lo, hi):
         if placeable(st, r, q):
@@ -201,7 +228,7 @@ def tail_from(p, r, st, lo):
     cap_msgs, cap_tok = np.int64(p[P_TAIL_MESSAGES]), p[P_TAIL_FRACTION] * p[P_WINDOW]
     acc = count = 0
     start = lo
-    for q in range(end - 1, lo - 1, -1):
+    for q in range(end - 1, max(lo, st.s[S_SUMMARISED_TO]) - 1, -1):  # nothing before the pointer is live
         acc += est_of(st, q)
         if not st.aux[A_MESSAGE, q] or st.forms[q] == DROPPED:
             continue
@@ -218,8 +245,9 @@ def tier2(p, r, st, lo):
     start = tail_from(p, r, st, lo)
     if start <= lo:
         return
-    for q in range(lo, start):
+    for q in range(max(lo, st.s[S_SUMMARISED_TO]), start):
         drop(r, st, q)
+    st.s[S_SUMMARISED_TO] = max(st.s[S_SUMMARISED_TO], start)
     size = np.int64(p[P_SUMMARY_SIZE])
     set_summary(st, start, size, size)
 
@@ -232,7 +260,7 @@ def emergency(p, r, st, lo):
     need = est_total(st) - (p[P_WINDOW] - p[P_RESERVE]) * (1 - p[P_MARGIN])
     last = last_result(r, lo, end)
     saved = 0
-    for q in range(lo, max(last, lo)):
+    for q in range(settled_to(p, r, st, lo), max(last, lo)):
         if placeable(st, r, q):
             saved += st.fest[ORIGINAL, q] - st.fest[PLACEHOLDER, q]
             set_form(st, q, PLACEHOLDER)
