@@ -114,14 +114,19 @@ class TiktokenTokenizer(CountingTokenizer):
         ids = self.enc.encode_ordinary(self._prep(text))
         return [i + self.id_offset for i in ids] if self.id_offset else ids
 
+    def _ids(self, text: str) -> Sequence[int]:
+        """The ids of ``text`` as ``encode_ordinary`` gives them (special-token text is plain text), in a uint32
+        array: 4 bytes a token where a list takes about 36, so one 200 MB item does not need gigabytes to count."""
+        return self.enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+
     def count(self, text: str) -> int:
-        return len(self.enc.encode_ordinary(self._prep(text)))
+        return len(self._ids(self._prep(text)))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """Counts for many texts on every core (tiktoken releases the GIL while it encodes)."""
         if self.nfc:
             texts = [self._prep(t) for t in texts]
-        return count_threaded(self.enc.encode_ordinary, texts)
+        return count_threaded(self._ids, texts)
 
     def count_rendered(self, text: str) -> int:
         return len(self.enc.encode(self._prep(text), allowed_special="all"))

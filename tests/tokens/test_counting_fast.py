@@ -142,3 +142,20 @@ def test_db_memory_is_lowered_while_counting_and_restored(tmp_path):
     assert limit() == "50.0 MiB"
     con.execute("RESET memory_limit").fetchall()
     con.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_counting_a_large_item_does_not_hold_its_ids_as_python_ints(name):
+    """A list of ids costs about 36 bytes a token (a 200 MB item: gigabytes); counting holds 4 bytes a token."""
+    import tracemalloc
+
+    tok = load_tokenizer(name)
+    text = "def f(x):\n    return x * 2  # ok\n" * 60_000
+    tracemalloc.start()
+    try:
+        n = tok.count(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert n == len(tok.encode(text))
+    assert peak < 8 * n
