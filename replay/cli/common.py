@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
+import duckdb
 import polars as pl
 import typer
 from rich import box
@@ -154,7 +155,7 @@ def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None =
 
 
 INTERRUPTED_EXIT = 130  # the shell's code for a command ended by Ctrl-C
-DISK_FULL_EXIT = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure, rerun once resolved
+DISK_FULL_EXIT = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure (disk full, out of memory), rerun once resolved
 _QUOTED_PATH = re.compile(r'"(/[^"]+|[A-Za-z]:\\[^"]+)"')  # DuckDB's 'Could not write file "PATH": ...'
 _ctrl_c: list[bool] = []  # set by the SIGINT handler: whatever exception follows, the cause was Ctrl-C
 
@@ -214,6 +215,11 @@ def _run(app: typer.Typer) -> None:
         if not _ctrl_c and (path := disk_full(exc)) is not None:
             _error_line(f"disk full while writing {path or 'the store or an output file'}: free space and rerun the "
                         "same command; finished work is kept")
+            raise SystemExit(DISK_FULL_EXIT) from None
+        if not _ctrl_c and isinstance(exc, (MemoryError, duckdb.OutOfMemoryException)):
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
+            _error_line(f"out of memory ({detail}): finished work is kept; free memory, lower --workers, or raise "
+                        "DuckDB's limit (SET memory_limit in the store), then rerun the same command")
             raise SystemExit(DISK_FULL_EXIT) from None
         if isinstance(exc, ReplayError) and not _ctrl_c:
             _error_line(str(exc))

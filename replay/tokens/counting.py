@@ -25,13 +25,19 @@ DB_MEMORY_MB = 128       # DuckDB's memory while counting: a scan of a big store
 UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
-def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int]:
-    """Distinct content hashes not yet counted for this tokenizer, and their characters."""
+def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int, int]:
+    """Distinct content hashes not yet counted for this tokenizer, their characters and the largest one's."""
     row = con.execute(f"""
-        SELECT count(*), coalesce(sum(chars), 0) FROM (
+        SELECT count(*), coalesce(sum(chars), 0), coalesce(max(chars), 0) FROM (
             SELECT content_hash, any_value(chars) AS chars FROM items GROUP BY content_hash) i
         ANTI JOIN {UNCOUNTED} t USING (content_hash)""", [tokenizer_id]).fetchall()[0]
-    return int(row[0]), int(row[1])
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def db_memory_mb(largest_chars: int) -> int:
+    """DuckDB's memory while counting: DB_MEMORY_MB, or room for the largest payload (up to 4 bytes a character,
+    twice: the string and its Arrow copy) when that is more."""
+    return max(DB_MEMORY_MB, -(-8 * largest_chars // 2**20))
 
 
 def pending_payloads(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> Iterator[tuple[list[str], list[str]]]:
@@ -90,11 +96,12 @@ def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, pr
     """Count each item payload not yet in token_counts for ``tokenizer``; return how many hashes were added.
     Each batch is committed as it is counted, so an interrupted count resumes where it stopped."""
     tid = tokenizer.tokenizer_id
-    n_new, total_chars = pending(con, tid)
+    n_new, total_chars, largest = pending(con, tid)
     if n_new == 0:
         return 0
     added = 0
-    with bounded_db_memory(con), _progress(f"counting {tokenizer.name}", total_chars, progress) as advance:
+    bar = _progress(f"counting {tokenizer.name}", total_chars, progress)
+    with bounded_db_memory(con, db_memory_mb(largest)), bar as advance:
         for hashes, texts in pending_payloads(con, tid):
             _write(con, tid, hashes, tokenizer.count_many(texts))
             added += len(hashes)

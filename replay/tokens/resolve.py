@@ -37,7 +37,7 @@ def _stored(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> bool:
 
 def count_pending(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, spec: str, progress: bool = True) -> int:
     """Count the items ``tok`` has not counted yet; on a read-only store, say which command counts them."""
-    n_new, _ = pending(con, tok.tokenizer_id)
+    n_new = pending(con, tok.tokenizer_id)[0]
     if n_new == 0:
         return 0
     if _read_only(con):
@@ -61,7 +61,7 @@ def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) 
     if not _stored(con, tokenizer_id):
         raise ReplayError(f"tokenizer id {tokenizer_id!r} has no counts in this store and names no installed "
                           f"built-in; pass the tokenizer itself: -t NAME|PATH (`replay tokenizers` lists names)")
-    n_new, _ = pending(con, tokenizer_id)
+    n_new = pending(con, tokenizer_id)[0]
     if n_new:
         raise ReplayError(f"tokenizer id {tokenizer_id!r}: {n_new:,} items have no counts in this store; pass the "
                           "tokenizer itself (-t NAME|PATH) so they are counted")

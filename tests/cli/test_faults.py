@@ -65,3 +65,24 @@ def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
         counts = "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM items), (SELECT count(*) FROM requests)"
         assert a.execute(counts).fetchall() == b.execute(counts).fetchall(), summary
     assert fresh.returncode == 0
+
+
+@pytest.mark.parametrize("error", [duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate 256 MiB\n"
+                                                              "Possible solutions: ..."), MemoryError()])
+def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch, capsys):
+    from replay.cli import app
+    from replay.cli.common import DISK_FULL_EXIT, run_app
+    from replay.tokens import resolve
+
+    def fail(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(resolve, "resolve", fail)
+    monkeypatch.setattr(sys, "argv", ["replay", "tokens", "-t", "o200k", "--db", str(sample_db_path)])
+    previous = signal.getsignal(signal.SIGINT)
+    with pytest.raises(SystemExit) as stop:
+        run_app(app)
+    signal.signal(signal.SIGINT, previous)
+    err = capsys.readouterr().err
+    assert stop.value.code == DISK_FULL_EXIT
+    assert "Traceback" not in err and err.count("\n") == 1 and "out of memory" in err and "rerun" in err

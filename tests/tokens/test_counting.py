@@ -38,5 +38,22 @@ def test_counts_match_payloads_and_second_pass_is_free(tmp_path):
 def test_corpus_second_pass_counts_zero(corpus_db):
     tok = load_tokenizer("tekken")
     count_items(corpus_db, tok)
-    assert pending(corpus_db, tok.tokenizer_id) == (0, 0)
+    assert pending(corpus_db, tok.tokenizer_id) == (0, 0, 0)
     assert count_items(corpus_db, tok) == 0
+
+
+def test_an_item_larger_than_the_counting_memory_limit_is_counted(tmp_path, monkeypatch):
+    """DuckDB's memory is lowered while counting; an item bigger than that limit raises it for itself."""
+    from replay.tokens import counting
+
+    monkeypatch.setattr(counting, "DB_MEMORY_MB", 1)
+    con, _ = _store(tmp_path)
+    big = Item("r3", 0, 0, 0, "tool", "tool_result", "line of output 12345\n" * 400_000)  # 8.4 MB
+    con.execute("INSERT INTO items (run_id, seq, step, turn, role, kind, text, content_hash, chars) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [big.run_id, big.seq, big.step, big.turn, big.role, big.kind, big.text, big.content_hash,
+                 len(big.payload)]).fetchall()
+    tok = load_tokenizer("o200k")
+    assert count_items(con, tok) == 4
+    got = con.execute("SELECT n_tokens FROM token_counts WHERE content_hash = ?", [big.content_hash]).fetchall()
+    assert got == [(tok.count(big.payload),)]

@@ -40,7 +40,7 @@ def test_store_counts_equal_tokenizers_on_the_corpus(name, fresh_store, monkeypa
     tok = load_tokenizer(name)
     assert isinstance(tok, TiktokenTokenizer)
     monkeypatch.setattr(counting, "BATCH_CHARS", 300_000)  # many batches: reads and writes interleave
-    n_new, chars = counting.pending(fresh_store, tok.tokenizer_id)
+    n_new, chars, _ = counting.pending(fresh_store, tok.tokenizer_id)
     assert count_items(fresh_store, tok) == n_new > 5_000 and chars > 5_000_000
     stored = _stored(fresh_store, tok.tokenizer_id)
     assert len(stored) == n_new
@@ -79,7 +79,7 @@ def test_tekken_ids_equal_mistral_common_on_the_corpus(stem, fresh_store):
 def test_batches_are_bounded_and_cover_every_pending_hash(fresh_store, monkeypatch):
     monkeypatch.setattr(counting, "BATCH_CHARS", 200_000)
     longest = fresh_store.execute("SELECT max(chars) FROM items").fetchone()[0]
-    n_new, _ = counting.pending(fresh_store, "nobody:0000000000000000")
+    n_new = counting.pending(fresh_store, "nobody:0000000000000000")[0]
     seen = []
     for hashes, texts in counting.pending_payloads(fresh_store, "nobody:0000000000000000"):
         assert len(hashes) == len(texts) and sum(map(len, texts)) < 200_000 + longest
