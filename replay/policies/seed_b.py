@@ -169,14 +169,14 @@ def setup(p, r, st):
 
 
 # -- every request ---------------------------------------------------------------------------------------------------
-@compiled
+@compiled(inline="always")
 def window_of(p, st):
     """The window of the model serving this request."""
     w, fw = p[P_WINDOW], p[P_FAILOVER_WINDOW]
     return min(w, fw) if fw > 0 and st.s[S_K] >= p[P_FAILOVER_AT] else w
 
 
-@compiled
+@compiled(inline="always")
 def shorten(st, before, q, tok, est):
     """Shorten q to (tok, est). Kept as it was in the previous view if that was shortened and no longer; else the
     new length takes the other rendering, so that a changed item is a changed segment."""
@@ -189,14 +189,14 @@ def shorten(st, before, q, tok, est):
     set_form(st, q, form)
 
 
-@compiled
+@compiled(inline="always")
 def cap(p, st, before, q):
     """Result q capped at ``tool_cap`` (one already below it stays whole)."""
     if p[P_TOOL_CAP] > 0 and st.aux[A_CAP_EST, q] < st.fest[ORIGINAL, q]:
         shorten(st, before, q, st.aux[A_CAP_TOK, q], st.aux[A_CAP_EST, q])
 
 
-@compiled
+@compiled(inline="always")
 def omit(st, q):
     """Item q becomes a marker if it is there and the marker saves; the estimate saved."""
     if st.forms[q] == DROPPED:
@@ -208,7 +208,7 @@ def omit(st, q):
     return gain
 
 
-@compiled
+@compiled(inline="always")
 def newest_keys(r, st, key, lo, hi, n, live):
     """``nth_largest`` of the results' ``key`` over [lo, hi) (live ones only if ``live``) when keys never decrease
     with position: from the newest result back, one look per distinct key (its first result is where the running
@@ -232,7 +232,7 @@ def newest_keys(r, st, key, lo, hi, n, live):
     return upper
 
 
-@compiled
+@compiled(inline="always")
 def threshold(p, r, st, lo, hi):
     """The oldest key whose results are recent: the ``tool_turns``-th newest turn that used tools over the live
     history [lo, hi), or with ``rebuild=every_request`` the ``tool_turns``-th newest step over all results."""
@@ -249,7 +249,7 @@ def threshold(p, r, st, lo, hi):
     return newest_keys(r, st, key, lo, hi, n, not every)
 
 
-@compiled
+@compiled(inline="always")
 def rebuild_history(p, r, st, before, start, cs, first):
     """History results from ``start`` on: those of the last ``tool_turns`` history turns that used tools (turn at
     least ``first``) capped; older ones markers."""
@@ -263,7 +263,7 @@ def rebuild_history(p, r, st, before, start, cs, first):
             omit(st, q)
 
 
-@compiled
+@compiled(inline="always")
 def rebuild_every_request(p, r, st, before, start, last, first):
     """The earlier marking, for results from ``start`` up to the newest one (``last``, left whole): the last
     ``tool_turns`` requests' results (step at least ``first``) capped, older results marked (or, with
@@ -292,7 +292,7 @@ def defer(st, q, sign):
     s[S_TOT_TOK] += sign * (st.ftok[ORIGINAL, q] - st.ftok[OMITTED, q])
 
 
-@compiled
+@compiled(inline="always")
 def release(r, st, lo, kept_to, newest):
     """Deferred markers that in_turn did not keep (from ``kept_to`` on, and the newest step's) become originals."""
     s = st.s
@@ -306,7 +306,7 @@ def release(r, st, lo, kept_to, newest):
     s[S_DEFERRED] = 0
 
 
-@compiled
+@compiled(inline="always")
 def rebuild(p, r, st, lo, cs):
     """The request-time view before any eviction, recomputed only from the first position it can differ at.
 
@@ -348,7 +348,7 @@ def rebuild(p, r, st, lo, cs):
 
 
 # -- only when over budget -------------------------------------------------------------------------------------------
-@compiled
+@compiled(inline="always")
 def in_history(r, st, q, cs):
     """Item q (before the current turn at cs) is live history: user text or other, not a call answered in the
     current turn."""
@@ -356,7 +356,7 @@ def in_history(r, st, q, cs):
     return (st.forms[q] != DROPPED) & ((sec == TEXT) | (sec == OTHER)) & ~((r.kind[q] == TOOL_CALL) & (r.pair[q] >= cs))
 
 
-@compiled
+@compiled(inline="always")
 def first_history(r, st, lo, cs):
     """First live history position in [lo, cs); cs when none. Items below S_HISTORY_FROM are dropped or of a section
     that is never history, so the search starts there."""
@@ -387,7 +387,7 @@ def safe(r, st, at):
         at = moved
 
 
-@compiled
+@compiled(inline="always")
 def evict_turns(p, r, st, lo, cs, limit):
     """Drop oldest whole turns until the estimate (with the grown summary) fits; never start on an assistant."""
     s = st.s
@@ -459,7 +459,7 @@ def current_attachments(st, lo, cs):
     return out
 
 
-@compiled
+@compiled(inline="always")
 def in_turn(p, r, st, before, lo, cs, limit):
     """Results of the current turn become markers, oldest first, as many as needed, never the newest step's
     (parallel siblings together); then the newest step's are shortened to fair shares."""
@@ -500,7 +500,7 @@ def in_turn(p, r, st, before, lo, cs, limit):
         fair_share(st, before, items, limit)
 
 
-@compiled
+@compiled(inline="always")
 def drop_carried(r, st, lo, cs, limit):
     """Carried context, oldest first, while over budget: ``summary`` items and attachments of earlier turns; True
     once the view fits. Items below S_CARRIED_FROM are dropped or never carried context."""
@@ -522,7 +522,7 @@ def drop_carried(r, st, lo, cs, limit):
     return False
 
 
-@compiled
+@compiled(inline="always")
 def fit(p, r, st, before, lo, cs, limit):
     """Evict in the written order while over budget: history turns, carried context, the summary, the current
     turn's attachments (fair shares), then in-turn markers. Only drops mark the view dirty here: the trims and
@@ -541,7 +541,7 @@ def fit(p, r, st, before, lo, cs, limit):
     st.s[S_DIRTY] = dropped_from
 
 
-@compiled
+@compiled(inline="always")
 def settle(st, before, start, dirty, sum_at, sum_id):
     """The view is charged as rewritten from the first position whose form really changed (or where the summary
     moved), as if the whole view had been compared: below ``start`` only drops change forms, and they marked
