@@ -53,12 +53,16 @@ from replay.policies.kernel import (
     P_POLICY,
     P_RESERVE,
     P_WINDOW,
+    S_DIRTY,
     S_EMERGENCY,
     S_END,
     S_K,
     S_POLICY,
     S_SUM_AT,
     S_SUM_EST,
+    S_SUM_ID,
+    S_TOT_EST,
+    S_TOT_TOK,
     S_WINDOW,
     TF_MEMORY,
     clear_summary,
@@ -67,14 +71,12 @@ from replay.policies.kernel import (
     est_total,
     last_result,
     prefix_end,
-    request_time_begin,
-    request_time_end,
     set_cost,
     set_form,
     set_summary,
     text_cost,
 )
-from replay.policies.seed_c import nth_largest
+from replay.policies.seed_c import NO_KEY, nth_largest
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
 from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
@@ -107,8 +109,16 @@ class SeedBConfig(PolicyConfig):
 
 (P_TOOL_TURNS, P_TOOL_CAP, P_KEEP_OLDER, P_EVERY_REQUEST, P_SUMMARY_TOKENS, P_MARKER_CHARS, P_FAILOVER_WINDOW,
  P_FAILOVER_AT) = range(P_POLICY, P_POLICY + 8)
-A_SECTION, A_CAP_TOK, A_CAP_EST = range(3)  # aux rows: section per item, (real, est) of a result capped at tool_cap
-S_FOLDED = S_POLICY  # estimate folded into the rolling summary so far
+# aux rows: section per item; (real, est) of a result capped at tool_cap; the item's form when the request began
+# (valid from the request's first rebuilt position on); the newest result at or before the item (-1: none); the
+# largest key (turn, or step with rebuild=every_request) of the results up to the item (NONE: none)
+A_SECTION, A_CAP_TOK, A_CAP_EST, A_BEFORE, A_PREV_RESULT, A_TOP_KEY = range(6)
+NONE = -NO_KEY - 1
+# scalars: estimate folded into the rolling summary so far; the previous request's current-turn start, end of the
+# rebuilt results and threshold key; whether results' keys never decrease with position; positions below which no
+# item can be history again / carried context / a live result; whether markers of the current turn are deferred
+(S_FOLDED, S_PREV_CS, S_PREV_HI, S_PREV_FIRST, S_ORDERED, S_HISTORY_FROM, S_CARRIED_FROM, S_RESULTS_FROM,
+ S_DEFERRED) = range(S_POLICY, S_POLICY + 9)
 
 
 class SeedB(CompiledPolicy):
@@ -129,10 +139,16 @@ class SeedB(CompiledPolicy):
 
 @compiled
 def setup(p, r, st):
-    """Marker and capped-result costs; the section of every item."""
+    """Marker and capped-result costs; the section of every item; where results are and their running top key."""
     estimator = int(p[P_ESTIMATOR])
     marker, cap = np.int64(p[P_MARKER_CHARS]), np.int64(p[P_TOOL_CAP])
+    key = r.step if p[P_EVERY_REQUEST] > 0 else r.turn
+    prev, top, ordered = -1, NONE, True
     for q in range(len(r.kind)):
+        if r.kind[q] == TOOL_RESULT:
+            ordered &= key[q] >= top
+            prev, top = q, max(top, np.int64(key[q]))
+        st.aux[A_PREV_RESULT, q], st.aux[A_TOP_KEY, q] = prev, top
         t, c, k = r.tokens[q], r.chars[q], r.kind[q]
         st.ftok[OMITTED, q], st.fest[OMITTED, q] = text_cost(t, c, 0, marker, estimator)
         st.aux[A_CAP_TOK, q], st.aux[A_CAP_EST, q] = st.ftok[ORIGINAL, q], st.fest[ORIGINAL, q]
@@ -149,17 +165,18 @@ def setup(p, r, st):
         elif k == ATTACHMENT:
             sec = MEMORY if r.tflag[q] & TF_MEMORY else ATTACH
         st.aux[A_SECTION, q] = sec
+    st.s[S_ORDERED], st.s[S_PREV_FIRST] = ordered, NO_KEY
 
 
 # -- every request ---------------------------------------------------------------------------------------------------
-@compiled
+@compiled(inline="always")
 def window_of(p, st):
     """The window of the model serving this request."""
     w, fw = p[P_WINDOW], p[P_FAILOVER_WINDOW]
     return min(w, fw) if fw > 0 and st.s[S_K] >= p[P_FAILOVER_AT] else w
 
 
-@compiled
+@compiled(inline="always")
 def shorten(st, before, q, tok, est):
     """Shorten q to (tok, est). Kept as it was in the previous view if that was shortened and no longer; else the
     new length takes the other rendering, so that a changed item is a changed segment."""
@@ -172,14 +189,14 @@ def shorten(st, before, q, tok, est):
     set_form(st, q, form)
 
 
-@compiled
+@compiled(inline="always")
 def cap(p, st, before, q):
     """Result q capped at ``tool_cap`` (one already below it stays whole)."""
     if p[P_TOOL_CAP] > 0 and st.aux[A_CAP_EST, q] < st.fest[ORIGINAL, q]:
         shorten(st, before, q, st.aux[A_CAP_TOK, q], st.aux[A_CAP_EST, q])
 
 
-@compiled
+@compiled(inline="always")
 def omit(st, q):
     """Item q becomes a marker if it is there and the marker saves; the estimate saved."""
     if st.forms[q] == DROPPED:
@@ -191,12 +208,53 @@ def omit(st, q):
     return gain
 
 
-@compiled
-def rebuild_history(p, r, st, before, lo, cs):
-    """The last ``tool_turns`` history turns that used tools: results capped; older tool turns: markers."""
-    first = nth_largest(r, st, r.turn, lo, cs, np.int64(p[P_TOOL_TURNS]), True, True)
+@compiled(inline="always")
+def newest_keys(r, st, key, lo, hi, n, live):
+    """``nth_largest`` of the results' ``key`` over [lo, hi) (live ones only if ``live``) when keys never decrease
+    with position: from the newest result back, one look per distinct key (its first result is where the running
+    top key reaches it); results below S_RESULTS_FROM are all dropped."""
+    if n <= 0:
+        return NO_KEY
+    prev, top = st.aux[A_PREV_RESULT], st.aux[A_TOP_KEY]
+    low = max(lo, st.s[S_RESULTS_FROM]) if live else lo
+    upper, found = NO_KEY, 0
+    q = prev[hi - 1] if hi > 0 else -1
+    while q >= low:
+        if live and st.forms[q] == DROPPED:
+            q = prev[q - 1] if q > 0 else -1
+            continue
+        upper = key[q]
+        found += 1
+        if found == n:
+            break
+        start = np.searchsorted(top[:q + 1], upper)
+        q = prev[start - 1] if start > 0 else -1
+    return upper
+
+
+@compiled(inline="always")
+def threshold(p, r, st, lo, hi):
+    """The oldest key whose results are recent: the ``tool_turns``-th newest turn that used tools over the live
+    history [lo, hi), or with ``rebuild=every_request`` the ``tool_turns``-th newest step over all results."""
+    every = p[P_EVERY_REQUEST] > 0
+    key = r.step if every else r.turn
+    n = np.int64(p[P_TOOL_TURNS])
+    if not st.s[S_ORDERED]:
+        return nth_largest(r, st, key, lo, hi, n, True, not every)
+    if not every:
+        end, q = st.s[S_END], st.s[S_RESULTS_FROM]
+        while q < end and ((r.kind[q] != TOOL_RESULT) | (st.forms[q] == DROPPED)):
+            q += 1
+        st.s[S_RESULTS_FROM] = q
+    return newest_keys(r, st, key, lo, hi, n, not every)
+
+
+@compiled(inline="always")
+def rebuild_history(p, r, st, before, start, cs, first):
+    """History results from ``start`` on: those of the last ``tool_turns`` history turns that used tools (turn at
+    least ``first``) capped; older ones markers."""
     omit_older = p[P_KEEP_OLDER] == 0
-    for q in range(lo, cs):
+    for q in range(start, cs):
         if r.kind[q] != TOOL_RESULT or st.forms[q] == DROPPED:
             continue
         if r.turn[q] >= first:
@@ -205,19 +263,14 @@ def rebuild_history(p, r, st, before, lo, cs):
             omit(st, q)
 
 
-@compiled
-def rebuild_every_request(p, r, st, before, lo):
-    """The earlier marking: the last ``tool_turns`` requests' results capped, older results marked (or, with
-    ``older_results=keep``, left capped), every request and in the current turn too; only the newest result is
-    left whole."""
-    end = st.s[S_END]
-    last = last_result(r, lo, end)
-    if last < 0:
-        return
+@compiled(inline="always")
+def rebuild_every_request(p, r, st, before, start, last, first):
+    """The earlier marking, for results from ``start`` up to the newest one (``last``, left whole): the last
+    ``tool_turns`` requests' results (step at least ``first``) capped, older results marked (or, with
+    ``older_results=keep``, left capped), every request and in the current turn too."""
     turns = np.int64(p[P_TOOL_TURNS])
-    first = nth_largest(r, st, r.step, lo, end, turns, True, False)
     omit_older = p[P_KEEP_OLDER] == 0
-    for q in range(lo, last):
+    for q in range(start, last):
         if r.kind[q] != TOOL_RESULT or st.forms[q] == DROPPED:
             continue
         recent = r.step[q] >= first
@@ -230,8 +283,72 @@ def rebuild_every_request(p, r, st, before, lo):
             cap(p, st, before, q)
 
 
+@compiled(inline="always")
+def defer(st, q, sign):
+    """Count marker q of the current turn as its original (sign 1) in the totals, or stop doing so (sign -1): the
+    in-turn markers of the last request mostly come back, and setting them back and forth would cost a change each."""
+    s = st.s
+    s[S_TOT_EST] += sign * (st.fest[ORIGINAL, q] - st.fest[OMITTED, q])
+    s[S_TOT_TOK] += sign * (st.ftok[ORIGINAL, q] - st.ftok[OMITTED, q])
+
+
+@compiled(inline="always")
+def release(r, st, lo, kept_to, newest):
+    """Deferred markers that in_turn did not keep (from ``kept_to`` on, and the newest step's) become originals."""
+    s = st.s
+    if s[S_DEFERRED] == 0:
+        return
+    forms, step = st.forms, r.step
+    for q in range(lo, s[S_END]):
+        if (forms[q] == OMITTED) & ((q >= kept_to) | (step[q] == newest)):
+            defer(st, q, -1)
+            set_form(st, q, ORIGINAL)
+    s[S_DEFERRED] = 0
+
+
+@compiled(inline="always")
+def rebuild(p, r, st, lo, cs):
+    """The request-time view before any eviction, recomputed only from the first position it can differ at.
+
+    Below that position every live item already has the form the whole recomputation would give it: a result that
+    was rebuilt last request, in a section (recent or older) that has not changed and outside last request's current
+    turn (which the budget may have reshaped), keeps the marker or cap it got (capping a capped result changes
+    nothing), and nothing else there ever leaves its original form. From that position on the items start over from
+    their original form, as the whole view used to; their forms at the start of the request are kept in the
+    A_BEFORE row. The current turn's markers (``rebuild=history``) only count as original (``defer``) until in_turn
+    or ``release`` settles them. Returns that position."""
+    s = st.s
+    end = s[S_END]
+    every = p[P_EVERY_REQUEST] > 0
+    hi = cs
+    if every:
+        last = last_result(r, lo, end)
+        hi = last if last >= 0 else lo
+    first = threshold(p, r, st, lo, end if every else cs)
+    start = min(s[S_PREV_CS], cs, s[S_PREV_HI], hi)
+    if first != s[S_PREV_FIRST]:
+        start = min(start, np.searchsorted(st.aux[A_TOP_KEY, :end], min(first, s[S_PREV_FIRST])))
+    s[S_PREV_CS], s[S_PREV_HI], s[S_PREV_FIRST] = cs, hi, first
+    forms, before = st.forms, st.aux[A_BEFORE]
+    turn_from = max(lo, cs)
+    deferred = not every
+    for q in range(start, end):
+        form = forms[q]
+        before[q] = form
+        if deferred & (form == OMITTED) & (q >= turn_from):
+            defer(st, q, 1)
+        elif (form != DROPPED) & (form != ORIGINAL):
+            set_form(st, q, ORIGINAL)
+    s[S_DEFERRED] = deferred
+    if every:
+        rebuild_every_request(p, r, st, before, max(lo, start), hi, first)
+    else:
+        rebuild_history(p, r, st, before, max(lo, start), cs, first)
+    return start
+
+
 # -- only when over budget -------------------------------------------------------------------------------------------
-@compiled
+@compiled(inline="always")
 def in_history(r, st, q, cs):
     """Item q (before the current turn at cs) is live history: user text or other, not a call answered in the
     current turn."""
@@ -239,10 +356,18 @@ def in_history(r, st, q, cs):
     return (st.forms[q] != DROPPED) & ((sec == TEXT) | (sec == OTHER)) & ~((r.kind[q] == TOOL_CALL) & (r.pair[q] >= cs))
 
 
-@compiled
+@compiled(inline="always")
 def first_history(r, st, lo, cs):
-    """First live history position in [lo, cs); cs when none."""
-    for q in range(lo, cs):
+    """First live history position in [lo, cs); cs when none. Items below S_HISTORY_FROM are dropped or of a section
+    that is never history, so the search starts there."""
+    h = max(lo, st.s[S_HISTORY_FROM])
+    while h < cs:
+        sec = st.aux[A_SECTION, h]
+        if (st.forms[h] != DROPPED) & ((sec == TEXT) | (sec == OTHER)):
+            break
+        h += 1
+    st.s[S_HISTORY_FROM] = h
+    for q in range(h, cs):
         if in_history(r, st, q, cs):
             return q
     return cs
@@ -262,7 +387,7 @@ def safe(r, st, at):
         at = moved
 
 
-@compiled
+@compiled(inline="always")
 def evict_turns(p, r, st, lo, cs, limit):
     """Drop oldest whole turns until the estimate (with the grown summary) fits; never start on an assistant."""
     s = st.s
@@ -287,7 +412,9 @@ def evict_turns(p, r, st, lo, cs, limit):
     if folded > folded0:
         s[S_FOLDED] = folded
         size = min(size_cap, folded)
+        dropped_from = s[S_DIRTY]  # the request's end compares the summary itself
         set_summary(st, safe(r, st, first_history(r, st, lo, cs)), size, size)
+        s[S_DIRTY] = dropped_from
 
 
 @compiled
@@ -332,48 +459,78 @@ def current_attachments(st, lo, cs):
     return out
 
 
-@compiled
+@compiled(inline="always")
 def in_turn(p, r, st, before, lo, cs, limit):
     """Results of the current turn become markers, oldest first, as many as needed, never the newest step's
     (parallel siblings together); then the newest step's are shortened to fair shares."""
-    st.s[S_EMERGENCY] = 1
-    end = st.s[S_END]
+    s = st.s
+    s[S_EMERGENCY] = 1
+    end = s[S_END]
     lo = max(lo, cs)
     last = last_result(r, lo, end)
     if last < 0:
         return
     newest = r.step[last]
     need = est_total(st) - limit
-    saved = 0
+    saved, kept_to = 0, end
+    forms, fest, kind, step = st.forms, st.fest, r.kind, r.step
+    deferred = s[S_DEFERRED] > 0
     for q in range(lo, end):
-        if r.kind[q] == TOOL_RESULT and r.step[q] != newest:
-            saved += omit(st, q)
+        if (kind[q] == TOOL_RESULT) & (step[q] != newest):
+            form = forms[q]
+            if deferred & (form == OMITTED):  # a marker again
+                saved += fest[ORIGINAL, q] - fest[OMITTED, q]
+                defer(st, q, -1)
+            elif (form != DROPPED) & (fest[form, q] > fest[OMITTED, q]):
+                saved += omit(st, q)
             if saved >= need:
+                kept_to = q + 1
                 break
+    release(r, st, lo, kept_to, newest)
     if est_total(st) - limit > 0:
         n = 0
         for q in range(lo, end):
-            n += r.kind[q] == TOOL_RESULT and r.step[q] == newest
+            n += (kind[q] == TOOL_RESULT) & (step[q] == newest)
         items = np.empty(n, np.int64)
         n = 0
         for q in range(lo, end):
-            if r.kind[q] == TOOL_RESULT and r.step[q] == newest:
+            if (kind[q] == TOOL_RESULT) & (step[q] == newest):
                 items[n] = q
                 n += 1
         fair_share(st, before, items, limit)
 
 
-@compiled
+@compiled(inline="always")
+def drop_carried(r, st, lo, cs, limit):
+    """Carried context, oldest first, while over budget: ``summary`` items and attachments of earlier turns; True
+    once the view fits. Items below S_CARRIED_FROM are dropped or never carried context."""
+    s = st.s
+    end = s[S_END]
+    c = max(lo, s[S_CARRIED_FROM])
+    while c < end:
+        sec = st.aux[A_SECTION, c]
+        if (st.forms[c] != DROPPED) & ((sec == CARRIED) | (sec == ATTACH)):
+            break
+        c += 1
+    s[S_CARRIED_FROM] = c
+    for q in range(c, end):
+        sec = st.aux[A_SECTION, q]
+        if (st.forms[q] != DROPPED) & ((sec == CARRIED) | ((sec == ATTACH) & (q < cs))):
+            if est_total(st) <= limit:
+                return True
+            set_form(st, q, DROPPED)
+    return False
+
+
+@compiled(inline="always")
 def fit(p, r, st, before, lo, cs, limit):
     """Evict in the written order while over budget: history turns, carried context, the summary, the current
-    turn's attachments (fair shares), then in-turn markers."""
+    turn's attachments (fair shares), then in-turn markers. Only drops mark the view dirty here: the trims and
+    markers of the current turn are compared with ``before`` at the end of the request, the summary too."""
     evict_turns(p, r, st, lo, cs, limit)
-    for q in range(lo, st.s[S_END]):
-        sec = st.aux[A_SECTION, q]
-        if st.forms[q] != DROPPED and (sec == CARRIED or sec == ATTACH and q < cs):
-            if est_total(st) <= limit:
-                return
-            set_form(st, q, DROPPED)
+    if drop_carried(r, st, lo, cs, limit):
+        return
+    dropped_from = st.s[S_DIRTY]
     if est_total(st) > limit and st.s[S_SUM_AT] >= 0:
         clear_summary(st)
         st.s[S_FOLDED] = 0
@@ -381,30 +538,50 @@ def fit(p, r, st, before, lo, cs, limit):
         fair_share(st, before, current_attachments(st, lo, cs), limit)
     if est_total(st) > limit:
         in_turn(p, r, st, before, lo, cs, limit)
+    st.s[S_DIRTY] = dropped_from
+
+
+@compiled(inline="always")
+def settle(st, before, start, dirty, sum_at, sum_id):
+    """The view is charged as rewritten from the first position whose form really changed (or where the summary
+    moved), as if the whole view had been compared: below ``start`` only drops change forms, and they marked
+    S_DIRTY; from ``start`` on the forms are compared with ``before``."""
+    s = st.s
+    d = min(dirty, s[S_DIRTY])
+    for q in range(start, min(d, s[S_END])):
+        if before[q] != st.forms[q]:
+            d = q
+            break
+    if s[S_SUM_AT] != sum_at or s[S_SUM_ID] != sum_id:
+        if sum_at >= 0:
+            d = min(d, sum_at)
+        if s[S_SUM_AT] >= 0:
+            d = min(d, s[S_SUM_AT])
+    s[S_DIRTY] = d
 
 
 @compiled
 def decide(p, r, st):
-    """Trims and markers are a request-time view: every request starts from the whole live history."""
-    end = st.s[S_END]
+    """Trims and markers are a request-time view: every request starts from the whole live history (recomputed
+    from the first position where that can change anything, see ``rebuild``)."""
+    s = st.s
+    end = s[S_END]
     if end == 0:
         return
     window = np.int64(window_of(p, st))
-    st.s[S_WINDOW] = window
+    s[S_WINDOW] = window
     limit = window - np.int64(p[P_RESERVE])
-    before, dirty, sum_at, sum_id = request_time_begin(st)
-    for q in range(end):
-        if st.forms[q] != DROPPED:
-            set_form(st, q, ORIGINAL)
+    dirty, sum_at, sum_id = s[S_DIRTY], s[S_SUM_AT], s[S_SUM_ID]
     lo = prefix_end(r, st)
     cs = np.searchsorted(r.turn[:end], r.turn[end - 1], side="left")  # the current turn's first position
-    if p[P_EVERY_REQUEST] > 0:
-        rebuild_every_request(p, r, st, before, lo)
-    else:
-        rebuild_history(p, r, st, before, lo, cs)
+    start = rebuild(p, r, st, lo, cs)
+    s[S_DIRTY] = end
     if est_total(st) > limit:
-        fit(p, r, st, before, lo, cs, limit)
-    request_time_end(st, before, dirty, sum_at, sum_id)
+        fit(p, r, st, st.aux[A_BEFORE], lo, cs, limit)
+    dropped_from = s[S_DIRTY]
+    release(r, st, max(lo, cs), 0, NO_KEY)
+    s[S_DIRTY] = dropped_from
+    settle(st, st.aux[A_BEFORE], start, dirty, sum_at, sum_id)
 
 
 POLICIES = [SeedB]
