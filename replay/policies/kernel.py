@@ -154,7 +154,7 @@ def pair_safe_start(r, st, start):
     while True:
         early = start
         for q in range(start, end):
-            if 0 <= r.pair[q] < early:
+            if (r.pair[q] >= 0) & (r.pair[q] < early):
                 early = r.pair[q]
         if early == start:
             return start

@@ -36,8 +36,10 @@ from replay.policies.kernel import (
     CODES,
     P_CODE,
     P_POLICY,
+    S_DIRTY,
     S_END,
     S_POLICY,
+    S_PREV_END,
     S_SUM_AT,
     drop,
     est_of,
@@ -138,7 +140,11 @@ class OpenHandsRecentConfig(PolicyConfig):
 (P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS) = \
     range(P_POLICY, P_POLICY + 6)
 S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
-A_EVENT, A_WEIGHT = 0, 1  # aux rows: each item's event id; each event id's weight (events it stands for)
+S_EVENTS = S_POLICY + 1  # live body events (by weight) as last counted
+S_GAP_LO, S_GAP_HI = S_POLICY + 2, S_POLICY + 3  # every item in [lo, hi) is dropped (a cut's range)
+# aux rows: each item's event id; each event id's weight (events it stands for); each event id's items counted as
+# shown; each item counted as shown (1) or not; room for the live events' ids and first positions
+A_EVENT, A_WEIGHT, A_SHOWN, A_COUNTED, A_IDS, A_FIRST = range(6)
 TOKENS, RECENT = CODES["openhands_tokens"], CODES["openhands_recent"]
 
 
@@ -189,31 +195,56 @@ def setup(p, r, st):
     drop_artefacts(r, st)
 
 
+@compiled(inline="always")
+def count(st, q, shown):
+    """Item q (of the body) now counts as shown or not; an event counts while any of its items does."""
+    e = st.aux[A_EVENT, q]
+    if shown:
+        st.aux[A_SHOWN, e] += 1
+        if st.aux[A_SHOWN, e] == 1:
+            st.s[S_EVENTS] += st.aux[A_WEIGHT, e]
+    else:
+        st.aux[A_SHOWN, e] -= 1
+        if st.aux[A_SHOWN, e] == 0:
+            st.s[S_EVENTS] -= st.aux[A_WEIGHT, e]
+    st.aux[A_COUNTED, q] = shown
+
+
+@compiled
+def recount(r, st):
+    """Bring the event count up to date with what changed since the previous view (new items, the server's drops):
+    all at or after the first position the driver changed."""
+    s = st.s
+    for q in range(max(min(s[S_DIRTY], s[S_PREV_END]), r.first_body), s[S_END]):
+        shown = st.forms[q] != DROPPED
+        if shown != (st.aux[A_COUNTED, q] != 0):
+            count(st, q, shown)
+
+
 @compiled
 def events(r, st):
     """OpenHands' count of the view: the system prompt, each live body event (by weight), the summary."""
-    ev, w = st.aux[A_EVENT], st.aux[A_WEIGHT]
-    n = 1 if r.first_body > 0 else 0
-    last = -1
-    for q in range(prefix_end(r, st), st.s[S_END]):
-        if st.forms[q] != DROPPED and ev[q] != last:
-            last = ev[q]
-            n += w[last]
-    return n + (1 if st.s[S_SUM_AT] >= 0 else 0)
+    return (1 if r.first_body > 0 else 0) + st.s[S_EVENTS] + (1 if st.s[S_SUM_AT] >= 0 else 0)
+
+
+@compiled(inline="always")
+def outside_gap(st, lo, hi):
+    """[lo, hi) less the known dropped range, as two ranges (start, stop)."""
+    return (lo, min(hi, st.s[S_GAP_LO])), (max(lo, st.s[S_GAP_HI]), hi)
 
 
 @compiled
 def live_events(r, st):
     """(event ids, first live position of each) of the body's live events, in order."""
     ev = st.aux[A_EVENT]
-    lo, end = prefix_end(r, st), st.s[S_END]
-    ids, first = np.empty(end - lo, np.int64), np.empty(end - lo, np.int64)
+    ids, first = st.aux[A_IDS], st.aux[A_FIRST]
     n, last = 0, -1
-    for q in range(lo, end):
-        if st.forms[q] != DROPPED and ev[q] != last:
-            last = ev[q]
-            ids[n], first[n] = last, q
-            n += 1
+    for a, b in outside_gap(st, prefix_end(r, st), st.s[S_END]):
+        for q in range(a, b):
+            if (st.forms[q] != DROPPED) & (ev[q] != last):
+                last = ev[q]
+                ids[n], first[n] = last, q
+                n += 1
     return ids[:n], first[:n]
 
 
@@ -254,7 +285,7 @@ def head_end(p, r, st, ids):
     while True:
         later = -1
         for q in range(lo, head):
-            if head <= r.pair[q] < end:
+            if (r.pair[q] >= head) & (r.pair[q] < end):
                 later = max(later, r.pair[q])
         if later < 0:
             return min(head, end)
@@ -270,7 +301,7 @@ def tail_start(r, st, start):
     while fwd < end:
         early = -1
         for q in range(fwd, end):
-            if 0 <= r.pair[q] < fwd:
+            if (r.pair[q] >= 0) & (r.pair[q] < fwd):
                 early = q
         if early < 0:
             return fwd
@@ -308,20 +339,39 @@ def token_tail(p, r, st, ids, first, head):
 
 
 @compiled
+def forget(r, st, q):
+    """Drop item q with its partner (``kernel.drop``), keeping the event count."""
+    end = st.s[S_END]
+    for x in (q, r.pair[q]):
+        if 0 <= x < end:
+            if (st.aux[A_COUNTED, x] != 0) & (st.forms[x] != DROPPED):
+                count(st, x, False)
+    drop(r, st, q)
+
+
+@compiled
 def cut(p, r, st, head, tail):
     """Forget the live items of [head, tail) (with their partners); the summary, when this condenser writes one,
     folds their truncated text in and stands before ``tail``."""
     folded = 0
     gone = False
-    for q in range(head, tail):
-        if st.forms[q] != DROPPED:
-            gone = True
-            folded += (min(r.chars[q], np.int64(p[P_EVENT_CHARS])) + 3) // 4
+    chars = np.int64(p[P_EVENT_CHARS])
+    for a, b in outside_gap(st, head, tail):
+        for q in range(a, b):
+            if st.forms[q] != DROPPED:
+                gone = True
+                folded += (min(r.chars[q], chars) + 3) // 4
     if not gone:
         return
-    for q in range(head, tail):
-        if st.forms[q] != DROPPED:
-            drop(r, st, q)
+    for a, b in outside_gap(st, head, tail):
+        for q in range(a, b):
+            if st.forms[q] != DROPPED:
+                forget(r, st, q)
+    s = st.s
+    if (head <= s[S_GAP_HI]) & (tail >= s[S_GAP_LO]):  # now all dropped: one known range
+        s[S_GAP_LO], s[S_GAP_HI] = min(head, s[S_GAP_LO]), max(tail, s[S_GAP_HI])
+    else:
+        s[S_GAP_LO], s[S_GAP_HI] = head, tail
     if p[P_SUMMARY_TOKENS] >= 0:
         st.s[S_FOLDED] += folded
         size = min(np.int64(p[P_SUMMARY_TOKENS]), st.s[S_FOLDED])
@@ -352,6 +402,7 @@ def decide(p, r, st):
     if int(p[P_CODE]) == TOKENS:
         due = est_total(st) > p[P_MAX]
     else:
+        recount(r, st)
         due = events(r, st) > p[P_MAX]
     if due:
         condense(p, r, st)

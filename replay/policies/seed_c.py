@@ -32,6 +32,7 @@ from replay.policies.kernel import (
     P_POLICY,
     P_RESERVE,
     P_WINDOW,
+    S_DIRTY,
     S_END,
     S_POLICY,
     S_PREV_END,
@@ -42,8 +43,6 @@ from replay.policies.kernel import (
     est_total,
     pair_safe_start,
     prefix_end,
-    request_time_begin,
-    request_time_end,
     set_form,
     set_summary,
     text_cost,
@@ -76,8 +75,15 @@ class SeedCConfig(PolicyConfig):
 (P_SPILL_TOKENS, P_PREVIEW_CHARS, P_SPILL_ERRORS, P_MARKER_CHARS, P_PROTECT_TURNS, P_SUMMARY_TOKENS,
  P_TAIL_FRACTION) = range(P_POLICY, P_POLICY + 7)
 A_SPILLABLE = 0  # aux row: 1 where a result is spilled on arrival (and a marker goes back to SPILLED)
+A_SAVING = 1  # aux row, set on arrival: what a marker saves on a successful result (0: never withheld)
+A_MARKED = 2  # aux row: 1 while the item shows a marker
+A_KEPT_BY = 3  # aux row: the first failed result whose call the item is (the run's length: none)
 S_SUMMARY_SIZE = S_POLICY  # the rolling summary's size
-S_MARKED_FROM = S_POLICY + 1  # no marker before this position (the run's length: none)
+S_STEPS_SORTED = S_POLICY + 1  # 1 when the run's steps never decrease
+S_MARKS = S_POLICY + 2  # markers in the view
+S_SAVED = S_POLICY + 3  # estimate the markers save
+S_MARKED_TO = S_POLICY + 4  # the markers are every withholdable result from the prefix's end to this position
+S_FOLD_FROM = S_POLICY + 5  # every item before it still shown is one any summary reaching it keeps
 
 
 class SeedC(CompiledPolicy):
@@ -93,19 +99,29 @@ class SeedC(CompiledPolicy):
 
 @compiled
 def setup(p, r, st):
-    """Spilled (preview plus pointer) and marker costs; which results spill on arrival."""
+    """Spilled (preview plus pointer) and marker costs; which results spill on arrival; which calls a summary
+    keeps."""
     estimator = int(p[P_ESTIMATOR])
     preview, marker = np.int64(p[P_PREVIEW_CHARS]), np.int64(p[P_MARKER_CHARS])
     threshold = np.int64(p[P_SPILL_TOKENS])
+    errors_too = p[P_SPILL_ERRORS] > 0
     n = len(r.kind)
     for q in range(n):
         t, c = r.tokens[q], r.chars[q]
         st.ftok[SPILLED, q], st.fest[SPILLED, q] = text_cost(t, c, min(c, preview), SPILL_WORDING, estimator)
         st.ftok[OMITTED, q], st.fest[OMITTED, q] = text_cost(t, c, 0, marker, estimator)
-        st.aux[A_SPILLABLE, q] = (r.kind[q] == TOOL_RESULT and threshold > 0 and st.fest[ORIGINAL, q] > threshold
-                                  and st.fest[SPILLED, q] < st.fest[ORIGINAL, q]
-                                  and (p[P_SPILL_ERRORS] > 0 or not r.is_error[q]))
-    st.s[S_MARKED_FROM] = n
+        st.aux[A_SPILLABLE, q] = ((r.kind[q] == TOOL_RESULT) & (threshold > 0) & (st.fest[ORIGINAL, q] > threshold)
+                                  & (st.fest[SPILLED, q] < st.fest[ORIGINAL, q]) & (errors_too | ~r.is_error[q]))
+    kept_by = st.aux[A_KEPT_BY]
+    kept_by[:] = n
+    for e in range(r.first_body, n):
+        call = r.pair[e]
+        if (r.kind[e] == TOOL_RESULT) & r.is_error[e] & (call >= 0) & (call < n):
+            kept_by[call] = min(kept_by[call], e)
+    st.s[S_STEPS_SORTED] = 1
+    for q in range(1, n):
+        if r.step[q] < r.step[q - 1]:
+            st.s[S_STEPS_SORTED] = 0
 
 
 @compiled
@@ -118,11 +134,12 @@ def nth_largest(r, st, key, lo, hi, n, results, live):
     """The n-th largest distinct ``key`` over [lo, hi) (only tool results if ``results``, only items not dropped if
     ``live``); the smallest when there are fewer; NO_KEY when n is 0 or there is none."""
     upper = NO_KEY
+    any_kind, any_form = not results, not live
     for _ in range(n):
         best, found = 0, False
         for q in range(lo, hi):
-            if (key[q] < upper and (not found or key[q] > best) and (not results or r.kind[q] == TOOL_RESULT)
-                    and (not live or st.forms[q] != DROPPED)):
+            if ((key[q] < upper) & ((not found) | (key[q] > best)) & (any_kind | (r.kind[q] == TOOL_RESULT))
+                    & (any_form | (st.forms[q] != DROPPED))):
                 best, found = key[q], True
         if not found:
             break
@@ -132,45 +149,90 @@ def nth_largest(r, st, key, lo, hi, n, results, live):
 
 @compiled
 def protected_from(p, r, st):
-    """First position of the protected newest turns (items sharing the newest ``protect_turns`` steps)."""
-    end = st.s[S_END]
-    first = nth_largest(r, st, r.step, 0, end, np.int64(p[P_PROTECT_TURNS]), False, False)
+    """First position of the protected newest turns (items sharing the newest ``protect_turns`` steps); with sorted
+    steps a walk back over those turns."""
+    end, turns = st.s[S_END], np.int64(p[P_PROTECT_TURNS])
+    if st.s[S_STEPS_SORTED] and end > 0 and turns > 0:
+        q, seen = end - 1, 1
+        while q > 0:
+            if r.step[q - 1] != r.step[q]:
+                if seen == turns:
+                    break
+                seen += 1
+            q -= 1
+        return q
+    first = nth_largest(r, st, r.step, 0, end, turns, False, False)
     return np.searchsorted(r.step[:end], first, side="left")
 
 
 @compiled
-def withholdable(r, st, q):
-    """A successful result shown whole or spilled whose marker is smaller."""
-    form = st.forms[q]
-    return ((r.kind[q] == TOOL_RESULT) & ~r.is_error[q] & ((form == ORIGINAL) | (form == SPILLED))
-            & (st.fest[OMITTED, q] < est_of(st, q)))
+def arrive(r, st):
+    """Results new since the previous request that are spillable and still original are spilled (never a prefix
+    already sent); what a marker would save on each new item: a successful result shown whole or spilled whose
+    marker is smaller, else 0."""
+    for q in range(st.s[S_PREV_END], st.s[S_END]):
+        spillable = st.aux[A_SPILLABLE, q] != 0
+        if spillable & (st.forms[q] == ORIGINAL):
+            set_form(st, q, SPILLED)
+        saving = st.fest[SPILLED if spillable else ORIGINAL, q] - st.fest[OMITTED, q]
+        withholdable = (r.kind[q] == TOOL_RESULT) & ~r.is_error[q] & (saving > 0)
+        st.aux[A_SAVING, q] = saving if withholdable else 0
+
+
+@compiled(inline="always")
+def unmarked(st, q):
+    """Item q no longer counts as a marker (it is restored or dropped)."""
+    if st.aux[A_MARKED, q]:
+        st.aux[A_MARKED, q] = 0
+        st.s[S_MARKS] -= 1
+        st.s[S_SAVED] -= st.aux[A_SAVING, q]
 
 
 @compiled
-def mark(p, r, st, lo, hi):
-    """Replace results in [lo, hi) by markers, oldest first, only as many as needed."""
-    need = est_total(st) - limit(p)
-    if need <= 0:
-        return
-    saved = 0
-    for q in range(lo, hi):
-        if withholdable(r, st, q):
-            saved += est_of(st, q) - st.fest[OMITTED, q]
-            set_form(st, q, OMITTED)
-            st.s[S_MARKED_FROM] = min(st.s[S_MARKED_FROM], q)
-            if saved >= need:
-                return
+def release(st, q):
+    """Marker q goes back to the unmarked form (spilled or original)."""
+    set_form(st, q, SPILLED if st.aux[A_SPILLABLE, q] else ORIGINAL)
+    unmarked(st, q)
 
 
 @compiled
-def unmark(r, st):
-    """Every marker back to its unmarked form (spilled or original); the request-time view charges only real
-    changes."""
-    end = st.s[S_END]
-    for q in range(st.s[S_MARKED_FROM], end):
-        if st.forms[q] == OMITTED:
-            set_form(st, q, SPILLED if st.aux[A_SPILLABLE, q] else ORIGINAL)
-    st.s[S_MARKED_FROM] = len(st.forms)
+def forget_gone(st, lo):
+    """Markers from ``lo`` on that the server dropped since the previous view no longer count."""
+    for q in range(lo, st.s[S_MARKED_TO]):
+        if (st.aux[A_MARKED, q] != 0) & (st.forms[q] == DROPPED):
+            unmarked(st, q)
+
+
+@compiled
+def remark(p, r, st, lo, guard):
+    """Markers on the oldest withholdable results in [lo, guard), only as many as the view is over by (none when
+    it fits), as marking from scratch would place them: the markers are every withholdable result in
+    [lo, S_MARKED_TO), so the previous view's stay, the newest go while the rest still suffice, or more follow.
+    Each form set here is a real change from the previous view (or lies after a position a summary dropped)."""
+    s = st.s
+    marked, saving = st.aux[A_MARKED], st.aux[A_SAVING]
+    guard = max(guard, lo)
+    x = max(s[S_MARKED_TO], lo)
+    while x > guard:  # the protected turns start earlier than before
+        x -= 1
+        if marked[x]:
+            release(st, x)
+    need = est_total(st) + s[S_SAVED] - limit(p)
+    while s[S_MARKS] > 0:
+        while marked[x - 1] == 0:
+            x -= 1
+        if s[S_SAVED] - saving[x - 1] < need:
+            break
+        x -= 1
+        release(st, x)
+    while (s[S_SAVED] < need) & (x < guard):
+        if (saving[x] > 0) & (st.forms[x] != DROPPED):
+            set_form(st, x, OMITTED)
+            marked[x] = 1
+            s[S_MARKS] += 1
+            s[S_SAVED] += saving[x]
+        x += 1
+    s[S_MARKED_TO] = x
 
 
 @compiled
@@ -187,34 +249,49 @@ def tail_from(r, st, guard, tokens):
     return pair_safe_start(r, st, min(start, guard))
 
 
+@compiled(inline="always")
+def folds(r, st, q, start):
+    """Item q goes into a summary standing before ``start``: it is shown and is neither a failed result nor the
+    call of one before ``start``."""
+    kept = ((r.kind[q] == TOOL_RESULT) & r.is_error[q]) | (st.aux[A_KEPT_BY, q] < start)
+    return (st.forms[q] != DROPPED) & ~kept
+
+
+@compiled
+def forget(r, st, q):
+    """Drop item q with its partner (``kernel.drop``); a marker among them no longer counts."""
+    unmarked(st, q)
+    partner = r.pair[q]
+    if 0 <= partner < st.s[S_END]:
+        unmarked(st, partner)
+    drop(r, st, q)
+
+
 @compiled
 def summarise(p, r, st, lo, guard, tokens):
     """Everything in [lo, tail) but failed results and their calls folds into the rolling summary, if that saves;
-    whether it did."""
+    whether it did. Only [S_FOLD_FROM, tail) is visited when the tail starts at or after it: before it nothing
+    but what such a summary keeps is still shown."""
     start = tail_from(r, st, guard, tokens)
     if start <= lo:
         return False
-    keep = np.zeros(start - lo, np.bool_)
-    for q in range(lo, start):
-        if r.kind[q] == TOOL_RESULT and r.is_error[q]:
-            keep[q - lo] = True
-            call = r.pair[q]
-            if lo <= call < start:
-                keep[call - lo] = True
+    s = st.s
+    first = max(s[S_FOLD_FROM], lo) if s[S_FOLD_FROM] <= start else lo
     folded = gone = 0
-    for q in range(lo, start):
-        if not keep[q - lo] and st.forms[q] != DROPPED:
+    for q in range(first, start):
+        if folds(r, st, q, start):
             folded += est_of(st, q)
             gone += 1
     if gone == 0:
+        s[S_FOLD_FROM] = max(s[S_FOLD_FROM], start)
         return False
-    s = st.s
     size = min(np.int64(p[P_SUMMARY_TOKENS]), s[S_SUMMARY_SIZE] + folded)
     if size >= folded + (s[S_SUM_EST] if s[S_SUM_AT] >= 0 else 0):
         return False  # a summary would not save anything
-    for q in range(lo, start):
-        if not keep[q - lo] and st.forms[q] != DROPPED:
-            drop(r, st, q)
+    for q in range(first, start):
+        if folds(r, st, q, start):
+            forget(r, st, q)
+    s[S_FOLD_FROM] = max(s[S_FOLD_FROM], start)
     s[S_SUMMARY_SIZE] = size
     set_summary(st, start, size, size)
     return True
@@ -223,36 +300,29 @@ def summarise(p, r, st, lo, guard, tokens):
 @compiled
 def fit(p, r, st):
     """Markers outside the protected turns; while still over, a summary before a tail (the normal one, then the
-    protected turns only), after which only the markers still needed come back."""
+    protected turns only), after which only the markers still needed stay."""
     lo, guard = prefix_end(r, st), protected_from(p, r, st)
-    mark(p, r, st, lo, guard)
+    remark(p, r, st, lo, guard)
     for i in range(2):
         if est_total(st) <= limit(p):
             return
         if summarise(p, r, st, lo, guard, p[P_TAIL_FRACTION] * limit(p) if i == 0 else 0.0):
-            unmark(r, st)  # the summary made room: only the markers still needed come back
-            mark(p, r, st, lo, guard)  # (without a summary they would come back as they are)
-
-
-@compiled
-def spill(r, st):
-    """Results new since the previous request that are spillable and still original are spilled."""
-    for q in range(st.s[S_PREV_END], st.s[S_END]):
-        if st.aux[A_SPILLABLE, q] and st.forms[q] == ORIGINAL:
-            set_form(st, q, SPILLED)
+            remark(p, r, st, lo, guard)
 
 
 @compiled
 def decide(p, r, st):
-    end = st.s[S_END]
-    if end > st.s[S_PREV_END]:
-        spill(r, st)
-    if end > 0 and (st.s[S_MARKED_FROM] < end or est_total(st) > limit(p)):  # else the view stays as it is
-        before, dirty, sum_at, sum_id = request_time_begin(st)
-        unmark(r, st)
-        if est_total(st) > limit(p):
-            fit(p, r, st)
-        request_time_end(st, before, dirty, sum_at, sum_id)
+    """The request-time view, kept up to date rather than rebuilt: spill the new results, then markers (and a
+    summary) only while over budget. Every form changed is one that differs from the previous view, so the cache
+    is charged only from the first real change."""
+    s = st.s
+    end, gone_from = s[S_END], s[S_DIRTY]  # the server's drops since the previous view are at or after gone_from
+    if end > s[S_PREV_END]:
+        arrive(r, st)
+    if gone_from < s[S_MARKED_TO]:
+        forget_gone(st, gone_from)
+    if end > 0 and (s[S_MARKS] > 0 or est_total(st) > limit(p)):  # else the view stays as it is
+        fit(p, r, st)
 
 
 POLICIES = [SeedC]
