@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from replay.errors import ReplayError
+from replay.ingest_memory import bounded_memory
 from replay.ingest_parse import (  # noqa: F401 (API)
     Parsed,
     batches,
@@ -225,18 +227,18 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
         workers = 1
     stored = Stored.read(con)
     parsed = parse_units(files, max_line_bytes, frozenset(stored.files), workers)
-    if not progress:
-        for p in parsed:
-            yield store_parsed(con, p, replace_older, stored)
-        return
-    from replay.progress import bar
-
-    with bar() as pb:
-        task = pb.add_task("ingest", total=sum(sizes.values()))
+    if progress:
+        from replay.progress import bar
+    with bounded_memory(con) as memory, bar() if progress else nullcontext() as pb:
+        task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
         for f, p in zip(files, parsed, strict=True):
-            pb.update(task, description=f"ingest {f.name[:40]}")
+            if progress:
+                pb.update(task, description=f"ingest {f.name[:40]}")
+            if memory and p.items:
+                memory.before_file(max(p.items["chars"], default=0))
             yield store_parsed(con, p, replace_older, stored)
-            pb.advance(task, sizes[f])
+            if progress:
+                pb.advance(task, sizes[f])
 
 
 def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
