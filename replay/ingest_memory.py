@@ -17,6 +17,7 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 
 import duckdb
 
@@ -34,9 +35,7 @@ class IngestMemory:
     def __init__(self, con: duckdb.DuckDBPyConnection, wal: str) -> None:
         self.con, self.wal = con, wal
         caller = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
-        with duckdb.connect() as fresh:  # DuckDB's default, to tell the caller's own limit from it
-            self.bounded = caller == fresh.execute("SELECT current_setting('memory_limit')").fetchone()[0]
-        self.default = _bytes(caller)
+        self.bounded, self.default = caller == default_limit(), _bytes(caller)
         self.threshold = _bytes(con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0])
         self.largest = con.execute("SELECT coalesce(max(chars), 0) FROM items").fetchone()[0]  # characters
         self.set = 0
@@ -76,6 +75,13 @@ class IngestMemory:
         if self.set:
             self.con.execute("RESET memory_limit")
             self.set = 0
+
+
+@cache
+def default_limit() -> str:
+    """DuckDB's default memory limit as current_setting shows it (a new database takes ~50 ms: read once)."""
+    with duckdb.connect() as fresh:
+        return fresh.execute("SELECT current_setting('memory_limit')").fetchone()[0]
 
 
 @contextmanager
