@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import duckdb
 
 from replay.errors import ReplayError
+from replay.ingest_memory import bounded_memory
 from replay.ingest_parse import (  # noqa: F401 (API)
     Parsed,
     batches,
@@ -78,6 +80,20 @@ def _walk(folder: Path, found: set[Path]) -> None:
             found.add(child)
 
 
+@dataclass
+class Stored:
+    """The file hashes the store holds in ``files`` and in ``quarantine``, read once for a whole ingest and kept up to
+    date by its writes (one query per file was a tenth of the parent's time)."""
+
+    files: set[str]
+    quarantined: set[str]
+
+    @classmethod
+    def read(cls, con: duckdb.DuckDBPyConnection) -> Stored:
+        return cls({r[0] for r in con.execute("SELECT file_hash FROM files").fetchall()},
+                   {r[0] for r in con.execute("SELECT DISTINCT file_hash FROM quarantine").fetchall()})
+
+
 def _members(path: Path) -> list[Path]:
     """The files a unit reads: itself, or a run folder's members."""
     return members(path)
@@ -99,11 +115,7 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
         for old in older:
             _delete_file(con, old)
         for name, rows in batches(parsed):
-            con.register("_ingest_rows", rows)
-            try:
-                con.execute(f"INSERT INTO {name} SELECT * FROM _ingest_rows")
-            finally:
-                con.unregister("_ingest_rows")
+            con.from_arrow(rows).insert_into(name)  # no view registered and dropped: ~1.5 ms less a batch
             n[name] += rows.num_rows
             del rows
         _quarantine(con, fhash, out.path, out.bad, now)
@@ -145,25 +157,39 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int 
     return store_parsed(con, parse_unit(path, max_line_bytes), replace_older)
 
 
-def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False) -> FileOutcome:
-    """Write what :func:`replay.ingest_parse.parse_unit` read: rows, or the quarantine entry saying why none."""
+def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False,
+                 stored: Stored | None = None) -> FileOutcome:
+    """Write what :func:`replay.ingest_parse.parse_unit` read: rows, or the quarantine entry saying why none.
+
+    ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file."""
     path, fhash = parsed.path, parsed.file_hash
     out = FileOutcome(path=path, status=parsed.status, format=parsed.format, bad=parsed.bad, bytes=parsed.bytes)
     if fhash is None:  # not even hashable: quarantined by path
         _replace_quarantine(con, "path:" + str(path), path, out.bad)
         return out
-    stored, quarantined = (0, 0) if parsed.status == "unchanged" else con.execute(
-        "SELECT (SELECT count(*) FROM files WHERE file_hash = $h), "
-        "(SELECT count(*) FROM quarantine WHERE file_hash = $h)", {"h": fhash}).fetchone()
-    if parsed.status == "unchanged" or stored:
+    if parsed.status == "unchanged":
+        ingested = quarantined = False
+    elif stored is not None:
+        ingested, quarantined = fhash in stored.files, fhash in stored.quarantined
+    else:
+        ingested, quarantined = con.execute(
+            "SELECT (SELECT count(*) FROM files WHERE file_hash = $h) > 0, "
+            "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0", {"h": fhash}).fetchone()
+    if parsed.status == "unchanged" or ingested:
         out.status, out.format, out.bad = "unchanged", None, []
         return out
     if parsed.status in ("unknown", "failed"):
         _replace_quarantine(con, fhash, path, out.bad)
-        return out
-    older = [row[0] for row in con.execute("SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?",
-                                           [str(path), fhash]).fetchall()] if replace_older else []
-    _write(con, out, parsed, older, bool(quarantined))
+    else:
+        older = [row[0] for row in con.execute("SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?",
+                                               [str(path), fhash]).fetchall()] if replace_older else []
+        _write(con, out, parsed, older, quarantined)
+        if stored is not None and out.status == "ingested":
+            stored.files.add(fhash)
+            stored.files.difference_update(older)
+            stored.quarantined.difference_update(older)
+    if stored is not None:
+        (stored.quarantined.add if out.bad else stored.quarantined.discard)(fhash)
     return out
 
 
@@ -199,20 +225,20 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
     sizes = {f: unit_size(f) for f in files}
     if sum(sizes.values()) < POOL_MIN_BYTES:
         workers = 1
-    known = frozenset(r[0] for r in con.execute("SELECT file_hash FROM files").fetchall())
-    parsed = parse_units(files, max_line_bytes, known, workers)
-    if not progress:
-        for p in parsed:
-            yield store_parsed(con, p, replace_older)
-        return
-    from replay.progress import bar
-
-    with bar() as pb:
-        task = pb.add_task("ingest", total=sum(sizes.values()))
+    stored = Stored.read(con)
+    parsed = parse_units(files, max_line_bytes, frozenset(stored.files), workers)
+    if progress:
+        from replay.progress import bar
+    with bounded_memory(con) as memory, bar() if progress else nullcontext() as pb:
+        task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
         for f, p in zip(files, parsed, strict=True):
-            pb.update(task, description=f"ingest {f.name[:40]}")
-            yield store_parsed(con, p, replace_older)
-            pb.advance(task, sizes[f])
+            if progress:
+                pb.update(task, description=f"ingest {f.name[:40]}")
+            if memory and p.items:
+                memory.before_file(max(p.items["chars"], default=0))
+            yield store_parsed(con, p, replace_older, stored)
+            if progress:
+                pb.advance(task, sizes[f])
 
 
 def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:

@@ -14,6 +14,7 @@ import signal
 import tempfile
 from collections import deque
 from collections.abc import Iterator
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
@@ -94,8 +95,9 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
     if fhash in known:
         out.status = "unchanged"
         return out
-    with tempfile.TemporaryDirectory(prefix="replay-") as tmp:
-        plain = decompressed(path, Path(tmp)) if is_compressed(path) else path
+    packed = is_compressed(path)  # a folder for its plain copy only then: making and removing one cost ~5 ms
+    with tempfile.TemporaryDirectory(prefix="replay-") if packed else nullcontext() as tmp:
+        plain = decompressed(path, Path(tmp)) if packed else path
         reader = detect(plain)
         if reader is None:
             out.status = "unknown"
@@ -227,11 +229,16 @@ def _work(path: Path) -> Parsed:
     return parse_unit(path, _MAX_LINE, _KNOWN)
 
 
+# Past two units a worker, more are read ahead while the units in flight hold this much: results are taken in order,
+# so with only two a worker, workers sat idle while the parent waited for a larger file or stored one
+READ_AHEAD_BYTES = 32 << 20
+
+
 def parse_units(units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset(),
                 workers: int = 0) -> Iterator[Parsed]:
     """Each unit parsed, in order: on a process pool of ``workers`` (0: every core) when there is more than one
-    unit, else in this process. At most two units per worker are read ahead, so memory stays bounded by the
-    largest few files, not by the corpus."""
+    unit, else in this process. Two units per worker are read ahead, more while the units in flight hold at most
+    READ_AHEAD_BYTES, so memory stays bounded by the largest few files, not by the corpus."""
     n = min(workers or default_workers(), len(units))
     if n <= 1:
         for u in units:
@@ -245,15 +252,23 @@ def parse_units(units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known
     method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
     context = mp.get_context(method)
     if method == "forkserver":
-        context.set_forkserver_preload([__name__])
+        # a worker re-runs the caller's script (multiprocessing does, unless it runs as `python -m`): a script that
+        # imports replay.ingest and replay.store then imported DuckDB in every worker of every pool; preloaded
+        # here, the server imports them once
+        context.set_forkserver_preload([__name__, "replay.ingest", "replay.store"])
     pool = _pool(context, n, known, max_line_bytes)
     try:
-        todo = iter(units)
-        pending = deque(pool.apply_async(_work, (u,)) for u in islice(todo, 2 * n))
-        while pending:
-            parsed = pending.popleft().get()
-            for u in islice(todo, 1):
-                pending.append(pool.apply_async(_work, (u,)))
+        todo = deque((u, unit_size(u)) for u in units)
+        pending: deque[tuple[Any, int]] = deque()
+        flight = 0  # bytes of the units submitted and not yet taken
+        while todo or pending:
+            while todo and (len(pending) < 2 * n or flight + todo[0][1] <= READ_AHEAD_BYTES):
+                unit, size = todo.popleft()
+                pending.append((pool.apply_async(_work, (unit,)), size))
+                flight += size
+            result, size = pending.popleft()
+            parsed = result.get()
+            flight -= size
             yield parsed
     finally:
         # close and join, never terminate: terminate deadlocks when a worker is sending a large result as the

@@ -129,3 +129,23 @@ def test_expand_paths_dirs_globs_and_missing(tmp_path):
     assert expand_paths([tmp_path / "d", str(tmp_path / "*.jsonl")]) == sorted([a, b])
     with pytest.raises(FileNotFoundError, match="nope"):
         expand_paths([tmp_path / "nope"])
+
+
+@pytest.mark.parametrize("limit", [None, "3GB"])
+def test_ingest_restores_the_memory_limit_and_leaves_the_wal_checkpointed(tmp_path, limit):
+    con = open_store(tmp_path / "s.duckdb")
+    if limit:
+        con.execute(f"SET memory_limit = '{limit}'")
+    before = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    [out] = ingest(con, [write_canonical(tmp_path / "a.jsonl")])
+    assert out.status == "ingested"
+    assert con.execute("SELECT current_setting('memory_limit')").fetchone()[0] == before
+    wal = tmp_path / "s.duckdb.wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def test_duckdb_sizes_read_as_bytes():
+    from replay.ingest_memory import _bytes
+
+    assert _bytes("18.8 GiB") == 18.8 * 2**30 and _bytes("512 bytes") == 512 and _bytes("100.0 MB") == 10**8
+    assert _bytes("unlimited") == float("inf")
