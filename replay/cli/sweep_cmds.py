@@ -43,7 +43,7 @@ def sweep(
     shard_items: Annotated[int | None, typer.Option(
         "--shard-items", help="Load the runs from the store in shards of at most this many items (a bigger run is "
         "a shard of its own); every point runs over a shard before the next is loaded, so the memory of the sweep "
-        "and of each worker is bounded by a shard, not the store. Default: 100,000 (~150 MB a worker).")] = None,
+        "and of each worker is bounded by a shard, not the store. Default: 100,000 (~70 MB of runs a worker).")] = None,
     fmt: FormatOption = "table", wide: WideOption = False,
 ) -> None:
     """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped). Ends with a

@@ -16,9 +16,9 @@ import numpy as np
 from replay.errors import ReplayError
 from replay.simulator.arrays import RunArrays
 
-SHARD_ITEMS = 100_000  # items (messages, tool calls and results) per shard: ~1.5 KB each in a worker (its runs and
-# their packed form), so about 150 MB; the 115-run corpus (9,311 items) is one shard, the 1,000-run synthetic
-# store (116,799) two
+SHARD_ITEMS = 100_000  # items (messages, tool calls and results) per shard: a pool worker held ~0.7 KB per item
+# (its runs and their packed form: 220 MB at 116,799 items vs 136 MB for the bare forkserver), so ~70 MB; the
+# 115-run corpus (9,311 items) is one shard, the 1,000-run synthetic store (116,799) two
 ARRAY_BYTES_PER_ITEM = 128  # a loaded run's numpy arrays per item (~90 B measured), for sizing workers up front
 
 
