@@ -40,6 +40,10 @@ def sweep(
     max_points: Annotated[int | None, typer.Option(
         "--max-points", help="Refuse a sweep of more points than this (default: the file's [sweep] max_points, "
         "else 1,000,000); the count is checked before any point is built.")] = None,
+    shard_items: Annotated[int | None, typer.Option(
+        "--shard-items", help="Load the runs from the store in shards of at most this many items (a bigger run is "
+        "a shard of its own); every point runs over a shard before the next is loaded, so the memory of the sweep "
+        "and of each worker is bounded by a shard, not the store. Default: 100,000 (~70 MB of runs a worker).")] = None,
     fmt: FormatOption = "table", wide: WideOption = False,
 ) -> None:
     """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped). Ends with a
@@ -70,7 +74,7 @@ def sweep(
 
     say = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
     outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit,
-                        note=note)
+                        note=note, shard_items=shard_items)
     say.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
               f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
               f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)

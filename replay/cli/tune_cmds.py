@@ -63,7 +63,7 @@ def tune(
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
         raise ReplayError(f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few "
                           "levels)")
-    workers = sweep_workers(workers, [], note) if executor != "ray" else workers
+    workers = sweep_workers(workers, 0, note) if executor != "ray" else workers
     con = open_store(db)
     tok = resolve(con, tokenizer)
     if tok.counted:

@@ -204,13 +204,18 @@ def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
     ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage`` result
     for this tokenizer to reuse)."""
     ids = run_ids(con, pattern)
+    require_counts(con, tokenizer_id, ids)
+    models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
+    return [load_run(con, rid, tokenizer_id, models.get(rid)) for rid in ids]
+
+
+def require_counts(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, ids: list[str]) -> None:
+    """Fail when runs are to be loaded under a tokenizer that counted nothing in this store."""
     if tokenizer_id and ids and con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?",
                                             [tokenizer_id]).fetchall()[0][0] == 0:
         raise ReplayError(f"no token counts for tokenizer {tokenizer_id!r} in this store: count them first "
                           "(`replay tokens -t NAME|PATH`, or pass -t to the command), or give no tokenizer for "
                           "chars/4 estimates")
-    models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
-    return [load_run(con, rid, tokenizer_id, models.get(rid)) for rid in ids]
 
 
 def prompt_sources(runs: list[RunArrays]) -> str:

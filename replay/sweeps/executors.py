@@ -1,6 +1,7 @@
 """Where sweep points run: serially, on a local process pool (all cores) or on Ray.
 
-Every executor gets the run arrays once per worker and yields (point_id, run rows) as points finish: the rows as
+A sweep runs its shards of runs one after another on one executor (``map`` per shard); each worker gets a shard's
+run arrays once and holds one shard at a time. ``map`` yields (point_id, run rows) as points finish: the rows as
 plain columns (numpy arrays and lists) from the compiled kernels, or as a list of row dicts from the reference
 path; the runner turns a batch of them into one frame. Workers never build frames (no polars in a worker).
 """
@@ -8,7 +9,9 @@ path; the runner turns a batch of them into one frame. Workers never build frame
 from __future__ import annotations
 
 import os
+import pickle
 import signal
+import tempfile
 import traceback
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -73,74 +76,129 @@ def point_rows(ctx: Context, task: Task) -> Result:
     return pid, rows
 
 
-_CTX: Context | None = None
+_CTX: tuple[str, Context] | None = None  # in a pool worker: the shard file it loaded, and its context
 
 
-def _init(ctx: Context) -> None:
-    global _CTX
-    _CTX = ctx
+def _init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (one line, finished points kept)
 
 
-def _work(task: Task) -> Result:
-    assert _CTX is not None, "worker not initialised"
-    return point_rows(_CTX, task)
+def _work(item: tuple[str, Task]) -> Result:
+    """One point in a pool worker; a task of a new shard replaces the worker's shard by the one in its file."""
+    global _CTX
+    path, task = item
+    if _CTX is None or _CTX[0] != path:
+        _CTX = None  # the old shard goes before the new one comes: one shard in memory
+        with open(path, "rb") as f:
+            _CTX = (path, pickle.load(f))
+    return point_rows(_CTX[1], task)
 
 
-def run_serial(ctx: Context, tasks: Iterable[Task], workers: int = 1) -> Iterator[Result]:
-    for task in tasks:
-        yield point_rows(ctx, task)
+class Executor:
+    """Runs the points of one shard of runs after another (``map``) on the same workers, started once."""
 
+    def __init__(self, workers: int = 0) -> None:
+        self.workers = workers
+
+    def map(self, ctx: Context, tasks: Iterable[Task]) -> Iterator[Result]:
+        for task in tasks:
+            yield point_rows(ctx, task)
+
+    def close(self) -> None:
+        """Stop the workers."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+Serial = Executor
 
 WINDOW = 64  # points per worker handed to the pool at a time: the tasks and results in flight stay bounded
 
 
-def run_pool(ctx: Context, tasks: Iterable[Task], workers: int = 0) -> Iterator[Result]:
-    """A process pool over all cores (or ``workers``); runs sent once per worker by the initializer. ``tasks`` are
+class Pool(Executor):
+    """A process pool over all cores (or ``workers``), started by the first shard with two points or more. Each
+    shard's context is written once to a file that every worker reads on its first task of the shard. ``tasks`` are
     consumed a window at a time (the next window queued behind the current one, so no worker waits), never all."""
-    import multiprocessing as mp
 
-    n = workers or os.cpu_count() or 1
-    tasks = iter(tasks)
-    first = list(islice(tasks, WINDOW * n))
-    if n <= 1 or len(first) <= 1:
-        yield from run_serial(ctx, chain(first, tasks))
-        return
-    kernels.warm_up(ctx.policy)  # compile (or load from the on-disk cache) once, before any worker starts
-    chunks = max(1, min(16, len(first) // (8 * n)))
-    # forkserver, never fork: a fork of a parent whose polars/numba/DuckDB threads run deadlocked workers and
-    # crashed one in garbage collection; the server imports the package once and forks from one thread
-    os.environ.setdefault("POLARS_MAX_THREADS", "1")
-    method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-    context = mp.get_context(method)
-    if method == "forkserver":
-        context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
-    with context.Pool(min(n, len(first)), initializer=_init, initargs=(ctx,)) as pool:
-        windows = (pool.imap_unordered(_work, w, chunksize=chunks) for w in _windows(chain(first, tasks), len(first)))
+    def __init__(self, workers: int = 0) -> None:
+        super().__init__(workers or os.cpu_count() or 1)
+        self.pool: Any = None
+        self.folder: tempfile.TemporaryDirectory | None = None
+        self.shards = 0
+
+    def map(self, ctx: Context, tasks: Iterable[Task]) -> Iterator[Result]:
+        tasks = iter(tasks)
+        first = list(islice(tasks, WINDOW * self.workers))
+        if self.pool is None and (self.workers <= 1 or len(first) <= 1):
+            yield from super().map(ctx, chain(first, tasks))
+            return
+        if self.pool is None:
+            self.pool = self._start(ctx.policy, min(self.workers, len(first)))
+        path = self._write(ctx)
+        del ctx  # the driver keeps no copy of the shard while its points run
+        chunks = max(1, min(16, len(first) // (8 * self.workers)))
+        shard_tasks = ((path, t) for t in chain(first, tasks))
+        windows = (self.pool.imap_unordered(_work, w, chunksize=chunks) for w in _windows(shard_tasks, len(first)))
         current = next(windows, None)
         while current is not None:
             following = next(windows, None)  # queued now, so workers go on while the current window's last finish
             yield from current
             current = following
+        os.unlink(path)  # every point of the shard came back: no worker reads the file again
+
+    def _start(self, policy: str, n: int) -> Any:
+        import multiprocessing as mp
+
+        kernels.warm_up(policy)  # compile (or load from the on-disk cache) once, before any worker starts
+        # forkserver, never fork: a fork of a parent whose polars/numba/DuckDB threads run deadlocked workers and
+        # crashed one in garbage collection; the server imports the package once and forks from one thread
+        os.environ.setdefault("POLARS_MAX_THREADS", "1")
+        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+        context = mp.get_context(method)
+        if method == "forkserver":
+            context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
+        self.folder = tempfile.TemporaryDirectory(prefix="replay-sweep-")
+        return context.Pool(n, initializer=_init)
+
+    def _write(self, ctx: Context) -> str:
+        assert self.folder is not None
+        self.shards += 1
+        path = os.path.join(self.folder.name, f"shard-{self.shards}.pickle")
+        with open(path, "wb") as f:
+            pickle.dump(ctx, f, protocol=pickle.HIGHEST_PROTOCOL)
+        return path
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+        if self.folder is not None:
+            self.folder.cleanup()
+            self.folder = None
 
 
-def _windows(tasks: Iterator[Task], size: int) -> Iterator[list[Task]]:
+def _windows(tasks: Iterator, size: int) -> Iterator[list]:
     while window := list(islice(tasks, size)):
         yield window
 
 
-_RAY_CONTEXT: dict[str, Context] = {}  # in a Ray worker: the context of the sweep it works for, fetched once
+_RAY_CONTEXT: dict[str, Context] = {}  # in a Ray worker: the context of the shard it works on, fetched once
 
 
-def _ray_point(session: str, holder: list, task: Task) -> Result:
+def _ray_point(key: str, holder: list, task: Task) -> Result:
     """One point on a Ray worker. The context comes as a reference inside a list (so Ray does not fetch it for
-    every task) and is fetched and unpacked once per worker process and sweep."""
-    ctx = _RAY_CONTEXT.get(session)
+    every task) and is fetched and unpacked once per worker process and shard (``key``); the previous goes."""
+    ctx = _RAY_CONTEXT.get(key)
     if ctx is None:
         import ray
 
         _RAY_CONTEXT.clear()
-        ctx = _RAY_CONTEXT[session] = ray.get(holder[0])
+        ctx = _RAY_CONTEXT[key] = ray.get(holder[0])
     return point_rows(ctx, task)
 
 
@@ -171,41 +229,60 @@ def _ray_start(ray: Any, workers: int, local_mode: bool) -> None:
                           "start it once with `ray start --head --num-cpus N` and run with RAY_ADDRESS=auto") from exc
 
 
-def run_ray(ctx: Context, tasks: Iterable[Task], workers: int = 0, local_mode: bool | None = None
-            ) -> Iterator[Result]:
-    """The same on Ray: the context goes to the object store once and each worker fetches it once; points are
-    submitted as workers free up (at most two per cluster CPU in flight), so a grid of any size streams through.
+class Ray(Executor):
+    """The same on Ray: each shard's context goes to the object store once (and is released when its points are
+    done) and each worker fetches it once; points are submitted as workers free up (at most two per cluster CPU in
+    flight), so a grid of any size streams through.
 
-    Joins the cluster at RAY_ADDRESS when set (`replay sweep --ray-address`), else starts a local one with
-    ``workers`` CPUs; REPLAY_RAY_LOCAL=1 asks for Ray's local mode (tests; a one-CPU local cluster on Ray
-    versions without it)."""
-    local_mode = os.environ.get("REPLAY_RAY_LOCAL") == "1" if local_mode is None else local_mode
-    try:
-        import ray
-    except ImportError as exc:
-        raise ReplayError("--executor ray needs Ray: pip install 'replay[ray]'") from exc
-    started = not ray.is_initialized()
-    if started:
-        _ray_start(ray, workers, local_mode)
-    try:
+    Joins the cluster at RAY_ADDRESS when set (`replay sweep --ray-address`) or a Ray already initialised in this
+    process, else starts a local one with ``workers`` CPUs (stopped by ``close``); REPLAY_RAY_LOCAL=1 asks for Ray's
+    local mode (tests; a one-CPU local cluster on Ray versions without it)."""
+
+    def __init__(self, workers: int = 0, local_mode: bool | None = None) -> None:
+        super().__init__(workers)
+        self.local_mode = os.environ.get("REPLAY_RAY_LOCAL") == "1" if local_mode is None else local_mode
+        self.ray: Any = None
+        self.started = False
+        self.shards = 0
+
+    def _connect(self) -> Any:
+        if self.ray is None:
+            try:
+                import ray
+            except ImportError as exc:
+                raise ReplayError("--executor ray needs Ray: pip install 'replay[ray]'") from exc
+            self.started = not ray.is_initialized()
+            if self.started:
+                _ray_start(ray, self.workers, self.local_mode)
+            self.ray = ray
+        return self.ray
+
+    def map(self, ctx: Context, tasks: Iterable[Task]) -> Iterator[Result]:
+        ray = self._connect()
+        self.shards += 1
+        key = f"{ctx.session}/{self.shards}"
         holder = [ray.put(ctx)]
+        del ctx  # the object store holds the shard; the driver keeps no copy
         remote = ray.remote(_ray_point)
         limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
         todo = iter(tasks)
-        pending = [remote.remote(ctx.session, holder, t) for t in islice(todo, limit)]
+        pending = [remote.remote(key, holder, t) for t in islice(todo, limit)]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            pending.extend(remote.remote(ctx.session, holder, t) for t in islice(todo, 1))
+            pending.extend(remote.remote(key, holder, t) for t in islice(todo, 1))
             yield ray.get(done[0])
-    finally:
-        if started:
-            ray.shutdown()
+
+    def close(self) -> None:
+        if self.started:
+            self.ray.shutdown()
+        self.ray, self.started = None, False
 
 
-EXECUTORS = {"serial": run_serial, "local": run_pool, "ray": run_ray}
+EXECUTORS: dict[str, type[Executor]] = {"serial": Serial, "local": Pool, "ray": Ray}
 
 
-def get_executor(name: str):
+def get_executor(name: str, workers: int = 0) -> Executor:
+    """The executor ``name`` (not started: its workers start with the first shard that needs them)."""
     if name not in EXECUTORS:
         raise ReplayError(f"--executor {name}: choose one of {', '.join(EXECUTORS)}")
-    return EXECUTORS[name]
+    return EXECUTORS[name](workers)

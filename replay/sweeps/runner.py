@@ -10,6 +10,7 @@ import itertools
 import shutil
 import sys
 import uuid
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +19,10 @@ import duckdb
 import numpy as np
 
 from replay.errors import ReplayError
-from replay.sweeps import results
+from replay.sweeps import results, shards
 from replay.sweeps.adapter import effective_config
 from replay.sweeps.executors import Context, get_executor
+from replay.sweeps.shards import SHARD_ITEMS
 from replay.sweeps.spec import SweepSpec, point_id
 
 Note = Callable[[str], None]
@@ -74,27 +76,32 @@ def _grid_shapes(spec: SweepSpec) -> Iterator[dict]:
         yield {**spec.fixed, **dict(zip(names, combo, strict=True))}
 
 
-def sweep_workers(workers: int, runs: list, note: Note | None = None) -> int:
+def sweep_workers(workers: int, shard_bytes: int, note: Note | None = None) -> int:
     """``workers`` (0: as many as fit) capped by the cores and by the memory a worker needs: the package and
-    kernels, plus two copies of the run arrays (the runs and their packed form); ``note`` hears why when lowered."""
+    kernels, plus two copies of the largest shard's run arrays (``shard_bytes``; the runs and their packed form);
+    ``note`` hears why when lowered."""
     from replay.resources import WORKER_BYTES, cap_workers
 
-    arrays = sum(v.nbytes for r in runs for v in vars(r).values() if isinstance(v, np.ndarray))
-    n, why = cap_workers(workers, WORKER_BYTES + 2 * arrays)
+    n, why = cap_workers(workers, WORKER_BYTES + 2 * shard_bytes)
     if why:
         (note or print_note)(why)
     return n
 
 
 class DonePoints:
-    """The points of a sweep with a committed row for every run, as a sorted array of their 64-bit ids (8 bytes a
-    point, not a set of strings); partial points are deleted so that their batch inserts again."""
+    """The points of a sweep with a committed row for every run of one shard, as a sorted array of their 64-bit ids
+    (8 bytes a point, not a set of strings); a point with rows for only some of the shard's runs is deleted from
+    the shard so that it inserts again (a batch holds whole (point, shard) pairs, so only a shard whose runs changed
+    since, when the store gained runs or the shard size changed, leaves such points)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, sweep_id: str, n_runs: int) -> None:
-        con.execute("""DELETE FROM sweep_results WHERE sweep_id = ? AND point_id IN (SELECT point_id FROM sweep_results
-                       WHERE sweep_id = ? GROUP BY point_id HAVING count(*) < ?)""", [sweep_id, sweep_id, n_runs])
-        ids = con.execute("""SELECT ('0x' || point_id)::UBIGINT AS id FROM sweep_results WHERE sweep_id = ?
-                             GROUP BY point_id ORDER BY id""", [sweep_id]).fetchnumpy()["id"]
+    def __init__(self, con: duckdb.DuckDBPyConnection, sweep_id: str, run_ids: tuple[str, ...]) -> None:
+        runs = list(run_ids)
+        mine = "sweep_id = ? AND run_id IN (SELECT unnest(?::VARCHAR[]))"  # this sweep's rows of the shard's runs
+        con.execute(f"""DELETE FROM sweep_results WHERE {mine} AND point_id IN (
+                        SELECT point_id FROM sweep_results WHERE {mine} GROUP BY point_id HAVING count(*) < ?)""",
+                    [sweep_id, runs, sweep_id, runs, len(runs)])
+        ids = con.execute(f"""SELECT ('0x' || point_id)::UBIGINT AS id FROM sweep_results WHERE {mine}
+                              GROUP BY point_id ORDER BY id""", [sweep_id, runs]).fetchnumpy()["id"]
         self.ids = np.asarray(ids, dtype=np.uint64)
 
     def __len__(self) -> int:
@@ -110,44 +117,95 @@ class DonePoints:
 
 def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0,
               out_dir: Path | None = None, progress: bool = True,
-              on_commit: Callable[[int, int], None] | None = None, runs: list | None = None,
-              note: Note | None = None) -> SweepOutcome:
+              on_commit: Callable[[int, int, int], None] | None = None, runs: list | None = None,
+              note: Note | None = None, shard_items: int | None = None) -> SweepOutcome:
     """Compute every missing point of ``spec``; results land in ``sweep_results`` (and Parquet in out_dir).
-    ``note`` hears one line when ``workers`` is lowered to what the machine carries (default: stderr)."""
+
+    The runs are loaded from the store a shard (``shard_items`` items) at a time, every point runs over a shard
+    and its rows are committed before the next shard is loaded (default SHARD_ITEMS); ``runs``: runs already loaded,
+    swept as one shard.
+    ``on_commit(done, total, shards)`` hears the (point, shard) pairs committed; ``note`` hears one line when
+    ``workers`` is lowered to what the machine carries (default: stderr)."""
     results.ensure_tables(con)
-    runs = runs if runs is not None else load_sweep_runs(con, spec)
+    shard_items = SHARD_ITEMS if shard_items is None else shard_items
+    plan = shards.in_memory(runs) if runs is not None else shards.plan(con, spec.runs, shard_items)
+    if not plan[0].run_ids:
+        raise ReplayError(f"no runs match runs = {spec.runs!r} in this store; see `replay runs`")
     if executor != "ray":  # a Ray cluster has its own cores and memory
-        workers = sweep_workers(workers, runs, note)
-    total = spec.n_points
+        workers = sweep_workers(workers, max(s.array_bytes for s in plan), note)
+    n_runs = sum(len(s.run_ids) for s in plan)
     validate_points(spec)
     if not _compiled(spec.policy):
         (note or print_note)(f"policy {spec.policy} is written in Python: every point steps it request by request, "
                              "far slower than the compiled built-in policies")
     sid = spec.sweep_id
-    results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, total, len(runs))
-    done = DonePoints(con, sid, len(runs))
-    seen = _Count()
-    tasks = ((pid, p) for p in seen.each(spec.iter_points()) if (pid := point_id(p)) not in done)
-    ctx = Context(sid, spec.policy, spec.cache, uuid.uuid4().hex[:12], tuple(runs), spec.pricing())
-    computed = errors = 0
-    batch: list = []
-    columns: set[str] = set()
-    bar = _bar(progress, total, len(done))
+    results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, spec.n_points, n_runs)
+    loader = shards.Loader(con, spec.tokenizer, plan, shard_items)
+    sweep = _Sweep(con, spec, len(plan), on_commit)
+    bar = _bar(progress, spec.n_points * len(plan))
     try:
-        for computed, (_, rows) in enumerate(get_executor(executor)(ctx, tasks, workers), start=1):
-            batch.append(rows)
-            errors += results.error_count(rows)
-            bar.advance()
-            if len(batch) == spec.batch:
-                _commit(con, batch, columns, len(done) + computed, total, on_commit)
-        _commit(con, batch, columns, len(done) + computed, total, on_commit)
+        with get_executor(executor, workers) as ex:
+            for k, shard in enumerate(plan):
+                sweep.shard(ex, loader, shard, k, bar)
     finally:
         bar.stop()
-    if spec.mode == "random" and seen.n != total:  # draws that repeated a point were dropped: record the count
-        results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, seen.n, len(runs))
+    if spec.mode == "random" and sweep.points != spec.n_points:  # draws that repeated a point were dropped
+        results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, sweep.points, n_runs)
     results.finish(con, sid)
     parquet = _export(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None
-    return SweepOutcome(sid, seen.n, len(runs), seen.n - computed, computed, errors, parquet)
+    computed = len(sweep.computed)
+    return SweepOutcome(sid, sweep.points, n_runs, sweep.points - computed, computed, sweep.errors, parquet)
+
+
+class _Sweep:
+    """One session of a sweep, a shard at a time: the points still missing on the shard run on the executor and
+    are committed ``spec.batch`` (point, shard) pairs per transaction."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, spec: SweepSpec, n_shards: int,
+                 on_commit: Callable[[int, int, int], None] | None) -> None:
+        self.con, self.spec, self.n_shards, self.on_commit = con, spec, n_shards, on_commit
+        self.session = uuid.uuid4().hex[:12]
+        self.points = 0          # points of the sweep (random draws that repeat a point are dropped)
+        self.units = 0           # (point, shard) pairs committed, by this session or an earlier one
+        self.errors = 0
+        self.computed = np.zeros(0, np.uint64)  # ids of the points this session computed on any shard
+        self.columns: set[str] = set()
+
+    def shard(self, ex, loader: shards.Loader, shard: shards.Shard, k: int, bar: _bar) -> None:
+        spec = self.spec
+        done = DonePoints(self.con, spec.sweep_id, shard.run_ids)
+        seen = _Count()
+        tasks = ((pid, p) for p in seen.each(spec.iter_points()) if (pid := point_id(p)) not in done)
+        bar.shard(k, self.n_shards, len(done))
+        self.units += len(done)
+        first = next(tasks, None)
+        if first is not None:  # load the shard only when a point is missing on it
+            computed = array("Q")
+            batch: list = []
+            # no name holds the context here: the executor keeps the shard (or ships it and lets it go)
+            ctx = Context(spec.sweep_id, spec.policy, spec.cache, self.session, loader.runs(shard), spec.pricing())
+            stream = ex.map(ctx, itertools.chain([first], tasks))
+            del ctx
+            for pid, rows in stream:
+                computed.append(int(pid, 16))
+                batch.append(rows)
+                self.errors += results.error_count(rows)
+                bar.advance()
+                if len(batch) == spec.batch:
+                    self._commit(batch)
+            self._commit(batch)
+            self.computed = np.union1d(self.computed, np.frombuffer(computed, np.uint64))
+        self.points = max(self.points, seen.n)
+
+    def _commit(self, batch: list) -> None:
+        """Store a batch of whole (point, shard) pairs in one transaction, then empty it."""
+        if not batch:
+            return
+        results.commit_batch(self.con, batch, self.columns)
+        self.units += len(batch)
+        batch.clear()
+        if self.on_commit:
+            self.on_commit(self.units, self.spec.n_points * self.n_shards, self.n_shards)
 
 
 FULL_BELOW = 1 << 20  # a write that fails with less free space than this failed for want of space
@@ -172,17 +230,6 @@ def _compiled(policy: str) -> bool:
     return issubclass(policy_class(policy), CompiledPolicy)
 
 
-def _commit(con: duckdb.DuckDBPyConnection, batch: list, columns: set[str], done: int, total: int,
-            on_commit: Callable[[int, int], None] | None) -> None:
-    """Store a batch of whole points in one transaction, then empty it."""
-    if not batch:
-        return
-    results.commit_batch(con, batch, columns)
-    batch.clear()
-    if on_commit:
-        on_commit(done, total)
-
-
 class _Count:
     """Counts the items of a stream as they pass."""
 
@@ -196,16 +243,21 @@ class _Count:
 
 
 class _bar:
-    """replay.progress.bar with a count and ETA, or nothing."""
+    """replay.progress.bar with a count of (point, shard) pairs and an ETA, or nothing."""
 
-    def __init__(self, enabled: bool, total: int, completed: int) -> None:
+    def __init__(self, enabled: bool, total: int) -> None:
         self.progress = None
         if enabled:
             from replay.progress import bar
 
             self.progress = bar(count=True)
-            self.task = self.progress.add_task("sweep", total=total, completed=completed)
+            self.task = self.progress.add_task("sweep", total=total)
             self.progress.start()
+
+    def shard(self, k: int, n: int, done: int) -> None:
+        """Shard ``k`` of ``n`` starts with ``done`` points committed earlier."""
+        if self.progress:
+            self.progress.update(self.task, advance=done, description=f"sweep shard {k + 1}/{n}" if n > 1 else "sweep")
 
     def advance(self) -> None:
         if self.progress:
@@ -226,5 +278,6 @@ def print_note(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def print_commit(done: int, total: int) -> None:
-    print(f"committed {done}/{total} points", file=sys.stderr, flush=True)
+def print_commit(done: int, total: int, shards: int = 1) -> None:
+    unit = "points" if shards == 1 else f"(point, shard) pairs ({total // shards} points x {shards} shards of runs)"
+    print(f"committed {done}/{total} {unit}", file=sys.stderr, flush=True)

@@ -172,11 +172,14 @@ def fit(recon: np.ndarray, recorded: np.ndarray, messages: np.ndarray | None = N
                tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True)))
 
 
-def _usage(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    return frame(con, """
+def _usage(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> pl.DataFrame:
+    """Requests with a recorded prompt (of ``run_ids`` only, when given)."""
+    only = "" if run_ids is None else " AND q.run_id IN (SELECT unnest(?::VARCHAR[]))"
+    return frame(con, f"""
         SELECT q.run_id, q.step, q.prompt_tokens, q.model AS req_model, r.source_path, r.model, r.metadata
         FROM requests q JOIN runs r USING (run_id)
-        WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0 ORDER BY q.run_id, q.step""")
+        WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0{only} ORDER BY q.run_id, q.step""",
+                 None if run_ids is None else [list(run_ids)])
 
 
 def check_run(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, models: list[str | None],
@@ -255,11 +258,11 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
     """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store.
 
     Returns per-request rows, per-run rows and, by run id, the fit and what each boundary step is."""
-    usage = _usage(con)
-    if run_ids is not None:
-        usage = usage.filter(pl.col("run_id").is_in(run_ids))
-    items = counted_items(con, tokenizer_id,
-                          "WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)")
+    usage = _usage(con, run_ids)
+    where = "WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)"
+    if run_ids is not None:  # only these runs' requests and items are read: memory bounded by them
+        where += " AND i.run_id IN (SELECT unnest(?::VARCHAR[]))"
+    items = counted_items(con, tokenizer_id, where, None if run_ids is None else [list(run_ids)])
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
     per_request, per_run, fits = [], [], {}
     for (run_id,), req in usage.partition_by("run_id", as_dict=True).items():

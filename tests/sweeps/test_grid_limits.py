@@ -91,15 +91,16 @@ def test_points_are_generated_lazily_in_the_same_order():
 
 def fake_executor(pulled: list[int], stop_after: int | None = None):
     """An executor that computes nothing (one error-free row per run) and records how many tasks it had pulled."""
-    def run(ctx, tasks, workers=0):
-        for i, (pid, params) in enumerate(tasks, start=1):
-            pulled.append(i)
-            yield pid, [{"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session, "run_id": r.run_id,
-                         **{f"param_{k}": v for k, v in params.items()}, "error": None, "overflow_incidents": 0}
-                        for r in ctx.runs]
-            if stop_after and i == stop_after:
-                return
-    return run
+    class Fake(executors.Executor):
+        def map(self, ctx, tasks):
+            for i, (pid, params) in enumerate(tasks, start=1):
+                pulled.append(i)
+                yield pid, [{"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session, "run_id": r.run_id,
+                             **{f"param_{k}": v for k, v in params.items()}, "error": None, "overflow_incidents": 0}
+                            for r in ctx.runs]
+                if stop_after and i == stop_after:
+                    return
+    return Fake
 
 
 def test_the_runner_streams_a_huge_grid_and_resumes(sample_db, monkeypatch):
@@ -119,7 +120,7 @@ def test_the_runner_streams_a_huge_grid_and_resumes(sample_db, monkeypatch):
 
 
 def test_a_pool_takes_tasks_a_window_at_a_time(monkeypatch):
-    """run_pool never pulls the whole task stream: at most two windows ahead of the results it yielded."""
+    """The pool never pulls the whole task stream: at most two windows ahead of the results it yielded."""
     pulled = []
 
     def tasks():
@@ -127,18 +128,18 @@ def test_a_pool_takes_tasks_a_window_at_a_time(monkeypatch):
             pulled.append(i)
             yield f"{i:016x}", {}
 
-    class Pool:  # the pool's contract, in this process: imap_unordered over a list
+    class Pool:  # the pool's contract, in this process: imap_unordered over a list of (shard file, task)
         def __init__(self, *args, **kwargs) -> None:
             pass
 
-        def __enter__(self):
-            return self
+        def terminate(self) -> None:
+            pass
 
-        def __exit__(self, *exc) -> None:
+        def join(self) -> None:
             pass
 
         def imap_unordered(self, fn, window, chunksize=1):
-            return iter([(pid, []) for pid, _ in window])
+            return iter([(pid, []) for _, (pid, _) in window])
 
     class Ctx:
         def Pool(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
@@ -151,11 +152,12 @@ def test_a_pool_takes_tasks_a_window_at_a_time(monkeypatch):
 
     monkeypatch.setattr(multiprocessing, "get_context", lambda method: Ctx())
     monkeypatch.setattr(executors.kernels, "warm_up", lambda policy: None)
-    ctx = type("Ctx", (), {"policy": "seed_a"})()
-    results = executors.run_pool(ctx, tasks(), workers=2)
-    window = executors.WINDOW * 2
-    for n, _ in enumerate(results, start=1):
-        assert len(pulled) <= n + 2 * window
+    ctx = executors.Context("sid", "seed_a", "auto", "session", ())
+    with executors.Pool(workers=2) as pool:
+        results = pool.map(ctx, tasks())
+        window = executors.WINDOW * 2
+        for n, _ in enumerate(results, start=1):
+            assert len(pulled) <= n + 2 * window
     assert len(pulled) == 10_000
 
 

@@ -10,11 +10,13 @@ from replay.sweeps import executors, from_dict, run_sweep
 PYTHON_POLICY = "tests.simulator.test_oracle_property:LargestFirst"
 
 
-def no_compute(ctx, tasks, workers=0):
+class NoCompute(executors.Executor):
     """An executor that computes nothing: one error-free row per run."""
-    for pid, _ in tasks:
-        yield pid, [{"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session, "run_id": r.run_id,
-                     "error": None} for r in ctx.runs]
+
+    def map(self, ctx, tasks):
+        for pid, _ in tasks:
+            yield pid, [{"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session, "run_id": r.run_id,
+                         "error": None} for r in ctx.runs]
 
 
 @pytest.mark.parametrize(("policy", "grid", "said"), [
@@ -23,7 +25,7 @@ def no_compute(ctx, tasks, workers=0):
     ("seed_a", {"protect": [8000, 12000]}, []),
 ])
 def test_a_python_policy_is_named_as_slow(sample_db, monkeypatch, policy, grid, said):
-    monkeypatch.setitem(executors.EXECUTORS, "serial", no_compute)
+    monkeypatch.setitem(executors.EXECUTORS, "serial", NoCompute)
     spec = from_dict({"sweep": {"policy": policy, "runs": "%short%"}, "fixed": {"window": 60000}, "grid": grid})
     notes: list[str] = []
     run_sweep(sample_db, spec, executor="serial", progress=False, note=notes.append)
