@@ -34,10 +34,14 @@ def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def db_memory_mb(largest_chars: int) -> int:
-    """DuckDB's memory while counting: DB_MEMORY_MB, or room for the largest payload (up to 4 bytes a character,
-    twice: the string and its Arrow copy) when that is more."""
-    return max(DB_MEMORY_MB, -(-8 * largest_chars // 2**20))
+KEY_BYTES = 128  # token_counts primary-key index per row: it stays in memory (measured ~82 bytes a key)
+
+
+def db_memory_mb(largest_chars: int, keys: int) -> int:
+    """DuckDB's memory while counting: DB_MEMORY_MB or room for the largest payload (up to 4 bytes a character,
+    twice: the string and its Arrow copy), whichever is more, plus the token_counts key index, which cannot spill
+    (``keys``: its rows once this count is done)."""
+    return max(DB_MEMORY_MB, -(-8 * largest_chars // 2**20)) + -(-KEY_BYTES * keys // 2**20)
 
 
 def pending_payloads(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> Iterator[tuple[list[str], list[str]]]:
@@ -101,7 +105,8 @@ def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, pr
         return 0
     added = 0
     bar = _progress(f"counting {tokenizer.name}", total_chars, progress)
-    with bounded_db_memory(con, db_memory_mb(largest)), bar as advance:
+    keys = con.execute("SELECT count(*) FROM token_counts").fetchall()[0][0] + n_new
+    with bounded_db_memory(con, db_memory_mb(largest, keys)), bar as advance:
         for hashes, texts in pending_payloads(con, tid):
             _write(con, tid, hashes, tokenizer.count_many(texts))
             added += len(hashes)

@@ -57,3 +57,11 @@ def test_an_item_larger_than_the_counting_memory_limit_is_counted(tmp_path, monk
     assert count_items(con, tok) == 4
     got = con.execute("SELECT n_tokens FROM token_counts WHERE content_hash = ?", [big.content_hash]).fetchall()
     assert got == [(tok.count(big.payload),)]
+
+
+def test_counting_memory_makes_room_for_the_key_index_and_the_largest_item():
+    from replay.tokens.counting import DB_MEMORY_MB, db_memory_mb
+
+    assert db_memory_mb(1_000, 0) == DB_MEMORY_MB
+    assert db_memory_mb(100 * 2**20, 0) == 800  # 8 bytes a character of the largest payload
+    assert db_memory_mb(1_000, 1_000_000) > DB_MEMORY_MB + 100  # a million keys: the index cannot spill
