@@ -201,7 +201,7 @@ def main() -> None:
                               args.sweep_runs)
             results.append(run_stage(stage, ["sweep", str(spec), "--db", str(store), "--executor", executor,
                                              "--workers", str(args.workers), "--out", str(work / "sweeps"),
-                                             "--format", "csv"], work / f"{stage}.log", args.nice))
+                                             "--format", "csv"], work / f"{spec.stem}.log", args.nice))
     print(f"{'store':>12}: {size_mb(store):,.0f} MB after sweeps; sweep Parquet {size_mb(work / 'sweeps'):,.0f} MB")
     if "writer" in stages:
         writer_check(store, work)

@@ -89,7 +89,7 @@ def codex_lines(plan: Plan) -> Iterator[bytes]:
             if e.kind in ASSISTANT_SIDE:
                 yield _line(prev, "response_item", _output(e))
         last = _last(plan.usage[k - 1])
-        total = {f: total.get(f, 0) + last.get(f, 0) for f in {*total, *last}}
+        total = {f: total.get(f, 0) + last.get(f, 0) for f in dict.fromkeys([*total, *last])}  # keys in a fixed order
         info = {"total_token_usage": total, "last_token_usage": last, "model_context_window": CONTEXT_WINDOW}
         yield _line(prev + timedelta(milliseconds=5), "event_msg", {"type": "token_count", "info": info,
                                                                     "rate_limits": None})
