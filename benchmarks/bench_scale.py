@@ -167,6 +167,8 @@ def main() -> None:
     ap.add_argument("--sweep-runs", default="%", help="LIKE pattern on run id or path: the sweeps' runs (e.g. "
                                                       "'%%/000/%%', the first 1,000 synthetic runs)")
     ap.add_argument("--stages", default="synth,ingest,compare,tokens,sweep-pool,sweep-ray,writer")
+    ap.add_argument("--tag", default="", help="appended to the sweep names: a rerun with another tag is a new "
+                                              "sweep (the same name resumes, skipping every finished point)")
     ap.add_argument("--reuse", action="store_true", help="skip synth when its output exists")
     ap.add_argument("--nice", type=int, default=10, help="niceness of every stage (a shared machine)")
     args = ap.parse_args()
@@ -196,7 +198,7 @@ def main() -> None:
     print(f"{'store':>12}: {size_mb(store):,.0f} MB ({store})", flush=True)
     for stage, executor in (("sweep-pool", "local"), ("sweep-ray", "ray")):
         if stage in stages:
-            tag = "" if args.sweep_runs == "%" else "-subset"
+            tag = ("" if args.sweep_runs == "%" else "-subset") + args.tag
             spec = sweep_file(work, f"scale-{executor}-{args.runs}-{args.points}{tag}", args.points, args.tokenizer,
                               args.sweep_runs)
             results.append(run_stage(stage, ["sweep", str(spec), "--db", str(store), "--executor", executor,
