@@ -20,12 +20,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = os.sysconf("SC_PAGE_SIZE")
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants (from /proc)."""
+def tree_rss(pid: int, cpu: dict[int, float] | None = None) -> int:
+    """Resident bytes of ``pid`` and all its descendants (from /proc); with ``cpu``, also records each one's CPU
+    seconds so far (user + system) under its pid."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
+    ticks: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -34,12 +37,15 @@ def tree_rss(pid: int) -> int:
             fields = stat[stat.rindex(")") + 2:].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
             rss[int(entry)] = int(fields[21]) * PAGE
+            ticks[int(entry)] = int(fields[11]) + int(fields[12])
         except (OSError, ValueError, IndexError):
             continue
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         total += rss.get(p, 0)
+        if cpu is not None and p in ticks:
+            cpu[p] = max(cpu.get(p, 0.0), ticks[p] / TICKS)
         todo.extend(children.get(p, []))
     return total
 
@@ -48,14 +54,21 @@ def run_stage(name: str, args: list[str], log: Path, niceness: int = 10) -> dict
     """Run one replay command; return wall seconds, peak RSS of the largest process and of the process tree."""
     cmd = ["nice", "-n", str(niceness), "/usr/bin/time", "-v", sys.executable, "-m", "replay", *args]
     peak = [0]
+    loads: list[float] = []
+    tree_cpu: dict[int, float] = {}
+    print(f"{name:>12}: {' '.join(cmd[5:])}", flush=True)
     start = time.perf_counter()
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)})
 
         def sample() -> None:
+            ticks = 0
             while proc.poll() is None:
-                peak[0] = max(peak[0], tree_rss(proc.pid))
+                peak[0] = max(peak[0], tree_rss(proc.pid, tree_cpu))
+                if ticks % 20 == 0:  # the 1-minute load average every 10 s
+                    loads.append(os.getloadavg()[0])
+                ticks += 1
                 time.sleep(0.5)
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -64,10 +77,15 @@ def run_stage(name: str, args: list[str], log: Path, niceness: int = 10) -> dict
     wall = time.perf_counter() - start
     text = log.read_text(errors="replace")
     match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
+    cpu = {k: float(m.group(1)) for k in ("User", "System")
+           if (m := re.search(rf"{k} time \(seconds\): ([\d.]+)", text))}
     result = {"stage": name, "wall_s": wall, "max_rss_mb": int(match.group(1)) / 1024 if match else None,
-              "tree_rss_mb": peak[0] / 2**20, "exit": code}
-    print(f"{name:>12}: {wall:8.1f} s wall, peak RSS {result['max_rss_mb'] or 0:8.0f} MB largest process, "
-          f"{result['tree_rss_mb']:8.0f} MB process tree, exit {code} (log {log})", flush=True)
+              "tree_rss_mb": peak[0] / 2**20, "exit": code, "load": sum(loads) / max(1, len(loads)),
+              "load_max": max(loads, default=0.0), "cpu_s": max(sum(cpu.values()), sum(tree_cpu.values()))}
+    print(f"{name:>12}: {wall:8.1f} s wall, {result['cpu_s']:.0f} CPU s (process tree), "
+          f"peak RSS {result['max_rss_mb'] or 0:8.0f} MB largest process, {result['tree_rss_mb']:8.0f} MB process "
+          f"tree, load average {result['load']:.1f} (max {result['load_max']:.1f}), exit {code} (log {log})",
+          flush=True)
     return result
 
 
@@ -77,15 +95,16 @@ def size_mb(path: Path) -> float:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6 if path.exists() else 0.0
 
 
-def sweep_file(work: Path, name: str, points: int, tokenizer: str) -> Path:
-    """A seed-A grid of about ``points`` points (protected range x summary threshold x reclaim floor)."""
+def sweep_file(work: Path, name: str, points: int, tokenizer: str, runs: str = "%") -> Path:
+    """A seed-A grid of about ``points`` points (protected range x summary threshold x reclaim floor) over the runs
+    whose id or path is LIKE ``runs``."""
     n = max(2, round(points ** (1 / 3)))
     grid = {"protect": [2_000 + 4_000 * i for i in range(n)],
             "summary_at": [40_000 + 8_000 * i for i in range(n)],
             "reclaim_floor": [round(0.02 * i, 3) for i in range(n)]}
     body = "\n".join(f"{k} = {v}" for k, v in grid.items())
     path = work / f"{name}.toml"
-    path.write_text(f'[sweep]\nname = "{name}"\npolicy = "seed_a"\nmode = "grid"\nruns = "%"\n'
+    path.write_text(f'[sweep]\nname = "{name}"\npolicy = "seed_a"\nmode = "grid"\nruns = "{runs}"\n'
                     f'tokenizer = "{tokenizer}"\ncache = "auto"\n\n[fixed]\nwindow = 130000\nreserve = 24576\n\n'
                     f"[grid]\n{body}\n")
     return path
@@ -145,7 +164,11 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="o200k")
     ap.add_argument("--workers", type=int, default=2, help="sweep workers (pool) and Ray CPUs")
     ap.add_argument("--synth-workers", type=int, default=1)
-    ap.add_argument("--stages", default="synth,ingest,tokens,sweep-pool,sweep-ray,writer")
+    ap.add_argument("--sweep-runs", default="%", help="LIKE pattern on run id or path: the sweeps' runs (e.g. "
+                                                      "'%%/000/%%', the first 1,000 synthetic runs)")
+    ap.add_argument("--stages", default="synth,ingest,compare,tokens,sweep-pool,sweep-ray,writer")
+    ap.add_argument("--tag", default="", help="appended to the sweep names: a rerun with another tag is a new "
+                                              "sweep (the same name resumes, skipping every finished point)")
     ap.add_argument("--reuse", action="store_true", help="skip synth when its output exists")
     ap.add_argument("--nice", type=int, default=10, help="niceness of every stage (a shared machine)")
     args = ap.parse_args()
@@ -166,16 +189,21 @@ def main() -> None:
         print(f"{'corpus':>12}: {size_mb(corpus):,.0f} MB in {corpus}", flush=True)
     if "ingest" in stages:
         results.append(run_stage("ingest", ["ingest", str(corpus), "--db", str(store)], work / "ingest.log", args.nice))
+    if "compare" in stages:
+        results.append(run_stage("compare", ["synth-compare", str(source), str(store)], work / "compare.log",
+                                 args.nice))
     if "tokens" in stages:
         results.append(run_stage("tokens", ["tokens", "-t", args.tokenizer, "--db", str(store)],
                                  work / "tokens.log", args.nice))
     print(f"{'store':>12}: {size_mb(store):,.0f} MB ({store})", flush=True)
     for stage, executor in (("sweep-pool", "local"), ("sweep-ray", "ray")):
         if stage in stages:
-            spec = sweep_file(work, f"scale-{executor}-{args.runs}", args.points, args.tokenizer)
+            tag = ("" if args.sweep_runs == "%" else "-subset") + args.tag
+            spec = sweep_file(work, f"scale-{executor}-{args.runs}-{args.points}{tag}", args.points, args.tokenizer,
+                              args.sweep_runs)
             results.append(run_stage(stage, ["sweep", str(spec), "--db", str(store), "--executor", executor,
                                              "--workers", str(args.workers), "--out", str(work / "sweeps"),
-                                             "--format", "csv"], work / f"{stage}.log", args.nice))
+                                             "--format", "csv"], work / f"{spec.stem}.log", args.nice))
     print(f"{'store':>12}: {size_mb(store):,.0f} MB after sweeps; sweep Parquet {size_mb(work / 'sweeps'):,.0f} MB")
     if "writer" in stages:
         writer_check(store, work)

@@ -53,6 +53,17 @@ def test_same_seed_same_bytes(recipe, tmp_path):
     assert all((tmp_path / "a" / p).read_bytes() == (tmp_path / "b" / p).read_bytes() for p in a)
 
 
+def test_same_bytes_whatever_the_workers(corpus_db, tmp_path):
+    """Pool workers run in fresh interpreters (another string hash seed): nothing may depend on set order."""
+    both = learn(corpus_db, SEED, mix="claude-code=1,codex-rollout=1")
+    generate(both, 6, tmp_path / "one")
+    generate(both, 6, tmp_path / "two", workers=2)
+    files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.jsonl"))
+    assert any(p.parts[0] == "codex-rollout" for p in files)
+    assert files == sorted(p.relative_to(tmp_path / "two") for p in (tmp_path / "two").rglob("*.jsonl"))
+    assert all((tmp_path / "one" / p).read_bytes() == (tmp_path / "two" / p).read_bytes() for p in files)
+
+
 def test_statistics_match_the_source(corpus_db, tmp_path):
     """Claude Code runs (42 donors): every statistic within its stated tolerance (replay.synth.compare)."""
     cc = learn(corpus_db, SEED, mix="claude-code=1")

@@ -9,8 +9,11 @@ and two slices of one pool rarely repeat (content hashes stay distinct, as in re
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
+
+import numpy as np
 
 COMMON = ("the", "file", "value", "return", "error", "data", "test", "import", "from", "self", "line", "path",
           "name", "config", "request", "result", "update", "check", "list", "string", "number", "time", "build",
@@ -22,25 +25,44 @@ PUNCT = (".", ",", "(", ")", ":", "=", "_", "/", "-", "{", "}", ";", "\"", "'", 
 POOL_CHARS = 1 << 20  # 1 MiB per pool; longer texts wrap around
 
 
+def _table() -> tuple[list[str], int, int, int, int]:
+    """Every piece a pool is made of, in one list, with the offsets of each group (words, syllables, punctuation,
+    numbers, separators); index ``len(table) - 3`` is the empty piece."""
+    table = [*COMMON, *SYLLABLES, *PUNCT, *map(str, range(1000)), "", " ", "\n"]
+    syl = len(COMMON)
+    punct = syl + len(SYLLABLES)
+    digits = punct + len(PUNCT)
+    return table, syl, punct, digits, digits + 1000
+
+
+TABLE, SYL, PUN, DIG, EMPTY = _table()
+LENGTHS = np.array([len(t) for t in TABLE])
+
+
 def make_pool(mix: float, seed: int = 0, size: int = POOL_CHARS) -> str:
-    """A pool of ``size`` characters whose share of common words is ``mix``."""
-    rng = random.Random(f"pool:{seed}:{mix:.4f}")
-    parts: list[str] = []
-    total = 0
-    while total < size:
-        roll = rng.random()
-        if roll < mix:
-            word = rng.choice(COMMON)
-        else:
-            word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3)))
-            if rng.random() < 0.25:
-                word += rng.choice(PUNCT)
-            if rng.random() < 0.08:
-                word += str(rng.randint(0, 999))
-        sep = "\n" if rng.random() < 0.08 else " "
-        parts.append(word + sep)
-        total += len(word) + 1
-    return "".join(parts)[:size]
+    """A pool of ``size`` characters whose share of common words is ``mix``.
+
+    Word by word: a common word with probability ``mix``, else 1-3 syllables, then punctuation (1 in 4) and a
+    number (1 in 12); a line break after 1 word in 12, else a space. All words are drawn at once (numpy) as indexes
+    into one table of pieces (a word has at least 3 characters with its separator: size // 3 + 1 words are enough),
+    and the pieces that reach ``size`` are joined in one call.
+    """
+    key = int.from_bytes(hashlib.sha256(f"pool:{seed}:{mix:.4f}".encode()).digest()[:8], "little")
+    rng = np.random.default_rng(key)
+    n = size // 3 + 1
+    plain = rng.random(n) >= mix
+    pieces = np.full((n, 6), EMPTY, dtype=np.int64)
+    pieces[:, 0] = np.where(plain, SYL + rng.integers(0, len(SYLLABLES), n), rng.integers(0, len(COMMON), n))
+    syllables = rng.integers(1, 4, n)
+    for col in (1, 2):
+        pieces[:, col] = np.where(plain & (syllables > col), SYL + rng.integers(0, len(SYLLABLES), n), EMPTY)
+    pieces[:, 3] = np.where(plain & (rng.random(n) < 0.25), PUN + rng.integers(0, len(PUNCT), n), EMPTY)
+    pieces[:, 4] = np.where(plain & (rng.random(n) < 0.08), DIG + rng.integers(0, 1000, n), EMPTY)
+    pieces[:, 5] = np.where(rng.random(n) < 0.08, EMPTY + 2, EMPTY + 1)
+    flat = pieces.ravel()
+    flat = flat[flat != EMPTY]
+    end = int(np.searchsorted(np.cumsum(LENGTHS[flat]), size)) + 1  # the pieces that reach ``size`` characters
+    return "".join(map(TABLE.__getitem__, flat[:end].tolist()))[:size]
 
 
 class Filler:

@@ -25,7 +25,7 @@ from replay.synth.profile import WRITERS, Donor, kind_density, load_donors
 from replay.synth.write_claude import claude_code_lines
 from replay.synth.write_codex import codex_lines
 
-LINES: dict[str, Callable[[Plan], Iterator[str]]] = {"claude-code": claude_code_lines, "codex-rollout": codex_lines}
+LINES: dict[str, Callable[[Plan], Iterator[bytes]]] = {"claude-code": claude_code_lines, "codex-rollout": codex_lines}
 
 
 @dataclass
@@ -105,7 +105,7 @@ def write_run(recipe: Recipe, filler: Filler, index: int, out: Path) -> int:
     plan = build_plan(donor, index, fmt, filler, recipe.mixes, recipe.seed)
     path = run_path(out, fmt, plan)
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(line + "\n" for line in LINES[fmt](plan)).encode("utf-8", "surrogatepass")
+    data = b"\n".join(LINES[fmt](plan)) + b"\n"
     path.write_bytes(data)
     return len(data)
 

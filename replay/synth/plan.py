@@ -77,8 +77,12 @@ def sources(donor: Donor, rng: random.Random) -> list[int]:
     return out[:n]
 
 
+ID_CHARS = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789"
+ID_BYTES = bytes(ord(ID_CHARS[b % len(ID_CHARS)]) for b in range(256))  # a random byte -> an identifier character
+
+
 def _ident(rng: random.Random, prefix: str, n: int = 24) -> str:
-    return prefix + "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz0123456789") for _ in range(n))
+    return prefix + rng.randbytes(n).translate(ID_BYTES).decode("ascii")
 
 
 class Builder:

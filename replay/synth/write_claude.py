@@ -6,11 +6,12 @@ Request k is an assistant response: one line per content block (text, thinking, 
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
+
+import orjson
 
 from replay.synth.plan import ASSISTANT_SIDE, Entry, Plan, _ident
 from replay.synth.profile import Usage
@@ -19,7 +20,8 @@ VERSION = "2.0.14"
 
 
 def _ts(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+    ms = t.microsecond // 1000
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{ms:03d}Z"
 
 
 def _usage(u: Usage | None) -> dict[str, Any] | None:
@@ -37,15 +39,15 @@ class _Writer:
         self.rng = random.Random(f"cc:{plan.session_id}")
         self.parent: str | None = None
 
-    def line(self, kind: str, t: datetime, **fields: Any) -> str:
+    def line(self, kind: str, t: datetime, **fields: Any) -> bytes:
         uid = _ident(self.rng, "", 32)
         obj = {"parentUuid": self.parent, "isSidechain": False, "userType": "external", "cwd": self.plan.cwd,
                "sessionId": self.plan.session_id, "version": VERSION, "gitBranch": "main", "type": kind,
                **fields, "uuid": uid, "timestamp": _ts(t)}
         self.parent = uid
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        return orjson.dumps(obj)
 
-    def assistant(self, k: int, entries: list[Entry], t: datetime) -> Iterator[str]:
+    def assistant(self, k: int, entries: list[Entry], t: datetime) -> Iterator[bytes]:
         rid, mid = _ident(self.rng, "req_"), _ident(self.rng, "msg_")
         message: dict[str, Any] = {"id": mid, "type": "message", "role": "assistant", "model": self.plan.model,
                                    "stop_reason": None, "stop_sequence": None}
@@ -55,7 +57,7 @@ class _Writer:
             yield self.line("assistant", t + timedelta(milliseconds=50 * n), message={**message, "content": [block]},
                             requestId=rid)
 
-    def user(self, entries: list[Entry], t: datetime) -> Iterator[str]:
+    def user(self, entries: list[Entry], t: datetime) -> Iterator[bytes]:
         for e in entries:
             if e.kind == "tool_call" and e.call is not None and e.call.result is not None:
                 block = {"tool_use_id": e.call.call_id, "type": "tool_result", "content": e.call.result,
@@ -67,14 +69,14 @@ class _Writer:
             elif e.kind == "attachment":
                 yield self.line("attachment", t, attachment={"type": "hook_additional_context", "content": e.text})
             elif e.kind == "summary":
-                yield json.dumps({"type": "summary", "summary": e.text}, ensure_ascii=False)
+                yield orjson.dumps({"type": "summary", "summary": e.text})
             elif e.kind == "image":
                 src = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
                 yield self.line("user", t, message={"role": "user", "content": [{"type": "image", "source": src}]})
             elif e.kind in ("user_text", "system"):
                 yield self.line("user", t, message={"role": "user", "content": e.text})
 
-    def lines(self) -> Iterator[str]:
+    def lines(self) -> Iterator[bytes]:
         plan = self.plan
         for k, group in enumerate(plan.groups):
             t = plan.times[min(k, len(plan.times) - 1)]
@@ -94,6 +96,6 @@ def _block(e: Entry) -> dict[str, Any]:
     return {"type": "text", "text": e.text}
 
 
-def claude_code_lines(plan: Plan) -> Iterator[str]:
-    """The JSONL lines of ``plan`` as a Claude Code session."""
+def claude_code_lines(plan: Plan) -> Iterator[bytes]:
+    """The JSONL lines of ``plan`` as a Claude Code session (UTF-8, without line breaks)."""
     return _Writer(plan).lines()

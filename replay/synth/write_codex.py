@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
+import orjson
+
 from replay.synth.plan import ASSISTANT_SIDE, Entry, Plan
 from replay.synth.profile import Usage
 from replay.synth.write_claude import _ts
@@ -20,9 +22,8 @@ CONTEXT_WINDOW = 258_400
 FIELDS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
 
 
-def _line(t: datetime, kind: str, payload: dict[str, Any]) -> str:
-    return json.dumps({"timestamp": _ts(t), "type": kind, "payload": payload}, ensure_ascii=False,
-                      separators=(",", ":"))
+def _line(t: datetime, kind: str, payload: dict[str, Any]) -> bytes:
+    return orjson.dumps({"timestamp": _ts(t), "type": kind, "payload": payload})
 
 
 def _message(role: str, text: str, part: str = "input_text") -> dict[str, Any]:
@@ -53,7 +54,7 @@ def _output(e: Entry) -> dict[str, Any]:
     return _message("assistant", e.text, "output_text")
 
 
-def _inputs(entries: list[Entry], t: datetime, system_done: bool) -> Iterator[str]:
+def _inputs(entries: list[Entry], t: datetime, system_done: bool) -> Iterator[bytes]:
     for e in entries:
         if e.kind == "tool_call" and e.call is not None and e.call.result is not None:
             kind = "function_call_output" if e.call.json_args else "custom_tool_call_output"
@@ -67,8 +68,8 @@ def _inputs(entries: list[Entry], t: datetime, system_done: bool) -> Iterator[st
             yield _line(t, "response_item", _message("user", e.text))
 
 
-def codex_lines(plan: Plan) -> Iterator[str]:
-    """The JSONL lines of ``plan`` as a Codex rollout."""
+def codex_lines(plan: Plan) -> Iterator[bytes]:
+    """The JSONL lines of ``plan`` as a Codex rollout (UTF-8, without line breaks)."""
     start = plan.times[0]
     first = plan.groups[0]
     system = next((e for e in first if e.kind == "system"), None)
@@ -88,7 +89,7 @@ def codex_lines(plan: Plan) -> Iterator[str]:
             if e.kind in ASSISTANT_SIDE:
                 yield _line(prev, "response_item", _output(e))
         last = _last(plan.usage[k - 1])
-        total = {f: total.get(f, 0) + last.get(f, 0) for f in {*total, *last}}
+        total = {f: total.get(f, 0) + last.get(f, 0) for f in dict.fromkeys([*total, *last])}  # keys in a fixed order
         info = {"total_token_usage": total, "last_token_usage": last, "model_context_window": CONTEXT_WINDOW}
         yield _line(prev + timedelta(milliseconds=5), "event_msg", {"type": "token_count", "info": info,
                                                                     "rate_limits": None})
