@@ -189,31 +189,4 @@ def text_cost(tokens, chars, kept_chars, extra_chars, estimator):
     return min(real, max(tokens, 1)), est
 
 
-@compiled
-def request_time_begin(st):
-    """Snapshot before a request-time view is recomputed from scratch: (forms, dirty, summary at, summary id)."""
-    s = st.s
-    return st.forms.copy(), s[S_DIRTY], s[S_SUM_AT], s[S_SUM_ID]
-
-
-@compiled
-def request_time_end(st, before, dirty, sum_at, sum_id):
-    """After the recomputation: the view is charged as rewritten only from the first position whose form really
-    changed (or where the summary moved), not where a form changed and changed back."""
-    s = st.s
-    end = s[S_END]
-    first = end
-    for q in range(end):
-        if before[q] != st.forms[q]:
-            first = q
-            break
-    d = min(dirty, first)
-    if s[S_SUM_AT] != sum_at or s[S_SUM_ID] != sum_id:
-        if sum_at >= 0:
-            d = min(d, sum_at)
-        if s[S_SUM_AT] >= 0:
-            d = min(d, s[S_SUM_AT])
-    s[S_DIRTY] = d
-
-
 __all__ = ["DROPPED", "ESTIMATORS", "N_AUX", "N_PARAMS", "ORIGINAL", "P_POLICY", "Run", "S_POLICY", "State"]
