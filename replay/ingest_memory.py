@@ -35,8 +35,8 @@ class IngestMemory:
     def __init__(self, con: duckdb.DuckDBPyConnection, wal: str) -> None:
         self.con, self.wal = con, wal
         caller = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
-        self.bounded, self.default = caller == default_limit(), _bytes(caller)
-        self.threshold = _bytes(con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0])
+        self.bounded, self.default = caller == default_limit(), size_bytes(caller)
+        self.threshold = size_bytes(con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0])
         self.largest = con.execute("SELECT coalesce(max(chars), 0) FROM items").fetchone()[0]  # characters
         self.set = 0
         self.apply()
@@ -100,7 +100,7 @@ def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[IngestMemory | No
         memory.restore()
 
 
-def _bytes(size: str) -> float:
+def size_bytes(size: str) -> float:
     """A size as DuckDB writes one ('18.8 GiB', '512 bytes') in bytes; infinite when not read (nothing lowered)."""
     found = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]+)\s*", size)
     return float(found[1]) * UNITS[found[2]] if found and found[2] in UNITS else float("inf")

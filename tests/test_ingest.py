@@ -145,7 +145,7 @@ def test_ingest_restores_the_memory_limit_and_leaves_the_wal_checkpointed(tmp_pa
 
 
 def test_duckdb_sizes_read_as_bytes():
-    from replay.ingest_memory import _bytes
+    from replay.ingest_memory import size_bytes
 
-    assert _bytes("18.8 GiB") == 18.8 * 2**30 and _bytes("512 bytes") == 512 and _bytes("100.0 MB") == 10**8
-    assert _bytes("unlimited") == float("inf")
+    assert size_bytes("18.8 GiB") == 18.8 * 2**30 and size_bytes("512 bytes") == 512 and size_bytes("100.0 MB") == 10**8
+    assert size_bytes("unlimited") == float("inf")

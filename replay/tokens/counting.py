@@ -6,13 +6,13 @@ BATCH_CHARS characters at a time, and each batch's counts are written before the
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import duckdb
 import pyarrow as pa
 
+from replay.ingest_memory import BYTES_PER_CHAR, size_bytes
 from replay.tokens.tokenizer import CountingTokenizer
 
 # The SQL twin of replay.model.Item.payload (what the content_hash was computed over).
@@ -22,7 +22,6 @@ UNCOUNTED = "(SELECT content_hash FROM token_counts WHERE tokenizer_id = ?)"
 BATCH_CHARS = 4_000_000  # text per count_many call: enough to keep every core busy, small next to the store
 FETCH_ROWS = 256         # rows per Arrow record batch read from DuckDB
 DB_MEMORY_MB = 128       # DuckDB's memory while counting: a scan of a big store would keep every block it read
-UNITS = {"bytes": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 
 
 def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int, int]:
@@ -41,7 +40,7 @@ def db_memory_mb(largest_chars: int, keys: int) -> int:
     """DuckDB's memory while counting: DB_MEMORY_MB or room for the largest payload (up to 4 bytes a character,
     twice: the string and its Arrow copy), whichever is more, plus the token_counts key index, which cannot spill
     (``keys``: its rows once this count is done)."""
-    return max(DB_MEMORY_MB, -(-8 * largest_chars // 2**20)) + -(-KEY_BYTES * keys // 2**20)
+    return max(DB_MEMORY_MB, -(-BYTES_PER_CHAR * largest_chars // 2**20)) + -(-KEY_BYTES * keys // 2**20)
 
 
 def pending_payloads(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> Iterator[tuple[list[str], list[str]]]:
@@ -85,15 +84,14 @@ def _write(con: duckdb.DuckDBPyConnection, tokenizer_id: str, hashes: list[str],
 def bounded_db_memory(con: duckdb.DuckDBPyConnection, mb: int = DB_MEMORY_MB) -> Iterator[None]:
     """Lower DuckDB's memory_limit to ``mb`` for the duration (never raise it); bigger work spills to disk."""
     before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    match = re.fullmatch(r"([\d.]+)\s*(\w+)", before)
-    if match is None or float(match[1]) * UNITS.get(match[2], 0) <= mb * 2**20:
+    if not mb * 2**20 < size_bytes(before) < float("inf"):  # not lower, or not a size this can read: left alone
         yield
         return
     con.execute(f"SET memory_limit = '{mb}MiB'").fetchall()
     try:
         yield
     finally:
-        con.execute(f"SET memory_limit = '{match[1]}{match[2]}'").fetchall()
+        con.execute(f"SET memory_limit = '{before}'").fetchall()
 
 
 def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, progress: bool = False) -> int:
