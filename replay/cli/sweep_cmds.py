@@ -70,7 +70,6 @@ def sweep(
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
     spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))
     from replay.reports.sweep_summary import point_summary
-    from replay.sweeps.results import sweep_frame
 
     say = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
     outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit,
@@ -80,7 +79,7 @@ def sweep(
               f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)
     for line in unpriced_lines(con, outcome.sweep_id):
         say.print(line, style="bold yellow", highlight=False, markup=False)
-    summary = point_summary(sweep_frame(con, outcome.sweep_id))
+    summary = point_summary(con, outcome.sweep_id)
     shown = summary.head(SHOWN) if fmt == "table" else summary  # json/csv: every point
     emit(shown, fmt, title=f"sweep {outcome.sweep_id}: {outcome.points} points, metrics summed over "
          f"{outcome.runs} runs (cheapest first)", wide=wide)

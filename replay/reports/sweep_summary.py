@@ -1,34 +1,40 @@
-"""The table `replay sweep` ends with: one row per point, its knobs and its metrics summed over the runs."""
+"""The table `replay sweep` ends with: one row per point, its knobs and its metrics summed over the runs, computed
+by DuckDB over the stored rows (a sweep of millions of rows is never loaded)."""
 
 from __future__ import annotations
 
+import duckdb
 import polars as pl
+
+from replay.sweeps.results import query_frame, quote, sweep_columns
 
 SUMS = ("overflow_incidents", "repeat_evicted", "emergencies")
 
 
-def point_summary(frame: pl.DataFrame) -> pl.DataFrame:
+def point_summary(con: duckdb.DuckDBPyConnection, sweep_id: str) -> pl.DataFrame:
     """Per point: the knobs that vary (``param_`` dropped), overflow incidents, cost (USD; null when any run has
-    no price), cache hit rate (cached / prompt tokens), summaries per 100 requests, repeat evictions, runs with an
-    error; cheapest first."""
-    if frame.is_empty():
-        return frame
-    params = [c for c in frame.columns if c.startswith("param_") and frame[c].n_unique() > 1]
-    ok = frame.filter(pl.col("error").is_null()) if "error" in frame.columns else frame
-    aggs = [pl.col(c).first().alias(c[6:]) for c in params]
-    aggs += [pl.col(c).sum().alias(c) for c in SUMS if c in ok.columns]
-    if "cost_usd" in ok.columns:
-        aggs.append(pl.when(pl.col("cost_usd").is_null().any()).then(None).otherwise(pl.col("cost_usd").sum())
-                    .alias("cost_usd"))
-    if {"cached_tokens", "prompt_tokens"} <= set(ok.columns):
-        aggs.append((pl.col("cached_tokens").sum() / pl.col("prompt_tokens").sum()).alias("cache_hit_rate"))
-    if {"summaries", "requests"} <= set(ok.columns):
-        aggs.append((100 * pl.col("summaries").sum() / pl.col("requests").sum()).alias("summaries_per_100"))
-    out = ok.group_by("point_id", maintain_order=True).agg(aggs)
-    if "error" in frame.columns:
-        errors = frame.group_by("point_id").agg(pl.col("error").is_not_null().sum().alias("errors"))
-        out = out.join(errors, on="point_id", how="left")
-    order = [c for c in ("cost_usd", "overflow_incidents") if c in out.columns]
-    out = out.sort(order, nulls_last=True) if order else out
-    return out.select([c[6:] for c in params] + [c for c in out.columns if c != "point_id" and
-                                                  c not in {p[6:] for p in params}] + ["point_id"])
+    no price), cache hit rate (cached / prompt tokens), summaries per 100 requests, repeat evictions (each over the
+    runs without an error), runs with an error; cheapest first."""
+    cols = set(sweep_columns(con, sweep_id))
+    where = "FROM sweep_results WHERE sweep_id = ?"
+    candidates = sorted(c for c in cols if c.startswith("param_"))
+    params: list[str] = []
+    if candidates:  # a knob varies when it takes two values (null counts as one)
+        distinct = con.execute("SELECT " + ", ".join(f"count(DISTINCT {quote(c)}) + (count(*) > count({quote(c)}))"
+                                                     "::INT" for c in candidates) + f" {where}",
+                               [sweep_id]).fetchone()
+        params = [c for c, n in zip(candidates, distinct or (), strict=True) if n > 1]
+    ok = "FILTER (WHERE error IS NULL)"
+    aggs = [f"any_value({quote(c)}) AS {quote(c[6:])}" for c in params]
+    aggs += [f"sum({c}) {ok} AS {c}" for c in SUMS if c in cols]
+    if "cost_usd" in cols:
+        aggs.append(f"CASE WHEN count(*) FILTER (WHERE error IS NULL AND cost_usd IS NULL) > 0 THEN NULL "
+                    f"ELSE sum(cost_usd) {ok} END AS cost_usd")
+    if {"cached_tokens", "prompt_tokens"} <= cols:
+        aggs.append(f"sum(cached_tokens) {ok} / sum(prompt_tokens) {ok} AS cache_hit_rate")
+    if {"summaries", "requests"} <= cols:
+        aggs.append(f"100 * sum(summaries) {ok} / sum(requests) {ok} AS summaries_per_100")
+    aggs += ["count(error) AS errors", "point_id"]
+    order = [f"{c} NULLS LAST" for c in ("cost_usd", "overflow_incidents") if c in cols] + ["point_id"]
+    return query_frame(con, f"SELECT {', '.join(aggs)} {where} GROUP BY point_id ORDER BY {', '.join(order)}",
+                       [sweep_id])

@@ -16,20 +16,25 @@ from replay.simulator.prompt import NONE, PromptModel, prompt_models
 from replay.tokens.calibrate import exact_sizes
 
 _ITEMS = """
-SELECT i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource, i.access,
-       i.is_error, i.ts, i.turn, i.content_hash,
+SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
+       i.access, i.is_error, i.ts, i.turn, i.content_hash,
        CASE WHEN i.kind = 'tool_call' AND i.access = 'read' THEN i.args END AS args,
        length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-WHERE i.run_id = ? ORDER BY i.seq"""
-_REQS = """SELECT step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens
-FROM requests WHERE run_id = ? ORDER BY step"""
+WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
+_REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens
+FROM requests WHERE run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY run_id, step"""
+_RUNS = "SELECT run_id, model, metadata FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
-def _dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[dict]:
+def _by_run(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict[str, list[dict]]:
+    """The rows of a query whose first column is the run id, as dicts grouped by run."""
     cur = con.execute(sql, params)
-    cols = [d[0] for d in cur.description]
-    return [dict(zip(cols, row, strict=False)) for row in cur.fetchall()]
+    cols = [d[0] for d in cur.description][1:]
+    out: dict[str, list[dict]] = {}
+    for row in cur.fetchall():
+        out.setdefault(row[0], []).append(dict(zip(cols, row[1:], strict=True)))
+    return out
 
 
 def token_source(items: list[dict], tokenizer_id: str | None) -> str:
@@ -88,12 +93,9 @@ def _gone_at(items: list[dict], reqs: list[dict], exact: dict[int, int]) -> np.n
     return out
 
 
-def _metadata(con: duckdb.DuckDBPyConnection, run_id: str) -> dict:
-    rows = con.execute("SELECT metadata FROM runs WHERE run_id = ?", [run_id]).fetchall()
-    row = rows[0] if rows else None
-    if not row or row[0] is None:
-        return {}
-    value = json.loads(row[0]) if isinstance(row[0], str) else row[0]
+def _metadata(raw: str | dict | None) -> dict:
+    """``runs.metadata`` as a dict ({} when absent or not an object)."""
+    value = json.loads(raw) if isinstance(raw, str) else raw
     return value if isinstance(value, dict) else {}
 
 
@@ -151,17 +153,34 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
 
     With a ``prompt`` model the items are counted as the server counts them and the harness prefix the log
     does not hold comes first, as a ``system`` item (see ``replay.simulator.prompt``)."""
-    items = _dicts(con, _ITEMS, [tokenizer_id or "", run_id])
-    reqs = _dicts(con, _REQS, [run_id])
+    return load_many(con, [run_id], tokenizer_id, {run_id: prompt} if prompt is not None else {})[0]
+
+
+def load_many(con: duckdb.DuckDBPyConnection, ids: list[str], tokenizer_id: str | None = None,
+              prompts: dict[str, PromptModel] | None = None) -> list[RunArrays]:
+    """The arrays of the runs ``ids``, in that order, read with one query per table (``prompts``: each run's
+    prompt model, as ``load_run`` takes it)."""
+    items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
+    reqs = _by_run(con, _REQS, [ids])
+    runs = {r[0]: (r[1], _metadata(r[2])) for r in con.execute(_RUNS, [ids]).fetchall()}
+    out = []
+    for rid in ids:
+        if rid not in items and rid not in reqs:
+            raise ReplayError(f"run {rid!r} not in the store; see `replay runs`")
+        model, metadata = runs.get(rid, (None, {}))
+        out.append(_assemble(rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id,
+                             (prompts or {}).get(rid)))
+    return out
+
+
+def _assemble(run_id: str, items: list[dict], reqs: list[dict], model: str | None, metadata: dict,
+              tokenizer_id: str | None, prompt: PromptModel | None) -> RunArrays:
+    """One run's arrays from its rows (see ``load_run``)."""
     for it in items:
         if it["args"] is not None:  # which lines a read shows: repeat reads are by content
             it["span"] = read_span(it["tool_name"], it["args"])
-    if not items and not reqs:
-        raise ReplayError(f"run {run_id!r} not in the store; see `replay runs`")
-    model = next(iter(con.execute("SELECT model FROM runs WHERE run_id = ?", [run_id]).fetchall()), None)
     source = token_source(items, tokenizer_id)
     prefix, prompt_source, caveat = 0, NONE, ""
-    metadata = _metadata(con, run_id)
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = _apply_prompt(items, prompt)
@@ -170,8 +189,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
             if it["seq"] in exact:
                 it["tokens"] = exact[it["seq"]]
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
-    run = build(run_id, items, reqs, source, model[0] if model else None,
-                recorded_ttl(_metadata(con, run_id).get("cache_writes")))
+    run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))
     return replace(run, prefix_tokens=prefix, prompt_source=prompt_source, unreconstructable=caveat, recorded=events,
                    server_gone=_gone_at(items, reqs, exact))
@@ -206,7 +224,7 @@ def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
     ids = run_ids(con, pattern)
     require_counts(con, tokenizer_id, ids)
     models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
-    return [load_run(con, rid, tokenizer_id, models.get(rid)) for rid in ids]
+    return load_many(con, ids, tokenizer_id, models)
 
 
 def require_counts(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, ids: list[str]) -> None:

@@ -124,17 +124,36 @@ def finish(con: duckdb.DuckDBPyConnection, sweep_id: str) -> None:
                 [datetime.now(UTC).replace(tzinfo=None), sweep_id])
 
 
+def sweep_columns(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[str]:
+    """The columns of sweep_results this sweep fills (the keys and ``error`` always), in table order."""
+    cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
+                                      "'sweep_results' ORDER BY ordinal_position").fetchall()]
+    counts = con.execute(f"SELECT {', '.join(f'count({quote(c)})' for c in cols)} FROM sweep_results "
+                         "WHERE sweep_id = ?", [sweep_id]).fetchone()
+    return [c for c, n in zip(cols, counts or (), strict=True) if n or c in KEY_COLUMNS or c == "error"]
+
+
+def quote(name: str) -> str:
+    """A column name as a SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _rows_sql(con: duckdb.DuckDBPyConnection, sweep_id: str) -> str:
+    cols = ", ".join(quote(c) for c in sweep_columns(con, sweep_id))
+    return f"SELECT {cols} FROM sweep_results WHERE sweep_id = ? ORDER BY point_id, run_id"
+
+
 def sweep_frame(con: duckdb.DuckDBPyConnection, sweep_id: str) -> pl.DataFrame:
     """This sweep's rows, without the columns only other sweeps use."""
-    df = query_frame(con, "SELECT * FROM sweep_results WHERE sweep_id = ? ORDER BY point_id, run_id", [sweep_id])
-    if df.is_empty():
-        return df
-    return df.select([c for c in df.columns if c in KEY_COLUMNS or c == "error" or df[c].null_count() < df.height])
+    return query_frame(con, _rows_sql(con, sweep_id), [sweep_id])
 
 
 def export_parquet(con: duckdb.DuckDBPyConnection, sweep_id: str, path: Path) -> Path:
+    """The rows of ``sweep_frame`` written by DuckDB straight to Parquet: the sweep is never held in memory
+    (DuckDB sorts out of core past its memory limit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_frame(con, sweep_id).write_parquet(path)
+    con.execute(f"COPY ({_rows_sql(con, sweep_id)}) TO '{str(path).replace(chr(39), chr(39) * 2)}' "
+                "(FORMAT parquet)", [sweep_id])
     return path
 
 

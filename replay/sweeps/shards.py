@@ -79,10 +79,9 @@ class Loader:
     def runs(self, shard: Shard) -> tuple[RunArrays, ...]:
         if shard.runs is not None:
             return shard.runs
-        from replay.simulator.load import load_run
+        from replay.simulator.load import load_many
 
-        models = self.models()
-        return tuple(load_run(self.con, rid, self.tokenizer_id, models.get(rid)) for rid in shard.run_ids)
+        return tuple(load_many(self.con, list(shard.run_ids), self.tokenizer_id, self.models()))
 
     def models(self) -> dict:
         """Every swept run's prompt model, from fits of every run of the store, a shard of them at a time."""

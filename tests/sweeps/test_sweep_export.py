@@ -1,0 +1,66 @@
+"""A finished sweep's Parquet file and the CLI's per-point summary come from DuckDB queries over the stored rows:
+they must say what the rows say (checked here against polars over ``sweep_frame``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from replay.reports.sweep_summary import point_summary
+from replay.sweeps import from_dict, run_sweep
+from replay.sweeps.results import sweep_frame
+
+
+def _sweep(con, tmp_path: Path):
+    spec = from_dict({"sweep": {"policy": "seed_a", "runs": "%short%", "batch": 2},
+                      "fixed": {"window": 60000, "reserve": 8000},
+                      "grid": {"protect": [4000, 20000], "summary_at": [20000, 30000, 40000]}})
+    return run_sweep(con, spec, executor="serial", out_dir=tmp_path, progress=False)
+
+
+def test_parquet_holds_the_sweep_rows_in_order(sample_db, tmp_path: Path) -> None:
+    out = _sweep(sample_db, tmp_path)
+    frame = sweep_frame(sample_db, out.sweep_id)
+    written = pl.read_parquet(out.parquet)
+    assert frame.height == 6 * out.runs and written.columns == frame.columns
+    assert written.equals(frame)
+    assert frame.select("point_id", "run_id").equals(frame.select("point_id", "run_id").sort("point_id", "run_id"))
+
+
+def _expected(frame: pl.DataFrame) -> pl.DataFrame:
+    """The summary's definition, written over the whole frame in polars."""
+    params = [c for c in frame.columns if c.startswith("param_") and frame[c].n_unique() > 1]
+    ok = pl.col("error").is_null()
+    aggs = [pl.col(c).first().alias(c[6:]) for c in params]
+    aggs += [pl.col(c).filter(ok).sum().alias(c) for c in ("overflow_incidents", "repeat_evicted", "emergencies")
+             if c in frame.columns]
+    aggs.append(pl.when(pl.col("cost_usd").filter(ok).is_null().any()).then(None)
+                .otherwise(pl.col("cost_usd").filter(ok).sum()).alias("cost_usd"))
+    aggs.append((pl.col("cached_tokens").filter(ok).sum() / pl.col("prompt_tokens").filter(ok).sum())
+                .alias("cache_hit_rate"))
+    aggs.append((100 * pl.col("summaries").filter(ok).sum() / pl.col("requests").filter(ok).sum())
+                .alias("summaries_per_100"))
+    aggs.append(pl.col("error").is_not_null().sum().alias("errors"))
+    return frame.group_by("point_id").agg(aggs).sort(["cost_usd", "overflow_incidents", "point_id"],
+                                                       nulls_last=True)
+
+
+def test_summary_is_the_rows_summed_per_point(sample_db, tmp_path: Path) -> None:
+    out = _sweep(sample_db, tmp_path)
+    # one run errors at one point and one run has no price at another: both must show in the summary
+    rows = sweep_frame(sample_db, out.sweep_id)
+    first, second = rows["point_id"].unique().sort()[:2]
+    run = rows["run_id"][0]
+    sample_db.execute("UPDATE sweep_results SET error = 'boom' WHERE sweep_id = ? AND point_id = ? AND run_id = ?",
+                      [out.sweep_id, first, run])
+    sample_db.execute("UPDATE sweep_results SET cost_usd = NULL WHERE sweep_id = ? AND point_id = ? AND run_id = ?",
+                      [out.sweep_id, second, run])
+    summary = point_summary(sample_db, out.sweep_id)
+    expected = _expected(sweep_frame(sample_db, out.sweep_id))
+    assert summary.columns[:2] == ["protect", "summary_at"] and summary.columns[-1] == "point_id"
+    assert summary.height == 6
+    assert summary.select(expected.columns).equals(expected.cast(summary.select(expected.columns).schema))
+    by_point = {r["point_id"]: r for r in summary.to_dicts()}
+    assert by_point[first]["errors"] == 1 and by_point[second]["cost_usd"] is None
+    assert summary["cost_usd"][-1] is None  # unpriced points sort last
