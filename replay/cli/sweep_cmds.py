@@ -70,6 +70,8 @@ def sweep(
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
     spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))
     from replay.reports.sweep_summary import point_summary
+    from replay.store.memory import bounded_db_memory
+    from replay.sweeps.runner import DB_MEMORY_MB
 
     say = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
     outcome = run_sweep(con, spec, executor=executor, workers=workers, out_dir=out, on_commit=print_commit,
@@ -77,9 +79,10 @@ def sweep(
     say.print(f"sweep {outcome.sweep_id}: {outcome.points} points x {outcome.runs} runs; "
               f"{outcome.skipped} already done, {outcome.computed} computed, {outcome.errors} rows with errors; "
               f"results in table sweep_results of {db} and {outcome.parquet}", highlight=False)
-    for line in unpriced_lines(con, outcome.sweep_id):
-        say.print(line, style="bold yellow", highlight=False, markup=False)
-    summary = point_summary(con, outcome.sweep_id)
+    with bounded_db_memory(con, DB_MEMORY_MB):  # both scan every result row of the sweep
+        for line in unpriced_lines(con, outcome.sweep_id):
+            say.print(line, style="bold yellow", highlight=False, markup=False)
+        summary = point_summary(con, outcome.sweep_id)
     shown = summary.head(SHOWN) if fmt == "table" else summary  # json/csv: every point
     emit(shown, fmt, title=f"sweep {outcome.sweep_id}: {outcome.points} points, metrics summed over "
          f"{outcome.runs} runs (cheapest first)", wide=wide)

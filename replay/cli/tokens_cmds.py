@@ -66,7 +66,8 @@ def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: Form
     """Count tokens of every item with a real tokenizer (cached per content hash; reruns are near free)."""
     from rich.console import Console
 
-    from replay.tokens.counting import bounded_db_memory
+    from replay.store.memory import bounded_db_memory
+    from replay.tokens.counting import DB_MEMORY_MB
     from replay.tokens.resolve import resolve
 
     con = open_store(db)
@@ -76,7 +77,7 @@ def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: Form
     note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
     note.print(f"{tid}: {res.counted:,} new content hashes counted in {time.perf_counter() - start:.2f} s",
                highlight=False)
-    with bounded_db_memory(con):  # the summary scans every item: as bounded as the counting
+    with bounded_db_memory(con, DB_MEMORY_MB):  # the summary scans every item: as bounded as the counting
         summary = frame(con, """
         SELECT r.format, count(DISTINCT i.run_id) AS runs, count(*) AS items, sum(i.chars)::BIGINT AS chars,
                sum(t.n_tokens)::BIGINT AS tokens, round(sum(i.chars) / sum(t.n_tokens), 2) AS chars_per_token

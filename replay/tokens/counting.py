@@ -12,7 +12,8 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
-from replay.ingest_memory import BYTES_PER_CHAR, size_bytes
+from replay.ingest_memory import BYTES_PER_CHAR
+from replay.store.memory import bounded_db_memory
 from replay.tokens.tokenizer import CountingTokenizer
 
 # The SQL twin of replay.model.Item.payload (what the content_hash was computed over).
@@ -78,20 +79,6 @@ def _write(con: duckdb.DuckDBPyConnection, tokenizer_id: str, hashes: list[str],
                     "ON CONFLICT DO NOTHING").fetchall()
     finally:
         con.unregister("_token_batch")
-
-
-@contextmanager
-def bounded_db_memory(con: duckdb.DuckDBPyConnection, mb: int = DB_MEMORY_MB) -> Iterator[None]:
-    """Lower DuckDB's memory_limit to ``mb`` for the duration (never raise it); bigger work spills to disk."""
-    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    if not mb * 2**20 < size_bytes(before) < float("inf"):  # not lower, or not a size this can read: left alone
-        yield
-        return
-    con.execute(f"SET memory_limit = '{mb}MiB'").fetchall()
-    try:
-        yield
-    finally:
-        con.execute(f"SET memory_limit = '{before}'").fetchall()
 
 
 def count_items(con: duckdb.DuckDBPyConnection, tokenizer: CountingTokenizer, progress: bool = False) -> int:

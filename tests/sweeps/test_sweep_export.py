@@ -64,3 +64,19 @@ def test_summary_is_the_rows_summed_per_point(sample_db, tmp_path: Path) -> None
     by_point = {r["point_id"]: r for r in summary.to_dicts()}
     assert by_point[first]["errors"] == 1 and by_point[second]["cost_usd"] is None
     assert summary["cost_usd"][-1] is None  # unpriced points sort last
+
+
+def test_the_store_works_under_a_memory_limit_and_gets_its_own_back(sample_db, tmp_path: Path) -> None:
+    """Without a limit DuckDB keeps every block a sweep writes (up to 80% of RAM) and sorts the export in memory."""
+    from replay.sweeps.runner import DB_MEMORY_MB
+
+    def limit() -> str:
+        return sample_db.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+    sample_db.execute("SET memory_limit = '20GiB'").fetchall()
+    seen: list[str] = []
+    spec = from_dict({"sweep": {"policy": "seed_a", "runs": "%short%", "batch": 1},
+                      "fixed": {"window": 60000, "reserve": 8000}, "grid": {"protect": [4000, 20000]}})
+    run_sweep(sample_db, spec, executor="serial", progress=False, on_commit=lambda *a: seen.append(limit()))
+    assert seen and set(seen) == {f"{DB_MEMORY_MB / 1024:.1f} GiB"}
+    assert limit() == "20.0 GiB"

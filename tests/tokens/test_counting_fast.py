@@ -126,23 +126,6 @@ def test_slices_are_contiguous_and_cover_all(lengths, n):
     assert len(spans) <= n
 
 
-def test_db_memory_is_lowered_while_counting_and_restored(tmp_path):
-    con = open_store(tmp_path / "m.duckdb")
-
-    def limit() -> str:
-        return con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-
-    con.execute("SET memory_limit = '2GiB'").fetchall()
-    with counting.bounded_db_memory(con, 100):
-        assert limit() == "100.0 MiB"
-    assert limit() == "2.0 GiB"
-    con.execute("SET memory_limit = '50MiB'").fetchall()
-    with counting.bounded_db_memory(con, 100):
-        assert limit() == "50.0 MiB"  # never raised
-    assert limit() == "50.0 MiB"
-    con.execute("RESET memory_limit").fetchall()
-    con.close()
-
 
 @pytest.mark.parametrize("name", NAMES)
 def test_counting_a_large_item_does_not_hold_its_ids_as_python_ints(name):
