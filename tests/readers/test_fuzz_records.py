@@ -9,6 +9,7 @@ its line where the damage makes it unreadable, and no implausible usage number i
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from hypothesis import strategies as st
 from replay.readers.base import IDENTITY_KEYS
 from tests.readers import damage as D
 
-EXAMPLES = 80  # per format: 13 formats x 80 examples take ~20 s on one core
+# Per format: 13 formats x 80 examples take ~20 s on one core (CI). A longer run outside CI:
+# REPLAY_FUZZ_EXAMPLES=1000 python -m pytest tests/readers/test_fuzz_records.py
+EXAMPLES = int(os.environ.get("REPLAY_FUZZ_EXAMPLES", "80"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 DOCUMENT_DAMAGES = ("truncate", "deep", "wrong_type", *D.NUMBER_VALUES)
