@@ -432,12 +432,15 @@ def fair_share(r, st, before, lo, hi, step, limit):
     estimates are walked in ascending order one distinct value at a time (as many scans as values; there are few
     items), which gives the share a sorted copy would."""
     m = total = 0
+    first, last = hi, lo
     for q in range(lo, hi):
         if shared(r, st, q, step):
             m += 1
             total += est_of(st, q)
+            first, last = min(first, q), q
     if m == 0:
         return
+    lo, hi = first, last + 1
     avail = max(total - (est_total(st) - limit), 0)
     below, share, i, prev = 0, 0, 0, -1
     while i < m:
