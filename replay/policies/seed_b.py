@@ -418,23 +418,24 @@ def evict_turns(p, r, st, lo, cs, limit):
 
 
 @compiled(inline="always")
-def shared(r, st, q, step):
+def shared(kind, steps, st, q, step):
     """Item q is one ``fair_share`` divides among: a live attachment (``step`` NONE), or a result of step ``step``
     (a dropped one too, at its cost of 0)."""
     if step == NONE:
         return (st.aux[A_SECTION, q] == ATTACH) & (st.forms[q] != DROPPED)
-    return (r.kind[q] == TOOL_RESULT) & (r.step[q] == step)
+    return (kind[q] == TOOL_RESULT) & (steps[q] == step)
 
 
 @compiled(borrowed=True)
-def fair_share(r, st, before, lo, hi, step, limit):
+def fair_share(kind, steps, st, before, lo, hi, step, limit):
     """Shorten the ``shared`` items of [lo, hi) to max-min fair shares of what the other sections leave. The
     estimates are walked in ascending order one distinct value at a time (as many scans as values; there are few
-    items), which gives the share a sorted copy would."""
+    items), which gives the share a sorted copy would. Takes the run's kind and step arrays, not the Run: a struct
+    argument is copied on every call."""
     m = total = 0
     first, last = hi, lo
     for q in range(lo, hi):
-        if shared(r, st, q, step):
+        if shared(kind, steps, st, q, step):
             m += 1
             total += est_of(st, q)
             first, last = min(first, q), q
@@ -446,7 +447,7 @@ def fair_share(r, st, before, lo, hi, step, limit):
     while i < m:
         value, count = NO_KEY, 0
         for q in range(lo, hi):
-            if shared(r, st, q, step):
+            if shared(kind, steps, st, q, step):
                 e = est_of(st, q)
                 if (e > prev) & (e < value):
                     value, count = e, 1
@@ -459,7 +460,7 @@ def fair_share(r, st, before, lo, hi, step, limit):
         i += count
         share = prev = value
     for q in range(lo, hi):
-        if shared(r, st, q, step) & (est_of(st, q) > share):
+        if shared(kind, steps, st, q, step) & (est_of(st, q) > share):
             ratio = st.ftok[ORIGINAL, q] / max(st.fest[ORIGINAL, q], 1)
             est = max(share, st.fest[OMITTED, q])  # never shorter than a marker's wording
             tok = min(max(np.int64(np.ceil(share * ratio)), st.ftok[OMITTED, q]), st.ftok[ORIGINAL, q])
@@ -495,7 +496,7 @@ def in_turn(p, r, st, before, lo, cs, limit):
                 break
     release(r, st, lo, kept_to, newest)
     if est_total(st) - limit > 0:
-        fair_share(r, st, before, lo, end, newest, limit)
+        fair_share(r.kind, r.step, st, before, lo, end, newest, limit)
 
 
 @compiled(inline="always")
@@ -533,7 +534,7 @@ def fit(p, r, st, before, lo, cs, limit):
         clear_summary(st)
         st.s[S_FOLDED] = 0
     if est_total(st) > limit:
-        fair_share(r, st, before, max(lo, cs), st.s[S_END], NONE, limit)
+        fair_share(r.kind, r.step, st, before, max(lo, cs), st.s[S_END], NONE, limit)
     if est_total(st) > limit:
         in_turn(p, r, st, before, lo, cs, limit)
     st.s[S_DIRTY] = dropped_from
