@@ -37,8 +37,15 @@ if not os.environ.get("NUMBA_CACHE_DIR"):
     numba.config.CACHE_DIR = _cache_dir()
 
 
-def compiled(fn=None, **options):
-    """``njit(cache=True)``; ``@compiled`` or ``@compiled(inline="always")``."""
+def compiled(fn=None, *, borrowed: bool = False, **options):
+    """``njit(cache=True)``; ``@compiled``, ``@compiled(inline="always")`` or ``@compiled(borrowed=True)``.
+
+    ``borrowed``: compiled without reference counting (numba's NRT off), so the arrays it is passed, and those of
+    the structs it is passed, are borrowed for the call. Numba otherwise increfs and decrefs every one of them on
+    each call and at every inlined helper taking them (a Run is some 25 arrays: ~50 atomic operations), which was
+    most of the per-request cost of the policies. Such a function must not allocate an array, return one or keep
+    one beyond the call (compilation fails on an allocation); what it calls is compiled as that callee says."""
+    options["_nrt"] = not borrowed  # explicit: numba's callees otherwise inherit it from their caller
     if fn is None:
         return lambda f: njit(cache=True, **options)(f)
     return njit(cache=True, **options)(fn)

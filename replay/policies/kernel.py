@@ -114,7 +114,7 @@ def set_cost(st, form, q, tok, est):
     st.ftok[form, q], st.fest[form, q] = tok, est
 
 
-@compiled
+@compiled(borrowed=True)
 def drop(r, st, q):
     """Drop item q together with its call/result partner (when that is already in the history)."""
     set_form(st, q, DROPPED)
@@ -123,7 +123,7 @@ def drop(r, st, q):
         set_form(st, partner, DROPPED)
 
 
-@compiled
+@compiled(borrowed=True)
 def set_summary(st, at, real, est):
     """The summary segment now stands before position ``at`` (at most the newest item) with (real, est) tokens."""
     s = st.s
@@ -136,7 +136,7 @@ def set_summary(st, at, real, est):
     s[S_SUMMARISED] = 1
 
 
-@compiled
+@compiled(borrowed=True)
 def clear_summary(st):
     """No summary segment from now on."""
     s = st.s
@@ -147,7 +147,7 @@ def clear_summary(st):
 
 
 # -- positions ---------------------------------------------------------------------------------------------------------
-@compiled
+@compiled(borrowed=True)
 def pair_safe_start(r, st, start):
     """Move a cut at ``start`` back until no item in [start, end) has its call/result partner before it."""
     end = st.s[S_END]
@@ -161,7 +161,7 @@ def pair_safe_start(r, st, start):
         start = early
 
 
-@compiled
+@compiled(borrowed=True)
 def last_result(r, lo, hi):
     """Position of the newest tool result in [lo, hi), -1 if none."""
     for q in range(hi - 1, lo - 1, -1):
@@ -170,7 +170,7 @@ def last_result(r, lo, hi):
     return -1
 
 
-@compiled
+@compiled(borrowed=True)
 def completed_write(r, st, q):
     """Item q is a write/edit call whose result is already in the history. Per-item predicates here and in the
     policies are written without short-circuit operators: numba compiles a helper with ``and``/``or`` branches

@@ -137,7 +137,7 @@ class SeedB(CompiledPolicy):
         return np.array([TF_MEMORY if "memory" in n.lower() else 0 for n in tool_names], dtype=np.int8)
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """Marker and capped-result costs; the section of every item; where results are and their running top key."""
     estimator = int(p[P_ESTIMATOR])
@@ -373,7 +373,7 @@ def first_history(r, st, lo, cs):
     return cs
 
 
-@compiled
+@compiled(borrowed=True)
 def safe(r, st, at):
     """Move a summary position back until no live call/result pair straddles it."""
     while True:
@@ -417,46 +417,54 @@ def evict_turns(p, r, st, lo, cs, limit):
         s[S_DIRTY] = dropped_from
 
 
-@compiled
-def fair_share(st, before, items, limit):
-    """Shorten ``items`` to max-min fair shares of what the other sections leave."""
-    m = len(items)
+@compiled(inline="always")
+def shared(kind, steps, st, q, step):
+    """Item q is one ``fair_share`` divides among: a live attachment (``step`` NONE), or a result of step ``step``
+    (a dropped one too, at its cost of 0)."""
+    if step == NONE:
+        return (st.aux[A_SECTION, q] == ATTACH) & (st.forms[q] != DROPPED)
+    return (kind[q] == TOOL_RESULT) & (steps[q] == step)
+
+
+@compiled(borrowed=True)
+def fair_share(kind, steps, st, before, lo, hi, step, limit):
+    """Shorten the ``shared`` items of [lo, hi) to max-min fair shares of what the other sections leave. The
+    estimates are walked in ascending order one distinct value at a time (as many scans as values; there are few
+    items), which gives the share a sorted copy would. Takes the run's kind and step arrays, not the Run: a struct
+    argument is copied on every call."""
+    m = total = 0
+    first, last = hi, lo
+    for q in range(lo, hi):
+        if shared(kind, steps, st, q, step):
+            m += 1
+            total += est_of(st, q)
+            first, last = min(first, q), q
     if m == 0:
         return
-    cur = np.empty(m, np.int64)
-    for i in range(m):
-        cur[i] = est_of(st, items[i])
-    avail = max(cur.sum() - (est_total(st) - limit), 0)
-    srt = np.sort(cur)
-    below, share = 0, srt[-1]
-    for i in range(m):
-        if below + srt[i] * (m - i) > avail:
+    lo, hi = first, last + 1
+    avail = max(total - (est_total(st) - limit), 0)
+    below, share, i, prev = 0, 0, 0, -1
+    while i < m:
+        value, count = NO_KEY, 0
+        for q in range(lo, hi):
+            if shared(kind, steps, st, q, step):
+                e = est_of(st, q)
+                if (e > prev) & (e < value):
+                    value, count = e, 1
+                elif e == value:
+                    count += 1
+        if below + value * (m - i) > avail:
             share = (avail - below) // (m - i)
             break
-        below += srt[i]
-    for i in range(m):
-        if cur[i] > share:
-            q = items[i]
+        below += value * count
+        i += count
+        share = prev = value
+    for q in range(lo, hi):
+        if shared(kind, steps, st, q, step) & (est_of(st, q) > share):
             ratio = st.ftok[ORIGINAL, q] / max(st.fest[ORIGINAL, q], 1)
             est = max(share, st.fest[OMITTED, q])  # never shorter than a marker's wording
             tok = min(max(np.int64(np.ceil(share * ratio)), st.ftok[OMITTED, q]), st.ftok[ORIGINAL, q])
             shorten(st, before, q, tok, est)
-
-
-@compiled
-def current_attachments(st, lo, cs):
-    """Live attachments of the current turn (attachments of earlier turns are carried context)."""
-    end = st.s[S_END]
-    n = 0
-    for q in range(max(lo, cs), end):
-        n += st.aux[A_SECTION, q] == ATTACH and st.forms[q] != DROPPED
-    out = np.empty(n, np.int64)
-    n = 0
-    for q in range(max(lo, cs), end):
-        if st.aux[A_SECTION, q] == ATTACH and st.forms[q] != DROPPED:
-            out[n] = q
-            n += 1
-    return out
 
 
 @compiled(inline="always")
@@ -488,16 +496,7 @@ def in_turn(p, r, st, before, lo, cs, limit):
                 break
     release(r, st, lo, kept_to, newest)
     if est_total(st) - limit > 0:
-        n = 0
-        for q in range(lo, end):
-            n += (kind[q] == TOOL_RESULT) & (step[q] == newest)
-        items = np.empty(n, np.int64)
-        n = 0
-        for q in range(lo, end):
-            if (kind[q] == TOOL_RESULT) & (step[q] == newest):
-                items[n] = q
-                n += 1
-        fair_share(st, before, items, limit)
+        fair_share(r.kind, r.step, st, before, lo, end, newest, limit)
 
 
 @compiled(inline="always")
@@ -535,7 +534,7 @@ def fit(p, r, st, before, lo, cs, limit):
         clear_summary(st)
         st.s[S_FOLDED] = 0
     if est_total(st) > limit:
-        fair_share(st, before, current_attachments(st, lo, cs), limit)
+        fair_share(r.kind, r.step, st, before, max(lo, cs), st.s[S_END], NONE, limit)
     if est_total(st) > limit:
         in_turn(p, r, st, before, lo, cs, limit)
     st.s[S_DIRTY] = dropped_from
@@ -560,7 +559,7 @@ def settle(st, before, start, dirty, sum_at, sum_id):
     s[S_DIRTY] = d
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """Trims and markers are a request-time view: every request starts from the whole live history (recomputed
     from the first position where that can change anything, see ``rebuild``)."""

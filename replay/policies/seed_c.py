@@ -97,7 +97,7 @@ class SeedC(CompiledPolicy):
         p[P_SUMMARY_TOKENS], p[P_TAIL_FRACTION] = c.summary_tokens, c.tail_fraction
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """Spilled (preview plus pointer) and marker costs; which results spill on arrival; which calls a summary
     keeps."""
@@ -124,12 +124,12 @@ def setup(p, r, st):
             st.s[S_STEPS_SORTED] = 0
 
 
-@compiled
+@compiled(borrowed=True)
 def limit(p):
     return p[P_WINDOW] - p[P_RESERVE]
 
 
-@compiled
+@compiled(borrowed=True)
 def nth_largest(r, st, key, lo, hi, n, results, live):
     """The n-th largest distinct ``key`` over [lo, hi) (only tool results if ``results``, only items not dropped if
     ``live``); the smallest when there are fewer; NO_KEY when n is 0 or there is none."""
@@ -147,7 +147,7 @@ def nth_largest(r, st, key, lo, hi, n, results, live):
     return upper
 
 
-@compiled
+@compiled(borrowed=True)
 def protected_from(p, r, st):
     """First position of the protected newest turns (items sharing the newest ``protect_turns`` steps); with sorted
     steps a walk back over those turns."""
@@ -165,7 +165,7 @@ def protected_from(p, r, st):
     return np.searchsorted(r.step[:end], first, side="left")
 
 
-@compiled
+@compiled(borrowed=True)
 def arrive(r, st):
     """Results new since the previous request that are spillable and still original are spilled (never a prefix
     already sent); what a marker would save on each new item: a successful result shown whole or spilled whose
@@ -188,14 +188,14 @@ def unmarked(st, q):
         st.s[S_SAVED] -= st.aux[A_SAVING, q]
 
 
-@compiled
+@compiled(borrowed=True)
 def release(st, q):
     """Marker q goes back to the unmarked form (spilled or original)."""
     set_form(st, q, SPILLED if st.aux[A_SPILLABLE, q] else ORIGINAL)
     unmarked(st, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def forget_gone(st, lo):
     """Markers from ``lo`` on that the server dropped since the previous view no longer count."""
     for q in range(lo, st.s[S_MARKED_TO]):
@@ -203,7 +203,7 @@ def forget_gone(st, lo):
             unmarked(st, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def remark(p, r, st, lo, guard):
     """Markers on the oldest withholdable results in [lo, guard), only as many as the view is over by (none when
     it fits), as marking from scratch would place them: the markers are every withholdable result in
@@ -235,7 +235,7 @@ def remark(p, r, st, lo, guard):
     s[S_MARKED_TO] = x
 
 
-@compiled
+@compiled(borrowed=True)
 def tail_from(r, st, guard, tokens):
     """Start of a verbatim tail of about ``tokens`` (never after ``guard``), not splitting a pair."""
     end = st.s[S_END]
@@ -257,7 +257,7 @@ def folds(r, st, q, start):
     return (st.forms[q] != DROPPED) & ~kept
 
 
-@compiled
+@compiled(borrowed=True)
 def forget(r, st, q):
     """Drop item q with its partner (``kernel.drop``); a marker among them no longer counts."""
     unmarked(st, q)
@@ -267,7 +267,7 @@ def forget(r, st, q):
     drop(r, st, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def summarise(p, r, st, lo, guard, tokens):
     """Everything in [lo, tail) but failed results and their calls folds into the rolling summary, if that saves;
     whether it did. Only [S_FOLD_FROM, tail) is visited when the tail starts at or after it: before it nothing
@@ -297,7 +297,7 @@ def summarise(p, r, st, lo, guard, tokens):
     return True
 
 
-@compiled
+@compiled(borrowed=True)
 def fit(p, r, st):
     """Markers outside the protected turns; while still over, a summary before a tail (the normal one, then the
     protected turns only), after which only the markers still needed stay."""
@@ -310,7 +310,7 @@ def fit(p, r, st):
             remark(p, r, st, lo, guard)
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """The request-time view, kept up to date rather than rebuilt: spill the new results, then markers (and a
     summary) only while over budget. Every form changed is one that differs from the previous view, so the cache

@@ -152,6 +152,23 @@ def test_attachments_trimmed_to_fair_shares_after_carried_context():
     assert 18_000 - 2 <= v.est_tokens <= 18_000
 
 
+def test_fair_shares_with_equal_attachments():
+    """Max-min shares when several attachments have the same size: the small and equal ones below the share stay
+    whole, every larger one gets the same share, and the view just fits."""
+    sizes = (2_000, 8_000, 8_000, 30_000, 30_000, 60_000)
+    items = [{"step": 0, "kind": "system", "chars": 400}]
+    items += [{"step": 0, "kind": "attachment", "chars": c, "turn": 1, "tool_name": "file"} for c in sizes]
+    items.append({"step": 0, "kind": "user_text", "chars": 400, "turn": 1})
+    run = build("att-ties", items, [{"step": 0}], "real:test")
+    v = views_of(run, make_policy("seed_b"), Budget(20_000, 0)).views[0]
+    whole = [q for q in range(1, 7) if v.forms[q] == ORIGINAL]
+    shrunk = [q for q in range(1, 7) if v.forms[q] == SHRUNK]
+    assert whole == [1, 2, 3] and shrunk == [4, 5, 6]
+    assert len({int(v.seg_est[q]) for q in shrunk}) == 1
+    assert max(v.seg_est[whole]) <= v.seg_est[4]
+    assert 20_000 - 3 <= v.est_tokens <= 20_000
+
+
 def test_nothing_changes_while_the_prompt_fits():
     """The design: sections are evicted only when they do not fit; no caps or markers inside the current turn."""
     run = synth_run(40, seed=4, result_chars=(9_000, 20_000), error_rate=0.0)  # one long user turn

@@ -30,7 +30,7 @@ ORACLE = CODES["oracle"]
 RECORDED = CODES["recorded"]
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(code, p, r, st):
     if code == SEED_A:
         seed_a.setup(p, r, st)
@@ -52,7 +52,7 @@ def setup(code, p, r, st):
         recorded.setup(p, r, st)
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(code, p, r, st):
     if code == SEED_A:
         seed_a.decide(p, r, st)

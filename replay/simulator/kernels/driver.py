@@ -114,10 +114,11 @@ def run_kernel(p, cp, r, req_ts, out, trace):
     out[:] = 0
     out[O_FIRST_SUMMARY] = -1
     ev = prev_prompt = 0
-    order = np.argsort(r.gone_at, kind="mergesort")
-    gp = 0
-    while gp < n and r.gone_at[order[gp]] < 0:
-        gp += 1
+    gone_first, gone_next = np.full(m, -1, np.int64), np.empty(n, np.int64)  # per request, the items it drops
+    for q in range(n - 1, -1, -1):
+        g = r.gone_at[q]
+        if 0 <= g < m:
+            gone_next[q], gone_first[g] = gone_first[g], q
     for k in range(m):
         s[S_K] = k
         s[S_EMERGENCY] = s[S_SUMMARISED] = s[S_WINDOW] = 0
@@ -131,14 +132,14 @@ def run_kernel(p, cp, r, req_ts, out, trace):
             s[S_TOT_EST] += fest[forms[q], q]
             s[S_TOT_TOK] += ftok[forms[q], q]
         s[S_END] = end = new_end
-        while gp < n and r.gone_at[order[gp]] <= k:  # the server no longer counts it (an earlier turn's reasoning)
-            q = order[gp]
-            gp += 1
+        q = gone_first[k]
+        while q >= 0:  # the server no longer counts it (an earlier turn's reasoning); dropped on arrival if later
             if q < end and forms[q] != DROPPED:
                 s[S_TOT_EST] -= fest[forms[q], q]
                 s[S_TOT_TOK] -= ftok[forms[q], q]
                 forms[q] = DROPPED
                 s[S_DIRTY] = min(s[S_DIRTY], q)
+            q = gone_next[q]
         decide(code, p, r, st)
         # emit
         dirty_from = min(s[S_DIRTY], s[S_PREV_END])
@@ -163,7 +164,9 @@ def run_kernel(p, cp, r, req_ts, out, trace):
                 out[O_EVICTED_TOK] += r.rr_tokens[ev]
             ev += 1
         for i in range(n_err):
-            if err_pos[i] < end and forms[err_pos[i]] != ORIGINAL:
+            if err_pos[i] >= end:  # err_pos ascends
+                break
+            if forms[err_pos[i]] != ORIGINAL:
                 hidden[i] = True
         serving = s[S_WINDOW] if s[S_WINDOW] > 0 else window
         overflow = prompt + reserve > serving
