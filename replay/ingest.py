@@ -11,7 +11,6 @@ from pathlib import Path
 
 import duckdb
 
-from replay.errors import ReplayError
 from replay.ingest_memory import bounded_memory
 from replay.ingest_parse import (  # noqa: F401 (API)
     Parsed,
@@ -101,10 +100,10 @@ def _members(path: Path) -> list[Path]:
 
 def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str],
            quarantined: bool) -> None:
-    """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch.
+    """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch, each batch released
+    once inserted.
 
-    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace. A value the
-    store cannot hold rolls the file back and quarantines it whole (named by the reader)."""
+    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace."""
     fhash = parsed.file_hash
     n = {"runs": 0, "items": 0, "requests": 0}
     now = datetime.now(UTC)
@@ -114,7 +113,8 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
             con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
         for old in older:
             _delete_file(con, old)
-        for name, rows in batches(parsed):
+        while parsed.tables:
+            name, rows = parsed.tables.pop(0)
             con.from_arrow(rows).insert_into(name)  # no view registered and dropped: ~1.5 ms less a batch
             n[name] += rows.num_rows
             del rows
@@ -123,11 +123,6 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
                     [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad),
                      now])
         con.execute("COMMIT")
-    except ReplayError as exc:
-        con.execute("ROLLBACK")
-        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
-        _replace_quarantine(con, fhash, out.path, out.bad)
-        return
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -234,8 +229,8 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
         for f, p in zip(files, parsed, strict=True):
             if progress:
                 pb.update(task, description=f"ingest {f.name[:40]}")
-            if memory and p.items:
-                memory.before_file(max(p.items["chars"], default=0))
+            if memory and p.status == "ingested":
+                memory.before_file(p.largest)
             yield store_parsed(con, p, replace_older, stored)
             if progress:
                 pb.advance(task, sizes[f])
