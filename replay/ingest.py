@@ -46,23 +46,27 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
     not as its files."""
     found: set[Path] = set()
+    folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
         matches = [Path(m) for m in glob.glob(p, recursive=True)] or [Path(p)]
         for m in matches:
             if m.is_dir():
                 _walk(m, found)
             elif m.is_file():
-                found.add(_unit_of(m))
+                found.add(_unit_of(m, folders))
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
-def _unit_of(path: Path) -> Path:
+def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:
     """A file named directly, or the run folder it belongs to (a Cline task's ui_messages.json, an OpenHands V1
-    conversation's base_state.json or event file): the run is read whole."""
+    conversation's base_state.json or event file): the run is read whole. ``folders``: what folder_reader found,
+    by folder, filled here."""
     for folder in (path.parent.parent, path.parent):  # the outer one first: a conversation, not its events folder
-        found = folder_reader(folder)
+        if folder not in folders:
+            folders[folder] = folder_reader(folder)
+        found = folders[folder]
         if found and path in found[1]:
             return folder
     return path
