@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
-from replay.readers import READER_MODULES, detect, folder_reader, formats
+from replay.readers import detect, folder_reader, formats
 from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
 
 _S, _I = pa.large_string(), pa.int64()
@@ -264,11 +264,8 @@ def parse_units(units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known
     if method == "forkserver":
         # a worker re-runs the caller's script (multiprocessing does, unless it runs as `python -m`): a script that
         # imports replay.ingest and replay.store then imported DuckDB in every worker of every pool; preloaded
-        # here, the server imports them once; the readers too (imported at a worker's first file, they cost each
-        # worker ~0.1 s before its first result, while the parent waited), and pandas, which pyarrow imports (when
-        # installed) at its first pa.array: ~0.3 s a worker
-        context.set_forkserver_preload([__name__, "replay.ingest", "replay.store", "pandas",
-                                        *(f"replay.readers.{name}" for name in READER_MODULES)])
+        # here, the server imports them once, and what a worker would load at its first file (replay.ingest_preload)
+        context.set_forkserver_preload([__name__, "replay.ingest", "replay.store", "replay.ingest_preload"])
     pool = _pool(context, n, known, max_line_bytes)
     try:
         todo = deque((u, unit_size(u)) for u in units)
