@@ -120,6 +120,13 @@ def test_value_the_store_cannot_hold_quarantines_the_file_whole(tmp_path, monkey
     assert out.status == "ingested" and counts(con) == (1, 1, 9, 3, 0)
 
 
+def test_ingest_leaves_the_callers_thread_count(tmp_path):
+    con = open_store(tmp_path / "s.duckdb")
+    con.execute("SET threads = 3")
+    ingest(con, [write_canonical(tmp_path / "a.jsonl")])
+    assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 3
+
+
 def _hold_store(path: str, ready, release) -> None:
     con = open_store(path)
     ready.set()

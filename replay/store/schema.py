@@ -105,7 +105,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, 
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations, all in one transaction (one commit: a new store opens ~20 ms sooner); return the
+    """Apply pending migrations, all in one transaction (one commit for a new store, not one a migration); return the
     schema version."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
     row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
