@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
-from replay.errors import ReplayError
 from replay.ingest_memory import bounded_memory
 from replay.ingest_parse import (  # noqa: F401 (API)
     Parsed,
@@ -47,23 +46,27 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
     not as its files."""
     found: set[Path] = set()
+    folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
         matches = [Path(m) for m in glob.glob(p, recursive=True)] or [Path(p)]
         for m in matches:
             if m.is_dir():
                 _walk(m, found)
             elif m.is_file():
-                found.add(_unit_of(m))
+                found.add(_unit_of(m, folders))
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
-def _unit_of(path: Path) -> Path:
+def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:
     """A file named directly, or the run folder it belongs to (a Cline task's ui_messages.json, an OpenHands V1
-    conversation's base_state.json or event file): the run is read whole."""
+    conversation's base_state.json or event file): the run is read whole. ``folders``: what folder_reader found,
+    by folder, filled here."""
     for folder in (path.parent.parent, path.parent):  # the outer one first: a conversation, not its events folder
-        found = folder_reader(folder)
+        if folder not in folders:
+            folders[folder] = folder_reader(folder)
+        found = folders[folder]
         if found and path in found[1]:
             return folder
     return path
@@ -101,10 +104,10 @@ def _members(path: Path) -> list[Path]:
 
 def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str],
            quarantined: bool) -> None:
-    """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch.
+    """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch, each batch released
+    once inserted.
 
-    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace. A value the
-    store cannot hold rolls the file back and quarantines it whole (named by the reader)."""
+    ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace."""
     fhash = parsed.file_hash
     n = {"runs": 0, "items": 0, "requests": 0}
     now = datetime.now(UTC)
@@ -114,7 +117,8 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
             con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
         for old in older:
             _delete_file(con, old)
-        for name, rows in batches(parsed):
+        while parsed.tables:
+            name, rows = parsed.tables.pop(0)
             con.from_arrow(rows).insert_into(name)  # no view registered and dropped: ~1.5 ms less a batch
             n[name] += rows.num_rows
             del rows
@@ -123,11 +127,6 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
                     [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad),
                      now])
         con.execute("COMMIT")
-    except ReplayError as exc:
-        con.execute("ROLLBACK")
-        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
-        _replace_quarantine(con, fhash, out.path, out.bad)
-        return
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -229,16 +228,29 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
     parsed = parse_units(files, max_line_bytes, frozenset(stored.files), workers)
     if progress:
         from replay.progress import bar
-    with bounded_memory(con) as memory, bar() if progress else nullcontext() as pb:
+    with bounded_memory(con) as memory, one_thread(con), bar() if progress else nullcontext() as pb:
         task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
         for f, p in zip(files, parsed, strict=True):
             if progress:
                 pb.update(task, description=f"ingest {f.name[:40]}")
-            if memory and p.items:
-                memory.before_file(max(p.items["chars"], default=0))
+            if memory and p.status == "ingested":
+                memory.before_file(p.largest)
             yield store_parsed(con, p, replace_older, stored)
             if progress:
                 pb.advance(task, sizes[f])
+
+
+@contextmanager
+def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB on one thread for the block, the caller's thread count back after it. An ingest's statements are
+    small (a file's rows): waking DuckDB's other threads for each cost the single writer ~30% more CPU, taken from
+    the parse workers' cores. (The checkpoint at the end of an ingest runs after the block, on every thread.)"""
+    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
+    con.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:

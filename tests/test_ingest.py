@@ -100,6 +100,33 @@ def test_failed_write_rolls_back_the_whole_file(tmp_path, monkeypatch):
     assert out.status == "ingested" and counts(con)[2] == 9
 
 
+def test_value_the_store_cannot_hold_quarantines_the_file_whole(tmp_path, monkeypatch):
+    import replay.ingest_parse as ip
+
+    def bad_step(out, records):
+        columns(out, records)
+        out.items["step"][0] = 1.5
+
+    columns = ip._columns
+    monkeypatch.setattr(ip, "_columns", bad_step)
+    con = open_store(tmp_path / "s.duckdb")
+    [out] = ingest(con, [write_canonical(tmp_path / "a.jsonl")], workers=1)
+    assert out.status == "failed" and (out.runs, out.items, out.requests) == (0, 0, 0)
+    assert counts(con) == (0, 0, 0, 0, 1)
+    [(line, reason)] = con.execute("SELECT line, reason FROM quarantine").fetchall()
+    assert line == 0 and reason.startswith("the canonical reader gave a value the store cannot hold")
+    monkeypatch.undo()
+    [out] = ingest(con, [tmp_path / "a.jsonl"])
+    assert out.status == "ingested" and counts(con) == (1, 1, 9, 3, 0)
+
+
+def test_ingest_leaves_the_callers_thread_count(tmp_path):
+    con = open_store(tmp_path / "s.duckdb")
+    con.execute("SET threads = 3")
+    ingest(con, [write_canonical(tmp_path / "a.jsonl")])
+    assert con.execute("SELECT current_setting('threads')").fetchone()[0] == 3
+
+
 def _hold_store(path: str, ready, release) -> None:
     con = open_store(path)
     ready.set()

@@ -24,6 +24,21 @@ URL_RE = re.compile(r"https?://[^\s'\"<>]+")
 PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$", re.M)
 
 
+# shlex reads a string one character at a time in Python (a tenth of a Claude Code file's parse time): without a quote
+# or a backslash, its words are exactly the runs of characters between its whitespace (space, tab, CR, LF; not
+# str.split's wider set)
+_QUOTING = re.compile(r"[\"'\\]")
+_WORD = re.compile(r"[^ \t\r\n]+")
+
+
+def split_words(text: str) -> list[str]:
+    """``shlex.split(text)``, raising ValueError as it does, and as shlex itself only when something is quoted or
+    escaped."""
+    if _QUOTING.search(text) is None:
+        return _WORD.findall(text)
+    return shlex.split(text)
+
+
 def normalise_path(path: str) -> str:
     path = path.strip().strip("'\"")
     return posixpath.normpath(path) if path else path
@@ -93,7 +108,7 @@ def _inline_command(name: str, command: Any) -> tuple[str | None, str] | None:
     if not isinstance(command, str) or (name not in INLINE_ACCESS and name not in EDITOR_TOOLS):
         return None
     try:
-        words = shlex.split(command.strip().split("\n", 1)[0])
+        words = split_words(command.strip().split("\n", 1)[0])
     except ValueError:
         words = command.split()
     if not words or words[0].lower() != name:
@@ -115,7 +130,7 @@ def _strip_wrapper(command: str) -> str:
     m = re.match(r"^(?:/bin/)?(?:ba|z)?sh\s+-l?c\s+(.+)$", command, re.S)
     if m:
         try:
-            inner = shlex.split(m.group(1))
+            inner = split_words(m.group(1))
             command = inner[0] if inner else command
         except ValueError:
             command = m.group(1).strip("'\"")
@@ -131,7 +146,7 @@ def classify_shell(command: str) -> tuple[str | None, str | None]:
     command = _strip_wrapper(command)
     first = re.split(r"\s*(?:\|\||&&|\||;|\n)\s*", command, maxsplit=1)[0]
     try:
-        words = shlex.split(first)
+        words = split_words(first)
     except ValueError:
         words = first.split()
     if not words:
@@ -220,7 +235,7 @@ def _view_range(value: Any) -> Span:
 def _inline_span(name: str, command: str) -> Span | None:
     """SWE-agent ``open FILE [LINE]`` (a window around LINE) and ``str_replace_editor view FILE --view_range A B``."""
     try:
-        words = shlex.split(command.strip().split("\n", 1)[0])
+        words = split_words(command.strip().split("\n", 1)[0])
     except ValueError:
         return None
     if name == "open":
@@ -239,7 +254,7 @@ def _inline_span(name: str, command: str) -> Span | None:
 
 def _words(segment: str) -> list[str]:
     try:
-        words = shlex.split(segment)
+        words = split_words(segment)
     except ValueError:
         words = segment.split()
     return [w for w in words if not re.match(r"^\d*>", w)]  # redirections such as 2>/dev/null

@@ -105,16 +105,23 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, 
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations; return the schema version."""
+    """Apply pending migrations, all in one transaction (one commit for a new store, not one a migration); return the
+    schema version."""
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER)")
     row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0]
     current = row[0] or 0
-    for version, step in enumerate(MIGRATIONS, start=1):
-        if version > current:
-            con.execute("BEGIN")
-            step(con)
-            con.execute("INSERT INTO schema_version VALUES (?)", [version])
-            con.execute("COMMIT")
+    if current >= len(MIGRATIONS):
+        return len(MIGRATIONS)
+    con.execute("BEGIN")
+    try:
+        for version, step in enumerate(MIGRATIONS, start=1):
+            if version > current:
+                step(con)
+                con.execute("INSERT INTO schema_version VALUES (?)", [version])
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     return len(MIGRATIONS)
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import shlex
 
-from replay.readers.resources import classify_call, classify_shell
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from replay.readers.resources import classify_call, classify_shell, split_words
 
 
 @pytest.mark.parametrize("tool, args, expected", [
@@ -35,3 +39,14 @@ def test_classify_call(tool, args, expected):
 ])
 def test_classify_shell(command, expected):
     assert classify_shell(command) == expected
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab/.-#$ \t\r\n\x0b\x0c\x1c\x85\xa0\u2003'\"\\é")), max_size=30))
+def test_split_words_is_shlex_split(text):
+    try:
+        expected = shlex.split(text)
+    except ValueError:
+        with pytest.raises(ValueError):
+            split_words(text)
+        return
+    assert split_words(text) == expected
