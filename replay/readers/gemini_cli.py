@@ -31,7 +31,8 @@ from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 
-MESSAGE_TYPES = {"user", "gemini", "info", "error", "warning"}
+# A tuple: a JSON value of any type (a damaged type, a list) tests for membership without hashing.
+MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
 NOTE_TYPES = {"info", "error", "warning"}
 GEMINI_LINE_RE = re.compile(r'^\{"id":"[^"]+","timestamp":"[^"]+","type":"(?:user|gemini|info)"', re.M)
 

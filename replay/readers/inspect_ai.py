@@ -18,19 +18,25 @@ from typing import Any
 
 from replay.model import BadRecord, Record, Run, dumps
 from replay.readers.base import ReadContext, load_json_document, text_of
-from replay.readers.builder import RunBuilder
+from replay.readers.builder import RunBuilder, validate_usage
 
 SNIFF_RE = re.compile(r'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task)"\s*:')
 
 
 def usage_fields(usage: Any) -> dict[str, int | None]:
-    """inspect ModelUsage -> Request fields; the prompt total is total - output (providers differ on input)."""
+    """inspect ModelUsage -> Request fields; the prompt total is total - output (providers differ on input).
+    A count that is not a plausible number is passed on as it is, for the builder to quarantine."""
     if not isinstance(usage, dict) or usage.get("input_tokens") is None:
         return {}
-    out = usage.get("output_tokens") or 0
-    read, write = usage.get("input_tokens_cache_read") or 0, usage.get("input_tokens_cache_write") or 0
-    total = usage.get("total_tokens")
-    prompt = total - out if total else usage["input_tokens"] + read + write
+    raw = {"input_tokens": usage["input_tokens"], "output_tokens": usage.get("output_tokens") or 0,
+           "cache_read": usage.get("input_tokens_cache_read") or 0,
+           "cache_write": usage.get("input_tokens_cache_write") or 0, "prompt_tokens": usage.get("total_tokens")}
+    counts, problem = validate_usage(raw)
+    if problem:
+        return raw
+    out, read, write = counts["output_tokens"], counts["cache_read"], counts["cache_write"]
+    total = counts["prompt_tokens"]
+    prompt = total - out if total else counts["input_tokens"] + read + write
     return {"prompt_tokens": prompt, "input_tokens": max(prompt - read - write, 0), "cache_read": read,
             "cache_write": write, "output_tokens": out}
 
@@ -70,6 +76,11 @@ class InspectAIReader:
             yield from _Sample(ctx, ev, meta, _resolve(sample, sample.get("attachments") or {}), index).read()
 
 
+def _key(value: Any) -> Any:
+    """An id as a dict or set key: a string or number as it is, any other JSON value (a damaged id) as its JSON."""
+    return value if value is None or isinstance(value, (str, int, float)) else dumps(value)
+
+
 class _Sample:
     """One sample: its main conversation and any side conversations (scorers)."""
 
@@ -78,10 +89,10 @@ class _Sample:
         self.name = f"{sample.get('id', index)}.{sample.get('epoch', 1)}"
         self.meta = {**meta, "sample_id": sample.get("id"), "epoch": sample.get("epoch"),
                      "model_usage": sample.get("model_usage"), "scores": sample.get("scores")}
-        self.convs: dict[Any, tuple[RunBuilder, set[str]]] = {}
+        self.convs: dict[Any, tuple[RunBuilder, set[Any]]] = {}
         self.spans: dict[str, str] = {}
 
-    def _builder(self, key: Any, span: str | None) -> tuple[RunBuilder, set[str]]:
+    def _builder(self, key: Any, span: str | None) -> tuple[RunBuilder, set[Any]]:
         if key not in self.convs:
             main = next(iter(self.convs.values()), None)
             suffix = self.name if main is None else f"{self.name}-{len(self.convs)}"
@@ -96,7 +107,7 @@ class _Sample:
         events = [e for e in self.sample.get("events") or [] if isinstance(e, dict)]
         for e in events:
             if e.get("event") == "span_begin" and e.get("id"):
-                self.spans[e["id"]] = e.get("name") or e.get("type") or ""
+                self.spans[_key(e["id"])] = e.get("name") or e.get("type") or ""
         model_events = [e for e in events if e.get("event") == "model" and isinstance(e.get("input"), list)]
         messages = [m for m in self.sample["messages"] if isinstance(m, dict)]
         if not model_events:
@@ -109,12 +120,13 @@ class _Sample:
             return
         for e in model_events:
             prompt = [m for m in e["input"] if isinstance(m, dict)]
-            b, seen = self._builder(prompt[0].get("id") if prompt else None, self.spans.get(e.get("span_id", "")))
+            span = self.spans.get(_key(e.get("span_id")))
+            b, seen = self._builder(_key(prompt[0].get("id")) if prompt else None, span)
             if e.get("tools") and b.step == 0:
                 b.add("tool_defs", "system", dumps(e["tools"]), line=self.index)
             for m in prompt:
-                if m.get("id") not in seen:
-                    seen.add(m.get("id"))
+                if (mid := _key(m.get("id"))) not in seen:
+                    seen.add(mid)
                     _message(b, m, self.index)
             output = e.get("output") or {}
             b.request(ts=e.get("timestamp"), model=output.get("model"), line=self.index,

@@ -24,7 +24,8 @@ from replay.model import BadRecord, Record, Run, dumps
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 
-ROLES = {"system", "developer", "user", "assistant", "tool", "function"}
+# A tuple: a JSON value of any type (a damaged role, a list) tests for membership without hashing.
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 OTHER_FORMAT_KEYS = {"info", "trajectory", "trajectory_format", "history", "samples", "eval", "type"}
 
 

@@ -57,6 +57,16 @@ def test_one_damaged_value_never_fails_the_document(corpus, pristine, fmt, how, 
     assert not problems, f"{fmt} {how} (pick {pick}): {problems}"
 
 
+# Found by longer runs (REPLAY_FUZZ_EXAMPLES=300): a list as an inspect_ai message id or an OpenAI role (hashed
+# as a key), a string as an inspect_ai token count (used in arithmetic before the builder's check).
+@pytest.mark.parametrize(("fmt", "how", "pick"), [("inspect_ai", "wrong_type", 1388),
+                                                  ("openai_messages", "wrong_type", 3768),
+                                                  ("inspect_ai", "string", 992)])
+def test_damages_found_by_longer_runs(corpus, pristine, tmp_path, fmt, how, pick):
+    src = corpus / D.FILES[fmt]
+    assert D.check_document(pristine[fmt], src.read_bytes(), how, pick, tmp_path / src.name) == []
+
+
 @pytest.mark.parametrize("encoding", ["utf-8-bom", "utf-16"])
 @pytest.mark.parametrize("fmt", list(D.FILES))
 def test_bom_and_utf16_files_read_like_the_original(corpus, pristine, tmp_path, fmt, encoding):
