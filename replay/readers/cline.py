@@ -179,6 +179,7 @@ class _Task:
     def from_ui(self) -> Iterator[Record]:
         for line, m in self.messages:
             kind, ts = m.get("say") or m.get("ask"), _iso(m.get("ts"))
+            kind = kind if isinstance(kind, str) else None  # a damaged type of any JSON value is no known kind
             self.deleted_range(m, line)
             text = m.get("text") if isinstance(m.get("text"), str) else ""
             if kind == "api_req_started":

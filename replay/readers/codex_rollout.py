@@ -146,6 +146,9 @@ class CodexRolloutReader:
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
+                if held:  # an unreadable line after a call is a line between it and any `compacted`, as a readable
+                    d.request(**held)  # one would be: the call stays an agent request (its row is not lost)
+                    held = None
                 yield entry
                 continue
             line, obj = entry

@@ -128,16 +128,17 @@ class _Sample:
                 if (mid := _key(m.get("id"))) not in seen:
                     seen.add(mid)
                     _message(b, m, self.index)
-            output = e.get("output") or {}
+            output = e.get("output") if isinstance(e.get("output"), dict) else {}
             b.request(ts=e.get("timestamp"), model=output.get("model"), line=self.index,
                       **usage_fields(output.get("usage")))
-            for choice in (output.get("choices") or [])[:1]:
-                if isinstance(choice.get("message"), dict):
-                    seen.add(choice["message"].get("id"))
+            choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+            for choice in choices[:1]:
+                if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+                    seen.add(_key(choice["message"].get("id")))
                     _message(b, choice["message"], self.index, ts=e.get("timestamp"))
         main, seen = next(iter(self.convs.values()))
         for m in messages:
-            if m.get("id") not in seen:
+            if _key(m.get("id")) not in seen:
                 _message(main, m, self.index)
         for b, _ in self.convs.values():
             yield from b

@@ -195,16 +195,19 @@ def _assistant(b: RunBuilder, msg: dict, line: int | None, ts: str | None) -> No
 
 def _response(b: RunBuilder, meta: dict, response: dict) -> None:
     """The one request of a per-request log; its output goes to run metadata (see module docstring)."""
-    choices = response.get("choices") or []
-    out = choices[0].get("message", {}) if choices and isinstance(choices[0], dict) else response
+    choices = response.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else None
+    out = first.get("message", {}) if first is not None else response
+    out = out if isinstance(out, dict) else {}
     b.request(ts=_iso(meta.get("timestamp")), model=response.get("model"), **usage_fields(response.get("usage")))
     content = out.get("content")
-    b.run.metadata["response_text"] = text_of([p for p in content if p.get("type") == "text"]
+    parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    b.run.metadata["response_text"] = text_of([p for p in parts if p.get("type") == "text"]
                                               if isinstance(content, list) else content)
-    calls = [c.get("function", {}) for c in out.get("tool_calls") or []]
-    calls += [p for p in content if p.get("type") == "tool_use"] if isinstance(content, list) else []
+    tool_calls = out.get("tool_calls") if isinstance(out.get("tool_calls"), list) else []
+    calls = [c["function"] if isinstance(c.get("function"), dict) else {} for c in tool_calls if isinstance(c, dict)]
+    calls += [p for p in parts if p.get("type") == "tool_use"]
     b.run.metadata["response_tool_calls"] = [{"name": c.get("name"), "args": c.get("arguments", c.get("input"))}
                                              for c in calls]
-
 
 READER = OpenAIMessagesReader()

@@ -57,14 +57,25 @@ def test_one_damaged_value_never_fails_the_document(corpus, pristine, fmt, how, 
     assert not problems, f"{fmt} {how} (pick {pick}): {problems}"
 
 
-# Found by longer runs (REPLAY_FUZZ_EXAMPLES=300): a list as an inspect_ai message id or an OpenAI role (hashed
-# as a key), a string as an inspect_ai token count (used in arithmetic before the builder's check).
+# Found by longer runs (REPLAY_FUZZ_EXAMPLES=300 and 1000): a list as an inspect_ai message id, an OpenAI role or
+# a Cline message type (hashed as a key), a string as an inspect_ai token count (used in arithmetic before the
+# builder's check), a bool as an inspect_ai model output, a number as an OpenAI response's choices.
 @pytest.mark.parametrize(("fmt", "how", "pick"), [("inspect_ai", "wrong_type", 1388),
                                                   ("openai_messages", "wrong_type", 3768),
-                                                  ("inspect_ai", "string", 992)])
+                                                  ("inspect_ai", "string", 992),
+                                                  ("inspect_ai", "wrong_type", 2672),
+                                                  ("openai_messages", "wrong_type", 26501),
+                                                  ("cline", "wrong_type", 85)])
 def test_damages_found_by_longer_runs(corpus, pristine, tmp_path, fmt, how, pick):
     src = corpus / D.FILES[fmt]
     assert D.check_document(pristine[fmt], src.read_bytes(), how, pick, tmp_path / src.name) == []
+
+
+def test_an_unreadable_line_between_a_codex_call_and_compacted_keeps_the_request(corpus, pristine, tmp_path):
+    """The fixture's line 88 sits between a token_count (87) and a `compacted` line (89): cut short, it must not
+    turn the agent's request at line 87 into the summariser's call (found by REPLAY_FUZZ_EXAMPLES=1000)."""
+    src = corpus / D.FILES["codex_rollout"]
+    assert D.check_line(pristine["codex_rollout"], D.lines_of(src), 88, "truncate", 0, tmp_path / src.name) == []
 
 
 @pytest.mark.parametrize("encoding", ["utf-8-bom", "utf-16"])
