@@ -90,7 +90,7 @@ class _Sample:
         self.meta = {**meta, "sample_id": sample.get("id"), "epoch": sample.get("epoch"),
                      "model_usage": sample.get("model_usage"), "scores": sample.get("scores")}
         self.convs: dict[Any, tuple[RunBuilder, set[Any]]] = {}
-        self.spans: dict[str, str] = {}
+        self.spans: dict[Any, str] = {}
 
     def _builder(self, key: Any, span: str | None) -> tuple[RunBuilder, set[Any]]:
         if key not in self.convs:
