@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +24,7 @@ from replay.ingest_parse import (  # noqa: F401 (API)
 from replay.model import BadRecord
 from replay.readers import folder_reader
 from replay.readers.base import MAX_RECORD_BYTES
+from replay.store.memory import db_setting
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -228,7 +229,10 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
     parsed = parse_units(files, max_line_bytes, frozenset(stored.files), workers)
     if progress:
         from replay.progress import bar
-    with bounded_memory(con) as memory, one_thread(con), bar() if progress else nullcontext() as pb:
+    # DuckDB on one thread while files are written: an ingest's statements are small (a file's rows), and waking
+    # DuckDB's other threads for each cost the single writer ~30% more CPU, taken from the parse workers' cores
+    # (the checkpoint at the end of an ingest runs after the block, on every thread)
+    with bounded_memory(con) as memory, db_setting(con, "threads", 1), bar() if progress else nullcontext() as pb:
         task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
         for f, p in zip(files, parsed, strict=True):
             if progress:
@@ -238,19 +242,6 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
             yield store_parsed(con, p, replace_older, stored)
             if progress:
                 pb.advance(task, sizes[f])
-
-
-@contextmanager
-def one_thread(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB on one thread for the block, the caller's thread count back after it. An ingest's statements are
-    small (a file's rows): waking DuckDB's other threads for each cost the single writer ~30% more CPU, taken from
-    the parse workers' cores. (The checkpoint at the end of an ingest runs after the block, on every thread.)"""
-    threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
-    con.execute("SET threads = 1")
-    try:
-        yield
-    finally:
-        con.execute(f"SET threads = {int(threads)}")
 
 
 def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:

@@ -1,5 +1,6 @@
-"""DuckDB's memory limit lowered for a stretch of work on a store file, so the blocks it reads and writes are
-evicted (and big sorts spill to disk) instead of growing the process to DuckDB's default of 80% of RAM."""
+"""DuckDB settings changed for a stretch of work and restored after it; DuckDB's memory limit lowered so the blocks
+it reads and writes are evicted (and big sorts spill to disk) instead of growing the process to DuckDB's default
+of 80% of RAM."""
 
 from __future__ import annotations
 
@@ -12,6 +13,17 @@ from replay.ingest_memory import size_bytes
 
 
 @contextmanager
+def db_setting(con: duckdb.DuckDBPyConnection, name: str, value: str | int) -> Iterator[None]:
+    """DuckDB's setting ``name`` at ``value`` for the duration, the caller's value back after it."""
+    before = con.execute("SELECT current_setting(?)", [name]).fetchall()[0][0]
+    con.execute(f"SET {name} = '{value}'").fetchall()
+    try:
+        yield
+    finally:
+        con.execute(f"SET {name} = '{before}'").fetchall()
+
+
+@contextmanager
 def bounded_db_memory(con: duckdb.DuckDBPyConnection, mb: int) -> Iterator[None]:
     """Lower DuckDB's memory_limit to ``mb`` for the duration (never raise it; a store in memory, which has no file
     to spill beside, is left alone); bigger work spills to disk."""
@@ -20,8 +32,5 @@ def bounded_db_memory(con: duckdb.DuckDBPyConnection, mb: int) -> Iterator[None]
     if not (on_disk and on_disk[0][0]) or not mb * 2**20 < size_bytes(before) < float("inf"):
         yield
         return
-    con.execute(f"SET memory_limit = '{mb}MiB'").fetchall()
-    try:
+    with db_setting(con, "memory_limit", f"{mb}MiB"):
         yield
-    finally:
-        con.execute(f"SET memory_limit = '{before}'").fetchall()
