@@ -143,7 +143,7 @@ def test_calibrate_claude_code_and_codex_corpus(agent_db):
     per_file = error_by_file(requests)
     with pl.Config(tbl_rows=100, fmt_str_lengths=60):
         print(per_file)
-    assert len(per_file) == 28  # 25 Claude Code files with usage (the workflow journal has none) + 3 Codex
+    assert len(per_file) == 29  # 26 Claude Code files with usage (the workflow journal has none) + 3 Codex
     stored = agent_db.execute("SELECT count(*) FROM calibrations WHERE tokenizer_id = ?",
                               [tok.tokenizer_id]).fetchall()[0][0]
     assert stored == len(runs)
