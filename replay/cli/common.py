@@ -21,6 +21,7 @@ from rich.text import Text
 from replay.errors import Interrupted, ReplayError
 from replay.resources import check_workers
 from replay.store import DEFAULT_DB
+from replay.untrusted import for_terminal
 
 
 def _existing_store(path: Path) -> Path:
@@ -110,14 +111,14 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
 
 def cell(v: object) -> str:
     """A value as a table shows it: floats to 4 significant digits (whole from 10,000), numbers with thousands
-    separators."""
+    separators, text with its control characters made visible (it may come from a log)."""
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:,.4g}"  # never an exponent
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    return str(v)
+    return for_terminal(str(v))
 
 
 def header(col: str) -> str:

@@ -30,6 +30,7 @@ from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
 from replay.store import open_store
+from replay.untrusted import for_terminal
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "cost_usd", "cache_hit_rate", "summaries",
@@ -124,6 +125,20 @@ def policies() -> None:
                       highlight=False)
 
 
+def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """``df`` with a short ``verdict`` per row (within, missed, no preset, or flagged [n]: unreconstructable) and the
+    distinct reasons the [n] point to, so the verdict fits 80 columns and the reason is printed under the table."""
+    reasons = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
+    number = {r: i for i, r in enumerate(reasons, 1)}
+    verdicts = []
+    for kind, within, reason in df.select("kind", "within", "unreconstructable").iter_rows():
+        if kind == "run" and reason:
+            verdicts.append(f"flagged [{number[reason]}]")
+        else:
+            verdicts.append("no preset" if within is None else "within" if within else "missed")
+    return df.with_columns(pl.Series("verdict", verdicts, pl.String)), reasons
+
+
 @app.command()
 def fidelity(db: DbOption = DEFAULT_DB_PATH,
              tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help=(
@@ -153,11 +168,17 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
                           "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)")
     runs = df.filter(pl.col("kind") == "run")
     missed = df.filter(pl.col("within") == False)  # noqa: E712 (polars expression)
-    shown = df.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "oos_median_abs_pct",
-                      "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
-                      "within") if fmt == "table" else df
-    emit(shown, fmt, title=f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs "
-                           f"within 3% median, 10% p95; token source {runs['token_source'][0]})", wide=wide)
+    title = (f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
+             f"10% p95; token source {runs['token_source'][0]})")
+    if fmt != "table":
+        emit(df, fmt, title=title, wide=wide)
+    else:
+        shown, reasons = with_verdict(df)
+        emit(shown.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "verdict",
+                          "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
+                          "oos_median_abs_pct"), fmt, title=title, wide=wide)
+        for i, reason in enumerate(reasons, 1):
+            console.print(Text(f"[{i}] unreconstructable: {for_terminal(reason)}"), highlight=False)
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)

@@ -63,3 +63,28 @@ def test_fidelity_on_a_store_without_usage_says_so(tmp_path: Path) -> None:
     open_store(tmp_path / "e.duckdb").close()
     result = CliRunner().invoke(app, ["fidelity", "--db", str(tmp_path / "e.duckdb")])
     assert result.exit_code != 0 and "no run with recorded prompt usage" in str(result.exception or result.output)
+
+
+def test_calibrate_and_fidelity_agree_on_the_corpus(corpus_db) -> None:
+    """One prompt model: calibrate's per-run error is the error fidelity's replay sends (median within 0.5 points,
+    p95 within 1 point) on every run the log can reconstruct, and both carry the same flag."""
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.tokens import DEFAULT_OVERHEAD, load_tokenizer
+    from replay.tokens.calibrate import fit_usage
+    from replay.tokens.counting import count_items
+
+    tok = load_tokenizer("o200k")
+    count_items(corpus_db, tok)
+    _, runs, _ = fit_usage(corpus_db, tok.tokenizer_id, DEFAULT_OVERHEAD)
+    cal = {r["run_id"]: r for r in runs.iter_rows(named=True)}
+    fid = fidelity_frame(corpus_db, tok.tokenizer_id).filter(kind="run")
+    off = []
+    for r in fid.iter_rows(named=True):
+        c = cal[r["run_id"]]
+        assert (c["unreconstructable"] or None) == (r["unreconstructable"] or None), r["run_id"]
+        if r["unreconstructable"]:
+            continue
+        if abs(100 * c["median_err"] - r["median_abs_pct"]) > 0.5 or abs(100 * c["p95_err"] - r["p95_abs_pct"]) > 1:
+            off.append((r["run_id"], round(100 * c["median_err"], 2), r["median_abs_pct"],
+                        round(100 * c["p95_err"], 2), r["p95_abs_pct"]))
+    assert not off, off
