@@ -25,6 +25,7 @@ from replay.model import BadRecord
 from replay.readers import folder_reader
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store.memory import db_setting
+from replay.untrusted import for_terminal
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -236,7 +237,7 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
         task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
         for f, p in zip(files, parsed, strict=True):
             if progress:
-                pb.update(task, description=f"ingest {f.name[:40]}")
+                pb.update(task, description=f"ingest {for_terminal(f.name[:40])}")
             if memory and p.status == "ingested":
                 memory.before_file(p.largest)
             yield store_parsed(con, p, replace_older, stored)

@@ -21,7 +21,7 @@ from rich.text import Text
 from replay.errors import Interrupted, ReplayError
 from replay.resources import check_workers
 from replay.store import DEFAULT_DB
-from replay.untrusted import for_terminal
+from replay.untrusted import for_csv, for_terminal
 
 
 def _existing_store(path: Path) -> Path:
@@ -70,11 +70,14 @@ def note(line: str) -> None:
 
 
 def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
-    """Lists, arrays and structs (which CSV cannot hold) as one JSON text per cell."""
+    """Lists, arrays and structs (which CSV cannot hold) as one JSON text per cell; every text cell through
+    ``for_csv`` (log content: no controls, no formula a spreadsheet would run)."""
     nested = [c for c, t in frame.schema.items() if t.is_nested()]
-    return frame.with_columns(
+    frame = frame.with_columns(
         pl.Series(c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String)
         for c in nested)
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    return frame.with_columns(pl.col(c).map_elements(for_csv, return_dtype=pl.String) for c in text)
 
 
 def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:

@@ -20,6 +20,7 @@ from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
 from replay.store.sandbox import open_sandboxed, run_query
+from replay.untrusted import for_terminal
 
 QUARANTINED_EXIT = 3
 
@@ -59,7 +60,7 @@ def ingest(
     if not paths:
         found = discover(harness)
         for f in found:
-            console.print(_found_line(f), highlight=False)
+            console.print(for_terminal(_found_line(f)), highlight=False)
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
             console.print(f"No agent logs found for {names} in their default locations. Pass paths "
@@ -85,9 +86,10 @@ def ingest(
                                  replace_older=not paths))
     for out in outcomes:
         for bad in out.bad[:5]:
-            console.print(Text.assemble((f"{out.path}:{bad.line}", "yellow"), f": {bad.reason}"), highlight=False)
+            console.print(Text.assemble((f"{for_terminal(str(out.path))}:{bad.line}", "yellow"),
+                                        f": {for_terminal(bad.reason)}"), highlight=False)
         if len(out.bad) > 5:
-            console.print(Text.assemble((str(out.path), "yellow"),
+            console.print(Text.assemble((for_terminal(str(out.path)), "yellow"),
                                         f": {len(out.bad) - 5} more bad records (see `replay quarantine`)"))
     counts = {s: sum(o.status == s for o in outcomes) for s in ("ingested", "unchanged", "unknown", "failed")}
     console.print(f"{len(outcomes)} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()) +
@@ -116,7 +118,7 @@ def _found_line(f: Found) -> str:
 def _report_one(out: FileOutcome) -> None:
     detail = f"{out.runs} runs, {out.requests} requests" if out.status == "ingested" else (
         out.bad[0].reason if out.bad else "")
-    console.print(f"{out.status} {out.path} ({out.format or '?'}): {detail}", highlight=False)
+    console.print(for_terminal(f"{out.status} {out.path} ({out.format or '?'}): {detail}"), highlight=False)
 
 
 @app.command()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from replay.errors import ReplayError
+from replay.untrusted import toml_comment, toml_string
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,11 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return toml_string(str(v))
 
 
 def dump_policy_file(pf: PolicyFile, comment: str = "") -> str:
-    lines = [f"# {line}" for line in comment.splitlines()] + ["[policy]", f"name = {_toml_value(pf.name)}",
+    lines = [toml_comment(line) for line in comment.splitlines()] + ["[policy]", f"name = {_toml_value(pf.name)}",
                                                               f"cache = {_toml_value(pf.cache)}"]
     if pf.runs:
         lines.append(f"runs = {_toml_value(pf.runs)}")
