@@ -217,11 +217,11 @@ def run_ids(con: duckdb.DuckDBPyConnection, pattern: str | None = None) -> list[
 
 def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
               pattern: str | None = None, prompt: bool = True, overhead: int | None = None,
-              fitted: tuple | None = None) -> list[RunArrays]:
-    """Runs matching ``pattern``, under the prompt model (``prompt=False``: the log's items only;
-    ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage`` result
-    for this tokenizer to reuse)."""
-    ids = run_ids(con, pattern)
+              fitted: tuple | None = None, ids: list[str] | None = None) -> list[RunArrays]:
+    """Runs matching ``pattern`` (or the runs ``ids``), under the prompt model (``prompt=False``: the log's items
+    only; ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage``
+    result for this tokenizer to reuse)."""
+    ids = run_ids(con, pattern) if ids is None else ids
     require_counts(con, tokenizer_id, ids)
     models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
     return load_many(con, ids, tokenizer_id, models)

@@ -88,3 +88,16 @@ def test_calibrate_and_fidelity_agree_on_the_corpus(corpus_db) -> None:
             off.append((r["run_id"], round(100 * c["median_err"], 2), r["median_abs_pct"],
                         round(100 * c["p95_err"], 2), r["p95_abs_pct"]))
     assert not off, off
+
+
+def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None:
+    from replay.tokens.builtins import for_model
+
+    assert [for_model(m) for m in ("claude-opus-4-5-20251101", "openai/gpt-4o-mini", "gpt-5.3-codex", "gpt-4-0613",
+                                   "litellm_proxy/deepseek-chat", "meta-llama/llama-4-maverick",
+                                   "openai/Qwen3.5-9B-Q8_0", "gemini-3-flash-preview", None)] == [
+        "claude-legacy", "o200k", "o200k", "cl100k", "deepseek-v3", "llama4", None, None, None]
+    res = CliRunner().invoke(app, ["fidelity", "--db", str(store), "-t", "model", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert rows and {r["token_source"].split(":")[1] for r in rows} == {"claude-legacy"}
