@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +54,8 @@ def load_policy_file(path: Path) -> PolicyFile:
         raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
     pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "auto")),
                     runs=pol.get("runs") or None, tokenizer=pol.get("tokenizer") or None,
-                    tolerances={k: float(v) for k, v in doc.get("tolerances", {}).items()}, path=str(path))
+                    tolerances={k: tolerance(k, v, f"{path}: [tolerances]") for k, v in
+                                doc.get("tolerances", {}).items()}, path=str(path))
     from dataclasses import replace
 
     from replay.tokens.resolve import beside
@@ -66,6 +68,17 @@ def load_policy_file(path: Path) -> PolicyFile:
     except ReplayError as exc:
         raise ReplayError(f"{path}: {exc}") from None
     return pf
+
+
+def tolerance(metric: str, value: Any, where: str) -> float:
+    """A tolerance as a finite number >= 0 (NaN would pass every comparison as 'not regressed')."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ReplayError(f"{where} {metric}={value!r}: expected a number") from None
+    if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+        raise ReplayError(f"{where} {metric}={value!r}: expected a finite number >= 0 (the allowed worsening)")
+    return number
 
 
 def _toml_value(v: Any) -> str:
