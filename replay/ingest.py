@@ -221,8 +221,19 @@ def ingest_units(con: duckdb.DuckDBPyConnection, units: list[Path], progress: bo
 POOL_MIN_BYTES = 1 << 20  # below this a process pool costs more to start than it saves
 
 
+def store_files(con: duckdb.DuckDBPyConnection) -> set[Path]:
+    """The store's own database file and its write-ahead log: never logs to read, even in a folder being ingested."""
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    if not row or not row[0]:
+        return set()
+    db = Path(row[0]).resolve()
+    return {db, db.with_name(db.name + ".wal")}
+
+
 def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
          max_line_bytes: int, replace_older: bool = False, workers: int = 0) -> Iterator[FileOutcome]:
+    own = store_files(con)
+    files = [f for f in files if f.resolve() not in own]
     sizes = {f: unit_size(f) for f in files}
     if sum(sizes.values()) < POOL_MIN_BYTES:
         workers = 1

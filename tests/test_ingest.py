@@ -176,3 +176,15 @@ def test_duckdb_sizes_read_as_bytes():
 
     assert size_bytes("18.8 GiB") == 18.8 * 2**30 and size_bytes("512 bytes") == 512 and size_bytes("100.0 MB") == 10**8
     assert size_bytes("unlimited") == float("inf")
+
+
+def test_a_store_inside_the_folder_it_ingests_is_not_read_as_a_log(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
+    con = open_store(folder / "s.duckdb")
+    first = ingest(con, [folder])
+    con.execute("CHECKPOINT")
+    again = ingest(con, [folder])
+    assert [o.path.name for o in first] == ["run.jsonl"] and [o.status for o in again] == ["unchanged"]

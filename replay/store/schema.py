@@ -133,6 +133,10 @@ def check_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
         if tables & {"files", "runs", "items", "requests"}:
             raise ReplayError(f"{where}: holds replay tables but no schema_version, so its layout is unknown; "
                               "ingest the logs again into a new --db")
+        if tables:  # someone else's database: adding replay's tables to it would change their file
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise ReplayError(f"{where}: a DuckDB database that is not a replay store (tables {shown}); give "
+                              "--db a new file or an existing replay store")
         return 0
     version = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
     if version > len(MIGRATIONS):

@@ -39,6 +39,18 @@ def test_an_unversioned_store_is_refused(tmp_path):
         open_store(path)
 
 
+def test_someone_elses_database_is_refused_unchanged(tmp_path):
+    path = tmp_path / "theirs.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE invoices (id INTEGER)")
+    for opener in (open_store, lambda p: open_store(p, read_only=True), open_sandboxed):
+        with pytest.raises(ReplayError, match="not a replay store \\(tables invoices\\)"):
+            opener(path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()] == [
+            "invoices"]
+
+
 def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
     db = tmp_path / "s.duckdb"
     cmd = [sys.executable, "-m", "replay", "ingest", str(corpus), "--db", str(db)]
