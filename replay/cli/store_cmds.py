@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, NewDbOption, WideOption, console, emit
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, NewDbOption, WideOption, console, emit, note
 from replay.discover import Found, discover, harness_names
 from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
@@ -19,7 +19,7 @@ from replay.ingest import watch as watch_paths
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
-from replay.store.sandbox import open_sandboxed, run_query
+from replay.store.sandbox import DEFAULT_MEMORY, open_sandboxed, run_query
 from replay.untrusted import for_terminal
 
 QUARANTINED_EXIT = 3
@@ -134,11 +134,23 @@ def quarantine(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table") -> N
     emit(frame(con, "SELECT path, line, reason FROM quarantine ORDER BY path, line"), fmt, title="quarantine")
 
 
+TABLE_ROWS = 1000  # a terminal table of more rows is not read, and takes long to render
+
+
 @app.command()
 def sql(query: Annotated[str, typer.Argument(help="SQL over runs, items, requests, token_counts...")],
         db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
         timeout: Annotated[float | None, typer.Option(
-            help="Stop the query after this many seconds (Ctrl-C also stops it).")] = None) -> None:
-    """Run read-only SQL against the store's tables (no file, URL or extension access)."""
-    con = open_sandboxed(db)
-    emit(run_query(con, query, timeout), fmt)
+            help="Stop the query after this many seconds (Ctrl-C also stops it).")] = None,
+        limit: Annotated[int | None, typer.Option(
+            help="Rows shown at most (default: 1,000 in a table, all in csv/json; 0: all).", min=0)] = None,
+        memory_limit: Annotated[str, typer.Option(
+            help="DuckDB memory for the query; past it the query stops with a message.")] = DEFAULT_MEMORY) -> None:
+    """Run read-only SQL against the store's tables (no file, URL or extension access), within a memory limit."""
+    con = open_sandboxed(db, memory_limit)
+    rows = (TABLE_ROWS if fmt == "table" else 0) if limit is None else limit
+    frame = run_query(con, query, timeout, rows or None)
+    if rows and frame.height > rows:
+        frame = frame.head(rows)
+        note(f"first {rows:,} rows shown; more were left out (--limit 0 shows all, --format csv writes them)")
+    emit(frame, fmt)
