@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import re
 import signal
 import sys
@@ -62,6 +63,16 @@ console = Console(markup=False)
 WorkersOption = Annotated[int, typer.Option(
     "--workers", help="Worker processes (0 = as many as the cores and free memory allow; more is lowered to that, "
     "with a note).", callback=lambda value: check_workers(value))]
+
+
+MAX_TOKENS = 100_000_000  # a window or reserve past this is a typo (the largest context windows are ~10M)
+
+
+def finite_seconds(value: float) -> float:
+    """A number of seconds, finite and > 0 (typer's FloatRange lets NaN through)."""
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value}: give a number of seconds > 0")
+    return value
 
 
 def note(line: str) -> None:

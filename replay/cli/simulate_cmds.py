@@ -14,6 +14,7 @@ from replay.cli import app
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
+    MAX_TOKENS,
     DbOption,
     FormatOption,
     PriceOption,
@@ -46,8 +47,9 @@ def simulate(
     tokenizer: TokenizerOption = None,
     tokenizer_id: Annotated[str | None, typer.Option("--tokenizer-id", hidden=True,
                                                      help="Old name of --tokenizer (same resolver).")] = None,
-    window: Annotated[int, typer.Option(help="Context window, tokens.")] = 200_000,
-    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    reserve: Annotated[int, typer.Option(
+        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
     prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,

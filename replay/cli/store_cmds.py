@@ -10,7 +10,17 @@ import typer
 from rich.text import Text
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, NewDbOption, WideOption, console, emit, note
+from replay.cli.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    NewDbOption,
+    WideOption,
+    console,
+    emit,
+    finite_seconds,
+    note,
+)
 from replay.discover import Found, discover, harness_names
 from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
@@ -42,7 +52,8 @@ def ingest(
     watch: Annotated[bool, typer.Option(
         "--watch", help="Keep polling and ingest sessions as they grow (a grown file replaces its earlier "
                         "version of the run). Ctrl-C stops.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 2.0,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.",
+                                            callback=finite_seconds)] = 2.0,
 ) -> None:
     """Ingest agent logs (format detected by content); already ingested files are skipped.
 

@@ -98,3 +98,16 @@ def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert stop.value.code == DISK_FULL_EXIT
     assert "Traceback" not in err and err.count("\n") == 1 and "out of memory" in err and "rerun" in err
+
+
+@pytest.mark.parametrize("args", [["simulate", "--window", str(2**64)], ["simulate", "--reserve", "-1"],
+                                  ["show", "x", "--window", "0"], ["ingest", "--watch", "--interval", "nan"],
+                                  ["ingest", "--watch", "--interval", "-1"],
+                                  ["ingest", "--watch", "--interval", "inf"]])
+def test_numeric_options_out_of_range_are_one_usage_line(args, tmp_path):
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 2 and "Invalid value for" in res.output and "Traceback" not in res.output, res.output
