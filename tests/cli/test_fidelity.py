@@ -65,6 +65,7 @@ def test_fidelity_on_a_store_without_usage_says_so(tmp_path: Path) -> None:
     assert result.exit_code != 0 and "no run with recorded prompt usage" in str(result.exception or result.output)
 
 
+@pytest.mark.xfail(strict=True, reason="cc-jason-webtech's microcompact_boundary is not read yet (issue 21, 5)")
 def test_calibrate_and_fidelity_agree_on_the_corpus(corpus_db) -> None:
     """One prompt model: calibrate's per-run error is the error fidelity's replay sends (median within 0.5 points,
     p95 within 1 point) on every run the log can reconstruct, and both carry the same flag."""
