@@ -172,13 +172,14 @@ def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None =
 INTERRUPTED_EXIT = 130  # the shell's code for a command ended by Ctrl-C
 DISK_FULL_EXIT = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure (disk full, out of memory), rerun once resolved
 _QUOTED_PATH = re.compile(r'"(/[^"]+|[A-Za-z]:\\[^"]+)"')  # DuckDB's 'Could not write file "PATH": ...'
-_ctrl_c: list[bool] = []  # set by the SIGINT handler: whatever exception follows, the cause was Ctrl-C
+_ctrl_c: list[int] = []  # the signal that stops this run (SIGINT, SIGTERM, SIGHUP): whatever exception follows
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a command the way Ctrl-C does
 
 
 def _on_sigint(signum: int, frame: object) -> None:
     if _ctrl_c:  # already stopping: a second Ctrl-C must not break the cleanup with a traceback
         return
-    _ctrl_c.append(True)
+    _ctrl_c.append(signum)
     raise Interrupted
 
 
@@ -213,12 +214,13 @@ def run_app(app: typer.Typer) -> None:
     (also when it surfaced as another error: DuckDB reports an interrupted statement as its own exception), a full
     disk into one line and 75 (every transaction committed before it is kept; the rerun continues)."""
     _ctrl_c.clear()  # a Ctrl-C seen by an earlier run in this process (tests run the CLI in-process) is not this one's
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    previous = {s: signal.signal(s, _on_sigint) for s in STOP_SIGNALS}
     try:
         _run(app)
     finally:
-        if not _ctrl_c:  # after a Ctrl-C it stays ignored (below); otherwise the caller's handler comes back
-            signal.signal(signal.SIGINT, previous)
+        if not _ctrl_c:  # after a stop they stay ignored (below); otherwise the caller's handlers come back
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
 
 def _run(app: typer.Typer) -> None:
@@ -241,10 +243,13 @@ def _run(app: typer.Typer) -> None:
             raise SystemExit(2) from None
         if not _ctrl_c:
             raise
+        signum = _ctrl_c[0]
+        how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         Console(stderr=True, soft_wrap=True).print(
-            "interrupted (Ctrl-C): work committed so far is kept (each file, each batch of sweep points is one "
+            f"interrupted ({how}): work committed so far is kept (each file, each batch of sweep points is one "
             "transaction); rerun the same command to continue", highlight=False)
         # ignored, not handled, from here: Python's finalisation resets a Python handler to the default, so a
-        # further Ctrl-C while worker pools shut down would kill the process (exit -2) instead of 130
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise SystemExit(INTERRUPTED_EXIT) from None
+        # further signal while worker pools shut down would kill the process (exit -2) instead of 128 + signal
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise SystemExit(INTERRUPTED_EXIT if signum == signal.SIGINT else 128 + signum) from None

@@ -79,6 +79,22 @@ def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
     assert fresh.returncode == 0
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_like_ctrl_c(sample_db_path, tmp_path, signum):
+    """`kill PID` (or a closed terminal) during a sweep: one line, exit 128 + signal, finished work kept."""
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(sample_db_path.read_bytes())
+    cmd = [sys.executable, "-m", "replay", "sweep", str(ROOT / "examples" / "sweep.toml"), "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+    time.sleep(3)  # past start-up: the handlers are installed once the command runs
+    proc.send_signal(signum)
+    out = proc.communicate(timeout=120)[0].decode()
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the signal")
+    assert proc.returncode == 128 + signum, out
+    assert "Traceback" not in out and f"interrupted ({signal.Signals(signum).name})" in out
+
+
 @pytest.mark.parametrize("error", [duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate 256 MiB\n"
                                                               "Possible solutions: ..."), MemoryError()])
 def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch, capsys):
