@@ -17,7 +17,7 @@ _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]
 # characters XML 1.0 cannot hold at all, even escaped
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 # markdown punctuation that can start or end markup anywhere in a line (inline, in table cells, in list items)
-_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~<>&:])")
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]()#+!|~<>&]|:(?=//))")  # ...and '://', which GFM would autolink
 _BLOCK_START = re.compile(r"^(\d*)([-.)])")  # a list marker or thematic break when the text starts a block
 _CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 

@@ -4,6 +4,7 @@ and the JSON and JUnit forms CI systems read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from xml.etree import ElementTree as ET
 
 import polars as pl
@@ -65,20 +66,20 @@ def explain_metric(r: dict, n_runs: int) -> str:
     return f"{m} over all {n_runs} runs: {said}, worse by {worse}; tolerance {limit}"
 
 
-def explain_run(r: dict, tolerance: float) -> str:
-    """One sentence on why a run failed a per-run rule."""
+def explain_run(r: dict, tolerance: float, quote: Callable[[str], str] = str) -> str:
+    """One sentence on why a run failed a per-run rule (``quote``: how the run id enters the output format)."""
     m = r["metric"]
     worse = worsening(m, r["baseline"], r["candidate"])
     by = f"worse by {100 * worse:.0f}% of the baseline" if r["baseline"] else "none in the baseline"
-    return (f"{r['run_id']}: {m} {r['baseline']:,.0f} -> {r['candidate']:,.0f} ({r['delta']:+,.0f}), "
+    return (f"{quote(r['run_id'])}: {m} {r['baseline']:,.0f} -> {r['candidate']:,.0f} ({r['delta']:+,.0f}), "
             f"{MEANING.get(m, m)}; {by}, tolerance {100 * tolerance:g}% per run")
 
 
-def failures(result: CheckResult, n_runs: int) -> list[str]:
-    """A sentence per failing rule: aggregate metrics first, then runs."""
+def failures(result: CheckResult, n_runs: int, quote: Callable[[str], str] = str) -> list[str]:
+    """A sentence per failing rule: aggregate metrics first, then runs (``quote``: see :func:`explain_run`)."""
     out = [explain_metric(r, n_runs) for r in result.metrics.filter(pl.col("regressed")).iter_rows(named=True)]
     tol = dict(zip(result.metrics["metric"], result.metrics["tolerance"], strict=True))
-    out += [explain_run(r, tol.get(r["metric"], METRICS[r["metric"]][2]))
+    out += [explain_run(r, tol.get(r["metric"], METRICS[r["metric"]][2]), quote)
             for r in result.runs.filter(pl.col("regressed")).sort(["metric", "delta"], descending=[False, True])
             .iter_rows(named=True)]
     return out
@@ -149,9 +150,9 @@ def markdown(result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: in
         status = "regressed" if r["regressed"] else "ok"
         out.append(f"| {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} | {_num(m, r['delta'])} "
                    f"| {r['tolerance']:g} | {status} |")
-    why = failures(result, n_runs)
+    why = failures(result, n_runs, for_markdown)
     if why:
-        out += ["", "### Why it fails", ""] + [f"- {for_markdown(line)}" for line in why]
+        out += ["", "### Why it fails", ""] + [f"- {line}" for line in why]
     changed = result.runs.filter(pl.col("delta") != 0)
     if changed.height:
         out += ["", "### Runs that changed", "", "| run | metric | baseline | candidate | delta | gate |",
