@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from replay.config_text import read_config_text
 from replay.errors import ReplayError
 
 NAN = float("nan")
@@ -122,10 +123,7 @@ def price_fields(fields: dict[str, Any], where: str) -> dict[str, Any]:
 def load_price_file(path: Path) -> dict[str, dict[str, Any]]:
     """A TOML or JSON table ``model (or glob) -> {input, output, cache_read, cache_write, cache_write_1h,
     provider, same_as}``; ``same_as`` names a model whose library prices to start from."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ReplayError(f"--prices {path}: {exc.strerror or exc}") from None
+    text = read_config_text(path, "--prices")
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:

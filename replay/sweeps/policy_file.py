@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replay.config_text import read_config_text
 from replay.errors import ReplayError
 from replay.untrusted import toml_comment, toml_string
 
@@ -41,9 +42,7 @@ class PolicyFile:
 def load_policy_file(path: Path) -> PolicyFile:
     """Parse and validate a policy file (the policy's config checks the parameters)."""
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReplayError(f"{path}: no such policy file") from None
+        doc = tomllib.loads(read_config_text(path, "policy file"))
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not valid TOML: {exc}") from None
     pol = doc.get("policy")

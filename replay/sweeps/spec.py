@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replay.config_text import read_config_text
 from replay.errors import ReplayError
 from replay.metrics.prices import Pricing, price_fields
 
@@ -252,15 +253,9 @@ def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None 
 
 def load_spec(path: Path, max_points: int | None = None) -> SweepSpec:
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReplayError(f"{path}: no such sweep file") from None
+        doc = tomllib.loads(read_config_text(path, "sweep file"))
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ReplayError(f"{path}: not UTF-8 text (byte {exc.start}); save the sweep file as UTF-8") from None
-    except IsADirectoryError:
-        raise ReplayError(f"{path}: a folder, not a sweep file") from None
     from dataclasses import replace
 
     from replay.tokens.resolve import beside

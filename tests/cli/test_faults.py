@@ -127,3 +127,25 @@ def test_numeric_options_out_of_range_are_one_usage_line(args, tmp_path):
 
     res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 2 and "Invalid value for" in res.output and "Traceback" not in res.output, res.output
+
+
+@pytest.mark.parametrize("option", ["sweep", "--policy-file", "--prices"])
+@pytest.mark.parametrize("name", ["/dev/zero", "fifo", "big.toml", "folder", "missing.toml"])
+def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tmp_path):
+    """/dev/zero as a sweep, policy or price file took 4 GB in 6 s; a FIFO hung. Each is now one line."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    if name == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    elif name == "big.toml":
+        (tmp_path / name).write_text("# padding\n" * 600_000)
+    elif name == "folder":
+        (tmp_path / name).mkdir()
+    path = name if name.startswith("/") else str(tmp_path / name)
+    args = {"sweep": ["sweep", path], "--policy-file": ["simulate", "--policy-file", path],
+            "--prices": ["simulate", "--prices", path]}[option]
+    res = CliRunner().invoke(app, [*args, "--db", str(sample_db_path)])
+    assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
+    assert path in str(res.exception)
