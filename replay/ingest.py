@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import glob
+import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -50,7 +52,7 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     found: set[Path] = set()
     folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
-        matches = [Path(m) for m in glob.glob(p, recursive=True)] or [Path(p)]
+        matches = [Path(m) for m in expand_glob(p)] or [Path(p)]
         for m in matches:
             if m.is_dir():
                 _walk(m, found)
@@ -59,6 +61,54 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
     return sorted(f for f in found if f.name not in SKIP_NAMES)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob pattern as a regex over '/'-separated paths: ``**/`` any folders (none included), ``*`` and ``?``
+    within one name, ``[...]`` a character class."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1:end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def expand_glob(pattern: str) -> list[str]:
+    """Paths matching a glob pattern, sorted. A ``**`` pattern walks its folders without following symbolic links
+    to folders (Python's glob follows them: two self-links made it run forever); others use glob."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    parts = pattern.split("/")
+    fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else ".")
+    regex = _glob_regex("/".join(parts[fixed:]))
+    found = []
+    for folder, dirs, files in os.walk(root):  # followlinks=False: a linked folder is a name, not a way in
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # as glob: hidden folders are not entered
+        rel = os.path.relpath(folder, root)
+        real = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]  # a linked folder is never a match
+        for name in [*real, *files]:
+            path = name if rel == "." else f"{rel}/{name}"
+            if regex.fullmatch(path) and not name.startswith("."):
+                found.append(os.path.join(root, path) if root != "." else path)
+    return sorted(found)
 
 
 def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:

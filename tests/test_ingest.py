@@ -188,3 +188,15 @@ def test_a_store_inside_the_folder_it_ingests_is_not_read_as_a_log(tmp_path):
     con.execute("CHECKPOINT")
     again = ingest(con, [folder])
     assert [o.path.name for o in first] == ["run.jsonl"] and [o.status for o in again] == ["unchanged"]
+
+
+def test_a_recursive_glob_does_not_follow_folder_links(tmp_path):
+    """Two links back up the tree made Python's glob (which follows them) run forever."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "up").symlink_to(tmp_path)
+    (tmp_path / "a" / "self").symlink_to(tmp_path / "a")
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "a" / "b" / "run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
+    assert expand_paths([f"{tmp_path}/**/*.jsonl"]) == [tmp_path / "a" / "b" / "run.jsonl"]
+    assert expand_paths([f"{tmp_path}/a/**/run.json?"]) == [tmp_path / "a" / "b" / "run.jsonl"]
+    assert expand_paths([f"{tmp_path}/**"]) == [tmp_path / "a" / "b" / "run.jsonl"]
