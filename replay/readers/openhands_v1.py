@@ -2,7 +2,10 @@
 
 Forms: a conversation folder (``base_state.json`` + ``events/event-NNNNN-<uuid>.json``, one event per file, in
 index order) is one run; a JSONL whose lines hold ``history[]`` (eval output) is one run per line; a JSONL of
-events (``events.jsonl``, ``openhands --headless --json``) or a JSON array of events is one run.
+events (``events.jsonl``, ``openhands --headless --json``) or a JSON array of events is one run. The agent-server
+(SDK 2025-09-17 #317 to 2025-10-14 #732) saved a conversation one level down, ``<conversations>/<id hex>/
+event_service/{base_state.json, events/}``: a folder whose only entry is a folder holding that state, not named
+after the conversation id ``base_state.json`` gives, is the conversation (``state_folder``), and names the run.
 
 Events (discriminator ``kind``): SystemPromptEvent -> system + tool_defs; MessageEvent -> user_text /
 assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> one tool call (``tool_call``
@@ -60,6 +63,34 @@ def _events_dir(path: Path) -> Path | None:
     return None
 
 
+def conversation_id(state_folder: Path) -> str | None:
+    """The conversation id ``base_state.json`` gives (as 32 hex digits), or None when there is none to read."""
+    try:
+        doc = json.loads((state_folder / "base_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cid = doc.get("id") if isinstance(doc, dict) else None
+    return cid.replace("-", "").lower() if isinstance(cid, str) and cid else None
+
+
+def state_folder(path: Path) -> Path | None:
+    """The folder holding the conversation's state (``base_state.json`` and ``events/``) when ``path`` is a
+    conversation saved one level down, as the agent-server saves it: its only entry (hidden files aside) is a folder
+    holding that state, and that folder is not itself named after the conversation (the SDK's own layout names the
+    state folder after the conversation id, and its parent is a folder of conversations). None otherwise."""
+    try:
+        entries = [e for e in path.iterdir() if not e.name.startswith(".")]
+    except OSError:
+        return None
+    if len(entries) != 1 or not entries[0].is_dir() or entries[0].name == "events":
+        return None
+    inner = entries[0]
+    if not (inner / "base_state.json").is_file() or _events_dir(inner) is None:
+        return None
+    cid = conversation_id(inner)
+    return inner if cid and cid not in inner.name.replace("-", "").lower() else None
+
+
 def is_condenser(usage_id: str) -> bool:
     return "condenser" in usage_id.lower()
 
@@ -106,6 +137,8 @@ class OpenHandsV1Reader:
 
     def members(self, path: Path) -> list[Path] | None:
         events = _events_dir(path)
+        if events is None and (inner := state_folder(path)) is not None:  # agent-server: <conversation>/<state>/
+            path, events = inner, _events_dir(inner)
         if events is None:
             return None
         base = (events.parent if events.name == "events" else path) / "base_state.json"

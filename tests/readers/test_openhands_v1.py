@@ -139,3 +139,40 @@ def test_folder_with_a_broken_event_file_names_it(tmp_path: Path) -> None:
     (bad,) = of(records, BadRecord)
     assert "event-00002-a1.json" in bad.reason
     assert sum(i.kind == "tool_result" for i in of(records, Item)) == 2
+
+
+BENCH = "ohv1-bench-swe-sonnet4-81f92eeb"  # agent-server layout, SDK of 2025-09, claude-sonnet-4 behind a LiteLLM proxy
+
+
+def _stats(folder: Path) -> dict:
+    return json.loads((folder / "event_service" / "base_state.json").read_text())["stats"]["service_to_metrics"]
+
+
+def test_agent_server_conversation_is_one_run_named_after_its_folder(corpus: Path) -> None:
+    from replay.ingest import expand_paths
+
+    folder = corpus / V1 / BENCH
+    assert folder_reader(folder)[0] is READER and detect(folder) is READER
+    units = expand_paths([corpus / V1])
+    assert folder in units and not any(u.name == "event_service" for u in units)
+    (run,) = of(read(folder), Run)
+    assert run.run_id.startswith(f"{BENCH}-") and run.model == "litellm_proxy/anthropic/claude-sonnet-4-20250514"
+
+
+def _state(folder: Path, cid: str, events: list[dict]) -> None:
+    (folder / "events").mkdir(parents=True)
+    (folder / "base_state.json").write_text(json.dumps({"id": cid, "stats": {}}))
+    for n, e in enumerate(events):
+        (folder / "events" / f"event-{n:05d}-{e['id']}.json").write_text(json.dumps(e))
+
+
+def test_conversation_saved_one_level_down_is_found_by_layout_not_by_name(tmp_path: Path) -> None:
+    cid = "0123456789abcdef0123456789abcdef"
+    _state(tmp_path / "server" / "my-task" / "anything", cid, _events())  # the state folder may have any name
+    assert folder_reader(tmp_path / "server" / "my-task")[0] is READER
+    (run,) = of(read(tmp_path / "server" / "my-task"), Run)
+    assert run.run_id.startswith("my-task-")
+    _state(tmp_path / "sdk" / "conversations" / cid, cid, _events())  # the SDK's layout: named after the id
+    assert folder_reader(tmp_path / "sdk" / "conversations") is None  # its parent holds conversations
+    assert folder_reader(tmp_path / "sdk" / "conversations" / cid)[0] is READER
+
