@@ -18,21 +18,32 @@ response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``servic
 ``.<usage_id>.token_usages[]`` joined by ``response_id``; in a stream, ``ConversationStateUpdateEvent``
 key=stats is cumulative, so each change of an agent usage id's ``accumulated_token_usage`` is one request's
 usage (a change seen before its response events opens the request; one seen after fills the open request).
-``prompt_tokens`` includes cache reads and writes (LiteLLM), so ``input_tokens = prompt - read - write``.
 Condenser usage ids (name contains "condenser") are not agent requests: their usage goes to the condensation
 event, or to ``runs.metadata.condenser_usage``.
+
+What ``prompt_tokens`` counts (``prompt_rule``): the SDK stores LiteLLM's ``usage.prompt_tokens`` as it is, with
+``prompt_tokens_details.cached_tokens`` as cache reads and ``_cache_creation_input_tokens`` as cache writes
+(``Telemetry._record_usage``, unchanged in this respect from SDK 49cbde95, 2025-09-23, to 2026). For Anthropic
+models LiteLLM builds ``prompt_tokens`` from the Messages API usage as ``input_tokens + cache_read_input_tokens``
+up to 1.77.1 (the SDK locked 1.77.1 at 49cbde95; OpenHands/benchmarks locked 1.76.2 at 36cfef5) and as
+``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` from 1.77.3 on (1.77.3, 1.77.5, 1.78.0,
+1.79.0 and 1.110.2 read; ``AnthropicConfig.calculate_usage``). With a ``litellm_proxy/`` model the proxy's LiteLLM
+does that sum, so neither the SDK version nor its lock file settles it; the numbers do: uncached input is never
+negative under either rule, so a usage whose prompt is below its reads + writes was written under the older one.
+Every request is then made canonical (``prompt_tokens`` = input + cache_read + cache_write, as ``Request``);
+``runs.metadata.prompt_tokens_rule`` says which rule and why. Usage no rule can give is quarantined.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import (
     ISOLATED_ERRORS,
@@ -96,11 +107,36 @@ def is_condenser(usage_id: str) -> bool:
 
 
 def usage_fields(u: dict) -> dict[str, Any]:
-    """Request fields from an SDK TokenUsage (prompt_tokens includes cache reads and writes)."""
-    prompt, read, write = u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0
-    fresh = max(prompt - read - write, 0) if isinstance(prompt, int) else None
-    return {"prompt_tokens": prompt, "input_tokens": fresh, "cache_read": read, "cache_write": write,
+    """Request fields from an SDK TokenUsage as written; ``input_tokens`` waits for the run's ``prompt_rule``."""
+    return {"prompt_tokens": u.get("prompt_tokens"), "input_tokens": None,
+            "cache_read": u.get("cache_read_tokens") or 0, "cache_write": u.get("cache_write_tokens") or 0,
             "output_tokens": u.get("completion_tokens")}
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def prompt_rule(usages: Iterable[tuple[Any, Any, Any]]) -> tuple[bool, str]:
+    """(whether ``prompt_tokens`` counts cache writes, the reason) for one run's (prompt, read, write) as written.
+
+    LiteLLM's rule is prompt = uncached input + reads, plus writes from 1.77.3 on (module docstring): uncached input
+    is never negative under either, so one usage whose prompt is below its reads + writes shows the older rule. When
+    none is, the newer rule is taken (the two agree wherever no cache was written)."""
+    for n, (prompt, read, write) in enumerate(usages):
+        if _count(prompt) and _count(read) and _count(write) and write > 0 and prompt < read + write:
+            return False, (f"input + cache_read: cache writes are left out (usage {n}: prompt_tokens {prompt:,} < "
+                           f"cache reads {read:,} + writes {write:,})")
+    return True, "input + cache_read + cache_write: no usage has prompt_tokens below its cache reads + writes"
+
+
+def canonical(prompt: int, read: int, write: int, with_writes: bool) -> dict[str, int] | None:
+    """Canonical fields (prompt = input + read + write) of usage written under the rule, or None when the rule
+    cannot give these numbers (uncached input would be negative)."""
+    uncached = prompt - read - (write if with_writes else 0)
+    if uncached < 0:
+        return None
+    return {"prompt_tokens": prompt if with_writes else prompt + write, "input_tokens": uncached}
 
 
 def _stats_map(stats: Any) -> dict[str, dict]:
@@ -232,6 +268,7 @@ class _Conversation:
         self.condenser_delta: dict[str, int] = {}
         self.manual_condense = False
         self.events: list[dict] = []
+        self.event_usage: list[tuple[dict, dict]] = []  # (condensation event, its condenser usage as written)
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
         for n, (where, event) in enumerate(events):
@@ -250,12 +287,49 @@ class _Conversation:
                 continue
             if event.get("id") and self.b.seq > start:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
-        if self.condenser_delta:
-            self.b.run.metadata["condenser_usage"] = self.condenser_delta
+        self.settle_usage()
         if self.events:
             self.b.run.metadata["context_events"] = self.events
         self.b.scan_clips()
         yield from self.b
+
+    def settle_usage(self) -> None:
+        """Usage in the canonical meaning (prompt = input + cache_read + cache_write) under the run's
+        ``prompt_rule``; a request whose numbers no rule gives keeps no usage (quarantined with the reason)."""
+        reqs = [(i, r) for i, r in enumerate(self.b.records) if isinstance(r, Request) and r.prompt_tokens is not None]
+        raw = [(u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0)
+               for u in [*self.condenser_usage.values(), self.condenser_delta] if u]
+        with_writes, why = prompt_rule([(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0) for _, r in reqs]
+                                       + raw)
+        if reqs or raw:
+            self.b.run.metadata["prompt_tokens_rule"] = why
+        for i, r in reqs:
+            fields = canonical(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0, with_writes)  # type: ignore[arg-type]
+            if fields is None:
+                self.b.records.append(BadRecord(
+                    r.line or 0, f"usage prompt_tokens={r.prompt_tokens} < cache_read={r.cache_read}: no LiteLLM rule "
+                    "gives that; request kept without usage", repr(r)[:2000]))
+                fields = dict.fromkeys(("prompt_tokens", "input_tokens", "cache_read", "cache_write", "output_tokens"))
+            self.b.records[i] = replace(r, **fields)
+        for event, u in self.event_usage:
+            if (f := self._canonical_usage(u, with_writes)) is not None:
+                event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"],
+                                  "cache_write": f["cache_write"], "output": f["output_tokens"]}
+        if self.condenser_delta:
+            self.b.run.metadata["condenser_usage"] = self._canonical_usage(self.condenser_delta, with_writes)
+        for total in (self.b.run.metadata.get("usage_totals") or {}).values():
+            if _count(total["prompt_tokens"]) and _count(total["cache_read"]) and _count(total["cache_write"]):
+                total.update(canonical(total["prompt_tokens"], total["cache_read"], total["cache_write"], with_writes)
+                             or {})
+
+    @staticmethod
+    def _canonical_usage(u: dict, with_writes: bool) -> dict[str, Any] | None:
+        """Canonical request fields of an SDK TokenUsage, or None when they are not counts the rule can give."""
+        f = usage_fields(u)
+        if not all(_count(f[k]) for k in ("prompt_tokens", "cache_read", "cache_write")):
+            return None
+        fixed = canonical(f["prompt_tokens"], f["cache_read"], f["cache_write"], with_writes)
+        return None if fixed is None else {**f, **fixed}
 
     def _set_run(self, **changes: Any) -> None:
         self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
@@ -407,8 +481,7 @@ class _Conversation:
                                  "pre_tokens": None, "line": line}
         rid = ev.get("llm_response_id") or ""
         if (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
-            f = usage_fields(u)
-            event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"], "output": f["output_tokens"]}
+            self.event_usage.append((event, u))
         self.manual_condense = False
         self.events.append(event)
 

@@ -115,7 +115,7 @@ def test_eval_output_line_is_a_run_and_the_v0_reader_does_not_claim_it(tmp_path:
     assert thought.seq + 1 == call1
     assert event == {"kind": "condensation", "step": 1, "drop": [[thought.seq, call1 + 1], [result1, result1 + 1]],
                      "summary_seq": summary.seq, "trigger": "auto", "pre_tokens": None, "line": 1,
-                     "usage": {"input": 50, "cache_read": 0, "output": 7}}
+                     "usage": {"input": 50, "cache_read": 0, "cache_write": 0, "output": 7}}
     assert summary.text == "viewed f1" and summary.step == 1
 
 
@@ -176,3 +176,39 @@ def test_conversation_saved_one_level_down_is_found_by_layout_not_by_name(tmp_pa
     assert folder_reader(tmp_path / "sdk" / "conversations") is None  # its parent holds conversations
     assert folder_reader(tmp_path / "sdk" / "conversations" / cid)[0] is READER
 
+def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> None:
+    """LiteLLM before 1.77.3 left cache writes out of an Anthropic prompt_tokens; every request here shows it
+    (prompt < reads + writes), and a cache read never exceeds what the previous request sent only once they are
+    added back."""
+    folder = corpus / V1 / BENCH
+    written = _stats(folder)["default"]["token_usages"]
+    records = read(folder)
+    assert not of(records, BadRecord)
+    reqs = of(records, Request)
+    assert len(reqs) == len(written) == 108  # the condenser's 4 calls are not agent requests
+    assert all(u["prompt_tokens"] < u["cache_read_tokens"] + u["cache_write_tokens"] for u in written)
+    for q, u in zip(reqs, written, strict=True):
+        assert q.input_tokens == u["prompt_tokens"] - u["cache_read_tokens"] >= 0
+        assert q.prompt_tokens == u["prompt_tokens"] + u["cache_write_tokens"]
+        assert q.prompt_tokens == q.input_tokens + q.cache_read + q.cache_write
+    steps = {e["step"] for e in of(records, Run)[0].metadata["context_events"]}
+    pairs = [(a, b) for a, b in zip(reqs, reqs[1:], strict=False) if b.step not in steps]
+    assert all(b.cache_read <= a.prompt_tokens for a, b in pairs)
+    assert not all(b.cache_read <= a.prompt_tokens - a.cache_write for a, b in pairs)  # as written, it would
+    rule = of(records, Run)[0].metadata["prompt_tokens_rule"]
+    assert rule.startswith("input + cache_read: cache writes are left out")
+    reqs = of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Request)  # no cache writes: either rule
+    assert all(q.prompt_tokens == q.input_tokens + q.cache_read for q in reqs)
+
+
+def test_usage_no_litellm_rule_gives_is_quarantined(tmp_path: Path) -> None:
+    folder = tmp_path / "conv"
+    _state(folder, "e" * 32, _events())
+    bad = {"prompt_tokens": 10, "cache_read_tokens": 50, "cache_write_tokens": 0, "completion_tokens": 5,
+           "response_id": "r1"}
+    (folder / "base_state.json").write_text(json.dumps(
+        {"id": "e" * 32, "stats": {"usage_to_metrics": {"agent": {"token_usages": [bad]}}}}))
+    records = read(folder)
+    (quarantined,) = of(records, BadRecord)
+    assert "prompt_tokens=10 < cache_read=50" in quarantined.reason
+    assert [q.prompt_tokens for q in of(records, Request)] == [None, None]
