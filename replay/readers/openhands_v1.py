@@ -9,9 +9,10 @@ after the conversation id ``base_state.json`` gives, is the conversation (``stat
 
 Events (discriminator ``kind``): SystemPromptEvent -> system + tool_defs; MessageEvent -> user_text /
 assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> one tool call (``tool_call``
-arguments), its ``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation /
-AgentErrorEvent -> tool results linked by ``tool_call_id``; Condensation -> a recorded context event
-(EVENTS.md), its summary a ``summary`` item.
+arguments; before the SDK's own MessageToolCall, LiteLLM's ``{"function": {"name", "arguments"}}``), its
+``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation / AgentErrorEvent -> tool
+results linked by ``tool_call_id``; Condensation -> a recorded context event (EVENTS.md), its summary a
+``summary`` item.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
 response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
@@ -19,7 +20,8 @@ response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``servic
 key=stats is cumulative, so each change of an agent usage id's ``accumulated_token_usage`` is one request's
 usage (a change seen before its response events opens the request; one seen after fills the open request).
 Condenser usage ids (name contains "condenser") are not agent requests: their usage goes to the condensation
-event, or to ``runs.metadata.condenser_usage``.
+event (by ``llm_response_id``; a Condensation has one only from SDK 2025-10-30 #930, before which the condenser's
+calls go to the condensations in order, ``pair_condensations``), or to ``runs.metadata.condenser_usage``.
 
 What ``prompt_tokens`` counts (``prompt_rule``): the SDK stores LiteLLM's ``usage.prompt_tokens`` as it is, with
 ``prompt_tokens_details.cached_tokens`` as cache reads and ``_cache_creation_input_tokens`` as cache writes
@@ -269,6 +271,8 @@ class _Conversation:
         self.manual_condense = False
         self.events: list[dict] = []
         self.event_usage: list[tuple[dict, dict]] = []  # (condensation event, its condenser usage as written)
+        self.unlinked: list[dict] = []  # condensation events written without llm_response_id (SDK before #930)
+        self.condenser_used: set[str] = set()  # condenser response ids given to an event
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
         for n, (where, event) in enumerate(events):
@@ -287,11 +291,26 @@ class _Conversation:
                 continue
             if event.get("id") and self.b.seq > start:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
+        self.pair_condensations()
         self.settle_usage()
         if self.events:
             self.b.run.metadata["context_events"] = self.events
         self.b.scan_clips()
         yield from self.b
+
+    def pair_condensations(self) -> None:
+        """Condensations written without ``llm_response_id`` get the condenser's calls in order, one each: that
+        SDK's summarising condenser makes one completion per condensation and records its usage only when the call
+        returns, so the n-th call is the n-th condensation. When the counts differ, none is paired (noted)."""
+        if not self.unlinked:
+            return
+        spare = [u for rid, u in self.condenser_usage.items() if rid not in self.condenser_used]
+        if len(spare) == len(self.unlinked):
+            self.event_usage += list(zip(self.unlinked, spare, strict=True))
+        elif spare:
+            self.b.run.metadata["condenser_usage_unpaired"] = (
+                f"{len(spare)} condenser calls and {len(self.unlinked)} condensations without llm_response_id: "
+                "not paired")
 
     def settle_usage(self) -> None:
         """Usage in the canonical meaning (prompt = input + cache_read + cache_write) under the run's
@@ -439,6 +458,8 @@ class _Conversation:
         if thought := text_of(ev.get("thought")):
             self.b.add("assistant_text", "assistant", thought, line=line, ts=ts)
         call = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+        if isinstance(call.get("function"), dict):  # LiteLLM's tool call (SDK before MessageToolCall): name, arguments
+            call = {**call["function"], "id": call.get("id")}
         args: Any = call.get("arguments")
         if isinstance(args, str):
             try:
@@ -482,6 +503,9 @@ class _Conversation:
         rid = ev.get("llm_response_id") or ""
         if (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
             self.event_usage.append((event, u))
+            self.condenser_used.add(rid)
+        elif "llm_response_id" not in ev:
+            self.unlinked.append(event)
         self.manual_condense = False
         self.events.append(event)
 

@@ -176,6 +176,7 @@ def test_conversation_saved_one_level_down_is_found_by_layout_not_by_name(tmp_pa
     assert folder_reader(tmp_path / "sdk" / "conversations") is None  # its parent holds conversations
     assert folder_reader(tmp_path / "sdk" / "conversations" / cid)[0] is READER
 
+
 def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> None:
     """LiteLLM before 1.77.3 left cache writes out of an Anthropic prompt_tokens; every request here shows it
     (prompt < reads + writes), and a cache read never exceeds what the previous request sent only once they are
@@ -199,6 +200,42 @@ def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> 
     assert rule.startswith("input + cache_read: cache writes are left out")
     reqs = of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Request)  # no cache writes: either rule
     assert all(q.prompt_tokens == q.input_tokens + q.cache_read for q in reqs)
+
+
+def test_condensations_without_response_ids_get_the_condenser_calls_in_order(corpus: Path) -> None:
+    folder = corpus / V1 / BENCH
+    condenser = _stats(folder)["condenser"]["token_usages"]
+    records = read(folder)
+    events = of(records, Run)[0].metadata["context_events"]
+    assert [(e["kind"], e["step"], e["trigger"]) for e in events] == [
+        ("condensation", k, "auto") for k in (40, 61, 82, 103)]
+    assert [e["usage"] for e in events] == [
+        {"input": u["prompt_tokens"], "cache_read": 0, "cache_write": u["cache_write_tokens"],
+         "output": u["completion_tokens"]} for u in condenser]
+    summaries = [i for i in of(records, Item) if i.kind == "summary"]
+    assert [s.seq for s in summaries] == [e["summary_seq"] for e in events]
+    calls = {i.seq: i for i in of(records, Item) if i.kind == "tool_call"}
+    first = calls[min(calls)]  # LiteLLM's tool call form: name and arguments under "function"
+    assert first.tool_name == "think" and json.loads(first.args)["thought"].startswith("Let me analyze the issue")
+
+
+def test_condensation_usage_is_paired_only_when_the_counts_agree(tmp_path: Path) -> None:
+    events = [{k: v for k, v in e.items() if k != "llm_response_id"} if e["kind"] == "Condensation" else e
+              for e in _events()]
+    use = {"prompt_tokens": 3, "cache_read_tokens": 0, "cache_write_tokens": 900, "completion_tokens": 40}
+    for calls in (1, 2):
+        folder = tmp_path / f"c{calls}"
+        _state(folder, "f" * 32, events)
+        state = {"id": "f" * 32, "stats": {"usage_to_metrics": {"condenser": {"token_usages": [
+            {**use, "response_id": f"x{n}"} for n in range(calls)]}}}}
+        (folder / "base_state.json").write_text(json.dumps(state))
+        run = of(read(folder), Run)[0]
+        (event,) = run.metadata["context_events"]
+        if calls == 1:
+            assert event["usage"] == {"input": 3, "cache_read": 0, "cache_write": 900, "output": 40}
+        else:
+            assert "usage" not in event and "2 condenser calls and 1 condensations" in run.metadata[
+                "condenser_usage_unpaired"]
 
 
 def test_usage_no_litellm_rule_gives_is_quarantined(tmp_path: Path) -> None:
