@@ -102,3 +102,31 @@ def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert rows and {r["token_source"].split(":")[1] for r in rows} == {"claude-legacy"}
+
+
+@pytest.fixture(scope="module")
+def ohv1_store(corpus: Path, tmp_path_factory) -> Path:
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    db = tmp_path_factory.mktemp("fid-ohv1") / "f.duckdb"
+    con = open_store(db)
+    ingest(con, [corpus / "openhands-v1" / "ohv1-bench-swe-sonnet4-81f92eeb"])
+    con.close()
+    return db
+
+
+@pytest.mark.parametrize("tokenizer", ["o200k", "claude-legacy"])
+def test_openhands_v1_agent_server_run_and_its_condensations_within_targets(ohv1_store: Path, tokenizer: str) -> None:
+    """SDK of 2025-09 behind a LiteLLM proxy that left cache writes out of prompt_tokens, condenser max_size 80 /
+    keep_first 4: the run's prompt per request and the openhands-v1 preset's 4 condensations within targets."""
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(ohv1_store), "-t", tokenizer, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    (run,) = [r for r in rows if r["kind"] == "run"]
+    assert run["file"] == "ohv1-bench-swe-sonnet4-81f92eeb" and run["requests"] == 108
+    assert run["median_abs_pct"] <= 3 and run["p95_abs_pct"] <= 10 and not run["unreconstructable"], run
+    assert abs(run["cache_share_simulated"] - run["cache_share_recorded"]) <= 0.05, run
+    events = [r for r in rows if r["kind"] == "condensation"]
+    assert [e["recorded_request"] for e in events] == [40, 61, 82, 103]
+    assert all(e["within"] is True for e in events), events  # within 3 requests, the prompt after within 10%
