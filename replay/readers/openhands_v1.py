@@ -12,7 +12,8 @@ assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> on
 arguments; before the SDK's own MessageToolCall, LiteLLM's ``{"function": {"name", "arguments"}}``), its
 ``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation / AgentErrorEvent -> tool
 results linked by ``tool_call_id``; Condensation -> a recorded context event (EVENTS.md), its summary a
-``summary`` item.
+``summary`` item. The agent's condenser settings, as ``base_state.json`` records them, go to
+``runs.metadata.condenser``.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
 response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
@@ -102,6 +103,15 @@ def state_folder(path: Path) -> Path | None:
         return None
     cid = conversation_id(inner)
     return inner if cid and cid not in inner.name.replace("-", "").lower() else None
+
+
+def condenser_config(agent: Any) -> dict[str, Any] | None:
+    """The agent's condenser as ``base_state.json`` records it: its ``kind`` and scalar settings (``max_size``,
+    ``keep_first``, ...), without its LLM; None when there is none."""
+    c = agent.get("condenser") if isinstance(agent, dict) else None
+    if not isinstance(c, dict):
+        return None
+    return {k: v for k, v in c.items() if not isinstance(v, dict | list)} or None
 
 
 def is_condenser(usage_id: str) -> bool:
@@ -241,9 +251,12 @@ class OpenHandsV1Reader:
                 continue
             if idx is None:  # base_state.json
                 agent, condenser, totals = _token_usages(doc.get("stats") if isinstance(doc, dict) else None)
-                llm = ((doc.get("agent") or {}).get("llm") or {}) if isinstance(doc, dict) else {}
+                agent_doc = doc.get("agent") if isinstance(doc, dict) else None
+                llm = agent_doc.get("llm") if isinstance(agent_doc, dict) else None
                 model = llm.get("model") if isinstance(llm, dict) else None
-                meta = {"conversation_id": doc.get("id"), "execution_status": doc.get("execution_status"),
+                meta = {"conversation_id": doc.get("id"),
+                        "execution_status": doc.get("execution_status") or doc.get("agent_status"),  # older name
+                        "condenser": condenser_config(agent_doc),
                         "usage_totals": totals or None} if isinstance(doc, dict) else {}
             else:
                 events.append((idx, doc))

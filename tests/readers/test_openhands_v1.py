@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from replay.metrics.prices import DEFAULT_PRICING
 from replay.model import BadRecord, Item, Request, Run
+from replay.policies.presets import PRESETS
 from replay.readers import detect, folder_reader
 from replay.readers.base import ReadContext
 from replay.readers.openhands import READER as V0
@@ -192,6 +194,11 @@ def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> 
         assert q.input_tokens == u["prompt_tokens"] - u["cache_read_tokens"] >= 0
         assert q.prompt_tokens == u["prompt_tokens"] + u["cache_write_tokens"]
         assert q.prompt_tokens == q.input_tokens + q.cache_read + q.cache_write
+    prices = DEFAULT_PRICING.prices(reqs[0].model)  # the proxy's cost of each call is this split at list prices
+    costs = [c["cost"] for c in _stats(folder)["default"]["costs"]]
+    assert all(abs(c - (q.input_tokens * prices.input + q.cache_read * prices.cache_read + q.cache_write
+                        * prices.cache_write + q.output_tokens * prices.output) / 1e6) < 1e-9
+               for q, c in zip(reqs, costs, strict=True))
     steps = {e["step"] for e in of(records, Run)[0].metadata["context_events"]}
     pairs = [(a, b) for a, b in zip(reqs, reqs[1:], strict=False) if b.step not in steps]
     assert all(b.cache_read <= a.prompt_tokens for a, b in pairs)
@@ -212,6 +219,10 @@ def test_condensations_without_response_ids_get_the_condenser_calls_in_order(cor
     assert [e["usage"] for e in events] == [
         {"input": u["prompt_tokens"], "cache_read": 0, "cache_write": u["cache_write_tokens"],
          "output": u["completion_tokens"]} for u in condenser]
+    settings = of(records, Run)[0].metadata["condenser"]  # what the openhands-v1 preset reproduces
+    assert settings == {"kind": "LLMSummarizingCondenser", "max_size": 80, "keep_first": 4}
+    assert {k: PRESETS["openhands-v1"].params[k] for k in ("max_size", "keep_first")} == {
+        k: settings[k] for k in ("max_size", "keep_first")}
     summaries = [i for i in of(records, Item) if i.kind == "summary"]
     assert [s.seq for s in summaries] == [e["summary_seq"] for e in events]
     calls = {i.seq: i for i in of(records, Item) if i.kind == "tool_call"}
