@@ -56,7 +56,7 @@ from replay.readers.base import (
     load_json_document,
     text_of,
 )
-from replay.readers.builder import RunBuilder
+from replay.readers.builder import RunBuilder, seq_ranges
 
 EVENT_KIND_RE = re.compile(r'"kind"\s*:\s*"(?:\w+Event|Condensation|CondensationRequest|UserRejectObservation)"')
 EVENT_FILE_RE = re.compile(r"^event-(\d+)-[^/]*\.json$")
@@ -286,6 +286,7 @@ class _Conversation:
         self.event_usage: list[tuple[dict, dict]] = []  # (condensation event, its condenser usage as written)
         self.unlinked: list[dict] = []  # condensation events written without llm_response_id (SDK before #930)
         self.condenser_used: set[str] = set()  # condenser response ids given to an event
+        self.summary_seq: int | None = None  # the summary the view shows now
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
         for n, (where, event) in enumerate(events):
@@ -500,16 +501,15 @@ class _Conversation:
         self.b.result(text, ev.get("tool_call_id"), ev.get("tool_name"), line=line, ts=ts, is_error=error)
 
     def condensation(self, ev: dict, line: int, ts: str | None) -> None:
-        forgotten = sorted(s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, []))
-        drop: list[list[int]] = []
-        for s in forgotten:
-            if drop and drop[-1][1] == s:
-                drop[-1][1] = s + 1
-            else:
-                drop.append([s, s + 1])
+        """The SDK's view (``View.from_events``) leaves out the forgotten events and shows one summary, the newest
+        condensation's that has one (with its ``summary_offset``): a new summary replaces the previous one."""
+        forgotten = [s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, [])]
         summary_seq = None
-        if ev.get("summary"):
-            summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+        if ev.get("summary") and ev.get("summary_offset", 0) is not None:
+            if self.summary_seq is not None:
+                forgotten.append(self.summary_seq)
+            summary_seq = self.summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+        drop = seq_ranges(forgotten)
         event: dict[str, Any] = {"kind": "condensation", "step": self.b.step, "drop": drop,
                                  "summary_seq": summary_seq, "trigger": "manual" if self.manual_condense else "auto",
                                  "pre_tokens": None, "line": line}

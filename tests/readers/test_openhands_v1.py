@@ -225,6 +225,8 @@ def test_condensations_without_response_ids_get_the_condenser_calls_in_order(cor
         k: settings[k] for k in ("max_size", "keep_first")}
     summaries = [i for i in of(records, Item) if i.kind == "summary"]
     assert [s.seq for s in summaries] == [e["summary_seq"] for e in events]
+    for before, event in zip(events, events[1:], strict=False):  # the view shows the newest summary only
+        assert any(lo <= before["summary_seq"] < hi for lo, hi in event["drop"])
     calls = {i.seq: i for i in of(records, Item) if i.kind == "tool_call"}
     first = calls[min(calls)]  # LiteLLM's tool call form: name and arguments under "function"
     assert first.tool_name == "think" and json.loads(first.args)["thought"].startswith("Let me analyze the issue")
