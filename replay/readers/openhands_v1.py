@@ -177,6 +177,45 @@ def _token_usages(metrics: Any) -> tuple[dict[str, dict], dict[str, dict], dict[
     return agent, condenser, totals
 
 
+TERMINAL_OBSERVATIONS = ("ExecuteBashObservation", "TerminalObservation")
+
+
+def observation_text(obs: dict) -> str:
+    """The text the SDK sends the model for an observation (its ``agent_observation``, later ``to_llm_content``):
+    the terminal's output framed by its metadata (``terminal_text``); the editor's error in place of its output;
+    the finish tool's message; else the observation's content or output."""
+    if obs.get("kind") in TERMINAL_OBSERVATIONS and isinstance(obs.get("metadata"), dict):
+        return terminal_text(obs)
+    if obs.get("content") is not None:
+        return text_of(obs["content"])
+    if isinstance(obs.get("error"), str) and obs["error"]:
+        return obs["error"]
+    if obs.get("output") is None and isinstance(obs.get("message"), str):
+        return obs["message"]
+    return text_of(obs.get("output"))
+
+
+def terminal_text(obs: dict) -> str:
+    """A terminal observation as the model saw it (SDK 49cbde95 ``ExecuteBashObservation``, later
+    ``TerminalObservation``, the same framing): the metadata's prefix, the output, its suffix, then a line each for
+    the working directory, the Python interpreter and the exit code (when not -1), after an error header when the
+    command failed to run."""
+    m = obs["metadata"]
+    body = text_of(obs["content"]) if obs.get("content") is not None else text_of(obs.get("output"))
+    text = f"{m.get('prefix') or ''}{body}{m.get('suffix') or ''}"
+    if m.get("working_dir"):
+        text += f"\n[Current working directory: {m['working_dir']}]"
+    if m.get("py_interpreter_path"):
+        text += f"\n[Python interpreter: {m['py_interpreter_path']}]"
+    if m.get("exit_code", -1) not in (-1, None):
+        text += f"\n[Command finished with exit code {m['exit_code']}]"
+    if obs.get("error") is True:
+        text = "[There was an error during command execution.]\n" + text
+    elif obs.get("is_error") is True:
+        text = "[An error occurred during execution.]\n" + text
+    return text
+
+
 class OpenHandsV1Reader:
     format = "openhands-v1"
 
@@ -493,8 +532,7 @@ class _Conversation:
         elif kind == "AgentErrorEvent":
             text, error = str(ev.get("error") or ""), True
         else:
-            text = text_of(obs.get("content")) if obs.get("content") is not None else text_of(obs.get("output"))
-            error = bool(obs.get("is_error") or obs.get("error"))
+            text, error = observation_text(obs), bool(obs.get("is_error") or obs.get("error"))
         if kind == "AgentErrorEvent" and not ev.get("tool_call_id"):
             self.b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
             return

@@ -262,3 +262,26 @@ def test_usage_no_litellm_rule_gives_is_quarantined(tmp_path: Path) -> None:
     (quarantined,) = of(records, BadRecord)
     assert "prompt_tokens=10 < cache_read=50" in quarantined.reason
     assert [q.prompt_tokens for q in of(records, Request)] == [None, None]
+
+
+def test_observations_read_as_the_sdk_renders_them_for_the_model(corpus: Path) -> None:
+    """Terminal output framed by its metadata lines, the editor's error instead of its output, the finish message."""
+    folder = corpus / V1 / BENCH
+    logged = {e["tool_call_id"]: e["observation"] for f in (folder / "event_service" / "events").iterdir()
+              if (e := json.loads(f.read_text()))["kind"] == "ObservationEvent"}
+    results = {i.call_id: i for i in of(read(folder), Item) if i.kind == "tool_result"}
+    assert set(results) == set(logged)
+    for call_id, obs in logged.items():
+        text = results[call_id].text
+        if obs["kind"] == "ExecuteBashObservation":
+            m = obs["metadata"]
+            assert text.startswith(m["prefix"] + obs["output"] + m["suffix"])
+            assert text.endswith(f"\n[Current working directory: {m['working_dir']}]\n[Python interpreter: "
+                                 f"{m['py_interpreter_path']}]\n[Command finished with exit code {m['exit_code']}]")
+        elif obs.get("error"):
+            assert text == obs["error"] and results[call_id].is_error
+        elif obs["kind"] == "FinishObservation":
+            assert text == obs["message"] and text
+    (empty,) = [i for i in of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Item)
+                if i.kind == "tool_result" and i.tool_name == "terminal"]  # newer SDK: content, same framing
+    assert empty.text.startswith("\n[The command completed with exit code 0.]\n[Current working directory: ")
