@@ -112,7 +112,8 @@ def ohv1_store(corpus: Path, tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("fid-ohv1") / "f.duckdb"
     con = open_store(db)
     ingest(con, [corpus / "openhands-v1" / "ohv1-bench-swe-sonnet4-81f92eeb",
-                 corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini"])
+                 corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
+                 corpus / "openhands-v1" / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl"])
     con.close()
     return db
 
@@ -134,3 +135,15 @@ def test_openhands_v1_agent_server_run_and_its_condensations_within_targets(ohv1
     assert all(e["within"] is True for e in events), events  # within 3 requests, the prompt after within 10%
     if tokenizer == "o200k":  # the gpt-4o-mini conversation under its model's tokenizer (terminal output framed)
         assert runs["ohv1-sdk-conv-cd945624-gpt4omini"]["within"] is True, runs
+
+
+def test_openhands_v1_stream_excerpt_is_flagged_with_its_reason(corpus: Path, ohv1_store: Path) -> None:
+    """The /goal fixture is an excerpt of a stream: no SystemPromptEvent or MessageEvent, so the system prompt, the
+    tools and the task behind its ~35k-token prompts are not in the file; fidelity flags it with that reason."""
+    path = corpus / "openhands-v1" / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl"
+    kinds = {json.loads(line)["kind"] for line in path.read_text().splitlines()}
+    assert not kinds & {"SystemPromptEvent", "MessageEvent"}
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(ohv1_store), "-t", "o200k", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (run,) = [r for r in json.loads(result.stdout) if r["kind"] == "run" and r["file"] == path.name]
+    assert run["within"] is False and run["unreconstructable"].startswith("content missing from the log"), run
