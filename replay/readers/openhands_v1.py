@@ -299,7 +299,10 @@ class OpenHandsV1Reader:
                         "usage_totals": totals or None} if isinstance(doc, dict) else {}
             else:
                 events.append((idx, doc))
-        yield from _Conversation(ctx, ctx.run_id(), meta, agent, condenser, model=model).run(events)
+        # the run is named after the conversation, also when its state folder is what was named
+        named = ctx.path.parent if state_folder(ctx.path.parent) == ctx.path else ctx.path
+        run_id = replace(ctx, path=named).run_id()
+        yield from _Conversation(ctx, run_id, meta, agent, condenser, model=model).run(events)
 
 
 class _Conversation:

@@ -174,6 +174,8 @@ def test_conversation_saved_one_level_down_is_found_by_layout_not_by_name(tmp_pa
     assert folder_reader(tmp_path / "server" / "my-task")[0] is READER
     (run,) = of(read(tmp_path / "server" / "my-task"), Run)
     assert run.run_id.startswith("my-task-")
+    (inner,) = of(read(tmp_path / "server" / "my-task" / "anything"), Run)  # the state folder named directly
+    assert inner.run_id == run.run_id
     _state(tmp_path / "sdk" / "conversations" / cid, cid, _events())  # the SDK's layout: named after the id
     assert folder_reader(tmp_path / "sdk" / "conversations") is None  # its parent holds conversations
     assert folder_reader(tmp_path / "sdk" / "conversations" / cid)[0] is READER
