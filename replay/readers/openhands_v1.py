@@ -21,8 +21,9 @@ response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``servic
 key=stats is cumulative, so each change of an agent usage id's ``accumulated_token_usage`` is one request's
 usage (a change seen before its response events opens the request; one seen after fills the open request).
 Condenser usage ids (name contains "condenser") are not agent requests: their usage goes to the condensation
-event (by ``llm_response_id``; a Condensation has one only from SDK 2025-10-30 #930, before which the condenser's
-calls go to the condensations in order, ``pair_condensations``), or to ``runs.metadata.condenser_usage``.
+event (by ``llm_response_id``; a Condensation has one only from SDK 2025-10-30 #930, before which, and in a stream,
+the condenser's calls go to the condensations in order, ``pair_condensations``); their sum in a stream is
+``runs.metadata.condenser_usage``.
 
 What ``prompt_tokens`` counts (``prompt_rule``): the SDK stores LiteLLM's ``usage.prompt_tokens`` as it is, with
 ``prompt_tokens_details.cached_tokens`` as cache reads and ``_cache_creation_input_tokens`` as cache writes
@@ -328,6 +329,7 @@ class _Conversation:
         self.event_usage: list[tuple[dict, dict]] = []  # (condensation event, its condenser usage as written)
         self.unlinked: list[dict] = []  # condensation events written without llm_response_id (SDK before #930)
         self.condenser_used: set[str] = set()  # condenser response ids given to an event
+        self.condenser_calls: list[dict] = []  # in a stream: each change of the condenser's cumulative usage
         self.summary_seq: int | None = None  # the summary the view shows now
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
@@ -355,18 +357,22 @@ class _Conversation:
         yield from self.b
 
     def pair_condensations(self) -> None:
-        """Condensations written without ``llm_response_id`` get the condenser's calls in order, one each: that
-        SDK's summarising condenser makes one completion per condensation and records its usage only when the call
-        returns, so the n-th call is the n-th condensation. When the counts differ, none is paired (noted)."""
-        if not self.unlinked:
-            return
-        spare = [u for rid, u in self.condenser_usage.items() if rid not in self.condenser_used]
-        if len(spare) == len(self.unlinked):
-            self.event_usage += list(zip(self.unlinked, spare, strict=True))
-        elif spare:
+        """Condensations whose usage no response id gives get the condenser's calls in order, one each: the
+        summarising condenser makes one completion per condensation and records its usage only when the call
+        returns, so the n-th call is the n-th condensation. The calls are the condenser's ``token_usages`` no
+        condensation claimed (base_state, for condensations written without ``llm_response_id``) or, in a stream,
+        each change of the condenser's cumulative usage. When the counts differ, none is paired (noted)."""
+        if self.condenser_usage or self.agent_usage:
+            waiting = self.unlinked
+            calls = [u for rid, u in self.condenser_usage.items() if rid not in self.condenser_used]
+        else:
+            waiting = [e for e in self.events if not any(e is x for x, _ in self.event_usage)]
+            calls = self.condenser_calls
+        if waiting and len(calls) == len(waiting):
+            self.event_usage += list(zip(waiting, calls, strict=True))
+        elif calls:
             self.b.run.metadata["condenser_usage_unpaired"] = (
-                f"{len(spare)} condenser calls and {len(self.unlinked)} condensations without llm_response_id: "
-                "not paired")
+                f"{len(calls)} condenser calls and {len(waiting)} condensations without their usage: not paired")
 
     def settle_usage(self) -> None:
         """Usage in the canonical meaning (prompt = input + cache_read + cache_write) under the run's
@@ -450,6 +456,7 @@ class _Conversation:
             if is_condenser(usage_id):
                 for k, v in delta.items():
                     self.condenser_delta[k] = self.condenser_delta.get(k, 0) + v
+                self.condenser_calls.append(delta)
                 continue
             if self.agent_usage:  # per-response usage from base_state is exact; the stream's is not needed
                 continue

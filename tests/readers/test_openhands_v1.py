@@ -287,3 +287,21 @@ def test_observations_read_as_the_sdk_renders_them_for_the_model(corpus: Path) -
     (empty,) = [i for i in of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Item)
                 if i.kind == "tool_result" and i.tool_name == "terminal"]  # newer SDK: content, same framing
     assert empty.text.startswith("\n[The command completed with exit code 0.]\n[Current working directory: ")
+
+
+def test_stream_condensation_takes_the_condenser_usage_change(tmp_path: Path) -> None:
+    """In an event stream the condenser's usage is cumulative too: its change is the condensation's usage."""
+    def stats(agent: int, condenser: int) -> dict:
+        summariser = {"prompt_tokens": condenser, "completion_tokens": condenser // 10}
+        use = {"agent": {"accumulated_token_usage": {"prompt_tokens": agent, "cache_read_tokens": 0}},
+               "condenser": {"accumulated_token_usage": summariser}}
+        return {"kind": "ConversationStateUpdateEvent", "key": "stats", "value": {"usage_to_metrics": use}}
+    events = _events()
+    at = next(n for n, e in enumerate(events) if e["kind"] == "Condensation")
+    stream = [*events[:2], stats(100, 0), *events[2:at], stats(100, 500), *events[at:], stats(250, 500)]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in stream) + "\n")
+    records = read(path)
+    assert [q.prompt_tokens for q in of(records, Request)] == [100, 150]  # the condenser's call is no request
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    assert event["usage"] == {"input": 500, "cache_read": 0, "cache_write": 0, "output": 50}
