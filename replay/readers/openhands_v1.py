@@ -537,12 +537,14 @@ class _Conversation:
 
     def observation(self, ev: dict, kind: str, line: int, ts: str | None) -> None:
         obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
-        if kind == "UserRejectObservation":
-            text, error = str(ev.get("rejection_reason") or "rejected by the user"), True
+        if kind == "UserRejectObservation":  # the SDK sends "Action rejected: <reason>"
+            text, error = f"Action rejected: {ev.get('rejection_reason') or 'rejected by the user'}", True
         elif kind == "AgentErrorEvent":
             text, error = str(ev.get("error") or ""), True
-        else:
-            text, error = observation_text(obs), bool(obs.get("is_error") or obs.get("error"))
+        else:  # later SDKs send the event's extended content after the observation's
+            extra = [t for part in ev.get("extended_content") or [] if (t := text_of(part))]
+            text = "\n".join([observation_text(obs), *extra])
+            error = bool(obs.get("is_error") or obs.get("error"))
         if kind == "AgentErrorEvent" and not ev.get("tool_call_id"):
             self.b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
             return

@@ -305,3 +305,16 @@ def test_stream_condensation_takes_the_condenser_usage_change(tmp_path: Path) ->
     assert [q.prompt_tokens for q in of(records, Request)] == [100, 150]  # the condenser's call is no request
     (event,) = of(records, Run)[0].metadata["context_events"]
     assert event["usage"] == {"input": 500, "cache_read": 0, "cache_write": 0, "output": 50}
+
+
+def test_rejections_and_extended_content_read_as_sent(tmp_path: Path) -> None:
+    events = _events()
+    at = next(n for n, e in enumerate(events) if e["id"] == "o2")
+    events[at] = {"kind": "UserRejectObservation", "id": "o2", "source": "user", "tool_name": "file_editor",
+                  "tool_call_id": "c2", "rejection_reason": "not that file"}
+    events[at - 1] = {**events[at - 1], "extended_content": [{"type": "text", "text": "<hint>"}]}
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    results = {i.call_id: i for i in of(read(path), Item) if i.kind == "tool_result"}
+    assert results["c1"].text == "body 1\n<hint>"
+    assert results["c2"].text == "Action rejected: not that file" and results["c2"].is_error
