@@ -134,12 +134,15 @@ def prompt_rule(usages: Iterable[tuple[Any, Any, Any]]) -> tuple[bool, str]:
     """(whether ``prompt_tokens`` counts cache writes, the reason) for one run's (prompt, read, write) as written.
 
     LiteLLM's rule is prompt = uncached input + reads, plus writes from 1.77.3 on (module docstring): uncached input
-    is never negative under either, so one usage whose prompt is below its reads + writes shows the older rule. When
-    none is, the newer rule is taken (the two agree wherever no cache was written)."""
-    for n, (prompt, read, write) in enumerate(usages):
-        if _count(prompt) and _count(read) and _count(write) and write > 0 and prompt < read + write:
-            return False, (f"input + cache_read: cache writes are left out (usage {n}: prompt_tokens {prompt:,} < "
-                           f"cache reads {read:,} + writes {write:,})")
+    is never negative under either, so one usage whose prompt is below its reads + writes shows the older rule (the
+    reason counts them). When none is, the newer rule is taken (the two agree wherever no cache was written)."""
+    written = [(n, p, r, w) for n, (p, r, w) in enumerate(usages) if _count(p) and _count(r) and _count(w) and w > 0]
+    below = [(n, p, r, w) for n, p, r, w in written if p < r + w]
+    if below:
+        n, prompt, read, write = below[0]
+        return False, (f"input + cache_read: cache writes are left out ({len(below)} of {len(written)} usages with "
+                       f"cache writes have prompt_tokens below reads + writes; usage {n}: {prompt:,} < {read:,} + "
+                       f"{write:,})")
     return True, "input + cache_read + cache_write: no usage has prompt_tokens below its cache reads + writes"
 
 
