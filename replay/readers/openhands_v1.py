@@ -44,6 +44,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -93,8 +94,8 @@ def state_folder(path: Path) -> Path | None:
     conversation saved one level down, as the agent-server saves it: its only entry (hidden files aside) is a folder
     holding that state, and that folder is not itself named after the conversation (the SDK's own layout names the
     state folder after the conversation id, and its parent is a folder of conversations). None otherwise."""
-    try:
-        entries = [e for e in path.iterdir() if not e.name.startswith(".")]
+    try:  # two visible entries are enough to say no (a folder of many logs is not listed whole)
+        entries = list(islice((e for e in path.iterdir() if not e.name.startswith(".")), 2))
     except OSError:
         return None
     if len(entries) != 1 or not entries[0].is_dir() or entries[0].name == "events":
