@@ -100,7 +100,6 @@ def _count(cell: str) -> tuple[str, int]:
     return (">=" if m.group(1) == "≥" else "="), int(m.group(2))
 
 
-@pytest.mark.xfail(strict=True, reason="the OpenHands V1 agent-server run is named event_service (issue 21, 1)")
 def test_new_formats_match_manifest_counts(corpus, corpus_db):
     rows = _manifest_counts(corpus)
     units = {p.name.removesuffix("/"): p for folder in NEW_FOLDERS for p in (corpus / folder).iterdir()}
