@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def day_of(ts: str | float | None) -> date | None:
         return None
     try:
         if isinstance(ts, int | float):
-            return datetime.fromtimestamp(float(ts)).date() if ts > 0 else None
+            return datetime.fromtimestamp(float(ts), UTC).date() if ts > 0 else None
         return datetime.fromisoformat(str(ts).replace("Z", "+00:00")).date()
     except (ValueError, OverflowError, OSError):
         return None
@@ -57,22 +57,28 @@ def day_of(ts: str | float | None) -> date | None:
 def rates_for(prices: Prices, total_input: np.ndarray) -> dict[str, np.ndarray]:
     """USD per million tokens of each part for requests of ``total_input`` input tokens: the base prices, a
     long-context tier's where the input is above its start, a missing cache price replaced by its parent's."""
-    n = len(total_input)
-    base = {"input": prices.input, "output": prices.output, "cache_read": prices.cache_read,
-            "cache_write": prices.cache_write, "cache_write_1h": prices.cache_write_1h}
-    out = {k: np.full(n, NAN if v is None else float(v)) for k, v in base.items()}
-    listed = {k: v is not None for k, v in base.items()}
-    for start, tier in prices.tiers:
-        above = total_input > start
-        for key, value in tier.items():
-            out[key][above] = value
-            listed[key] = True
-    if not listed["cache_read"]:
-        out["cache_read"] = out["input"]
-    if not listed["cache_write"]:
-        out["cache_write"] = out["input"]
-    if not listed["cache_write_1h"]:
-        out["cache_write_1h"] = out["cache_write"]
+    return keyed_rates([prices], np.zeros(len(total_input), np.int64), total_input)
+
+
+def keyed_rates(prices: Sequence[Prices], key_of: np.ndarray, total_input: np.ndarray) -> dict[str, np.ndarray]:
+    """Per-request rates (USD/Mtok) of each part, request i priced by ``prices[key_of[i]]`` at its whole input
+    ``total_input[i]`` (tiers), a missing cache price replaced by its parent's; NaN for an unknown price."""
+    def listed(v: float | None) -> float:
+        return NAN if v is None else float(v)
+
+    table = np.array([[listed(getattr(p, part)) for part in PARTS] for p in prices], dtype=np.float64).reshape(-1, 5)
+    out = {part: table[:, j][key_of] if len(prices) else np.full(len(key_of), NAN) for j, part in enumerate(PARTS)}
+    for j, p in enumerate(prices):
+        if not p.tiers:
+            continue
+        mine = key_of == j
+        for start, tier in p.tiers:
+            above = mine & (total_input > start)
+            for part, value in tier.items():
+                out[part][above] = value
+    for child, parent in (("cache_read", "input"), ("cache_write", "input"), ("cache_write_1h", "cache_write")):
+        gap = np.isnan(out[child])
+        out[child][gap] = out[parent][gap]
     return out
 
 
@@ -81,29 +87,43 @@ def price_requests(models: Sequence[str | None], days: Sequence[date | None], un
                    pricing: Pricing = DEFAULT_PRICING) -> RequestBill:
     """Each request priced at its own model on its own day (``days`` None: today's prices). Counts are arrays of
     one value per request; a missing count must be given as 0 by the caller (it says which counts it has)."""
-    n = len(models)
+    keys: dict[tuple[str | None, date | None], int] = {}
+    key_of = np.array([keys.setdefault(k, len(keys)) for k in zip(models, days, strict=True)], dtype=np.int64)
+    return price_keyed(list(keys), key_of, uncached, cache_read, write_5m, write_1h, output, pricing)
+
+
+def price_keyed(keys: Sequence[tuple[str | None, date | None]], key_of: np.ndarray, uncached: np.ndarray,
+                cache_read: np.ndarray, write_5m: np.ndarray, write_1h: np.ndarray, output: np.ndarray,
+                pricing: Pricing = DEFAULT_PRICING, cache_override: tuple[np.ndarray, np.ndarray] | None = None,
+                prices: Sequence[Prices] | None = None) -> RequestBill:
+    """:func:`price_requests` with the requests already grouped: request i is of ``keys[key_of[i]]`` (model,
+    day). ``cache_override``: per request, (read, write) multipliers on its input price where a cache model other
+    than its provider's own charges its reads and writes (NaN: the provider's own listed prices apply).
+    ``prices``: ``pricing.prices`` of each key, when the caller has them already."""
     counts = {"input": np.asarray(uncached, dtype=np.float64), "cache_read": np.asarray(cache_read, np.float64),
               "cache_write": np.asarray(write_5m, np.float64), "cache_write_1h": np.asarray(write_1h, np.float64),
               "output": np.asarray(output, np.float64)}
     total_input = counts["input"] + counts["cache_read"] + counts["cache_write"] + counts["cache_write_1h"]
-    usd = {p: np.full(n, NAN) for p in PARTS}
-    priced = np.zeros(n, dtype=bool)
+    priced_keys = list(prices) if prices is not None else [pricing.prices(model, day) for model, day in keys]
+    rates = keyed_rates(priced_keys, key_of, total_input)
+    if cache_override is not None:
+        read_x, write_x = cache_override
+        other = ~np.isnan(read_x)
+        rates["cache_read"] = np.where(other, rates["input"] * read_x, rates["cache_read"])
+        for part in ("cache_write", "cache_write_1h"):
+            rates[part] = np.where(other, rates["input"] * write_x, rates[part])
+    usd = {part: counts[part] * rates[part] / 1e6 for part in PARTS}
+    known = np.array([p.known for p in priced_keys], dtype=bool)
+    priced = known[key_of] if len(priced_keys) else np.zeros(len(key_of), dtype=bool)
     bill = RequestBill(usd, priced)
-    groups: dict[tuple[str | None, date | None], list[int]] = {}
-    for i, key in enumerate(zip(models, days, strict=True)):
-        groups.setdefault(key, []).append(i)
-    for (model, day), members in groups.items():
-        idx = np.asarray(members, dtype=np.int64)
-        prices = pricing.prices(model, day)
+    used = np.unique(key_of)
+    for j in used:
+        model, _ = keys[j]
         name = pricing.model or model or "(none)"
-        if not prices.known:
+        if known[j]:
+            bill.sources.setdefault(name, priced_keys[j].source)
+        else:
             bill.unpriced[name] = unpriced_reason(pricing.model or model)
-            continue
-        bill.sources.setdefault(name, prices.source)
-        rates = rates_for(prices, total_input[idx])
-        for part in PARTS:
-            usd[part][idx] = counts[part][idx] * rates[part] / 1e6
-        priced[idx] = True
     return bill
 
 
