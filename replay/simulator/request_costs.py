@@ -151,10 +151,11 @@ def run_costs(p: RequestPlan, n_runs: int, bills: list[Billing], prompt: np.ndar
 
 def _reasons(p: RequestPlan, n_runs: int, bill: RequestBill, pricing: Pricing) -> list[dict[str, str]]:
     out: list[dict[str, str]] = [{} for _ in range(n_runs)]
-    for i in np.unique(p.run_of[~bill.priced]):
-        for k in np.unique(p.key_of[(p.run_of == i) & ~bill.priced]):
-            name = pricing.model or p.keys[k][0] or "(none)"
-            out[i][name] = bill.unpriced.get(name, "")
+    gap = ~bill.priced
+    pairs = np.unique(np.stack([p.run_of[gap], p.key_of[gap]], axis=1), axis=0) if gap.any() else ()
+    for i, k in pairs:
+        name = pricing.model or p.keys[k][0] or "(none)"
+        out[i][name] = bill.unpriced.get(name, "")
     return out
 
 
