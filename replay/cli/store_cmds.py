@@ -161,9 +161,9 @@ def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: Wide
                                               "cost_note")
         title = f"recorded bill by {by}"
         if fmt == "table":  # thousands of tokens, so cost and the four counts fit 80 columns
-            ktok = {"in_ktok": "input_tokens", "read_ktok": "cache_read", "write_ktok": "cache_write",
+            ktok = {"in_ktok": "input_tokens", "read_ktok": "cache_read", "write_ktok": "cache_write_5m",
                     "out_ktok": "output_tokens"}
-            table = table.with_columns(pl.col("cache_write") + pl.col("cache_write_1h")).select(
+            table = table.with_columns(pl.col("cache_write_5m") + pl.col("cache_write_1h")).select(
                 pl.col(by).cast(pl.String).fill_null("(none)"), "cost_usd",
                 *[(pl.col(c) / 1e3).round().cast(pl.Int64).alias(k) for k, c in ktok.items()],
                 "requests", "runs", (pl.col("cache_write_1h") / 1e3).round().cast(pl.Int64).alias("write_1h_ktok"),

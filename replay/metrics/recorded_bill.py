@@ -19,7 +19,7 @@ from replay.metrics.bill import day_of, price_requests
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.store import frame
 
-TOKENS = ("input_tokens", "cache_read", "cache_write", "cache_write_1h", "output_tokens")
+TOKENS = ("input_tokens", "cache_read", "cache_write_5m", "cache_write_1h", "output_tokens")
 
 _SQL = """SELECT q.run_id, q.step, q.ts, coalesce(q.model, r.model) AS model, q.input_tokens, q.prompt_tokens,
                  q.cache_read, q.cache_write, q.cache_write_1h, q.output_tokens
@@ -28,7 +28,7 @@ _SQL = """SELECT q.run_id, q.step, q.ts, coalesce(q.model, r.model) AS model, q.
 
 def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING,
                  run_ids: list[str] | None = None) -> pl.DataFrame:
-    """One row per stored request: day, model, the five counts billed (``cache_write`` is the 5 minute part),
+    """One row per stored request: day, model, the five counts billed (5 minute and 1 hour writes apart),
     ``billed`` (it has usage), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when priced)."""
     where, params = ("WHERE q.run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
     q = frame(con, _SQL.format(where=where), params)
@@ -52,7 +52,7 @@ def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRIC
     return pl.DataFrame({
         "run_id": q["run_id"], "step": q["step"], "day": days, "model": models, "billed": billed,
         "input_tokens": np.where(billed, uncached, 0), "cache_read": np.where(billed, read, 0),
-        "cache_write": np.where(billed, write - w1h, 0), "cache_write_1h": np.where(billed, w1h, 0),
+        "cache_write_5m": np.where(billed, write - w1h, 0), "cache_write_1h": np.where(billed, w1h, 0),
         "output_tokens": np.where(billed, col("output_tokens"), 0), "cost_usd": cost,
         "why": [w if b else "" for w, b in zip(why, billed, strict=True)],
         "price_source": [bill.sources.get(pricing.model or m or "(none)", "") for m in models],
