@@ -139,7 +139,7 @@ def run_costs(p: RequestPlan, n_runs: int, bills: list[Billing], prompt: np.ndar
     u = sim.usd
 
     def by_run(v: np.ndarray) -> np.ndarray:
-        return np.bincount(p.run_of, weights=v, minlength=n_runs)
+        return np.bincount(p.run_of, weights=v, minlength=n_runs).astype(np.float64)  # int64 when there is none
 
     rec_total = np.where(p.billed, rec.total, 0.0)
     rec_usd = by_run(rec_total)

@@ -53,3 +53,10 @@ def test_simulated_writes_follow_the_logs_one_hour_writes(rows):
     five_min = [v for k, v in out.items() if k.startswith("ccv-sample")]
     assert all(row["written_1h_tokens"] == 0 and row["written_tokens"] > 0 for _, row in five_min)
     assert all((np.nan_to_num(one_hour_share(r)) == 0).all() for r, _ in five_min)  # 1.0.108: 5 min writes
+
+
+def test_no_runs_cost_nothing_and_do_not_fail():
+    from replay.simulator.kernels import pack, point_frame
+    from replay.sweeps.adapter import resolve
+
+    assert point_frame(pack([]), resolve("seed_a", {}, "anthropic")).height == 0  # a sweep's warm-up does this
