@@ -36,8 +36,8 @@ from replay.untrusted import for_terminal
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "cost_usd", "cache_hit_rate", "summaries",
-           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "cache_model", "price_source",
-           "token_source"]
+           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "recorded_cost_usd", "cache_model",
+           "price_source", "token_source"]
 
 
 @app.command()

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Annotated
 
+import polars as pl
 import typer
 from rich.text import Text
 
@@ -15,6 +16,8 @@ from replay.cli.common import (
     DbOption,
     FormatOption,
     NewDbOption,
+    PriceOption,
+    PricesOption,
     WideOption,
     console,
     emit,
@@ -26,6 +29,15 @@ from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
 from replay.ingest import ingest_units as ingest_files
 from replay.ingest import watch as watch_paths
+from replay.metrics.prices import pricing_from_options
+from replay.metrics.recorded_bill import (
+    TOKENS,
+    bill_summary,
+    grouped_bill,
+    request_bill,
+    runs_bill,
+    unpriced_reasons,
+)
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
@@ -133,9 +145,40 @@ def _report_one(out: FileOutcome) -> None:
 
 
 @app.command()
-def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False) -> None:
-    """List ingested runs: format, model, requests, tool calls, items, recorded usage."""
-    emit(runs_table(open_store(db, read_only=True)), fmt, title="runs", wide=wide)
+def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False,
+         by: Annotated[str | None, typer.Option(
+             "--by", help="Group the recorded bill by model (each request's own) or day (UTC): runs, requests, "
+                          "tokens, cost.")] = None,
+         prices: PricesOption = None, price: PriceOption = []) -> None:  # noqa: B006
+    """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
+    own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
+    tiers, output), tool calls, items. A cost that cannot be computed is empty and ``cost_note`` says why (a
+    model with no price, no per-request usage); totals leave it out and name it."""
+    con = open_store(db, read_only=True)
+    bill = request_bill(con, pricing_from_options(prices, price))
+    if by is not None:
+        table = grouped_bill(bill, by).select(by, "runs", "requests", "cost_usd", *TOKENS, "unpriced_requests",
+                                              "cost_note")
+        title = f"recorded bill by {by}"
+        if fmt == "table":  # thousands of tokens, so cost and the four counts fit 80 columns
+            ktok = {"in_ktok": "input_tokens", "read_ktok": "cache_read", "write_ktok": "cache_write_5m",
+                    "out_ktok": "output_tokens"}
+            table = table.with_columns(pl.col("cache_write_5m") + pl.col("cache_write_1h")).select(
+                pl.col(by).cast(pl.String).fill_null("(none)"), "cost_usd",
+                *[(pl.col(c) / 1e3).round().cast(pl.Int64).alias(k) for k, c in ktok.items()],
+                "requests", "runs", (pl.col("cache_write_1h") / 1e3).round().cast(pl.Int64).alias("write_1h_ktok"),
+                "unpriced_requests", "cost_note")
+            title += " (thousands of tokens; write: 5 min and 1 h)"
+    else:
+        table = runs_table(con).join(runs_bill(bill).drop("requests"), on="run_id", how="left", coalesce=True)
+        table = table.select("run_id", "requests", "cost_usd", "model", "format", "tool_calls", "items",
+                             "recorded_usage", *TOKENS, "unpriced_requests",
+                             pl.col("cost_note").fill_null("no requests"))
+        title = "runs"
+    emit(table, fmt, title=title, wide=wide)
+    if fmt == "table":
+        for line in bill_summary(table, "run" if by is None else by, unpriced_reasons(bill)):
+            console.print(Text(for_terminal(line)), highlight=False)
 
 
 @app.command()

@@ -22,7 +22,8 @@ SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i
        length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
-_REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens
+_REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens, model,
+       cache_write_1h
 FROM requests WHERE run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY run_id, step"""
 _RUNS = "SELECT run_id, model, metadata FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
 

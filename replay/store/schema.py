@@ -100,8 +100,21 @@ def _v5_billing(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
 
 
+def _v6_cache_write_1h(con: duckdb.DuckDBPyConnection) -> None:
+    """``requests.cache_write_1h``: the part of ``cache_write`` written for 1 hour (Claude Code's
+    ``cache_creation.ephemeral_1h_input_tokens``; billed at 2x input where 5 min writes are 1.25x); NULL where the
+    log does not split writes by duration. A store ingested before this version has NULL everywhere: ingest the
+    logs again into a new store to read the split. ``sim_runs`` gains the recorded bill of the run and the
+    simulated cost's 1 h writes."""
+    con.execute("ALTER TABLE requests ADD COLUMN cache_write_1h BIGINT")
+    for col, typ in (("recorded_cost_usd", "DOUBLE"), ("written_1h_tokens", "BIGINT"),
+                     ("unpriced_requests", "INTEGER")):
+        con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations,
-                                                                 _v4_placeholders_composition, _v5_billing]
+                                                                 _v4_placeholders_composition, _v5_billing,
+                                                                 _v6_cache_write_1h]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
