@@ -17,6 +17,10 @@ A run is marked *unreconstructable*, with the reason, when a mechanical check on
 the server's prompt: content comes and goes outside the log (the recorded prompt shrinks with no compaction or
 other boundary in the log), or the recorded prompt grows far more than the log's items. The checks read the
 recorded usage and the log's structure, so the flag is the same under every tokenizer, and fidelity shows it.
+
+A recorded prompt the harness printed rounded ("11k") is an interval, not a point: ``runs.metadata
+.usage_resolution`` ([step, half width] pairs) widens it, and a request's error is its distance to that interval
+(:func:`interval_errors`), in calibrate and fidelity alike.
 """
 
 from __future__ import annotations
@@ -258,6 +262,21 @@ def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon
             f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record")
 
 
+def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
+    """Per request step, how far the recorded prompt may be from the true count (``usage_resolution``)."""
+    half = {int(p[0]): int(p[1]) for p in metadata.get("usage_resolution") or []
+            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)}
+    return np.array([half.get(int(s), 0) for s in steps], dtype=np.float64)
+
+
+def interval_errors(predicted: np.ndarray, recorded: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
+    """|predicted - recorded| / recorded, less the recorded figure's rounding: 0 inside [recorded ± half]."""
+    gap = np.abs(np.asarray(predicted, np.float64) - recorded)
+    if half is not None:
+        gap = np.maximum(gap - half, 0.0)
+    return gap / recorded
+
+
 def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: bool = False,
               store: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-request fitted predictions and per-run fits (stored in `calibrations`); counts tokens first."""
@@ -303,12 +322,13 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, context_drops(metadata))
         check_shrinks(check, steps, recorded, prompts.total, metadata)
         check_growth(check, steps, recorded, prompts.total)
+        half = resolutions(metadata, steps)
         oos = walk_forward(visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact,
-                                   context_drops(metadata)), recorded, steps, check.boundaries, overhead.fixed)
+                                   context_drops(metadata)), recorded, steps, check.boundaries, overhead.fixed, half)
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
         pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
-        err, raw = np.abs(pred - recorded) / recorded, np.abs(recon - recorded) / recorded
+        err, raw = interval_errors(pred, recorded, half), interval_errors(recon, recorded, half)
         chars4 = _chars4(run_items, steps)
         reason = "; ".join(check.reasons)  # a property of the log: the same whatever the tokenizer or the fit
         per_request.append(pl.DataFrame({
@@ -328,17 +348,17 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
 
 
 def walk_forward(prompts: Prompts, recorded: np.ndarray, steps: np.ndarray, boundaries: dict[int, str],
-                 fixed: float = 0.0) -> np.ndarray:
-    """|predicted - recorded| / recorded per request, each predicted by a fit on the earlier requests only
-    (overhead and scale, plus the boundaries seen so far): calibration scored out of sample. NaN for the first
-    two requests, which have too little before them."""
+                 fixed: float = 0.0, half: np.ndarray | None = None) -> np.ndarray:
+    """|predicted - recorded| / recorded per request (less the recorded figure's rounding ``half``), each
+    predicted by a fit on the earlier requests only (overhead and scale, plus the boundaries seen so far):
+    calibration scored out of sample. NaN for the first two requests, which have too little before them."""
     target = recorded - prompts.exact
     out = np.full(len(steps), np.nan)
     for k in range(2, len(steps)):
         seen = [b for b in boundaries if b <= steps[k - 1]]
         f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries))
         pred = f.predict(prompts.tokens[k:k + 1], None, steps[k:k + 1])[0] + prompts.exact[k]
-        out[k] = abs(pred - recorded[k]) / recorded[k]
+        out[k] = interval_errors(np.array([pred]), recorded[k:k + 1], None if half is None else half[k:k + 1])[0]
     return out
 
 

@@ -195,3 +195,12 @@ def test_unreconstructable_is_a_property_of_the_log(corpus_db):
         flags.append({r: why.split(":", 1)[0] for r, why in zip(runs["run_id"], runs["unreconstructable"],
                                                                 strict=True) if why})
     assert flags[0] == flags[1] and len(flags[0]) >= 2
+
+
+def test_interval_errors_score_the_distance_to_a_rounded_figure():
+    from replay.tokens.calibrate import interval_errors, resolutions
+
+    half = resolutions({"usage_resolution": [[0, 500], [2, 50], ["x", 1]]}, np.array([0, 1, 2]))
+    assert half.tolist() == [500, 0, 50]
+    err = interval_errors(np.array([10_600.0, 7_000.0, 4_300.0]), np.array([11_000.0, 7_010.0, 4_200.0]), half)
+    assert err.tolist() == pytest.approx([0.0, 10 / 7_010, 50 / 4_200])
