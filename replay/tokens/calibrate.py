@@ -15,8 +15,11 @@ other vendors (MiniMax) drop thinking blocks from the history; Claude keeps them
 
 A run is marked *unreconstructable*, with the reason, when a mechanical check on the log names why it cannot give
 the server's prompt: content comes and goes outside the log (the recorded prompt shrinks with no compaction or
-other boundary in the log), or the recorded prompt grows far more than the log's items. The checks read the
-recorded usage and the log's structure, so the flag is the same under every tokenizer, and fidelity shows it.
+other boundary in the log), the recorded prompt grows far more than the log's items, content the log never holds
+comes and goes often (reader notes marked ``varies``: Aider's files in the chat), or the log's history is far
+over the size at which the harness summarises it (``runs.metadata.history_limit``). The checks read the recorded
+usage and the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity
+shows it.
 
 A recorded prompt the harness printed rounded ("11k") is an interval, not a point: ``runs.metadata
 .usage_resolution`` ([step, half width] pairs) widens it, and a request's error is its distance to that interval
@@ -262,6 +265,46 @@ def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon
             f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record")
 
 
+def check_unlogged(check: RunCheck, steps: np.ndarray, metadata: dict) -> None:
+    """Add a reason when the reader noted, at MIN_SHRINKS requests or more (and 5% of them), content entering or
+    leaving the prompt that the log never holds and whose size varies over the run (notes with ``varies``): one
+    fitted offset per note would only hide what the log cannot give."""
+    notes = [n for n in metadata.get("unlogged") or [] if isinstance(n, dict) and n.get("varies")
+             and isinstance(n.get("step"), int) and 0 < n["step"] <= int(steps[-1])]
+    at = {n["step"] for n in notes}
+    if len(at) >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
+        kinds = "; ".join(sorted({str(n.get("reason")) for n in notes}))
+        check.reasons.append(
+            f"content outside the log: at {len(at)} of {len(steps)} requests the log records content entering or "
+            f"leaving the prompt that it never holds ({kinds})")
+
+
+HISTORY_MARGIN = 2.0  # the log's history must exceed the harness's summarising size this many times over
+
+
+def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metadata: dict) -> None:
+    """Add a reason when the log's conversation history before a request (its earlier user turns, chars/4) is
+    over twice the size above which the harness summarises it (``runs.metadata.history_limit``, tokens): the
+    server got a summary the log does not hold."""
+    limit = metadata.get("history_limit")
+    if not isinstance(limit, int) or limit <= 0 or items.is_empty():
+        return
+    body = items.filter(~pl.col("kind").is_in(["system", "tool_defs"]))
+    step, turn = body["step"].to_numpy(), body["turn"].fill_null(0).to_numpy()
+    chars = body["chars"].fill_null(0).to_numpy()
+    for k, s in enumerate(steps):
+        seen = step <= s
+        if not seen.any():
+            continue
+        history = chars[seen & (turn < turn[seen].max())].sum() / 4
+        if history > HISTORY_MARGIN * limit:
+            check.reasons.append(
+                f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
+                f"the log's history before request {k} is ~{history:,.0f} tokens (chars/4); the summary the "
+                "server got instead is not in the log")
+            return
+
+
 def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
     """Per request step, how far the recorded prompt may be from the true count (``usage_resolution``)."""
     half = {int(p[0]): int(p[1]) for p in metadata.get("usage_resolution") or []
@@ -322,6 +365,8 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, context_drops(metadata))
         check_shrinks(check, steps, recorded, prompts.total, metadata)
         check_growth(check, steps, recorded, prompts.total)
+        check_unlogged(check, steps, metadata)
+        check_history(check, run_items, steps, metadata)
         half = resolutions(metadata, steps)
         oos = walk_forward(visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact,
                                    context_drops(metadata)), recorded, steps, check.boundaries, overhead.fixed, half)
