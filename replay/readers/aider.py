@@ -183,24 +183,12 @@ class _Session:
                 self.flush()
             elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()
-                self.joins(m.group(1).strip(), line_no, line[2:])
-            elif (m := CONFIRM_RE.match(line)) and (m.group(1).lower() or "yes" * ("[Yes]" in line)) in YES:
-                self.flush()
-                if self.last_console:
-                    self.joins(self.last_console, line_no, f"{self.last_console} added to the chat")
-            elif m := DROPPED_RE.match(line):
-                self.flush()
-                self.chat.discard(m.group(1).strip())
-                self.unlogged(line_no, "file dropped from the chat: its contents, never logged, leave the prompt")
-            elif m := APPLIED_RE.match(line):
-                self.switch("console", line_no)
-                self.buf.append(line[2:])
-                if m.group(1) not in self.chat:  # aider adds a file it creates or is allowed to edit to the chat
-                    self.chat.add(m.group(1))
-                    self.unlogged(line_no, "file edited into the chat: its contents are sent, never logged")
+                self.b.call("read", {"path": m.group(1).strip()}, line=line_no, text=line[2:])
+                self.joins(m.group(1).strip(), line_no, "file added to the chat")
             else:
                 self.switch("console", line_no)
                 self.buf.append(line[2:] if line.startswith("> ") else line[1:])
+                self.chat_change(line, line_no)
             self.last_console = line[2:].strip()
         elif not line.strip():
             if self.cur:
@@ -210,12 +198,23 @@ class _Session:
             self.buf.append(line)
             self.in_block = self.cur == "assistant" and line.startswith("<<<<<<< SEARCH")
 
-    def joins(self, path: str, line_no: int, text: str) -> None:
-        """File ``path`` joins the chat: a read of it, and its contents in every request from the next on."""
-        self.b.call("read", {"path": path}, line=line_no, text=text)
+    def chat_change(self, line: str, line_no: int) -> None:
+        """The files in the chat as a console line changes them (the line itself stays console text, so a damaged
+        one changes nothing but its own block)."""
+        if (m := CONFIRM_RE.match(line)) and (m.group(1).lower() or "yes" * ("[Yes]" in line)) in YES:
+            if self.last_console:  # the file is named on the console line above the question
+                self.joins(self.last_console, line_no, "file added to the chat")
+        elif m := DROPPED_RE.match(line):
+            self.chat.discard(m.group(1).strip())
+            self.unlogged(line_no, "file dropped from the chat: its contents, never logged, leave the prompt")
+        elif (m := APPLIED_RE.match(line)) and m.group(1) not in self.chat:
+            self.joins(m.group(1), line_no, "file edited into the chat")  # aider adds what it creates or may edit
+
+    def joins(self, path: str, line_no: int, how: str) -> None:
+        """File ``path`` joins the chat: its contents are in every request from the next on."""
         if path not in self.chat:
             self.chat.add(path)
-            self.unlogged(line_no, "file added to the chat: its contents are sent, never logged")
+            self.unlogged(line_no, f"{how}: its contents are sent, never logged")
 
     def unlogged(self, line_no: int, reason: str) -> None:
         """Note content of unknown size entering or leaving the prompt at the next request (none before the

@@ -41,15 +41,11 @@ def test_counts_match_manifest(corpus: Path) -> None:
         calls = [r for r in records if isinstance(r, Item) and r.kind == "tool_call"]
         edits = [c for c in calls if c.tool_name == "edit"]
         assert len(edits) == EDITS[name] and all(c.access == "write" and c.resource for c in edits), name
-        text = path.read_text()
-        # a file joins the chat by "/add" ("> Added X to the chat"; "N lines of output" is /run output, not a
-        # file) or by a yes/all answer to "Add file to the chat?" under the line naming it
-        added = [f for f in re.findall(r"^> Added (.+?) to the chat", text, re.M) if not re.match(r"\d+ lines? of", f)]
-        confirmed = re.findall(r"^> (\S+) *\n(?:\s*\n|#### .*\n)*> Add file to the chat\?.*: (?:y|a|yes|all)? *$",
-                               text, re.M)
+        # "/add" reads a file into the chat; "Added N lines of output to the chat" is /run output, not a file
+        added = [f for f in re.findall(r"^> Added (.+?) to the chat", path.read_text(), re.M)
+                 if not re.match(r"\d+ lines? of output", f)]
         reads = [c for c in calls if c.tool_name == "read"]
-        assert sorted(c.resource for c in reads) == sorted(added + confirmed), name
-        assert all(c.access == "read" for c in reads), name
+        assert [c.resource for c in reads] == added and all(c.access == "read" for c in reads), name
 
 
 def test_token_line_usage_and_order(corpus: Path) -> None:
