@@ -292,17 +292,17 @@ def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metad
     body = items.filter(~pl.col("kind").is_in(["system", "tool_defs"]))
     step, turn = body["step"].to_numpy(), body["turn"].fill_null(0).to_numpy()
     chars = body["chars"].fill_null(0).to_numpy()
+    history = np.zeros(len(steps))
     for k, s in enumerate(steps):
         seen = step <= s
-        if not seen.any():
-            continue
-        history = chars[seen & (turn < turn[seen].max())].sum() / 4
-        if history > HISTORY_MARGIN * limit:
-            check.reasons.append(
-                f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
-                f"the log's history before request {k} is ~{history:,.0f} tokens (chars/4); the summary the "
-                "server got instead is not in the log")
-            return
+        if seen.any():
+            history[k] = chars[seen & (turn < turn[seen].max())].sum() / 4
+    k = int(np.argmax(history))
+    if history[k] > HISTORY_MARGIN * limit:
+        check.reasons.append(
+            f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
+            f"the log's history before request {k} is ~{history[k]:,.0f} tokens (chars/4); the summary the "
+            "server got instead is not in the log")
 
 
 def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
