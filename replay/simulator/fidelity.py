@@ -96,10 +96,15 @@ def harness_preset(fmt: str, metadata: dict) -> tuple[str, Budget] | None:
     return None
 
 
-def prompt_errors(cols: dict[str, np.ndarray]) -> np.ndarray:
-    """|simulated - recorded| / recorded for every request with a recorded prompt."""
+def prompt_errors(cols: dict[str, np.ndarray], half: np.ndarray | None = None) -> np.ndarray:
+    """|simulated - recorded| / recorded for every request with a recorded prompt; with ``half`` (per request,
+    the recorded figure's rounding: ``calibrate.resolutions``) the distance to that interval, as calibrate
+    scores it."""
+    from replay.tokens.calibrate import interval_errors
+
     have = cols["recorded_prompt"] > 0
-    return np.abs(cols["prompt_tokens"][have] - cols["recorded_prompt"][have]) / cols["recorded_prompt"][have]
+    return interval_errors(cols["prompt_tokens"][have], cols["recorded_prompt"][have].astype(np.float64),
+                           None if half is None else half[have])
 
 
 def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
@@ -172,7 +177,7 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs). ``ids``: only these runs (fitted and replayed alone)."""
     from replay.simulator.load import load_runs
-    from replay.tokens.calibrate import fit_usage, out_of_sample_errors
+    from replay.tokens.calibrate import fit_usage, out_of_sample_errors, resolutions
     from replay.tokens.template import DEFAULT_OVERHEAD
 
     meta = {r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs")
@@ -187,7 +192,7 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
         run_cache = cache or provider_cache(fmt, model)
         cols, row = replay_recorded(run, run_cache)
-        err = prompt_errors(cols)
+        err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
         base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
