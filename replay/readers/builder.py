@@ -155,7 +155,7 @@ def validate_usage(usage: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
 # Context events: what a harness's own context policy did (compaction, condensation, cleared tool uses), kept in
 # ``run.metadata[CONTEXT_EVENTS_KEY]`` as a list in log order; the simulator's ``recorded`` policy replays them.
 CONTEXT_EVENTS_KEY = "context_events"
-EVENT_KINDS = ("compaction", "condensation", "clear_tool_uses")
+EVENT_KINDS = ("compaction", "condensation", "clear_tool_uses", "microcompact")
 TRIGGERS = ("auto", "manual", None)
 PREFIX_KINDS = ("system", "tool_defs")
 

@@ -9,8 +9,13 @@ Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigge
 before it is dropped from the next request on, and the summary is an item of kind ``summary`` (never user text).
 What Claude Code re-attaches after it (``file`` attachments, ``compact_file_reference`` notes for files too large
 to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. A
-``microcompact_boundary`` line (``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds) is a
-``clear_tool_uses`` event dropping the results of the listed tool calls.
+``microcompact_boundary`` line (2.1.x; ``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds,
+clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
+are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
+cleared result to ``<projects dir>/<session>/tool-results/<tool id>.txt`` (``.json`` for block content) and sends
+``<persisted-output>Tool result saved to: PATH`` + a line telling the model to Read it; the event's ``cleared`` lists
+``[result seq, characters of that note]`` (the home directory is not logged: taken from ``cwd`` when it lies under
+/home or /Users). The note is what cli.js 2.1.19 writes (``[Old tool result content cleared]`` when saving fails).
 
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
@@ -38,6 +43,8 @@ CONTEXT_ATTACHMENTS = {"hook_additional_context", "nested_memory", "file", "edit
 SYNTHETIC = "<synthetic>"
 TRIGGERS = ("auto", "manual")
 # the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach
+# what a microcompacted tool result is replaced with (cli.js 2.1.19): a note pointing at the file it was saved to
+PERSISTED_NOTE = "<persisted-output>Tool result saved to: {path}\n\nUse Read to view</persisted-output>"
 FILE_REFERENCE_NOTE = ("Note: {name} was read before the last conversation was summarized, but the contents are too "
                        "large to include. Use Read tool if you need to access it.")
 
@@ -105,23 +112,45 @@ def _write_1h(usage: dict) -> int | None:
     return split["ephemeral_1h_input_tokens"]
 
 
-def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> None:
+def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> int | None:
+    """Add a context attachment as an item; its seq (None: not sent to the model)."""
     att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
     if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
-        b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line)
+        return b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line).seq
+    return None
 
 
-def _microcompact(b: RunBuilder, obj: dict, line: int) -> None:
-    """A microcompact_boundary line (2.x): the results of ``compactedToolIds`` are cleared from the next request on."""
+def _home(cwd: str) -> str:
+    """The user's home directory as far as ``cwd`` tells it (Claude Code keeps its projects under ~/.claude)."""
+    parts = cwd.split("/")
+    if cwd.startswith(("/home/", "/Users/")) and len(parts) >= 3:
+        return "/".join(parts[:3])
+    return "/root" if cwd.startswith("/root") else ""
+
+
+def persisted_note(cwd: str, session: str, tool_id: str, ext: str) -> str:
+    """The note Claude Code sends for a microcompacted tool result saved to its session's tool-results folder."""
+    project = "".join(c if c.isascii() and c.isalnum() else "-" for c in cwd)
+    return PERSISTED_NOTE.format(path=f"{_home(cwd)}/.claude/projects/{project}/{session}/tool-results/{tool_id}.{ext}")
+
+
+def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str],
+                  attachments: dict[str, int]) -> None:
+    """A microcompact_boundary line (2.1.x): from the next request on the results of ``compactedToolIds`` are a
+    note naming the file they were saved to (their calls stay), ``clearedAttachmentUUIDs`` are gone."""
     meta = obj.get("microcompactMetadata") if isinstance(obj.get("microcompactMetadata"), dict) else {}
-    ids = {i for i in meta.get("compactedToolIds") or [] if isinstance(i, str)}
-    seqs = [r.seq for r in b.records if isinstance(r, Item) and r.kind == "tool_result" and r.call_id in ids]
+    ids = [i for i in meta.get("compactedToolIds") or [] if isinstance(i, str)]
+    results = {r.call_id: r.seq for r in b.records if isinstance(r, Item) and r.kind == "tool_result"}
+    cwd, session = str(b.run.metadata.get("cwd") or ""), str(b.run.metadata.get("session_id") or "")
+    cleared = [[results[i], len(persisted_note(cwd, session, i, result_ext.get(i, "txt")))] for i in ids
+               if i in results]
+    gone = [attachments[u] for u in meta.get("clearedAttachmentUUIDs") or [] if isinstance(u, str) and u in attachments]
     raw, pre, saved = meta.get("trigger"), meta.get("preTokens"), meta.get("tokensSaved")
     extra: dict[str, Any] = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
     if isinstance(saved, int):
         extra["tokens_saved"] = saved
-    b.context_event("clear_tool_uses", drop=seq_ranges(seqs), trigger=raw if raw in TRIGGERS else None,
-                    pre_tokens=pre if isinstance(pre, int) else None, line=line, **extra)
+    b.context_event("microcompact", drop=seq_ranges(gone), trigger=raw if raw in TRIGGERS else None,
+                    pre_tokens=pre if isinstance(pre, int) else None, line=line, cleared=sorted(cleared), **extra)
 
 
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
@@ -150,6 +179,8 @@ class _Session:
         self.uuids: set[str] = set()
         # attachments logged between a compact_boundary and its summary: they are re-sent after the summary
         self.held: dict[int, list[tuple[dict, int, str | None]]] = {}
+        self.result_ext: dict[str, str] = {}  # tool id -> extension of the file a microcompact saves its result to
+        self.attachment_seq: dict[str, int] = {}  # attachment line uuid -> its item's seq
 
     @staticmethod
     def unlogged(b: RunBuilder, line: int, reason: str, **detail: Any) -> None:
@@ -192,7 +223,7 @@ class _Session:
             self._boundary(self._builder(obj), obj, line)
             return
         if kind == "system" and obj.get("subtype") == "microcompact_boundary":
-            _microcompact(self._builder(obj), obj, line)
+            _microcompact(self._builder(obj), obj, line, self.result_ext, self.attachment_seq)
             return
         if kind not in CONVERSATION and kind != "attachment":
             return
@@ -211,7 +242,7 @@ class _Session:
             if id(b) in self.held:
                 self.held[id(b)].append((obj, line, ts))
             else:
-                _attach(b, obj, line, ts)
+                self._attach(b, obj, line, ts)
             return
         if not obj.get("isCompactSummary"):
             self.flush_attachments(b)
@@ -223,7 +254,12 @@ class _Session:
     def flush_attachments(self, b: RunBuilder) -> None:
         """Add the attachments held since a compact_boundary (after its summary, if one was logged)."""
         for obj, line, ts in self.held.pop(id(b), []):
-            _attach(b, obj, line, ts)
+            self._attach(b, obj, line, ts)
+
+    def _attach(self, b: RunBuilder, obj: dict, line: int, ts: str | None) -> None:
+        seq = _attach(b, obj, line, ts)
+        if seq is not None and isinstance(obj.get("uuid"), str):
+            self.attachment_seq[obj["uuid"]] = seq
 
     def _boundary(self, b: RunBuilder, obj: dict, line: int) -> None:
         """A compact_boundary line: everything logged so far leaves the prompt from the next request on."""
@@ -307,6 +343,8 @@ class _Session:
             btype = block.get("type")
             if btype == "tool_result":
                 inner = block.get("content")
+                if isinstance(block.get("tool_use_id"), str):
+                    self.result_ext[block["tool_use_id"]] = "json" if isinstance(inner, list) else "txt"
                 b.result(text_of(inner), block.get("tool_use_id"), ts=ts, line=line,
                          is_error=bool(block.get("is_error")))
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []

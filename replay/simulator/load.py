@@ -137,7 +137,24 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
         if it.get("synthetic") == "compaction":
             recorded_only[p] = True
     masked = _placeholders(metadata, pos)
+    cleared = _cleared(metadata, pos, n_requests)
+    if len(cleared):
+        masked = tuple(np.concatenate([a, cleared[:, i]]) for i, a in enumerate(masked))
     return RecordedEvents(np.array(steps, dtype=np.int64), tuple(kinds), tuple(drops), recorded_only, *masked)
+
+
+def _cleared(metadata: dict, pos: dict, n_requests: int) -> np.ndarray:
+    """Results an event rewrote into a short note that stays from its request on (Claude Code's microcompact,
+    ``cleared``: [result seq, characters of the note]), as per-request placeholder rows (request, position,
+    characters) for every request from the event's to the last; rows of (0, 3) when there are none."""
+    rows = []
+    for ev in metadata.get("context_events") or []:
+        if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
+            continue
+        for entry in ev.get("cleared") or []:
+            if isinstance(entry, list) and len(entry) == 2 and entry[0] in pos and isinstance(entry[1], int):
+                rows.extend((k, pos[entry[0]], entry[1]) for k in range(max(ev["step"], 0), n_requests))
+    return np.array(sorted(rows), dtype=np.int64).reshape(-1, 3)
 
 
 def _placeholders(metadata: dict, pos: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -427,11 +427,14 @@ def _metadata(value: object) -> dict:
 
 
 def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
-    """(from step, dropped item seqs) of each recorded context event in ``runs.metadata.context_events``."""
+    """(from step, dropped item seqs) of each recorded context event in ``runs.metadata.context_events``. Items an
+    event rewrote into a short note (``cleared``: Claude Code's microcompact) count as dropped here: the note (some
+    50 tokens each) is left to the fit."""
     out = []
     for ev in metadata.get("context_events") or []:
         if isinstance(ev, dict) and isinstance(ev.get("step"), int):
             seqs = [q for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi))]
+            seqs += [c[0] for c in ev.get("cleared") or [] if isinstance(c, list) and c and isinstance(c[0], int)]
             out.append((ev["step"], np.array(seqs, dtype=np.int64)))
     return out
 

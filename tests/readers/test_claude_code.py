@@ -8,7 +8,7 @@ from pathlib import Path
 from replay.model import Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
-from replay.readers.claude_code import READER
+from replay.readers.claude_code import READER, persisted_note
 
 
 def manifest_rows(corpus: Path, section: str) -> dict[str, tuple[str, str]]:
@@ -285,6 +285,29 @@ def test_microcompact_clears_the_listed_tool_results(tmp_path: Path) -> None:
     ])
     records = read(path)
     seqs = {i.call_id: i.seq for i in of(records, Item) if i.kind == "tool_result"}
-    assert of(records, Run)[0].metadata["context_events"] == [
-        {"kind": "clear_tool_uses", "step": 3, "drop": [[seqs["t1"], seqs["t1"] + 1], [seqs["t2"], seqs["t2"] + 1]],
+    # the results become a note naming the file Claude Code saved them to; calls stay
+    assert persisted_note("/home/me/p", "s1", "t1", "txt") == (
+        "<persisted-output>Tool result saved to: /home/me/.claude/projects/-home-me-p/s1/tool-results/t1.txt\n\n"
+        "Use Read to view</persisted-output>")
+    meta = of(records, Run)[0].metadata
+    note = len(persisted_note(meta.get("cwd", ""), meta.get("session_id", ""), "t1", "txt"))
+    assert meta["context_events"] == [
+        {"kind": "microcompact", "step": 3, "drop": [], "cleared": [[seqs["t1"], note], [seqs["t2"], note]],
          "summary_seq": None, "trigger": "auto", "pre_tokens": 5000, "line": 8, "tokens_saved": 60}]
+
+
+def test_microcompact_on_the_corpus(corpus: Path) -> None:
+    # cc-jason-webtech (2.1.19): microcompact_boundary line 285 (auto, preTokens 59,492, 23 compactedToolIds) before
+    # request 46; compact_boundary lines 427 and 807 before requests 78 and 142
+    records = read(corpus / "claude-code" / "cc-jason-webtech-48244adb.jsonl")
+    main = of(records, Run)[0]
+    events = main.metadata["context_events"]
+    assert [(e["kind"], e["step"], e["pre_tokens"], e["line"]) for e in events] == [
+        ("microcompact", 46, 59_492, 285), ("compaction", 78, 155_933, 427), ("compaction", 142, 155_800, 807)]
+    micro = events[0]
+    assert micro["drop"] == [] and micro["tokens_saved"] == 21_761 and len(micro["cleared"]) == 23
+    results = {i.seq: i for i in of(records, Item) if i.run_id == main.run_id}
+    assert all(results[seq].kind == "tool_result" and results[seq].step < 46 for seq, _ in micro["cleared"])
+    session, cwd = main.metadata["session_id"], main.metadata["cwd"]
+    assert {chars for _, chars in micro["cleared"]} <= {
+        len(persisted_note(cwd, session, "toolu_" + "x" * 24, ext)) for ext in ("txt", "json")}
