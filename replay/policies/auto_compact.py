@@ -4,10 +4,16 @@ The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``c
 window; for a Codex log give its ``model_context_window`` as the window, as ``replay fidelity`` does).
 The presets in :mod:`replay.policies.presets` set these knobs per harness and version:
 
-- Claude Code 1.0.x: 0.92 x (200,000 - 32,000) = 154,560, checked against the previous request's prompt
-  (input + cache read + cache write of the last response); the whole conversation is summarised and the files
-  it read or wrote are re-attached after the summary (``reattach_tokens``; about 10.8k in the corpus run).
-- Claude Code 2.x: 200,000 - 20,000 (output) - 13,000 (buffer) = 167,000.
+- Claude Code: window - output reserve - 13,000, checked against the last response's usage (1.0.x to 2.1.x before
+  the microcompact line) or that plus the messages since (later 2.1.x: ``trigger_on`` "prompt"); the whole
+  conversation is summarised and the files it read or wrote are re-attached after the summary
+  (``reattach_tokens``; about 10.8k in the corpus run). Versions and figures: replay.policies.presets.
+- Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
+  ``micro_warning`` of the limit, the results of the oldest calls of ``micro_tools`` (all but the newest
+  ``micro_keep`` calls, results sized at chars/4) are replaced by a note of ``micro_note_chars`` characters, oldest
+  first while the uncleared results add up to more than ``micro_keep_tokens``, and only when that saves at least
+  ``micro_min_saved`` (cli.js: 20,000 below the limit, keep 3, 40,000, 20,000). A request that microcompacts
+  has bit 2 of the kernel's summarised flag set (bit 1: a summary was made).
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
   oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
@@ -30,11 +36,16 @@ from replay.jit import compiled
 from replay.policies.base import Budget, CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import (
+    P_ESTIMATOR,
     P_POLICY,
     S_END,
     S_K,
     S_POLICY,
+    S_PREV_END,
     S_SENT_EST,
+    S_SUMMARISED,
+    SUMMARY_CLEARED,
+    TF_MICRO,
     drop,
     est_total,
     pair_safe_start,
@@ -43,12 +54,17 @@ from replay.policies.kernel import (
     set_form,
     set_summary,
 )
-from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE
+from replay.policies.masking import token_ratio, wording_cost
+from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
+from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
+OUTPUT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"], KIND_CODE["tool_call"])  # what a response adds
 RESENT = (ATTACHMENT, USER, SUMMARY)
 READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
+# the tools whose results Claude Code's microcompact clears (cli.js 1.0.128 to 2.1.41: Read, Bash, Grep, Glob,
+# WebSearch, WebFetch, Edit, Write)
+MICRO_TOOLS = ("Read", "Bash", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write")
 
 
 @compiled
@@ -97,16 +113,25 @@ class AutoCompactConfig(PolicyConfig):
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
                                                    "summarised part read or wrote a file (Claude Code)")
+    microcompact: bool = knob(False, doc="clear old tool results before compacting (Claude Code 2.x)")
+    micro_tools: tuple[str, ...] = knob(MICRO_TOOLS, doc="tools whose results microcompact clears (comma separated)")
+    micro_warning: int = knob(20_000, 0, 10_000_000, "microcompact once the last prompt is this close to the limit")
+    micro_keep: int = knob(3, 0, 100_000, "newest calls of those tools never cleared")
+    micro_keep_tokens: int = knob(40_000, 0, 10_000_000, "clear oldest first while the results add up to more")
+    micro_min_saved: int = knob(20_000, 0, 10_000_000, "clear only if it saves at least this many (chars/4)")
+    micro_note_chars: int = knob(200, 0, 100_000, "characters of the note a cleared result is replaced with")
 
     def validate(self) -> None:
         if self.threshold <= 0:
             raise ReplayError("auto_compact: threshold must be in (0, 1]")
 
 
-(P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST,
- P_REATTACH) = range(P_POLICY, P_POLICY + 7)
+(P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST, P_REATTACH, P_MICRO, P_MICRO_WARNING,
+ P_MICRO_KEEP, P_MICRO_KEEP_TOKENS, P_MICRO_MIN_SAVED, P_MICRO_NOTE) = range(P_POLICY, P_POLICY + 13)
 S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
-A_RECORDED = 0  # aux row: the recorded summaries' tokens, in order (the first S_RECORDED entries)
+# aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
+# microcompact tool (and its result)
+A_RECORDED, A_MICRO = 0, 1
 
 
 class AutoCompact(CompiledPolicy):
@@ -120,6 +145,13 @@ class AutoCompact(CompiledPolicy):
         p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_REATTACH] = c.reattach_tokens
+        p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
+        p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
+        p[P_MICRO_NOTE] = c.micro_note_chars
+
+    def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
+        tools = set(self.config.micro_tools) if self.config.microcompact else set()
+        return np.array([TF_MICRO * (t in tools) for t in tool_names], dtype=np.int8)
 
 
 @compiled
@@ -133,13 +165,80 @@ def setup(p, r, st):
                 st.aux[A_RECORDED, n] = r.tokens[q]
                 n += 1
     st.s[S_RECORDED] = n
+    if p[P_MICRO] > 0:
+        estimator, ratio = int(p[P_ESTIMATOR]), token_ratio(r)
+        for q in range(len(r.kind)):
+            if r.kind[q] == TOOL_CALL and r.tflag[q] & TF_MICRO != 0:
+                st.aux[A_MICRO, q] = 1
+                res = r.pair[q]
+                if res >= 0:
+                    st.aux[A_MICRO, res] = 1
+                    st.ftok[PLACEHOLDER, res], st.fest[PLACEHOLDER, res] = wording_cost(
+                        r, res, np.int64(p[P_MICRO_NOTE]), ratio, estimator)
 
 
 @compiled
-def due(p, st):
-    if p[P_PREVIOUS] > 0:  # the previous request's prompt, as the harness read it from the last response's usage
-        return st.s[S_K] > 0 and st.s[S_SENT_EST] > p[P_LIMIT]
-    return est_total(st) > p[P_LIMIT]
+def micro_pass(p, r, st, apply):
+    """Tokens (chars/4, as Claude Code sizes them) microcompact would save now; with ``apply`` clear them. The
+    candidates are the live calls of the microcompact tools whose result is not cleared yet, oldest first; the newest
+    ``micro_keep`` are kept; the rest are cleared while the candidates' results add up to more than
+    ``micro_keep_tokens``."""
+    lo, end = prefix_end(r, st), st.s[S_END]
+    n, total = 0, np.int64(0)
+    for q in range(lo, end):
+        if r.kind[q] == TOOL_CALL and st.aux[A_MICRO, q] > 0 and st.forms[q] != DROPPED:
+            res = r.pair[q]
+            if 0 <= res < end and st.forms[res] == PLACEHOLDER:
+                continue
+            n += 1
+            if 0 <= res < end and st.forms[res] != DROPPED:
+                total += (r.chars[res] + 2) // 4
+    saved, i = np.int64(0), 0
+    for q in range(lo, end):
+        if i >= n - np.int64(p[P_MICRO_KEEP]):
+            break
+        if not (r.kind[q] == TOOL_CALL and st.aux[A_MICRO, q] > 0 and st.forms[q] != DROPPED):
+            continue
+        res = r.pair[q]
+        if 0 <= res < end and st.forms[res] == PLACEHOLDER:
+            continue
+        i += 1
+        if total - saved > p[P_MICRO_KEEP_TOKENS] and 0 <= res < end and st.forms[res] != DROPPED:
+            saved += (r.chars[res] + 2) // 4
+            if apply:
+                set_form(st, res, PLACEHOLDER)
+    return saved
+
+
+@compiled
+def microcompact(p, r, st):
+    """Claude Code's automatic microcompact: once the last prompt is within micro_warning of the limit, clear the
+    old tool results if that saves at least micro_min_saved."""
+    if p[P_MICRO] <= 0 or st.s[S_K] == 0 or last_usage(r, st) < p[P_LIMIT] - p[P_MICRO_WARNING]:
+        return
+    if micro_pass(p, r, st, False) >= p[P_MICRO_MIN_SAVED]:
+        micro_pass(p, r, st, True)
+        st.s[S_SUMMARISED] |= SUMMARY_CLEARED
+
+
+@compiled
+def last_usage(r, st):
+    """The last response's usage as Claude Code adds it up: its prompt (input, cache read and write) and its
+    output, i.e. the previous request's prompt plus the assistant items added since (0 before the first)."""
+    if st.s[S_K] == 0:
+        return np.int64(0)
+    out = np.int64(0)
+    for q in range(st.s[S_PREV_END], st.s[S_END]):
+        if r.kind[q] == OUTPUT[0] or r.kind[q] == OUTPUT[1] or r.kind[q] == OUTPUT[2]:
+            out += st.fest[st.forms[q], q]
+    return st.s[S_SENT_EST] + out
+
+
+@compiled
+def due(p, r, st):
+    if p[P_PREVIOUS] > 0:  # the last response's usage (prompt and output), as the harness reads it
+        return st.s[S_K] > 0 and last_usage(r, st) >= p[P_LIMIT]
+    return est_total(st) >= p[P_LIMIT]
 
 
 @compiled
@@ -210,7 +309,9 @@ def compact(p, r, st):
 
 @compiled
 def decide(p, r, st):
-    if due(p, st):
+    fire = due(p, r, st)  # Claude Code checks the usage the last response reported: a microcompact now does not count
+    microcompact(p, r, st)
+    if fire:
         compact(p, r, st)
 
 

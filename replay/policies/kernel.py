@@ -46,7 +46,9 @@ CODES = {"full": 0, "seed_a": 1, "seed_a_before": 1, "drop_oldest": 2, "masking"
 RECORDED = CODES["recorded"]
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
-TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY = 1, 2, 4
+TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
+# bits of the S_SUMMARISED flag: a summary was made; tool results were cleared (no summary; Claude Code microcompact)
+SUMMARY_MADE, SUMMARY_CLEARED = 1, 2
 WRITE = ACCESS_CODE["write"]
 
 Run = namedtuple("Run", (
@@ -133,7 +135,7 @@ def set_summary(st, at, real, est):
         s[S_DIRTY] = dirty
     s[S_SUM_AT], s[S_SUM_TOK], s[S_SUM_EST] = at, real, est
     s[S_SUM_ID] += 1
-    s[S_SUMMARISED] = 1
+    s[S_SUMMARISED] |= SUMMARY_MADE
 
 
 @compiled(borrowed=True)

@@ -4,12 +4,25 @@ A preset name is accepted wherever a policy name is (``--policy claude-code-1.0`
 the preset's. Figures and their sources (the corpus runs the presets are checked against are in
 tests/policies/test_presets_corpus.py):
 
-- claude-code-1.0: Claude Code 1.0.x fired at 0.92 x (200,000 - 32,000 output) = 154,560 tokens of the last
-  response's prompt (ccs-livecd-gen-compact-e1ffaf02, 1.0.90: between 154,420 and 155,073); after the summary it
-  re-attaches the files read most recently (about 10.8k tokens there: 64,368 after, less the 51,555 prefix and a
-  2k summary).
-  The Claude Code presets take the window from the budget (``--window``, 200,000 by default).
-- claude-code-2: Claude Code 2.x, 200,000 - 20,000 (output) - 13,000 (buffer) = 167,000.
+- Claude Code, from its npm package's cli.js (``@anthropic-ai/claude-code``; each preset is named after the first
+  version read that behaves so; ``claude_code_preset`` picks one from a log's version and model). The limit is
+  taken of W - R, W the window (200,000; 1,000,000 for a 1M-context model) and R the output reserve:
+  min(32,000, the model's max output) until 2.1.32 (8,192 for 3.5 and Haiku 3 models), min(that, 20,000) from
+  2.1.33. After the summary the files read most recently are re-attached (about 10.8k tokens in
+  ccs-livecd-gen-compact-e1ffaf02: 64,368 after, less the 51,555 prefix and a 2k summary). The Claude Code
+  presets take the window from the budget (``--window``, 200,000 by default).
+
+  - claude-code-1.0 (1.0.51, 1.0.70): 0.92 x (W - R) = 154,560 of the last response's usage (input, cache read,
+    cache write and output).
+  - claude-code-1.0.80 (1.0.80 to 2.1.0): W - R - 13,000 = 155,000 of the last response's usage; microcompact
+    (cli.js runs it before every request; these versions do not log it).
+  - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages
+    since (chars/4), i.e. the prompt about to be sent; 2.1.9 on logs each microcompact (``microcompact_boundary``).
+  - claude-code-2 (2.1.33 on): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model.
+  Microcompact (all but claude-code-1.0): once the last usage is within 20,000 of the limit, the results of
+  Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
+  uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
+  characters (a path under ~/.claude/projects to the saved result).
 - codex: codex-rs compares the last response's total tokens plus the items added since with the auto-compact
   limit; its default limit is 0.9 x the model's context window (272,000: 244,800, i.e. 0.947 of the
   ``model_context_window`` 258,400 = 95% of it that the rollout reports). The corpus run (0.116.0, provider
@@ -47,14 +60,20 @@ class Preset:
 
 CLAUDE_CODE = {"trigger_on": "previous_prompt", "keep_last": 0, "summary_tokens": 2_000, "summary_from_log": True,
                "reattach_tokens": 10_800}
+CLAUDE_CODE_BUFFER = {**CLAUDE_CODE, "threshold": 1.0, "buffer_tokens": 13_000, "microcompact": True}
 
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("claude-code-1.0", "auto_compact",
            {**CLAUDE_CODE, "threshold": 0.92, "output_reserve": 32_000},
-           "Claude Code 1.0.x auto-compact: 0.92 x (200k - 32k output) of the last prompt; files re-attached"),
+           "Claude Code 1.0.51-1.0.70 auto-compact: 0.92 x (200k - 32k output) of the last usage; files re-attached"),
+    Preset("claude-code-1.0.80", "auto_compact", {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000},
+           "Claude Code 1.0.80-2.1.0: 200k - 32k output - 13k buffer = 155k of the last usage; microcompact"),
+    Preset("claude-code-2.1.3", "auto_compact",
+           {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000, "trigger_on": "prompt"},
+           "Claude Code 2.1.3-2.1.32: 155k of the prompt about to be sent; microcompact"),
     Preset("claude-code-2", "auto_compact",
-           {**CLAUDE_CODE, "threshold": 1.0, "output_reserve": 20_000, "buffer_tokens": 13_000},
-           "Claude Code 2.x auto-compact: 200k - 20k output - 13k buffer = 167k of the last prompt"),
+           {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "prompt"},
+           "Claude Code 2.1.33 on: 200k - 20k output - 13k buffer = 167k of the prompt about to be sent; microcompact"),
     Preset("codex", "auto_compact",
            {"threshold": 0.832, "trigger_on": "prompt", "keep_last": 0, "keep_user_tokens": 20_000,
             "summary_tokens": 1_650, "summary_from_log": True},
@@ -69,3 +88,41 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
            {"trigger_type": "input_tokens", "trigger": 100_000, "keep": 3},
            "Anthropic clear_tool_uses_20250919 defaults: past 100k input tokens keep the last 3 tool uses"),
 ]}
+
+
+# (first version, preset, output reserve cap): the Claude Code presets in version order (see the module docstring)
+CLAUDE_CODE_VERSIONS = ((0, 0, 0), "claude-code-1.0", 32_000), ((1, 0, 80), "claude-code-1.0.80", 32_000), \
+    ((2, 1, 3), "claude-code-2.1.3", 32_000), ((2, 1, 33), "claude-code-2", 20_000)
+
+
+def version_tuple(version: str) -> tuple[int, ...] | None:
+    """(major, minor, patch) of a version string such as "2.1.19"; None when it is not one."""
+    parts = version.strip().split(".")[:3]
+    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+
+
+def max_output(model: str) -> int:
+    """The output limit Claude Code reserves for ``model`` before its own cap (cli.js 2.1.19)."""
+    name = model.lower()
+    if "3-5" in name or "claude-3-sonnet" in name:
+        return 8_192
+    if "claude-3-opus" in name or "claude-3-haiku" in name:
+        return 4_096
+    if "opus-4-5" in name or "sonnet-4" in name or "haiku-4" in name:
+        return 64_000
+    return 32_000
+
+
+def claude_code_preset(version: str, model: str | None, long_context: bool = False
+                       ) -> tuple[str, dict[str, Any], int] | None:
+    """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
+    not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
+    1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded
+    prompt past 200,000 shows it)."""
+    v = version_tuple(version)
+    if v is None:
+        return None
+    name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)
+    reserve = min(cap, max_output(model or ""))
+    params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
+    return name, params, 1_000_000 if long_context else 200_000

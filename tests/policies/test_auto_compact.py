@@ -7,7 +7,7 @@ import pytest
 
 from replay.errors import ReplayError
 from replay.policies import PRESETS, Budget, make_policy
-from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
+from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.simulator.arrays import KIND_CODE
 from replay.simulator.kernels.trace import views_of
 from tests.policies.handmade import loop_run
@@ -41,8 +41,25 @@ def test_claude_code_1_0_fires_on_the_previous_prompt_past_0_92_of_window_less_o
 def test_claude_code_2_fires_past_167k():
     run = loop_run([10_000] * 12, prefix=100_000)
     assert full_prompt(run, 6) < 167_000 < full_prompt(run, 7)
-    assert fired(views(run, "claude-code-2"))[0] == 8
-    assert fired(views(run, "claude-code-2", {"buffer_tokens": 0}))[0] == 9  # 180,000: request 8 is the first past
+    off = {"microcompact": False}
+    # 2.1.3 on: the last usage plus the messages since, i.e. the prompt about to be sent
+    assert fired(views(run, "claude-code-2", off))[0] == 7
+    assert fired(views(run, "claude-code-2", {**off, "buffer_tokens": 0}))[0] == 8  # 180,000: request 8 the first past
+    assert fired(views(run, "claude-code-1.0.80", off))[0] == 7  # 155,000 of the last usage: request 6's 160,160
+
+
+def test_claude_code_microcompact_clears_old_results_once_near_the_limit():
+    run = loop_run([10_000] * 12, prefix=100_000)  # each request adds one 10,000-token Read result
+    vs = views(run, "claude-code-2")
+    # request 5's prompt 150,150 is past 167,000 - 20,000: before request 6 the results but the newest 3 calls' are
+    # cleared while the uncleared ones add up to more than 40,000 (chars/4), saving at least 20,000
+    assert [v.k for v in vs if (v.forms == PLACEHOLDER).any()][0] == 6
+    cleared = vs[6].forms == PLACEHOLDER
+    # six results of 10,000: the oldest two are cleared (60,000 -> 40,000), each now a note of about 50 tokens
+    assert list(np.flatnonzero(cleared)) == [3, 5] and not vs[6].summarised
+    assert full_prompt(run, 6) - 20_000 < vs[6].prompt_tokens < full_prompt(run, 6) - 19_800
+    assert fired(vs) == []  # microcompact keeps the prompt under the limit in this loop
+    assert not (views(run, "claude-code-2", {"micro_tools": "Bash"})[6].forms == PLACEHOLDER).any()
 
 
 def test_window_comes_from_the_budget_unless_set():

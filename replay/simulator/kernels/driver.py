@@ -38,6 +38,7 @@ from replay.policies.kernel import (
     S_TOT_EST,
     S_TOT_TOK,
     S_WINDOW,
+    SUMMARY_MADE,
     State,
     estimate_chars,
 )
@@ -175,7 +176,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         out[O_OVERFLOW] += overflow
         out[O_NEAR] += (not overflow) and prompt + reserve > serving * (1 - p[P_NEAR_MARGIN])
         out[O_EMERGENCY] += s[S_EMERGENCY]
-        if s[S_SUMMARISED]:
+        if s[S_SUMMARISED] & SUMMARY_MADE:  # a microcompact alone (SUMMARY_CLEARED) makes no summary
             out[O_SUMMARIES] += 1
             if out[O_FIRST_SUMMARY] < 0:
                 out[O_FIRST_SUMMARY] = k

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.policies.base import Budget, CompiledPolicy, PolicyBase
-from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, P_TAIL, P_WARM
+from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, P_TAIL, P_WARM, SUMMARY_MADE
 from replay.policies.view import View
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel
@@ -63,7 +63,7 @@ class Trace:
             yield View(k=k, end=end, forms=forms[:end].copy(), seg_tokens=tok[:end].copy(), seg_est=est[:end].copy(),
                        summary_at=int(c[T_SUM_AT]), summary_id=int(c[T_SUM_ID]), summary_tokens=int(c[T_SUM_TOK]),
                        summary_est=int(c[T_SUM_EST]), dirty_from=int(c[T_DIRTY]), emergency=bool(c[T_EMERGENCY]),
-                       summarised=bool(c[T_SUMMARISED]), window=int(c[T_WINDOW]))
+                       summarised=bool(c[T_SUMMARISED] & SUMMARY_MADE), window=int(c[T_WINDOW]))
 
 
 def trace_run(run: RunArrays, policy: CompiledPolicy, budget: Budget, cache: CacheModel | None = None,
