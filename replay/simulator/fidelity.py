@@ -17,6 +17,8 @@ import numpy as np
 import polars as pl
 
 from replay.policies import Budget, make_policy
+from replay.policies.kernel import SUMMARY_CLEARED
+from replay.policies.presets import claude_code_preset
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import make_cache
 from replay.simulator.run import simulate_run
@@ -32,7 +34,8 @@ COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests"
            "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
            "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
            "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
-           "token_source": pl.String, "unreconstructable": pl.String}
+           "token_source": pl.String, "unreconstructable": pl.String, "preset": pl.String,
+           "harness_version": pl.String}
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -68,31 +71,44 @@ def _with_tail(run: RunArrays, cache: str) -> tuple[RunArrays, int]:
 
 
 def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "recorded",
-                    budget: Budget = BIG) -> tuple[dict[str, np.ndarray], dict]:
+                    budget: Budget = BIG, params: dict | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """Per-request columns and run row of ``run`` under ``policy`` (the log's own by default; a preset's
     window in ``budget``), with the run's cache model: what was warm at the start from its first cache read, TTL
     from its gaps."""
     adjusted, tail = _with_tail(run, cache)
     warm = int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
     model = make_cache(cache, ttl=inferred_ttl(run)) if cache == "anthropic" else make_cache(cache)
-    return simulate_run(adjusted, make_policy(policy), model, budget, warm=warm, tail=tail)
+    return simulate_run(adjusted, make_policy(policy, params), model, budget, warm=warm, tail=tail)
 
 
-def harness_preset(fmt: str, metadata: dict) -> tuple[str, Budget] | None:
-    """The preset of the harness that recorded a run, with the window it ran against; None when the log does not
-    say enough (a Codex log without ``model_context_window``)."""
+def harness_preset(fmt: str, metadata: dict, model: str | None = None, max_prompt: int = 0
+                   ) -> tuple[str, Budget, dict] | None:
+    """The preset of the harness that recorded a run, with the window it ran against and the knobs its model sets
+    (Claude Code: by the log's version and model, replay.policies.presets.claude_code_preset); None when the log
+    does not say enough (a Codex log without ``model_context_window``, a Claude Code log without a version)."""
     if fmt == "claude-code":
-        version = str(metadata.get("cc_version") or "")
-        return ("claude-code-1.0" if version.startswith("1.") else "claude-code-2"), Budget(200_000, 0)
+        chosen = claude_code_preset(str(metadata.get("cc_version") or ""), model, max_prompt > 200_000)
+        if chosen is None:
+            return None
+        name, params, window = chosen
+        return name, Budget(window, 0), params
     if fmt in ("codex-rollout", "codex-tui"):
         window = metadata.get("model_context_window")
-        return ("codex", Budget(int(window), 0)) if isinstance(window, int) and window > 0 else None
+        return ("codex", Budget(int(window), 0), {}) if isinstance(window, int) and window > 0 else None
     if fmt == "openhands":
-        return "openhands-v0", BIG
+        return "openhands-v0", BIG, {}
     if fmt == "openhands-v1":
-        return "openhands-v1", BIG
+        return "openhands-v1", BIG, {}
     if fmt == "swe-agent":
-        return "swe-agent-last-n", BIG
+        return "swe-agent-last-n", BIG, {}
+    return None
+
+
+def harness_version(metadata: dict) -> str | None:
+    """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``), else None."""
+    for key in ("cc_version", "cli_version"):
+        if isinstance(metadata.get(key), str) and metadata[key]:
+            return metadata[key]
     return None
 
 
@@ -129,15 +145,31 @@ def _pct(x: np.ndarray, q: float) -> float | None:
     return round(100 * float(np.quantile(x, q)), 2) if len(x) else None
 
 
-def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget] | None,
+def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str) -> tuple[np.ndarray, np.ndarray]:
+    """(requests at which ``preset`` cleared tool results without summarising (Claude Code's microcompact), the
+    prompt at each request) of ``run`` replayed under it, as ``replay_recorded`` replays it."""
+    from replay.simulator.kernels.driver import T_PROMPT, T_SUMMARISED
+    from replay.simulator.kernels.trace import trace_run
+
+    adjusted, tail = _with_tail(run, cache)
+    name, budget, params = preset
+    trace = trace_run(adjusted, make_policy(name, params), budget, tail=tail)
+    return np.flatnonzero(trace.columns[:, T_SUMMARISED] & SUMMARY_CLEARED), trace.columns[:, T_PROMPT]
+
+
+def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget, dict] | None,
                cache: str) -> list[dict]:
-    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event."""
+    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
+    same sort (a microcompact against the preset's microcompacts, any other event against its summaries)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
+    micro_steps, micro_prompt = sim_steps, sim_steps
     sim_cols = None
     if preset is not None and len(ev.step):
         sim_cols, _ = replay_recorded(run, cache, *preset)
         sim_steps = np.flatnonzero(sim_cols["summarised"])
+        if "microcompact" in ev.kind:
+            micro_steps, micro_prompt = preset_cleared(run, preset, cache)
     out = []
     order = [int(e) for e in np.argsort(ev.step, kind="stable")]
     bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]
@@ -153,10 +185,12 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
                "cache_share_at_recorded": _share(cols, k, k + 1, True),
                "cache_share_at_simulated": _share(cols, k, k + 1, False),
                "simulated_request": None, "simulated_after": None}
-        if len(sim_steps):
-            near = int(sim_steps[np.argmin(np.abs(sim_steps - k))])
+        steps, prompts = (micro_steps, micro_prompt) if ev.kind[e] == "microcompact" else (
+            sim_steps, sim_cols["prompt_tokens"] if sim_cols is not None else sim_steps)
+        if len(steps):
+            near = int(steps[np.argmin(np.abs(steps - k))])
             row["simulated_request"] = near
-            row["simulated_after"] = int(sim_cols["prompt_tokens"][near])
+            row["simulated_after"] = int(prompts[near])
         out.append(row)
     return out
 
@@ -194,9 +228,11 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
         cols, row = replay_recorded(run, run_cache)
         err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
+        preset = harness_preset(fmt, metadata, model, int(run.rec_prompt.max()))
         base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
-                "unreconstructable": run.unreconstructable}
+                "unreconstructable": run.unreconstructable, "preset": preset[0] if preset else None,
+                "harness_version": harness_version(metadata)}
         rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
                      "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
                      "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
@@ -204,7 +240,7 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
                      "cache_share_simulated": _share(cols, 0, run.n_requests, False),
                      "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
                      and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        for ev in event_rows(run, cols, harness_preset(fmt, metadata), run_cache):
+        for ev in event_rows(run, cols, preset, run_cache):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
 
