@@ -17,6 +17,13 @@ cleared result to ``<projects dir>/<session>/tool-results/<tool id>.txt`` (``.js
 ``[result seq, characters of that note]`` (the home directory is not logged: taken from ``cwd`` when it lies under
 /home or /Users). The note is what cli.js 2.1.19 writes (``[Old tool result content cleared]`` when saving fails).
 
+A compaction fork (2.1.x, ``subagents/agent-acompact-<hex>.jsonl``, agentId ``acompact-<hex>``): Claude Code runs the
+summariser as a forked agent whose transcript is a copy of the parent's messages (their requestIds and usage
+included) followed by the summary request and the summariser's one response. The copies are the parent's requests,
+not new ones: the run has no request; the summariser's call (the file's last response) is its ``compaction``
+event's ``usage`` (``{"input", "cache_read", "cache_write", "output"}``), and ``forked_requests`` says how many
+parent requests the copy held.
+
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
 so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
@@ -30,7 +37,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Item, Record, Run
+from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 
@@ -90,6 +97,9 @@ class ClaudeCodeReader:
                 session.line(*entry)
         for builder in [session.main, *session.children.values()]:
             session.flush_attachments(builder)
+        if session.compaction_fork:
+            _fork_to_event(session.main)
+        for builder in [session.main, *session.children.values()]:
             yield from builder
 
 
@@ -153,6 +163,24 @@ def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str
                     pre_tokens=pre if isinstance(pre, int) else None, line=line, cleared=sorted(cleared), **extra)
 
 
+def _fork_to_event(b: RunBuilder) -> None:
+    """A compaction fork's requests are the parent's (copied) and the summariser's call (the last one): none stays a
+    request of this run; the last becomes its compaction event's usage. Items all precede that call (step 0)."""
+    reqs = [r for r in b.records if isinstance(r, Request)]
+    if not reqs:
+        return
+    call = reqs[-1]
+    b.records = [replace(r, step=0) if isinstance(r, Item) else r for r in b.records if not isinstance(r, Request)]
+    for key in ("cache_writes", "unlogged"):
+        b.run.metadata.pop(key, None)
+    b.run.metadata["forked_requests"] = len(reqs) - 1
+    b.step = 0
+    usage = {"input": call.input_tokens, "cache_read": call.cache_read, "cache_write": call.cache_write,
+             "output": call.output_tokens}
+    b.context_event("compaction", step=0, line=call.line, usage=usage, summariser_model=call.model)
+    b.run = b.records[0] = replace(b.run, model=call.model or b.run.model)  # type: ignore[assignment]
+
+
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
     """The drop range of a compaction at ``seq``: the conversation logged before it."""
     lo = b.body_start()
@@ -169,6 +197,7 @@ class _Session:
     def __init__(self, ctx: ReadContext, fmt: str) -> None:
         self.ctx, self.format = ctx, fmt
         self.agent_file = "agent-" in ctx.path.name or "-sub-" in ctx.path.name
+        self.compaction_fork = "agent-acompact-" in ctx.path.name  # or an agentId "acompact-..." (see line())
         meta: dict[str, Any] = {"sidechain": True} if self.agent_file else {}
         self.main = RunBuilder(Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path),
                                    harness="claude-code", metadata=meta))
@@ -237,6 +266,8 @@ class _Session:
                            ("version", "cc_version")):
             if obj.get(key):
                 run.metadata.setdefault(field, obj[key])
+        if self.agent_file and str(obj.get("agentId") or "").startswith("acompact-"):
+            self.compaction_fork = True
         ts = obj.get("timestamp")
         if kind == "attachment":
             if id(b) in self.held:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay.model import Item, Request, Run
+from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
 from replay.readers.claude_code import READER, persisted_note
@@ -311,3 +311,23 @@ def test_microcompact_on_the_corpus(corpus: Path) -> None:
     session, cwd = main.metadata["session_id"], main.metadata["cwd"]
     assert {chars for _, chars in micro["cleared"]} <= {
         len(persisted_note(cwd, session, "toolu_" + "x" * 24, ext)) for ext in ("txt", "json")}
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_compaction_fork_counts_no_parent_request_and_keeps_the_summariser_call() -> None:
+    # hand-written after cli.js 2.1.41's forked-agent transcript: the parent's messages copied (requestIds and usage
+    # included, isSidechain, agentId "acompact-..."), the summary request, the summariser's one response
+    records = read(FIXTURES / "agent-acompact-7e41c2.jsonl")
+    (run,) = of(records, Run)
+    assert of(records, Request) == []  # the copies are the parent's requests; the summariser's call is not a request
+    assert run.metadata["forked_requests"] == 2 and run.metadata["sidechain"] is True
+    assert run.metadata["context_events"] == [
+        {"kind": "compaction", "step": 0, "drop": [], "summary_seq": None, "trigger": None, "pre_tokens": None,
+         "line": 6, "usage": {"input": 3, "cache_read": 19_790, "cache_write": 160, "output": 845},
+         "summariser_model": "claude-opus-4-6"}]
+    assert "cache_writes" not in run.metadata and run.model == "claude-opus-4-6"
+    items = of(records, Item)
+    assert {i.step for i in items} == {0} and [i.kind for i in items][-1] == "assistant_text"
+    assert not of(records, BadRecord)
