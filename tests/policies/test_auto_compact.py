@@ -118,3 +118,24 @@ def test_presets_are_policies_with_overridable_knobs():
     assert p.name == "auto_compact" and p.config.reattach_tokens == 5_000 and p.config.threshold == 0.92
     with pytest.raises(ReplayError, match="threshold"):
         make_policy("auto_compact", {"threshold": "0"})
+
+
+@pytest.mark.parametrize(("version", "model", "long", "expected"), [
+    ("1.0.51", "claude-sonnet-4-20250514", False, ("claude-code-1.0", {}, 200_000)),
+    ("1.0.90", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", {}, 200_000)),
+    ("2.0.8", "claude-3-5-sonnet-20241022", False, ("claude-code-1.0.80", {"output_reserve": 8_192}, 200_000)),
+    ("2.1.0", "claude-sonnet-4-5-20250929", False, ("claude-code-1.0.80", {}, 200_000)),
+    ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
+    ("2.1.32", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
+    ("2.1.33", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
+    ("2.1.148", "claude-opus-4-7", False, ("claude-code-2", {}, 200_000)),
+    ("unknown", "claude-opus-4-7", False, None),
+])
+def test_claude_code_preset_by_version_and_model(version, model, long, expected):
+    from replay.policies.presets import claude_code_preset
+
+    assert claude_code_preset(version, model, long) == expected
+    if expected is not None:
+        name, params, window = expected
+        limit = make_policy(name, params)
+        assert limit.config.output_reserve == params.get("output_reserve", PRESETS[name].params["output_reserve"])
