@@ -24,6 +24,10 @@ not new ones: the run has no request; the summariser's call (the file's last res
 event's ``usage`` (``{"input", "cache_read", "cache_write", "output"}``), and ``forked_requests`` says how many
 parent requests the copy held.
 
+Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
+``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
+is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on.
+
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
 so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
@@ -97,6 +101,8 @@ class ClaudeCodeReader:
                 session.line(*entry)
         for builder in [session.main, *session.children.values()]:
             session.flush_attachments(builder)
+        for builder in [session.main, *session.children.values()]:
+            _most_served_model(builder)
         if session.compaction_fork:
             _fork_to_event(session.main)
         for builder in [session.main, *session.children.values()]:
@@ -161,6 +167,17 @@ def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str
         extra["tokens_saved"] = saved
     b.context_event("microcompact", drop=seq_ranges(gone), trigger=raw if raw in TRIGGERS else None,
                     pre_tokens=pre if isinstance(pre, int) else None, line=line, cleared=sorted(cleared), **extra)
+
+
+def _most_served_model(b: RunBuilder) -> None:
+    """The run's model is the one that served most of its requests (the first seen on a tie): a session switched
+    with /model keeps each request's own model in ``requests.model``."""
+    served: dict[str, int] = {}
+    for r in b.records:
+        if isinstance(r, Request) and r.model:
+            served[r.model] = served.get(r.model, 0) + 1
+    if served:
+        _set_run(b, model=max(served, key=lambda m: served[m]))
 
 
 def _fork_to_event(b: RunBuilder) -> None:
@@ -269,6 +286,12 @@ class _Session:
         if self.agent_file and str(obj.get("agentId") or "").startswith("acompact-"):
             self.compaction_fork = True
         ts = obj.get("timestamp")
+        att = obj.get("attachment") if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
+        if att.get("type") == "deferred_tools_delta":
+            # the harness's tool list changed (after a /model switch the schemas are deferred to ToolSearch): the
+            # prefix the log does not hold differs from the next request on
+            self.unlogged(b, line, "deferred-tools", added=len(att.get("addedNames") or []),
+                          removed=len(att.get("removedNames") or []))
         if kind == "attachment":
             if id(b) in self.held:
                 self.held[id(b)].append((obj, line, ts))

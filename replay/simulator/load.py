@@ -12,7 +12,7 @@ import numpy as np
 from replay.errors import ReplayError
 from replay.readers.resources import read_span
 from replay.simulator.arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
-from replay.simulator.prompt import NONE, PromptModel, prompt_models
+from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.tokens.calibrate import exact_sizes
 
 _ITEMS = """
@@ -61,22 +61,46 @@ def _apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     counted = prompt.item_tokens(raw, [it["role"] for it in items], [it["kind"] for it in items])
     for it, n in zip(items, counted, strict=True):
         it["tokens"] = int(n)
-    out = [_synthetic(0, "system", prompt.prefix, "prefix")] if prompt.prefix > 0 else []
-    pending = sorted(prompt.unlogged)
+    out = _prefix_segments(prompt)
+    pending = sorted(u for u in prompt.unlogged if u[2] not in PREFIX_CHANGES)
+    segments = [seg for seg in out if seg["step"] > 0]
+    out = [seg for seg in out if seg["step"] == 0]
     for it in items:
+        while segments and segments[0]["step"] <= it["step"]:
+            out.append(segments.pop(0))
         while pending and pending[0][0] <= it["step"]:
             step, tokens, why = pending.pop(0)
             out.append(_synthetic(step, "attachment", tokens, why))
         out.append(it)
+    out.extend(segments)
     out.extend(_synthetic(step, "attachment", tokens, why) for step, tokens, why in pending)
     return out
 
 
+def _prefix_segments(prompt: PromptModel) -> list[dict]:
+    """The prefix as items: the part every segment shares first, then, where the prefix changes (a model switch, a
+    new tool list: ``PREFIX_CHANGES`` entries of ``prompt.unlogged``), each segment's own part from its first
+    request until the next change (``gone_at``)."""
+    changes = sorted((s, t) for s, t, why in prompt.unlogged if why in PREFIX_CHANGES)
+    starts = [0, *(s for s, _ in changes)]
+    sizes = list(np.cumsum([prompt.prefix, *(t for _, t in changes)]))
+    shared = max(min(sizes), 0)
+    out = [_synthetic(0, "system", shared, "prefix")] if shared > 0 else []
+    for i, (start, size) in enumerate(zip(starts, sizes, strict=True)):
+        if size - shared > 0 and len(changes):
+            seg = _synthetic(start, "system", int(size - shared), "prefix segment")
+            seg["gone_at"] = starts[i + 1] if i + 1 < len(starts) else -1
+            out.append(seg)
+    return out
+
+
 def _gone_at(items: list[dict], reqs: list[dict], exact: dict[int, int]) -> np.ndarray | None:
-    """Per item, the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
+    """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's
+    ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
     encrypted reasoning, Gemini's thoughts): the server counts it within its own turn only (the Responses API
     drops earlier turns' reasoning); -1 for every other item."""
-    if not exact:
+    segments = [p for p, it in enumerate(items) if it.get("gone_at", -1) >= 0]
+    if not exact and not segments:
         return None
     step = np.array([it["step"] for it in items], dtype=np.int64)
     turn = np.array([it["turn"] or 0 for it in items], dtype=np.int64)
@@ -91,6 +115,8 @@ def _gone_at(items: list[dict], reqs: list[dict], exact: dict[int, int]) -> np.n
         if it["seq"] in exact:
             later = np.flatnonzero((req_turn > turn[p]) & (req_steps >= step[p]))
             out[p] = int(later[0]) if len(later) else -1
+    for p in segments:  # a prefix segment the harness stopped sending (replay.simulator.load._prefix_segments)
+        out[p] = items[p]["gone_at"]
     return out
 
 

@@ -27,6 +27,10 @@ import numpy as np
 from replay.tokens.template import DEFAULT_OVERHEAD, Overhead
 
 NONE, FIT, OVERRIDE = "none", "fit", "override"
+# boundaries at which the harness prefix changes (its fitted offset may be negative; calibrate's SIGNED_BOUNDARIES):
+# a request served by another model than the one before ("model switch"), a new tool list (Claude Code's
+# deferred_tools_delta)
+PREFIX_CHANGES = ("model switch", "deferred-tools")
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,8 @@ class PromptModel:
     drop_reasoning: bool = False
     source: str = NONE
     template: Overhead = DEFAULT_OVERHEAD
-    unlogged: tuple[tuple[int, int, str], ...] = ()  # (from step, tokens, why): content the log does not hold
+    # (from step, tokens, why): content the log does not hold; at a PREFIX_CHANGES step the change of the prefix
+    unlogged: tuple[tuple[int, int, str], ...] = ()
     unreconstructable: str = ""  # why the log cannot give the server's prompt, when calibration found it cannot
     median_err: float = 0.0  # the fit's median |error| / recorded on its own run
 
@@ -77,7 +82,10 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
     for run_id, (f, boundaries) in fits.items():
         prefix = max(f.overhead + f.scale * overhead.fixed, 0.0)  # >= 0 by the fit's bounds, up to rounding
         per_item = f.per_message
-        unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets if t > 0)
+        # content from a step on; where the harness prefix itself changed (a model switch, a new tool list) the change
+        # may be negative: the prefix of that segment is smaller
+        unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets
+                         if t > 0 or boundaries.get(int(s)) in PREFIX_CHANGES)
         out[run_id] = PromptModel(int(round(prefix)), f.scale, per_item, not f.reasoning_in_prompt, FIT, overhead,
                                   unlogged, reasons.get(run_id, ""), float(errors.get(run_id, 0.0)))
     return out

@@ -139,7 +139,10 @@ def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop
     return visible(items, steps, overhead, drop_reasoning, exact).total
 
 
-SIGNED_BOUNDARIES = ("model switch",)  # a new model's harness prefix may be smaller: its offset may be negative
+# where the harness prefix itself changes, so its offset may be negative: a new model (its prefix may be smaller), a
+# new tool list (Claude Code's deferred_tools_delta: schemas deferred to ToolSearch); replay.simulator.prompt's
+# PREFIX_CHANGES sends them as prefix segments
+SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
 
 
 def fit(recon: np.ndarray, recorded: np.ndarray, messages: np.ndarray | None = None,

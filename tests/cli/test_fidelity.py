@@ -209,3 +209,20 @@ def test_fidelity_2_1_19_preset_compacts_where_the_harness_did(jason: list[dict]
     for ev in events:
         assert abs(ev["simulated_request"] - ev["recorded_request"]) <= 3, ev
         assert abs(ev["simulated_after"] / ev["recorded_after"] - 1) <= 0.10, ev
+
+
+def test_fidelity_fits_the_prefix_per_model_segment(tmp_path: Path) -> None:
+    """A /model switch changes the harness prefix (the hand-written fixture: 30,000 tokens on Opus, 12,000 on Sonnet
+    once the tool schemas are deferred): each segment is replayed with its own prefix."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    db = tmp_path / "s.duckdb"
+    con = open_store(db)
+    ingest(con, [Path(__file__).parents[1] / "readers" / "fixtures" / "cc-model-switch.jsonl"])
+    con.close()
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert row["requests"] == 10 and row["within"] is True, row
+    assert row["median_abs_pct"] <= 1 and row["p95_abs_pct"] <= 1, row

@@ -331,3 +331,20 @@ def test_compaction_fork_counts_no_parent_request_and_keeps_the_summariser_call(
     items = of(records, Item)
     assert {i.step for i in items} == {0} and [i.kind for i in items][-1] == "assistant_text"
     assert not of(records, BadRecord)
+
+
+def test_model_switch_keeps_each_requests_model_and_notes_the_new_tool_list() -> None:
+    # hand-written 2.1 session: 4 requests on Opus, /model sonnet, a deferred_tools_delta attachment, 6 on Sonnet
+    records = read(FIXTURES / "cc-model-switch.jsonl")
+    (run,) = of(records, Run)
+    models = [r.model for r in of(records, Request)]
+    assert models == ["claude-opus-4-6"] * 4 + ["claude-sonnet-4-6"] * 6
+    assert run.model == "claude-sonnet-4-6"  # the model that served most requests, not the first
+    assert run.metadata["unlogged"] == [{"step": 4, "line": 11, "reason": "deferred-tools", "added": 3, "removed": 0}]
+
+
+def test_calibrate_and_the_prompt_model_agree_on_where_the_prefix_changes() -> None:
+    from replay.simulator.prompt import PREFIX_CHANGES
+    from replay.tokens.calibrate import SIGNED_BOUNDARIES
+
+    assert set(PREFIX_CHANGES) == set(SIGNED_BOUNDARIES)
