@@ -4,8 +4,8 @@ The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``c
 window; for a Codex log give its ``model_context_window`` as the window, as ``replay fidelity`` does).
 The presets in :mod:`replay.policies.presets` set these knobs per harness and version:
 
-- Claude Code: window - output reserve - 13,000, checked against the last response's usage (1.0.x to 2.1.x before
-  the microcompact line) or that plus the messages since (later 2.1.x: ``trigger_on`` "prompt"); the whole
+- Claude Code: window - output reserve - 13,000, checked against the last response's usage (to
+  2.1.0) or that plus the messages since at chars/4 (2.1.3 on: ``trigger_on`` "usage_and_new"); the whole
   conversation is summarised and the files it read or wrote are re-attached after the summary
   (``reattach_tokens``; about 10.8k in the corpus run). Versions and figures: replay.policies.presets.
 - Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
@@ -103,9 +103,10 @@ class AutoCompactConfig(PolicyConfig):
     output_reserve: int = knob(0, 0, 10_000_000, "tokens taken off the window before the fraction (max output)")
     buffer_tokens: int = knob(0, 0, 10_000_000, "tokens taken off after the fraction (Claude Code 2.x: 13,000)")
     context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the budget window)")
-    trigger_on: Literal["prompt", "previous_prompt"] = knob(
-        "prompt", doc="prompt: the history about to be sent (Codex); previous_prompt: the last request's prompt "
-                      "(Claude Code's last-response usage)")
+    trigger_on: Literal["prompt", "previous_prompt", "usage_and_new"] = knob(
+        "prompt", doc="prompt: the history about to be sent (Codex); previous_prompt: the last response's usage "
+                      "(its prompt and output; Claude Code to 2.1.0); usage_and_new: that plus the messages since at "
+                      "chars/4 (Claude Code 2.1.3 on)")
     summary_tokens: int = knob(3_000, 0, 1_000_000, "size of the compaction summary")
     summary_from_log: bool = knob(False, doc="size the n-th summary like the run's n-th recorded summary "
                                              "(the knob past the last)")
@@ -142,7 +143,8 @@ class AutoCompact(CompiledPolicy):
         c = self.config
         window = c.context_window or budget.window
         p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
-        p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
+        p[P_PREVIOUS] = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2}[c.trigger_on]
+        p[P_SUMMARY_TOKENS] = c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_REATTACH] = c.reattach_tokens
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
@@ -222,6 +224,15 @@ def microcompact(p, r, st):
 
 
 @compiled
+def reported(r, st):
+    """What the server counted beyond this policy's estimate of the last request (the run's ``usage_offset``:
+    recorded - replayed, given by ``replay fidelity``; 0 otherwise): the harness reads the usage the server
+    reported, so where the view is the recorded one its trigger sees the recorded prompt."""
+    k = st.s[S_K]
+    return r.usage_offset[k - 1] if 0 < k <= len(r.usage_offset) else np.int64(0)
+
+
+@compiled
 def last_usage(r, st):
     """The last response's usage as Claude Code adds it up: its prompt (input, cache read and write) and its
     output, i.e. the previous request's prompt plus the assistant items added since (0 before the first)."""
@@ -231,14 +242,27 @@ def last_usage(r, st):
     for q in range(st.s[S_PREV_END], st.s[S_END]):
         if r.kind[q] == OUTPUT[0] or r.kind[q] == OUTPUT[1] or r.kind[q] == OUTPUT[2]:
             out += st.fest[st.forms[q], q]
-    return st.s[S_SENT_EST] + out
+    return st.s[S_SENT_EST] + out + reported(r, st)
+
+
+@compiled
+def new_chars4(r, st):
+    """The messages added since the last response other than its own output, at chars/4 rounded (Claude Code's
+    estimate of what the last usage does not count yet)."""
+    n = np.int64(0)
+    for q in range(st.s[S_PREV_END], st.s[S_END]):
+        if st.forms[q] != DROPPED and not (r.kind[q] == OUTPUT[0] or r.kind[q] == OUTPUT[1] or r.kind[q] == OUTPUT[2]):
+            n += (r.chars[q] + 2) // 4
+    return n
 
 
 @compiled
 def due(p, r, st):
-    if p[P_PREVIOUS] > 0:  # the last response's usage (prompt and output), as the harness reads it
+    if p[P_PREVIOUS] == 1:  # the last response's usage (prompt and output), as the harness reads it
         return st.s[S_K] > 0 and last_usage(r, st) >= p[P_LIMIT]
-    return est_total(st) >= p[P_LIMIT]
+    if p[P_PREVIOUS] == 2:  # that plus the messages since at chars/4 (Claude Code 2.1.3 on)
+        return st.s[S_K] > 0 and last_usage(r, st) + new_chars4(r, st) >= p[P_LIMIT]
+    return est_total(st) + reported(r, st) >= p[P_LIMIT]
 
 
 @compiled

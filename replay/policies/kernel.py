@@ -58,7 +58,9 @@ Run = namedtuple("Run", (
     "rr_prev", "rr_decide", "rr_changed", "rr_tokens",
     # the log's own context events (replay.simulator.arrays.RecordedEvents): request of each event, the items it drops
     # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
-    "ev_step", "ev_drop_off", "ev_drop", "mask_step", "mask_pos", "mask_chars"))
+    "ev_step", "ev_drop_off", "ev_drop", "mask_step", "mask_pos", "mask_chars",
+    # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
+    "usage_offset"))
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))
 
 

@@ -16,8 +16,8 @@ tests/policies/test_presets_corpus.py):
     cache write and output).
   - claude-code-1.0.80 (1.0.80 to 2.1.0): W - R - 13,000 = 155,000 of the last response's usage; microcompact
     (cli.js runs it before every request; these versions do not log it).
-  - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages
-    since (chars/4), i.e. the prompt about to be sent; 2.1.9 on logs each microcompact (``microcompact_boundary``).
+  - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages since
+    at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
   - claude-code-2 (2.1.33 on): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model.
   Microcompact (all but claude-code-1.0): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
@@ -69,10 +69,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("claude-code-1.0.80", "auto_compact", {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000},
            "Claude Code 1.0.80-2.1.0: 200k - 32k output - 13k buffer = 155k of the last usage; microcompact"),
     Preset("claude-code-2.1.3", "auto_compact",
-           {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000, "trigger_on": "prompt"},
+           {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000, "trigger_on": "usage_and_new"},
            "Claude Code 2.1.3-2.1.32: 155k of the prompt about to be sent; microcompact"),
     Preset("claude-code-2", "auto_compact",
-           {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "prompt"},
+           {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
            "Claude Code 2.1.33 on: 200k - 20k output - 13k buffer = 167k of the prompt about to be sent; microcompact"),
     Preset("codex", "auto_compact",
            {"threshold": 0.832, "trigger_on": "prompt", "keep_last": 0, "keep_user_tokens": 20_000,

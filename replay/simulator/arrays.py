@@ -97,6 +97,16 @@ class RunArrays:
     cache_ttl: float | None = None  # seconds: the TTL most cache-write tokens in the log used; None unrecorded
     read_span: np.ndarray | None = field(default=None, repr=False)  # (n_items, 3): lo, hi, key of reads
     read_keys: tuple[str, ...] = field(default=(), repr=False)  # read_span key -> the normalised command
+    # per request: what the server counted beyond the replayed prompt (recorded - replayed under the recorded
+    # policy), for a preset that triggers on the usage the server reported; empty: none (0 everywhere)
+    usage_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+
+    @property
+    def usage_offsets(self) -> np.ndarray:
+        """``usage_offset`` with one entry per request (0 where none is given)."""
+        if len(self.usage_offset) == self.n_requests:
+            return self.usage_offset.astype(np.int64)
+        return np.zeros(self.n_requests, dtype=np.int64)
 
     @property
     def gone_at(self) -> np.ndarray:

@@ -145,6 +145,16 @@ def _pct(x: np.ndarray, q: float) -> float | None:
     return round(100 * float(np.quantile(x, q)), 2) if len(x) else None
 
 
+def with_reported_usage(run: RunArrays, cols: dict[str, np.ndarray]) -> RunArrays:
+    """``run`` with each request's ``usage_offset``: the recorded prompt less the one replayed under the recorded
+    policy (``cols``), 0 where none was recorded. Claude Code's compaction and microcompact read the usage the
+    server reported for the last response, so a preset replayed with these offsets sees the recorded prompt
+    wherever its view is the recorded one, and its own view's difference from it elsewhere."""
+    have = cols["recorded_prompt"] > 0
+    offset = np.where(have, cols["recorded_prompt"] - cols["prompt_tokens"], 0).astype(np.int64)
+    return replace(run, usage_offset=offset)
+
+
 def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str) -> tuple[np.ndarray, np.ndarray]:
     """(requests at which ``preset`` cleared tool results without summarising (Claude Code's microcompact), the
     prompt at each request) of ``run`` replayed under it, as ``replay_recorded`` replays it."""
@@ -166,10 +176,11 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
     micro_steps, micro_prompt = sim_steps, sim_steps
     sim_cols = None
     if preset is not None and len(ev.step):
-        sim_cols, _ = replay_recorded(run, cache, *preset)
+        harness_run = with_reported_usage(run, cols) if preset[0].startswith("claude-code") else run
+        sim_cols, _ = replay_recorded(harness_run, cache, *preset)
         sim_steps = np.flatnonzero(sim_cols["summarised"])
         if "microcompact" in ev.kind:
-            micro_steps, micro_prompt = preset_cleared(run, preset, cache)
+            micro_steps, micro_prompt = preset_cleared(harness_run, preset, cache)
     out = []
     order = [int(e) for e in np.argsort(ev.step, kind="stable")]
     bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]

@@ -139,3 +139,16 @@ def test_claude_code_preset_by_version_and_model(version, model, long, expected)
         name, params, window = expected
         limit = make_policy(name, params)
         assert limit.config.output_reserve == params.get("output_reserve", PRESETS[name].params["output_reserve"])
+
+
+def test_claude_code_reads_the_usage_the_server_reported():
+    """``usage_offset`` (what the server counted beyond the replayed prompt, per request; replay fidelity gives it)
+    moves the trigger as the recorded usage would: 8,000 more reported before request 6 fires it there."""
+    from dataclasses import replace
+
+    run = loop_run([10_000] * 12, prefix=100_000)
+    off = {"microcompact": False}
+    assert fired(views(run, "claude-code-1.0.80", off))[0] == 7  # request 6's 160,160 is the first past 155,000
+    more = replace(run, usage_offset=np.full(run.n_requests, 8_000, dtype=np.int64))
+    assert fired(views(more, "claude-code-1.0.80", off))[0] == 6  # request 5's 150,150 + 8,000 reported
+    assert fired(views(more, "claude-code-2", off))[0] == 6  # 2.1.3 on: 150,150 + 8,000 + request 6's 10,000+ new

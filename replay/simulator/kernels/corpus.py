@@ -24,7 +24,7 @@ def run_at(pk, tflag, i):
                pk.recorded_only[a:b], pk.req_end[c:d], pk.first_body[i], pk.estimated[i],
                pk.rr_prev[e:f], pk.rr_decide[e:f], pk.rr_changed[e:f], pk.rr_tokens[e:f],
                pk.ev_step[g:h], pk.ev_drop_off[w:w + (h - g) + 1], pk.ev_drop,
-               pk.mask_step[u:v], pk.mask_pos[u:v], pk.mask_chars[u:v])
+               pk.mask_step[u:v], pk.mask_pos[u:v], pk.mask_chars[u:v], pk.usage_offset[c:d])
 
 
 @compiled

@@ -20,7 +20,7 @@ Packed = namedtuple("Packed", (
     "item_off", "req_off", "rr_off", "ev_off", "evo_off", "mask_off", "kind", "tokens", "chars", "access", "pair",
     "gone_at", "step", "turn", "is_error", "lines", "resource", "tool", "recorded_only", "req_end", "req_ts",
     "first_body", "estimated", "rr_prev", "rr_decide", "rr_changed", "rr_tokens", "ev_step", "ev_drop_off", "ev_drop",
-    "mask_step", "mask_pos", "mask_chars"))
+    "mask_step", "mask_pos", "mask_chars", "usage_offset"))
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +61,7 @@ class PackedRuns:
     mask_step: np.ndarray
     mask_pos: np.ndarray
     mask_chars: np.ndarray
+    usage_offset: np.ndarray  # per request (replay.simulator.arrays.RunArrays.usage_offset)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -157,7 +158,8 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "ev_drop": _cat([d for ev in recorded for d in ev.drop], np.int64),
         "mask_step": _cat([ev.mask_step for ev in recorded], np.int64),
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
-        "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64)}
+        "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
+        "usage_offset": _cat([r.usage_offsets for r in runs], np.int64)}
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "request_plan"} == \
         {f.name for f in fields(PackedRuns)}
     return PackedRuns(
