@@ -194,6 +194,8 @@ def _fork_to_event(b: RunBuilder) -> None:
     b.step = 0
     usage = {"input": call.input_tokens, "cache_read": call.cache_read, "cache_write": call.cache_write,
              "output": call.output_tokens}
+    if call.cache_write_1h is not None:
+        usage["cache_write_1h"] = call.cache_write_1h
     b.context_event("compaction", step=0, line=call.line, usage=usage, summariser_model=call.model)
     b.run = b.records[0] = replace(b.run, model=call.model or b.run.model)  # type: ignore[assignment]
 

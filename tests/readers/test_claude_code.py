@@ -325,7 +325,7 @@ def test_compaction_fork_counts_no_parent_request_and_keeps_the_summariser_call(
     assert run.metadata["forked_requests"] == 2 and run.metadata["sidechain"] is True
     assert run.metadata["context_events"] == [
         {"kind": "compaction", "step": 0, "drop": [], "summary_seq": None, "trigger": None, "pre_tokens": None,
-         "line": 6, "usage": {"input": 3, "cache_read": 19_790, "cache_write": 160, "output": 845},
+         "line": 6, "usage": {"input": 3, "cache_read": 19_790, "cache_write": 160, "output": 845, "cache_write_1h": 0},
          "summariser_model": "claude-opus-4-6"}]
     assert "cache_writes" not in run.metadata and run.model == "claude-opus-4-6"
     items = of(records, Item)
