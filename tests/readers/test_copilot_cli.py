@@ -57,3 +57,70 @@ def test_legacy_session_json(tmp_path: Path) -> None:
     assert len(of(records, Request)) == 2
     call, result = (i for i in of(records, Item) if i.kind in ("tool_call", "tool_result"))
     assert (call.resource, call.access, result.call_id, result.step) == ("src", "search", "t1", 1)
+
+
+def test_events_jsonl_harness_prefix(corpus: Path) -> None:
+    """The corpus file has no compaction; it has the shutdown's context breakdown: the tool definitions are the
+    prefix the log does not hold (its system message is logged)."""
+    records = read(corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl")
+    (run,) = of(records, Run)
+    assert run.model == "claude-sonnet-4.6" and "context_events" not in run.metadata
+    assert run.metadata["harness_prefix"] == {"tokens": 15204, "tool_definitions": 15204, "system": 9891,
+                                              "system_logged": True, "from": "session.shutdown"}
+
+
+def _event(kind: str, data: dict, n: int) -> dict:
+    stamp = f"2026-04-23T17:{n // 60:02d}:{n % 60:02d}.000Z"
+    parent = f"e{n - 1:03d}" if n else None
+    return {"type": kind, "data": data, "id": f"e{n:03d}", "timestamp": stamp, "parentId": parent}
+
+
+def compaction_session() -> list[dict]:
+    """A hand-made events.jsonl in 1.0.34's layout: a background compaction starts after the second turn's tool
+    call and completes after the third turn's call (messages added in between stay)."""
+    out: list[dict] = []
+
+    def add(kind: str, **data) -> None:
+        out.append(_event(kind, data, len(out)))
+
+    add("session.start", sessionId="s1", version=1, producer="copilot-agent", copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z", selectedModel="gpt-5.2", context={"cwd": "/w"})
+    add("system.message", content="You are the GitHub Copilot CLI.")
+    add("user.message", content="fix the tests", transformedContent="fix the tests")
+    for turn, (name, call) in enumerate([("view", "c1"), ("bash", "c2"), ("view", "c3")]):
+        add("assistant.turn_start", turnId=str(turn))
+        add("assistant.message", messageId=f"m{turn}", content=f"step {turn}", outputTokens=50,
+            toolRequests=[{"toolCallId": call, "name": name, "arguments": {"path": f"/w/f{turn}.py"}}])
+        add("tool.execution_start", toolCallId=call, toolName=name, arguments={"path": f"/w/f{turn}.py"})
+        add("tool.execution_complete", toolCallId=call, success=True,
+            result={"content": f"contents of f{turn} " * 50, "detailedContent": "..."})
+        add("assistant.turn_end", turnId=str(turn))
+        if turn == 1:
+            add("session.compaction_start", systemTokens=1200, conversationTokens=98000, toolDefinitionsTokens=9000)
+    add("session.compaction_complete", success=True, preCompactionTokens=108200, postCompactionTokens=14000,
+        preCompactionMessagesLength=8, messagesRemoved=6, tokensRemoved=94200, summaryContent="Fixed two tests.",
+        checkpointNumber=1, compactionTokensUsed={"input": 99000, "output": 900, "cachedInput": 80000},
+        systemTokens=1200, conversationTokens=3800, toolDefinitionsTokens=9000)
+    add("assistant.turn_start", turnId="3")
+    add("assistant.message", messageId="m3", content="done", outputTokens=20, toolRequests=[])
+    add("assistant.turn_end", turnId="3")
+    return out
+
+
+def test_compaction_replaces_the_messages_up_to_its_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in compaction_session()) + "\n")
+    records = read(path)
+    (run,) = of(records, Run)
+    assert run.model == "gpt-5.2"  # session.start's selectedModel
+    (event,) = run.metadata["context_events"]
+    items = of(records, Item)
+    third = next(i for i in items if i.kind == "tool_call" and i.call_id == "c3")
+    summary = next(i for i in items if i.kind == "summary")
+    assert event["step"] == 3 and event["trigger"] == "auto"
+    assert event["drop"] == [[1, third.seq - 1]]  # from the user message to the checkpoint: turn 3 stays
+    assert event["summary_seq"] == summary.seq and summary.text.endswith("Fixed two tests.")
+    assert "fix the tests" in summary.text  # the summary message lists the user's messages
+    assert event["usage"] == {"input": 99000, "cache_read": 80000, "output": 900}
+    assert (event["pre_tokens"], event["post_tokens"]) == (108200, 14000)
+    assert run.metadata["harness_prefix"]["tokens"] == 9000  # from compaction_start, the first breakdown
