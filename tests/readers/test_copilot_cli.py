@@ -124,3 +124,26 @@ def test_compaction_replaces_the_messages_up_to_its_checkpoint(tmp_path: Path) -
     assert event["usage"] == {"input": 99000, "cache_read": 80000, "output": 900}
     assert (event["pre_tokens"], event["post_tokens"]) == (108200, 14000)
     assert run.metadata["harness_prefix"]["tokens"] == 9000  # from compaction_start, the first breakdown
+
+
+def test_logged_prefix_gives_the_session_total(corpus: Path, tmp_path: Path) -> None:
+    """No per-request usage, so nothing to fit: the prompt model takes the tool definitions the log sizes as the
+    prefix. The six replayed prompts then add up to within 6% of the session's recorded input (186,809 tokens,
+    cache reads included: they average 31k a request against 35,322 in the window at shutdown); the log's items
+    alone gave 85k (-54%)."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import replay_recorded
+    from replay.simulator.load import load_runs
+    from replay.store import open_store
+    from replay.tokens.counting import count_items
+    from replay.tokens.loading import load_tokenizer
+
+    con = open_store(tmp_path / "c.duckdb")
+    ingest(con, [corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl"])
+    tok = load_tokenizer("claude-legacy")
+    count_items(con, tok)
+    (run,) = load_runs(con, tok.tokenizer_id)
+    assert (run.prompt_source, run.prefix_tokens) == ("log:copilot-cli", 15204)
+    cols, _ = replay_recorded(run, "none")
+    total = 186_809  # session.shutdown modelMetrics["claude-sonnet-4.6"].usage.inputTokens
+    assert abs(cols["prompt_tokens"].sum() / total - 1) <= 0.06
