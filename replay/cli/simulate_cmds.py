@@ -153,7 +153,7 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
                           "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)")
     runs = df.filter(pl.col("kind") == "run")
     missed = df.filter(pl.col("within") == False)  # noqa: E712 (polars expression)
-    shown = df.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "oos_median_abs_pct",
+    shown = df.select("file", "kind", "preset", "requests", "median_abs_pct", "p95_abs_pct", "oos_median_abs_pct",
                       "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
                       "within") if fmt == "table" else df
     emit(shown, fmt, title=f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs "

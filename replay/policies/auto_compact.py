@@ -8,6 +8,9 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   (input + cache read + cache write of the last response); the whole conversation is summarised and the files
   it read or wrote are re-attached after the summary (``reattach_tokens``; about 10.8k in the corpus run).
 - Claude Code 2.x: 200,000 - 20,000 (output) - 13,000 (buffer) = 167,000.
+- Gemini CLI: the last response's prompt against a fraction of the model's token limit; the oldest 70% of the
+  history's characters (up to a user message) become the summary, the newest 30% stay verbatim
+  (``keep_fraction``), as chatCompressionService does.
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
   oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
@@ -47,6 +50,7 @@ from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
 from replay.simulator.arrays import ACCESS_CODE, KIND_CODE
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
+ASSISTANT_TEXT = KIND_CODE["assistant_text"]
 RESENT = (ATTACHMENT, USER, SUMMARY)
 READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
 
@@ -95,6 +99,8 @@ class AutoCompactConfig(PolicyConfig):
                                              "(the knob past the last)")
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
+    keep_fraction: float = knob(0.0, 0.0, 0.99, "newest share of the history's characters kept verbatim, from a "
+                                                "user message on (Gemini CLI: 0.3); 0: keep_last decides")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
                                                    "summarised part read or wrote a file (Claude Code)")
 
@@ -104,7 +110,7 @@ class AutoCompactConfig(PolicyConfig):
 
 
 (P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST,
- P_REATTACH) = range(P_POLICY, P_POLICY + 7)
+ P_REATTACH, P_KEEP_FRACTION) = range(P_POLICY, P_POLICY + 8)
 S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
 A_RECORDED = 0  # aux row: the recorded summaries' tokens, in order (the first S_RECORDED entries)
 
@@ -119,7 +125,7 @@ class AutoCompact(CompiledPolicy):
         p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
         p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
-        p[P_REATTACH] = c.reattach_tokens
+        p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
 
 
 @compiled
@@ -169,6 +175,31 @@ def kept_users(p, r, st, lo, start):
 
 
 @compiled
+def fraction_start(p, r, st, lo, end):
+    """First item kept when the newest keep_fraction of the live history's characters stays: the first user
+    message with the rest's share of the characters before it, else the last user message; ``end`` (all is
+    summarised) when none follows that mark and the history ends with an assistant reply; ``lo``: none."""
+    total = 0
+    for q in range(lo, end):
+        if st.forms[q] != DROPPED:
+            total += r.chars[q]
+    target = (1.0 - p[P_KEEP_FRACTION]) * total
+    before, last_split, last_kind = 0, lo, -1
+    for q in range(lo, end):
+        if st.forms[q] == DROPPED:
+            continue
+        if r.kind[q] == USER:
+            if before >= target:
+                return q
+            last_split = q
+        before += r.chars[q]
+        last_kind = r.kind[q]
+    if last_kind == ASSISTANT_TEXT:
+        return end
+    return last_split
+
+
+@compiled
 def summary_size(p, st):
     """The n-th summary is the n-th recorded one's size (summary_from_log), else summary_tokens."""
     n = st.s[S_COMPACTIONS]
@@ -183,7 +214,10 @@ def compact(p, r, st):
     but the newest user messages kept; ``reattach_tokens`` ride on the summary when a summarised item read or wrote
     a file (Claude Code re-reads the newest files from disk, so their size is not the logged results')."""
     lo, end = prefix_end(r, st), st.s[S_END]
-    start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    if p[P_KEEP_FRACTION] > 0:
+        start = fraction_start(p, r, st, lo, end)
+    else:
+        start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
     live = 0
     for q in range(lo, start):
         live += st.forms[q] != DROPPED

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from replay.policies import Budget, make_policy
+from replay.policies.presets import CODEX_EFFECTIVE_PERCENT, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import make_cache
 from replay.simulator.run import simulate_run
@@ -32,7 +33,7 @@ COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests"
            "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
            "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
            "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
-           "token_source": pl.String, "unreconstructable": pl.String}
+           "token_source": pl.String, "unreconstructable": pl.String, "preset": pl.String}
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -78,15 +79,22 @@ def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "rec
     return simulate_run(adjusted, make_policy(policy), model, budget, warm=warm, tail=tail)
 
 
-def harness_preset(fmt: str, metadata: dict) -> tuple[str, Budget] | None:
+def harness_preset(fmt: str, metadata: dict, model: str | None = None) -> tuple[str, Budget] | None:
     """The preset of the harness that recorded a run, with the window it ran against; None when the log does not
-    say enough (a Codex log without ``model_context_window``)."""
+    say enough (a Codex log without ``model_context_window``). ``model``: the run's model (Gemini CLI and Copilot
+    CLI limits are per model)."""
     if fmt == "claude-code":
         version = str(metadata.get("cc_version") or "")
         return ("claude-code-1.0" if version.startswith("1.") else "claude-code-2"), Budget(200_000, 0)
     if fmt in ("codex-rollout", "codex-tui"):
-        window = metadata.get("model_context_window")
-        return ("codex", Budget(int(window), 0)) if isinstance(window, int) and window > 0 else None
+        window = metadata.get("model_context_window")  # the model's window x effective_context_window_percent
+        if not isinstance(window, int) or window <= 0:
+            return None
+        return "codex-rs", Budget(round(window * 100 / CODEX_EFFECTIVE_PERCENT), 0)
+    if fmt == "gemini-cli":
+        return "gemini-cli", Budget(gemini_token_limit(model), 0)
+    if fmt == "copilot-cli":
+        return "copilot-cli", Budget(copilot_prompt_limit(model), 0)
     if fmt == "openhands":
         return "openhands-v0", BIG
     if fmt == "openhands-v1":
@@ -189,7 +197,9 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
         cols, row = replay_recorded(run, run_cache)
         err = prompt_errors(cols)
         o = oos.get(run.run_id, np.zeros(0))
+        preset = harness_preset(fmt, metadata, model)
         base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
+                "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
                 "unreconstructable": run.unreconstructable}
         rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
@@ -199,7 +209,7 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
                      "cache_share_simulated": _share(cols, 0, run.n_requests, False),
                      "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
                      and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        for ev in event_rows(run, cols, harness_preset(fmt, metadata), run_cache):
+        for ev in event_rows(run, cols, preset, run_cache):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
 

@@ -60,7 +60,7 @@ def session(compress_before: int = 7, n_requests: int = 11) -> tuple[list[dict],
                   "total": prompts[-1] + 40}
         records.append(_msg(f"g{k}", "gemini", text, toolCalls=[call], thoughts=[], tokens=tokens, model=MODEL))
         call_chars = len("read_file") + len(json.dumps(call["args"])) + 2
-        history += [("model", len(text)), ("model", call_chars), ("user", len(_body(k)))]
+        history += [("model", len(text)), ("model", call_chars), ("function_response", len(_body(k)))]
     return records, prompts, {"kept_from_request": 6, "compressed_at": compress_before}
 
 

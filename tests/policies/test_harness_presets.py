@@ -1,0 +1,66 @@
+"""Presets chosen from what a log records (harness, model, window), as ``replay fidelity`` chooses them, and the
+Gemini CLI preset's split of the history (chatCompressionService: the newest 30% of the characters stay)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from replay.policies import Budget, make_policy
+from replay.policies.presets import PRESETS, copilot_prompt_limit, gemini_token_limit
+from replay.simulator.caches import make_cache
+from replay.simulator.fidelity import harness_preset
+from replay.simulator.load import load_runs
+from replay.simulator.run import simulate_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+@pytest.mark.parametrize(("fmt", "metadata", "model", "expected"), [
+    # codex-rs: the rollout's model_context_window is 95% of the model's window; the limit is 0.9 of the window
+    ("codex-rollout", {"model_context_window": 258_400, "originator": "codex_cli_rs"}, "gpt-5.3-codex",
+     ("codex-rs", 272_000)),
+    ("codex-rollout", {}, "gpt-5.3-codex", None),  # no window in the log: no preset
+    ("gemini-cli", {}, "gemini-3-flash-preview", ("gemini-cli", 1_048_576)),
+    ("gemini-cli", {}, "gemma-4-31b-it", ("gemini-cli", 256_000)),
+    ("copilot-cli", {}, "claude-sonnet-4.6", ("copilot-cli", 168_000)),
+    ("copilot-cli", {}, "some-new-model", ("copilot-cli", 128_000)),
+])
+def test_preset_from_the_log(fmt, metadata, model, expected):
+    got = harness_preset(fmt, metadata, model)
+    assert (got[0], got[1].window) == expected if expected else got is None
+
+
+def test_source_limits():
+    assert PRESETS["codex-rs"].params["threshold"] * 272_000 == pytest.approx(244_800)  # (window * 9) / 10
+    assert PRESETS["gemini-cli"].params["threshold"] == 0.5  # DEFAULT_COMPRESSION_TOKEN_THRESHOLD, 0.17 on
+    assert PRESETS["copilot-cli"].params["threshold"] == 0.8  # COPILOT_BACKGROUND_COMPACTION_THRESHOLD default
+    assert gemini_token_limit(None) == 1_048_576 and copilot_prompt_limit("gpt-5.2") == 272_000
+
+
+def test_gemini_preset_keeps_the_newest_30_percent(tmp_path: Path) -> None:
+    """On the hand-made session the preset fires where the previous prompt passed half the window and keeps the
+    history from the same user message as the CLI did; the prompt after differs from the recorded one by the
+    summary sizes only (the log does not give the summary's); the recorded policy reproduces the recorded one."""
+    from readers.gemini_fixture import PREFIX, SUMMARY, write_json
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    path, prompts, facts = write_json(tmp_path / "session-p.json")
+    con = open_store(tmp_path / "p.duckdb")
+    ingest(con, [path])
+    (run,) = load_runs(con, None, overhead=PREFIX)
+    k = facts["compressed_at"]
+    window = prompts[k - 1] + prompts[k - 2]  # half of it lies between the last two prompts before the note
+    cols, _ = simulate_run(run, make_policy("gemini-cli"), make_cache("none"), Budget(window))
+    assert np.flatnonzero(cols["summarised"]).tolist() == [k]
+    expected = prompts[k] - SUMMARY + PRESETS["gemini-cli"].params["summary_tokens"]
+    assert abs(cols["prompt_tokens"][k] - expected) <= 0.03 * expected
+    recorded, _ = simulate_run(run, make_policy("recorded"), make_cache("none"), Budget(window))
+    # the recorded policy drops what the note's split dropped; calibration's offset at the event stands in for the
+    # summary the log does not hold
+    assert abs(recorded["prompt_tokens"][k] - prompts[k]) <= 0.01 * prompts[k]
