@@ -12,10 +12,12 @@ Chat compression before 0.44 leaves only an ``info`` note: "Context compressed f
 percentages are of the model's token limit) or, earlier, "... compressed from: N to M tokens)." The CLI replaced
 the history in memory (packages/core chatCompressionService): the oldest 70% of the history's characters (split
 just before a user message that is not a function response) became one summary, followed by the model's
-acknowledgement and the newest 30% verbatim. The note is read as a compaction event at the next request: ``drop``
-is what that split removes, the summary is not in the log (``summary_seq`` null; calibration's offset at the
-event stands in for it), ``pre_tokens`` is the last recorded prompt (the count the CLI compared with its
-threshold). A note right after a ``$set`` rewrite of the same compression adds nothing.
+acknowledgement and the newest 30% verbatim, except that function responses past the newest 50,000 estimated
+tokens of them are cut to their first 8,000 and last 32,000 characters (0.26 on). The note is read as a compaction
+event at the next request: ``drop`` is what that split removes and the responses cut, whose cut copies follow as
+``resent`` items; the summary is not in the log (``summary_seq`` null; calibration's offset at the event stands in
+for it), ``pre_tokens`` is the last recorded prompt (the count the CLI compared with its threshold). A note right
+after a ``$set`` rewrite of the same compression adds nothing.
 
 Messages: ``user`` -> user_text (``content``, what the model got, not ``displayContent``); ``gemini`` -> one
 request, then reasoning (``thoughts`` subject/description), assistant_text and, per ``toolCalls[]`` entry, a tool
@@ -48,6 +50,8 @@ NOTE_TYPES = {"info", "error", "warning"}
 COMPRESSED_PCT_RE = re.compile(r"^Context compressed from (\d+)% to (\d+)%")
 COMPRESSED_TOKENS_RE = re.compile(r"compressed from: (\d+|unknown) to (\d+|unknown) tokens")
 KEEP_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD: the newest share of the history's characters kept verbatim
+RESPONSE_BUDGET = 50_000  # COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: newest function responses kept whole
+TRUNCATE_CHARS = 40_000  # DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: a truncated response keeps this many characters
 GEMINI_LINE_RE = re.compile(r'^\{"id":"[^"]+","timestamp":"[^"]+","type":"(?:user|gemini|info)"', re.M)
 
 
@@ -222,16 +226,26 @@ class _Replay:
         dropped = set().union(*(range(lo, hi) for ev in self.events for lo, hi in ev["drop"]))
         items = [r for r in b.records if isinstance(r, Item) and r.seq >= start and r.seq not in dropped]
         split = compress_split(items, 1 - KEEP_FRACTION)
+        kept = {it.seq for it in items[split:]}
+        cut = [it for it in over_budget(items) if it.seq in kept]
+        gone = sorted([it.seq for it in items[:split]] + [it.seq for it in cut])
         drop: list[list[int]] = []
-        for it in items[:split]:
-            if drop and drop[-1][1] == it.seq:
-                drop[-1][1] = it.seq + 1
+        for seq in gone:
+            if drop and drop[-1][1] == seq:
+                drop[-1][1] = seq + 1
             else:
-                drop.append([it.seq, it.seq + 1])
+                drop.append([seq, seq + 1])
+        first = b.seq
+        for it in cut:  # the cut copy the CLI sends from now on (its wording is ours; the characters are its)
+            head, tail = it.text[:TRUNCATE_CHARS // 5], it.text[-(TRUNCATE_CHARS - TRUNCATE_CHARS // 5):]
+            b.result(f"{head}\n... [{len(it.text) - TRUNCATE_CHARS} characters omitted] ...\n{tail}", None,
+                     it.tool_name, line=line, ts=it.ts)
         last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
         event: dict[str, Any] = {"kind": "compaction", "step": b.step, "drop": drop, "summary_seq": None,
                                  "trigger": "auto", "pre_tokens": last.prompt_tokens if last else None,
                                  "line": line, "summary_logged": False}
+        if cut:
+            event["resent"] = [[first, b.seq]]
         if pct:
             event["pct_before"], event["pct_after"] = int(pct.group(1)), int(pct.group(2))
         else:
@@ -273,6 +287,31 @@ def compress_split(items: list[Item], fraction: float) -> int:
     if items and items[-1].kind == "assistant_text":
         return len(items)
     return last_split
+
+
+def estimated_tokens(text: str) -> float:
+    """The CLI's token estimate of a text (estimateTextTokens): a quarter token per ASCII character, 1.3 per
+    other character; a quarter per character past 100,000 characters."""
+    if len(text) > 100_000:
+        return len(text) / 4
+    ascii_chars = sum(ch <= "\x7f" for ch in text)
+    return 0.25 * ascii_chars + 1.3 * (len(text) - ascii_chars)
+
+
+def over_budget(items: list[Item]) -> list[Item]:
+    """Tool results the compression cuts: newest first, once the function responses so far pass the budget, every
+    one longer than the cut (truncateHistoryToBudget; shorter ones pass whole but still count)."""
+    out, used = [], 0.0
+    for it in reversed(items):
+        if it.kind != "tool_result":
+            continue
+        tokens = estimated_tokens(it.text) + (len(it.tool_name or "") + 14) / 4  # name and {"output": ...}
+        if used + tokens > RESPONSE_BUDGET and len(it.text) > TRUNCATE_CHARS:
+            out.append(it)
+            used += estimated_tokens(it.text[:TRUNCATE_CHARS]) + 30
+        else:
+            used += tokens
+    return out
 
 
 def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:

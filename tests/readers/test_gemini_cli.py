@@ -150,3 +150,39 @@ def test_calibrate_splits_the_fit_at_the_compression(tmp_path: Path) -> None:
     (row,) = runs.to_dicts()
     assert 0.95 < row["scale"] < 1.05 and row["median_err"] < 0.01
     assert row["boundaries"] == f"{facts['compressed_at']}:compaction"
+
+
+def test_compression_cuts_old_large_function_responses(tmp_path: Path) -> None:
+    """Past the newest 50,000 estimated tokens of function responses, a response over 40,000 characters is cut to
+    its first 8,000 and last 32,000 (truncateHistoryToBudget): the kept original goes, its cut copy is re-sent."""
+    def msg(mid: str, kind: str, content, **kw) -> dict:
+        return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **kw}
+
+    def read_call(cid: str, size: int) -> dict:
+        body = "".join(f"{n:07d}\n" for n in range(size // 8))
+        return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
+                "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+
+    tokens = {"input": 1000, "output": 10, "cached": 0, "thoughts": 0}
+    lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
+             msg("u0", "user", [{"text": "look around"}]),
+             msg("g0", "gemini", "", toolCalls=[read_call("a", 800)], tokens=tokens, model="gemini-2.5-pro"),
+             msg("u1", "user", [{"text": "now the big files"}]),
+             msg("g1", "gemini", "", toolCalls=[read_call("b", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
+             msg("g2", "gemini", "", toolCalls=[read_call("c", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
+             msg("n", "info", "Context compressed from 51% to 9%."),
+             msg("g3", "gemini", "done", tokens=tokens, model="gemini-2.5-pro")]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    records = read(path)
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    items = of(records, Item)
+    results = {i.call_id: i for i in items if i.kind == "tool_result" and i.call_id}
+    u1 = next(i for i in items if i.text == "now the big files")
+    # kept from the last user message (no split after the 70% mark); b's response is cut, c's (newest) stays
+    assert event["drop"] == [[0, u1.seq], [results["b"].seq, results["b"].seq + 1]]
+    (lo, hi), = event["resent"]
+    (copy,) = [i for i in items if lo <= i.seq < hi]
+    assert copy.kind == "tool_result" and copy.step == event["step"] == 3
+    assert abs(len(copy.text) - 40_000) < 100 and copy.text[:100] == results["b"].text[:100]
+    assert copy.text.endswith(results["b"].text[-1000:])
