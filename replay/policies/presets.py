@@ -64,6 +64,21 @@ CLAUDE_CODE = {"trigger_on": "previous_prompt", "keep_last": 0, "summary_tokens"
 GEMINI = {"trigger_on": "previous_prompt", "keep_last": 0, "keep_fraction": 0.3, "summary_tokens": 2_000,
           "summary_from_log": True}
 CODEX_EFFECTIVE_PERCENT = 95  # codex-rs default effective_context_window_percent: model_context_window's share
+# codex-rs's built-in model families (find_model_info_for_slug, by slug prefix, first match): the window when the
+# log does not give model_context_window. Unknown slugs had no window there (no auto-compaction) until the
+# fallback metadata gave them 272,000.
+CODEX_FAMILY_WINDOWS = (("o3", 200_000), ("o4-mini", 200_000), ("codex-mini-latest", 200_000),
+                        ("gpt-4.1", 1_047_576), ("gpt-oss", 96_000), ("openai/gpt-oss", 96_000), ("gpt-4o", 128_000),
+                        ("gpt-3.5", 16_385), ("gpt-5", 272_000), ("codex-", 272_000), ("exp-", 272_000))
+
+
+def codex_window(model_context_window: object, model: str | None) -> int | None:
+    """The model's context window codex-rs takes its auto-compact limit from: the logged ``model_context_window``
+    (the window x effective_context_window_percent) scaled back, else the window of the model's family."""
+    if isinstance(model_context_window, int) and not isinstance(model_context_window, bool) and \
+            model_context_window > 0:
+        return round(model_context_window * 100 / CODEX_EFFECTIVE_PERCENT)
+    return next((w for prefix, w in CODEX_FAMILY_WINDOWS if (model or "").startswith(prefix)), None)
 
 # Gemini CLI tokenLimit(): 1,048,576 for every Gemini model it lists and by default; gemma-4 from 0.41.
 GEMINI_TOKEN_LIMITS = {"gemma-4-31b-it": 256_000, "gemma-4-26b-a4b-it": 256_000, "gemini-1.5-pro": 2_097_152,

@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 
 from replay.policies import Budget, make_policy
-from replay.policies.presets import CODEX_EFFECTIVE_PERCENT, copilot_prompt_limit, gemini_token_limit
+from replay.policies.presets import codex_window, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import make_cache
 from replay.simulator.run import simulate_run
@@ -81,16 +81,14 @@ def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "rec
 
 def harness_preset(fmt: str, metadata: dict, model: str | None = None) -> tuple[str, Budget] | None:
     """The preset of the harness that recorded a run, with the window it ran against; None when the log does not
-    say enough (a Codex log without ``model_context_window``). ``model``: the run's model (Gemini CLI and Copilot
-    CLI limits are per model)."""
+    say enough (a Codex log with neither ``model_context_window`` nor a model of a known family). ``model``: the
+    run's model (the Codex window by family, Gemini CLI and Copilot CLI limits are per model)."""
     if fmt == "claude-code":
         version = str(metadata.get("cc_version") or "")
         return ("claude-code-1.0" if version.startswith("1.") else "claude-code-2"), Budget(200_000, 0)
     if fmt in ("codex-rollout", "codex-tui"):
-        window = metadata.get("model_context_window")  # the model's window x effective_context_window_percent
-        if not isinstance(window, int) or window <= 0:
-            return None
-        return "codex-rs", Budget(round(window * 100 / CODEX_EFFECTIVE_PERCENT), 0)
+        window = codex_window(metadata.get("model_context_window"), model)
+        return ("codex-rs", Budget(window, 0)) if window else None
     if fmt == "gemini-cli":
         return "gemini-cli", Budget(gemini_token_limit(model), 0)
     if fmt == "copilot-cli":

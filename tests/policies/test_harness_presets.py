@@ -23,7 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     # codex-rs: the rollout's model_context_window is 95% of the model's window; the limit is 0.9 of the window
     ("codex-rollout", {"model_context_window": 258_400, "originator": "codex_cli_rs"}, "gpt-5.3-codex",
      ("codex-rs", 272_000)),
-    ("codex-rollout", {}, "gpt-5.3-codex", None),  # no window in the log: no preset
+    ("codex-rollout", {"model_context_window": 0}, "gpt-5.6-luna", ("codex-rs", 272_000)),  # by model family
+    ("codex-tui", {}, "o4-mini", ("codex-rs", 200_000)),
+    ("codex-rollout", {}, "mindflow-custom", None),  # neither a window in the log nor a known family: no preset
     ("gemini-cli", {}, "gemini-3-flash-preview", ("gemini-cli", 1_048_576)),
     ("gemini-cli", {}, "gemma-4-31b-it", ("gemini-cli", 256_000)),
     ("copilot-cli", {}, "claude-sonnet-4.6", ("copilot-cli", 168_000)),
