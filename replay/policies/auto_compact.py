@@ -11,6 +11,9 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 - Gemini CLI: the last response's prompt against a fraction of the model's token limit; the oldest 70% of the
   history's characters (up to a user message) become the summary, the newest 30% stay verbatim
   (``keep_fraction``), as chatCompressionService does.
+- Copilot CLI: messages plus tool definitions before a request against 0.8 of the model's prompt limit start a
+  background compaction whose summary replaces, at the next request, what was there when it started
+  (``background_until``: at 0.95 it waits and applies at once).
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
   oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
@@ -99,6 +102,9 @@ class AutoCompactConfig(PolicyConfig):
                                              "(the knob past the last)")
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
+    background_until: float = knob(0.0, 0.0, 1.0, "summarise in the background: the summary of what was there "
+                                                   "when the limit was passed replaces it at the next request, "
+                                                   "at once past this fraction (Copilot CLI: 0.95); 0: at once")
     keep_fraction: float = knob(0.0, 0.0, 0.99, "newest share of the history's characters kept verbatim, from a "
                                                 "user message on (Gemini CLI: 0.3); 0: keep_last decides")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
@@ -110,8 +116,9 @@ class AutoCompactConfig(PolicyConfig):
 
 
 (P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST,
- P_REATTACH, P_KEEP_FRACTION) = range(P_POLICY, P_POLICY + 8)
-S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
+ P_REATTACH, P_KEEP_FRACTION, P_BACKGROUND_LIMIT) = range(P_POLICY, P_POLICY + 9)
+# compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
+S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 A_RECORDED = 0  # aux row: the recorded summaries' tokens, in order (the first S_RECORDED entries)
 
 
@@ -126,6 +133,8 @@ class AutoCompact(CompiledPolicy):
         p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
+        p[P_BACKGROUND_LIMIT] = c.background_until * (window - c.output_reserve) - c.buffer_tokens \
+            if c.background_until > 0 else 0
 
 
 @compiled
@@ -210,14 +219,21 @@ def summary_size(p, st):
 
 @compiled
 def compact(p, r, st):
-    """Everything live before the newest keep_last items (moved back off a call/result pair) becomes the summary,
-    but the newest user messages kept; ``reattach_tokens`` ride on the summary when a summarised item read or wrote
-    a file (Claude Code re-reads the newest files from disk, so their size is not the logged results')."""
+    """Compact now; the kept part by keep_fraction or keep_last."""
     lo, end = prefix_end(r, st), st.s[S_END]
     if p[P_KEEP_FRACTION] > 0:
         start = fraction_start(p, r, st, lo, end)
     else:
         start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    compact_before(p, r, st, start)
+
+
+@compiled
+def compact_before(p, r, st, start):
+    """Everything live before ``start`` becomes the summary, but the newest user messages kept;
+    ``reattach_tokens`` ride on the summary when a summarised item read or wrote a file (Claude Code re-reads the
+    newest files from disk, so their size is not the logged results')."""
+    lo = prefix_end(r, st)
     live = 0
     for q in range(lo, start):
         live += st.forms[q] != DROPPED
@@ -244,8 +260,15 @@ def compact(p, r, st):
 
 @compiled
 def decide(p, r, st):
-    if due(p, st):
-        compact(p, r, st)
+    if st.s[S_PENDING] > 0:  # a background summary of the history as it was replaces that part now
+        checkpoint = st.s[S_PENDING] - 1
+        st.s[S_PENDING] = 0
+        compact_before(p, r, st, pair_safe_start(r, st, max(checkpoint, prefix_end(r, st))))
+    elif due(p, st):
+        if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < p[P_BACKGROUND_LIMIT]:
+            st.s[S_PENDING] = st.s[S_END] + 1
+        else:
+            compact(p, r, st)
 
 
 POLICIES = [AutoCompact]

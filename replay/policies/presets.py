@@ -31,8 +31,9 @@ tests/policies/test_presets_corpus.py):
   summary's size is not logged before 0.44: 2,000 tokens unless a logged summary sizes it.
 - copilot-cli: GitHub Copilot CLI (1.0.34) background compaction: before a request, messages plus tool
   definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
-  summary replaces the history up to the checkpoint. The window per model is the CLI's own table of known models
-  (``copilot_prompt_limit``), 128,000 for others.
+  summary replaces the history up to that point at the next request (at once past 0.95,
+  ``COPILOT_BUFFER_EXHAUSTION_THRESHOLD``), what came since stays. The window per model is the CLI's own table
+  of known models (``copilot_prompt_limit``), 128,000 for others.
 - swe-agent-last-n: SWE-agent ``last_n_observations`` with n=5 (its 0.7 config), polling 1.
 - openhands-v0: the V0 server's default pipeline's summarising condenser (keep_first 4, max_size 120); its
   conversation-window step only acts on a context-window error and its browser masking (window 2) only on
@@ -125,7 +126,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
       for name, share in (("gemini-cli", 0.5), ("gemini-cli-0.12", 0.2), ("gemini-cli-0.11", 0.7))),
     Preset("copilot-cli", "auto_compact",
            {"threshold": 0.8, "trigger_on": "prompt", "keep_last": 0, "summary_tokens": 2_000,
-            "summary_from_log": True},
+            "summary_from_log": True, "background_until": 0.95},
            "GitHub Copilot CLI background compaction at 0.8 of the model's max_prompt_tokens"),
     Preset("swe-agent-last-n", "last_n", {"n": 5, "polling": 1},
            "SWE-agent last_n_observations, n=5, polling 1, 'Old environment output: (N lines omitted)'"),

@@ -21,7 +21,8 @@ background (``session.compaction_start``, the checkpoint: the messages so far) a
 holding the original user messages and ``summaryContent``; messages added since stay (moved back to the assistant
 message whose tool results would otherwise open the kept part). A recorded context event (kind "compaction",
 docs/canonical-format.md) at the next request: ``drop`` = the body up to the checkpoint, the summary item that
-message, ``usage`` the summariser call's ``compactionTokensUsed`` {input, output, cachedInput}.
+message, ``usage`` the summariser call's ``compactionTokensUsed`` {input, output, cachedInput}, ``after_tokens`` the
+system, conversation and tool-definition tokens the event gives for after it.
 
 The harness prefix the log does not hold: ``toolDefinitionsTokens`` (and ``systemTokens`` when no system message
 is logged), from the first event that carries them (``session.compaction_start``/``_complete``,
@@ -240,6 +241,9 @@ class _EventSession:
             "summary_seq": summary_seq, "trigger": "auto" if checkpoint is not None else None,
             "pre_tokens": data.get("preCompactionTokens"), "post_tokens": data.get("postCompactionTokens"),
             "line": line, "messages_removed": data.get("messagesRemoved")}
+        parts = [data.get(k) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in parts):
+            event["after_tokens"] = sum(parts)  # the context after it as the CLI counts it: no request logs one
         if used:
             event["usage"] = {"input": used.get("input"), "cache_read": used.get("cachedInput"),
                               "output": used.get("output")}

@@ -131,8 +131,10 @@ def _pct(x: np.ndarray, q: float) -> float | None:
 
 
 def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget] | None,
-               cache: str) -> list[dict]:
-    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event."""
+               cache: str, logged_after: list[int | None] | None = None) -> list[dict]:
+    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event.
+    ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
+    (Copilot CLI's breakdown after a compaction)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     sim_cols = None
@@ -144,8 +146,10 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
     bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]
     for i, e in enumerate(order):
         k, before, after = int(ev.step[e]), bounds[i], bounds[i + 2]
-        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k,
-               "recorded_after": int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None,
+        after = int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None
+        if after is None and logged_after and e < len(logged_after):
+            after = logged_after[e]
+        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k, "recorded_after": after,
                "replayed_after": int(cols["prompt_tokens"][k]),
                "cache_share_recorded": _share(cols, k, after, True),
                "cache_share_simulated": _share(cols, k, after, False),
@@ -173,7 +177,8 @@ def event_within(row: dict) -> bool | None:
 def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None
                    ) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
-    harness's preset (``harness_preset``) is replayed to find the request it would have fired at.
+    harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with
+    events but no per-request usage has event rows only, the prompt after as the harness logged it).
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs)."""
@@ -187,7 +192,8 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     oos = out_of_sample_errors(fitted[0])
     rows = []
     for run in load_runs(con, tokenizer_id, pattern, fitted=fitted):
-        if not (run.rec_prompt > 0).any():
+        usage = bool((run.rec_prompt > 0).any())
+        if not usage and not len(run.events.step):
             continue
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
@@ -200,14 +206,17 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
                 "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
                 "unreconstructable": run.unreconstructable}
-        rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
-                     "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
-                     "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
-                     "cache_share_recorded": _share(cols, 0, run.n_requests, True),
-                     "cache_share_simulated": _share(cols, 0, run.n_requests, False),
-                     "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
-                     and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        for ev in event_rows(run, cols, preset, run_cache):
+        if usage:
+            rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
+                         "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
+                         "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
+                         "cache_share_recorded": _share(cols, 0, run.n_requests, True),
+                         "cache_share_simulated": _share(cols, 0, run.n_requests, False),
+                         "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
+                         and float(np.quantile(err, 0.95)) <= TARGET_P95})
+        logged = [ev.get("after_tokens") for ev in metadata.get("context_events") or []
+                  if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
+        for ev in event_rows(run, cols, preset, run_cache, logged):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
 

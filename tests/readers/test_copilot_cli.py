@@ -147,3 +147,60 @@ def test_logged_prefix_gives_the_session_total(corpus: Path, tmp_path: Path) -> 
     cols, _ = replay_recorded(run, "none")
     total = 186_809  # session.shutdown modelMetrics["claude-sonnet-4.6"].usage.inputTokens
     assert abs(cols["prompt_tokens"].sum() / total - 1) <= 0.06
+
+
+def background_session(body: int = 60_000) -> tuple[list[dict], int]:
+    """1.0.34's layout again, sized so that its background compaction is due: five turns each reading about
+    ``body`` characters on gpt-4.1 (max_prompt_tokens 64,000 in the CLI's table: due at 0.8 of it). The compaction
+    starts before the fourth request (after three reads) and completes during it; (events, prompt after it as the
+    CLI counts it: system + conversation + tool definitions)."""
+    out: list[dict] = []
+
+    def add(kind: str, **data) -> None:
+        out.append(_event(kind, data, len(out)))
+
+    summary = "Read f0, f1 and f2; the failing assertion is in f2."
+    add("session.start", sessionId="s2", version=1, producer="copilot-agent", copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z", selectedModel="gpt-4.1", context={"cwd": "/w"})
+    add("system.message", content="You are the GitHub Copilot CLI.")
+    add("user.message", content="find the bug", transformedContent="find the bug")
+    kept = 0
+    for turn in range(5):
+        if turn == 3:
+            add("session.compaction_start", systemTokens=10, conversationTokens=3 * body // 4,
+                toolDefinitionsTokens=9000)
+        if turn == 4:
+            after = 10 + (len("find the bug") + len(summary)) // 4 + kept + 9000
+            add("session.compaction_complete", success=True, summaryContent=summary, messagesRemoved=7,
+                compactionTokensUsed={"input": 3 * body // 4, "output": 300, "cachedInput": 0},
+                systemTokens=10, conversationTokens=after - 9010, toolDefinitionsTokens=9000)
+        add("assistant.turn_start", turnId=str(turn))
+        text = "".join(f"{turn}:{n:06d}\n" for n in range(body // 9))
+        add("assistant.message", messageId=f"m{turn}", content=f"reading f{turn}", outputTokens=30,
+            toolRequests=[{"toolCallId": f"c{turn}", "name": "view", "arguments": {"path": f"/w/f{turn}.py"}}])
+        add("tool.execution_start", toolCallId=f"c{turn}", toolName="view", arguments={"path": f"/w/f{turn}.py"})
+        add("tool.execution_complete", toolCallId=f"c{turn}", success=True, result={"content": text})
+        add("assistant.turn_end", turnId=str(turn))
+        if turn == 3:
+            kept = (len(f"reading f{turn}") + len(text)) // 4 + 20  # the messages since the checkpoint stay
+    return out, after
+
+
+def test_background_compaction_preset_and_fidelity(tmp_path: Path) -> None:
+    """No per-request usage: fidelity still scores the compaction, the prompt after it as the CLI counted it; the
+    copilot-cli preset, chosen from the model, starts at 0.8 of gpt-4.1's 64,000 before the fourth request and
+    applies at the next one, keeping what came since, as the CLI did."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.store import open_store
+
+    events, after = background_session()
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    con = open_store(tmp_path / "b.duckdb")
+    ingest(con, [path])
+    rows = fidelity_frame(con, None).to_dicts()
+    (row,) = rows
+    assert row["kind"] == "compaction" and row["preset"] == "copilot-cli@64000"
+    assert row["recorded_request"] == 4 and row["recorded_after"] == after
+    assert row["simulated_request"] == 4 and row["within"], row
