@@ -177,8 +177,8 @@ def event_within(row: dict) -> bool | None:
 def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None
                    ) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
-    harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with
-    events but no per-request usage has event rows only, the prompt after as the harness logged it).
+    harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with no
+    per-request usage but events whose size after the harness logged has those event rows only).
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs)."""
@@ -193,10 +193,12 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     rows = []
     for run in load_runs(con, tokenizer_id, pattern, fitted=fitted):
         usage = bool((run.rec_prompt > 0).any())
-        if not usage and not len(run.events.step):
-            continue
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        logged = [ev.get("after_tokens") for ev in metadata.get("context_events") or []
+                  if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
+        if not usage and not any(isinstance(v, int) for v in logged):
+            continue  # nothing recorded to score against
         run_cache = cache or provider_cache(fmt, model)
         cols, row = replay_recorded(run, run_cache)
         err = prompt_errors(cols)
@@ -214,8 +216,6 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
                          "cache_share_simulated": _share(cols, 0, run.n_requests, False),
                          "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
                          and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        logged = [ev.get("after_tokens") for ev in metadata.get("context_events") or []
-                  if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
         for ev in event_rows(run, cols, preset, run_cache, logged):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
