@@ -7,12 +7,12 @@ template's fixed part); ``scale`` maps the chosen tokenizer's counts to the serv
 per-message constant. Where each comes from, in order:
 
 1. ``fit``: the run has recorded per-request prompt usage; its own calibration (``replay.tokens.calibrate``).
-2. ``log:<format>``: no usage of its own, but the log gives the size of what the harness sends besides its messages
+2. ``override``: the user's ``--overhead`` (tokens) for every run without a fit.
+3. ``log:<format>``: no usage of its own, but the log gives the size of what the harness sends besides its messages
    (``runs.metadata.harness_prefix.tokens``: Copilot CLI's ``toolDefinitionsTokens``): that is the prefix,
    counted by the harness; scale 1.
-3. ``profile:<format>``: no usage of its own; the median prefix and scale of the runs of the same format (harness)
+4. ``profile:<format>``: no usage of its own; the median prefix and scale of the runs of the same format (harness)
    that have usage, counted with the same tokenizer.
-4. ``override``: the user's ``--overhead`` (tokens) for every run without a fit.
 5. ``none``: nothing applies; the prompt is the log's items only, and outputs say so.
 
 The prefix enters the run as a leading ``system`` item (never trimmed, cached first, seen by every policy's
@@ -119,10 +119,10 @@ def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_
     for run_id in run_ids:
         if run_id in fitted:
             out[run_id] = fitted[run_id]
-        elif run_id in logged:
-            out[run_id] = PromptModel(logged[run_id], 1.0, 0.0, False, f"log:{formats.get(run_id, '')}", overhead)
         elif override is not None:
             out[run_id] = PromptModel(int(override), 1.0, 0.0, False, OVERRIDE, overhead)
+        elif run_id in logged:
+            out[run_id] = PromptModel(logged[run_id], 1.0, 0.0, False, f"log:{formats.get(run_id, '')}", overhead)
         else:
             out[run_id] = profiles.get(formats.get(run_id, ""), PromptModel(template=overhead))
     return out
