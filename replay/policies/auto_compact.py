@@ -50,7 +50,7 @@ from replay.policies.kernel import (
     set_summary,
 )
 from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE
+from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
 ASSISTANT_TEXT = KIND_CODE["assistant_text"]
@@ -105,6 +105,10 @@ class AutoCompactConfig(PolicyConfig):
     background_until: float = knob(0.0, 0.0, 1.0, "summarise in the background: the summary of what was there "
                                                    "when the limit was passed replaces it at the next request, "
                                                    "at once past this fraction (Copilot CLI: 0.95); 0: at once")
+    cut_results_after: int = knob(0, 0, 10_000_000, "after a compaction, kept tool results past the newest this "
+                                                     "many tokens (chars/4) of them are cut to cut_chars (Gemini "
+                                                     "CLI: 50,000); 0: kept whole")
+    cut_chars: int = knob(40_000, 1, 100_000_000, "characters a cut tool result keeps (Gemini CLI: 40,000)")
     keep_fraction: float = knob(0.0, 0.0, 0.99, "newest share of the history's characters kept verbatim, from a "
                                                 "user message on (Gemini CLI: 0.3); 0: keep_last decides")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
@@ -116,7 +120,7 @@ class AutoCompactConfig(PolicyConfig):
 
 
 (P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST,
- P_REATTACH, P_KEEP_FRACTION, P_BACKGROUND_LIMIT) = range(P_POLICY, P_POLICY + 9)
+ P_REATTACH, P_KEEP_FRACTION, P_BACKGROUND_LIMIT, P_CUT_AFTER, P_CUT_CHARS) = range(P_POLICY, P_POLICY + 11)
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 A_RECORDED = 0  # aux row: the recorded summaries' tokens, in order (the first S_RECORDED entries)
@@ -133,6 +137,7 @@ class AutoCompact(CompiledPolicy):
         p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
+        p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
         p[P_BACKGROUND_LIMIT] = c.background_until * (window - c.output_reserve) - c.buffer_tokens \
             if c.background_until > 0 else 0
 
@@ -256,6 +261,26 @@ def compact_before(p, r, st, start):
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
     # user messages first, then the summary; the difference is order only, the tokens are the same
     set_summary(st, oldest, size, size)
+    if p[P_CUT_AFTER] > 0:
+        cut_kept_results(p, r, st, start)
+
+
+@compiled
+def cut_kept_results(p, r, st, start):
+    """Newest first, once the kept tool results pass cut_results_after tokens (chars/4), each one longer than
+    cut_chars shows only that many characters (its tokens in proportion)."""
+    used, keep = 0, np.int64(p[P_CUT_CHARS])
+    for q in range(st.s[S_END] - 1, start - 1, -1):
+        if r.kind[q] != TOOL_RESULT or st.forms[q] != ORIGINAL:
+            continue
+        est = (r.chars[q] + 3) // 4
+        if used + est > p[P_CUT_AFTER] and r.chars[q] > keep:
+            tok = np.int64(np.ceil(st.ftok[ORIGINAL, q] * keep / r.chars[q]))
+            set_cost(st, SHRUNK, q, tok, (keep + 3) // 4)
+            set_form(st, q, SHRUNK)
+            used += (keep + 3) // 4
+        else:
+            used += est
 
 
 @compiled

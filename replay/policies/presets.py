@@ -27,8 +27,9 @@ tests/policies/test_presets_corpus.py):
 - gemini-cli: Gemini CLI chat compression (chatCompressionService, 0.17 on): the last response's prompt against
   0.5 x the model's token limit (``tokenLimit``: 1,048,576 for Gemini models, 256,000 for gemma-4-*-it from 0.41);
   the oldest 70% of the history's characters become a ``<state_snapshot>`` summary, the newest 30% stay (from a
-  user message on). 0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The
-  summary's size is not logged before 0.44: 2,000 tokens unless a logged summary sizes it.
+  user message on), their tool results past the newest 50,000 tokens of them cut to 40,000 characters (0.26 on).
+  0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The summary's size is not
+  logged before 0.44: 2,000 tokens unless a logged summary sizes it.
 - copilot-cli: GitHub Copilot CLI (1.0.34) background compaction: before a request, messages plus tool
   definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
   summary replaces the history up to that point at the next request (at once past 0.95,
@@ -63,7 +64,7 @@ CLAUDE_CODE = {"trigger_on": "previous_prompt", "keep_last": 0, "summary_tokens"
                "reattach_tokens": 10_800}
 
 GEMINI = {"trigger_on": "previous_prompt", "keep_last": 0, "keep_fraction": 0.3, "summary_tokens": 2_000,
-          "summary_from_log": True}
+          "summary_from_log": True, "cut_results_after": 50_000, "cut_chars": 40_000}
 CODEX_EFFECTIVE_PERCENT = 95  # codex-rs default effective_context_window_percent: model_context_window's share
 # codex-rs's built-in model families (find_model_info_for_slug, by slug prefix, first match): the window when the
 # log does not give model_context_window. Unknown slugs had no window there (no auto-compaction) until the

@@ -66,3 +66,45 @@ def test_gemini_preset_keeps_the_newest_30_percent(tmp_path: Path) -> None:
     # the recorded policy drops what the note's split dropped; calibration's offset at the event stands in for the
     # summary the log does not hold
     assert abs(recorded["prompt_tokens"][k] - prompts[k]) <= 0.01 * prompts[k]
+
+
+def test_gemini_preset_cuts_old_large_kept_results(tmp_path: Path) -> None:
+    """Two 120k-character reads kept by the split: the preset cuts the older to 40,000 characters as the CLI did, so
+    its prompt after is the recorded one (a server counting four characters a token) but for the summary sizes."""
+    import json
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    def msg(mid: str, kind: str, content, **kw) -> dict:
+        return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **kw}
+
+    def read_call(cid: str, size: int) -> dict:
+        body = "".join(f"{n:07d}\n" for n in range(size // 8))
+        return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
+                "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+
+    def gemini(mid: str, prompt: int, *calls) -> dict:
+        tokens = {"input": prompt, "output": 10, "cached": 0, "thoughts": 0}
+        return msg(mid, "gemini", "", toolCalls=list(calls), tokens=tokens, model="gemma-4-31b-it")
+
+    prefix, summary = 5_000, 1_000  # the server's: 200 + 30,000 tokens of reads, then 10,000 + 30,000 kept
+    prompts = [prefix + 5, prefix + 215, prefix + 30_225, prefix + summary + 40_020]
+    lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
+             msg("u0", "user", [{"text": "look around"}]), gemini("g0", prompts[0], read_call("a", 800)),
+             msg("u1", "user", [{"text": "now the big files"}]), gemini("g1", prompts[1], read_call("b", 120_000)),
+             gemini("g2", prompts[2], read_call("c", 120_000)), msg("n", "info", "Context compressed from 14% to 18%."),
+             gemini("g3", prompts[3])]
+    path = tmp_path / "session-cut.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    con = open_store(tmp_path / "cut.duckdb")
+    ingest(con, [path])
+    (run,) = load_runs(con, None)
+    window = 60_000  # half of it lies between the prompts of requests 1 and 2
+    cols, _ = simulate_run(run, make_policy("gemini-cli"), make_cache("none"), Budget(window))
+    assert np.flatnonzero(cols["summarised"]).tolist() == [3]
+    expected = prompts[3] - summary + PRESETS["gemini-cli"].params["summary_tokens"]
+    assert abs(cols["prompt_tokens"][3] - expected) <= 0.03 * expected
+    whole, _ = simulate_run(run, make_policy("gemini-cli", {"cut_results_after": 0}), make_cache("none"),
+                            Budget(window))
+    assert whole["prompt_tokens"][3] - cols["prompt_tokens"][3] > 19_000  # the 80,000 characters cut off
