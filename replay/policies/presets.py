@@ -21,7 +21,9 @@ tests/policies/test_presets_corpus.py):
   (``ModelInfo::auto_compact_token_limit``, capped by the model's own ``auto_compact_token_limit`` where the
   catalog sets one), and the rollout's ``model_context_window`` is that window x ``effective_context_window_percent``
   (95 unless the model says otherwise), so the window is the logged one / 0.95 and the limit 0.947 of the logged
-  one (244,800 for a 272,000-token model). Chosen automatically for Codex logs
+  one (244,800 for a 272,000-token model; openai/codex#40095 reports the same pair, 244,800 against a usable
+  258,400, on codex-cli 0.149). The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends
+  differ by model and configuration. Chosen automatically for Codex logs
   (``replay.simulator.fidelity.harness_preset``); ``codex`` above is the 0.832 one
   corpus run (provider "mindflow") showed, a limit below the default configured outside the log.
 - gemini-cli: Gemini CLI chat compression (chatCompressionService, 0.17 on): the last response's prompt against
