@@ -4,8 +4,8 @@ The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``c
 window; for a Codex log give its ``model_context_window`` as the window, as ``replay fidelity`` does).
 The presets in :mod:`replay.policies.presets` set these knobs per harness and version:
 
-- Claude Code: window - output reserve - 13,000, checked against the last response's usage (to
-  2.1.0) or that plus the messages since at chars/4 (2.1.3 on: ``trigger_on`` "usage_and_new"); the whole
+- Claude Code: window - output reserve - 13,000, checked against the last response's usage (to 2.1.0:
+  ``trigger_on`` "last_usage") or that plus the messages since at chars/4 (2.1.3 on: "usage_and_new"); the whole
   conversation is summarised and the files it read or wrote are re-attached after the summary
   (``reattach_tokens``; about 10.8k in the corpus run). Versions and figures: replay.policies.presets.
 - Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
@@ -14,6 +14,12 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   first while the uncleared results add up to more than ``micro_keep_tokens``, and only when that saves at least
   ``micro_min_saved`` (cli.js: 20,000 below the limit, keep 3, 40,000, 20,000). A request that microcompacts
   has bit 2 of the kernel's summarised flag set (bit 1: a summary was made).
+- Gemini CLI: the last response's prompt against a fraction of the model's token limit; the oldest 70% of the
+  history's characters (up to a user message) become the summary, the newest 30% stay verbatim
+  (``keep_fraction``), as chatCompressionService does.
+- Copilot CLI: messages plus tool definitions before a request against 0.8 of the model's prompt limit start a
+  background compaction whose summary replaces, at the next request, what was there when it started
+  (``background_until``: at 0.95 it waits and applies at once).
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
   oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
@@ -56,9 +62,10 @@ from replay.policies.kernel import (
 )
 from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL
+from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
+ASSISTANT_TEXT = KIND_CODE["assistant_text"]
 OUTPUT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"], KIND_CODE["tool_call"])  # what a response adds
 RESENT = (ATTACHMENT, USER, SUMMARY)
 READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
@@ -103,15 +110,24 @@ class AutoCompactConfig(PolicyConfig):
     output_reserve: int = knob(0, 0, 10_000_000, "tokens taken off the window before the fraction (max output)")
     buffer_tokens: int = knob(0, 0, 10_000_000, "tokens taken off after the fraction (Claude Code 2.x: 13,000)")
     context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the budget window)")
-    trigger_on: Literal["prompt", "previous_prompt", "usage_and_new"] = knob(
-        "prompt", doc="prompt: the history about to be sent (Codex); previous_prompt: the last response's usage "
-                      "(its prompt and output; Claude Code to 2.1.0); usage_and_new: that plus the messages since at "
-                      "chars/4 (Claude Code 2.1.3 on)")
+    trigger_on: Literal["prompt", "previous_prompt", "last_usage", "usage_and_new"] = knob(
+        "prompt", doc="prompt: the history about to be sent (Codex); previous_prompt: the last request's prompt "
+                      "(Gemini CLI); last_usage: that and the last response's output (Claude Code to 2.1.0); "
+                      "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3 on)")
     summary_tokens: int = knob(3_000, 0, 1_000_000, "size of the compaction summary")
     summary_from_log: bool = knob(False, doc="size the n-th summary like the run's n-th recorded summary "
                                              "(the knob past the last)")
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
+    background_until: float = knob(0.0, 0.0, 1.0, "summarise in the background: the summary of what was there "
+                                                   "when the limit was passed replaces it at the next request, "
+                                                   "at once past this fraction (Copilot CLI: 0.95); 0: at once")
+    cut_results_after: int = knob(0, 0, 10_000_000, "after a compaction, kept tool results past the newest this "
+                                                     "many tokens (chars/4) of them are cut to cut_chars (Gemini "
+                                                     "CLI: 50,000); 0: kept whole")
+    cut_chars: int = knob(40_000, 1, 100_000_000, "characters a cut tool result keeps (Gemini CLI: 40,000)")
+    keep_fraction: float = knob(0.0, 0.0, 0.99, "newest share of the history's characters kept verbatim, from a "
+                                                "user message on (Gemini CLI: 0.3); 0: keep_last decides")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
                                                    "summarised part read or wrote a file (Claude Code)")
     microcompact: bool = knob(False, doc="clear old tool results before compacting (Claude Code 2.x)")
@@ -127,9 +143,11 @@ class AutoCompactConfig(PolicyConfig):
             raise ReplayError("auto_compact: threshold must be in (0, 1]")
 
 
-(P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST, P_REATTACH, P_MICRO, P_MICRO_WARNING,
- P_MICRO_KEEP, P_MICRO_KEEP_TOKENS, P_MICRO_MIN_SAVED, P_MICRO_NOTE) = range(P_POLICY, P_POLICY + 13)
-S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
+(P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST, P_REATTACH, P_KEEP_FRACTION,
+ P_BACKGROUND_LIMIT, P_CUT_AFTER, P_CUT_CHARS, P_MICRO, P_MICRO_WARNING, P_MICRO_KEEP, P_MICRO_KEEP_TOKENS,
+ P_MICRO_MIN_SAVED, P_MICRO_NOTE) = range(P_POLICY, P_POLICY + 17)
+# compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
+S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
 # microcompact tool (and its result)
 A_RECORDED, A_MICRO = 0, 1
@@ -143,10 +161,13 @@ class AutoCompact(CompiledPolicy):
         c = self.config
         window = c.context_window or budget.window
         p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
-        p[P_PREVIOUS] = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2}[c.trigger_on]
+        p[P_PREVIOUS] = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3}[c.trigger_on]
         p[P_SUMMARY_TOKENS] = c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
-        p[P_REATTACH] = c.reattach_tokens
+        p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
+        p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
+        p[P_BACKGROUND_LIMIT] = c.background_until * (window - c.output_reserve) - c.buffer_tokens \
+            if c.background_until > 0 else 0
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
         p[P_MICRO_NOTE] = c.micro_note_chars
@@ -258,11 +279,14 @@ def new_chars4(r, st):
 
 @compiled
 def due(p, r, st):
-    if p[P_PREVIOUS] == 1:  # the last response's usage (prompt and output), as the harness reads it
-        return st.s[S_K] > 0 and last_usage(r, st) >= p[P_LIMIT]
-    if p[P_PREVIOUS] == 2:  # that plus the messages since at chars/4 (Claude Code 2.1.3 on)
+    mode = p[P_PREVIOUS]
+    if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
+        return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > p[P_LIMIT]
+    if mode == 2:  # Claude Code 2.1.3 on: the last response's usage plus the messages since at chars/4
         return st.s[S_K] > 0 and last_usage(r, st) + new_chars4(r, st) >= p[P_LIMIT]
-    return est_total(st) + reported(r, st) >= p[P_LIMIT]
+    if mode == 3:  # Claude Code to 2.1.0: the last response's usage (its prompt and output)
+        return st.s[S_K] > 0 and last_usage(r, st) >= p[P_LIMIT]
+    return est_total(st) + reported(r, st) > p[P_LIMIT]
 
 
 @compiled
@@ -292,6 +316,31 @@ def kept_users(p, r, st, lo, start):
 
 
 @compiled
+def fraction_start(p, r, st, lo, end):
+    """First item kept when the newest keep_fraction of the live history's characters stays: the first user
+    message with the rest's share of the characters before it, else the last user message; ``end`` (all is
+    summarised) when none follows that mark and the history ends with an assistant reply; ``lo``: none."""
+    total = 0
+    for q in range(lo, end):
+        if st.forms[q] != DROPPED:
+            total += r.chars[q]
+    target = (1.0 - p[P_KEEP_FRACTION]) * total
+    before, last_split, last_kind = 0, lo, -1
+    for q in range(lo, end):
+        if st.forms[q] == DROPPED:
+            continue
+        if r.kind[q] == USER:
+            if before >= target:
+                return q
+            last_split = q
+        before += r.chars[q]
+        last_kind = r.kind[q]
+    if last_kind == ASSISTANT_TEXT:
+        return end
+    return last_split
+
+
+@compiled
 def summary_size(p, st):
     """The n-th summary is the n-th recorded one's size (summary_from_log), else summary_tokens."""
     n = st.s[S_COMPACTIONS]
@@ -302,11 +351,21 @@ def summary_size(p, st):
 
 @compiled
 def compact(p, r, st):
-    """Everything live before the newest keep_last items (moved back off a call/result pair) becomes the summary,
-    but the newest user messages kept; ``reattach_tokens`` ride on the summary when a summarised item read or wrote
-    a file (Claude Code re-reads the newest files from disk, so their size is not the logged results')."""
+    """Compact now; the kept part by keep_fraction or keep_last."""
     lo, end = prefix_end(r, st), st.s[S_END]
-    start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    if p[P_KEEP_FRACTION] > 0:
+        start = fraction_start(p, r, st, lo, end)
+    else:
+        start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    compact_before(p, r, st, start)
+
+
+@compiled
+def compact_before(p, r, st, start):
+    """Everything live before ``start`` becomes the summary, but the newest user messages kept;
+    ``reattach_tokens`` ride on the summary when a summarised item read or wrote a file (Claude Code re-reads the
+    newest files from disk, so their size is not the logged results')."""
+    lo = prefix_end(r, st)
     live = 0
     for q in range(lo, start):
         live += st.forms[q] != DROPPED
@@ -329,14 +388,42 @@ def compact(p, r, st):
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
     # user messages first, then the summary; the difference is order only, the tokens are the same
     set_summary(st, oldest, size, size)
+    if p[P_CUT_AFTER] > 0:
+        cut_kept_results(p, r, st, start)
+
+
+@compiled
+def cut_kept_results(p, r, st, start):
+    """Newest first, once the kept tool results pass cut_results_after tokens (chars/4), each one longer than
+    cut_chars shows only that many characters (its tokens in proportion)."""
+    used, keep = 0, np.int64(p[P_CUT_CHARS])
+    for q in range(st.s[S_END] - 1, start - 1, -1):
+        if r.kind[q] != TOOL_RESULT or st.forms[q] != ORIGINAL:
+            continue
+        est = (r.chars[q] + 3) // 4
+        if used + est > p[P_CUT_AFTER] and r.chars[q] > keep:
+            tok = np.int64(np.ceil(st.ftok[ORIGINAL, q] * keep / r.chars[q]))
+            set_cost(st, SHRUNK, q, tok, (keep + 3) // 4)
+            set_form(st, q, SHRUNK)
+            used += (keep + 3) // 4
+        else:
+            used += est
 
 
 @compiled
 def decide(p, r, st):
+    if st.s[S_PENDING] > 0:  # a background summary of the history as it was replaces that part now
+        checkpoint = st.s[S_PENDING] - 1
+        st.s[S_PENDING] = 0
+        compact_before(p, r, st, pair_safe_start(r, st, max(checkpoint, prefix_end(r, st))))
+        return
     fire = due(p, r, st)  # Claude Code checks the usage the last response reported: a microcompact now does not count
     microcompact(p, r, st)
     if fire:
-        compact(p, r, st)
+        if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < p[P_BACKGROUND_LIMIT]:
+            st.s[S_PENDING] = st.s[S_END] + 1
+        else:
+            compact(p, r, st)
 
 
 POLICIES = [AutoCompact]

@@ -18,7 +18,7 @@ import polars as pl
 
 from replay.policies import Budget, make_policy
 from replay.policies.kernel import SUMMARY_CLEARED
-from replay.policies.presets import claude_code_preset
+from replay.policies.presets import claude_code_preset, codex_window, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import make_cache
 from replay.simulator.run import simulate_run
@@ -83,9 +83,11 @@ def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "rec
 
 def harness_preset(fmt: str, metadata: dict, model: str | None = None, max_prompt: int = 0
                    ) -> tuple[str, Budget, dict] | None:
-    """The preset of the harness that recorded a run, with the window it ran against and the knobs its model sets
-    (Claude Code: by the log's version and model, replay.policies.presets.claude_code_preset); None when the log
-    does not say enough (a Codex log without ``model_context_window``, a Claude Code log without a version)."""
+    """The preset of the harness that recorded a run, with the window it ran against and the knobs its model sets;
+    None when the log does not say enough (a Codex log with neither ``model_context_window`` nor a model of a known
+    family, a Claude Code log without a version). ``model``: the run's model (the Codex window by family, Gemini CLI
+    and Copilot CLI limits, Claude Code's output reserve are per model); ``max_prompt``: the run's largest recorded
+    prompt (Claude Code: past 200,000 the run had the 1M window; replay.policies.presets.claude_code_preset)."""
     if fmt == "claude-code":
         chosen = claude_code_preset(str(metadata.get("cc_version") or ""), model, max_prompt > 200_000)
         if chosen is None:
@@ -93,8 +95,12 @@ def harness_preset(fmt: str, metadata: dict, model: str | None = None, max_promp
         name, params, window = chosen
         return name, Budget(window, 0), params
     if fmt in ("codex-rollout", "codex-tui"):
-        window = metadata.get("model_context_window")
-        return ("codex", Budget(int(window), 0), {}) if isinstance(window, int) and window > 0 else None
+        window = codex_window(metadata.get("model_context_window"), model)
+        return ("codex-rs", Budget(window, 0), {}) if window else None
+    if fmt == "gemini-cli":
+        return "gemini-cli", Budget(gemini_token_limit(model), 0), {}
+    if fmt == "copilot-cli":
+        return "copilot-cli", Budget(copilot_prompt_limit(model), 0), {}
     if fmt == "openhands":
         return "openhands-v0", BIG, {}
     if fmt == "openhands-v1":
@@ -168,9 +174,12 @@ def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str)
 
 
 def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget, dict] | None,
-               cache: str) -> list[dict]:
+               cache: str, logged_after: list[int | None] | None = None) -> list[dict]:
     """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
-    same sort (a microcompact against the preset's microcompacts, any other event against its summaries)."""
+    same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
+    ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
+    (Copilot CLI's breakdown after a compaction). A Claude Code preset reads the usage the server reported
+    (``with_reported_usage``)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     micro_steps, micro_prompt = sim_steps, sim_steps
@@ -186,8 +195,10 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
     bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]
     for i, e in enumerate(order):
         k, before, after = int(ev.step[e]), bounds[i], bounds[i + 2]
-        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k,
-               "recorded_after": int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None,
+        size = int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None
+        if size is None and logged_after and e < len(logged_after):
+            size = logged_after[e]
+        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k, "recorded_after": size,
                "replayed_after": int(cols["prompt_tokens"][k]),
                "cache_share_recorded": _share(cols, k, after, True),
                "cache_share_simulated": _share(cols, k, after, False),
@@ -217,7 +228,8 @@ def event_within(row: dict) -> bool | None:
 def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None,
                    ids: list[str] | None = None) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
-    harness's preset (``harness_preset``) is replayed to find the request it would have fired at.
+    harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with no
+    per-request usage but events whose size after the harness logged has those event rows only).
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs). ``ids``: only these runs (fitted and replayed alone)."""
@@ -231,27 +243,32 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     oos = out_of_sample_errors(fitted[0])
     rows = []
     for run in load_runs(con, tokenizer_id, pattern, fitted=fitted, ids=ids):
-        if not (run.rec_prompt > 0).any():
-            continue
+        usage = bool((run.rec_prompt > 0).any())
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        logged = [ev.get("after_tokens") for ev in metadata.get("context_events") or []
+                  if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
+        if not usage and not any(isinstance(v, int) for v in logged):
+            continue  # nothing recorded to score against
         run_cache = cache or provider_cache(fmt, model)
         cols, row = replay_recorded(run, run_cache)
         err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
-        preset = harness_preset(fmt, metadata, model, int(run.rec_prompt.max()))
+        preset = harness_preset(fmt, metadata, model, int(run.rec_prompt.max()) if run.n_requests else 0)
         base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
+                "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
+                "harness_version": harness_version(metadata),
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
-                "unreconstructable": run.unreconstructable, "preset": preset[0] if preset else None,
-                "harness_version": harness_version(metadata)}
-        rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
-                     "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
-                     "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
-                     "cache_share_recorded": _share(cols, 0, run.n_requests, True),
-                     "cache_share_simulated": _share(cols, 0, run.n_requests, False),
-                     "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
-                     and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        for ev in event_rows(run, cols, preset, run_cache):
+                "unreconstructable": run.unreconstructable}
+        if usage:
+            rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
+                         "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
+                         "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
+                         "cache_share_recorded": _share(cols, 0, run.n_requests, True),
+                         "cache_share_simulated": _share(cols, 0, run.n_requests, False),
+                         "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
+                         and float(np.quantile(err, 0.95)) <= TARGET_P95})
+        for ev in event_rows(run, cols, preset, run_cache, logged):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
 

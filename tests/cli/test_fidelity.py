@@ -186,8 +186,8 @@ def jason(corpus: Path, tmp_path_factory) -> list[dict]:
     return [r for r in json.loads(result.stdout) if r["file"] == "cc-jason-webtech-48244adb.jsonl"]
 
 
-def test_fidelity_names_the_preset_chosen_from_the_log(jason: list[dict]) -> None:
-    assert {(r["preset"], r["harness_version"]) for r in jason} == {("claude-code-2.1.3", "2.1.19")}
+def test_fidelity_names_the_claude_code_preset_and_version(jason: list[dict]) -> None:
+    assert {(r["preset"], r["harness_version"]) for r in jason} == {("claude-code-2.1.3@200000", "2.1.19")}
 
 
 def test_fidelity_replays_the_recorded_microcompact(jason: list[dict]) -> None:
@@ -227,3 +227,29 @@ def test_fidelity_fits_the_prefix_per_model_segment(tmp_path: Path) -> None:
     (row,) = json.loads(result.stdout)
     assert row["requests"] == 10 and row["within"] is True, row
     assert row["median_abs_pct"] <= 1 and row["p95_abs_pct"] <= 1, row
+
+
+def test_fidelity_names_the_preset_chosen_from_the_log(tmp_path: Path) -> None:
+    """A Gemini CLI session with a chat compression note: the run and its event rows name the preset and window
+    chosen from the log (the CLI's threshold share of the model's token limit)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from readers.gemini_fixture import write_json
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    path, _, facts = write_json(tmp_path / "session-g.json")
+    db = tmp_path / "g.duckdb"
+    con = open_store(db)
+    ingest(con, [path])
+    con.close()
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)
+    assert {r["preset"] for r in rows} == {"gemini-cli@1048576"}
+    (run,) = [r for r in rows if r["kind"] == "run"]
+    (event,) = [r for r in rows if r["kind"] == "compaction"]
+    assert run["median_abs_pct"] <= 3 and run["p95_abs_pct"] <= 10, run
+    assert event["recorded_request"] == facts["compressed_at"] and event["simulated_request"] is None  # 2% of 1M
