@@ -129,8 +129,8 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
              tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help=(
                  "Count with this tokenizer first (file or built-in); empty: chars/4 estimates."))] = "",
              cache: Annotated[str | None, typer.Option(help=(
-                 "One cache model for every run; default: each run under its provider's (Anthropic for Claude "
-                 "models, OpenAI otherwise)."))] = None,
+                 "One cache model for every run; default: each run under its provider's, calibrated from its "
+                 "recorded cache reads (replay.simulator.cache_fit)."))] = None,
              strict: Annotated[bool, typer.Option("--strict", help=(
                  "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
                  "its recorded one (3 requests, 10% prompt after)."))] = False,
