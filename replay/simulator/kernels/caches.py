@@ -162,12 +162,17 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
         pos[j], tok[j], exp[j] = p, t, exp[i]
         j += 1
     warm = _cacheable(n[2], min_tokens, step, full)
-    best, home = warm, 0.0
-    for i in range(j - 1, -1, -1):  # oldest first: the longest prefix a server holding lags >= i has
-        best = max(best, _cacheable(tok[i], min_tokens, step, full))
-        home += q * (1.0 - q) ** i * best
-    home += (1.0 - q) ** j * warm
-    hit = min(int(round(q * home + (1.0 - q) * warm)), full)
+    if q >= 1.0:  # every request reaches it: the longest cached prefix
+        hit = warm
+        for i in range(j):
+            hit = max(hit, _cacheable(tok[i], min_tokens, step, full))
+    else:
+        best, home, miss = warm, 0.0, 1.0 - q
+        for i in range(j - 1, -1, -1):  # oldest first: the longest prefix a server holding lags >= i has
+            best = max(best, _cacheable(tok[i], min_tokens, step, full))
+            home += q * miss ** i * best
+        home += miss ** j * warm
+        hit = min(int(round(q * home + miss * warm)), full)
     if common >= 0:
         t = cum_at(cumtok, common, overhead, s_at, s_tok)
         if t > n[2]:
