@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import glob
+import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -25,6 +27,7 @@ from replay.model import BadRecord
 from replay.readers import folder_reader
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store.memory import db_setting
+from replay.untrusted import for_terminal
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -49,7 +52,7 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     found: set[Path] = set()
     folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
-        matches = [Path(m) for m in glob.glob(p, recursive=True)] or [Path(p)]
+        matches = [Path(m) for m in expand_glob(p)] or [Path(p)]
         for m in matches:
             if m.is_dir():
                 _walk(m, found)
@@ -58,6 +61,54 @@ def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
     return sorted(f for f in found if f.name not in SKIP_NAMES)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob pattern as a regex over '/'-separated paths: ``**/`` any folders (none included), ``*`` and ``?``
+    within one name, ``[...]`` a character class."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
+            body = pattern[i + 1:end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def expand_glob(pattern: str) -> list[str]:
+    """Paths matching a glob pattern, sorted. A ``**`` pattern walks its folders without following symbolic links
+    to folders (Python's glob follows them: two self-links made it run forever); others use glob."""
+    if "**" not in pattern:
+        return sorted(glob.glob(pattern))
+    parts = pattern.split("/")
+    fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else ".")
+    regex = _glob_regex("/".join(parts[fixed:]))
+    found = []
+    for folder, dirs, files in os.walk(root):  # followlinks=False: a linked folder is a name, not a way in
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # as glob: hidden folders are not entered
+        rel = os.path.relpath(folder, root)
+        real = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]  # a linked folder is never a match
+        for name in [*real, *files]:
+            path = name if rel == "." else f"{rel}/{name}"
+            if regex.fullmatch(path) and not name.startswith("."):
+                found.append(os.path.join(root, path) if root != "." else path)
+    return sorted(found)
 
 
 def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:
@@ -220,8 +271,19 @@ def ingest_units(con: duckdb.DuckDBPyConnection, units: list[Path], progress: bo
 POOL_MIN_BYTES = 1 << 20  # below this a process pool costs more to start than it saves
 
 
+def store_files(con: duckdb.DuckDBPyConnection) -> set[Path]:
+    """The store's own database file and its write-ahead log: never logs to read, even in a folder being ingested."""
+    row = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    if not row or not row[0]:
+        return set()
+    db = Path(row[0]).resolve()
+    return {db, db.with_name(db.name + ".wal")}
+
+
 def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
          max_line_bytes: int, replace_older: bool = False, workers: int = 0) -> Iterator[FileOutcome]:
+    own = store_files(con)
+    files = [f for f in files if f.resolve() not in own]
     sizes = {f: unit_size(f) for f in files}
     if sum(sizes.values()) < POOL_MIN_BYTES:
         workers = 1
@@ -236,7 +298,7 @@ def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
         task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
         for f, p in zip(files, parsed, strict=True):
             if progress:
-                pb.update(task, description=f"ingest {f.name[:40]}")
+                pb.update(task, description=f"ingest {for_terminal(f.name[:40])}")
             if memory and p.status == "ingested":
                 memory.before_file(p.largest)
             yield store_parsed(con, p, replace_older, stored)

@@ -36,7 +36,7 @@ ITEM_SCHEMA = {"run_id": _S, "seq": _I, "step": _I, "turn": _I, "role": _S, "kin
                "call_id": _S, "args": _S, "text": _S, "is_error": pa.bool_(), "resource": _S, "access": _S,
                "content_hash": _S, "chars": _I, "ts": _S, "line": _I}
 REQUEST_SCHEMA = {"run_id": _S, "step": _I, "ts": _S, "input_tokens": _I, "cache_read": _I, "cache_write": _I,
-                  "output_tokens": _I, "prompt_tokens": _I, "model": _S, "line": _I}
+                  "output_tokens": _I, "prompt_tokens": _I, "model": _S, "line": _I, "cache_write_1h": _I}
 ITEM_COLUMNS = list(ITEM_SCHEMA)[:13]  # read from the Item; the rest are derived
 
 

@@ -81,6 +81,7 @@ class Request:
     prompt_tokens: int | None = None  # total prompt (input + cache read + cache write)
     model: str | None = None
     line: int | None = None
+    cache_write_1h: int | None = None  # the part of cache_write kept 1 hour (None: the log does not split writes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -176,3 +176,27 @@ def test_duckdb_sizes_read_as_bytes():
 
     assert size_bytes("18.8 GiB") == 18.8 * 2**30 and size_bytes("512 bytes") == 512 and size_bytes("100.0 MB") == 10**8
     assert size_bytes("unlimited") == float("inf")
+
+
+def test_a_store_inside_the_folder_it_ingests_is_not_read_as_a_log(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
+    con = open_store(folder / "s.duckdb")
+    first = ingest(con, [folder])
+    con.execute("CHECKPOINT")
+    again = ingest(con, [folder])
+    assert [o.path.name for o in first] == ["run.jsonl"] and [o.status for o in again] == ["unchanged"]
+
+
+def test_a_recursive_glob_does_not_follow_folder_links(tmp_path):
+    """Two links back up the tree made Python's glob (which follows them) run forever."""
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "up").symlink_to(tmp_path)
+    (tmp_path / "a" / "self").symlink_to(tmp_path / "a")
+    root = Path(__file__).resolve().parents[1]
+    (tmp_path / "a" / "b" / "run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
+    assert expand_paths([f"{tmp_path}/**/*.jsonl"]) == [tmp_path / "a" / "b" / "run.jsonl"]
+    assert expand_paths([f"{tmp_path}/a/**/run.json?"]) == [tmp_path / "a" / "b" / "run.jsonl"]
+    assert expand_paths([f"{tmp_path}/**"]) == [tmp_path / "a" / "b" / "run.jsonl"]

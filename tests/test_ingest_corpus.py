@@ -73,16 +73,23 @@ def test_damaged_copies_lose_only_the_damaged_line(corpus, tmp_path_factory, dat
 
 NEW_SECTION = "Added on 2026-12-03: OpenHands V1, Gemini CLI, GitHub Copilot CLI, Cline"
 NEW_FOLDERS = ("openhands-v1", "gemini-cli", "copilot-cli", "cline")
+ADDED_SECTION = "Added 2026-12-04: harness versions that record their own context events"
 
 
 def _manifest_counts(corpus: Path) -> dict[str, tuple[str, str]]:
-    """file or folder name -> (requests, tool calls) cells of the 2026-12-03 MANIFEST.md section."""
-    body = (corpus / "MANIFEST.md").read_text().split(f"\n## {NEW_SECTION}\n", 1)[1].split("\n## ", 1)[0]
+    """file or folder name -> (requests, tool calls) cells of the 2026-12-03 MANIFEST.md section, and of the
+    2026-12-04 one for the formats of the 2026-12-03 section (its rows name the format's folder first)."""
+    text = (corpus / "MANIFEST.md").read_text()
     rows = {}
-    for line in body.splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) > 6 and cells[0] not in ("file", "---"):
-            rows[cells[0].split(" ", 1)[0].split("/", 1)[0]] = (cells[5], cells[6])
+    for section, prefixed in ((NEW_SECTION, False), (ADDED_SECTION, True)):
+        body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+        for line in body.splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) > 6 and cells[0] not in ("file", "---"):
+                parts = cells[0].split(" ", 1)[0].split("/")
+                if prefixed and parts[0] not in NEW_FOLDERS:
+                    continue
+                rows[parts[1] if prefixed else parts[0]] = (cells[5], cells[6])
     return rows
 
 

@@ -65,7 +65,7 @@ def test_same_bytes_whatever_the_workers(corpus_db, tmp_path):
 
 
 def test_statistics_match_the_source(corpus_db, tmp_path):
-    """Claude Code runs (42 donors): every statistic within its stated tolerance (replay.synth.compare)."""
+    """Claude Code runs (43 donors): every statistic within its stated tolerance (replay.synth.compare)."""
     cc = learn(corpus_db, SEED, mix="claude-code=1")
     con = _ingested(cc, 150, tmp_path)
     rows = compare(corpus_db, con, ["claude-code"])

@@ -15,15 +15,13 @@ from replay.errors import ReplayError
 def parse_tolerances(pairs: list[str]) -> dict[str, float]:
     from replay.policies.config import parse_sets
     from replay.reports.check import METRICS
+    from replay.sweeps.policy_file import tolerance
 
     out = {}
     for k, v in parse_sets(pairs).items():
         if k not in METRICS:
             raise ReplayError(f"--tol {k}: not a gated metric; choose from {', '.join(METRICS)}")
-        try:
-            out[k] = float(v)
-        except ValueError:
-            raise ReplayError(f"--tol {k}={v!r}: expected a number") from None
+        out[k] = tolerance(k, v, "--tol")
     return out
 
 

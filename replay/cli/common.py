@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import re
 import signal
 import sys
@@ -21,6 +22,7 @@ from rich.text import Text
 from replay.errors import Interrupted, ReplayError
 from replay.resources import check_workers
 from replay.store import DEFAULT_DB
+from replay.untrusted import for_csv, for_terminal
 
 
 def _existing_store(path: Path) -> Path:
@@ -63,17 +65,30 @@ WorkersOption = Annotated[int, typer.Option(
     "with a note).", callback=lambda value: check_workers(value))]
 
 
+MAX_TOKENS = 100_000_000  # a window or reserve past this is a typo (the largest context windows are ~10M)
+
+
+def finite_seconds(value: float) -> float:
+    """A number of seconds, finite and > 0 (typer's FloatRange lets NaN through)."""
+    if not (math.isfinite(value) and value > 0):
+        raise typer.BadParameter(f"{value}: give a number of seconds > 0")
+    return value
+
+
 def note(line: str) -> None:
     """A one-line notice on stderr (stdout stays the command's output)."""
     Console(stderr=True, markup=False, highlight=False).print(line, style="yellow")
 
 
 def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
-    """Lists, arrays and structs (which CSV cannot hold) as one JSON text per cell."""
+    """Lists, arrays and structs (which CSV cannot hold) as one JSON text per cell; every text cell through
+    ``for_csv`` (log content: no controls, no formula a spreadsheet would run)."""
     nested = [c for c, t in frame.schema.items() if t.is_nested()]
-    return frame.with_columns(
+    frame = frame.with_columns(
         pl.Series(c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String)
         for c in nested)
+    text = [c for c, t in frame.schema.items() if t == pl.String]
+    return frame.with_columns(pl.col(c).map_elements(for_csv, return_dtype=pl.String) for c in text)
 
 
 def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:
@@ -110,14 +125,14 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
 
 def cell(v: object) -> str:
     """A value as a table shows it: floats to 4 significant digits (whole from 10,000), numbers with thousands
-    separators."""
+    separators, text with its control characters made visible (it may come from a log)."""
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:,.4g}"  # never an exponent
     if isinstance(v, int) and not isinstance(v, bool):
         return f"{v:,}"
-    return str(v)
+    return for_terminal(str(v))
 
 
 def header(col: str) -> str:
@@ -157,13 +172,14 @@ def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None =
 INTERRUPTED_EXIT = 130  # the shell's code for a command ended by Ctrl-C
 DISK_FULL_EXIT = 75  # EX_TEMPFAIL (sysexits.h): a temporary failure (disk full, out of memory), rerun once resolved
 _QUOTED_PATH = re.compile(r'"(/[^"]+|[A-Za-z]:\\[^"]+)"')  # DuckDB's 'Could not write file "PATH": ...'
-_ctrl_c: list[bool] = []  # set by the SIGINT handler: whatever exception follows, the cause was Ctrl-C
+_ctrl_c: list[int] = []  # the signal that stops this run (SIGINT, SIGTERM, SIGHUP): whatever exception follows
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a command the way Ctrl-C does
 
 
 def _on_sigint(signum: int, frame: object) -> None:
     if _ctrl_c:  # already stopping: a second Ctrl-C must not break the cleanup with a traceback
         return
-    _ctrl_c.append(True)
+    _ctrl_c.append(signum)
     raise Interrupted
 
 
@@ -198,12 +214,13 @@ def run_app(app: typer.Typer) -> None:
     (also when it surfaced as another error: DuckDB reports an interrupted statement as its own exception), a full
     disk into one line and 75 (every transaction committed before it is kept; the rerun continues)."""
     _ctrl_c.clear()  # a Ctrl-C seen by an earlier run in this process (tests run the CLI in-process) is not this one's
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    previous = {s: signal.signal(s, _on_sigint) for s in STOP_SIGNALS}
     try:
         _run(app)
     finally:
-        if not _ctrl_c:  # after a Ctrl-C it stays ignored (below); otherwise the caller's handler comes back
-            signal.signal(signal.SIGINT, previous)
+        if not _ctrl_c:  # after a stop they stay ignored (below); otherwise the caller's handlers come back
+            for s, handler in previous.items():
+                signal.signal(s, handler)
 
 
 def _run(app: typer.Typer) -> None:
@@ -226,10 +243,13 @@ def _run(app: typer.Typer) -> None:
             raise SystemExit(2) from None
         if not _ctrl_c:
             raise
+        signum = _ctrl_c[0]
+        how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         Console(stderr=True, soft_wrap=True).print(
-            "interrupted (Ctrl-C): work committed so far is kept (each file, each batch of sweep points is one "
+            f"interrupted ({how}): work committed so far is kept (each file, each batch of sweep points is one "
             "transaction); rerun the same command to continue", highlight=False)
         # ignored, not handled, from here: Python's finalisation resets a Python handler to the default, so a
-        # further Ctrl-C while worker pools shut down would kill the process (exit -2) instead of 130
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise SystemExit(INTERRUPTED_EXIT) from None
+        # further signal while worker pools shut down would kill the process (exit -2) instead of 128 + signal
+        for s in STOP_SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise SystemExit(INTERRUPTED_EXIT if signum == signal.SIGINT else 128 + signum) from None

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, TokenizerOption, console
+from replay.cli.common import DEFAULT_DB_PATH, MAX_TOKENS, DbOption, TokenizerOption, console
 from replay.errors import ReplayError
 
 
@@ -17,8 +17,8 @@ from replay.errors import ReplayError
 def report(
     db: DbOption = DEFAULT_DB_PATH,
     out: Annotated[Path, typer.Option(help="Output folder (report.md, report.html, charts/).")] = Path("out/report"),
-    window: Annotated[int, typer.Option(help="Context window, tokens.")] = 130_000,
-    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens.")] = 24_576,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 130_000,
+    reserve: Annotated[int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens.")] = 24_576,
     runs: Annotated[str | None, typer.Option(help="LIKE pattern of runs.")] = None,
     tokenizer: TokenizerOption = None,
     executor: Annotated[str, typer.Option(help="serial, local or ray.")] = "local",

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import CACHE_HELP, DEFAULT_DB_PATH, DbOption, FormatOption, TokenizerOption, console
+from replay.cli.common import CACHE_HELP, DEFAULT_DB_PATH, MAX_TOKENS, DbOption, FormatOption, TokenizerOption, console
 from replay.errors import ReplayError
 
 
@@ -39,8 +39,9 @@ def show(
     vs: Annotated[str | None, typer.Option("--vs", help="A second policy: show both views and what differs.")] = None,
     vs_sets: Annotated[list[str], typer.Option("--vs-set", help="Parameter of the --vs policy (repeatable).")] = [],  # noqa: B006
     tokenizer: TokenizerOption = None,
-    window: Annotated[int, typer.Option(help="Context window, tokens.")] = 200_000,
-    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    reserve: Annotated[int, typer.Option(
+        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
     html_out: Annotated[Path | None, typer.Option("--html", help="Write the run's page here: prompt size over "
                                                   "requests per policy, each request's view on click.")] = None,

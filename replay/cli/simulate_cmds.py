@@ -14,6 +14,7 @@ from replay.cli import app
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
+    MAX_TOKENS,
     DbOption,
     FormatOption,
     PriceOption,
@@ -22,6 +23,7 @@ from replay.cli.common import (
     WideOption,
     console,
     emit,
+    note,
 )
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
@@ -30,11 +32,12 @@ from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
 from replay.store import open_store
+from replay.untrusted import for_terminal
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "cost_usd", "cache_hit_rate", "summaries",
-           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "cache_model", "price_source",
-           "token_source"]
+           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "recorded_cost_usd", "cache_model",
+           "price_source", "token_source"]
 
 
 @app.command()
@@ -44,8 +47,9 @@ def simulate(
     tokenizer: TokenizerOption = None,
     tokenizer_id: Annotated[str | None, typer.Option("--tokenizer-id", hidden=True,
                                                      help="Old name of --tokenizer (same resolver).")] = None,
-    window: Annotated[int, typer.Option(help="Context window, tokens.")] = 200_000,
-    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    reserve: Annotated[int, typer.Option(
+        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
     prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
@@ -124,10 +128,51 @@ def policies() -> None:
                       highlight=False)
 
 
+MODEL_TOKENIZER = "model"
+
+
+def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
+    """Runs with recorded usage grouped by their model's built-in tokenizer ('' for chars/4 where the model has
+    none, said on stderr)."""
+    from replay.simulator.load import run_ids
+    from replay.tokens.builtins import for_model
+
+    wanted = set(run_ids(con, pattern))
+    groups: dict[str, list[str]] = {}
+    without: set[str] = set()
+    for run_id, model in con.execute("SELECT run_id, model FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM "
+                                     "requests WHERE prompt_tokens > 0) ORDER BY run_id").fetchall():
+        if run_id in wanted:
+            name = for_model(model) or ""
+            groups.setdefault(name, []).append(run_id)
+            if not name:
+                without.add(str(model or "(no model recorded)"))
+    if without:
+        note(for_terminal(f"-t model: no built-in tokenizer for {', '.join(sorted(without))}: those runs are "
+                          "counted as chars/4 estimates (token_source says so); pass -t PATH for them"))
+    return groups
+
+
+def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """``df`` with a short ``verdict`` per row (within, missed, no preset, or flagged [n]: unreconstructable) and the
+    distinct reasons the [n] point to, so the verdict fits 80 columns and the reason is printed under the table."""
+    reasons = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
+    number = {r: i for i, r in enumerate(reasons, 1)}
+    verdicts = []
+    for kind, within, reason in df.select("kind", "within", "unreconstructable").iter_rows():
+        if kind == "run" and reason:
+            verdicts.append(f"flagged [{number[reason]}]")
+        else:
+            verdicts.append("no preset" if within is None else "within" if within else "missed")
+    return df.with_columns(pl.Series("verdict", verdicts, pl.String)), reasons
+
+
 @app.command()
 def fidelity(db: DbOption = DEFAULT_DB_PATH,
              tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help=(
-                 "Count with this tokenizer first (file or built-in); empty: chars/4 estimates."))] = "",
+                 "Count with this tokenizer (file or built-in); 'model': each run with its model's built-in "
+                 "(o200k for GPT-4o/5, claude-legacy for Claude, ...; chars/4, labelled, where none exists); "
+                 "empty: chars/4 estimates."))] = "",
              cache: Annotated[str | None, typer.Option(help=(
                  "One cache model for every run; default: each run under its provider's, calibrated from its "
                  "recorded cache reads (replay.simulator.cache_fit)."))] = None,
@@ -142,22 +187,32 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
     per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
     recorded context event the request and prompt after it (the proof that the simulator is right)."""
     from replay.simulator.fidelity import fidelity_frame
-
-    con = open_store(db)
     from replay.tokens.resolve import resolve_tokenizer
 
-    tid = resolve_tokenizer(con, tokenizer)
-    df = fidelity_frame(con, tid, cache, runs)
+    con = open_store(db)
+    if tokenizer == MODEL_TOKENIZER:
+        frames = [fidelity_frame(con, resolve_tokenizer(con, name) if name else None, cache, ids=ids)
+                  for name, ids in tokenizers_by_model(con, runs).items()]
+        df = pl.concat(frames) if frames else pl.DataFrame()
+    else:
+        df = fidelity_frame(con, resolve_tokenizer(con, tokenizer), cache, runs)
     if df.is_empty():
         raise ReplayError("no run with recorded prompt usage in this store; ingest logs that record usage "
                           "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)")
     runs = df.filter(pl.col("kind") == "run")
     missed = df.filter(pl.col("within") == False)  # noqa: E712 (polars expression)
-    shown = df.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "oos_median_abs_pct",
-                      "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
-                      "within") if fmt == "table" else df
-    emit(shown, fmt, title=f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs "
-                           f"within 3% median, 10% p95; token source {runs['token_source'][0]})", wide=wide)
+    sources = runs["token_source"].unique().sort().to_list()
+    title = (f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
+             f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})")
+    if fmt != "table":
+        emit(df, fmt, title=title, wide=wide)
+    else:
+        shown, reasons = with_verdict(df)
+        emit(shown.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "verdict",
+                          "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
+                          "oos_median_abs_pct"), fmt, title=title, wide=wide)
+        for i, reason in enumerate(reasons, 1):
+            console.print(Text(f"[{i}] unreconstructable: {for_terminal(reason)}"), highlight=False)
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)

@@ -6,20 +6,43 @@ import math
 from pathlib import Path
 from typing import Annotated
 
+import polars as pl
 import typer
 from rich.text import Text
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, NewDbOption, WideOption, console, emit
+from replay.cli.common import (
+    DEFAULT_DB_PATH,
+    DbOption,
+    FormatOption,
+    NewDbOption,
+    PriceOption,
+    PricesOption,
+    WideOption,
+    console,
+    emit,
+    finite_seconds,
+    note,
+)
 from replay.discover import Found, discover, harness_names
 from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
 from replay.ingest import ingest_units as ingest_files
 from replay.ingest import watch as watch_paths
+from replay.metrics.prices import pricing_from_options
+from replay.metrics.recorded_bill import (
+    TOKENS,
+    bill_summary,
+    grouped_bill,
+    request_bill,
+    runs_bill,
+    unpriced_reasons,
+)
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
-from replay.store.sandbox import open_sandboxed, run_query
+from replay.store.sandbox import DEFAULT_MEMORY, open_sandboxed, run_query
+from replay.untrusted import for_terminal
 
 QUARANTINED_EXIT = 3
 
@@ -41,7 +64,8 @@ def ingest(
     watch: Annotated[bool, typer.Option(
         "--watch", help="Keep polling and ingest sessions as they grow (a grown file replaces its earlier "
                         "version of the run). Ctrl-C stops.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.")] = 2.0,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.",
+                                            callback=finite_seconds)] = 2.0,
 ) -> None:
     """Ingest agent logs (format detected by content); already ingested files are skipped.
 
@@ -59,7 +83,7 @@ def ingest(
     if not paths:
         found = discover(harness)
         for f in found:
-            console.print(_found_line(f), highlight=False)
+            console.print(for_terminal(_found_line(f)), highlight=False)
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
             console.print(f"No agent logs found for {names} in their default locations. Pass paths "
@@ -85,9 +109,10 @@ def ingest(
                                  replace_older=not paths))
     for out in outcomes:
         for bad in out.bad[:5]:
-            console.print(Text.assemble((f"{out.path}:{bad.line}", "yellow"), f": {bad.reason}"), highlight=False)
+            console.print(Text.assemble((f"{for_terminal(str(out.path))}:{bad.line}", "yellow"),
+                                        f": {for_terminal(bad.reason)}"), highlight=False)
         if len(out.bad) > 5:
-            console.print(Text.assemble((str(out.path), "yellow"),
+            console.print(Text.assemble((for_terminal(str(out.path)), "yellow"),
                                         f": {len(out.bad) - 5} more bad records (see `replay quarantine`)"))
     counts = {s: sum(o.status == s for o in outcomes) for s in ("ingested", "unchanged", "unknown", "failed")}
     console.print(f"{len(outcomes)} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()) +
@@ -116,13 +141,44 @@ def _found_line(f: Found) -> str:
 def _report_one(out: FileOutcome) -> None:
     detail = f"{out.runs} runs, {out.requests} requests" if out.status == "ingested" else (
         out.bad[0].reason if out.bad else "")
-    console.print(f"{out.status} {out.path} ({out.format or '?'}): {detail}", highlight=False)
+    console.print(for_terminal(f"{out.status} {out.path} ({out.format or '?'}): {detail}"), highlight=False)
 
 
 @app.command()
-def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False) -> None:
-    """List ingested runs: format, model, requests, tool calls, items, recorded usage."""
-    emit(runs_table(open_store(db, read_only=True)), fmt, title="runs", wide=wide)
+def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False,
+         by: Annotated[str | None, typer.Option(
+             "--by", help="Group the recorded bill by model (each request's own) or day (UTC): runs, requests, "
+                          "tokens, cost.")] = None,
+         prices: PricesOption = None, price: PriceOption = []) -> None:  # noqa: B006
+    """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
+    own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
+    tiers, output), tool calls, items. A cost that cannot be computed is empty and ``cost_note`` says why (a
+    model with no price, no per-request usage); totals leave it out and name it."""
+    con = open_store(db, read_only=True)
+    bill = request_bill(con, pricing_from_options(prices, price))
+    if by is not None:
+        table = grouped_bill(bill, by).select(by, "runs", "requests", "cost_usd", *TOKENS, "unpriced_requests",
+                                              "cost_note")
+        title = f"recorded bill by {by}"
+        if fmt == "table":  # thousands of tokens, so cost and the four counts fit 80 columns
+            ktok = {"in_ktok": "input_tokens", "read_ktok": "cache_read", "write_ktok": "cache_write_5m",
+                    "out_ktok": "output_tokens"}
+            table = table.with_columns(pl.col("cache_write_5m") + pl.col("cache_write_1h")).select(
+                pl.col(by).cast(pl.String).fill_null("(none)"), "cost_usd",
+                *[(pl.col(c) / 1e3).round().cast(pl.Int64).alias(k) for k, c in ktok.items()],
+                "requests", "runs", (pl.col("cache_write_1h") / 1e3).round().cast(pl.Int64).alias("write_1h_ktok"),
+                "unpriced_requests", "cost_note")
+            title += " (thousands of tokens; write: 5 min and 1 h)"
+    else:
+        table = runs_table(con).join(runs_bill(bill).drop("requests"), on="run_id", how="left", coalesce=True)
+        table = table.select("run_id", "requests", "cost_usd", "model", "format", "tool_calls", "items",
+                             "recorded_usage", *TOKENS, "unpriced_requests",
+                             pl.col("cost_note").fill_null("no requests"))
+        title = "runs"
+    emit(table, fmt, title=title, wide=wide)
+    if fmt == "table":
+        for line in bill_summary(table, "run" if by is None else by, unpriced_reasons(bill)):
+            console.print(Text(for_terminal(line)), highlight=False)
 
 
 @app.command()
@@ -132,11 +188,23 @@ def quarantine(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table") -> N
     emit(frame(con, "SELECT path, line, reason FROM quarantine ORDER BY path, line"), fmt, title="quarantine")
 
 
+TABLE_ROWS = 1000  # a terminal table of more rows is not read, and takes long to render
+
+
 @app.command()
 def sql(query: Annotated[str, typer.Argument(help="SQL over runs, items, requests, token_counts...")],
         db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
         timeout: Annotated[float | None, typer.Option(
-            help="Stop the query after this many seconds (Ctrl-C also stops it).")] = None) -> None:
-    """Run read-only SQL against the store's tables (no file, URL or extension access)."""
-    con = open_sandboxed(db)
-    emit(run_query(con, query, timeout), fmt)
+            help="Stop the query after this many seconds (Ctrl-C also stops it).")] = None,
+        limit: Annotated[int | None, typer.Option(
+            help="Rows shown at most (default: 1,000 in a table, all in csv/json; 0: all).", min=0)] = None,
+        memory_limit: Annotated[str, typer.Option(
+            help="DuckDB memory for the query; past it the query stops with a message.")] = DEFAULT_MEMORY) -> None:
+    """Run read-only SQL against the store's tables (no file, URL or extension access), within a memory limit."""
+    con = open_sandboxed(db, memory_limit)
+    rows = (TABLE_ROWS if fmt == "table" else 0) if limit is None else limit
+    frame = run_query(con, query, timeout, rows or None)
+    if rows and frame.height > rows:
+        frame = frame.head(rows)
+        note(f"first {rows:,} rows shown; more were left out (--limit 0 shows all, --format csv writes them)")
+    emit(frame, fmt)

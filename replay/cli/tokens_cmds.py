@@ -20,6 +20,7 @@ from replay.cli.common import (
     emit,
 )
 from replay.store import frame, open_store
+from replay.untrusted import for_terminal
 
 if TYPE_CHECKING:
     import polars as pl
@@ -130,7 +131,7 @@ def calibrate(
     if len(bad) and fmt == "table":
         console.print(f"unreconstructable ({len(bad)} files, kept in the table above):", highlight=False)
         for file, reason in bad.select("file", "unreconstructable").iter_rows():
-            console.print(f"  {file}: {reason}", highlight=False, soft_wrap=True)
+            console.print(for_terminal(f"  {file}: {reason}"), highlight=False, soft_wrap=True)
     proxy_tok = load_tokenizer(proxy) if proxy else None
     if proxy_tok is not None:
         count_items(con, proxy_tok)

@@ -12,6 +12,7 @@ from replay.cli import app
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
+    MAX_TOKENS,
     DbOption,
     PriceOption,
     PricesOption,
@@ -30,8 +31,9 @@ TUNABLE_HELP = ("Policy to tune: seed_a, seed_b, seed_c, clear_tool_uses, auto_c
 @app.command()
 def tune(
     tokenizer: RequiredTokenizerOption,
-    window: Annotated[int, typer.Option(help="The model's context window, tokens.")],
-    reserve: Annotated[int, typer.Option(help="Reply reserve, tokens: overflow if prompt + reserve > window.")],
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="The model's context window, tokens.")],
+    reserve: Annotated[int, typer.Option(
+        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")],
     policy: Annotated[str, typer.Option("--policy", "-p", help=TUNABLE_HELP)] = "seed_a",
     db: DbOption = DEFAULT_DB_PATH,
     out: Annotated[Path, typer.Option(help="Folder for recommended.toml, front.csv/.parquet, front.png/.svg.")]

@@ -11,11 +11,12 @@ import json
 import math
 import tomllib
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from replay.config_text import read_config_text
 from replay.errors import ReplayError
 
 NAN = float("nan")
@@ -36,6 +37,9 @@ class Prices:
     cache_write_1h: float | None = None
     provider: str | None = None          # whose caching and billing rules apply (a genai-prices provider id)
     source: str = "unknown"              # where the figures come from
+    # long-context tiers: (start, {price key: USD/Mtok}); a request whose whole input (uncached, read, written)
+    # is above ``start`` pays the tier's price on all its tokens of those keys (genai-prices' threshold rule)
+    tiers: tuple[tuple[int, dict[str, float]], ...] = ()
 
     @property
     def known(self) -> bool:
@@ -59,6 +63,19 @@ def _num(value: Any) -> float | None:
     return float(getattr(value, "base", value))
 
 
+LIBRARY_KEYS = {"input": "input_mtok", "output": "output_mtok", "cache_read": "cache_read_mtok",
+                "cache_write": "cache_write_mtok", "cache_write_1h": "cache_write_1h_mtok"}
+
+
+def _tiers(price: Any) -> tuple[tuple[int, dict[str, float]], ...]:
+    """The long-context tiers of a genai-prices ModelPrice, by start: each tier's price of every key that has one."""
+    starts: dict[int, dict[str, float]] = {}
+    for key, attr in LIBRARY_KEYS.items():
+        for tier in getattr(getattr(price, attr, None), "tiers", None) or ():
+            starts.setdefault(int(tier.start), {})[key] = float(tier.price)
+    return tuple(sorted(starts.items()))
+
+
 def _candidates(model: str) -> list[tuple[str, str | None]]:
     """(name, provider hint) to try: the whole reference, then each tail after a '/' with the segment before it
     as the provider hint (``litellm_proxy/deepseek-chat``, ``openai/gpt-4o-mini``, ``meta-llama/llama-4``)."""
@@ -72,10 +89,14 @@ def _candidates(model: str) -> list[tuple[str, str | None]]:
     return out
 
 
-@lru_cache(maxsize=512)
-def library_prices(model: str) -> Prices:
-    """genai-prices' current list prices for ``model``; unknown (with the provider whose model names match, when
-    one does) when it has no such model."""
+def library_prices(model: str, when: date | None = None) -> Prices:
+    """genai-prices' list prices for ``model`` on the day ``when`` (None: today), long-context tiers included;
+    unknown (with the provider whose model names match, when one does) when it has no such model."""
+    return _library_prices(model, when or datetime.now(UTC).date())
+
+
+@lru_cache(maxsize=2048)
+def _library_prices(model: str, when: date) -> Prices:
     from genai_prices import data_snapshot
 
     snap = data_snapshot.get_snapshot()
@@ -84,11 +105,11 @@ def library_prices(model: str) -> Prices:
             provider, info = snap.find_provider_model(name, None, hint, None)
         except LookupError:
             continue
-        p = info.get_prices(datetime.now(UTC))
+        p = info.get_prices(datetime.combine(when, time(12), UTC))
         inp, out = _num(p.input_mtok), _num(p.output_mtok)
         return Prices(NAN if inp is None else inp, NAN if out is None else out, _num(p.cache_read_mtok),
                       _num(p.cache_write_mtok), _num(p.cache_write_1h_mtok), provider.id,
-                      f"genai-prices {_version()}: {provider.id}/{info.id}")
+                      f"genai-prices {_version()}: {provider.id}/{info.id}", _tiers(p))
     for name, _ in _candidates(model):
         try:
             return unknown(snap.find_provider(name, None, None).id)
@@ -122,10 +143,7 @@ def price_fields(fields: dict[str, Any], where: str) -> dict[str, Any]:
 def load_price_file(path: Path) -> dict[str, dict[str, Any]]:
     """A TOML or JSON table ``model (or glob) -> {input, output, cache_read, cache_write, cache_write_1h,
     provider, same_as}``; ``same_as`` names a model whose library prices to start from."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ReplayError(f"--prices {path}: {exc.strerror or exc}") from None
+    text = read_config_text(path, "--prices")
     try:
         data = json.loads(text) if path.suffix == ".json" else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
@@ -146,14 +164,17 @@ def parse_price_sets(sets: list[str]) -> dict[str, Any]:
     return price_fields(pairs, "--price")
 
 
-def _apply(base: Prices, fields: dict[str, Any], source: str) -> Prices:
+def _apply(base: Prices, fields: dict[str, Any], source: str, when: date | None = None) -> Prices:
     if "same_as" in fields:
-        base = library_prices(fields["same_as"])
+        base = library_prices(fields["same_as"], when)
         if not base.known:
             raise ReplayError(f"{source}: same_as = {fields['same_as']!r} is not a model genai-prices knows")
         source = f"{source} (same_as {base.source})"
     changes = {k: v for k, v in fields.items() if k in PRICE_KEYS or k == "provider"}
-    return replace(base, **changes, source=source)
+    # a price set by hand is flat: the library's long-context tiers of that key no longer apply
+    tiers = tuple((start, kept) for start, prices in base.tiers
+                  if (kept := {k: v for k, v in prices.items() if k not in changes}))
+    return replace(base, **changes, source=source, tiers=tiers)
 
 
 @dataclass(frozen=True)
@@ -166,17 +187,18 @@ class Pricing:
     model: str | None = None
     table_name: str = "--prices"
 
-    def prices(self, model: str | None) -> Prices:
+    def prices(self, model: str | None, when: date | None = None) -> Prices:
+        """The prices of ``model`` on the day ``when`` (None: today's list prices)."""
         name = (self.model or model or "").lower()
-        out = library_prices(name) if name else unknown()
+        out = library_prices(name, when) if name else unknown()
         entry = self.table.get(name)
         if entry is None:
             globs = [k for k in self.table if any(c in k for c in "*?[") and fnmatch.fnmatchcase(name, k)]
             entry = self.table[max(globs, key=len)] if globs else None
         if entry is not None:
-            out = _apply(out, entry, f"{self.table_name} [{name}]")
+            out = _apply(out, entry, f"{self.table_name} [{name}]", when)
         if self.sets:
-            out = _apply(out, self.sets, "--price")
+            out = _apply(out, self.sets, "--price", when)
         return out
 
     def key(self) -> dict[str, Any]:

@@ -21,8 +21,11 @@ tests/policies/test_presets_corpus.py):
 - openhands-v0: the V0 server's default pipeline's summarising condenser (keep_first 4, max_size 120); its
   conversation-window step only acts on a context-window error and its browser masking (window 2) only on
   browser outputs. A recall observation (an attachment item) is two events: the recall action is in the view too.
-- openhands-v1: the V1 SDK default agent's condenser (max_size 80, keep_first 4; the class defaults are 240/2);
-  attachments are a message's extended content, no event of their own.
+- openhands-v1: the V1 SDK default agent's condenser, LLMSummarizingCondenser(max_size=80, keep_first=4) as the
+  SDK's default preset builds it (49cbde95, 2025-09-23; the class defaults were 120/4 until 2025-12-28, #1523, and
+  240/2 since): past max_size events in the view it keeps the first keep_first and the newest
+  max_size // 2 - keep_first - 1, and one summary. A V1 log records the settings it ran with
+  (``runs.metadata.condenser``); attachments are a message's extended content, no event of their own.
 - anthropic-clear-tool-uses: ``clear_tool_uses_20250919`` with its defaults (100,000 input tokens, keep 3).
 """
 

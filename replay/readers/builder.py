@@ -129,7 +129,7 @@ class RunBuilder:
 
 # Usage numbers: token counts a request reports. A plausible count is a non-negative integer (an integral float
 # such as 12.0 is taken as 12) below MAX_TOKENS; NaN, infinities, negatives, fractions, strings and bools are not.
-USAGE_FIELDS = ("input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens")
+USAGE_FIELDS = ("input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens", "cache_write_1h")
 MAX_TOKENS = 10**9
 
 

@@ -19,7 +19,8 @@ from replay.readers.base import ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
 
 MARKER = "replay-canonical/1"
-USAGE_KEYS = ("ts", "input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens", "model")
+USAGE_KEYS = ("ts", "input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens", "model",
+              "cache_write_1h")
 ITEM_KEYS = ("is_error", "ts", "resource", "access")
 
 

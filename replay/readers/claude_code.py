@@ -95,6 +95,16 @@ def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
             int(split.get("ephemeral_5m_input_tokens") or 0), int(split.get("ephemeral_1h_input_tokens") or 0)]
 
 
+def _write_1h(usage: dict) -> int | None:
+    """The 1 hour part of a response's cache writes (``cache_creation.ephemeral_1h_input_tokens``), None when the
+    usage does not split writes by duration. Writes the split leaves out (some Anthropic-compatible endpoints
+    report ``cache_creation_input_tokens`` with a split of zeros) are 5 minute writes, the API's default TTL."""
+    split = usage.get("cache_creation")
+    if not isinstance(split, dict) or "ephemeral_1h_input_tokens" not in split:
+        return None
+    return split["ephemeral_1h_input_tokens"]
+
+
 def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> None:
     att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
     if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
@@ -240,7 +250,7 @@ class _Session:
         u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
         parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
         usage = {"input_tokens": parts[0], "cache_read": parts[1], "cache_write": parts[2],
-                 "output_tokens": u.get("output_tokens"),
+                 "cache_write_1h": _write_1h(u), "output_tokens": u.get("output_tokens"),
                  "prompt_tokens": sum(p or 0 for p in parts) if any(p is not None for p in parts)
                  and all(p is None or type(p) in (int, float) for p in parts) else None}
         # a line with no id at all (an interrupted, partial reply) continues the current request

@@ -2,34 +2,53 @@
 
 Forms: a conversation folder (``base_state.json`` + ``events/event-NNNNN-<uuid>.json``, one event per file, in
 index order) is one run; a JSONL whose lines hold ``history[]`` (eval output) is one run per line; a JSONL of
-events (``events.jsonl``, ``openhands --headless --json``) or a JSON array of events is one run.
+events (``events.jsonl``, ``openhands --headless --json``) or a JSON array of events is one run. The agent-server
+(SDK 2025-09-17 #317 to 2025-10-14 #732) saved a conversation one level down, ``<conversations>/<id hex>/
+event_service/{base_state.json, events/}``: a folder whose only entry is a folder holding that state, not named
+after the conversation id ``base_state.json`` gives, is the conversation (``state_folder``), and names the run.
 
 Events (discriminator ``kind``): SystemPromptEvent -> system + tool_defs; MessageEvent -> user_text /
 assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> one tool call (``tool_call``
-arguments), its ``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation /
-AgentErrorEvent -> tool results linked by ``tool_call_id``; Condensation -> a recorded context event
-(EVENTS.md), its summary a ``summary`` item.
+arguments; before the SDK's own MessageToolCall, LiteLLM's ``{"function": {"name", "arguments"}}``), its
+``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation / AgentErrorEvent -> tool
+results linked by ``tool_call_id``; Condensation -> a recorded context event (EVENTS.md), its summary a
+``summary`` item. The agent's condenser settings, as ``base_state.json`` records them, go to
+``runs.metadata.condenser``.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
 response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
 ``.<usage_id>.token_usages[]`` joined by ``response_id``; in a stream, ``ConversationStateUpdateEvent``
 key=stats is cumulative, so each change of an agent usage id's ``accumulated_token_usage`` is one request's
 usage (a change seen before its response events opens the request; one seen after fills the open request).
-``prompt_tokens`` includes cache reads and writes (LiteLLM), so ``input_tokens = prompt - read - write``.
 Condenser usage ids (name contains "condenser") are not agent requests: their usage goes to the condensation
-event, or to ``runs.metadata.condenser_usage``.
+event (by ``llm_response_id``; a Condensation has one only from SDK 2025-10-30 #930, before which, and in a stream,
+the condenser's calls go to the condensations in order, ``pair_condensations``); their sum in a stream is
+``runs.metadata.condenser_usage``.
+
+What ``prompt_tokens`` counts (``prompt_rule``): the SDK stores LiteLLM's ``usage.prompt_tokens`` as it is, with
+``prompt_tokens_details.cached_tokens`` as cache reads and ``_cache_creation_input_tokens`` as cache writes
+(``Telemetry._record_usage``, unchanged in this respect from SDK 49cbde95, 2025-09-23, to 2026). For Anthropic
+models LiteLLM builds ``prompt_tokens`` from the Messages API usage as ``input_tokens + cache_read_input_tokens``
+up to 1.77.1 (the SDK locked 1.77.1 at 49cbde95; OpenHands/benchmarks locked 1.76.2 at 36cfef5) and as
+``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` from 1.77.3 on (1.77.3, 1.77.5, 1.78.0,
+1.79.0 and 1.110.2 read; ``AnthropicConfig.calculate_usage``). With a ``litellm_proxy/`` model the proxy's LiteLLM
+does that sum, so neither the SDK version nor its lock file settles it; the numbers do: uncached input is never
+negative under either rule, so a usage whose prompt is below its reads + writes was written under the older one.
+Every request is then made canonical (``prompt_tokens`` = input + cache_read + cache_write, as ``Request``);
+``runs.metadata.prompt_tokens_rule`` says which rule and why. Usage no rule can give is quarantined.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import (
     ISOLATED_ERRORS,
@@ -39,7 +58,7 @@ from replay.readers.base import (
     load_json_document,
     text_of,
 )
-from replay.readers.builder import RunBuilder
+from replay.readers.builder import RunBuilder, seq_ranges
 
 EVENT_KIND_RE = re.compile(r'"kind"\s*:\s*"(?:\w+Event|Condensation|CondensationRequest|UserRejectObservation)"')
 EVENT_FILE_RE = re.compile(r"^event-(\d+)-[^/]*\.json$")
@@ -60,16 +79,81 @@ def _events_dir(path: Path) -> Path | None:
     return None
 
 
+def conversation_id(state_folder: Path) -> str | None:
+    """The conversation id ``base_state.json`` gives (as 32 hex digits), or None when there is none to read."""
+    try:
+        doc = json.loads((state_folder / "base_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cid = doc.get("id") if isinstance(doc, dict) else None
+    return cid.replace("-", "").lower() if isinstance(cid, str) and cid else None
+
+
+def state_folder(path: Path) -> Path | None:
+    """The folder holding the conversation's state (``base_state.json`` and ``events/``) when ``path`` is a
+    conversation saved one level down, as the agent-server saves it: its only entry (hidden files aside) is a folder
+    holding that state, and that folder is not itself named after the conversation (the SDK's own layout names the
+    state folder after the conversation id, and its parent is a folder of conversations). None otherwise."""
+    try:  # two visible entries are enough to say no (a folder of many logs is not listed whole)
+        entries = list(islice((e for e in path.iterdir() if not e.name.startswith(".")), 2))
+    except OSError:
+        return None
+    if len(entries) != 1 or not entries[0].is_dir() or entries[0].name == "events":
+        return None
+    inner = entries[0]
+    if not (inner / "base_state.json").is_file() or _events_dir(inner) is None:
+        return None
+    cid = conversation_id(inner)
+    return inner if cid and cid not in inner.name.replace("-", "").lower() else None
+
+
+def condenser_config(agent: Any) -> dict[str, Any] | None:
+    """The agent's condenser as ``base_state.json`` records it: its ``kind`` and scalar settings (``max_size``,
+    ``keep_first``, ...), without its LLM; None when there is none."""
+    c = agent.get("condenser") if isinstance(agent, dict) else None
+    if not isinstance(c, dict):
+        return None
+    return {k: v for k, v in c.items() if not isinstance(v, dict | list)} or None
+
+
 def is_condenser(usage_id: str) -> bool:
     return "condenser" in usage_id.lower()
 
 
 def usage_fields(u: dict) -> dict[str, Any]:
-    """Request fields from an SDK TokenUsage (prompt_tokens includes cache reads and writes)."""
-    prompt, read, write = u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0
-    fresh = max(prompt - read - write, 0) if isinstance(prompt, int) else None
-    return {"prompt_tokens": prompt, "input_tokens": fresh, "cache_read": read, "cache_write": write,
+    """Request fields from an SDK TokenUsage as written; ``input_tokens`` waits for the run's ``prompt_rule``."""
+    return {"prompt_tokens": u.get("prompt_tokens"), "input_tokens": None,
+            "cache_read": u.get("cache_read_tokens") or 0, "cache_write": u.get("cache_write_tokens") or 0,
             "output_tokens": u.get("completion_tokens")}
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def prompt_rule(usages: Iterable[tuple[Any, Any, Any]]) -> tuple[bool, str]:
+    """(whether ``prompt_tokens`` counts cache writes, the reason) for one run's (prompt, read, write) as written.
+
+    LiteLLM's rule is prompt = uncached input + reads, plus writes from 1.77.3 on (module docstring): uncached input
+    is never negative under either, so one usage whose prompt is below its reads + writes shows the older rule (the
+    reason counts them). When none is, the newer rule is taken (the two agree wherever no cache was written)."""
+    written = [(n, p, r, w) for n, (p, r, w) in enumerate(usages) if _count(p) and _count(r) and _count(w) and w > 0]
+    below = [(n, p, r, w) for n, p, r, w in written if p < r + w]
+    if below:
+        n, prompt, read, write = below[0]
+        return False, (f"input + cache_read: cache writes are left out ({len(below)} of {len(written)} usages with "
+                       f"cache writes have prompt_tokens below reads + writes; usage {n}: {prompt:,} < {read:,} + "
+                       f"{write:,})")
+    return True, "input + cache_read + cache_write: no usage has prompt_tokens below its cache reads + writes"
+
+
+def canonical(prompt: int, read: int, write: int, with_writes: bool) -> dict[str, int] | None:
+    """Canonical fields (prompt = input + read + write) of usage written under the rule, or None when the rule
+    cannot give these numbers (uncached input would be negative)."""
+    uncached = prompt - read - (write if with_writes else 0)
+    if uncached < 0:
+        return None
+    return {"prompt_tokens": prompt if with_writes else prompt + write, "input_tokens": uncached}
 
 
 def _stats_map(stats: Any) -> dict[str, dict]:
@@ -98,6 +182,45 @@ def _token_usages(metrics: Any) -> tuple[dict[str, dict], dict[str, dict], dict[
     return agent, condenser, totals
 
 
+TERMINAL_OBSERVATIONS = ("ExecuteBashObservation", "TerminalObservation")
+
+
+def observation_text(obs: dict) -> str:
+    """The text the SDK sends the model for an observation (its ``agent_observation``, later ``to_llm_content``):
+    the terminal's output framed by its metadata (``terminal_text``); the editor's error in place of its output;
+    the finish tool's message; else the observation's content or output."""
+    if obs.get("kind") in TERMINAL_OBSERVATIONS and isinstance(obs.get("metadata"), dict):
+        return terminal_text(obs)
+    if obs.get("content") is not None:
+        return text_of(obs["content"])
+    if isinstance(obs.get("error"), str) and obs["error"]:
+        return obs["error"]
+    if obs.get("output") is None and isinstance(obs.get("message"), str):
+        return obs["message"]
+    return text_of(obs.get("output"))
+
+
+def terminal_text(obs: dict) -> str:
+    """A terminal observation as the model saw it (SDK 49cbde95 ``ExecuteBashObservation``, later
+    ``TerminalObservation``, the same framing): the metadata's prefix, the output, its suffix, then a line each for
+    the working directory, the Python interpreter and the exit code (when not -1), after an error header when the
+    command failed to run."""
+    m = obs["metadata"]
+    body = text_of(obs["content"]) if obs.get("content") is not None else text_of(obs.get("output"))
+    text = f"{m.get('prefix') or ''}{body}{m.get('suffix') or ''}"
+    if m.get("working_dir"):
+        text += f"\n[Current working directory: {m['working_dir']}]"
+    if m.get("py_interpreter_path"):
+        text += f"\n[Python interpreter: {m['py_interpreter_path']}]"
+    if m.get("exit_code", -1) not in (-1, None):
+        text += f"\n[Command finished with exit code {m['exit_code']}]"
+    if obs.get("error") is True:
+        text = "[There was an error during command execution.]\n" + text
+    elif obs.get("is_error") is True:
+        text = "[An error occurred during execution.]\n" + text
+    return text
+
+
 class OpenHandsV1Reader:
     format = "openhands-v1"
 
@@ -106,6 +229,8 @@ class OpenHandsV1Reader:
 
     def members(self, path: Path) -> list[Path] | None:
         events = _events_dir(path)
+        if events is None and (inner := state_folder(path)) is not None:  # agent-server: <conversation>/<state>/
+            path, events = inner, _events_dir(inner)
         if events is None:
             return None
         base = (events.parent if events.name == "events" else path) / "base_state.json"
@@ -170,13 +295,19 @@ class OpenHandsV1Reader:
                 continue
             if idx is None:  # base_state.json
                 agent, condenser, totals = _token_usages(doc.get("stats") if isinstance(doc, dict) else None)
-                llm = ((doc.get("agent") or {}).get("llm") or {}) if isinstance(doc, dict) else {}
+                agent_doc = doc.get("agent") if isinstance(doc, dict) else None
+                llm = agent_doc.get("llm") if isinstance(agent_doc, dict) else None
                 model = llm.get("model") if isinstance(llm, dict) else None
-                meta = {"conversation_id": doc.get("id"), "execution_status": doc.get("execution_status"),
+                meta = {"conversation_id": doc.get("id"),
+                        "execution_status": doc.get("execution_status") or doc.get("agent_status"),  # older name
+                        "condenser": condenser_config(agent_doc),
                         "usage_totals": totals or None} if isinstance(doc, dict) else {}
             else:
                 events.append((idx, doc))
-        yield from _Conversation(ctx, ctx.run_id(), meta, agent, condenser, model=model).run(events)
+        # the run is named after the conversation, also when its state folder is what was named
+        named = ctx.path.parent if state_folder(ctx.path.parent) == ctx.path else ctx.path
+        run_id = replace(ctx, path=named).run_id()
+        yield from _Conversation(ctx, run_id, meta, agent, condenser, model=model).run(events)
 
 
 class _Conversation:
@@ -199,6 +330,11 @@ class _Conversation:
         self.condenser_delta: dict[str, int] = {}
         self.manual_condense = False
         self.events: list[dict] = []
+        self.event_usage: list[tuple[dict, dict]] = []  # (condensation event, its condenser usage as written)
+        self.unlinked: list[dict] = []  # condensation events written without llm_response_id (SDK before #930)
+        self.condenser_used: set[str] = set()  # condenser response ids given to an event
+        self.condenser_calls: list[dict] = []  # in a stream: each change of the condenser's cumulative usage
+        self.summary_seq: int | None = None  # the summary the view shows now
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
         for n, (where, event) in enumerate(events):
@@ -217,12 +353,68 @@ class _Conversation:
                 continue
             if event.get("id") and self.b.seq > start:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
-        if self.condenser_delta:
-            self.b.run.metadata["condenser_usage"] = self.condenser_delta
+        self.pair_condensations()
+        self.settle_usage()
         if self.events:
             self.b.run.metadata["context_events"] = self.events
         self.b.scan_clips()
         yield from self.b
+
+    def pair_condensations(self) -> None:
+        """Condensations whose usage no response id gives get the condenser's calls in order, one each: the
+        summarising condenser makes one completion per condensation and records its usage only when the call
+        returns, so the n-th call is the n-th condensation. The calls are the condenser's ``token_usages`` no
+        condensation claimed (base_state, for condensations written without ``llm_response_id``) or, in a stream,
+        each change of the condenser's cumulative usage. When the counts differ, none is paired (noted)."""
+        if self.condenser_usage or self.agent_usage:
+            waiting = self.unlinked
+            calls = [u for rid, u in self.condenser_usage.items() if rid not in self.condenser_used]
+        else:
+            waiting = [e for e in self.events if not any(e is x for x, _ in self.event_usage)]
+            calls = self.condenser_calls
+        if waiting and len(calls) == len(waiting):
+            self.event_usage += list(zip(waiting, calls, strict=True))
+        elif calls:
+            self.b.run.metadata["condenser_usage_unpaired"] = (
+                f"{len(calls)} condenser calls and {len(waiting)} condensations without their usage: not paired")
+
+    def settle_usage(self) -> None:
+        """Usage in the canonical meaning (prompt = input + cache_read + cache_write) under the run's
+        ``prompt_rule``; a request whose numbers no rule gives keeps no usage (quarantined with the reason)."""
+        reqs = [(i, r) for i, r in enumerate(self.b.records) if isinstance(r, Request) and r.prompt_tokens is not None]
+        raw = [(u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0)
+               for u in [*self.condenser_usage.values(), self.condenser_delta] if u]
+        with_writes, why = prompt_rule([(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0) for _, r in reqs]
+                                       + raw)
+        if reqs or raw:
+            self.b.run.metadata["prompt_tokens_rule"] = why
+        for i, r in reqs:
+            fields = canonical(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0, with_writes)  # type: ignore[arg-type]
+            if fields is None:
+                self.b.records.append(BadRecord(
+                    r.line or 0, f"usage prompt_tokens={r.prompt_tokens} < cache_read={r.cache_read}: no LiteLLM rule "
+                    "gives that; request kept without usage", repr(r)[:2000]))
+                fields = dict.fromkeys(("prompt_tokens", "input_tokens", "cache_read", "cache_write", "output_tokens"))
+            self.b.records[i] = replace(r, **fields)
+        for event, u in self.event_usage:
+            if (f := self._canonical_usage(u, with_writes)) is not None:
+                event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"],
+                                  "cache_write": f["cache_write"], "output": f["output_tokens"]}
+        if self.condenser_delta:
+            self.b.run.metadata["condenser_usage"] = self._canonical_usage(self.condenser_delta, with_writes)
+        for total in (self.b.run.metadata.get("usage_totals") or {}).values():
+            if _count(total["prompt_tokens"]) and _count(total["cache_read"]) and _count(total["cache_write"]):
+                total.update(canonical(total["prompt_tokens"], total["cache_read"], total["cache_write"], with_writes)
+                             or {})
+
+    @staticmethod
+    def _canonical_usage(u: dict, with_writes: bool) -> dict[str, Any] | None:
+        """Canonical request fields of an SDK TokenUsage, or None when they are not counts the rule can give."""
+        f = usage_fields(u)
+        if not all(_count(f[k]) for k in ("prompt_tokens", "cache_read", "cache_write")):
+            return None
+        fixed = canonical(f["prompt_tokens"], f["cache_read"], f["cache_write"], with_writes)
+        return None if fixed is None else {**f, **fixed}
 
     def _set_run(self, **changes: Any) -> None:
         self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
@@ -268,6 +460,7 @@ class _Conversation:
             if is_condenser(usage_id):
                 for k, v in delta.items():
                     self.condenser_delta[k] = self.condenser_delta.get(k, 0) + v
+                self.condenser_calls.append(delta)
                 continue
             if self.agent_usage:  # per-response usage from base_state is exact; the stream's is not needed
                 continue
@@ -332,6 +525,8 @@ class _Conversation:
         if thought := text_of(ev.get("thought")):
             self.b.add("assistant_text", "assistant", thought, line=line, ts=ts)
         call = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+        if isinstance(call.get("function"), dict):  # LiteLLM's tool call (SDK before MessageToolCall): name, arguments
+            call = {**call["function"], "id": call.get("id")}
         args: Any = call.get("arguments")
         if isinstance(args, str):
             try:
@@ -346,12 +541,13 @@ class _Conversation:
 
     def observation(self, ev: dict, kind: str, line: int, ts: str | None) -> None:
         obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
-        if kind == "UserRejectObservation":
-            text, error = str(ev.get("rejection_reason") or "rejected by the user"), True
+        if kind == "UserRejectObservation":  # the SDK sends "Action rejected: <reason>"
+            text, error = f"Action rejected: {ev.get('rejection_reason') or 'rejected by the user'}", True
         elif kind == "AgentErrorEvent":
             text, error = str(ev.get("error") or ""), True
-        else:
-            text = text_of(obs.get("content")) if obs.get("content") is not None else text_of(obs.get("output"))
+        else:  # later SDKs send the event's extended content after the observation's
+            extra = [t for part in ev.get("extended_content") or [] if (t := text_of(part))]
+            text = "\n".join([observation_text(obs), *extra])
             error = bool(obs.get("is_error") or obs.get("error"))
         if kind == "AgentErrorEvent" and not ev.get("tool_call_id"):
             self.b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
@@ -359,23 +555,24 @@ class _Conversation:
         self.b.result(text, ev.get("tool_call_id"), ev.get("tool_name"), line=line, ts=ts, is_error=error)
 
     def condensation(self, ev: dict, line: int, ts: str | None) -> None:
-        forgotten = sorted(s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, []))
-        drop: list[list[int]] = []
-        for s in forgotten:
-            if drop and drop[-1][1] == s:
-                drop[-1][1] = s + 1
-            else:
-                drop.append([s, s + 1])
+        """The SDK's view (``View.from_events``) leaves out the forgotten events and shows one summary, the newest
+        condensation's that has one (with its ``summary_offset``): a new summary replaces the previous one."""
+        forgotten = [s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, [])]
         summary_seq = None
-        if ev.get("summary"):
-            summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+        if ev.get("summary") and ev.get("summary_offset", 0) is not None:
+            if self.summary_seq is not None:
+                forgotten.append(self.summary_seq)
+            summary_seq = self.summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+        drop = seq_ranges(forgotten)
         event: dict[str, Any] = {"kind": "condensation", "step": self.b.step, "drop": drop,
                                  "summary_seq": summary_seq, "trigger": "manual" if self.manual_condense else "auto",
                                  "pre_tokens": None, "line": line}
         rid = ev.get("llm_response_id") or ""
         if (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
-            f = usage_fields(u)
-            event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"], "output": f["output_tokens"]}
+            self.event_usage.append((event, u))
+            self.condenser_used.add(rid)
+        elif "llm_response_id" not in ev:
+            self.unlinked.append(event)
         self.manual_condense = False
         self.events.append(event)
 

@@ -12,6 +12,7 @@ import polars as pl
 from replay.reports import extract, plots
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
+from replay.untrusted import for_markdown
 
 COUNTERFACTUAL = ("Replay is counterfactual: the recorded actions (tool calls, reads, edits) stay fixed and only "
                   "the context each policy would have sent is re-simulated. The figures are cost and exposure "
@@ -144,7 +145,7 @@ def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tupl
         intro = ("Request views per run (seed A vs the full history; prompt size over requests, each request's "
                  "prompt segment by segment on click; `replay show RUN --html FILE` writes one for any run):")
         md.append(f"\n## Request views\n\n{intro}\n\n" + "".join(
-            f"- [{rid}]({path.relative_to(out_dir).as_posix()})\n" for rid, path in pages))
+            f"- [{for_markdown(rid)}]({path.relative_to(out_dir).as_posix()})\n" for rid, path in pages))
         body.append(f"<h2>Request views</h2><p>{html.escape(intro)}</p><ul>" + "".join(
             f"<li><a href='{html.escape(path.relative_to(out_dir).as_posix())}'>{html.escape(rid)}</a></li>"
             for rid, path in pages) + "</ul>")

@@ -4,12 +4,14 @@ and the JSON and JUnit forms CI systems read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from xml.etree import ElementTree as ET
 
 import polars as pl
 
 from replay.reports.check import METRICS, CheckResult, worsening
 from replay.sweeps.policy_file import PolicyFile
+from replay.untrusted import for_markdown, for_xml
 
 # what a per-run metric counts, for the sentence that explains its failure
 MEANING = {
@@ -64,20 +66,20 @@ def explain_metric(r: dict, n_runs: int) -> str:
     return f"{m} over all {n_runs} runs: {said}, worse by {worse}; tolerance {limit}"
 
 
-def explain_run(r: dict, tolerance: float) -> str:
-    """One sentence on why a run failed a per-run rule."""
+def explain_run(r: dict, tolerance: float, quote: Callable[[str], str] = str) -> str:
+    """One sentence on why a run failed a per-run rule (``quote``: how the run id enters the output format)."""
     m = r["metric"]
     worse = worsening(m, r["baseline"], r["candidate"])
     by = f"worse by {100 * worse:.0f}% of the baseline" if r["baseline"] else "none in the baseline"
-    return (f"{r['run_id']}: {m} {r['baseline']:,.0f} -> {r['candidate']:,.0f} ({r['delta']:+,.0f}), "
+    return (f"{quote(r['run_id'])}: {m} {r['baseline']:,.0f} -> {r['candidate']:,.0f} ({r['delta']:+,.0f}), "
             f"{MEANING.get(m, m)}; {by}, tolerance {100 * tolerance:g}% per run")
 
 
-def failures(result: CheckResult, n_runs: int) -> list[str]:
-    """A sentence per failing rule: aggregate metrics first, then runs."""
+def failures(result: CheckResult, n_runs: int, quote: Callable[[str], str] = str) -> list[str]:
+    """A sentence per failing rule: aggregate metrics first, then runs (``quote``: see :func:`explain_run`)."""
     out = [explain_metric(r, n_runs) for r in result.metrics.filter(pl.col("regressed")).iter_rows(named=True)]
     tol = dict(zip(result.metrics["metric"], result.metrics["tolerance"], strict=True))
-    out += [explain_run(r, tol.get(r["metric"], METRICS[r["metric"]][2]))
+    out += [explain_run(r, tol.get(r["metric"], METRICS[r["metric"]][2]), quote)
             for r in result.runs.filter(pl.col("regressed")).sort(["metric", "delta"], descending=[False, True])
             .iter_rows(named=True)]
     return out
@@ -102,10 +104,12 @@ def to_junit(result: CheckResult, n_runs: int) -> str:
         if r["regressed"]:
             ET.SubElement(case, "failure", message=explain_metric(r, n_runs), type="regression")
     for r in result.runs.filter(pl.col("metric") != "repeat_evicted").iter_rows(named=True):
-        case = ET.SubElement(suite, "testcase", classname=f"replay.check.runs.{r['run_id']}", name=r["metric"])
+        case = ET.SubElement(suite, "testcase", classname=for_xml(f"replay.check.runs.{r['run_id']}"),
+                             name=r["metric"])
         cases += 1
         if r["regressed"]:
-            ET.SubElement(case, "failure", message=explain_run(r, tol.get(r["metric"], 0.0)), type="regression")
+            ET.SubElement(case, "failure", message=for_xml(explain_run(r, tol.get(r["metric"], 0.0))),
+                          type="regression")
     n_fail = sum(1 for _ in suite.iter("failure"))
     suite.set("tests", str(cases))
     suite.set("failures", str(n_fail))
@@ -125,7 +129,8 @@ def markdown(result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: in
     that changed."""
     verdict = "❌ **regression**" if result.regressed else "✅ **no regression**"
     out = [f"## replay check: {verdict}", "",
-           f"Baseline `{base.path or base.name}` vs candidate `{cand.path or cand.name}` over {n_runs} recorded runs. "
+           f"Baseline {for_markdown(str(base.path or base.name))} vs candidate "
+           f"{for_markdown(str(cand.path or cand.name))} over {n_runs} recorded runs. "
            "Replay is counterfactual: the recorded actions stay fixed, so these are cost and exposure "
            "figures, not solve rates.", "",
            "| setup | baseline | candidate |", "|---|---|---|"]
@@ -133,7 +138,7 @@ def markdown(result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: in
     for key, label in (("policy", "policy"), ("window", "window (tokens)"), ("reserve", "reply reserve (tokens)"),
                        ("token_source", "token source"), ("cache_model", "cache model"),
                        ("price_source", "price source")):
-        out.append(f"| {label} | {b[key]} | {c[key]} |")
+        out.append(f"| {label} | {for_markdown(b[key])} | {for_markdown(c[key])} |")
     if b["cache_model"] != c["cache_model"]:
         out += ["", "> The two sides run under different cache models: cache_hit_rate, uncached_tokens and cost_usd "
                 "compare caches as well as policies."]
@@ -145,7 +150,7 @@ def markdown(result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: in
         status = "regressed" if r["regressed"] else "ok"
         out.append(f"| {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} | {_num(m, r['delta'])} "
                    f"| {r['tolerance']:g} | {status} |")
-    why = failures(result, n_runs)
+    why = failures(result, n_runs, for_markdown)
     if why:
         out += ["", "### Why it fails", ""] + [f"- {line}" for line in why]
     changed = result.runs.filter(pl.col("delta") != 0)
@@ -155,6 +160,6 @@ def markdown(result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: in
         for r in changed.sort(["regressed", "delta"], descending=True).head(40).iter_rows(named=True):
             gate = "regressed" if r["regressed"] else ""
             m = r["metric"]
-            out.append(f"| {r['run_id']} | {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} "
+            out.append(f"| {for_markdown(r['run_id'])} | {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} "
                        f"| {_num(m, r['delta'])} | {gate} |")
     return "\n".join(out) + "\n"

@@ -12,6 +12,8 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
+from replay.untrusted import for_chart  # noqa: E402
+
 
 def _axes(ax: Axes | None, size: tuple[float, float] = (8, 4.5)) -> Axes:
     return ax if ax is not None else plt.figure(figsize=size, layout="constrained").add_subplot()
@@ -46,7 +48,7 @@ def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, thresho
     if threshold:
         ax.axhline(threshold, color="grey", ls=":", lw=1.2, label=f"summary threshold {threshold:,} (on the "
                    "policy's own estimate)")
-    ax.set(title=f"Prompt tokens over a run{': ' + run_id if run_id else ''}", xlabel="request number",
+    ax.set(title=f"Prompt tokens over a run{': ' + for_chart(run_id) if run_id else ''}", xlabel="request number",
            ylabel=f"prompt tokens ({token_label(token_source)})")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.legend(fontsize=8, loc="upper left")

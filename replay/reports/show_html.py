@@ -4,10 +4,10 @@ rewrites and overflows marked, and each request's view on click (embedded JSON, 
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 from replay.reports.show import ShownView
+from replay.untrusted import script_json
 
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
 W, H, LEFT, RIGHT, TOP, BOTTOM = 900, 320, 70, 20, 20, 40
@@ -174,7 +174,7 @@ def render_page(series: list[list[ShownView]]) -> str:
     totals = ", ".join(f"{html.escape(v[0].policy)}: {sum(x.overflow for x in v)} overflows, "
                        f"{sum(x.summarised for x in v)} summaries, {sum(x.rewritten and not x.summarised for x in v)}"
                        " rewrites" for v in series)
-    data = json.dumps(d, separators=(",", ":")).replace("</", "<\\/")
+    data = script_json(d)
     return ("<!doctype html><html><head><meta charset='utf-8'>"
             f"<title>replay show {html.escape(d['run_id'])}</title><style>{STYLE}</style></head><body>"
             f"<h1>{html.escape(d['run_id'])}</h1><p>window {d['window']:,}, reserve {d['reserve']:,}; token source "

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.reports.show import DiffRow, Row, ShownView
+from replay.untrusted import for_terminal
 
 
 def _pos(r: Row) -> str:
@@ -18,7 +19,8 @@ def _pos(r: Row) -> str:
 def header(v: ShownView) -> Text:
     flags = [f for f, on in (("OVERFLOW", v.overflow), ("summarised", v.summarised), ("emergency", v.emergency),
                              ("rewrote the previous view", v.rewritten)) if on]
-    return Text(f"{v.run_id}  request {v.k} of {v.requests} (step {v.step}, {v.items} items)  policy {v.policy}\n"
+    return Text(f"{for_terminal(v.run_id)}  request {v.k} of {v.requests} (step {v.step}, {v.items} items)  "
+                f"policy {v.policy}\n"
                 f"window {v.window:,}  reserve {v.reserve:,}  tokens {v.token_source}  prefix {v.prompt_source}  "
                 f"cache {v.cache_model}" + (f"\n{', '.join(flags)}" if flags else ""))
 
@@ -36,8 +38,8 @@ def totals(v: ShownView) -> Text:
 def view_table(v: ShownView, width: int, wide: bool = False) -> Table:
     """Segments in prompt order: position, form, kind/tool, tokens, cache status, text preview (cut to fit
     ``width`` columns unless ``wide``)."""
-    cells = [(_pos(r), r.form, r.kind + (f"/{r.tool}" if r.tool else ""),
-              f"{r.tokens:,}" if r.form != "dropped" else "-", r.cache, r.text) for r in v.rows]
+    cells = [(_pos(r), r.form, for_terminal(r.kind + (f"/{r.tool}" if r.tool else "")),
+              f"{r.tokens:,}" if r.form != "dropped" else "-", r.cache, for_terminal(r.text)) for r in v.rows]
     kind_w = min(max((len(c[2]) for c in cells), default=9), 9 if wide else 22)
     fixed = [max([len(h)] + [len(c[i]) for c in cells]) for i, h in ((0, "pos"), (1, "form"), (3, "tokens"),
                                                                       (4, "cache"))]
@@ -62,7 +64,7 @@ def diff_table(a: ShownView, b: ShownView, rows: list[DiffRow]) -> Group:
         table.add_column(name, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for r in rows:
         pos = "-" if r.first < 0 else str(r.first) if r.first == r.last else f"{r.first}-{r.last}"
-        table.add_row(pos, Text(r.kind + (f"/{r.tool}" if r.tool else "")), r.form_a,
+        table.add_row(pos, Text(for_terminal(r.kind + (f"/{r.tool}" if r.tool else ""))), r.form_a,
                       f"{r.tokens_a:,}", r.form_b, f"{r.tokens_b:,}", f"{r.delta:+,}")
     line = Text(f"{a.policy} {a.prompt_tokens:,} -> {b.policy} {b.prompt_tokens:,} tokens "
                 f"({b.prompt_tokens - a.prompt_tokens:+,}); {len(rows)} rows differ; cached "

@@ -94,6 +94,10 @@ class RunArrays:
     # no longer counts it (reasoning kept only within its own turn), -1 never; None: none such
     recorded: RecordedEvents | None = field(default=None, repr=False)  # the harness's own events, None: none
     rec_output: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # -1 unknown
+    rec_write: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # -1 unknown
+    rec_write_1h: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)  # -1: not split
+    req_model: tuple[str | None, ...] = field(default=(), repr=False)  # the model each request's log names (None:
+    # the run's ``model``)
     cache_ttl: float | None = None  # seconds: the TTL most cache-write tokens in the log used; None unrecorded
     cache_fit: CacheFit | None = None  # the run's cache model calibrated from its reads (replay.simulator.cache_fit)
     read_span: np.ndarray | None = field(default=None, repr=False)  # (n_items, 3): lo, hi, key of reads
@@ -151,7 +155,7 @@ def build(run_id: str, items: list[dict], requests: list[dict], token_source: st
           model: str | None = None, cache_ttl: float | None = None) -> RunArrays:
     """Arrays from item dicts (step, kind, chars, tokens?, tool_name, call_id, resource, access, is_error, ts,
     turn, lines) and request dicts (step, ts, prompt_tokens, cache_read, input_tokens, cache_write,
-    output_tokens)."""
+    cache_write_1h, output_tokens, model: else the run's ``model``)."""
     kinds = [it["kind"] for it in items]
     chars = np.array([it.get("chars") or 0 for it in items], dtype=np.int64)
     toks = [it.get("tokens") for it in items]
@@ -183,7 +187,12 @@ def build(run_id: str, items: list[dict], requests: list[dict], token_source: st
         token_source=token_source, model=model, tool_names=tool_names, resources=resources,
         call_ids=tuple(it.get("call_id") for it in items),
         rec_output=np.array([-1 if r.get("output_tokens") is None else r["output_tokens"] for r in requests],
-                            dtype=np.int64), cache_ttl=cache_ttl, **_spans(items))
+                            dtype=np.int64), cache_ttl=cache_ttl,
+        rec_write=np.array([-1 if r.get("cache_write") is None else r["cache_write"] for r in requests],
+                           dtype=np.int64),
+        rec_write_1h=np.array([-1 if r.get("cache_write_1h") is None else r["cache_write_1h"] for r in requests],
+                              dtype=np.int64),
+        req_model=tuple(r.get("model") for r in requests), **_spans(items))
 
 
 

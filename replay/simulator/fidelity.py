@@ -191,23 +191,23 @@ def event_within(row: dict) -> bool | None:
     return close and abs(row["simulated_after"] - row["recorded_after"]) / row["recorded_after"] <= TARGET_EVENT_AFTER
 
 
-def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None
-                   ) -> pl.DataFrame:
+def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None,
+                   ids: list[str] | None = None) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
     harness's preset (``harness_preset``) is replayed to find the request it would have fired at.
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
-    Code, OpenAI for Codex and OpenAI-style logs)."""
+    Code, OpenAI for Codex and OpenAI-style logs). ``ids``: only these runs (fitted and replayed alone)."""
     from replay.simulator.load import load_runs
     from replay.tokens.calibrate import fit_usage, out_of_sample_errors
     from replay.tokens.template import DEFAULT_OVERHEAD
 
     meta = {r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs")
             .fetchall()}
-    fitted = fit_usage(con, tokenizer_id, DEFAULT_OVERHEAD)  # once: the prompt model and the out-of-sample score
+    fitted = fit_usage(con, tokenizer_id, DEFAULT_OVERHEAD, ids)  # once: the prompt model and the out-of-sample score
     oos = out_of_sample_errors(fitted[0])
     rows = []
-    for run in load_runs(con, tokenizer_id, pattern, fitted=fitted):
+    for run in load_runs(con, tokenizer_id, pattern, fitted=fitted, ids=ids):
         if not (run.rec_prompt > 0).any():
             continue
         path, fmt, model, metadata = meta[run.run_id]

@@ -22,7 +22,8 @@ SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i
        length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
-_REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens
+_REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens, model,
+       cache_write_1h
 FROM requests WHERE run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY run_id, step"""
 _RUNS = "SELECT run_id, model, metadata FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
 
@@ -226,11 +227,11 @@ def run_ids(con: duckdb.DuckDBPyConnection, pattern: str | None = None) -> list[
 
 def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
               pattern: str | None = None, prompt: bool = True, overhead: int | None = None,
-              fitted: tuple | None = None) -> list[RunArrays]:
-    """Runs matching ``pattern``, under the prompt model (``prompt=False``: the log's items only;
-    ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage`` result
-    for this tokenizer to reuse)."""
-    ids = run_ids(con, pattern)
+              fitted: tuple | None = None, ids: list[str] | None = None) -> list[RunArrays]:
+    """Runs matching ``pattern`` (or the runs ``ids``), under the prompt model (``prompt=False``: the log's items
+    only; ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage``
+    result for this tokenizer to reuse)."""
+    ids = run_ids(con, pattern) if ids is None else ids
     require_counts(con, tokenizer_id, ids)
     models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
     return load_many(con, ids, tokenizer_id, models)

@@ -73,17 +73,10 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
     _, per_run, fits = fitted if fitted is not None else fit_usage(con, tokenizer_id, overhead)
     reasons = dict(zip(per_run["run_id"], per_run["unreconstructable"], strict=True)) if len(per_run) else {}
     errors = dict(zip(per_run["run_id"], per_run["median_err"], strict=True)) if len(per_run) else {}
-    first = dict(con.execute("""
-        SELECT i.run_id, count(*) FROM items i JOIN (SELECT run_id, min(step) AS s FROM requests
-        WHERE prompt_tokens > 0 GROUP BY run_id) q ON q.run_id = i.run_id AND i.step <= q.s
-        GROUP BY i.run_id""").fetchall())
     out = {}
     for run_id, (f, boundaries) in fits.items():
-        prefix = f.overhead + f.scale * overhead.fixed
+        prefix = max(f.overhead + f.scale * overhead.fixed, 0.0)  # >= 0 by the fit's bounds, up to rounding
         per_item = f.per_message
-        if prefix < 0:  # the template constant over-counts this run: take the excess off every item instead
-            per_item += prefix / max(first.get(run_id, 1), 1)
-            prefix = 0
         unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets if t > 0)
         out[run_id] = PromptModel(int(round(prefix)), f.scale, per_item, not f.reasoning_in_prompt, FIT, overhead,
                                   unlogged, reasons.get(run_id, ""), float(errors.get(run_id, 0.0)))

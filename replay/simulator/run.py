@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from replay.metrics.composition import ToolComposition
-from replay.metrics.cost import output_cost, prompt_cost, summary_cost
+from replay.metrics.cost import summary_cost
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.metrics.runs import run_row
@@ -21,6 +21,7 @@ from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import CacheState
 from replay.simulator.kernels.trace import trace_run
+from replay.simulator.request_costs import billing_note, cost_row, plan, run_costs
 from replay.simulator.run_output import cost_columns, recorded_output, summary_hits_cache
 
 REQUEST_COLUMNS = ("k", "step", "items", "prompt_tokens", "est_tokens", "overflow", "near_miss", "emergency",
@@ -140,17 +141,16 @@ def _simulate(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budg
     cols["near_miss"] &= ~cols["overflow"].astype(bool)
     reads = summarise(events, classify(events, intact))
     r = bill.rates
-    uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
-    cost = prompt_cost(int(uncached.sum()), int(cols["cached_tokens"].sum()), int(cols["written_tokens"].sum()),
-                       r.input, r.cache_read, r.cache_write)
+    costs = run_costs(plan([run]), 1, [bill], cols["prompt_tokens"], cols["cached_tokens"], cols["written_tokens"],
+                      pricing)  # each request at its own model, day and write durations
     summ = np.flatnonzero(cols["summarised"])
     history = int(cols["prompt_tokens"][summ[summ > 0] - 1].sum())
     s_cost = summary_cost(history, int(cols["summary_tokens"][summ].sum()), r.input, r.output,
                           r.cache_read if summary_hits_cache(policy) else None)
     out = recorded_output(run)
-    o_cost = output_cost(out["output_tokens"], r.output)
     extra = {**reads, "evicted_failures": int(err_hidden.sum()),
              "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()),
-             **cost_columns(bill, cost, s_cost, o_cost), **out, "token_source": run.token_source,
-             "window": budget.window, "reserve": budget.reserve}
+             **cost_columns(bill, float(costs.prompt_usd[0]), s_cost, float(costs.output_usd[0])),
+             "billing_note": billing_note(bill, costs.why[0]), **cost_row(costs, 0), **out,
+             "token_source": run.token_source, "window": budget.window, "reserve": budget.reserve}
     return cols, run_row(run.run_id, cols, extra)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
 from pathlib import Path
@@ -24,9 +25,16 @@ SANDBOX_CONFIG: dict[str, str | bool] = {
 }
 
 
-def open_sandboxed(path: Path | str) -> duckdb.DuckDBPyConnection:
-    """Open the store at ``path`` read-only with external access (files, URLs, extensions) disabled."""
-    return connect(Path(path), read_only=True, config=dict(SANDBOX_CONFIG))
+DEFAULT_MEMORY = "2GB"  # a query needing more fails with a message instead of taking the machine
+
+
+def open_sandboxed(path: Path | str, memory_limit: str = DEFAULT_MEMORY) -> duckdb.DuckDBPyConnection:
+    """Open the store at ``path`` read-only with external access (files, URLs, extensions) disabled and DuckDB's
+    memory bounded by ``memory_limit`` (no spilling to disk: the limit is the query's whole budget)."""
+    if not re.fullmatch(r"\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)", memory_limit.strip(), re.IGNORECASE):
+        raise ReplayError(f"--memory-limit {memory_limit!r}: give a size such as 512MB or 2GB")
+    config = dict(SANDBOX_CONFIG) | {"memory_limit": memory_limit.strip(), "temp_directory": ""}
+    return connect(Path(path), read_only=True, config=config)
 
 
 def _explain(exc: duckdb.Error) -> str:
@@ -36,11 +44,16 @@ def _explain(exc: duckdb.Error) -> str:
                 f"settings are off ({first})")
     if "read-only mode" in str(exc):
         return f"SQL refused: the store is opened read-only for `replay sql` ({first})"
+    if isinstance(exc, duckdb.OutOfMemoryException):
+        return (f"SQL stopped at the memory limit ({first}); narrow the query, add a LIMIT, or raise "
+                "--memory-limit")
     return f"SQL failed: {str(exc)}"
 
 
-def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None = None) -> pl.DataFrame:
-    """Run ``query`` in a worker thread so Ctrl-C (in the main thread) and ``timeout`` seconds can interrupt it."""
+def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None = None,
+              limit: int | None = None) -> pl.DataFrame:
+    """Run ``query`` in a worker thread so Ctrl-C (in the main thread) and ``timeout`` seconds can interrupt it;
+    ``limit``: fetch at most that many rows plus one (which tells the caller that more were left out)."""
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
         raise ReplayError(f"--timeout {timeout}: give a number of seconds > 0")
     box: dict[str, object] = {}
@@ -49,6 +62,8 @@ def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None 
     def work() -> None:
         try:
             rel = con.sql(query)
+            if rel is not None and limit is not None:
+                rel = rel.limit(limit + 1)
             box["frame"] = pl.from_arrow(rel.to_arrow_table()) if rel is not None else pl.DataFrame()
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread as is
             box["error"] = exc

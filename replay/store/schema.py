@@ -100,8 +100,21 @@ def _v5_billing(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
 
 
+def _v6_cache_write_1h(con: duckdb.DuckDBPyConnection) -> None:
+    """``requests.cache_write_1h``: the part of ``cache_write`` written for 1 hour (Claude Code's
+    ``cache_creation.ephemeral_1h_input_tokens``; billed at 2x input where 5 min writes are 1.25x); NULL where the
+    log does not split writes by duration. A store ingested before this version has NULL everywhere: ingest the
+    logs again into a new store to read the split. ``sim_runs`` gains the recorded bill of the run and the
+    simulated cost's 1 h writes."""
+    con.execute("ALTER TABLE requests ADD COLUMN cache_write_1h BIGINT")
+    for col, typ in (("recorded_cost_usd", "DOUBLE"), ("written_1h_tokens", "BIGINT"),
+                     ("unpriced_requests", "INTEGER")):
+        con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations,
-                                                                 _v4_placeholders_composition, _v5_billing]
+                                                                 _v4_placeholders_composition, _v5_billing,
+                                                                 _v6_cache_write_1h]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -133,6 +146,10 @@ def check_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
         if tables & {"files", "runs", "items", "requests"}:
             raise ReplayError(f"{where}: holds replay tables but no schema_version, so its layout is unknown; "
                               "ingest the logs again into a new --db")
+        if tables:  # someone else's database: adding replay's tables to it would change their file
+            shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+            raise ReplayError(f"{where}: a DuckDB database that is not a replay store (tables {shown}); give "
+                              "--db a new file or an existing replay store")
         return 0
     version = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
     if version > len(MIGRATIONS):

@@ -17,12 +17,15 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replay.config_text import read_config_text
 from replay.errors import ReplayError
+from replay.untrusted import toml_comment, toml_string
 
 
 @dataclass(frozen=True)
@@ -39,9 +42,7 @@ class PolicyFile:
 def load_policy_file(path: Path) -> PolicyFile:
     """Parse and validate a policy file (the policy's config checks the parameters)."""
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReplayError(f"{path}: no such policy file") from None
+        doc = tomllib.loads(read_config_text(path, "policy file"))
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not valid TOML: {exc}") from None
     pol = doc.get("policy")
@@ -52,7 +53,8 @@ def load_policy_file(path: Path) -> PolicyFile:
         raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
     pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "auto")),
                     runs=pol.get("runs") or None, tokenizer=pol.get("tokenizer") or None,
-                    tolerances={k: float(v) for k, v in doc.get("tolerances", {}).items()}, path=str(path))
+                    tolerances={k: tolerance(k, v, f"{path}: [tolerances]") for k, v in
+                                doc.get("tolerances", {}).items()}, path=str(path))
     from dataclasses import replace
 
     from replay.tokens.resolve import beside
@@ -67,6 +69,17 @@ def load_policy_file(path: Path) -> PolicyFile:
     return pf
 
 
+def tolerance(metric: str, value: Any, where: str) -> float:
+    """A tolerance as a finite number >= 0 (NaN would pass every comparison as 'not regressed')."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ReplayError(f"{where} {metric}={value!r}: expected a number") from None
+    if isinstance(value, bool) or not math.isfinite(number) or number < 0:
+        raise ReplayError(f"{where} {metric}={value!r}: expected a finite number >= 0 (the allowed worsening)")
+    return number
+
+
 def _toml_value(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -74,11 +87,11 @@ def _toml_value(v: Any) -> str:
         return repr(v)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return toml_string(str(v))
 
 
 def dump_policy_file(pf: PolicyFile, comment: str = "") -> str:
-    lines = [f"# {line}" for line in comment.splitlines()] + ["[policy]", f"name = {_toml_value(pf.name)}",
+    lines = [toml_comment(line) for line in comment.splitlines()] + ["[policy]", f"name = {_toml_value(pf.name)}",
                                                               f"cache = {_toml_value(pf.cache)}"]
     if pf.runs:
         lines.append(f"runs = {_toml_value(pf.runs)}")

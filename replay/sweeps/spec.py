@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from replay.config_text import read_config_text
 from replay.errors import ReplayError
 from replay.metrics.prices import Pricing, price_fields
 
@@ -96,7 +97,10 @@ class SweepSpec:
     def n_points(self) -> int:
         """Points in the sweep, counted without building one: the grid's product of list lengths, else
         ``samples`` (random draws that repeat a point are dropped, so at most that many)."""
-        return grid_size(self.grid) if self.mode == "grid" else self.samples
+        if self.mode == "grid":
+            return grid_size(self.grid)
+        size = domain_size(self.space)
+        return self.samples if size is None else min(self.samples, size)
 
     def iter_points(self) -> Iterator[dict[str, Any]]:
         """Every point, one at a time: fixed parameters merged with one grid combination or one random draw."""
@@ -179,19 +183,42 @@ def _draw(rng: random.Random, name: str, dom: Any) -> Any:
     return int(round(value)) if integer else value
 
 
+def domain_size(space: dict[str, Any]) -> int | None:
+    """How many distinct points a [random] space holds when it is finite (lists of choices and integer ranges), else
+    None."""
+    size = 1
+    for name, dom in space.items():
+        check_range(name, dom)
+        if isinstance(dom, list):
+            size *= len({json.dumps(v, sort_keys=True) for v in dom})
+        elif dom.get("int", isinstance(dom["low"], int) and isinstance(dom["high"], int)) and not dom.get("log"):
+            size *= int(round(float(dom["high"]))) - int(round(float(dom["low"]))) + 1
+        else:
+            return None
+    return size
+
+
+MAX_REPEATS = 10_000  # draws in a row that only repeat earlier points: the space is (nearly) exhausted
+
+
 def random_points(space: dict[str, Any], samples: int, seed: int) -> Iterator[dict[str, Any]]:
-    """``samples`` distinct draws from ``space``, lazily (seeded; duplicates are drawn again, a bounded number of
-    times). Only the ids of the points drawn are kept, as integers."""
+    """``samples`` distinct draws from ``space``, lazily (seeded; a draw that repeats a point is drawn again). Stops
+    early when the space holds fewer points, or after MAX_REPEATS draws in a row found nothing new. Only the ids of
+    the points drawn are kept, as integers."""
     rng, names = random.Random(seed), sorted(space)
+    size = domain_size(space)
+    wanted = samples if size is None else min(samples, size)
     seen: set[int] = set()
-    for _ in range(samples * 20):
-        if len(seen) == samples:
-            break
+    repeats = 0
+    while len(seen) < wanted and repeats < MAX_REPEATS:
         p = {n: _draw(rng, n, space[n]) for n in names}
         pid = int(point_id(p), 16)
-        if pid not in seen:
-            seen.add(pid)
-            yield p
+        if pid in seen:
+            repeats += 1
+            continue
+        repeats = 0
+        seen.add(pid)
+        yield p
 
 
 def check_size(spec: SweepSpec, where: str) -> None:
@@ -252,15 +279,9 @@ def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None 
 
 def load_spec(path: Path, max_points: int | None = None) -> SweepSpec:
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ReplayError(f"{path}: no such sweep file") from None
+        doc = tomllib.loads(read_config_text(path, "sweep file"))
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not valid TOML: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ReplayError(f"{path}: not UTF-8 text (byte {exc.start}); save the sweep file as UTF-8") from None
-    except IsADirectoryError:
-        raise ReplayError(f"{path}: a folder, not a sweep file") from None
     from dataclasses import replace
 
     from replay.tokens.resolve import beside

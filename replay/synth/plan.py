@@ -65,12 +65,13 @@ class Plan:
 
 
 def sources(donor: Donor, rng: random.Random) -> list[int]:
-    """Donor request indexes for each synthetic request: 0 first, then blocks of consecutive requests."""
+    """Donor request indexes for each synthetic request: the donor's opening block first (a session's start, with
+    its commands and set-up, is unlike its middle), then blocks of consecutive requests starting after request 0."""
     n_real = donor.n_requests
     if n_real == 1:
         return [0]
     n = max(1, round(n_real * math.exp(rng.gauss(0.0, SPREAD))))
-    out = [0]
+    out = list(range(min(n_real, BLOCK)))
     while len(out) < n:
         start = rng.randrange(1, n_real)
         out.extend(range(start, min(n_real, start + BLOCK)))

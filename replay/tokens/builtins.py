@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -150,3 +151,26 @@ def by_digest() -> dict[str, Builtin]:
             if path is not None:
                 out.setdefault(file_digest(path), b)
     return out
+
+
+# model name part -> built-in, first match wins (checked on the lower-cased name): the vocabulary each family was
+# trained with. Claude 3 and later have no public tokenizer: claude-legacy (Claude 1/2's) is the nearest, an
+# estimate its name says. Models with no entry (Gemini, MiniMax, Qwen 3.5, GLM, ...) have no built-in.
+MODEL_TOKENIZERS: tuple[tuple[str, str], ...] = (
+    ("gpt-4o", "o200k"), ("gpt-4.1", "o200k"), ("gpt-4.5", "o200k"), ("gpt-5", "o200k"), ("gpt-oss", "o200k"),
+    ("codex", "o200k"), ("o1", "o200k"), ("o3", "o200k"), ("o4", "o200k"), ("gpt-4", "cl100k"),
+    ("gpt-3.5", "cl100k"), ("deepseek-v3", "deepseek-v3"), ("deepseek-chat", "deepseek-v3"),
+    ("deepseek-reasoner", "deepseek-v3"), ("deepseek-r1", "deepseek-v3"), ("qwen3.5", ""), ("qwen3-5", ""),
+    ("qwen", "qwen"), ("llama-4", "llama4"), ("llama4", "llama4"), ("llama-3", "llama3"), ("llama3", "llama3"),
+    ("mistral-nemo", "tekken"), ("open-mistral-nemo", "tekken"), ("pixtral", "tekken"), ("claude", "claude-legacy"),
+)
+
+
+def for_model(model: str | None) -> str | None:
+    """The built-in tokenizer of a model's family (MODEL_TOKENIZERS), or None when there is none."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    for part, tokenizer in MODEL_TOKENIZERS:
+        if re.search(rf"(^|[^a-z0-9]){re.escape(part)}", name):
+            return tokenizer or None
+    return None
+

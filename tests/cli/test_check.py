@@ -57,3 +57,14 @@ def test_tolerance_can_waive_and_bad_files_explain(db: Path, tmp_path: Path) -> 
     (tmp_path / "bad.toml").write_text(BASE + "no_such_knob = 1\n")
     res = CliRunner().invoke(app, ["check", str(tmp_path / "bad.toml"), str(tmp_path / "c.toml"), "--db", str(db)])
     assert res.exit_code != 0 and "unknown parameter" in str(res.exception)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-0.1", "x"])
+def test_a_tolerance_must_be_a_finite_number(db: Path, tmp_path: Path, value: str) -> None:
+    """NaN compares false with everything: a NaN tolerance would pass any regression as 'not regressed'."""
+    base, cand = write(tmp_path, "b.toml", BASE), write(tmp_path, "c.toml", CAND)
+    res = CliRunner().invoke(app, ["check", str(base), str(cand), "--db", str(db), "--tol", f"cache_hit_rate={value}"])
+    assert res.exit_code != 0 and "--tol cache_hit_rate" in str(res.exception), res.output
+    file = write(tmp_path, "t.toml", BASE + f"[tolerances]\ncache_hit_rate = {value if value != 'x' else '1e999'}\n")
+    res = CliRunner().invoke(app, ["check", str(file), str(cand), "--db", str(db)])
+    assert res.exit_code != 0 and "[tolerances] cache_hit_rate" in str(res.exception), res.output

@@ -39,6 +39,18 @@ def test_an_unversioned_store_is_refused(tmp_path):
         open_store(path)
 
 
+def test_someone_elses_database_is_refused_unchanged(tmp_path):
+    path = tmp_path / "theirs.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE invoices (id INTEGER)")
+    for opener in (open_store, lambda p: open_store(p, read_only=True), open_sandboxed):
+        with pytest.raises(ReplayError, match="not a replay store \\(tables invoices\\)"):
+            opener(path)
+    with duckdb.connect(str(path), read_only=True) as con:
+        assert [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()] == [
+            "invoices"]
+
+
 def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
     db = tmp_path / "s.duckdb"
     cmd = [sys.executable, "-m", "replay", "ingest", str(corpus), "--db", str(db)]
@@ -67,6 +79,22 @@ def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
     assert fresh.returncode == 0
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_like_ctrl_c(sample_db_path, tmp_path, signum):
+    """`kill PID` (or a closed terminal) during a sweep: one line, exit 128 + signal, finished work kept."""
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(sample_db_path.read_bytes())
+    cmd = [sys.executable, "-m", "replay", "sweep", str(ROOT / "examples" / "sweep.toml"), "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
+    time.sleep(3)  # past start-up: the handlers are installed once the command runs
+    proc.send_signal(signum)
+    out = proc.communicate(timeout=120)[0].decode()
+    if proc.returncode == 0:
+        pytest.skip("the sweep finished before the signal")
+    assert proc.returncode == 128 + signum, out
+    assert "Traceback" not in out and f"interrupted ({signal.Signals(signum).name})" in out
+
+
 @pytest.mark.parametrize("error", [duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate 256 MiB\n"
                                                               "Possible solutions: ..."), MemoryError()])
 def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch, capsys):
@@ -86,3 +114,38 @@ def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert stop.value.code == DISK_FULL_EXIT
     assert "Traceback" not in err and err.count("\n") == 1 and "out of memory" in err and "rerun" in err
+
+
+@pytest.mark.parametrize("args", [["simulate", "--window", str(2**64)], ["simulate", "--reserve", "-1"],
+                                  ["show", "x", "--window", "0"], ["ingest", "--watch", "--interval", "nan"],
+                                  ["ingest", "--watch", "--interval", "-1"],
+                                  ["ingest", "--watch", "--interval", "inf"]])
+def test_numeric_options_out_of_range_are_one_usage_line(args, tmp_path):
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    res = CliRunner().invoke(app, [*args, "--db", str(tmp_path / "s.duckdb")])
+    assert res.exit_code == 2 and "Invalid value for" in res.output and "Traceback" not in res.output, res.output
+
+
+@pytest.mark.parametrize("option", ["sweep", "--policy-file", "--prices"])
+@pytest.mark.parametrize("name", ["/dev/zero", "fifo", "big.toml", "folder", "missing.toml"])
+def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tmp_path):
+    """/dev/zero as a sweep, policy or price file took 4 GB in 6 s; a FIFO hung. Each is now one line."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    if name == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+    elif name == "big.toml":
+        (tmp_path / name).write_text("# padding\n" * 600_000)
+    elif name == "folder":
+        (tmp_path / name).mkdir()
+    path = name if name.startswith("/") else str(tmp_path / name)
+    args = {"sweep": ["sweep", path], "--policy-file": ["simulate", "--policy-file", path],
+            "--prices": ["simulate", "--prices", path]}[option]
+    res = CliRunner().invoke(app, [*args, "--db", str(sample_db_path)])
+    assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
+    assert path in str(res.exception)

@@ -119,3 +119,20 @@ def test_csv_writes_nested_values_as_json_text(db):
                                       "--db", str(db), "--format", "csv"])
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["l,s,e,n", '"[1, 2]","{""x"": ""a""}",,3']
+
+
+def test_memory_is_bounded_by_default(db):
+    """A query that needs more than the limit stops with one line, instead of taking the machine's memory."""
+    bomb = "SELECT list(range) FROM range(400000000)"
+    assert "memory limit" in refused(sql(db, bomb, "--memory-limit", "256MB"))
+    assert "--memory-limit" in refused(sql(db, "SELECT 1", "--memory-limit", "lots"))
+    con = open_sandboxed(db, "256MB")
+    assert "SQL refused" in pytest.raises(ReplayError, run_query, con, "SET memory_limit = '64GB'").value.args[0]
+
+
+def test_a_table_shows_a_bounded_number_of_rows(db):
+    many = "SELECT range AS n FROM range(5000)"
+    table = CliRunner().invoke(app, ["sql", many, "--db", str(db)])
+    assert table.exit_code == 0 and "first 1,000 rows shown" in table.output
+    assert len(json.loads(sql(db, many).output)) == 5000  # json and csv: every row unless --limit
+    assert len(json.loads(sql(db, many, "--limit", "10").stdout)) == 10

@@ -265,7 +265,7 @@ def main(argv: list[str]) -> None:
     import random
     import tempfile
 
-    corpus = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+    from tests.conftest import CORPUS as corpus
     n = int(argv[0]) if argv else 12
     tmp = Path(tempfile.mkdtemp(prefix="replay-damage-"))
     for fmt in argv[1:] or list(FILES):

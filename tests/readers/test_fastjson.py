@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from replay.readers.fastjson import loads_line
-
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
+from tests.conftest import CORPUS
 
 
 def same(text: str):
@@ -41,7 +39,7 @@ def test_deep_nesting_is_recursion_error():
 
 def test_corpus_lines_identical():
     files = sorted(CORPUS.rglob("*.jsonl"))
-    assert files, f"no JSONL under {CORPUS}"
+    assert files, f"no JSONL under {CORPUS}; set REPLAY_CORPUS to the shared corpus folder"
     n = 0
     for f in files:
         for raw in f.read_bytes().splitlines():

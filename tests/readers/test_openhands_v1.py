@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from replay.metrics.prices import DEFAULT_PRICING
 from replay.model import BadRecord, Item, Request, Run
+from replay.policies.presets import PRESETS
 from replay.readers import detect, folder_reader
 from replay.readers.base import ReadContext
 from replay.readers.openhands import READER as V0
@@ -115,7 +117,7 @@ def test_eval_output_line_is_a_run_and_the_v0_reader_does_not_claim_it(tmp_path:
     assert thought.seq + 1 == call1
     assert event == {"kind": "condensation", "step": 1, "drop": [[thought.seq, call1 + 1], [result1, result1 + 1]],
                      "summary_seq": summary.seq, "trigger": "auto", "pre_tokens": None, "line": 1,
-                     "usage": {"input": 50, "cache_read": 0, "output": 7}}
+                     "usage": {"input": 50, "cache_read": 0, "cache_write": 0, "output": 7}}
     assert summary.text == "viewed f1" and summary.step == 1
 
 
@@ -139,3 +141,180 @@ def test_folder_with_a_broken_event_file_names_it(tmp_path: Path) -> None:
     (bad,) = of(records, BadRecord)
     assert "event-00002-a1.json" in bad.reason
     assert sum(i.kind == "tool_result" for i in of(records, Item)) == 2
+
+
+BENCH = "ohv1-bench-swe-sonnet4-81f92eeb"  # agent-server layout, SDK of 2025-09, claude-sonnet-4 behind a LiteLLM proxy
+
+
+def _stats(folder: Path) -> dict:
+    return json.loads((folder / "event_service" / "base_state.json").read_text())["stats"]["service_to_metrics"]
+
+
+def test_agent_server_conversation_is_one_run_named_after_its_folder(corpus: Path) -> None:
+    from replay.ingest import expand_paths
+
+    folder = corpus / V1 / BENCH
+    assert folder_reader(folder)[0] is READER and detect(folder) is READER
+    units = expand_paths([corpus / V1])
+    assert folder in units and not any(u.name == "event_service" for u in units)
+    (run,) = of(read(folder), Run)
+    assert run.run_id.startswith(f"{BENCH}-") and run.model == "litellm_proxy/anthropic/claude-sonnet-4-20250514"
+
+
+def _state(folder: Path, cid: str, events: list[dict]) -> None:
+    (folder / "events").mkdir(parents=True)
+    (folder / "base_state.json").write_text(json.dumps({"id": cid, "stats": {}}))
+    for n, e in enumerate(events):
+        (folder / "events" / f"event-{n:05d}-{e['id']}.json").write_text(json.dumps(e))
+
+
+def test_conversation_saved_one_level_down_is_found_by_layout_not_by_name(tmp_path: Path) -> None:
+    cid = "0123456789abcdef0123456789abcdef"
+    _state(tmp_path / "server" / "my-task" / "anything", cid, _events())  # the state folder may have any name
+    assert folder_reader(tmp_path / "server" / "my-task")[0] is READER
+    (run,) = of(read(tmp_path / "server" / "my-task"), Run)
+    assert run.run_id.startswith("my-task-")
+    (inner,) = of(read(tmp_path / "server" / "my-task" / "anything"), Run)  # the state folder named directly
+    assert inner.run_id == run.run_id
+    _state(tmp_path / "sdk" / "conversations" / cid, cid, _events())  # the SDK's layout: named after the id
+    assert folder_reader(tmp_path / "sdk" / "conversations") is None  # its parent holds conversations
+    assert folder_reader(tmp_path / "sdk" / "conversations" / cid)[0] is READER
+
+
+def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> None:
+    """LiteLLM before 1.77.3 left cache writes out of an Anthropic prompt_tokens; every request here shows it
+    (prompt < reads + writes), and a cache read never exceeds what the previous request sent only once they are
+    added back."""
+    folder = corpus / V1 / BENCH
+    written = _stats(folder)["default"]["token_usages"]
+    records = read(folder)
+    assert not of(records, BadRecord)
+    reqs = of(records, Request)
+    assert len(reqs) == len(written) == 108  # the condenser's 4 calls are not agent requests
+    assert all(u["prompt_tokens"] < u["cache_read_tokens"] + u["cache_write_tokens"] for u in written)
+    for q, u in zip(reqs, written, strict=True):
+        assert q.input_tokens == u["prompt_tokens"] - u["cache_read_tokens"] >= 0
+        assert q.prompt_tokens == u["prompt_tokens"] + u["cache_write_tokens"]
+        assert q.prompt_tokens == q.input_tokens + q.cache_read + q.cache_write
+    prices = DEFAULT_PRICING.prices(reqs[0].model)  # the proxy's cost of each call is this split at list prices
+    costs = [c["cost"] for c in _stats(folder)["default"]["costs"]]
+    assert all(abs(c - (q.input_tokens * prices.input + q.cache_read * prices.cache_read + q.cache_write
+                        * prices.cache_write + q.output_tokens * prices.output) / 1e6) < 1e-9
+               for q, c in zip(reqs, costs, strict=True))
+    steps = {e["step"] for e in of(records, Run)[0].metadata["context_events"]}
+    pairs = [(a, b) for a, b in zip(reqs, reqs[1:], strict=False) if b.step not in steps]
+    assert all(b.cache_read <= a.prompt_tokens for a, b in pairs)
+    assert not all(b.cache_read <= a.prompt_tokens - a.cache_write for a, b in pairs)  # as written, it would
+    rule = of(records, Run)[0].metadata["prompt_tokens_rule"]
+    assert rule.startswith("input + cache_read: cache writes are left out")
+    reqs = of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Request)  # no cache writes: either rule
+    assert all(q.prompt_tokens == q.input_tokens + q.cache_read for q in reqs)
+
+
+def test_condensations_without_response_ids_get_the_condenser_calls_in_order(corpus: Path) -> None:
+    folder = corpus / V1 / BENCH
+    condenser = _stats(folder)["condenser"]["token_usages"]
+    records = read(folder)
+    events = of(records, Run)[0].metadata["context_events"]
+    assert [(e["kind"], e["step"], e["trigger"]) for e in events] == [
+        ("condensation", k, "auto") for k in (40, 61, 82, 103)]
+    assert [e["usage"] for e in events] == [
+        {"input": u["prompt_tokens"], "cache_read": 0, "cache_write": u["cache_write_tokens"],
+         "output": u["completion_tokens"]} for u in condenser]
+    settings = of(records, Run)[0].metadata["condenser"]  # what the openhands-v1 preset reproduces
+    assert settings == {"kind": "LLMSummarizingCondenser", "max_size": 80, "keep_first": 4}
+    assert {k: PRESETS["openhands-v1"].params[k] for k in ("max_size", "keep_first")} == {
+        k: settings[k] for k in ("max_size", "keep_first")}
+    summaries = [i for i in of(records, Item) if i.kind == "summary"]
+    assert [s.seq for s in summaries] == [e["summary_seq"] for e in events]
+    for before, event in zip(events, events[1:], strict=False):  # the view shows the newest summary only
+        assert any(lo <= before["summary_seq"] < hi for lo, hi in event["drop"])
+    calls = {i.seq: i for i in of(records, Item) if i.kind == "tool_call"}
+    first = calls[min(calls)]  # LiteLLM's tool call form: name and arguments under "function"
+    assert first.tool_name == "think" and json.loads(first.args)["thought"].startswith("Let me analyze the issue")
+
+
+def test_condensation_usage_is_paired_only_when_the_counts_agree(tmp_path: Path) -> None:
+    events = [{k: v for k, v in e.items() if k != "llm_response_id"} if e["kind"] == "Condensation" else e
+              for e in _events()]
+    use = {"prompt_tokens": 3, "cache_read_tokens": 0, "cache_write_tokens": 900, "completion_tokens": 40}
+    for calls in (1, 2):
+        folder = tmp_path / f"c{calls}"
+        _state(folder, "f" * 32, events)
+        state = {"id": "f" * 32, "stats": {"usage_to_metrics": {"condenser": {"token_usages": [
+            {**use, "response_id": f"x{n}"} for n in range(calls)]}}}}
+        (folder / "base_state.json").write_text(json.dumps(state))
+        run = of(read(folder), Run)[0]
+        (event,) = run.metadata["context_events"]
+        if calls == 1:
+            assert event["usage"] == {"input": 3, "cache_read": 0, "cache_write": 900, "output": 40}
+        else:
+            assert "usage" not in event and "2 condenser calls and 1 condensations" in run.metadata[
+                "condenser_usage_unpaired"]
+
+
+def test_usage_no_litellm_rule_gives_is_quarantined(tmp_path: Path) -> None:
+    folder = tmp_path / "conv"
+    _state(folder, "e" * 32, _events())
+    bad = {"prompt_tokens": 10, "cache_read_tokens": 50, "cache_write_tokens": 0, "completion_tokens": 5,
+           "response_id": "r1"}
+    (folder / "base_state.json").write_text(json.dumps(
+        {"id": "e" * 32, "stats": {"usage_to_metrics": {"agent": {"token_usages": [bad]}}}}))
+    records = read(folder)
+    (quarantined,) = of(records, BadRecord)
+    assert "prompt_tokens=10 < cache_read=50" in quarantined.reason
+    assert [q.prompt_tokens for q in of(records, Request)] == [None, None]
+
+
+def test_observations_read_as_the_sdk_renders_them_for_the_model(corpus: Path) -> None:
+    """Terminal output framed by its metadata lines, the editor's error instead of its output, the finish message."""
+    folder = corpus / V1 / BENCH
+    logged = {e["tool_call_id"]: e["observation"] for f in (folder / "event_service" / "events").iterdir()
+              if (e := json.loads(f.read_text()))["kind"] == "ObservationEvent"}
+    results = {i.call_id: i for i in of(read(folder), Item) if i.kind == "tool_result"}
+    assert set(results) == set(logged)
+    for call_id, obs in logged.items():
+        text = results[call_id].text
+        if obs["kind"] == "ExecuteBashObservation":
+            m = obs["metadata"]
+            assert text.startswith(m["prefix"] + obs["output"] + m["suffix"])
+            assert text.endswith(f"\n[Current working directory: {m['working_dir']}]\n[Python interpreter: "
+                                 f"{m['py_interpreter_path']}]\n[Command finished with exit code {m['exit_code']}]")
+        elif obs.get("error"):
+            assert text == obs["error"] and results[call_id].is_error
+        elif obs["kind"] == "FinishObservation":
+            assert text == obs["message"] and text
+    (empty,) = [i for i in of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Item)
+                if i.kind == "tool_result" and i.tool_name == "terminal"]  # newer SDK: content, same framing
+    assert empty.text.startswith("\n[The command completed with exit code 0.]\n[Current working directory: ")
+
+
+def test_stream_condensation_takes_the_condenser_usage_change(tmp_path: Path) -> None:
+    """In an event stream the condenser's usage is cumulative too: its change is the condensation's usage."""
+    def stats(agent: int, condenser: int) -> dict:
+        summariser = {"prompt_tokens": condenser, "completion_tokens": condenser // 10}
+        use = {"agent": {"accumulated_token_usage": {"prompt_tokens": agent, "cache_read_tokens": 0}},
+               "condenser": {"accumulated_token_usage": summariser}}
+        return {"kind": "ConversationStateUpdateEvent", "key": "stats", "value": {"usage_to_metrics": use}}
+    events = _events()
+    at = next(n for n, e in enumerate(events) if e["kind"] == "Condensation")
+    stream = [*events[:2], stats(100, 0), *events[2:at], stats(100, 500), *events[at:], stats(250, 500)]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in stream) + "\n")
+    records = read(path)
+    assert [q.prompt_tokens for q in of(records, Request)] == [100, 150]  # the condenser's call is no request
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    assert event["usage"] == {"input": 500, "cache_read": 0, "cache_write": 0, "output": 50}
+
+
+def test_rejections_and_extended_content_read_as_sent(tmp_path: Path) -> None:
+    events = _events()
+    at = next(n for n, e in enumerate(events) if e["id"] == "o2")
+    events[at] = {"kind": "UserRejectObservation", "id": "o2", "source": "user", "tool_name": "file_editor",
+                  "tool_call_id": "c2", "rejection_reason": "not that file"}
+    events[at - 1] = {**events[at - 1], "extended_content": [{"type": "text", "text": "<hint>"}]}
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    results = {i.call_id: i for i in of(read(path), Item) if i.kind == "tool_result"}
+    assert results["c1"].text == "body 1\n<hint>"
+    assert results["c2"].text == "Action rejected: not that file" and results["c2"].is_error

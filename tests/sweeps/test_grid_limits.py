@@ -64,9 +64,11 @@ def test_max_points_raises_or_lowers_the_limit(tmp_path: Path):
     with pytest.raises(ReplayError, match="over the limit of 4"):
         load_spec(path, max_points=4)
     random = {"sweep": {"policy": "seed_a", "mode": "random", "samples": 50, "max_points": 10},
-              "random": {"protect": {"low": 1, "high": 9}}}
+              "random": {"protect": {"low": 1.0, "high": 9.0}}}
     with pytest.raises(ReplayError, match="samples = 50, over the limit of 10 points; draw fewer samples"):
         from_dict(random)
+    random["random"] = {"protect": {"low": 1, "high": 9}}  # 9 integers: the sweep has 9 points, within the limit
+    assert from_dict(random).n_points == 9
 
 
 def test_max_points_does_not_change_the_sweep_id():
@@ -85,8 +87,11 @@ def test_points_are_generated_lazily_in_the_same_order():
     assert small.points()[:2] == first_two  # names sorted, the last varying fastest
     random = from_dict({"sweep": {"policy": "seed_a", "mode": "random", "samples": 40, "seed": 3},
                         "random": {"protect": {"low": 1, "high": 30, "int": True}}})
-    drawn = random.points()  # 30 values: 40 draws give at most 30 distinct points, each once
-    assert len(drawn) == len({point_id(p) for p in drawn}) <= 30 and drawn == random.points()
+    drawn = random.points()  # 30 values: 40 samples give the 30 distinct points, each once
+    assert len(drawn) == len({point_id(p) for p in drawn}) == random.n_points == 30 and drawn == random.points()
+    one = from_dict({"sweep": {"policy": "seed_a", "mode": "random", "samples": 1_000_000, "max_points": 10**6},
+                     "random": {"protect": [8000], "summary_at": [60000, 60000]}})
+    assert one.n_points == 1 and one.points() == [{"protect": 8000, "summary_at": 60000}]  # the space is exhausted
 
 
 def fake_executor(pulled: list[int], stop_after: int | None = None):

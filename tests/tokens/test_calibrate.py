@@ -13,6 +13,7 @@ from replay.tokens.calibrate import (
     _best_fit,
     calibrate,
     check_run,
+    check_shrinks,
     error_by_file,
     fit,
     reconstruct,
@@ -66,9 +67,9 @@ def test_reasoning_dropped_only_when_usage_says_so():
     steps = np.arange(6)
     without = visible(items, steps, ZERO, drop_reasoning=True).tokens
     with_ = visible(items, steps, ZERO).tokens
-    f, prompts = _best_fit(items, steps, 2000 + without, ZERO, [])
+    f, prompts = _best_fit(items, steps, 2000 + without, ZERO, {})
     assert not f.reasoning_in_prompt and np.allclose(f.predict(prompts.tokens), 2000 + without)
-    f, _ = _best_fit(items, steps, 2000 + with_, ZERO, [])
+    f, _ = _best_fit(items, steps, 2000 + with_, ZERO, {})
     assert f.reasoning_in_prompt
 
 
@@ -88,11 +89,18 @@ def test_check_run_names_boundaries_and_shrinks():
     steps = np.arange(8)
     recorded = np.array([10_000, 12_000, 14_000, 3_000, 5_000, 7_000, 9_000, 11_000], dtype=float)
     models = ["a"] * 5 + ["b"] * 3
-    check = check_run(items, steps, recorded, models, {"unlogged": [{"step": 6, "reason": "missing-parent"}]})
-    assert check.boundaries == {3: "compaction", 5: "model switch", 6: "missing-parent"} and not check.reasons
+    meta = {"unlogged": [{"step": 6, "reason": "missing-parent"}]}
+    check = check_run(items, steps, models, meta)
+    assert check.boundaries == {3: "compaction", 5: "model switch", 6: "missing-parent"}
+    check_shrinks(check, steps, recorded, np.full(8, 100.0), meta)
+    assert not check.reasons  # the one shrink crosses the compaction
     saw = np.array([10_000, 13_000, 11_000, 14_000, 12_000, 15_000, 13_000, 16_000], dtype=float)
-    check = check_run(items.filter(pl.col("kind") != "summary"), steps, saw, ["a"] * 8, {"model_provider": "x"})
+    check = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {"model_provider": "x"})
+    check_shrinks(check, steps, saw, np.full(8, 100.0), {"model_provider": "x"})
     assert check.reasons and check.reasons[0].startswith("context outside the log (served via provider 'x'): 3 of 8")
+    shown = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
+    check_shrinks(shown, steps, saw, saw - 5_000, {})  # the log's own prompt shrinks as much: no sign
+    assert not shown.reasons
 
 
 def test_files_with_the_same_name_stay_apart():
@@ -143,7 +151,7 @@ def test_calibrate_claude_code_and_codex_corpus(agent_db):
     per_file = error_by_file(requests)
     with pl.Config(tbl_rows=100, fmt_str_lengths=60):
         print(per_file)
-    assert len(per_file) == 28  # 25 Claude Code files with usage (the workflow journal has none) + 3 Codex
+    assert len(per_file) == 29  # 26 Claude Code files with usage (the workflow journal has none) + 3 Codex
     stored = agent_db.execute("SELECT count(*) FROM calibrations WHERE tokenizer_id = ?",
                               [tok.tokenizer_id]).fetchall()[0][0]
     assert stored == len(runs)
@@ -157,3 +165,33 @@ def test_calibrate_claude_code_and_codex_corpus(agent_db):
     ok = per_file.filter(pl.col("unreconstructable") == "")
     misses = ok.filter((pl.col("median_err") > TARGET_MEDIAN) | (pl.col("p95_err") > TARGET_P95))
     assert misses.is_empty(), f"files outside the per-file targets:\n{misses}"
+
+
+def test_fit_has_no_free_term_the_prompt_model_cannot_send():
+    """A prompt that shrinks after a boundary with nothing in the log to explain it stays an error: offsets are
+    content the log does not hold (>= 0) and the prefix is >= 0; only a model switch may lower the prefix."""
+    steps = np.arange(12)
+    recon = 1000 + 500.0 * steps
+    recorded = 2000 + recon - 3000 * (steps >= 6)  # 3k gone at step 6: no content of the log went
+    f = fit(recon, recorded, None, steps, [6])
+    assert all(t >= 0 for _, t in f.offsets) and f.overhead >= 0
+    assert np.abs(f.predict(recon, None, steps) - recorded).max() > 1000
+    switched = fit(recon, recorded, None, steps, [6], signed=(6,))
+    assert np.allclose(switched.predict(recon, None, steps), recorded) and switched.offsets[0][1] < 0
+    over = fit(recon, recon - 300, fixed=3.0)  # the log's template counts more than the server: no negative prefix
+    assert over.overhead + over.scale * 3.0 >= 0
+
+
+def test_unreconstructable_is_a_property_of_the_log(corpus_db):
+    """The same runs are flagged, for the same reasons, under a real tokenizer and under chars/4 estimates."""
+    from replay.tokens.calibrate import fit_usage
+    from replay.tokens.counting import count_items
+
+    tok = load_tokenizer("o200k")
+    count_items(corpus_db, tok)
+    flags = []
+    for tid in (tok.tokenizer_id, None):
+        _, runs, _ = fit_usage(corpus_db, tid, DEFAULT_OVERHEAD)
+        flags.append({r: why.split(":", 1)[0] for r, why in zip(runs["run_id"], runs["unreconstructable"],
+                                                                strict=True) if why})
+    assert flags[0] == flags[1] and len(flags[0]) >= 2

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from replay.metrics.cost import output_cost, prompt_cost, summary_cost
+from replay.metrics.cost import summary_cost
 from replay.metrics.prices import Pricing
 from replay.policies.base import CompiledPolicy
 from replay.policies.kernel import P_NEAR_MARGIN
@@ -46,9 +46,11 @@ from replay.simulator.kernels.driver import (
     O_WRITTEN,
 )
 from replay.simulator.kernels.packed import PackedRuns, pack
+from replay.simulator.request_costs import billing_note, cost_row, run_costs
 from replay.simulator.run_output import summary_hits_cache
 
 NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
+COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests")
 
 if TYPE_CHECKING:
     from replay.sweeps.adapter import Point
@@ -84,7 +86,8 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
     cps = np.stack([cache_params(b.cache, b.model) for b in bills])[of_run] if bills else \
         np.zeros((0, N_CACHE_PARAMS))
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    o = corpus_kernel(p, cps, packed.arrays, tflag).T
+    o, charged = corpus_kernel(p, cps, packed.arrays, tflag)
+    o = o.T
     n = np.diff(packed.req_off)
     prompt, cached, written, summaries = o[O_PROMPT], o[O_CACHED], o[O_WRITTEN], o[O_SUMMARIES]
     uncached = prompt - cached - written
@@ -96,10 +99,11 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
     rate = {f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)[of_run]
             for f in ("input", "output", "cache_read", "cache_write")}
     per_run = [bills[i] for i in of_run]
-    p_cost = prompt_cost(uncached, cached, written, rate["input"], rate["cache_read"], rate["cache_write"])
+    costs = run_costs(packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2],
+                      point.pricing)  # each request at its own model, day and write durations
+    p_cost, o_cost = costs.prompt_usd, costs.output_usd
     s_cost = summary_cost(o[O_SUMMARY_HISTORY], o[O_SUMMARY_OUT], rate["input"], rate["output"],
                           rate["cache_read"] if summary_hits_cache(point.policy) else None)
-    o_cost = output_cost(packed.static["output_tokens"], rate["output"])
     fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
     return {
         "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[O_OVERFLOW],
@@ -117,7 +121,9 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         "cache_read_per_mtok": rate["cache_read"], "cache_write_per_mtok": rate["cache_write"],
         "price_source": [b.price_source for b in per_run], "model": [b.model for b in per_run],
         "cache_model": [b.cache.name for b in per_run], "cache_ttl": [getattr(b.cache, "ttl", None) for b in per_run],
-        "billing_note": [b.note for b in per_run], **packed.static,
+        "billing_note": [billing_note(b, why) for b, why in zip(per_run, costs.why, strict=True)],
+        **{k: [cost_row(costs, i)[k] for i in range(packed.n_runs)] for k in COST_ROW},
+        **packed.static,
         **{name: [value] * packed.n_runs for name, value in fixed.items()},
     }
 

@@ -29,13 +29,15 @@ def run_at(pk, tflag, i):
 
 @compiled
 def corpus_kernel(p, cps, pk, tflag):
-    """Every packed run under one configuration (``cps[i]``: run i's cache parameters); one row of counters each."""
+    """Every packed run under one configuration (``cps[i]``: run i's cache parameters); one row of counters each,
+    and per request (packed order) its prompt, cache reads and cache writes."""
     n_runs = len(pk.item_off) - 1
     out = np.zeros((n_runs, N_OUT), np.int64)
+    charged = np.zeros((pk.req_off[n_runs], 3), np.int64)
     for i in range(n_runs):
         c, d = pk.req_off[i], pk.req_off[i + 1]
-        run_kernel(p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False)
-    return out
+        run_kernel(p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False, charged[c:d])
+    return out, charged
 
 
 @compiled
@@ -43,5 +45,6 @@ def trace_kernel(p, cp, pk, tflag, i):
     """Run ``i`` under one configuration: counters, per-request columns, change log, final form costs."""
     out = np.zeros(N_OUT, np.int64)
     c, d = pk.req_off[i], pk.req_off[i + 1]
-    cols, log, ftok, fest = run_kernel(p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True)
+    cols, log, ftok, fest = run_kernel(p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True,
+                                       np.zeros((0, 3), np.int64))
     return out, cols, log, ftok, fest

@@ -74,9 +74,11 @@ def _initial_state(p, r):
 
 
 @compiled
-def run_kernel(p, cp, r, req_ts, out, trace):
-    """Simulate one run; per-run counters into ``out`` (N_OUT). With ``trace``: (per-request columns (m, N_TRACE),
-    change log (k, position, form, tokens, estimate) rows, the final ftok and fest), else empty arrays."""
+def run_kernel(p, cp, r, req_ts, out, trace, charged):
+    """Simulate one run; per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache
+    writes into ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``:
+    (per-request columns (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and
+    fest), else empty arrays."""
     n, m = len(r.kind), len(r.req_end)
     code = int(p[P_CODE])
     window, reserve = p[P_WINDOW], p[P_RESERVE]
@@ -188,6 +190,8 @@ def run_kernel(p, cp, r, req_ts, out, trace):
         out[O_EST] += est
         out[O_CACHED] += cached
         out[O_WRITTEN] += written
+        if len(charged):
+            charged[k, 0], charged[k, 1], charged[k, 2] = prompt, cached, written
         out[O_TRIMMED] += full_cum[end] - s[S_TOT_TOK]
         out[O_MAX_PROMPT] = max(out[O_MAX_PROMPT], prompt)
         s[S_SENT_EST] = est

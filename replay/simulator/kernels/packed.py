@@ -12,6 +12,7 @@ import numpy as np
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
 from replay.simulator.arrays import RunArrays
+from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 
 # The compiled loop's view of a PackedRuns: its array fields, in this order (``PackedRuns.arrays``).
@@ -65,6 +66,7 @@ class PackedRuns:
     tool_names: tuple[str, ...] = ()
     cache_ttls: tuple[float | None, ...] = ()  # per run: the TTL its log's cache writes used (None unrecorded)
     cache_fits: tuple = ()  # per run: its calibrated cache model (replay.simulator.cache_fit.CacheFit), or None
+    request_plan: RequestPlan | None = None  # per request: what pricing needs (replay.simulator.request_costs)
 
     @property
     def n_runs(self) -> int:
@@ -160,10 +162,11 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "mask_step": _cat([ev.mask_step for ev in recorded], np.int64),
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64)}
-    assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits"} == \
+    assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits",
+                          "request_plan"} == \
         {f.name for f in fields(PackedRuns)}
     return PackedRuns(
         run_ids=tuple(r.run_id for r in runs), **arrays,
         static=_static_columns([_static(r, e.max_reads) | e.same_resource for r, e in zip(runs, reads, strict=True)]),
         models=tuple(r.model for r in runs), tool_names=tuple(names), cache_ttls=tuple(r.cache_ttl for r in runs),
-        cache_fits=tuple(r.cache_fit for r in runs))
+        cache_fits=tuple(r.cache_fit for r in runs), request_plan=plan(runs))

@@ -1,0 +1,129 @@
+"""The recorded bill of stored runs: every request's recorded usage priced at its own model on its own day
+(replay.metrics.bill), then summed per run, per model or per day.
+
+A request's model is the one its log names for it (Claude Code: the assistant message's ``model``), else the run's.
+Its counts: uncached input (``input_tokens``, else ``prompt_tokens`` less reads and writes), cache reads, cache
+writes split into 5 minute and 1 hour (``cache_write_1h``; writes the log does not split are 5 minute writes, the
+API's default), output. A request with neither ``input_tokens`` nor ``prompt_tokens`` has no usage to bill: it is
+counted in ``unbilled_requests``, never priced as 0. A sum that includes an unpriced request is NULL, and
+``cost_note`` names the model and the reason.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import polars as pl
+
+from replay.metrics.bill import day_of, price_requests
+from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.store import frame
+
+TOKENS = ("input_tokens", "cache_read", "cache_write_5m", "cache_write_1h", "output_tokens")
+
+_SQL = """SELECT q.run_id, q.step, q.ts, coalesce(q.model, r.model) AS model, q.input_tokens, q.prompt_tokens,
+                 q.cache_read, q.cache_write, q.cache_write_1h, q.output_tokens
+          FROM requests q JOIN runs r USING (run_id) {where} ORDER BY q.run_id, q.step"""
+
+
+def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING,
+                 run_ids: list[str] | None = None) -> pl.DataFrame:
+    """One row per stored request: day, model, the five counts billed (5 minute and 1 hour writes apart),
+    ``billed`` (it has usage), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when priced)."""
+    where, params = ("WHERE q.run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
+    q = frame(con, _SQL.format(where=where), params)
+    n = q.height
+    if not n:
+        return _empty()
+
+    def col(name: str) -> np.ndarray:
+        return q[name].fill_null(0).to_numpy().astype(np.int64)
+
+    billed = (q["input_tokens"].is_not_null() | q["prompt_tokens"].is_not_null()).to_numpy()
+    read, write = col("cache_read"), col("cache_write")
+    w1h = np.minimum(col("cache_write_1h"), write)  # a split larger than the writes cannot be billed twice
+    uncached = np.where(q["input_tokens"].is_not_null().to_numpy(), col("input_tokens"),
+                        np.maximum(col("prompt_tokens") - read - write, 0))
+    models = q["model"].to_list()
+    days = [day_of(t) for t in q["ts"].to_list()]
+    bill = price_requests(models, days, uncached, read, write - w1h, w1h, col("output_tokens"), pricing)
+    why = [bill.unpriced.get(pricing.model or m or "(none)", "") for m in models]
+    cost = np.where(billed, bill.total, np.nan)
+    return pl.DataFrame({
+        "run_id": q["run_id"], "step": q["step"], "day": days, "model": models, "billed": billed,
+        "input_tokens": np.where(billed, uncached, 0), "cache_read": np.where(billed, read, 0),
+        "cache_write_5m": np.where(billed, write - w1h, 0), "cache_write_1h": np.where(billed, w1h, 0),
+        "output_tokens": np.where(billed, col("output_tokens"), 0), "cost_usd": cost,
+        "why": [w if b else "" for w, b in zip(why, billed, strict=True)],
+        "price_source": [bill.sources.get(pricing.model or m or "(none)", "") for m in models],
+    }, schema_overrides={"day": pl.Date})
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "day": pl.Date, "model": pl.String,
+                                "billed": pl.Boolean, **dict.fromkeys(TOKENS, pl.Int64), "cost_usd": pl.Float64,
+                                "why": pl.String, "price_source": pl.String})
+
+
+def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Tokens and cost per ``keys``: cost NULL when a billed request is unpriced, or when nothing was billed;
+    ``cost_note`` says which (the unpriced models and why, or that the log has no per-request usage)."""
+    unpriced = pl.col("billed") & pl.col("cost_usd").is_nan()
+    out = df.group_by(keys, maintain_order=True).agg(
+        pl.col("run_id").n_unique().alias("runs"), pl.len().alias("requests"),
+        pl.col("billed").sum().alias("billed_requests"),
+        *[pl.col(t).sum() for t in TOKENS],
+        pl.when(pl.col("billed")).then(pl.col("cost_usd")).sum().alias("_cost"),
+        unpriced.sum().alias("unpriced_requests"),
+        pl.struct("model", "why").filter(unpriced).unique(maintain_order=True).alias("_why"))
+    note = [_note(row["_why"], row["unpriced_requests"], row["billed_requests"])
+            for row in out.select("_why", "unpriced_requests", "billed_requests").iter_rows(named=True)]
+    cost = pl.when((pl.col("unpriced_requests") > 0) | (pl.col("billed_requests") == 0)).then(None) \
+        .otherwise(pl.col("_cost"))
+    return out.with_columns(cost.alias("cost_usd"), pl.Series("cost_note", note, pl.String)).drop("_cost", "_why")
+
+
+def _note(why: list[dict], unpriced: int, billed: int) -> str:
+    """Why a row has no cost, in a few words (the reasons in full: :func:`bill_summary`)."""
+    if not billed:
+        return "no per-request usage"
+    if not unpriced:
+        return ""
+    return "; ".join(f"no price: {w['model']}" if w["model"] else "no model named" for w in why)
+
+
+def runs_bill(df: pl.DataFrame) -> pl.DataFrame:
+    """Per run: requests, billed requests, the five token counts, cost_usd, unpriced_requests, cost_note."""
+    return _sums(df, ["run_id"]).drop("runs")
+
+
+def grouped_bill(df: pl.DataFrame, by: str) -> pl.DataFrame:
+    """Per model or per day (UTC; requests without a time under a NULL day): runs, requests, tokens, cost."""
+    if by not in ("model", "day"):
+        from replay.errors import ReplayError
+
+        raise ReplayError(f"--by {by!r}: choose model or day")
+    return _sums(df, [by]).sort(by, nulls_last=True)
+
+
+def bill_summary(table: pl.DataFrame, what: str, reasons: dict[str, str]) -> list[str]:
+    """Lines under a bill table: the total of the rows with a cost, then the rows left out by note, and the reason
+    for each unpriced model (``reasons``: model -> why, from :func:`unpriced_reasons`)."""
+    cost = table["cost_usd"]
+    priced = table.filter(cost.is_not_null())
+    lines = [f"recorded cost of {priced.height} of {table.height} {what}s: ${priced['cost_usd'].sum():,.4f}"]
+    left = table.filter(cost.is_null())
+    if left.height:
+        lines.append(f"left out of the total ({left.height} {what}s; their cost is unknown, not 0):")
+        lines += [f"  {n} {what}(s): {note or 'no requests'}"
+                  for note, n in left.group_by("cost_note", maintain_order=True).len().iter_rows()]
+        lines += [f"  {model}: {why}" for model, why in sorted(reasons.items())]
+        if any(m != "(none)" for m in reasons):
+            lines.append("  price a model with --prices FILE or --price input=.. --price output=.. (USD/Mtok)")
+    return lines
+
+
+def unpriced_reasons(df: pl.DataFrame) -> dict[str, str]:
+    """model -> why it has no price, over the billed requests of a :func:`request_bill` frame."""
+    rows = df.filter(pl.col("billed") & (pl.col("why") != "")).select("model", "why").unique()
+    return {m or "(none)": w for m, w in rows.iter_rows()}

@@ -1,0 +1,176 @@
+"""What a run's requests cost, request by request: the simulated prompt (uncached, read, written) and output of each
+request priced at the model its log names for it, on its day, with its writes split into 5 minute and 1 hour
+ones as the log's own writes at that point of the run were (replay.metrics.bill). The recorded bill of the same
+requests comes out of the same prices, so a replay of the recorded policy is compared with what the log cost.
+
+Shared by the per-request loop (replay.simulator.run) and the sweep kernels, which must give the same run rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+
+from replay.metrics.bill import RequestBill, day_of, price_keyed
+from replay.metrics.prices import Pricing
+from replay.model import KINDS
+from replay.simulator.arrays import RunArrays
+from replay.simulator.billing import HOUR, PROVIDER_CACHE, Billing
+
+OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
+
+
+def output_per_request(run: RunArrays) -> np.ndarray:
+    """Output tokens of each request: recorded (``requests.output_tokens``), else the assistant items it produced
+    (text, reasoning, calls appended at the next step)."""
+    m = run.n_requests
+    rec = run.rec_output if len(run.rec_output) == m else np.full(m, -1, np.int64)
+    out = rec.astype(np.int64).copy()
+    if (rec < 0).any():
+        produced = np.isin(run.kind, OUTPUT_KINDS)
+        by_step = np.bincount(run.step[produced], weights=run.tokens[produced], minlength=m + 1)
+        idx = run.req_step + 1
+        made = np.where(idx < len(by_step), by_step[np.minimum(idx, len(by_step) - 1)], 0).astype(np.int64)
+        out = np.where(rec >= 0, rec, made)
+    return out
+
+
+def one_hour_share(run: RunArrays) -> np.ndarray:
+    """Per request, the share of its cache writes the log wrote for 1 hour: the request's own split where it wrote
+    something, else the nearest earlier request's (the harness keeps its TTL), else the nearest later one's; NaN
+    when the log never splits writes (the cache model's TTL decides)."""
+    m = run.n_requests
+    write = run.rec_write if len(run.rec_write) == m else np.full(m, -1, np.int64)
+    hour = run.rec_write_1h if len(run.rec_write_1h) == m else np.full(m, -1, np.int64)
+    known = (write > 0) & (hour >= 0)
+    share = np.full(m, np.nan)
+    share[known] = np.minimum(hour[known], write[known]) / write[known]
+    if not known.any():
+        return share
+    at = np.where(known, np.arange(m), -1)
+    np.maximum.accumulate(at, out=at)
+    first = int(np.flatnonzero(known)[0])
+    return np.where(at >= 0, share[np.maximum(at, 0)], share[first])
+
+
+@dataclass(frozen=True, eq=False)
+class RequestPlan:
+    """What pricing needs of every request of one or more runs, independent of the policy: its (model, day) key,
+    1 h write share, output tokens, and its recorded counts (uncached, read, 5 min, 1 h, output; ``billed``:
+    the log recorded its usage)."""
+
+    keys: list[tuple[str | None, date | None]]
+    key_of: np.ndarray
+    run_of: np.ndarray
+    share_1h: np.ndarray
+    output: np.ndarray
+    recorded: np.ndarray  # (n, 5) int64
+    billed: np.ndarray
+
+
+def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
+    keys: dict[tuple[str | None, date | None], int] = {}
+    key_of, run_of, share, output, recorded, billed = [], [], [], [], [], []
+    for i, run in enumerate(runs):
+        m = run.n_requests
+        models = run.req_model if len(run.req_model) == m else (None,) * m
+        key_of.append(np.array([keys.setdefault((mod or run.model, day_of(float(t))), len(keys))
+                                for mod, t in zip(models, run.req_ts, strict=True)], dtype=np.int64))
+        run_of.append(np.full(m, i, np.int64))
+        share.append(one_hour_share(run))
+        output.append(output_per_request(run))
+        rec, ok = recorded_counts(run)
+        recorded.append(rec)
+        billed.append(ok)
+    def cat(parts: list, dt: type) -> np.ndarray:
+        return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
+
+    return RequestPlan(list(keys), cat(key_of, np.int64), cat(run_of, np.int64), cat(share, np.float64),
+                       cat(output, np.int64), np.concatenate(recorded) if recorded else np.zeros((0, 5), np.int64),
+                       cat(billed, np.bool_))
+
+
+def recorded_counts(run: RunArrays) -> tuple[np.ndarray, np.ndarray]:
+    """(m, 5) recorded uncached, read, 5 min writes, 1 h writes, output per request; and which requests recorded
+    usage (the recorded bill's rules: replay.metrics.recorded_bill)."""
+    m = run.n_requests
+
+    def col(a: np.ndarray) -> np.ndarray:
+        return a.astype(np.int64) if len(a) == m else np.full(m, -1, np.int64)
+
+    prompt, inp, read = col(run.rec_prompt), col(run.rec_input), np.maximum(col(run.rec_cache_read), 0)
+    write, out = np.maximum(col(run.rec_write), 0), np.maximum(col(run.rec_output), 0)
+    hour = np.clip(col(run.rec_write_1h), 0, write)
+    uncached = np.where(inp >= 0, inp, np.maximum(prompt - read - write, 0))
+    return np.stack([uncached, read, write - hour, hour, out], axis=1), prompt >= 0
+
+
+@dataclass(frozen=True)
+class RunCosts:
+    """Per run: simulated prompt and output USD, the recorded bill, the 1 h writes charged, unpriced requests, and
+    the unpriced models' reasons (model -> why)."""
+
+    prompt_usd: np.ndarray
+    output_usd: np.ndarray
+    recorded_usd: np.ndarray   # NaN: a billed request unpriced, or nothing billed
+    written_1h: np.ndarray
+    unpriced: np.ndarray
+    why: list[dict[str, str]]
+
+
+def run_costs(p: RequestPlan, n_runs: int, bills: list[Billing], prompt: np.ndarray, cached: np.ndarray,
+              written: np.ndarray, pricing: Pricing) -> RunCosts:
+    """Price every request of ``p`` (``bills[i]``: run i's cache model) and sum per run."""
+    prices = [pricing.prices(model, day) for model, day in p.keys]
+    names = np.array([b.cache.name for b in bills] + [""], dtype=object)
+    key_cache = np.array([PROVIDER_CACHE.get(x.provider or "") for x in prices] + [None], dtype=object)
+    own = (key_cache[p.key_of] == names[p.run_of]).astype(bool)  # reads and writes at the listed cache prices
+    read_x = np.array([b.cache.read_multiplier for b in bills], np.float64)[p.run_of]
+    write_x = np.array([b.cache.write_multiplier for b in bills], np.float64)[p.run_of]
+    override = (np.where(own, np.nan, read_x), np.where(own, np.nan, write_x))
+    hour_ttl = np.array([getattr(b.cache, "ttl", 0.0) >= HOUR for b in bills], np.float64)[p.run_of]
+    share = np.where(np.isnan(p.share_1h), hour_ttl, p.share_1h)
+    w1h = written * share
+    sim = price_keyed(p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing,
+                      override, prices)
+    rec = price_keyed(p.keys, p.key_of, *p.recorded.T, pricing=pricing, prices=prices)
+    u = sim.usd
+
+    def by_run(v: np.ndarray) -> np.ndarray:
+        return np.bincount(p.run_of, weights=v, minlength=n_runs).astype(np.float64)  # int64 when there is none
+
+    rec_total = np.where(p.billed, rec.total, 0.0)
+    rec_usd = by_run(rec_total)
+    rec_usd[by_run(p.billed.astype(np.float64)) == 0] = np.nan
+    return RunCosts(by_run(u["input"] + u["cache_read"] + u["cache_write"] + u["cache_write_1h"]),
+                    by_run(u["output"]), rec_usd, by_run(w1h), by_run((~sim.priced).astype(np.float64)),
+                    _reasons(p, n_runs, sim, pricing))
+
+
+def _reasons(p: RequestPlan, n_runs: int, bill: RequestBill, pricing: Pricing) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = [{} for _ in range(n_runs)]
+    gap = ~bill.priced
+    pairs = np.unique(np.stack([p.run_of[gap], p.key_of[gap]], axis=1), axis=0) if gap.any() else ()
+    for i, k in pairs:
+        name = pricing.model or p.keys[k][0] or "(none)"
+        out[i][name] = bill.unpriced.get(name, "")
+    return out
+
+
+def billing_note(bill: Billing, why: dict[str, str]) -> str:
+    """The run's billing note: its cache model's note, and each model of its requests that has no price (the run's
+    own model's price is per request now: a run named after an unpriced model whose requests all name priced
+    models is priced)."""
+    notes = [n for n in bill.note.split("; ") if n and not n.startswith("no price for model")]
+    notes += [f"no price for model {m!r}: its requests' cost is NaN (pass --prices FILE or --price input=.. "
+              "--price output=..)" for m in sorted(why)]
+    return "; ".join(notes)
+
+
+def cost_row(costs: RunCosts, i: int) -> dict:
+    """Run ``i``'s columns of ``costs`` for a run row (NaN recorded bill as None)."""
+    rec = float(costs.recorded_usd[i])
+    return {"recorded_cost_usd": None if np.isnan(rec) else rec, "written_1h_tokens": int(round(costs.written_1h[i])),
+            "unpriced_requests": int(costs.unpriced[i])}

@@ -1,0 +1,135 @@
+"""Log content is data: hostile run ids, models, tool names and texts through every kind of output replay writes
+(terminal tables, markdown rendered with markdown-it, HTML, JUnit XML, TOML, CSV)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import tomllib
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+from markdown_it import MarkdownIt
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.untrusted import (
+    for_chart,
+    for_csv,
+    for_html,
+    for_markdown,
+    for_terminal,
+    for_xml,
+    script_json,
+    toml_comment,
+    toml_string,
+)
+
+HOSTILE = [
+    "\x1b]52;c;ZXZpbA==\x07",  # OSC 52: write the clipboard
+    "\x1b]0;owned\x07",  # OSC 0: window title
+    "\x1b]8;;http://evil.example/\x1b\\link\x1b]8;;\x1b\\",  # OSC 8 hyperlink
+    "\x1b[2J\x1b[H\x1b[31mred",  # CSI: clear screen, cursor home, colour
+    "\x9b31m C1 CSI",  # 8-bit CSI
+    "a\rb\x08c\x0bd\x0ce\x00f",
+    "abc\u202edcba\u2066x\u2069",  # bidirectional override and isolate
+    '<iframe srcdoc="<script>alert(1)</script>">',
+    "<!--<script>",
+    "</script><script>alert(1)</script>",
+    "[click](javascript:alert(1)) ![x](http://evil.example/p.png)",
+    "# heading\n## injected | cell | broken",
+    "=HYPERLINK(\"http://evil.example\")",
+    "+cmd|' /C calc'!A0",
+    "@SUM(A1)",
+    "-2+3",
+    'quote " and back\\slash',
+    "\ud800 lone surrogate",
+]
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_terminal_text_has_no_control_characters(text: str) -> None:
+    assert not CONTROL.search(for_terminal(text))
+    assert not CONTROL.search(for_chart(text)) and "$" not in for_chart("$x$").replace("\\$", "")
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_markdown_renders_as_plain_text(text: str) -> None:
+    md = MarkdownIt("commonmark").enable("table")
+    for doc in (f"Run {for_markdown(text)} changed.", f"| run | n |\n|---|---|\n| {for_markdown(text)} | 1 |\n"):
+        rendered = md.render(doc)
+        assert not re.search(r"<(?!/?(p|table|thead|tbody|tr|th|td)>)", rendered), rendered
+        assert "href" not in rendered and "src=" not in rendered and "<h" not in rendered.replace("<thead", "")
+    assert "\n" not in for_markdown(text)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_html_and_script_json_hold_only_text(text: str) -> None:
+    escaped = for_html(text)
+    assert "<" not in escaped and ">" not in escaped and not CONTROL.search(escaped)
+    embedded = script_json({"run_id": text})
+    assert "<" not in embedded and ">" not in embedded
+    assert json.loads(embedded) == {"run_id": text}
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_xml_toml_and_csv_parse_whatever_the_text(text: str) -> None:
+    root = ET.Element("testsuite", name=for_xml(text))
+    ET.SubElement(root, "failure", message=for_xml(text))
+    assert ET.fromstring(ET.tostring(root, encoding="unicode")).get("name") == for_xml(text)
+    if "\ud800" not in text:  # TOML holds any Unicode scalar value exactly; a lone surrogate is none
+        doc = f"{toml_comment(text)}\nx = {toml_string(text)}\n"
+        assert tomllib.loads(doc)["x"] == text
+    buf = io.StringIO()
+    csv.writer(buf).writerow([for_csv(text)])
+    cell = next(csv.reader(io.StringIO(buf.getvalue())))[0]
+    assert not cell.startswith(("=", "+", "-", "@")) and not CONTROL.search(cell)
+
+
+HOSTILE_ID = "sample\x1b]52;c;ZXZpbA==\x07<iframe srcdoc=\"<script>x</script>\">|![i](http://e.example/i.png)"
+
+
+@pytest.fixture(scope="module")
+def hostile_db(tmp_path_factory) -> Path:
+    """The bundled sample with one run renamed to a hostile id and a hostile model name."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    root = Path(__file__).resolve().parents[1]
+    folder = tmp_path_factory.mktemp("hostile")
+    lines = (root / "data" / "sample" / "sample-long-1.jsonl").read_text().splitlines()
+    head = json.loads(lines[0])
+    head["run"], head["model"] = HOSTILE_ID, "claude-sonnet-4-5\x1b[2J"
+    (folder / "hostile.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    con = open_store(folder / "s.duckdb")
+    ingest(con, [folder / "hostile.jsonl"])
+    con.close()
+    return folder / "s.duckdb"
+
+
+def test_tables_and_csv_from_a_hostile_log(hostile_db: Path) -> None:
+    runner = CliRunner()
+    for args in (["runs"], ["runs", "--format", "csv"], ["fidelity"], ["fidelity", "--format", "csv"]):
+        res = runner.invoke(app, [*args, "--db", str(hostile_db)])
+        assert res.exit_code == 0, res.output
+        assert "\x1b" not in res.stdout and "\x07" not in res.stdout, args
+
+
+def test_check_markdown_and_junit_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
+    base = "[policy]\nname = \"seed_a\"\n[params]\nwindow = 130000\nreserve = 24576\nprotect = 0.3333333333\n"
+    (tmp_path / "b.toml").write_text(base)
+    (tmp_path / "c.toml").write_text(base.replace("protect = 0.3333333333", "protect = 4000"))
+    md, junit = tmp_path / "r.md", tmp_path / "r.xml"
+    res = CliRunner().invoke(app, ["check", str(tmp_path / "b.toml"), str(tmp_path / "c.toml"), "--db",
+                                   str(hostile_db), "--markdown", str(md), "--junit", str(junit)])
+    assert res.exit_code in (0, 1), res.output
+    assert "\x1b" not in res.stdout
+    rendered = MarkdownIt("commonmark").enable("table").render(md.read_text())
+    assert "<iframe" not in rendered and "<img" not in rendered and "<script" not in rendered
+    assert "&lt;iframe srcdoc" in rendered  # the run id is there, as text
+    classes = [c.get("classname") for c in ET.parse(junit).getroot().iter("testcase")]
+    assert any("\\x1b]52" in c for c in classes) and not any("\x1b" in c for c in classes)
