@@ -209,8 +209,8 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
     else:
         shown, reasons = with_verdict(df)
         emit(shown.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "verdict",
-                          "recorded_request", "simulated_request", "cache_share_recorded", "cache_share_simulated",
-                          "oos_median_abs_pct"), fmt, title=title, wide=wide)
+                          "recorded_request", "simulated_request", "preset", "cache_share_recorded",
+                          "cache_share_simulated", "oos_median_abs_pct"), fmt, title=title, wide=wide)
         for i, reason in enumerate(reasons, 1):
             console.print(Text(f"[{i}] unreconstructable: {for_terminal(reason)}"), highlight=False)
     if strict and missed.height:

@@ -8,6 +8,12 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   (input + cache read + cache write of the last response); the whole conversation is summarised and the files
   it read or wrote are re-attached after the summary (``reattach_tokens``; about 10.8k in the corpus run).
 - Claude Code 2.x: 200,000 - 20,000 (output) - 13,000 (buffer) = 167,000.
+- Gemini CLI: the last response's prompt against a fraction of the model's token limit; the oldest 70% of the
+  history's characters (up to a user message) become the summary, the newest 30% stay verbatim
+  (``keep_fraction``), as chatCompressionService does.
+- Copilot CLI: messages plus tool definitions before a request against 0.8 of the model's prompt limit start a
+  background compaction whose summary replaces, at the next request, what was there when it started
+  (``background_until``: at 0.95 it waits and applies at once).
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
   oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
@@ -44,9 +50,10 @@ from replay.policies.kernel import (
     set_summary,
 )
 from replay.policies.view import DROPPED, ORIGINAL, SHRUNK
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE
+from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
+ASSISTANT_TEXT = KIND_CODE["assistant_text"]
 RESENT = (ATTACHMENT, USER, SUMMARY)
 READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
 
@@ -95,6 +102,15 @@ class AutoCompactConfig(PolicyConfig):
                                              "(the knob past the last)")
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
+    background_until: float = knob(0.0, 0.0, 1.0, "summarise in the background: the summary of what was there "
+                                                   "when the limit was passed replaces it at the next request, "
+                                                   "at once past this fraction (Copilot CLI: 0.95); 0: at once")
+    cut_results_after: int = knob(0, 0, 10_000_000, "after a compaction, kept tool results past the newest this "
+                                                     "many tokens (chars/4) of them are cut to cut_chars (Gemini "
+                                                     "CLI: 50,000); 0: kept whole")
+    cut_chars: int = knob(40_000, 1, 100_000_000, "characters a cut tool result keeps (Gemini CLI: 40,000)")
+    keep_fraction: float = knob(0.0, 0.0, 0.99, "newest share of the history's characters kept verbatim, from a "
+                                                "user message on (Gemini CLI: 0.3); 0: keep_last decides")
     reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
                                                    "summarised part read or wrote a file (Claude Code)")
 
@@ -104,8 +120,9 @@ class AutoCompactConfig(PolicyConfig):
 
 
 (P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST,
- P_REATTACH) = range(P_POLICY, P_POLICY + 7)
-S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
+ P_REATTACH, P_KEEP_FRACTION, P_BACKGROUND_LIMIT, P_CUT_AFTER, P_CUT_CHARS) = range(P_POLICY, P_POLICY + 11)
+# compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
+S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 A_RECORDED = 0  # aux row: the recorded summaries' tokens, in order (the first S_RECORDED entries)
 
 
@@ -119,7 +136,10 @@ class AutoCompact(CompiledPolicy):
         p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
         p[P_PREVIOUS], p[P_SUMMARY_TOKENS] = c.trigger_on == "previous_prompt", c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
-        p[P_REATTACH] = c.reattach_tokens
+        p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
+        p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
+        p[P_BACKGROUND_LIMIT] = c.background_until * (window - c.output_reserve) - c.buffer_tokens \
+            if c.background_until > 0 else 0
 
 
 @compiled
@@ -169,6 +189,31 @@ def kept_users(p, r, st, lo, start):
 
 
 @compiled
+def fraction_start(p, r, st, lo, end):
+    """First item kept when the newest keep_fraction of the live history's characters stays: the first user
+    message with the rest's share of the characters before it, else the last user message; ``end`` (all is
+    summarised) when none follows that mark and the history ends with an assistant reply; ``lo``: none."""
+    total = 0
+    for q in range(lo, end):
+        if st.forms[q] != DROPPED:
+            total += r.chars[q]
+    target = (1.0 - p[P_KEEP_FRACTION]) * total
+    before, last_split, last_kind = 0, lo, -1
+    for q in range(lo, end):
+        if st.forms[q] == DROPPED:
+            continue
+        if r.kind[q] == USER:
+            if before >= target:
+                return q
+            last_split = q
+        before += r.chars[q]
+        last_kind = r.kind[q]
+    if last_kind == ASSISTANT_TEXT:
+        return end
+    return last_split
+
+
+@compiled
 def summary_size(p, st):
     """The n-th summary is the n-th recorded one's size (summary_from_log), else summary_tokens."""
     n = st.s[S_COMPACTIONS]
@@ -179,11 +224,21 @@ def summary_size(p, st):
 
 @compiled
 def compact(p, r, st):
-    """Everything live before the newest keep_last items (moved back off a call/result pair) becomes the summary,
-    but the newest user messages kept; ``reattach_tokens`` ride on the summary when a summarised item read or wrote
-    a file (Claude Code re-reads the newest files from disk, so their size is not the logged results')."""
+    """Compact now; the kept part by keep_fraction or keep_last."""
     lo, end = prefix_end(r, st), st.s[S_END]
-    start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    if p[P_KEEP_FRACTION] > 0:
+        start = fraction_start(p, r, st, lo, end)
+    else:
+        start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
+    compact_before(p, r, st, start)
+
+
+@compiled
+def compact_before(p, r, st, start):
+    """Everything live before ``start`` becomes the summary, but the newest user messages kept;
+    ``reattach_tokens`` ride on the summary when a summarised item read or wrote a file (Claude Code re-reads the
+    newest files from disk, so their size is not the logged results')."""
+    lo = prefix_end(r, st)
     live = 0
     for q in range(lo, start):
         live += st.forms[q] != DROPPED
@@ -206,12 +261,39 @@ def compact(p, r, st):
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
     # user messages first, then the summary; the difference is order only, the tokens are the same
     set_summary(st, oldest, size, size)
+    if p[P_CUT_AFTER] > 0:
+        cut_kept_results(p, r, st, start)
+
+
+@compiled
+def cut_kept_results(p, r, st, start):
+    """Newest first, once the kept tool results pass cut_results_after tokens (chars/4), each one longer than
+    cut_chars shows only that many characters (its tokens in proportion)."""
+    used, keep = 0, np.int64(p[P_CUT_CHARS])
+    for q in range(st.s[S_END] - 1, start - 1, -1):
+        if r.kind[q] != TOOL_RESULT or st.forms[q] != ORIGINAL:
+            continue
+        est = (r.chars[q] + 3) // 4
+        if used + est > p[P_CUT_AFTER] and r.chars[q] > keep:
+            tok = np.int64(np.ceil(st.ftok[ORIGINAL, q] * keep / r.chars[q]))
+            set_cost(st, SHRUNK, q, tok, (keep + 3) // 4)
+            set_form(st, q, SHRUNK)
+            used += (keep + 3) // 4
+        else:
+            used += est
 
 
 @compiled
 def decide(p, r, st):
-    if due(p, st):
-        compact(p, r, st)
+    if st.s[S_PENDING] > 0:  # a background summary of the history as it was replaces that part now
+        checkpoint = st.s[S_PENDING] - 1
+        st.s[S_PENDING] = 0
+        compact_before(p, r, st, pair_safe_start(r, st, max(checkpoint, prefix_end(r, st))))
+    elif due(p, st):
+        if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < p[P_BACKGROUND_LIMIT]:
+            st.s[S_PENDING] = st.s[S_END] + 1
+        else:
+            compact(p, r, st)
 
 
 POLICIES = [AutoCompact]

@@ -17,6 +17,26 @@ tests/policies/test_presets_corpus.py):
   ``model_auto_compact_token_limit`` below the default is the likely cause, so the preset takes the observed
   fraction (``--set threshold=0.947`` for the source default). Summary: the compaction call's output (1,536 and
   1,764 tokens there) or the recorded summary; then the newest user messages up to 20,000 tokens.
+- codex-rs: what codex-rs computes when nothing is configured: the limit is 0.9 x the model's context window
+  (``ModelInfo::auto_compact_token_limit``, capped by the model's own ``auto_compact_token_limit`` where the
+  catalog sets one), and the rollout's ``model_context_window`` is that window x ``effective_context_window_percent``
+  (95 unless the model says otherwise), so the window is the logged one / 0.95 and the limit 0.947 of the logged
+  one (244,800 for a 272,000-token model; openai/codex#40095 reports the same pair, 244,800 against a usable
+  258,400, on codex-cli 0.149). The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends
+  differ by model and configuration. Chosen automatically for Codex logs
+  (``replay.simulator.fidelity.harness_preset``); ``codex`` above is the 0.832 one
+  corpus run (provider "mindflow") showed, a limit below the default configured outside the log.
+- gemini-cli: Gemini CLI chat compression (chatCompressionService, 0.17 on): the last response's prompt against
+  0.5 x the model's token limit (``tokenLimit``: 1,048,576 for Gemini models, 256,000 for gemma-4-*-it from 0.41);
+  the oldest 70% of the history's characters become a ``<state_snapshot>`` summary, the newest 30% stay (from a
+  user message on), their tool results past the newest 50,000 tokens of them cut to 40,000 characters (0.26 on).
+  0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The summary's size is not
+  logged before 0.44: 2,000 tokens unless a logged summary sizes it.
+- copilot-cli: GitHub Copilot CLI (1.0.34) background compaction: before a request, messages plus tool
+  definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
+  summary replaces the history up to that point at the next request (at once past 0.95,
+  ``COPILOT_BUFFER_EXHAUSTION_THRESHOLD``), what came since stays. The window per model is the CLI's own table
+  of known models (``copilot_prompt_limit``), 128,000 for others.
 - swe-agent-last-n: SWE-agent ``last_n_observations`` with n=5 (its 0.7 config), polling 1.
 - openhands-v0: the V0 server's default pipeline's summarising condenser (keep_first 4, max_size 120); its
   conversation-window step only acts on a context-window error and its browser masking (window 2) only on
@@ -48,6 +68,50 @@ class Preset:
 CLAUDE_CODE = {"trigger_on": "previous_prompt", "keep_last": 0, "summary_tokens": 2_000, "summary_from_log": True,
                "reattach_tokens": 10_800}
 
+GEMINI = {"trigger_on": "previous_prompt", "keep_last": 0, "keep_fraction": 0.3, "summary_tokens": 2_000,
+          "summary_from_log": True, "cut_results_after": 50_000, "cut_chars": 40_000}
+CODEX_EFFECTIVE_PERCENT = 95  # codex-rs default effective_context_window_percent: model_context_window's share
+# codex-rs's built-in model families (find_model_info_for_slug, by slug prefix, first match): the window when the
+# log does not give model_context_window. Unknown slugs had no window there (no auto-compaction) until the
+# fallback metadata gave them 272,000.
+CODEX_FAMILY_WINDOWS = (("o3", 200_000), ("o4-mini", 200_000), ("codex-mini-latest", 200_000),
+                        ("gpt-4.1", 1_047_576), ("gpt-oss", 96_000), ("openai/gpt-oss", 96_000), ("gpt-4o", 128_000),
+                        ("gpt-3.5", 16_385), ("gpt-5", 272_000), ("codex-", 272_000), ("exp-", 272_000))
+
+
+def codex_window(model_context_window: object, model: str | None) -> int | None:
+    """The model's context window codex-rs takes its auto-compact limit from: the logged ``model_context_window``
+    (the window x effective_context_window_percent) scaled back, else the window of the model's family."""
+    if isinstance(model_context_window, int) and not isinstance(model_context_window, bool) and \
+            model_context_window > 0:
+        return round(model_context_window * 100 / CODEX_EFFECTIVE_PERCENT)
+    return next((w for prefix, w in CODEX_FAMILY_WINDOWS if (model or "").startswith(prefix)), None)
+
+# Gemini CLI tokenLimit(): 1,048,576 for every Gemini model it lists and by default; gemma-4 from 0.41.
+GEMINI_TOKEN_LIMITS = {"gemma-4-31b-it": 256_000, "gemma-4-26b-a4b-it": 256_000, "gemini-1.5-pro": 2_097_152,
+                       "gemini-2.0-flash-preview-image-generation": 32_000}
+GEMINI_DEFAULT_LIMIT = 1_048_576
+
+# Copilot CLI 1.0.34: max_prompt_tokens of the models it knows (used when the service does not say), else 128,000.
+COPILOT_PROMPT_LIMITS = {
+    "claude-haiku-4.5": 136_000, "claude-opus-4.5": 168_000, "claude-opus-4.6": 168_000, "claude-sonnet-4": 128_000,
+    "claude-sonnet-4.5": 168_000, "claude-sonnet-4.6": 168_000, "gemini-2.5-pro": 128_000, "gpt-4.1": 64_000,
+    "gpt-4.1-2025-04-14": 64_000, "gpt-4o": 64_000, "gpt-5-mini": 128_000, "gpt-5.1": 128_000, "gpt-5.2": 272_000,
+    "gpt-5.2-codex": 272_000, "gpt-5.3-codex": 272_000, "gpt-5.4": 272_000, "gpt-5.4-mini": 272_000,
+    "gpt-5.4-nano": 272_000}
+COPILOT_DEFAULT_LIMIT = 128_000
+
+
+def gemini_token_limit(model: str | None) -> int:
+    """The Gemini CLI's token limit for ``model`` (what its compression threshold is a share of)."""
+    return GEMINI_TOKEN_LIMITS.get(model or "", GEMINI_DEFAULT_LIMIT)
+
+
+def copilot_prompt_limit(model: str | None) -> int:
+    """Copilot CLI's max_prompt_tokens for ``model`` from its table of known models, else its default."""
+    return COPILOT_PROMPT_LIMITS.get(model or "", COPILOT_DEFAULT_LIMIT)
+
+
 PRESETS: dict[str, Preset] = {p.name: p for p in [
     Preset("claude-code-1.0", "auto_compact",
            {**CLAUDE_CODE, "threshold": 0.92, "output_reserve": 32_000},
@@ -59,6 +123,17 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
            {"threshold": 0.832, "trigger_on": "prompt", "keep_last": 0, "keep_user_tokens": 20_000,
             "summary_tokens": 1_650, "summary_from_log": True},
            "Codex CLI auto-compact at the observed 0.832 of model_context_window; user messages kept to 20k"),
+    Preset("codex-rs", "auto_compact",
+           {"threshold": 0.9, "trigger_on": "prompt", "keep_last": 0, "keep_user_tokens": 20_000,
+            "summary_tokens": 1_650, "summary_from_log": True},
+           "codex-rs default auto-compact: 0.9 x the model's window (the logged model_context_window / 0.95)"),
+    *(Preset(name, "auto_compact", {**GEMINI, "threshold": share},
+             f"Gemini CLI chat compression at {share} of the model's token limit; newest 30% of the history kept")
+      for name, share in (("gemini-cli", 0.5), ("gemini-cli-0.12", 0.2), ("gemini-cli-0.11", 0.7))),
+    Preset("copilot-cli", "auto_compact",
+           {"threshold": 0.8, "trigger_on": "prompt", "keep_last": 0, "summary_tokens": 2_000,
+            "summary_from_log": True, "background_until": 0.95},
+           "GitHub Copilot CLI background compaction at 0.8 of the model's max_prompt_tokens"),
     Preset("swe-agent-last-n", "last_n", {"n": 5, "polling": 1},
            "SWE-agent last_n_observations, n=5, polling 1, 'Old environment output: (N lines omitted)'"),
     Preset("openhands-v0", "openhands", {"max_size": 120, "keep_first": 4, "attachment_events": 2},

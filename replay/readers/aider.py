@@ -8,6 +8,21 @@ parsed). Assistant text with no Tokens line after it (interrupted, or no usage p
 SEARCH/REPLACE blocks become ``edit`` tool calls on the file named above the block (access write); ``> Added
 <file> to the chat`` becomes a ``read`` of that file. After ``> # N SEARCH/REPLACE block failed to match``, the
 unprefixed text is aider's reflected error message to the model, so a user message, not an assistant edit.
+
+What the log does not hold (aider's ``base_coder``): every request also carries the repo map and the contents of
+the files in the chat, which the history names but never shows. A file joins the chat with ``> Added <file> to
+the chat``, with a yes/all answer to ``Add file to the chat?`` (the file named on the line above), or when an
+applied edit creates or touches a file not yet in it; it leaves with ``Dropping``/``Removed <file> from the
+chat``. Each such change after the first request is noted in ``runs.metadata.unlogged`` at the request that first
+sends it (calibration fits an offset there, or flags the run when it happens often); the answer line aider echoes
+as ``#### <question>: <answer>`` is console, not a user message.
+
+``runs.metadata.usage_resolution`` gives, per request, how far the printed prompt may be from the true count:
+aider >= 0.73 prints ``format_tokens`` (exact below 1,000, "4.2k" within 50, "11k" within 500); older versions print
+the exact count ("5,359"). ``runs.metadata.history_limit`` is the chat history size above which aider summarises
+the history with its weak model, a summary the log never shows: ``--max-chat-history-tokens`` when the command
+line logs it, else the largest default of the version (2,048 before 0.71, 8,192 from it; 1/16 of the model's
+input window, clamped).
 """
 
 from __future__ import annotations
@@ -24,9 +39,35 @@ HEADER_RE = re.compile(r"^# aider chat started at (.+?)\s*$")
 NUM = r"([\d.,]+k?)"
 TOKENS_RE = re.compile(rf"^> Tokens: {NUM} sent(?:, {NUM} cache write)?(?:, {NUM} cache hit)?, {NUM} received")
 ADDED_RE = re.compile(r"^> Added (.+?) to the chat(?: \(read-only\))?\.?\s*$")
+OUTPUT_RE = re.compile(r"^\d+ lines? of output$")  # "/run" output added as a message: logged above it
+CONFIRM_RE = re.compile(r"^> Add file to the chat\? .*: ?(\S*)\s*$")
+ANSWER_RE = re.compile(r"^#### .*\(Y\)es/\(N\)o.*\]: ?\S*\s*$")  # aider echoing a typed answer
+DROPPED_RE = re.compile(r"^> (?:Dropping|Removed) (.+?) from the chat\.?\s*$")
+APPLIED_RE = re.compile(r"^> Applied edit to (.+?)\s*$")
+YES = ("y", "yes", "a", "all")
+HISTORY_RE = re.compile(r"--max-chat-history-tokens[ =](\d+)")
 FAILED_RE = re.compile(r"^> # \d+ SEARCH/REPLACE blocks? failed to match")
 MODEL_RE = re.compile(r"^> (?:Main model|Model|Models): (\S+)")
 VERSION_RE = re.compile(r"^> Aider v(\S+)")
+
+
+def resolution(text: str | None) -> int:
+    """How far a printed count may be from the true one: '11k' 500, '4.2k' 50, '5,359' or '21' 0."""
+    if not text or not text.endswith("k"):
+        return 0
+    return 50 if "." in text else 500
+
+
+def history_limit(version: str | None, command: str | None) -> int:
+    """The chat history size (tokens) above which aider summarises it: the command line's setting, else the
+    largest default of ``version`` (0.71 raised it from 2k to 8k)."""
+    if command and (m := HISTORY_RE.search(command)):
+        return int(m.group(1))
+    try:
+        major, minor = (int(p) for p in (version or "").split(".")[:2])
+    except ValueError:
+        return 8192
+    return 2048 if (major, minor) < (0, 71) else 8192
 
 
 def parse_count(text: str | None) -> int | None:
@@ -81,15 +122,20 @@ class _Session:
     def __init__(self, ctx: ReadContext, n: int, lines: list[str], begin: int, end: int) -> None:
         self.lines, self.begin, self.end = lines, begin, end
         header = HEADER_RE.match(lines[begin])
-        model = version = None
+        model = version = command = None
         for line in lines[begin:end]:
             if not model and (m := MODEL_RE.match(line)):
                 model = m.group(1)
             if not version and (m := VERSION_RE.match(line)):
                 version = m.group(1)
+            if not command and re.match(r"^> \S*aider(?:\s|$)", line):
+                command = line[2:].strip()
+        metadata: dict = {"aider_version": version} if version else {}
+        metadata["history_limit"] = history_limit(version, command)
         self.b = RunBuilder(Run(run_id=ctx.run_id(n), format="aider", source_path=str(ctx.path), model=model,
-                                harness="aider", started_at=header.group(1) if header else None,
-                                metadata={"aider_version": version} if version else {}))
+                                harness="aider", started_at=header.group(1) if header else None, metadata=metadata))
+        self.chat: set[str] = set()  # files in the chat: their contents are sent, never logged
+        self.last_console = ""
         self.cur: str | None = None
         self.in_block = False
         self.reflect = False  # after "> # 1 SEARCH/REPLACE block failed": aider's reply to the model, a user message
@@ -112,6 +158,9 @@ class _Session:
         if self.in_block:  # inside SEARCH/REPLACE even ">>>>>>> REPLACE" belongs to the assistant
             self.buf.append(line)
             self.in_block = not line.startswith(">>>>>>> REPLACE")
+        elif ANSWER_RE.match(line):
+            self.switch("console", line_no)
+            self.buf.append(line[5:])
         elif line.startswith("####"):
             self.switch("user", line_no)
             self.buf.append(line[5:] if line.startswith("#### ") else line[4:])
@@ -127,15 +176,20 @@ class _Session:
                                                     "without usage", line))
                     sent = write = hit = received = None
                 uncached = sent - (write or 0) - (hit or 0) if sent is not None and (write or hit) else None
+                if sent is not None and (half := resolution(m.group(1))):
+                    self.b.run.metadata.setdefault("usage_resolution", []).append([self.b.step, half])
                 self.b.request(line=line_no, prompt_tokens=sent, output_tokens=received, cache_read=hit,
                                cache_write=write, input_tokens=uncached)
                 self.flush()
-            elif m := ADDED_RE.match(line):
+            elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()
                 self.b.call("read", {"path": m.group(1).strip()}, line=line_no, text=line[2:])
+                self.joins(m.group(1).strip(), line_no, "file added to the chat")
             else:
                 self.switch("console", line_no)
                 self.buf.append(line[2:] if line.startswith("> ") else line[1:])
+                self.chat_change(line, line_no)
+            self.last_console = line[2:].strip()
         elif not line.strip():
             if self.cur:
                 self.buf.append("")
@@ -143,6 +197,31 @@ class _Session:
             self.switch("user" if self.reflect else "assistant", line_no)
             self.buf.append(line)
             self.in_block = self.cur == "assistant" and line.startswith("<<<<<<< SEARCH")
+
+    def chat_change(self, line: str, line_no: int) -> None:
+        """The files in the chat as a console line changes them (the line itself stays console text, so a damaged
+        one changes nothing but its own block)."""
+        if (m := CONFIRM_RE.match(line)) and (m.group(1).lower() or "yes" * ("[Yes]" in line)) in YES:
+            if self.last_console:  # the file is named on the console line above the question
+                self.joins(self.last_console, line_no, "file added to the chat")
+        elif m := DROPPED_RE.match(line):
+            self.chat.discard(m.group(1).strip())
+            self.unlogged(line_no, "file dropped from the chat: its contents, never logged, leave the prompt")
+        elif (m := APPLIED_RE.match(line)) and m.group(1) not in self.chat:
+            self.joins(m.group(1), line_no, "file edited into the chat")  # aider adds what it creates or may edit
+
+    def joins(self, path: str, line_no: int, how: str) -> None:
+        """File ``path`` joins the chat: its contents are in every request from the next on."""
+        if path not in self.chat:
+            self.chat.add(path)
+            self.unlogged(line_no, f"{how}: its contents are sent, never logged")
+
+    def unlogged(self, line_no: int, reason: str) -> None:
+        """Note content of unknown size entering or leaving the prompt at the next request (none before the
+        first: it is part of the fitted prefix); ``varies``: it stays in the prompt and changes with every edit."""
+        notes = self.b.run.metadata.setdefault("unlogged", [])
+        if self.b.step and not any(n["step"] == self.b.step and n["reason"] == reason for n in notes):
+            notes.append({"step": self.b.step, "line": line_no, "reason": reason, "varies": True})
 
     def flush(self) -> None:
         text = "\n".join(self.buf).strip()

@@ -12,8 +12,21 @@ Request rule: one request per ``assistant.turn_start`` (each turn is one model c
 whose ``requestId`` differs from the one its turn already has is a further call and opens another request, and
 a message outside any turn opens one. The log has no per-request input counts, only ``outputTokens`` per
 message (summed on the request); the session totals of ``session.shutdown`` go to
-``runs.metadata.session_usage``. ``session.compaction_complete`` is a recorded context event (kind "compaction",
-EVENTS.md) with ``summaryContent`` as its summary item.
+``runs.metadata.session_usage`` (``assistant.usage`` and ``session.usage_info`` are never written to the file).
+The model is ``session.start``'s ``selectedModel``, else the latest ``session.model_change``.
+
+Compaction (1.0.34's CompactionProcessor, from the shipped app.js and its session-events schema): it starts in the
+background (``session.compaction_start``, the checkpoint: the messages so far) and, when
+``session.compaction_complete`` arrives, the messages up to the checkpoint are replaced by one user message
+holding the original user messages and ``summaryContent``; messages added since stay (moved back to the assistant
+message whose tool results would otherwise open the kept part). A recorded context event (kind "compaction",
+docs/canonical-format.md) at the next request: ``drop`` = the body up to the checkpoint, the summary item that
+message, ``usage`` the summariser call's ``compactionTokensUsed`` {input, output, cachedInput}, ``after_tokens`` the
+system, conversation and tool-definition tokens the event gives for after it.
+
+The harness prefix the log does not hold: ``toolDefinitionsTokens`` (and ``systemTokens`` when no system message
+is logged), from the first event that carries them (``session.compaction_start``/``_complete``,
+``session.shutdown``), in ``runs.metadata.harness_prefix``: the prompt model's prefix where no usage is fitted.
 
 Legacy JSON: OpenAI-chat ``chatMessages`` (one request before each assistant message, tool results by
 ``tool_call_id``); ``timeline`` is UI history and is not read. No usage is recorded.
@@ -121,6 +134,19 @@ class _EventSession:
         self.turn_request_id: str | None = None
         self.calls: set[str] = set()
         self.system: str | None = None
+        self.checkpoint: int | None = None  # first item seq after session.compaction_start's checkpoint
+        self.user_texts: list[str] = []
+
+    def prefix_tokens(self, data: dict, source: str) -> None:
+        """The first breakdown the log gives of what the CLI sends besides the messages it logs."""
+        meta = self.b.run.metadata
+        tools, system = data.get("toolDefinitionsTokens"), data.get("systemTokens")
+        if "harness_prefix" in meta or not isinstance(tools, int) or isinstance(tools, bool):
+            return
+        logged = any(isinstance(r, Item) and r.kind == "system" for r in self.b.records)
+        extra = system if isinstance(system, int) and not isinstance(system, bool) and not logged else 0
+        meta["harness_prefix"] = {"tokens": tools + extra, "tool_definitions": tools, "system": system,
+                                  "system_logged": logged, "from": source}
 
     def _set_run(self, **changes: Any) -> None:
         self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
@@ -140,6 +166,9 @@ class _EventSession:
                          data.get("copilotVersion"), "producer": data.get("producer"), "cwd": ctx.get("cwd"),
                          "branch": ctx.get("branch")}.items() if v is not None})
             self._set_run(started_at=data.get("startTime") or ts)
+            if isinstance(data.get("selectedModel"), str) and data["selectedModel"]:
+                self.model = data["selectedModel"]
+                self._set_run(model=self.model)
         elif kind == "session.model_change":
             self.model = data.get("newModel") or self.model
             if self.model and not b.run.model:
@@ -151,7 +180,9 @@ class _EventSession:
                 self.system = text
         elif kind == "user.message":
             b.new_turn()
-            b.add("user_text", "user", text_of(data.get("transformedContent") or data.get("content")), line=line, ts=ts)
+            text = text_of(data.get("transformedContent") or data.get("content"))
+            b.add("user_text", "user", text, line=line, ts=ts)
+            self.user_texts.append(text)
         elif kind == "assistant.turn_start":
             self._request(line, ts)
         elif kind == "assistant.turn_end":
@@ -171,7 +202,11 @@ class _EventSession:
             text = text_of(result.get("content")) if result else text_of(error.get("message") if isinstance(
                 error, dict) else error)
             b.result(text, data.get("toolCallId"), line=line, ts=ts, is_error=data.get("success") is False)
+        elif kind == "session.compaction_start":
+            self.checkpoint = b.seq
+            self.prefix_tokens(data, kind)
         elif kind == "session.shutdown":
+            self.prefix_tokens(data, kind)
             meta["session_usage"] = {k: data.get(k) for k in (
                 "modelMetrics", "totalPremiumRequests", "totalApiDurationMs", "currentTokens", "systemTokens",
                 "conversationTokens", "toolDefinitionsTokens", "shutdownType") if data.get(k) is not None}
@@ -182,28 +217,36 @@ class _EventSession:
                                                                         if isinstance(v, int | float)}})
 
     def compaction(self, line: int, data: dict, ts: str | None) -> None:
-        """``session.compaction_complete``: the conversation so far replaced by ``summaryContent``.
-
-        The log says how many messages went (``messagesRemoved``), not which: the event drops every body item so
-        far (after the leading system items), as a full-history summary does; the count is kept in the event."""
+        """``session.compaction_complete``: the messages up to the checkpoint replaced by the summary message."""
+        checkpoint, self.checkpoint = self.checkpoint, None
         if data.get("success") is False:
             return
+        self.prefix_tokens(data, "session.compaction_complete")
         b = self.b
-        first = next((i.seq for i in b.records if isinstance(i, Item) and i.kind not in ("system", "tool_defs")),
-                     b.seq)
+        items = [r for r in b.records if isinstance(r, Item)]
+        first = next((i.seq for i in items if i.kind not in ("system", "tool_defs")), b.seq)
+        cut = b.seq if checkpoint is None else checkpoint
+        kept = next((i for i in items if i.seq == cut), None)
+        if kept is not None and kept.kind == "tool_result":  # its call's message goes with it
+            call = next((i for i in items if i.kind == "tool_call" and i.call_id == kept.call_id), None)
+            if call is not None and call.seq < cut:
+                cut = min(i.seq for i in items if i.line == call.line and i.seq >= first)
         summary_seq = None
         if summary := text_of(data.get("summaryContent")):
-            summary_seq = b.add("summary", "user", summary, line=line, ts=ts).seq
+            text = "\n\n".join([*self.user_texts, summary])  # the message lists the user's messages, then the summary
+            summary_seq = b.add("summary", "user", text, line=line, ts=ts).seq
         used = data.get("compactionTokensUsed") if isinstance(data.get("compactionTokensUsed"), dict) else {}
         event: dict[str, Any] = {
-            "kind": "compaction", "step": b.step, "drop": [[first, summary_seq if summary_seq is not None else b.seq]],
-            "summary_seq": summary_seq, "trigger": data.get("trigger") if data.get("trigger") in ("auto", "manual")
-            else None, "pre_tokens": data.get("preCompactionTokens"), "line": line,
-            "messages_removed": data.get("messagesRemoved")}
+            "kind": "compaction", "step": b.step, "drop": [[first, cut]] if first < cut else [],
+            "summary_seq": summary_seq, "trigger": "auto" if checkpoint is not None else None,
+            "pre_tokens": data.get("preCompactionTokens"), "post_tokens": data.get("postCompactionTokens"),
+            "line": line, "messages_removed": data.get("messagesRemoved")}
+        parts = [data.get(k) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")]
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in parts):
+            event["after_tokens"] = sum(parts)  # the context after it as the CLI counts it: no request logs one
         if used:
-            event["usage"] = {"input": used.get("inputTokens"), "cache_read": used.get("cachedInput"),
-                              "output": used.get("outputTokens")}
-        event["drop"] = [d for d in event["drop"] if d[0] < d[1]]
+            event["usage"] = {"input": used.get("input"), "cache_read": used.get("cachedInput"),
+                              "output": used.get("output")}
         b.run.metadata.setdefault("context_events", []).append(event)
 
     def message(self, line: int, data: dict, ts: str | None) -> None:

@@ -5,8 +5,19 @@ Two layouts, as the CLI's ChatRecordingService writes them:
 - JSONL (>= 0.40): line 1 is the metadata record, then MessageRecords, ``{"$set": {...}}`` metadata patches and
   ``{"$rewindTo": id}`` (drop that message and everything after it). A message is appended again with the same
   ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first. A ``$set``
-  holding ``messages`` is the CLI rewriting the model's history (chat compression): a recorded context event
-  (kind "compaction", see EVENTS.md), the summary it adds a ``summary`` item.
+  holding ``messages`` is the CLI rewriting the model's history (>= 0.44 writes one after chat compression): a
+  recorded context event (kind "compaction", docs/canonical-format.md), the summary it adds a ``summary`` item.
+
+Chat compression before 0.44 leaves only an ``info`` note: "Context compressed from X% to Y%." (0.33 on; the
+percentages are of the model's token limit) or, earlier, "... compressed from: N to M tokens)." The CLI replaced
+the history in memory (packages/core chatCompressionService): the oldest 70% of the history's characters (split
+just before a user message that is not a function response) became one summary, followed by the model's
+acknowledgement and the newest 30% verbatim, except that function responses past the newest 50,000 estimated
+tokens of them are cut to their first 8,000 and last 32,000 characters (0.26 on). The note is read as a compaction
+event at the next request: ``drop`` is what that split removes and the responses cut, whose cut copies follow as
+``resent`` items; the summary is not in the log (``summary_seq`` null; calibration's offset at the event stands in
+for it), ``pre_tokens`` is the last recorded prompt (the count the CLI compared with its threshold). A note right
+after a ``$set`` rewrite of the same compression adds nothing.
 
 Messages: ``user`` -> user_text (``content``, what the model got, not ``displayContent``); ``gemini`` -> one
 request, then reasoning (``thoughts`` subject/description), assistant_text and, per ``toolCalls[]`` entry, a tool
@@ -26,7 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder
@@ -34,6 +45,13 @@ from replay.readers.builder import RunBuilder
 # A tuple: a JSON value of any type (a damaged type, a list) tests for membership without hashing.
 MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
 NOTE_TYPES = {"info", "error", "warning"}
+# The UI notes chat compression writes (useGeminiStream's compression handler): percentages of the token limit
+# (0.33 on), token counts before.
+COMPRESSED_PCT_RE = re.compile(r"^Context compressed from (\d+)% to (\d+)%")
+COMPRESSED_TOKENS_RE = re.compile(r"compressed from: (\d+|unknown) to (\d+|unknown) tokens")
+KEEP_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD: the newest share of the history's characters kept verbatim
+RESPONSE_BUDGET = 50_000  # COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: newest function responses kept whole
+TRUNCATE_CHARS = 40_000  # DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: a truncated response keeps this many characters
 GEMINI_LINE_RE = re.compile(r'^\{"id":"[^"]+","timestamp":"[^"]+","type":"(?:user|gemini|info)"', re.M)
 
 
@@ -195,18 +213,105 @@ class _Replay:
                             "trigger": None, "pre_tokens": None, "line": line})
         return dict.fromkeys(m["id"] for m in messages)
 
+    def compression_note(self, text: str, line: int) -> None:
+        """An ``info`` note of chat compression: the history split as the compression service splits it."""
+        pct, tokens = COMPRESSED_PCT_RE.match(text.strip()), COMPRESSED_TOKENS_RE.search(text)
+        if not (pct or tokens):
+            return
+        b = self.b
+        if self.events and self.events[-1]["step"] == b.step:
+            self.events[-1]["note_line"] = line  # the $set rewrite of this compression is already the event
+            return
+        start = b.body_start()
+        dropped = set().union(*(range(lo, hi) for ev in self.events for lo, hi in ev["drop"]))
+        items = [r for r in b.records if isinstance(r, Item) and r.seq >= start and r.seq not in dropped]
+        split = compress_split(items, 1 - KEEP_FRACTION)
+        kept = {it.seq for it in items[split:]}
+        cut = [it for it in over_budget(items) if it.seq in kept]
+        gone = sorted([it.seq for it in items[:split]] + [it.seq for it in cut])
+        drop: list[list[int]] = []
+        for seq in gone:
+            if drop and drop[-1][1] == seq:
+                drop[-1][1] = seq + 1
+            else:
+                drop.append([seq, seq + 1])
+        first = b.seq
+        for it in cut:  # the cut copy the CLI sends from now on (its wording is ours; the characters are its)
+            head, tail = it.text[:TRUNCATE_CHARS // 5], it.text[-(TRUNCATE_CHARS - TRUNCATE_CHARS // 5):]
+            b.result(f"{head}\n... [{len(it.text) - TRUNCATE_CHARS} characters omitted] ...\n{tail}", None,
+                     it.tool_name, line=line, ts=it.ts)
+        last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
+        event: dict[str, Any] = {"kind": "compaction", "step": b.step, "drop": drop, "summary_seq": None,
+                                 "trigger": "auto", "pre_tokens": last.prompt_tokens if last else None,
+                                 "line": line, "summary_logged": False}
+        if cut:
+            event["resent"] = [[first, b.seq]]
+        if pct:
+            event["pct_before"], event["pct_after"] = int(pct.group(1)), int(pct.group(2))
+        else:
+            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]
+            event["tokens_before"] = int(before) if before.isdigit() else None
+            event["tokens_after"] = int(after) if after.isdigit() else None
+        self.events.append(event)
+
     def message(self, line: int, msg: dict) -> None:
         start, b = self.b.seq, self.b
         kind, ts = msg["type"], msg.get("timestamp")
         if kind in NOTE_TYPES:
             note = {"type": kind, "line": line, "text": text_of(msg.get("content"))}
             b.run.metadata.setdefault("notes", []).append(note)
+            if kind == "info":
+                self.compression_note(note["text"], line)
         elif kind == "user":
             b.new_turn()
             b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
         else:
             _gemini(b, msg, line, ts)
         self.seqs[msg["id"]] = list(range(start, b.seq))
+
+
+def compress_split(items: list[Item], fraction: float) -> int:
+    """Index of the first item kept by chat compression: the first user message (not a function response) with
+    at least ``fraction`` of the history's characters before it, else the last such message; everything when no
+    split follows the mark and the history ends with a model reply that calls no tool (the compression
+    service's rule, by our items' characters rather than the JSON of its Content list)."""
+    sizes = [len(it.payload) for it in items]
+    total = sum(sizes)
+    target, before, last_split = total * fraction, 0, 0
+    for i, it in enumerate(items):
+        if it.kind == "user_text":
+            if before >= target:
+                return i
+            last_split = i
+        before += sizes[i]
+    if items and items[-1].kind == "assistant_text":
+        return len(items)
+    return last_split
+
+
+def estimated_tokens(text: str) -> float:
+    """The CLI's token estimate of a text (estimateTextTokens): a quarter token per ASCII character, 1.3 per
+    other character; a quarter per character past 100,000 characters."""
+    if len(text) > 100_000:
+        return len(text) / 4
+    ascii_chars = sum(ch <= "\x7f" for ch in text)
+    return 0.25 * ascii_chars + 1.3 * (len(text) - ascii_chars)
+
+
+def over_budget(items: list[Item]) -> list[Item]:
+    """Tool results the compression cuts: newest first, once the function responses so far pass the budget, every
+    one longer than the cut (truncateHistoryToBudget; shorter ones pass whole but still count)."""
+    out, used = [], 0.0
+    for it in reversed(items):
+        if it.kind != "tool_result":
+            continue
+        tokens = estimated_tokens(it.text) + (len(it.tool_name or "") + 14) / 4  # name and {"output": ...}
+        if used + tokens > RESPONSE_BUDGET and len(it.text) > TRUNCATE_CHARS:
+            out.append(it)
+            used += estimated_tokens(it.text[:TRUNCATE_CHARS]) + 30
+        else:
+            used += tokens
+    return out
 
 
 def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:

@@ -7,6 +7,9 @@ message (e.g. a model-graded scorer) is a separate conversation: a child run ``<
 ``parent_run_id`` set, so scorer prompts never count as context of the agent. Messages left in
 ``sample.messages`` after the last event are appended. Without model events, a request precedes every assistant
 message (usage then only in ``run.metadata["model_usage"]``). ``attachment://`` references are resolved.
+
+The tools of the first model event are a ``tool_defs`` item: for an ``openai/`` model as OpenAI's chat format
+declares them (``replay.readers.openai_tools``), which is what its server counts; for other providers their JSON.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run, dumps
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder, validate_usage
+from replay.readers.openai_tools import render_functions
 
 SNIFF_RE = re.compile(r'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task)"\s*:')
 
@@ -103,6 +107,12 @@ class _Sample:
             self.convs[key] = (RunBuilder(run), set())
         return self.convs[key]
 
+    def tool_text(self, tools: Any) -> str:
+        """``tools`` as the model's provider puts them in the prompt (OpenAI: its function namespace)."""
+        provider = str(self.ev.get("model") or "").split("/", 1)[0]
+        rendered = render_functions(tools) if provider == "openai" else None
+        return rendered if rendered is not None else dumps(tools)
+
     def read(self) -> Iterator[Record]:
         events = [e for e in self.sample.get("events") or [] if isinstance(e, dict)]
         for e in events:
@@ -123,7 +133,7 @@ class _Sample:
             span = self.spans.get(_key(e.get("span_id")))
             b, seen = self._builder(_key(prompt[0].get("id")) if prompt else None, span)
             if e.get("tools") and b.step == 0:
-                b.add("tool_defs", "system", dumps(e["tools"]), line=self.index)
+                b.add("tool_defs", "system", self.tool_text(e["tools"]), line=self.index)
             for m in prompt:
                 if (mid := _key(m.get("id"))) not in seen:
                     seen.add(mid)

@@ -3,8 +3,12 @@
 
 Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs), ``think`` -> reasoning,
 ``finish`` -> assistant_text; every other agent action (run, run_ipython, read, edit, write, browse...)
--> tool_call named after the action, with the event's ``args``. Observations -> tool_result linked by
-``tool_call_metadata.tool_call_id`` or ``cause`` (old streams without either: the latest call).
+-> tool_call named after the action, with the arguments of the model's own call in
+``tool_call_metadata.model_response`` (what CodeActAgent sends back as the assistant message; the event's ``args``
+when the response is not recorded). Observations -> tool_result linked by ``tool_call_metadata.tool_call_id`` or
+``cause`` (old streams without either: the latest call), with the text the agent sends the model: for an edit
+made through the ACI editor (``impl_source`` ``oh_aci``) that is ``extras.formatted_output_and_error``, not the diff
+kept in ``content`` for display.
 
 Placeholders: observations clipped where they were produced ("<response clipped><NOTE>...") are noted as
 placeholder events (origin "clip") for the request that first sends them.
@@ -163,13 +167,19 @@ class _State:
             if thought:
                 b.add("assistant_text", "assistant", thought, line=line, ts=ts)
             call_id = tcm.get("tool_call_id") or f"event-{ev.get('id', line)}-{b.seq}"
-            call_args = {k: v for k, v in args.items() if k not in NOISE_ARGS and k != "action"}
+            call_args = _model_arguments(response, tcm.get("tool_call_id"))
+            if call_args is None:
+                call_args = {k: v for k, v in args.items() if k not in NOISE_ARGS and k != "action"}
             b.call(action, call_args, call_id, line=line, ts=ts)
             self.calls[ev.get("id")] = self.last_call = call_id
 
     def observation(self, b: RunBuilder, ev: dict, line: int) -> None:
         kind, ts = ev["observation"], ev.get("timestamp")
         text = text_of(ev.get("content"))
+        extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+        if kind == "edit" and extras.get("impl_source") == "oh_aci" and isinstance(
+                extras.get("formatted_output_and_error"), str):
+            text = extras["formatted_output_and_error"]  # what FileEditObservation sends for ACI edits
         if kind in SKIP_OBSERVATIONS:
             if kind == "recall" and text:
                 b.add("attachment", "user", text, line=line, ts=ts)
@@ -183,6 +193,22 @@ class _State:
         else:
             b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
         self.last_call = None
+
+
+def _model_arguments(response: dict, call_id: Any) -> Any:
+    """The arguments of call ``call_id`` as the model wrote them in ``response`` (parsed when JSON), or None when
+    the response does not hold that call."""
+    choices = response.get("choices") if isinstance(response.get("choices"), list) else []
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    calls = message.get("tool_calls") if isinstance(message, dict) else None
+    for call in calls if isinstance(calls, list) and call_id else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and call.get("id") == call_id and isinstance(function.get("arguments"), str):
+            try:
+                return json.loads(function["arguments"])
+            except ValueError:
+                return function["arguments"]
+    return None
 
 
 def _usage(response: dict) -> dict[str, Any]:

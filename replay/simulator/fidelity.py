@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from replay.policies import Budget, make_policy
+from replay.policies.presets import codex_window, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.arrays import RunArrays
 from replay.simulator.cache_fit import fit_run, warm_tokens
 from replay.simulator.cache_fit import provider_cache as provider_cache
@@ -34,7 +35,7 @@ COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests"
            "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
            "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
            "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
-           "token_source": pl.String, "unreconstructable": pl.String, "cache_fit": pl.String,
+           "token_source": pl.String, "unreconstructable": pl.String, "preset": pl.String, "cache_fit": pl.String,
            "cache_oos_recorded": pl.Float64, "cache_oos_simulated": pl.Float64}
 
 
@@ -90,15 +91,20 @@ def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "rec
                         tail=tail)
 
 
-def harness_preset(fmt: str, metadata: dict) -> tuple[str, Budget] | None:
+def harness_preset(fmt: str, metadata: dict, model: str | None = None) -> tuple[str, Budget] | None:
     """The preset of the harness that recorded a run, with the window it ran against; None when the log does not
-    say enough (a Codex log without ``model_context_window``)."""
+    say enough (a Codex log with neither ``model_context_window`` nor a model of a known family). ``model``: the
+    run's model (the Codex window by family, Gemini CLI and Copilot CLI limits are per model)."""
     if fmt == "claude-code":
         version = str(metadata.get("cc_version") or "")
         return ("claude-code-1.0" if version.startswith("1.") else "claude-code-2"), Budget(200_000, 0)
     if fmt in ("codex-rollout", "codex-tui"):
-        window = metadata.get("model_context_window")
-        return ("codex", Budget(int(window), 0)) if isinstance(window, int) and window > 0 else None
+        window = codex_window(metadata.get("model_context_window"), model)
+        return ("codex-rs", Budget(window, 0)) if window else None
+    if fmt == "gemini-cli":
+        return "gemini-cli", Budget(gemini_token_limit(model), 0)
+    if fmt == "copilot-cli":
+        return "copilot-cli", Budget(copilot_prompt_limit(model), 0)
     if fmt == "openhands":
         return "openhands-v0", BIG
     if fmt == "openhands-v1":
@@ -108,10 +114,15 @@ def harness_preset(fmt: str, metadata: dict) -> tuple[str, Budget] | None:
     return None
 
 
-def prompt_errors(cols: dict[str, np.ndarray]) -> np.ndarray:
-    """|simulated - recorded| / recorded for every request with a recorded prompt."""
+def prompt_errors(cols: dict[str, np.ndarray], half: np.ndarray | None = None) -> np.ndarray:
+    """|simulated - recorded| / recorded for every request with a recorded prompt; with ``half`` (per request,
+    the recorded figure's rounding: ``calibrate.resolutions``) the distance to that interval, as calibrate
+    scores it."""
+    from replay.tokens.calibrate import interval_errors
+
     have = cols["recorded_prompt"] > 0
-    return np.abs(cols["prompt_tokens"][have] - cols["recorded_prompt"][have]) / cols["recorded_prompt"][have]
+    return interval_errors(cols["prompt_tokens"][have], cols["recorded_prompt"][have].astype(np.float64),
+                           None if half is None else half[have])
 
 
 def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
@@ -152,8 +163,10 @@ def _pct(x: np.ndarray, q: float) -> float | None:
 
 
 def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget] | None,
-               cache: str) -> list[dict]:
-    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event."""
+               cache: str, logged_after: list[int | None] | None = None) -> list[dict]:
+    """One row per recorded context event: recorded request and prompt after it; the preset's nearest event.
+    ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
+    (Copilot CLI's breakdown after a compaction)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     sim_cols = None
@@ -165,8 +178,10 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
     bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]
     for i, e in enumerate(order):
         k, before, after = int(ev.step[e]), bounds[i], bounds[i + 2]
-        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k,
-               "recorded_after": int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None,
+        after = int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None
+        if after is None and logged_after and e < len(logged_after):
+            after = logged_after[e]
+        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k, "recorded_after": after,
                "replayed_after": int(cols["prompt_tokens"][k]),
                "cache_share_recorded": _share(cols, k, after, True),
                "cache_share_simulated": _share(cols, k, after, False),
@@ -194,12 +209,13 @@ def event_within(row: dict) -> bool | None:
 def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None,
                    ids: list[str] | None = None) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
-    harness's preset (``harness_preset``) is replayed to find the request it would have fired at.
+    harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with no
+    per-request usage but events whose size after the harness logged has those event rows only).
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs). ``ids``: only these runs (fitted and replayed alone)."""
     from replay.simulator.load import load_runs
-    from replay.tokens.calibrate import fit_usage, out_of_sample_errors
+    from replay.tokens.calibrate import fit_usage, out_of_sample_errors, resolutions
     from replay.tokens.template import DEFAULT_OVERHEAD
 
     meta = {r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs")
@@ -208,28 +224,34 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     oos = out_of_sample_errors(fitted[0])
     rows = []
     for run in load_runs(con, tokenizer_id, pattern, fitted=fitted, ids=ids):
-        if not (run.rec_prompt > 0).any():
-            continue
+        usage = bool((run.rec_prompt > 0).any())
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
+        logged = [ev.get("after_tokens") for ev in metadata.get("context_events") or []
+                  if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
+        if not usage and not any(isinstance(v, int) for v in logged):
+            continue  # nothing recorded to score against
         chosen = cache or (run.cache_fit.name if run.cache_fit is not None else provider_cache(fmt, model))
         cols, row = replay_recorded(run, chosen)
-        oos_recorded, oos_simulated = out_of_sample_share(run, chosen, provider_cache(fmt, model))
-        err = prompt_errors(cols)
+        err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
+        preset = harness_preset(fmt, metadata, model)
         base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": chosen,
+                "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
                 "unreconstructable": run.unreconstructable}
-        rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
-                     "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
-                     "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
-                     "cache_share_recorded": _share(cols, 0, run.n_requests, True),
-                     "cache_share_simulated": _share(cols, 0, run.n_requests, False),
-                     "cache_fit": run.cache_fit.label() if run.cache_fit is not None else None,
-                     "cache_oos_recorded": oos_recorded, "cache_oos_simulated": oos_simulated,
-                     "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
-                     and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        for ev in event_rows(run, cols, harness_preset(fmt, metadata), chosen):
+        if usage:
+            oos_recorded, oos_simulated = out_of_sample_share(run, chosen, provider_cache(fmt, model))
+            rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
+                         "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
+                         "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
+                         "cache_share_recorded": _share(cols, 0, run.n_requests, True),
+                         "cache_share_simulated": _share(cols, 0, run.n_requests, False),
+                         "cache_fit": run.cache_fit.label() if run.cache_fit is not None else None,
+                         "cache_oos_recorded": oos_recorded, "cache_oos_simulated": oos_simulated,
+                         "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
+                         and float(np.quantile(err, 0.95)) <= TARGET_P95})
+        for ev in event_rows(run, cols, preset, chosen, logged):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
 

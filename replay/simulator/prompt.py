@@ -7,10 +7,13 @@ template's fixed part); ``scale`` maps the chosen tokenizer's counts to the serv
 per-message constant. Where each comes from, in order:
 
 1. ``fit``: the run has recorded per-request prompt usage; its own calibration (``replay.tokens.calibrate``).
-2. ``profile:<format>``: no usage of its own; the median prefix and scale of the runs of the same format (harness)
+2. ``override``: the user's ``--overhead`` (tokens) for every run without a fit.
+3. ``log:<format>``: no usage of its own, but the log gives the size of what the harness sends besides its messages
+   (``runs.metadata.harness_prefix.tokens``: Copilot CLI's ``toolDefinitionsTokens``): that is the prefix,
+   counted by the harness; scale 1.
+4. ``profile:<format>``: no usage of its own; the median prefix and scale of the runs of the same format (harness)
    that have usage, counted with the same tokenizer.
-3. ``override``: the user's ``--overhead`` (tokens) for every run without a fit.
-4. ``none``: nothing applies; the prompt is the log's items only, and outputs say so.
+5. ``none``: nothing applies; the prompt is the log's items only, and outputs say so.
 
 The prefix enters the run as a leading ``system`` item (never trimmed, cached first, seen by every policy's
 estimator with ``chars = 4 * tokens`` so chars/4 counts it exactly), so every policy, cache model and compiled
@@ -19,6 +22,7 @@ kernel sees the same prompt.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import duckdb
@@ -89,7 +93,14 @@ def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_
     """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources);
     ``fitted``: what ``fit_usage`` already returned for this tokenizer and overhead, to not fit twice."""
     fitted = _fits(con, tokenizer_id, overhead, fitted)
-    formats = dict(con.execute("SELECT run_id, format FROM runs").fetchall())
+    formats, logged = {}, {}
+    for run_id, fmt, metadata in con.execute("SELECT run_id, format, metadata FROM runs").fetchall():
+        formats[run_id] = fmt
+        if metadata and "harness_prefix" in metadata:
+            value = json.loads(metadata) if isinstance(metadata, str) else metadata
+            tokens = ((value or {}).get("harness_prefix") or {}).get("tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+                logged[run_id] = tokens
     by_format: dict[str, list[PromptModel]] = {}
     for run_id, pm in fitted.items():
         if pm.good:  # a profile learns only from runs whose log gives the server's prompt
@@ -103,6 +114,8 @@ def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_
             out[run_id] = fitted[run_id]
         elif override is not None:
             out[run_id] = PromptModel(int(override), 1.0, 0.0, False, OVERRIDE, overhead)
+        elif run_id in logged:
+            out[run_id] = PromptModel(logged[run_id], 1.0, 0.0, False, f"log:{formats.get(run_id, '')}", overhead)
         else:
             out[run_id] = profiles.get(formats.get(run_id, ""), PromptModel(template=overhead))
     return out

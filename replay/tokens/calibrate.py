@@ -15,8 +15,15 @@ other vendors (MiniMax) drop thinking blocks from the history; Claude keeps them
 
 A run is marked *unreconstructable*, with the reason, when a mechanical check on the log names why it cannot give
 the server's prompt: content comes and goes outside the log (the recorded prompt shrinks with no compaction or
-other boundary in the log), or the recorded prompt grows far more than the log's items. The checks read the
-recorded usage and the log's structure, so the flag is the same under every tokenizer, and fidelity shows it.
+other boundary in the log), the recorded prompt grows far more than the log's items, content the log never holds
+comes and goes often (reader notes marked ``varies``: Aider's files in the chat), or the log's history is far
+over the size at which the harness summarises it (``runs.metadata.history_limit``). The checks read the recorded
+usage and the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity
+shows it.
+
+A recorded prompt the harness printed rounded ("11k") is an interval, not a point: ``runs.metadata
+.usage_resolution`` ([step, half width] pairs) widens it, and a request's error is its distance to that interval
+(:func:`interval_errors`), in calibrate and fidelity alike.
 """
 
 from __future__ import annotations
@@ -258,6 +265,61 @@ def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon
             f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record")
 
 
+def check_unlogged(check: RunCheck, steps: np.ndarray, metadata: dict) -> None:
+    """Add a reason when the reader noted, at MIN_SHRINKS requests or more (and 5% of them), content entering or
+    leaving the prompt that the log never holds and whose size varies over the run (notes with ``varies``): one
+    fitted offset per note would only hide what the log cannot give."""
+    notes = [n for n in metadata.get("unlogged") or [] if isinstance(n, dict) and n.get("varies")
+             and isinstance(n.get("step"), int) and 0 < n["step"] <= int(steps[-1])]
+    at = {n["step"] for n in notes}
+    if len(at) >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
+        kinds = "; ".join(sorted({str(n.get("reason")) for n in notes}))
+        check.reasons.append(
+            f"content outside the log: at {len(at)} of {len(steps)} requests the log records content entering or "
+            f"leaving the prompt that it never holds ({kinds})")
+
+
+HISTORY_MARGIN = 2.0  # the log's history must exceed the harness's summarising size this many times over
+
+
+def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metadata: dict) -> None:
+    """Add a reason when the log's conversation history before a request (its earlier user turns, chars/4) is
+    over twice the size above which the harness summarises it (``runs.metadata.history_limit``, tokens): the
+    server got a summary the log does not hold."""
+    limit = metadata.get("history_limit")
+    if not isinstance(limit, int) or limit <= 0 or items.is_empty():
+        return
+    body = items.filter(~pl.col("kind").is_in(["system", "tool_defs"]))
+    step, turn = body["step"].to_numpy(), body["turn"].fill_null(0).to_numpy()
+    chars = body["chars"].fill_null(0).to_numpy()
+    history = np.zeros(len(steps))
+    for k, s in enumerate(steps):
+        seen = step <= s
+        if seen.any():
+            history[k] = chars[seen & (turn < turn[seen].max())].sum() / 4
+    k = int(np.argmax(history))
+    if history[k] > HISTORY_MARGIN * limit:
+        check.reasons.append(
+            f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
+            f"the log's history before request {k} is ~{history[k]:,.0f} tokens (chars/4); the summary the "
+            "server got instead is not in the log")
+
+
+def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
+    """Per request step, how far the recorded prompt may be from the true count (``usage_resolution``)."""
+    half = {int(p[0]): int(p[1]) for p in metadata.get("usage_resolution") or []
+            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)}
+    return np.array([half.get(int(s), 0) for s in steps], dtype=np.float64)
+
+
+def interval_errors(predicted: np.ndarray, recorded: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
+    """|predicted - recorded| / recorded, less the recorded figure's rounding: 0 inside [recorded ± half]."""
+    gap = np.abs(np.asarray(predicted, np.float64) - recorded)
+    if half is not None:
+        gap = np.maximum(gap - half, 0.0)
+    return gap / recorded
+
+
 def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: bool = False,
               store: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-request fitted predictions and per-run fits (stored in `calibrations`); counts tokens first."""
@@ -303,12 +365,15 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, context_drops(metadata))
         check_shrinks(check, steps, recorded, prompts.total, metadata)
         check_growth(check, steps, recorded, prompts.total)
+        check_unlogged(check, steps, metadata)
+        check_history(check, run_items, steps, metadata)
+        half = resolutions(metadata, steps)
         oos = walk_forward(visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact,
-                                   context_drops(metadata)), recorded, steps, check.boundaries, overhead.fixed)
+                                   context_drops(metadata)), recorded, steps, check.boundaries, overhead.fixed, half)
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
         pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
-        err, raw = np.abs(pred - recorded) / recorded, np.abs(recon - recorded) / recorded
+        err, raw = interval_errors(pred, recorded, half), interval_errors(recon, recorded, half)
         chars4 = _chars4(run_items, steps)
         reason = "; ".join(check.reasons)  # a property of the log: the same whatever the tokenizer or the fit
         per_request.append(pl.DataFrame({
@@ -328,17 +393,17 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
 
 
 def walk_forward(prompts: Prompts, recorded: np.ndarray, steps: np.ndarray, boundaries: dict[int, str],
-                 fixed: float = 0.0) -> np.ndarray:
-    """|predicted - recorded| / recorded per request, each predicted by a fit on the earlier requests only
-    (overhead and scale, plus the boundaries seen so far): calibration scored out of sample. NaN for the first
-    two requests, which have too little before them."""
+                 fixed: float = 0.0, half: np.ndarray | None = None) -> np.ndarray:
+    """|predicted - recorded| / recorded per request (less the recorded figure's rounding ``half``), each
+    predicted by a fit on the earlier requests only (overhead and scale, plus the boundaries seen so far):
+    calibration scored out of sample. NaN for the first two requests, which have too little before them."""
     target = recorded - prompts.exact
     out = np.full(len(steps), np.nan)
     for k in range(2, len(steps)):
         seen = [b for b in boundaries if b <= steps[k - 1]]
         f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries))
         pred = f.predict(prompts.tokens[k:k + 1], None, steps[k:k + 1])[0] + prompts.exact[k]
-        out[k] = abs(pred - recorded[k]) / recorded[k]
+        out[k] = interval_errors(np.array([pred]), recorded[k:k + 1], None if half is None else half[k:k + 1])[0]
     return out
 
 

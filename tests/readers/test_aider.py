@@ -41,7 +41,9 @@ def test_counts_match_manifest(corpus: Path) -> None:
         calls = [r for r in records if isinstance(r, Item) and r.kind == "tool_call"]
         edits = [c for c in calls if c.tool_name == "edit"]
         assert len(edits) == EDITS[name] and all(c.access == "write" and c.resource for c in edits), name
-        added = re.findall(r"^> Added (.+?) to the chat", path.read_text(), re.M)
+        # "/add" reads a file into the chat; "Added N lines of output to the chat" is /run output, not a file
+        added = [f for f in re.findall(r"^> Added (.+?) to the chat", path.read_text(), re.M)
+                 if not re.match(r"\d+ lines? of output", f)]
         reads = [c for c in calls if c.tool_name == "read"]
         assert [c.resource for c in reads] == added and all(c.access == "read" for c in reads), name
 
@@ -75,3 +77,24 @@ def test_sniff(corpus: Path) -> None:
         assert READER.sniff(head, path) == (path.parent.name == "aider"), path
         if path.parent.name == "aider":
             assert detect(path) is READER
+
+
+def test_what_the_log_does_not_hold_is_noted(corpus: Path) -> None:
+    """Rounded "11k" figures carry their resolution, files joining or leaving the chat (contents sent, never
+    logged) are noted at the request that first sends them, typed answers to aider's questions are console, and
+    the history size aider summarises above follows the version (or the command line)."""
+    from replay.readers.aider import history_limit
+
+    records = read(corpus / "aider" / "aider-afi-core-gpt4o.md")
+    run9 = next(r for r in records if isinstance(r, Run) and r.run_id.endswith("/9"))
+    assert run9.metadata["usage_resolution"][:3] == [[0, 500], [1, 50], [2, 50]]  # "11k", "7.0k", "9.1k"
+    steps = sorted({n["step"] for n in run9.metadata["unlogged"]})
+    assert steps == [1, 2, 3, 5, 7, 8, 9, 10, 12, 13] and all(n["varies"] for n in run9.metadata["unlogged"])
+    run6 = [r for r in records if getattr(r, "run_id", "").endswith("/6")]
+    assert not [i for i in run6 if isinstance(i, Item) and i.kind == "user_text" and "(Y)es/(N)o" in i.text]
+    assert any(isinstance(i, Item) and i.kind == "tool_result" and "(Y)es/(N)o" in i.text for i in run6)
+    sonnet = [r for r in read(corpus / "aider" / "aider-pgstndtrprt-sonnet35.md") if isinstance(r, Run)]
+    assert "usage_resolution" not in sonnet[0].metadata  # "5,359": v0.48 printed exact counts
+    assert [n["reason"].split(":")[0] for n in sonnet[0].metadata["unlogged"]] == ["file edited into the chat"]
+    assert sonnet[0].metadata["history_limit"] == 2048 and run9.metadata["history_limit"] == 8192
+    assert history_limit("0.85.2", "aider --max-chat-history-tokens 20000") == 20000

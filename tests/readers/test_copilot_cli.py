@@ -57,3 +57,150 @@ def test_legacy_session_json(tmp_path: Path) -> None:
     assert len(of(records, Request)) == 2
     call, result = (i for i in of(records, Item) if i.kind in ("tool_call", "tool_result"))
     assert (call.resource, call.access, result.call_id, result.step) == ("src", "search", "t1", 1)
+
+
+def test_events_jsonl_harness_prefix(corpus: Path) -> None:
+    """The corpus file has no compaction; it has the shutdown's context breakdown: the tool definitions are the
+    prefix the log does not hold (its system message is logged)."""
+    records = read(corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl")
+    (run,) = of(records, Run)
+    assert run.model == "claude-sonnet-4.6" and "context_events" not in run.metadata
+    assert run.metadata["harness_prefix"] == {"tokens": 15204, "tool_definitions": 15204, "system": 9891,
+                                              "system_logged": True, "from": "session.shutdown"}
+
+
+def _event(kind: str, data: dict, n: int) -> dict:
+    stamp = f"2026-04-23T17:{n // 60:02d}:{n % 60:02d}.000Z"
+    parent = f"e{n - 1:03d}" if n else None
+    return {"type": kind, "data": data, "id": f"e{n:03d}", "timestamp": stamp, "parentId": parent}
+
+
+def compaction_session() -> list[dict]:
+    """A hand-made events.jsonl in 1.0.34's layout: a background compaction starts after the second turn's tool
+    call and completes after the third turn's call (messages added in between stay)."""
+    out: list[dict] = []
+
+    def add(kind: str, **data) -> None:
+        out.append(_event(kind, data, len(out)))
+
+    add("session.start", sessionId="s1", version=1, producer="copilot-agent", copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z", selectedModel="gpt-5.2", context={"cwd": "/w"})
+    add("system.message", content="You are the GitHub Copilot CLI.")
+    add("user.message", content="fix the tests", transformedContent="fix the tests")
+    for turn, (name, call) in enumerate([("view", "c1"), ("bash", "c2"), ("view", "c3")]):
+        add("assistant.turn_start", turnId=str(turn))
+        add("assistant.message", messageId=f"m{turn}", content=f"step {turn}", outputTokens=50,
+            toolRequests=[{"toolCallId": call, "name": name, "arguments": {"path": f"/w/f{turn}.py"}}])
+        add("tool.execution_start", toolCallId=call, toolName=name, arguments={"path": f"/w/f{turn}.py"})
+        add("tool.execution_complete", toolCallId=call, success=True,
+            result={"content": f"contents of f{turn} " * 50, "detailedContent": "..."})
+        add("assistant.turn_end", turnId=str(turn))
+        if turn == 1:
+            add("session.compaction_start", systemTokens=1200, conversationTokens=98000, toolDefinitionsTokens=9000)
+    add("session.compaction_complete", success=True, preCompactionTokens=108200, postCompactionTokens=14000,
+        preCompactionMessagesLength=8, messagesRemoved=6, tokensRemoved=94200, summaryContent="Fixed two tests.",
+        checkpointNumber=1, compactionTokensUsed={"input": 99000, "output": 900, "cachedInput": 80000},
+        systemTokens=1200, conversationTokens=3800, toolDefinitionsTokens=9000)
+    add("assistant.turn_start", turnId="3")
+    add("assistant.message", messageId="m3", content="done", outputTokens=20, toolRequests=[])
+    add("assistant.turn_end", turnId="3")
+    return out
+
+
+def test_compaction_replaces_the_messages_up_to_its_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in compaction_session()) + "\n")
+    records = read(path)
+    (run,) = of(records, Run)
+    assert run.model == "gpt-5.2"  # session.start's selectedModel
+    (event,) = run.metadata["context_events"]
+    items = of(records, Item)
+    third = next(i for i in items if i.kind == "tool_call" and i.call_id == "c3")
+    summary = next(i for i in items if i.kind == "summary")
+    assert event["step"] == 3 and event["trigger"] == "auto"
+    assert event["drop"] == [[1, third.seq - 1]]  # from the user message to the checkpoint: turn 3 stays
+    assert event["summary_seq"] == summary.seq and summary.text.endswith("Fixed two tests.")
+    assert "fix the tests" in summary.text  # the summary message lists the user's messages
+    assert event["usage"] == {"input": 99000, "cache_read": 80000, "output": 900}
+    assert (event["pre_tokens"], event["post_tokens"]) == (108200, 14000)
+    assert run.metadata["harness_prefix"]["tokens"] == 9000  # from compaction_start, the first breakdown
+
+
+def test_logged_prefix_gives_the_session_total(corpus: Path, tmp_path: Path) -> None:
+    """No per-request usage, so nothing to fit: the prompt model takes the tool definitions the log sizes as the
+    prefix. The six replayed prompts then add up to within 6% of the session's recorded input (186,809 tokens,
+    cache reads included: they average 31k a request against 35,322 in the window at shutdown); the log's items
+    alone gave 85k (-54%)."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import replay_recorded
+    from replay.simulator.load import load_runs
+    from replay.store import open_store
+    from replay.tokens.counting import count_items
+    from replay.tokens.loading import load_tokenizer
+
+    con = open_store(tmp_path / "c.duckdb")
+    ingest(con, [corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl"])
+    tok = load_tokenizer("claude-legacy")
+    count_items(con, tok)
+    (run,) = load_runs(con, tok.tokenizer_id)
+    assert (run.prompt_source, run.prefix_tokens) == ("log:copilot-cli", 15204)
+    cols, _ = replay_recorded(run, "none")
+    total = 186_809  # session.shutdown modelMetrics["claude-sonnet-4.6"].usage.inputTokens
+    assert abs(cols["prompt_tokens"].sum() / total - 1) <= 0.06
+
+
+def background_session(body: int = 60_000) -> tuple[list[dict], int]:
+    """1.0.34's layout again, sized so that its background compaction is due: five turns each reading about
+    ``body`` characters on gpt-4.1 (max_prompt_tokens 64,000 in the CLI's table: due at 0.8 of it). The compaction
+    starts before the fourth request (after three reads) and completes during it; (events, prompt after it as the
+    CLI counts it: system + conversation + tool definitions)."""
+    out: list[dict] = []
+
+    def add(kind: str, **data) -> None:
+        out.append(_event(kind, data, len(out)))
+
+    summary = "Read f0, f1 and f2; the failing assertion is in f2."
+    add("session.start", sessionId="s2", version=1, producer="copilot-agent", copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z", selectedModel="gpt-4.1", context={"cwd": "/w"})
+    add("system.message", content="You are the GitHub Copilot CLI.")
+    add("user.message", content="find the bug", transformedContent="find the bug")
+    kept = 0
+    for turn in range(5):
+        if turn == 3:
+            add("session.compaction_start", systemTokens=10, conversationTokens=3 * body // 4,
+                toolDefinitionsTokens=9000)
+        if turn == 4:
+            after = 10 + (len("find the bug") + len(summary)) // 4 + kept + 9000
+            add("session.compaction_complete", success=True, summaryContent=summary, messagesRemoved=7,
+                compactionTokensUsed={"input": 3 * body // 4, "output": 300, "cachedInput": 0},
+                systemTokens=10, conversationTokens=after - 9010, toolDefinitionsTokens=9000)
+        add("assistant.turn_start", turnId=str(turn))
+        text = "".join(f"{turn}:{n:06d}\n" for n in range(body // 9))
+        add("assistant.message", messageId=f"m{turn}", content=f"reading f{turn}", outputTokens=30,
+            toolRequests=[{"toolCallId": f"c{turn}", "name": "view", "arguments": {"path": f"/w/f{turn}.py"}}])
+        add("tool.execution_start", toolCallId=f"c{turn}", toolName="view", arguments={"path": f"/w/f{turn}.py"})
+        add("tool.execution_complete", toolCallId=f"c{turn}", success=True, result={"content": text})
+        add("assistant.turn_end", turnId=str(turn))
+        if turn == 3:
+            kept = (len(f"reading f{turn}") + len(text)) // 4 + 20  # the messages since the checkpoint stay
+    return out, after
+
+
+def test_background_compaction_preset_and_fidelity(tmp_path: Path) -> None:
+    """No per-request usage: fidelity still scores the compaction, the prompt after it as the CLI counted it; the
+    copilot-cli preset, chosen from the model, starts at 0.8 of gpt-4.1's 64,000 before the fourth request and
+    applies at the next one, keeping what came since, as the CLI did."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.store import open_store
+
+    events, after = background_session()
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    con = open_store(tmp_path / "b.duckdb")
+    ingest(con, [path])
+    rows = fidelity_frame(con, None).to_dicts()
+    (row,) = rows
+    assert row["kind"] == "compaction" and row["preset"] == "copilot-cli@64000"
+    assert row["recorded_request"] == 4 and row["recorded_after"] == after
+    assert row["simulated_request"] == 4 and row["within"], row

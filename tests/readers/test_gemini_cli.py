@@ -95,3 +95,94 @@ def test_history_rewrite_is_a_recorded_compaction(tmp_path: Path) -> None:
     assert event["summary_seq"] == by_text["<state_snapshot>did steps 1 and 2</state_snapshot>"].seq
     assert by_text["Got it."].kind == "assistant_text" and len(of(records, Request)) == 3  # no request for the ack
     assert [i.text for i in items if i.kind == "user_text"] == ["task", "more", "next"]
+
+
+def test_compression_note_is_a_compaction_at_the_next_request(tmp_path: Path) -> None:
+    """Before 0.44 chat compression leaves only an ``info`` note; the event drops what the compression service's
+    split summarised (the oldest 70% of the characters, up to a user message) from the next request on."""
+    from readers.gemini_fixture import PREFIX, write_json, write_jsonl
+
+    for write in (write_json, write_jsonl):
+        path, prompts, facts = write(tmp_path / f"session-{write.__name__}.json{'l' * (write is write_jsonl)}")
+        records = read(path)
+        (run,) = of(records, Run)
+        (event,) = run.metadata["context_events"]
+        users = [i for i in of(records, Item) if i.kind == "user_text"]
+        kept = next(u for u in users if u.step == facts["kept_from_request"])
+        assert event["kind"] == "compaction" and event["step"] == facts["compressed_at"]
+        assert event["drop"] == [[0, kept.seq]] and event["summary_seq"] is None
+        assert event["pre_tokens"] == prompts[facts["compressed_at"] - 1] > PREFIX  # the CLI's originalTokenCount
+        assert (event["pct_before"], event["pct_after"]) == (2, 1)
+
+
+def test_compression_note_after_a_history_rewrite_adds_nothing(tmp_path: Path) -> None:
+    """0.44 on writes the compressed history as a ``$set`` and then the note: one event."""
+    def msg(mid: str, kind: str, text: str, **kw) -> dict:
+        return {"id": mid, "timestamp": "t", "type": kind, "content": [{"text": text}], **kw}
+
+    tokens = {"input": 10, "output": 1, "cached": 0, "thoughts": 0}
+    old = [msg("u1", "user", "task"), msg("g1", "gemini", "step 1", tokens=tokens), msg("u2", "user", "more"),
+           msg("g2", "gemini", "step 2", tokens=tokens)]
+    summary, ack = msg("s1", "user", "<state_snapshot>1 and 2</state_snapshot>"), msg("s2", "gemini", "Got it.")
+    note = {"id": "n1", "timestamp": "t", "type": "info", "content": "Context compressed from 61% to 4%."}
+    lines = [{"sessionId": "s", "projectHash": "p"}, *old, {"$set": {"messages": [summary, ack, old[2], old[3]]}},
+             note, msg("u3", "user", "next"), msg("g3", "gemini", "step 3", tokens=tokens)]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (event,) = of(read(path), Run)[0].metadata["context_events"]
+    assert event["line"] == 6 and event["note_line"] == 7 and event["summary_seq"] is not None
+
+
+def test_calibrate_splits_the_fit_at_the_compression(tmp_path: Path) -> None:
+    """The recorded prompt falls at the compression; read as an event it splits the fit instead of pulling the
+    token scale down (0.41 on this session when the note was ignored)."""
+    from readers.gemini_fixture import write_jsonl
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+    from replay.tokens.calibrate import fit_usage
+    from replay.tokens.template import DEFAULT_OVERHEAD
+
+    path, prompts, facts = write_jsonl(tmp_path / "session-c.jsonl")
+    con = open_store(tmp_path / "store.duckdb")
+    ingest(con, [path])
+    _, runs, _ = fit_usage(con, None, DEFAULT_OVERHEAD)
+    (row,) = runs.to_dicts()
+    assert 0.95 < row["scale"] < 1.05 and row["median_err"] < 0.01
+    assert row["boundaries"] == f"{facts['compressed_at']}:compaction"
+
+
+def test_compression_cuts_old_large_function_responses(tmp_path: Path) -> None:
+    """Past the newest 50,000 estimated tokens of function responses, a response over 40,000 characters is cut to
+    its first 8,000 and last 32,000 (truncateHistoryToBudget): the kept original goes, its cut copy is re-sent."""
+    def msg(mid: str, kind: str, content, **kw) -> dict:
+        return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **kw}
+
+    def read_call(cid: str, size: int) -> dict:
+        body = "".join(f"{n:07d}\n" for n in range(size // 8))
+        return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
+                "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+
+    tokens = {"input": 1000, "output": 10, "cached": 0, "thoughts": 0}
+    lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
+             msg("u0", "user", [{"text": "look around"}]),
+             msg("g0", "gemini", "", toolCalls=[read_call("a", 800)], tokens=tokens, model="gemini-2.5-pro"),
+             msg("u1", "user", [{"text": "now the big files"}]),
+             msg("g1", "gemini", "", toolCalls=[read_call("b", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
+             msg("g2", "gemini", "", toolCalls=[read_call("c", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
+             msg("n", "info", "Context compressed from 51% to 9%."),
+             msg("g3", "gemini", "done", tokens=tokens, model="gemini-2.5-pro")]
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    records = read(path)
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    items = of(records, Item)
+    results = {i.call_id: i for i in items if i.kind == "tool_result" and i.call_id}
+    u1 = next(i for i in items if i.text == "now the big files")
+    # kept from the last user message (no split after the 70% mark); b's response is cut, c's (newest) stays
+    assert event["drop"] == [[0, u1.seq], [results["b"].seq, results["b"].seq + 1]]
+    (lo, hi), = event["resent"]
+    (copy,) = [i for i in items if lo <= i.seq < hi]
+    assert copy.kind == "tool_result" and copy.step == event["step"] == 3
+    assert abs(len(copy.text) - 40_000) < 100 and copy.text[:100] == results["b"].text[:100]
+    assert copy.text.endswith(results["b"].text[-1000:])

@@ -65,3 +65,42 @@ def test_sniff(corpus: Path) -> None:
         assert READER.sniff(head, path) == (path.parent.name == "inspect-ai"), path
         if path.parent.name == "inspect-ai":
             assert detect(path) is READER
+
+
+def test_openai_tools_are_counted_as_the_server_declares_them(corpus: Path) -> None:
+    """gpt-4o-mini's server declares the tools as a TypeScript namespace, not as their JSON: with the tools read so,
+    the log's items and the default template give every recorded prompt of the browser run within 2% with no fit
+    (the JSON over-counted each request by ~250 tokens: 1,382 against 1,124 recorded at the first)."""
+    from replay.tokens import DEFAULT_OVERHEAD, load_tokenizer
+
+    records = read(corpus / "inspect-ai" / "inspect-browser-gpt4omini.json")
+    items = [r for r in records if isinstance(r, Item) and r.run_id.endswith("/1.1")]
+    defs = next(i for i in items if i.kind == "tool_defs")
+    assert "namespace functions {" in defs.text and "type web_browser_go = (_: {\n// URL to navigate to.\nurl: string,"\
+        in defs.text
+    tok = load_tokenizer("o200k")
+
+    def tokens(i: Item) -> int:
+        text = f"{i.tool_name or ''}({i.args or ''})" if i.kind == "tool_call" else i.text
+        return tok.count(text) + DEFAULT_OVERHEAD.for_role(i.role)
+
+    reqs = [r for r in records if isinstance(r, Request) and r.run_id.endswith("/1.1")]
+    assert len(reqs) == 5
+    for r in reqs:
+        counted = DEFAULT_OVERHEAD.fixed + sum(tokens(i) for i in items if i.step <= r.step)
+        assert abs(counted - r.prompt_tokens) <= 0.02 * r.prompt_tokens, (r.step, counted, r.prompt_tokens)
+
+
+def test_render_functions_shapes() -> None:
+    from replay.readers.openai_tools import render_functions
+
+    tools = [{"type": "function", "function": {"name": "ping", "description": "Ping."}},
+             {"name": "move", "parameters": {"type": "object", "required": ["to"], "properties": {
+                 "to": {"type": "string", "enum": ["n", "s"], "description": "Where."},
+                 "steps": {"type": "integer", "default": 1},
+                 "tags": {"type": "array", "items": {"type": "string"}}}}}]
+    assert render_functions(tools) == (
+        "# Tools\n\n## functions\n\nnamespace functions {\n\n// Ping.\ntype ping = () => any;\n\n"
+        'type move = (_: {\n// Where.\nto: "n" | "s",\nsteps?: number, // default: 1\ntags?: string[],\n}) => any;\n\n'
+        "} // namespace functions")
+    assert render_functions([{"no": "name"}]) is None and render_functions("x") is None

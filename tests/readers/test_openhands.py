@@ -169,3 +169,23 @@ def test_corpus_has_no_condensation(corpus: Path) -> None:
     for path in (corpus / "openhands").iterdir():
         assert '"condensation"' not in path.read_text(), path.name
         assert all("context_events" not in r.metadata for r in read(path) if isinstance(r, Run)), path.name
+
+
+def test_items_are_what_codeact_sends(corpus: Path) -> None:
+    """An ACI edit's observation reaches the model as ``formatted_output_and_error`` (the diff in ``content`` is
+    for display) and the call as the model wrote it: the items grow between the two requests of
+    oh-runtime-traj-basic by what the server's cache write there records (1,158 Claude tokens; o200k counts code
+    ~15% smaller), not by the diff as well (2,083 o200k tokens when the diff was read as the result)."""
+    from replay.tokens import load_tokenizer
+
+    records = read(corpus / "openhands" / "oh-runtime-traj-basic.json")
+    items = [r for r in records if isinstance(r, Item)]
+    result = next(i for i in items if i.kind == "tool_result")
+    assert result.text == "File created successfully at: /workspace/game_2048.py"
+    call = next(i for i in items if i.kind == "tool_call")
+    assert json.loads(call.args)["command"] == "create" and "file_text" in json.loads(call.args)
+    reqs = [r for r in records if isinstance(r, Request)]
+    tok = load_tokenizer("o200k")
+    grew = sum(tok.count(i.text or "") + tok.count(i.args or "") for i in items if i.step == 1)
+    assert reqs[1].cache_write == 1158
+    assert 0.8 * reqs[1].cache_write <= grew <= reqs[1].cache_write, grew

@@ -195,3 +195,58 @@ def test_unreconstructable_is_a_property_of_the_log(corpus_db):
         flags.append({r: why.split(":", 1)[0] for r, why in zip(runs["run_id"], runs["unreconstructable"],
                                                                 strict=True) if why})
     assert flags[0] == flags[1] and len(flags[0]) >= 2
+
+
+@pytest.fixture(scope="module")
+def aider_db(corpus, tmp_path_factory):
+    """The corpus's Aider histories, counted with o200k."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+    from replay.tokens.counting import count_items
+
+    con = open_store(tmp_path_factory.mktemp("aider") / "a.duckdb")
+    ingest(con, [corpus / "aider"])
+    count_items(con, load_tokenizer("o200k"))
+    yield con
+    con.close()
+
+
+def test_interval_errors_score_the_distance_to_a_rounded_figure():
+    from replay.tokens.calibrate import interval_errors, resolutions
+
+    half = resolutions({"usage_resolution": [[0, 500], [2, 50], ["x", 1]]}, np.array([0, 1, 2]))
+    assert half.tolist() == [500, 0, 50]
+    err = interval_errors(np.array([10_600.0, 7_000.0, 4_300.0]), np.array([11_000.0, 7_010.0, 4_200.0]), half)
+    assert err.tolist() == pytest.approx([0.0, 10 / 7_010, 50 / 4_200])
+
+
+def test_aider_runs_are_within_target_or_flagged_from_the_log(aider_db, corpus):
+    """Every Aider run with per-request usage is within 3% / 10% (its rounded "11k" figures scored as intervals),
+    or flagged for a reason the history file shows: files whose contents the log never holds entering the chat
+    at 3 requests or more (the lines the notes name are those events), or a history far over the size at which
+    aider summarises it. The same flags under chars/4."""
+    import json
+    import re
+
+    from replay.tokens.calibrate import fit_usage
+
+    tid = load_tokenizer("o200k").tokenizer_id
+    _, runs, _ = fit_usage(aider_db, tid, DEFAULT_OVERHEAD)
+    _, runs4, _ = fit_usage(aider_db, None, DEFAULT_OVERHEAD)
+    assert dict(zip(runs["run_id"], runs["unreconstructable"], strict=True)) == dict(
+        zip(runs4["run_id"], runs4["unreconstructable"], strict=True))
+    by_name = {re.sub(r"-[0-9a-f]{8}/", "/", r["run_id"]): r for r in runs.iter_rows(named=True)}
+    flagged = {k: r["unreconstructable"].split(":", 1)[0] for k, r in by_name.items() if r["unreconstructable"]}
+    assert flagged == {"aider-afi-core-gpt4o/6": "content outside the log",
+                       "aider-afi-core-gpt4o/9": "content outside the log",
+                       "aider-luvatrix-qwen35-local/1": "history outside the log",
+                       "aider-pgstndtrprt-sonnet35/1": "history outside the log",
+                       "aider-pocketflow-text2sql-horizon-beta/1": "context outside the log"}, flagged
+    for r in runs.iter_rows(named=True):
+        assert r["unreconstructable"] or (r["median_err"] <= TARGET_MEDIAN and r["p95_err"] <= TARGET_P95), r
+    lines = (corpus / "aider" / "aider-afi-core-gpt4o.md").read_text().splitlines()
+    meta = json.loads(aider_db.execute("SELECT metadata FROM runs WHERE run_id LIKE '%afi-core%/9'").fetchone()[0])
+    for note in meta["unlogged"]:  # each note is a file joining or leaving the chat, on the line it names
+        line = lines[note["line"] - 1]
+        assert "Add file to the chat?" in line or " to the chat" in line or line.startswith("> Applied edit to"), note
+    assert sorted({n["step"] for n in meta["unlogged"]}) == [1, 2, 3, 5, 7, 8, 9, 10, 12, 13]

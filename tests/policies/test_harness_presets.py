@@ -1,0 +1,110 @@
+"""Presets chosen from what a log records (harness, model, window), as ``replay fidelity`` chooses them, and the
+Gemini CLI preset's split of the history (chatCompressionService: the newest 30% of the characters stay)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from replay.policies import Budget, make_policy
+from replay.policies.presets import PRESETS, copilot_prompt_limit, gemini_token_limit
+from replay.simulator.caches import make_cache
+from replay.simulator.fidelity import harness_preset
+from replay.simulator.load import load_runs
+from replay.simulator.run import simulate_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+@pytest.mark.parametrize(("fmt", "metadata", "model", "expected"), [
+    # codex-rs: the rollout's model_context_window is 95% of the model's window; the limit is 0.9 of the window
+    ("codex-rollout", {"model_context_window": 258_400, "originator": "codex_cli_rs"}, "gpt-5.3-codex",
+     ("codex-rs", 272_000)),
+    ("codex-rollout", {"model_context_window": 0}, "gpt-5.6-luna", ("codex-rs", 272_000)),  # by model family
+    ("codex-tui", {}, "o4-mini", ("codex-rs", 200_000)),
+    ("codex-rollout", {}, "mindflow-custom", None),  # neither a window in the log nor a known family: no preset
+    ("gemini-cli", {}, "gemini-3-flash-preview", ("gemini-cli", 1_048_576)),
+    ("gemini-cli", {}, "gemma-4-31b-it", ("gemini-cli", 256_000)),
+    ("copilot-cli", {}, "claude-sonnet-4.6", ("copilot-cli", 168_000)),
+    ("copilot-cli", {}, "some-new-model", ("copilot-cli", 128_000)),
+])
+def test_preset_from_the_log(fmt, metadata, model, expected):
+    got = harness_preset(fmt, metadata, model)
+    assert (got[0], got[1].window) == expected if expected else got is None
+
+
+def test_source_limits():
+    assert PRESETS["codex-rs"].params["threshold"] * 272_000 == pytest.approx(244_800)  # (window * 9) / 10
+    assert PRESETS["gemini-cli"].params["threshold"] == 0.5  # DEFAULT_COMPRESSION_TOKEN_THRESHOLD, 0.17 on
+    assert PRESETS["copilot-cli"].params["threshold"] == 0.8  # COPILOT_BACKGROUND_COMPACTION_THRESHOLD default
+    assert gemini_token_limit(None) == 1_048_576 and copilot_prompt_limit("gpt-5.2") == 272_000
+
+
+def test_gemini_preset_keeps_the_newest_30_percent(tmp_path: Path) -> None:
+    """On the hand-made session the preset fires where the previous prompt passed half the window and keeps the
+    history from the same user message as the CLI did; the prompt after differs from the recorded one by the
+    summary sizes only (the log does not give the summary's); the recorded policy reproduces the recorded one."""
+    from readers.gemini_fixture import PREFIX, SUMMARY, write_json
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    path, prompts, facts = write_json(tmp_path / "session-p.json")
+    con = open_store(tmp_path / "p.duckdb")
+    ingest(con, [path])
+    (run,) = load_runs(con, None, overhead=PREFIX)
+    k = facts["compressed_at"]
+    window = prompts[k - 1] + prompts[k - 2]  # half of it lies between the last two prompts before the note
+    cols, _ = simulate_run(run, make_policy("gemini-cli"), make_cache("none"), Budget(window))
+    assert np.flatnonzero(cols["summarised"]).tolist() == [k]
+    expected = prompts[k] - SUMMARY + PRESETS["gemini-cli"].params["summary_tokens"]
+    assert abs(cols["prompt_tokens"][k] - expected) <= 0.03 * expected
+    recorded, _ = simulate_run(run, make_policy("recorded"), make_cache("none"), Budget(window))
+    # the recorded policy drops what the note's split dropped; calibration's offset at the event stands in for the
+    # summary the log does not hold
+    assert abs(recorded["prompt_tokens"][k] - prompts[k]) <= 0.01 * prompts[k]
+
+
+def test_gemini_preset_cuts_old_large_kept_results(tmp_path: Path) -> None:
+    """Two 120k-character reads kept by the split: the preset cuts the older to 40,000 characters as the CLI did, so
+    its prompt after is the recorded one (a server counting four characters a token) but for the summary sizes."""
+    import json
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    def msg(mid: str, kind: str, content, **kw) -> dict:
+        return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **kw}
+
+    def read_call(cid: str, size: int) -> dict:
+        body = "".join(f"{n:07d}\n" for n in range(size // 8))
+        return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
+                "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+
+    def gemini(mid: str, prompt: int, *calls) -> dict:
+        tokens = {"input": prompt, "output": 10, "cached": 0, "thoughts": 0}
+        return msg(mid, "gemini", "", toolCalls=list(calls), tokens=tokens, model="gemma-4-31b-it")
+
+    prefix, summary = 5_000, 1_000  # the server's: 200 + 30,000 tokens of reads, then 10,000 + 30,000 kept
+    prompts = [prefix + 5, prefix + 215, prefix + 30_225, prefix + summary + 40_020]
+    lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
+             msg("u0", "user", [{"text": "look around"}]), gemini("g0", prompts[0], read_call("a", 800)),
+             msg("u1", "user", [{"text": "now the big files"}]), gemini("g1", prompts[1], read_call("b", 120_000)),
+             gemini("g2", prompts[2], read_call("c", 120_000)), msg("n", "info", "Context compressed from 14% to 18%."),
+             gemini("g3", prompts[3])]
+    path = tmp_path / "session-cut.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    con = open_store(tmp_path / "cut.duckdb")
+    ingest(con, [path])
+    (run,) = load_runs(con, None)
+    window = 60_000  # half of it lies between the prompts of requests 1 and 2
+    cols, _ = simulate_run(run, make_policy("gemini-cli"), make_cache("none"), Budget(window))
+    assert np.flatnonzero(cols["summarised"]).tolist() == [3]
+    expected = prompts[3] - summary + PRESETS["gemini-cli"].params["summary_tokens"]
+    assert abs(cols["prompt_tokens"][3] - expected) <= 0.03 * expected
+    whole, _ = simulate_run(run, make_policy("gemini-cli", {"cut_results_after": 0}), make_cache("none"),
+                            Budget(window))
+    assert whole["prompt_tokens"][3] - cols["prompt_tokens"][3] > 19_000  # the 80,000 characters cut off
