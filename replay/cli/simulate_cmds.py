@@ -174,8 +174,8 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
                  "(o200k for GPT-4o/5, claude-legacy for Claude, ...; chars/4, labelled, where none exists); "
                  "empty: chars/4 estimates."))] = "",
              cache: Annotated[str | None, typer.Option(help=(
-                 "One cache model for every run; default: each run under its provider's (Anthropic for Claude "
-                 "models, OpenAI otherwise)."))] = None,
+                 "One cache model for every run; default: each run under its provider's, calibrated from its "
+                 "recorded cache reads (replay.simulator.cache_fit)."))] = None,
              strict: Annotated[bool, typer.Option("--strict", help=(
                  "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
                  "its recorded one (3 requests, 10% prompt after)."))] = False,

@@ -246,7 +246,7 @@ def replay_views(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, cach
     """Every request's shown view under ``policy`` (``only``: just that request, still stepping from 0 so the
     policy and cache carry their state), as ``replay.simulator.run`` charges them; ``label`` names the policy
     (default its registered name; a preset or knobs the user gave)."""
-    bill = billing_for(run.model, cache, pricing, run.cache_ttl)
+    bill = billing_for(run.model, cache, pricing, run.cache_ttl, run.cache_fit)
     steps, _ = charged_views(run, policy, budget, bill)
     out, prev_end = [], 0
     last = run.n_requests - 1 if only is None else only

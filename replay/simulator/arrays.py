@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from replay.model import KINDS
+
+if TYPE_CHECKING:
+    from replay.simulator.cache_fit import CacheFit
 
 KIND_CODE = {k: i for i, k in enumerate(KINDS)}
 ACCESS = ("none", "read", "write", "exec", "search", "other")
@@ -95,6 +99,7 @@ class RunArrays:
     req_model: tuple[str | None, ...] = field(default=(), repr=False)  # the model each request's log names (None:
     # the run's ``model``)
     cache_ttl: float | None = None  # seconds: the TTL most cache-write tokens in the log used; None unrecorded
+    cache_fit: CacheFit | None = None  # the run's cache model calibrated from its reads (replay.simulator.cache_fit)
     read_span: np.ndarray | None = field(default=None, repr=False)  # (n_items, 3): lo, hi, key of reads
     read_keys: tuple[str, ...] = field(default=(), repr=False)  # read_span key -> the normalised command
     # per request: what the server counted beyond the replayed prompt (recorded - replayed under the recorded

@@ -9,9 +9,13 @@ model's multipliers on the run's input price (Anthropic rules on a GPT run: writ
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from replay.metrics.prices import DEFAULT_PRICING, Prices, Pricing
 from replay.simulator.caches import Anthropic, CacheModel, make_cache
+
+if TYPE_CHECKING:
+    from replay.simulator.cache_fit import CacheFit
 
 # genai-prices provider id -> the cache model of its API (MiniMax's Anthropic-compatible API takes cache_control)
 PROVIDER_CACHE = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "deepseek": "deepseek",
@@ -44,9 +48,14 @@ class Billing:
         return self.prices.source
 
 
-def own_cache(provider: str | None, recorded_ttl: float | None = None) -> tuple[CacheModel, str]:
+def own_cache(provider: str | None, recorded_ttl: float | None = None,
+              fit: CacheFit | None = None) -> tuple[CacheModel, str]:
     """The cache model of ``provider``'s API (the TTL the log recorded, for Anthropic-style caches), or no cache
-    with a note when the provider has none modelled here."""
+    with a note when the provider has none modelled here. ``fit``: the run's cache model calibrated from its
+    recorded reads (replay.simulator.cache_fit), which wins when it is not a bare default: uncached, or an
+    automatic cache with its fitted or profiled hit rate and TTL."""
+    if fit is not None and fit.source != "default":
+        return fit.cache(), ""
     name = PROVIDER_CACHE.get(provider or "")
     if name is None:
         who = f"provider {provider}" if provider else "an unknown provider"
@@ -70,15 +79,15 @@ def rates(prices: Prices, cache: CacheModel, model: str | None) -> Rates:
 
 
 def billing_for(model: str | None, cache: CacheModel | None = None, pricing: Pricing = DEFAULT_PRICING,
-                recorded_ttl: float | None = None) -> Billing:
+                recorded_ttl: float | None = None, fit: CacheFit | None = None) -> Billing:
     """Cache model and rates for a run of ``model``: ``cache`` (reset per run by the simulator) when given, else the
-    provider's own cache model with the TTL the log recorded. ``pricing.model`` prices (and caches) the run as
-    that model instead (tune for a new model)."""
+    provider's own cache model with the TTL the log recorded, or the run's calibrated one (``fit``).
+    ``pricing.model`` prices (and caches) the run as that model instead (tune for a new model)."""
     priced_as = pricing.model or model
     prices = pricing.prices(model)
     notes = []
     if cache is None:
-        chosen, note = own_cache(prices.provider, recorded_ttl)
+        chosen, note = own_cache(prices.provider, recorded_ttl, None if pricing.model else fit)
         notes += [note] if note else []
     else:
         chosen = cache

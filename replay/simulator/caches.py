@@ -53,13 +53,24 @@ class Anthropic(CacheModel):
 
 @dataclass
 class OpenAIAuto(CacheModel):
-    """Automatic caching from 1,024 tokens in 128-token steps; retention ``ttl`` seconds idle."""
+    """OpenAI's automatic prompt caching, as its prompt-caching guide describes it.
+
+    - Prompts from 1,024 tokens are cached; a hit covers the longest cached prefix in steps of 128 tokens.
+    - Best effort: a request is routed by a hash of its first few hundred tokens (and ``prompt_cache_key``) to a
+      server that recently saw that prefix; past roughly 15 requests a minute for one prefix, or when that server
+      is busy, it spills to another one. ``hit_rate`` is the share of requests that reach the server holding the
+      conversation's own prefix; that server last cached the newest earlier request that reached it too (lag j with
+      probability hit_rate * (1 - hit_rate) ** (j - 1)); a request that spills reads only what every server keeps
+      warm (the run's shared harness prefix, ``warm``). 1.0: every request reaches it (the deterministic model).
+    - Cached prefixes stay after 5-10 minutes idle, up to an hour off-peak (extended retention: 24 h): ``ttl``.
+    """
 
     name = "openai"
     min_tokens: int = 1024
     step: int = 128
     ttl: float = 600.0
     read_multiplier: float = 0.1
+    hit_rate: float = 1.0
 
     def min_for(self, model: str | None) -> int:
         """The shortest prompt that is cached, for a run of ``model``."""
@@ -68,8 +79,15 @@ class OpenAIAuto(CacheModel):
 
 @dataclass
 class DeepSeekDisk(OpenAIAuto):
-    """DeepSeek's context caching on disk: automatic, prefixes stored at request ends in 64-token units, no
-    write premium; unused prefixes kept for hours (one hour here)."""
+    """DeepSeek's context caching on disk (its context-caching guide), automatic and without a write premium.
+
+    - Prefixes are stored as units at request boundaries (where the request's input ends) and in 64-token
+      storage units (a unit's tail short of 64 tokens is not cached).
+    - A request hits a unit only when it holds that whole unit: a rewrite inside a stored prefix loses the unit
+      for that request; the server then stores the common prefix it detected as a unit of its own, which the next
+      requests can hit.
+    - Best effort (``hit_rate`` as for OpenAI); unused units are dropped after hours to days (``ttl``: 1 h here).
+    """
 
     name = "deepseek"
     min_tokens: int = 64
@@ -88,8 +106,10 @@ def gemini_min_cacheable(model: str | None) -> int:
 
 @dataclass
 class GeminiImplicit(OpenAIAuto):
-    """Gemini's implicit caching (2.5 and newer): automatic prefix reuse from a per-model minimum, no write
-    premium. Google states no retention or granularity: ``ttl`` (5 min) and ``step`` (1) are assumptions."""
+    """Gemini's implicit caching (2.5 and newer, on by default): automatic prefix reuse from a per-model minimum,
+    no write premium, best effort (Google advises sending requests with the same prefix close together; no hit is
+    guaranteed: ``hit_rate``). Google states no retention or granularity: ``ttl`` (5 min) and ``step`` (1) are
+    assumptions; the corpus' recorded reads are not multiples of any block."""
 
     name = "gemini"
     min_tokens: int = 0  # 0: by model
@@ -133,6 +153,8 @@ def make_cache(name: str, **params: float) -> CacheModel:
             raise ReplayError(f"cache model {name}: {key}={value!r}: expected a finite number >= 0")
         if key == "ttl" and value == 0:
             raise ReplayError(f"cache model {name}: ttl=0: a cache entry must live at least a moment (seconds > 0)")
+        if key == "hit_rate" and value > 1:
+            raise ReplayError(f"cache model {name}: hit_rate={value!r}: a share of requests, between 0 and 1")
     try:
         return CACHE_MODELS[name](**params)
     except TypeError:

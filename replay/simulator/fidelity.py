@@ -20,7 +20,9 @@ from replay.policies import Budget, make_policy
 from replay.policies.kernel import SUMMARY_CLEARED
 from replay.policies.presets import claude_code_preset, codex_window, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.arrays import RunArrays
-from replay.simulator.caches import make_cache
+from replay.simulator.cache_fit import fit_run, warm_tokens
+from replay.simulator.cache_fit import provider_cache as provider_cache
+from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
 BIG = Budget(10**9, 0)
@@ -34,8 +36,8 @@ COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests"
            "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
            "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
            "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
-           "token_source": pl.String, "unreconstructable": pl.String, "preset": pl.String,
-           "harness_version": pl.String}
+           "token_source": pl.String, "unreconstructable": pl.String, "preset": pl.String, "cache_fit": pl.String,
+           "cache_oos_recorded": pl.Float64, "cache_oos_simulated": pl.Float64, "harness_version": pl.String}
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -70,15 +72,24 @@ def _with_tail(run: RunArrays, cache: str) -> tuple[RunArrays, int]:
     return replace(run, tokens=tokens), tail
 
 
+def run_cache(run: RunArrays, cache: str) -> CacheModel:
+    """The cache model ``cache`` for ``run``: Anthropic's with the TTL its gaps show; the run's calibrated
+    parameters when its cache fit is for that model (replay.simulator.cache_fit); else the model's defaults."""
+    if cache == "anthropic":
+        return make_cache(cache, ttl=inferred_ttl(run))
+    if run.cache_fit is not None and run.cache_fit.name == cache:
+        return run.cache_fit.cache()
+    return make_cache(cache)
+
+
 def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "recorded",
                     budget: Budget = BIG, params: dict | None = None) -> tuple[dict[str, np.ndarray], dict]:
     """Per-request columns and run row of ``run`` under ``policy`` (the log's own by default; a preset's
     window in ``budget``), with the run's cache model: what was warm at the start from its first cache read, TTL
-    from its gaps."""
+    from its gaps, best-effort hit rate from its reads."""
     adjusted, tail = _with_tail(run, cache)
-    warm = int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
-    model = make_cache(cache, ttl=inferred_ttl(run)) if cache == "anthropic" else make_cache(cache)
-    return simulate_run(adjusted, make_policy(policy, params), model, budget, warm=warm, tail=tail)
+    return simulate_run(adjusted, make_policy(policy, params), run_cache(run, cache), budget, warm=warm_tokens(run),
+                        tail=tail)
 
 
 def harness_preset(fmt: str, metadata: dict, model: str | None = None, max_prompt: int = 0
@@ -145,6 +156,21 @@ def _share(cols: dict[str, np.ndarray], lo: int, hi: int, recorded: bool) -> flo
     have = (cols["recorded_prompt"][lo:hi] > 0) & (cols["recorded_cache_read"][lo:hi] >= 0)
     total = prompt[have].sum()
     return round(float(read[have].sum() / total), 3) if total > 0 else None
+
+
+def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[float | None, float | None]:
+    """Recorded and simulated cache-read share of the second half of ``run``'s requests, its cache model fitted on
+    the first half only (runs whose own reads fit ``provider``'s cache model or show it uncached; None
+    otherwise)."""
+    fit = run.cache_fit
+    half = run.n_requests // 2
+    if fit is None or fit.source not in ("fit", "uncached") or fit.name != cache or half < 2:
+        return None, None
+    first = fit_run(run, provider, upto=half)
+    if first is None:
+        return None, None
+    cols, _ = replay_recorded(replace(run, cache_fit=first), first.name)
+    return _share(cols, half, run.n_requests, True), _share(cols, half, run.n_requests, False)
 
 
 def _pct(x: np.ndarray, q: float) -> float | None:
@@ -250,32 +276,29 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
                   if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
         if not usage and not any(isinstance(v, int) for v in logged):
             continue  # nothing recorded to score against
-        run_cache = cache or provider_cache(fmt, model)
-        cols, row = replay_recorded(run, run_cache)
+        chosen = cache or (run.cache_fit.name if run.cache_fit is not None else provider_cache(fmt, model))
+        cols, row = replay_recorded(run, chosen)
         err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
         preset = harness_preset(fmt, metadata, model, int(run.rec_prompt.max()) if run.n_requests else 0)
-        base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": run_cache,
+        base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": chosen,
                 "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
                 "harness_version": harness_version(metadata),
                 "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
                 "unreconstructable": run.unreconstructable}
         if usage:
+            oos_recorded, oos_simulated = out_of_sample_share(run, chosen, provider_cache(fmt, model))
             rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
                          "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
                          "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
                          "cache_share_recorded": _share(cols, 0, run.n_requests, True),
                          "cache_share_simulated": _share(cols, 0, run.n_requests, False),
+                         "cache_fit": run.cache_fit.label() if run.cache_fit is not None else None,
+                         "cache_oos_recorded": oos_recorded, "cache_oos_simulated": oos_simulated,
                          "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
                          and float(np.quantile(err, 0.95)) <= TARGET_P95})
-        for ev in event_rows(run, cols, preset, run_cache, logged):
+        for ev in event_rows(run, cols, preset, chosen, logged):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
 
 
-def provider_cache(fmt: str, model: str | None) -> str:
-    """The cache model a run's provider applies: Anthropic for Claude models and Claude Code, else OpenAI's."""
-    name = (model or "").lower()
-    if "claude" in name or fmt.startswith("claude") or "anthropic" in name:
-        return "anthropic"
-    return "openai"

@@ -214,7 +214,16 @@ def load_many(con: duckdb.DuckDBPyConnection, ids: list[str], tokenizer_id: str 
         model, metadata = runs.get(rid, (None, {}))
         out.append(_assemble(rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id,
                              (prompts or {}).get(rid)))
-    return out
+    return _with_caches(con, ids, out)
+
+
+def _with_caches(con: duckdb.DuckDBPyConnection, ids: list[str], runs: list[RunArrays]) -> list[RunArrays]:
+    """Each run with its cache model calibrated from its recorded reads (replay.simulator.cache_fit)."""
+    from replay.simulator.cache_fit import fit_caches
+
+    formats = dict(con.execute("SELECT run_id, format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
+                               [ids]).fetchall())
+    return fit_caches(runs, formats)
 
 
 def _assemble(run_id: str, items: list[dict], reqs: list[dict], model: str | None, metadata: dict,

@@ -73,8 +73,16 @@ def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator
         view = _check(policy.step(k), k, end)
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
-        yield (view, *cache.request(view.dirty_from, end, min(run.first_body, end), float(run.req_ts[k]), cumtok,
+        dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
+        yield (view, *cache.request(dirty, end, min(run.first_body, end), float(run.req_ts[k]), cumtok,
                                     view.summary_at, view.summary_tokens if view.summary_at >= 0 else 0))
+
+
+def _first_rewrite(view: View, tokens: np.ndarray) -> int:
+    """Where the first request's view first differs from the log (as the compiled loop's ``first_rewrite``)."""
+    end = view.end if view.summary_at < 0 else min(view.summary_at, view.end)
+    changed = np.flatnonzero((view.forms[:end] != ORIGINAL) | (view.seg_tokens[:end] != tokens[:end]))
+    return int(changed[0]) if len(changed) else end
 
 
 def charged_views(run: RunArrays, policy: PolicyBase, budget: Budget, bill: Billing, near_margin: float = 0.05,
@@ -95,7 +103,7 @@ def _simulate(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budg
               pricing: Pricing, overhead: int, warm: bool | int,
               by_tool: ToolComposition | None, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
-    bill = billing_for(run.model, cache, pricing, run.cache_ttl)
+    bill = billing_for(run.model, cache, pricing, run.cache_ttl, run.cache_fit)
     warm_tokens = overhead if warm is True else int(warm)
     steps, seen = charged_views(run, policy, budget, bill, near_margin, overhead, warm_tokens, tail)
     m = run.n_requests

@@ -133,22 +133,23 @@ def run_billing(packed: PackedRuns, point: Point) -> tuple[list[Billing], np.nda
     which one each run has (a named cache model is one instance shared by all, as in simulate_run)."""
     keys, of_run = packed.billing_keys
     bills = [billing_for(m, point.cache, point.pricing, ttl) if point.cache is not None else
-             _own_billing(m, ttl, point.pricing) for m, ttl in keys]
+             _own_billing(m, ttl, point.pricing, fit) for m, ttl, fit in keys]
     return bills, of_run
 
 
 _OWN: dict[tuple, tuple[Pricing, Billing]] = {}
 
 
-def _own_billing(model: str | None, ttl: float | None, pricing: Pricing) -> Billing:
-    """billing_for under the provider's own cache model, kept across points (a sweep's points share one Pricing
-    object; the kernels only read a Billing): the price look-up cost as much as the kernel."""
-    key = (model, ttl, id(pricing))
+def _own_billing(model: str | None, ttl: float | None, pricing: Pricing, fit=None) -> Billing:
+    """billing_for under the provider's own cache model (or the run's calibrated one, ``fit``), kept across points
+    (a sweep's points share one Pricing object; the kernels only read a Billing): the price look-up cost as much as
+    the kernel."""
+    key = (model, ttl, fit, id(pricing))
     hit = _OWN.get(key)
     if hit is None or hit[0] is not pricing:
         if len(_OWN) > 4096:
             _OWN.clear()
-        hit = _OWN[key] = (pricing, billing_for(model, None, pricing, ttl))
+        hit = _OWN[key] = (pricing, billing_for(model, None, pricing, ttl, fit))
     return hit[1]
 
 

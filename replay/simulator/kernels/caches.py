@@ -1,7 +1,8 @@
 """The cache models, compiled: the only definition of what each charges, used by the loop of the built-in policies
 and, request by request, by policies written in Python (``CacheState``).
 
-Entries are (pos, tokens, expiry) rows in ``pos``/``tok``/``exp``, ``n[0]`` of them live. A request is given as
+Entries are (pos, tokens, expiry) rows in ``pos``/``tok``/``exp``, ``n[0]`` of them live; ``n[1]``/``n[2]`` are
+the position and tokens of what was warm before the run (``warm_entry``; tokens 0: nothing). A request is given as
 (dirty_from, end, system_end, now) plus the prefix sums of its view; rewriting position p invalidates every cached
 prefix longer than p. The model classes in replay.simulator.caches hold the parameters.
 """
@@ -13,6 +14,7 @@ import math
 import numpy as np
 
 from replay.jit import compiled
+from replay.policies.view import ORIGINAL
 from replay.simulator.caches import (
     Anthropic,
     CacheModel,
@@ -24,11 +26,13 @@ from replay.simulator.caches import (
     anthropic_min_cacheable,
 )
 
-NONE, ANTHROPIC, OPENAI, VLLM, LLAMACPP = range(5)
-CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, DeepSeekDisk: OPENAI, GeminiImplicit: OPENAI,
+NONE, ANTHROPIC, OPENAI, VLLM, LLAMACPP, DEEPSEEK = range(6)
+CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, DeepSeekDisk: DEEPSEEK, GeminiImplicit: OPENAI,
          VLLMBlocks: VLLM, LlamaCppSlot: LLAMACPP}
-# params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity
-N_PARAMS = 8
+# params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity, hit_rate
+N_PARAMS = 9
+N_STATE = 3  # n: live entries, warm position, warm tokens
+RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
 
 
 def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
@@ -42,7 +46,7 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
         p[1], p[3], p[4] = cache.ttl, cache.lookback, "system" in cache.breakpoints
         p[2] = cache.min_cacheable or anthropic_min_cacheable(model)
     elif isinstance(cache, OpenAIAuto):
-        p[1], p[2], p[5] = cache.ttl, cache.min_for(model), cache.step
+        p[1], p[2], p[5], p[8] = cache.ttl, cache.min_for(model), cache.step, cache.hit_rate
     elif isinstance(cache, VLLMBlocks):
         p[6], p[7] = cache.block, cache.capacity
     return p
@@ -101,37 +105,103 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
                 n[0] += 1
             written = max(written, tokens - hit)
         return hit, written
-    # OPENAI / VLLM: truncate at the rewrite, best prefix, newest entry first, keep 8 more
-    ttl = cp[1] if code == OPENAI else 0.0
+    if code == OPENAI or code == DEEPSEEK:
+        return auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, s_tok, code), 0
+    # VLLM: truncate at the rewrite, best prefix in full blocks, newest entry first, keep RING more
     j = 0
     for i in range(n[0]):
-        if code == VLLM or not now > exp[i]:
-            pos[j], tok[j], exp[j] = min(pos[i], dirty), tok[i], exp[i]
-            j += 1
+        pos[j], tok[j], exp[j] = min(pos[i], dirty), tok[i], exp[i]
+        j += 1
     best = 0
     for i in range(j):
         best = max(best, cum_at(cumtok, pos[i], overhead, s_at, s_tok))
-    full = cum_at(cumtok, end, overhead, s_at, s_tok)
-    if code == OPENAI:
-        step = int(cp[5])
-        hit = best // step * step if best >= cp[2] else 0
-        hit = min(hit, full)
-    else:
-        block = int(cp[6])
-        hit = min(best // block, int(cp[7])) * block
-    keep = min(j, 8)
+    block = int(cp[6])
+    hit = min(best // block, int(cp[7])) * block
+    keep = min(j, RING)
     for i in range(keep - 1, -1, -1):
-        pos[i + 1], tok[i + 1] = pos[i], tok[i]
-        exp[i + 1] = now + ttl if code == OPENAI else exp[i]
-    pos[0], tok[0], exp[0] = end, full, now + ttl if code == OPENAI else np.inf
+        pos[i + 1], tok[i + 1], exp[i + 1] = pos[i], tok[i], exp[i]
+    pos[0], tok[0], exp[0] = end, cum_at(cumtok, end, overhead, s_at, s_tok), np.inf
     n[0] = keep + 1
     return hit, 0
+
+
+@compiled(inline="always")
+def _cacheable(tokens, min_tokens, step, full):
+    """What a cached prefix of ``tokens`` gives a request of ``full`` tokens: whole steps, none under the minimum."""
+    if tokens < min_tokens:
+        return 0
+    return min(tokens // step * step, full)
+
+
+@compiled
+def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, s_tok, code):
+    """Expected cached tokens of one request under an automatic prefix cache (OpenAI, Gemini, DeepSeek), best
+    effort: with probability ``hit_rate`` (q) the request reaches the server holding the conversation, which last
+    cached the newest earlier request that reached it too (lag j, probability q(1-q)^(j-1); beyond the kept
+    requests, the warm prefix); otherwise it reads the warm prefix only. q = 1: the longest cached prefix.
+
+    Entries are the prompts of the last RING + 1 requests, newest first, each refreshed at every request (idle
+    expiry ``ttl``). A rewrite at ``dirty`` shortens every longer entry to it (OpenAI, Gemini); under DeepSeek a
+    unit must be held whole, so a longer one is lost and the common prefix becomes a unit of its own (kept with
+    the warm prefix)."""
+    ttl, min_tokens, step, q = cp[1], cp[2], int(cp[5]), cp[8]
+    full = cum_at(cumtok, end, overhead, s_at, s_tok)
+    if n[2] > 0 and n[1] > dirty:  # a rewrite inside the warm prefix: what precedes it is still common
+        n[1], n[2] = dirty, cum_at(cumtok, dirty, overhead, s_at, s_tok)
+    common = -1
+    j = 0
+    for i in range(n[0]):
+        if now > exp[i]:
+            continue
+        p, t = pos[i], tok[i]
+        if p > dirty:
+            if code == DEEPSEEK:
+                common = dirty
+                continue
+            p, t = dirty, cum_at(cumtok, dirty, overhead, s_at, s_tok)
+        pos[j], tok[j], exp[j] = p, t, exp[i]
+        j += 1
+    warm = _cacheable(n[2], min_tokens, step, full)
+    if q >= 1.0:  # every request reaches it: the longest cached prefix
+        hit = warm
+        for i in range(j):
+            hit = max(hit, _cacheable(tok[i], min_tokens, step, full))
+    else:
+        best, home, miss = warm, 0.0, 1.0 - q
+        for i in range(j - 1, -1, -1):  # oldest first: the longest prefix a server holding lags >= i has
+            best = max(best, _cacheable(tok[i], min_tokens, step, full))
+            home += q * miss ** i * best
+        home += miss ** j * warm
+        hit = min(int(round(q * home + miss * warm)), full)
+    if common >= 0:
+        t = cum_at(cumtok, common, overhead, s_at, s_tok)
+        if t > n[2]:
+            n[1], n[2] = common, t
+    keep = min(j, RING)
+    for i in range(keep - 1, -1, -1):
+        pos[i + 1], tok[i + 1], exp[i + 1] = pos[i], tok[i], now + ttl
+    pos[0], tok[0], exp[0] = end, full, now + ttl
+    n[0] = keep + 1
+    return hit
+
+
+@compiled
+def first_rewrite(forms, ftok, tokens, end, s_at):
+    """The first position of the first request's view that differs from the log (a form other than the original,
+    another cost, or the summary), ``end`` if none: what was warm before the run is valid up to there."""
+    at = end if s_at < 0 else min(s_at, end)
+    for q in range(at):
+        f = forms[q]
+        if f != ORIGINAL or ftok[f, q] != tokens[q]:
+            return q
+    return at
 
 
 @compiled
 def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
     """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first): one entry at
-    the last item boundary they cover (or inside the first item)."""
+    the last item boundary they cover (or inside the first item). The automatic caches keep all of them as the warm
+    prefix (n[1], n[2]): valid while the item they end in is unchanged."""
     if warm <= 0:
         return
     full, at = overhead, 0
@@ -141,6 +211,7 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
         full += tokens[q]
         at = q + 1
     pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf, 1
+    n[1], n[2] = (at, full) if full >= warm or at == len(tokens) else (at + 1, warm)
 
 
 class CacheState:
@@ -152,7 +223,7 @@ class CacheState:
         self.params = cache_params(cache, model)
         cap = 2 * n_requests + 12
         self.pos, self.tok = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
-        self.exp, self.n = np.zeros(cap, np.float64), np.zeros(1, np.int64)
+        self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
 

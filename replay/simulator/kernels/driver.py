@@ -44,7 +44,7 @@ from replay.policies.kernel import (
 )
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.simulator.arrays import TOOL_RESULT
-from replay.simulator.kernels.caches import cache_request, warm_entry
+from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
 from replay.simulator.kernels.dispatch import decide, setup
 
 # per-run outputs (int64)
@@ -97,7 +97,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         full_cum[q + 1] = full_cum[q] + ftok[ORIGINAL, q]
     cap = 2 * m + 12
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
-    cn = np.zeros(1, np.int64)
+    cn = np.zeros(N_STATE, np.int64)
     warm_entry(np.int64(p[P_OVERHEAD]), np.int64(p[P_WARM]), r.tokens, cpos, ctok, cexp, cn)
     cumtok = np.zeros(n + 1, np.int64)
     n_err = 0
@@ -153,7 +153,9 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         s_tok = s[S_SUM_TOK] if s_at >= 0 else 0
         est = s[S_TOT_EST] + (s[S_SUM_EST] if s_at >= 0 else 0)
         prompt = s[S_TOT_TOK] + s_tok + overhead + tail
-        cached, written = cache_request(cp, cpos, ctok, cexp, cn, dirty_from, end, min(r.first_body, end), req_ts[k],
+        # the first request rewrites nothing that was warm before the run unless the policy changed it
+        cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
+        cached, written = cache_request(cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k],
                                         cumtok, overhead, s_at, s_tok)
         while ev < len(r.rr_decide) and r.rr_decide[ev] == k:
             if r.rr_changed[ev]:

@@ -66,6 +66,7 @@ class PackedRuns:
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
     cache_ttls: tuple[float | None, ...] = ()  # per run: the TTL its log's cache writes used (None unrecorded)
+    cache_fits: tuple = ()  # per run: its calibrated cache model (replay.simulator.cache_fit.CacheFit), or None
     request_plan: RequestPlan | None = None  # per request: what pricing needs (replay.simulator.request_costs)
 
     @property
@@ -86,11 +87,14 @@ class PackedRuns:
         return np.zeros(len(self.tool), np.int8)
 
     @cached_property
-    def billing_keys(self) -> tuple[list[tuple[str | None, float | None]], np.ndarray]:
-        """The distinct (model, recorded cache TTL) of the runs, and each run's index into them."""
+    def billing_keys(self) -> tuple[list[tuple], np.ndarray]:
+        """The distinct (model, recorded cache TTL, calibrated cache model) of the runs, and each run's index into
+        them."""
         ttls = self.cache_ttls or (None,) * self.n_runs
-        keys: dict[tuple[str | None, float | None], int] = {}
-        of_run = np.array([keys.setdefault(k, len(keys)) for k in zip(self.models, ttls, strict=True)], np.int64)
+        fits = self.cache_fits or (None,) * self.n_runs
+        keys: dict[tuple, int] = {}
+        of_run = np.array([keys.setdefault(k, len(keys)) for k in zip(self.models, ttls, fits, strict=True)],
+                          np.int64)
         return list(keys), of_run
 
     def tool_flags(self, by_name: np.ndarray) -> np.ndarray:
@@ -160,10 +164,11 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64)}
-    assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "request_plan"} == \
+    assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits",
+                          "request_plan"} == \
         {f.name for f in fields(PackedRuns)}
     return PackedRuns(
         run_ids=tuple(r.run_id for r in runs), **arrays,
         static=_static_columns([_static(r, e.max_reads) | e.same_resource for r, e in zip(runs, reads, strict=True)]),
         models=tuple(r.model for r in runs), tool_names=tuple(names), cache_ttls=tuple(r.cache_ttl for r in runs),
-        request_plan=plan(runs))
+        cache_fits=tuple(r.cache_fit for r in runs), request_plan=plan(runs))

@@ -1,0 +1,184 @@
+"""The cache model of each run, calibrated from its recorded cache reads the way the prompt prefix is calibrated.
+
+Which model: the one of the provider that served the run (``provider_cache``). Its parameters, in this order:
+
+1. ``uncached``: every request with usage recorded a cache read of 0 where the provider's cache would have read
+   something: the server had no cache (a self-hosted model, a proxy without one). Simulated with no cache.
+2. ``fit``: an automatic cache (OpenAI, Gemini, DeepSeek) with enough informative requests of its own, on a run
+   whose log gives the server's prompt (not flagged unreconstructable). Replayed under the recorded policy, each
+   request k has the prefix its conversation left cached (``m_k``, every request reaching the server that holds
+   it) and the warm prefix alone (``w_k``, what a request that spills reads). A request is informative when
+   m_k exceeds w_k by at least one cache step; it *reached* the conversation's server when its recorded read is
+   past halfway from w_k to m_k (as shares of the recorded and the replayed prompt).
+   ``hit_rate`` is the share of informative requests that reached it: a count, not a scale fitted to the share.
+   ``ttl`` is the provider's default unless a request after a longer idle gap still reached the conversation's
+   prefix; then the shortest documented retention covering that gap.
+3. ``profile:<model>``: too few informative requests of its own; the median hit rate and TTL of the runs loaded
+   with it whose own fit uses that cache model (at least two of them).
+4. ``default``: the model's documented defaults (hit rate 1). Anthropic runs stay here: explicit breakpoints and
+   the TTL their log records (``replay.simulator.fidelity``) leave nothing to fit.
+
+``fit_run(..., upto=k)`` fits on the first k requests only: ``replay fidelity`` scores such a fit on the rest of the
+run (out of sample), so the fit cannot echo the share it is judged on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from replay.policies import Budget, make_policy
+from replay.policies.kernel import P_WARM
+from replay.simulator.arrays import RunArrays
+from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
+from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.corpus import trace_kernel
+from replay.simulator.kernels.driver import T_CACHED, T_PROMPT
+from replay.simulator.kernels.packed import pack
+
+AUTOMATIC = ("openai", "deepseek", "gemini")
+RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
+MIN_INFORMATIVE = 2  # informative requests a run needs for a fit of its own
+MIN_PROFILE_RUNS = 2  # runs with their own fit a profile needs
+NEVER = 1e12  # a TTL no gap reaches
+_BIG = Budget(10**9, 0)
+
+
+@dataclass(frozen=True)
+class CacheFit:
+    """One run's cache model: its name (``none``: served uncached), best-effort hit rate, TTL (None: the model's
+    default), where they came from and how many informative requests the fit counted (reached / informative)."""
+
+    name: str
+    hit_rate: float = 1.0
+    ttl: float | None = None
+    source: str = "default"
+    reached: int = 0
+    informative: int = 0
+
+    def cache(self) -> CacheModel:
+        """A fresh cache model with these parameters."""
+        if self.name not in AUTOMATIC:
+            return make_cache(self.name)
+        params = {"hit_rate": self.hit_rate} | ({"ttl": self.ttl} if self.ttl is not None else {})
+        return make_cache(self.name, **params)
+
+    def label(self) -> str:
+        """One line for tables: model, parameters, source."""
+        if self.name not in AUTOMATIC:
+            return f"{self.name} ({self.source})"
+        ttl = self.ttl if self.ttl is not None else getattr(make_cache(self.name), "ttl", 0.0)
+        counts = f", {self.reached}/{self.informative} reached" if self.source == "fit" else ""
+        return f"{self.name} hit_rate={self.hit_rate:.2f} ttl={ttl:g}s ({self.source}{counts})"
+
+
+def provider_cache(fmt: str, model: str | None) -> str:
+    """The cache model of the provider that served a run: Anthropic's for Claude models and Claude Code (whose
+    requests take cache_control breakpoints, MiniMax's Anthropic-compatible endpoint included); else the model's
+    provider's in the price data (as billing chooses it), an automatic prefix cache for a provider with an
+    Anthropic-compatible API reached by another harness (MiniMax documents automatic caching besides explicit
+    breakpoints), and an automatic prefix cache (OpenAI's rules, which OpenAI-compatible servers follow) for an
+    unknown provider."""
+    from replay.metrics.prices import DEFAULT_PRICING
+    from replay.simulator.billing import PROVIDER_CACHE
+
+    name = (model or "").lower()
+    if "claude" in name or fmt.startswith("claude") or "anthropic" in name:
+        return "anthropic"
+    provider = DEFAULT_PRICING.prices(model).provider if model else None
+    chosen = PROVIDER_CACHE.get(provider or "", "openai")
+    if chosen == "anthropic" and provider != "anthropic":
+        return "openai"  # MiniMax: cache_control on its Anthropic-compatible API only; automatic caching otherwise
+    return chosen
+
+
+def warm_tokens(run: RunArrays) -> int:
+    """What was cached before the run started: its first request's recorded read."""
+    return int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
+
+
+def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None = None) -> list[np.ndarray]:
+    """Per-request cached tokens of ``run`` replayed under its recorded policy, one array per cache model
+    (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*)."""
+    policy = make_policy("recorded")
+    packed = pack([run])
+    p = policy.params(_BIG)
+    p[P_WARM] = warm_tokens(run)
+    tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
+    col = T_CACHED if column is None else column
+    return [trace_kernel(p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy() for c in caches]
+
+
+def _reached(read: np.ndarray, rec_prompt: np.ndarray, cold: np.ndarray, full: np.ndarray,
+             prompt: np.ndarray) -> np.ndarray:
+    """Requests whose recorded read, as a share of the recorded prompt, is past halfway from the warm prefix to
+    the conversation's cached prefix, as shares of the replayed prompt (shares: a prompt the log under- or
+    over-counts by a constant does not decide)."""
+    return read / np.maximum(rec_prompt, 1) >= (cold + full) / 2 / prompt
+
+
+def _recorded(run: RunArrays, upto: int | None) -> np.ndarray:
+    """Requests with recorded prompt and cache-read usage (the first ``upto`` only)."""
+    have = (run.rec_prompt > 0) & (run.rec_cache_read >= 0)
+    if upto is not None:
+        have[upto:] = False
+    return have
+
+
+def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | None:
+    """The run's own fit under cache model ``name`` (see the module docstring), from its first ``upto`` requests;
+    None when its reads say too little (the caller takes the profile)."""
+    have = _recorded(run, upto)
+    if not have.any():
+        return None
+    rec = run.rec_cache_read
+    if not (rec[have] > 0).any():
+        mechanical = recorded_hits(run, [make_cache(name)])[0]
+        return CacheFit("none", source="uncached") if (mechanical[have] > 0).any() else None
+    if name not in AUTOMATIC or run.unreconstructable:
+        return None
+    base = make_cache(name)
+    assert isinstance(base, OpenAIAuto)
+    cold, unlimited, default = recorded_hits(run, [replace(base, hit_rate=0.0), replace(base, ttl=NEVER), base])
+    prompt = np.maximum(recorded_hits(run, [make_cache("none")], T_PROMPT)[0], 1)
+    step = max(base.step, 1)
+    gap = np.diff(run.req_ts, prepend=np.nan)
+    reached_long = have & (default < unlimited) & (unlimited - cold >= step) & \
+        _reached(rec, run.rec_prompt, cold, unlimited, prompt)
+    ttl = base.ttl
+    if reached_long.any():
+        longest = float(np.nanmax(gap[reached_long]))
+        ttl = next((t for t in RETENTION if t >= longest and t > base.ttl), RETENTION[-1])
+        default = recorded_hits(run, [replace(base, ttl=ttl)])[0]
+    informative = have & (default - cold >= step)
+    if informative.sum() < MIN_INFORMATIVE:
+        return None
+    reached = int(_reached(rec, run.rec_prompt, cold, default, prompt)[informative].sum())
+    n = int(informative.sum())
+    return CacheFit(name, round(reached / n, 4), None if ttl == base.ttl else ttl, "fit", reached, n)
+
+
+def profiles(fits: dict[str, CacheFit]) -> dict[str, CacheFit]:
+    """Per automatic cache model, the median hit rate and TTL of the runs with a fit of their own."""
+    by_name: dict[str, list[CacheFit]] = {}
+    for f in fits.values():
+        if f.source == "fit":
+            by_name.setdefault(f.name, []).append(f)
+    out = {}
+    for name, fs in by_name.items():
+        if len(fs) >= MIN_PROFILE_RUNS:
+            default_ttl = getattr(make_cache(name), "ttl", 0.0)
+            ttl = float(np.median([f.ttl if f.ttl is not None else default_ttl for f in fs]))
+            out[name] = CacheFit(name, round(float(np.median([f.hit_rate for f in fs])), 4),
+                                 None if ttl == default_ttl else ttl, f"profile:{name}")
+    return out
+
+
+def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
+    """``runs`` with their cache model (``RunArrays.cache_fit``): own fit, uncached, provider profile or default."""
+    names = {r.run_id: provider_cache(formats.get(r.run_id, ""), r.model) for r in runs}
+    own = {r.run_id: f for r in runs if (f := fit_run(r, names[r.run_id])) is not None}
+    prof = profiles(own)
+    return [replace(r, cache_fit=own.get(r.run_id) or prof.get(names[r.run_id]) or CacheFit(names[r.run_id]))
+            for r in runs]

@@ -1,0 +1,66 @@
+"""Calibrating a run's cache model from its recorded cache reads (replay.simulator.cache_fit), on hand-made runs
+whose every figure is worked out here."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from replay.policies import Budget, make_policy
+from replay.simulator.arrays import build
+from replay.simulator.cache_fit import CacheFit, fit_caches, fit_run, profiles
+from replay.simulator.run import simulate_run
+
+
+def _prompt(k: int) -> int:
+    return 5000 + 1000 * k
+
+
+def _run(reads: list[int], gaps: list[float] | None = None, model: str = "gpt-5", first: int = 4000):
+    """A run growing by 1,000 tokens a request, each request recording ``reads``."""
+    n = len(reads)
+    items = [{"step": 0, "kind": "system", "chars": 4 * first, "tokens": first}]
+    items += [{"step": k, "kind": "user_text", "chars": 4000, "tokens": 1000} for k in range(n)]
+    ts = np.cumsum([0.0] + list(gaps or [10.0] * (n - 1)))
+    reqs = [{"step": k, "ts": "2026-01-01T00:00:00+00:00", "prompt_tokens": first + 1000 * (k + 1),
+             "cache_read": reads[k], "input_tokens": first + 1000 * (k + 1) - reads[k]} for k in range(n)]
+    run = build("r", items, reqs, "real:test", model)
+    run.req_ts[:] = 1.7e9 + ts
+    return run
+
+
+def test_fit_counts_the_requests_that_reached_the_conversation():
+    """Requests 1-9 could read the previous prompt; 6 of them did, 3 read only the warm 2,048 tokens."""
+    reads = [2048] + [(_prompt(k - 1) // 128 * 128 if k % 3 else 2048) for k in range(1, 10)]
+    fit = fit_run(_run(reads), "openai")
+    assert (fit.source, fit.reached, fit.informative) == ("fit", 6, 9)
+    assert fit.hit_rate == pytest.approx(6 / 9, abs=1e-4) and fit.ttl is None
+
+
+def test_fit_lengthens_the_ttl_only_on_a_hit_after_a_long_idle_gap():
+    reads = [0] + [_prompt(k - 1) // 128 * 128 for k in range(1, 6)]
+    gaps = [10.0, 10.0, 1500.0, 10.0, 10.0]
+    assert fit_run(_run(reads, gaps), "openai").ttl == 3600.0
+    reads[3] = 0  # the read after the gap missed: nothing says the cache outlived the default
+    assert fit_run(_run(reads, gaps), "openai").ttl is None
+
+
+def test_a_run_that_never_read_its_cache_is_uncached():
+    run = _run([0] * 6)
+    fit = fit_run(run, "openai")
+    assert fit == CacheFit("none", source="uncached")
+    cols, _ = simulate_run(run, make_policy("recorded"), fit.cache(), Budget(10**9))
+    assert cols["cached_tokens"].sum() == 0
+    assert fit_run(_run([0]), "openai") is None  # one request proves nothing
+
+
+def test_runs_without_enough_reads_take_their_provider_profile():
+    full = [0] + [_prompt(k - 1) // 128 * 128 for k in range(1, 6)]
+    half = [0] + [_prompt(k - 1) // 128 * 128 if k % 2 else 0 for k in range(1, 6)]
+    runs = [replace(r, run_id=f"r{i}") for i, r in enumerate([_run(full), _run(half), _run([0, 4096])])]
+    fitted = fit_caches(runs, {})
+    assert [f.cache_fit.source for f in fitted] == ["fit", "fit", "profile:openai"]
+    assert fitted[2].cache_fit.hit_rate == pytest.approx((1.0 + 0.6) / 2)
+    assert profiles({"a": fitted[0].cache_fit}) == {}  # one run is no profile
