@@ -20,6 +20,7 @@ from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.simulator.arrays import RunArrays
 from replay.simulator.billing import billing_for
 from replay.simulator.caches import CacheModel
+from replay.simulator.load import apply_prompt
 from replay.simulator.prompt import NONE, PromptModel
 from replay.simulator.run import charged_views
 
@@ -101,21 +102,13 @@ def item_infos(con: duckdb.DuckDBPyConnection, run: RunArrays, prompt: PromptMod
     """Per history position of ``run``, its store item, with the prompt model's synthetic items where
     ``replay.simulator.load`` puts them (the prefix first, unlogged content before the first item of its step)."""
     rows = con.execute(_TEXT, [PREVIEW, PREVIEW, run.run_id]).fetchall()
-    stored = [ItemInfo(seq, kind, tool, call, head, tail, chars) for seq, kind, _, tool, call, _, head, tail, chars
-              in rows]
-    steps = [r[5] for r in rows]
-    out: list[ItemInfo] = []
-    if prompt is not None and prompt.source != NONE:
-        if prompt.prefix > 0:
-            out.append(ItemInfo(None, "system", None, None, "", "", 0, "prefix"))
-        pending = sorted(prompt.unlogged)
-        for info, step in zip(stored, steps, strict=True):
-            while pending and pending[0][0] <= step:
-                out.append(ItemInfo(None, "attachment", None, None, "", "", 0, pending.pop(0)[2]))
-            out.append(info)
-        out.extend(ItemInfo(None, "attachment", None, None, "", "", 0, why) for _, _, why in pending)
-    else:
-        out = stored
+    stored = [{"seq": seq, "kind": kind, "role": role, "step": step, "chars": chars, "tokens": 0,
+               "info": ItemInfo(seq, kind, tool, call, head, tail, chars)}
+              for seq, kind, role, tool, call, step, head, tail, chars in rows]
+    if prompt is not None and prompt.source != NONE:  # the loader's own layout: prefix pieces, unlogged content
+        stored = apply_prompt(stored, prompt)
+    out = [it["info"] if "info" in it else ItemInfo(None, it["kind"], None, None, "", "", 0, it["synthetic"])
+           for it in stored]
     kinds = [KINDS[c] for c in run.kind]
     if len(out) != run.n_items or [i.kind for i in out] != kinds:
         raise ReplayError(f"run {run.run_id}: the store's items do not line up with the loaded run ({len(out)} vs "

@@ -54,8 +54,9 @@ def _synthetic(step: int, kind: str, tokens: int, marker: str) -> dict:
             "synthetic": marker}
 
 
-def _apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
-    """Items counted as the server counts them, with the prefix first and unlogged content at its step."""
+def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
+    """Items counted as the server counts them, with the prefix first and unlogged content at its step (the one
+    layout of a run's positions: ``replay.reports.show`` maps the store's items onto it)."""
     raw = np.array([it["tokens"] if it["tokens"] is not None else int(chars4(it["chars"] or 0)) for it in items],
                    dtype=np.int64)
     counted = prompt.item_tokens(raw, [it["role"] for it in items], [it["kind"] for it in items])
@@ -236,7 +237,7 @@ def _assemble(run_id: str, items: list[dict], reqs: list[dict], model: str | Non
     prefix, prompt_source, caveat = 0, NONE, ""
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
-        items = _apply_prompt(items, prompt)
+        items = apply_prompt(items, prompt)
         exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled
         for it in items:
             if it["seq"] in exact:
