@@ -13,9 +13,9 @@ Which model: the one of the provider that served the run (``provider_cache``). I
    ``hit_rate`` is the share of informative requests that reached it: a count, not a scale fitted to the share.
    ``ttl`` is the provider's default unless a request after a longer idle gap still reached the conversation's
    prefix; then the shortest documented retention covering that gap.
-3. ``profile:<model>``: too few informative requests of its own; the median hit rate and TTL of the runs loaded
-   with it whose own fit uses that cache model (at least two of them).
-4. ``default``: the model's documented defaults (hit rate 1). Anthropic runs stay here: explicit breakpoints and
+3. ``default``: the model's documented defaults (hit rate 1), also for a run with too few informative requests
+   of its own: a fit pooled over other runs would depend on which runs are loaded together (a ``--runs``
+   pattern, a sweep's shard), and one run's figures must not. Anthropic runs stay here: explicit breakpoints and
    the TTL their log records (``replay.simulator.fidelity``) leave nothing to fit.
 
 ``fit_run(..., upto=k)`` fits on the first k requests only: ``replay fidelity`` scores such a fit on the rest of the
@@ -40,7 +40,6 @@ from replay.simulator.kernels.packed import pack
 AUTOMATIC = ("openai", "deepseek", "gemini")
 RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
 MIN_INFORMATIVE = 2  # informative requests a run needs for a fit of its own
-MIN_PROFILE_RUNS = 2  # runs with their own fit a profile needs
 NEVER = 1e12  # a TTL no gap reaches
 _BIG = Budget(10**9, 0)
 
@@ -159,26 +158,11 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
     return CacheFit(name, round(reached / n, 4), None if ttl == base.ttl else ttl, "fit", reached, n)
 
 
-def profiles(fits: dict[str, CacheFit]) -> dict[str, CacheFit]:
-    """Per automatic cache model, the median hit rate and TTL of the runs with a fit of their own."""
-    by_name: dict[str, list[CacheFit]] = {}
-    for f in fits.values():
-        if f.source == "fit":
-            by_name.setdefault(f.name, []).append(f)
-    out = {}
-    for name, fs in by_name.items():
-        if len(fs) >= MIN_PROFILE_RUNS:
-            default_ttl = getattr(make_cache(name), "ttl", 0.0)
-            ttl = float(np.median([f.ttl if f.ttl is not None else default_ttl for f in fs]))
-            out[name] = CacheFit(name, round(float(np.median([f.hit_rate for f in fs])), 4),
-                                 None if ttl == default_ttl else ttl, f"profile:{name}")
-    return out
-
-
 def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
-    """``runs`` with their cache model (``RunArrays.cache_fit``): own fit, uncached, provider profile or default."""
-    names = {r.run_id: provider_cache(formats.get(r.run_id, ""), r.model) for r in runs}
-    own = {r.run_id: f for r in runs if (f := fit_run(r, names[r.run_id])) is not None}
-    prof = profiles(own)
-    return [replace(r, cache_fit=own.get(r.run_id) or prof.get(names[r.run_id]) or CacheFit(names[r.run_id]))
-            for r in runs]
+    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; each run
+    from its own log alone."""
+    out = []
+    for r in runs:
+        name = provider_cache(formats.get(r.run_id, ""), r.model)
+        out.append(replace(r, cache_fit=fit_run(r, name) or CacheFit(name)))
+    return out

@@ -10,7 +10,7 @@ import pytest
 
 from replay.policies import Budget, make_policy
 from replay.simulator.arrays import build
-from replay.simulator.cache_fit import CacheFit, fit_caches, fit_run, profiles
+from replay.simulator.cache_fit import CacheFit, fit_caches, fit_run
 from replay.simulator.run import simulate_run
 
 
@@ -56,11 +56,12 @@ def test_a_run_that_never_read_its_cache_is_uncached():
     assert fit_run(_run([0]), "openai") is None  # one request proves nothing
 
 
-def test_runs_without_enough_reads_take_their_provider_profile():
+def test_a_runs_cache_comes_from_its_own_log_alone():
+    """A run with too few informative reads takes the defaults, whatever other runs are loaded with it (a pooled
+    profile made a sweep's shards disagree with the whole sweep)."""
     full = [0] + [_prompt(k - 1) // 128 * 128 for k in range(1, 6)]
     half = [0] + [_prompt(k - 1) // 128 * 128 if k % 2 else 0 for k in range(1, 6)]
     runs = [replace(r, run_id=f"r{i}") for i, r in enumerate([_run(full), _run(half), _run([0, 4096])])]
-    fitted = fit_caches(runs, {})
-    assert [f.cache_fit.source for f in fitted] == ["fit", "fit", "profile:openai"]
-    assert fitted[2].cache_fit.hit_rate == pytest.approx((1.0 + 0.6) / 2)
-    assert profiles({"a": fitted[0].cache_fit}) == {}  # one run is no profile
+    together = fit_caches(runs, {})
+    assert [f.cache_fit.source for f in together] == ["fit", "fit", "default"]
+    assert [fit_caches([r], {})[0].cache_fit for r in runs] == [f.cache_fit for f in together]
