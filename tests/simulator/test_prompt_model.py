@@ -9,7 +9,7 @@ import pytest
 from replay.policies import Budget, make_policy
 from replay.simulator.caches import make_cache
 from replay.simulator.fidelity import TARGET_MEDIAN, TARGET_P95, prompt_errors, replay_recorded
-from replay.simulator.load import _apply_prompt, load_runs
+from replay.simulator.load import apply_prompt, load_runs
 from replay.simulator.prompt import FIT, NONE, PromptModel, prompt_models
 from replay.simulator.run import simulate_run
 
@@ -76,7 +76,7 @@ def test_prefix_is_an_item_every_policy_budgets_against():
               "tool_name": None, "call_id": None, "resource": None, "access": None, "is_error": False, "ts": None,
               "turn": 1, "content_hash": None, "lines": 1}
              for i, (s, c, t) in enumerate(zip(run.step, run.chars, run.tokens, strict=True))]
-    with_prefix = _apply_prompt([dict(it) for it in items], PromptModel(prefix=40_000, source=FIT))
+    with_prefix = apply_prompt([dict(it) for it in items], PromptModel(prefix=40_000, source=FIT))
     assert with_prefix[0]["kind"] == "system" and with_prefix[0]["tokens"] == 40_000
     assert with_prefix[0]["chars"] == 160_000  # chars/4 sees exactly the prefix
     assert [it["tokens"] for it in with_prefix[1:]] == [it["tokens"] + 4 for it in items]  # template per message
