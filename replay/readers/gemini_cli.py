@@ -59,6 +59,17 @@ def _is_message(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("type") in MESSAGE_TYPES and "id" in obj and "timestamp" in obj
 
 
+
+def seq_ranges(seqs) -> list[list[int]]:
+    """Ascending item seqs as [start, end) ranges of consecutive seqs (a context event's ``drop``)."""
+    out: list[list[int]] = []
+    for seq in seqs:
+        if out and out[-1][1] == seq:
+            out[-1][1] = seq + 1
+        else:
+            out.append([seq, seq + 1])
+    return out
+
 class GeminiCliReader:
     format = "gemini-cli"
 
@@ -203,12 +214,7 @@ class _Replay:
                 kind, role = ("user_text", "user") if m["type"] == "user" else ("assistant_text", "assistant")
                 self.b.add(kind, role, text, line=line, ts=m.get("timestamp"))
             self.seqs[m["id"]] = list(range(start, self.b.seq))
-        drop: list[list[int]] = []
-        for s in dropped:
-            if drop and drop[-1][1] == s:
-                drop[-1][1] = s + 1
-            else:
-                drop.append([s, s + 1])
+        drop = seq_ranges(dropped)
         self.events.append({"kind": "compaction", "step": self.b.step, "drop": drop, "summary_seq": summary_seq,
                             "trigger": None, "pre_tokens": None, "line": line})
         return dict.fromkeys(m["id"] for m in messages)
@@ -229,12 +235,7 @@ class _Replay:
         kept = {it.seq for it in items[split:]}
         cut = [it for it in over_budget(items) if it.seq in kept]
         gone = sorted([it.seq for it in items[:split]] + [it.seq for it in cut])
-        drop: list[list[int]] = []
-        for seq in gone:
-            if drop and drop[-1][1] == seq:
-                drop[-1][1] = seq + 1
-            else:
-                drop.append([seq, seq + 1])
+        drop = seq_ranges(gone)
         first = b.seq
         for it in cut:  # the cut copy the CLI sends from now on (its wording is ours; the characters are its)
             head, tail = it.text[:TRUNCATE_CHARS // 5], it.text[-(TRUNCATE_CHARS - TRUNCATE_CHARS // 5):]

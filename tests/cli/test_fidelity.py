@@ -14,18 +14,23 @@ KEYS = {"file", "run_id", "kind", "requests", "median_abs_pct", "p95_abs_pct", "
         "simulated_request", "recorded_after", "simulated_after", "cache_share_recorded", "cache_share_simulated"}
 
 
-@pytest.fixture(scope="module")
-def store(corpus: Path, tmp_path_factory) -> Path:
+def ingested(tmp_path_factory, paths: list[Path]) -> Path:
+    """A new store holding ``paths``."""
     from replay.ingest import ingest
     from replay.store import open_store
 
     db = tmp_path_factory.mktemp("fid") / "f.duckdb"
     con = open_store(db)
-    ingest(con, [corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl",
-                 corpus / "claude-code" / "ccb-android-avd-opus-c6455dae.jsonl",
-                 corpus / "claude-code" / "ccs-livecd-gen-compact-e1ffaf02.jsonl"])
+    ingest(con, paths)
     con.close()
     return db
+
+
+@pytest.fixture(scope="module")
+def store(corpus: Path, tmp_path_factory) -> Path:
+    return ingested(tmp_path_factory, [corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl",
+                                       corpus / "claude-code" / "ccb-android-avd-opus-c6455dae.jsonl",
+                                       corpus / "claude-code" / "ccs-livecd-gen-compact-e1ffaf02.jsonl"])
 
 
 def test_fidelity_reports_runs_and_events(store: Path) -> None:
@@ -105,16 +110,9 @@ def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None
 
 @pytest.fixture(scope="module")
 def ohv1_store(corpus: Path, tmp_path_factory) -> Path:
-    from replay.ingest import ingest
-    from replay.store import open_store
-
-    db = tmp_path_factory.mktemp("fid-ohv1") / "f.duckdb"
-    con = open_store(db)
-    ingest(con, [corpus / "openhands-v1" / "ohv1-bench-swe-sonnet4-81f92eeb",
-                 corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
-                 corpus / "openhands-v1" / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl"])
-    con.close()
-    return db
+    return ingested(tmp_path_factory, [corpus / "openhands-v1" / "ohv1-bench-swe-sonnet4-81f92eeb",
+                                       corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
+                                       corpus / "openhands-v1" / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl"])
 
 
 @pytest.mark.parametrize("tokenizer", ["o200k", "claude-legacy"])

@@ -75,14 +75,8 @@ def test_gemini_preset_cuts_old_large_kept_results(tmp_path: Path) -> None:
 
     from replay.ingest import ingest
     from replay.store import open_store
-
-    def msg(mid: str, kind: str, content, **kw) -> dict:
-        return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **kw}
-
-    def read_call(cid: str, size: int) -> dict:
-        body = "".join(f"{n:07d}\n" for n in range(size // 8))
-        return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
-                "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+    from tests.readers.gemini_fixture import message as msg
+    from tests.readers.gemini_fixture import read_call
 
     def gemini(mid: str, prompt: int, *calls) -> dict:
         tokens = {"input": prompt, "output": 10, "cached": 0, "thoughts": 0}

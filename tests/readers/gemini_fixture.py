@@ -27,6 +27,18 @@ def _msg(mid: str, kind: str, content, **extra) -> dict:
             **extra}
 
 
+def message(mid: str, kind: str, content, **extra) -> dict:
+    """A chat-recording message at a fixed time (``content``: text or parts)."""
+    return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **extra}
+
+
+def read_call(cid: str, size: int) -> dict:
+    """A successful read_file tool call of about ``size`` characters of output, as the CLI records it."""
+    body = "".join(f"{n:07d}\n" for n in range(size // 8))
+    return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
+            "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+
+
 def session(compress_before: int = 7, n_requests: int = 11) -> tuple[list[dict], list[int], dict]:
     """(records in file order, recorded prompt per request, facts): one read_file call per request, a user
     message before requests 0, 3, 6 and 9, the compression note before request ``compress_before``."""

@@ -155,13 +155,8 @@ def test_calibrate_splits_the_fit_at_the_compression(tmp_path: Path) -> None:
 def test_compression_cuts_old_large_function_responses(tmp_path: Path) -> None:
     """Past the newest 50,000 estimated tokens of function responses, a response over 40,000 characters is cut to
     its first 8,000 and last 32,000 (truncateHistoryToBudget): the kept original goes, its cut copy is re-sent."""
-    def msg(mid: str, kind: str, content, **kw) -> dict:
-        return {"id": mid, "timestamp": "2026-04-01T00:00:00.000Z", "type": kind, "content": content, **kw}
-
-    def read_call(cid: str, size: int) -> dict:
-        body = "".join(f"{n:07d}\n" for n in range(size // 8))
-        return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
-                "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+    from tests.readers.gemini_fixture import message as msg
+    from tests.readers.gemini_fixture import read_call
 
     tokens = {"input": 1000, "output": 10, "cached": 0, "thoughts": 0}
     lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
