@@ -79,8 +79,16 @@ def point_rows(ctx: Context, task: Task) -> Result:
 _CTX: tuple[str, Context] | None = None  # in a pool worker: the shard file it loaded, and its context
 
 
-def _init() -> None:
+def _init(started: Any = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle (one line, finished points kept)
+    if started is not None:  # the pool counts its workers' starts: one past its size replaced a worker that died
+        with started.get_lock():
+            started.value += 1
+
+
+def _work_many(items: list[tuple[str, Task]]) -> list[Result]:
+    """A chunk of points in a pool worker, in order."""
+    return [_work(item) for item in items]
 
 
 def _work(item: tuple[str, Task]) -> Result:
@@ -129,6 +137,8 @@ class Pool(Executor):
         self.pool: Any = None
         self.folder: tempfile.TemporaryDirectory | None = None
         self.shards = 0
+        self.started: Any = None  # workers started so far (a shared counter), against the pool's ``size``
+        self.size = 0
 
     def map(self, ctx: Context, tasks: Iterable[Task]) -> Iterator[Result]:
         tasks = iter(tasks)
@@ -142,13 +152,34 @@ class Pool(Executor):
         del ctx  # the driver keeps no copy of the shard while its points run
         chunks = max(1, min(16, len(first) // (8 * self.workers)))
         shard_tasks = ((path, t) for t in chain(first, tasks))
-        windows = (self.pool.imap_unordered(_work, w, chunksize=chunks) for w in _windows(shard_tasks, len(first)))
+        # chunks as single tasks (imap_unordered's own chunking returns a generator, which cannot wait with a timeout)
+        windows = (self.pool.imap_unordered(_work_many, list(_windows(iter(w), chunks)))
+                   for w in _windows(shard_tasks, len(first)))
         current = next(windows, None)
         while current is not None:
             following = next(windows, None)  # queued now, so workers go on while the current window's last finish
-            yield from current
+            yield from self._watched(current)
             current = following
         os.unlink(path)  # every point of the shard came back: no worker reads the file again
+
+    def _watched(self, results: Any) -> Iterator[Result]:
+        """The results of one window; a worker that died (a policy that exits, a crash in compiled code) fails the
+        sweep with a message instead of leaving its point unanswered forever (the pool would start a new worker and
+        wait on the lost point)."""
+        import multiprocessing as mp
+
+        while True:
+            try:
+                yield from results.next(timeout=1.0)
+            except StopIteration:
+                return
+            except mp.TimeoutError:
+                if self.started is not None and self.started.value > self.size:
+                    self.close()
+                    raise ReplayError("a sweep worker process died while computing a point (a policy that exits "
+                                      "or crashes its process, or the system killed it for memory); points "
+                                      "finished so far are kept: fix the policy or lower --workers, then rerun "
+                                      "to continue") from None
 
     def _start(self, policy: str, n: int) -> Any:
         import multiprocessing as mp
@@ -162,7 +193,8 @@ class Pool(Executor):
         if method == "forkserver":
             context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
         self.folder = tempfile.TemporaryDirectory(prefix="replay-sweep-")
-        return context.Pool(n, initializer=_init)
+        self.started, self.size = context.Value("i", 0), n
+        return context.Pool(n, initializer=_init, initargs=(self.started,))
 
     def _write(self, ctx: Context) -> str:
         assert self.folder is not None

@@ -143,12 +143,22 @@ def test_a_pool_takes_tasks_a_window_at_a_time(monkeypatch):
         def join(self) -> None:
             pass
 
-        def imap_unordered(self, fn, window, chunksize=1):
-            return iter([(pid, []) for _, (pid, _) in window])
+        def imap_unordered(self, fn, chunks, chunksize=1):
+            return Results([[(pid, []) for _, (pid, _) in chunk] for chunk in chunks])
+
+    class Results:  # multiprocessing's result iterator: next() with a timeout
+        def __init__(self, rows: list) -> None:
+            self.rows = iter(rows)
+
+        def next(self, timeout: float | None = None):
+            return next(self.rows)
 
     class Ctx:
         def Pool(self, *args, **kwargs):  # noqa: N802 - multiprocessing's name
             return Pool()
+
+        def Value(self, *args):  # noqa: N802 - multiprocessing's name
+            return multiprocessing.Value(*args)
 
         def set_forkserver_preload(self, names) -> None:
             pass
