@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
+import tempfile
 from pathlib import Path
 
 import numba
@@ -28,9 +30,27 @@ def _source_hash() -> str:
     return digest.hexdigest()[:16]
 
 
+def _writable(folder: Path) -> bool:
+    """Whether files can be made in ``folder`` (made if missing)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
 def _cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return str(Path(base) / "replay" / "numba" / _source_hash())
+    """$XDG_CACHE_HOME (or ~/.cache)/replay/numba/<sources hash>; where that cannot be written (a read-only home),
+    the same under the system's temporary folder, said once on stderr."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    first = base / "replay" / "numba" / _source_hash()
+    if _writable(first):
+        return str(first)
+    fallback = Path(tempfile.gettempdir()) / f"replay-numba-{os.getuid()}" / _source_hash()
+    sys.stderr.write(f"note: {first} cannot be written; compiled code is cached in {fallback} instead "
+                     "(set NUMBA_CACHE_DIR to choose)\n")
+    return str(fallback)
 
 
 if not os.environ.get("NUMBA_CACHE_DIR"):

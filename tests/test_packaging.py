@@ -55,3 +55,15 @@ def test_installed_replay_finds_its_sample_outside_the_checkout(wheel, tmp_path)
     assert module.is_relative_to(site)  # the wheel's copy, not the checkout
     assert sample == site / "replay" / "_data" / "sample" and len(list(sample.glob("*.jsonl"))) == 7
     assert (examples / "check" / "baseline.toml").is_file()
+
+
+def test_an_unwritable_cache_folder_falls_back_with_a_note(tmp_path):
+    """A read-only home (here: a cache path under a file) must not stop replay: the compile cache moves to the
+    temporary folder and says so once."""
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"XDG_CACHE_HOME": "/dev/null/cache"}
+    out = subprocess.run([sys.executable, "-c", "import replay.jit, numba; print(numba.config.CACHE_DIR)"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "cannot be written" in out.stderr and out.stdout.strip().startswith(tempfile.gettempdir())
