@@ -18,6 +18,8 @@ def connect(path: Path, read_only: bool, config: dict | None = None) -> duckdb.D
     process with other settings, a newer schema); the version is checked before anything else runs."""
     if read_only and not path.exists():
         raise ReplayError(f"{path}: no store here; run `replay ingest PATHS --db {path}` first")
+    if path.exists() and not path.is_file():  # a folder, a FIFO (opening it would wait forever), a device
+        raise ReplayError(f"{path}: not a regular file; give --db a store file (or a new path to create one)")
     try:
         con = duckdb.connect(str(path), read_only=read_only, config=config or {})
     except duckdb.ConnectionException as exc:

@@ -150,3 +150,13 @@ def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tm
     res = CliRunner().invoke(app, [*args, "--db", str(sample_db_path)])
     assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
     assert path in str(res.exception)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_db_that_is_not_a_file_is_one_line(tmp_path, kind):
+    """--db naming a FIFO hung (DuckDB waits to read it); a folder gave DuckDB's own error."""
+    path = tmp_path / "store"
+    os.mkfifo(path) if kind == "fifo" else path.mkdir()
+    for opener in (open_store, lambda p: open_store(p, read_only=True), open_sandboxed):
+        with pytest.raises(ReplayError, match="not a regular file"):
+            opener(path)
