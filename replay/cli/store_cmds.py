@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -37,6 +38,7 @@ from replay.metrics.recorded_bill import (
     request_bill,
     runs_bill,
     unpriced_reasons,
+    within_days,
 )
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
@@ -146,17 +148,22 @@ def _report_one(out: FileOutcome) -> None:
 
 @app.command()
 def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False,
-         by: Annotated[str | None, typer.Option(
-             "--by", help="Group the recorded bill by model (each request's own) or day (UTC): runs, requests, "
-                          "tokens, cost.")] = None,
+         by: Annotated[str, typer.Option(
+             "--by", help="run (one row each), or the recorded bill grouped by model (each request's own), harness, "
+                          "day, week or month (UTC): runs, requests, tokens, cost.")] = "run",
+         since: Annotated[datetime | None, typer.Option(
+             help="Only requests on or after this UTC day (YYYY-MM-DD).", formats=["%Y-%m-%d"])] = None,
+         until: Annotated[datetime | None, typer.Option(
+             help="Only requests on or before this UTC day (YYYY-MM-DD).", formats=["%Y-%m-%d"])] = None,
          prices: PricesOption = None, price: PriceOption = []) -> None:  # noqa: B006
     """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
     own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
     tiers, output), tool calls, items. A cost that cannot be computed is empty and ``cost_note`` says why (a
     model with no price, no per-request usage); totals leave it out and name it."""
     con = open_store(db, read_only=True)
-    bill = request_bill(con, pricing_from_options(prices, price))
-    if by is not None:
+    bill = within_days(request_bill(con, pricing_from_options(prices, price)), since and since.date(),
+                       until and until.date())
+    if by != "run":
         table = grouped_bill(bill, by).select(by, "runs", "requests", "cost_usd", *TOKENS, "unpriced_requests",
                                               "cost_note")
         title = f"recorded bill by {by}"
@@ -170,14 +177,17 @@ def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: Wide
                 "unpriced_requests", "cost_note")
             title += " (thousands of tokens; write: 5 min and 1 h)"
     else:
-        table = runs_table(con).join(runs_bill(bill).drop("requests"), on="run_id", how="left", coalesce=True)
+        table = runs_table(con).drop("requests").join(runs_bill(bill), on="run_id", how="left", coalesce=True) \
+            .with_columns(pl.col("requests").fill_null(0))  # the requests billed (within --since/--until)
+        if since or until:  # a run with no request in the range is not listed
+            table = table.filter(pl.col("run_id").is_in(bill["run_id"].unique().implode()))
         table = table.select("run_id", "requests", "cost_usd", "model", "format", "tool_calls", "items",
                              "recorded_usage", *TOKENS, "unpriced_requests",
                              pl.col("cost_note").fill_null("no requests"))
         title = "runs"
     emit(table, fmt, title=title, wide=wide)
     if fmt == "table":
-        for line in bill_summary(table, "run" if by is None else by, unpriced_reasons(bill)):
+        for line in bill_summary(table, by, unpriced_reasons(bill)):
             console.print(Text(for_terminal(line)), highlight=False)
 
 

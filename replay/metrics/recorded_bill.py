@@ -11,6 +11,8 @@ counted in ``unbilled_requests``, never priced as 0. A sum that includes an unpr
 
 from __future__ import annotations
 
+from datetime import date
+
 import duckdb
 import numpy as np
 import polars as pl
@@ -21,7 +23,8 @@ from replay.store import frame
 
 TOKENS = ("input_tokens", "cache_read", "cache_write_5m", "cache_write_1h", "output_tokens")
 
-_SQL = """SELECT q.run_id, q.step, q.ts, coalesce(q.model, r.model) AS model, q.input_tokens, q.prompt_tokens,
+_SQL = """SELECT q.run_id, q.step, q.ts, r.format AS harness, coalesce(q.model, r.model) AS model, q.input_tokens,
+                 q.prompt_tokens,
                  q.cache_read, q.cache_write, q.cache_write_1h, q.output_tokens
           FROM requests q JOIN runs r USING (run_id) {where} ORDER BY q.run_id, q.step"""
 
@@ -50,7 +53,8 @@ def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRIC
     why = [bill.unpriced.get(pricing.model or m or "(none)", "") for m in models]
     cost = np.where(billed, bill.total, np.nan)
     return pl.DataFrame({
-        "run_id": q["run_id"], "step": q["step"], "day": days, "model": models, "billed": billed,
+        "run_id": q["run_id"], "step": q["step"], "day": days, "harness": q["harness"], "model": models,
+        "billed": billed,
         "input_tokens": np.where(billed, uncached, 0), "cache_read": np.where(billed, read, 0),
         "cache_write_5m": np.where(billed, write - w1h, 0), "cache_write_1h": np.where(billed, w1h, 0),
         "output_tokens": np.where(billed, col("output_tokens"), 0), "cost_usd": cost,
@@ -60,7 +64,8 @@ def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRIC
 
 
 def _empty() -> pl.DataFrame:
-    return pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "day": pl.Date, "model": pl.String,
+    return pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "day": pl.Date, "harness": pl.String,
+                                "model": pl.String,
                                 "billed": pl.Boolean, **dict.fromkeys(TOKENS, pl.Int64), "cost_usd": pl.Float64,
                                 "why": pl.String, "price_source": pl.String})
 
@@ -97,13 +102,31 @@ def runs_bill(df: pl.DataFrame) -> pl.DataFrame:
     return _sums(df, ["run_id"]).drop("runs")
 
 
+GROUPS = ("model", "harness", "day", "week", "month")  # week: the Monday it starts on; all days in UTC
+
+
 def grouped_bill(df: pl.DataFrame, by: str) -> pl.DataFrame:
-    """Per model or per day (UTC; requests without a time under a NULL day): runs, requests, tokens, cost."""
-    if by not in ("model", "day"):
+    """Per model, harness (the log's format), day, week or month (UTC; requests without a time under a NULL
+    period): runs, requests, tokens, cost."""
+    if by not in GROUPS:
         from replay.errors import ReplayError
 
-        raise ReplayError(f"--by {by!r}: choose model or day")
+        raise ReplayError(f"--by {by!r}: choose run (the default), {', '.join(GROUPS)}")
+    if by == "week":
+        df = df.with_columns(pl.col("day").dt.truncate("1w").alias("week"))
+    elif by == "month":
+        df = df.with_columns(pl.col("day").dt.strftime("%Y-%m").alias("month"))
     return _sums(df, [by]).sort(by, nulls_last=True)
+
+
+def within_days(df: pl.DataFrame, since: date | None, until: date | None) -> pl.DataFrame:
+    """The requests of a :func:`request_bill` frame from ``since`` to ``until`` (UTC days, both included); a
+    request without a time is outside any such range."""
+    if since is not None:
+        df = df.filter(pl.col("day") >= since)
+    if until is not None:
+        df = df.filter(pl.col("day") <= until)
+    return df
 
 
 def bill_summary(table: pl.DataFrame, what: str, reasons: dict[str, str]) -> list[str]:

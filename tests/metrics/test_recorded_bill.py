@@ -5,6 +5,7 @@ themselves (one usage per requestId, the assistant message's model) and genai-pr
 from __future__ import annotations
 
 import json
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -113,8 +114,34 @@ def test_runs_shows_cost_and_groups_by_model_and_day(store, corpus):
     assert "recorded cost of" in by_day.stdout
     csv = runner.invoke(app, ["runs", "--db", str(store), "--by", "model", "--format", "csv"]).stdout
     assert csv.splitlines()[0].startswith("model,runs,requests,cost_usd,input_tokens")
-    bad = runner.invoke(app, ["runs", "--db", str(store), "--by", "week"])
-    assert isinstance(bad.exception, ReplayError) and "choose model or day" in str(bad.exception)
+    bad = runner.invoke(app, ["runs", "--db", str(store), "--by", "fortnight"])
+    assert isinstance(bad.exception, ReplayError) and "choose run (the default), model, harness" in str(bad.exception)
+
+
+@pytest.mark.parametrize("by", ["harness", "week", "month"])
+def test_every_grouping_sums_to_the_bill(store, corpus, by):
+    """As ccusage groups it: by harness, ISO week (its Monday) or month, the same total as the runs."""
+    total = sum(library_bill(file_usage(corpus / "claude-code" / n)) for n in (ONE_HOUR, SWITCHED, SPLIT_ZEROS))
+    rows = json.loads(CliRunner().invoke(app, ["runs", "--db", str(store), "--by", by, "--format", "json"]).stdout)
+    assert sum(r["cost_usd"] for r in rows) == pytest.approx(total, rel=1e-9)
+    if by == "harness":
+        assert [r["harness"] for r in rows] == ["claude-code"]
+    if by == "week":
+        assert all(date.fromisoformat(r["week"]).weekday() == 0 for r in rows if r["week"])
+
+
+def test_since_and_until_take_the_requests_of_those_days(store):
+    con = open_store(store, read_only=True)
+    days = sorted({d for d in request_bill(con)["day"].to_list() if d is not None})
+    first, last = days[0], days[-1]
+    runner = CliRunner()
+    whole = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--by", "day", "--format", "json"]).stdout)
+    one = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--by", "day", "--format", "json",
+                                         "--since", str(first), "--until", str(first)]).stdout)
+    assert [r["day"] for r in one] == [str(first)] and one[0] == whole[0]
+    rest = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--format", "json",
+                                          "--since", str(last)]).stdout)
+    assert rest and all(r["requests"] > 0 for r in rest)
 
 
 def test_an_unpriced_model_is_named_and_left_out_of_totals(tmp_path):
