@@ -124,15 +124,20 @@ def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:
     return path
 
 
-def _walk(folder: Path, found: set[Path]) -> None:
-    if folder_reader(folder):
-        found.add(folder)
-        return
-    for child in folder.iterdir():
-        if child.is_dir() and not child.is_symlink():  # as rglob: linked folders are not followed
-            _walk(child, found)
-        elif child.is_file() and not child.name.startswith("."):
-            found.add(child)
+def _walk(top: Path, found: set[Path]) -> None:
+    """Add the run folders and files under ``top`` to ``found``: a loop over a stack, not recursion (a folder 1,200
+    deep exceeded Python's recursion limit)."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        if folder_reader(folder):
+            found.add(folder)
+            continue
+        for child in folder.iterdir():
+            if child.is_dir() and not child.is_symlink():  # as rglob: linked folders are not followed
+                stack.append(child)
+            elif child.is_file() and not child.name.startswith("."):
+                found.add(child)
 
 
 @dataclass

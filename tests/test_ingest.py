@@ -200,3 +200,17 @@ def test_a_recursive_glob_does_not_follow_folder_links(tmp_path):
     assert expand_paths([f"{tmp_path}/**/*.jsonl"]) == [tmp_path / "a" / "b" / "run.jsonl"]
     assert expand_paths([f"{tmp_path}/a/**/run.json?"]) == [tmp_path / "a" / "b" / "run.jsonl"]
     assert expand_paths([f"{tmp_path}/**"]) == [tmp_path / "a" / "b" / "run.jsonl"]
+
+
+def test_a_folder_1200_deep_is_walked(tmp_path, monkeypatch):
+    """The walk is a loop: a folder deeper than Python's recursion limit used to end in RecursionError."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    for _ in range(1200):
+        os.mkdir("d")
+        os.chdir("d")
+    root = Path(__file__).resolve().parents[1]
+    Path("run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
+    deep = Path.cwd() / "run.jsonl"
+    assert expand_paths([tmp_path]) == [deep]
