@@ -72,20 +72,25 @@ def test_rewind_and_bad_lines(tmp_path: Path) -> None:
     assert len(of(records, Request)) == 2
 
 
-def test_history_rewrite_is_a_recorded_compaction(tmp_path: Path) -> None:
+def rewritten_session(tmp_path: Path, summary: str, note: dict | None = None) -> Path:
+    """A JSONL session of two requests whose history a ``$set`` rewrites to a summary, its acknowledgement and the
+    second exchange (then ``note``, if given), and a third request."""
     def msg(mid: str, kind: str, text: str, **kw) -> dict:
         return {"id": mid, "timestamp": "t", "type": kind, "content": [{"text": text}], **kw}
 
     tokens = {"input": 10, "output": 1, "cached": 0, "thoughts": 0}
     old = [msg("u1", "user", "task"), msg("g1", "gemini", "step 1", tokens=tokens), msg("u2", "user", "more"),
            msg("g2", "gemini", "step 2", tokens=tokens)]
-    summary = msg("s1", "user", "<state_snapshot>did steps 1 and 2</state_snapshot>")
-    ack = msg("s2", "gemini", "Got it.")
-    lines = [{"sessionId": "s", "projectHash": "p"}, *old, {"$set": {"messages": [summary, ack, old[2], old[3]]}},
+    rewrite = {"$set": {"messages": [msg("s1", "user", summary), msg("s2", "gemini", "Got it."), old[2], old[3]]}}
+    lines = [{"sessionId": "s", "projectHash": "p"}, *old, rewrite, *([note] if note else []),
              msg("u3", "user", "next"), msg("g3", "gemini", "step 3", tokens=tokens)]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    records = read(path)
+    return path
+
+
+def test_history_rewrite_is_a_recorded_compaction(tmp_path: Path) -> None:
+    records = read(rewritten_session(tmp_path, "<state_snapshot>did steps 1 and 2</state_snapshot>"))
     items = of(records, Item)
     (event,) = of(records, Run)[0].metadata["context_events"]
     by_text = {i.text: i for i in items}
@@ -117,18 +122,8 @@ def test_compression_note_is_a_compaction_at_the_next_request(tmp_path: Path) ->
 
 def test_compression_note_after_a_history_rewrite_adds_nothing(tmp_path: Path) -> None:
     """0.44 on writes the compressed history as a ``$set`` and then the note: one event."""
-    def msg(mid: str, kind: str, text: str, **kw) -> dict:
-        return {"id": mid, "timestamp": "t", "type": kind, "content": [{"text": text}], **kw}
-
-    tokens = {"input": 10, "output": 1, "cached": 0, "thoughts": 0}
-    old = [msg("u1", "user", "task"), msg("g1", "gemini", "step 1", tokens=tokens), msg("u2", "user", "more"),
-           msg("g2", "gemini", "step 2", tokens=tokens)]
-    summary, ack = msg("s1", "user", "<state_snapshot>1 and 2</state_snapshot>"), msg("s2", "gemini", "Got it.")
     note = {"id": "n1", "timestamp": "t", "type": "info", "content": "Context compressed from 61% to 4%."}
-    lines = [{"sessionId": "s", "projectHash": "p"}, *old, {"$set": {"messages": [summary, ack, old[2], old[3]]}},
-             note, msg("u3", "user", "next"), msg("g3", "gemini", "step 3", tokens=tokens)]
-    path = tmp_path / "session.jsonl"
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    path = rewritten_session(tmp_path, "<state_snapshot>1 and 2</state_snapshot>", note)
     (event,) = of(read(path), Run)[0].metadata["context_events"]
     assert event["line"] == 6 and event["note_line"] == 7 and event["summary_seq"] is not None
 
