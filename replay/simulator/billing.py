@@ -53,7 +53,7 @@ def own_cache(provider: str | None, recorded_ttl: float | None = None,
     """The cache model of ``provider``'s API (the TTL the log recorded, for Anthropic-style caches), or no cache
     with a note when the provider has none modelled here. ``fit``: the run's cache model calibrated from its
     recorded reads (replay.simulator.cache_fit), which wins when it is not a bare default: uncached, or an
-    automatic cache with its fitted or profiled hit rate and TTL."""
+    automatic cache with the hit rate and TTL fitted to its own reads."""
     if fit is not None and fit.source != "default":
         return fit.cache(), ""
     name = PROVIDER_CACHE.get(provider or "")

@@ -127,7 +127,7 @@ def _recorded(run: RunArrays, upto: int | None) -> np.ndarray:
 
 def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | None:
     """The run's own fit under cache model ``name`` (see the module docstring), from its first ``upto`` requests;
-    None when its reads say too little (the caller takes the profile)."""
+    None when its reads say too little (the caller takes the model's defaults)."""
     have = _recorded(run, upto)
     if not have.any():
         return None
