@@ -28,13 +28,12 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from replay.tokens.calibrate import SIGNED_BOUNDARIES, TARGET_MEDIAN, fit_usage
 from replay.tokens.template import DEFAULT_OVERHEAD, Overhead
 
 NONE, FIT, OVERRIDE = "none", "fit", "override"
-# boundaries at which the harness prefix changes (its fitted offset may be negative; calibrate's SIGNED_BOUNDARIES):
-# a request served by another model than the one before ("model switch"), a new tool list (Claude Code's
-# deferred_tools_delta)
-PREFIX_CHANGES = ("model switch", "deferred-tools")
+# boundaries at which the harness prefix changes, sent as prefix segments (their fitted offset may be negative)
+PREFIX_CHANGES = SIGNED_BOUNDARIES
 
 
 @dataclass(frozen=True)
@@ -70,15 +69,11 @@ class PromptModel:
     @property
     def good(self) -> bool:
         """A fit on a log that gives the server's prompt, within the per-request target."""
-        from replay.tokens.calibrate import TARGET_MEDIAN
-
         return self.source == FIT and not self.unreconstructable and self.median_err <= TARGET_MEDIAN
 
 
 def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead,
           fitted: tuple | None = None) -> dict[str, PromptModel]:
-    from replay.tokens.calibrate import fit_usage
-
     _, per_run, fits = fitted if fitted is not None else fit_usage(con, tokenizer_id, overhead)
     reasons = dict(zip(per_run["run_id"], per_run["unreconstructable"], strict=True)) if len(per_run) else {}
     errors = dict(zip(per_run["run_id"], per_run["median_err"], strict=True)) if len(per_run) else {}

@@ -141,7 +141,7 @@ def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop
 
 # where the harness prefix itself changes, so its offset may be negative: a new model (its prefix may be smaller), a
 # new tool list (Claude Code's deferred_tools_delta: schemas deferred to ToolSearch); replay.simulator.prompt's
-# PREFIX_CHANGES sends them as prefix segments
+# PREFIX_CHANGES (this tuple) sends them as prefix segments
 SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
 
 
