@@ -47,8 +47,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--db", type=Path, required=True, help="DuckDB store with ingested runs (written: sweeps, counts)")
     p.add_argument("--out", type=Path, required=True, help="output folder (figure PNG+SVG, table CSV+markdown)")
     p.add_argument("--tokenizer", default="tekken", help="real tokenizer for the counts (built-in name or path)")
-    p.add_argument("--tokenizer-id", default=None,
-                   help="use the counts already stored under this tokenizer id (skips loading the tokenizer)")
+    p.add_argument(
+        "--tokenizer-id",
+        default=None,
+        help="use the counts already stored under this tokenizer id (skips loading the tokenizer)",
+    )
     p.add_argument("--windows", default=",".join(map(str, WINDOWS)), help="comma-separated context windows")
     p.add_argument("--runs", default=None, help="LIKE pattern on run id or source path")
     p.add_argument("--executor", default="local", help="serial, local (process pool) or ray")
@@ -68,11 +71,14 @@ class Context:
         self.windows = [int(w) for w in str(args.windows).split(",") if w.strip()]
         self.con = open_store(args.db)
         if args.tokenizer_id:
-            have = self.con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?",
-                                    [args.tokenizer_id]).fetchone()[0]
+            have = self.con.execute(
+                "SELECT count(*) FROM token_counts WHERE tokenizer_id = ?", [args.tokenizer_id]
+            ).fetchone()[0]
             if not have:
-                raise SystemExit(f"{args.db}: no token counts for {args.tokenizer_id!r}; run `replay tokens -t NAME "
-                                 f"--db {args.db}` or pass --tokenizer instead")
+                raise SystemExit(
+                    f"{args.db}: no token counts for {args.tokenizer_id!r}; run `replay tokens -t NAME "
+                    f"--db {args.db}` or pass --tokenizer instead"
+                )
             self.tokenizer_id = args.tokenizer_id
         else:
             tok = load_tokenizer(args.tokenizer)
@@ -82,12 +88,27 @@ class Context:
         args.out.mkdir(parents=True, exist_ok=True)
 
     def spec(self, name: str, fixed: dict[str, Any], grid: dict[str, list[Any]]):
-        return from_dict({"sweep": {"policy": "seed_a", "name": f"analysis-{name}", "runs": self.args.runs or "",
-                                    "tokenizer": self.tokenizer_id, "batch": 8},
-                          "fixed": fixed, "grid": grid}, where=name)
+        return from_dict(
+            {
+                "sweep": {
+                    "policy": "seed_a",
+                    "name": f"analysis-{name}",
+                    "runs": self.args.runs or "",
+                    "tokenizer": self.tokenizer_id,
+                    "batch": 8,
+                },
+                "fixed": fixed,
+                "grid": grid,
+            },
+            where=name,
+        )
 
-    def sweep_windows(self, name: str, grid: dict[str, list[Any]] | Callable[[int], dict[str, list[Any]]],
-                      fixed: Callable[[int], dict[str, Any]] = lambda w: {}) -> pl.DataFrame:
+    def sweep_windows(
+        self,
+        name: str,
+        grid: dict[str, list[Any]] | Callable[[int], dict[str, list[Any]]],
+        fixed: Callable[[int], dict[str, Any]] = lambda w: {},
+    ) -> pl.DataFrame:
         """One sweep per window (seed A, reserve and summary threshold scaled), aggregated per point over runs.
 
         ``grid`` may depend on the window; ``self.sweeps[window]`` keeps each sweep id (for per-run frames)."""
@@ -96,13 +117,17 @@ class Context:
             base = {"window": w, "reserve": reserve_for(w), "summary_at": summary_at_for(w)}
             spec = self.spec(name, {**base, **fixed(w)}, grid(w) if callable(grid) else grid)
             self.sweeps[w] = spec.sweep_id
-            run_sweep(self.con, spec, executor=self.args.executor, workers=self.args.workers, progress=False,
-                      runs=self.runs)
+            run_sweep(
+                self.con, spec, executor=self.args.executor, workers=self.args.workers, progress=False, runs=self.runs
+            )
             frame = sweep_frame(self.con, spec.sweep_id)
             agg = aggregate_points(frame)
             if agg["errors"].sum():
-                print(f"warning: {name} window {w}: {agg['errors'].sum()} run simulations failed; see sweep_results "
-                      f"where sweep_id = '{spec.sweep_id}'", file=sys.stderr)
+                print(
+                    f"warning: {name} window {w}: {agg['errors'].sum()} run simulations failed; see sweep_results "
+                    f"where sweep_id = '{spec.sweep_id}'",
+                    file=sys.stderr,
+                )
             frames.append(agg.join(extra_aggregates(frame), on="point_id", how="left"))
         return pl.concat(frames, how="diagonal_relaxed").sort("window")
 
@@ -114,8 +139,9 @@ def extra_aggregates(frame: pl.DataFrame) -> pl.DataFrame:
         ok = ok.with_columns(pl.lit(None, dtype=pl.Float64).alias("tokens_after_summary"))
     weighted = (pl.col("tokens_after_summary").fill_null(0) * pl.col("summaries")).sum()
     tas = pl.when(pl.col("summaries").sum() > 0).then(weighted / pl.col("summaries").sum()).otherwise(None)
-    return ok.group_by("point_id").agg(tas.alias("tokens_after_summary"),
-                                       pl.col("summaries_per_100").max().alias("max_summaries_per_100_run"))
+    return ok.group_by("point_id").agg(
+        tas.alias("tokens_after_summary"), pl.col("summaries_per_100").max().alias("max_summaries_per_100_run")
+    )
 
 
 def markdown(df: pl.DataFrame) -> str:
@@ -157,8 +183,9 @@ def pct(x: pl.Expr) -> pl.Expr:
     return (100 * x).round(2)
 
 
-def grouped_bars(ax: plt.Axes, df: pl.DataFrame, y: str, ylabel: str, group: str = "variant",
-                 x: str = "window") -> None:
+def grouped_bars(
+    ax: plt.Axes, df: pl.DataFrame, y: str, ylabel: str, group: str = "variant", x: str = "window"
+) -> None:
     """Bars of ``y`` per window, one colour per ``group`` value, values written on top."""
     xs = sorted(df[x].unique().to_list())
     groups = df[group].unique(maintain_order=True).to_list()
@@ -169,8 +196,13 @@ def grouped_bars(ax: plt.Axes, df: pl.DataFrame, y: str, ylabel: str, group: str
         pos = [j + (i - (len(groups) - 1) / 2) * width for j in range(len(xs))]
         bars = ax.bar(pos, vals, width, label=str(g), color=f"C{i}")
         crowded = len(groups) > 3
-        ax.bar_label(bars, labels=[f"{v:,.3g}" for v in vals], fontsize=6 if crowded else 7, padding=1,
-                     rotation=90 if crowded else 0)
+        ax.bar_label(
+            bars,
+            labels=[f"{v:,.3g}" for v in vals],
+            fontsize=6 if crowded else 7,
+            padding=1,
+            rotation=90 if crowded else 0,
+        )
     ax.set_xticks(range(len(xs)), [f"{k(int(v))}" for v in xs])
     ax.set(xlabel="context window (tokens)", ylabel=ylabel)
     ax.margins(y=0.12)

@@ -37,8 +37,11 @@ def timed(fn) -> tuple[float, float]:
 def read_json_all(db: Path, jsonl: list[Path]) -> None:
     con = duckdb.connect(str(db))
     for i, f in enumerate(jsonl):
-        con.execute(f"CREATE TABLE t{i} AS SELECT * FROM read_json(?, format='newline_delimited', "
-                    "union_by_name=true, maximum_object_size=67108864, ignore_errors=true)", [str(f)])
+        con.execute(
+            f"CREATE TABLE t{i} AS SELECT * FROM read_json(?, format='newline_delimited', "
+            "union_by_name=true, maximum_object_size=67108864, ignore_errors=true)",
+            [str(f)],
+        )
     con.close()
 
 
@@ -55,14 +58,17 @@ def main() -> None:
     replay_runs, duck_runs = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
-            replay_runs.append(timed(lambda r=r: ingest(open_store(Path(tmp) / f"a{r}.duckdb"), jsonl,
-                                                        workers=args.workers)))
+            replay_runs.append(
+                timed(lambda r=r: ingest(open_store(Path(tmp) / f"a{r}.duckdb"), jsonl, workers=args.workers))
+            )
             duck_runs.append(timed(lambda r=r: read_json_all(Path(tmp) / f"c{r}.duckdb", jsonl)))
         t_all, _ = timed(lambda: ingest(open_store(Path(tmp) / "b.duckdb"), files, workers=args.workers))
     (t_replay, c_replay), (t_duck, c_duck) = min(replay_runs), min(duck_runs)
-    print(f"JSONL files: {len(jsonl)}, {mb_jsonl:.1f} MB; best of {args.rounds} rounds "
-          f"(all rounds, s: replay {', '.join(f'{t:.2f}' for t, _ in replay_runs)}; "
-          f"read_json {', '.join(f'{t:.2f}' for t, _ in duck_runs)})")
+    print(
+        f"JSONL files: {len(jsonl)}, {mb_jsonl:.1f} MB; best of {args.rounds} rounds "
+        f"(all rounds, s: replay {', '.join(f'{t:.2f}' for t, _ in replay_runs)}; "
+        f"read_json {', '.join(f'{t:.2f}' for t, _ in duck_runs)})"
+    )
     print(f"replay ingest (JSONL)      {mb_jsonl / t_replay:7.2f} MB/s  ({t_replay:.2f} s wall, {c_replay:.2f} s CPU)")
     print(f"duckdb read_json (JSONL)   {mb_jsonl / t_duck:7.2f} MB/s  ({t_duck:.2f} s wall, {c_duck:.2f} s CPU)")
     print(f"ratio replay / read_json   {t_duck / t_replay:7.2f}x")

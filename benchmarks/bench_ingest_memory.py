@@ -29,7 +29,7 @@ from pathlib import Path
 
 CORPUS = Path(os.environ.get("REPLAY_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus"))
 UUID_HEAD = re.compile(rb"\b[0-9a-f]{8}(?=-[0-9a-f]{4}-)")
-FILLER = ("2026-01-01 12:00:00 INFO worker[%d] processed batch: status=ok rows=1024 \"path\": \"/srv/app/x.py\"\n")
+FILLER = '2026-01-01 12:00:00 INFO worker[%d] processed batch: status=ok rows=1024 "path": "/srv/app/x.py"\n'
 
 
 def replicate(src: Path, dst: Path, target_mb: float) -> Path:
@@ -84,8 +84,9 @@ def huge_document(path: Path, record_mb: float) -> Path:
     src = min((CORPUS / "swe-agent").glob("*.traj"), key=lambda f: f.stat().st_size)
     doc = json.loads(src.read_text())
     history = doc["history"]
-    after_action = next(i for i in range(1, len(history)) if history[i - 1].get("action") and
-                        history[i]["role"] == "user")
+    after_action = next(
+        i for i in range(1, len(history)) if history[i - 1].get("action") and history[i]["role"] == "user"
+    )
     history[after_action]["content"] = filler(int(record_mb * 1e6))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=1))
@@ -147,9 +148,11 @@ def main() -> None:
     ap.add_argument("--cases", default="corpus,line,document")
     ap.add_argument("extra", nargs="*", help="further `replay ingest` options")
     args = ap.parse_args()
-    inputs = {"corpus": lambda: replicate(CORPUS, args.work / f"corpus{args.corpus_mb:g}", args.corpus_mb),
-              "line": lambda: huge_line(args.work / f"line{args.record_mb:g}" / "session.jsonl", args.record_mb),
-              "document": lambda: huge_document(args.work / f"doc{args.record_mb:g}" / "huge.traj", args.record_mb)}
+    inputs = {
+        "corpus": lambda: replicate(CORPUS, args.work / f"corpus{args.corpus_mb:g}", args.corpus_mb),
+        "line": lambda: huge_line(args.work / f"line{args.record_mb:g}" / "session.jsonl", args.record_mb),
+        "document": lambda: huge_document(args.work / f"doc{args.record_mb:g}" / "huge.traj", args.record_mb),
+    }
     for case in args.cases.split(","):
         path = inputs[case]()
         mb = sum(f.stat().st_size for f in ([path] if path.is_file() else path.rglob("*")) if f.is_file()) / 1e6
@@ -157,8 +160,10 @@ def main() -> None:
             cmd = [sys.executable, "-m", "replay", "ingest", str(path), "--db", f"{tmp}/s.duckdb", *args.extra]
             print(f"{case}: {mb:.0f} MB, {' '.join(cmd[1:])}")
             tree, largest, secs, cpu, code = measure(cmd)
-        print(f"{case:9s} peak RSS tree {tree:7.0f} MB  largest process {largest:7.0f} MB  {secs:6.1f} s wall "
-              f"({mb / secs:5.1f} MB/s)  {cpu:6.1f} s CPU  exit {code}")
+        print(
+            f"{case:9s} peak RSS tree {tree:7.0f} MB  largest process {largest:7.0f} MB  {secs:6.1f} s wall "
+            f"({mb / secs:5.1f} MB/s)  {cpu:6.1f} s CPU  exit {code}"
+        )
 
 
 if __name__ == "__main__":

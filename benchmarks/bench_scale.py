@@ -34,7 +34,7 @@ def tree_rss(pid: int, cpu: dict[int, float] | None = None) -> int:
             continue
         try:
             stat = Path(f"/proc/{entry}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
+            fields = stat[stat.rindex(")") + 2 :].split()
             children.setdefault(int(fields[1]), []).append(int(entry))
             rss[int(entry)] = int(fields[21]) * PAGE
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
@@ -59,8 +59,9 @@ def run_stage(name: str, args: list[str], log: Path, niceness: int = 10) -> dict
     print(f"{name:>12}: {' '.join(cmd[5:])}", flush=True)
     start = time.perf_counter()
     with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)})
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+        )
 
         def sample() -> None:
             ticks = 0
@@ -70,6 +71,7 @@ def run_stage(name: str, args: list[str], log: Path, niceness: int = 10) -> dict
                     loads.append(os.getloadavg()[0])
                 ticks += 1
                 time.sleep(0.5)
+
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         code = proc.wait()
@@ -77,15 +79,25 @@ def run_stage(name: str, args: list[str], log: Path, niceness: int = 10) -> dict
     wall = time.perf_counter() - start
     text = log.read_text(errors="replace")
     match = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
-    cpu = {k: float(m.group(1)) for k in ("User", "System")
-           if (m := re.search(rf"{k} time \(seconds\): ([\d.]+)", text))}
-    result = {"stage": name, "wall_s": wall, "max_rss_mb": int(match.group(1)) / 1024 if match else None,
-              "tree_rss_mb": peak[0] / 2**20, "exit": code, "load": sum(loads) / max(1, len(loads)),
-              "load_max": max(loads, default=0.0), "cpu_s": max(sum(cpu.values()), sum(tree_cpu.values()))}
-    print(f"{name:>12}: {wall:8.1f} s wall, {result['cpu_s']:.0f} CPU s (process tree), "
-          f"peak RSS {result['max_rss_mb'] or 0:8.0f} MB largest process, {result['tree_rss_mb']:8.0f} MB process "
-          f"tree, load average {result['load']:.1f} (max {result['load_max']:.1f}), exit {code} (log {log})",
-          flush=True)
+    cpu = {
+        k: float(m.group(1)) for k in ("User", "System") if (m := re.search(rf"{k} time \(seconds\): ([\d.]+)", text))
+    }
+    result = {
+        "stage": name,
+        "wall_s": wall,
+        "max_rss_mb": int(match.group(1)) / 1024 if match else None,
+        "tree_rss_mb": peak[0] / 2**20,
+        "exit": code,
+        "load": sum(loads) / max(1, len(loads)),
+        "load_max": max(loads, default=0.0),
+        "cpu_s": max(sum(cpu.values()), sum(tree_cpu.values())),
+    }
+    print(
+        f"{name:>12}: {wall:8.1f} s wall, {result['cpu_s']:.0f} CPU s (process tree), "
+        f"peak RSS {result['max_rss_mb'] or 0:8.0f} MB largest process, {result['tree_rss_mb']:8.0f} MB process "
+        f"tree, load average {result['load']:.1f} (max {result['load_max']:.1f}), exit {code} (log {log})",
+        flush=True,
+    )
     return result
 
 
@@ -99,14 +111,18 @@ def sweep_file(work: Path, name: str, points: int, tokenizer: str, runs: str = "
     """A seed-A grid of about ``points`` points (protected range x summary threshold x reclaim floor) over the runs
     whose id or path is LIKE ``runs``."""
     n = max(2, round(points ** (1 / 3)))
-    grid = {"protect": [2_000 + 4_000 * i for i in range(n)],
-            "summary_at": [40_000 + 8_000 * i for i in range(n)],
-            "reclaim_floor": [round(0.02 * i, 3) for i in range(n)]}
+    grid = {
+        "protect": [2_000 + 4_000 * i for i in range(n)],
+        "summary_at": [40_000 + 8_000 * i for i in range(n)],
+        "reclaim_floor": [round(0.02 * i, 3) for i in range(n)],
+    }
     body = "\n".join(f"{k} = {v}" for k, v in grid.items())
     path = work / f"{name}.toml"
-    path.write_text(f'[sweep]\nname = "{name}"\npolicy = "seed_a"\nmode = "grid"\nruns = "{runs}"\n'
-                    f'tokenizer = "{tokenizer}"\ncache = "auto"\n\n[fixed]\nwindow = 130000\nreserve = 24576\n\n'
-                    f"[grid]\n{body}\n")
+    path.write_text(
+        f'[sweep]\nname = "{name}"\npolicy = "seed_a"\nmode = "grid"\nruns = "{runs}"\n'
+        f'tokenizer = "{tokenizer}"\ncache = "auto"\n\n[fixed]\nwindow = 130000\nreserve = 24576\n\n'
+        f"[grid]\n{body}\n"
+    )
     return path
 
 
@@ -119,16 +135,20 @@ def writer_check(store: Path, work: Path, points: int = 100, batch: int = 32) ->
     import pyarrow.compute as pc
 
     src = duckdb.connect(str(store), read_only=True)
-    ids = [r[0] for r in src.execute("SELECT DISTINCT point_id FROM sweep_results ORDER BY 1 LIMIT ?",
-                                     [points]).fetchall()]
+    ids = [
+        r[0] for r in src.execute("SELECT DISTINCT point_id FROM sweep_results ORDER BY 1 LIMIT ?", [points]).fetchall()
+    ]
     if not ids:
         print("writer: no sweep rows to measure")
         return
-    rows = src.sql("SELECT * FROM sweep_results WHERE point_id IN (SELECT unnest($ids))",
-                   params={"ids": ids}).to_arrow_table()
+    rows = src.sql(
+        "SELECT * FROM sweep_results WHERE point_id IN (SELECT unnest($ids))", params={"ids": ids}
+    ).to_arrow_table()
     src.close()
-    batches = [rows.filter(pc.is_in(rows["point_id"], value_set=pa.array(ids[i:i + batch])))
-               for i in range(0, len(ids), batch)]
+    batches = [
+        rows.filter(pc.is_in(rows["point_id"], value_set=pa.array(ids[i : i + batch])))
+        for i in range(0, len(ids), batch)
+    ]
     target, parts = work / "writer.duckdb", work / "writer-parquet"
     target.unlink(missing_ok=True)
     con = duckdb.connect(str(target))
@@ -149,9 +169,12 @@ def writer_check(store: Path, work: Path, points: int = 100, batch: int = 32) ->
     parq = time.perf_counter() - t0
     n = con.execute(f"SELECT count(*) FROM read_parquet('{parts}/*.parquet')").fetchone()[0]
     con.close()
-    print(f"{'writer':>12}: {rows.num_rows:,} rows ({len(ids)} points x runs) into DuckDB {rows.num_rows / duck:,.0f} "
-          f"rows/s ({len(ids) / duck:,.1f} points/s), as Parquet partitions {rows.num_rows / parq:,.0f} rows/s "
-          f"({len(ids) / parq:,.1f} points/s; read back {n:,} rows)", flush=True)
+    print(
+        f"{'writer':>12}: {rows.num_rows:,} rows ({len(ids)} points x runs) into DuckDB {rows.num_rows / duck:,.0f} "
+        f"rows/s ({len(ids) / duck:,.1f} points/s), as Parquet partitions {rows.num_rows / parq:,.0f} rows/s "
+        f"({len(ids) / parq:,.1f} points/s; read back {n:,} rows)",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -164,11 +187,18 @@ def main() -> None:
     ap.add_argument("--tokenizer", default="o200k")
     ap.add_argument("--workers", type=int, default=2, help="sweep workers (pool) and Ray CPUs")
     ap.add_argument("--synth-workers", type=int, default=1)
-    ap.add_argument("--sweep-runs", default="%", help="LIKE pattern on run id or path: the sweeps' runs (e.g. "
-                                                      "'%%/000/%%', the first 1,000 synthetic runs)")
+    ap.add_argument(
+        "--sweep-runs",
+        default="%",
+        help="LIKE pattern on run id or path: the sweeps' runs (e.g. '%%/000/%%', the first 1,000 synthetic runs)",
+    )
     ap.add_argument("--stages", default="synth,ingest,compare,tokens,sweep-pool,sweep-ray,writer")
-    ap.add_argument("--tag", default="", help="appended to the sweep names: a rerun with another tag is a new "
-                                              "sweep (the same name resumes, skipping every finished point)")
+    ap.add_argument(
+        "--tag",
+        default="",
+        help="appended to the sweep names: a rerun with another tag is a new "
+        "sweep (the same name resumes, skipping every finished point)",
+    )
     ap.add_argument("--reuse", action="store_true", help="skip synth when its output exists")
     ap.add_argument("--nice", type=int, default=10, help="niceness of every stage (a shared machine)")
     args = ap.parse_args()
@@ -180,30 +210,72 @@ def main() -> None:
     corpus, store = work / f"synth-{args.runs}", work / f"synth-{args.runs}.duckdb"
     stages = args.stages.split(",")
     results = []
-    print(f"scale run: {args.runs:,} runs, {args.points:,} points, {args.workers} workers, nice {args.nice}, "
-          f"work {work}", flush=True)
+    print(
+        f"scale run: {args.runs:,} runs, {args.points:,} points, {args.workers} workers, nice {args.nice}, work {work}",
+        flush=True,
+    )
     if "synth" in stages and not (args.reuse and corpus.exists()):
-        results.append(run_stage("synth", ["synth", "--from-db", str(source), "--runs", str(args.runs), "--out",
-                                           str(corpus), "--seed", "1", "-t", args.tokenizer, "--workers",
-                                           str(args.synth_workers)], work / "synth.log", args.nice))
+        results.append(
+            run_stage(
+                "synth",
+                [
+                    "synth",
+                    "--from-db",
+                    str(source),
+                    "--runs",
+                    str(args.runs),
+                    "--out",
+                    str(corpus),
+                    "--seed",
+                    "1",
+                    "-t",
+                    args.tokenizer,
+                    "--workers",
+                    str(args.synth_workers),
+                ],
+                work / "synth.log",
+                args.nice,
+            )
+        )
         print(f"{'corpus':>12}: {size_mb(corpus):,.0f} MB in {corpus}", flush=True)
     if "ingest" in stages:
         results.append(run_stage("ingest", ["ingest", str(corpus), "--db", str(store)], work / "ingest.log", args.nice))
     if "compare" in stages:
-        results.append(run_stage("compare", ["synth-compare", str(source), str(store)], work / "compare.log",
-                                 args.nice))
+        results.append(
+            run_stage("compare", ["synth-compare", str(source), str(store)], work / "compare.log", args.nice)
+        )
     if "tokens" in stages:
-        results.append(run_stage("tokens", ["tokens", "-t", args.tokenizer, "--db", str(store)],
-                                 work / "tokens.log", args.nice))
+        results.append(
+            run_stage("tokens", ["tokens", "-t", args.tokenizer, "--db", str(store)], work / "tokens.log", args.nice)
+        )
     print(f"{'store':>12}: {size_mb(store):,.0f} MB ({store})", flush=True)
     for stage, executor in (("sweep-pool", "local"), ("sweep-ray", "ray")):
         if stage in stages:
             tag = ("" if args.sweep_runs == "%" else "-subset") + args.tag
-            spec = sweep_file(work, f"scale-{executor}-{args.runs}-{args.points}{tag}", args.points, args.tokenizer,
-                              args.sweep_runs)
-            results.append(run_stage(stage, ["sweep", str(spec), "--db", str(store), "--executor", executor,
-                                             "--workers", str(args.workers), "--out", str(work / "sweeps"),
-                                             "--format", "csv"], work / f"{spec.stem}.log", args.nice))
+            spec = sweep_file(
+                work, f"scale-{executor}-{args.runs}-{args.points}{tag}", args.points, args.tokenizer, args.sweep_runs
+            )
+            results.append(
+                run_stage(
+                    stage,
+                    [
+                        "sweep",
+                        str(spec),
+                        "--db",
+                        str(store),
+                        "--executor",
+                        executor,
+                        "--workers",
+                        str(args.workers),
+                        "--out",
+                        str(work / "sweeps"),
+                        "--format",
+                        "csv",
+                    ],
+                    work / f"{spec.stem}.log",
+                    args.nice,
+                )
+            )
     print(f"{'store':>12}: {size_mb(store):,.0f} MB after sweeps; sweep Parquet {size_mb(work / 'sweeps'):,.0f} MB")
     if "writer" in stages:
         writer_check(store, work)

@@ -83,8 +83,10 @@ def main() -> None:
     with mp.get_context("forkserver").Pool(cores, initializer=_init, initargs=(_PACKED,)) as pool:
         for name in names:
             r = bench(name, runs, args.points, pool)
-            print(f"{name:<17} {r['one']:>12,.0f} {r['per_core']:>12,.0f} {r['every']:>12,.0f} {r['views']:>9,.0f} "
-                  f"{r['one'] / r['views']:>9,.0f}x  {'ok' if r['per_core'] >= TARGET else 'below target'}")
+            print(
+                f"{name:<17} {r['one']:>12,.0f} {r['per_core']:>12,.0f} {r['every']:>12,.0f} {r['views']:>9,.0f} "
+                f"{r['one'] / r['views']:>9,.0f}x  {'ok' if r['per_core'] >= TARGET else 'below target'}"
+            )
     print(f"request-configurations/s; target {TARGET:,} per core")
 
 

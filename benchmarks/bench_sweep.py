@@ -95,16 +95,24 @@ def main() -> None:
             axes = grid_axes(policy, args.points)
             wall_of = {}
             for executor in executors:
-                spec = from_dict({"sweep": {"policy": policy, "name": f"bench-{policy}-{executor}", "batch": 32},
-                                  "fixed": {"reserve": 4_096}, "grid": axes})
+                spec = from_dict(
+                    {
+                        "sweep": {"policy": policy, "name": f"bench-{policy}-{executor}", "batch": 32},
+                        "fixed": {"reserve": 4_096},
+                        "grid": axes,
+                    }
+                )
                 c0, t0 = cpu_seconds(), time.perf_counter()
                 shard = {"shard_items": args.shard_items} if args.shard_items else {}
                 out = run_sweep(con, spec, executor=executor, workers=args.workers, progress=False, runs=runs, **shard)
                 wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
                 wall_of[executor] = wall
-                print(f"{policy:>16} {executor:>6}: {out.points} points x {out.runs} runs in {wall:.1f}s = "
-                      f"{out.points / wall:.1f} points/s, {1000 * cpu / out.points:.1f} CPU ms/point "
-                      f"({out.errors} error rows)", flush=True)
+                print(
+                    f"{policy:>16} {executor:>6}: {out.points} points x {out.runs} runs in {wall:.1f}s = "
+                    f"{out.points / wall:.1f} points/s, {1000 * cpu / out.points:.1f} CPU ms/point "
+                    f"({out.errors} error rows)",
+                    flush=True,
+                )
             if "serial" in wall_of:
                 ups = ", ".join(f"{e} {wall_of['serial'] / w:.2f}x" for e, w in wall_of.items() if e != "serial")
                 print(f"{policy:>16} speed-up over serial on {os.cpu_count()} cores: {ups}", flush=True)

@@ -74,12 +74,29 @@ def main() -> None:
         shutil.copy(args.db, db)
         grid = Path(tmp) / "grid.toml"
         grid.write_text(GRID.format(summary_at=[40_000 + 2_000 * i for i in range(args.points)]))
-        cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--executor", args.executor,
-               "--workers", str(args.workers), "--out", str(Path(tmp) / "out"), "--format", "csv", *args.rest]
+        cmd = [
+            sys.executable,
+            "-m",
+            "replay",
+            "sweep",
+            str(grid),
+            "--db",
+            str(db),
+            "--executor",
+            args.executor,
+            "--workers",
+            str(args.workers),
+            "--out",
+            str(Path(tmp) / "out"),
+            "--format",
+            "csv",
+            *args.rest,
+        ]
         env = {**os.environ, "PYTHONPATH": str(args.code)}
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, cwd=args.code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True)
+        proc = subprocess.Popen(
+            cmd, cwd=args.code, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
         peaks: dict[int, tuple[str, int]] = {}
         top_sum = 0
         while proc.poll() is None:
@@ -95,8 +112,10 @@ def main() -> None:
         err = proc.stderr.read() if proc.stderr else ""
         if proc.returncode:
             sys.exit(f"sweep failed ({proc.returncode}): {err[-2000:]}")
-    print(f"code {args.code}, {args.executor} x {args.workers}, {args.points} points, {' '.join(args.rest)}: "
-          f"{wall:.0f}s; peak RSS sum {top_sum / 1024:,.0f} MB")
+    print(
+        f"code {args.code}, {args.executor} x {args.workers}, {args.points} points, {' '.join(args.rest)}: "
+        f"{wall:.0f}s; peak RSS sum {top_sum / 1024:,.0f} MB"
+    )
     for pid, (name, hwm) in sorted(peaks.items()):
         role = "driver" if pid == proc.pid else "child"
         print(f"  {role:>6} {pid:>7} peak {hwm / 1024:7,.0f} MB  {name}")

@@ -63,8 +63,9 @@ def bench(name: str, con, texts: list[str], hashes: list[str], mb: float, repeat
     def replay() -> dict[str, int]:
         con.execute("DELETE FROM token_counts WHERE tokenizer_id = ?", [tid]).fetchall()
         count_items(con, tok)
-        return dict(con.execute("SELECT content_hash, n_tokens FROM token_counts WHERE tokenizer_id = ?",
-                                [tid]).fetchall())
+        return dict(
+            con.execute("SELECT content_hash, n_tokens FROM token_counts WHERE tokenizer_id = ?", [tid]).fetchall()
+        )
 
     raw_s = replay_s = float("inf")
     for _ in range(repeat):  # interleaved, so both see the same load
@@ -89,8 +90,10 @@ def bench(name: str, con, texts: list[str], hashes: list[str], mb: float, repeat
     print(f"  tiktoken serial                      {mb / serial_s:6.2f} MB/s")
     print(f"  tiktoken encode_ordinary_batch       {mb / batch_s:6.2f} MB/s  ({cores()} threads, one task per text)")
     print(f"  replay slices on a thread pool       {mb / threads_s:6.2f} MB/s  ({cores()} threads)")
-    print(f"  forkserver process pool              {mb / pool_s:6.2f} MB/s  ({cores()} workers; "
-          f"+{pool_start:.1f} s to start and load the vocabulary)")
+    print(
+        f"  forkserver process pool              {mb / pool_s:6.2f} MB/s  ({cores()} workers; "
+        f"+{pool_start:.1f} s to start and load the vocabulary)"
+    )
     print(f"  replay count_items (store to store)  {mb / replay_s:6.2f} MB/s")
     print(f"  ratio count_items / raw tokenizers: {raw_s / replay_s:.2f}x")
     print(f"  identical counts: {'yes' if identical else 'NO'}")
@@ -107,8 +110,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         con = open_store(Path(tmp) / "bench.duckdb")
         ingest(con, [args.corpus])
-        rows = con.execute(f"SELECT content_hash, any_value({PAYLOAD_SQL}) FROM items GROUP BY content_hash "
-                           "ORDER BY content_hash").fetchall()
+        rows = con.execute(
+            f"SELECT content_hash, any_value({PAYLOAD_SQL}) FROM items GROUP BY content_hash ORDER BY content_hash"
+        ).fetchall()
         hashes, texts = [r[0] for r in rows], [r[1] for r in rows]
         mb = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) / 1e6
         ok = [bench(name, con, texts, hashes, mb, args.repeat) for name in args.tokenizer or ["o200k", "tekken"]]

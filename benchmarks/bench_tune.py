@@ -22,9 +22,26 @@ from pathlib import Path
 def tune_seconds(db: Path, policy: str, args: argparse.Namespace, work: Path) -> float:
     copy = work / f"{policy}.duckdb"
     shutil.copyfile(db, copy)
-    command = [sys.executable, "-m", "replay", "tune", "--db", str(copy), "-p", policy, "-t", args.tokenizer,
-               "--window", str(args.window), "--reserve", str(args.reserve), "--points", str(args.points),
-               "--out", str(work / f"out-{policy}")]
+    command = [
+        sys.executable,
+        "-m",
+        "replay",
+        "tune",
+        "--db",
+        str(copy),
+        "-p",
+        policy,
+        "-t",
+        args.tokenizer,
+        "--window",
+        str(args.window),
+        "--reserve",
+        str(args.reserve),
+        "--points",
+        str(args.points),
+        "--out",
+        str(work / f"out-{policy}"),
+    ]
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -54,8 +71,10 @@ def main() -> None:
     base = min(times[policies[0]])
     for policy in policies:
         rounds = ", ".join(f"{s:.1f}" for s in times[policy])
-        print(f"{policy:>16}: best {min(times[policy]):6.1f} s (rounds: {rounds}); "
-              f"ratio to {policies[0]} {min(times[policy]) / base:.2f}x")
+        print(
+            f"{policy:>16}: best {min(times[policy]):6.1f} s (rounds: {rounds}); "
+            f"ratio to {policies[0]} {min(times[policy]) / base:.2f}x"
+        )
 
 
 if __name__ == "__main__":

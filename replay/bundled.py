@@ -24,5 +24,7 @@ def bundled(name: str) -> Path:
     checkout = Path(__file__).resolve().parents[1] / CHECKOUT[name]
     if checkout.is_dir():
         return checkout
-    raise ReplayError(f"the bundled {name} is missing: neither {installed} (an installed wheel) nor {checkout} "
-                      "(a checkout) exists; reinstall replay (`pip install replay`) or run from a checkout")
+    raise ReplayError(
+        f"the bundled {name} is missing: neither {installed} (an installed wheel) nor {checkout} "
+        "(a checkout) exists; reinstall replay (`pip install replay`) or run from a checkout"
+    )

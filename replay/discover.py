@@ -41,16 +41,28 @@ class Harness:
 
 
 HARNESSES: tuple[Harness, ...] = (
-    Harness("claude-code", (".config/claude/projects", ".claude/projects"), "CLAUDE_CONFIG_DIR", "projects",
-            ("*.jsonl",)),
+    Harness(
+        "claude-code", (".config/claude/projects", ".claude/projects"), "CLAUDE_CONFIG_DIR", "projects", ("*.jsonl",)
+    ),
     Harness("codex", (".codex/sessions",), "CODEX_HOME", "sessions", ("*/rollout-*.jsonl",)),
     # main sessions chats/session-<time>-<id8>.json(l); subagents chats/<parent session id>/<id>.jsonl
     Harness("gemini-cli", (".gemini/tmp",), "GEMINI_DATA_DIR", "", ("*/chats/*.json", "*/chats/*.jsonl")),
     Harness("openhands", (".openhands/conversations",), folders=True),
-    Harness("copilot-cli", (".copilot/session-state", ".copilot/history-session-state"),
-            patterns=("*.jsonl", "*/session*.json")),
-    Harness("cline", tuple(f"{base}/{flavour}/{CLINE_TASKS}" for base in (".config", "Library/Application Support")
-                           for flavour in VSCODE_FLAVOURS) + (".cline/data/tasks",), folders=True),
+    Harness(
+        "copilot-cli",
+        (".copilot/session-state", ".copilot/history-session-state"),
+        patterns=("*.jsonl", "*/session*.json"),
+    ),
+    Harness(
+        "cline",
+        tuple(
+            f"{base}/{flavour}/{CLINE_TASKS}"
+            for base in (".config", "Library/Application Support")
+            for flavour in VSCODE_FLAVOURS
+        )
+        + (".cline/data/tasks",),
+        folders=True,
+    ),
 )
 
 
@@ -112,8 +124,9 @@ def logs_in(h: Harness, root: Path) -> list[Path]:
     return found
 
 
-def discover(names: Iterable[str] | None = None, env: Mapping[str, str] | None = None,
-             home: Path | None = None) -> list[Found]:
+def discover(
+    names: Iterable[str] | None = None, env: Mapping[str, str] | None = None, home: Path | None = None
+) -> list[Found]:
     """Every selected harness's logs in its location (``names`` None: all harnesses)."""
     env = os.environ if env is None else env
     home = Path(env.get("HOME") or Path.home()) if home is None else home

@@ -81,7 +81,7 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
             out.append("[^/]")
             i += 1
         elif pattern[i] == "[" and (end := pattern.find("]", i + 2)) > 0:
-            body = pattern[i + 1:end]
+            body = pattern[i + 1 : end]
             out.append("[" + ("^" + body[1:] if body.startswith("!") else body).replace("\\", "\\\\") + "]")
             i = end + 1
         else:
@@ -150,8 +150,10 @@ class Stored:
 
     @classmethod
     def read(cls, con: duckdb.DuckDBPyConnection) -> Stored:
-        return cls({r[0] for r in con.execute("SELECT file_hash FROM files").fetchall()},
-                   {r[0] for r in con.execute("SELECT DISTINCT file_hash FROM quarantine").fetchall()})
+        return cls(
+            {r[0] for r in con.execute("SELECT file_hash FROM files").fetchall()},
+            {r[0] for r in con.execute("SELECT DISTINCT file_hash FROM quarantine").fetchall()},
+        )
 
 
 def _members(path: Path) -> list[Path]:
@@ -159,8 +161,9 @@ def _members(path: Path) -> list[Path]:
     return members(path)
 
 
-def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str],
-           quarantined: bool) -> None:
+def _write(
+    con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str], quarantined: bool
+) -> None:
     """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch, each batch released
     once inserted.
 
@@ -180,9 +183,10 @@ def _write(con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, old
             n[name] += rows.num_rows
             del rows
         _quarantine(con, fhash, out.path, out.bad, now)
-        con.execute("INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-                    [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad),
-                     now])
+        con.execute(
+            "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+            [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad), now],
+        )
         con.execute("COMMIT")
     except BaseException:
         con.execute("ROLLBACK")
@@ -200,12 +204,15 @@ def _delete_file(con: duckdb.DuckDBPyConnection, fhash: str) -> None:
 
 def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord], now: datetime) -> None:
     if bad:
-        con.executemany("INSERT INTO quarantine VALUES (?,?,?,?,?,?)",
-                        [[fhash, str(path), b.line, b.reason, b.raw[:100_000], now] for b in bad])
+        con.executemany(
+            "INSERT INTO quarantine VALUES (?,?,?,?,?,?)",
+            [[fhash, str(path), b.line, b.reason, b.raw[:100_000], now] for b in bad],
+        )
 
 
-def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES,
-                replace_older: bool = False) -> FileOutcome:
+def ingest_file(
+    con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False
+) -> FileOutcome:
     """Ingest one file (or run folder) in one transaction; a file already ingested is left alone.
 
     ``replace_older``: an earlier version of the same path (e.g. a session file that has since grown) is
@@ -213,8 +220,9 @@ def ingest_file(con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int 
     return store_parsed(con, parse_unit(path, max_line_bytes), replace_older)
 
 
-def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False,
-                 stored: Stored | None = None) -> FileOutcome:
+def store_parsed(
+    con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False, stored: Stored | None = None
+) -> FileOutcome:
     """Write what :func:`replay.ingest_parse.parse_unit` read: rows, or the quarantine entry saying why none.
 
     ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file."""
@@ -230,15 +238,25 @@ def store_parsed(con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: 
     else:
         ingested, quarantined = con.execute(
             "SELECT (SELECT count(*) FROM files WHERE file_hash = $h) > 0, "
-            "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0", {"h": fhash}).fetchone()
+            "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0",
+            {"h": fhash},
+        ).fetchone()
     if parsed.status == "unchanged" or ingested:
         out.status, out.format, out.bad = "unchanged", None, []
         return out
     if parsed.status in ("unknown", "failed"):
         _replace_quarantine(con, fhash, path, out.bad)
     else:
-        older = [row[0] for row in con.execute("SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?",
-                                               [str(path), fhash]).fetchall()] if replace_older else []
+        older = (
+            [
+                row[0]
+                for row in con.execute(
+                    "SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?", [str(path), fhash]
+                ).fetchall()
+            ]
+            if replace_older
+            else []
+        )
         _write(con, out, parsed, older, quarantined)
         if stored is not None and out.status == "ingested":
             stored.files.add(fhash)
@@ -256,8 +274,14 @@ def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, 
     con.execute("COMMIT")
 
 
-def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress: bool = False,
-           max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False, workers: int = 0) -> list[FileOutcome]:
+def ingest(
+    con: duckdb.DuckDBPyConnection,
+    paths: Iterable[str | Path],
+    progress: bool = False,
+    max_line_bytes: int = MAX_RECORD_BYTES,
+    replace_older: bool = False,
+    workers: int = 0,
+) -> list[FileOutcome]:
     """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes.
 
     ``workers``: processes that parse files in parallel (0: REPLAY_WORKERS, else every core); this process
@@ -266,9 +290,14 @@ def ingest(con: duckdb.DuckDBPyConnection, paths: Iterable[str | Path], progress
     return list(_run(con, files, progress, max_line_bytes, replace_older, workers))
 
 
-def ingest_units(con: duckdb.DuckDBPyConnection, units: list[Path], progress: bool = False,
-                 max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False,
-                 workers: int = 0) -> Iterator[FileOutcome]:
+def ingest_units(
+    con: duckdb.DuckDBPyConnection,
+    units: list[Path],
+    progress: bool = False,
+    max_line_bytes: int = MAX_RECORD_BYTES,
+    replace_older: bool = False,
+    workers: int = 0,
+) -> Iterator[FileOutcome]:
     """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
     return _run(con, units, progress, max_line_bytes, replace_older, workers)
 
@@ -285,8 +314,14 @@ def store_files(con: duckdb.DuckDBPyConnection) -> set[Path]:
     return {db, db.with_name(db.name + ".wal")}
 
 
-def _run(con: duckdb.DuckDBPyConnection, files: list[Path], progress: bool,
-         max_line_bytes: int, replace_older: bool = False, workers: int = 0) -> Iterator[FileOutcome]:
+def _run(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    progress: bool,
+    max_line_bytes: int,
+    replace_older: bool = False,
+    workers: int = 0,
+) -> Iterator[FileOutcome]:
     own = store_files(con)
     files = [f for f in files if f.resolve() not in own]
     sizes = {f: unit_size(f) for f in files}
@@ -316,9 +351,15 @@ def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
     return tuple((str(m), (st := m.stat()).st_size, st.st_mtime_ns) for m in _members(path) if m.exists())
 
 
-def watch(con: duckdb.DuckDBPyConnection, sources: Callable[[], list[Path]], interval: float = 2.0,
-          polls: int | None = None, report: Callable[[FileOutcome], None] | None = None,
-          after_poll: Callable[[int], None] | None = None, max_line_bytes: int = MAX_RECORD_BYTES) -> int:
+def watch(
+    con: duckdb.DuckDBPyConnection,
+    sources: Callable[[], list[Path]],
+    interval: float = 2.0,
+    polls: int | None = None,
+    report: Callable[[FileOutcome], None] | None = None,
+    after_poll: Callable[[int], None] | None = None,
+    max_line_bytes: int = MAX_RECORD_BYTES,
+) -> int:
     """Poll ``sources()`` every ``interval`` seconds and ingest what is new or has changed.
 
     A changed file (a session that grew) replaces its earlier version: the same path keeps one version in the

@@ -25,8 +25,18 @@ CHECKPOINT_MEMORY = 128 * 2**20  # past what a checkpoint must hold (see :meth:`
 BYTES_PER_CHAR = 8  # a record's characters as UTF-8 (up to 4 bytes each), twice: room for a copy
 HELD = ("ART_INDEX", "IN_MEMORY_TABLE")  # duckdb_memory() tags a checkpoint holds (indexes, rows not yet written)
 NEAR_CHECKPOINT = 8 * 2**20  # WAL bytes from the threshold at which the limit is refreshed before a file
-UNITS = {"bytes": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KiB": 2**10, "MiB": 2**20,
-         "GiB": 2**30, "TiB": 2**40}
+UNITS = {
+    "bytes": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
 
 
 class IngestMemory:
@@ -43,8 +53,10 @@ class IngestMemory:
 
     def need(self) -> int:
         """Bytes a checkpoint may use: CHECKPOINT_MEMORY past the largest record, indexes and unwritten rows."""
-        held = self.con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag IN "
-                                f"({', '.join(repr(t) for t in HELD)})").fetchone()[0]
+        held = self.con.execute(
+            "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag IN "
+            f"({', '.join(repr(t) for t in HELD)})"
+        ).fetchone()[0]
         return CHECKPOINT_MEMORY + BYTES_PER_CHAR * self.largest + int(held)
 
     def apply(self) -> None:

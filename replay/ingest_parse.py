@@ -30,13 +30,50 @@ from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, op
 
 _S, _I = pa.large_string(), pa.int64()
 # The store's columns, in table order, as Arrow types (replay/store/schema.py).
-RUN_SCHEMA = {"run_id": _S, "file_hash": _S, "format": _S, "source_path": _S, "model": _S, "harness": _S,
-              "started_at": _S, "parent_run_id": _S, "n_requests": _I, "metadata": _S}
-ITEM_SCHEMA = {"run_id": _S, "seq": _I, "step": _I, "turn": _I, "role": _S, "kind": _S, "tool_name": _S,
-               "call_id": _S, "args": _S, "text": _S, "is_error": pa.bool_(), "resource": _S, "access": _S,
-               "content_hash": _S, "chars": _I, "ts": _S, "line": _I}
-REQUEST_SCHEMA = {"run_id": _S, "step": _I, "ts": _S, "input_tokens": _I, "cache_read": _I, "cache_write": _I,
-                  "output_tokens": _I, "prompt_tokens": _I, "model": _S, "line": _I, "cache_write_1h": _I}
+RUN_SCHEMA = {
+    "run_id": _S,
+    "file_hash": _S,
+    "format": _S,
+    "source_path": _S,
+    "model": _S,
+    "harness": _S,
+    "started_at": _S,
+    "parent_run_id": _S,
+    "n_requests": _I,
+    "metadata": _S,
+}
+ITEM_SCHEMA = {
+    "run_id": _S,
+    "seq": _I,
+    "step": _I,
+    "turn": _I,
+    "role": _S,
+    "kind": _S,
+    "tool_name": _S,
+    "call_id": _S,
+    "args": _S,
+    "text": _S,
+    "is_error": pa.bool_(),
+    "resource": _S,
+    "access": _S,
+    "content_hash": _S,
+    "chars": _I,
+    "ts": _S,
+    "line": _I,
+}
+REQUEST_SCHEMA = {
+    "run_id": _S,
+    "step": _I,
+    "ts": _S,
+    "input_tokens": _I,
+    "cache_read": _I,
+    "cache_write": _I,
+    "output_tokens": _I,
+    "prompt_tokens": _I,
+    "model": _S,
+    "line": _I,
+    "cache_write_1h": _I,
+}
 ITEM_COLUMNS = list(ITEM_SCHEMA)[:13]  # read from the Item; the rest are derived
 
 
@@ -73,7 +110,7 @@ def file_hash(path: Path) -> str:
     for member in members(path):
         if path.is_dir():
             h.update(member.relative_to(path).as_posix().encode() + b"\0")
-        with (open_decompressed(member) if is_compressed(member) else member.open("rb")) as fh:
+        with open_decompressed(member) if is_compressed(member) else member.open("rb") as fh:
             while chunk := fh.read(1 << 20):
                 h.update(chunk)
     return h.hexdigest()
@@ -104,8 +141,14 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
         reader = detect(plain)
         if reader is None:
             out.status = "unknown"
-            out.bad = [BadRecord(0, f"unknown format (not one of: {', '.join(formats())}); convert it to the "
-                                 "canonical JSONL format described in docs/canonical-format.md", "")]
+            out.bad = [
+                BadRecord(
+                    0,
+                    f"unknown format (not one of: {', '.join(formats())}); convert it to the "
+                    "canonical JSONL format described in docs/canonical-format.md",
+                    "",
+                )
+            ]
             return out
         out.format = reader.format
         ctx = ReadContext(path=plain, file_hash=fhash, max_line_bytes=max_line_bytes)
@@ -113,8 +156,13 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
             records = read_isolated(reader, ctx)
         except Exception as exc:  # a reader bug must not stop the whole ingest
             out.status = "failed"
-            out.bad = [BadRecord(0, f"the {reader.format} reader failed: {type(exc).__name__}: {exc}; "
-                                 "please report it with this file", "")]
+            out.bad = [
+                BadRecord(
+                    0,
+                    f"the {reader.format} reader failed: {type(exc).__name__}: {exc}; please report it with this file",
+                    "",
+                )
+            ]
             return out
     if plain != path:
         records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
@@ -175,8 +223,10 @@ def _table(fmt: str | None, columns: dict[str, list], schema: dict[str, pa.DataT
     try:
         return pa.table({c: _array(columns.pop(c), kind) for c, kind in schema.items()})
     except (TypeError, OverflowError, pa.ArrowException) as exc:
-        raise ReplayError(f"the {fmt} reader gave a value the store cannot hold ({type(exc).__name__}: "
-                          f"{str(exc)[:300]}); please report it with this file") from exc
+        raise ReplayError(
+            f"the {fmt} reader gave a value the store cannot hold ({type(exc).__name__}: "
+            f"{str(exc)[:300]}); please report it with this file"
+        ) from exc
 
 
 def _array(values: list, kind: pa.DataType) -> pa.Array:
@@ -208,11 +258,17 @@ def _columns(out: Parsed, records: list) -> None:
     for q in reqs:
         per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
     out.runs = {
-        "run_id": [r.run_id for r in runs], "file_hash": [out.file_hash] * len(runs),
-        "format": [r.format for r in runs], "source_path": [r.source_path for r in runs],
-        "model": [r.model for r in runs], "harness": [r.harness for r in runs],
-        "started_at": [r.started_at for r in runs], "parent_run_id": [r.parent_run_id for r in runs],
-        "n_requests": [per_run[r.run_id] for r in runs], "metadata": [dumps(r.metadata) for r in runs]}
+        "run_id": [r.run_id for r in runs],
+        "file_hash": [out.file_hash] * len(runs),
+        "format": [r.format for r in runs],
+        "source_path": [r.source_path for r in runs],
+        "model": [r.model for r in runs],
+        "harness": [r.harness for r in runs],
+        "started_at": [r.started_at for r in runs],
+        "parent_run_id": [r.parent_run_id for r in runs],
+        "n_requests": [per_run[r.run_id] for r in runs],
+        "metadata": [dumps(r.metadata) for r in runs],
+    }
     columns = {c: [getattr(i, c) for i in items] for c in ITEM_COLUMNS}
     payloads = [i.payload for i in items]
     columns["content_hash"] = [content_hash(p) for p in payloads]
@@ -244,8 +300,9 @@ def _work(path: Path) -> Parsed:
 READ_AHEAD_BYTES = 32 << 20
 
 
-def parse_units(units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset(),
-                workers: int = 0) -> Iterator[Parsed]:
+def parse_units(
+    units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset(), workers: int = 0
+) -> Iterator[Parsed]:
     """Each unit parsed, in order: on a process pool of ``workers`` (0: every core) when there is more than one
     unit, else in this process. Two units per worker are read ahead, more while the units in flight hold at most
     READ_AHEAD_BYTES, so memory stays bounded by the largest few files, not by the corpus."""

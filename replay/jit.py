@@ -48,8 +48,10 @@ def _cache_dir() -> str:
     if _writable(first):
         return str(first)
     fallback = Path(tempfile.gettempdir()) / f"replay-numba-{os.getuid()}" / _source_hash()
-    sys.stderr.write(f"note: {first} cannot be written; compiled code is cached in {fallback} instead "
-                     "(set NUMBA_CACHE_DIR to choose)\n")
+    sys.stderr.write(
+        f"note: {first} cannot be written; compiled code is cached in {fallback} instead "
+        "(set NUMBA_CACHE_DIR to choose)\n"
+    )
     return str(fallback)
 
 

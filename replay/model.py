@@ -8,8 +8,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Kind = Literal[
-    "system", "tool_defs", "user_text", "assistant_text", "reasoning", "tool_call",
-    "tool_result", "summary", "attachment", "image",
+    "system",
+    "tool_defs",
+    "user_text",
+    "assistant_text",
+    "reasoning",
+    "tool_call",
+    "tool_result",
+    "summary",
+    "attachment",
+    "image",
 ]
 KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
 Access = Literal["read", "write", "exec", "search", "other"]

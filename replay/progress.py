@@ -7,6 +7,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def bar(count: bool = False) -> Progress:
-    columns = [TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn() if count else
-               TextColumn("{task.percentage:>3.0f}%"), TimeRemainingColumn()]
+    columns = [
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn() if count else TextColumn("{task.percentage:>3.0f}%"),
+        TimeRemainingColumn(),
+    ]
     return Progress(*columns, console=Console(stderr=True), transient=False)

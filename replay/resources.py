@@ -61,7 +61,7 @@ def cap_workers(requested: int, per_worker: int = WORKER_BYTES, option: str = "-
         return n, None
     why = f"{cores} usable core{'s' if cores > 1 else ''}"
     if memory is not None and by_memory < cores:  # memory, not the cores, set the number
-        why += (f", {memory / 2**30:.1f} GB memory available at about {per_worker / 2**20:,.0f} MB per worker")
+        why += f", {memory / 2**30:.1f} GB memory available at about {per_worker / 2**20:,.0f} MB per worker"
     asked = f"{option} {requested}" if requested else f"{option} 0 (all {cores} cores)"
     return n, f"{asked}: using {n} worker{'s' if n > 1 else ''} ({why})"
 
@@ -69,8 +69,10 @@ def cap_workers(requested: int, per_worker: int = WORKER_BYTES, option: str = "-
 def check_workers(requested: int, option: str = "--workers") -> int:
     """``requested`` if it is a worker count (0: as many as fit), else an error naming the option."""
     if isinstance(requested, bool) or not isinstance(requested, int) or requested < 0:
-        raise ReplayError(f"{option} {requested}: give 0 (as many as the cores and memory allow) or a positive "
-                          "number of worker processes")
+        raise ReplayError(
+            f"{option} {requested}: give 0 (as many as the cores and memory allow) or a positive "
+            "number of worker processes"
+        )
     return requested
 
 

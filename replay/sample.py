@@ -22,10 +22,34 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 MARKER = "replay-canonical/1"
-WORDS = ("cache", "token", "policy", "window", "request", "summary", "budget", "result", "parser", "config",
-         "session", "history", "segment", "reader", "store", "prompt", "handler", "worker", "limit", "event")
-TOOLS_DEF = json.dumps([{"name": n, "description": f"{n} tool", "input_schema": {"type": "object"}}
-                        for n in ("Read", "Edit", "Write", "Bash", "Grep")])
+WORDS = (
+    "cache",
+    "token",
+    "policy",
+    "window",
+    "request",
+    "summary",
+    "budget",
+    "result",
+    "parser",
+    "config",
+    "session",
+    "history",
+    "segment",
+    "reader",
+    "store",
+    "prompt",
+    "handler",
+    "worker",
+    "limit",
+    "event",
+)
+TOOLS_DEF = json.dumps(
+    [
+        {"name": n, "description": f"{n} tool", "input_schema": {"type": "object"}}
+        for n in ("Read", "Edit", "Write", "Bash", "Grep")
+    ]
+)
 CHARS_PER_TOKEN = 3.7
 HEX_CHARS_PER_TOKEN = 1.2  # hex dumps: measured 1.17 with tekken on xxd-style lines
 TTL_S = 300
@@ -64,8 +88,10 @@ def _code_file(rng: random.Random, path: str, n_lines: int) -> list[str]:
     lines = [f'"""{path}: {" ".join(rng.sample(WORDS, 5))}."""', "", "from __future__ import annotations", ""]
     while len(lines) < n_lines:
         name, arg = _ident(rng), rng.choice(WORDS)
-        lines += [f"def {name}({arg}: int, limit: int = {rng.randint(1, 4096)}) -> int:",
-                  f'    """Return the {rng.choice(WORDS)} of the {arg} within limit."""']
+        lines += [
+            f"def {name}({arg}: int, limit: int = {rng.randint(1, 4096)}) -> int:",
+            f'    """Return the {rng.choice(WORDS)} of the {arg} within limit."""',
+        ]
         for _ in range(rng.randint(2, 9)):
             lines.append(f"    {arg} = min({arg} + {rng.randint(1, 99)}, limit)  # {rng.choice(WORDS)}")
         lines += [f"    return {arg}", ""]
@@ -74,8 +100,13 @@ def _code_file(rng: random.Random, path: str, n_lines: int) -> list[str]:
 
 def _hex_dump(rng: random.Random, n_lines: int) -> str:
     """xxd-style lines: offset, eight 4-digit hex groups, the printable column."""
-    return "\n".join(f"{i * 16:08x}: " + " ".join(f"{rng.randrange(65536):04x}" for _ in range(8)) + "  "
-                     + "".join(chr(rng.randrange(33, 127)) for _ in range(16)) for i in range(n_lines))
+    return "\n".join(
+        f"{i * 16:08x}: "
+        + " ".join(f"{rng.randrange(65536):04x}" for _ in range(8))
+        + "  "
+        + "".join(chr(rng.randrange(33, 127)) for _ in range(16))
+        for i in range(n_lines)
+    )
 
 
 def _numbered(lines: list[str]) -> str:
@@ -88,13 +119,18 @@ def _shell_output(rng: random.Random, big: bool, files: list[str]) -> tuple[str,
     n = rng.randint(120, 500) if big else rng.randint(1, 40)
     if kind == "pytest":
         failed = rng.random() < 0.4
-        body = [f"tests/test_{rng.choice(WORDS)}.py::test_{_ident(rng)} "
-                f"{'FAILED' if failed and i % 7 == 0 else 'PASSED'}" for i in range(n)]
+        body = [
+            f"tests/test_{rng.choice(WORDS)}.py::test_{_ident(rng)} {'FAILED' if failed and i % 7 == 0 else 'PASSED'}"
+            for i in range(n)
+        ]
         tail = f"{'1 failed, ' if failed else ''}{n} passed in {rng.uniform(0.2, 40):.2f}s"
         return "python -m pytest -q", "\n".join(body + [tail]), failed
     if kind == "log":
-        body = [f"2026-01-0{rng.randint(1, 9)} 10:{rng.randint(0, 59):02d} INFO {_ident(rng)} processed "
-                f"{rng.randint(1, 10**6)} items in {rng.random():.3f}s" for _ in range(n)]
+        body = [
+            f"2026-01-0{rng.randint(1, 9)} 10:{rng.randint(0, 59):02d} INFO {_ident(rng)} processed "
+            f"{rng.randint(1, 10**6)} items in {rng.random():.3f}s"
+            for _ in range(n)
+        ]
         return "python -m app.worker --verbose", "\n".join(body), False
     if kind == "git":
         return "git status --short", "\n".join(f" M {rng.choice(files)}" for _ in range(min(n, 8))), False
@@ -106,8 +142,10 @@ class _Session:
 
     def __init__(self, spec: RunSpec, rng: random.Random) -> None:
         self.spec, self.rng, self.out = spec, rng, []
-        self.files = {f"src/pkg/{_ident(rng)}.py": _code_file(rng, f"src/pkg/{i}.py", rng.randint(*spec.file_lines))
-                      for i in range(spec.n_files)}
+        self.files = {
+            f"src/pkg/{_ident(rng)}.py": _code_file(rng, f"src/pkg/{i}.py", rng.randint(*spec.file_lines))
+            for i in range(spec.n_files)
+        }
         self.paths = list(self.files)
         self.clock = datetime(2026, 1, 5, 9, 0, tzinfo=UTC) + timedelta(hours=rng.randint(0, 72))
         self.chars, self.sent, self.last_ts, self.n = 0, 0, self.clock, 0
@@ -125,9 +163,16 @@ class _Session:
         expired = (self.clock - self.last_ts).total_seconds() > TTL_S
         read = 0 if expired or self.sent == 0 else self.sent
         new = prompt - read
-        self.out.append({"type": "request", "ts": self.clock.isoformat(), "input_tokens": min(new, 3),
-                         "cache_read": read, "cache_write": max(new - 3, 0),
-                         "output_tokens": self.rng.randint(20, 600)})
+        self.out.append(
+            {
+                "type": "request",
+                "ts": self.clock.isoformat(),
+                "input_tokens": min(new, 3),
+                "cache_read": read,
+                "cache_write": max(new - 3, 0),
+                "output_tokens": self.rng.randint(20, 600),
+            }
+        )
         self.sent, self.last_ts, self.n = prompt, self.clock, self.n + 1
 
     def read(self, path: str) -> None:
@@ -140,19 +185,33 @@ class _Session:
         at = self.rng.randrange(len(lines))
         old, new = lines[at], lines[at] + f"  # fixed {self.rng.choice(WORDS)}"
         lines[at] = new
-        self.item("tool_call", "assistant", tool_name="Edit", call_id=cid,
-                  args={"file_path": path, "old_string": old, "new_string": new})
+        self.item(
+            "tool_call",
+            "assistant",
+            tool_name="Edit",
+            call_id=cid,
+            args={"file_path": path, "old_string": old, "new_string": new},
+        )
         self.item("tool_result", "tool", f"The file {path} has been updated.", call_id=cid)
 
     def hex_dump(self) -> None:
         """`xxd` of a fixture: a token-dense output."""
         cid, n_lines = f"c{self.n}", self.rng.randint(30, 90)
         name = f"tests/fixtures/{_ident(self.rng)}.bin"
-        self.item("tool_call", "assistant", tool_name="Bash", call_id=cid, args={"command": f"xxd {name} | head"
-                                                                                          f" -{n_lines}"})
+        self.item(
+            "tool_call", "assistant", tool_name="Bash", call_id=cid, args={"command": f"xxd {name} | head -{n_lines}"}
+        )
         text = _hex_dump(self.rng, n_lines)
-        self.out.append({"type": "item", "kind": "tool_result", "role": "tool", "text": text, "call_id": cid,
-                         "ts": self.clock.isoformat()})
+        self.out.append(
+            {
+                "type": "item",
+                "kind": "tool_result",
+                "role": "tool",
+                "text": text,
+                "call_id": cid,
+                "ts": self.clock.isoformat(),
+            }
+        )
         self.dense_tokens += int(len(text) / HEX_CHARS_PER_TOKEN)
 
     def step(self) -> None:
@@ -183,9 +242,17 @@ class _Session:
 
     def run(self) -> list[dict]:
         spec = self.spec
-        self.out.append({"type": "run", "format": MARKER, "run": spec.run_id, "model": "claude-sonnet-4-5",
-                         "harness": "replay-sample", "started_at": self.clock.isoformat(),
-                         "metadata": {"generator": "replay.sample", "steps": spec.steps}})
+        self.out.append(
+            {
+                "type": "run",
+                "format": MARKER,
+                "run": spec.run_id,
+                "model": "claude-sonnet-4-5",
+                "harness": "replay-sample",
+                "started_at": self.clock.isoformat(),
+                "metadata": {"generator": "replay.sample", "steps": spec.steps},
+            }
+        )
         self.item("system", "system", "You are a careful coding agent working in a Python repository. " * 20)
         self.item("tool_defs", "system", TOOLS_DEF)
         self.item("user_text", "user", f"The {_ident(self.rng)} tests fail after the refactor; find and fix it.")

@@ -46,8 +46,9 @@ def for_html(text: str) -> str:
 def script_json(value: object) -> str:
     """JSON to embed in an HTML ``<script>`` element: ``<``, ``>`` and ``&`` as JSON escapes, so no ``</script>``
     or ``<!--`` from the data can end or re-open the element (the parsed value is unchanged)."""
-    return (json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("&", "\\u0026"))
+    return (
+        json.dumps(value, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    )
 
 
 def for_xml(text: str) -> str:

@@ -43,9 +43,26 @@ def test_analysis_writes_figure_and_table(name: str, sample_store: tuple[Path, s
     db = tmp_path / "s.duckdb"
     shutil.copy(sample_store[0], db)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(ROOT / "analyses" / f"{name}.py"), "--db", str(db), "--out", str(out),
-                           "--windows", WINDOWS, "--executor", "serial", "--tokenizer-id", sample_store[1]],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "analyses" / f"{name}.py"),
+            "--db",
+            str(db),
+            "--out",
+            str(out),
+            "--windows",
+            WINDOWS,
+            "--executor",
+            "serial",
+            "--tokenizer-id",
+            sample_store[1],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     for suffix in ("png", "svg", "csv", "md"):
         assert (out / f"{name}.{suffix}").stat().st_size > 0, suffix
@@ -65,8 +82,18 @@ def test_rerun_reuses_the_sweeps(sample_store: tuple[Path, str], tmp_path: Path)
         sys.path.remove(str(ROOT / "analyses"))
     db = tmp_path / "s.duckdb"
     shutil.copy(sample_store[0], db)
-    argv = ["--db", str(db), "--out", str(tmp_path / "o"), "--windows", "65536", "--executor", "serial",
-            "--tokenizer-id", sample_store[1]]
+    argv = [
+        "--db",
+        str(db),
+        "--out",
+        str(tmp_path / "o"),
+        "--windows",
+        "65536",
+        "--executor",
+        "serial",
+        "--tokenizer-id",
+        sample_store[1],
+    ]
     first = reclaim_floor.main(argv)
     again = reclaim_floor.main(argv)
     assert first.equals(again) and first.height == 5

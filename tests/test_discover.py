@@ -22,20 +22,43 @@ CLINE = ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks"
 def fake_home(corpus: Path, home: Path) -> dict[str, list[Path]]:
     """A HOME laid out like each harness's default location, with one real log each (and some non-logs)."""
     layout = {
-        "claude-code": [(corpus / "claude-code" / "cc-fixture-agentsessions-small.jsonl",
-                         ".claude/projects/-home-u-proj/0a1b.jsonl")],
-        "codex": [(corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl",
-                   ".codex/sessions/2026/01/02/rollout-2026-01-02T10-00-00-abc.jsonl")],
-        "gemini-cli": [(corpus / "gemini-cli" / "gemini-vct-init-v040-20260423.jsonl",
-                        ".gemini/tmp/9da8/chats/session-2026-04-23T12-52-0ab8.jsonl"),
-                       (corpus / "gemini-cli" / "gemini-vct-readme-update-20260327.json",
-                        ".gemini/tmp/9da8/chats/0ab84937-9fe7-4284-986a-33c832af0b6a/sub1.jsonl.gz")],
-        "openhands": [(corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
-                       ".openhands/conversations/cd94562403b9487ebdd4018e3f531dfd")],
-        "copilot-cli": [(corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl",
-                         ".copilot/session-state/96ef38f0/events.jsonl")],
-        "cline": [(corpus / "cline" / "cline-jeehunter-mcp-root.ui_messages.json",
-                   f"{CLINE}/1760000000000/ui_messages.json")],
+        "claude-code": [
+            (
+                corpus / "claude-code" / "cc-fixture-agentsessions-small.jsonl",
+                ".claude/projects/-home-u-proj/0a1b.jsonl",
+            )
+        ],
+        "codex": [
+            (
+                corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl",
+                ".codex/sessions/2026/01/02/rollout-2026-01-02T10-00-00-abc.jsonl",
+            )
+        ],
+        "gemini-cli": [
+            (
+                corpus / "gemini-cli" / "gemini-vct-init-v040-20260423.jsonl",
+                ".gemini/tmp/9da8/chats/session-2026-04-23T12-52-0ab8.jsonl",
+            ),
+            (
+                corpus / "gemini-cli" / "gemini-vct-readme-update-20260327.json",
+                ".gemini/tmp/9da8/chats/0ab84937-9fe7-4284-986a-33c832af0b6a/sub1.jsonl.gz",
+            ),
+        ],
+        "openhands": [
+            (
+                corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
+                ".openhands/conversations/cd94562403b9487ebdd4018e3f531dfd",
+            )
+        ],
+        "copilot-cli": [
+            (
+                corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl",
+                ".copilot/session-state/96ef38f0/events.jsonl",
+            )
+        ],
+        "cline": [
+            (corpus / "cline" / "cline-jeehunter-mcp-root.ui_messages.json", f"{CLINE}/1760000000000/ui_messages.json")
+        ],
     }
     out: dict[str, list[Path]] = {}
     for harness, pairs in layout.items():
@@ -68,8 +91,12 @@ def test_environment_overrides(corpus, tmp_path):
     moved = tmp_path / "elsewhere"
     shutil.copytree(home / ".claude", moved / "c1")
     shutil.copytree(home / ".codex", moved / "codex")
-    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": f"{moved / 'c1'},{moved / 'missing'}",
-           "CODEX_HOME": str(moved / "codex"), "REPLAY_CLINE_DIR": str(moved / "none")}
+    env = {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": f"{moved / 'c1'},{moved / 'missing'}",
+        "CODEX_HOME": str(moved / "codex"),
+        "REPLAY_CLINE_DIR": str(moved / "none"),
+    }
     found = {f.harness: f for f in discover(env=env)}
     assert found["claude-code"].roots == [moved / "c1" / "projects", moved / "missing" / "projects"]
     assert found["claude-code"].source == "CLAUDE_CONFIG_DIR" and len(found["claude-code"].logs) == 1
@@ -118,8 +145,11 @@ def test_watch_replaces_a_grown_session(corpus, tmp_path):
     counts: list[tuple] = []
 
     def grow(poll: int) -> None:
-        counts.append(con.execute("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM requests), "
-                                  "(SELECT count(*) FROM files)").fetchone())
+        counts.append(
+            con.execute(
+                "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM requests), (SELECT count(*) FROM files)"
+            ).fetchone()
+        )
         if poll == 1:
             with session.open("a") as fh:
                 fh.write("".join(lines[12:]))
@@ -153,8 +183,11 @@ def test_cli_watch_reports_each_file_and_stops_on_ctrl_c(corpus, tmp_path, monke
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cmds, "watch_paths", one_poll)
-    result = CliRunner().invoke(app, ["ingest", "--db", str(tmp_path / "s.duckdb"), "--watch", "--harness",
-                                      "gemini-cli", "--interval", "0.5"], terminal_width=200)
+    result = CliRunner().invoke(
+        app,
+        ["ingest", "--db", str(tmp_path / "s.duckdb"), "--watch", "--harness", "gemini-cli", "--interval", "0.5"],
+        terminal_width=200,
+    )
     assert result.exit_code == 0, result.output
     assert "watching every 0.5 s" in result.output and result.output.count("ingested ") == 2
     assert "(gemini-cli): 1 runs, 6 requests" in result.output and result.output.rstrip().endswith("stopped")

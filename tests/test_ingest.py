@@ -20,8 +20,17 @@ def write_canonical(path: Path, n_requests: int = 3, extra_lines: list[str] | No
     for k in range(n_requests):
         lines.append(json.dumps({"type": "item", "kind": "user_text", "role": "user", "text": f"step {k}"}))
         lines.append(json.dumps({"type": "request", "input_tokens": 10 * (k + 1)}))
-        lines.append(json.dumps({"type": "item", "kind": "tool_call", "tool_name": "bash", "call_id": f"c{k}",
-                                 "args": {"command": f"cat src/f{k}.py"}}))
+        lines.append(
+            json.dumps(
+                {
+                    "type": "item",
+                    "kind": "tool_call",
+                    "tool_name": "bash",
+                    "call_id": f"c{k}",
+                    "args": {"command": f"cat src/f{k}.py"},
+                }
+            )
+        )
         lines.append(json.dumps({"type": "item", "kind": "tool_result", "call_id": f"c{k}", "text": "ok"}))
     lines += extra_lines or []
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -29,8 +38,10 @@ def write_canonical(path: Path, n_requests: int = 3, extra_lines: list[str] | No
 
 
 def counts(con) -> tuple:
-    return tuple(con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
-                 for t in ("files", "runs", "items", "requests", "quarantine"))
+    return tuple(
+        con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("files", "runs", "items", "requests", "quarantine")
+    )
 
 
 def test_reingest_is_a_noop(tmp_path):
@@ -47,15 +58,22 @@ def test_steps_and_resources(tmp_path):
     con = open_store(tmp_path / "s.duckdb")
     ingest(con, [write_canonical(tmp_path / "a.jsonl")])
     rows = con.execute("SELECT step, kind, resource, access FROM items ORDER BY seq LIMIT 4").fetchall()
-    assert rows == [(0, "user_text", None, None), (1, "tool_call", "src/f0.py", "read"),
-                    (1, "tool_result", "src/f0.py", "read"), (1, "user_text", None, None)]
+    assert rows == [
+        (0, "user_text", None, None),
+        (1, "tool_call", "src/f0.py", "read"),
+        (1, "tool_result", "src/f0.py", "read"),
+        (1, "user_text", None, None),
+    ]
 
 
-@pytest.mark.parametrize("bad, reason", [
-    ("{not json", "malformed JSON"),
-    ('{"type": "item", "kind": "user_text", "text": "cut', "truncated"),
-    ('{"type": "wat"}', "unknown record type"),
-])
+@pytest.mark.parametrize(
+    "bad, reason",
+    [
+        ("{not json", "malformed JSON"),
+        ('{"type": "item", "kind": "user_text", "text": "cut', "truncated"),
+        ('{"type": "wat"}', "unknown record type"),
+    ],
+)
 def test_bad_line_is_quarantined_with_line_and_rest_ingests(tmp_path, bad, reason):
     f = write_canonical(tmp_path / "a.jsonl", extra_lines=[bad, json.dumps({"type": "request"})])
     con = open_store(tmp_path / "s.duckdb")

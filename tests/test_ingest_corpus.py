@@ -38,8 +38,13 @@ def _jsonl_files(corpus: Path) -> list[Path]:
 
 
 def _item_lines(con, path: Path) -> set[tuple]:
-    return set(con.execute("""SELECT i.line, i.kind, i.text FROM items i JOIN runs r USING (run_id)
-                              WHERE r.source_path = ?""", [str(path)]).fetchall())
+    return set(
+        con.execute(
+            """SELECT i.line, i.kind, i.text FROM items i JOIN runs r USING (run_id)
+                              WHERE r.source_path = ?""",
+            [str(path)],
+        ).fetchall()
+    )
 
 
 DAMAGES = ["garbage", "truncate", "non_utf8", "empty_object"]
@@ -52,11 +57,15 @@ def test_damaged_copies_lose_only_the_damaged_line(corpus, tmp_path_factory, dat
     lines = source.read_bytes().splitlines(keepends=True)
     victim = data.draw(st.integers(0, len(lines) - 1))
     damage = data.draw(st.sampled_from(DAMAGES))
-    broken = {"garbage": b"%% not json at all\n", "truncate": lines[victim][: max(1, len(lines[victim]) // 2)] + b"\n",
-              "non_utf8": b'{"type": "user", "x": "\xff\xfe"}\n', "empty_object": b"{}\n"}[damage]
+    broken = {
+        "garbage": b"%% not json at all\n",
+        "truncate": lines[victim][: max(1, len(lines[victim]) // 2)] + b"\n",
+        "non_utf8": b'{"type": "user", "x": "\xff\xfe"}\n',
+        "empty_object": b"{}\n",
+    }[damage]
     tmp = tmp_path_factory.mktemp("fuzz")
     original, damaged = tmp / "orig" / source.name, tmp / "dmg" / source.name
-    for path, content in ((original, lines), (damaged, lines[:victim] + [broken] + lines[victim + 1:])):
+    for path, content in ((original, lines), (damaged, lines[:victim] + [broken] + lines[victim + 1 :])):
         path.parent.mkdir()
         path.write_bytes(b"".join(content))
     con = open_store(tmp / "s.duckdb")
@@ -110,7 +119,9 @@ def test_new_formats_match_manifest_counts(corpus, corpus_db):
                                                  WHERE x.source_path = ?),
                       (SELECT count(*) FROM items i JOIN runs x USING (run_id)
                        WHERE x.source_path = ? AND i.kind = 'tool_call')
-               FROM runs r WHERE r.source_path = ?""", [str(units[name])] * 3).fetchone()
+               FROM runs r WHERE r.source_path = ?""",
+            [str(units[name])] * 3,
+        ).fetchone()
         assert got[0] == 1, f"{name}: one run"
         for (op, want), have in ((_count(requests_cell), got[1]), (_count(calls_cell), got[2])):
             assert have >= want if op == ">=" else have == want, (name, requests_cell, calls_cell, got)
@@ -118,9 +129,11 @@ def test_new_formats_match_manifest_counts(corpus, corpus_db):
     assert formats[str(corpus / "openhands-v1" / "ohv1-cli-traj-confirmation_mode")] == "openhands-v1"
 
 
-ROW_QUERIES = {"items": "SELECT * EXCLUDE (run_id) FROM items ORDER BY seq",
-               "requests": "SELECT * EXCLUDE (run_id) FROM requests ORDER BY step",
-               "runs": "SELECT run_id, file_hash, format, model, n_requests, metadata FROM runs"}
+ROW_QUERIES = {
+    "items": "SELECT * EXCLUDE (run_id) FROM items ORDER BY seq",
+    "requests": "SELECT * EXCLUDE (run_id) FROM requests ORDER BY step",
+    "runs": "SELECT run_id, file_hash, format, model, n_requests, metadata FROM runs",
+}
 
 
 def _rows(con) -> dict[str, list]:
@@ -128,9 +141,14 @@ def _rows(con) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("suffix", [".gz", ".bz2"])
-@pytest.mark.parametrize("name", ["gemini-cli/gemini-vct-init-v040-20260423.jsonl",
-                                  "cline/cline-jeehunter-mcp-root.ui_messages.json",
-                                  "claude-code/cc-fixture-agentsessions-small.jsonl"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gemini-cli/gemini-vct-init-v040-20260423.jsonl",
+        "cline/cline-jeehunter-mcp-root.ui_messages.json",
+        "claude-code/cc-fixture-agentsessions-small.jsonl",
+    ],
+)
 def test_compressed_copy_ingests_to_the_same_rows(corpus, tmp_path, name, suffix):
     plain = corpus / name
     packed = tmp_path / (plain.name + suffix)

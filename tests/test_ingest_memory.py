@@ -25,8 +25,11 @@ def _session_with_big_result(corpus, tmp_path, n_bytes: int):
     for i, line in enumerate(lines):
         obj = json.loads(line)
         content = obj.get("message", {}).get("content") if obj.get("type") == "user" else None
-        blocks = [c for c in content if isinstance(c, dict) and c.get("type") == "tool_result"] \
-            if isinstance(content, list) else []
+        blocks = (
+            [c for c in content if isinstance(c, dict) and c.get("type") == "tool_result"]
+            if isinstance(content, list)
+            else []
+        )
         if blocks:
             blocks[0]["content"] = "line [x] of output\n" * (n_bytes // 19)
             lines[i] = json.dumps(obj)
@@ -49,8 +52,9 @@ def test_line_over_record_limit_is_quarantined_and_rest_ingests(corpus, tmp_path
     # every other line is read: the same rows as the file with that line left blank
     blank = tmp_path / "blank" / "big.jsonl"
     blank.parent.mkdir()
-    blank.write_bytes(b"\n".join(b"" if n == line else raw
-                                  for n, raw in enumerate(big.read_bytes().split(b"\n"), start=1)))
+    blank.write_bytes(
+        b"\n".join(b"" if n == line else raw for n, raw in enumerate(big.read_bytes().split(b"\n"), start=1))
+    )
     expected = open_store(tmp_path / "p.duckdb")
     ingest(expected, [blank])
     assert _items(con) == _items(expected) and len(_items(con)) == out.items
@@ -58,10 +62,15 @@ def test_line_over_record_limit_is_quarantined_and_rest_ingests(corpus, tmp_path
 
 def _items(con) -> list[tuple]:
     """Every item column, the run named without the file's hash."""
-    cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                      "WHERE table_name = 'items' AND column_name <> 'run_id'").fetchall()]
-    return con.execute(f"SELECT regexp_replace(run_id, '^[^/]*', '') AS r, {', '.join(cols)} FROM items "
-                       "ORDER BY r, seq").fetchall()
+    cols = [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'items' AND column_name <> 'run_id'"
+        ).fetchall()
+    ]
+    return con.execute(
+        f"SELECT regexp_replace(run_id, '^[^/]*', '') AS r, {', '.join(cols)} FROM items ORDER BY r, seq"
+    ).fetchall()
 
 
 def test_line_under_record_limit_is_ingested_whole(corpus, tmp_path):

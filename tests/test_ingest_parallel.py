@@ -27,8 +27,9 @@ def test_pool_equals_serial(sample, tmp_path):
     serial, pooled = open_store(tmp_path / "s.duckdb"), open_store(tmp_path / "p.duckdb")
     a = ingest(serial, sample, workers=1)
     b = ingest(pooled, sample, workers=2)
-    assert [(o.path, o.status, o.runs, o.items, o.requests) for o in a] == \
-        [(o.path, o.status, o.runs, o.items, o.requests) for o in b]
+    assert [(o.path, o.status, o.runs, o.items, o.requests) for o in a] == [
+        (o.path, o.status, o.runs, o.items, o.requests) for o in b
+    ]
     assert sum(o.items for o in b) > 1000
     assert dump_store(serial) == dump_store(pooled)
 

@@ -25,8 +25,12 @@ def wheel(tmp_path_factory) -> Path:
         else:
             shutil.copy(ROOT / rel, src / rel)
     out = tmp_path_factory.mktemp("w")
-    res = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "-w", str(out), "--no-deps", "-q"],
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", str(src), "-w", str(out), "--no-deps", "-q"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr
     return next(out.glob("replay-*.whl"))
 
@@ -46,10 +50,18 @@ def test_installed_replay_finds_its_sample_outside_the_checkout(wheel, tmp_path)
     zipfile.ZipFile(wheel).extractall(site)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code = ("import replay, replay.bundled as b; print(replay.__file__); print(b.bundled('sample')); "
-            "print(b.bundled('examples'))")
-    res = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(site)})
+    code = (
+        "import replay, replay.bundled as b; print(replay.__file__); print(b.bundled('sample')); "
+        "print(b.bundled('examples'))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(site)},
+    )
     assert res.returncode == 0, res.stderr
     module, sample, examples = (Path(line) for line in res.stdout.split())
     assert module.is_relative_to(site)  # the wheel's copy, not the checkout
@@ -63,7 +75,13 @@ def test_an_unwritable_cache_folder_falls_back_with_a_note(tmp_path):
     import tempfile
 
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"} | {"XDG_CACHE_HOME": "/dev/null/cache"}
-    out = subprocess.run([sys.executable, "-c", "import replay.jit, numba; print(numba.config.CACHE_DIR)"],
-                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", "import replay.jit, numba; print(numba.config.CACHE_DIR)"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert "cannot be written" in out.stderr and out.stdout.strip().startswith(tempfile.gettempdir())

@@ -89,9 +89,14 @@ def test_token_density_per_kind(recipe, tmp_path):
         assert density(tok.count_many, text) == pytest.approx(recipe.densities[kind], rel=0.10), kind
 
 
-@pytest.mark.parametrize("text,message", [("foo=1", "format must be one of"),
-                                          ("claude-code=x", "expected FORMAT=WEIGHT"),
-                                          ("claude-code=0", "must be >= 0 and not all 0")])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("foo=1", "format must be one of"),
+        ("claude-code=x", "expected FORMAT=WEIGHT"),
+        ("claude-code=0", "must be >= 0 and not all 0"),
+    ],
+)
 def test_bad_mix(recipe, text, message):
     with pytest.raises(ReplayError, match=message):
         parse_mix(text, recipe.donors)

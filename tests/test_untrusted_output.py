@@ -41,7 +41,7 @@ HOSTILE = [
     "</script><script>alert(1)</script>",
     "[click](javascript:alert(1)) ![x](http://evil.example/p.png)",
     "# heading\n## injected | cell | broken",
-    "=HYPERLINK(\"http://evil.example\")",
+    '=HYPERLINK("http://evil.example")',
     "+cmd|' /C calc'!A0",
     "@SUM(A1)",
     "-2+3",
@@ -90,7 +90,7 @@ def test_xml_toml_and_csv_parse_whatever_the_text(text: str) -> None:
     assert not cell.startswith(("=", "+", "-", "@")) and not CONTROL.search(cell)
 
 
-HOSTILE_ID = "sample\x1b]52;c;ZXZpbA==\x07<iframe srcdoc=\"<script>x</script>\">|![i](http://e.example/i.png)"
+HOSTILE_ID = 'sample\x1b]52;c;ZXZpbA==\x07<iframe srcdoc="<script>x</script>">|![i](http://e.example/i.png)'
 
 
 @pytest.fixture(scope="module")
@@ -120,12 +120,24 @@ def test_tables_and_csv_from_a_hostile_log(hostile_db: Path) -> None:
 
 
 def test_check_markdown_and_junit_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
-    base = "[policy]\nname = \"seed_a\"\n[params]\nwindow = 130000\nreserve = 24576\nprotect = 0.3333333333\n"
+    base = '[policy]\nname = "seed_a"\n[params]\nwindow = 130000\nreserve = 24576\nprotect = 0.3333333333\n'
     (tmp_path / "b.toml").write_text(base)
     (tmp_path / "c.toml").write_text(base.replace("protect = 0.3333333333", "protect = 4000"))
     md, junit = tmp_path / "r.md", tmp_path / "r.xml"
-    res = CliRunner().invoke(app, ["check", str(tmp_path / "b.toml"), str(tmp_path / "c.toml"), "--db",
-                                   str(hostile_db), "--markdown", str(md), "--junit", str(junit)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "check",
+            str(tmp_path / "b.toml"),
+            str(tmp_path / "c.toml"),
+            "--db",
+            str(hostile_db),
+            "--markdown",
+            str(md),
+            "--junit",
+            str(junit),
+        ],
+    )
     assert res.exit_code in (0, 1), res.output
     assert "\x1b" not in res.stdout
     rendered = MarkdownIt("commonmark").enable("table").render(md.read_text())

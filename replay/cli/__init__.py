@@ -7,12 +7,27 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(help="Replay recorded agent runs under context policies.", no_args_is_help=True,
-                  pretty_exceptions_enable=False, rich_markup_mode=None)  # help keeps [sweep], [model] literally
+app = typer.Typer(
+    help="Replay recorded agent runs under context policies.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)  # help keeps [sweep], [model] literally
 
 # Each module registers its commands on `app` when imported.
-COMMAND_MODULES = ["store_cmds", "sweep_cmds", "simulate_cmds", "check_cmds", "tokens_cmds", "report_cmds",
-                   "tune_cmds", "metrics_cmds", "show_cmds", "synth_cmds"]
+COMMAND_MODULES = [
+    "store_cmds",
+    "sweep_cmds",
+    "simulate_cmds",
+    "check_cmds",
+    "tokens_cmds",
+    "report_cmds",
+    "tune_cmds",
+    "metrics_cmds",
+    "show_cmds",
+    "synth_cmds",
+]
+
 
 def _print_version(value: bool) -> None:
     if value:
@@ -27,8 +42,11 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Replay recorded agent runs under context policies."""
 
 

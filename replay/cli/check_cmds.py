@@ -33,8 +33,10 @@ def _one_tokenizer(con, base, cand) -> str | None:
     if base.tokenizer and cand.tokenizer:
         other = resolve_tokenizer(con, cand.tokenizer)
         if other != tid:
-            raise ReplayError(f"{base.path} counts with {tid}, {cand.path} with {other}; check compares both "
-                              "policies on one token count: pass -t NAME|PATH to choose")
+            raise ReplayError(
+                f"{base.path} counts with {tid}, {cand.path} with {other}; check compares both "
+                "policies on one token count: pass -t NAME|PATH to choose"
+            )
     return tid
 
 
@@ -47,10 +49,15 @@ def check(
     tol: Annotated[list[str] | None, typer.Option("--tol", help="Tolerance metric=value (repeatable).")] = None,
     markdown_out: Annotated[Path | None, typer.Option("--markdown", help="Also write the report here.")] = None,
     fmt: Annotated[str, typer.Option("--format", help="stdout: markdown (default) or json.")] = "markdown",
-    junit: Annotated[Path | None, typer.Option("--junit", help="Also write JUnit XML here (a test case per gated "
-                                               "metric and per run and per-run rule).")] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit", help="Also write JUnit XML here (a test case per gated metric and per run and per-run rule)."
+        ),
+    ] = None,
     tokenizer: TokenizerOption = None,
-    prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
+    prices: PricesOption = None,
+    price: PriceOption = [],  # noqa: B006
 ) -> None:
     """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout, or
     JSON with --format json; --junit for CI test reports). docs/ci.md has a GitHub Actions job."""

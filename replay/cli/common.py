@@ -28,41 +28,75 @@ from replay.untrusted import for_csv, for_terminal
 def _existing_store(path: Path) -> Path:
     """A command that reads the store never creates one: a mistyped --db is an error, not an empty store."""
     if path is not None and not Path(path).exists():
-        raise typer.BadParameter(f"no store at {path}; create it with `replay ingest PATHS --db {path}` "
-                                 "(or set REPLAY_DB)")
+        raise typer.BadParameter(
+            f"no store at {path}; create it with `replay ingest PATHS --db {path}` (or set REPLAY_DB)"
+        )
     return path
 
 
-DbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB); it must exist "
-                                        "(`replay ingest` creates it).", envvar="REPLAY_DB", callback=_existing_store)]
-NewDbOption = Annotated[Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB); created if missing.",
-                                           envvar="REPLAY_DB")]
-WideOption = Annotated[bool, typer.Option("--wide", help="Every column, however wide (default: the columns that "
-                                          "fit the terminal, the others named).")]
+DbOption = Annotated[
+    Path,
+    typer.Option(
+        "--db",
+        help="DuckDB store file (env REPLAY_DB); it must exist (`replay ingest` creates it).",
+        envvar="REPLAY_DB",
+        callback=_existing_store,
+    ),
+]
+NewDbOption = Annotated[
+    Path, typer.Option("--db", help="DuckDB store file (env REPLAY_DB); created if missing.", envvar="REPLAY_DB")
+]
+WideOption = Annotated[
+    bool,
+    typer.Option(
+        "--wide", help="Every column, however wide (default: the columns that fit the terminal, the others named)."
+    ),
+]
 DEFAULT_DB_PATH = DEFAULT_DB
 OutFormat = Literal["table", "json", "csv"]
 FormatOption = Annotated[str, typer.Option("--format", help="Output: table, json or csv.")]
-TOKENIZER_HELP = ("Tokenizer: a built-in NAME (`replay tokenizers` lists them: o200k, cl100k, claude-legacy, "
-                  "tekken, ...) or a PATH (tokenizer.json, model directory, .gguf, .tiktoken). Items not yet "
-                  "counted are counted (cached in the store). Unknown names are errors.")
-TokenizerOption = Annotated[str | None, typer.Option(
-    "--tokenizer", "-t", help=TOKENIZER_HELP + " Omitted: chars/4 estimates, labelled as such.")]
+TOKENIZER_HELP = (
+    "Tokenizer: a built-in NAME (`replay tokenizers` lists them: o200k, cl100k, claude-legacy, "
+    "tekken, ...) or a PATH (tokenizer.json, model directory, .gguf, .tiktoken). Items not yet "
+    "counted are counted (cached in the store). Unknown names are errors."
+)
+TokenizerOption = Annotated[
+    str | None,
+    typer.Option("--tokenizer", "-t", help=TOKENIZER_HELP + " Omitted: chars/4 estimates, labelled as such."),
+]
 RequiredTokenizerOption = Annotated[str, typer.Option("--tokenizer", "-t", help=TOKENIZER_HELP)]
-CACHE_HELP = ("Cache model for every run: anthropic, openai, deepseek, gemini, vllm, llamacpp, none; auto (default): "
-              "each run under its provider's own (Claude -> anthropic, GPT -> openai, DeepSeek -> deepseek, Gemini -> "
-              "gemini, else none).")
-PricesOption = Annotated[Path | None, typer.Option(
-    "--prices", help="TOML/JSON price file: [model] input, output, cache_read, cache_write, cache_write_1h "
-    "(USD/Mtok), provider, same_as; a model name or glob. Overrides genai-prices.")]
-PriceOption = Annotated[list[str], typer.Option(
-    "--price", help="Price override for every run, key=value (repeatable): input, output, cache_read, "
-    "cache_write, cache_write_1h (USD/Mtok), provider, same_as=MODEL.")]
+CACHE_HELP = (
+    "Cache model for every run: anthropic, openai, deepseek, gemini, vllm, llamacpp, none; auto (default): "
+    "each run under its provider's own (Claude -> anthropic, GPT -> openai, DeepSeek -> deepseek, Gemini -> "
+    "gemini, else none)."
+)
+PricesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="TOML/JSON price file: [model] input, output, cache_read, cache_write, cache_write_1h "
+        "(USD/Mtok), provider, same_as; a model name or glob. Overrides genai-prices.",
+    ),
+]
+PriceOption = Annotated[
+    list[str],
+    typer.Option(
+        "--price",
+        help="Price override for every run, key=value (repeatable): input, output, cache_read, "
+        "cache_write, cache_write_1h (USD/Mtok), provider, same_as=MODEL.",
+    ),
+]
 
 # markup off: text from logs and users (paths, names, SQL results) prints literally; style with Text/style=.
 console = Console(markup=False)
-WorkersOption = Annotated[int, typer.Option(
-    "--workers", help="Worker processes (0 = as many as the cores and free memory allow; more is lowered to that, "
-    "with a note).", callback=lambda value: check_workers(value))]
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        "--workers",
+        help="Worker processes (0 = as many as the cores and free memory allow; more is lowered to that, with a note).",
+        callback=lambda value: check_workers(value),
+    ),
+]
 
 
 MAX_TOKENS = 100_000_000  # a window or reserve past this is a typo (the largest context windows are ~10M)
@@ -86,7 +120,8 @@ def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
     nested = [c for c, t in frame.schema.items() if t.is_nested()]
     frame = frame.with_columns(
         pl.Series(c, [None if v is None else json.dumps(v, default=str) for v in frame[c].to_list()], pl.String)
-        for c in nested)
+        for c in nested
+    )
     text = [c for c, t in frame.schema.items() if t == pl.String]
     return frame.with_columns(pl.col(c).map_elements(for_csv, return_dtype=pl.String) for c in text)
 
@@ -107,8 +142,13 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
         table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD)
         for col in frame.columns:
             name = col if wide or len(col) <= widths[col] else header(col)
-            table.add_column(Text(name), justify="right" if frame[col].dtype.is_numeric() else "left",
-                             overflow="fold", no_wrap=bool(wide), width=None if wide else widths[col])
+            table.add_column(
+                Text(name),
+                justify="right" if frame[col].dtype.is_numeric() else "left",
+                overflow="fold",
+                no_wrap=bool(wide),
+                width=None if wide else widths[col],
+            )
         for row in frame.iter_rows():
             table.add_row(*(Text(cell(v)) for v in row))
         if wide:  # every column whole, however wide the terminal: lines longer than it wrap there, not in cells
@@ -117,8 +157,9 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
             console.print(table)
         if hidden:
             more = "--wide shows all" if wide is not None else "--format csv or json gives all"
-            console.print(Text(f"columns left out at {console.width} columns: {', '.join(hidden)} ({more})",
-                               style="dim"))
+            console.print(
+                Text(f"columns left out at {console.width} columns: {', '.join(hidden)} ({more})", style="dim")
+            )
     else:
         raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
 
@@ -155,8 +196,9 @@ def _table_width(frame: pl.DataFrame) -> int:
     return sum(_column_width(frame, c) + 3 for c in frame.columns)
 
 
-def fit_columns(frame: pl.DataFrame, width: int, widths: dict[str, int] | None = None
-                ) -> tuple[pl.DataFrame, list[str]]:
+def fit_columns(
+    frame: pl.DataFrame, width: int, widths: dict[str, int] | None = None
+) -> tuple[pl.DataFrame, list[str]]:
     """The columns of ``frame``, in order, whose cells fit ``width`` whole (the first always; ``widths``: each
     column's, default its widest cell), and the names of the columns left out."""
     used, keep = 1, []
@@ -230,13 +272,17 @@ def _run(app: typer.Typer) -> None:
         raise
     except BaseException as exc:
         if not _ctrl_c and (path := disk_full(exc)) is not None:
-            _error_line(f"disk full while writing {path or 'the store or an output file'}: free space and rerun the "
-                        "same command; finished work is kept")
+            _error_line(
+                f"disk full while writing {path or 'the store or an output file'}: free space and rerun the "
+                "same command; finished work is kept"
+            )
             raise SystemExit(DISK_FULL_EXIT) from None
         if not _ctrl_c and isinstance(exc, (MemoryError, duckdb.OutOfMemoryException)):
             detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "MemoryError"
-            _error_line(f"out of memory ({detail}): finished work is kept; free memory, lower --workers, or raise "
-                        "DuckDB's limit (SET memory_limit in the store), then rerun the same command")
+            _error_line(
+                f"out of memory ({detail}): finished work is kept; free memory, lower --workers, or raise "
+                "DuckDB's limit (SET memory_limit in the store), then rerun the same command"
+            )
             raise SystemExit(DISK_FULL_EXIT) from None
         if isinstance(exc, ReplayError) and not _ctrl_c:
             _error_line(str(exc))
@@ -247,7 +293,9 @@ def _run(app: typer.Typer) -> None:
         how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         Console(stderr=True, soft_wrap=True).print(
             f"interrupted ({how}): work committed so far is kept (each file, each batch of sweep points is one "
-            "transaction); rerun the same command to continue", highlight=False)
+            "transaction); rerun the same command to continue",
+            highlight=False,
+        )
         # ignored, not handled, from here: Python's finalisation resets a Python handler to the default, so a
         # further signal while worker pools shut down would kill the process (exit -2) instead of 128 + signal
         for s in STOP_SIGNALS:

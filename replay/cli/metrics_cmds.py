@@ -20,12 +20,19 @@ from replay.store.queries import has_relation
 @app.command()
 def placeholders(
     k: Annotated[int, typer.Option("--k", help="Watch the next k tool calls after a placeholder.")] = DEFAULT_K,
-    baseline: Annotated[str, typer.Option(help="Baseline runs: 'format' (runs of the same formats as the "
-                                               "wording's events) or 'all'.")] = "format",
-    by_run: Annotated[bool, typer.Option("--by-run", help="One row per wording and run (events cluster by run; "
-                                                           "the pooled interval assumes they do not).")] = False,
+    baseline: Annotated[
+        str, typer.Option(help="Baseline runs: 'format' (runs of the same formats as the wording's events) or 'all'.")
+    ] = "format",
+    by_run: Annotated[
+        bool,
+        typer.Option(
+            "--by-run",
+            help="One row per wording and run (events cluster by run; the pooled interval assumes they do not).",
+        ),
+    ] = False,
     csv: Annotated[Path | None, typer.Option("--csv", help="Also write the table to this CSV file.")] = None,
-    db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
+    db: DbOption = DEFAULT_DB_PATH,
+    fmt: FormatOption = "table",
 ) -> None:
     """Placeholder re-call rate per wording (Wilson 95% CI) against outputs not replaced at the same age."""
     if k < 1:
@@ -35,9 +42,11 @@ def placeholders(
     con = open_store(db, read_only=True)
     if not has_relation(con, "placeholders"):
         con.close()
-        raise ReplayError(f"{db}: this store predates placeholder events, so its runs were ingested without them; "
-                          "re-ingest the logs into a new store (`replay ingest PATHS --db NEW.duckdb`) and run "
-                          "`replay placeholders --db NEW.duckdb`")
+        raise ReplayError(
+            f"{db}: this store predates placeholder events, so its runs were ingested without them; "
+            "re-ingest the logs into a new store (`replay ingest PATHS --db NEW.duckdb`) and run "
+            "`replay placeholders --db NEW.duckdb`"
+        )
     try:
         table = recall_rates(con, k, baseline, by_run)
     finally:
@@ -48,9 +57,11 @@ def placeholders(
         if fmt != "table":  # still one parseable (empty) document on stdout; the reason on stderr
             emit(table, fmt)
         out = console if fmt == "table" else Console(stderr=True, markup=False)
-        out.print("no placeholder events in this store, so no wording has a rate. Logs that record what each "
-                      "request sent (e.g. SWE-agent 1.x trajectories) or clipped outputs give them; files ingested "
-                      "before replay recorded placeholders need a new store (re-ingesting the same file is a no-op)")
+        out.print(
+            "no placeholder events in this store, so no wording has a rate. Logs that record what each "
+            "request sent (e.g. SWE-agent 1.x trajectories) or clipped outputs give them; files ingested "
+            "before replay recorded placeholders need a new store (re-ingesting the same file is a no-op)"
+        )
         return
     title = f"placeholder re-calls within the next {k} calls (baseline: {baseline} runs, same age, not replaced)"
     emit(_display(table) if fmt == "table" else table, fmt, title=title)
@@ -58,13 +69,24 @@ def placeholders(
 
 def _display(table: pl.DataFrame) -> pl.DataFrame:
     """A narrow view for the terminal: short wording, rates as percentages with their intervals."""
+
     def ci(lo: str, hi: str) -> pl.Expr:
         return pl.format("[{}, {}]", (pl.col(lo) * 100).round(1), (pl.col(hi) * 100).round(1))
 
-    short = pl.when(pl.col("wording").str.len_chars() > 48).then(
-        pl.col("wording").str.slice(0, 47) + pl.lit("…")).otherwise(pl.col("wording"))
+    short = (
+        pl.when(pl.col("wording").str.len_chars() > 48)
+        .then(pl.col("wording").str.slice(0, 47) + pl.lit("…"))
+        .otherwise(pl.col("wording"))
+    )
     return table.select(
-        *(["run_id"] if "run_id" in table.columns else []), short.alias("wording"), "origin", "events", "recalls",
+        *(["run_id"] if "run_id" in table.columns else []),
+        short.alias("wording"),
+        "origin",
+        "events",
+        "recalls",
         (pl.col("rate") * 100).round(1).alias("rate %"),
-        ci("ci_low", "ci_high").alias("95% CI"), pl.col("base_events").alias("base n"),
-        (pl.col("base_rate") * 100).round(1).alias("base %"), ci("base_ci_low", "base_ci_high").alias("base 95% CI"))
+        ci("ci_low", "ci_high").alias("95% CI"),
+        pl.col("base_events").alias("base n"),
+        (pl.col("base_rate") * 100).round(1).alias("base %"),
+        ci("base_ci_low", "base_ci_high").alias("base 95% CI"),
+    )

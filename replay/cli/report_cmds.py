@@ -54,11 +54,17 @@ def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/d
     ingest(con, [sample])
     console.print(f"ingested {sample} ({time.perf_counter() - t0:.1f}s)", highlight=False)
     tokenizer = _tokens(con)
-    spec = from_dict({"sweep": {"policy": "seed_a", "name": "demo", "tokenizer": tokenizer or ""},
-                      "fixed": {"window": 130_000, "reserve": 24_576},
-                      "grid": {"protect": [8_000, 12_000, 24_000, 43_333],
-                               "summary_at": [50_000, 65_000, 80_000, 95_000, 110_000],
-                               "reclaim_floor": [0.0625, 0.125, 0.25]}})
+    spec = from_dict(
+        {
+            "sweep": {"policy": "seed_a", "name": "demo", "tokenizer": tokenizer or ""},
+            "fixed": {"window": 130_000, "reserve": 24_576},
+            "grid": {
+                "protect": [8_000, 12_000, 24_000, 43_333],
+                "summary_at": [50_000, 65_000, 80_000, 95_000, 110_000],
+                "reclaim_floor": [0.0625, 0.125, 0.25],
+            },
+        }
+    )
     res = run_sweep(con, spec, out_dir=out, progress=False)
     console.print(f"sweep {res.sweep_id}: {res.points} points x {res.runs} runs -> {res.parquet}", highlight=False)
     path = build_report(con, out, ReportConfig(tokenizer=tokenizer))

@@ -19,8 +19,13 @@ def find_run(con, spec: str) -> str:
     if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [spec]).fetchall()[0][0]:
         return spec
     pattern = spec if "%" in spec else f"%{spec}%"
-    hits = [r[0] for r in con.execute("SELECT run_id FROM runs WHERE n_requests > 0 AND (run_id LIKE ? OR "
-                                      "source_path LIKE ?) ORDER BY run_id", [pattern, pattern]).fetchall()]
+    hits = [
+        r[0]
+        for r in con.execute(
+            "SELECT run_id FROM runs WHERE n_requests > 0 AND (run_id LIKE ? OR source_path LIKE ?) ORDER BY run_id",
+            [pattern, pattern],
+        ).fetchall()
+    ]
     if not hits:
         raise ReplayError(f"no run matches {spec!r}; `replay runs` lists them")
     if len(hits) > 1:
@@ -32,21 +37,29 @@ def find_run(con, spec: str) -> str:
 @app.command()
 def show(
     run: Annotated[str, typer.Argument(help="Run id, or a unique part of it or of its source path.")],
-    k: Annotated[int, typer.Option("-k", "--request", help="Request index (0-based; negative counts from the end).")
-                 ] = -1,
+    k: Annotated[
+        int, typer.Option("-k", "--request", help="Request index (0-based; negative counts from the end).")
+    ] = -1,
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name or preset.")] = "full",
     sets: Annotated[list[str], typer.Option("--set", help="Policy parameter key=value (repeatable).")] = [],  # noqa: B006
     vs: Annotated[str | None, typer.Option("--vs", help="A second policy: show both views and what differs.")] = None,
     vs_sets: Annotated[list[str], typer.Option("--vs-set", help="Parameter of the --vs policy (repeatable).")] = [],  # noqa: B006
     tokenizer: TokenizerOption = None,
     window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
-    reserve: Annotated[int, typer.Option(
-        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
+    reserve: Annotated[
+        int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
+    ] = 0,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
-    html_out: Annotated[Path | None, typer.Option("--html", help="Write the run's page here: prompt size over "
-                                                  "requests per policy, each request's view on click.")] = None,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Write the run's page here: prompt size over requests per policy, each request's view on click.",
+        ),
+    ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Wrap previews instead of cutting them at the width.")] = False,
-    db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
+    db: DbOption = DEFAULT_DB_PATH,
+    fmt: FormatOption = "table",
 ) -> None:
     """The prompt request K of RUN would have sent under --policy: every segment (harness prefix, items as sent
     or as placeholder/shrunk/spilled/omitted, the policy's summary, dropped ranges collapsed) with its tokens and
@@ -74,8 +87,10 @@ def show(
     infos = item_infos(con, arrays, prompt)
     budget = Budget(window, reserve)
     specs = [(policy, sets)] + ([(vs, vs_sets)] if vs else [])
-    pols = [(make_policy(name, parse_sets(knobs)), name + (f" ({', '.join(knobs)})" if knobs else ""))
-            for name, knobs in specs]
+    pols = [
+        (make_policy(name, parse_sets(knobs)), name + (f" ({', '.join(knobs)})" if knobs else ""))
+        for name, knobs in specs
+    ]
     if len(pols) == 2 and pols[0][1] == pols[1][1]:
         raise ReplayError(f"--vs {vs}: the same policy and knobs as --policy; change one to see a difference")
 

@@ -35,9 +35,22 @@ from replay.store import open_store
 from replay.untrusted import for_terminal
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
-COLUMNS = ["run_id", "requests", "prompt_tokens", "overflow_incidents", "cost_usd", "cache_hit_rate", "summaries",
-           "uncached_tokens", "repeat_evicted", "max_reads_one_resource", "recorded_cost_usd", "cache_model",
-           "price_source", "token_source"]
+COLUMNS = [
+    "run_id",
+    "requests",
+    "prompt_tokens",
+    "overflow_incidents",
+    "cost_usd",
+    "cache_hit_rate",
+    "summaries",
+    "uncached_tokens",
+    "repeat_evicted",
+    "max_reads_one_resource",
+    "recorded_cost_usd",
+    "cache_model",
+    "price_source",
+    "token_source",
+]
 
 
 @app.command()
@@ -45,25 +58,45 @@ def simulate(
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name or pkg.module:Class.")] = "full",
     sets: Annotated[list[str], typer.Option("--set", help="Policy parameter key=value (repeatable).")] = [],  # noqa: B006
     tokenizer: TokenizerOption = None,
-    tokenizer_id: Annotated[str | None, typer.Option("--tokenizer-id", hidden=True,
-                                                     help="Old name of --tokenizer (same resolver).")] = None,
+    tokenizer_id: Annotated[
+        str | None, typer.Option("--tokenizer-id", hidden=True, help="Old name of --tokenizer (same resolver).")
+    ] = None,
     window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
-    reserve: Annotated[int, typer.Option(
-        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")] = 0,
+    reserve: Annotated[
+        int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
+    ] = 0,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
-    prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
+    prices: PricesOption = None,
+    price: PriceOption = [],  # noqa: B006
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
     wide: WideOption = False,
     show_config: Annotated[bool, typer.Option(help="Print the effective config and exit.")] = False,
     store: Annotated[bool, typer.Option(help="Write results to the store.")] = True,
-    by_tool: Annotated[bool, typer.Option("--by-tool", help="Also print the window composition by tool "
-                                                             "(call arguments, results; prompt share).")] = False,
-    overhead: Annotated[int | None, typer.Option(min=0, help=(
-        "Harness prefix (tokens) for runs with no recorded usage to fit and no profile of their harness."))] = None,
-    db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
-    policy_file: Annotated[Path | None, typer.Option("--policy-file", help=(
-        "Policy file (TOML, e.g. tune's recommended.toml): its policy, knobs, window, reserve, cache, runs and "
-        "tokenizer replace --policy and the defaults; --set overrides a knob."))] = None,
+    by_tool: Annotated[
+        bool,
+        typer.Option(
+            "--by-tool", help="Also print the window composition by tool (call arguments, results; prompt share)."
+        ),
+    ] = False,
+    overhead: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            help=("Harness prefix (tokens) for runs with no recorded usage to fit and no profile of their harness."),
+        ),
+    ] = None,
+    db: DbOption = DEFAULT_DB_PATH,
+    fmt: FormatOption = "table",
+    policy_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--policy-file",
+            help=(
+                "Policy file (TOML, e.g. tune's recommended.toml): its policy, knobs, window, reserve, cache, runs and "
+                "tokenizer replace --policy and the defaults; --set overrides a knob."
+            ),
+        ),
+    ] = None,
 ) -> None:
     """Replay every stored run under a policy; print a run table, store sim_runs, sim_requests, sim_composition.
 
@@ -90,21 +123,33 @@ def simulate(
     arrays = load_runs(con, tokenizer_id, runs, overhead=overhead)
     if not arrays:
         if runs:
-            raise ReplayError(f"--runs {runs!r} matches no run with requests in {db} (a LIKE pattern on run_id "
-                              "or source path: % matches any text); `replay runs` lists them")
+            raise ReplayError(
+                f"--runs {runs!r} matches no run with requests in {db} (a LIKE pattern on run_id "
+                "or source path: % matches any text); `replay runs` lists them"
+            )
         raise ReplayError(f"no runs with requests in {db}; run `replay ingest PATHS --db {db}` first")
     note = console if fmt == "table" else Console(stderr=True)
     note.print("harness prefix: " + prompt_sources(arrays), highlight=False, markup=False)
-    sim = simulate_many(arrays, pol, None if cache == AUTO else make_cache(cache, **cache_params),
-                        Budget(window, reserve), tokenizer_id, pricing_from_options(prices, price))
+    sim = simulate_many(
+        arrays,
+        pol,
+        None if cache == AUTO else make_cache(cache, **cache_params),
+        Budget(window, reserve),
+        tokenizer_id,
+        pricing_from_options(prices, price),
+    )
     if store:
         store_simulation(con, sim)
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         est = [s for s in sim.token_sources if not s.startswith("real:")]
         if est:
-            console.print(f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
-                          "for real counts (`replay tokenizers` lists built-ins)", style="yellow", highlight=False)
+            console.print(
+                f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
+                "for real counts (`replay tokenizers` lists built-ins)",
+                style="yellow",
+                highlight=False,
+            )
         console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
     for line in billing_warnings(sim.runs):  # to stderr under --format json/csv, so the output still parses
         note.print(line, style="bold yellow", highlight=False, markup=False)
@@ -118,14 +163,17 @@ def policies() -> None:
     for name in sorted(registry()):
         cls = policy_class(name)
         params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
-        console.print(Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}"),
-                      highlight=False)
-    console.print(Text.assemble("\n", ("Presets", "bold"),
-                                " (a harness's own policy; --policy NAME; --set overrides a knob):"))
+        console.print(
+            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}"), highlight=False
+        )
+    console.print(
+        Text.assemble("\n", ("Presets", "bold"), " (a harness's own policy; --policy NAME; --set overrides a knob):")
+    )
     for preset in PRESETS.values():
         knobs = ", ".join(f"{k}={v!r}" for k, v in preset.params.items())
-        console.print(Text.assemble((preset.name, "bold"), f" = {preset.policy}: {preset.doc}\n  {knobs}"),
-                      highlight=False)
+        console.print(
+            Text.assemble((preset.name, "bold"), f" = {preset.policy}: {preset.doc}\n  {knobs}"), highlight=False
+        )
 
 
 MODEL_TOKENIZER = "model"
@@ -140,16 +188,22 @@ def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
     wanted = set(run_ids(con, pattern))
     groups: dict[str, list[str]] = {}
     without: set[str] = set()
-    for run_id, model in con.execute("SELECT run_id, model FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM "
-                                     "requests WHERE prompt_tokens > 0) ORDER BY run_id").fetchall():
+    for run_id, model in con.execute(
+        "SELECT run_id, model FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM "
+        "requests WHERE prompt_tokens > 0) ORDER BY run_id"
+    ).fetchall():
         if run_id in wanted:
             name = for_model(model) or ""
             groups.setdefault(name, []).append(run_id)
             if not name:
                 without.add(str(model or "(no model recorded)"))
     if without:
-        note(for_terminal(f"-t model: no built-in tokenizer for {', '.join(sorted(without))}: those runs are "
-                          "counted as chars/4 estimates (token_source says so); pass -t PATH for them"))
+        note(
+            for_terminal(
+                f"-t model: no built-in tokenizer for {', '.join(sorted(without))}: those runs are "
+                "counted as chars/4 estimates (token_source says so); pass -t PATH for them"
+            )
+        )
     return groups
 
 
@@ -168,21 +222,48 @@ def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 
 
 @app.command()
-def fidelity(db: DbOption = DEFAULT_DB_PATH,
-             tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help=(
-                 "Count with this tokenizer (file or built-in); 'model': each run with its model's built-in "
-                 "(o200k for GPT-4o/5, claude-legacy for Claude, ...; chars/4, labelled, where none exists); "
-                 "empty: chars/4 estimates."))] = "",
-             cache: Annotated[str | None, typer.Option(help=(
-                 "One cache model for every run; default: each run under its provider's, calibrated from its "
-                 "recorded cache reads (replay.simulator.cache_fit)."))] = None,
-             strict: Annotated[bool, typer.Option("--strict", help=(
-                 "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
-                 "its recorded one (3 requests, 10% prompt after)."))] = False,
-             runs: Annotated[str | None, typer.Option(help=(
-                 "LIKE pattern on run_id or source path (e.g. one harness, counted with its model's tokenizer)."))
-             ] = None,
-             fmt: FormatOption = "table", wide: WideOption = False) -> None:
+def fidelity(
+    db: DbOption = DEFAULT_DB_PATH,
+    tokenizer: Annotated[
+        str,
+        typer.Option(
+            "--tokenizer",
+            "-t",
+            help=(
+                "Count with this tokenizer (file or built-in); 'model': each run with its model's built-in "
+                "(o200k for GPT-4o/5, claude-legacy for Claude, ...; chars/4, labelled, where none exists); "
+                "empty: chars/4 estimates."
+            ),
+        ),
+    ] = "",
+    cache: Annotated[
+        str | None,
+        typer.Option(
+            help=(
+                "One cache model for every run; default: each run under its provider's, calibrated from its "
+                "recorded cache reads (replay.simulator.cache_fit)."
+            )
+        ),
+    ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help=(
+                "Exit 1 when a run misses the prompt targets (median 3%, p95 10%) or a preset's event misses "
+                "its recorded one (3 requests, 10% prompt after)."
+            ),
+        ),
+    ] = False,
+    runs: Annotated[
+        str | None,
+        typer.Option(
+            help=("LIKE pattern on run_id or source path (e.g. one harness, counted with its model's tokenizer).")
+        ),
+    ] = None,
+    fmt: FormatOption = "table",
+    wide: WideOption = False,
+) -> None:
     """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
     per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
     recorded context event the request and prompt after it (the proof that the simulator is right)."""
@@ -191,26 +272,48 @@ def fidelity(db: DbOption = DEFAULT_DB_PATH,
 
     con = open_store(db)
     if tokenizer == MODEL_TOKENIZER:
-        frames = [fidelity_frame(con, resolve_tokenizer(con, name) if name else None, cache, ids=ids)
-                  for name, ids in tokenizers_by_model(con, runs).items()]
+        frames = [
+            fidelity_frame(con, resolve_tokenizer(con, name) if name else None, cache, ids=ids)
+            for name, ids in tokenizers_by_model(con, runs).items()
+        ]
         df = pl.concat(frames) if frames else pl.DataFrame()
     else:
         df = fidelity_frame(con, resolve_tokenizer(con, tokenizer), cache, runs)
     if df.is_empty():
-        raise ReplayError("no run with recorded prompt usage in this store; ingest logs that record usage "
-                          "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)")
+        raise ReplayError(
+            "no run with recorded prompt usage in this store; ingest logs that record usage "
+            "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)"
+        )
     runs = df.filter(pl.col("kind") == "run")
     missed = df.filter(pl.col("within") == False)  # noqa: E712 (polars expression)
     sources = runs["token_source"].unique().sort().to_list()
-    title = (f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
-             f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})")
+    title = (
+        f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
+        f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})"
+    )
     if fmt != "table":
         emit(df, fmt, title=title, wide=wide)
     else:
         shown, reasons = with_verdict(df)
-        emit(shown.select("file", "kind", "requests", "median_abs_pct", "p95_abs_pct", "verdict",
-                          "recorded_request", "simulated_request", "preset", "cache_share_recorded",
-                          "cache_share_simulated", "oos_median_abs_pct"), fmt, title=title, wide=wide)
+        emit(
+            shown.select(
+                "file",
+                "kind",
+                "requests",
+                "median_abs_pct",
+                "p95_abs_pct",
+                "verdict",
+                "recorded_request",
+                "simulated_request",
+                "preset",
+                "cache_share_recorded",
+                "cache_share_simulated",
+                "oos_median_abs_pct",
+            ),
+            fmt,
+            title=title,
+            wide=wide,
+        )
         for i, reason in enumerate(reasons, 1):
             console.print(Text(f"[{i}] unreconstructable: {for_terminal(reason)}"), highlight=False)
     if strict and missed.height:

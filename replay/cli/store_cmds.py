@@ -51,23 +51,38 @@ QUARANTINED_EXIT = 3
 
 @app.command()
 def ingest(
-    paths: Annotated[list[str] | None, typer.Argument(
-        help="Files, directories or globs of agent logs. None: find each harness's logs in its default location "
-             "(REPLAY_<HARNESS>_DIR, CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_DATA_DIR override it).")] = None,
+    paths: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Files, directories or globs of agent logs. None: find each harness's logs in its default location "
+            "(REPLAY_<HARNESS>_DIR, CLAUDE_CONFIG_DIR, CODEX_HOME, GEMINI_DATA_DIR override it)."
+        ),
+    ] = None,
     db: NewDbOption = DEFAULT_DB_PATH,
-    max_record_mb: Annotated[float, typer.Option(
-        help="Largest record read, in MB (2^20 bytes): a longer JSONL line or a larger single-document JSON file is "
-             "quarantined with its file, line and size, and the rest ingests. Peak memory is about five times "
-             "the largest record read (DuckDB holds two copies while it commits it).")] = MAX_RECORD_BYTES / 2**20,
-    max_line_bytes: Annotated[int | None, typer.Option(
-        hidden=True, help="The record limit in bytes (older spelling of --max-record-mb).")] = None,
-    harness: Annotated[list[str] | None, typer.Option(
-        "--harness", help="With no paths: only this harness (repeatable): " + ", ".join(harness_names()))] = None,
-    watch: Annotated[bool, typer.Option(
-        "--watch", help="Keep polling and ingest sessions as they grow (a grown file replaces its earlier "
-                        "version of the run). Ctrl-C stops.")] = False,
-    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.",
-                                            callback=finite_seconds)] = 2.0,
+    max_record_mb: Annotated[
+        float,
+        typer.Option(
+            help="Largest record read, in MB (2^20 bytes): a longer JSONL line or a larger single-document JSON file "
+            "is quarantined with its file, line and size, and the rest ingests. Peak memory is about five times "
+            "the largest record read (DuckDB holds two copies while it commits it)."
+        ),
+    ] = MAX_RECORD_BYTES / 2**20,
+    max_line_bytes: Annotated[
+        int | None, typer.Option(hidden=True, help="The record limit in bytes (older spelling of --max-record-mb).")
+    ] = None,
+    harness: Annotated[
+        list[str] | None,
+        typer.Option("--harness", help="With no paths: only this harness (repeatable): " + ", ".join(harness_names())),
+    ] = None,
+    watch: Annotated[
+        bool,
+        typer.Option(
+            "--watch",
+            help="Keep polling and ingest sessions as they grow (a grown file replaces its earlier "
+            "version of the run). Ctrl-C stops.",
+        ),
+    ] = False,
+    interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.", callback=finite_seconds)] = 2.0,
 ) -> None:
     """Ingest agent logs (format detected by content); already ingested files are skipped.
 
@@ -76,8 +91,10 @@ def ingest(
         raise ReplayError("--harness selects what discovery looks for; it cannot be combined with paths")
     if max_line_bytes is None:
         if not math.isfinite(max_record_mb) or max_record_mb <= 0:
-            raise ReplayError(f"--max-record-mb {max_record_mb}: expected a positive number of MB (default "
-                              f"{MAX_RECORD_BYTES / 2**20:g})")
+            raise ReplayError(
+                f"--max-record-mb {max_record_mb}: expected a positive number of MB (default "
+                f"{MAX_RECORD_BYTES / 2**20:g})"
+            )
         max_line_bytes = int(max_record_mb * 2**20)
     elif max_line_bytes <= 0:
         raise ReplayError(f"--max-line-bytes {max_line_bytes}: expected a positive number of bytes")
@@ -88,18 +105,23 @@ def ingest(
             console.print(for_terminal(_found_line(f)), highlight=False)
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
-            console.print(f"No agent logs found for {names} in their default locations. Pass paths "
-                          "(replay ingest PATH...) or point REPLAY_<HARNESS>_DIR at the logs.", highlight=False)
+            console.print(
+                f"No agent logs found for {names} in their default locations. Pass paths "
+                "(replay ingest PATH...) or point REPLAY_<HARNESS>_DIR at the logs.",
+                highlight=False,
+            )
             raise typer.Exit(1)
 
         def sources() -> list[Path]:
             return [log for f in discover(harness) for log in f.logs]
     else:
+
         def sources() -> list[Path]:
             try:
                 return expand_paths(paths)
             except FileNotFoundError as exc:
                 raise ReplayError(f"{exc}; check the path") from exc
+
     if watch:
         console.print(f"watching every {interval:g} s; Ctrl-C stops", highlight=False)
         try:
@@ -107,19 +129,27 @@ def ingest(
         except (KeyboardInterrupt, Interrupted):
             console.print("stopped")
         return
-    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes,
-                                 replace_older=not paths))
+    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes, replace_older=not paths))
     for out in outcomes:
         for bad in out.bad[:5]:
-            console.print(Text.assemble((f"{for_terminal(str(out.path))}:{bad.line}", "yellow"),
-                                        f": {for_terminal(bad.reason)}"), highlight=False)
+            console.print(
+                Text.assemble((f"{for_terminal(str(out.path))}:{bad.line}", "yellow"), f": {for_terminal(bad.reason)}"),
+                highlight=False,
+            )
         if len(out.bad) > 5:
-            console.print(Text.assemble((for_terminal(str(out.path)), "yellow"),
-                                        f": {len(out.bad) - 5} more bad records (see `replay quarantine`)"))
+            console.print(
+                Text.assemble(
+                    (for_terminal(str(out.path)), "yellow"),
+                    f": {len(out.bad) - 5} more bad records (see `replay quarantine`)",
+                )
+            )
     counts = {s: sum(o.status == s for o in outcomes) for s in ("ingested", "unchanged", "unknown", "failed")}
-    console.print(f"{len(outcomes)} files: " + ", ".join(f"{n} {s}" for s, n in counts.items()) +
-                  f"; {sum(o.runs for o in outcomes)} runs, {sum(o.items for o in outcomes):,} items, "
-                  f"{sum(o.requests for o in outcomes):,} requests, {sum(len(o.bad) for o in outcomes)} quarantined")
+    console.print(
+        f"{len(outcomes)} files: "
+        + ", ".join(f"{n} {s}" for s, n in counts.items())
+        + f"; {sum(o.runs for o in outcomes)} runs, {sum(o.items for o in outcomes):,} items, "
+        f"{sum(o.requests for o in outcomes):,} requests, {sum(len(o.bad) for o in outcomes)} quarantined"
+    )
     if any(o.bad for o in outcomes):
         con.close()  # before the exit exception, which keeps this frame (and a connection in it) alive
         raise typer.Exit(QUARANTINED_EXIT)
@@ -130,7 +160,7 @@ def _found_line(f: Found) -> str:
     home = str(Path.home())
 
     def short(p: Path) -> str:
-        return "~" + str(p)[len(home):] if str(p).startswith(home + "/") else str(p)
+        return "~" + str(p)[len(home) :] if str(p).startswith(home + "/") else str(p)
 
     via = "" if f.source == "default" else f" (${f.source})"
     if f.existing:
@@ -141,49 +171,90 @@ def _found_line(f: Found) -> str:
 
 
 def _report_one(out: FileOutcome) -> None:
-    detail = f"{out.runs} runs, {out.requests} requests" if out.status == "ingested" else (
-        out.bad[0].reason if out.bad else "")
+    detail = (
+        f"{out.runs} runs, {out.requests} requests"
+        if out.status == "ingested"
+        else (out.bad[0].reason if out.bad else "")
+    )
     console.print(for_terminal(f"{out.status} {out.path} ({out.format or '?'}): {detail}"), highlight=False)
 
 
 @app.command()
-def runs(db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table", wide: WideOption = False,
-         by: Annotated[str, typer.Option(
-             "--by", help="run (one row each), or the recorded bill grouped by model (each request's own), harness, "
-                          "day, week or month (UTC): runs, requests, tokens, cost.")] = "run",
-         since: Annotated[datetime | None, typer.Option(
-             help="Only requests on or after this UTC day (YYYY-MM-DD).", formats=["%Y-%m-%d"])] = None,
-         until: Annotated[datetime | None, typer.Option(
-             help="Only requests on or before this UTC day (YYYY-MM-DD).", formats=["%Y-%m-%d"])] = None,
-         prices: PricesOption = None, price: PriceOption = []) -> None:  # noqa: B006
+def runs(
+    db: DbOption = DEFAULT_DB_PATH,
+    fmt: FormatOption = "table",
+    wide: WideOption = False,
+    by: Annotated[
+        str,
+        typer.Option(
+            "--by",
+            help="run (one row each), or the recorded bill grouped by model (each request's own), harness, "
+            "day, week or month (UTC): runs, requests, tokens, cost.",
+        ),
+    ] = "run",
+    since: Annotated[
+        datetime | None, typer.Option(help="Only requests on or after this UTC day (YYYY-MM-DD).", formats=["%Y-%m-%d"])
+    ] = None,
+    until: Annotated[
+        datetime | None,
+        typer.Option(help="Only requests on or before this UTC day (YYYY-MM-DD).", formats=["%Y-%m-%d"]),
+    ] = None,
+    prices: PricesOption = None,
+    price: PriceOption = [],  # noqa: B006
+) -> None:
     """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
     own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
     tiers, output), tool calls, items. A cost that cannot be computed is empty and ``cost_note`` says why (a
     model with no price, no per-request usage); totals leave it out and name it."""
     con = open_store(db, read_only=True)
-    bill = within_days(request_bill(con, pricing_from_options(prices, price)), since and since.date(),
-                       until and until.date())
+    bill = within_days(
+        request_bill(con, pricing_from_options(prices, price)), since and since.date(), until and until.date()
+    )
     if by != "run":
-        table = grouped_bill(bill, by).select(by, "runs", "requests", "cost_usd", *TOKENS, "unpriced_requests",
-                                              "cost_note")
+        table = grouped_bill(bill, by).select(
+            by, "runs", "requests", "cost_usd", *TOKENS, "unpriced_requests", "cost_note"
+        )
         title = f"recorded bill by {by}"
         if fmt == "table":  # thousands of tokens, so cost and the four counts fit 80 columns
-            ktok = {"in_ktok": "input_tokens", "read_ktok": "cache_read", "write_ktok": "cache_write_5m",
-                    "out_ktok": "output_tokens"}
+            ktok = {
+                "in_ktok": "input_tokens",
+                "read_ktok": "cache_read",
+                "write_ktok": "cache_write_5m",
+                "out_ktok": "output_tokens",
+            }
             table = table.with_columns(pl.col("cache_write_5m") + pl.col("cache_write_1h")).select(
-                pl.col(by).cast(pl.String).fill_null("(none)"), "cost_usd",
+                pl.col(by).cast(pl.String).fill_null("(none)"),
+                "cost_usd",
                 *[(pl.col(c) / 1e3).round().cast(pl.Int64).alias(k) for k, c in ktok.items()],
-                "requests", "runs", (pl.col("cache_write_1h") / 1e3).round().cast(pl.Int64).alias("write_1h_ktok"),
-                "unpriced_requests", "cost_note")
+                "requests",
+                "runs",
+                (pl.col("cache_write_1h") / 1e3).round().cast(pl.Int64).alias("write_1h_ktok"),
+                "unpriced_requests",
+                "cost_note",
+            )
             title += " (thousands of tokens; write: 5 min and 1 h)"
     else:
-        table = runs_table(con).drop("requests").join(runs_bill(bill), on="run_id", how="left", coalesce=True) \
-            .with_columns(pl.col("requests").fill_null(0))  # the requests billed (within --since/--until)
+        table = (
+            runs_table(con)
+            .drop("requests")
+            .join(runs_bill(bill), on="run_id", how="left", coalesce=True)
+            .with_columns(pl.col("requests").fill_null(0))
+        )  # the requests billed (within --since/--until)
         if since or until:  # a run with no request in the range is not listed
             table = table.filter(pl.col("run_id").is_in(bill["run_id"].unique().implode()))
-        table = table.select("run_id", "requests", "cost_usd", "model", "format", "tool_calls", "items",
-                             "recorded_usage", *TOKENS, "unpriced_requests",
-                             pl.col("cost_note").fill_null("no requests"))
+        table = table.select(
+            "run_id",
+            "requests",
+            "cost_usd",
+            "model",
+            "format",
+            "tool_calls",
+            "items",
+            "recorded_usage",
+            *TOKENS,
+            "unpriced_requests",
+            pl.col("cost_note").fill_null("no requests"),
+        )
         title = "runs"
     emit(table, fmt, title=title, wide=wide)
     if fmt == "table":
@@ -202,14 +273,20 @@ TABLE_ROWS = 1000  # a terminal table of more rows is not read, and takes long t
 
 
 @app.command()
-def sql(query: Annotated[str, typer.Argument(help="SQL over runs, items, requests, token_counts...")],
-        db: DbOption = DEFAULT_DB_PATH, fmt: FormatOption = "table",
-        timeout: Annotated[float | None, typer.Option(
-            help="Stop the query after this many seconds (Ctrl-C also stops it).")] = None,
-        limit: Annotated[int | None, typer.Option(
-            help="Rows shown at most (default: 1,000 in a table, all in csv/json; 0: all).", min=0)] = None,
-        memory_limit: Annotated[str, typer.Option(
-            help="DuckDB memory for the query; past it the query stops with a message.")] = DEFAULT_MEMORY) -> None:
+def sql(
+    query: Annotated[str, typer.Argument(help="SQL over runs, items, requests, token_counts...")],
+    db: DbOption = DEFAULT_DB_PATH,
+    fmt: FormatOption = "table",
+    timeout: Annotated[
+        float | None, typer.Option(help="Stop the query after this many seconds (Ctrl-C also stops it).")
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option(help="Rows shown at most (default: 1,000 in a table, all in csv/json; 0: all).", min=0)
+    ] = None,
+    memory_limit: Annotated[
+        str, typer.Option(help="DuckDB memory for the query; past it the query stops with a message.")
+    ] = DEFAULT_MEMORY,
+) -> None:
     """Run read-only SQL against the store's tables (no file, URL or extension access), within a memory limit."""
     con = open_sandboxed(db, memory_limit)
     rows = (TABLE_ROWS if fmt == "table" else 0) if limit is None else limit

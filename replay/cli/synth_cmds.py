@@ -18,12 +18,18 @@ def synth(
     out: Annotated[Path, typer.Option(help="Folder for the generated logs (created).")],
     runs: Annotated[int, typer.Option(help="How many runs to write.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Random seed: the same seed and store give the same files.")] = 1,
-    mix: Annotated[str | None, typer.Option(help="Formats and weights, e.g. claude-code=0.7,codex-rollout=0.3 "
-                                                  "(default: the source's share of runs).")] = None,
-    tokenizer: Annotated[str, typer.Option("--tokenizer", "-t", help="Tokenizer whose density per item kind the "
-                                                                     "filler text matches.")] = "o200k",
-    exclude: Annotated[str | None, typer.Option(help="Leave out source runs whose path matches this SQL LIKE "
-                                                     "pattern, e.g. %fixture%.")] = None,
+    mix: Annotated[
+        str | None,
+        typer.Option(
+            help="Formats and weights, e.g. claude-code=0.7,codex-rollout=0.3 (default: the source's share of runs)."
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str, typer.Option("--tokenizer", "-t", help="Tokenizer whose density per item kind the filler text matches.")
+    ] = "o200k",
+    exclude: Annotated[
+        str | None, typer.Option(help="Leave out source runs whose path matches this SQL LIKE pattern, e.g. %fixture%.")
+    ] = None,
     workers: Annotated[int, typer.Option(help="Writer processes.")] = 1,
 ) -> None:
     """Write RUNS synthetic Claude Code / Codex rollout logs whose statistics match the store's real runs."""
@@ -39,14 +45,20 @@ def synth(
     finally:
         con.close()
     donors = ", ".join(f"{len(d)} {f}" for f, d in sorted(recipe.donors.items()))
-    console.print(f"learned from {from_db}: {donors} runs; chars per token by kind: "
-                  + ", ".join(f"{k} {v:.2f}" for k, v in sorted(recipe.densities.items())), highlight=False)
+    console.print(
+        f"learned from {from_db}: {donors} runs; chars per token by kind: "
+        + ", ".join(f"{k} {v:.2f}" for k, v in sorted(recipe.densities.items())),
+        highlight=False,
+    )
     progress = bar(count=True)
     with progress:
         task = progress.add_task(f"writing {runs:,} runs", total=runs)
         size = generate(recipe, runs, out, workers, lambda n, _b: progress.advance(task, n))
-    console.print(f"{runs:,} runs, {size / 1e6:,.1f} MB in {out} (seed {seed}); "
-                  f"check: replay ingest {out} --db S && replay synth-compare {from_db} S", highlight=False)
+    console.print(
+        f"{runs:,} runs, {size / 1e6:,.1f} MB in {out} (seed {seed}); "
+        f"check: replay ingest {out} --db S && replay synth-compare {from_db} S",
+        highlight=False,
+    )
 
 
 @app.command("synth-compare")
@@ -62,11 +74,28 @@ def synth_compare(
     from replay.store import open_store
     from replay.synth.compare import compare
 
-    rows = compare(open_store(source, read_only=True), open_store(synthetic, read_only=True),
-                   [f.strip() for f in formats.split(",")])
-    emit(pl.DataFrame([{"statistic": r.statistic, "source": r.source, "synthetic": r.synthetic,
-                        "difference": r.difference, "tolerance": r.tolerance, "ok": r.ok} for r in rows],
-                      schema_overrides={"source": pl.Float64, "synthetic": pl.Float64, "difference": pl.Float64}),
-         fmt, title=f"{source} vs {synthetic}: shares by absolute difference, the rest relative")
+    rows = compare(
+        open_store(source, read_only=True),
+        open_store(synthetic, read_only=True),
+        [f.strip() for f in formats.split(",")],
+    )
+    emit(
+        pl.DataFrame(
+            [
+                {
+                    "statistic": r.statistic,
+                    "source": r.source,
+                    "synthetic": r.synthetic,
+                    "difference": r.difference,
+                    "tolerance": r.tolerance,
+                    "ok": r.ok,
+                }
+                for r in rows
+            ],
+            schema_overrides={"source": pl.Float64, "synthetic": pl.Float64, "difference": pl.Float64},
+        ),
+        fmt,
+        title=f"{source} vs {synthetic}: shares by absolute difference, the rest relative",
+    )
     if not all(r.ok for r in rows):
         raise typer.Exit(1)

@@ -24,27 +24,38 @@ from replay.cli.common import (
 from replay.errors import ReplayError
 
 SHOWN = 15
-TUNABLE_HELP = ("Policy to tune: seed_a, seed_b, seed_c, clear_tool_uses, auto_compact, openhands, openhands_tokens, "
-                "openhands_recent, masking, last_n or drop_oldest.")
+TUNABLE_HELP = (
+    "Policy to tune: seed_a, seed_b, seed_c, clear_tool_uses, auto_compact, openhands, openhands_tokens, "
+    "openhands_recent, masking, last_n or drop_oldest."
+)
 
 
 @app.command()
 def tune(
     tokenizer: RequiredTokenizerOption,
     window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="The model's context window, tokens.")],
-    reserve: Annotated[int, typer.Option(
-        min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")],
+    reserve: Annotated[
+        int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
+    ],
     policy: Annotated[str, typer.Option("--policy", "-p", help=TUNABLE_HELP)] = "seed_a",
     db: DbOption = DEFAULT_DB_PATH,
-    out: Annotated[Path, typer.Option(help="Folder for recommended.toml, front.csv/.parquet, front.png/.svg.")]
-    = Path("out/tune"),
-    points: Annotated[int, typer.Option(help="Grid size (at most this many points; the knobs share levels; "
-                                              "1 to 1,000,000).")] = 96,
+    out: Annotated[Path, typer.Option(help="Folder for recommended.toml, front.csv/.parquet, front.png/.svg.")] = Path(
+        "out/tune"
+    ),
+    points: Annotated[
+        int, typer.Option(help="Grid size (at most this many points; the knobs share levels; 1 to 1,000,000).")
+    ] = 96,
     runs: Annotated[str | None, typer.Option(help="LIKE pattern on run_id or source path.")] = None,
     cache: Annotated[str, typer.Option(help=CACHE_HELP)] = "auto",
-    model: Annotated[str | None, typer.Option(help="The new model: every run is priced (and, with --cache auto, "
-                                                   "cached) as this model (genai-prices name).")] = None,
-    prices: PricesOption = None, price: PriceOption = [],  # noqa: B006
+    model: Annotated[
+        str | None,
+        typer.Option(
+            help="The new model: every run is priced (and, with --cache auto, "
+            "cached) as this model (genai-prices name)."
+        ),
+    ] = None,
+    prices: PricesOption = None,
+    price: PriceOption = [],  # noqa: B006
     executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
     workers: WorkersOption = 0,
 ) -> None:
@@ -63,8 +74,9 @@ def tune(
     from replay.tokens.resolve import resolve
 
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
-        raise ReplayError(f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few "
-                          "levels)")
+        raise ReplayError(
+            f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few levels)"
+        )
     workers = sweep_workers(workers, 0, note) if executor != "ray" else workers
     con = open_store(db)
     tok = resolve(con, tokenizer)
@@ -75,18 +87,36 @@ def tune(
     early = fit_warnings(policy, window, reserve)
     for line in early:
         console.print(line, style="bold yellow", highlight=False, markup=False)
-    res = run(con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers,
-              pricing=pricing)
+    res = run(
+        con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers, pricing=pricing
+    )
     lines = summary_lines(res)
-    title = (f"Pareto front ({res.front.height} points, cheapest first)" if res.gate_passed else
-             f"Pareto front of all swept points ({res.front.height}; none passes the gate)")
+    title = (
+        f"Pareto front ({res.front.height} points, cheapest first)"
+        if res.gate_passed
+        else f"Pareto front of all swept points ({res.front.height}; none passes the gate)"
+    )
     table = Table(title=title, title_justify="left")
-    cols = [c for c in front_columns(res) if c in res.front.columns and c not in (
-        "point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")]
-    heads = {"summaries_per_100": "summ/100", "cache_hit_rate": "cache", "repeat_evicted": "evicted",
-             "cost_usd": "cost $", "overflow_incidents": "overfl", "protect": "protect",
-             "tail_fraction": "tail", "reclaim_floor": "reclaim", "summary_at": "summary_at",
-             "keep_user_tokens": "keep_user", "clear_at_least": "clear_min", "summary_tokens": "summ_tok"}
+    cols = [
+        c
+        for c in front_columns(res)
+        if c in res.front.columns
+        and c not in ("point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")
+    ]
+    heads = {
+        "summaries_per_100": "summ/100",
+        "cache_hit_rate": "cache",
+        "repeat_evicted": "evicted",
+        "cost_usd": "cost $",
+        "overflow_incidents": "overfl",
+        "protect": "protect",
+        "tail_fraction": "tail",
+        "reclaim_floor": "reclaim",
+        "summary_at": "summary_at",
+        "keep_user_tokens": "keep_user",
+        "clear_at_least": "clear_min",
+        "summary_tokens": "summ_tok",
+    }
     table.add_column("rec", no_wrap=True)
     for c in cols:  # at 80 columns cells fold onto a second line: a number is never cut
         table.add_column(heads.get(c, c), justify="right", overflow="fold")
@@ -105,10 +135,13 @@ def tune(
             continue
         style = "bold yellow" if line.startswith("WARNING") else None
         console.print(line, style=style, highlight=False, markup=False)
-    console.print(f"wrote {res.files['policy']} and {res.files['defaults']} (gate: replay check "
-                  f"{res.files['defaults']} {res.files['policy']}), {res.files['front_csv']}, "
-                  f"{res.files['chart_png']} and .svg; {res.computed} points computed in {res.seconds:.1f} s",
-                  highlight=False, markup=False)
+    console.print(
+        f"wrote {res.files['policy']} and {res.files['defaults']} (gate: replay check "
+        f"{res.files['defaults']} {res.files['policy']}), {res.files['front_csv']}, "
+        f"{res.files['chart_png']} and .svg; {res.computed} points computed in {res.seconds:.1f} s",
+        highlight=False,
+        markup=False,
+    )
 
 
 def _cell(col: str, v: object) -> str:

@@ -32,10 +32,10 @@ PARTS = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
 class RequestBill:
     """Per-request USD by part (NaN where unpriced) and, per model that could not be priced, why."""
 
-    usd: dict[str, np.ndarray]                     # part -> USD per request
-    priced: np.ndarray                             # bool per request
+    usd: dict[str, np.ndarray]  # part -> USD per request
+    priced: np.ndarray  # bool per request
     unpriced: dict[str, str] = field(default_factory=dict)  # model (or "(none)") -> reason
-    sources: dict[str, str] = field(default_factory=dict)   # model -> where its prices came from
+    sources: dict[str, str] = field(default_factory=dict)  # model -> where its prices came from
 
     @property
     def total(self) -> np.ndarray:
@@ -63,6 +63,7 @@ def rates_for(prices: Prices, total_input: np.ndarray) -> dict[str, np.ndarray]:
 def keyed_rates(prices: Sequence[Prices], key_of: np.ndarray, total_input: np.ndarray) -> dict[str, np.ndarray]:
     """Per-request rates (USD/Mtok) of each part, request i priced by ``prices[key_of[i]]`` at its whole input
     ``total_input[i]`` (tiers), a missing cache price replaced by its parent's; NaN for an unknown price."""
+
     def listed(v: float | None) -> float:
         return NAN if v is None else float(v)
 
@@ -82,9 +83,16 @@ def keyed_rates(prices: Sequence[Prices], key_of: np.ndarray, total_input: np.nd
     return out
 
 
-def price_requests(models: Sequence[str | None], days: Sequence[date | None], uncached: np.ndarray,
-                   cache_read: np.ndarray, write_5m: np.ndarray, write_1h: np.ndarray, output: np.ndarray,
-                   pricing: Pricing = DEFAULT_PRICING) -> RequestBill:
+def price_requests(
+    models: Sequence[str | None],
+    days: Sequence[date | None],
+    uncached: np.ndarray,
+    cache_read: np.ndarray,
+    write_5m: np.ndarray,
+    write_1h: np.ndarray,
+    output: np.ndarray,
+    pricing: Pricing = DEFAULT_PRICING,
+) -> RequestBill:
     """Each request priced at its own model on its own day (``days`` None: today's prices). Counts are arrays of
     one value per request; a missing count must be given as 0 by the caller (it says which counts it has)."""
     keys: dict[tuple[str | None, date | None], int] = {}
@@ -92,17 +100,29 @@ def price_requests(models: Sequence[str | None], days: Sequence[date | None], un
     return price_keyed(list(keys), key_of, uncached, cache_read, write_5m, write_1h, output, pricing)
 
 
-def price_keyed(keys: Sequence[tuple[str | None, date | None]], key_of: np.ndarray, uncached: np.ndarray,
-                cache_read: np.ndarray, write_5m: np.ndarray, write_1h: np.ndarray, output: np.ndarray,
-                pricing: Pricing = DEFAULT_PRICING, cache_override: tuple[np.ndarray, np.ndarray] | None = None,
-                prices: Sequence[Prices] | None = None) -> RequestBill:
+def price_keyed(
+    keys: Sequence[tuple[str | None, date | None]],
+    key_of: np.ndarray,
+    uncached: np.ndarray,
+    cache_read: np.ndarray,
+    write_5m: np.ndarray,
+    write_1h: np.ndarray,
+    output: np.ndarray,
+    pricing: Pricing = DEFAULT_PRICING,
+    cache_override: tuple[np.ndarray, np.ndarray] | None = None,
+    prices: Sequence[Prices] | None = None,
+) -> RequestBill:
     """:func:`price_requests` with the requests already grouped: request i is of ``keys[key_of[i]]`` (model,
     day). ``cache_override``: per request, (read, write) multipliers on its input price where a cache model other
     than its provider's own charges its reads and writes (NaN: the provider's own listed prices apply).
     ``prices``: ``pricing.prices`` of each key, when the caller has them already."""
-    counts = {"input": np.asarray(uncached, dtype=np.float64), "cache_read": np.asarray(cache_read, np.float64),
-              "cache_write": np.asarray(write_5m, np.float64), "cache_write_1h": np.asarray(write_1h, np.float64),
-              "output": np.asarray(output, np.float64)}
+    counts = {
+        "input": np.asarray(uncached, dtype=np.float64),
+        "cache_read": np.asarray(cache_read, np.float64),
+        "cache_write": np.asarray(write_5m, np.float64),
+        "cache_write_1h": np.asarray(write_1h, np.float64),
+        "output": np.asarray(output, np.float64),
+    }
     total_input = counts["input"] + counts["cache_read"] + counts["cache_write"] + counts["cache_write_1h"]
     priced_keys = list(prices) if prices is not None else [pricing.prices(model, day) for model, day in keys]
     rates = keyed_rates(priced_keys, key_of, total_input)

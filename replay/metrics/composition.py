@@ -49,8 +49,9 @@ class ToolComposition:
     def add(self, view: View, end: int, prompt_tokens: int) -> None:
         n = int(np.searchsorted(self.items, end))
         if n:
-            self.tokens += np.bincount(self.codes[:n], weights=view.seg_tokens[self.items[:n]],
-                                       minlength=len(self.tokens))
+            self.tokens += np.bincount(
+                self.codes[:n], weights=view.seg_tokens[self.items[:n]], minlength=len(self.tokens)
+            )
         self.prompt_tokens += prompt_tokens
 
     def frame(self) -> pl.DataFrame:
@@ -58,8 +59,16 @@ class ToolComposition:
         codes = np.flatnonzero(self.present)
         tokens = np.rint(self.tokens[codes]).astype(np.int64)
         share = tokens / self.prompt_tokens if self.prompt_tokens else np.zeros(len(codes))
-        return pl.DataFrame({"run_id": [self.run_id] * len(codes), "tool": [self.names[c // 2] for c in codes],
-                             "part": [PARTS[c % 2] for c in codes], "tokens": tokens, "share": share}, schema=SCHEMA)
+        return pl.DataFrame(
+            {
+                "run_id": [self.run_id] * len(codes),
+                "tool": [self.names[c // 2] for c in codes],
+                "part": [PARTS[c % 2] for c in codes],
+                "tokens": tokens,
+                "share": share,
+            },
+            schema=SCHEMA,
+        )
 
 
 def empty() -> pl.DataFrame:

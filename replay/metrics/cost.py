@@ -11,8 +11,14 @@ import numpy as np
 ArrayLike = int | float | np.ndarray
 
 
-def prompt_cost(uncached: ArrayLike, cached: ArrayLike, written: ArrayLike, input_rate: ArrayLike,
-                read_rate: ArrayLike, write_rate: ArrayLike) -> ArrayLike:
+def prompt_cost(
+    uncached: ArrayLike,
+    cached: ArrayLike,
+    written: ArrayLike,
+    input_rate: ArrayLike,
+    read_rate: ArrayLike,
+    write_rate: ArrayLike,
+) -> ArrayLike:
     """USD for prompts: uncached input, cache reads and cache writes, each at its own rate."""
     return (uncached * input_rate + cached * read_rate + written * write_rate) / 1e6
 
@@ -22,8 +28,13 @@ def output_cost(tokens: ArrayLike, output_rate: ArrayLike) -> ArrayLike:
     return tokens * output_rate / 1e6
 
 
-def summary_cost(history_tokens: ArrayLike, summary_tokens: ArrayLike, input_rate: ArrayLike,
-                 output_rate: ArrayLike, read_rate: ArrayLike | None = None) -> ArrayLike:
+def summary_cost(
+    history_tokens: ArrayLike,
+    summary_tokens: ArrayLike,
+    input_rate: ArrayLike,
+    output_rate: ArrayLike,
+    read_rate: ArrayLike | None = None,
+) -> ArrayLike:
     """USD for the summarisation calls: each reads the history it summarises and writes the summary as output.
     The history is uncached input unless ``read_rate`` is given (a policy whose summary calls hit the cache):
     a summary call carries no tools and OpenHands turns caching off for it, so its prefix differs."""

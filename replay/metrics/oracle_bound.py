@@ -51,10 +51,10 @@ EXACT_LIMIT = 20_000  # variables up to which the integral optimum is computed
 class OracleBound:
     """Evicted repeat reads: the LP bound, the integral optimum when computed, and the bound to report."""
 
-    events: int          # unchanged repeat reads (the most that can be evicted)
-    lp: float            # LP relaxation optimum
-    exact: int | None    # integral optimum (least possible count), None when not computed
-    forced: int          # events whose output alone cannot fit the request's room
+    events: int  # unchanged repeat reads (the most that can be evicted)
+    lp: float  # LP relaxation optimum
+    exact: int | None  # integral optimum (least possible count), None when not computed
+    forced: int  # events whose output alone cannot fit the request's room
 
     @property
     def bound(self) -> int:
@@ -71,13 +71,14 @@ def policy_tokens(run: RunArrays) -> np.ndarray:
 def room(run: RunArrays, capacity: int | np.ndarray) -> np.ndarray:
     """Per request: tokens the view may keep besides the harness prefix (never below 0)."""
     cap = np.broadcast_to(np.asarray(capacity, dtype=np.int64), (run.n_requests,))
-    prefix_cum = np.concatenate([[0], np.cumsum(policy_tokens(run)[:run.first_body])])
+    prefix_cum = np.concatenate([[0], np.cumsum(policy_tokens(run)[: run.first_body])])
     prefix = prefix_cum[np.minimum(run.req_end, run.first_body)]
     return np.maximum(cap - prefix, 0)
 
 
-def _variables(run: RunArrays, prev: np.ndarray, decide: np.ndarray, restore: bool
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _variables(
+    run: RunArrays, prev: np.ndarray, decide: np.ndarray, restore: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(item, request, events) per variable. With ``restore`` one per needed (output, deciding request) pair;
     without, one per request from the output's arrival to its last need (consecutive per item)."""
     if restore:
@@ -95,8 +96,13 @@ def _variables(run: RunArrays, prev: np.ndarray, decide: np.ndarray, restore: bo
     return var_item, var_req, value
 
 
-def oracle_bound(run: RunArrays, capacity: int | np.ndarray, restore: bool = True,
-                 exact: bool | None = None, time_limit: float = 30.0) -> OracleBound:
+def oracle_bound(
+    run: RunArrays,
+    capacity: int | np.ndarray,
+    restore: bool = True,
+    exact: bool | None = None,
+    time_limit: float = 30.0,
+) -> OracleBound:
     """Least evicted repeat reads any view sequence within ``capacity`` prompt tokens per request can have.
 
     ``capacity``: the budget (window - reserve), or one value per request. ``restore=False``: the bound for
@@ -134,8 +140,13 @@ def oracle_bound(run: RunArrays, capacity: int | np.ndarray, restore: bool = Tru
         raise ReplayError(f"run {run.run_id}: the oracle LP did not solve ({lp.message})")
     best = None
     if exact or (exact is None and n <= EXACT_LIMIT):
-        ip = milp(c, integrality=np.ones(n), bounds=Bounds(0, upper), constraints=LinearConstraint(a, -np.inf, b),
-                  options={"time_limit": time_limit})
+        ip = milp(
+            c,
+            integrality=np.ones(n),
+            bounds=Bounds(0, upper),
+            constraints=LinearConstraint(a, -np.inf, b),
+            options={"time_limit": time_limit},
+        )
         if ip.status == 0:
             best = n_events - round(-ip.fun)
         elif ip.status != 1:  # 1: time limit reached, the LP bound stands
@@ -156,8 +167,16 @@ def oracle_rows(runs: list[RunArrays], window: int, reserve: int) -> list[dict]:
         any_policy = oracle_bound(run, budget.usable)
         no_restore = oracle_bound(run, budget.usable, restore=False)
         _, sim = simulate_run(run, make_policy("oracle"), make_cache("none"), budget)
-        rows.append({"run_id": run.run_id, "events": any_policy.events, "bound_lp": any_policy.lp,
-                     "bound": any_policy.bound, "bound_no_restore_lp": no_restore.lp,
-                     "bound_no_restore": no_restore.bound, "belady": sim["repeat_evicted"],
-                     "belady_overflows": sim["overflow_incidents"]})
+        rows.append(
+            {
+                "run_id": run.run_id,
+                "events": any_policy.events,
+                "bound_lp": any_policy.lp,
+                "bound": any_policy.bound,
+                "bound_no_restore_lp": no_restore.lp,
+                "bound_no_restore": no_restore.bound,
+                "belady": sim["repeat_evicted"],
+                "belady_overflows": sim["overflow_incidents"],
+            }
+        )
     return rows

@@ -30,8 +30,22 @@ from replay.store import frame
 
 DEFAULT_K = 3
 Z95 = 1.959963984540054
-COLUMNS = ["wording", "origin", "events", "recalls", "rate", "ci_low", "ci_high", "ages", "runs",
-           "base_events", "base_recalls", "base_rate", "base_ci_low", "base_ci_high"]
+COLUMNS = [
+    "wording",
+    "origin",
+    "events",
+    "recalls",
+    "rate",
+    "ci_low",
+    "ci_high",
+    "ages",
+    "runs",
+    "base_events",
+    "base_recalls",
+    "base_rate",
+    "base_ci_low",
+    "base_ci_high",
+]
 SCOPES = ("format", "all")
 
 
@@ -51,10 +65,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
 class _Run:
     """One run's items as arrays: enough to find the next calls after a point and compare them."""
 
-    steps: np.ndarray       # step of each item, in seq order
-    call_seq: np.ndarray    # seq of each tool call, ascending
-    call_res: np.ndarray    # resource+access key id per call (-1 none)
-    call_args: np.ndarray   # tool+arguments key id per call
+    steps: np.ndarray  # step of each item, in seq order
+    call_seq: np.ndarray  # seq of each tool call, ascending
+    call_res: np.ndarray  # resource+access key id per call (-1 none)
+    call_args: np.ndarray  # tool+arguments key id per call
     result_seq: np.ndarray  # tool results with a known call
     result_res: np.ndarray
     result_args: np.ndarray
@@ -82,9 +96,12 @@ class _Run:
 
 def _load(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, _Run], pl.DataFrame]:
     con = con.cursor()  # its own result set: an unfinished fetch on the caller's connection does not block us
-    items = frame(con, """
+    items = frame(
+        con,
+        """
         SELECT i.run_id, i.seq, i.step, i.kind, i.tool_name, i.call_id, i.args, i.resource, i.access
-        FROM items i JOIN runs r USING (run_id) WHERE r.n_requests > 0 ORDER BY i.run_id, i.seq""")
+        FROM items i JOIN runs r USING (run_id) WHERE r.n_requests > 0 ORDER BY i.run_id, i.seq""",
+    )
     runs = frame(con, "SELECT run_id, format, n_requests FROM runs WHERE n_requests > 0")
     events = frame(con, "SELECT run_id, step, seq, wording, origin FROM placeholders")
     res_ids: dict[str, int] = {}
@@ -95,8 +112,13 @@ def _load(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, _Run], pl.DataFrame
         kind = df["kind"].to_numpy()
         res_key = [None if r is None else f"{a}:{r}" for r, a in zip(df["resource"], df["access"], strict=True)]
         res = np.array([-1 if r is None else res_ids.setdefault(r, len(res_ids)) for r in res_key], dtype=np.int64)
-        arg = np.array([args_ids.setdefault(f"{t}\x00{a}", len(args_ids)) for t, a in
-                        zip(df["tool_name"], df["args"], strict=True)], dtype=np.int64)
+        arg = np.array(
+            [
+                args_ids.setdefault(f"{t}\x00{a}", len(args_ids))
+                for t, a in zip(df["tool_name"], df["args"], strict=True)
+            ],
+            dtype=np.int64,
+        )
         seq = df["seq"].to_numpy()
         is_call = kind == "tool_call"
         last_call: dict[str, int] = {}
@@ -112,22 +134,34 @@ def _load(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, _Run], pl.DataFrame
                 r_res.append(res[c])
                 r_args.append(arg[c])
         m = meta[run_id]
-        out[run_id] = _Run(df["step"].to_numpy(), seq[is_call], res[is_call], arg[is_call],
-                           np.array(r_seq, dtype=np.int64), np.array(r_res, dtype=np.int64),
-                           np.array(r_args, dtype=np.int64), int(m["n_requests"]), m["format"])
+        out[run_id] = _Run(
+            df["step"].to_numpy(),
+            seq[is_call],
+            res[is_call],
+            arg[is_call],
+            np.array(r_seq, dtype=np.int64),
+            np.array(r_res, dtype=np.int64),
+            np.array(r_args, dtype=np.int64),
+            int(m["n_requests"]),
+            m["format"],
+        )
     return out, events
 
 
-def placeholder_points(con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K,
-                       scope: str = "format") -> tuple[pl.DataFrame, pl.DataFrame]:
+def placeholder_points(
+    con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K, scope: str = "format"
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-event rows (run_id, seq, wording, origin, request, age, recalled) and baseline rows
     (wording, run_id, seq, request, age, recalled) before aggregation; recalled is -1 when no call followed."""
     if scope not in SCOPES:
         raise ValueError(f"scope {scope!r}: choose one of {', '.join(SCOPES)}")
     runs, shown = _load(con)
     shown = shown.filter(pl.col("run_id").is_in(list(runs)))
-    first = (shown.group_by(["run_id", "seq", "wording", "origin"]).agg(pl.col("step").min().alias("request"))
-             .sort(["run_id", "seq", "wording"]))
+    first = (
+        shown.group_by(["run_id", "seq", "wording", "origin"])
+        .agg(pl.col("step").min().alias("request"))
+        .sort(["run_id", "seq", "wording"])
+    )
     ev_rows: list[dict] = []
     for (run_id,), df in first.group_by(["run_id"], maintain_order=True):
         run = runs[run_id]
@@ -141,12 +175,32 @@ def placeholder_points(con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K,
         clip = df["origin"].to_numpy() == "clip"
         age = np.where(clip, 0, request - run.steps[seq])
         rec = run.recalled(run.boundary(seq, request, clip), run.result_res[pos], run.result_args[pos], k)
-        ev_rows.extend({"run_id": run_id, "format": run.format, "seq": int(s), "wording": w, "origin": o,
-                        "request": int(q), "age": int(a), "recalled": int(r)}
-                       for s, w, o, q, a, r in zip(seq, df["wording"], df["origin"], request, age, rec, strict=True))
-    events = pl.DataFrame(ev_rows, schema={"run_id": pl.Utf8, "format": pl.Utf8, "seq": pl.Int64, "wording": pl.Utf8,
-                                           "origin": pl.Utf8, "request": pl.Int64, "age": pl.Int64,
-                                           "recalled": pl.Int8})
+        ev_rows.extend(
+            {
+                "run_id": run_id,
+                "format": run.format,
+                "seq": int(s),
+                "wording": w,
+                "origin": o,
+                "request": int(q),
+                "age": int(a),
+                "recalled": int(r),
+            }
+            for s, w, o, q, a, r in zip(seq, df["wording"], df["origin"], request, age, rec, strict=True)
+        )
+    events = pl.DataFrame(
+        ev_rows,
+        schema={
+            "run_id": pl.Utf8,
+            "format": pl.Utf8,
+            "seq": pl.Int64,
+            "wording": pl.Utf8,
+            "origin": pl.Utf8,
+            "request": pl.Int64,
+            "age": pl.Int64,
+            "recalled": pl.Int8,
+        },
+    )
     base = _baseline(runs, shown, events, k, scope)
     return events, base
 
@@ -157,7 +211,8 @@ def _baseline(runs: dict[str, _Run], shown: pl.DataFrame, events: pl.DataFrame, 
     clipped = {(r, s) for r, s in shown.filter(pl.col("origin") == "clip").select("run_id", "seq").iter_rows()}
     rows: list[dict] = []
     groups = events.group_by(["wording", "origin"], maintain_order=True).agg(
-        pl.col("age").unique().sort(), pl.col("format").unique())
+        pl.col("age").unique().sort(), pl.col("format").unique()
+    )
     for wording, origin, ages, formats in groups.iter_rows():
         is_clip = origin == "clip"
         for run_id, run in runs.items():
@@ -168,35 +223,71 @@ def _baseline(runs: dict[str, _Run], shown: pl.DataFrame, events: pl.DataFrame, 
             for age in ages:
                 request = run.steps[seq] + age
                 ok = keep & (request < run.n_requests)
-                ok &= np.array([(run_id, int(q), int(s)) not in replaced for q, s in zip(request, seq, strict=True)],
-                               dtype=bool)
+                ok &= np.array(
+                    [(run_id, int(q), int(s)) not in replaced for q, s in zip(request, seq, strict=True)], dtype=bool
+                )
                 if not ok.any():
                     continue
                 s, q = seq[ok], request[ok]
-                rec = run.recalled(run.boundary(s, q, np.full(len(s), is_clip)), run.result_res[ok],
-                                   run.result_args[ok], k)
-                rows.extend({"wording": wording, "origin": origin, "run_id": run_id, "seq": int(a), "request": int(b),
-                             "age": int(age), "recalled": int(r)} for a, b, r in zip(s, q, rec, strict=True))
-    return pl.DataFrame(rows, schema={"wording": pl.Utf8, "origin": pl.Utf8, "run_id": pl.Utf8, "seq": pl.Int64,
-                                      "request": pl.Int64, "age": pl.Int64, "recalled": pl.Int8})
+                rec = run.recalled(
+                    run.boundary(s, q, np.full(len(s), is_clip)), run.result_res[ok], run.result_args[ok], k
+                )
+                rows.extend(
+                    {
+                        "wording": wording,
+                        "origin": origin,
+                        "run_id": run_id,
+                        "seq": int(a),
+                        "request": int(b),
+                        "age": int(age),
+                        "recalled": int(r),
+                    }
+                    for a, b, r in zip(s, q, rec, strict=True)
+                )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "wording": pl.Utf8,
+            "origin": pl.Utf8,
+            "run_id": pl.Utf8,
+            "seq": pl.Int64,
+            "request": pl.Int64,
+            "age": pl.Int64,
+            "recalled": pl.Int8,
+        },
+    )
 
 
 def _rates(df: pl.DataFrame, prefix: str = "", keys: tuple[str, ...] = ("wording", "origin")) -> pl.DataFrame:
-    agg = (df.filter(pl.col("recalled") >= 0).group_by(list(keys))
-           .agg(pl.len().alias("n"), pl.col("recalled").cast(pl.Int64).sum().alias("hits"),
-                pl.col("age").unique().sort().cast(pl.Utf8).str.join(",").alias("ages"),
-                pl.col("run_id").n_unique().alias("runs")))
+    agg = (
+        df.filter(pl.col("recalled") >= 0)
+        .group_by(list(keys))
+        .agg(
+            pl.len().alias("n"),
+            pl.col("recalled").cast(pl.Int64).sum().alias("hits"),
+            pl.col("age").unique().sort().cast(pl.Utf8).str.join(",").alias("ages"),
+            pl.col("run_id").n_unique().alias("runs"),
+        )
+    )
     lo_hi = [wilson(h, n) for h, n in zip(agg["hits"], agg["n"], strict=True)]
     return agg.with_columns(
         (pl.col("hits") / pl.col("n")).alias("rate"),
         pl.Series("ci_low", [a for a, _ in lo_hi], dtype=pl.Float64),
         pl.Series("ci_high", [b for _, b in lo_hi], dtype=pl.Float64),
-    ).rename({"n": f"{prefix}events", "hits": f"{prefix}recalls", "rate": f"{prefix}rate",
-              "ci_low": f"{prefix}ci_low", "ci_high": f"{prefix}ci_high"})
+    ).rename(
+        {
+            "n": f"{prefix}events",
+            "hits": f"{prefix}recalls",
+            "rate": f"{prefix}rate",
+            "ci_low": f"{prefix}ci_low",
+            "ci_high": f"{prefix}ci_high",
+        }
+    )
 
 
-def recall_rates(con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K, scope: str = "format",
-                 by_run: bool = False) -> pl.DataFrame:
+def recall_rates(
+    con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K, scope: str = "format", by_run: bool = False
+) -> pl.DataFrame:
     """Per wording: events, re-calls within the next ``k`` calls, rate and Wilson 95% CI, and the baseline.
 
     The interval treats events as independent; they cluster by run, so ``by_run`` (one row per wording and
@@ -208,10 +299,16 @@ def recall_rates(con: duckdb.DuckDBPyConnection, k: int = DEFAULT_K, scope: str 
     columns = (["run_id"] if by_run else []) + COLUMNS
     main = _rates(events, keys=keys)
     if not main.height:
-        return pl.DataFrame(schema={c: pl.Utf8 if c in ("wording", "origin", "ages", "run_id") else pl.Float64
-                                    for c in columns})
+        return pl.DataFrame(
+            schema={c: pl.Utf8 if c in ("wording", "origin", "ages", "run_id") else pl.Float64 for c in columns}
+        )
     contrast = _rates(base, "base_").drop("ages", "runs")
-    return (main.join(contrast, on=["wording", "origin"], how="left")
-            .with_columns(pl.col("base_events").fill_null(0), pl.col("base_recalls").fill_null(0))
-            .select(columns).sort(["events", "wording"] + (["run_id"] if by_run else []),
-                                  descending=[True, False] + ([False] if by_run else [])))
+    return (
+        main.join(contrast, on=["wording", "origin"], how="left")
+        .with_columns(pl.col("base_events").fill_null(0), pl.col("base_recalls").fill_null(0))
+        .select(columns)
+        .sort(
+            ["events", "wording"] + (["run_id"] if by_run else []),
+            descending=[True, False] + ([False] if by_run else []),
+        )
+    )

@@ -33,10 +33,10 @@ class Prices:
     input: float
     output: float
     cache_read: float | None = None
-    cache_write: float | None = None     # 5 min writes
+    cache_write: float | None = None  # 5 min writes
     cache_write_1h: float | None = None
-    provider: str | None = None          # whose caching and billing rules apply (a genai-prices provider id)
-    source: str = "unknown"              # where the figures come from
+    provider: str | None = None  # whose caching and billing rules apply (a genai-prices provider id)
+    source: str = "unknown"  # where the figures come from
     # long-context tiers: (start, {price key: USD/Mtok}); a request whose whole input (uncached, read, written)
     # is above ``start`` pays the tier's price on all its tokens of those keys (genai-prices' threshold rule)
     tiers: tuple[tuple[int, dict[str, float]], ...] = ()
@@ -63,8 +63,13 @@ def _num(value: Any) -> float | None:
     return float(getattr(value, "base", value))
 
 
-LIBRARY_KEYS = {"input": "input_mtok", "output": "output_mtok", "cache_read": "cache_read_mtok",
-                "cache_write": "cache_write_mtok", "cache_write_1h": "cache_write_1h_mtok"}
+LIBRARY_KEYS = {
+    "input": "input_mtok",
+    "output": "output_mtok",
+    "cache_read": "cache_read_mtok",
+    "cache_write": "cache_write_mtok",
+    "cache_write_1h": "cache_write_1h_mtok",
+}
 
 
 def _tiers(price: Any) -> tuple[tuple[int, dict[str, float]], ...]:
@@ -107,9 +112,16 @@ def _library_prices(model: str, when: date) -> Prices:
             continue
         p = info.get_prices(datetime.combine(when, time(12), UTC))
         inp, out = _num(p.input_mtok), _num(p.output_mtok)
-        return Prices(NAN if inp is None else inp, NAN if out is None else out, _num(p.cache_read_mtok),
-                      _num(p.cache_write_mtok), _num(p.cache_write_1h_mtok), provider.id,
-                      f"genai-prices {_version()}: {provider.id}/{info.id}", _tiers(p))
+        return Prices(
+            NAN if inp is None else inp,
+            NAN if out is None else out,
+            _num(p.cache_read_mtok),
+            _num(p.cache_write_mtok),
+            _num(p.cache_write_1h_mtok),
+            provider.id,
+            f"genai-prices {_version()}: {provider.id}/{info.id}",
+            _tiers(p),
+        )
     for name, _ in _candidates(model):
         try:
             return unknown(snap.find_provider(name, None, None).id)
@@ -172,8 +184,9 @@ def _apply(base: Prices, fields: dict[str, Any], source: str, when: date | None 
         source = f"{source} (same_as {base.source})"
     changes = {k: v for k, v in fields.items() if k in PRICE_KEYS or k == "provider"}
     # a price set by hand is flat: the library's long-context tiers of that key no longer apply
-    tiers = tuple((start, kept) for start, prices in base.tiers
-                  if (kept := {k: v for k, v in prices.items() if k not in changes}))
+    tiers = tuple(
+        (start, kept) for start, prices in base.tiers if (kept := {k: v for k, v in prices.items() if k not in changes})
+    )
     return replace(base, **changes, source=source, tiers=tiers)
 
 
@@ -209,9 +222,14 @@ class Pricing:
 DEFAULT_PRICING = Pricing()
 
 
-def pricing_from_options(prices_file: Path | None = None, price_sets: list[str] | None = None,
-                         model: str | None = None) -> Pricing:
+def pricing_from_options(
+    prices_file: Path | None = None, price_sets: list[str] | None = None, model: str | None = None
+) -> Pricing:
     """The Pricing CLI options describe (``--prices FILE``, ``--price key=value``, ``--model``)."""
     table = load_price_file(prices_file) if prices_file else {}
-    return Pricing(table, parse_price_sets(price_sets or []), model or None,
-                   f"--prices {prices_file}" if prices_file else "--prices")
+    return Pricing(
+        table,
+        parse_price_sets(price_sets or []),
+        model or None,
+        f"--prices {prices_file}" if prices_file else "--prices",
+    )

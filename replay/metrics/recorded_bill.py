@@ -29,8 +29,9 @@ _SQL = """SELECT q.run_id, q.step, q.ts, r.format AS harness, coalesce(q.model, 
           FROM requests q JOIN runs r USING (run_id) {where} ORDER BY q.run_id, q.step"""
 
 
-def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING,
-                 run_ids: list[str] | None = None) -> pl.DataFrame:
+def request_bill(
+    con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING, run_ids: list[str] | None = None
+) -> pl.DataFrame:
     """One row per stored request: day, model, the five counts billed (5 minute and 1 hour writes apart),
     ``billed`` (it has usage), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when priced)."""
     where, params = ("WHERE q.run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
@@ -45,29 +46,52 @@ def request_bill(con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRIC
     billed = (q["input_tokens"].is_not_null() | q["prompt_tokens"].is_not_null()).to_numpy()
     read, write = col("cache_read"), col("cache_write")
     w1h = np.minimum(col("cache_write_1h"), write)  # a split larger than the writes cannot be billed twice
-    uncached = np.where(q["input_tokens"].is_not_null().to_numpy(), col("input_tokens"),
-                        np.maximum(col("prompt_tokens") - read - write, 0))
+    uncached = np.where(
+        q["input_tokens"].is_not_null().to_numpy(),
+        col("input_tokens"),
+        np.maximum(col("prompt_tokens") - read - write, 0),
+    )
     models = q["model"].to_list()
     days = [day_of(t) for t in q["ts"].to_list()]
     bill = price_requests(models, days, uncached, read, write - w1h, w1h, col("output_tokens"), pricing)
     why = [bill.unpriced.get(pricing.model or m or "(none)", "") for m in models]
     cost = np.where(billed, bill.total, np.nan)
-    return pl.DataFrame({
-        "run_id": q["run_id"], "step": q["step"], "day": days, "harness": q["harness"], "model": models,
-        "billed": billed,
-        "input_tokens": np.where(billed, uncached, 0), "cache_read": np.where(billed, read, 0),
-        "cache_write_5m": np.where(billed, write - w1h, 0), "cache_write_1h": np.where(billed, w1h, 0),
-        "output_tokens": np.where(billed, col("output_tokens"), 0), "cost_usd": cost,
-        "why": [w if b else "" for w, b in zip(why, billed, strict=True)],
-        "price_source": [bill.sources.get(pricing.model or m or "(none)", "") for m in models],
-    }, schema_overrides={"day": pl.Date})
+    return pl.DataFrame(
+        {
+            "run_id": q["run_id"],
+            "step": q["step"],
+            "day": days,
+            "harness": q["harness"],
+            "model": models,
+            "billed": billed,
+            "input_tokens": np.where(billed, uncached, 0),
+            "cache_read": np.where(billed, read, 0),
+            "cache_write_5m": np.where(billed, write - w1h, 0),
+            "cache_write_1h": np.where(billed, w1h, 0),
+            "output_tokens": np.where(billed, col("output_tokens"), 0),
+            "cost_usd": cost,
+            "why": [w if b else "" for w, b in zip(why, billed, strict=True)],
+            "price_source": [bill.sources.get(pricing.model or m or "(none)", "") for m in models],
+        },
+        schema_overrides={"day": pl.Date},
+    )
 
 
 def _empty() -> pl.DataFrame:
-    return pl.DataFrame(schema={"run_id": pl.String, "step": pl.Int64, "day": pl.Date, "harness": pl.String,
-                                "model": pl.String,
-                                "billed": pl.Boolean, **dict.fromkeys(TOKENS, pl.Int64), "cost_usd": pl.Float64,
-                                "why": pl.String, "price_source": pl.String})
+    return pl.DataFrame(
+        schema={
+            "run_id": pl.String,
+            "step": pl.Int64,
+            "day": pl.Date,
+            "harness": pl.String,
+            "model": pl.String,
+            "billed": pl.Boolean,
+            **dict.fromkeys(TOKENS, pl.Int64),
+            "cost_usd": pl.Float64,
+            "why": pl.String,
+            "price_source": pl.String,
+        }
+    )
 
 
 def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -75,16 +99,23 @@ def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     ``cost_note`` says which (the unpriced models and why, or that the log has no per-request usage)."""
     unpriced = pl.col("billed") & pl.col("cost_usd").is_nan()
     out = df.group_by(keys, maintain_order=True).agg(
-        pl.col("run_id").n_unique().alias("runs"), pl.len().alias("requests"),
+        pl.col("run_id").n_unique().alias("runs"),
+        pl.len().alias("requests"),
         pl.col("billed").sum().alias("billed_requests"),
         *[pl.col(t).sum() for t in TOKENS],
         pl.when(pl.col("billed")).then(pl.col("cost_usd")).sum().alias("_cost"),
         unpriced.sum().alias("unpriced_requests"),
-        pl.struct("model", "why").filter(unpriced).unique(maintain_order=True).alias("_why"))
-    note = [_note(row["_why"], row["unpriced_requests"], row["billed_requests"])
-            for row in out.select("_why", "unpriced_requests", "billed_requests").iter_rows(named=True)]
-    cost = pl.when((pl.col("unpriced_requests") > 0) | (pl.col("billed_requests") == 0)).then(None) \
+        pl.struct("model", "why").filter(unpriced).unique(maintain_order=True).alias("_why"),
+    )
+    note = [
+        _note(row["_why"], row["unpriced_requests"], row["billed_requests"])
+        for row in out.select("_why", "unpriced_requests", "billed_requests").iter_rows(named=True)
+    ]
+    cost = (
+        pl.when((pl.col("unpriced_requests") > 0) | (pl.col("billed_requests") == 0))
+        .then(None)
         .otherwise(pl.col("_cost"))
+    )
     return out.with_columns(cost.alias("cost_usd"), pl.Series("cost_note", note, pl.String)).drop("_cost", "_why")
 
 
@@ -138,8 +169,10 @@ def bill_summary(table: pl.DataFrame, what: str, reasons: dict[str, str]) -> lis
     left = table.filter(cost.is_null())
     if left.height:
         lines.append(f"left out of the total ({left.height} {what}s; their cost is unknown, not 0):")
-        lines += [f"  {n} {what}(s): {note or 'no requests'}"
-                  for note, n in left.group_by("cost_note", maintain_order=True).len().iter_rows()]
+        lines += [
+            f"  {n} {what}(s): {note or 'no requests'}"
+            for note, n in left.group_by("cost_note", maintain_order=True).len().iter_rows()
+        ]
         lines += [f"  {model}: {why}" for model, why in sorted(reasons.items())]
         if any(m != "(none)" for m in reasons):
             lines.append("  price a model with --prices FILE or --price input=.. --price output=.. (USD/Mtok)")

@@ -30,10 +30,10 @@ class ReadEvents:
 
     call: np.ndarray
     prev_result: np.ndarray
-    decide: np.ndarray     # request index whose view the model saw when it issued the call
-    changed: np.ndarray    # bool: r written between the two reads
-    tokens: np.ndarray     # real tokens of the repeat read's result (the cost of reading again)
-    max_reads: int         # most reads of one resource in the run
+    decide: np.ndarray  # request index whose view the model saw when it issued the call
+    changed: np.ndarray  # bool: r written between the two reads
+    tokens: np.ndarray  # real tokens of the repeat read's result (the cost of reading again)
+    max_reads: int  # most reads of one resource in the run
     same_resource: dict[str, int] = field(default_factory=dict)  # RESOURCE_COLUMNS: repeats by resource only
 
 
@@ -51,7 +51,7 @@ def read_events(run: RunArrays) -> ReadEvents:
     history of the deciding request (a parallel sibling's output was not: the model never saw it)."""
     span = spans(run)
     calls = np.flatnonzero((run.kind == TOOL_CALL) & (run.resource >= 0))
-    reads: dict[int, list[tuple[int, int]]] = {}   # resource -> [(result position, call position)]
+    reads: dict[int, list[tuple[int, int]]] = {}  # resource -> [(result position, call position)]
     last_write: dict[int, int] = {}
     counts: dict[int, int] = {}
     out: list[tuple[int, int, int, bool, int]] = []
@@ -69,8 +69,11 @@ def read_events(run: RunArrays) -> ReadEvents:
             reads.setdefault(r, []).append((res, c))
     cols = list(zip(*out, strict=False)) if out else [(), (), (), (), ()]
     types = (np.int64,) * 3 + (bool, np.int64)
-    return ReadEvents(*(np.array(col, dtype=dt) for col, dt in zip(cols, types, strict=True)),
-                      max_reads=max(counts.values(), default=0), same_resource=same_resource_counts(run))
+    return ReadEvents(
+        *(np.array(col, dtype=dt) for col, dt in zip(cols, types, strict=True)),
+        max_reads=max(counts.values(), default=0),
+        same_resource=same_resource_counts(run),
+    )
 
 
 def same_resource_counts(run: RunArrays) -> dict[str, int]:

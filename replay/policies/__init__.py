@@ -12,8 +12,18 @@ from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
 from replay.policies.config import PolicyConfig, parse_sets
 from replay.policies.presets import PRESETS, Preset
 
-POLICY_MODULES = ["baselines", "oracle", "seed_a", "masking", "clear_tool_uses", "auto_compact", "seed_c", "seed_b",
-                  "openhands", "recorded"]
+POLICY_MODULES = [
+    "baselines",
+    "oracle",
+    "seed_a",
+    "masking",
+    "clear_tool_uses",
+    "auto_compact",
+    "seed_c",
+    "seed_b",
+    "openhands",
+    "recorded",
+]
 
 
 @cache
@@ -38,21 +48,27 @@ def policy_class(name: str) -> type[PolicyBase]:
         except (ImportError, AttributeError) as exc:
             raise ReplayError(f"--policy {name}: cannot import ({exc}); is the module on PYTHONPATH?") from exc
         except SyntaxError as exc:
-            raise ReplayError(f"--policy {name}: module {mod} has a syntax error at {exc.filename}:{exc.lineno}: "
-                              f"{exc.msg}") from None
+            raise ReplayError(
+                f"--policy {name}: module {mod} has a syntax error at {exc.filename}:{exc.lineno}: {exc.msg}"
+            ) from None
         except SystemExit as exc:
-            raise ReplayError(f"--policy {name}: importing module {mod} called sys.exit({exc.code!r}); a policy "
-                              "module must not exit") from None
+            raise ReplayError(
+                f"--policy {name}: importing module {mod} called sys.exit({exc.code!r}); a policy module must not exit"
+            ) from None
         except Exception as exc:  # noqa: BLE001 - any failure of user code at import, named with its module
             raise ReplayError(f"--policy {name}: importing module {mod} raised {type(exc).__name__}: {exc}") from exc
         if not (isinstance(cls, type) and (issubclass(cls, Policy) or cls in registry().values())):
-            raise ReplayError(f"--policy {name}: not a replay.policies.Policy subclass (a policy written in Python) "
-                              "nor a built-in policy")
+            raise ReplayError(
+                f"--policy {name}: not a replay.policies.Policy subclass (a policy written in Python) "
+                "nor a built-in policy"
+            )
         return cls
     reg = registry()
     if name not in reg:
-        raise ReplayError(f"--policy {name}: unknown; choose one of {', '.join(sorted(reg))}, a preset "
-                          f"({', '.join(PRESETS)}) or pkg.module:Class")
+        raise ReplayError(
+            f"--policy {name}: unknown; choose one of {', '.join(sorted(reg))}, a preset "
+            f"({', '.join(PRESETS)}) or pkg.module:Class"
+        )
     return reg[name]
 
 
@@ -63,5 +79,16 @@ def make_policy(name: str, params: dict[str, Any] | None = None) -> PolicyBase:
     return cls(cls.Config.from_params({**base, **(params or {})}))
 
 
-__all__ = ["PRESETS", "Budget", "CompiledPolicy", "Policy", "PolicyBase", "PolicyConfig", "Preset", "make_policy",
-           "parse_sets", "policy_class", "registry"]
+__all__ = [
+    "PRESETS",
+    "Budget",
+    "CompiledPolicy",
+    "Policy",
+    "PolicyBase",
+    "PolicyConfig",
+    "Preset",
+    "make_policy",
+    "parse_sets",
+    "policy_class",
+    "registry",
+]

@@ -111,25 +111,47 @@ class AutoCompactConfig(PolicyConfig):
     buffer_tokens: int = knob(0, 0, 10_000_000, "tokens taken off after the fraction (Claude Code 2.x: 13,000)")
     context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the budget window)")
     trigger_on: Literal["prompt", "previous_prompt", "last_usage", "usage_and_new"] = knob(
-        "prompt", doc="prompt: the history about to be sent (Codex); previous_prompt: the last request's prompt "
-                      "(Gemini CLI); last_usage: that and the last response's output (Claude Code to 2.1.0); "
-                      "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3 on)")
+        "prompt",
+        doc="prompt: the history about to be sent (Codex); previous_prompt: the last request's prompt "
+        "(Gemini CLI); last_usage: that and the last response's output (Claude Code to 2.1.0); "
+        "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3 on)",
+    )
     summary_tokens: int = knob(3_000, 0, 1_000_000, "size of the compaction summary")
-    summary_from_log: bool = knob(False, doc="size the n-th summary like the run's n-th recorded summary "
-                                             "(the knob past the last)")
+    summary_from_log: bool = knob(
+        False, doc="size the n-th summary like the run's n-th recorded summary (the knob past the last)"
+    )
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
-    background_until: float = knob(0.0, 0.0, 1.0, "summarise in the background: the summary of what was there "
-                                                   "when the limit was passed replaces it at the next request, "
-                                                   "at once past this fraction (Copilot CLI: 0.95); 0: at once")
-    cut_results_after: int = knob(0, 0, 10_000_000, "after a compaction, kept tool results past the newest this "
-                                                     "many tokens (chars/4) of them are cut to cut_chars (Gemini "
-                                                     "CLI: 50,000); 0: kept whole")
+    background_until: float = knob(
+        0.0,
+        0.0,
+        1.0,
+        "summarise in the background: the summary of what was there "
+        "when the limit was passed replaces it at the next request, "
+        "at once past this fraction (Copilot CLI: 0.95); 0: at once",
+    )
+    cut_results_after: int = knob(
+        0,
+        0,
+        10_000_000,
+        "after a compaction, kept tool results past the newest this "
+        "many tokens (chars/4) of them are cut to cut_chars (Gemini "
+        "CLI: 50,000); 0: kept whole",
+    )
     cut_chars: int = knob(40_000, 1, 100_000_000, "characters a cut tool result keeps (Gemini CLI: 40,000)")
-    keep_fraction: float = knob(0.0, 0.0, 0.99, "newest share of the history's characters kept verbatim, from a "
-                                                "user message on (Gemini CLI: 0.3); 0: keep_last decides")
-    reattach_tokens: int = knob(0, 0, 10_000_000, "tokens of the files re-attached after the summary when the "
-                                                   "summarised part read or wrote a file (Claude Code)")
+    keep_fraction: float = knob(
+        0.0,
+        0.0,
+        0.99,
+        "newest share of the history's characters kept verbatim, from a "
+        "user message on (Gemini CLI: 0.3); 0: keep_last decides",
+    )
+    reattach_tokens: int = knob(
+        0,
+        0,
+        10_000_000,
+        "tokens of the files re-attached after the summary when the summarised part read or wrote a file (Claude Code)",
+    )
     microcompact: bool = knob(False, doc="clear old tool results before compacting (Claude Code 2.x)")
     micro_tools: tuple[str, ...] = knob(MICRO_TOOLS, doc="tools whose results microcompact clears (comma separated)")
     micro_warning: int = knob(20_000, 0, 10_000_000, "microcompact once the last prompt is this close to the limit")
@@ -143,9 +165,25 @@ class AutoCompactConfig(PolicyConfig):
             raise ReplayError("auto_compact: threshold must be in (0, 1]")
 
 
-(P_LIMIT, P_PREVIOUS, P_SUMMARY_TOKENS, P_FROM_LOG, P_KEEP_USER, P_KEEP_LAST, P_REATTACH, P_KEEP_FRACTION,
- P_BACKGROUND_LIMIT, P_CUT_AFTER, P_CUT_CHARS, P_MICRO, P_MICRO_WARNING, P_MICRO_KEEP, P_MICRO_KEEP_TOKENS,
- P_MICRO_MIN_SAVED, P_MICRO_NOTE) = range(P_POLICY, P_POLICY + 17)
+(
+    P_LIMIT,
+    P_PREVIOUS,
+    P_SUMMARY_TOKENS,
+    P_FROM_LOG,
+    P_KEEP_USER,
+    P_KEEP_LAST,
+    P_REATTACH,
+    P_KEEP_FRACTION,
+    P_BACKGROUND_LIMIT,
+    P_CUT_AFTER,
+    P_CUT_CHARS,
+    P_MICRO,
+    P_MICRO_WARNING,
+    P_MICRO_KEEP,
+    P_MICRO_KEEP_TOKENS,
+    P_MICRO_MIN_SAVED,
+    P_MICRO_NOTE,
+) = range(P_POLICY, P_POLICY + 17)
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
@@ -166,8 +204,9 @@ class AutoCompact(CompiledPolicy):
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
         p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
-        p[P_BACKGROUND_LIMIT] = c.background_until * (window - c.output_reserve) - c.buffer_tokens \
-            if c.background_until > 0 else 0
+        p[P_BACKGROUND_LIMIT] = (
+            c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
+        )
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
         p[P_MICRO_NOTE] = c.micro_note_chars
@@ -197,7 +236,8 @@ def setup(p, r, st):
                 if res >= 0:
                     st.aux[A_MICRO, res] = 1
                     st.ftok[PLACEHOLDER, res], st.fest[PLACEHOLDER, res] = wording_cost(
-                        r, res, np.int64(p[P_MICRO_NOTE]), ratio, estimator)
+                        r, res, np.int64(p[P_MICRO_NOTE]), ratio, estimator
+                    )
 
 
 @compiled

@@ -35,8 +35,10 @@ class Budget:
         if self.window <= 0:
             raise ReplayError(f"window={self.window}: must be at least 1 token")
         if not 0 <= self.reserve < self.window:
-            raise ReplayError(f"reserve={self.reserve}: allowed 0 to window - 1 ({self.window - 1:,}); the reserve is "
-                              "kept free for the reply, so it must leave room for a prompt")
+            raise ReplayError(
+                f"reserve={self.reserve}: allowed 0 to window - 1 ({self.window - 1:,}); the reserve is "
+                "kept free for the reply, so it must leave room for a prompt"
+            )
 
     @property
     def usable(self) -> int:
@@ -138,8 +140,8 @@ class Policy(PolicyBase):
     def server_drops(self) -> None:
         """Items the server no longer counts from this request on, whatever the policy sends (an earlier turn's
         reasoning: ``RunArrays.gone_at``)."""
-        gone = self.run.gone_at[:self.end]
-        self.set_forms(np.flatnonzero((gone >= 0) & (gone <= self.k) & (self.forms[:self.end] != DROPPED)), DROPPED)
+        gone = self.run.gone_at[: self.end]
+        self.set_forms(np.flatnonzero((gone >= 0) & (gone <= self.k) & (self.forms[: self.end] != DROPPED)), DROPPED)
 
     def drop_orphans(self) -> None:
         """A result arriving after its call was dropped is dropped too: a call is never split from its result."""
@@ -194,7 +196,7 @@ class Policy(PolicyBase):
     def pair_safe_start(self, start: int) -> int:
         """Move a cut at ``start`` back until no item in [start, end) has its call/result partner before it."""
         while True:
-            seg = self.run.pair[start:self.end]
+            seg = self.run.pair[start : self.end]
             early = seg[(seg >= 0) & (seg < start)]
             if not len(early):
                 return start
@@ -210,9 +212,18 @@ class Policy(PolicyBase):
     def emit(self) -> View:
         e = self.end
         forms = self.forms[:e].copy()
-        view = View(k=self.k, end=e, forms=forms, seg_tokens=self.ftok[forms, self.idx[:e]],
-                    seg_est=self.fest[forms, self.idx[:e]], summary_at=self.summary_at,
-                    summary_id=self.summary_id, summary_tokens=self.summary_tokens,
-                    summary_est=self.summary_est, dirty_from=min(self.dirty, self.prev_end), **self.flags)
+        view = View(
+            k=self.k,
+            end=e,
+            forms=forms,
+            seg_tokens=self.ftok[forms, self.idx[:e]],
+            seg_est=self.fest[forms, self.idx[:e]],
+            summary_at=self.summary_at,
+            summary_id=self.summary_id,
+            summary_tokens=self.summary_tokens,
+            summary_est=self.summary_est,
+            dirty_from=min(self.dirty, self.prev_end),
+            **self.flags,
+        )
         self.prev_end, self.dirty = e, e
         return view

@@ -50,8 +50,9 @@ class ClearToolUsesConfig(PolicyConfig):
     keep: int = knob(3, 0, 100_000, "most recent tool uses kept")
     clear_at_least: int = knob(0, 0, 10_000_000, "clear only if at least this many tokens are freed")
     exclude_tools: tuple[str, ...] = knob((), doc="tool names never cleared (comma separated)")
-    clear_tool_inputs: bool | tuple[str, ...] = knob(False, doc="also clear call arguments: true, false, or tool "
-                                                               "names (comma separated)")
+    clear_tool_inputs: bool | tuple[str, ...] = knob(
+        False, doc="also clear call arguments: true, false, or tool names (comma separated)"
+    )
 
     def validate(self) -> None:
         value = self.clear_tool_inputs
@@ -73,8 +74,9 @@ class ClearToolUsesConfig(PolicyConfig):
 # scalars: results in the run, in the history so far, live (not dropped) among them; the old part: results before
 # index BOUND hold the oldest OLD live results, CLEARABLE of them not excluded, clearing them frees FREED; results
 # before index CLEARED_TO show cleared (0: none); LIFT: what cleared items show less than their originals
-(S_N_RESULTS, S_SEEN, S_LIVE, S_BOUND, S_OLD, S_CLEARABLE, S_FREED, S_CLEARED_TO, S_LIFT) = range(S_POLICY,
-                                                                                                S_POLICY + 9)
+(S_N_RESULTS, S_SEEN, S_LIVE, S_BOUND, S_OLD, S_CLEARABLE, S_FREED, S_CLEARED_TO, S_LIFT) = range(
+    S_POLICY, S_POLICY + 9
+)
 # aux rows: positions of the run's tool results; tool flags with a result inheriting its call's; shown cleared
 (A_RESULTS, A_FLAG, A_CLEARED) = range(3)
 
@@ -91,8 +93,9 @@ class ClearToolUses(CompiledPolicy):
     def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
         c = self.config
         inputs = c.clear_tool_inputs if isinstance(c.clear_tool_inputs, tuple) else ()
-        return np.array([TF_EXCLUDED * (t in c.exclude_tools) | TF_CLEAR_INPUT * (t in inputs) for t in tool_names],
-                        dtype=np.int8)
+        return np.array(
+            [TF_EXCLUDED * (t in c.exclude_tools) | TF_CLEAR_INPUT * (t in inputs) for t in tool_names], dtype=np.int8
+        )
 
 
 @compiled

@@ -84,8 +84,9 @@ class PolicyConfig:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(params) - set(fields))
         if unknown:
-            raise ReplayError(f"{cls.kind}: unknown parameter(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(fields)) or '(none)'}")
+            raise ReplayError(
+                f"{cls.kind}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(fields)) or '(none)'}"
+            )
         return cls(**{k: _coerce(k, v, hints[k]) for k, v in params.items()})
 
     def as_dict(self) -> dict[str, Any]:

@@ -33,16 +33,44 @@ N_PARAMS = 40
 ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 
 # -- scalar state ------------------------------------------------------------------------------------------------------
-(S_K, S_END, S_PREV_END, S_DIRTY, S_TOT_EST, S_TOT_TOK, S_SUM_AT, S_SUM_ID, S_SUM_TOK, S_SUM_EST, S_EMERGENCY,
- S_SUMMARISED, S_WINDOW, S_SENT_EST) = range(14)
+(
+    S_K,
+    S_END,
+    S_PREV_END,
+    S_DIRTY,
+    S_TOT_EST,
+    S_TOT_TOK,
+    S_SUM_AT,
+    S_SUM_ID,
+    S_SUM_TOK,
+    S_SUM_EST,
+    S_EMERGENCY,
+    S_SUMMARISED,
+    S_WINDOW,
+    S_SENT_EST,
+) = range(14)
 S_POLICY = 16
 N_SCALARS = 40
 N_AUX = 6
 
 # policy codes: the driver dispatches on them (replay.simulator.kernels.dispatch)
-CODES = {"full": 0, "seed_a": 1, "seed_a_before": 1, "drop_oldest": 2, "masking": 3, "last_n": 4,
-         "clear_tool_uses": 5, "auto_compact": 6, "seed_b": 7, "seed_c": 8, "openhands": 9, "openhands_tokens": 10,
-         "openhands_recent": 11, "oracle": 12, "recorded": 13}
+CODES = {
+    "full": 0,
+    "seed_a": 1,
+    "seed_a_before": 1,
+    "drop_oldest": 2,
+    "masking": 3,
+    "last_n": 4,
+    "clear_tool_uses": 5,
+    "auto_compact": 6,
+    "seed_b": 7,
+    "seed_c": 8,
+    "openhands": 9,
+    "openhands_tokens": 10,
+    "openhands_recent": 11,
+    "oracle": 12,
+    "recorded": 13,
+}
 RECORDED = CODES["recorded"]
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
@@ -51,16 +79,42 @@ TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
 SUMMARY_MADE, SUMMARY_CLEARED = 1, 2
 WRITE = ACCESS_CODE["write"]
 
-Run = namedtuple("Run", (
-    "kind", "tokens", "chars", "access", "pair", "gone_at", "step", "turn", "is_error", "lines", "resource",
-    "tflag", "recorded_only", "req_end", "first_body", "estimated",
-    # repeat reads, sorted by deciding request: earlier result, request, content changed, tokens
-    "rr_prev", "rr_decide", "rr_changed", "rr_tokens",
-    # the log's own context events (replay.simulator.arrays.RecordedEvents): request of each event, the items it drops
-    # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
-    "ev_step", "ev_drop_off", "ev_drop", "mask_step", "mask_pos", "mask_chars",
-    # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
-    "usage_offset"))
+Run = namedtuple(
+    "Run",
+    (
+        "kind",
+        "tokens",
+        "chars",
+        "access",
+        "pair",
+        "gone_at",
+        "step",
+        "turn",
+        "is_error",
+        "lines",
+        "resource",
+        "tflag",
+        "recorded_only",
+        "req_end",
+        "first_body",
+        "estimated",
+        # repeat reads, sorted by deciding request: earlier result, request, content changed, tokens
+        "rr_prev",
+        "rr_decide",
+        "rr_changed",
+        "rr_tokens",
+        # the log's own context events (replay.simulator.arrays.RecordedEvents): request of each event, items it drops
+        # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
+        "ev_step",
+        "ev_drop_off",
+        "ev_drop",
+        "mask_step",
+        "mask_pos",
+        "mask_chars",
+        # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
+        "usage_offset",
+    ),
+)
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))
 
 

@@ -102,8 +102,10 @@ class OpenHandsConfig(PolicyConfig):
 
     def validate(self) -> None:
         if self.max_size // 2 - self.keep_first - 1 < 1:
-            raise ReplayError(f"{self.kind}: keep_first={self.keep_first} leaves no tail under "
-                              f"max_size={self.max_size} (need max_size // 2 - keep_first - 1 >= 1)")
+            raise ReplayError(
+                f"{self.kind}: keep_first={self.keep_first} leaves no tail under "
+                f"max_size={self.max_size} (need max_size // 2 - keep_first - 1 >= 1)"
+            )
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,9 @@ class OpenHandsRecentConfig(PolicyConfig):
 # parameters: the trigger (events, or tokens for openhands_tokens), keep_first, events kept in the tail (the token
 # variant computes its own), the summary's cap (-1: no summary), characters per event given to the summariser,
 # events per attachment
-(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS) = \
-    range(P_POLICY, P_POLICY + 6)
+(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS) = range(
+    P_POLICY, P_POLICY + 6
+)
 S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
 S_EVENTS = S_POLICY + 1  # live body events (by weight) as last counted
 S_GAP_LO, S_GAP_HI = S_POLICY + 2, S_POLICY + 3  # every item in [lo, hi) is dropped (a cut's range)
@@ -191,7 +194,7 @@ def setup(p, r, st):
     ids = event_ids(r.kind, r.step, r.first_body)
     st.aux[A_EVENT, :] = ids
     w = event_weights(r.kind, ids, np.int64(p[P_ATTACHMENT_EVENTS]))
-    st.aux[A_WEIGHT, :len(w)] = w
+    st.aux[A_WEIGHT, : len(w)] = w
     drop_artefacts(r, st)
 
 

@@ -78,41 +78,85 @@ class Preset:
     doc: str = ""
 
 
-CLAUDE_CODE = {"trigger_on": "last_usage", "keep_last": 0, "summary_tokens": 2_000, "summary_from_log": True,
-               "reattach_tokens": 10_800}
+CLAUDE_CODE = {
+    "trigger_on": "last_usage",
+    "keep_last": 0,
+    "summary_tokens": 2_000,
+    "summary_from_log": True,
+    "reattach_tokens": 10_800,
+}
 CLAUDE_CODE_BUFFER = {**CLAUDE_CODE, "threshold": 1.0, "buffer_tokens": 13_000, "microcompact": True}
 
-GEMINI = {"trigger_on": "previous_prompt", "keep_last": 0, "keep_fraction": 0.3, "summary_tokens": 2_000,
-          "summary_from_log": True, "cut_results_after": 50_000, "cut_chars": 40_000}
+GEMINI = {
+    "trigger_on": "previous_prompt",
+    "keep_last": 0,
+    "keep_fraction": 0.3,
+    "summary_tokens": 2_000,
+    "summary_from_log": True,
+    "cut_results_after": 50_000,
+    "cut_chars": 40_000,
+}
 CODEX_EFFECTIVE_PERCENT = 95  # codex-rs default effective_context_window_percent: model_context_window's share
 # codex-rs's built-in model families (find_model_info_for_slug, by slug prefix, first match): the window when the
 # log does not give model_context_window. Unknown slugs had no window there (no auto-compaction) until the
 # fallback metadata gave them 272,000.
-CODEX_FAMILY_WINDOWS = (("o3", 200_000), ("o4-mini", 200_000), ("codex-mini-latest", 200_000),
-                        ("gpt-4.1", 1_047_576), ("gpt-oss", 96_000), ("openai/gpt-oss", 96_000), ("gpt-4o", 128_000),
-                        ("gpt-3.5", 16_385), ("gpt-5", 272_000), ("codex-", 272_000), ("exp-", 272_000))
+CODEX_FAMILY_WINDOWS = (
+    ("o3", 200_000),
+    ("o4-mini", 200_000),
+    ("codex-mini-latest", 200_000),
+    ("gpt-4.1", 1_047_576),
+    ("gpt-oss", 96_000),
+    ("openai/gpt-oss", 96_000),
+    ("gpt-4o", 128_000),
+    ("gpt-3.5", 16_385),
+    ("gpt-5", 272_000),
+    ("codex-", 272_000),
+    ("exp-", 272_000),
+)
 
 
 def codex_window(model_context_window: object, model: str | None) -> int | None:
     """The model's context window codex-rs takes its auto-compact limit from: the logged ``model_context_window``
     (the window x effective_context_window_percent) scaled back, else the window of the model's family."""
-    if isinstance(model_context_window, int) and not isinstance(model_context_window, bool) and \
-            model_context_window > 0:
+    if (
+        isinstance(model_context_window, int)
+        and not isinstance(model_context_window, bool)
+        and model_context_window > 0
+    ):
         return round(model_context_window * 100 / CODEX_EFFECTIVE_PERCENT)
     return next((w for prefix, w in CODEX_FAMILY_WINDOWS if (model or "").startswith(prefix)), None)
 
+
 # Gemini CLI tokenLimit(): 1,048,576 for every Gemini model it lists and by default; gemma-4 from 0.41.
-GEMINI_TOKEN_LIMITS = {"gemma-4-31b-it": 256_000, "gemma-4-26b-a4b-it": 256_000, "gemini-1.5-pro": 2_097_152,
-                       "gemini-2.0-flash-preview-image-generation": 32_000}
+GEMINI_TOKEN_LIMITS = {
+    "gemma-4-31b-it": 256_000,
+    "gemma-4-26b-a4b-it": 256_000,
+    "gemini-1.5-pro": 2_097_152,
+    "gemini-2.0-flash-preview-image-generation": 32_000,
+}
 GEMINI_DEFAULT_LIMIT = 1_048_576
 
 # Copilot CLI 1.0.34: max_prompt_tokens of the models it knows (used when the service does not say), else 128,000.
 COPILOT_PROMPT_LIMITS = {
-    "claude-haiku-4.5": 136_000, "claude-opus-4.5": 168_000, "claude-opus-4.6": 168_000, "claude-sonnet-4": 128_000,
-    "claude-sonnet-4.5": 168_000, "claude-sonnet-4.6": 168_000, "gemini-2.5-pro": 128_000, "gpt-4.1": 64_000,
-    "gpt-4.1-2025-04-14": 64_000, "gpt-4o": 64_000, "gpt-5-mini": 128_000, "gpt-5.1": 128_000, "gpt-5.2": 272_000,
-    "gpt-5.2-codex": 272_000, "gpt-5.3-codex": 272_000, "gpt-5.4": 272_000, "gpt-5.4-mini": 272_000,
-    "gpt-5.4-nano": 272_000}
+    "claude-haiku-4.5": 136_000,
+    "claude-opus-4.5": 168_000,
+    "claude-opus-4.6": 168_000,
+    "claude-sonnet-4": 128_000,
+    "claude-sonnet-4.5": 168_000,
+    "claude-sonnet-4.6": 168_000,
+    "gemini-2.5-pro": 128_000,
+    "gpt-4.1": 64_000,
+    "gpt-4.1-2025-04-14": 64_000,
+    "gpt-4o": 64_000,
+    "gpt-5-mini": 128_000,
+    "gpt-5.1": 128_000,
+    "gpt-5.2": 272_000,
+    "gpt-5.2-codex": 272_000,
+    "gpt-5.3-codex": 272_000,
+    "gpt-5.4": 272_000,
+    "gpt-5.4-mini": 272_000,
+    "gpt-5.4-nano": 272_000,
+}
 COPILOT_DEFAULT_LIMIT = 128_000
 
 
@@ -126,48 +170,116 @@ def copilot_prompt_limit(model: str | None) -> int:
     return COPILOT_PROMPT_LIMITS.get(model or "", COPILOT_DEFAULT_LIMIT)
 
 
-PRESETS: dict[str, Preset] = {p.name: p for p in [
-    Preset("claude-code-1.0", "auto_compact",
-           {**CLAUDE_CODE, "threshold": 0.92, "output_reserve": 32_000},
-           "Claude Code 1.0.51-1.0.70 auto-compact: 0.92 x (200k - 32k output) of the last usage; files re-attached"),
-    Preset("claude-code-1.0.80", "auto_compact", {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000},
-           "Claude Code 1.0.80-2.1.0: 200k - 32k output - 13k buffer = 155k of the last usage; microcompact"),
-    Preset("claude-code-2.1.3", "auto_compact",
-           {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000, "trigger_on": "usage_and_new"},
-           "Claude Code 2.1.3-2.1.32: 155k of the prompt about to be sent; microcompact"),
-    Preset("claude-code-2", "auto_compact",
-           {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
-           "Claude Code 2.1.33 on: 200k - 20k output - 13k buffer = 167k of the prompt about to be sent; microcompact"),
-    Preset("codex", "auto_compact",
-           {"threshold": 0.832, "trigger_on": "prompt", "keep_last": 0, "keep_user_tokens": 20_000,
-            "summary_tokens": 1_650, "summary_from_log": True},
-           "Codex CLI auto-compact at the observed 0.832 of model_context_window; user messages kept to 20k"),
-    Preset("codex-rs", "auto_compact",
-           {"threshold": 0.9, "trigger_on": "prompt", "keep_last": 0, "keep_user_tokens": 20_000,
-            "summary_tokens": 1_650, "summary_from_log": True},
-           "codex-rs default auto-compact: 0.9 x the model's window (the logged model_context_window / 0.95)"),
-    *(Preset(name, "auto_compact", {**GEMINI, "threshold": share},
-             f"Gemini CLI chat compression at {share} of the model's token limit; newest 30% of the history kept")
-      for name, share in (("gemini-cli", 0.5), ("gemini-cli-0.12", 0.2), ("gemini-cli-0.11", 0.7))),
-    Preset("copilot-cli", "auto_compact",
-           {"threshold": 0.8, "trigger_on": "prompt", "keep_last": 0, "summary_tokens": 2_000,
-            "summary_from_log": True, "background_until": 0.95},
-           "GitHub Copilot CLI background compaction at 0.8 of the model's max_prompt_tokens"),
-    Preset("swe-agent-last-n", "last_n", {"n": 5, "polling": 1},
-           "SWE-agent last_n_observations, n=5, polling 1, 'Old environment output: (N lines omitted)'"),
-    Preset("openhands-v0", "openhands", {"max_size": 120, "keep_first": 4, "attachment_events": 2},
-           "OpenHands V0 server default: summarising condenser, keep_first 4, max_size 120 events"),
-    Preset("openhands-v1", "openhands", {"max_size": 80, "keep_first": 4, "attachment_events": 0},
-           "OpenHands V1 SDK default agent: summarising condenser, max_size 80 events, keep_first 4"),
-    Preset("anthropic-clear-tool-uses", "clear_tool_uses",
-           {"trigger_type": "input_tokens", "trigger": 100_000, "keep": 3},
-           "Anthropic clear_tool_uses_20250919 defaults: past 100k input tokens keep the last 3 tool uses"),
-]}
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in [
+        Preset(
+            "claude-code-1.0",
+            "auto_compact",
+            {**CLAUDE_CODE, "threshold": 0.92, "output_reserve": 32_000},
+            "Claude Code 1.0.51-1.0.70 auto-compact: 0.92 x (200k - 32k output) of the last usage; files re-attached",
+        ),
+        Preset(
+            "claude-code-1.0.80",
+            "auto_compact",
+            {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000},
+            "Claude Code 1.0.80-2.1.0: 200k - 32k output - 13k buffer = 155k of the last usage; microcompact",
+        ),
+        Preset(
+            "claude-code-2.1.3",
+            "auto_compact",
+            {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000, "trigger_on": "usage_and_new"},
+            "Claude Code 2.1.3-2.1.32: 155k of the prompt about to be sent; microcompact",
+        ),
+        Preset(
+            "claude-code-2",
+            "auto_compact",
+            {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
+            "Claude Code 2.1.33 on: 200k - 20k output - 13k buffer = 167k of the prompt about to be sent; microcompact",
+        ),
+        Preset(
+            "codex",
+            "auto_compact",
+            {
+                "threshold": 0.832,
+                "trigger_on": "prompt",
+                "keep_last": 0,
+                "keep_user_tokens": 20_000,
+                "summary_tokens": 1_650,
+                "summary_from_log": True,
+            },
+            "Codex CLI auto-compact at the observed 0.832 of model_context_window; user messages kept to 20k",
+        ),
+        Preset(
+            "codex-rs",
+            "auto_compact",
+            {
+                "threshold": 0.9,
+                "trigger_on": "prompt",
+                "keep_last": 0,
+                "keep_user_tokens": 20_000,
+                "summary_tokens": 1_650,
+                "summary_from_log": True,
+            },
+            "codex-rs default auto-compact: 0.9 x the model's window (the logged model_context_window / 0.95)",
+        ),
+        *(
+            Preset(
+                name,
+                "auto_compact",
+                {**GEMINI, "threshold": share},
+                f"Gemini CLI chat compression at {share} of the model's token limit; newest 30% of the history kept",
+            )
+            for name, share in (("gemini-cli", 0.5), ("gemini-cli-0.12", 0.2), ("gemini-cli-0.11", 0.7))
+        ),
+        Preset(
+            "copilot-cli",
+            "auto_compact",
+            {
+                "threshold": 0.8,
+                "trigger_on": "prompt",
+                "keep_last": 0,
+                "summary_tokens": 2_000,
+                "summary_from_log": True,
+                "background_until": 0.95,
+            },
+            "GitHub Copilot CLI background compaction at 0.8 of the model's max_prompt_tokens",
+        ),
+        Preset(
+            "swe-agent-last-n",
+            "last_n",
+            {"n": 5, "polling": 1},
+            "SWE-agent last_n_observations, n=5, polling 1, 'Old environment output: (N lines omitted)'",
+        ),
+        Preset(
+            "openhands-v0",
+            "openhands",
+            {"max_size": 120, "keep_first": 4, "attachment_events": 2},
+            "OpenHands V0 server default: summarising condenser, keep_first 4, max_size 120 events",
+        ),
+        Preset(
+            "openhands-v1",
+            "openhands",
+            {"max_size": 80, "keep_first": 4, "attachment_events": 0},
+            "OpenHands V1 SDK default agent: summarising condenser, max_size 80 events, keep_first 4",
+        ),
+        Preset(
+            "anthropic-clear-tool-uses",
+            "clear_tool_uses",
+            {"trigger_type": "input_tokens", "trigger": 100_000, "keep": 3},
+            "Anthropic clear_tool_uses_20250919 defaults: past 100k input tokens keep the last 3 tool uses",
+        ),
+    ]
+}
 
 
 # (first version, preset, output reserve cap): the Claude Code presets in version order (see the module docstring)
-CLAUDE_CODE_VERSIONS = ((0, 0, 0), "claude-code-1.0", 32_000), ((1, 0, 80), "claude-code-1.0.80", 32_000), \
-    ((2, 1, 3), "claude-code-2.1.3", 32_000), ((2, 1, 33), "claude-code-2", 20_000)
+CLAUDE_CODE_VERSIONS = (
+    ((0, 0, 0), "claude-code-1.0", 32_000),
+    ((1, 0, 80), "claude-code-1.0.80", 32_000),
+    ((2, 1, 3), "claude-code-2.1.3", 32_000),
+    ((2, 1, 33), "claude-code-2", 20_000),
+)
 
 
 def version_tuple(version: str) -> tuple[int, ...] | None:
@@ -188,8 +300,9 @@ def max_output(model: str) -> int:
     return 32_000
 
 
-def claude_code_preset(version: str, model: str | None, long_context: bool = False
-                       ) -> tuple[str, dict[str, Any], int] | None:
+def claude_code_preset(
+    version: str, model: str | None, long_context: bool = False
+) -> tuple[str, dict[str, Any], int] | None:
     """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
     not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
     1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded

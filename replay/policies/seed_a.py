@@ -97,21 +97,33 @@ class SeedAConfig(PolicyConfig):
     tail_chars: int = knob(120, 0, 100_000, "characters kept from the end of a replaced output")
     wording: str = knob(WORDING, doc="placeholder text ({tool}, {call_id})")
     shrink_writes: bool = knob(True, doc="shrink completed, successful write/edit call arguments to an 'applied' note")
-    protect: float = knob(1 / 3, 0.0, 10_000_000, "protected recent range: a fraction of the window when <= 1 "
-                                                  "(default a third), else tokens (e.g. 12000); 0: none")
+    protect: float = knob(
+        1 / 3,
+        0.0,
+        10_000_000,
+        "protected recent range: a fraction of the window when <= 1 "
+        "(default a third), else tokens (e.g. 12000); 0: none",
+    )
     reclaim_floor: float = knob(0.125, 0.0, 1.0, "commit a tier-1 pass only if it reclaims this fraction of window")
     summary_at: int = knob(80_000, 1, 10_000_000, "tier 2 fires when the estimate exceeds this")
     tail_messages: int = knob(24, 0, 100_000, "verbatim tail kept after a summary, chat messages (0: no message cap)")
     tail_fraction: float = knob(0.125, 0.0, 1.0, "verbatim tail capped at this fraction of the window (0: no cap)")
     summary_tokens: int = knob(2_000, 0, 1_000_000, "size of a summary")
     task_list_tokens: int = knob(300, 0, 100_000, "task list / notes block re-inserted with the summary")
-    margin: float = knob(0.2, 0.0, 0.95, "emergency: the estimate may under-count the real size by this fraction "
-                                         "of it; fires when est / (1 - margin) + reserve > window")
+    margin: float = knob(
+        0.2,
+        0.0,
+        0.95,
+        "emergency: the estimate may under-count the real size by this fraction "
+        "of it; fires when est / (1 - margin) + reserve > window",
+    )
 
     def validate(self) -> None:
         if self.tail_messages == 0 and self.tail_fraction == 0:
-            raise ReplayError(f"{self.kind}: tail_messages=0 and tail_fraction=0 leave the verbatim tail unbounded, "
-                              "so tier 2 could never summarise; set one of them")
+            raise ReplayError(
+                f"{self.kind}: tail_messages=0 and tail_fraction=0 leave the verbatim tail unbounded, "
+                "so tier 2 could never summarise; set one of them"
+            )
 
 
 @dataclass(frozen=True)
@@ -120,15 +132,31 @@ class SeedABeforeConfig(SeedAConfig):
     with no token cap, a 10% emergency margin."""
 
     kind = "seed_a_before"
-    protect: float = knob(12_000, 0.0, 10_000_000, "protected recent range: a fraction of the window when <= 1, "
-                                                   "else tokens; 0: none")
+    protect: float = knob(
+        12_000, 0.0, 10_000_000, "protected recent range: a fraction of the window when <= 1, else tokens; 0: none"
+    )
     tail_fraction: float = knob(0.0, 0.0, 1.0, "verbatim tail capped at this fraction of the window (0: no cap)")
-    margin: float = knob(0.1, 0.0, 0.95, "emergency: the estimate may under-count the real size by this fraction "
-                                         "of it; fires when est / (1 - margin) + reserve > window")
+    margin: float = knob(
+        0.1,
+        0.0,
+        0.95,
+        "emergency: the estimate may under-count the real size by this fraction "
+        "of it; fires when est / (1 - margin) + reserve > window",
+    )
 
 
-(P_KEEP_CHARS, P_WORDING_CHARS, P_SHRINK, P_PROTECT, P_RECLAIM_FLOOR, P_SUMMARY_AT, P_TAIL_MESSAGES,
- P_TAIL_FRACTION, P_SUMMARY_SIZE, P_MARGIN) = range(P_POLICY, P_POLICY + 10)
+(
+    P_KEEP_CHARS,
+    P_WORDING_CHARS,
+    P_SHRINK,
+    P_PROTECT,
+    P_RECLAIM_FLOOR,
+    P_SUMMARY_AT,
+    P_TAIL_MESSAGES,
+    P_TAIL_FRACTION,
+    P_SUMMARY_SIZE,
+    P_MARGIN,
+) = range(P_POLICY, P_POLICY + 10)
 A_MESSAGE = 0  # aux row: 1 where an item opens a chat message
 # Pointers that keep a request's work to the part of the history that can still change (items' forms only move
 # away from ORIGINAL, never back): before S_SETTLED no item can ever be placed or shrunk; before S_SUMMARISED_TO
@@ -176,10 +204,16 @@ def placeable(st, r, q):
 def may_gain(p, r, st, q):
     """Item q is placeable or shrinkable now or may become so later (a write call whose result is still to come)."""
     pair = r.pair[q]
-    write = ((p[P_SHRINK] > 0) & (r.kind[q] == TOOL_CALL) & (r.access[q] == WRITE) & (pair >= 0)
-             & ~((pair < st.s[S_END]) & r.is_error[max(pair, 0)]))
-    return (st.forms[q] == ORIGINAL) & (((r.kind[q] == TOOL_RESULT) & (st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q]))
-                                        | write)
+    write = (
+        (p[P_SHRINK] > 0)
+        & (r.kind[q] == TOOL_CALL)
+        & (r.access[q] == WRITE)
+        & (pair >= 0)
+        & ~((pair < st.s[S_END]) & r.is_error[max(pair, 0)])
+    )
+    return (st.forms[q] == ORIGINAL) & (
+        ((r.kind[q] == TOOL_RESULT) & (st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q])) | write
+    )
 
 
 @compiled

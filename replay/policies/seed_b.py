@@ -99,16 +99,26 @@ class SeedBConfig(PolicyConfig):
     tool_cap: int = knob(1_500, 0, 10_000_000, "cap per rebuilt result, tokens (0: no cap)")
     older_results: Literal["omit", "keep"] = knob("omit", doc="results of older tool turns: markers (omit) or whole")
     rebuild: Literal["history", "every_request"] = knob(
-        "history", doc="history: caps and markers on the turns before the current one (the design); every_request: "
-                       "on the last tool_turns requests' results and older ones every request, current turn included")
+        "history",
+        doc="history: caps and markers on the turns before the current one (the design); every_request: "
+        "on the last tool_turns requests' results and older ones every request, current turn included",
+    )
     summary_tokens: int = knob(1_000, 0, 1_000_000, "rolling summary of dropped turns, tokens")
     marker: str = knob(MARKER, doc="marker for an omitted result ({tool}, {call_id})")
     failover_window: int = knob(0, 0, 100_000_000, "window after failover, tokens (0: no failover)")
     failover_at_request: int = knob(0, 0, 100_000_000, "first request served on the failover window")
 
 
-(P_TOOL_TURNS, P_TOOL_CAP, P_KEEP_OLDER, P_EVERY_REQUEST, P_SUMMARY_TOKENS, P_MARKER_CHARS, P_FAILOVER_WINDOW,
- P_FAILOVER_AT) = range(P_POLICY, P_POLICY + 8)
+(
+    P_TOOL_TURNS,
+    P_TOOL_CAP,
+    P_KEEP_OLDER,
+    P_EVERY_REQUEST,
+    P_SUMMARY_TOKENS,
+    P_MARKER_CHARS,
+    P_FAILOVER_WINDOW,
+    P_FAILOVER_AT,
+) = range(P_POLICY, P_POLICY + 8)
 # aux rows: section per item; (real, est) of a result capped at tool_cap; the item's form when the request began
 # (valid from the request's first rebuilt position on); the newest result at or before the item (-1: none); the
 # largest key (turn, or step with rebuild=every_request) of the results up to the item (NONE: none)
@@ -117,8 +127,17 @@ NONE = -NO_KEY - 1
 # scalars: estimate folded into the rolling summary so far; the previous request's current-turn start, end of the
 # rebuilt results and threshold key; whether results' keys never decrease with position; positions below which no
 # item can be history again / carried context / a live result; whether markers of the current turn are deferred
-(S_FOLDED, S_PREV_CS, S_PREV_HI, S_PREV_FIRST, S_ORDERED, S_HISTORY_FROM, S_CARRIED_FROM, S_RESULTS_FROM,
- S_DEFERRED) = range(S_POLICY, S_POLICY + 9)
+(
+    S_FOLDED,
+    S_PREV_CS,
+    S_PREV_HI,
+    S_PREV_FIRST,
+    S_ORDERED,
+    S_HISTORY_FROM,
+    S_CARRIED_FROM,
+    S_RESULTS_FROM,
+    S_DEFERRED,
+) = range(S_POLICY, S_POLICY + 9)
 
 
 class SeedB(CompiledPolicy):
@@ -227,7 +246,7 @@ def newest_keys(r, st, key, lo, hi, n, live):
         found += 1
         if found == n:
             break
-        start = np.searchsorted(top[:q + 1], upper)
+        start = np.searchsorted(top[: q + 1], upper)
         q = prev[start - 1] if start > 0 else -1
     return upper
 

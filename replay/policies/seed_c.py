@@ -72,8 +72,15 @@ class SeedCConfig(PolicyConfig):
     tail_fraction: float = knob(0.25, 0.0, 1.0, "recent tail kept verbatim after a summary, fraction of the budget")
 
 
-(P_SPILL_TOKENS, P_PREVIEW_CHARS, P_SPILL_ERRORS, P_MARKER_CHARS, P_PROTECT_TURNS, P_SUMMARY_TOKENS,
- P_TAIL_FRACTION) = range(P_POLICY, P_POLICY + 7)
+(
+    P_SPILL_TOKENS,
+    P_PREVIEW_CHARS,
+    P_SPILL_ERRORS,
+    P_MARKER_CHARS,
+    P_PROTECT_TURNS,
+    P_SUMMARY_TOKENS,
+    P_TAIL_FRACTION,
+) = range(P_POLICY, P_POLICY + 7)
 A_SPILLABLE = 0  # aux row: 1 where a result is spilled on arrival (and a marker goes back to SPILLED)
 A_SAVING = 1  # aux row, set on arrival: what a marker saves on a successful result (0: never withheld)
 A_MARKED = 2  # aux row: 1 while the item shows a marker
@@ -110,8 +117,13 @@ def setup(p, r, st):
         t, c = r.tokens[q], r.chars[q]
         st.ftok[SPILLED, q], st.fest[SPILLED, q] = text_cost(t, c, min(c, preview), SPILL_WORDING, estimator)
         st.ftok[OMITTED, q], st.fest[OMITTED, q] = text_cost(t, c, 0, marker, estimator)
-        st.aux[A_SPILLABLE, q] = ((r.kind[q] == TOOL_RESULT) & (threshold > 0) & (st.fest[ORIGINAL, q] > threshold)
-                                  & (st.fest[SPILLED, q] < st.fest[ORIGINAL, q]) & (errors_too | ~r.is_error[q]))
+        st.aux[A_SPILLABLE, q] = (
+            (r.kind[q] == TOOL_RESULT)
+            & (threshold > 0)
+            & (st.fest[ORIGINAL, q] > threshold)
+            & (st.fest[SPILLED, q] < st.fest[ORIGINAL, q])
+            & (errors_too | ~r.is_error[q])
+        )
     kept_by = st.aux[A_KEPT_BY]
     kept_by[:] = n
     for e in range(r.first_body, n):
@@ -138,8 +150,12 @@ def nth_largest(r, st, key, lo, hi, n, results, live):
     for _ in range(n):
         best, found = 0, False
         for q in range(lo, hi):
-            if ((key[q] < upper) & ((not found) | (key[q] > best)) & (any_kind | (r.kind[q] == TOOL_RESULT))
-                    & (any_form | (st.forms[q] != DROPPED))):
+            if (
+                (key[q] < upper)
+                & ((not found) | (key[q] > best))
+                & (any_kind | (r.kind[q] == TOOL_RESULT))
+                & (any_form | (st.forms[q] != DROPPED))
+            ):
                 best, found = key[q], True
         if not found:
             break

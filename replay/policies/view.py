@@ -21,7 +21,7 @@ class Segment:
     kind: SegmentKind
     item: int
     tokens: int  # real (or the run's token source)
-    est: int     # by the policy's estimator
+    est: int  # by the policy's estimator
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -59,7 +59,7 @@ class View:
         cum = np.zeros(self.end + 1, dtype=np.int64)
         np.cumsum(self.seg_tokens, out=cum[1:])
         if self.summary_at >= 0:
-            cum[self.summary_at + 1:] += self.summary_tokens
+            cum[self.summary_at + 1 :] += self.summary_tokens
         return cum
 
     def segments(self) -> list[Segment]:

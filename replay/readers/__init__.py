@@ -43,12 +43,16 @@ def plugin_readers() -> tuple[Reader, ...]:
         try:
             obj = ep.load()
         except Exception as exc:
-            raise ReplayError(f"reader plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}; "
-                              "fix or uninstall the package that provides it") from exc
+            raise ReplayError(
+                f"reader plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}; "
+                "fix or uninstall the package that provides it"
+            ) from exc
         reader = obj() if isinstance(obj, type) else obj
         if not (hasattr(reader, "format") and hasattr(reader, "sniff") and hasattr(reader, "read")):
-            raise ReplayError(f"reader plugin {ep.name!r} ({ep.value}) is not a reader: it needs `format`, "
-                              "`sniff(head, path)` and `read(ctx)`")
+            raise ReplayError(
+                f"reader plugin {ep.name!r} ({ep.value}) is not a reader: it needs `format`, "
+                "`sniff(head, path)` and `read(ctx)`"
+            )
         found.append(reader)
     return tuple(found)
 

@@ -112,8 +112,13 @@ def _decoded_lines(raw: bytes) -> tuple[list[str], list[BadRecord]]:
         try:
             lines.append(line.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            bad.append(BadRecord(n, f"not UTF-8 ({exc.reason} at byte {exc.start}); read with U+FFFD in its place",
-                                 line.decode("utf-8", "replace")))
+            bad.append(
+                BadRecord(
+                    n,
+                    f"not UTF-8 ({exc.reason} at byte {exc.start}); read with U+FFFD in its place",
+                    line.decode("utf-8", "replace"),
+                )
+            )
             lines.append(line.decode("utf-8", "replace"))
     return lines, bad
 
@@ -132,8 +137,17 @@ class _Session:
                 command = line[2:].strip()
         metadata: dict = {"aider_version": version} if version else {}
         metadata["history_limit"] = history_limit(version, command)
-        self.b = RunBuilder(Run(run_id=ctx.run_id(n), format="aider", source_path=str(ctx.path), model=model,
-                                harness="aider", started_at=header.group(1) if header else None, metadata=metadata))
+        self.b = RunBuilder(
+            Run(
+                run_id=ctx.run_id(n),
+                format="aider",
+                source_path=str(ctx.path),
+                model=model,
+                harness="aider",
+                started_at=header.group(1) if header else None,
+                metadata=metadata,
+            )
+        )
         self.chat: set[str] = set()  # files in the chat: their contents are sent, never logged
         self.last_console = ""
         self.cur: str | None = None
@@ -172,14 +186,21 @@ class _Session:
                 try:
                     sent, write, hit, received = (parse_count(g) for g in m.groups())
                 except ValueError as exc:
-                    self.b.records.append(BadRecord(line_no, f"token counts not readable ({exc}); request kept "
-                                                    "without usage", line))
+                    self.b.records.append(
+                        BadRecord(line_no, f"token counts not readable ({exc}); request kept without usage", line)
+                    )
                     sent = write = hit = received = None
                 uncached = sent - (write or 0) - (hit or 0) if sent is not None and (write or hit) else None
                 if sent is not None and (half := resolution(m.group(1))):
                     self.b.run.metadata.setdefault("usage_resolution", []).append([self.b.step, half])
-                self.b.request(line=line_no, prompt_tokens=sent, output_tokens=received, cache_read=hit,
-                               cache_write=write, input_tokens=uncached)
+                self.b.request(
+                    line=line_no,
+                    prompt_tokens=sent,
+                    output_tokens=received,
+                    cache_read=hit,
+                    cache_write=write,
+                    input_tokens=uncached,
+                )
                 self.flush()
             elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()
@@ -269,8 +290,9 @@ class _Session:
                 continue
             self.prose(text)
             text = []
-            self.b.call("edit", {"path": path, "search": "\n".join(search), "replace": "\n".join(replace)},
-                        line=self.buf_line)
+            self.b.call(
+                "edit", {"path": path, "search": "\n".join(search), "replace": "\n".join(replace)}, line=self.buf_line
+            )
         self.prose(text)
 
     def prose(self, lines: list[str]) -> None:

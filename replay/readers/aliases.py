@@ -13,16 +13,32 @@ from replay.readers.builder import RunBuilder
 
 ALIASES: dict[str, str | None] = {
     # OpenHands V1 (Software Agent SDK)
-    "file_editor": "str_replace_editor", "task_tracker": None, "finish": None, "think": None,
+    "file_editor": "str_replace_editor",
+    "task_tracker": None,
+    "finish": None,
+    "think": None,
     # Gemini CLI
-    "replace": "edit", "run_shell_command": "bash", "list_directory": "ls", "search_file_content": "grep",
-    "grep_search": "grep", "read_many_files": "read", "google_web_search": "web_search", "write_todos": None,
-    "save_memory": None, "update_topic": None,
+    "replace": "edit",
+    "run_shell_command": "bash",
+    "list_directory": "ls",
+    "search_file_content": "grep",
+    "grep_search": "grep",
+    "read_many_files": "read",
+    "google_web_search": "web_search",
+    "write_todos": None,
+    "save_memory": None,
+    "update_topic": None,
     # Copilot CLI
-    "report_intent": None, "task_complete": None, "update_todo": None,
+    "report_intent": None,
+    "task_complete": None,
+    "update_todo": None,
     # Cline
-    "write_to_file": "write_file", "search_files": "grep", "list_code_definition_names": "ls",
-    "attempt_completion": None, "ask_followup_question": None, "plan_mode_respond": None,
+    "write_to_file": "write_file",
+    "search_files": "grep",
+    "list_code_definition_names": "ls",
+    "attempt_completion": None,
+    "ask_followup_question": None,
+    "plan_mode_respond": None,
 }
 
 

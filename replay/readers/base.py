@@ -80,8 +80,10 @@ def open_decompressed(path: Path) -> BinaryIO:
         try:
             import zstandard
         except ImportError as exc:
-            raise ReplayError(f"{path}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
-                              "or decompress it with `zstd -d` first") from exc
+            raise ReplayError(
+                f"{path}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
+                "or decompress it with `zstd -d` first"
+            ) from exc
         return zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
     raise ValueError(f"{path}: not a compressed file")
 
@@ -143,8 +145,10 @@ def _content_end(raw: bytes) -> int:
 
 def over_limit(what: str, size: int, limit: int) -> str:
     """The quarantine reason for a record (a line, a document) over the record-size limit."""
-    return (f"{what} of {size:,} bytes is over the {limit / 2**20:.4g} MB record limit; raise --max-record-mb if "
-            "it is genuine (memory grows with it)")
+    return (
+        f"{what} of {size:,} bytes is over the {limit / 2**20:.4g} MB record limit; raise --max-record-mb if "
+        "it is genuine (memory grows with it)"
+    )
 
 
 def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
@@ -162,8 +166,9 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
             line_no += 1
             raw, size = got
             if size > ctx.max_line_bytes:
-                yield BadRecord(line_no, over_limit("line", size, ctx.max_line_bytes),
-                                raw[:2000].decode("utf-8", "replace"))
+                yield BadRecord(
+                    line_no, over_limit("line", size, ctx.max_line_bytes), raw[:2000].decode("utf-8", "replace")
+                )
                 continue
             if raw.isspace() or line_no in ctx.skip:
                 continue
@@ -175,21 +180,23 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
     ctx.stats["line"] = None  # past the last line: a failure from here on is not one line's
 
 
-def _parse_line(line_no: int, raw: bytes, seen: set[bytes],
-                stats: dict[str, Any]) -> tuple[int, Any] | BadRecord | None:
+def _parse_line(
+    line_no: int, raw: bytes, seen: set[bytes], stats: dict[str, Any]
+) -> tuple[int, Any] | BadRecord | None:
     """One line's (line_no, object), its BadRecord, or None for a dropped duplicate (see :func:`iter_json_lines`)."""
     try:
         obj = loads_line(raw)
         if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
-            key = hashlib.blake2b(memoryview(raw)[:_content_end(raw)], digest_size=16).digest()
+            key = hashlib.blake2b(memoryview(raw)[: _content_end(raw)], digest_size=16).digest()
             if key in seen:
                 stats["duplicate_lines"] = stats.get("duplicate_lines", 0) + 1
                 return None
             seen.add(key)
         return line_no, obj
     except UnicodeDecodeError as exc:
-        return BadRecord(line_no, f"not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8",
-                         _head(raw))
+        return BadRecord(
+            line_no, f"not UTF-8 ({exc.reason} at byte {exc.start}); re-encode the file as UTF-8", _head(raw)
+        )
     except json.JSONDecodeError as exc:
         hint = "line is truncated (file cut short?)" if exc.pos >= len(exc.doc.rstrip()) - 1 else "malformed JSON"
         return BadRecord(line_no, f"{hint}: {exc.msg} at column {exc.colno}", _head(raw))
@@ -203,8 +210,17 @@ def _head(raw: bytes) -> str:
 
 
 MAX_ISOLATED = 50
-ISOLATED_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError, OverflowError,
-                   ArithmeticError, UnicodeError)
+ISOLATED_ERRORS = (
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    RecursionError,
+    OverflowError,
+    ArithmeticError,
+    UnicodeError,
+)
 
 
 def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
@@ -223,8 +239,14 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
                 raise
             skip.add(line)
             raw = attempt.stats.get("raw", b"")[:2000].decode("utf-8", "replace")
-            quarantined.append(BadRecord(line, f"the {reader.format} reader could not use this record "
-                                         f"({type(exc).__name__}: {str(exc)[:200]}); rest of the file read", raw))
+            quarantined.append(
+                BadRecord(
+                    line,
+                    f"the {reader.format} reader could not use this record "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); rest of the file read",
+                    raw,
+                )
+            )
             continue
         ctx.stats.update({k: v for k, v in attempt.stats.items() if k not in ("line", "raw")})
         if dropped := ctx.stats.get("duplicate_lines"):  # counted where the runs are: runs.metadata
@@ -283,8 +305,11 @@ def load_json_document(ctx: ReadContext) -> Any | BadRecord:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        return BadRecord(exc.lineno, f"malformed or truncated JSON document: {exc.msg} at column {exc.colno}",
-                         text[max(0, exc.pos - 500): exc.pos + 500])
+        return BadRecord(
+            exc.lineno,
+            f"malformed or truncated JSON document: {exc.msg} at column {exc.colno}",
+            text[max(0, exc.pos - 500) : exc.pos + 500],
+        )
     except RecursionError:
         return BadRecord(1, DEEP, text[:2000])
 

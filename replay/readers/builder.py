@@ -61,8 +61,15 @@ class RunBuilder:
         if args is not None and not isinstance(args, str):
             args = dumps(args)
         item = Item(
-            run_id=self.run.run_id, seq=self.seq, step=self.step, turn=self.turn,
-            role=role, kind=kind, text=text or "", args=args, **fields,
+            run_id=self.run.run_id,
+            seq=self.seq,
+            step=self.step,
+            turn=self.turn,
+            role=role,
+            kind=kind,
+            text=text or "",
+            args=args,
+            **fields,
         )
         self.records.append(item)
         self.seq += 1
@@ -73,15 +80,31 @@ class RunBuilder:
         resource, access = classify_call(tool_name, args)
         if call_id:
             self._call_index[call_id] = (resource, access)
-        return self.add("tool_call", "assistant", fields.pop("text", ""), tool_name=tool_name,
-                        call_id=call_id, args=args, resource=resource, access=access, **fields)
+        return self.add(
+            "tool_call",
+            "assistant",
+            fields.pop("text", ""),
+            tool_name=tool_name,
+            call_id=call_id,
+            args=args,
+            resource=resource,
+            access=access,
+            **fields,
+        )
 
-    def result(self, text: str, call_id: str | None = None, tool_name: str | None = None,
-               **fields: Any) -> Item:
+    def result(self, text: str, call_id: str | None = None, tool_name: str | None = None, **fields: Any) -> Item:
         """Add a tool result; it inherits the resource and access of its call."""
         resource, access = self._call_index.get(call_id or "", (None, None))
-        return self.add("tool_result", fields.pop("role", "tool"), text, call_id=call_id,
-                        tool_name=tool_name, resource=resource, access=access, **fields)
+        return self.add(
+            "tool_result",
+            fields.pop("role", "tool"),
+            text,
+            call_id=call_id,
+            tool_name=tool_name,
+            resource=resource,
+            access=access,
+            **fields,
+        )
 
     def placeholder(self, step: int, seq: int, text: str, origin: str = "prompt") -> None:
         """Note that request ``step`` showed item ``seq`` as ``text`` instead of its full content.
@@ -103,9 +126,18 @@ class RunBuilder:
                 return rec.seq
         return self.seq
 
-    def context_event(self, kind: str, *, drop: list[list[int]] | None = None, summary_seq: int | None = None,
-                      trigger: str | None = None, pre_tokens: int | None = None, line: int | None = None,
-                      step: int | None = None, **extra: Any) -> dict[str, Any]:
+    def context_event(
+        self,
+        kind: str,
+        *,
+        drop: list[list[int]] | None = None,
+        summary_seq: int | None = None,
+        trigger: str | None = None,
+        pre_tokens: int | None = None,
+        line: int | None = None,
+        step: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
         """Record what the harness's own context policy did (docs/canonical-format.md, "Context events").
 
         ``step`` defaults to the next request (the first whose prompt reflects the event). The returned dict is
@@ -114,8 +146,16 @@ class RunBuilder:
             raise ValueError(f"context event kind {kind!r} is not one of {EVENT_KINDS}")
         if trigger not in TRIGGERS:
             raise ValueError(f"context event trigger {trigger!r} is not one of {TRIGGERS}")
-        event = {"kind": kind, "step": self.step if step is None else step, "drop": drop or [],
-                 "summary_seq": summary_seq, "trigger": trigger, "pre_tokens": pre_tokens, "line": line, **extra}
+        event = {
+            "kind": kind,
+            "step": self.step if step is None else step,
+            "drop": drop or [],
+            "summary_seq": summary_seq,
+            "trigger": trigger,
+            "pre_tokens": pre_tokens,
+            "line": line,
+            **extra,
+        }
         self.context_events.append(event)
         return event
 
@@ -180,7 +220,8 @@ MARKERS = re.compile(
     r"|<response clipped>(?:<NOTE>.{0,400}?</NOTE>)?"  # OpenHands / SWE-agent editor: output cut at source
     r"|…?\d[\d,]* tokens truncated…?"  # Codex: output cut at source
     r"|\[Old tool result content cleared\]",  # Anthropic context editing
-    re.S)
+    re.S,
+)
 MARKER_ANCHORS = ("Old environment output: (", "<response clipped>", " tokens truncated", "[Old tool result content")
 WORDING_CHARS = 400
 
@@ -203,6 +244,8 @@ def wording_of(text: str) -> str:
 def encode_placeholders(events: list[tuple[int, int, str, int, str]]) -> dict[str, Any]:
     """Columnar form: wordings once, events as [step, seq, wording index, chars shown, origin index]."""
     wordings: dict[str, int] = {}
-    rows = [[step, seq, wordings.setdefault(w, len(wordings)), chars, ORIGINS.index(origin)]
-            for step, seq, w, chars, origin in sorted(set(events))]
+    rows = [
+        [step, seq, wordings.setdefault(w, len(wordings)), chars, ORIGINS.index(origin)]
+        for step, seq, w, chars, origin in sorted(set(events))
+    ]
     return {"wordings": list(wordings), "events": rows}

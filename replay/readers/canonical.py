@@ -19,8 +19,16 @@ from replay.readers.base import ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
 
 MARKER = "replay-canonical/1"
-USAGE_KEYS = ("ts", "input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens", "model",
-              "cache_write_1h")
+USAGE_KEYS = (
+    "ts",
+    "input_tokens",
+    "cache_read",
+    "cache_write",
+    "output_tokens",
+    "prompt_tokens",
+    "model",
+    "cache_write_1h",
+)
 ITEM_KEYS = ("is_error", "ts", "resource", "access")
 
 
@@ -41,9 +49,15 @@ class CanonicalReader:
             if kind == "run":
                 if builder:
                     yield from builder
-                run = Run(run_id=ctx.run_id(obj.get("run")), format=self.format, source_path=str(ctx.path),
-                          model=obj.get("model"), harness=obj.get("harness"), started_at=obj.get("started_at"),
-                          metadata=obj.get("metadata") or {})
+                run = Run(
+                    run_id=ctx.run_id(obj.get("run")),
+                    format=self.format,
+                    source_path=str(ctx.path),
+                    model=obj.get("model"),
+                    harness=obj.get("harness"),
+                    started_at=obj.get("started_at"),
+                    metadata=obj.get("metadata") or {},
+                )
                 builder = RunBuilder(run)
             elif builder is None:
                 reason = 'record before the first {"type": "run"} line; start the file with a run line'
@@ -53,8 +67,11 @@ class CanonicalReader:
             elif kind == "item" and obj.get("kind") in KINDS:
                 yield from self._item(builder, obj, line)
             else:
-                yield BadRecord(line, f"unknown record type {kind!r} or item kind {obj.get('kind')!r}; "
-                                f"item kinds are {', '.join(KINDS)}", str(obj))
+                yield BadRecord(
+                    line,
+                    f"unknown record type {kind!r} or item kind {obj.get('kind')!r}; item kinds are {', '.join(KINDS)}",
+                    str(obj),
+                )
         if builder:
             yield from builder
 
@@ -65,13 +82,25 @@ class CanonicalReader:
             builder.new_turn()
         derived = {k: v for k, v in extra.items() if k not in ("resource", "access")}
         if obj["kind"] == "tool_call":
-            builder.call(obj.get("tool_name") or "", obj.get("args"), obj.get("call_id"), line=line,
-                         text=obj.get("text", ""), **derived)
+            builder.call(
+                obj.get("tool_name") or "",
+                obj.get("args"),
+                obj.get("call_id"),
+                line=line,
+                text=obj.get("text", ""),
+                **derived,
+            )
         elif obj["kind"] == "tool_result":
             builder.result(obj.get("text", ""), obj.get("call_id"), obj.get("tool_name"), line=line, **derived)
         else:
-            builder.add(obj["kind"], obj.get("role", "user"), obj.get("text", ""), tool_name=obj.get("tool_name"),
-                        line=line, **extra)
+            builder.add(
+                obj["kind"],
+                obj.get("role", "user"),
+                obj.get("text", ""),
+                tool_name=obj.get("tool_name"),
+                line=line,
+                **extra,
+            )
         return iter(())
 
 

@@ -49,15 +49,27 @@ CONVERSATION = {"user", "assistant"}
 TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
 JOURNAL_TYPES = {"started", "result"}
 # attachments Claude Code injects into the prompt (as system reminders); the rest are UI state
-CONTEXT_ATTACHMENTS = {"hook_additional_context", "nested_memory", "file", "edited_text_file", "skill_listing",
-                       "invoked_skills", "queued_command", "todo_reminder", "task_reminder", "compact_file_reference"}
+CONTEXT_ATTACHMENTS = {
+    "hook_additional_context",
+    "nested_memory",
+    "file",
+    "edited_text_file",
+    "skill_listing",
+    "invoked_skills",
+    "queued_command",
+    "todo_reminder",
+    "task_reminder",
+    "compact_file_reference",
+}
 SYNTHETIC = "<synthetic>"
 TRIGGERS = ("auto", "manual")
 # the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach
 # what a microcompacted tool result is replaced with (cli.js 2.1.19): a note pointing at the file it was saved to
 PERSISTED_NOTE = "<persisted-output>Tool result saved to: {path}\n\nUse Read to view</persisted-output>"
-FILE_REFERENCE_NOTE = ("Note: {name} was read before the last conversation was summarized, but the contents are too "
-                       "large to include. Use Read tool if you need to access it.")
+FILE_REFERENCE_NOTE = (
+    "Note: {name} was read before the last conversation was summarized, but the contents are too "
+    "large to include. Use Read tool if you need to access it."
+)
 
 
 def _looks_like_cc(obj: Any) -> bool:
@@ -115,7 +127,9 @@ def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
     split = usage.get("cache_creation")
     if isinstance(split, dict) and ("ephemeral_1h_input_tokens" in split or "ephemeral_5m_input_tokens" in split):
         b.run.metadata.setdefault("cache_writes", {})[str(step)] = [
-            int(split.get("ephemeral_5m_input_tokens") or 0), int(split.get("ephemeral_1h_input_tokens") or 0)]
+            int(split.get("ephemeral_5m_input_tokens") or 0),
+            int(split.get("ephemeral_1h_input_tokens") or 0),
+        ]
 
 
 def _write_1h(usage: dict) -> int | None:
@@ -150,23 +164,30 @@ def persisted_note(cwd: str, session: str, tool_id: str, ext: str) -> str:
     return PERSISTED_NOTE.format(path=f"{_home(cwd)}/.claude/projects/{project}/{session}/tool-results/{tool_id}.{ext}")
 
 
-def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str],
-                  attachments: dict[str, int]) -> None:
+def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str], attachments: dict[str, int]) -> None:
     """A microcompact_boundary line (2.1.x): from the next request on the results of ``compactedToolIds`` are a
     note naming the file they were saved to (their calls stay), ``clearedAttachmentUUIDs`` are gone."""
     meta = obj.get("microcompactMetadata") if isinstance(obj.get("microcompactMetadata"), dict) else {}
     ids = [i for i in meta.get("compactedToolIds") or [] if isinstance(i, str)]
     results = {r.call_id: r.seq for r in b.records if isinstance(r, Item) and r.kind == "tool_result"}
     cwd, session = str(b.run.metadata.get("cwd") or ""), str(b.run.metadata.get("session_id") or "")
-    cleared = [[results[i], len(persisted_note(cwd, session, i, result_ext.get(i, "txt")))] for i in ids
-               if i in results]
+    cleared = [
+        [results[i], len(persisted_note(cwd, session, i, result_ext.get(i, "txt")))] for i in ids if i in results
+    ]
     gone = [attachments[u] for u in meta.get("clearedAttachmentUUIDs") or [] if isinstance(u, str) and u in attachments]
     raw, pre, saved = meta.get("trigger"), meta.get("preTokens"), meta.get("tokensSaved")
     extra: dict[str, Any] = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
     if isinstance(saved, int):
         extra["tokens_saved"] = saved
-    b.context_event("microcompact", drop=seq_ranges(gone), trigger=raw if raw in TRIGGERS else None,
-                    pre_tokens=pre if isinstance(pre, int) else None, line=line, cleared=sorted(cleared), **extra)
+    b.context_event(
+        "microcompact",
+        drop=seq_ranges(gone),
+        trigger=raw if raw in TRIGGERS else None,
+        pre_tokens=pre if isinstance(pre, int) else None,
+        line=line,
+        cleared=sorted(cleared),
+        **extra,
+    )
 
 
 def _most_served_model(b: RunBuilder) -> None:
@@ -192,8 +213,12 @@ def _fork_to_event(b: RunBuilder) -> None:
         b.run.metadata.pop(key, None)
     b.run.metadata["forked_requests"] = len(reqs) - 1
     b.step = 0
-    usage = {"input": call.input_tokens, "cache_read": call.cache_read, "cache_write": call.cache_write,
-             "output": call.output_tokens}
+    usage = {
+        "input": call.input_tokens,
+        "cache_read": call.cache_read,
+        "cache_write": call.cache_write,
+        "output": call.output_tokens,
+    }
     if call.cache_write_1h is not None:
         usage["cache_write_1h"] = call.cache_write_1h
     b.context_event("compaction", step=0, line=call.line, usage=usage, summariser_model=call.model)
@@ -218,8 +243,9 @@ class _Session:
         self.agent_file = "agent-" in ctx.path.name or "-sub-" in ctx.path.name
         self.compaction_fork = "agent-acompact-" in ctx.path.name  # or an agentId "acompact-..." (see line())
         meta: dict[str, Any] = {"sidechain": True} if self.agent_file else {}
-        self.main = RunBuilder(Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path),
-                                   harness="claude-code", metadata=meta))
+        self.main = RunBuilder(
+            Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), harness="claude-code", metadata=meta)
+        )
         self.children: dict[str, RunBuilder] = {}
         self.groups: dict[str, str] = {}
         self.seen_requests: set[str] = set()
@@ -244,9 +270,16 @@ class _Session:
         self.groups[obj.get("uuid")] = group
         if group not in self.children:
             n = len(self.children) + 1
-            run = Run(run_id=self.ctx.run_id(f"sidechain-{n}"), format=self.format, source_path=str(self.ctx.path),
-                      harness="claude-code", started_at=obj.get("timestamp"), parent_run_id=self.main.run.run_id,
-                      model=self.main.run.model, metadata={"sidechain": True, "root_uuid": group})
+            run = Run(
+                run_id=self.ctx.run_id(f"sidechain-{n}"),
+                format=self.format,
+                source_path=str(self.ctx.path),
+                harness="claude-code",
+                started_at=obj.get("timestamp"),
+                parent_run_id=self.main.run.run_id,
+                model=self.main.run.model,
+                metadata={"sidechain": True, "root_uuid": group},
+            )
             self.children[group] = RunBuilder(run)
         return self.children[group]
 
@@ -281,8 +314,12 @@ class _Session:
         run = b.run
         if not run.started_at and obj.get("timestamp"):
             _set_run(b, started_at=obj["timestamp"])
-        for key, field in (("sessionId", "session_id"), ("agentId", "agent_id"), ("cwd", "cwd"),
-                           ("version", "cc_version")):
+        for key, field in (
+            ("sessionId", "session_id"),
+            ("agentId", "agent_id"),
+            ("cwd", "cwd"),
+            ("version", "cc_version"),
+        ):
             if obj.get(key):
                 run.metadata.setdefault(field, obj[key])
         if self.agent_file and str(obj.get("agentId") or "").startswith("acompact-"):
@@ -292,8 +329,13 @@ class _Session:
         if att.get("type") == "deferred_tools_delta":
             # the harness's tool list changed (after a /model switch the schemas are deferred to ToolSearch): the
             # prefix the log does not hold differs from the next request on
-            self.unlogged(b, line, "deferred-tools", added=len(att.get("addedNames") or []),
-                          removed=len(att.get("removedNames") or []))
+            self.unlogged(
+                b,
+                line,
+                "deferred-tools",
+                added=len(att.get("addedNames") or []),
+                removed=len(att.get("removedNames") or []),
+            )
         if kind == "attachment":
             if id(b) in self.held:
                 self.held[id(b)].append((obj, line, ts))
@@ -325,8 +367,14 @@ class _Session:
         raw = meta.get("trigger", obj.get("trigger"))
         pre = meta.get("preTokens")
         extra = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
-        b.context_event("compaction", drop=_before(b, b.seq), trigger=raw if raw in TRIGGERS else None,
-                        pre_tokens=pre if isinstance(pre, int) else None, line=line, **extra)
+        b.context_event(
+            "compaction",
+            drop=_before(b, b.seq),
+            trigger=raw if raw in TRIGGERS else None,
+            pre_tokens=pre if isinstance(pre, int) else None,
+            line=line,
+            **extra,
+        )
 
     def _assistant(self, b: RunBuilder, msg: dict, obj: dict, line: int, ts: str | None) -> None:
         if not isinstance(msg, dict):
@@ -341,10 +389,16 @@ class _Session:
             _set_run(b, model=model)
         u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
         parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
-        usage = {"input_tokens": parts[0], "cache_read": parts[1], "cache_write": parts[2],
-                 "cache_write_1h": _write_1h(u), "output_tokens": u.get("output_tokens"),
-                 "prompt_tokens": sum(p or 0 for p in parts) if any(p is not None for p in parts)
-                 and all(p is None or type(p) in (int, float) for p in parts) else None}
+        usage = {
+            "input_tokens": parts[0],
+            "cache_read": parts[1],
+            "cache_write": parts[2],
+            "cache_write_1h": _write_1h(u),
+            "output_tokens": u.get("output_tokens"),
+            "prompt_tokens": sum(p or 0 for p in parts)
+            if any(p is not None for p in parts) and all(p is None or type(p) in (int, float) for p in parts)
+            else None,
+        }
         # a line with no id at all (an interrupted, partial reply) continues the current request
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
@@ -401,8 +455,9 @@ class _Session:
                 inner = block.get("content")
                 if isinstance(block.get("tool_use_id"), str):
                     self.result_ext[block["tool_use_id"]] = "json" if isinstance(inner, list) else "txt"
-                b.result(text_of(inner), block.get("tool_use_id"), ts=ts, line=line,
-                         is_error=bool(block.get("is_error")))
+                b.result(
+                    text_of(inner), block.get("tool_use_id"), ts=ts, line=line, is_error=bool(block.get("is_error"))
+                )
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
                 for part in parts:
                     if part.get("type") == "image":

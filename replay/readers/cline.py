@@ -46,16 +46,44 @@ API_FILE = "api_conversation_history.json"
 RESULT_RE = re.compile(r"^\[(\w+)(?: for [^\n]*?)?\] Result:", re.M)
 ENV_RE = re.compile(r"<environment_details>.*?(?:</environment_details>|\Z)", re.S)
 UI_TOOL_NAMES = {  # ClineSayTool.tool -> the API tool that produced it
-    "readFile": "read_file", "editedExistingFile": "replace_in_file", "newFileCreated": "write_to_file",
-    "fileDeleted": "delete_file", "listFilesTopLevel": "list_files", "listFilesRecursive": "list_files",
-    "listCodeDefinitionNames": "list_code_definition_names", "searchFiles": "search_files", "webFetch": "web_fetch",
-    "webSearch": "web_search", "summarizeTask": "summarize_task", "useSkill": "use_skill",
+    "readFile": "read_file",
+    "editedExistingFile": "replace_in_file",
+    "newFileCreated": "write_to_file",
+    "fileDeleted": "delete_file",
+    "listFilesTopLevel": "list_files",
+    "listFilesRecursive": "list_files",
+    "listCodeDefinitionNames": "list_code_definition_names",
+    "searchFiles": "search_files",
+    "webFetch": "web_fetch",
+    "webSearch": "web_search",
+    "summarizeTask": "summarize_task",
+    "useSkill": "use_skill",
 }
 OUTPUT_TEXT = {"text", "completion_result", "plan_mode_respond", "followup"}
-XML_TOOLS = ("execute_command", "read_file", "write_to_file", "replace_in_file", "search_files", "list_files",
-             "list_code_definition_names", "browser_action", "use_mcp_tool", "access_mcp_resource", "web_fetch",
-             "web_search", "load_mcp_documentation", "new_task", "condense", "summarize_task", "new_rule",
-             "report_bug", "ask_followup_question", "attempt_completion", "plan_mode_respond", "use_skill")
+XML_TOOLS = (
+    "execute_command",
+    "read_file",
+    "write_to_file",
+    "replace_in_file",
+    "search_files",
+    "list_files",
+    "list_code_definition_names",
+    "browser_action",
+    "use_mcp_tool",
+    "access_mcp_resource",
+    "web_fetch",
+    "web_search",
+    "load_mcp_documentation",
+    "new_task",
+    "condense",
+    "summarize_task",
+    "new_rule",
+    "report_bug",
+    "ask_followup_question",
+    "attempt_completion",
+    "plan_mode_respond",
+    "use_skill",
+)
 TEXT_TOOLS = {"ask_followup_question", "attempt_completion", "plan_mode_respond"}
 XML_CALL_RE = re.compile(r"<(" + "|".join(XML_TOOLS) + r")>(.*?)</\1>", re.S)
 XML_PARAM_RE = re.compile(r"<(\w+)>(.*?)</\1>", re.S)
@@ -75,8 +103,12 @@ class ClineReader:
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
-        return start == "[" and '"ts"' in head and bool(re.search(r'"type"\s*:\s*"(?:say|ask)"', head)) and bool(
-            re.search(r'"(?:say|ask)"\s*:\s*"\w+"', head))
+        return (
+            start == "["
+            and '"ts"' in head
+            and bool(re.search(r'"type"\s*:\s*"(?:say|ask)"', head))
+            and bool(re.search(r'"(?:say|ask)"\s*:\s*"\w+"', head))
+        )
 
     def members(self, path: Path) -> list[Path] | None:
         if not (path / UI_FILE).is_file():
@@ -112,10 +144,15 @@ class _Task:
         self.messages = messages
         info = next((m.get("modelInfo") for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
         started = messages[0][1].get("ts") if messages else None
-        run = Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), harness="cline",
-                  model=info.get("modelId"), started_at=_iso(started),
-                  metadata={k: v for k, v in {"provider": info.get("providerId"), "mode": info.get("mode")}.items()
-                            if v})
+        run = Run(
+            run_id=ctx.run_id(),
+            format=fmt,
+            source_path=str(ctx.path),
+            harness="cline",
+            model=info.get("modelId"),
+            started_at=_iso(started),
+            metadata={k: v for k, v in {"provider": info.get("providerId"), "mode": info.get("mode")}.items() if v},
+        )
         self.b = RunBuilder(run)
         self.pending: list[tuple[str, str]] = []  # (call id, tool name) awaiting results
         self.msg_start: list[int] = []  # item seq where API message i begins
@@ -130,8 +167,13 @@ class _Task:
             return {}
         if all(p is None for p in parts):
             return {}
-        return {"input_tokens": parts[0], "cache_read": parts[1], "cache_write": parts[2],
-                "output_tokens": info.get("tokensOut"), "prompt_tokens": sum(p or 0 for p in parts)}
+        return {
+            "input_tokens": parts[0],
+            "cache_read": parts[1],
+            "cache_write": parts[2],
+            "output_tokens": info.get("tokensOut"),
+            "prompt_tokens": sum(p or 0 for p in parts),
+        }
 
     def deleted_range(self, m: dict, line: int) -> None:
         new = m.get("conversationHistoryDeletedRange")
@@ -141,9 +183,19 @@ class _Task:
         lo, hi = int(new[0]), int(new[1])
         starts = self.msg_start + [self.b.seq]
         drop = [[starts[lo], starts[min(hi + 1, len(starts) - 1)]]] if lo < len(starts) else []
-        self.events.append({"kind": "condensation", "harness_kind": "truncation", "step": max(self.b.step - 1, 0),
-                            "drop": [d for d in drop if d[0] < d[1]], "summary_seq": None, "trigger": "auto",
-                            "pre_tokens": None, "line": line, "api_range": [lo, hi]})
+        self.events.append(
+            {
+                "kind": "condensation",
+                "harness_kind": "truncation",
+                "step": max(self.b.step - 1, 0),
+                "drop": [d for d in drop if d[0] < d[1]],
+                "summary_seq": None,
+                "trigger": "auto",
+                "pre_tokens": None,
+                "line": line,
+                "api_range": [lo, hi],
+            }
+        )
 
     def call(self, name: str, args: Any, line: int, ts: str | None, call_id: str | None = None) -> None:
         self.n_calls += 1
@@ -160,7 +212,7 @@ class _Task:
         if lead.strip():
             self.b.add("user_text", "user", lead.strip(), line=line, ts=ts)
         for k, h in enumerate(heads):
-            segment = body[h.start(): heads[k + 1].start() if k + 1 < len(heads) else len(body)].strip()
+            segment = body[h.start() : heads[k + 1].start() if k + 1 < len(heads) else len(body)].strip()
             match = next((i for i, (_, name) in enumerate(self.pending) if name == h.group(1)), None)
             if match is None:  # e.g. attempt_completion's result carries the user's feedback: the user speaks
                 self.b.add("user_text", "user", segment, tool_name=h.group(1), line=line, ts=ts)
@@ -223,8 +275,11 @@ class _Task:
                 yield BadRecord(n, f"{API_FILE}[{n}] is not a user/assistant message", str(msg)[:2000])
                 continue
             ts = _iso(msg.get("ts"))
-            blocks = msg.get("content") if isinstance(msg.get("content"), list) else [
-                {"type": "text", "text": text_of(msg.get("content"))}]
+            blocks = (
+                msg.get("content")
+                if isinstance(msg.get("content"), list)
+                else [{"type": "text", "text": text_of(msg.get("content"))}]
+            )
             if msg["role"] == "user":
                 if not any(isinstance(x, dict) and x.get("type") == "tool_result" for x in blocks):
                     self.b.new_turn()
@@ -232,8 +287,12 @@ class _Task:
                 continue
             line, started = starts[k] if k < len(starts) else (n, {})
             k += 1
-            self.b.request(line=line, ts=ts, model=(msg.get("modelInfo") or {}).get("modelId"),
-                           **self.usage(_parse(started.get("text")) or {}))
+            self.b.request(
+                line=line,
+                ts=ts,
+                model=(msg.get("modelInfo") or {}).get("modelId"),
+                **self.usage(_parse(started.get("text")) or {}),
+            )
             until = starts[k][0] if k < len(starts) else float("inf")
             for rline, rm in ranges:  # truncations applied while setting up this request
                 if rline < until:
@@ -250,8 +309,13 @@ class _Task:
             if not isinstance(block, dict):
                 continue
             if block.get("type") == "tool_result":
-                self.b.result(text_of(block.get("content")), block.get("tool_use_id"), line=n, ts=ts,
-                              is_error=bool(block.get("is_error")))
+                self.b.result(
+                    text_of(block.get("content")),
+                    block.get("tool_use_id"),
+                    line=n,
+                    ts=ts,
+                    is_error=bool(block.get("is_error")),
+                )
             elif block.get("type") == "image":
                 self.b.add("image", "user", "[image]", line=n, ts=ts)
             elif block.get("type") == "text":
@@ -268,13 +332,12 @@ class _Task:
         elif btype == "tool_use":
             add_call(self.b, block.get("name") or "", block.get("input"), block.get("id"), line=n, ts=ts)
 
-
     def xml_text(self, text: str, n: int, ts: str | None) -> None:
         """Assistant text; tool calls written in Cline's XML (``<read_file><path>a.py</path></read_file>``, the
         format before native tool use) become tool calls, as the UI shows them."""
         pos = 0
         for m in XML_CALL_RE.finditer(text):
-            if lead := text[pos:m.start()].strip():
+            if lead := text[pos : m.start()].strip():
                 self.b.add("assistant_text", "assistant", lead, line=n, ts=ts)
             args = {k: v.strip("\n") for k, v in XML_PARAM_RE.findall(m.group(2))}
             if m.group(1) in TEXT_TOOLS:  # as in the UI: completion, questions and plans are the model's text

@@ -29,8 +29,13 @@ from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder
 
 LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
-CALLS = {"function_call": "arguments", "custom_tool_call": "input", "local_shell_call": "action",
-         "tool_search_call": "arguments", "web_search_call": "action"}
+CALLS = {
+    "function_call": "arguments",
+    "custom_tool_call": "input",
+    "local_shell_call": "action",
+    "tool_search_call": "arguments",
+    "web_search_call": "action",
+}
 OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output"}
 
 
@@ -76,9 +81,13 @@ class Deferred:
 def openai_usage(u: dict) -> dict[str, Any]:
     """Request fields from an OpenAI-style usage dict (input_tokens includes the cached part)."""
     prompt, cached = u.get("input_tokens"), u.get("cached_input_tokens") or 0
-    return {"prompt_tokens": prompt, "cache_read": cached, "cache_write": u.get("cache_write_input_tokens"),
-            "input_tokens": prompt - cached if isinstance(prompt, int) else None,
-            "output_tokens": u.get("output_tokens")}
+    return {
+        "prompt_tokens": prompt,
+        "cache_read": cached,
+        "cache_write": u.get("cache_write_input_tokens"),
+        "input_tokens": prompt - cached if isinstance(prompt, int) else None,
+        "output_tokens": u.get("output_tokens"),
+    }
 
 
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
@@ -99,8 +108,14 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event."""
     message = p.get("message") if isinstance(p.get("message"), str) else ""
     history = [e for e in p.get("replacement_history") or [] if isinstance(e, dict)]
-    summary_at = next((k for k in reversed(range(len(history))) if history[k].get("type") == "message" and message
-                       and _replacement_text(history[k]) == message), None)  # the last one: Codex appends it
+    summary_at = next(
+        (
+            k
+            for k in reversed(range(len(history)))
+            if history[k].get("type") == "message" and message and _replacement_text(history[k]) == message
+        ),
+        None,
+    )  # the last one: Codex appends it
     encrypted = summary_at is None and not message and any(e.get("type") == "compaction" for e in history)
     if encrypted:
         summary_at = next(k for k, e in enumerate(history) if e.get("type") == "compaction")
@@ -136,8 +151,9 @@ class CodexRolloutReader:
     format = "codex-rollout"
 
     def sniff(self, head: str, path: Path) -> bool:
-        return sniff_json_lines(head, lambda o: o.get("type") in LINE_TYPES and isinstance(o.get("payload"), dict)
-                            and "timestamp" in o)
+        return sniff_json_lines(
+            head, lambda o: o.get("type") in LINE_TYPES and isinstance(o.get("payload"), dict) and "timestamp" in o
+        )
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
@@ -157,8 +173,11 @@ class CodexRolloutReader:
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
-                usage = {"input": held["prompt_tokens"], "cache_read": held["cache_read"],
-                         "output": held["output_tokens"]}
+                usage = {
+                    "input": held["prompt_tokens"],
+                    "cache_read": held["cache_read"],
+                    "output": held["output_tokens"],
+                }
                 held = None
                 d.input(lambda p=p, n=line, s=ts, u=usage, k=keep: compaction(b, p, n, s, k, u))
                 continue
@@ -186,8 +205,13 @@ class CodexRolloutReader:
                         d.request(**held)
                     last = info["last_token_usage"]
                     reasoning = last.get("reasoning_output_tokens")
-                    held = {"reasoning_tokens": reasoning if isinstance(reasoning, int) else None, "ts": ts,
-                            "line": line, "model": model, **openai_usage(last)}
+                    held = {
+                        "reasoning_tokens": reasoning if isinstance(reasoning, int) else None,
+                        "ts": ts,
+                        "line": line,
+                        "model": model,
+                        **openai_usage(last),
+                    }
                 last_total = total
             elif kind == "response_item":
                 self._item(b, d, p, line, ts)
@@ -202,8 +226,13 @@ class CodexRolloutReader:
         if "session_id" in meta:  # a later session_meta (sub-agent or fork logged in the same file)
             meta.setdefault("more_sessions", []).append(p.get("id"))
             return
-        meta.update({k: p[k] for k in ("id", "cwd", "cli_version", "originator", "model_provider", "source")
-                     if p.get(k) is not None})
+        meta.update(
+            {
+                k: p[k]
+                for k in ("id", "cwd", "cli_version", "originator", "model_provider", "source")
+                if p.get(k) is not None
+            }
+        )
         meta["session_id"] = p.get("id")
         b.run = b.records[0] = replace(b.run, started_at=p.get("timestamp") or ts, metadata=meta)
         instructions = text_of(p.get("base_instructions"))
@@ -230,6 +259,7 @@ class CodexRolloutReader:
                     b.add("user_text", "user", text, **at)
                 for _ in images:
                     b.add("image", "user", "[image]", **at)
+
             d.input(add_input)
         elif t == "reasoning":
             text = text_of(p.get("summary")) + ("\n" + text_of(p.get("content")) if p.get("content") else "")
@@ -238,6 +268,7 @@ class CodexRolloutReader:
                 item = b.add("reasoning", "assistant", text.strip(), **at)
                 if p.get("encrypted_content"):
                     d.encrypted_reasoning(item.seq)
+
             d.output(add_reasoning)
         elif t in CALLS:
             name = p.get("name") or t.removesuffix("_call")

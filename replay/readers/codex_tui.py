@@ -50,9 +50,15 @@ class CodexTuiReader:
                 if d is not None:
                     d.flush()
                 meta = {k: v for k, v in {**start, **msg}.items() if k not in ("type", "started_at", "model")}
-                run = Run(run_id=ctx.run_id(len(runs) or None), format=self.format, source_path=str(ctx.path),
-                          model=msg.get("model") or start.get("model"), harness="codex-tui", started_at=ts,
-                          metadata=meta)
+                run = Run(
+                    run_id=ctx.run_id(len(runs) or None),
+                    format=self.format,
+                    source_path=str(ctx.path),
+                    model=msg.get("model") or start.get("model"),
+                    harness="codex-tui",
+                    started_at=ts,
+                    metadata=meta,
+                )
                 runs.append(RunBuilder(run))
                 d = Deferred(runs[-1])
                 if t == "session_configured":
@@ -68,8 +74,13 @@ class CodexTuiReader:
         b, at = d.b, {"ts": ts, "line": line}
         if t == "token_count":
             reasoning = msg.get("reasoning_output_tokens")
-            d.request(reasoning if isinstance(reasoning, int) else None, ts=ts, line=line, model=b.run.model,
-                      **openai_usage(msg))
+            d.request(
+                reasoning if isinstance(reasoning, int) else None,
+                ts=ts,
+                line=line,
+                model=b.run.model,
+                **openai_usage(msg),
+            )
         elif t == "agent_reasoning" and msg.get("text"):
             # the text is a summary; the server keeps the full (encrypted) reasoning, sized by the request
             d.output(lambda: d.encrypted_reasoning(b.add("reasoning", "assistant", msg["text"], **at).seq))

@@ -46,8 +46,10 @@ from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 
-EVENT_RE = re.compile(r'"type"\s*:\s*"(?:session\.start|session\.model_change|assistant\.turn_start|'
-                      r'assistant\.message|user\.message|tool\.execution_start)"')
+EVENT_RE = re.compile(
+    r'"type"\s*:\s*"(?:session\.start|session\.model_change|assistant\.turn_start|'
+    r'assistant\.message|user\.message|tool\.execution_start)"'
+)
 
 
 class CopilotCliReader:
@@ -89,8 +91,14 @@ class CopilotCliReader:
         if not isinstance(doc, dict) or not isinstance(doc.get("chatMessages"), list):
             yield BadRecord(1, "Copilot CLI session JSON without a 'chatMessages' list", str(doc)[:2000])
             return
-        run = Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="copilot-cli",
-                  started_at=doc.get("startTime"), metadata={"session_id": doc.get("sessionId"), "legacy": True})
+        run = Run(
+            run_id=ctx.run_id(),
+            format=self.format,
+            source_path=str(ctx.path),
+            harness="copilot-cli",
+            started_at=doc.get("startTime"),
+            metadata={"session_id": doc.get("sessionId"), "legacy": True},
+        )
         b = RunBuilder(run)
         for n, msg in enumerate(doc["chatMessages"]):
             if not isinstance(msg, dict) or msg.get("role") not in ("system", "user", "assistant", "tool"):
@@ -145,8 +153,13 @@ class _EventSession:
             return
         logged = any(isinstance(r, Item) and r.kind == "system" for r in self.b.records)
         extra = system if isinstance(system, int) and not isinstance(system, bool) and not logged else 0
-        meta["harness_prefix"] = {"tokens": tools + extra, "tool_definitions": tools, "system": system,
-                                  "system_logged": logged, "from": source}
+        meta["harness_prefix"] = {
+            "tokens": tools + extra,
+            "tool_definitions": tools,
+            "system": system,
+            "system_logged": logged,
+            "from": source,
+        }
 
     def _set_run(self, **changes: Any) -> None:
         self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
@@ -157,14 +170,28 @@ class _EventSession:
         self.turn_request_id = None
 
     def event(self, line: int, ev: dict) -> None:
-        kind, data, ts, b = ev["type"], ev.get("data") if isinstance(ev.get("data"), dict) else {}, ev.get(
-            "timestamp"), self.b
+        kind, data, ts, b = (
+            ev["type"],
+            ev.get("data") if isinstance(ev.get("data"), dict) else {},
+            ev.get("timestamp"),
+            self.b,
+        )
         meta = b.run.metadata
         if kind == "session.start":
             ctx = data.get("context") if isinstance(data.get("context"), dict) else {}
-            meta.update({k: v for k, v in {"session_id": data.get("sessionId"), "copilot_version":
-                         data.get("copilotVersion"), "producer": data.get("producer"), "cwd": ctx.get("cwd"),
-                         "branch": ctx.get("branch")}.items() if v is not None})
+            meta.update(
+                {
+                    k: v
+                    for k, v in {
+                        "session_id": data.get("sessionId"),
+                        "copilot_version": data.get("copilotVersion"),
+                        "producer": data.get("producer"),
+                        "cwd": ctx.get("cwd"),
+                        "branch": ctx.get("branch"),
+                    }.items()
+                    if v is not None
+                }
+            )
             self._set_run(started_at=data.get("startTime") or ts)
             if isinstance(data.get("selectedModel"), str) and data["selectedModel"]:
                 self.model = data["selectedModel"]
@@ -199,22 +226,37 @@ class _EventSession:
         elif kind == "tool.execution_complete":
             result = data.get("result") if isinstance(data.get("result"), dict) else {}
             error = data.get("error")
-            text = text_of(result.get("content")) if result else text_of(error.get("message") if isinstance(
-                error, dict) else error)
+            text = (
+                text_of(result.get("content"))
+                if result
+                else text_of(error.get("message") if isinstance(error, dict) else error)
+            )
             b.result(text, data.get("toolCallId"), line=line, ts=ts, is_error=data.get("success") is False)
         elif kind == "session.compaction_start":
             self.checkpoint = b.seq
             self.prefix_tokens(data, kind)
         elif kind == "session.shutdown":
             self.prefix_tokens(data, kind)
-            meta["session_usage"] = {k: data.get(k) for k in (
-                "modelMetrics", "totalPremiumRequests", "totalApiDurationMs", "currentTokens", "systemTokens",
-                "conversationTokens", "toolDefinitionsTokens", "shutdownType") if data.get(k) is not None}
+            meta["session_usage"] = {
+                k: data.get(k)
+                for k in (
+                    "modelMetrics",
+                    "totalPremiumRequests",
+                    "totalApiDurationMs",
+                    "currentTokens",
+                    "systemTokens",
+                    "conversationTokens",
+                    "toolDefinitionsTokens",
+                    "shutdownType",
+                )
+                if data.get(k) is not None
+            }
         elif kind == "session.compaction_complete":
             self.compaction(line, data, ts)
         elif kind == "session.truncation":
-            meta.setdefault("truncations", []).append({"line": line, **{k: v for k, v in data.items()
-                                                                        if isinstance(v, int | float)}})
+            meta.setdefault("truncations", []).append(
+                {"line": line, **{k: v for k, v in data.items() if isinstance(v, int | float)}}
+            )
 
     def compaction(self, line: int, data: dict, ts: str | None) -> None:
         """``session.compaction_complete``: the messages up to the checkpoint replaced by the summary message."""
@@ -237,16 +279,25 @@ class _EventSession:
             summary_seq = b.add("summary", "user", text, line=line, ts=ts).seq
         used = data.get("compactionTokensUsed") if isinstance(data.get("compactionTokensUsed"), dict) else {}
         event: dict[str, Any] = {
-            "kind": "compaction", "step": b.step, "drop": [[first, cut]] if first < cut else [],
-            "summary_seq": summary_seq, "trigger": "auto" if checkpoint is not None else None,
-            "pre_tokens": data.get("preCompactionTokens"), "post_tokens": data.get("postCompactionTokens"),
-            "line": line, "messages_removed": data.get("messagesRemoved")}
+            "kind": "compaction",
+            "step": b.step,
+            "drop": [[first, cut]] if first < cut else [],
+            "summary_seq": summary_seq,
+            "trigger": "auto" if checkpoint is not None else None,
+            "pre_tokens": data.get("preCompactionTokens"),
+            "post_tokens": data.get("postCompactionTokens"),
+            "line": line,
+            "messages_removed": data.get("messagesRemoved"),
+        }
         parts = [data.get(k) for k in ("systemTokens", "conversationTokens", "toolDefinitionsTokens")]
         if all(isinstance(v, int) and not isinstance(v, bool) for v in parts):
             event["after_tokens"] = sum(parts)  # the context after it as the CLI counts it: no request logs one
         if used:
-            event["usage"] = {"input": used.get("input"), "cache_read": used.get("cachedInput"),
-                              "output": used.get("output")}
+            event["usage"] = {
+                "input": used.get("input"),
+                "cache_read": used.get("cachedInput"),
+                "output": used.get("output"),
+            }
         b.run.metadata.setdefault("context_events", []).append(event)
 
     def message(self, line: int, data: dict, ts: str | None) -> None:

@@ -59,7 +59,6 @@ def _is_message(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("type") in MESSAGE_TYPES and "id" in obj and "timestamp" in obj
 
 
-
 def seq_ranges(seqs) -> list[list[int]]:
     """Ascending item seqs as [start, end) ranges of consecutive seqs (a context event's ``drop``)."""
     out: list[list[int]] = []
@@ -69,6 +68,7 @@ def seq_ranges(seqs) -> list[list[int]]:
         else:
             out.append([seq, seq + 1])
     return out
+
 
 class GeminiCliReader:
     format = "gemini-cli"
@@ -114,8 +114,13 @@ class GeminiCliReader:
                 elif isinstance(obj, dict) and "sessionId" in obj:
                     meta.update(obj)
                 else:
-                    bad.append(BadRecord(line, "not a Gemini CLI record (message, $set, $rewindTo or session "
-                                         "metadata)", str(obj)[:2000]))
+                    bad.append(
+                        BadRecord(
+                            line,
+                            "not a Gemini CLI record (message, $set, $rewindTo or session metadata)",
+                            str(obj)[:2000],
+                        )
+                    )
         yield from bad
         yield from _Replay(ctx, self.format, meta, ops).run()
 
@@ -149,12 +154,28 @@ class _Replay:
             if op == "msg":
                 self.last[value["id"]] = (line, value)
         self.rewound = self._rewound()
-        info = {k: meta[k] for k in ("sessionId", "projectHash", "kind", "lastUpdated", "summary", "directories")
-                if meta.get(k) is not None}
-        model = next((m.get("model") for _, m in self.last.values() if m.get("type") == "gemini" and m.get("model")
-                      and m["id"] not in self.rewound), None)
-        run = Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), model=model, harness="gemini-cli",
-                  started_at=meta.get("startTime"), metadata=info)
+        info = {
+            k: meta[k]
+            for k in ("sessionId", "projectHash", "kind", "lastUpdated", "summary", "directories")
+            if meta.get(k) is not None
+        }
+        model = next(
+            (
+                m.get("model")
+                for _, m in self.last.values()
+                if m.get("type") == "gemini" and m.get("model") and m["id"] not in self.rewound
+            ),
+            None,
+        )
+        run = Run(
+            run_id=ctx.run_id(),
+            format=fmt,
+            source_path=str(ctx.path),
+            model=model,
+            harness="gemini-cli",
+            started_at=meta.get("startTime"),
+            metadata=info,
+        )
         self.b = RunBuilder(run)
         self.seqs: dict[str, list[int]] = {}  # message id -> its item seqs
         self.events: list[dict] = []
@@ -170,7 +191,7 @@ class _Replay:
                 live = dict.fromkeys(m["id"] for m in value)
             elif op == "rewind":
                 ids = list(live)
-                cut = ids[ids.index(value):] if value in live else ids
+                cut = ids[ids.index(value) :] if value in live else ids
                 gone.update(cut)
                 for mid in cut:
                     del live[mid]
@@ -185,14 +206,16 @@ class _Replay:
                 live[value["id"]] = None
             elif op == "rewind":
                 ids = list(live)
-                for mid in ids[ids.index(value):] if value in live else ids:
+                for mid in ids[ids.index(value) :] if value in live else ids:
                     del live[mid]
             elif op == "set":
                 live = self.rewrite(live, value, line)
         meta = self.b.run.metadata
         if self.rewound:
-            meta["rewound"] = {"messages": len(self.rewound), "requests": sum(
-                self.last[m][1].get("type") == "gemini" for m in self.rewound if m in self.last)}
+            meta["rewound"] = {
+                "messages": len(self.rewound),
+                "requests": sum(self.last[m][1].get("type") == "gemini" for m in self.rewound if m in self.last),
+            }
         if self.events:
             meta["context_events"] = self.events
         yield from self.b
@@ -215,8 +238,17 @@ class _Replay:
                 self.b.add(kind, role, text, line=line, ts=m.get("timestamp"))
             self.seqs[m["id"]] = list(range(start, self.b.seq))
         drop = seq_ranges(dropped)
-        self.events.append({"kind": "compaction", "step": self.b.step, "drop": drop, "summary_seq": summary_seq,
-                            "trigger": None, "pre_tokens": None, "line": line})
+        self.events.append(
+            {
+                "kind": "compaction",
+                "step": self.b.step,
+                "drop": drop,
+                "summary_seq": summary_seq,
+                "trigger": None,
+                "pre_tokens": None,
+                "line": line,
+            }
+        )
         return dict.fromkeys(m["id"] for m in messages)
 
     def compression_note(self, text: str, line: int) -> None:
@@ -238,13 +270,25 @@ class _Replay:
         drop = seq_ranges(gone)
         first = b.seq
         for it in cut:  # the cut copy the CLI sends from now on (its wording is ours; the characters are its)
-            head, tail = it.text[:TRUNCATE_CHARS // 5], it.text[-(TRUNCATE_CHARS - TRUNCATE_CHARS // 5):]
-            b.result(f"{head}\n... [{len(it.text) - TRUNCATE_CHARS} characters omitted] ...\n{tail}", None,
-                     it.tool_name, line=line, ts=it.ts)
+            head, tail = it.text[: TRUNCATE_CHARS // 5], it.text[-(TRUNCATE_CHARS - TRUNCATE_CHARS // 5) :]
+            b.result(
+                f"{head}\n... [{len(it.text) - TRUNCATE_CHARS} characters omitted] ...\n{tail}",
+                None,
+                it.tool_name,
+                line=line,
+                ts=it.ts,
+            )
         last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
-        event: dict[str, Any] = {"kind": "compaction", "step": b.step, "drop": drop, "summary_seq": None,
-                                 "trigger": "auto", "pre_tokens": last.prompt_tokens if last else None,
-                                 "line": line, "summary_logged": False}
+        event: dict[str, Any] = {
+            "kind": "compaction",
+            "step": b.step,
+            "drop": drop,
+            "summary_seq": None,
+            "trigger": "auto",
+            "pre_tokens": last.prompt_tokens if last else None,
+            "line": line,
+            "summary_logged": False,
+        }
         if cut:
             event["resent"] = [[first, b.seq]]
         if pct:
@@ -326,9 +370,12 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
             usage = {"prompt_tokens": prompt, "cache_read": cached, "output_tokens": tokens.get("output")}
         else:
             output = (tokens.get("output") or 0) + (tokens.get("thoughts") or 0)
-            usage = {"prompt_tokens": prompt, "cache_read": cached,
-                     "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
-                     "output_tokens": output}
+            usage = {
+                "prompt_tokens": prompt,
+                "cache_read": cached,
+                "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
+                "output_tokens": output,
+            }
     b.request(line=line, ts=ts, model=msg.get("model"), **usage)
     thoughts = [t for t in msg.get("thoughts") or [] if isinstance(t, dict)]
     size = tokens.get("thoughts")
@@ -342,13 +389,18 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
         b.add("assistant_text", "assistant", text, line=line, ts=ts)
     calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
     for call in calls:
-        add_call(b, call.get("name") or "", call.get("args") or {}, call.get("id"), line=line,
-                 ts=call.get("timestamp"))
+        add_call(b, call.get("name") or "", call.get("args") or {}, call.get("id"), line=line, ts=call.get("timestamp"))
     for call in calls:
         if call.get("result") is None and call.get("status") not in ("error", "cancelled"):
             continue  # not finished when the file was written
-        b.result(_result_text(call.get("result")), call.get("id"), call.get("name"), line=line,
-                 ts=call.get("timestamp"), is_error=call.get("status") in ("error", "cancelled"))
+        b.result(
+            _result_text(call.get("result")),
+            call.get("id"),
+            call.get("name"),
+            line=line,
+            ts=call.get("timestamp"),
+            is_error=call.get("status") in ("error", "cancelled"),
+        )
 
 
 def _content_text(content: Any) -> str:

@@ -32,22 +32,31 @@ def usage_fields(usage: Any) -> dict[str, int | None]:
     A count that is not a plausible number is passed on as it is, for the builder to quarantine."""
     if not isinstance(usage, dict) or usage.get("input_tokens") is None:
         return {}
-    raw = {"input_tokens": usage["input_tokens"], "output_tokens": usage.get("output_tokens") or 0,
-           "cache_read": usage.get("input_tokens_cache_read") or 0,
-           "cache_write": usage.get("input_tokens_cache_write") or 0, "prompt_tokens": usage.get("total_tokens")}
+    raw = {
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage.get("output_tokens") or 0,
+        "cache_read": usage.get("input_tokens_cache_read") or 0,
+        "cache_write": usage.get("input_tokens_cache_write") or 0,
+        "prompt_tokens": usage.get("total_tokens"),
+    }
     counts, problem = validate_usage(raw)
     if problem:
         return raw
     out, read, write = counts["output_tokens"], counts["cache_read"], counts["cache_write"]
     total = counts["prompt_tokens"]
     prompt = total - out if total else counts["input_tokens"] + read + write
-    return {"prompt_tokens": prompt, "input_tokens": max(prompt - read - write, 0), "cache_read": read,
-            "cache_write": write, "output_tokens": out}
+    return {
+        "prompt_tokens": prompt,
+        "input_tokens": max(prompt - read - write, 0),
+        "cache_read": read,
+        "cache_write": write,
+        "output_tokens": out,
+    }
 
 
 def _resolve(value: Any, attachments: dict[str, str]) -> Any:
     if isinstance(value, str) and value.startswith("attachment://"):
-        return attachments.get(value[len("attachment://"):], value)
+        return attachments.get(value[len("attachment://") :], value)
     if isinstance(value, list):
         return [_resolve(v, attachments) for v in value]
     if isinstance(value, dict):
@@ -91,8 +100,13 @@ class _Sample:
     def __init__(self, ctx: ReadContext, ev: dict, meta: dict, sample: dict, index: int) -> None:
         self.ctx, self.ev, self.sample, self.index = ctx, ev, sample, index
         self.name = f"{sample.get('id', index)}.{sample.get('epoch', 1)}"
-        self.meta = {**meta, "sample_id": sample.get("id"), "epoch": sample.get("epoch"),
-                     "model_usage": sample.get("model_usage"), "scores": sample.get("scores")}
+        self.meta = {
+            **meta,
+            "sample_id": sample.get("id"),
+            "epoch": sample.get("epoch"),
+            "model_usage": sample.get("model_usage"),
+            "scores": sample.get("scores"),
+        }
         self.convs: dict[Any, tuple[RunBuilder, set[Any]]] = {}
         self.spans: dict[Any, str] = {}
 
@@ -101,9 +115,16 @@ class _Sample:
             main = next(iter(self.convs.values()), None)
             suffix = self.name if main is None else f"{self.name}-{len(self.convs)}"
             meta = self.meta if main is None else {"span": span, "sample_id": self.sample.get("id")}
-            run = Run(run_id=self.ctx.run_id(suffix), format="inspect-ai", source_path=str(self.ctx.path),
-                      model=self.ev.get("model"), harness="inspect_ai", started_at=self.ev.get("created"),
-                      parent_run_id=main[0].run.run_id if main else None, metadata=meta)
+            run = Run(
+                run_id=self.ctx.run_id(suffix),
+                format="inspect-ai",
+                source_path=str(self.ctx.path),
+                model=self.ev.get("model"),
+                harness="inspect_ai",
+                started_at=self.ev.get("created"),
+                parent_run_id=main[0].run.run_id if main else None,
+                metadata=meta,
+            )
             self.convs[key] = (RunBuilder(run), set())
         return self.convs[key]
 
@@ -139,8 +160,9 @@ class _Sample:
                     seen.add(mid)
                     _message(b, m, self.index)
             output = e.get("output") if isinstance(e.get("output"), dict) else {}
-            b.request(ts=e.get("timestamp"), model=output.get("model"), line=self.index,
-                      **usage_fields(output.get("usage")))
+            b.request(
+                ts=e.get("timestamp"), model=output.get("model"), line=self.index, **usage_fields(output.get("usage"))
+            )
             choices = output.get("choices") if isinstance(output.get("choices"), list) else []
             for choice in choices[:1]:
                 if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
@@ -160,8 +182,14 @@ def _message(b: RunBuilder, m: dict, line: int, ts: str | None = None) -> None:
         b.add("system", "system", text_of(content), line=line, ts=ts)
     elif role == "tool":
         error = m.get("error")
-        b.result(text_of(content) or text_of(error), m.get("tool_call_id"), m.get("function"), line=line, ts=ts,
-                 is_error=bool(error))
+        b.result(
+            text_of(content) or text_of(error),
+            m.get("tool_call_id"),
+            m.get("function"),
+            line=line,
+            ts=ts,
+            is_error=bool(error),
+        )
     else:
         if role == "user":
             b.new_turn()

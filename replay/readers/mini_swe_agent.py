@@ -47,12 +47,21 @@ class MiniSweAgentReader:
         info = doc.get("info") if isinstance(doc, dict) and isinstance(doc.get("info"), dict) else {}
         config = info.get("config") if isinstance(info.get("config"), dict) else {}
         model = ((config.get("model") or {}).get("model_name")) if isinstance(config.get("model"), dict) else None
-        metadata = {"model_stats": info.get("model_stats"), "exit_status": info.get("exit_status"),
-                    "mini_version": info.get("mini_version"),
-                    "trajectory_format": doc.get("trajectory_format") if isinstance(doc, dict) else None,
-                    "instance_id": doc.get("instance_id") if isinstance(doc, dict) else None}
-        run = Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), model=model,
-                  harness="mini-swe-agent", metadata={k: v for k, v in metadata.items() if v is not None})
+        metadata = {
+            "model_stats": info.get("model_stats"),
+            "exit_status": info.get("exit_status"),
+            "mini_version": info.get("mini_version"),
+            "trajectory_format": doc.get("trajectory_format") if isinstance(doc, dict) else None,
+            "instance_id": doc.get("instance_id") if isinstance(doc, dict) else None,
+        }
+        run = Run(
+            run_id=ctx.run_id(),
+            format=self.format,
+            source_path=str(ctx.path),
+            model=model,
+            harness="mini-swe-agent",
+            metadata={k: v for k, v in metadata.items() if v is not None},
+        )
         builder = RunBuilder(run)
         yield from _walk(builder, messages)
         yield from builder
@@ -115,8 +124,13 @@ def _usage(response: Any) -> dict[str, Any]:
         return {}
     prompt = usage.get("prompt_tokens")
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-    return {"prompt_tokens": prompt, "cache_read": cached, "output_tokens": usage.get("completion_tokens"),
-            "input_tokens": prompt - cached if isinstance(prompt, int) else None, "model": response.get("model")}
+    return {
+        "prompt_tokens": prompt,
+        "cache_read": cached,
+        "output_tokens": usage.get("completion_tokens"),
+        "input_tokens": prompt - cached if isinstance(prompt, int) else None,
+        "model": response.get("model"),
+    }
 
 
 def _ts(value: Any) -> str | None:

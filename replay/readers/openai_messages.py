@@ -39,8 +39,8 @@ def top_keys(text: str, start: int) -> set[str]:
             j = i + 1
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" else 1
-            if depth == 1 and text[j + 1: j + 64].lstrip().startswith(":"):
-                keys.add(text[i + 1: j])
+            if depth == 1 and text[j + 1 : j + 64].lstrip().startswith(":"):
+                keys.add(text[i + 1 : j])
             i = j
         elif c in "{[":
             depth += 1
@@ -58,8 +58,13 @@ def usage_fields(usage: Any) -> dict[str, int | None]:
     cache_read = usage.get("cache_read_input_tokens") or details.get("cached_tokens") or 0
     cache_write = usage.get("cache_creation_input_tokens") or 0
     output = usage.get("completion_tokens", usage.get("output_tokens"))
-    raw = {"prompt_tokens": usage.get("prompt_tokens"), "input_tokens": usage.get("input_tokens"),
-           "cache_read": cache_read, "cache_write": cache_write, "output_tokens": output}
+    raw = {
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "input_tokens": usage.get("input_tokens"),
+        "cache_read": cache_read,
+        "cache_write": cache_write,
+        "output_tokens": output,
+    }
     if any(v is not None and (isinstance(v, bool) or not isinstance(v, int | float)) for v in raw.values()):
         return raw  # not numbers: RunBuilder.request quarantines them as they are
     if usage.get("prompt_tokens") is not None:
@@ -69,8 +74,13 @@ def usage_fields(usage: Any) -> dict[str, int | None]:
         prompt = (uncached := usage["input_tokens"]) + cache_read + cache_write
     else:
         return {}
-    return {"prompt_tokens": prompt, "input_tokens": uncached, "cache_read": cache_read, "cache_write": cache_write,
-            "output_tokens": output}
+    return {
+        "prompt_tokens": prompt,
+        "input_tokens": uncached,
+        "cache_read": cache_read,
+        "cache_write": cache_write,
+        "output_tokens": output,
+    }
 
 
 def _iso(ts: Any) -> str | None:
@@ -123,20 +133,34 @@ class OpenAIMessagesReader:
     def _run(self, ctx: ReadContext, meta: dict, messages: list, response: dict | None) -> Iterator[Record]:
         session = (meta.get("meta") or {}).get("session_meta") or {} if isinstance(meta.get("meta"), dict) else {}
         contexts = (meta.get("meta") or {}).get("turn_contexts") if session else None
-        model = (meta.get("model") or (response or {}).get("model") or (meta.get("kwargs") or {}).get("model")
-                 or (contexts[0].get("model") if contexts else None))
+        model = (
+            meta.get("model")
+            or (response or {}).get("model")
+            or (meta.get("kwargs") or {}).get("model")
+            or (contexts[0].get("model") if contexts else None)
+        )
         info = {k: v for k, v in meta.items() if isinstance(v, (str, int, float, bool)) and k != "model"}
         info.update({"session_id": session["id"]} if session.get("id") else {})
-        builder = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), model=model,
-                                 harness=session.get("originator"), started_at=session.get("timestamp"), metadata=info))
+        builder = RunBuilder(
+            Run(
+                run_id=ctx.run_id(),
+                format=self.format,
+                source_path=str(ctx.path),
+                model=model,
+                harness=session.get("originator"),
+                started_at=session.get("timestamp"),
+                metadata=info,
+            )
+        )
         if meta.get("system"):  # Anthropic Messages: system prompt and tools sit beside the messages
             builder.add("system", "system", text_of(meta["system"]), line=1)
         if tools := meta.get("tools") or (meta.get("kwargs") or {}).get("tools"):
             builder.add("tool_defs", "system", dumps(tools), line=1)
         for index, msg in enumerate(messages, start=1):
             if not isinstance(msg, dict) or msg.get("role") not in ROLES:
-                yield BadRecord(index, "message without a known role (system, developer, user, assistant, tool)",
-                                str(msg)[:2000])
+                yield BadRecord(
+                    index, "message without a known role (system, developer, user, assistant, tool)", str(msg)[:2000]
+                )
                 continue
             _message(builder, msg, index, requests=response is None)
         if response is not None:
@@ -154,15 +178,26 @@ def _message(b: RunBuilder, msg: dict, line: int, requests: bool) -> None:
         b.add("system", "system", text_of(content), line=line, ts=ts)
     elif role in ("tool", "function"):
         exit_code = (msg.get("metadata") or {}).get("exit_code") if isinstance(msg.get("metadata"), dict) else None
-        b.result(text_of(content), msg.get("tool_call_id"), msg.get("name"), line=line, ts=ts,
-                 is_error=bool(msg.get("is_error")) or exit_code not in (None, 0))
+        b.result(
+            text_of(content),
+            msg.get("tool_call_id"),
+            msg.get("name"),
+            line=line,
+            ts=ts,
+            is_error=bool(msg.get("is_error")) or exit_code not in (None, 0),
+        )
     elif role == "user":
         b.new_turn()
         for part in parts:
             kind = part.get("type") if isinstance(part, dict) else "text"
             if kind == "tool_result":
-                b.result(text_of(part.get("content")), part.get("tool_use_id"), line=line, ts=ts,
-                         is_error=bool(part.get("is_error")))
+                b.result(
+                    text_of(part.get("content")),
+                    part.get("tool_use_id"),
+                    line=line,
+                    ts=ts,
+                    is_error=bool(part.get("is_error")),
+                )
             elif kind in ("image", "image_url", "input_image"):
                 b.add("image", "user", "", line=line, ts=ts)
             elif text_of(part):
@@ -202,12 +237,15 @@ def _response(b: RunBuilder, meta: dict, response: dict) -> None:
     b.request(ts=_iso(meta.get("timestamp")), model=response.get("model"), **usage_fields(response.get("usage")))
     content = out.get("content")
     parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
-    b.run.metadata["response_text"] = text_of([p for p in parts if p.get("type") == "text"]
-                                              if isinstance(content, list) else content)
+    b.run.metadata["response_text"] = text_of(
+        [p for p in parts if p.get("type") == "text"] if isinstance(content, list) else content
+    )
     tool_calls = out.get("tool_calls") if isinstance(out.get("tool_calls"), list) else []
     calls = [c["function"] if isinstance(c.get("function"), dict) else {} for c in tool_calls if isinstance(c, dict)]
     calls += [p for p in parts if p.get("type") == "tool_use"]
-    b.run.metadata["response_tool_calls"] = [{"name": c.get("name"), "args": c.get("arguments", c.get("input"))}
-                                             for c in calls]
+    b.run.metadata["response_tool_calls"] = [
+        {"name": c.get("name"), "args": c.get("arguments", c.get("input"))} for c in calls
+    ]
+
 
 READER = OpenAIMessagesReader()

@@ -67,8 +67,11 @@ def render_functions(tools: Any) -> str | None:
         for name, spec in props.items():
             if isinstance(spec, dict) and spec.get("description"):
                 out.append(f"// {spec['description']}")
-            default = (f" // default: {json.dumps(spec['default'], ensure_ascii=False)}"
-                       if isinstance(spec, dict) and "default" in spec else "")
+            default = (
+                f" // default: {json.dumps(spec['default'], ensure_ascii=False)}"
+                if isinstance(spec, dict) and "default" in spec
+                else ""
+            )
             out.append(f"{name}{'' if name in required else '?'}: {_ts(spec)},{default}")
         out += ["}) => any;", ""]
     out.append("} // namespace functions")

@@ -39,8 +39,21 @@ from replay.readers.builder import RunBuilder, seq_ranges
 EVENT_RE = re.compile(r'"(?:observation|llm_metrics|tool_call_metadata)":\s*["{]')
 SKIP_ACTIONS = {"recall", "change_agent_state", "null"}
 SKIP_OBSERVATIONS = {"agent_state_changed", "null", "recall"}
-NOISE_ARGS = {"thought", "is_confirmed", "confirmation_state", "security_risk", "hidden", "blocking", "keep_prompt",
-              "action_risk", "impl_source", "kernel_init_code", "include_extra", "is_input", "wait_for_response"}
+NOISE_ARGS = {
+    "thought",
+    "is_confirmed",
+    "confirmation_state",
+    "security_risk",
+    "hidden",
+    "blocking",
+    "keep_prompt",
+    "action_risk",
+    "impl_source",
+    "kernel_init_code",
+    "include_extra",
+    "is_input",
+    "wait_for_response",
+}
 
 
 class OpenHandsReader:
@@ -70,17 +83,34 @@ class OpenHandsReader:
                 yield BadRecord(line, "OpenHands output line without a 'history' list of events", str(obj)[:2000])
                 continue
             suffix = obj.get("instance_id") or (obj.get("issue") or {}).get("number") or line
-            meta = {"line": line, "instance_id": obj.get("instance_id"), "metrics": _metrics(obj.get("metrics")),
-                    "error": obj.get("error")}
+            meta = {
+                "line": line,
+                "instance_id": obj.get("instance_id"),
+                "metrics": _metrics(obj.get("metrics")),
+                "error": obj.get("error"),
+            }
             yield from self._run(ctx, ctx.run_id(suffix), obj["history"], meta, line)
 
-    def _run(self, ctx: ReadContext, run_id: str, events: list[Any], meta: dict, line: int | None = None
-             ) -> Iterator[Record]:
-        model = next((e["tool_call_metadata"]["model_response"].get("model") for e in events if isinstance(e, dict)
-                      and isinstance((e.get("tool_call_metadata") or {}).get("model_response"), dict)), None)
-        run = Run(run_id=run_id, format=self.format, source_path=str(ctx.path), model=model, harness="openhands",
-                  started_at=next((e.get("timestamp") for e in events if isinstance(e, dict)), None),
-                  metadata={k: v for k, v in meta.items() if v is not None})
+    def _run(
+        self, ctx: ReadContext, run_id: str, events: list[Any], meta: dict, line: int | None = None
+    ) -> Iterator[Record]:
+        model = next(
+            (
+                e["tool_call_metadata"]["model_response"].get("model")
+                for e in events
+                if isinstance(e, dict) and isinstance((e.get("tool_call_metadata") or {}).get("model_response"), dict)
+            ),
+            None,
+        )
+        run = Run(
+            run_id=run_id,
+            format=self.format,
+            source_path=str(ctx.path),
+            model=model,
+            harness="openhands",
+            started_at=next((e.get("timestamp") for e in events if isinstance(e, dict)), None),
+            metadata={k: v for k, v in meta.items() if v is not None},
+        )
         builder = RunBuilder(run)
         state = _State()
         for idx, event in enumerate(events):
@@ -120,8 +150,12 @@ class _State:
         if ids is None and isinstance(start, int) and isinstance(end, int):
             ids = range(start, end + 1)
         elif not isinstance(ids, list):
-            return BadRecord(line, "condensation action without forgotten_event_ids or a forgotten_events_start_id.."
-                             "end_id range: what it forgot is unknown (damaged log or a newer format)", str(ev)[:2000])
+            return BadRecord(
+                line,
+                "condensation action without forgotten_event_ids or a forgotten_events_start_id.."
+                "end_id range: what it forgot is unknown (damaged log or a newer format)",
+                str(ev)[:2000],
+            )
         drop = [s for i in ids for s in self.seqs.get(i, [])]
         summary, summary_seq = args.get("summary"), None
         if isinstance(summary, str):
@@ -177,16 +211,22 @@ class _State:
         kind, ts = ev["observation"], ev.get("timestamp")
         text = text_of(ev.get("content"))
         extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
-        if kind == "edit" and extras.get("impl_source") == "oh_aci" and isinstance(
-                extras.get("formatted_output_and_error"), str):
+        if (
+            kind == "edit"
+            and extras.get("impl_source") == "oh_aci"
+            and isinstance(extras.get("formatted_output_and_error"), str)
+        ):
             text = extras["formatted_output_and_error"]  # what FileEditObservation sends for ACI edits
         if kind in SKIP_OBSERVATIONS:
             if kind == "recall" and text:
                 b.add("attachment", "user", text, line=line, ts=ts)
             return
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
-        call_id = tcm.get("tool_call_id") or self.calls.get(ev.get("cause")) or (
-            self.last_call if "cause" not in ev else None)
+        call_id = (
+            tcm.get("tool_call_id")
+            or self.calls.get(ev.get("cause"))
+            or (self.last_call if "cause" not in ev else None)
+        )
         is_error = kind == "error" or ev.get("success") is False
         if call_id or kind != "error":
             b.result(text, call_id, kind, line=line, ts=ts, is_error=is_error)
@@ -221,8 +261,14 @@ def _usage(response: dict) -> dict[str, Any]:
     cache_write = usage.get("cache_creation_input_tokens") or 0
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cache_read, cache_write))
     fresh = max(prompt - cache_read - cache_write, 0) if isinstance(prompt, int) and numbers else None
-    return {"prompt_tokens": prompt, "input_tokens": fresh, "cache_read": cache_read, "cache_write": cache_write,
-            "output_tokens": usage.get("completion_tokens"), "model": response.get("model")}
+    return {
+        "prompt_tokens": prompt,
+        "input_tokens": fresh,
+        "cache_read": cache_read,
+        "cache_write": cache_write,
+        "output_tokens": usage.get("completion_tokens"),
+        "model": response.get("model"),
+    }
 
 
 def _metrics(metrics: Any) -> dict[str, Any] | None:

@@ -122,9 +122,13 @@ def is_condenser(usage_id: str) -> bool:
 
 def usage_fields(u: dict) -> dict[str, Any]:
     """Request fields from an SDK TokenUsage as written; ``input_tokens`` waits for the run's ``prompt_rule``."""
-    return {"prompt_tokens": u.get("prompt_tokens"), "input_tokens": None,
-            "cache_read": u.get("cache_read_tokens") or 0, "cache_write": u.get("cache_write_tokens") or 0,
-            "output_tokens": u.get("completion_tokens")}
+    return {
+        "prompt_tokens": u.get("prompt_tokens"),
+        "input_tokens": None,
+        "cache_read": u.get("cache_read_tokens") or 0,
+        "cache_write": u.get("cache_write_tokens") or 0,
+        "output_tokens": u.get("completion_tokens"),
+    }
 
 
 def _count(v: Any) -> bool:
@@ -141,9 +145,11 @@ def prompt_rule(usages: Iterable[tuple[Any, Any, Any]]) -> tuple[bool, str]:
     below = [(n, p, r, w) for n, p, r, w in written if p < r + w]
     if below:
         n, prompt, read, write = below[0]
-        return False, (f"input + cache_read: cache writes are left out ({len(below)} of {len(written)} usages with "
-                       f"cache writes have prompt_tokens below reads + writes; usage {n}: {prompt:,} < {read:,} + "
-                       f"{write:,})")
+        return False, (
+            f"input + cache_read: cache writes are left out ({len(below)} of {len(written)} usages with "
+            f"cache writes have prompt_tokens below reads + writes; usage {n}: {prompt:,} < {read:,} + "
+            f"{write:,})"
+        )
     return True, "input + cache_read + cache_write: no usage has prompt_tokens below its cache reads + writes"
 
 
@@ -177,8 +183,11 @@ def _token_usages(metrics: Any) -> tuple[dict[str, dict], dict[str, dict], dict[
             if isinstance(u, dict) and u.get("response_id"):
                 target[u["response_id"]] = u
         if isinstance(m.get("accumulated_token_usage"), dict):
-            totals[usage_id] = {"model": m.get("model_name"), "cost": m.get("accumulated_cost"),
-                                **usage_fields(m["accumulated_token_usage"])}
+            totals[usage_id] = {
+                "model": m.get("model_name"),
+                "cost": m.get("accumulated_cost"),
+                **usage_fields(m["accumulated_token_usage"]),
+            }
     return agent, condenser, totals
 
 
@@ -259,8 +268,12 @@ class OpenHandsV1Reader:
             elif isinstance(obj, dict) and obj.get("kind"):
                 stream.append((line, obj))
             else:
-                yield BadRecord(line, "OpenHands V1 line that is neither an event (no 'kind') nor an eval output "
-                                "line (no 'history' list)", str(obj)[:2000])
+                yield BadRecord(
+                    line,
+                    "OpenHands V1 line that is neither an event (no 'kind') nor an eval output "
+                    "line (no 'history' list)",
+                    str(obj)[:2000],
+                )
         if stream:
             yield from _Conversation(ctx, ctx.run_id(), {}).run(stream)
 
@@ -268,8 +281,13 @@ class OpenHandsV1Reader:
         meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         llm = meta.get("llm") if isinstance(meta.get("llm"), dict) else {}
         agent, condenser, totals = _token_usages(obj.get("metrics"))
-        info = {"line": line, "instance_id": obj.get("instance_id"), "dataset": meta.get("dataset"),
-                "error": obj.get("error"), "usage_totals": totals or None}
+        info = {
+            "line": line,
+            "instance_id": obj.get("instance_id"),
+            "dataset": meta.get("dataset"),
+            "error": obj.get("error"),
+            "usage_totals": totals or None,
+        }
         suffix = str(obj.get("instance_id") or line)
         if isinstance(obj.get("attempt"), int) and obj["attempt"] > 1:  # iterative evaluation: one line per attempt
             suffix += f"/attempt-{obj['attempt']}"
@@ -298,10 +316,16 @@ class OpenHandsV1Reader:
                 agent_doc = doc.get("agent") if isinstance(doc, dict) else None
                 llm = agent_doc.get("llm") if isinstance(agent_doc, dict) else None
                 model = llm.get("model") if isinstance(llm, dict) else None
-                meta = {"conversation_id": doc.get("id"),
+                meta = (
+                    {
+                        "conversation_id": doc.get("id"),
                         "execution_status": doc.get("execution_status") or doc.get("agent_status"),  # older name
                         "condenser": condenser_config(agent_doc),
-                        "usage_totals": totals or None} if isinstance(doc, dict) else {}
+                        "usage_totals": totals or None,
+                    }
+                    if isinstance(doc, dict)
+                    else {}
+                )
             else:
                 events.append((idx, doc))
         # the run is named after the conversation, also when its state folder is what was named
@@ -313,11 +337,24 @@ class OpenHandsV1Reader:
 class _Conversation:
     """Reading one run's events in order: requests by response id, usage joined or differenced."""
 
-    def __init__(self, ctx: ReadContext, run_id: str, meta: dict, agent_usage: dict | None = None,
-                 condenser_usage: dict | None = None, model: str | None = None) -> None:
+    def __init__(
+        self,
+        ctx: ReadContext,
+        run_id: str,
+        meta: dict,
+        agent_usage: dict | None = None,
+        condenser_usage: dict | None = None,
+        model: str | None = None,
+    ) -> None:
         self.ctx = ctx
-        run = Run(run_id=run_id, format=OpenHandsV1Reader.format, source_path=str(ctx.path), model=model,
-                  harness="openhands", metadata={k: v for k, v in meta.items() if v is not None})
+        run = Run(
+            run_id=run_id,
+            format=OpenHandsV1Reader.format,
+            source_path=str(ctx.path),
+            model=model,
+            harness="openhands",
+            metadata={k: v for k, v in meta.items() if v is not None},
+        )
         self.b = RunBuilder(run)
         self.agent_usage = agent_usage or {}
         self.condenser_usage = condenser_usage or {}
@@ -348,8 +385,9 @@ class _Conversation:
             try:
                 self.event(event, at)
             except ISOLATED_ERRORS as exc:  # one malformed event is quarantined; the rest of the run is read
-                yield BadRecord(at, f"event {n} could not be read ({type(exc).__name__}: {str(exc)[:200]})",
-                                str(event)[:2000])
+                yield BadRecord(
+                    at, f"event {n} could not be read ({type(exc).__name__}: {str(exc)[:200]})", str(event)[:2000]
+                )
                 continue
             if event.get("id") and self.b.seq > start:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
@@ -376,36 +414,51 @@ class _Conversation:
             self.event_usage += list(zip(waiting, calls, strict=True))
         elif calls:
             self.b.run.metadata["condenser_usage_unpaired"] = (
-                f"{len(calls)} condenser calls and {len(waiting)} condensations without their usage: not paired")
+                f"{len(calls)} condenser calls and {len(waiting)} condensations without their usage: not paired"
+            )
 
     def settle_usage(self) -> None:
         """Usage in the canonical meaning (prompt = input + cache_read + cache_write) under the run's
         ``prompt_rule``; a request whose numbers no rule gives keeps no usage (quarantined with the reason)."""
         reqs = [(i, r) for i, r in enumerate(self.b.records) if isinstance(r, Request) and r.prompt_tokens is not None]
-        raw = [(u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0)
-               for u in [*self.condenser_usage.values(), self.condenser_delta] if u]
-        with_writes, why = prompt_rule([(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0) for _, r in reqs]
-                                       + raw)
+        raw = [
+            (u.get("prompt_tokens"), u.get("cache_read_tokens") or 0, u.get("cache_write_tokens") or 0)
+            for u in [*self.condenser_usage.values(), self.condenser_delta]
+            if u
+        ]
+        with_writes, why = prompt_rule(
+            [(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0) for _, r in reqs] + raw
+        )
         if reqs or raw:
             self.b.run.metadata["prompt_tokens_rule"] = why
         for i, r in reqs:
             fields = canonical(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0, with_writes)  # type: ignore[arg-type]
             if fields is None:
-                self.b.records.append(BadRecord(
-                    r.line or 0, f"usage prompt_tokens={r.prompt_tokens} < cache_read={r.cache_read}: no LiteLLM rule "
-                    "gives that; request kept without usage", repr(r)[:2000]))
+                self.b.records.append(
+                    BadRecord(
+                        r.line or 0,
+                        f"usage prompt_tokens={r.prompt_tokens} < cache_read={r.cache_read}: no LiteLLM rule "
+                        "gives that; request kept without usage",
+                        repr(r)[:2000],
+                    )
+                )
                 fields = dict.fromkeys(("prompt_tokens", "input_tokens", "cache_read", "cache_write", "output_tokens"))
             self.b.records[i] = replace(r, **fields)
         for event, u in self.event_usage:
             if (f := self._canonical_usage(u, with_writes)) is not None:
-                event["usage"] = {"input": f["input_tokens"], "cache_read": f["cache_read"],
-                                  "cache_write": f["cache_write"], "output": f["output_tokens"]}
+                event["usage"] = {
+                    "input": f["input_tokens"],
+                    "cache_read": f["cache_read"],
+                    "cache_write": f["cache_write"],
+                    "output": f["output_tokens"],
+                }
         if self.condenser_delta:
             self.b.run.metadata["condenser_usage"] = self._canonical_usage(self.condenser_delta, with_writes)
         for total in (self.b.run.metadata.get("usage_totals") or {}).values():
             if _count(total["prompt_tokens"]) and _count(total["cache_read"]) and _count(total["cache_write"]):
-                total.update(canonical(total["prompt_tokens"], total["cache_read"], total["cache_write"], with_writes)
-                             or {})
+                total.update(
+                    canonical(total["prompt_tokens"], total["cache_read"], total["cache_write"], with_writes) or {}
+                )
 
     @staticmethod
     def _canonical_usage(u: dict, with_writes: bool) -> dict[str, Any] | None:
@@ -445,12 +498,21 @@ class _Conversation:
             acc = m.get("accumulated_token_usage")
             if not isinstance(acc, dict):
                 continue
-            now = {k: acc.get(k) or 0 for k in ("prompt_tokens", "completion_tokens", "cache_read_tokens",
-                                                 "cache_write_tokens", "reasoning_tokens")}
+            now = {
+                k: acc.get(k) or 0
+                for k in (
+                    "prompt_tokens",
+                    "completion_tokens",
+                    "cache_read_tokens",
+                    "cache_write_tokens",
+                    "reasoning_tokens",
+                )
+            }
             wrong = {k: v for k, v in now.items() if isinstance(v, bool) or not isinstance(v, int | float)}
             if wrong:  # quarantined; the next update's delta spans this one
-                self.b.records.append(BadRecord(line, f"usage {wrong!r:.80}: not a number; stats update skipped",
-                                                repr(acc)[:2000]))
+                self.b.records.append(
+                    BadRecord(line, f"usage {wrong!r:.80}: not a number; stats update skipped", repr(acc)[:2000])
+                )
                 continue
             before = self.cumulative.get(usage_id, dict.fromkeys(now, 0))
             self.cumulative[usage_id] = now
@@ -564,9 +626,15 @@ class _Conversation:
                 forgotten.append(self.summary_seq)
             summary_seq = self.summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
         drop = seq_ranges(forgotten)
-        event: dict[str, Any] = {"kind": "condensation", "step": self.b.step, "drop": drop,
-                                 "summary_seq": summary_seq, "trigger": "manual" if self.manual_condense else "auto",
-                                 "pre_tokens": None, "line": line}
+        event: dict[str, Any] = {
+            "kind": "condensation",
+            "step": self.b.step,
+            "drop": drop,
+            "summary_seq": summary_seq,
+            "trigger": "manual" if self.manual_condense else "auto",
+            "pre_tokens": None,
+            "line": line,
+        }
         rid = ev.get("llm_response_id") or ""
         if (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
             self.event_usage.append((event, u))

@@ -9,12 +9,46 @@ import shlex
 from typing import Any
 
 READ_TOOLS = {"read", "read_file", "view", "open", "cat", "readfile", "notebookread", "view_file"}
-WRITE_TOOLS = {"write", "edit", "multiedit", "write_file", "create", "notebookedit", "apply_patch",
-               "edit_file", "str_replace", "insert", "replace_in_file", "create_file"}
-SEARCH_TOOLS = {"grep", "glob", "search", "find_file", "search_file", "search_dir", "find",
-                "list_files", "ls", "codebase_search", "file_search"}
-SHELL_TOOLS = {"bash", "shell", "exec_command", "execute_bash", "run_command", "terminal",
-               "local_shell", "shell_command", "container.exec", "cmd", "run"}
+WRITE_TOOLS = {
+    "write",
+    "edit",
+    "multiedit",
+    "write_file",
+    "create",
+    "notebookedit",
+    "apply_patch",
+    "edit_file",
+    "str_replace",
+    "insert",
+    "replace_in_file",
+    "create_file",
+}
+SEARCH_TOOLS = {
+    "grep",
+    "glob",
+    "search",
+    "find_file",
+    "search_file",
+    "search_dir",
+    "find",
+    "list_files",
+    "ls",
+    "codebase_search",
+    "file_search",
+}
+SHELL_TOOLS = {
+    "bash",
+    "shell",
+    "exec_command",
+    "execute_bash",
+    "run_command",
+    "terminal",
+    "local_shell",
+    "shell_command",
+    "container.exec",
+    "cmd",
+    "run",
+}
 WEB_TOOLS = {"webfetch", "web_fetch", "fetch", "browser", "websearch", "web_search", "browse"}
 EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool", "edit_file_tool"}
 PATH_KEYS = ("file_path", "path", "filename", "file", "notebook_path", "target_file")
@@ -97,9 +131,19 @@ def classify_call(tool_name: str | None, args: Any) -> tuple[str | None, str | N
     return None, "other"
 
 
-INLINE_ACCESS = {"open": "read", "goto": "read", "scroll_up": "read", "scroll_down": "read", "create": "write",
-                 "edit": "write", "insert": "write", "find_file": "search", "search_dir": "search",
-                 "search_file": "search", "submit": "other"}
+INLINE_ACCESS = {
+    "open": "read",
+    "goto": "read",
+    "scroll_up": "read",
+    "scroll_down": "read",
+    "create": "write",
+    "edit": "write",
+    "insert": "write",
+    "find_file": "search",
+    "search_dir": "search",
+    "search_file": "search",
+    "submit": "other",
+}
 EDITOR_TOOLS = {"str_replace_editor", "str_replace_based_edit_tool"}
 
 
@@ -247,7 +291,7 @@ def _inline_span(name: str, command: str) -> Span | None:
     if name in EDITOR_TOOLS:
         if "--view_range" in words:
             i = words.index("--view_range")
-            return _view_range(words[i + 1:i + 3])
+            return _view_range(words[i + 1 : i + 3])
         return WHOLE
     return None
 

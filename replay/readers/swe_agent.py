@@ -60,12 +60,21 @@ class SweAgentReader:
         info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
         config = _config(doc.get("replay_config"))
-        metadata = {"model_stats": {k: stats[k] for k in STAT_KEYS if k in stats},
-                    "exit_status": info.get("exit_status"), "n_steps": len(doc.get("trajectory") or []),
-                    "legacy_format": "replay_config" not in doc}
+        metadata = {
+            "model_stats": {k: stats[k] for k in STAT_KEYS if k in stats},
+            "exit_status": info.get("exit_status"),
+            "n_steps": len(doc.get("trajectory") or []),
+            "legacy_format": "replay_config" not in doc,
+        }
         model = ((config.get("agent") or {}).get("model") or {}).get("name")
-        run = Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), model=model,
-                  harness="swe-agent", metadata=metadata)
+        run = Run(
+            run_id=ctx.run_id(),
+            format=self.format,
+            source_path=str(ctx.path),
+            model=model,
+            harness="swe-agent",
+            metadata=metadata,
+        )
         builder = RunBuilder(run)
         self._walk(builder, doc["history"], count_requests=stats.get("api_calls") != 0)
         _placeholders(builder, doc["history"], doc.get("trajectory"))
@@ -102,16 +111,18 @@ class SweAgentReader:
 
     def _assistant(self, builder: RunBuilder, entry: dict, text: str, idx: int, open_file: str | None) -> str | None:
         """Add what the model wrote; return the id of its (first) tool call, if any."""
-        calls = [c for c in entry.get("tool_calls") or []
-                 if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+        calls = [
+            c for c in entry.get("tool_calls") or [] if isinstance(c, dict) and isinstance(c.get("function"), dict)
+        ]
         if calls:  # function calling: the content, then each call as the model produced it
             builder.add("assistant_text", "assistant", text, line=idx)
             ids = []
             for n, call in enumerate(calls):
                 fn = call["function"]
                 call_id = call.get("id") or f"step-{builder.step}-{idx}-{n}"
-                self._file_context(builder, builder.call(fn.get("name") or "", fn.get("arguments"), call_id,
-                                                         line=idx), open_file)
+                self._file_context(
+                    builder, builder.call(fn.get("name") or "", fn.get("arguments"), call_id, line=idx), open_file
+                )
                 ids.append(call_id)
             return ids[0]
         thought = entry.get("thought")
@@ -124,7 +135,7 @@ class SweAgentReader:
         command = action.strip()
         call_id = f"step-{builder.step}-{idx}"
         item = builder.call(command.split(None, 1)[0], {"command": command}, call_id, line=idx)
-        written = text[len(thought):]
+        written = text[len(thought) :]
         if written.strip():  # the action as the model wrote it, not re-encoded as JSON
             builder.records[-1] = item = replace(item, args=written)
         self._file_context(builder, item, open_file)
@@ -160,7 +171,7 @@ def _placeholders(builder: RunBuilder, history: list[Any], trajectory: Any) -> N
     seq_of = {r.line: r.seq for r in builder.records if isinstance(r, Item) and r.role != "assistant"}
     full = [text_of(e.get("content")) if isinstance(e, dict) else None for e in history]
     for request, messages in _prompts(trajectory, builder.n_requests):
-        for idx, msg in enumerate(messages[:len(history)]):
+        for idx, msg in enumerate(messages[: len(history)]):
             if not isinstance(msg, dict) or not isinstance(history[idx], dict) or idx not in seq_of:
                 continue
             if msg.get("role") != history[idx].get("role"):

@@ -14,10 +14,12 @@ from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
 from replay.untrusted import for_markdown
 
-COUNTERFACTUAL = ("Replay is counterfactual: the recorded actions (tool calls, reads, edits) stay fixed and only "
-                  "the context each policy would have sent is re-simulated. The figures are cost and exposure "
-                  "(tokens sent, cache hits, repeat reads a policy would have induced, overflow incidents), not "
-                  "solve rates: a policy that hides evidence may change what an agent does, which replay cannot see.")
+COUNTERFACTUAL = (
+    "Replay is counterfactual: the recorded actions (tool calls, reads, edits) stay fixed and only "
+    "the context each policy would have sent is re-simulated. The figures are cost and exposure "
+    "(tokens sent, cache hits, repeat reads a policy would have induced, overflow incidents), not "
+    "solve rates: a policy that hides evidence may change what an agent does, which replay cannot see."
+)
 
 
 @dataclass
@@ -32,9 +34,19 @@ class ReportConfig:
 
 
 def _sweep(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: dict, fixed: dict) -> pl.DataFrame:
-    spec = from_dict({"sweep": {"policy": "seed_a", "name": f"report-{name}", "runs": cfg.runs or "",
-                                "tokenizer": cfg.tokenizer or "", "batch": 8},
-                      "fixed": {"window": cfg.window, "reserve": cfg.reserve, **fixed}, "grid": grid})
+    spec = from_dict(
+        {
+            "sweep": {
+                "policy": "seed_a",
+                "name": f"report-{name}",
+                "runs": cfg.runs or "",
+                "tokenizer": cfg.tokenizer or "",
+                "batch": 8,
+            },
+            "fixed": {"window": cfg.window, "reserve": cfg.reserve, **fixed},
+            "grid": grid,
+        }
+    )
     out = run_sweep(con, spec, executor=cfg.executor, workers=cfg.workers, progress=False, runs=cfg.arrays)
     return sweep_frame(con, out.sweep_id)
 
@@ -56,54 +68,123 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
     charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
     longest = max(cfg.arrays, key=lambda a: a.n_requests)  # type: ignore[attr-defined]
-    policies = {"full history": ("full", {"window": w, "reserve": r}),
-                "seed A": ("seed_a", {"window": w, "reserve": r}),
-                "auto-compact": ("auto_compact", {"window": w, "reserve": r})}
+    policies = {
+        "full history": ("full", {"window": w, "reserve": r}),
+        "seed A": ("seed_a", {"window": w, "reserve": r}),
+        "auto-compact": ("auto_compact", {"window": w, "reserve": r}),
+    }
     series = extract.prompt_series(longest, policies)
     tokens = plots.token_label(longest.token_source)
-    ax = plots.prompt_over_run(series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1],
-                               token_source=longest.token_source)
-    cfg.sections.append(("Prompt tokens over the longest run", "Each line is the prompt a policy would have sent at "
-                         f"each request; triangles mark summaries. Tokens: {tokens}.",
-                         plots.save(ax, charts, "prompt_over_run")))
+    ax = plots.prompt_over_run(
+        series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1], token_source=longest.token_source
+    )
+    cfg.sections.append(
+        (
+            "Prompt tokens over the longest run",
+            "Each line is the prompt a policy would have sent at "
+            f"each request; triangles mark summaries. Tokens: {tokens}.",
+            plots.save(ax, charts, "prompt_over_run"),
+        )
+    )
     comp = extract.composition(series, "seed A")
     ax = plots.composition_area(comp, "seed A")
     ax.set_ylabel(f"prompt tokens ({tokens})")
-    cfg.sections.append(("Window composition", f"Tokens by item kind in seed A's view of the same run ({tokens}).",
-                         plots.save(ax, charts, "window_composition")))
-    tail = extract.param_curve(_sweep(con, cfg, "tail", {"tail_fraction": [0.03125, 0.0625, 0.125, 0.1875, 0.25]},
-                                      {"summary_at": 40_000, "tail_messages": 10_000}),
-                               "tail_fraction", ["summaries_per_100", "repeat_evicted"])
-    ax = plots.curve(tail, "tail_fraction", "summaries_per_100", "Summary frequency vs verbatim-tail cap",
-                     "verbatim tail cap (fraction of the window)", "summaries per 100 requests", {"1/8 window": 0.125})
+    cfg.sections.append(
+        (
+            "Window composition",
+            f"Tokens by item kind in seed A's view of the same run ({tokens}).",
+            plots.save(ax, charts, "window_composition"),
+        )
+    )
+    tail = extract.param_curve(
+        _sweep(
+            con,
+            cfg,
+            "tail",
+            {"tail_fraction": [0.03125, 0.0625, 0.125, 0.1875, 0.25]},
+            {"summary_at": 40_000, "tail_messages": 10_000},
+        ),
+        "tail_fraction",
+        ["summaries_per_100", "repeat_evicted"],
+    )
+    ax = plots.curve(
+        tail,
+        "tail_fraction",
+        "summaries_per_100",
+        "Summary frequency vs verbatim-tail cap",
+        "verbatim tail cap (fraction of the window)",
+        "summaries per 100 requests",
+        {"1/8 window": 0.125},
+    )
     cfg.sections.append(("Summary frequency vs verbatim-tail cap", _table(tail), plots.save(ax, charts, "tail_cap")))
-    floor = extract.param_curve(_sweep(con, cfg, "floor", {"reclaim_floor": [0.0, 0.03, 0.0625, 0.125, 0.25]}, {}),
-                                "reclaim_floor", ["cache_hit_rate", "repeat_evicted", "cost_usd"])
-    ax = plots.curve(floor, "reclaim_floor", "cache_hit_rate", "Cache hit rate vs cache-reclaim floor",
-                     "reclaim floor (fraction of the window)", "cache hit rate", {"1/8 window": 0.125}, percent=True)
+    floor = extract.param_curve(
+        _sweep(con, cfg, "floor", {"reclaim_floor": [0.0, 0.03, 0.0625, 0.125, 0.25]}, {}),
+        "reclaim_floor",
+        ["cache_hit_rate", "repeat_evicted", "cost_usd"],
+    )
+    ax = plots.curve(
+        floor,
+        "reclaim_floor",
+        "cache_hit_rate",
+        "Cache hit rate vs cache-reclaim floor",
+        "reclaim floor (fraction of the window)",
+        "cache hit rate",
+        {"1/8 window": 0.125},
+        percent=True,
+    )
     cfg.sections.append(("Cache hit rate vs reclaim floor", _table(floor), plots.save(ax, charts, "reclaim_floor")))
-    margin = extract.param_curve(_sweep(con, cfg, "margin", {"margin": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]},
-                                        {"estimator": "chars/4"}),
-                                 "margin", ["overflow_incidents", "emergencies", "near_misses"])
-    ax = plots.curve(margin, "margin", "overflow_incidents", "Overflow vs emergency margin",
-                     "safety margin on seed A's chars/4 estimate (fraction)", f"overflow incidents ({tokens})",
-                     {"10%": 0.1, "20%": 0.2})
-    cfg.sections.append(("Overflow incidents vs margin under estimator error",
-                         f"Seed A decides on chars/4 estimates; overflow is counted on the prompt the server sees "
-                         f"({tokens}).\n\n" + _table(margin), plots.save(ax, charts, "margin")))
+    margin = extract.param_curve(
+        _sweep(con, cfg, "margin", {"margin": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]}, {"estimator": "chars/4"}),
+        "margin",
+        ["overflow_incidents", "emergencies", "near_misses"],
+    )
+    ax = plots.curve(
+        margin,
+        "margin",
+        "overflow_incidents",
+        "Overflow vs emergency margin",
+        "safety margin on seed A's chars/4 estimate (fraction)",
+        f"overflow incidents ({tokens})",
+        {"10%": 0.1, "20%": 0.2},
+    )
+    cfg.sections.append(
+        (
+            "Overflow incidents vs margin under estimator error",
+            f"Seed A decides on chars/4 estimates; overflow is counted on the prompt the server sees "
+            f"({tokens}).\n\n" + _table(margin),
+            plots.save(ax, charts, "margin"),
+        )
+    )
     reads = extract.repeat_reads(con, cfg.runs)
-    cfg.sections.append(("Repeat reads", f"Largest count of reads of one resource in one run: "
-                         f"{int(reads['reads'].max() or 0)}.", plots.save(plots.repeat_histogram(reads), charts,
-                                                                         "repeat_reads")))
-    grid = _sweep(con, cfg, "pareto", {"protect": [4000, 12000, 24000, 43000],
-                                       "summary_at": [60_000, 80_000, 95_000]}, {})
+    cfg.sections.append(
+        (
+            "Repeat reads",
+            f"Largest count of reads of one resource in one run: {int(reads['reads'].max() or 0)}.",
+            plots.save(plots.repeat_histogram(reads), charts, "repeat_reads"),
+        )
+    )
+    grid = _sweep(
+        con, cfg, "pareto", {"protect": [4000, 12000, 24000, 43000], "summary_at": [60_000, 80_000, 95_000]}, {}
+    )
     points = extract.point_table(grid)
     mask = extract.pareto_mask(points, ["repeat_evicted", "cost_usd"])
-    ax = plots.pareto(points, "cost_usd", "repeat_evicted", mask, "prompt cost (USD, all runs)",
-                      "evicted repeat reads", ["protect", "summary_at"])
-    cfg.sections.append(("Pareto front", "Points: protected range (protect, tokens) x summary threshold "
-                         f"(summary_at, tokens); each front point is labelled with both knobs. Tokens: {tokens}.",
-                         plots.save(ax, charts, "pareto")))
+    ax = plots.pareto(
+        points,
+        "cost_usd",
+        "repeat_evicted",
+        mask,
+        "prompt cost (USD, all runs)",
+        "evicted repeat reads",
+        ["protect", "summary_at"],
+    )
+    cfg.sections.append(
+        (
+            "Pareto front",
+            "Points: protected range (protect, tokens) x summary threshold "
+            f"(summary_at, tokens); each front point is labelled with both knobs. Tokens: {tokens}.",
+            plots.save(ax, charts, "pareto"),
+        )
+    )
     from replay.policies import Budget
     from replay.reports.run_pages import write_run_pages
 
@@ -116,8 +197,11 @@ def md_html(text: str) -> str:
     out = []
     for block in text.split("\n\n"):
         lines = [line for line in block.strip().splitlines() if line.strip()]
-        if len(lines) >= 2 and all(line.lstrip().startswith("|") for line in lines) and set(
-                lines[1].replace("|", "").replace(":", "").replace("-", "").strip()) == set():
+        if (
+            len(lines) >= 2
+            and all(line.lstrip().startswith("|") for line in lines)
+            and set(lines[1].replace("|", "").replace(":", "").replace("-", "").strip()) == set()
+        ):
             cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
             head = "".join(f"<th>{html.escape(c)}</th>" for c in cells[0])
             body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells[2:])
@@ -127,30 +211,52 @@ def md_html(text: str) -> str:
     return "".join(out)
 
 
-TABLE_CSS = ("<style>table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 8px;"
-             "text-align:right}th{background:#f3f3f3}</style>")
+TABLE_CSS = (
+    "<style>table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 8px;"
+    "text-align:right}th{background:#f3f3f3}</style>"
+)
 
 
 def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tuple[str, Path]] | None = None) -> Path:
-    head = (f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}.\n\n"
-            f"> {COUNTERFACTUAL}\n")
-    md, body = [head], [f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
-                        f"{cfg.reserve:,}.</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"]
+    head = (
+        f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}.\n\n"
+        f"> {COUNTERFACTUAL}\n"
+    )
+    md, body = (
+        [head],
+        [
+            f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
+            f"{cfg.reserve:,}.</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"
+        ],
+    )
     for title, text, paths in cfg.sections:
         png = paths[0].relative_to(out_dir).as_posix()
         md.append(f"\n## {title}\n\n![{title}]({png})\n\n{text}\n")
-        body.append(f"<h2>{html.escape(title)}</h2><img src='{paths[1].relative_to(out_dir).as_posix()}' "
-                    f"style='max-width:100%'>{md_html(text)}")
+        body.append(
+            f"<h2>{html.escape(title)}</h2><img src='{paths[1].relative_to(out_dir).as_posix()}' "
+            f"style='max-width:100%'>{md_html(text)}"
+        )
     if pages:
-        intro = ("Request views per run (seed A vs the full history; prompt size over requests, each request's "
-                 "prompt segment by segment on click; `replay show RUN --html FILE` writes one for any run):")
-        md.append(f"\n## Request views\n\n{intro}\n\n" + "".join(
-            f"- [{for_markdown(rid)}]({path.relative_to(out_dir).as_posix()})\n" for rid, path in pages))
-        body.append(f"<h2>Request views</h2><p>{html.escape(intro)}</p><ul>" + "".join(
-            f"<li><a href='{html.escape(path.relative_to(out_dir).as_posix())}'>{html.escape(rid)}</a></li>"
-            for rid, path in pages) + "</ul>")
+        intro = (
+            "Request views per run (seed A vs the full history; prompt size over requests, each request's "
+            "prompt segment by segment on click; `replay show RUN --html FILE` writes one for any run):"
+        )
+        md.append(
+            f"\n## Request views\n\n{intro}\n\n"
+            + "".join(f"- [{for_markdown(rid)}]({path.relative_to(out_dir).as_posix()})\n" for rid, path in pages)
+        )
+        body.append(
+            f"<h2>Request views</h2><p>{html.escape(intro)}</p><ul>"
+            + "".join(
+                f"<li><a href='{html.escape(path.relative_to(out_dir).as_posix())}'>{html.escape(rid)}</a></li>"
+                for rid, path in pages
+            )
+            + "</ul>"
+        )
     (out_dir / "report.md").write_text("".join(md), encoding="utf-8")
-    page = "<!doctype html><meta charset='utf-8'><title>replay report</title><body style='font-family:sans-serif;" \
-           "max-width:60em;margin:auto'>" + TABLE_CSS + "".join(body) + "</body>"
+    page = (
+        "<!doctype html><meta charset='utf-8'><title>replay report</title><body style='font-family:sans-serif;"
+        "max-width:60em;margin:auto'>" + TABLE_CSS + "".join(body) + "</body>"
+    )
     (out_dir / "report.html").write_text(page, encoding="utf-8")
     return out_dir / "report.md"

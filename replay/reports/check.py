@@ -37,7 +37,7 @@ PER_RUN = ("overflow_incidents", "evicted_failures", "repeat_evicted")
 @dataclass(frozen=True)
 class CheckResult:
     metrics: pl.DataFrame  # metric, baseline, candidate, delta, tolerance, regressed
-    runs: pl.DataFrame     # run_id, metric, baseline, candidate, delta, regressed
+    runs: pl.DataFrame  # run_id, metric, baseline, candidate, delta, regressed
 
     @property
     def regressed(self) -> bool:
@@ -72,15 +72,43 @@ def compare(base: pl.DataFrame, cand: pl.DataFrame, tolerances: dict[str, float]
         if m not in base.columns or m not in cand.columns:
             continue
         b, c = _aggregate(base, m), _aggregate(cand, m)
-        rows.append({"metric": m, "baseline": b, "candidate": c, "delta": c - b, "tolerance": tol[m],
-                     "worse_by": worsening(m, b, c), "regressed": worsening(m, b, c) > tol[m] + 1e-12})
+        rows.append(
+            {
+                "metric": m,
+                "baseline": b,
+                "candidate": c,
+                "delta": c - b,
+                "tolerance": tol[m],
+                "worse_by": worsening(m, b, c),
+                "regressed": worsening(m, b, c) > tol[m] + 1e-12,
+            }
+        )
     joined = base.join(cand, on="run_id", suffix="_cand")
     per_run = []
     for m in PER_RUN:
         for rid, b, c in joined.select("run_id", m, f"{m}_cand").iter_rows():
             w = worsening(m, float(b), float(c))
-            per_run.append({"run_id": rid, "metric": m, "baseline": float(b), "candidate": float(c),
-                            "delta": float(c - b), "regressed": m != "repeat_evicted" and w > tol[m] + 1e-12})
-    return CheckResult(pl.DataFrame(rows), pl.DataFrame(per_run, schema={
-        "run_id": pl.Utf8, "metric": pl.Utf8, "baseline": pl.Float64, "candidate": pl.Float64,
-        "delta": pl.Float64, "regressed": pl.Boolean}))
+            per_run.append(
+                {
+                    "run_id": rid,
+                    "metric": m,
+                    "baseline": float(b),
+                    "candidate": float(c),
+                    "delta": float(c - b),
+                    "regressed": m != "repeat_evicted" and w > tol[m] + 1e-12,
+                }
+            )
+    return CheckResult(
+        pl.DataFrame(rows),
+        pl.DataFrame(
+            per_run,
+            schema={
+                "run_id": pl.Utf8,
+                "metric": pl.Utf8,
+                "baseline": pl.Float64,
+                "candidate": pl.Float64,
+                "delta": pl.Float64,
+                "regressed": pl.Boolean,
+            },
+        ),
+    )

@@ -41,9 +41,14 @@ def _counts(df: pl.DataFrame, col: str, by_source: bool = False) -> str:
 
 def setup(df: pl.DataFrame, name: str) -> dict[str, str]:
     """What one side ran under: policy, window, reserve, token source, cache model and price source per run."""
-    return {"policy": name, "window": _counts(df, "window"), "reserve": _counts(df, "reserve"),
-            "token_source": _counts(df, "token_source"), "cache_model": _counts(df, "cache_model"),
-            "price_source": _counts(df, "price_source", by_source=True)}
+    return {
+        "policy": name,
+        "window": _counts(df, "window"),
+        "reserve": _counts(df, "reserve"),
+        "token_source": _counts(df, "token_source"),
+        "cache_model": _counts(df, "cache_model"),
+        "price_source": _counts(df, "price_source", by_source=True),
+    }
 
 
 def money(usd: float) -> str:
@@ -71,26 +76,39 @@ def explain_run(r: dict, tolerance: float, quote: Callable[[str], str] = str) ->
     m = r["metric"]
     worse = worsening(m, r["baseline"], r["candidate"])
     by = f"worse by {100 * worse:.0f}% of the baseline" if r["baseline"] else "none in the baseline"
-    return (f"{quote(r['run_id'])}: {m} {r['baseline']:,.0f} -> {r['candidate']:,.0f} ({r['delta']:+,.0f}), "
-            f"{MEANING.get(m, m)}; {by}, tolerance {100 * tolerance:g}% per run")
+    return (
+        f"{quote(r['run_id'])}: {m} {r['baseline']:,.0f} -> {r['candidate']:,.0f} ({r['delta']:+,.0f}), "
+        f"{MEANING.get(m, m)}; {by}, tolerance {100 * tolerance:g}% per run"
+    )
 
 
 def failures(result: CheckResult, n_runs: int, quote: Callable[[str], str] = str) -> list[str]:
     """A sentence per failing rule: aggregate metrics first, then runs (``quote``: see :func:`explain_run`)."""
     out = [explain_metric(r, n_runs) for r in result.metrics.filter(pl.col("regressed")).iter_rows(named=True)]
     tol = dict(zip(result.metrics["metric"], result.metrics["tolerance"], strict=True))
-    out += [explain_run(r, tol.get(r["metric"], METRICS[r["metric"]][2]), quote)
-            for r in result.runs.filter(pl.col("regressed")).sort(["metric", "delta"], descending=[False, True])
-            .iter_rows(named=True)]
+    out += [
+        explain_run(r, tol.get(r["metric"], METRICS[r["metric"]][2]), quote)
+        for r in result.runs.filter(pl.col("regressed"))
+        .sort(["metric", "delta"], descending=[False, True])
+        .iter_rows(named=True)
+    ]
     return out
 
 
 def to_json(result: CheckResult, sides: dict[str, dict[str, str]], n_runs: int) -> str:
     """The whole result as one JSON document (verdict, setup, metrics, changed runs, failure sentences)."""
     changed = result.runs.filter(pl.col("delta") != 0)
-    return json.dumps({"regressed": result.regressed, "runs": n_runs, "setup": sides,
-                       "metrics": result.metrics.to_dicts(), "changed_runs": changed.to_dicts(),
-                       "failures": failures(result, n_runs)}, default=str)
+    return json.dumps(
+        {
+            "regressed": result.regressed,
+            "runs": n_runs,
+            "setup": sides,
+            "metrics": result.metrics.to_dicts(),
+            "changed_runs": changed.to_dicts(),
+            "failures": failures(result, n_runs),
+        },
+        default=str,
+    )
 
 
 def to_junit(result: CheckResult, n_runs: int) -> str:
@@ -104,12 +122,12 @@ def to_junit(result: CheckResult, n_runs: int) -> str:
         if r["regressed"]:
             ET.SubElement(case, "failure", message=explain_metric(r, n_runs), type="regression")
     for r in result.runs.filter(pl.col("metric") != "repeat_evicted").iter_rows(named=True):
-        case = ET.SubElement(suite, "testcase", classname=for_xml(f"replay.check.runs.{r['run_id']}"),
-                             name=r["metric"])
+        case = ET.SubElement(suite, "testcase", classname=for_xml(f"replay.check.runs.{r['run_id']}"), name=r["metric"])
         cases += 1
         if r["regressed"]:
-            ET.SubElement(case, "failure", message=for_xml(explain_run(r, tol.get(r["metric"], 0.0))),
-                          type="regression")
+            ET.SubElement(
+                case, "failure", message=for_xml(explain_run(r, tol.get(r["metric"], 0.0))), type="regression"
+            )
     n_fail = sum(1 for _ in suite.iter("failure"))
     suite.set("tests", str(cases))
     suite.set("failures", str(n_fail))
@@ -123,43 +141,71 @@ def _num(metric: str, x: float) -> str:
     return f"{x:,.4g}" if abs(x) < 10 else f"{x:,.0f}"
 
 
-def markdown(result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: int,
-             sides: dict[str, dict[str, str]]) -> str:
+def markdown(
+    result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: int, sides: dict[str, dict[str, str]]
+) -> str:
     """A PR-ready report: verdict, what both sides ran under, metric table, why each failing rule failed, the runs
     that changed."""
     verdict = "❌ **regression**" if result.regressed else "✅ **no regression**"
-    out = [f"## replay check: {verdict}", "",
-           f"Baseline {for_markdown(str(base.path or base.name))} vs candidate "
-           f"{for_markdown(str(cand.path or cand.name))} over {n_runs} recorded runs. "
-           "Replay is counterfactual: the recorded actions stay fixed, so these are cost and exposure "
-           "figures, not solve rates.", "",
-           "| setup | baseline | candidate |", "|---|---|---|"]
+    out = [
+        f"## replay check: {verdict}",
+        "",
+        f"Baseline {for_markdown(str(base.path or base.name))} vs candidate "
+        f"{for_markdown(str(cand.path or cand.name))} over {n_runs} recorded runs. "
+        "Replay is counterfactual: the recorded actions stay fixed, so these are cost and exposure "
+        "figures, not solve rates.",
+        "",
+        "| setup | baseline | candidate |",
+        "|---|---|---|",
+    ]
     b, c = sides["baseline"], sides["candidate"]
-    for key, label in (("policy", "policy"), ("window", "window (tokens)"), ("reserve", "reply reserve (tokens)"),
-                       ("token_source", "token source"), ("cache_model", "cache model"),
-                       ("price_source", "price source")):
+    for key, label in (
+        ("policy", "policy"),
+        ("window", "window (tokens)"),
+        ("reserve", "reply reserve (tokens)"),
+        ("token_source", "token source"),
+        ("cache_model", "cache model"),
+        ("price_source", "price source"),
+    ):
         out.append(f"| {label} | {for_markdown(b[key])} | {for_markdown(c[key])} |")
     if b["cache_model"] != c["cache_model"]:
-        out += ["", "> The two sides run under different cache models: cache_hit_rate, uncached_tokens and cost_usd "
-                "compare caches as well as policies."]
-    out += ["", "Costs in US dollars to the cent; uncached_tokens: prompt tokens not read from the cache (cache "
-            "writes included).", "",
-            "| metric | baseline | candidate | delta | tolerance | status |", "|---|---:|---:|---:|---:|---|"]
+        out += [
+            "",
+            "> The two sides run under different cache models: cache_hit_rate, uncached_tokens and cost_usd "
+            "compare caches as well as policies.",
+        ]
+    out += [
+        "",
+        "Costs in US dollars to the cent; uncached_tokens: prompt tokens not read from the cache (cache "
+        "writes included).",
+        "",
+        "| metric | baseline | candidate | delta | tolerance | status |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for r in result.metrics.iter_rows(named=True):
         m = r["metric"]
         status = "regressed" if r["regressed"] else "ok"
-        out.append(f"| {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} | {_num(m, r['delta'])} "
-                   f"| {r['tolerance']:g} | {status} |")
+        out.append(
+            f"| {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} | {_num(m, r['delta'])} "
+            f"| {r['tolerance']:g} | {status} |"
+        )
     why = failures(result, n_runs, for_markdown)
     if why:
         out += ["", "### Why it fails", ""] + [f"- {line}" for line in why]
     changed = result.runs.filter(pl.col("delta") != 0)
     if changed.height:
-        out += ["", "### Runs that changed", "", "| run | metric | baseline | candidate | delta | gate |",
-                "|---|---|---:|---:|---:|---|"]
+        out += [
+            "",
+            "### Runs that changed",
+            "",
+            "| run | metric | baseline | candidate | delta | gate |",
+            "|---|---|---:|---:|---:|---|",
+        ]
         for r in changed.sort(["regressed", "delta"], descending=True).head(40).iter_rows(named=True):
             gate = "regressed" if r["regressed"] else ""
             m = r["metric"]
-            out.append(f"| {for_markdown(r['run_id'])} | {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} "
-                       f"| {_num(m, r['delta'])} | {gate} |")
+            out.append(
+                f"| {for_markdown(r['run_id'])} | {m} | {_num(m, r['baseline'])} | {_num(m, r['candidate'])} "
+                f"| {_num(m, r['delta'])} | {gate} |"
+            )
     return "\n".join(out) + "\n"

@@ -30,8 +30,15 @@ def token_label(token_source: str) -> str:
     return f"estimate, {name or 'chars/4'}"
 
 
-def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, threshold: int | None = None,
-                    run_id: str = "", ax: Axes | None = None, token_source: str = "") -> Axes:
+def prompt_over_run(
+    series: pl.DataFrame,
+    window: int,
+    reserve: int = 0,
+    threshold: int | None = None,
+    run_id: str = "",
+    ax: Axes | None = None,
+    token_source: str = "",
+) -> Axes:
     """Prompt tokens per request, one line per policy; window, usable limit, summary threshold and summaries marked.
     The y label says whether the tokens are a real count (and which tokenizer) or an estimate."""
     ax = _axes(ax)
@@ -40,23 +47,41 @@ def prompt_over_run(series: pl.DataFrame, window: int, reserve: int = 0, thresho
         line = ax.plot(df["k"], df["prompt_tokens"], label=label, lw=1.4, color=f"C{i}")[0]
         s = df.filter(pl.col("summarised"))
         if s.height:
-            ax.scatter(s["k"], s["prompt_tokens"], marker="v", color=line.get_color(), zorder=3,
-                       label=f"{label}: summary")
+            ax.scatter(
+                s["k"], s["prompt_tokens"], marker="v", color=line.get_color(), zorder=3, label=f"{label}: summary"
+            )
     ax.axhline(window, color="black", lw=1, label=f"window {window:,}")
     if reserve:
         ax.axhline(window - reserve, color="black", ls="--", lw=1, label=f"window - reply reserve {window - reserve:,}")
     if threshold:
-        ax.axhline(threshold, color="grey", ls=":", lw=1.2, label=f"summary threshold {threshold:,} (on the "
-                   "policy's own estimate)")
-    ax.set(title=f"Prompt tokens over a run{': ' + for_chart(run_id) if run_id else ''}", xlabel="request number",
-           ylabel=f"prompt tokens ({token_label(token_source)})")
+        ax.axhline(
+            threshold,
+            color="grey",
+            ls=":",
+            lw=1.2,
+            label=f"summary threshold {threshold:,} (on the policy's own estimate)",
+        )
+    ax.set(
+        title=f"Prompt tokens over a run{': ' + for_chart(run_id) if run_id else ''}",
+        xlabel="request number",
+        ylabel=f"prompt tokens ({token_label(token_source)})",
+    )
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.legend(fontsize=8, loc="upper left")
     return ax
 
 
-def curve(df: pl.DataFrame, x: str, y: str, title: str, xlabel: str, ylabel: str, marks: dict[str, float] | None = None,
-          ax: Axes | None = None, percent: bool = False) -> Axes:
+def curve(
+    df: pl.DataFrame,
+    x: str,
+    y: str,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    marks: dict[str, float] | None = None,
+    ax: Axes | None = None,
+    percent: bool = False,
+) -> Axes:
     """One swept parameter against one metric, with named reference values marked."""
     ax = _axes(ax)
     yv = df[y].to_numpy() * (100 if percent else 1)
@@ -88,10 +113,20 @@ def repeat_histogram(reads: pl.DataFrame, ax: Axes | None = None) -> Axes:
     ax.hist(counts, bins=bins, color="C0", edgecolor="white", label="resources (per run)")
     if len(counts):
         top = reads.row(0, named=True)
-        ax.annotate(f"max {top['reads']} reads: {str(top['resource'])[-40:]}", xy=(top["reads"], 1),
-                    xytext=(0.45, 0.8), textcoords="axes fraction", fontsize=8, arrowprops={"arrowstyle": "->"})
-    ax.set(title="Repeat reads: reads per resource in a run", xlabel="reads of one resource in one run",
-           ylabel="number of (run, resource) pairs", yscale="log")
+        ax.annotate(
+            f"max {top['reads']} reads: {str(top['resource'])[-40:]}",
+            xy=(top["reads"], 1),
+            xytext=(0.45, 0.8),
+            textcoords="axes fraction",
+            fontsize=8,
+            arrowprops={"arrowstyle": "->"},
+        )
+    ax.set(
+        title="Repeat reads: reads per resource in a run",
+        xlabel="reads of one resource in one run",
+        ylabel="number of (run, resource) pairs",
+        yscale="log",
+    )
     ax.legend(fontsize=8)
     return ax
 
@@ -110,8 +145,16 @@ def knob_text(row: dict, knobs: list[str]) -> str:
     return ", ".join(parts)
 
 
-def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, ylabel: str,
-           label_param: str | list[str] | None = None, ax: Axes | None = None) -> Axes:
+def pareto(
+    points: pl.DataFrame,
+    x: str,
+    y: str,
+    mask: np.ndarray,
+    xlabel: str,
+    ylabel: str,
+    label_param: str | list[str] | None = None,
+    ax: Axes | None = None,
+) -> Axes:
     """All points, the non-dominated ones joined as the front; each front point labelled knob=value for the
     swept knob(s) ``label_param``."""
     ax = _axes(ax)
@@ -119,8 +162,13 @@ def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, 
     front = points.filter(pl.Series(mask)).sort(x)
     knobs = [label_param] if isinstance(label_param, str) else list(label_param or [])
     knobs = [k for k in knobs if k in front.columns]
-    ax.plot(front[x], front[y], "o-", color="C3",
-            label=f"Pareto front (labels: {', '.join(knobs)})" if knobs else "Pareto front")
+    ax.plot(
+        front[x],
+        front[y],
+        "o-",
+        color="C3",
+        label=f"Pareto front (labels: {', '.join(knobs)})" if knobs else "Pareto front",
+    )
     if knobs:  # points that tie on both axes share one label: each knob's values joined by "/"
         for (px, py), grp in front.group_by([x, y], maintain_order=True):
             rows = list(grp.iter_rows(named=True))
@@ -135,41 +183,88 @@ def pareto(points: pl.DataFrame, x: str, y: str, mask: np.ndarray, xlabel: str, 
     return ax
 
 
-def tune_front(points: pl.DataFrame, recommended: dict, title: str, defaults: dict | None = None,
-               zero_overflow: bool = True, knobs: list[str] | None = None) -> Axes:
+def tune_front(
+    points: pl.DataFrame,
+    recommended: dict,
+    title: str,
+    defaults: dict | None = None,
+    zero_overflow: bool = True,
+    knobs: list[str] | None = None,
+) -> Axes:
     """`replay tune`'s chart: two views of the four objectives; overflowing, feasible and front points told apart,
     the recommended point starred and the policy's defaults marked. Returns the left Axes (save() takes it)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
-    views = ((left, "cost_usd", "cache_hit_rate", "cost over the corpus (USD)", "cache hit rate (% of prompt tokens)"),
-             (right, "summaries_per_100", "repeat_evicted", "summaries per 100 requests",
-              "evicted repeat reads (count over the corpus)"))
+    views = (
+        (left, "cost_usd", "cache_hit_rate", "cost over the corpus (USD)", "cache hit rate (% of prompt tokens)"),
+        (
+            right,
+            "summaries_per_100",
+            "repeat_evicted",
+            "summaries per 100 requests",
+            "evicted repeat reads (count over the corpus)",
+        ),
+    )
     feasible = points["feasible"] if "feasible" in points.columns else pl.Series([True] * points.height)
     on_front = points["on_front"] if "on_front" in points.columns else pl.Series([False] * points.height)
-    groups = ((points.filter(~feasible), dict(marker="x", color="#d62728", alpha=0.45, s=22),
-               "overflows (excluded)" if zero_overflow else "more overflow than the best (excluded)"),
-              (points.filter(feasible & ~on_front), dict(marker="o", color="lightgrey", edgecolor="grey", s=26),
-               "zero overflow" if zero_overflow else "fewest overflow"),
-              (points.filter(on_front), dict(marker="o", color="C0", edgecolor="black", s=40), "Pareto front"))
+    groups = (
+        (
+            points.filter(~feasible),
+            dict(marker="x", color="#d62728", alpha=0.45, s=22),
+            "overflows (excluded)" if zero_overflow else "more overflow than the best (excluded)",
+        ),
+        (
+            points.filter(feasible & ~on_front),
+            dict(marker="o", color="lightgrey", edgecolor="grey", s=26),
+            "zero overflow" if zero_overflow else "fewest overflow",
+        ),
+        (points.filter(on_front), dict(marker="o", color="C0", edgecolor="black", s=40), "Pareto front"),
+    )
     for ax, x, y, xlabel, ylabel in views:
         scale = 100 if y == "cache_hit_rate" else 1
         for df, style, label in groups:
             if df.height:
                 ax.scatter(df[x], df[y] * scale, label=f"{label} ({df.height})", zorder=2, **style)
         if defaults:
-            ax.scatter([defaults[x]], [defaults[y] * scale], marker="D", color="black", s=50, zorder=3,
-                       label=f"policy defaults ({int(defaults['overflow_incidents']):,} overflow incidents)")
-        ax.scatter([recommended[x]], [recommended[y] * scale], marker="*", s=320, color="gold", edgecolor="black",
-                   zorder=4, label=f"recommended ({int(recommended['overflow_incidents']):,} overflow incidents)")
-        ax.annotate("recommended", (recommended[x], recommended[y] * scale), xytext=(8, 8),
-                    textcoords="offset points", fontsize=8, fontweight="bold")
+            ax.scatter(
+                [defaults[x]],
+                [defaults[y] * scale],
+                marker="D",
+                color="black",
+                s=50,
+                zorder=3,
+                label=f"policy defaults ({int(defaults['overflow_incidents']):,} overflow incidents)",
+            )
+        ax.scatter(
+            [recommended[x]],
+            [recommended[y] * scale],
+            marker="*",
+            s=320,
+            color="gold",
+            edgecolor="black",
+            zorder=4,
+            label=f"recommended ({int(recommended['overflow_incidents']):,} overflow incidents)",
+        )
+        ax.annotate(
+            "recommended",
+            (recommended[x], recommended[y] * scale),
+            xytext=(8, 8),
+            textcoords="offset points",
+            fontsize=8,
+            fontweight="bold",
+        )
         ax.set(xlabel=xlabel, ylabel=ylabel)
         ax.grid(alpha=0.3)
     left.set_title("cost vs cache hit (better: up and left)", fontsize=10)
     right.set_title("summaries vs evicted repeat reads (better: down and left)", fontsize=10)
     left.legend(fontsize=8, loc="best")
     knobs_here = [k for k in knobs or [] if recommended.get(k) is not None]
-    what = (knob_text(recommended, knobs_here) if knobs_here else "the policy's defaults"
-            if recommended.get("point_id") == "defaults" else str(recommended.get("point_id")))
+    what = (
+        knob_text(recommended, knobs_here)
+        if knobs_here
+        else "the policy's defaults"
+        if recommended.get("point_id") == "defaults"
+        else str(recommended.get("point_id"))
+    )
     fig.supxlabel(f"recommended: {what}", fontsize=9)
     fig.suptitle(title + ("" if zero_overflow else "  [no point free of overflow]"), fontsize=11)
     return left

@@ -19,9 +19,15 @@ def page_name(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", run_id) + ".html"
 
 
-def write_run_pages(con: duckdb.DuckDBPyConnection, runs: list[RunArrays], out_dir: Path, tokenizer: str | None,
-                    budget: Budget, policies: tuple[str, ...] = ("seed_a", "full"), limit: int = 5
-                    ) -> list[tuple[str, Path]]:
+def write_run_pages(
+    con: duckdb.DuckDBPyConnection,
+    runs: list[RunArrays],
+    out_dir: Path,
+    tokenizer: str | None,
+    budget: Budget,
+    policies: tuple[str, ...] = ("seed_a", "full"),
+    limit: int = 5,
+) -> list[tuple[str, Path]]:
     """Pages for the ``limit`` runs with the most requests, each comparing ``policies``; (run id, path) pairs."""
     chosen = sorted(runs, key=lambda r: (-r.n_requests, r.run_id))[:limit]
     con.execute("SELECT 1").fetchall()  # finish any result a loader left open before the next query

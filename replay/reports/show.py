@@ -47,7 +47,7 @@ class Row:
 
     first: int  # history position (-1: the policy's summary)
     last: int
-    form: str   # original, placeholder, shrunk, spilled, omitted, summary, dropped, prefix
+    form: str  # original, placeholder, shrunk, spilled, omitted, summary, dropped, prefix
     kind: str
     tool: str
     tokens: int
@@ -90,7 +90,7 @@ def clean(text: str, limit: int = PREVIEW) -> str:
     """One line of plain text: newlines and tabs as visible marks, other control characters escaped, cut."""
     out = text.replace("\r\n", "\n").replace("\n", "⏎ ").replace("\t", " ")
     out = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in out)
-    return out if len(out) <= limit else out[:limit - 1] + "…"
+    return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 _TEXT = """SELECT seq, kind, role, tool_name, call_id, step, substr(coalesce(nullif(text, ''), args, ''), 1, ?) AS head,
@@ -102,17 +102,30 @@ def item_infos(con: duckdb.DuckDBPyConnection, run: RunArrays, prompt: PromptMod
     """Per history position of ``run``, its store item, with the prompt model's synthetic items where
     ``replay.simulator.load`` puts them (the prefix first, unlogged content before the first item of its step)."""
     rows = con.execute(_TEXT, [PREVIEW, PREVIEW, run.run_id]).fetchall()
-    stored = [{"seq": seq, "kind": kind, "role": role, "step": step, "chars": chars, "tokens": 0,
-               "info": ItemInfo(seq, kind, tool, call, head, tail, chars)}
-              for seq, kind, role, tool, call, step, head, tail, chars in rows]
+    stored = [
+        {
+            "seq": seq,
+            "kind": kind,
+            "role": role,
+            "step": step,
+            "chars": chars,
+            "tokens": 0,
+            "info": ItemInfo(seq, kind, tool, call, head, tail, chars),
+        }
+        for seq, kind, role, tool, call, step, head, tail, chars in rows
+    ]
     if prompt is not None and prompt.source != NONE:  # the loader's own layout: prefix pieces, unlogged content
         stored = apply_prompt(stored, prompt)
-    out = [it["info"] if "info" in it else ItemInfo(None, it["kind"], None, None, "", "", 0, it["synthetic"])
-           for it in stored]
+    out = [
+        it["info"] if "info" in it else ItemInfo(None, it["kind"], None, None, "", "", 0, it["synthetic"])
+        for it in stored
+    ]
     kinds = [KINDS[c] for c in run.kind]
     if len(out) != run.n_items or [i.kind for i in out] != kinds:
-        raise ReplayError(f"run {run.run_id}: the store's items do not line up with the loaded run ({len(out)} vs "
-                          f"{run.n_items} positions); re-ingest the run (`replay ingest PATH --db ...`)")
+        raise ReplayError(
+            f"run {run.run_id}: the store's items do not line up with the loaded run ({len(out)} vs "
+            f"{run.n_items} positions); re-ingest the run (`replay ingest PATH --db ...`)"
+        )
     return out
 
 
@@ -128,8 +141,12 @@ def _fmt(template: str, **values: object) -> str:
 
 
 # module constants that hold a form's wording, by form (first found in the policy's module wins)
-_WORDING_NAMES = {PLACEHOLDER: ("WORDING", "CLEARED"), SHRUNK: ("APPLIED", "CLEARED_INPUT", "CAPPED"),
-                  OMITTED: ("MARKER",), SPILLED: ("POINTER",)}
+_WORDING_NAMES = {
+    PLACEHOLDER: ("WORDING", "CLEARED"),
+    SHRUNK: ("APPLIED", "CLEARED_INPUT", "CAPPED"),
+    OMITTED: ("MARKER",),
+    SPILLED: ("POINTER",),
+}
 _CONFIG_NAMES = {PLACEHOLDER: ("wording",), OMITTED: ("marker",)}
 
 
@@ -140,15 +157,27 @@ def wording(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArray
         return str(policy.wording_of(p, run))
     if policy.replays_recorded and form == PLACEHOLDER:
         return "[the log's own placeholder; its text is not stored, only its length]"
-    template = next((getattr(policy.config, n) for n in _CONFIG_NAMES.get(form, ())
-                     if isinstance(getattr(policy.config, n, None), str)), None)
+    template = next(
+        (
+            getattr(policy.config, n)
+            for n in _CONFIG_NAMES.get(form, ())
+            if isinstance(getattr(policy.config, n, None), str)
+        ),
+        None,
+    )
     if template is None:
         module = sys.modules.get(type(policy).__module__)
         template = next((getattr(module, n) for n in _WORDING_NAMES.get(form, ()) if hasattr(module, n)), None)
     if template is None:
         return f"[{policy.name}: {('placeholder', 'shrunk', 'spilled', 'omitted')[form - 1]} form]"
-    return _fmt(template, tool=info.tool or "?", call_id=info.call_id or "?", n=int(run.lines[p]),
-                cap=getattr(policy.config, "tool_cap", "?"), pointer="<spill file>")
+    return _fmt(
+        template,
+        tool=info.tool or "?",
+        call_id=info.call_id or "?",
+        n=int(run.lines[p]),
+        cap=getattr(policy.config, "tool_cap", "?"),
+        pointer="<spill file>",
+    )
 
 
 def _item_text(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
@@ -161,7 +190,7 @@ def _item_text(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunAr
     said = wording(policy, form, p, info, run)
     if form == PLACEHOLDER and getattr(policy.config, "head_chars", 0):
         c = policy.config
-        return clean(f"{said} {info.head[:c.head_chars]} … {info.tail[-c.tail_chars:] if c.tail_chars else ''}")
+        return clean(f"{said} {info.head[: c.head_chars]} … {info.tail[-c.tail_chars :] if c.tail_chars else ''}")
     if form == SPILLED:
         return clean(f"{said} preview: {info.head}")
     return clean(said)
@@ -171,13 +200,29 @@ def _cache_status(lo: int, hi: int, cached: int, written: int) -> str:
     """Which part of the charged prompt [lo, hi) falls in: read from cache, written to it, or neither."""
     if hi <= lo:
         return "-"
-    parts = [name for name, a, b in (("cached", 0, cached), ("written", cached, cached + written),
-                                     ("uncached", cached + written, 1 << 62)) if lo < b and hi > a]
+    parts = [
+        name
+        for name, a, b in (
+            ("cached", 0, cached),
+            ("written", cached, cached + written),
+            ("uncached", cached + written, 1 << 62),
+        )
+        if lo < b and hi > a
+    ]
     return "+".join(parts)
 
 
-def shown_view(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, view: View, cached: int, written: int,
-               budget: Budget, cache_name: str, prev_end: int) -> ShownView:
+def shown_view(
+    run: RunArrays,
+    infos: list[ItemInfo],
+    policy: PolicyBase,
+    view: View,
+    cached: int,
+    written: int,
+    budget: Budget,
+    cache_name: str,
+    prev_end: int,
+) -> ShownView:
     """A view as rows: segments in prompt order, dropped ranges collapsed, cache status per segment."""
     k = view.k
     server_gone = run.gone_at  # an earlier turn's reasoning the server no longer counts (the prompt model)
@@ -195,22 +240,47 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, view: 
     summary = next((s for s in view.segments() if s.kind == "summary"), None)
     while p < view.end:
         if p == view.summary_at and summary is not None:
-            rows.append(Row(-1, -1, "summary", "summary", "", summary.tokens, summary.est,
-                            _cache_status(at, at + summary.tokens, cached, written),
-                            f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]"))
+            rows.append(
+                Row(
+                    -1,
+                    -1,
+                    "summary",
+                    "summary",
+                    "",
+                    summary.tokens,
+                    summary.est,
+                    _cache_status(at, at + summary.tokens, cached, written),
+                    f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]",
+                )
+            )
             at += summary.tokens
         if gone(p):
             q = p
             while q + 1 < view.end and gone(q + 1) and q + 1 != view.summary_at:
                 q += 1
-            full = int(run.tokens[p:q + 1].sum())
-            what = "recorded-only (the harness's own artifacts)" if not (view.forms[p:q + 1] == DROPPED).any() \
+            full = int(run.tokens[p : q + 1].sum())
+            what = (
+                "recorded-only (the harness's own artifacts)"
+                if not (view.forms[p : q + 1] == DROPPED).any()
                 else "dropped"
-            if ((server_gone[p:q + 1] >= 0) & (server_gone[p:q + 1] <= k)).all():
+            )
+            if ((server_gone[p : q + 1] >= 0) & (server_gone[p : q + 1] <= k)).all():
                 what = "the server's own drop (an earlier turn's reasoning)"
             n = q - p + 1
-            rows.append(Row(p, q, "dropped", f"{n} item{'s' if n > 1 else ''}", "", 0, 0, "", f"{what}, not sent "
-                            f"({full:,} tokens in full)", full))
+            rows.append(
+                Row(
+                    p,
+                    q,
+                    "dropped",
+                    f"{n} item{'s' if n > 1 else ''}",
+                    "",
+                    0,
+                    0,
+                    "",
+                    f"{what}, not sent ({full:,} tokens in full)",
+                    full,
+                )
+            )
             p = q + 1
             continue
         s, info = segs[p], infos[p]
@@ -219,23 +289,70 @@ def shown_view(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, view: 
             info = replace(info, tool=infos[partner].tool)
         form = int(view.forms[p])
         name = "prefix" if info.synthetic == "prefix" else s.kind
-        rows.append(Row(p, p, name, info.kind, info.tool or "", s.tokens, s.est,
-                        _cache_status(at, at + s.tokens, cached, written), _item_text(policy, form, p, info, run)))
+        rows.append(
+            Row(
+                p,
+                p,
+                name,
+                info.kind,
+                info.tool or "",
+                s.tokens,
+                s.est,
+                _cache_status(at, at + s.tokens, cached, written),
+                _item_text(policy, form, p, info, run),
+            )
+        )
         at += s.tokens
         p += 1
     if summary is not None and view.summary_at >= view.end:
-        rows.append(Row(-1, -1, "summary", "summary", "", summary.tokens, summary.est,
-                        _cache_status(at, at + summary.tokens, cached, written),
-                        f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]"))
+        rows.append(
+            Row(
+                -1,
+                -1,
+                "summary",
+                "summary",
+                "",
+                summary.tokens,
+                summary.est,
+                _cache_status(at, at + summary.tokens, cached, written),
+                f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]",
+            )
+        )
         at += summary.tokens
-    return ShownView(run.run_id, policy.name, k, run.n_requests, int(run.req_step[k]), view.end, prompt, cached,
-                     written, prompt - cached - written, window, budget.reserve, prompt + budget.reserve > window,
-                     view.summarised, view.emergency, view.dirty_from < prev_end, run.token_source, run.prompt_source,
-                     cache_name, rows)
+    return ShownView(
+        run.run_id,
+        policy.name,
+        k,
+        run.n_requests,
+        int(run.req_step[k]),
+        view.end,
+        prompt,
+        cached,
+        written,
+        prompt - cached - written,
+        window,
+        budget.reserve,
+        prompt + budget.reserve > window,
+        view.summarised,
+        view.emergency,
+        view.dirty_from < prev_end,
+        run.token_source,
+        run.prompt_source,
+        cache_name,
+        rows,
+    )
 
 
-def replay_views(run: RunArrays, infos: list[ItemInfo], policy: PolicyBase, cache: CacheModel | None, budget: Budget,
-                 pricing: Pricing = DEFAULT_PRICING, only: int | None = None, label: str = "") -> list[ShownView]:
+def replay_views(
+    run: RunArrays,
+    infos: list[ItemInfo],
+    policy: PolicyBase,
+    cache: CacheModel | None,
+    budget: Budget,
+    pricing: Pricing = DEFAULT_PRICING,
+    only: int | None = None,
+    label: str = "",
+) -> list[ShownView]:
     """Every request's shown view under ``policy`` (``only``: just that request, still stepping from 0 so the
     policy and cache carry their state), as ``replay.simulator.run`` charges them; ``label`` names the policy
     (default its registered name; a preset or knobs the user gave)."""
@@ -302,6 +419,7 @@ def diff_views(a: ShownView, b: ShownView) -> list[DiffRow]:
             prev.last, prev.tokens_a, prev.tokens_b = key, prev.tokens_a + ta, prev.tokens_b + tb
             prev.kind, prev.tool = f"{prev.last - prev.first + 1} items", ""  # two or more
             continue
-        out.append(DiffRow(key if key >= 0 else -1, key if key >= 0 else -1, kind or kind_b, tool or tool_b,
-                           fa, ta, fb, tb))
+        out.append(
+            DiffRow(key if key >= 0 else -1, key if key >= 0 else -1, kind or kind_b, tool or tool_b, fa, ta, fb, tb)
+        )
     return out

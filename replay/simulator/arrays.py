@@ -64,24 +64,24 @@ class RunArrays:
     """One run: items in seq order and requests, as arrays. ``tokens`` are real when ``token_source`` says so."""
 
     run_id: str
-    step: np.ndarray        # int32 request step before which the item was appended
-    kind: np.ndarray        # int8 code into replay.model.KINDS
-    tokens: np.ndarray      # int64 token count (real, or chars/4 when no real count)
-    chars: np.ndarray       # int64 payload characters
-    resource: np.ndarray    # int32 resource id, -1 none
-    access: np.ndarray      # int8 code into ACCESS
-    pair: np.ndarray        # int32 index of the matching call/result, -1 none
-    is_error: np.ndarray    # bool
-    ts: np.ndarray          # float64 epoch seconds (NaN unknown)
-    tool: np.ndarray        # int32 tool id into tool_names, -1 none
-    turn: np.ndarray        # int32 user turn
-    lines: np.ndarray       # int32 lines of text (for "N lines omitted" wordings)
-    req_step: np.ndarray    # int32 step of each request
-    req_end: np.ndarray     # int32 number of items in the history of each request
-    req_ts: np.ndarray      # float64
+    step: np.ndarray  # int32 request step before which the item was appended
+    kind: np.ndarray  # int8 code into replay.model.KINDS
+    tokens: np.ndarray  # int64 token count (real, or chars/4 when no real count)
+    chars: np.ndarray  # int64 payload characters
+    resource: np.ndarray  # int32 resource id, -1 none
+    access: np.ndarray  # int8 code into ACCESS
+    pair: np.ndarray  # int32 index of the matching call/result, -1 none
+    is_error: np.ndarray  # bool
+    ts: np.ndarray  # float64 epoch seconds (NaN unknown)
+    tool: np.ndarray  # int32 tool id into tool_names, -1 none
+    turn: np.ndarray  # int32 user turn
+    lines: np.ndarray  # int32 lines of text (for "N lines omitted" wordings)
+    req_step: np.ndarray  # int32 step of each request
+    req_end: np.ndarray  # int32 number of items in the history of each request
+    req_ts: np.ndarray  # float64
     rec_prompt: np.ndarray  # int64 recorded prompt tokens, -1 unknown
     rec_cache_read: np.ndarray  # int64 recorded cache reads, -1 unknown
-    rec_input: np.ndarray   # int64 recorded uncached input tokens (Anthropic input_tokens), -1 unknown
+    rec_input: np.ndarray  # int64 recorded uncached input tokens (Anthropic input_tokens), -1 unknown
     token_source: str = ESTIMATE_LABEL
     model: str | None = None
     tool_names: tuple[str, ...] = ()
@@ -161,16 +161,23 @@ def _pairs(kinds: list[str], call_ids: list[str | None]) -> np.ndarray:
     return pair
 
 
-def build(run_id: str, items: list[dict], requests: list[dict], token_source: str = ESTIMATE_LABEL,
-          model: str | None = None, cache_ttl: float | None = None) -> RunArrays:
+def build(
+    run_id: str,
+    items: list[dict],
+    requests: list[dict],
+    token_source: str = ESTIMATE_LABEL,
+    model: str | None = None,
+    cache_ttl: float | None = None,
+) -> RunArrays:
     """Arrays from item dicts (step, kind, chars, tokens?, tool_name, call_id, resource, access, is_error, ts,
     turn, lines) and request dicts (step, ts, prompt_tokens, cache_read, input_tokens, cache_write,
     cache_write_1h, output_tokens, model: else the run's ``model``)."""
     kinds = [it["kind"] for it in items]
     chars = np.array([it.get("chars") or 0 for it in items], dtype=np.int64)
     toks = [it.get("tokens") for it in items]
-    tokens = np.array([t if t is not None else int(chars4(c)) for t, c in zip(toks, chars, strict=True)],
-                      dtype=np.int64)
+    tokens = np.array(
+        [t if t is not None else int(chars4(c)) for t, c in zip(toks, chars, strict=True)], dtype=np.int64
+    )
     step = np.array([it["step"] for it in items], dtype=np.int32)
     tool, tool_names = _ids([it.get("tool_name") for it in items])
     resource, resources = _ids([it.get("resource") for it in items])
@@ -179,31 +186,47 @@ def build(run_id: str, items: list[dict], requests: list[dict], token_source: st
     if len(step) and (np.diff(step) < 0).any():
         raise ValueError(f"run {run_id}: item steps must not decrease in seq order")
     return RunArrays(
-        run_id=run_id, step=step, kind=np.array([KIND_CODE[k] for k in kinds], dtype=np.int8),
-        tokens=tokens, chars=chars, resource=resource,
+        run_id=run_id,
+        step=step,
+        kind=np.array([KIND_CODE[k] for k in kinds], dtype=np.int8),
+        tokens=tokens,
+        chars=chars,
+        resource=resource,
         access=np.array([ACCESS_CODE.get(it.get("access") or "none", 5) for it in items], dtype=np.int8),
         pair=_pairs(kinds, [it.get("call_id") for it in items]),
         is_error=np.array([bool(it.get("is_error")) for it in items], dtype=bool),
-        ts=np.array([epoch(it.get("ts")) for it in items], dtype=np.float64), tool=tool,
+        ts=np.array([epoch(it.get("ts")) for it in items], dtype=np.float64),
+        tool=tool,
         turn=np.array([it.get("turn") or 0 for it in items], dtype=np.int32),
         lines=np.array([it.get("lines") or 1 for it in items], dtype=np.int32),
-        req_step=req_step, req_end=np.searchsorted(order, req_step, side="right").astype(np.int32),
+        req_step=req_step,
+        req_end=np.searchsorted(order, req_step, side="right").astype(np.int32),
         req_ts=np.array([epoch(r.get("ts")) for r in requests], dtype=np.float64),
         rec_prompt=np.array([_prompt(r) for r in requests], dtype=np.int64),
-        rec_input=np.array([-1 if r.get("input_tokens") is None else r["input_tokens"] for r in requests],
-                           dtype=np.int64),
-        rec_cache_read=np.array([-1 if r.get("cache_read") is None else r["cache_read"] for r in requests],
-                                dtype=np.int64),
-        token_source=token_source, model=model, tool_names=tool_names, resources=resources,
+        rec_input=np.array(
+            [-1 if r.get("input_tokens") is None else r["input_tokens"] for r in requests], dtype=np.int64
+        ),
+        rec_cache_read=np.array(
+            [-1 if r.get("cache_read") is None else r["cache_read"] for r in requests], dtype=np.int64
+        ),
+        token_source=token_source,
+        model=model,
+        tool_names=tool_names,
+        resources=resources,
         call_ids=tuple(it.get("call_id") for it in items),
-        rec_output=np.array([-1 if r.get("output_tokens") is None else r["output_tokens"] for r in requests],
-                            dtype=np.int64), cache_ttl=cache_ttl,
-        rec_write=np.array([-1 if r.get("cache_write") is None else r["cache_write"] for r in requests],
-                           dtype=np.int64),
-        rec_write_1h=np.array([-1 if r.get("cache_write_1h") is None else r["cache_write_1h"] for r in requests],
-                              dtype=np.int64),
-        req_model=tuple(r.get("model") for r in requests), **_spans(items))
-
+        rec_output=np.array(
+            [-1 if r.get("output_tokens") is None else r["output_tokens"] for r in requests], dtype=np.int64
+        ),
+        cache_ttl=cache_ttl,
+        rec_write=np.array(
+            [-1 if r.get("cache_write") is None else r["cache_write"] for r in requests], dtype=np.int64
+        ),
+        rec_write_1h=np.array(
+            [-1 if r.get("cache_write_1h") is None else r["cache_write_1h"] for r in requests], dtype=np.int64
+        ),
+        req_model=tuple(r.get("model") for r in requests),
+        **_spans(items),
+    )
 
 
 def _spans(items: list[dict]) -> dict:
@@ -211,9 +234,15 @@ def _spans(items: list[dict]) -> dict:
     if not any(it.get("span") for it in items):
         return {}
     keys: dict[str, int] = {}
-    table = np.array([(lo, hi, -1 if key is None else keys.setdefault(key, len(keys)))
-                      for lo, hi, key in (it.get("span") or (1, 2**62, None) for it in items)], dtype=np.int64)
+    table = np.array(
+        [
+            (lo, hi, -1 if key is None else keys.setdefault(key, len(keys)))
+            for lo, hi, key in (it.get("span") or (1, 2**62, None) for it in items)
+        ],
+        dtype=np.int64,
+    )
     return {"read_span": table.reshape(-1, 3), "read_keys": tuple(keys)}
+
 
 def _prompt(r: dict) -> int:
     if r.get("prompt_tokens") is not None:

@@ -18,8 +18,14 @@ if TYPE_CHECKING:
     from replay.simulator.cache_fit import CacheFit
 
 # genai-prices provider id -> the cache model of its API (MiniMax's Anthropic-compatible API takes cache_control)
-PROVIDER_CACHE = {"anthropic": "anthropic", "openai": "openai", "azure": "openai", "deepseek": "deepseek",
-                  "minimax": "anthropic", "google": "gemini"}
+PROVIDER_CACHE = {
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "azure": "openai",
+    "deepseek": "deepseek",
+    "minimax": "anthropic",
+    "google": "gemini",
+}
 HOUR = 3600.0
 
 
@@ -48,8 +54,9 @@ class Billing:
         return self.prices.source
 
 
-def own_cache(provider: str | None, recorded_ttl: float | None = None,
-              fit: CacheFit | None = None) -> tuple[CacheModel, str]:
+def own_cache(
+    provider: str | None, recorded_ttl: float | None = None, fit: CacheFit | None = None
+) -> tuple[CacheModel, str]:
     """The cache model of ``provider``'s API (the TTL the log recorded, for Anthropic-style caches), or no cache
     with a note when the provider has none modelled here. ``fit``: the run's cache model calibrated from its
     recorded reads (replay.simulator.cache_fit), which wins when it is not a bare default: uncached, or an
@@ -78,8 +85,13 @@ def rates(prices: Prices, cache: CacheModel, model: str | None) -> Rates:
     return Rates(prices.input, prices.output, read, write)
 
 
-def billing_for(model: str | None, cache: CacheModel | None = None, pricing: Pricing = DEFAULT_PRICING,
-                recorded_ttl: float | None = None, fit: CacheFit | None = None) -> Billing:
+def billing_for(
+    model: str | None,
+    cache: CacheModel | None = None,
+    pricing: Pricing = DEFAULT_PRICING,
+    recorded_ttl: float | None = None,
+    fit: CacheFit | None = None,
+) -> Billing:
     """Cache model and rates for a run of ``model``: ``cache`` (reset per run by the simulator) when given, else the
     provider's own cache model with the TTL the log recorded, or the run's calibrated one (``fit``).
     ``pricing.model`` prices (and caches) the run as that model instead (tune for a new model)."""
@@ -92,6 +104,7 @@ def billing_for(model: str | None, cache: CacheModel | None = None, pricing: Pri
     else:
         chosen = cache
     if not prices.known:
-        notes.append(f"no price for model {priced_as!r}: cost is NaN (pass --prices FILE or --price input=.. "
-                     "--price output=..)")
+        notes.append(
+            f"no price for model {priced_as!r}: cost is NaN (pass --prices FILE or --price input=.. --price output=..)"
+        )
     return Billing(chosen, prices, rates(prices, chosen, priced_as), "; ".join(notes), priced_as)

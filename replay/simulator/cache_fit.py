@@ -109,8 +109,9 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     return [trace_kernel(p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy() for c in caches]
 
 
-def _reached(read: np.ndarray, rec_prompt: np.ndarray, cold: np.ndarray, full: np.ndarray,
-             prompt: np.ndarray) -> np.ndarray:
+def _reached(
+    read: np.ndarray, rec_prompt: np.ndarray, cold: np.ndarray, full: np.ndarray, prompt: np.ndarray
+) -> np.ndarray:
     """Requests whose recorded read, as a share of the recorded prompt, is past halfway from the warm prefix to
     the conversation's cached prefix, as shares of the replayed prompt (shares: a prompt the log under- or
     over-counts by a constant does not decide)."""
@@ -143,8 +144,12 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
     prompt = np.maximum(recorded_hits(run, [make_cache("none")], T_PROMPT)[0], 1)
     step = max(base.step, 1)
     gap = np.diff(run.req_ts, prepend=np.nan)
-    reached_long = have & (default < unlimited) & (unlimited - cold >= step) & \
-        _reached(rec, run.rec_prompt, cold, unlimited, prompt)
+    reached_long = (
+        have
+        & (default < unlimited)
+        & (unlimited - cold >= step)
+        & _reached(rec, run.rec_prompt, cold, unlimited, prompt)
+    )
     ttl = base.ttl
     if reached_long.any():
         longest = float(np.nanmax(gap[reached_long]))

@@ -12,8 +12,17 @@ from replay.errors import ReplayError
 # Opus 4.5/4.6 and Haiku 4.5 4,096; Sonnet 4.6 2,048; Haiku 3/3.5 2,048; other Opus/Sonnet 1,024). Opus 4.7,
 # 4.8 and 5 are not in that table: taken as Opus 4.5/4.6.
 ANTHROPIC_MIN: tuple[tuple[str, int], ...] = (
-    ("haiku-4-5", 4096), ("opus-4-5", 4096), ("opus-4-6", 4096), ("opus-4-7", 4096), ("opus-4-8", 4096),
-    ("opus-5", 4096), ("sonnet-4-6", 2048), ("3-5-haiku", 2048), ("3-haiku", 2048), ("haiku-3", 2048))
+    ("haiku-4-5", 4096),
+    ("opus-4-5", 4096),
+    ("opus-4-6", 4096),
+    ("opus-4-7", 4096),
+    ("opus-4-8", 4096),
+    ("opus-5", 4096),
+    ("sonnet-4-6", 2048),
+    ("3-5-haiku", 2048),
+    ("3-haiku", 2048),
+    ("haiku-3", 2048),
+)
 
 
 def anthropic_min_cacheable(model: str | None) -> int:
@@ -138,8 +147,9 @@ class LlamaCppSlot(CacheModel):
     read_multiplier: float = 0.0
 
 
-CACHE_MODELS: dict[str, type[CacheModel]] = {c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, DeepSeekDisk,
-                                                                  GeminiImplicit, VLLMBlocks, LlamaCppSlot)}
+CACHE_MODELS: dict[str, type[CacheModel]] = {
+    c.name: c for c in (CacheModel, Anthropic, OpenAIAuto, DeepSeekDisk, GeminiImplicit, VLLMBlocks, LlamaCppSlot)
+}
 AUTO = "auto"  # each run under its own provider's cache model (replay.simulator.billing)
 
 

@@ -27,16 +27,40 @@ from replay.simulator.run import simulate_run
 BIG = Budget(10**9, 0)
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
-COLUMNS = {"file": pl.String, "run_id": pl.String, "kind": pl.String, "requests": pl.Int64, "scored": pl.Int64,
-           "median_abs_pct": pl.Float64, "p95_abs_pct": pl.Float64, "oos_median_abs_pct": pl.Float64,
-           "oos_p95_abs_pct": pl.Float64, "recorded_request": pl.Int64, "simulated_request": pl.Int64,
-           "recorded_after": pl.Int64, "replayed_after": pl.Int64, "simulated_after": pl.Int64,
-           "cache_share_recorded": pl.Float64, "cache_share_simulated": pl.Float64, "within": pl.Boolean,
-           "cache_share_before_recorded": pl.Float64, "cache_share_before_simulated": pl.Float64,
-           "cache_share_at_recorded": pl.Float64, "cache_share_at_simulated": pl.Float64,
-           "format": pl.String, "cache_model": pl.String, "prompt_source": pl.String, "prefix": pl.Int64,
-           "token_source": pl.String, "unreconstructable": pl.String, "preset": pl.String, "cache_fit": pl.String,
-           "cache_oos_recorded": pl.Float64, "cache_oos_simulated": pl.Float64, "harness_version": pl.String}
+COLUMNS = {
+    "file": pl.String,
+    "run_id": pl.String,
+    "kind": pl.String,
+    "requests": pl.Int64,
+    "scored": pl.Int64,
+    "median_abs_pct": pl.Float64,
+    "p95_abs_pct": pl.Float64,
+    "oos_median_abs_pct": pl.Float64,
+    "oos_p95_abs_pct": pl.Float64,
+    "recorded_request": pl.Int64,
+    "simulated_request": pl.Int64,
+    "recorded_after": pl.Int64,
+    "replayed_after": pl.Int64,
+    "simulated_after": pl.Int64,
+    "cache_share_recorded": pl.Float64,
+    "cache_share_simulated": pl.Float64,
+    "within": pl.Boolean,
+    "cache_share_before_recorded": pl.Float64,
+    "cache_share_before_simulated": pl.Float64,
+    "cache_share_at_recorded": pl.Float64,
+    "cache_share_at_simulated": pl.Float64,
+    "format": pl.String,
+    "cache_model": pl.String,
+    "prompt_source": pl.String,
+    "prefix": pl.Int64,
+    "token_source": pl.String,
+    "unreconstructable": pl.String,
+    "preset": pl.String,
+    "cache_fit": pl.String,
+    "cache_oos_recorded": pl.Float64,
+    "cache_oos_simulated": pl.Float64,
+    "harness_version": pl.String,
+}
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -81,18 +105,21 @@ def run_cache(run: RunArrays, cache: str) -> CacheModel:
     return make_cache(cache)
 
 
-def replay_recorded(run: RunArrays, cache: str = "anthropic", policy: str = "recorded",
-                    budget: Budget = BIG, params: dict | None = None) -> tuple[dict[str, np.ndarray], dict]:
+def replay_recorded(
+    run: RunArrays, cache: str = "anthropic", policy: str = "recorded", budget: Budget = BIG, params: dict | None = None
+) -> tuple[dict[str, np.ndarray], dict]:
     """Per-request columns and run row of ``run`` under ``policy`` (the log's own by default; a preset's
     window in ``budget``), with the run's cache model: what was warm at the start from its first cache read, TTL
     from its gaps, best-effort hit rate from its reads."""
     adjusted, tail = _with_tail(run, cache)
-    return simulate_run(adjusted, make_policy(policy, params), run_cache(run, cache), budget, warm=warm_tokens(run),
-                        tail=tail)
+    return simulate_run(
+        adjusted, make_policy(policy, params), run_cache(run, cache), budget, warm=warm_tokens(run), tail=tail
+    )
 
 
-def harness_preset(fmt: str, metadata: dict, model: str | None = None, max_prompt: int = 0
-                   ) -> tuple[str, Budget, dict] | None:
+def harness_preset(
+    fmt: str, metadata: dict, model: str | None = None, max_prompt: int = 0
+) -> tuple[str, Budget, dict] | None:
     """The preset of the harness that recorded a run, with the window it ran against and the knobs its model sets;
     None when the log does not say enough (a Codex log with neither ``model_context_window`` nor a model of a known
     family, a Claude Code log without a version). ``model``: the run's model (the Codex window by family, Gemini CLI
@@ -135,18 +162,27 @@ def prompt_errors(cols: dict[str, np.ndarray], half: np.ndarray | None = None) -
     from replay.tokens.calibrate import interval_errors
 
     have = cols["recorded_prompt"] > 0
-    return interval_errors(cols["prompt_tokens"][have], cols["recorded_prompt"][have].astype(np.float64),
-                           None if half is None else half[have])
+    return interval_errors(
+        cols["prompt_tokens"][have],
+        cols["recorded_prompt"][have].astype(np.float64),
+        None if half is None else half[have],
+    )
 
 
 def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
     """Simulated vs recorded cache-read share (sum cache_read / sum prompt) under the recorded policy."""
     cols, row = replay_recorded(run, cache)
     err = prompt_errors(cols)
-    return {"run_id": run.run_id, "requests": run.n_requests, "prefix": run.prefix_tokens,
-            "tail": _with_tail(run, cache)[1], "ttl": inferred_ttl(run) if cache == "anthropic" else None,
-            "simulated": row["cache_hit_rate"], "recorded": row["recorded_cache_share"],
-            "prompt_error": float(np.median(err)) if len(err) else None}
+    return {
+        "run_id": run.run_id,
+        "requests": run.n_requests,
+        "prefix": run.prefix_tokens,
+        "tail": _with_tail(run, cache)[1],
+        "ttl": inferred_ttl(run) if cache == "anthropic" else None,
+        "simulated": row["cache_hit_rate"],
+        "recorded": row["recorded_cache_share"],
+        "prompt_error": float(np.median(err)) if len(err) else None,
+    }
 
 
 def _share(cols: dict[str, np.ndarray], lo: int, hi: int, recorded: bool) -> float | None:
@@ -198,8 +234,13 @@ def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str)
     return np.flatnonzero(trace.columns[:, T_SUMMARISED] & SUMMARY_CLEARED), trace.columns[:, T_PROMPT]
 
 
-def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, Budget, dict] | None,
-               cache: str, logged_after: list[int | None] | None = None) -> list[dict]:
+def event_rows(
+    run: RunArrays,
+    cols: dict[str, np.ndarray],
+    preset: tuple[str, Budget, dict] | None,
+    cache: str,
+    logged_after: list[int | None] | None = None,
+) -> list[dict]:
     """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
     same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
     ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
@@ -223,17 +264,26 @@ def event_rows(run: RunArrays, cols: dict[str, np.ndarray], preset: tuple[str, B
         size = int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None
         if size is None and logged_after and e < len(logged_after):
             size = logged_after[e]
-        row = {"kind": ev.kind[e], "requests": run.n_requests, "recorded_request": k, "recorded_after": size,
-               "replayed_after": int(cols["prompt_tokens"][k]),
-               "cache_share_recorded": _share(cols, k, after, True),
-               "cache_share_simulated": _share(cols, k, after, False),
-               "cache_share_before_recorded": _share(cols, before, k, True),
-               "cache_share_before_simulated": _share(cols, before, k, False),
-               "cache_share_at_recorded": _share(cols, k, k + 1, True),
-               "cache_share_at_simulated": _share(cols, k, k + 1, False),
-               "simulated_request": None, "simulated_after": None}
-        steps, prompts = (micro_steps, micro_prompt) if ev.kind[e] == "microcompact" else (
-            sim_steps, sim_cols["prompt_tokens"] if sim_cols is not None else sim_steps)
+        row = {
+            "kind": ev.kind[e],
+            "requests": run.n_requests,
+            "recorded_request": k,
+            "recorded_after": size,
+            "replayed_after": int(cols["prompt_tokens"][k]),
+            "cache_share_recorded": _share(cols, k, after, True),
+            "cache_share_simulated": _share(cols, k, after, False),
+            "cache_share_before_recorded": _share(cols, before, k, True),
+            "cache_share_before_simulated": _share(cols, before, k, False),
+            "cache_share_at_recorded": _share(cols, k, k + 1, True),
+            "cache_share_at_simulated": _share(cols, k, k + 1, False),
+            "simulated_request": None,
+            "simulated_after": None,
+        }
+        steps, prompts = (
+            (micro_steps, micro_prompt)
+            if ev.kind[e] == "microcompact"
+            else (sim_steps, sim_cols["prompt_tokens"] if sim_cols is not None else sim_steps)
+        )
         if len(steps):
             near = int(steps[np.argmin(np.abs(steps - k))])
             row["simulated_request"] = near
@@ -250,8 +300,9 @@ def event_within(row: dict) -> bool | None:
     return close and abs(row["simulated_after"] - row["recorded_after"]) / row["recorded_after"] <= TARGET_EVENT_AFTER
 
 
-def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None,
-                   ids: list[str] | None = None) -> pl.DataFrame:
+def fidelity_frame(
+    con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None, ids: list[str] | None = None
+) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
     harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with no
     per-request usage but events whose size after the harness logged has those event rows only).
@@ -262,8 +313,9 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
     from replay.tokens.calibrate import fit_usage, out_of_sample_errors, resolutions
     from replay.tokens.template import DEFAULT_OVERHEAD
 
-    meta = {r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs")
-            .fetchall()}
+    meta = {
+        r[0]: r[1:] for r in con.execute("SELECT run_id, source_path, format, model, metadata FROM runs").fetchall()
+    }
     fitted = fit_usage(con, tokenizer_id, DEFAULT_OVERHEAD, ids)  # once: the prompt model and the out-of-sample score
     oos = out_of_sample_errors(fitted[0])
     rows = []
@@ -271,8 +323,11 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
         usage = bool((run.rec_prompt > 0).any())
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
-        logged = [ev.get("after_tokens") for ev in metadata.get("context_events") or []
-                  if isinstance(ev, dict) and isinstance(ev.get("step"), int)]
+        logged = [
+            ev.get("after_tokens")
+            for ev in metadata.get("context_events") or []
+            if isinstance(ev, dict) and isinstance(ev.get("step"), int)
+        ]
         if not usage and not any(isinstance(v, int) for v in logged):
             continue  # nothing recorded to score against
         chosen = cache or (run.cache_fit.name if run.cache_fit is not None else provider_cache(fmt, model))
@@ -280,24 +335,40 @@ def fidelity_frame(con, tokenizer_id: str | None, cache: str | None = None, patt
         err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
         preset = harness_preset(fmt, metadata, model, int(run.rec_prompt.max()) if run.n_requests else 0)
-        base = {"file": path.rsplit("/", 1)[-1], "run_id": run.run_id, "format": fmt, "cache_model": chosen,
-                "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
-                "harness_version": harness_version(metadata),
-                "prompt_source": run.prompt_source, "prefix": run.prefix_tokens, "token_source": run.token_source,
-                "unreconstructable": run.unreconstructable}
+        base = {
+            "file": path.rsplit("/", 1)[-1],
+            "run_id": run.run_id,
+            "format": fmt,
+            "cache_model": chosen,
+            "preset": f"{preset[0]}@{preset[1].window}" if preset else None,
+            "harness_version": harness_version(metadata),
+            "prompt_source": run.prompt_source,
+            "prefix": run.prefix_tokens,
+            "token_source": run.token_source,
+            "unreconstructable": run.unreconstructable,
+        }
         if usage:
             oos_recorded, oos_simulated = out_of_sample_share(run, chosen, provider_cache(fmt, model))
-            rows.append({**base, "kind": "run", "requests": run.n_requests, "scored": len(err),
-                         "median_abs_pct": _pct(err, 0.5), "p95_abs_pct": _pct(err, 0.95),
-                         "oos_median_abs_pct": _pct(o, 0.5), "oos_p95_abs_pct": _pct(o, 0.95),
-                         "cache_share_recorded": _share(cols, 0, run.n_requests, True),
-                         "cache_share_simulated": _share(cols, 0, run.n_requests, False),
-                         "cache_fit": run.cache_fit.label() if run.cache_fit is not None else None,
-                         "cache_oos_recorded": oos_recorded, "cache_oos_simulated": oos_simulated,
-                         "within": bool(len(err)) and float(np.median(err)) <= TARGET_MEDIAN
-                         and float(np.quantile(err, 0.95)) <= TARGET_P95})
+            rows.append(
+                {
+                    **base,
+                    "kind": "run",
+                    "requests": run.n_requests,
+                    "scored": len(err),
+                    "median_abs_pct": _pct(err, 0.5),
+                    "p95_abs_pct": _pct(err, 0.95),
+                    "oos_median_abs_pct": _pct(o, 0.5),
+                    "oos_p95_abs_pct": _pct(o, 0.95),
+                    "cache_share_recorded": _share(cols, 0, run.n_requests, True),
+                    "cache_share_simulated": _share(cols, 0, run.n_requests, False),
+                    "cache_fit": run.cache_fit.label() if run.cache_fit is not None else None,
+                    "cache_oos_recorded": oos_recorded,
+                    "cache_oos_simulated": oos_simulated,
+                    "within": bool(len(err))
+                    and float(np.median(err)) <= TARGET_MEDIAN
+                    and float(np.quantile(err, 0.95)) <= TARGET_P95,
+                }
+            )
         for ev in event_rows(run, cols, preset, chosen, logged):
             rows.append({**base, **ev, "within": event_within(ev)})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)
-
-

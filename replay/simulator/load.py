@@ -48,17 +48,32 @@ def token_source(items: list[dict], tokenizer_id: str | None) -> str:
 
 def _synthetic(step: int, kind: str, tokens: int, marker: str) -> dict:
     """An item the log does not hold but the server counted (``marker`` says why)."""
-    return {"seq": None, "step": step, "kind": kind, "role": "system" if kind == "system" else "user",
-            "chars": 4 * tokens, "tokens": tokens, "tool_name": None, "call_id": None, "resource": None,
-            "access": None, "is_error": False, "ts": None, "turn": 0, "content_hash": None, "lines": 1,
-            "synthetic": marker}
+    return {
+        "seq": None,
+        "step": step,
+        "kind": kind,
+        "role": "system" if kind == "system" else "user",
+        "chars": 4 * tokens,
+        "tokens": tokens,
+        "tool_name": None,
+        "call_id": None,
+        "resource": None,
+        "access": None,
+        "is_error": False,
+        "ts": None,
+        "turn": 0,
+        "content_hash": None,
+        "lines": 1,
+        "synthetic": marker,
+    }
 
 
 def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     """Items counted as the server counts them, with the prefix first and unlogged content at its step (the one
     layout of a run's positions: ``replay.reports.show`` maps the store's items onto it)."""
-    raw = np.array([it["tokens"] if it["tokens"] is not None else int(chars4(it["chars"] or 0)) for it in items],
-                   dtype=np.int64)
+    raw = np.array(
+        [it["tokens"] if it["tokens"] is not None else int(chars4(it["chars"] or 0)) for it in items], dtype=np.int64
+    )
     counted = prompt.item_tokens(raw, [it["role"] for it in items], [it["kind"] for it in items])
     for it, n in zip(items, counted, strict=True):
         it["tokens"] = int(n)
@@ -192,8 +207,9 @@ def _placeholders(metadata: dict, pos: dict) -> tuple[np.ndarray, np.ndarray, np
     return arr[:, 0], arr[:, 1], arr[:, 2]
 
 
-def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | None = None,
-             prompt: PromptModel | None = None) -> RunArrays:
+def load_run(
+    con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | None = None, prompt: PromptModel | None = None
+) -> RunArrays:
     """One run's arrays; tokens from token_counts for ``tokenizer_id`` when present, else chars/4.
 
     With a ``prompt`` model the items are counted as the server counts them and the harness prefix the log
@@ -201,8 +217,12 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: str, tokenizer_id: str | No
     return load_many(con, [run_id], tokenizer_id, {run_id: prompt} if prompt is not None else {})[0]
 
 
-def load_many(con: duckdb.DuckDBPyConnection, ids: list[str], tokenizer_id: str | None = None,
-              prompts: dict[str, PromptModel] | None = None) -> list[RunArrays]:
+def load_many(
+    con: duckdb.DuckDBPyConnection,
+    ids: list[str],
+    tokenizer_id: str | None = None,
+    prompts: dict[str, PromptModel] | None = None,
+) -> list[RunArrays]:
     """The arrays of the runs ``ids``, in that order, read with one query per table (``prompts``: each run's
     prompt model, as ``load_run`` takes it)."""
     items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
@@ -213,8 +233,11 @@ def load_many(con: duckdb.DuckDBPyConnection, ids: list[str], tokenizer_id: str 
         if rid not in items and rid not in reqs:
             raise ReplayError(f"run {rid!r} not in the store; see `replay runs`")
         model, metadata = runs.get(rid, (None, {}))
-        out.append(_assemble(rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id,
-                             (prompts or {}).get(rid)))
+        out.append(
+            _assemble(
+                rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id, (prompts or {}).get(rid)
+            )
+        )
     return _with_caches(con, ids, out)
 
 
@@ -222,13 +245,21 @@ def _with_caches(con: duckdb.DuckDBPyConnection, ids: list[str], runs: list[RunA
     """Each run with its cache model calibrated from its recorded reads (replay.simulator.cache_fit)."""
     from replay.simulator.cache_fit import fit_caches
 
-    formats = dict(con.execute("SELECT run_id, format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))",
-                               [ids]).fetchall())
+    formats = dict(
+        con.execute("SELECT run_id, format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
+    )
     return fit_caches(runs, formats)
 
 
-def _assemble(run_id: str, items: list[dict], reqs: list[dict], model: str | None, metadata: dict,
-              tokenizer_id: str | None, prompt: PromptModel | None) -> RunArrays:
+def _assemble(
+    run_id: str,
+    items: list[dict],
+    reqs: list[dict],
+    model: str | None,
+    metadata: dict,
+    tokenizer_id: str | None,
+    prompt: PromptModel | None,
+) -> RunArrays:
     """One run's arrays from its rows (see ``load_run``)."""
     for it in items:
         if it["args"] is not None:  # which lines a read shows: repeat reads are by content
@@ -245,8 +276,14 @@ def _assemble(run_id: str, items: list[dict], reqs: list[dict], model: str | Non
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))
-    return replace(run, prefix_tokens=prefix, prompt_source=prompt_source, unreconstructable=caveat, recorded=events,
-                   server_gone=_gone_at(items, reqs, exact))
+    return replace(
+        run,
+        prefix_tokens=prefix,
+        prompt_source=prompt_source,
+        unreconstructable=caveat,
+        recorded=events,
+        server_gone=_gone_at(items, reqs, exact),
+    )
 
 
 def recorded_ttl(cache_writes: dict | None) -> float | None:
@@ -269,9 +306,15 @@ def run_ids(con: duckdb.DuckDBPyConnection, pattern: str | None = None) -> list[
     return [r[0] for r in con.execute(sql + " ORDER BY run_id", params).fetchall()]
 
 
-def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
-              pattern: str | None = None, prompt: bool = True, overhead: int | None = None,
-              fitted: tuple | None = None, ids: list[str] | None = None) -> list[RunArrays]:
+def load_runs(
+    con: duckdb.DuckDBPyConnection,
+    tokenizer_id: str | None = None,
+    pattern: str | None = None,
+    prompt: bool = True,
+    overhead: int | None = None,
+    fitted: tuple | None = None,
+    ids: list[str] | None = None,
+) -> list[RunArrays]:
     """Runs matching ``pattern`` (or the runs ``ids``), under the prompt model (``prompt=False``: the log's items
     only; ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage``
     result for this tokenizer to reuse)."""
@@ -283,11 +326,17 @@ def load_runs(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None = None,
 
 def require_counts(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, ids: list[str]) -> None:
     """Fail when runs are to be loaded under a tokenizer that counted nothing in this store."""
-    if tokenizer_id and ids and con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?",
-                                            [tokenizer_id]).fetchall()[0][0] == 0:
-        raise ReplayError(f"no token counts for tokenizer {tokenizer_id!r} in this store: count them first "
-                          "(`replay tokens -t NAME|PATH`, or pass -t to the command), or give no tokenizer for "
-                          "chars/4 estimates")
+    if (
+        tokenizer_id
+        and ids
+        and con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?", [tokenizer_id]).fetchall()[0][0]
+        == 0
+    ):
+        raise ReplayError(
+            f"no token counts for tokenizer {tokenizer_id!r} in this store: count them first "
+            "(`replay tokens -t NAME|PATH`, or pass -t to the command), or give no tokenizer for "
+            "chars/4 estimates"
+        )
 
 
 def prompt_sources(runs: list[RunArrays]) -> str:
@@ -297,6 +346,8 @@ def prompt_sources(runs: list[RunArrays]) -> str:
         counts[r.prompt_source] = counts.get(r.prompt_source, 0) + 1
     text = ", ".join(f"{n} runs {src}" for src, n in sorted(counts.items()))
     if counts.get(NONE):
-        text += (f" ({counts[NONE]} runs have no usage to fit and no harness profile: their prompt is the log's "
-                 "items only; pass --overhead TOKENS)")
+        text += (
+            f" ({counts[NONE]} runs have no usage to fit and no harness profile: their prompt is the log's "
+            "items only; pass --overhead TOKENS)"
+        )
     return text

@@ -72,8 +72,9 @@ class PromptModel:
         return self.source == FIT and not self.unreconstructable and self.median_err <= TARGET_MEDIAN
 
 
-def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead,
-          fitted: tuple | None = None) -> dict[str, PromptModel]:
+def _fits(
+    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, fitted: tuple | None = None
+) -> dict[str, PromptModel]:
     _, per_run, fits = fitted if fitted is not None else fit_usage(con, tokenizer_id, overhead)
     reasons = dict(zip(per_run["run_id"], per_run["unreconstructable"], strict=True)) if len(per_run) else {}
     errors = dict(zip(per_run["run_id"], per_run["median_err"], strict=True)) if len(per_run) else {}
@@ -83,16 +84,33 @@ def _fits(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Ov
         per_item = f.per_message
         # content from a step on; where the harness prefix itself changed (a model switch, a new tool list) the change
         # may be negative: the prefix of that segment is smaller
-        unlogged = tuple((int(s), int(round(t)), boundaries.get(int(s), "unlogged")) for s, t in f.offsets
-                         if t > 0 or boundaries.get(int(s)) in PREFIX_CHANGES)
-        out[run_id] = PromptModel(int(round(prefix)), f.scale, per_item, not f.reasoning_in_prompt, FIT, overhead,
-                                  unlogged, reasons.get(run_id, ""), float(errors.get(run_id, 0.0)))
+        unlogged = tuple(
+            (int(s), int(round(t)), boundaries.get(int(s), "unlogged"))
+            for s, t in f.offsets
+            if t > 0 or boundaries.get(int(s)) in PREFIX_CHANGES
+        )
+        out[run_id] = PromptModel(
+            int(round(prefix)),
+            f.scale,
+            per_item,
+            not f.reasoning_in_prompt,
+            FIT,
+            overhead,
+            unlogged,
+            reasons.get(run_id, ""),
+            float(errors.get(run_id, 0.0)),
+        )
     return out
 
 
-def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_ids: list[str],
-                  overhead: Overhead = DEFAULT_OVERHEAD, override: int | None = None,
-                  fitted: tuple | None = None) -> dict[str, PromptModel]:
+def prompt_models(
+    con: duckdb.DuckDBPyConnection,
+    tokenizer_id: str | None,
+    run_ids: list[str],
+    overhead: Overhead = DEFAULT_OVERHEAD,
+    override: int | None = None,
+    fitted: tuple | None = None,
+) -> dict[str, PromptModel]:
     """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources);
     ``fitted``: what ``fit_usage`` already returned for this tokenizer and overhead, to not fit twice."""
     fitted = _fits(con, tokenizer_id, overhead, fitted)
@@ -108,9 +126,18 @@ def prompt_models(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, run_
     for run_id, pm in fitted.items():
         if pm.good:  # a profile learns only from runs whose log gives the server's prompt
             by_format.setdefault(formats.get(run_id, ""), []).append(pm)
-    profiles = {fmt: PromptModel(int(np.median([p.prefix for p in pms])), float(np.median([p.scale for p in pms])),
-                                 float(np.median([p.per_item for p in pms])), False, f"profile:{fmt}", overhead)
-                for fmt, pms in by_format.items() if len(pms) >= 2}
+    profiles = {
+        fmt: PromptModel(
+            int(np.median([p.prefix for p in pms])),
+            float(np.median([p.scale for p in pms])),
+            float(np.median([p.per_item for p in pms])),
+            False,
+            f"profile:{fmt}",
+            overhead,
+        )
+        for fmt, pms in by_format.items()
+        if len(pms) >= 2
+    }
     out = {}
     for run_id in run_ids:
         if run_id in fitted:

@@ -76,20 +76,34 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
-        key_of.append(np.array([keys.setdefault((mod or run.model, day_of(float(t))), len(keys))
-                                for mod, t in zip(models, run.req_ts, strict=True)], dtype=np.int64))
+        key_of.append(
+            np.array(
+                [
+                    keys.setdefault((mod or run.model, day_of(float(t))), len(keys))
+                    for mod, t in zip(models, run.req_ts, strict=True)
+                ],
+                dtype=np.int64,
+            )
+        )
         run_of.append(np.full(m, i, np.int64))
         share.append(one_hour_share(run))
         output.append(output_per_request(run))
         rec, ok = recorded_counts(run)
         recorded.append(rec)
         billed.append(ok)
+
     def cat(parts: list, dt: type) -> np.ndarray:
         return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
 
-    return RequestPlan(list(keys), cat(key_of, np.int64), cat(run_of, np.int64), cat(share, np.float64),
-                       cat(output, np.int64), np.concatenate(recorded) if recorded else np.zeros((0, 5), np.int64),
-                       cat(billed, np.bool_))
+    return RequestPlan(
+        list(keys),
+        cat(key_of, np.int64),
+        cat(run_of, np.int64),
+        cat(share, np.float64),
+        cat(output, np.int64),
+        np.concatenate(recorded) if recorded else np.zeros((0, 5), np.int64),
+        cat(billed, np.bool_),
+    )
 
 
 def recorded_counts(run: RunArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -114,14 +128,21 @@ class RunCosts:
 
     prompt_usd: np.ndarray
     output_usd: np.ndarray
-    recorded_usd: np.ndarray   # NaN: a billed request unpriced, or nothing billed
+    recorded_usd: np.ndarray  # NaN: a billed request unpriced, or nothing billed
     written_1h: np.ndarray
     unpriced: np.ndarray
     why: list[dict[str, str]]
 
 
-def run_costs(p: RequestPlan, n_runs: int, bills: list[Billing], prompt: np.ndarray, cached: np.ndarray,
-              written: np.ndarray, pricing: Pricing) -> RunCosts:
+def run_costs(
+    p: RequestPlan,
+    n_runs: int,
+    bills: list[Billing],
+    prompt: np.ndarray,
+    cached: np.ndarray,
+    written: np.ndarray,
+    pricing: Pricing,
+) -> RunCosts:
     """Price every request of ``p`` (``bills[i]``: run i's cache model) and sum per run."""
     prices = [pricing.prices(model, day) for model, day in p.keys]
     names = np.array([b.cache.name for b in bills] + [""], dtype=object)
@@ -133,8 +154,9 @@ def run_costs(p: RequestPlan, n_runs: int, bills: list[Billing], prompt: np.ndar
     hour_ttl = np.array([getattr(b.cache, "ttl", 0.0) >= HOUR for b in bills], np.float64)[p.run_of]
     share = np.where(np.isnan(p.share_1h), hour_ttl, p.share_1h)
     w1h = written * share
-    sim = price_keyed(p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing,
-                      override, prices)
+    sim = price_keyed(
+        p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing, override, prices
+    )
     rec = price_keyed(p.keys, p.key_of, *p.recorded.T, pricing=pricing, prices=prices)
     u = sim.usd
 
@@ -144,9 +166,14 @@ def run_costs(p: RequestPlan, n_runs: int, bills: list[Billing], prompt: np.ndar
     rec_total = np.where(p.billed, rec.total, 0.0)
     rec_usd = by_run(rec_total)
     rec_usd[by_run(p.billed.astype(np.float64)) == 0] = np.nan
-    return RunCosts(by_run(u["input"] + u["cache_read"] + u["cache_write"] + u["cache_write_1h"]),
-                    by_run(u["output"]), rec_usd, by_run(w1h), by_run((~sim.priced).astype(np.float64)),
-                    _reasons(p, n_runs, sim, pricing))
+    return RunCosts(
+        by_run(u["input"] + u["cache_read"] + u["cache_write"] + u["cache_write_1h"]),
+        by_run(u["output"]),
+        rec_usd,
+        by_run(w1h),
+        by_run((~sim.priced).astype(np.float64)),
+        _reasons(p, n_runs, sim, pricing),
+    )
 
 
 def _reasons(p: RequestPlan, n_runs: int, bill: RequestBill, pricing: Pricing) -> list[dict[str, str]]:
@@ -164,13 +191,19 @@ def billing_note(bill: Billing, why: dict[str, str]) -> str:
     own model's price is per request now: a run named after an unpriced model whose requests all name priced
     models is priced)."""
     notes = [n for n in bill.note.split("; ") if n and not n.startswith("no price for model")]
-    notes += [f"no price for model {m!r}: its requests' cost is NaN (pass --prices FILE or --price input=.. "
-              "--price output=..)" for m in sorted(why)]
+    notes += [
+        f"no price for model {m!r}: its requests' cost is NaN (pass --prices FILE or --price input=.. "
+        "--price output=..)"
+        for m in sorted(why)
+    ]
     return "; ".join(notes)
 
 
 def cost_row(costs: RunCosts, i: int) -> dict:
     """Run ``i``'s columns of ``costs`` for a run row (NaN recorded bill as None)."""
     rec = float(costs.recorded_usd[i])
-    return {"recorded_cost_usd": None if np.isnan(rec) else rec, "written_1h_tokens": int(round(costs.written_1h[i])),
-            "unpriced_requests": int(costs.unpriced[i])}
+    return {
+        "recorded_cost_usd": None if np.isnan(rec) else rec,
+        "written_1h_tokens": int(round(costs.written_1h[i])),
+        "unpriced_requests": int(costs.unpriced[i]),
+    }

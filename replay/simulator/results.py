@@ -36,8 +36,14 @@ class Simulation:
     composition: pl.DataFrame = field(default_factory=composition_frame)  # by run, tool and part (args/result)
 
 
-def sim_id_for(config: dict, cache: str, tokenizer_id: str | None, budget: Budget, run_ids: list[str],
-               pricing: Pricing = DEFAULT_PRICING) -> str:
+def sim_id_for(
+    config: dict,
+    cache: str,
+    tokenizer_id: str | None,
+    budget: Budget,
+    run_ids: list[str],
+    pricing: Pricing = DEFAULT_PRICING,
+) -> str:
     """Deterministic id: same config over the same runs gives the same id (re-running replaces it)."""
     parts: list = [config, cache, tokenizer_id, budget.window, budget.reserve, sorted(run_ids)]
     if pricing != DEFAULT_PRICING:
@@ -46,8 +52,14 @@ def sim_id_for(config: dict, cache: str, tokenizer_id: str | None, budget: Budge
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
 
-def simulate_many(runs: list[RunArrays], policy: PolicyBase, cache: CacheModel | None, budget: Budget,
-                  tokenizer_id: str | None = None, pricing: Pricing = DEFAULT_PRICING) -> Simulation:
+def simulate_many(
+    runs: list[RunArrays],
+    policy: PolicyBase,
+    cache: CacheModel | None,
+    budget: Budget,
+    tokenizer_id: str | None = None,
+    pricing: Pricing = DEFAULT_PRICING,
+) -> Simulation:
     """Run ``policy`` over every run (each under its provider's cache model when ``cache`` is None); frames of
     per-run and per-request rows."""
     config = policy.config.as_dict()
@@ -58,14 +70,28 @@ def simulate_many(runs: list[RunArrays], policy: PolicyBase, cache: CacheModel |
         cols, row, by_tool = simulate_run_by_tool(run, policy, cache, budget, pricing=pricing)
         comp_frames.append(by_tool.frame())
         run_rows.append({"sim_id": sid, **row})
-        frame = pl.DataFrame({k: v.astype(bool) if k in ("overflow", "near_miss", "emergency", "summarised")
-                              else v for k, v in cols.items()})
+        frame = pl.DataFrame(
+            {
+                k: v.astype(bool) if k in ("overflow", "near_miss", "emergency", "summarised") else v
+                for k, v in cols.items()
+            }
+        )
         req_frames.append(frame.with_columns(pl.lit(sid).alias("sim_id"), pl.lit(run.run_id).alias("run_id")))
     runs_df = pl.DataFrame(run_rows, infer_schema_length=None) if run_rows else pl.DataFrame()
     reqs_df = pl.concat(req_frames) if req_frames else pl.DataFrame()
     comp_df = pl.concat(comp_frames) if comp_frames else composition_frame()
-    return Simulation(sid, policy.name, config, cache_name, tokenizer_id, budget, runs_df, reqs_df,
-                      sorted({r.token_source for r in runs}), comp_df.with_columns(pl.lit(sid).alias("sim_id")))
+    return Simulation(
+        sid,
+        policy.name,
+        config,
+        cache_name,
+        tokenizer_id,
+        budget,
+        runs_df,
+        reqs_df,
+        sorted({r.token_source for r in runs}),
+        comp_df.with_columns(pl.lit(sid).alias("sim_id")),
+    )
 
 
 def store_simulation(con: duckdb.DuckDBPyConnection, sim: Simulation) -> None:
@@ -74,10 +100,21 @@ def store_simulation(con: duckdb.DuckDBPyConnection, sim: Simulation) -> None:
     try:
         for table in ("simulations", "sim_runs", "sim_requests", "sim_composition"):
             con.execute(f"DELETE FROM {table} WHERE sim_id = ?", [sim.sim_id])
-        con.execute("INSERT INTO simulations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [sim.sim_id, sim.policy, json.dumps(sim.config, sort_keys=True), sim.cache_model,
-                     sim.tokenizer_id, ",".join(sim.token_sources), sim.budget.window, sim.budget.reserve,
-                     sim.runs.height, datetime.now(UTC).replace(tzinfo=None)])
+        con.execute(
+            "INSERT INTO simulations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                sim.sim_id,
+                sim.policy,
+                json.dumps(sim.config, sort_keys=True),
+                sim.cache_model,
+                sim.tokenizer_id,
+                ",".join(sim.token_sources),
+                sim.budget.window,
+                sim.budget.reserve,
+                sim.runs.height,
+                datetime.now(UTC).replace(tzinfo=None),
+            ],
+        )
         for table, df in (("sim_runs", sim.runs), ("sim_requests", sim.requests), ("sim_composition", sim.composition)):
             if df.height:
                 cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
@@ -95,8 +132,18 @@ def totals(sim: Simulation) -> dict:
     df = sim.runs
     if not df.height:
         return {}
-    s = {c: int(df[c].sum()) for c in ("requests", "overflow_incidents", "summaries", "prompt_tokens",
-                                       "cached_tokens", "uncached_tokens", "repeat_evicted")}
+    s = {
+        c: int(df[c].sum())
+        for c in (
+            "requests",
+            "overflow_incidents",
+            "summaries",
+            "prompt_tokens",
+            "cached_tokens",
+            "uncached_tokens",
+            "repeat_evicted",
+        )
+    }
     s["cache_hit_rate"] = s["cached_tokens"] / s["prompt_tokens"] if s["prompt_tokens"] else 0.0
     s |= cost_totals(df)
     return s
@@ -113,8 +160,12 @@ def billing_warnings(df: pl.DataFrame) -> list[str]:
     count: the cost of those runs is unknown (left out of totals) or uncached."""
     if "billing_note" not in df.columns or not df.height:
         return []
-    notes = (df.filter(pl.col("billing_note") != "").group_by("model", "billing_note").len()
-             .sort("model", "billing_note", nulls_last=True))
+    notes = (
+        df.filter(pl.col("billing_note") != "")
+        .group_by("model", "billing_note")
+        .len()
+        .sort("model", "billing_note", nulls_last=True)
+    )
     return [f"WARNING: {'no model name' if m is None else m} ({n} run(s)): {note}" for m, note, n in notes.iter_rows()]
 
 
@@ -124,6 +175,9 @@ def composition_totals(sim: Simulation) -> pl.DataFrame:
     df = sim.composition
     if not df.height:
         return df.select("tool", "part", "tokens", "share")
-    return (df.group_by("tool", "part").agg(pl.col("tokens").sum())
-            .with_columns((pl.col("tokens") / total if total else pl.lit(0.0)).alias("share"))
-            .sort(["tokens", "tool", "part"], descending=[True, False, False]))
+    return (
+        df.group_by("tool", "part")
+        .agg(pl.col("tokens").sum())
+        .with_columns((pl.col("tokens") / total if total else pl.lit(0.0)).alias("share"))
+        .sort(["tokens", "tool", "part"], descending=[True, False, False])
+    )

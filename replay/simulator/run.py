@@ -24,9 +24,23 @@ from replay.simulator.kernels.trace import trace_run
 from replay.simulator.request_costs import billing_note, cost_row, plan, run_costs
 from replay.simulator.run_output import cost_columns, recorded_output, summary_hits_cache
 
-REQUEST_COLUMNS = ("k", "step", "items", "prompt_tokens", "est_tokens", "overflow", "near_miss", "emergency",
-                   "summarised", "trimmed_tokens", "cached_tokens", "written_tokens", "summary_tokens",
-                   "recorded_prompt", "recorded_cache_read") + tuple(f"tok_{k}" for k in KINDS)
+REQUEST_COLUMNS = (
+    "k",
+    "step",
+    "items",
+    "prompt_tokens",
+    "est_tokens",
+    "overflow",
+    "near_miss",
+    "emergency",
+    "summarised",
+    "trimmed_tokens",
+    "cached_tokens",
+    "written_tokens",
+    "summary_tokens",
+    "recorded_prompt",
+    "recorded_cache_read",
+) + tuple(f"tok_{k}" for k in KINDS)
 
 
 class PolicyResultError(TypeError):
@@ -41,9 +55,17 @@ def _check(view: object, k: int, end: int) -> View:
     return view
 
 
-def simulate_run(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budget: Budget | None = None,
-                 near_margin: float = 0.05, pricing: Pricing = DEFAULT_PRICING, overhead: int = 0,
-                 warm: bool | int = False, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
+def simulate_run(
+    run: RunArrays,
+    policy: PolicyBase,
+    cache: CacheModel | None,
+    budget: Budget | None = None,
+    near_margin: float = 0.05,
+    pricing: Pricing = DEFAULT_PRICING,
+    overhead: int = 0,
+    warm: bool | int = False,
+    tail: int = 0,
+) -> tuple[dict[str, np.ndarray], dict]:
     """Replay one run under ``policy``; return per-request columns and one run row of raw counters.
 
     ``cache``: the cache model for this run, None for its provider's own (replay.simulator.billing);
@@ -56,10 +78,17 @@ def simulate_run(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, b
     return _simulate(run, policy, cache, budget, near_margin, pricing, overhead, warm, None, tail)
 
 
-def simulate_run_by_tool(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budget: Budget | None = None,
-                         near_margin: float = 0.05, pricing: Pricing = DEFAULT_PRICING, overhead: int = 0,
-                         warm: bool | int = False, tail: int = 0
-                         ) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
+def simulate_run_by_tool(
+    run: RunArrays,
+    policy: PolicyBase,
+    cache: CacheModel | None,
+    budget: Budget | None = None,
+    near_margin: float = 0.05,
+    pricing: Pricing = DEFAULT_PRICING,
+    overhead: int = 0,
+    warm: bool | int = False,
+    tail: int = 0,
+) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
     """:func:`simulate_run` (same columns and run row) plus the window composition by tool and part."""
     by_tool = ToolComposition(run)
     cols, row = _simulate(run, policy, cache, budget, near_margin, pricing, overhead, warm, by_tool, tail)
@@ -74,8 +103,18 @@ def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
         dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
-        yield (view, *cache.request(dirty, end, min(run.first_body, end), float(run.req_ts[k]), cumtok,
-                                    view.summary_at, view.summary_tokens if view.summary_at >= 0 else 0))
+        yield (
+            view,
+            *cache.request(
+                dirty,
+                end,
+                min(run.first_body, end),
+                float(run.req_ts[k]),
+                cumtok,
+                view.summary_at,
+                view.summary_tokens if view.summary_at >= 0 else 0,
+            ),
+        )
 
 
 def _first_rewrite(view: View, tokens: np.ndarray) -> int:
@@ -85,9 +124,16 @@ def _first_rewrite(view: View, tokens: np.ndarray) -> int:
     return int(changed[0]) if len(changed) else end
 
 
-def charged_views(run: RunArrays, policy: PolicyBase, budget: Budget, bill: Billing, near_margin: float = 0.05,
-                  overhead: int = 0, warm: int = 0, tail: int = 0
-                  ) -> tuple[Iterator[tuple[View, int, int]], np.ndarray]:
+def charged_views(
+    run: RunArrays,
+    policy: PolicyBase,
+    budget: Budget,
+    bill: Billing,
+    near_margin: float = 0.05,
+    overhead: int = 0,
+    warm: int = 0,
+    tail: int = 0,
+) -> tuple[Iterator[tuple[View, int, int]], np.ndarray]:
     """((view, cached, written) per request, the item costs as the policy sees the history) of ``run`` under
     ``policy``, charged by ``bill``'s cache model: the compiled loop's trace for a built-in policy, Python steps
     with the same compiled cache models for a policy written in Python."""
@@ -99,9 +145,18 @@ def charged_views(run: RunArrays, policy: PolicyBase, budget: Budget, bill: Bill
     return _python_steps(run, policy, cache), policy.ftok[ORIGINAL]
 
 
-def _simulate(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budget: Budget | None, near_margin: float,
-              pricing: Pricing, overhead: int, warm: bool | int,
-              by_tool: ToolComposition | None, tail: int = 0) -> tuple[dict[str, np.ndarray], dict]:
+def _simulate(
+    run: RunArrays,
+    policy: PolicyBase,
+    cache: CacheModel | None,
+    budget: Budget | None,
+    near_margin: float,
+    pricing: Pricing,
+    overhead: int,
+    warm: bool | int,
+    by_tool: ToolComposition | None,
+    tail: int = 0,
+) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
     bill = billing_for(run.model, cache, pricing, run.cache_ttl, run.cache_fit)
     warm_tokens = overhead if warm is True else int(warm)
@@ -119,19 +174,32 @@ def _simulate(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budg
     for k, (view, cached, written) in enumerate(steps):
         end = view.end
         prompt = view.prompt_tokens + overhead + tail
-        ev = order[bounds[k]:bounds[k + 1]]
+        ev = order[bounds[k] : bounds[k + 1]]
         if len(ev):
             intact[ev] = view.forms[events.prev_result[ev]] == ORIGINAL
         live = errors[errors < end]
-        err_hidden[:len(live)] |= view.forms[live] != ORIGINAL
+        err_hidden[: len(live)] |= view.forms[live] != ORIGINAL
         comp = np.bincount(run.kind[:end], weights=view.seg_tokens, minlength=len(KINDS))
         if by_tool is not None:
             by_tool.add(view, end, prompt)
         window = view.window or budget.window  # the serving model's window (a failover may shrink it)
-        row = (k, int(run.req_step[k]), end, prompt, view.est_tokens, prompt + budget.reserve > window,
-               prompt + budget.reserve > window * (1 - near_margin), view.emergency, view.summarised,
-               int(full_cum[end] - view.seg_tokens.sum()), cached, written,
-               view.summary_tokens if view.summary_at >= 0 else 0, run.rec_prompt[k], run.rec_cache_read[k])
+        row = (
+            k,
+            int(run.req_step[k]),
+            end,
+            prompt,
+            view.est_tokens,
+            prompt + budget.reserve > window,
+            prompt + budget.reserve > window * (1 - near_margin),
+            view.emergency,
+            view.summarised,
+            int(full_cum[end] - view.seg_tokens.sum()),
+            cached,
+            written,
+            view.summary_tokens if view.summary_at >= 0 else 0,
+            run.rec_prompt[k],
+            run.rec_cache_read[k],
+        )
         for c, v in zip(REQUEST_COLUMNS, row, strict=False):
             cols[c][k] = v
         composition[k] = comp
@@ -141,16 +209,29 @@ def _simulate(run: RunArrays, policy: PolicyBase, cache: CacheModel | None, budg
     cols["near_miss"] &= ~cols["overflow"].astype(bool)
     reads = summarise(events, classify(events, intact))
     r = bill.rates
-    costs = run_costs(plan([run]), 1, [bill], cols["prompt_tokens"], cols["cached_tokens"], cols["written_tokens"],
-                      pricing)  # each request at its own model, day and write durations
+    costs = run_costs(
+        plan([run]), 1, [bill], cols["prompt_tokens"], cols["cached_tokens"], cols["written_tokens"], pricing
+    )  # each request at its own model, day and write durations
     summ = np.flatnonzero(cols["summarised"])
     history = int(cols["prompt_tokens"][summ[summ > 0] - 1].sum())
-    s_cost = summary_cost(history, int(cols["summary_tokens"][summ].sum()), r.input, r.output,
-                          r.cache_read if summary_hits_cache(policy) else None)
+    s_cost = summary_cost(
+        history,
+        int(cols["summary_tokens"][summ].sum()),
+        r.input,
+        r.output,
+        r.cache_read if summary_hits_cache(policy) else None,
+    )
     out = recorded_output(run)
-    extra = {**reads, "evicted_failures": int(err_hidden.sum()),
-             "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()),
-             **cost_columns(bill, float(costs.prompt_usd[0]), s_cost, float(costs.output_usd[0])),
-             "billing_note": billing_note(bill, costs.why[0]), **cost_row(costs, 0), **out,
-             "token_source": run.token_source, "window": budget.window, "reserve": budget.reserve}
+    extra = {
+        **reads,
+        "evicted_failures": int(err_hidden.sum()),
+        "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()),
+        **cost_columns(bill, float(costs.prompt_usd[0]), s_cost, float(costs.output_usd[0])),
+        "billing_note": billing_note(bill, costs.why[0]),
+        **cost_row(costs, 0),
+        **out,
+        "token_source": run.token_source,
+        "window": budget.window,
+        "reserve": budget.reserve,
+    }
     return cols, run_row(run.run_id, cols, extra)

@@ -41,12 +41,24 @@ def cost_columns(bill: Billing, prompt_usd: float, summary_usd: float, output_us
     """Run-row cost columns: the total and its parts, the rates charged, where prices came from (NaN costs:
     an unknown price)."""
     r = bill.rates
-    money = {"cost_usd": prompt_usd + summary_usd + output_usd, "prompt_cost_usd": prompt_usd,
-             "summary_cost_usd": summary_usd, "output_cost_usd": output_usd, "price_per_mtok": r.input,
-             "output_per_mtok": r.output, "cache_read_per_mtok": r.cache_read, "cache_write_per_mtok": r.cache_write}
-    return {**{k: nan_to_none(float(v)) for k, v in money.items()}, "price_source": bill.price_source,
-            "model": bill.model, "cache_model": bill.cache.name, "cache_ttl": getattr(bill.cache, "ttl", None),
-            "billing_note": bill.note}
+    money = {
+        "cost_usd": prompt_usd + summary_usd + output_usd,
+        "prompt_cost_usd": prompt_usd,
+        "summary_cost_usd": summary_usd,
+        "output_cost_usd": output_usd,
+        "price_per_mtok": r.input,
+        "output_per_mtok": r.output,
+        "cache_read_per_mtok": r.cache_read,
+        "cache_write_per_mtok": r.cache_write,
+    }
+    return {
+        **{k: nan_to_none(float(v)) for k, v in money.items()},
+        "price_source": bill.price_source,
+        "model": bill.model,
+        "cache_model": bill.cache.name,
+        "cache_ttl": getattr(bill.cache, "ttl", None),
+        "billing_note": bill.note,
+    }
 
 
 def nan_to_none(x: float) -> float | None:

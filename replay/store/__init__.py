@@ -23,13 +23,15 @@ def connect(path: Path, read_only: bool, config: dict | None = None) -> duckdb.D
     try:
         con = duckdb.connect(str(path), read_only=read_only, config=config or {})
     except duckdb.ConnectionException as exc:
-        raise ReplayError(f"{path}: this process already has the store open with other settings; close that "
-                          f"connection first ({exc})") from exc
+        raise ReplayError(
+            f"{path}: this process already has the store open with other settings; close that connection first ({exc})"
+        ) from exc
     except duckdb.IOException as exc:
         if "lock" in str(exc).lower():
             raise ReplayError(
                 f"{path}: another replay process holds this store open for writing; wait for it to finish "
-                f"or use another file with --db (detail: {str(exc).splitlines()[0]})") from exc
+                f"or use another file with --db (detail: {str(exc).splitlines()[0]})"
+            ) from exc
         raise ReplayError(f"{path}: cannot open the store: {exc}") from exc
     try:
         check_version(con, str(path))

@@ -9,14 +9,17 @@ from replay.store import frame
 
 
 def runs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    return frame(con, """
+    return frame(
+        con,
+        """
         SELECT r.run_id, r.format, r.model, r.n_requests AS requests,
                count(i.seq) FILTER (WHERE i.kind = 'tool_call') AS tool_calls,
                count(i.seq) AS items,
                coalesce((SELECT bool_or(q.prompt_tokens IS NOT NULL OR q.input_tokens IS NOT NULL)
                          FROM requests q WHERE q.run_id = r.run_id), false) AS recorded_usage
         FROM runs r LEFT JOIN items i USING (run_id)
-        GROUP BY ALL ORDER BY r.format, r.run_id""")
+        GROUP BY ALL ORDER BY r.format, r.run_id""",
+    )
 
 
 def run_items(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
@@ -25,8 +28,12 @@ def run_items(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
 
 def has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """True when the store has a table or view called ``name`` (an old store opened read-only may not)."""
-    return con.cursor().execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?",
-                                [name]).fetchone()[0] > 0
+    return (
+        con.cursor()
+        .execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
+        .fetchone()[0]
+        > 0
+    )
 
 
 def placeholder_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

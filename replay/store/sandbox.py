@@ -40,18 +40,20 @@ def open_sandboxed(path: Path | str, memory_limit: str = DEFAULT_MEMORY) -> duck
 def _explain(exc: duckdb.Error) -> str:
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if isinstance(exc, duckdb.PermissionException) or "configuration has been locked" in str(exc):
-        return (f"SQL refused: `replay sql` reads only the tables of the store; files, URLs, extensions and "
-                f"settings are off ({first})")
+        return (
+            f"SQL refused: `replay sql` reads only the tables of the store; files, URLs, extensions and "
+            f"settings are off ({first})"
+        )
     if "read-only mode" in str(exc):
         return f"SQL refused: the store is opened read-only for `replay sql` ({first})"
     if isinstance(exc, duckdb.OutOfMemoryException):
-        return (f"SQL stopped at the memory limit ({first}); narrow the query, add a LIMIT, or raise "
-                "--memory-limit")
+        return f"SQL stopped at the memory limit ({first}); narrow the query, add a LIMIT, or raise --memory-limit"
     return f"SQL failed: {str(exc)}"
 
 
-def run_query(con: duckdb.DuckDBPyConnection, query: str, timeout: float | None = None,
-              limit: int | None = None) -> pl.DataFrame:
+def run_query(
+    con: duckdb.DuckDBPyConnection, query: str, timeout: float | None = None, limit: int | None = None
+) -> pl.DataFrame:
     """Run ``query`` in a worker thread so Ctrl-C (in the main thread) and ``timeout`` seconds can interrupt it;
     ``limit``: fetch at most that many rows plus one (which tells the caller that more were left out)."""
     if timeout is not None and not (math.isfinite(timeout) and timeout > 0):

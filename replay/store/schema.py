@@ -92,11 +92,20 @@ def _v4_placeholders_composition(con: duckdb.DuckDBPyConnection) -> None:
 def _v5_billing(con: duckdb.DuckDBPyConnection) -> None:
     """``sim_runs``: cost by part (prompt, summaries, outputs), the rates charged, where prices came from and the
     cache model each run had (replay.simulator.billing)."""
-    for col, typ in (("prompt_cost_usd", "DOUBLE"), ("summary_cost_usd", "DOUBLE"), ("output_cost_usd", "DOUBLE"),
-                     ("output_tokens", "BIGINT"),
-                     ("output_source", "VARCHAR"), ("output_per_mtok", "DOUBLE"), ("cache_read_per_mtok", "DOUBLE"),
-                     ("cache_write_per_mtok", "DOUBLE"), ("price_source", "VARCHAR"), ("model", "VARCHAR"),
-                     ("cache_ttl", "DOUBLE"), ("billing_note", "VARCHAR")):
+    for col, typ in (
+        ("prompt_cost_usd", "DOUBLE"),
+        ("summary_cost_usd", "DOUBLE"),
+        ("output_cost_usd", "DOUBLE"),
+        ("output_tokens", "BIGINT"),
+        ("output_source", "VARCHAR"),
+        ("output_per_mtok", "DOUBLE"),
+        ("cache_read_per_mtok", "DOUBLE"),
+        ("cache_write_per_mtok", "DOUBLE"),
+        ("price_source", "VARCHAR"),
+        ("model", "VARCHAR"),
+        ("cache_ttl", "DOUBLE"),
+        ("billing_note", "VARCHAR"),
+    ):
         con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
 
 
@@ -107,14 +116,22 @@ def _v6_cache_write_1h(con: duckdb.DuckDBPyConnection) -> None:
     logs again into a new store to read the split. ``sim_runs`` gains the recorded bill of the run and the
     simulated cost's 1 h writes."""
     con.execute("ALTER TABLE requests ADD COLUMN cache_write_1h BIGINT")
-    for col, typ in (("recorded_cost_usd", "DOUBLE"), ("written_1h_tokens", "BIGINT"),
-                     ("unpriced_requests", "INTEGER")):
+    for col, typ in (
+        ("recorded_cost_usd", "DOUBLE"),
+        ("written_1h_tokens", "BIGINT"),
+        ("unpriced_requests", "INTEGER"),
+    ):
         con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
 
 
-MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [_v1_canonical, _v2_simulations, _v3_calibrations,
-                                                                 _v4_placeholders_composition, _v5_billing,
-                                                                 _v6_cache_write_1h]
+MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
+    _v1_canonical,
+    _v2_simulations,
+    _v3_calibrations,
+    _v4_placeholders_composition,
+    _v5_billing,
+    _v6_cache_write_1h,
+]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -144,15 +161,21 @@ def check_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     if "schema_version" not in tables:
         if tables & {"files", "runs", "items", "requests"}:
-            raise ReplayError(f"{where}: holds replay tables but no schema_version, so its layout is unknown; "
-                              "ingest the logs again into a new --db")
+            raise ReplayError(
+                f"{where}: holds replay tables but no schema_version, so its layout is unknown; "
+                "ingest the logs again into a new --db"
+            )
         if tables:  # someone else's database: adding replay's tables to it would change their file
             shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
-            raise ReplayError(f"{where}: a DuckDB database that is not a replay store (tables {shown}); give "
-                              "--db a new file or an existing replay store")
+            raise ReplayError(
+                f"{where}: a DuckDB database that is not a replay store (tables {shown}); give "
+                "--db a new file or an existing replay store"
+            )
         return 0
     version = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0] or 0
     if version > len(MIGRATIONS):
-        raise ReplayError(f"{where}: store schema version {version} is newer than this replay knows "
-                          f"({len(MIGRATIONS)}); use the replay that wrote it (or a newer one), or another --db")
+        raise ReplayError(
+            f"{where}: store schema version {version} is newer than this replay knows "
+            f"({len(MIGRATIONS)}); use the replay that wrote it (or a newer one), or another --db"
+        )
     return version

@@ -50,8 +50,12 @@ class Context:
 def point_rows(ctx: Context, task: Task) -> Result:
     """All runs under one point: one row per run with param_ columns, metrics and the effective config."""
     pid, params = task
-    base = {"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session,
-            **{f"param_{k}": v for k, v in params.items()}}
+    base = {
+        "sweep_id": ctx.sweep_id,
+        "point_id": pid,
+        "session": ctx.session,
+        **{f"param_{k}": v for k, v in params.items()},
+    }
     try:
         point = resolve(ctx.policy, params, ctx.cache, ctx.pricing)
     except ReplayError as exc:
@@ -68,11 +72,21 @@ def point_rows(ctx: Context, task: Task) -> Result:
         try:
             rows.append({**base, "run_id": run.run_id, "error": None, **evaluate_point(run, point)})
         except SystemExit as exc:  # a policy calling sys.exit must not end the sweep (or a worker) silently
-            rows.append({**base, "run_id": run.run_id,
-                         "error": f"policy {ctx.policy} called sys.exit({exc.code!r}) on this run"})
+            rows.append(
+                {
+                    **base,
+                    "run_id": run.run_id,
+                    "error": f"policy {ctx.policy} called sys.exit({exc.code!r}) on this run",
+                }
+            )
         except Exception as exc:  # noqa: BLE001 - recorded with the point, never silently dropped
-            rows.append({**base, "run_id": run.run_id, "error": f"{type(exc).__name__}: {exc}"[:2000] + "\n"
-                         + traceback.format_exc(limit=3)[-1000:]})
+            rows.append(
+                {
+                    **base,
+                    "run_id": run.run_id,
+                    "error": f"{type(exc).__name__}: {exc}"[:2000] + "\n" + traceback.format_exc(limit=3)[-1000:],
+                }
+            )
     return pid, rows
 
 
@@ -153,8 +167,10 @@ class Pool(Executor):
         chunks = max(1, min(16, len(first) // (8 * self.workers)))
         shard_tasks = ((path, t) for t in chain(first, tasks))
         # chunks as single tasks (imap_unordered's own chunking returns a generator, which cannot wait with a timeout)
-        windows = (self.pool.imap_unordered(_work_many, list(_windows(iter(w), chunks)))
-                   for w in _windows(shard_tasks, len(first)))
+        windows = (
+            self.pool.imap_unordered(_work_many, list(_windows(iter(w), chunks)))
+            for w in _windows(shard_tasks, len(first))
+        )
         current = next(windows, None)
         while current is not None:
             following = next(windows, None)  # queued now, so workers go on while the current window's last finish
@@ -176,10 +192,12 @@ class Pool(Executor):
             except mp.TimeoutError:
                 if self.started is not None and self.started.value > self.size:
                     self.close()
-                    raise ReplayError("a sweep worker process died while computing a point (a policy that exits "
-                                      "or crashes its process, or the system killed it for memory); points "
-                                      "finished so far are kept: fix the policy or lower --workers, then rerun "
-                                      "to continue") from None
+                    raise ReplayError(
+                        "a sweep worker process died while computing a point (a policy that exits "
+                        "or crashes its process, or the system killed it for memory); points "
+                        "finished so far are kept: fix the policy or lower --workers, then rerun "
+                        "to continue"
+                    ) from None
 
     def _start(self, policy: str, n: int) -> Any:
         import multiprocessing as mp
@@ -252,13 +270,17 @@ def _ray_start(ray: Any, workers: int, local_mode: bool) -> None:
                 raise
             ray.init(**{**kwargs, "num_cpus": workers or 1})
     except ConnectionError as exc:
-        raise ReplayError(f"--executor ray: no Ray cluster at RAY_ADDRESS={address} ({exc}); start one with "
-                          "`ray start --head` or unset RAY_ADDRESS to start a local one") from exc
+        raise ReplayError(
+            f"--executor ray: no Ray cluster at RAY_ADDRESS={address} ({exc}); start one with "
+            "`ray start --head` or unset RAY_ADDRESS to start a local one"
+        ) from exc
     except Exception as exc:
         if "timed out during startup" not in str(exc):
             raise
-        raise ReplayError("--executor ray: the local Ray node did not start within Ray's 30 s (a busy machine); "
-                          "start it once with `ray start --head --num-cpus N` and run with RAY_ADDRESS=auto") from exc
+        raise ReplayError(
+            "--executor ray: the local Ray node did not start within Ray's 30 s (a busy machine); "
+            "start it once with `ray start --head --num-cpus N` and run with RAY_ADDRESS=auto"
+        ) from exc
 
 
 class Ray(Executor):

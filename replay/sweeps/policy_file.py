@@ -1,18 +1,18 @@
 """Policy files (TOML): a named policy, its parameters, the budget and cache model. `tune` writes them.
 
-    [policy]
-    name = "seed_a"          # registered name or pkg.module:Class
-    cache = "auto"
-    runs = "%"               # optional LIKE pattern of runs to evaluate on
-    tokenizer = "o200k"      # optional: built-in name, tokenizer path (relative to this file) or stored id
+[policy]
+name = "seed_a"          # registered name or pkg.module:Class
+cache = "auto"
+runs = "%"               # optional LIKE pattern of runs to evaluate on
+tokenizer = "o200k"      # optional: built-in name, tokenizer path (relative to this file) or stored id
 
-    [params]                 # window, reserve, cache_<k> and the policy's own knobs
-    window = 130000
-    reserve = 24576
-    protect = 0.3333          # a fraction of the window (<= 1) or tokens
+[params]                 # window, reserve, cache_<k> and the policy's own knobs
+window = 130000
+reserve = 24576
+protect = 0.3333          # a fraction of the window (<= 1) or tokens
 
-    [tolerances]             # optional, for `replay check` (metric = allowed worsening)
-    repeat_evicted = 0.05
+[tolerances]             # optional, for `replay check` (metric = allowed worsening)
+repeat_evicted = 0.05
 """
 
 from __future__ import annotations
@@ -51,10 +51,15 @@ def load_policy_file(path: Path) -> PolicyFile:
     extra = set(doc) - {"policy", "params", "tolerances"}
     if extra:
         raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
-    pf = PolicyFile(name=str(pol["name"]), params=dict(doc.get("params", {})), cache=str(pol.get("cache", "auto")),
-                    runs=pol.get("runs") or None, tokenizer=pol.get("tokenizer") or None,
-                    tolerances={k: tolerance(k, v, f"{path}: [tolerances]") for k, v in
-                                doc.get("tolerances", {}).items()}, path=str(path))
+    pf = PolicyFile(
+        name=str(pol["name"]),
+        params=dict(doc.get("params", {})),
+        cache=str(pol.get("cache", "auto")),
+        runs=pol.get("runs") or None,
+        tokenizer=pol.get("tokenizer") or None,
+        tolerances={k: tolerance(k, v, f"{path}: [tolerances]") for k, v in doc.get("tolerances", {}).items()},
+        path=str(path),
+    )
     from dataclasses import replace
 
     from replay.tokens.resolve import beside
@@ -91,8 +96,11 @@ def _toml_value(v: Any) -> str:
 
 
 def dump_policy_file(pf: PolicyFile, comment: str = "") -> str:
-    lines = [toml_comment(line) for line in comment.splitlines()] + ["[policy]", f"name = {_toml_value(pf.name)}",
-                                                              f"cache = {_toml_value(pf.cache)}"]
+    lines = [toml_comment(line) for line in comment.splitlines()] + [
+        "[policy]",
+        f"name = {_toml_value(pf.name)}",
+        f"cache = {_toml_value(pf.cache)}",
+    ]
     if pf.runs:
         lines.append(f"runs = {_toml_value(pf.runs)}")
     if pf.tokenizer:
@@ -114,6 +122,15 @@ def simulate_settings(pf: PolicyFile) -> tuple[str, dict[str, Any], dict[str, in
 
 def sweep_document(pf: PolicyFile) -> dict[str, Any]:
     """A policy file as a one-point sweep document (`replay sweep recommended.toml`): its knobs fixed, no grid."""
-    return {"sweep": {"policy": pf.name, "name": Path(pf.path).stem if pf.path else pf.name, "mode": "grid",
-                      "runs": pf.runs or "", "tokenizer": pf.tokenizer or "", "cache": pf.cache},
-            "fixed": dict(pf.params), "grid": {}}
+    return {
+        "sweep": {
+            "policy": pf.name,
+            "name": Path(pf.path).stem if pf.path else pf.name,
+            "mode": "grid",
+            "runs": pf.runs or "",
+            "tokenizer": pf.tokenizer or "",
+            "cache": pf.cache,
+        },
+        "fixed": dict(pf.params),
+        "grid": {},
+    }

@@ -38,12 +38,28 @@ def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
         config JSON, error VARCHAR, PRIMARY KEY (sweep_id, point_id, run_id));""")
 
 
-def register_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, name: str, policy: str, spec: dict[str, Any],
-                   n_points: int, n_runs: int) -> None:
-    con.execute("""INSERT INTO sweeps VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
+def register_sweep(
+    con: duckdb.DuckDBPyConnection,
+    sweep_id: str,
+    name: str,
+    policy: str,
+    spec: dict[str, Any],
+    n_points: int,
+    n_runs: int,
+) -> None:
+    con.execute(
+        """INSERT INTO sweeps VALUES (?, ?, ?, ?, ?, ?, ?, NULL)
                    ON CONFLICT (sweep_id) DO UPDATE SET n_points = excluded.n_points, n_runs = excluded.n_runs""",
-                [sweep_id, name, policy, json.dumps(spec, sort_keys=True, default=str), n_points, n_runs,
-                 datetime.now(UTC).replace(tzinfo=None)])
+        [
+            sweep_id,
+            name,
+            policy,
+            json.dumps(spec, sort_keys=True, default=str),
+            n_points,
+            n_runs,
+            datetime.now(UTC).replace(tzinfo=None),
+        ],
+    )
 
 
 def _sql_type(dtype: pl.DataType) -> str:
@@ -58,8 +74,12 @@ def _add_columns(con: duckdb.DuckDBPyConnection, frame: pl.DataFrame, known: set
     """Add the frame's new columns to sweep_results; ``known`` caches the table's columns between batches."""
     if known.issuperset(frame.columns):
         return
-    known |= {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                        "WHERE table_name = 'sweep_results'").fetchall()}
+    known |= {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'sweep_results'"
+        ).fetchall()
+    }
     for name in sorted(set(frame.columns) - known):
         con.execute(f'ALTER TABLE sweep_results ADD COLUMN "{name}" {_sql_type(frame.schema[name])}')
         known.add(name)
@@ -98,8 +118,7 @@ def error_count(rows: Rows) -> int:
     return sum(e is not None for e in rows["error"])
 
 
-def commit_batch(con: duckdb.DuckDBPyConnection, points: list[Rows],
-                 known: set[str] | None = None) -> None:
+def commit_batch(con: duckdb.DuckDBPyConnection, points: list[Rows], known: set[str] | None = None) -> None:
     """Insert the rows of whole points in one transaction, one Arrow insert (``known``: the table's columns, if
     already read)."""
     if not points:
@@ -113,23 +132,32 @@ def commit_batch(con: duckdb.DuckDBPyConnection, points: list[Rows],
         con.execute("COMMIT")
     except duckdb.Error as exc:
         con.execute("ROLLBACK")
-        raise ReplayError(f"cannot store sweep results ({exc}); a parameter changed type between sweeps? "
-                          "rename it or use another --db") from exc
+        raise ReplayError(
+            f"cannot store sweep results ({exc}); a parameter changed type between sweeps? "
+            "rename it or use another --db"
+        ) from exc
     finally:
         con.unregister("_batch")
 
 
 def finish(con: duckdb.DuckDBPyConnection, sweep_id: str) -> None:
-    con.execute("UPDATE sweeps SET finished_at = ? WHERE sweep_id = ?",
-                [datetime.now(UTC).replace(tzinfo=None), sweep_id])
+    con.execute(
+        "UPDATE sweeps SET finished_at = ? WHERE sweep_id = ?", [datetime.now(UTC).replace(tzinfo=None), sweep_id]
+    )
 
 
 def sweep_columns(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[str]:
     """The columns of sweep_results this sweep fills (the keys and ``error`` always), in table order."""
-    cols = [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = "
-                                      "'sweep_results' ORDER BY ordinal_position").fetchall()]
-    counts = con.execute(f"SELECT {', '.join(f'count({quote(c)})' for c in cols)} FROM sweep_results "
-                         "WHERE sweep_id = ?", [sweep_id]).fetchone()
+    cols = [
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = "
+            "'sweep_results' ORDER BY ordinal_position"
+        ).fetchall()
+    ]
+    counts = con.execute(
+        f"SELECT {', '.join(f'count({quote(c)})' for c in cols)} FROM sweep_results WHERE sweep_id = ?", [sweep_id]
+    ).fetchone()
     return [c for c, n in zip(cols, counts or (), strict=True) if n or c in KEY_COLUMNS or c == "error"]
 
 
@@ -152,8 +180,9 @@ def export_parquet(con: duckdb.DuckDBPyConnection, sweep_id: str, path: Path) ->
     """The rows of ``sweep_frame`` written by DuckDB straight to Parquet: the sweep is never held in memory
     (DuckDB sorts out of core past its memory limit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    con.execute(f"COPY ({_rows_sql(con, sweep_id)}) TO '{str(path).replace(chr(39), chr(39) * 2)}' "
-                "(FORMAT parquet)", [sweep_id])
+    con.execute(
+        f"COPY ({_rows_sql(con, sweep_id)}) TO '{str(path).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)", [sweep_id]
+    )
     return path
 
 

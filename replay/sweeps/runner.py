@@ -37,9 +37,9 @@ class SweepOutcome:
     sweep_id: str
     points: int
     runs: int
-    skipped: int   # points already committed by an earlier session
+    skipped: int  # points already committed by an earlier session
     computed: int  # points computed by this session
-    errors: int    # rows with an error
+    errors: int  # rows with an error
     parquet: Path | None
 
 
@@ -101,11 +101,16 @@ class DonePoints:
     def __init__(self, con: duckdb.DuckDBPyConnection, sweep_id: str, run_ids: tuple[str, ...]) -> None:
         runs = list(run_ids)
         mine = "sweep_id = ? AND run_id IN (SELECT unnest(?::VARCHAR[]))"  # this sweep's rows of the shard's runs
-        con.execute(f"""DELETE FROM sweep_results WHERE {mine} AND point_id IN (
+        con.execute(
+            f"""DELETE FROM sweep_results WHERE {mine} AND point_id IN (
                         SELECT point_id FROM sweep_results WHERE {mine} GROUP BY point_id HAVING count(*) < ?)""",
-                    [sweep_id, runs, sweep_id, runs, len(runs)])
-        ids = con.execute(f"""SELECT ('0x' || point_id)::UBIGINT AS id FROM sweep_results WHERE {mine}
-                              GROUP BY point_id ORDER BY id""", [sweep_id, runs]).fetchnumpy()["id"]
+            [sweep_id, runs, sweep_id, runs, len(runs)],
+        )
+        ids = con.execute(
+            f"""SELECT ('0x' || point_id)::UBIGINT AS id FROM sweep_results WHERE {mine}
+                              GROUP BY point_id ORDER BY id""",
+            [sweep_id, runs],
+        ).fetchnumpy()["id"]
         self.ids = np.asarray(ids, dtype=np.uint64)
 
     def __len__(self) -> int:
@@ -119,10 +124,18 @@ class DonePoints:
         return at < len(self.ids) and self.ids[at] == key
 
 
-def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0,
-              out_dir: Path | None = None, progress: bool = True,
-              on_commit: Callable[[int, int, int], None] | None = None, runs: list | None = None,
-              note: Note | None = None, shard_items: int | None = None) -> SweepOutcome:
+def run_sweep(
+    con: duckdb.DuckDBPyConnection,
+    spec: SweepSpec,
+    executor: str = "local",
+    workers: int = 0,
+    out_dir: Path | None = None,
+    progress: bool = True,
+    on_commit: Callable[[int, int, int], None] | None = None,
+    runs: list | None = None,
+    note: Note | None = None,
+    shard_items: int | None = None,
+) -> SweepOutcome:
     """Compute every missing point of ``spec``; results land in ``sweep_results`` (and Parquet in out_dir).
 
     The runs are loaded from the store a shard (``shard_items`` items) at a time, every point runs over a shard
@@ -140,8 +153,10 @@ def run_sweep(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "
     n_runs = sum(len(s.run_ids) for s in plan)
     validate_points(spec)
     if not _compiled(spec.policy):
-        (note or print_note)(f"policy {spec.policy} is written in Python: every point steps it request by request, "
-                             "far slower than the compiled built-in policies")
+        (note or print_note)(
+            f"policy {spec.policy} is written in Python: every point steps it request by request, "
+            "far slower than the compiled built-in policies"
+        )
     sid = spec.sweep_id
     results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, spec.n_points, n_runs)
     loader = shards.Loader(con, spec.tokenizer, plan, shard_items)
@@ -166,12 +181,17 @@ class _Sweep:
     """One session of a sweep, a shard at a time: the points still missing on the shard run on the executor and
     are committed ``spec.batch`` (point, shard) pairs per transaction."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, spec: SweepSpec, n_shards: int,
-                 on_commit: Callable[[int, int, int], None] | None) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        spec: SweepSpec,
+        n_shards: int,
+        on_commit: Callable[[int, int, int], None] | None,
+    ) -> None:
         self.con, self.spec, self.n_shards, self.on_commit = con, spec, n_shards, on_commit
         self.session = uuid.uuid4().hex[:12]
-        self.points = 0          # points of the sweep (random draws that repeat a point are dropped)
-        self.units = 0           # (point, shard) pairs committed, by this session or an earlier one
+        self.points = 0  # points of the sweep (random draws that repeat a point are dropped)
+        self.units = 0  # (point, shard) pairs committed, by this session or an earlier one
         self.errors = 0
         self.computed = np.zeros(0, np.uint64)  # ids of the points this session computed on any shard
         self.columns: set[str] = set()

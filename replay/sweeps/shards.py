@@ -71,8 +71,9 @@ class Loader:
     """Loads a shard's runs from the store. The prompt models are fitted on the first load, and only then (a resumed
     sweep with nothing left to compute loads nothing)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, shards: list[Shard],
-                 shard_items: int) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, shards: list[Shard], shard_items: int
+    ) -> None:
         self.con, self.tokenizer_id, self.shards, self.shard_items = con, tokenizer_id, shards, shard_items
         self._models: dict | None = None
 

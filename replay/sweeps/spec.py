@@ -1,27 +1,27 @@
 """Sweep specs from TOML: a policy, fixed parameters, a grid or random search space, the runs.
 
-    [sweep]
-    name = "seed-a-protected"      # optional; the sweep id is a hash of everything below
-    policy = "two_tier"            # a registered name or "package.module:Class"
-    mode = "grid"                  # or "random" (then `samples` and `seed`)
-    runs = "%"                     # LIKE pattern on run id or source path
-    tokenizer = "o200k"            # built-in name or tokenizer path (relative to this file); "" = chars/4
-    cache = "auto"                 # cache model name; auto: each run under its provider's own
-    price_model = ""               # price (and cache) every run as this model ("" = each run's own)
-    batch = 16                     # points committed per transaction
-    max_points = 1000000           # a sweep of more points is refused before it runs (raise to run a bigger one)
+[sweep]
+name = "seed-a-protected"      # optional; the sweep id is a hash of everything below
+policy = "two_tier"            # a registered name or "package.module:Class"
+mode = "grid"                  # or "random" (then `samples` and `seed`)
+runs = "%"                     # LIKE pattern on run id or source path
+tokenizer = "o200k"            # built-in name or tokenizer path (relative to this file); "" = chars/4
+cache = "auto"                 # cache model name; auto: each run under its provider's own
+price_model = ""               # price (and cache) every run as this model ("" = each run's own)
+batch = 16                     # points committed per transaction
+max_points = 1000000           # a sweep of more points is refused before it runs (raise to run a bigger one)
 
-    [prices]                       # optional: model (or glob) -> {input, output, cache_read, ...} USD/Mtok
-    [price]                        # optional: input = .., output = .. for every run
+[prices]                       # optional: model (or glob) -> {input, output, cache_read, ...} USD/Mtok
+[price]                        # optional: input = .., output = .. for every run
 
-    [fixed]                        # same for every point
-    window = 130000
+[fixed]                        # same for every point
+window = 130000
 
-    [grid]                         # mode = "grid": the cartesian product
-    protected_tokens = [12000, 43333]
+[grid]                         # mode = "grid": the cartesian product
+protected_tokens = [12000, 43333]
 
-    [random]                       # mode = "random": ranges {low, high, log, int} or lists (choices)
-    summary_trigger = {low = 40000, high = 110000, int = true}
+[random]                       # mode = "random": ranges {low, high, log, int} or lists (choices)
+summary_trigger = {low = 40000, high = 110000, int = true}
 """
 
 from __future__ import annotations
@@ -46,8 +46,20 @@ TABLES = {"sweep", "fixed", "grid", "random", "prices", "price"}
 # Bump when a metric's definition changes: results stored under an older definition are then not resumed.
 METRICS_VERSION = 4  # 2: cost includes the summarisation calls; 3: provider prices and caches, outputs in cost;
 # 4: repeat reads by content (same lines or command), repeat_same_resource* beside them
-SWEEP_KEYS = {"name", "policy", "mode", "runs", "tokenizer", "cache", "batch", "samples", "seed", "description",
-              "price_model", "max_points"}
+SWEEP_KEYS = {
+    "name",
+    "policy",
+    "mode",
+    "runs",
+    "tokenizer",
+    "cache",
+    "batch",
+    "samples",
+    "seed",
+    "description",
+    "price_model",
+    "max_points",
+}
 NOT_IN_ID = ("batch", "name", "max_points")  # settings that do not change any result
 
 
@@ -78,7 +90,7 @@ class SweepSpec:
     batch: int = 16
     name: str = ""
     prices: dict[str, dict[str, Any]] = field(default_factory=dict)  # model or glob -> price fields
-    price: dict[str, Any] = field(default_factory=dict)              # price fields for every run
+    price: dict[str, Any] = field(default_factory=dict)  # price fields for every run
     price_model: str | None = None
     max_points: int = MAX_POINTS
 
@@ -228,11 +240,14 @@ def check_size(spec: SweepSpec, where: str) -> None:
         return
     if spec.mode == "grid":
         axes = " x ".join(f"{len(spec.grid[n]):,} {n}" for n in sorted(spec.grid))
-        what, narrow = f"the [grid] has {size:,} points ({axes})", "narrow the [grid] lists or use mode = \"random\""
+        what, narrow = f"the [grid] has {size:,} points ({axes})", 'narrow the [grid] lists or use mode = "random"'
     else:
         what, narrow = f"samples = {size:,}", "draw fewer samples"
-    raise_it = (f", or raise the limit with max_points = {size} in [sweep] (or --max-points {size})"
-                if size <= LARGEST else f" (no sweep holds more than {LARGEST:,})")
+    raise_it = (
+        f", or raise the limit with max_points = {size} in [sweep] (or --max-points {size})"
+        if size <= LARGEST
+        else f" (no sweep holds more than {LARGEST:,})"
+    )
     raise ReplayError(f"{where}: {what}, over the limit of {spec.max_points:,} points; {narrow}{raise_it}")
 
 
@@ -241,11 +256,13 @@ def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None 
     limit on the number of points."""
     sweep = doc.get("sweep")
     if not isinstance(sweep, dict) or "policy" not in sweep:
-        raise ReplayError(f"{where}: needs a [sweep] table with policy = \"NAME\"")
+        raise ReplayError(f'{where}: needs a [sweep] table with policy = "NAME"')
     unknown = (set(sweep) - SWEEP_KEYS) | (set(doc) - TABLES)
     if unknown:
-        raise ReplayError(f"{where}: unknown keys {sorted(unknown)}; "
-                          f"[sweep] takes {sorted(SWEEP_KEYS)}; tables are [fixed], [grid], [random]")
+        raise ReplayError(
+            f"{where}: unknown keys {sorted(unknown)}; "
+            f"[sweep] takes {sorted(SWEEP_KEYS)}; tables are [fixed], [grid], [random]"
+        )
     for table in ("fixed", "grid", "random", "prices", "price"):
         if table in doc and not isinstance(doc[table], dict):
             raise ReplayError(f"{where}: [{table}] must be a table")
@@ -257,22 +274,39 @@ def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None 
         if not isinstance(values, list) or not values:
             raise ReplayError(f"{where}: [grid] {name} must be a non-empty list")
     if mode == "random" and not doc.get("random"):
-        raise ReplayError(f"{where}: mode = \"random\" needs a [random] table of ranges")
+        raise ReplayError(f'{where}: mode = "random" needs a [random] table of ranges')
     for name, dom in (doc.get("random") or {}).items():
         check_range(name, dom)
     name = str(sweep.get("name", ""))
     if name and not NAME_RE.fullmatch(name):
-        raise ReplayError(f"{where}: [sweep] name = {name!r}: use letters, digits, '.', '_' and '-' (not starting "
-                          "with '.'); the name is part of file names under --out")
-    max_points = _whole("[sweep] max_points" if max_points is None else "--max-points",
-                        sweep.get("max_points", MAX_POINTS) if max_points is None else max_points, 1, LARGEST)
-    spec = SweepSpec(policy=str(sweep["policy"]), fixed=doc.get("fixed", {}), grid=grid, space=doc.get("random", {}),
-                     mode=mode, samples=_whole("[sweep] samples", sweep.get("samples", 32), 1),
-                     seed=_whole("[sweep] seed", sweep.get("seed", 0), 0),
-                     runs=sweep.get("runs") or None, tokenizer=sweep.get("tokenizer") or None,
-                     cache=str(sweep.get("cache", "auto")), batch=_whole("[sweep] batch", sweep.get("batch", 16), 1),
-                     name=name, prices=doc.get("prices", {}), price=doc.get("price", {}),
-                     price_model=sweep.get("price_model") or None, max_points=max_points)
+        raise ReplayError(
+            f"{where}: [sweep] name = {name!r}: use letters, digits, '.', '_' and '-' (not starting "
+            "with '.'); the name is part of file names under --out"
+        )
+    max_points = _whole(
+        "[sweep] max_points" if max_points is None else "--max-points",
+        sweep.get("max_points", MAX_POINTS) if max_points is None else max_points,
+        1,
+        LARGEST,
+    )
+    spec = SweepSpec(
+        policy=str(sweep["policy"]),
+        fixed=doc.get("fixed", {}),
+        grid=grid,
+        space=doc.get("random", {}),
+        mode=mode,
+        samples=_whole("[sweep] samples", sweep.get("samples", 32), 1),
+        seed=_whole("[sweep] seed", sweep.get("seed", 0), 0),
+        runs=sweep.get("runs") or None,
+        tokenizer=sweep.get("tokenizer") or None,
+        cache=str(sweep.get("cache", "auto")),
+        batch=_whole("[sweep] batch", sweep.get("batch", 16), 1),
+        name=name,
+        prices=doc.get("prices", {}),
+        price=doc.get("price", {}),
+        price_model=sweep.get("price_model") or None,
+        max_points=max_points,
+    )
     check_size(spec, where)
     return spec
 

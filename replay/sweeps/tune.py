@@ -29,11 +29,17 @@ from replay.sweeps.pareto import Objective, pareto_front
 from replay.sweeps.policy_file import PolicyFile, dump_policy_file
 from replay.sweeps.spec import SweepSpec, from_dict, point_id
 
-OBJECTIVES: tuple[Objective, ...] = (("summaries_per_100", "min"), ("cache_hit_rate", "max"),
-                                     ("repeat_evicted", "min"), ("cost_usd", "min"))
+OBJECTIVES: tuple[Objective, ...] = (
+    ("summaries_per_100", "min"),
+    ("cache_hit_rate", "max"),
+    ("repeat_evicted", "min"),
+    ("cost_usd", "min"),
+)
 COST_TIE = 0.005
-RULE = ("lowest total cost on the front; within 0.5% of it, highest cache hit rate, then fewest summaries "
-        "per 100 requests, then fewest evicted repeat reads, then the safer knob value (larger margin)")
+RULE = (
+    "lowest total cost on the front; within 0.5% of it, highest cache hit rate, then fewest summaries "
+    "per 100 requests, then fewest evicted repeat reads, then the safer knob value (larger margin)"
+)
 
 
 @dataclass(frozen=True)
@@ -46,9 +52,9 @@ class Knob:
     mid: float
     integer: bool = False
     relative: bool = False
-    weight: float = 1.0   # share of the grid's levels
-    step: int = 100       # integer values are rounded to this
-    prefer: str = ""      # "high" or "low": the safer side, breaks exact ties between points
+    weight: float = 1.0  # share of the grid's levels
+    step: int = 100  # integer values are rounded to this
+    prefer: str = ""  # "high" or "low": the safer side, breaks exact ties between points
     usable: bool = False  # a trigger that must fire below window - reserve: the range is capped there
 
     def cap(self, window: int, reserve: int) -> float | None:
@@ -203,37 +209,85 @@ def fit_warnings(policy: str, window: int, reserve: int, params: dict[str, Any] 
             fix = f"the sweep takes {name} over {fmt.format(lo)}-{fmt.format(hi)} instead"
         else:
             fix = f"set {name} below it (--set {name}=...)"
-        out.append(f"WARNING: {policy}'s {'' if params else 'default '}{name} {shown} is at or above window - "
-                   f"reserve ({usable:,}): at this window it cannot fire before the prompt overflows; {fix}")
+        out.append(
+            f"WARNING: {policy}'s {'' if params else 'default '}{name} {shown} is at or above window - "
+            f"reserve ({usable:,}): at this window it cannot fire before the prompt overflows; {fix}"
+        )
     return out
 
 
-def tune_spec(policy: str, window: int, reserve: int, tokenizer_id: str | None, points: int = 96,
-              runs: str | None = None, cache: str = "auto", pricing: Pricing = DEFAULT_PRICING) -> SweepSpec:
+def tune_spec(
+    policy: str,
+    window: int,
+    reserve: int,
+    tokenizer_id: str | None,
+    points: int = 96,
+    runs: str | None = None,
+    cache: str = "auto",
+    pricing: Pricing = DEFAULT_PRICING,
+) -> SweepSpec:
     """The sweep `tune` runs: same arguments, same sweep id, so a rerun resumes. ``pricing.model``: the new
     model, whose prices (and cache rules, with cache "auto") every run gets."""
     if window > 0 and not 0 <= reserve < window:
-        raise ReplayError(f"tune: --reserve {reserve:,} must be >= 0 and below --window {window:,}; lower the "
-                          "reserve or raise the window")
-    return from_dict({"sweep": {"policy": policy, "name": f"tune-{policy}", "runs": runs or "",
-                                "tokenizer": tokenizer_id or "", "cache": cache, "batch": 8,
-                                "price_model": pricing.model or ""},
-                      "fixed": {"window": window, "reserve": reserve, **FIXED.get(policy, {})},
-                      "grid": tune_grid(policy, window, points, reserve), "prices": pricing.table,
-                      "price": pricing.sets},
-                     where="tune")
+        raise ReplayError(
+            f"tune: --reserve {reserve:,} must be >= 0 and below --window {window:,}; lower the "
+            "reserve or raise the window"
+        )
+    return from_dict(
+        {
+            "sweep": {
+                "policy": policy,
+                "name": f"tune-{policy}",
+                "runs": runs or "",
+                "tokenizer": tokenizer_id or "",
+                "cache": cache,
+                "batch": 8,
+                "price_model": pricing.model or "",
+            },
+            "fixed": {"window": window, "reserve": reserve, **FIXED.get(policy, {})},
+            "grid": tune_grid(policy, window, points, reserve),
+            "prices": pricing.table,
+            "price": pricing.sets,
+        },
+        where="tune",
+    )
 
 
 def defaults_spec(spec: SweepSpec) -> SweepSpec:
     """One point: the policy's defaults at the same window and reserve (the reference the chart marks)."""
-    return from_dict({"sweep": {"policy": spec.policy, "name": f"tune-{spec.policy}-defaults", "runs": spec.runs or "",
-                                "tokenizer": spec.tokenizer or "", "cache": spec.cache,
-                                "price_model": spec.price_model or ""},
-                      "fixed": dict(spec.fixed), "grid": {}, "prices": spec.prices, "price": spec.price}, where="tune")
+    return from_dict(
+        {
+            "sweep": {
+                "policy": spec.policy,
+                "name": f"tune-{spec.policy}-defaults",
+                "runs": spec.runs or "",
+                "tokenizer": spec.tokenizer or "",
+                "cache": spec.cache,
+                "price_model": spec.price_model or "",
+            },
+            "fixed": dict(spec.fixed),
+            "grid": {},
+            "prices": spec.prices,
+            "price": spec.price,
+        },
+        where="tune",
+    )
 
 
-SUMS = ("requests", "prompt_tokens", "cached_tokens", "written_tokens", "summaries", "overflow_incidents",
-        "emergencies", "near_misses", "repeat_evicted", "repeat_evicted_tokens", "evicted_failures", "cost_usd")
+SUMS = (
+    "requests",
+    "prompt_tokens",
+    "cached_tokens",
+    "written_tokens",
+    "summaries",
+    "overflow_incidents",
+    "emergencies",
+    "near_misses",
+    "repeat_evicted",
+    "repeat_evicted_tokens",
+    "evicted_failures",
+    "cost_usd",
+)
 
 
 def aggregate_points(frame: pl.DataFrame) -> pl.DataFrame:
@@ -249,16 +303,26 @@ def aggregate_points(frame: pl.DataFrame) -> pl.DataFrame:
     sums = [pl.col(c).filter(ok).sum().alias(c) for c in SUMS if c in frame.columns]
     params = [c for c in frame.columns if c.startswith("param_")]
     agg = frame.group_by("point_id").agg(
-        pl.len().alias("runs"), (~ok).sum().alias("errors"),
+        pl.len().alias("runs"),
+        (~ok).sum().alias("errors"),
         (pl.col("overflow_incidents").filter(ok) > 0).sum().alias("runs_with_overflow"),
-        *([pl.col("cost_usd").filter(ok).cast(pl.Float64).fill_nan(None).null_count().alias("unpriced_runs")]
-          if "cost_usd" in frame.columns else []),
-        *sums, *[pl.col(p).first().alias(p[6:]) for p in params])
+        *(
+            [pl.col("cost_usd").filter(ok).cast(pl.Float64).fill_nan(None).null_count().alias("unpriced_runs")]
+            if "cost_usd" in frame.columns
+            else []
+        ),
+        *sums,
+        *[pl.col(p).first().alias(p[6:]) for p in params],
+    )
     return agg.with_columns(
-        pl.when(pl.col("prompt_tokens") > 0).then(pl.col("cached_tokens") / pl.col("prompt_tokens"))
-        .otherwise(0.0).alias("cache_hit_rate"),
-        pl.when(pl.col("requests") > 0).then(100 * pl.col("summaries") / pl.col("requests"))
-        .otherwise(0.0).alias("summaries_per_100"),
+        pl.when(pl.col("prompt_tokens") > 0)
+        .then(pl.col("cached_tokens") / pl.col("prompt_tokens"))
+        .otherwise(0.0)
+        .alias("cache_hit_rate"),
+        pl.when(pl.col("requests") > 0)
+        .then(100 * pl.col("summaries") / pl.col("requests"))
+        .otherwise(0.0)
+        .alias("summaries_per_100"),
     ).sort("point_id")
 
 
@@ -282,8 +346,9 @@ def front(points: pl.DataFrame, objectives: tuple[Objective, ...] = OBJECTIVES) 
     return pareto_front(points, objectives).filter(pl.col("on_front")).drop("on_front").sort(["cost_usd", "point_id"])
 
 
-def recommend(front_df: pl.DataFrame, cost_tie: float = COST_TIE, prefer: dict[str, str] | None = None
-              ) -> dict[str, Any]:
+def recommend(
+    front_df: pl.DataFrame, cost_tie: float = COST_TIE, prefer: dict[str, str] | None = None
+) -> dict[str, Any]:
     """One point from the front by RULE; ``prefer`` maps a knob to "high"/"low" for exact ties."""
     if front_df.is_empty():
         raise ReplayError("tune: the Pareto front is empty; nothing to recommend")
@@ -327,8 +392,9 @@ def gate(frame: pl.DataFrame, defaults: pl.DataFrame) -> pl.DataFrame:
             need_tol[metric] = max(need_tol.get(metric, 0.0), worst)
         tol = " ".join(f"--tol {m}={math.ceil(v * 100 - 1e-9) / 100:g}" for m, v in need_tol.items())
         rows.append({"point_id": pid, "gate_ok": not blockers, "gate_blockers": "; ".join(blockers), "gate_tol": tol})
-    return pl.DataFrame(rows, schema={"point_id": pl.Utf8, "gate_ok": pl.Boolean, "gate_blockers": pl.Utf8,
-                                      "gate_tol": pl.Utf8})
+    return pl.DataFrame(
+        rows, schema={"point_id": pl.Utf8, "gate_ok": pl.Boolean, "gate_blockers": pl.Utf8, "gate_tol": pl.Utf8}
+    )
 
 
 def _worse(r: dict[str, Any]) -> str:
@@ -347,20 +413,20 @@ def overflowing_runs(frame: pl.DataFrame, point: str | None = None) -> list[tupl
 @dataclass
 class TuneResult:
     spec: SweepSpec
-    points: pl.DataFrame          # every point, aggregated, with gate_ok / feasible / on_front / recommended flags
-    front: pl.DataFrame           # the Pareto front among the feasible points
-    recommended: dict[str, Any]   # the chosen point's aggregated row (point_id "defaults" when none passed)
-    params: dict[str, Any]        # the chosen point's exact parameters (window and reserve included)
-    zero_overflow: bool           # False: the recommendation overflows (no candidate was free of overflow)
+    points: pl.DataFrame  # every point, aggregated, with gate_ok / feasible / on_front / recommended flags
+    front: pl.DataFrame  # the Pareto front among the feasible points
+    recommended: dict[str, Any]  # the chosen point's aggregated row (point_id "defaults" when none passed)
+    params: dict[str, Any]  # the chosen point's exact parameters (window and reserve included)
+    zero_overflow: bool  # False: the recommendation overflows (no candidate was free of overflow)
     defaults: dict[str, Any] | None = None
     unfittable: dict[str, int] = field(default_factory=dict)  # run -> tokens it must send that no policy trims
     files: dict[str, Path] = field(default_factory=dict)
     seconds: float = 0.0
     computed: int = 0
-    gate_passed: bool = True      # False: no swept point passes check's gate; the defaults are recommended
-    why: str = ""                 # why no swept point passes (empty when one does)
-    best_swept: dict[str, Any] | None = None   # the rule's choice among all swept points (the one shown if none passes)
-    overflowing: list[tuple[str, int]] = field(default_factory=list)          # the recommendation's overflowing runs
+    gate_passed: bool = True  # False: no swept point passes check's gate; the defaults are recommended
+    why: str = ""  # why no swept point passes (empty when one does)
+    best_swept: dict[str, Any] | None = None  # the rule's choice among all swept points (the one shown if none passes)
+    overflowing: list[tuple[str, int]] = field(default_factory=list)  # the recommendation's overflowing runs
     default_overflowing: list[tuple[str, int]] = field(default_factory=list)  # the defaults' overflowing runs
     warnings: list[str] = field(default_factory=list)  # settings that cannot fit the window (fit_warnings)
 
@@ -385,8 +451,10 @@ def why_none(points: pl.DataFrame, defaults: dict[str, Any] | None) -> str:
             counts[key] = counts.get(key, 0) + 1
     top = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
     fewest = int(points["overflow_incidents"].min()) if points.height else 0
-    text = (f"no swept point passes `replay check`'s default gate against the defaults (of {points.height} points, "
-            f"regressed: {top})")
+    text = (
+        f"no swept point passes `replay check`'s default gate against the defaults (of {points.height} points, "
+        f"regressed: {top})"
+    )
     if defaults is not None:
         d_over = int(defaults["overflow_incidents"])
         if fewest > d_over:
@@ -396,8 +464,9 @@ def why_none(points: pl.DataFrame, defaults: dict[str, Any] | None) -> str:
     return text
 
 
-def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0,
-             progress: bool = True) -> TuneResult:
+def run_tune(
+    con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "local", workers: int = 0, progress: bool = True
+) -> TuneResult:
     """Run (or resume) the tuning sweep and the defaults, gate every point against the defaults, choose one;
     writes nothing."""
     from replay.sweeps import run_sweep
@@ -410,16 +479,20 @@ def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "l
     frame = sweep_frame(con, outcome.sweep_id)
     points = aggregate_points(frame)
     if "cost_usd" not in points.columns:  # no run has a price: cost is unknown everywhere, nothing to rank by
-        raise ReplayError("tune: no run has a price (their models are unknown to genai-prices); pass --model "
-                          "NEW_MODEL, --prices FILE or --price input=.. --price output=..")
+        raise ReplayError(
+            "tune: no run has a price (their models are unknown to genai-prices); pass --model "
+            "NEW_MODEL, --prices FILE or --price input=.. --price output=.."
+        )
     dspec = defaults_spec(spec)
-    dout = run_sweep(con, dspec, executor="serial" if len(runs) < 4 else executor, workers=workers,
-                     progress=False, runs=runs)
+    dout = run_sweep(
+        con, dspec, executor="serial" if len(runs) < 4 else executor, workers=workers, progress=False, runs=runs
+    )
     dframe = sweep_frame(con, dout.sweep_id)
     dflt = aggregate_points(dframe)
     drow = dflt.row(0, named=True) if dflt.height else None
     points = points.join(gate(frame, dframe), on="point_id", how="left").with_columns(
-        pl.col("gate_ok").fill_null(False))
+        pl.col("gate_ok").fill_null(False)
+    )
     _, best_fr, best, best_zero = _choose(points, spec.policy)
     passed = points.filter(pl.col("gate_ok"))
     by_id = {point_id(p): p for p in spec.points()}
@@ -435,26 +508,44 @@ def run_tune(con: duckdb.DuckDBPyConnection, spec: SweepSpec, executor: str = "l
             # an overflow is a failed request: fewer of them outweighs the gate's softer metrics; say so
             fr, rec, zero, rec_id = best_fr, best, best_zero, best["point_id"]
             params = dict(by_id[rec_id])
-            why += (f". Recommended instead: the swept point with the fewest overflow incidents "
-                    f"({int(best['overflow_incidents']):,} vs the defaults' {int(drow['overflow_incidents']):,}); "
-                    f"it fails the gate on {best['gate_blockers']}; to accept that, gate it with: replay check "
-                    f"defaults.toml recommended.toml {best['gate_tol']}")
+            why += (
+                f". Recommended instead: the swept point with the fewest overflow incidents "
+                f"({int(best['overflow_incidents']):,} vs the defaults' {int(drow['overflow_incidents']):,}); "
+                f"it fails the gate on {best['gate_blockers']}; to accept that, gate it with: replay check "
+                f"defaults.toml recommended.toml {best['gate_tol']}"
+            )
             best = None
         else:
             fr, rec, rec_id = best_fr, {**drow, "point_id": "defaults"}, None
             zero, params = int(drow["overflow_incidents"]) == 0, dict(dspec.fixed)
-            why += (". The defaults overflow no more than any swept point: keep them (recommended.toml holds them); "
-                    "the best swept point is in best_swept.toml")
-    points = points.with_columns(pl.col("point_id").is_in(feas["point_id"].to_list()).alias("feasible"),
-                                 pl.col("point_id").is_in(fr["point_id"].to_list()).alias("on_front"),
-                                 (pl.col("point_id") == (rec_id or "")).alias("recommended"))
+            why += (
+                ". The defaults overflow no more than any swept point: keep them (recommended.toml holds them); "
+                "the best swept point is in best_swept.toml"
+            )
+    points = points.with_columns(
+        pl.col("point_id").is_in(feas["point_id"].to_list()).alias("feasible"),
+        pl.col("point_id").is_in(fr["point_id"].to_list()).alias("on_front"),
+        (pl.col("point_id") == (rec_id or "")).alias("recommended"),
+    )
     over = overflowing_runs(frame, rec_id) if rec_id else overflowing_runs(dframe)
-    return TuneResult(spec, points, fr, rec, params, zero, drow, seconds=time.perf_counter() - t0,
-                      computed=outcome.computed, gate_passed=bool(passed.height), why=why,
-                      best_swept=None if passed.height else best, overflowing=over,
-                      default_overflowing=overflowing_runs(dframe),
-                      warnings=fit_warnings(spec.policy, spec.fixed.get("window", 0), spec.fixed.get("reserve", 0)),
-                      unfittable=unfittable(runs, spec.fixed.get("window"), spec.fixed.get("reserve")))
+    return TuneResult(
+        spec,
+        points,
+        fr,
+        rec,
+        params,
+        zero,
+        drow,
+        seconds=time.perf_counter() - t0,
+        computed=outcome.computed,
+        gate_passed=bool(passed.height),
+        why=why,
+        best_swept=None if passed.height else best,
+        overflowing=over,
+        default_overflowing=overflowing_runs(dframe),
+        warnings=fit_warnings(spec.policy, spec.fixed.get("window", 0), spec.fixed.get("reserve", 0)),
+        unfittable=unfittable(runs, spec.fixed.get("window"), spec.fixed.get("reserve")),
+    )
 
 
 def unfittable(runs: list, window: int | None, reserve: int | None) -> dict[str, int]:
@@ -464,7 +555,7 @@ def unfittable(runs: list, window: int | None, reserve: int | None) -> dict[str,
         return {}
     out = {}
     for r in runs:
-        floor = int(r.tokens[:r.first_body].sum())
+        floor = int(r.tokens[: r.first_body].sum())
         if floor + (reserve or 0) > window:
             out[r.run_id] = floor
     return out
@@ -480,9 +571,11 @@ def _fmt_pct(x: float) -> str:
 
 
 def _metrics(r: dict[str, Any]) -> str:
-    return (f"summaries/100 {r['summaries_per_100']:.2f}, cache hit {_fmt_pct(r['cache_hit_rate'])}, evicted repeat "
-            f"reads {int(r['repeat_evicted'])}, cost ${r['cost_usd']:.2f}, overflow incidents "
-            f"{int(r['overflow_incidents'])}")
+    return (
+        f"summaries/100 {r['summaries_per_100']:.2f}, cache hit {_fmt_pct(r['cache_hit_rate'])}, evicted repeat "
+        f"reads {int(r['repeat_evicted'])}, cost ${r['cost_usd']:.2f}, overflow incidents "
+        f"{int(r['overflow_incidents'])}"
+    )
 
 
 def named_runs(runs: list[tuple[str, int]], unfit: dict[str, int], top: int = 5) -> str:
@@ -496,17 +589,23 @@ def summary_lines(res: TuneResult) -> list[str]:
     """Plain-text findings, also written as the policy file's header."""
     r, s = res.recommended, res.spec
     w, rs = s.fixed.get("window"), s.fixed.get("reserve")
-    lines = [f"replay tune: {s.policy} for tokenizer {s.tokenizer or 'chars/4 (estimate)'}, window {w:,}, "
-             f"reserve {rs:,}, cache {s.cache}" + (f", priced as {s.price_model}" if s.price_model else ""),
-             *res.warnings,
-             f"sweep {s.sweep_id}: {res.points.height} points x {int(res.points['runs'][0])} runs; "
-             f"{int(res.points['gate_ok'].sum())} pass `replay check`'s default gate against the defaults",
-             f"Pareto front: {res.front.height} points over summaries/100 (min), cache hit rate (max), "
-             "evicted repeat reads (min), cost (min), among "
-             + ("the points that pass the gate" if res.gate_passed else "all swept points (none passes the gate)")
-             + " with " + ("zero overflow incidents" if (res.best_swept or res.recommended)["overflow_incidents"] == 0
-                           else "the fewest overflow incidents"),
-             f"rule: {RULE}"]
+    lines = [
+        f"replay tune: {s.policy} for tokenizer {s.tokenizer or 'chars/4 (estimate)'}, window {w:,}, "
+        f"reserve {rs:,}, cache {s.cache}" + (f", priced as {s.price_model}" if s.price_model else ""),
+        *res.warnings,
+        f"sweep {s.sweep_id}: {res.points.height} points x {int(res.points['runs'][0])} runs; "
+        f"{int(res.points['gate_ok'].sum())} pass `replay check`'s default gate against the defaults",
+        f"Pareto front: {res.front.height} points over summaries/100 (min), cache hit rate (max), "
+        "evicted repeat reads (min), cost (min), among "
+        + ("the points that pass the gate" if res.gate_passed else "all swept points (none passes the gate)")
+        + " with "
+        + (
+            "zero overflow incidents"
+            if (res.best_swept or res.recommended)["overflow_incidents"] == 0
+            else "the fewest overflow incidents"
+        ),
+        f"rule: {RULE}",
+    ]
     d = res.defaults
     if d:
         lines.append(f"defaults at this window: {_metrics(d)}")
@@ -519,29 +618,45 @@ def summary_lines(res: TuneResult) -> list[str]:
         lines.append(f"recommended: the defaults: {_metrics(r)}")
         b = res.best_swept
         if b:
-            lines.append(f"best swept point {b['point_id']} (best_swept.toml; fails the gate: "
-                         f"{b.get('gate_blockers') or '?'}): {_metrics(b)}")
+            lines.append(
+                f"best swept point {b['point_id']} (best_swept.toml; fails the gate: "
+                f"{b.get('gate_blockers') or '?'}): {_metrics(b)}"
+            )
     if s.price_model:
-        lines.append(f"note: the gate priced every run as {s.price_model}; `replay check` prices each run by its own "
-                     "model (or --prices/--price), so its cost rows can differ from these")
+        lines.append(
+            f"note: the gate priced every run as {s.price_model}; `replay check` prices each run by its own "
+            "model (or --prices/--price), so its cost rows can differ from these"
+        )
     if r.get("unpriced_runs"):
-        lines.append(f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
-                     "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price")
+        lines.append(
+            f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
+            "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price"
+        )
     if res.overflowing:
         n = sum(c for _, c in res.overflowing)
-        lines.append(f"WARNING: the recommendation still overflows {n:,} times in {len(res.overflowing)} run(s): "
-                     + named_runs(res.overflowing, res.unfittable)
-                     + (" (* : harness prefix alone overflows)" if any(x in res.unfittable for x, _ in
-                                                                     res.overflowing[:5]) else ""))
+        lines.append(
+            f"WARNING: the recommendation still overflows {n:,} times in {len(res.overflowing)} run(s): "
+            + named_runs(res.overflowing, res.unfittable)
+            + (
+                " (* : harness prefix alone overflows)"
+                if any(x in res.unfittable for x, _ in res.overflowing[:5])
+                else ""
+            )
+        )
     if res.unfittable:
         names = ", ".join(sorted(res.unfittable)[:5]) + (", ..." if len(res.unfittable) > 5 else "")
-        lines.append(f"WARNING: {len(res.unfittable)} run(s) overflow under any policy at this window: the harness "
-                     f"prefix they send ({_span(res.unfittable.values())} tokens, "
-                     f"never trimmed) plus the reserve exceeds it: {names}")
+        lines.append(
+            f"WARNING: {len(res.unfittable)} run(s) overflow under any policy at this window: the harness "
+            f"prefix they send ({_span(res.unfittable.values())} tokens, "
+            f"never trimmed) plus the reserve exceeds it: {names}"
+        )
     edges = edge_knobs(res)
     if edges:
-        lines.append("note: the recommended point sits at the edge of the swept range for " + ", ".join(edges)
-                     + "; the optimum may lie beyond it")
+        lines.append(
+            "note: the recommended point sits at the edge of the swept range for "
+            + ", ".join(edges)
+            + "; the optimum may lie beyond it"
+        )
     return lines
 
 
@@ -566,14 +681,26 @@ def policy_file(res: TuneResult, defaults: bool = False, best: bool = False) -> 
     params = dict(res.spec.fixed) if defaults else dict(res.params)
     if best and res.best_swept:
         params = {point_id(p): p for p in res.spec.points()}[res.best_swept["point_id"]]
-    return PolicyFile(name=res.spec.policy, params=params, cache=res.spec.cache, runs=res.spec.runs,
-                      tokenizer=res.spec.tokenizer)
+    return PolicyFile(
+        name=res.spec.policy, params=params, cache=res.spec.cache, runs=res.spec.runs, tokenizer=res.spec.tokenizer
+    )
 
 
 def front_columns(res: TuneResult) -> list[str]:
     knobs = [k for k in res.spec.swept_names if k in res.front.columns]
-    return ["point_id", *knobs, "summaries_per_100", "cache_hit_rate", "repeat_evicted", "cost_usd",
-            "overflow_incidents", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok"]
+    return [
+        "point_id",
+        *knobs,
+        "summaries_per_100",
+        "cache_hit_rate",
+        "repeat_evicted",
+        "cost_usd",
+        "overflow_incidents",
+        "runs_with_overflow",
+        "emergencies",
+        "repeat_evicted_tokens",
+        "gate_ok",
+    ]
 
 
 def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
@@ -587,42 +714,81 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
     header = "\n".join([f"written by replay tune, {stamp}", *summary_lines(res)])
     toml.write_text(dump_policy_file(policy_file(res), header), encoding="utf-8")
     base = out_dir / "defaults.toml"
-    base.write_text(dump_policy_file(policy_file(res, defaults=True), f"written by replay tune, {stamp}: "
-                                     f"{res.spec.policy}'s defaults at this window and reserve (the baseline "
-                                     "of: replay check defaults.toml recommended.toml)"), encoding="utf-8")
+    base.write_text(
+        dump_policy_file(
+            policy_file(res, defaults=True),
+            f"written by replay tune, {stamp}: "
+            f"{res.spec.policy}'s defaults at this window and reserve (the baseline "
+            "of: replay check defaults.toml recommended.toml)",
+        ),
+        encoding="utf-8",
+    )
     fr = res.front.select([c for c in front_columns(res) if c in res.front.columns]).with_columns(
-        (pl.col("point_id") == res.recommended["point_id"]).alias("recommended"))
+        (pl.col("point_id") == res.recommended["point_id"]).alias("recommended")
+    )
     if res.best_swept:  # none passed the gate: the rule's choice, for a user who accepts its regressions
         best = out_dir / "best_swept.toml"
-        best.write_text(dump_policy_file(policy_file(res, best=True), f"written by replay tune, {stamp}: the best "
-                                         "swept point; it FAILS replay check's default gate against defaults.toml: "
-                                         f"{res.best_swept.get('gate_blockers')}"), encoding="utf-8")
-    files = {"policy": toml, "defaults": base, "front_csv": out_dir / "front.csv",
-             "front_parquet": out_dir / "front.parquet", "points_parquet": out_dir / "points.parquet"}
+        best.write_text(
+            dump_policy_file(
+                policy_file(res, best=True),
+                f"written by replay tune, {stamp}: the best "
+                "swept point; it FAILS replay check's default gate against defaults.toml: "
+                f"{res.best_swept.get('gate_blockers')}",
+            ),
+            encoding="utf-8",
+        )
+    files = {
+        "policy": toml,
+        "defaults": base,
+        "front_csv": out_dir / "front.csv",
+        "front_parquet": out_dir / "front.parquet",
+        "points_parquet": out_dir / "points.parquet",
+    }
     fr.write_csv(files["front_csv"])
     fr.write_parquet(files["front_parquet"])
     res.points.write_parquet(files["points_parquet"])
     s = res.spec
-    title = (f"replay tune: {s.policy}, tokenizer {s.tokenizer or 'chars/4'}, window {s.fixed['window']:,}, "
-             f"reserve {s.fixed['reserve']:,}" + ("" if res.gate_passed else "; no point passes check's gate"))
-    ax = plots.tune_front(res.points, res.recommended, title, res.defaults, zero_overflow=res.zero_overflow,
-                          knobs=[k for k in s.swept_names if k in res.points.columns])
+    title = (
+        f"replay tune: {s.policy}, tokenizer {s.tokenizer or 'chars/4'}, window {s.fixed['window']:,}, "
+        f"reserve {s.fixed['reserve']:,}" + ("" if res.gate_passed else "; no point passes check's gate")
+    )
+    ax = plots.tune_front(
+        res.points,
+        res.recommended,
+        title,
+        res.defaults,
+        zero_overflow=res.zero_overflow,
+        knobs=[k for k in s.swept_names if k in res.points.columns],
+    )
     png, svg = plots.save(ax, out_dir, "front")
-    files |= {"chart_png": png, "chart_svg": svg} | ({"best_swept": out_dir / "best_swept.toml"}
-                                                      if res.best_swept else {})
+    files |= {"chart_png": png, "chart_svg": svg} | (
+        {"best_swept": out_dir / "best_swept.toml"} if res.best_swept else {}
+    )
     res.files = files
     return files
 
 
-def tune(con: duckdb.DuckDBPyConnection, policy: str, window: int, reserve: int, tokenizer_id: str | None,
-         out_dir: Path | None = None, points: int = 96, runs: str | None = None, cache: str = "auto",
-         executor: str = "local", workers: int = 0, progress: bool = True,
-         pricing: Pricing = DEFAULT_PRICING) -> TuneResult:
+def tune(
+    con: duckdb.DuckDBPyConnection,
+    policy: str,
+    window: int,
+    reserve: int,
+    tokenizer_id: str | None,
+    out_dir: Path | None = None,
+    points: int = 96,
+    runs: str | None = None,
+    cache: str = "auto",
+    executor: str = "local",
+    workers: int = 0,
+    progress: bool = True,
+    pricing: Pricing = DEFAULT_PRICING,
+) -> TuneResult:
     """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files."""
     if points < 1:
         raise ReplayError(f"tune: --points must be >= 1, got {points}")
-    res = run_tune(con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache, pricing), executor,
-                   workers, progress)
+    res = run_tune(
+        con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache, pricing), executor, workers, progress
+    )
     if out_dir is not None:
         write_outputs(res, out_dir)
     return res

@@ -33,8 +33,11 @@ SCALARS: dict[str, tuple[str, str]] = {
     "items per request (mean)": ("mean", f"SELECT (SELECT count(*) FROM ({ITEMS})) / (SELECT count(*) FROM ({REQS}))"),
     "tool result error rate": ("share", f"SELECT avg(is_error::INT) FROM ({ITEMS}) WHERE kind = 'tool_result'"),
     "repeat read share (of reads)": ("share", f"SELECT avg((nth > 1)::INT) FROM ({READS})"),
-    "reads of one resource (max per run, mean)": ("mean", f"""SELECT avg(m) FROM (SELECT run_id, max(nth) AS m
-                                                              FROM ({READS}) GROUP BY run_id)"""),
+    "reads of one resource (max per run, mean)": (
+        "mean",
+        f"""SELECT avg(m) FROM (SELECT run_id, max(nth) AS m
+                                                              FROM ({READS}) GROUP BY run_id)""",
+    ),
     "request gap seconds (median)": ("median", f"SELECT median(gap) FROM ({GAPS}) WHERE gap >= 0"),
     "request gap seconds (p90)": ("p90", f"SELECT quantile_cont(gap, 0.9) FROM ({GAPS}) WHERE gap >= 0"),
     "requests with usage (share)": ("share", f"SELECT avg((prompt_tokens IS NOT NULL)::INT) FROM ({REQS})"),
@@ -83,16 +86,23 @@ def _shares(con: duckdb.DuckDBPyConnection, sql: str, formats: list[str]) -> dic
 
 def statistics(con: duckdb.DuckDBPyConnection, formats: list[str]) -> dict[str, tuple[str, float | None]]:
     """Every statistic of the runs of ``formats`` in one store: name -> (kind, value)."""
-    out: dict[str, tuple[str, float | None]] = {name: (kind, _one(con, sql, formats))
-                                                for name, (kind, sql) in SCALARS.items()}
-    for fmt, share in _shares(con, f"SELECT format, count(*) / sum(count(*)) OVER () FROM ({RUNS}) GROUP BY 1",
-                              formats).items():
+    out: dict[str, tuple[str, float | None]] = {
+        name: (kind, _one(con, sql, formats)) for name, (kind, sql) in SCALARS.items()
+    }
+    for fmt, share in _shares(
+        con, f"SELECT format, count(*) / sum(count(*)) OVER () FROM ({RUNS}) GROUP BY 1", formats
+    ).items():
         out[f"runs: {fmt} (share)"] = ("share", share)
-    for kind, share in _shares(con, f"SELECT kind, count(*) / sum(count(*)) OVER () FROM ({ITEMS}) GROUP BY 1",
-                               formats).items():
+    for kind, share in _shares(
+        con, f"SELECT kind, count(*) / sum(count(*)) OVER () FROM ({ITEMS}) GROUP BY 1", formats
+    ).items():
         out[f"items: {kind} (share)"] = ("share", share)
-    tools = _shares(con, f"""SELECT tool_name, count(*) / sum(count(*)) OVER () FROM ({ITEMS})
-                             WHERE kind = 'tool_call' GROUP BY 1""", formats)
+    tools = _shares(
+        con,
+        f"""SELECT tool_name, count(*) / sum(count(*)) OVER () FROM ({ITEMS})
+                             WHERE kind = 'tool_call' GROUP BY 1""",
+        formats,
+    )
     for tool, share in sorted(tools.items(), key=lambda kv: -kv[1])[:8]:
         out[f"tool calls: {tool} (share)"] = ("share", share)
     for kind in SIZE_KINDS:
@@ -105,12 +115,15 @@ def statistics(con: duckdb.DuckDBPyConnection, formats: list[str]) -> dict[str, 
 
 def chars_per_token(con: duckdb.DuckDBPyConnection, formats: list[str], tokenizer_id: str) -> float | None:
     """Characters per token of the items of ``formats`` under a tokenizer already counted in the store."""
-    return _one(con, f"""SELECT sum(i.chars) / sum(t.n_tokens) FROM ({ITEMS}) i JOIN token_counts t
-                         ON t.content_hash = i.content_hash AND t.tokenizer_id = '{tokenizer_id}'""", formats)
+    return _one(
+        con,
+        f"""SELECT sum(i.chars) / sum(t.n_tokens) FROM ({ITEMS}) i JOIN token_counts t
+                         ON t.content_hash = i.content_hash AND t.tokenizer_id = '{tokenizer_id}'""",
+        formats,
+    )
 
 
-def compare(source: duckdb.DuckDBPyConnection, synthetic: duckdb.DuckDBPyConnection,
-            formats: list[str]) -> list[Row]:
+def compare(source: duckdb.DuckDBPyConnection, synthetic: duckdb.DuckDBPyConnection, formats: list[str]) -> list[Row]:
     """One row per statistic found in the source: its value in each store and whether it is within tolerance."""
     src, syn = statistics(source, formats), statistics(synthetic, formats)
     return [Row(name, kind, value, syn.get(name, (kind, 0.0))[1]) for name, (kind, value) in src.items()]

@@ -15,13 +15,89 @@ from collections.abc import Callable
 
 import numpy as np
 
-COMMON = ("the", "file", "value", "return", "error", "data", "test", "import", "from", "self", "line", "path",
-          "name", "config", "request", "result", "update", "check", "list", "string", "number", "time", "build",
-          "user", "model", "function", "class", "table", "index", "output", "input", "read", "write", "and", "for",
-          "with", "this", "that", "not", "new", "run", "set", "get", "add", "true", "false", "none", "type")
-SYLLABLES = ("ka", "ren", "tor", "mi", "lo", "vex", "dra", "pu", "sen", "qui", "bal", "zo", "fen", "tri", "gam",
-             "hu", "ost", "lyn", "cre", "dox", "pha", "nim", "wu", "jel", "sca", "ber", "ix", "ol", "ump", "ty")
-PUNCT = (".", ",", "(", ")", ":", "=", "_", "/", "-", "{", "}", ";", "\"", "'", "[", "]")
+COMMON = (
+    "the",
+    "file",
+    "value",
+    "return",
+    "error",
+    "data",
+    "test",
+    "import",
+    "from",
+    "self",
+    "line",
+    "path",
+    "name",
+    "config",
+    "request",
+    "result",
+    "update",
+    "check",
+    "list",
+    "string",
+    "number",
+    "time",
+    "build",
+    "user",
+    "model",
+    "function",
+    "class",
+    "table",
+    "index",
+    "output",
+    "input",
+    "read",
+    "write",
+    "and",
+    "for",
+    "with",
+    "this",
+    "that",
+    "not",
+    "new",
+    "run",
+    "set",
+    "get",
+    "add",
+    "true",
+    "false",
+    "none",
+    "type",
+)
+SYLLABLES = (
+    "ka",
+    "ren",
+    "tor",
+    "mi",
+    "lo",
+    "vex",
+    "dra",
+    "pu",
+    "sen",
+    "qui",
+    "bal",
+    "zo",
+    "fen",
+    "tri",
+    "gam",
+    "hu",
+    "ost",
+    "lyn",
+    "cre",
+    "dox",
+    "pha",
+    "nim",
+    "wu",
+    "jel",
+    "sca",
+    "ber",
+    "ix",
+    "ol",
+    "ump",
+    "ty",
+)
+PUNCT = (".", ",", "(", ")", ":", "=", "_", "/", "-", "{", "}", ";", '"', "'", "[", "]")
 POOL_CHARS = 1 << 20  # 1 MiB per pool; longer texts wrap around
 
 
@@ -83,7 +159,7 @@ class Filler:
             return ""
         pool = self.pool(mix)
         start = rng.randrange(len(pool))
-        out = pool[start:start + n]
+        out = pool[start : start + n]
         while len(out) < n:
             out += pool[: n - len(out)]
         return out
@@ -91,12 +167,13 @@ class Filler:
 
 def density(count: Callable[[list[str]], list[int]], text: str, chunk: int = 4000) -> float:
     """Characters per token of ``text``, counted in chunks the size of a typical item."""
-    parts = [text[i:i + chunk] for i in range(0, len(text), chunk)]
+    parts = [text[i : i + chunk] for i in range(0, len(text), chunk)]
     return len(text) / max(1, sum(count(parts)))
 
 
-def calibrate(count: Callable[[list[str]], list[int]], target: float, seed: int = 0, sample: int = 100_000,
-              steps: int = 6) -> float:
+def calibrate(
+    count: Callable[[list[str]], list[int]], target: float, seed: int = 0, sample: int = 100_000, steps: int = 6
+) -> float:
     """The mix (0..1) whose pool density under ``count`` is nearest ``target`` characters per token (bisection:
     density grows with the mix)."""
     lo, hi = 0.0, 1.0

@@ -75,8 +75,13 @@ def parse_mix(text: str | None, available: dict[str, list[Donor]]) -> dict[str, 
     return out
 
 
-def learn(con: duckdb.DuckDBPyConnection, seed: int, tokenizer: str = "o200k", mix: str | None = None,
-          exclude: str | None = None) -> Recipe:
+def learn(
+    con: duckdb.DuckDBPyConnection,
+    seed: int,
+    tokenizer: str = "o200k",
+    mix: str | None = None,
+    exclude: str | None = None,
+) -> Recipe:
     """Learn donors and per-kind token densities from the real runs in a store (only read)."""
     from replay.tokens.loading import load_tokenizer
 
@@ -124,14 +129,21 @@ def _write_range(bounds: tuple[int, int]) -> tuple[int, int]:
     return bounds[1] - bounds[0], sum(write_run(recipe, filler, i, out) for i in range(*bounds))
 
 
-def generate(recipe: Recipe, runs: int, out: Path, workers: int = 1,
-             on_progress: Callable[[int, int], None] | None = None) -> int:
+def generate(
+    recipe: Recipe, runs: int, out: Path, workers: int = 1, on_progress: Callable[[int, int], None] | None = None
+) -> int:
     """Write ``runs`` runs under ``out`` (on ``workers`` processes); return the bytes written."""
     if runs < 1:
         raise ReplayError(f"--runs {runs}: give at least 1")
     out.mkdir(parents=True, exist_ok=True)
-    manifest = {"seed": recipe.seed, "runs": runs, "weights": recipe.weights, "densities": recipe.densities,
-                "mixes": recipe.mixes, "donors": {f: [d.run_id for d in ds] for f, ds in recipe.donors.items()}}
+    manifest = {
+        "seed": recipe.seed,
+        "runs": runs,
+        "weights": recipe.weights,
+        "densities": recipe.densities,
+        "mixes": recipe.mixes,
+        "donors": {f: [d.run_id for d in ds] for f, ds in recipe.donors.items()},
+    }
     (out / ".synth.json").write_text(json.dumps(manifest, indent=1))
     step = 50
     ranges = [(i, min(runs, i + step)) for i in range(0, runs, step)]

@@ -89,14 +89,24 @@ def _ident(rng: random.Random, prefix: str, n: int = 24) -> str:
 class Builder:
     """Fills one plan: resources, texts and usage."""
 
-    def __init__(self, donor: Donor, index: int, fmt: str, filler: Filler, mixes: dict[str, float],
-                 rng: random.Random, start: datetime) -> None:
+    def __init__(
+        self,
+        donor: Donor,
+        index: int,
+        fmt: str,
+        filler: Filler,
+        mixes: dict[str, float],
+        rng: random.Random,
+        start: datetime,
+    ) -> None:
         self.donor, self.filler, self.mixes, self.rng = donor, filler, mixes, rng
-        session = f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-" \
-                  f"{rng.getrandbits(16):04x}-{rng.getrandbits(48):012x}"
+        session = (
+            f"{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x}-4{rng.getrandbits(12):03x}-"
+            f"{rng.getrandbits(16):04x}-{rng.getrandbits(48):012x}"
+        )
         self.plan = Plan(index, fmt, donor.model, session, f"/home/dev/project-{index:05d}")
-        self.reads: list[str] = []          # distinct paths read, least recent first
-        self.touched: list[str] = []        # distinct paths read or written, least recent first
+        self.reads: list[str] = []  # distinct paths read, least recent first
+        self.touched: list[str] = []  # distinct paths read or written, least recent first
         self.last_read: dict[str, str] = {}  # path -> text of its last read, while not written since
         self.start = start
 
@@ -105,8 +115,11 @@ class Builder:
 
     def path(self, shape: Shape) -> str:
         """The resource a call touches: the one at the donor's recency rank among the same candidates, else new."""
-        pool = {"reread": self.reads, "again": self.touched,
-                "after_write": [p for p in self.touched if p not in self.reads]}.get(shape.touch)
+        pool = {
+            "reread": self.reads,
+            "again": self.touched,
+            "after_write": [p for p in self.touched if p not in self.reads],
+        }.get(shape.touch)
         if pool:
             return pool[-1 - min(shape.rank, len(pool) - 1)]
         word = "".join(self.rng.choice(SYLLABLES) for _ in range(self.rng.randint(2, 3)))
@@ -198,8 +211,9 @@ class Builder:
         write = round(prompt * (real.cache_write or 0) / total) if total else 0
         read = min(read, prompt)
         write = min(write, prompt - read)
-        return Usage(prompt - read - write, read, write if real.cache_write is not None else None,
-                     real.output_tokens, prompt)
+        return Usage(
+            prompt - read - write, read, write if real.cache_write is not None else None, real.output_tokens, prompt
+        )
 
 
 def _chars(e: Entry) -> int:

@@ -38,10 +38,10 @@ class Shape:
     kind: str
     chars: int
     tool: str | None = None
-    args: Any = None            # skeleton: JSON with strings as Text(length); Text(length) for non-JSON args
+    args: Any = None  # skeleton: JSON with strings as Text(length); Text(length) for non-JSON args
     access: str | None = None
-    touch: str = "none"         # a read: "new", "reread" or "after_write" (written, never read); a write: "new"
-    rank: int = 0               # or "again"; rank: the resource's recency rank among those candidates (0: latest)
+    touch: str = "none"  # a read: "new", "reread" or "after_write" (written, never read); a write: "new"
+    rank: int = 0  # or "again"; rank: the resource's recency rank among those candidates (0: latest)
     result_chars: int | None = None  # None: the call had no result
     is_error: bool = False
 
@@ -93,13 +93,16 @@ def skeleton(args: str | None) -> Any:
         if isinstance(v, list):
             return [strip(x) for x in v]
         return v
+
     return strip(value) if isinstance(value, dict) else {"input": strip(value)}
 
 
 def _seconds(a: str | None, b: str | None) -> float | None:
     try:
-        return (datetime.fromisoformat(b.replace("Z", "+00:00")) -  # type: ignore[union-attr]
-                datetime.fromisoformat(a.replace("Z", "+00:00"))).total_seconds()  # type: ignore[union-attr]
+        return (
+            datetime.fromisoformat(b.replace("Z", "+00:00"))  # type: ignore[union-attr]
+            - datetime.fromisoformat(a.replace("Z", "+00:00"))
+        ).total_seconds()  # type: ignore[union-attr]
     except (AttributeError, TypeError, ValueError):
         return None
 
@@ -144,20 +147,27 @@ def _touch(access: str | None, resource: str | None, reads: list[str], touched: 
     return touch
 
 
-def load_donors(con: duckdb.DuckDBPyConnection, formats: tuple[str, ...] = WRITERS,
-                exclude: str | None = None) -> list[Donor]:
+def load_donors(
+    con: duckdb.DuckDBPyConnection, formats: tuple[str, ...] = WRITERS, exclude: str | None = None
+) -> list[Donor]:
     """A donor per run of ``formats`` with at least one request (``exclude``: a LIKE pattern on source_path)."""
     where = "format IN (SELECT unnest(?)) AND n_requests > 0" + (" AND source_path NOT LIKE ?" if exclude else "")
     params: list[Any] = [list(formats)] + ([exclude] if exclude else [])
-    runs = con.execute(f"SELECT run_id, format, model, started_at FROM runs WHERE {where} ORDER BY run_id",
-                       params).fetchall()
+    runs = con.execute(
+        f"SELECT run_id, format, model, started_at FROM runs WHERE {where} ORDER BY run_id", params
+    ).fetchall()
     if not runs:
-        raise ReplayError(f"--from-db: no runs of format {', '.join(formats)} with requests in the store; "
-                          "ingest Claude Code or Codex logs first (replay ingest PATH --db STORE)")
+        raise ReplayError(
+            f"--from-db: no runs of format {', '.join(formats)} with requests in the store; "
+            "ingest Claude Code or Codex logs first (replay ingest PATH --db STORE)"
+        )
     donors = {r[0]: Donor(r[0], r[1], r[2], r[3]) for r in runs}
     ids = list(donors)
-    reqs = con.execute(f"""SELECT run_id, step, ts, {', '.join(USAGE)} FROM requests
-                           WHERE run_id IN (SELECT unnest(?)) ORDER BY run_id, step""", [ids]).fetchall()
+    reqs = con.execute(
+        f"""SELECT run_id, step, ts, {", ".join(USAGE)} FROM requests
+                           WHERE run_id IN (SELECT unnest(?)) ORDER BY run_id, step""",
+        [ids],
+    ).fetchall()
     last_ts: dict[str, str | None] = {}
     for run_id, _step, ts, *usage in reqs:
         d = donors[run_id]
@@ -165,8 +175,11 @@ def load_donors(con: duckdb.DuckDBPyConnection, formats: tuple[str, ...] = WRITE
         d.gaps.append(max(0.0, gap) if gap is not None else 0.0)
         d.usage.append(Usage(*usage) if any(u is not None for u in usage) else None)
         last_ts[run_id] = ts
-    items = con.execute("""SELECT run_id, step, kind, tool_name, call_id, args, is_error, resource, access, chars
-                           FROM items WHERE run_id IN (SELECT unnest(?)) ORDER BY run_id, seq""", [ids]).fetchall()
+    items = con.execute(
+        """SELECT run_id, step, kind, tool_name, call_id, args, is_error, resource, access, chars
+                           FROM items WHERE run_id IN (SELECT unnest(?)) ORDER BY run_id, seq""",
+        [ids],
+    ).fetchall()
     by_run: dict[str, list[tuple]] = {}
     for row in items:
         by_run.setdefault(row[0], []).append(row)
@@ -179,7 +192,7 @@ def _shape_run(d: Donor, rows: list[tuple]) -> None:
     results = {r[4]: r for r in rows if r[2] == "tool_result" and r[4]}
     paired = {r[4] for r in rows if r[2] == "tool_call" and r[4]}
     d.groups = [[] for _ in range(d.n_requests + 1)]
-    reads: list[str] = []   # distinct resources read, least recent first
+    reads: list[str] = []  # distinct resources read, least recent first
     touched: list[str] = []  # distinct resources read or written, least recent first
     chars_before = [0] * (d.n_requests + 1)
     for _, step, kind, tool, call_id, args, is_error, resource, access, chars in rows:
@@ -195,8 +208,19 @@ def _shape_run(d: Donor, rows: list[tuple]) -> None:
             continue
         touch, rank = _touch(access, resource, reads, touched)
         res = results.get(call_id)
-        d.groups[k].append(Shape("tool_call", chars, tool, skeleton(args), access, touch, rank,
-                                 res[9] if res else None, bool(res[6]) if res else False))
+        d.groups[k].append(
+            Shape(
+                "tool_call",
+                chars,
+                tool,
+                skeleton(args),
+                access,
+                touch,
+                rank,
+                res[9] if res else None,
+                bool(res[6]) if res else False,
+            )
+        )
     points, total = [], 0
     for k in range(d.n_requests):
         total += chars_before[k]
@@ -206,12 +230,20 @@ def _shape_run(d: Donor, rows: list[tuple]) -> None:
     d.fit = _fit(points)
 
 
-def kind_density(con: duckdb.DuckDBPyConnection, count, formats: tuple[str, ...] = WRITERS,
-                 sample_chars: int = 400_000, seed: int = 0) -> dict[str, float]:
+def kind_density(
+    con: duckdb.DuckDBPyConnection,
+    count,
+    formats: tuple[str, ...] = WRITERS,
+    sample_chars: int = 400_000,
+    seed: int = 0,
+) -> dict[str, float]:
     """Characters per token of each item kind's real text under ``count`` (a tokenizer's count_many), measured on
     a random sample of up to ``sample_chars`` characters per kind."""
-    rows = con.execute("""SELECT i.kind, i.text, i.args, i.tool_name FROM items i JOIN runs r USING (run_id)
-                          WHERE r.format IN (SELECT unnest(?)) AND i.chars > 0""", [list(formats)]).fetchall()
+    rows = con.execute(
+        """SELECT i.kind, i.text, i.args, i.tool_name FROM items i JOIN runs r USING (run_id)
+                          WHERE r.format IN (SELECT unnest(?)) AND i.chars > 0""",
+        [list(formats)],
+    ).fetchall()
     rng = random.Random(seed)
     rng.shuffle(rows)
     texts: dict[str, list[str]] = {}

@@ -27,8 +27,12 @@ def _ts(t: datetime) -> str:
 def _usage(u: Usage | None) -> dict[str, Any] | None:
     if u is None:
         return None
-    out: dict[str, Any] = {"input_tokens": u.input_tokens, "cache_read_input_tokens": u.cache_read or 0,
-                           "output_tokens": u.output_tokens or 0, "service_tier": "standard"}
+    out: dict[str, Any] = {
+        "input_tokens": u.input_tokens,
+        "cache_read_input_tokens": u.cache_read or 0,
+        "output_tokens": u.output_tokens or 0,
+        "service_tier": "standard",
+    }
     out["cache_creation_input_tokens"] = u.cache_write or 0
     return out
 
@@ -41,27 +45,48 @@ class _Writer:
 
     def line(self, kind: str, t: datetime, **fields: Any) -> bytes:
         uid = _ident(self.rng, "", 32)
-        obj = {"parentUuid": self.parent, "isSidechain": False, "userType": "external", "cwd": self.plan.cwd,
-               "sessionId": self.plan.session_id, "version": VERSION, "gitBranch": "main", "type": kind,
-               **fields, "uuid": uid, "timestamp": _ts(t)}
+        obj = {
+            "parentUuid": self.parent,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": self.plan.cwd,
+            "sessionId": self.plan.session_id,
+            "version": VERSION,
+            "gitBranch": "main",
+            "type": kind,
+            **fields,
+            "uuid": uid,
+            "timestamp": _ts(t),
+        }
         self.parent = uid
         return orjson.dumps(obj)
 
     def assistant(self, k: int, entries: list[Entry], t: datetime) -> Iterator[bytes]:
         rid, mid = _ident(self.rng, "req_"), _ident(self.rng, "msg_")
-        message: dict[str, Any] = {"id": mid, "type": "message", "role": "assistant", "model": self.plan.model,
-                                   "stop_reason": None, "stop_sequence": None}
+        message: dict[str, Any] = {
+            "id": mid,
+            "type": "message",
+            "role": "assistant",
+            "model": self.plan.model,
+            "stop_reason": None,
+            "stop_sequence": None,
+        }
         if (usage := _usage(self.plan.usage[k])) is not None:
             message["usage"] = usage
         for n, block in enumerate([_block(e) for e in entries] or [{"type": "text", "text": ""}]):
-            yield self.line("assistant", t + timedelta(milliseconds=50 * n), message={**message, "content": [block]},
-                            requestId=rid)
+            yield self.line(
+                "assistant", t + timedelta(milliseconds=50 * n), message={**message, "content": [block]}, requestId=rid
+            )
 
     def user(self, entries: list[Entry], t: datetime) -> Iterator[bytes]:
         for e in entries:
             if e.kind == "tool_call" and e.call is not None and e.call.result is not None:
-                block = {"tool_use_id": e.call.call_id, "type": "tool_result", "content": e.call.result,
-                         "is_error": e.call.is_error}
+                block = {
+                    "tool_use_id": e.call.call_id,
+                    "type": "tool_result",
+                    "content": e.call.result,
+                    "is_error": e.call.is_error,
+                }
                 yield self.line("user", t, message={"role": "user", "content": [block]})
             elif e.kind == "tool_result":
                 block = {"tool_use_id": _ident(self.rng, "toolu_"), "type": "tool_result", "content": e.text}

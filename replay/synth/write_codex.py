@@ -34,8 +34,13 @@ def _last(u: Usage | None) -> dict[str, int]:
     if u is None:
         return dict.fromkeys(FIELDS, 0)
     prompt, out = u.prompt_tokens or 0, u.output_tokens or 0
-    last = {"input_tokens": prompt, "cached_input_tokens": u.cache_read or 0, "output_tokens": out,
-            "reasoning_output_tokens": 0, "total_tokens": prompt + out}
+    last = {
+        "input_tokens": prompt,
+        "cached_input_tokens": u.cache_read or 0,
+        "output_tokens": out,
+        "reasoning_output_tokens": 0,
+        "total_tokens": prompt + out,
+    }
     if u.cache_write is not None:
         last["cache_write_input_tokens"] = u.cache_write
     return last
@@ -44,13 +49,26 @@ def _last(u: Usage | None) -> dict[str, int]:
 def _output(e: Entry) -> dict[str, Any]:
     if e.kind == "tool_call" and e.call is not None:
         if e.call.json_args:
-            return {"type": "function_call", "name": e.call.tool, "call_id": e.call.call_id,
-                    "arguments": json.dumps(e.call.args, ensure_ascii=False)}
-        return {"type": "custom_tool_call", "status": "completed", "name": e.call.tool, "call_id": e.call.call_id,
-                "input": e.call.args}
+            return {
+                "type": "function_call",
+                "name": e.call.tool,
+                "call_id": e.call.call_id,
+                "arguments": json.dumps(e.call.args, ensure_ascii=False),
+            }
+        return {
+            "type": "custom_tool_call",
+            "status": "completed",
+            "name": e.call.tool,
+            "call_id": e.call.call_id,
+            "input": e.call.args,
+        }
     if e.kind == "reasoning":
-        return {"type": "reasoning", "summary": [{"type": "summary_text", "text": e.text}], "content": None,
-                "encrypted_content": "gAAAAA"}
+        return {
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": e.text}],
+            "content": None,
+            "encrypted_content": "gAAAAA",
+        }
     return _message("assistant", e.text, "output_text")
 
 
@@ -62,8 +80,15 @@ def _inputs(entries: list[Entry], t: datetime, system_done: bool) -> Iterator[by
         elif e.kind == "system" and system_done:
             yield _line(t, "response_item", _message("developer", e.text))
         elif e.kind == "image":
-            yield _line(t, "response_item", {"type": "message", "role": "user",
-                                             "content": [{"type": "input_image", "image_url": "data:image/png;"}]})
+            yield _line(
+                t,
+                "response_item",
+                {
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_image", "image_url": "data:image/png;"}],
+                },
+            )
         elif e.kind in ("user_text", "attachment", "summary", "tool_result"):
             yield _line(t, "response_item", _message("user", e.text))
 
@@ -73,14 +98,21 @@ def codex_lines(plan: Plan) -> Iterator[bytes]:
     start = plan.times[0]
     first = plan.groups[0]
     system = next((e for e in first if e.kind == "system"), None)
-    meta: dict[str, Any] = {"id": plan.session_id, "timestamp": _ts(start), "cwd": plan.cwd,
-                            "originator": "codex_cli_rs", "cli_version": "0.116.0", "source": "cli",
-                            "model_provider": "openai"}
+    meta: dict[str, Any] = {
+        "id": plan.session_id,
+        "timestamp": _ts(start),
+        "cwd": plan.cwd,
+        "originator": "codex_cli_rs",
+        "cli_version": "0.116.0",
+        "source": "cli",
+        "model_provider": "openai",
+    }
     if system is not None:
         meta["base_instructions"] = {"text": system.text}
     yield _line(start, "session_meta", meta)
-    yield _line(start, "turn_context", {"cwd": plan.cwd, "model": plan.model or "gpt-5-codex",
-                                        "approval_policy": "on-request"})
+    yield _line(
+        start, "turn_context", {"cwd": plan.cwd, "model": plan.model or "gpt-5-codex", "approval_policy": "on-request"}
+    )
     yield from _inputs([e for e in first if e is not system], start, True)
     total = dict.fromkeys(FIELDS, 0)
     for k in range(1, len(plan.groups)):
@@ -91,7 +123,8 @@ def codex_lines(plan: Plan) -> Iterator[bytes]:
         last = _last(plan.usage[k - 1])
         total = {f: total.get(f, 0) + last.get(f, 0) for f in dict.fromkeys([*total, *last])}  # keys in a fixed order
         info = {"total_token_usage": total, "last_token_usage": last, "model_context_window": CONTEXT_WINDOW}
-        yield _line(prev + timedelta(milliseconds=5), "event_msg", {"type": "token_count", "info": info,
-                                                                    "rate_limits": None})
+        yield _line(
+            prev + timedelta(milliseconds=5), "event_msg", {"type": "token_count", "info": info, "rate_limits": None}
+        )
         t = prev + (plan.times[k] - prev) / 2 if k < len(plan.times) else prev + timedelta(seconds=1)
         yield from _inputs(group, t, True)

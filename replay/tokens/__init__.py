@@ -7,6 +7,18 @@ from replay.tokens.resolve import resolve_tokenizer
 from replay.tokens.template import DEFAULT_OVERHEAD, Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
 
-__all__ = ["CJKChars4", "Chars4", "CountingTokenizer", "DEFAULT_OVERHEAD", "Estimator", "Overhead", "ProxyTokenizer",
-           "builtin_names", "count_items", "default_estimators", "load_tokenizer", "resolve_tokenizer",
-           "template_overhead"]
+__all__ = [
+    "CJKChars4",
+    "Chars4",
+    "CountingTokenizer",
+    "DEFAULT_OVERHEAD",
+    "Estimator",
+    "Overhead",
+    "ProxyTokenizer",
+    "builtin_names",
+    "count_items",
+    "default_estimators",
+    "load_tokenizer",
+    "resolve_tokenizer",
+    "template_overhead",
+]

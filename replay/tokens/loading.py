@@ -31,12 +31,15 @@ def builtin_names() -> list[str]:
 
 def unknown_message(spec: str) -> str:
     shown = spec if len(spec) <= 120 else spec[:120] + "..."
-    return (f"tokenizer {shown!r}: no such file or built-in; built-ins: {', '.join(builtin_names())} "
-            f"(`replay tokenizers` lists them), or pass {FILE_KINDS}")
+    return (
+        f"tokenizer {shown!r}: no such file or built-in; built-ins: {', '.join(builtin_names())} "
+        f"(`replay tokenizers` lists them), or pass {FILE_KINDS}"
+    )
 
 
-CONFIG_FIX = ("fix or remove it (without it replay counts the documented default of "
-              f"{DEFAULT_PER_MESSAGE} tokens per message)")
+CONFIG_FIX = (
+    f"fix or remove it (without it replay counts the documented default of {DEFAULT_PER_MESSAGE} tokens per message)"
+)
 
 
 def _chat_template(config: Path) -> tuple[ChatTemplate | None, dict]:
@@ -48,8 +51,7 @@ def _chat_template(config: Path) -> tuple[ChatTemplate | None, dict]:
     template = _pick_template(config, data.get("chat_template"))
     tokens = {}
     for key in ("bos_token", "eos_token"):
-        value = want(config, key, data.get(key), (str, dict, type(None)), 'a string or {"content": "..."}',
-                     CONFIG_FIX)
+        value = want(config, key, data.get(key), (str, dict, type(None)), 'a string or {"content": "..."}', CONFIG_FIX)
         if isinstance(value, dict):
             value = want(config, f"{key}.content", value.get("content", ""), str, "a string", CONFIG_FIX)
         tokens[key] = value or ""
@@ -79,8 +81,10 @@ def _hf_json(path: Path, name: str, digest: str) -> CountingTokenizer:
         hf = Tokenizer.from_file(str(path))
     except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for every malformed file
         detail = " ".join(str(exc).split())[:300]
-        raise ReplayError(f"{path}: not a Hugging Face tokenizer.json ({detail}); pass the tokenizer.json saved "
-                          "with the model, or a built-in name (`replay tokenizers` lists them)") from None
+        raise ReplayError(
+            f"{path}: not a Hugging Face tokenizer.json ({detail}); pass the tokenizer.json saved "
+            "with the model, or a built-in name (`replay tokenizers` lists them)"
+        ) from None
     _check_encodes(hf, path)
     template, tvars = _chat_template(path.parent / "tokenizer_config.json")
     return CountingTokenizer(name, f"{name}:{digest}", hf, template, tvars)
@@ -96,8 +100,10 @@ def _check_encodes(hf: Tokenizer, path: Path) -> None:
         hf.encode(_PROBE_TEXT, add_special_tokens=False)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception
         detail = " ".join(str(exc).split())[:200]
-        raise ReplayError(f"{path}: the tokenizer loads but cannot encode text ({detail}); the file is damaged: "
-                          "pass the tokenizer file saved with the model") from None
+        raise ReplayError(
+            f"{path}: the tokenizer loads but cannot encode text ({detail}); the file is damaged: "
+            "pass the tokenizer file saved with the model"
+        ) from None
 
 
 def _load_builtin_file(b: Builtin, path: Path) -> CountingTokenizer:
@@ -117,8 +123,10 @@ def load_builtin(name: str) -> CountingTokenizer:
     path = b.path()
     if path is None:
         wants = " or ".join(f"{s.package} ({s.relpath})" for s in b.sources)
-        raise ReplayError(f"built-in tokenizer {name!r} reads its vocabulary from {wants}, which is not installed; "
-                          f"{b.sources[0].install}")
+        raise ReplayError(
+            f"built-in tokenizer {name!r} reads its vocabulary from {wants}, which is not installed; "
+            f"{b.sources[0].install}"
+        )
     return _load_builtin_file(b, path)
 
 
@@ -144,8 +152,10 @@ def _from_file(path: Path) -> CountingTokenizer:
         spec = KNOWN_RANK_FILES.get(sha256_file(path))
         if spec is None:
             known_names = ", ".join(s.name for s in KNOWN_RANK_FILES.values())
-            raise ReplayError(f"{path}: a tiktoken rank file whose split pattern replay does not know "
-                              f"(it knows {known_names}); convert it to a tokenizer.json")
+            raise ReplayError(
+                f"{path}: a tiktoken rank file whose split pattern replay does not know "
+                f"(it knows {known_names}); convert it to a tokenizer.json"
+            )
         return load_rank_file(path, spec, f"{spec.name}:{digest}")
     return _hf_json(path, "hf", digest)
 
@@ -180,7 +190,8 @@ def load_tokenizer(spec: str | Path) -> CountingTokenizer:
     if kind is None:
         return load_builtin(str(spec))
     if kind == "dir" and path_kind(path / "tokenizer.json") != "file":
-        raise ReplayError(f"{path}: directory has no tokenizer.json; pass the model folder that holds one, or "
-                          "the file itself")
+        raise ReplayError(
+            f"{path}: directory has no tokenizer.json; pass the model folder that holds one, or the file itself"
+        )
     with os_errors(_readable(path)):
         return _from_file(_readable(path))

@@ -41,8 +41,10 @@ def count_pending(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, spec: 
     if n_new == 0:
         return 0
     if _read_only(con):
-        raise ReplayError(f"{n_new:,} items have no {tok.tokenizer_id} counts in this store (opened read-only); "
-                          f"count them first: replay tokens -t {spec} --db STORE")
+        raise ReplayError(
+            f"{n_new:,} items have no {tok.tokenizer_id} counts in this store (opened read-only); "
+            f"count them first: replay tokens -t {spec} --db STORE"
+        )
     return count_items(con, tok, progress=progress)
 
 
@@ -59,12 +61,16 @@ def _from_id(con: duckdb.DuckDBPyConnection, tokenizer_id: str, progress: bool) 
         counted = count_pending(con, load_tokenizer(name), name, progress) if pending(con, tokenizer_id)[0] else 0
         return Resolved(tokenizer_id, counted)
     if not _stored(con, tokenizer_id):
-        raise ReplayError(f"tokenizer id {tokenizer_id!r} has no counts in this store and names no installed "
-                          f"built-in; pass the tokenizer itself: -t NAME|PATH (`replay tokenizers` lists names)")
+        raise ReplayError(
+            f"tokenizer id {tokenizer_id!r} has no counts in this store and names no installed "
+            f"built-in; pass the tokenizer itself: -t NAME|PATH (`replay tokenizers` lists names)"
+        )
     n_new = pending(con, tokenizer_id)[0]
     if n_new:
-        raise ReplayError(f"tokenizer id {tokenizer_id!r}: {n_new:,} items have no counts in this store; pass the "
-                          "tokenizer itself (-t NAME|PATH) so they are counted")
+        raise ReplayError(
+            f"tokenizer id {tokenizer_id!r}: {n_new:,} items have no counts in this store; pass the "
+            "tokenizer itself (-t NAME|PATH) so they are counted"
+        )
     return Resolved(tokenizer_id, 0)
 
 

@@ -62,10 +62,12 @@ def ranks_to_bpe(ranks: dict[bytes, int], pattern: str, id_offset: int = 0) -> T
     merges.sort()
     bpe = models.BPE(vocab=vocab, merges=[(m[3], m[4]) for m in merges], ignore_merges=True)
     tok = Tokenizer(bpe)
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     return tok
 
@@ -86,15 +88,18 @@ def tekken_ranks(path: Path) -> tuple[dict[bytes, int], str, int]:
     malformed file is an error naming the key."""
     data = want(path, "the document", read_json(path, TEKKEN_FIX), dict, "a JSON object", TEKKEN_FIX)
     cfg = want(path, "config", data.get("config"), dict, "an object", TEKKEN_FIX)
-    n_special = want(path, "config.default_num_special_tokens", cfg.get("default_num_special_tokens"), int,
-                     "an integer", TEKKEN_FIX)
+    n_special = want(
+        path, "config.default_num_special_tokens", cfg.get("default_num_special_tokens"), int, "an integer", TEKKEN_FIX
+    )
     size = want(path, "config.default_vocab_size", cfg.get("default_vocab_size"), int, "an integer", TEKKEN_FIX)
     pattern = want(path, "config.pattern", cfg.get("pattern"), str, "a regular expression", TEKKEN_FIX)
     vocab = want(path, "vocab", data.get("vocab"), list, "an array", TEKKEN_FIX)
     inner = size - n_special
     if n_special < 0 or not 0 < inner <= len(vocab):
-        raise ReplayError(f"{path}: config.default_vocab_size {size:,} less default_num_special_tokens "
-                          f"{n_special:,} does not fit the {len(vocab):,} vocab entries; {TEKKEN_FIX}")
+        raise ReplayError(
+            f"{path}: config.default_vocab_size {size:,} less default_num_special_tokens "
+            f"{n_special:,} does not fit the {len(vocab):,} vocab entries; {TEKKEN_FIX}"
+        )
     try:
         Regex(pattern)
     except Exception as exc:  # noqa: BLE001 - tokenizers raises plain Exception for a bad pattern
@@ -107,8 +112,9 @@ def tekken_ranks(path: Path) -> tuple[dict[bytes, int], str, int]:
                 raise TypeError
             ranks[base64.b64decode(entry["token_bytes"], validate=True)] = rank
         except (KeyError, TypeError, ValueError):
-            raise ReplayError(f'{path}: vocab[{i}] is not {{"rank": <int>, "token_bytes": <base64>}}; '
-                              f"{TEKKEN_FIX}") from None
+            raise ReplayError(
+                f'{path}: vocab[{i}] is not {{"rank": <int>, "token_bytes": <base64>}}; {TEKKEN_FIX}'
+            ) from None
     return ranks, pattern, n_special
 
 
@@ -130,6 +136,7 @@ def _cached_bpe(key: str, build: Callable[[], Tokenizer]) -> Tokenizer:
 
 def load_tekken(path: Path) -> Tokenizer:
     """The Tekken vocabulary at ``path`` as a `tokenizers` BPE (converted once, then read from the cache)."""
+
     def build() -> Tokenizer:
         ranks, pattern, n_special = tekken_ranks(path)
         return ranks_to_bpe(ranks, pattern, id_offset=n_special)
@@ -143,8 +150,9 @@ def tokenizers_twin(tok: TiktokenTokenizer) -> Tokenizer:
     `tokenizers` reads cl100k's possessive ``\\p{N}{1,3}+`` as a repeat, so the ``+`` is dropped."""
     enc = tok.enc
     pattern = enc._pat_str.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
-    hf = _cached_bpe(tok.tokenizer_id.replace(":", "-"),
-                     lambda: ranks_to_bpe(enc._mergeable_ranks, pattern, id_offset=tok.id_offset))
+    hf = _cached_bpe(
+        tok.tokenizer_id.replace(":", "-"), lambda: ranks_to_bpe(enc._mergeable_ranks, pattern, id_offset=tok.id_offset)
+    )
     hf.encode_special_tokens = True
     return hf
 

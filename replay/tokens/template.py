@@ -78,9 +78,12 @@ def template_overhead(tok: CountingTokenizer, template: str | None = None) -> Ov
     if base is None:
         return DEFAULT_OVERHEAD
     per_message: dict[str, int] = {}
-    for role, prefix, full in (("user", ["user", "assistant"], ["user", "assistant", "user"]),
-                               ("assistant", ["user"], ["user", "assistant"]),
-                               ("system", ["user"], ["system", "user"]), ("tool", ["user"], ["user", "tool"])):
+    for role, prefix, full in (
+        ("user", ["user", "assistant"], ["user", "assistant", "user"]),
+        ("assistant", ["user"], ["user", "assistant"]),
+        ("system", ["user"], ["system", "user"]),
+        ("tool", ["user"], ["user", "tool"]),
+    ):
         before, after = size(prefix), size(full)
         if before is not None and after is not None:
             per_message[role] = max(0, after - before - probe)

@@ -22,8 +22,12 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from replay.errors import ReplayError
 
 MAX_NUMBER_BITS = 10_000  # an integer made by * or ** (about 3,000 digits); no option: templates do no big maths
-_ENV = {"max_range": "REPLAY_TEMPLATE_MAX_RANGE", "max_depth": "REPLAY_TEMPLATE_MAX_DEPTH",
-        "max_chars": "REPLAY_TEMPLATE_MAX_CHARS", "seconds": "REPLAY_TEMPLATE_SECONDS"}
+_ENV = {
+    "max_range": "REPLAY_TEMPLATE_MAX_RANGE",
+    "max_depth": "REPLAY_TEMPLATE_MAX_DEPTH",
+    "max_chars": "REPLAY_TEMPLATE_MAX_CHARS",
+    "seconds": "REPLAY_TEMPLATE_SECONDS",
+}
 _WIDTHS = re.compile(r"\d+")
 
 
@@ -40,10 +44,10 @@ class TemplateLimitError(BrokenTemplateError):
 class Limits:
     """Rendering limits; far above what a real chat template needs for a conversation."""
 
-    max_range: int = 100_000      # items in one range()
-    max_depth: int = 60           # nested calls (macros, recursive loops, methods)
-    max_chars: int = 1_000_000    # characters in the output, in all expression output, and in any one value
-    seconds: float = 5.0          # wall time of one rendering
+    max_range: int = 100_000  # items in one range()
+    max_depth: int = 60  # nested calls (macros, recursive loops, methods)
+    max_chars: int = 1_000_000  # characters in the output, in all expression output, and in any one value
+    seconds: float = 5.0  # wall time of one rendering
 
     @classmethod
     def from_env(cls) -> Limits:
@@ -135,8 +139,11 @@ def _json_bound(value: object, indent: object) -> int:
 # Upper bounds of the output size of the filters that can make a value much larger than their input.
 _FILTER_BOUNDS: dict[str, Callable[[dict], int]] = {
     "center": lambda a: max(_size(a["value"]), a["width"] if isinstance(a["width"], int) else 0),
-    "indent": lambda a: _size(a["s"]) + sum(1 for line in str(a["s"]).splitlines() if line or a["blank"]) * (
-        a["width"] if isinstance(a["width"], int) else len(str(a["width"]))),
+    "indent": lambda a: (
+        _size(a["s"])
+        + sum(1 for line in str(a["s"]).splitlines() if line or a["blank"])
+        * (a["width"] if isinstance(a["width"], int) else len(str(a["width"])))
+    ),
     "replace": lambda a: _replace_bound(a["s"], a["old"], a["new"], a["count"] if a["count"] is not None else -1),
     "join": lambda a: _join_bound(a["d"], a["value"]) if a["attribute"] is None else 0,
     "format": lambda a: _format_bound(a["value"], a["args"], a["kwargs"]),
@@ -208,8 +215,10 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
 
     def check_size(self, size: int, what: str) -> None:
         if size > self.limits.max_chars:
-            self.stop(f"{what} would make {size:,} characters or items, over the limit of "
-                      f"{self.limits.max_chars:,}", "max_chars")
+            self.stop(
+                f"{what} would make {size:,} characters or items, over the limit of {self.limits.max_chars:,}",
+                "max_chars",
+            )
 
     def checked(self, value: object, what: str) -> object:
         if isinstance(value, (str, list, tuple)):
@@ -295,8 +304,10 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
 
     def _check_bits(self, bits: int, operator: str) -> None:
         if bits > MAX_NUMBER_BITS:
-            self.stop(f"the {operator} operator would make a number of about {bits:,} bits, over the limit of "
-                      f"{MAX_NUMBER_BITS:,}")
+            self.stop(
+                f"the {operator} operator would make a number of about {bits:,} bits, over the limit of "
+                f"{MAX_NUMBER_BITS:,}"
+            )
 
     # -- rendering --------------------------------------------------------------------------------------------
     def render_limited(self, template: str, variables: dict) -> str:
@@ -315,19 +326,25 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         except TemplateLimitError:
             raise
         except RecursionError:
-            raise TemplateLimitError(self.limit_message("it nests too deep for Python's recursion limit; "
-                                                        "simplify the template")) from None
+            raise TemplateLimitError(
+                self.limit_message("it nests too deep for Python's recursion limit; simplify the template")
+            ) from None
         except TemplateSyntaxError as exc:
-            raise BrokenTemplateError(f"{self.source}: chat template does not compile: {_one_line(exc)} (line "
-                                      f"{exc.lineno}); fix the template or remove it") from None
+            raise BrokenTemplateError(
+                f"{self.source}: chat template does not compile: {_one_line(exc)} (line "
+                f"{exc.lineno}); fix the template or remove it"
+            ) from None
         except SecurityError as exc:
-            raise BrokenTemplateError(f"{self.source}: chat template blocked by the sandbox: {_one_line(exc)}; "
-                                      "a chat template has no need of this: fix the template or remove it") from None
+            raise BrokenTemplateError(
+                f"{self.source}: chat template blocked by the sandbox: {_one_line(exc)}; "
+                "a chat template has no need of this: fix the template or remove it"
+            ) from None
         except TemplateError as exc:
             raise ReplayError(f"{self.source}: chat template failed to render: {_one_line(exc)}") from None
         except Exception as exc:  # noqa: BLE001 - any failure of untrusted template code is bad input
-            raise ReplayError(f"{self.source}: chat template failed to render: {type(exc).__name__}: "
-                              f"{_one_line(exc)}") from None
+            raise ReplayError(
+                f"{self.source}: chat template failed to render: {type(exc).__name__}: {_one_line(exc)}"
+            ) from None
         return "".join(out)
 
 

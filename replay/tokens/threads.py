@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from itertools import accumulate
 
-SERIAL_CHARS = 200_000   # below this a thread pool costs more than it saves
-SLICES_PER_THREAD = 4    # contiguous slices per thread, so one long text does not leave a core idle for long
+SERIAL_CHARS = 200_000  # below this a thread pool costs more than it saves
+SLICES_PER_THREAD = 4  # contiguous slices per thread, so one long text does not leave a core idle for long
 
 
 def cores() -> int:
@@ -40,7 +40,7 @@ def count_threaded(encode: Callable[[str], Sequence[int]], texts: Sequence[str],
         return [len(encode(t)) for t in texts]
 
     def run(span: tuple[int, int]) -> list[int]:
-        return [len(encode(t)) for t in texts[span[0]:span[1]]]
+        return [len(encode(t)) for t in texts[span[0] : span[1]]]
 
     parts = _pool(threads).map(run, slices(texts, threads * SLICES_PER_THREAD))
     return [n for part in parts for n in part]

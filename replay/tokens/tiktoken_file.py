@@ -14,47 +14,94 @@ from replay.tokens.threads import count_threaded
 from replay.tokens.tokenizer import CountingTokenizer
 
 # Split patterns of the OpenAI encodings (the `pat_str` tiktoken's registry gives them).
-O200K_PATTERN = "|".join([
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"\p{N}{1,3}",
-    r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
-    r"\s*[\r\n]+",
-    r"\s+(?!\S)",
-    r"\s+",
-])
-LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
-                  r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+O200K_PATTERN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 QWEN_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")  # Qwen splits digits one by one
-CL100K_PATTERN = (r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"
-                  r"|\s*[\r\n]|\s+(?!\S)|\s")
+CL100K_PATTERN = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$"
+    r"|\s*[\r\n]|\s+(?!\S)|\s"
+)
 
 
 @dataclass(frozen=True)
 class RankSpec:
     """What a rank file alone does not say: its split pattern and special tokens, and how to recognise it."""
 
-    name: str                    # canonical replay name, e.g. "o200k"
-    encoding: str                # the encoding's own name, e.g. "o200k_base"
-    sha256: str                  # of the rank file
+    name: str  # canonical replay name, e.g. "o200k"
+    encoding: str  # the encoding's own name, e.g. "o200k_base"
+    sha256: str  # of the rank file
     pattern: str
     special: dict[str, int] = field(default_factory=dict)
-    nfc: bool = False            # normalise text to NFC before encoding
+    nfc: bool = False  # normalise text to NFC before encoding
 
 
-O200K = RankSpec("o200k", "o200k_base", "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-                 O200K_PATTERN, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018})
-CL100K = RankSpec("cl100k", "cl100k_base", "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-                  CL100K_PATTERN, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-                                   "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276})
-LLAMA3 = RankSpec("llama3", "llama3", "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55",
-                  LLAMA3_PATTERN, {"<|begin_of_text|>": 128000, "<|end_of_text|>": 128001,
-                                   "<|start_header_id|>": 128006, "<|end_header_id|>": 128007, "<|eot_id|>": 128009})
-LLAMA4 = RankSpec("llama4", "llama4", "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed",
-                  O200K_PATTERN, {"<|begin_of_text|>": 200000, "<|end_of_text|>": 200001, "<|header_start|>": 200005,
-                                  "<|header_end|>": 200006, "<|eot|>": 200008})
-QWEN = RankSpec("qwen", "qwen", "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
-                QWEN_PATTERN, {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645}, nfc=True)
+O200K = RankSpec(
+    "o200k",
+    "o200k_base",
+    "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    O200K_PATTERN,
+    {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+)
+CL100K = RankSpec(
+    "cl100k",
+    "cl100k_base",
+    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    CL100K_PATTERN,
+    {
+        "<|endoftext|>": 100257,
+        "<|fim_prefix|>": 100258,
+        "<|fim_middle|>": 100259,
+        "<|fim_suffix|>": 100260,
+        "<|endofprompt|>": 100276,
+    },
+)
+LLAMA3 = RankSpec(
+    "llama3",
+    "llama3",
+    "82e9d31979e92ab929cd544440f129d9ecd797b69e327f80f17e1c50d5551b55",
+    LLAMA3_PATTERN,
+    {
+        "<|begin_of_text|>": 128000,
+        "<|end_of_text|>": 128001,
+        "<|start_header_id|>": 128006,
+        "<|end_header_id|>": 128007,
+        "<|eot_id|>": 128009,
+    },
+)
+LLAMA4 = RankSpec(
+    "llama4",
+    "llama4",
+    "d0bdbaf59b0762c8c807617e2d8ea51420eb1b1de266df2495be755c8e0ed6ed",
+    O200K_PATTERN,
+    {
+        "<|begin_of_text|>": 200000,
+        "<|end_of_text|>": 200001,
+        "<|header_start|>": 200005,
+        "<|header_end|>": 200006,
+        "<|eot|>": 200008,
+    },
+)
+QWEN = RankSpec(
+    "qwen",
+    "qwen",
+    "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186",
+    QWEN_PATTERN,
+    {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645},
+    nfc=True,
+)
 KNOWN_RANK_FILES = {s.sha256: s for s in (O200K, CL100K, LLAMA3, LLAMA4, QWEN)}
 
 
@@ -138,8 +185,11 @@ def load_rank_file(path: Path, spec: RankSpec, tokenizer_id: str) -> TiktokenTok
 
     actual = sha256_file(path)
     if actual != spec.sha256:
-        raise ReplayError(f"{path}: sha256 {actual[:16]}... is not the {spec.encoding} vocabulary "
-                          f"({spec.sha256[:16]}...); reinstall the package that ships it")
-    enc = tiktoken.Encoding(spec.encoding, pat_str=spec.pattern, mergeable_ranks=read_ranks(path),
-                            special_tokens=dict(spec.special))
+        raise ReplayError(
+            f"{path}: sha256 {actual[:16]}... is not the {spec.encoding} vocabulary "
+            f"({spec.sha256[:16]}...); reinstall the package that ships it"
+        )
+    enc = tiktoken.Encoding(
+        spec.encoding, pat_str=spec.pattern, mergeable_ranks=read_ranks(path), special_tokens=dict(spec.special)
+    )
     return TiktokenTokenizer(spec.name, tokenizer_id, None, enc=enc, nfc=spec.nfc)

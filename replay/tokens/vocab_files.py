@@ -27,12 +27,13 @@ def os_errors(path: Path) -> Iterator[None]:
         yield
     except OSError as exc:
         where = exc.filename or path
-        raise ReplayError(f"{where}: cannot be read ({exc.strerror or exc}); check the path and its "
-                          "permissions") from None
+        raise ReplayError(
+            f"{where}: cannot be read ({exc.strerror or exc}); check the path and its permissions"
+        ) from None
 
 
 def path_kind(path: Path) -> str | None:
-    """"dir" or "file" for an existing path, None for a missing one or a name the system cannot look up (too
+    """ "dir" or "file" for an existing path, None for a missing one or a name the system cannot look up (too
     long, a NUL byte), so a strange ``-t`` value is "no such file", never a traceback."""
     try:
         if path.is_dir():
@@ -59,8 +60,9 @@ def read_json(path: Path, fix: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReplayError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-                          f"{fix}") from None
+        raise ReplayError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); {fix}"
+        ) from None
     except RecursionError:
         raise ReplayError(f"{path}: JSON nested too deep to read; {fix}") from None
 

@@ -33,25 +33,46 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
 
 def test_smaller_protected_range_fails_the_gate(db: Path, tmp_path: Path) -> None:
     md = tmp_path / "report.md"
-    res = CliRunner().invoke(app, ["check", str(write(tmp_path, "b.toml", BASE)), str(write(tmp_path, "c.toml", CAND)),
-                                   "--db", str(db), "--markdown", str(md)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "check",
+            str(write(tmp_path, "b.toml", BASE)),
+            str(write(tmp_path, "c.toml", CAND)),
+            "--db",
+            str(db),
+            "--markdown",
+            str(md),
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "regression" in res.output and "| repeat_evicted |" in res.output
     assert md.read_text().startswith("## replay check")
 
 
 def test_identical_candidate_passes(db: Path, tmp_path: Path) -> None:
-    res = CliRunner().invoke(app, ["check", str(write(tmp_path, "b.toml", BASE)), str(write(tmp_path, "c.toml", BASE)),
-                                   "--db", str(db)])
+    res = CliRunner().invoke(
+        app, ["check", str(write(tmp_path, "b.toml", BASE)), str(write(tmp_path, "c.toml", BASE)), "--db", str(db)]
+    )
     assert res.exit_code == 0, res.output
     assert "no regression" in res.output
 
 
 def test_tolerance_can_waive_and_bad_files_explain(db: Path, tmp_path: Path) -> None:
-    loose = ["--tol", "repeat_evicted=100", "--tol", "repeat_evicted_tokens=100", "--tol", "cache_hit_rate=1",
-             "--tol", "evicted_failures=100"]
-    res = CliRunner().invoke(app, ["check", str(write(tmp_path, "b.toml", BASE)), str(write(tmp_path, "c.toml", CAND)),
-                                   "--db", str(db), *loose])
+    loose = [
+        "--tol",
+        "repeat_evicted=100",
+        "--tol",
+        "repeat_evicted_tokens=100",
+        "--tol",
+        "cache_hit_rate=1",
+        "--tol",
+        "evicted_failures=100",
+    ]
+    res = CliRunner().invoke(
+        app,
+        ["check", str(write(tmp_path, "b.toml", BASE)), str(write(tmp_path, "c.toml", CAND)), "--db", str(db), *loose],
+    )
     assert res.exit_code == 0, res.output
     shutil.copy(tmp_path / "b.toml", tmp_path / "bad.toml")
     (tmp_path / "bad.toml").write_text(BASE + "no_such_knob = 1\n")

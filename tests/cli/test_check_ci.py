@@ -57,14 +57,14 @@ def test_json_and_junit_agree(db, files, tmp_path):
 def test_markdown_names_setup_costs_in_cents_and_explains(db, files):
     res = CliRunner().invoke(app, ["check", *files, "--db", str(db)])
     out = res.stdout
-    for label in ("policy", "window (tokens)", "reply reserve (tokens)", "token source", "cache model",
-                  "price source"):
+    for label in ("policy", "window (tokens)", "reply reserve (tokens)", "token source", "cache model", "price source"):
         assert re.search(rf"^\| {re.escape(label)} \| .+ \| .+ \|$", out, re.M), label
     assert "| token source | estimate:chars/4 | estimate:chars/4 |" in out
     assert re.search(r"^\| cost_usd \| \$\d[\d,]*\.\d\d \| \$\d[\d,]*\.\d\d \| -?\$\d[\d,]*\.\d\d \|", out, re.M)
     assert "### Why it fails" in out
-    run_rules = re.findall(r"^- (\S+): (overflow_incidents|evicted_failures) (\d+) -> (\d+) \(\+(\d+)\), (.+)$", out,
-                           re.M)
+    run_rules = re.findall(
+        r"^- (\S+): (overflow_incidents|evicted_failures) (\d+) -> (\d+) \(\+(\d+)\), (.+)$", out, re.M
+    )
     for _, _metric, b, c, d, why in run_rules:
         assert int(c) - int(b) == int(d) > 0 and "tolerance 0% per run" in why
     table = re.findall(r"^\| (\S+) \| (overflow_incidents|evicted_failures) \| .* \| regressed \|$", out, re.M)

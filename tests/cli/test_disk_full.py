@@ -52,8 +52,10 @@ class FillingDisk:
                 if word == "COMMIT":
                     self._con.execute("ROLLBACK")  # DuckDB ends the transaction when its commit fails
                 name = self._con.execute("SELECT path FROM duckdb_databases() WHERE NOT internal").fetchone()[0]
-                raise duckdb.TransactionException(f'TransactionContext Error: Failed to commit: Could not write '
-                                                  f'file "{name}.wal": No space left on device')
+                raise duckdb.TransactionException(
+                    f"TransactionContext Error: Failed to commit: Could not write "
+                    f'file "{name}.wal": No space left on device'
+                )
             self._room -= 1
         return self._con.execute(sql, *args)
 
@@ -100,8 +102,9 @@ def disk(monkeypatch, capsys) -> Disk:
 
 def assert_one_line(err: str, path: Path, suffix: str = ".wal") -> None:
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
-    assert lines == [f"error: disk full while writing {path}{suffix}: free space and rerun the same command; "
-                     "finished work is kept"], err
+    assert lines == [
+        f"error: disk full while writing {path}{suffix}: free space and rerun the same command; finished work is kept"
+    ], err
     assert "Traceback" not in err and "rollback" not in err
 
 
@@ -110,8 +113,10 @@ def rows(db: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
 
 
-STORE_ROWS = ("SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM items), (SELECT count(*) FROM requests), "
-              "(SELECT string_agg(run_id, ',' ORDER BY run_id) FROM runs)")
+STORE_ROWS = (
+    "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM items), (SELECT count(*) FROM requests), "
+    "(SELECT string_agg(run_id, ',' ORDER BY run_id) FROM runs)"
+)
 
 
 def test_disk_full_in_ingest_is_one_line_and_the_rerun_completes(disk, tmp_path, sample_db_path):
@@ -142,8 +147,9 @@ def test_disk_full_in_a_sweep_is_one_line_and_the_rerun_gives_the_same_results(d
     assert disk.run(*args, "--db", str(fresh))[0] == 0
     metrics = rows(db, "SELECT * EXCLUDE (session, computed_at) FROM sweep_results ORDER BY point_id, run_id")
     assert len(metrics) == 6 * rows(db, "SELECT count(*) FROM runs WHERE run_id LIKE '%short%'")[0][0]
-    assert metrics == rows(fresh, "SELECT * EXCLUDE (session, computed_at) FROM sweep_results "
-                                  "ORDER BY point_id, run_id")
+    assert metrics == rows(
+        fresh, "SELECT * EXCLUDE (session, computed_at) FROM sweep_results ORDER BY point_id, run_id"
+    )
 
 
 def test_a_full_out_folder_is_one_line_naming_the_parquet_file(disk, tmp_path, sample_db_path, monkeypatch):
@@ -197,8 +203,10 @@ def test_disk_full_is_found_anywhere_in_the_chain():
             raise RuntimeError("cannot rollback - no transaction is active")  # noqa: B904 - the chain as DuckDB's
     except RuntimeError as exc:
         assert disk_full(exc) == "/data/out/sweep.parquet"
-    assert disk_full(duckdb.IOException('IO Error: Could not write file "/s/x.duckdb": No space left on device')) \
+    assert (
+        disk_full(duckdb.IOException('IO Error: Could not write file "/s/x.duckdb": No space left on device'))
         == "/s/x.duckdb"
+    )
     assert disk_full(OSError(errno.ENOSPC, "No space left on device")) == ""  # path unknown: said so generically
     assert disk_full(duckdb.IOException("IO Error: Could not read file")) is None
     assert disk_full(ValueError("x")) is None
@@ -209,8 +217,12 @@ def tiny_tmpfs(tmp_path):
     """A real 2 MB filesystem (root and mount needed, else skipped)."""
     where = tmp_path / "tiny"
     where.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
-                                           capture_output=True).returncode:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)], capture_output=True
+        ).returncode
+    ):
         pytest.skip("needs root to mount a small tmpfs")
     try:
         yield where

@@ -48,7 +48,8 @@ def test_someone_elses_database_is_refused_unchanged(tmp_path):
             opener(path)
     with duckdb.connect(str(path), read_only=True) as con:
         assert [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()] == [
-            "invoices"]
+            "invoices"
+        ]
 
 
 def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
@@ -69,11 +70,14 @@ def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
     assert "Traceback" not in out and "interrupted (Ctrl-C)" in out
     again = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert again.returncode == 0, again.stdout + again.stderr
-    fresh = subprocess.run([*cmd[:-1], str(tmp_path / "fresh.duckdb")], capture_output=True, text=True, cwd=ROOT,
-                           timeout=120)
+    fresh = subprocess.run(
+        [*cmd[:-1], str(tmp_path / "fresh.duckdb")], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     summary = again.stdout.split("files:")[1]
-    with duckdb.connect(str(db), read_only=True) as a, duckdb.connect(str(tmp_path / "fresh.duckdb"),
-                                                                       read_only=True) as b:
+    with (
+        duckdb.connect(str(db), read_only=True) as a,
+        duckdb.connect(str(tmp_path / "fresh.duckdb"), read_only=True) as b,
+    ):
         counts = "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM items), (SELECT count(*) FROM requests)"
         assert a.execute(counts).fetchall() == b.execute(counts).fetchall(), summary
     assert fresh.returncode == 0
@@ -96,8 +100,13 @@ def test_sigterm_and_sighup_stop_like_ctrl_c(sample_db_path, tmp_path, signum):
     assert "Traceback" not in out and f"interrupted ({signal.Signals(signum).name})" in out
 
 
-@pytest.mark.parametrize("error", [duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate 256 MiB\n"
-                                                              "Possible solutions: ..."), MemoryError()])
+@pytest.mark.parametrize(
+    "error",
+    [
+        duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate 256 MiB\nPossible solutions: ..."),
+        MemoryError(),
+    ],
+)
 def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch, capsys):
     from replay.cli import app
     from replay.cli.common import DISK_FULL_EXIT, run_app
@@ -117,10 +126,17 @@ def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch,
     assert "Traceback" not in err and err.count("\n") == 1 and "out of memory" in err and "rerun" in err
 
 
-@pytest.mark.parametrize("args", [["simulate", "--window", str(2**64)], ["simulate", "--reserve", "-1"],
-                                  ["show", "x", "--window", "0"], ["ingest", "--watch", "--interval", "nan"],
-                                  ["ingest", "--watch", "--interval", "-1"],
-                                  ["ingest", "--watch", "--interval", "inf"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["simulate", "--window", str(2**64)],
+        ["simulate", "--reserve", "-1"],
+        ["show", "x", "--window", "0"],
+        ["ingest", "--watch", "--interval", "nan"],
+        ["ingest", "--watch", "--interval", "-1"],
+        ["ingest", "--watch", "--interval", "inf"],
+    ],
+)
 def test_numeric_options_out_of_range_are_one_usage_line(args, tmp_path):
     from typer.testing import CliRunner
 
@@ -145,8 +161,11 @@ def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tm
     elif name == "folder":
         (tmp_path / name).mkdir()
     path = name if name.startswith("/") else str(tmp_path / name)
-    args = {"sweep": ["sweep", path], "--policy-file": ["simulate", "--policy-file", path],
-            "--prices": ["simulate", "--prices", path]}[option]
+    args = {
+        "sweep": ["sweep", path],
+        "--policy-file": ["simulate", "--policy-file", path],
+        "--prices": ["simulate", "--prices", path],
+    }[option]
     res = CliRunner().invoke(app, [*args, "--db", str(sample_db_path)])
     assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
     assert path in str(res.exception)

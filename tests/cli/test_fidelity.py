@@ -10,8 +10,20 @@ from typer.testing import CliRunner
 
 from replay.cli import app
 
-KEYS = {"file", "run_id", "kind", "requests", "median_abs_pct", "p95_abs_pct", "recorded_request",
-        "simulated_request", "recorded_after", "simulated_after", "cache_share_recorded", "cache_share_simulated"}
+KEYS = {
+    "file",
+    "run_id",
+    "kind",
+    "requests",
+    "median_abs_pct",
+    "p95_abs_pct",
+    "recorded_request",
+    "simulated_request",
+    "recorded_after",
+    "simulated_after",
+    "cache_share_recorded",
+    "cache_share_simulated",
+}
 
 
 def ingested(tmp_path_factory, paths: list[Path]) -> Path:
@@ -28,9 +40,14 @@ def ingested(tmp_path_factory, paths: list[Path]) -> Path:
 
 @pytest.fixture(scope="module")
 def store(corpus: Path, tmp_path_factory) -> Path:
-    return ingested(tmp_path_factory, [corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl",
-                                       corpus / "claude-code" / "ccb-android-avd-opus-c6455dae.jsonl",
-                                       corpus / "claude-code" / "ccs-livecd-gen-compact-e1ffaf02.jsonl"])
+    return ingested(
+        tmp_path_factory,
+        [
+            corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl",
+            corpus / "claude-code" / "ccb-android-avd-opus-c6455dae.jsonl",
+            corpus / "claude-code" / "ccs-livecd-gen-compact-e1ffaf02.jsonl",
+        ],
+    )
 
 
 def test_fidelity_reports_runs_and_events(store: Path) -> None:
@@ -39,8 +56,11 @@ def test_fidelity_reports_runs_and_events(store: Path) -> None:
     rows = json.loads(result.stdout)
     assert all(KEYS <= set(r) for r in rows)
     runs = {r["file"]: r for r in rows if r["kind"] == "run" and r["requests"] > 10}
-    assert set(runs) == {"ccl-sample-37f83ec9.jsonl", "ccb-android-avd-opus-c6455dae.jsonl",
-                         "ccs-livecd-gen-compact-e1ffaf02.jsonl"}
+    assert set(runs) == {
+        "ccl-sample-37f83ec9.jsonl",
+        "ccb-android-avd-opus-c6455dae.jsonl",
+        "ccs-livecd-gen-compact-e1ffaf02.jsonl",
+    }
     for r in runs.values():  # the prompt per request, and scored out of sample too
         assert r["median_abs_pct"] <= 3 and r["p95_abs_pct"] <= 10, r
         assert r["oos_median_abs_pct"] is not None and r["oos_median_abs_pct"] <= 3, r
@@ -90,18 +110,35 @@ def test_calibrate_and_fidelity_agree_on_the_corpus(corpus_db) -> None:
         if r["unreconstructable"]:
             continue
         if abs(100 * c["median_err"] - r["median_abs_pct"]) > 0.5 or abs(100 * c["p95_err"] - r["p95_abs_pct"]) > 1:
-            off.append((r["run_id"], round(100 * c["median_err"], 2), r["median_abs_pct"],
-                        round(100 * c["p95_err"], 2), r["p95_abs_pct"]))
+            off.append(
+                (
+                    r["run_id"],
+                    round(100 * c["median_err"], 2),
+                    r["median_abs_pct"],
+                    round(100 * c["p95_err"], 2),
+                    r["p95_abs_pct"],
+                )
+            )
     assert not off, off
 
 
 def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None:
     from replay.tokens.builtins import for_model
 
-    assert [for_model(m) for m in ("claude-opus-4-5-20251101", "openai/gpt-4o-mini", "gpt-5.3-codex", "gpt-4-0613",
-                                   "litellm_proxy/deepseek-chat", "meta-llama/llama-4-maverick",
-                                   "openai/Qwen3.5-9B-Q8_0", "gemini-3-flash-preview", None)] == [
-        "claude-legacy", "o200k", "o200k", "cl100k", "deepseek-v3", "llama4", None, None, None]
+    assert [
+        for_model(m)
+        for m in (
+            "claude-opus-4-5-20251101",
+            "openai/gpt-4o-mini",
+            "gpt-5.3-codex",
+            "gpt-4-0613",
+            "litellm_proxy/deepseek-chat",
+            "meta-llama/llama-4-maverick",
+            "openai/Qwen3.5-9B-Q8_0",
+            "gemini-3-flash-preview",
+            None,
+        )
+    ] == ["claude-legacy", "o200k", "o200k", "cl100k", "deepseek-v3", "llama4", None, None, None]
     res = CliRunner().invoke(app, ["fidelity", "--db", str(store), "-t", "model", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
@@ -110,9 +147,14 @@ def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None
 
 @pytest.fixture(scope="module")
 def ohv1_store(corpus: Path, tmp_path_factory) -> Path:
-    return ingested(tmp_path_factory, [corpus / "openhands-v1" / "ohv1-bench-swe-sonnet4-81f92eeb",
-                                       corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
-                                       corpus / "openhands-v1" / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl"])
+    return ingested(
+        tmp_path_factory,
+        [
+            corpus / "openhands-v1" / "ohv1-bench-swe-sonnet4-81f92eeb",
+            corpus / "openhands-v1" / "ohv1-sdk-conv-cd945624-gpt4omini",
+            corpus / "openhands-v1" / "ohv1-sdk-goal-fixture-minimax-m27.events.jsonl",
+        ],
+    )
 
 
 @pytest.mark.parametrize("tokenizer", ["o200k", "claude-legacy"])
@@ -160,12 +202,19 @@ def test_aider_inspect_openhands_runs_within_target_or_flagged(corpus: Path, tmp
     assert result.exit_code == 0, result.output
     rows = [r for r in json.loads(result.stdout) if r["kind"] == "run"]
     assert len(rows) >= 20
-    missed = [(r["run_id"], r["median_abs_pct"], r["p95_abs_pct"]) for r in rows
-              if not r["unreconstructable"] and not r["within"]]
+    missed = [
+        (r["run_id"], r["median_abs_pct"], r["p95_abs_pct"])
+        for r in rows
+        if not r["unreconstructable"] and not r["within"]
+    ]
     assert not missed, missed
     flagged = {r["file"] for r in rows if r["unreconstructable"]}
-    assert flagged == {"aider-afi-core-gpt4o.md", "aider-luvatrix-qwen35-local.md", "aider-pgstndtrprt-sonnet35.md",
-                       "aider-pocketflow-text2sql-horizon-beta.md"}
+    assert flagged == {
+        "aider-afi-core-gpt4o.md",
+        "aider-luvatrix-qwen35-local.md",
+        "aider-pgstndtrprt-sonnet35.md",
+        "aider-pocketflow-text2sql-horizon-beta.md",
+    }
 
 
 @pytest.fixture(scope="module")

@@ -67,7 +67,7 @@ def test_quarantine_prints_reason_literally(store):
 
 
 def test_sql_column_names_literal(store):
-    out = run("sql", "SELECT 1 AS \"[/c]\"", "--db", str(store[0]))
+    out = run("sql", 'SELECT 1 AS "[/c]"', "--db", str(store[0]))
     assert "[/c]" in out
 
 

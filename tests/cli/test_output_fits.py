@@ -59,12 +59,21 @@ def test_runs_keeps_ids_whole_or_folded(db):
     assert all(rid in wide.stdout for rid in ids) and "recorded_usage" in wide.stdout
 
 
-@pytest.mark.parametrize("args", [
-    ("runs",), ("quarantine",), ("sql", "SELECT run_id, n_requests FROM runs"),
-    ("simulate", "--no-store", "-p", "full"), ("fidelity",), ("tokens", "-t", "o200k"),
-    ("calibrate", "-t", "o200k"), ("placeholders",), ("tokenizers",),
-    ("show", "sample-long-1-94bf620e/sample-long-1", "-p", "seed_a", "--vs", "full"),
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("runs",),
+        ("quarantine",),
+        ("sql", "SELECT run_id, n_requests FROM runs"),
+        ("simulate", "--no-store", "-p", "full"),
+        ("fidelity",),
+        ("tokens", "-t", "o200k"),
+        ("calibrate", "-t", "o200k"),
+        ("placeholders",),
+        ("tokenizers",),
+        ("show", "sample-long-1-94bf620e/sample-long-1", "-p", "seed_a", "--vs", "full"),
+    ],
+)
 def test_every_format_json_parses(db, args):
     extra = [] if args[0] == "tokenizers" else ["--db", str(db)]
     res = run(*args, *extra, "--format", "json")
@@ -94,14 +103,19 @@ def test_an_empty_runs_match_says_so(db):
 
 def test_sweep_ends_with_its_summary_table(db, tmp_path):
     grid = tmp_path / "g.toml"
-    grid.write_text('[sweep]\nname = "fits"\npolicy = "seed_a"\nmode = "grid"\n[fixed]\nwindow = 130000\n'
-                    'reserve = 24576\n[grid]\nprotect = [8000, 43333]\n')
+    grid.write_text(
+        '[sweep]\nname = "fits"\npolicy = "seed_a"\nmode = "grid"\n[fixed]\nwindow = 130000\n'
+        "reserve = 24576\n[grid]\nprotect = [8000, 43333]\n"
+    )
     res = run("sweep", str(grid), "--db", str(db), "--executor", "serial", "--out", str(tmp_path))
     assert res.exit_code == 0, res.output
-    tail = res.stdout[res.stdout.index("2 points, metrics summed over"):]
+    tail = res.stdout[res.stdout.index("2 points, metrics summed over") :]
     assert "protect" in tail and "43,333" in tail and "8,000" in tail and "overflow" in tail
-    doc = json.loads(run("sweep", str(grid), "--db", str(db), "--executor", "serial", "--out", str(tmp_path),
-                         "--format", "json").stdout)
+    doc = json.loads(
+        run(
+            "sweep", str(grid), "--db", str(db), "--executor", "serial", "--out", str(tmp_path), "--format", "json"
+        ).stdout
+    )
     assert sorted(r["protect"] for r in doc) == [8000, 43333]
 
 

@@ -45,8 +45,8 @@ def test_seed_a_vs_full_table_fits_80_columns(db):
     out = res.output
     assert max(len(line) for line in out.splitlines()) <= 80
     assert re.search(r"^\s+0 prefix\s+system\s+[\d,]+ cached", out, re.M)  # the harness prefix, first and cached
-    assert re.search(r"^\s*1-\d+ dropped\s+\d+ items", out, re.M)       # seed A's summarised range, collapsed
-    assert re.search(r"^\s+- summary\s+summary\s+[\d,]+", out, re.M)   # its summary segment
+    assert re.search(r"^\s*1-\d+ dropped\s+\d+ items", out, re.M)  # seed A's summarised range, collapsed
+    assert re.search(r"^\s+- summary\s+summary\s+[\d,]+", out, re.M)  # its summary segment
     assert "difference at request 124: seed_a vs full" in out
     assert re.search(r"summary\s+summary\s+[\d,]+\s+absent\s+0\s+-[\d,]+", out)
     assert "OVERFLOW" in out  # the full history overflows 130k - 24,576 there
@@ -64,12 +64,16 @@ def test_json_matches_the_simulator(db):
     cols, _ = simulate_run(run, make_policy("seed_a"), None, Budget(130_000, 24_576))
     con.close()
     for k in (0, 60, 124):
-        res = invoke("show", RUN, "-k", str(k), "-p", "seed_a", "--vs", "full", *BUDGET, "--db", str(db),
-                     "--format", "json")
+        res = invoke(
+            "show", RUN, "-k", str(k), "-p", "seed_a", "--vs", "full", *BUDGET, "--db", str(db), "--format", "json"
+        )
         doc = json.loads(res.output)
         a, b = doc["views"]
         assert (a["prompt_tokens"], a["cached"], a["written"]) == (
-            cols["prompt_tokens"][k], cols["cached_tokens"][k], cols["written_tokens"][k])
+            cols["prompt_tokens"][k],
+            cols["cached_tokens"][k],
+            cols["written_tokens"][k],
+        )
         assert sum(r["tokens"] for r in a["rows"]) == a["prompt_tokens"]
         assert sum(d["delta"] for d in doc["diff"]) == b["prompt_tokens"] - a["prompt_tokens"]
         assert sum(r["tokens"] for r in a["rows"] if r["cache"] == "cached") <= a["cached"]
@@ -77,11 +81,15 @@ def test_json_matches_the_simulator(db):
 
 def test_placeholder_wording_and_cache_status(db):
     """SWE-agent's last-n masking shows its own wording with the output's line count."""
-    res = invoke("show", "sympy-16792", "-k", "-1", "-p", "swe-agent-last-n", "--db", str(db), "--cache",
-                 "anthropic", width=120)
+    res = invoke(
+        "show", "sympy-16792", "-k", "-1", "-p", "swe-agent-last-n", "--db", str(db), "--cache", "anthropic", width=120
+    )
     assert res.exit_code == 0, res.output
-    assert re.search(r"placeholder\s+tool_result\S*\s+[\d,]+\s+(cached|written|uncached)\s+Old environment "
-                     r"output: \(\d+ lines omitted\)", res.output)
+    assert re.search(
+        r"placeholder\s+tool_result\S*\s+[\d,]+\s+(cached|written|uncached)\s+Old environment "
+        r"output: \(\d+ lines omitted\)",
+        res.output,
+    )
     assert re.search(r"\s(written|uncached)\s", res.output)
     assert "policy swe-agent-last-n" in res.output  # the preset's name, not its class's
 
@@ -116,7 +124,8 @@ def test_page_is_self_contained(page):
     assert [p["name"] for p in data["policies"]] == ["seed_a", "full"]
     overflows = [r["overflow"] for r in data["policies"][1]["requests"]]
     assert any(overflows) and np.count_nonzero(overflows) == text.count("OVERFLOW</td>") - sum(
-        r["overflow"] for r in data["policies"][0]["requests"])
+        r["overflow"] for r in data["policies"][0]["requests"]
+    )
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -124,35 +133,64 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_page_renders_in_headless_chromium(page, db, tmp_path):
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
-    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "HOME": str(tmp_path)}).stdout
-    assert "<svg id=\"chart\"" in dom and dom.count("<polyline") == 2
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
+    dom = subprocess.run(
+        [CHROMIUM, *flags, "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    ).stdout
+    assert '<svg id="chart"' in dom and dom.count("<polyline") == 2
     # the script ran: the last request's views are built as tables, one per policy
-    assert dom.count("class=\"segments\"") == 2
+    assert dom.count('class="segments"') == 2
     assert "seed_a - request 124 (step 124)" in dom and "full - request 124 (step 124)" in dom
     # one table row per segment, as `show` lists them (plus each table's header row)
-    doc = json.loads(invoke("show", RUN, "-k", "124", "-p", "seed_a", "--vs", "full", *BUDGET, "--db", str(db),
-                            "--format", "json").output)
+    doc = json.loads(
+        invoke(
+            "show", RUN, "-k", "124", "-p", "seed_a", "--vs", "full", *BUDGET, "--db", str(db), "--format", "json"
+        ).output
+    )
     rows = sum(len(v["rows"]) for v in doc["views"])
-    assert dom.count("<tr class=\"f-") == rows
+    assert dom.count('<tr class="f-') == rows
     shot = tmp_path / "page.png"
-    subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1200,1400", page.as_uri()],
-                   capture_output=True, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
+    subprocess.run(
+        [CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1200,1400", page.as_uri()],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert shot.exists() and shot.stat().st_size > 10_000
     keep = os.environ.get("REPLAY_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
 
 
-@pytest.mark.parametrize("policy,form,wording", [
-    (["seed_c", "--set", "spill_tokens=500"], "spilled",
-     r"\[Output truncated to a preview; full output at <spill file>\] preview: ."),
-    (["seed_b"], "omitted", r"\[Output of [A-Za-z]\w* call toolu_\w+ omitted\]"),
-    (["seed_a", "--set", "summary_at=400000", "--set", "protect=5000"], "placeholder",
-     r"\[Old tool output of [A-Za-z]\w* call toolu_\w+ replaced; first/last characters kept\] ."),
-])
+@pytest.mark.parametrize(
+    "policy,form,wording",
+    [
+        (
+            ["seed_c", "--set", "spill_tokens=500"],
+            "spilled",
+            r"\[Output truncated to a preview; full output at <spill file>\] preview: .",
+        ),
+        (["seed_b"], "omitted", r"\[Output of [A-Za-z]\w* call toolu_\w+ omitted\]"),
+        (
+            ["seed_a", "--set", "summary_at=400000", "--set", "protect=5000"],
+            "placeholder",
+            r"\[Old tool output of [A-Za-z]\w* call toolu_\w+ replaced; first/last characters kept\] .",
+        ),
+    ],
+)
 def test_each_form_shows_its_policys_wording(db, policy, form, wording):
     res = invoke("show", RUN, "-k", "120", "-p", *policy, *BUDGET, "--db", str(db), width=240)
     assert res.exit_code == 0, res.output

@@ -44,12 +44,15 @@ def test_select_on_the_store_works(db):
     assert n_runs(db) == len(list((ROOT / "data" / "sample").glob("*.jsonl"))) > 0
 
 
-@pytest.mark.parametrize("template", [
-    "COPY runs TO '{out}'",
-    "COPY (SELECT 1) TO '{out}' (FORMAT csv)",
-    "EXPORT DATABASE '{dir}'",
-    "ATTACH '{out}' AS other",
-])
+@pytest.mark.parametrize(
+    "template",
+    [
+        "COPY runs TO '{out}'",
+        "COPY (SELECT 1) TO '{out}' (FORMAT csv)",
+        "EXPORT DATABASE '{dir}'",
+        "ATTACH '{out}' AS other",
+    ],
+)
 def test_cannot_write_a_file(db, tmp_path, template):
     out, exp = tmp_path / "leak.csv", tmp_path / "export"
     message = refused(sql(db, template.format(out=out, dir=exp)))
@@ -57,13 +60,16 @@ def test_cannot_write_a_file(db, tmp_path, template):
     assert not out.exists() and not exp.exists()
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT * FROM read_text('/etc/passwd')",
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SELECT * FROM read_blob('/etc/passwd')",
-    "SELECT * FROM glob('/etc/*')",
-    "SELECT * FROM read_json('{other}')",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM read_text('/etc/passwd')",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_blob('/etc/passwd')",
+        "SELECT * FROM glob('/etc/*')",
+        "SELECT * FROM read_json('{other}')",
+    ],
+)
 def test_cannot_read_outside_the_store(db, tmp_path, query):
     other = tmp_path / "secret.json"
     other.write_text('{"secret": 42}')
@@ -72,14 +78,17 @@ def test_cannot_read_outside_the_store(db, tmp_path, query):
     assert "refused" in message and "42" not in result.output and "root:" not in result.output
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT * FROM read_csv('http://10.255.255.1/x.csv')",
-    "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
-    "INSTALL httpfs",
-    "LOAD httpfs",
-    "SET enable_external_access = true",
-    "SET autoinstall_known_extensions = true",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM read_csv('http://10.255.255.1/x.csv')",
+        "SELECT * FROM read_parquet('https://example.invalid/x.parquet')",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        "SET enable_external_access = true",
+        "SET autoinstall_known_extensions = true",
+    ],
+)
 def test_cannot_reach_the_network_or_unlock(db, query):
     start = time.monotonic()
     message = refused(sql(db, query))
@@ -115,8 +124,10 @@ def test_ctrl_c_interrupts_a_running_query(db):
 
 
 def test_csv_writes_nested_values_as_json_text(db):
-    result = CliRunner().invoke(app, ["sql", "SELECT [1, 2] AS l, {'x': 'a'} AS s, NULL::INT[] AS e, 3 AS n",
-                                      "--db", str(db), "--format", "csv"])
+    result = CliRunner().invoke(
+        app,
+        ["sql", "SELECT [1, 2] AS l, {'x': 'a'} AS s, NULL::INT[] AS e, 3 AS n", "--db", str(db), "--format", "csv"],
+    )
     assert result.exit_code == 0, result.output
     assert result.output.splitlines() == ["l,s,e,n", '"[1, 2]","{""x"": ""a""}",,3']
 

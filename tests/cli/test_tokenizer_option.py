@@ -61,8 +61,21 @@ def _args(command: str, spec: str, db: Path, tmp: Path) -> list[str]:
         cand.write_text(POLICY.format(extra=""))
         return ["check", str(base), str(cand), "--db", str(db)]
     if command == "tune":
-        return ["tune", "-t", spec, "--window", "32768", "--reserve", "4096", "--db", str(db),
-                "--out", str(tmp / "tune"), "--executor", "serial"]
+        return [
+            "tune",
+            "-t",
+            spec,
+            "--window",
+            "32768",
+            "--reserve",
+            "4096",
+            "--db",
+            str(db),
+            "--out",
+            str(tmp / "tune"),
+            "--executor",
+            "serial",
+        ]
     return [command, "-t", spec, "--db", str(db)]
 
 
@@ -84,10 +97,11 @@ def test_missing_file_exits_2(db, tmp_path, monkeypatch, capsys):
 
 def test_bare_name_on_simulate_counts_and_is_real(db, monkeypatch, capsys):
     name_id = builtins.lookup("claude-legacy")
-    code, out, err = replay_main(monkeypatch, capsys, "simulate", "-t", "claude-legacy", "--db", str(db),
-                                 "--format", "json")
+    code, out, err = replay_main(
+        monkeypatch, capsys, "simulate", "-t", "claude-legacy", "--db", str(db), "--format", "json"
+    )
     assert code == 0, err
-    rows = json.loads(out[out.index("["):out.rindex("]") + 1])
+    rows = json.loads(out[out.index("[") : out.rindex("]") + 1])
     sources = {r["token_source"] for r in rows}
     assert len(sources) == 1 and next(iter(sources)).startswith("real:claude-legacy:"), sources
     tid = next(iter(sources)).removeprefix("real:")
@@ -97,15 +111,16 @@ def test_bare_name_on_simulate_counts_and_is_real(db, monkeypatch, capsys):
     con.close()
     assert stored == {tid}  # the row names the vocabulary, not the bare name
     # The same file by path is the same tokenizer: same id, nothing counted again.
-    code, out, _ = replay_main(monkeypatch, capsys, "simulate", "-t", str(name_id.path()), "--db", str(db),
-                               "--format", "json", "--no-store")
-    assert code == 0 and json.loads(out[out.index("["):out.rindex("]") + 1])[0]["token_source"] == f"real:{tid}"
+    code, out, _ = replay_main(
+        monkeypatch, capsys, "simulate", "-t", str(name_id.path()), "--db", str(db), "--format", "json", "--no-store"
+    )
+    assert code == 0 and json.loads(out[out.index("[") : out.rindex("]") + 1])[0]["token_source"] == f"real:{tid}"
 
 
 def test_no_tokenizer_is_labelled_estimate(db, monkeypatch, capsys):
     code, out, _ = replay_main(monkeypatch, capsys, "simulate", "--db", str(db), "--no-store", "--format", "json")
     assert code == 0
-    assert {r["token_source"] for r in json.loads(out[out.index("["):out.rindex("]") + 1])} == {"estimate:chars/4"}
+    assert {r["token_source"] for r in json.loads(out[out.index("[") : out.rindex("]") + 1])} == {"estimate:chars/4"}
 
 
 def test_sweep_by_name_and_by_path_is_one_sweep(db, tmp_path, monkeypatch, capsys):
@@ -117,8 +132,10 @@ def test_sweep_by_name_and_by_path_is_one_sweep(db, tmp_path, monkeypatch, capsy
     assert code == 0, err
     assert out.split("sweep ", 1)[1].split(":", 1)[0] == first and "1 already done, 0 computed" in " ".join(out.split())
     con = duckdb.connect(str(db), read_only=True)
-    sources = {r[0] for r in con.execute("SELECT DISTINCT token_source FROM sweep_results WHERE sweep_id = ?",
-                                         [first]).fetchall()}
+    sources = {
+        r[0]
+        for r in con.execute("SELECT DISTINCT token_source FROM sweep_results WHERE sweep_id = ?", [first]).fetchall()
+    }
     con.close()
     assert sources == {f"real:{next(i for i in counted_ids(db) if i.startswith('o200k:'))}"}
 
@@ -138,8 +155,18 @@ def test_tokenizers_lists_package_version_licence_and_id(monkeypatch, capsys):
 
 
 def test_old_tokenizer_id_option_goes_through_the_resolver(db, monkeypatch, capsys):
-    code, _, err = replay_main(monkeypatch, capsys, "simulate", "--tokenizer-id", "claude-legacy", "--db", str(db),
-                               "--no-store", "--format", "json")
+    code, _, err = replay_main(
+        monkeypatch,
+        capsys,
+        "simulate",
+        "--tokenizer-id",
+        "claude-legacy",
+        "--db",
+        str(db),
+        "--no-store",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     code, _, err = replay_main(monkeypatch, capsys, "simulate", "--tokenizer-id", "nonsense", "--db", str(db))
     assert code == 2 and "no such file or built-in" in err

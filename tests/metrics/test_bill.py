@@ -15,18 +15,23 @@ from replay.metrics.prices import Pricing, library_prices
 
 
 def library_usd(model: str, uncached: int, read: int, w5: int, w1h: int, out: int) -> float:
-    usage = Usage(input_tokens=uncached + read + w5 + w1h, cache_read_tokens=read, cache_write_tokens=w5 + w1h,
-                  cache_write_1h_tokens=w1h, output_tokens=out)
+    usage = Usage(
+        input_tokens=uncached + read + w5 + w1h,
+        cache_read_tokens=read,
+        cache_write_tokens=w5 + w1h,
+        cache_write_1h_tokens=w1h,
+        output_tokens=out,
+    )
     return float(calc_price(usage, model).total_price)
 
 
 CASES = [  # model, uncached, read, 5 min writes, 1 h writes, output
     ("claude-sonnet-4-5-20250929", 1_000, 150_000, 30_000, 40_000, 900),  # 221k input: the >200k tier, all parts
     ("claude-sonnet-4-5-20250929", 1_000, 150_000, 30_000, 10_000, 900),  # 191k: base prices
-    ("claude-opus-4-7", 6, 0, 0, 27_860, 2_201),                           # 1 h writes at 2x input
+    ("claude-opus-4-7", 6, 0, 0, 27_860, 2_201),  # 1 h writes at 2x input
     ("claude-opus-4-1-20250805", 10, 20_000, 5_000, 0, 100),
-    ("MiniMax-M3", 500, 2_000, 700, 0, 50),                                 # no write price listed: input's
-    ("MiniMax-M2.7", 500, 2_000, 700, 300, 50),                             # no 1 h price listed: the write price
+    ("MiniMax-M3", 500, 2_000, 700, 0, 50),  # no write price listed: input's
+    ("MiniMax-M2.7", 500, 2_000, 700, 300, 50),  # no 1 h price listed: the write price
 ]
 
 
@@ -66,16 +71,20 @@ def test_a_hand_set_price_is_flat_and_prices_an_unknown_model():
 
 def test_prices_are_those_of_the_request_day():
     # genai-prices lists Sonnet 4.6 with a >200k tier until 2026-03-12 and flat prices from 2026-03-13
-    before, after = library_prices("claude-sonnet-4-6", date(2026, 3, 1)), library_prices("claude-sonnet-4-6",
-                                                                                          date(2026, 4, 1))
+    before, after = (
+        library_prices("claude-sonnet-4-6", date(2026, 3, 1)),
+        library_prices("claude-sonnet-4-6", date(2026, 4, 1)),
+    )
     assert before.tiers and not after.tiers
     counts = [np.array([c, c]) for c in (1_000, 210_000, 0, 0, 100)]
     bill = price_requests(["claude-sonnet-4-6"] * 2, [date(2026, 3, 1), date(2026, 4, 1)], *counts)
     usage = Usage(input_tokens=211_000, cache_read_tokens=210_000, output_tokens=100)
-    for usd, day in zip(bill.total, (datetime(2026, 3, 1, 12, tzinfo=UTC), datetime(2026, 4, 1, 12, tzinfo=UTC)),
-                        strict=True):
-        assert usd == pytest.approx(float(calc_price(usage, "claude-sonnet-4-6",
-                                                     genai_request_timestamp=day).total_price))
+    for usd, day in zip(
+        bill.total, (datetime(2026, 3, 1, 12, tzinfo=UTC), datetime(2026, 4, 1, 12, tzinfo=UTC)), strict=True
+    ):
+        assert usd == pytest.approx(
+            float(calc_price(usage, "claude-sonnet-4-6", genai_request_timestamp=day).total_price)
+        )
     assert bill.total[0] > 1.4 * bill.total[1]
 
 

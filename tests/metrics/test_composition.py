@@ -48,11 +48,13 @@ def test_placeholders_lower_the_result_share() -> None:
 
 
 def test_unnamed_calls_and_results_count_as_unknown() -> None:
-    items = [{"step": 0, "kind": "system", "chars": 400},
-             {"step": 1, "kind": "tool_call", "chars": 40, "tool_name": "Read", "call_id": "a"},
-             {"step": 1, "kind": "tool_result", "chars": 800, "call_id": "a"},
-             {"step": 2, "kind": "tool_result", "chars": 80, "call_id": "orphan"},
-             {"step": 2, "kind": "assistant_text", "chars": 80}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 400},
+        {"step": 1, "kind": "tool_call", "chars": 40, "tool_name": "Read", "call_id": "a"},
+        {"step": 1, "kind": "tool_result", "chars": 800, "call_id": "a"},
+        {"step": 2, "kind": "tool_result", "chars": 80, "call_id": "orphan"},
+        {"step": 2, "kind": "assistant_text", "chars": 80},
+    ]
     run = build("u", items, [{"step": k} for k in range(3)])
     codes, names = tool_codes(run)
     assert names == ("Read", UNKNOWN) and codes.tolist() == [-1, 0, 1, 3, -1]
@@ -68,8 +70,10 @@ def test_simulate_stores_sim_composition(tmp_path) -> None:
     for _ in range(2):  # storing the same simulation again replaces its rows
         sim = simulate_many(runs, make_policy("masking"), make_cache("anthropic"), BIG)
         store_simulation(con, sim)
-    rows = con.execute("SELECT run_id, sum(share), count(*) FROM sim_composition WHERE sim_id = ? GROUP BY run_id "
-                       "ORDER BY run_id", [sim.sim_id]).fetchall()
+    rows = con.execute(
+        "SELECT run_id, sum(share), count(*) FROM sim_composition WHERE sim_id = ? GROUP BY run_id ORDER BY run_id",
+        [sim.sim_id],
+    ).fetchall()
     assert [r for r, _, _ in rows] == sorted(r.run_id for r in runs)
     for run_id, share, n in rows:
         assert n == 6 and share == pytest.approx(tool_share(sim.requests.filter(pl.col("run_id") == run_id)))

@@ -16,16 +16,35 @@ from tests.simulator.test_oracle_property import LargestFirst
 
 def run_of(steps: list[list[tuple[str, int]]], system: int = 10, name: str = "hand"):
     """Per request step a list of (file, result tokens) reads; every call and the user message cost 1 token."""
-    items = [{"step": 0, "kind": "system", "chars": 4 * system, "tokens": system},
-             {"step": 0, "kind": "user_text", "chars": 4, "tokens": 1}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 4 * system, "tokens": system},
+        {"step": 0, "kind": "user_text", "chars": 4, "tokens": 1},
+    ]
     cid = 0
     for s, reads in enumerate(steps, start=1):
         for f, size in reads:
             cid += 1
-            items += [{"step": s, "kind": "tool_call", "tool_name": "Read", "call_id": f"c{cid}", "resource": f,
-                       "access": "read", "chars": 4, "tokens": 1},
-                      {"step": s, "kind": "tool_result", "call_id": f"c{cid}", "resource": f, "access": "read",
-                       "chars": 4 * size, "tokens": size}]
+            items += [
+                {
+                    "step": s,
+                    "kind": "tool_call",
+                    "tool_name": "Read",
+                    "call_id": f"c{cid}",
+                    "resource": f,
+                    "access": "read",
+                    "chars": 4,
+                    "tokens": 1,
+                },
+                {
+                    "step": s,
+                    "kind": "tool_result",
+                    "call_id": f"c{cid}",
+                    "resource": f,
+                    "access": "read",
+                    "chars": 4 * size,
+                    "tokens": size,
+                },
+            ]
     return build(name, items, [{"step": k} for k in range(len(steps) + 1)], "real:test")
 
 
@@ -93,11 +112,26 @@ def test_changed_reads_are_never_evicted():
     """A re-read after an edit of the file is ``changed``: no budget makes it evicted."""
     run = run_of([[("a", 60)], [("a", 1)]])
     assert oracle_bound(run, 0).bound == 1
-    items = [{"step": int(s), "kind": k, "chars": 4, "tokens": int(t), "call_id": c, "resource": "a", "access": acc,
-              "tool_name": "Edit" if acc == "write" else "Read"}
-             for s, k, t, c, acc in [(1, "tool_call", 1, "r1", "read"), (1, "tool_result", 60, "r1", "read"),
-                                     (2, "tool_call", 1, "w", "write"), (2, "tool_result", 1, "w", "write"),
-                                     (3, "tool_call", 1, "r2", "read"), (3, "tool_result", 1, "r2", "read")]]
+    items = [
+        {
+            "step": int(s),
+            "kind": k,
+            "chars": 4,
+            "tokens": int(t),
+            "call_id": c,
+            "resource": "a",
+            "access": acc,
+            "tool_name": "Edit" if acc == "write" else "Read",
+        }
+        for s, k, t, c, acc in [
+            (1, "tool_call", 1, "r1", "read"),
+            (1, "tool_result", 60, "r1", "read"),
+            (2, "tool_call", 1, "w", "write"),
+            (2, "tool_result", 1, "w", "write"),
+            (3, "tool_call", 1, "r2", "read"),
+            (3, "tool_result", 1, "r2", "read"),
+        ]
+    ]
     edited = build("edited", items, [{"step": k} for k in range(4)], "real:test")
     assert read_events(edited).changed.tolist() == [True]
     assert oracle_bound(edited, 0).events == 0 and oracle_bound(edited, 0, restore=False).bound == 0

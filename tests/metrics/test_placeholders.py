@@ -22,18 +22,27 @@ def swe_traj(path: Path, actions: list[str], keep_last: int | None) -> Path:
     trajectory = []
     for i, action in enumerate(actions):
         obs = "\n".join(f"{action} output line {j}" for j in range(i + 2))
-        history += [{"role": "assistant", "content": f"step {i}", "thought": f"step {i}", "action": action},
-                    {"role": "user", "content": obs}]
+        history += [
+            {"role": "assistant", "content": f"step {i}", "thought": f"step {i}", "action": action},
+            {"role": "user", "content": obs},
+        ]
         step = {"action": action, "observation": obs, "response": f"step {i}", "thought": f"step {i}"}
         if keep_last is not None:
             observations = [j for j, m in enumerate(history) if m["role"] == "user" and j > 1]
             old = set(observations[:-keep_last])
             step["messages"] = [
                 {**m, "content": f"Old environment output: ({m['content'].count(chr(10)) + 1} lines omitted)"}
-                if j in old else m for j, m in enumerate(history)]
+                if j in old
+                else m
+                for j, m in enumerate(history)
+            ]
         trajectory.append(step)
-    doc = {"trajectory": trajectory, "history": history,
-           "info": {"model_stats": {"api_calls": len(actions)}}, "replay_config": {}}
+    doc = {
+        "trajectory": trajectory,
+        "history": history,
+        "info": {"model_stats": {"api_calls": len(actions)}},
+        "replay_config": {},
+    }
     path.write_text(json.dumps(doc))
     return path
 
@@ -60,8 +69,14 @@ def test_events_have_the_wording_item_and_request(store, tmp_path: Path) -> None
     # requests 0..4; the last step's messages would be request 5, which was never made
     shown = [(step, seq) for step, seq, *_ in rows]
     results = [r[0] for r in store.execute("SELECT seq FROM items WHERE kind = 'tool_result' ORDER BY seq").fetchall()]
-    assert shown == [(2, results[0]), (3, results[0]), (3, results[1]), (4, results[0]), (4, results[1]),
-                     (4, results[2])]
+    assert shown == [
+        (2, results[0]),
+        (3, results[0]),
+        (3, results[1]),
+        (4, results[0]),
+        (4, results[1]),
+        (4, results[2]),
+    ]
     for _, _, wording, origin, chars, call_id, kind, text in rows:
         assert wording == OLD and origin == "prompt" and kind == "tool_result" and call_id
         assert chars == len(f"Old environment output: ({text.count(chr(10)) + 1} lines omitted)")
@@ -71,8 +86,13 @@ def test_events_have_the_wording_item_and_request(store, tmp_path: Path) -> None
 
 
 def test_rate_interval_and_baseline_for_a_known_case(store, tmp_path: Path) -> None:
-    ingest(store, [swe_traj(tmp_path / "p.traj", PLACEHOLDER_ACTIONS, keep_last=1),
-                   swe_traj(tmp_path / "b.traj", BASELINE_ACTIONS, keep_last=None)])
+    ingest(
+        store,
+        [
+            swe_traj(tmp_path / "p.traj", PLACEHOLDER_ACTIONS, keep_last=1),
+            swe_traj(tmp_path / "b.traj", BASELINE_ACTIONS, keep_last=None),
+        ],
+    )
     one = recall_rates(store, k=1).row(0, named=True)
     assert (one["wording"], one["origin"], one["ages"], one["runs"]) == (OLD, "prompt", "1", 1)
     assert (one["events"], one["recalls"]) == (3, 1) and one["rate"] == pytest.approx(1 / 3)
@@ -86,22 +106,46 @@ def test_rate_interval_and_baseline_for_a_known_case(store, tmp_path: Path) -> N
 
 def test_clip_markers_at_source_and_unseen_wordings(store, tmp_path: Path) -> None:
     clipped = "line 1\nline 2\n<response clipped><NOTE>Only part of this file was shown (120 lines).</NOTE>"
-    log = [{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},
-           {"role": "assistant", "content": None, "tool_calls": [
-               {"id": "c1", "function": {"name": "str_replace_editor",
-                                         "arguments": json.dumps({"command": "view", "path": "/w/big.py"})}}]},
-           {"role": "tool", "tool_call_id": "c1", "content": clipped},
-           {"role": "assistant", "content": None, "tool_calls": [
-               {"id": "c2", "function": {"name": "str_replace_editor", "arguments": json.dumps(
-                   {"command": "view", "path": "/w/big.py", "view_range": [1, 40]})}}]},
-           {"role": "tool", "tool_call_id": "c2", "content": "the lines"},
-           {"role": "assistant", "content": "done"}]
+    log = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "task"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "function": {
+                        "name": "str_replace_editor",
+                        "arguments": json.dumps({"command": "view", "path": "/w/big.py"}),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": clipped},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "function": {
+                        "name": "str_replace_editor",
+                        "arguments": json.dumps({"command": "view", "path": "/w/big.py", "view_range": [1, 40]}),
+                    },
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c2", "content": "the lines"},
+        {"role": "assistant", "content": "done"},
+    ]
     path = tmp_path / "log.json"
     path.write_text(json.dumps(log))
     assert recall_rates(store).height == 0  # nothing seen: no wording has a rate
     ingest(store, [path])
-    (step, wording, origin, chars), = store.execute(
-        "SELECT step, wording, origin, chars_shown FROM placeholders").fetchall()
+    ((step, wording, origin, chars),) = store.execute(
+        "SELECT step, wording, origin, chars_shown FROM placeholders"
+    ).fetchall()
     assert origin == "clip" and step == 1 and chars == len(clipped)
     assert wording == "<response clipped><NOTE>Only part of this file was shown (N lines).</NOTE>"
     row = recall_rates(store, k=1).row(0, named=True)

@@ -21,9 +21,15 @@ def test_library_prices_by_provider():
     assert opus.cache_read == pytest.approx(0.1 * opus.input)
 
 
-@pytest.mark.parametrize("ref,provider", [("litellm_proxy/deepseek-chat", "deepseek"), ("openai/gpt-4o-mini", "openai"),
-                                          ("litellm_proxy/claude-sonnet-4-20250514", "anthropic"),
-                                          ("MiniMax-M2.7", "minimax")])
+@pytest.mark.parametrize(
+    "ref,provider",
+    [
+        ("litellm_proxy/deepseek-chat", "deepseek"),
+        ("openai/gpt-4o-mini", "openai"),
+        ("litellm_proxy/claude-sonnet-4-20250514", "anthropic"),
+        ("MiniMax-M2.7", "minimax"),
+    ],
+)
 def test_routed_names_find_the_model(ref, provider):
     p = library_prices(ref)
     assert p.known and p.provider == provider
@@ -38,8 +44,10 @@ def test_unknown_model_is_nan_never_a_default():
 
 def test_price_file_exact_glob_and_same_as(tmp_path):
     f = tmp_path / "prices.toml"
-    f.write_text('["gpt-5.3-codex-bak"]\nsame_as = "gpt-5.3-codex"\n\n["qwen*"]\ninput = 0.2\noutput = 0.6\n'
-                 'provider = "openai"\n\n["claude-opus-4-7"]\ninput = 4\n')
+    f.write_text(
+        '["gpt-5.3-codex-bak"]\nsame_as = "gpt-5.3-codex"\n\n["qwen*"]\ninput = 0.2\noutput = 0.6\n'
+        'provider = "openai"\n\n["claude-opus-4-7"]\ninput = 4\n'
+    )
     pricing = pricing_from_options(f)
     codex = pricing.prices("gpt-5.3-codex-bak")
     assert codex.known and codex.input == library_prices("gpt-5.3-codex").input and "same_as" in codex.source
@@ -64,8 +72,15 @@ def test_price_sets_apply_to_every_run_and_model_override():
     assert as_new == library_prices("claude-haiku-4-5")
 
 
-@pytest.mark.parametrize("sets,match", [(["inptu=3"], "unknown price key"), (["input=cheap"], "not a number"),
-                                        (["input"], "key=value"), (["output=-1"], ">= 0")])
+@pytest.mark.parametrize(
+    "sets,match",
+    [
+        (["inptu=3"], "unknown price key"),
+        (["input=cheap"], "not a number"),
+        (["input"], "key=value"),
+        (["output=-1"], ">= 0"),
+    ],
+)
 def test_bad_price_sets_are_errors(sets, match):
     with pytest.raises(ReplayError, match=match):
         parse_price_sets(sets)

@@ -18,8 +18,8 @@ from replay.ingest import ingest
 from replay.metrics.recorded_bill import grouped_bill, request_bill, runs_bill
 from replay.store import open_store
 
-ONE_HOUR = "ccl-worktrees-ef958aa1-main.jsonl"     # Claude Code 2.1.114: every write is a 1 h write
-SWITCHED = "ccs-livecd-gen-155c3456.jsonl"          # Opus 4.1 session whose Task sidechains ran on Sonnet 4
+ONE_HOUR = "ccl-worktrees-ef958aa1-main.jsonl"  # Claude Code 2.1.114: every write is a 1 h write
+SWITCHED = "ccs-livecd-gen-155c3456.jsonl"  # Opus 4.1 session whose Task sidechains ran on Sonnet 4
 SPLIT_ZEROS = "ccb-android-avd-opus-c6455dae.jsonl"  # writes with a cache_creation split of zeros
 
 
@@ -43,9 +43,13 @@ def library_bill(usages: list[dict]) -> float:
     for u in usages:
         read, write = u.get("cache_read_input_tokens") or 0, u.get("cache_creation_input_tokens") or 0
         split = u.get("cache_creation") or {}
-        usage = Usage(input_tokens=u["input_tokens"] + read + write, cache_read_tokens=read, cache_write_tokens=write,
-                      cache_write_1h_tokens=split.get("ephemeral_1h_input_tokens") or 0,
-                      output_tokens=u.get("output_tokens") or 0)
+        usage = Usage(
+            input_tokens=u["input_tokens"] + read + write,
+            cache_read_tokens=read,
+            cache_write_tokens=write,
+            cache_write_1h_tokens=split.get("ephemeral_1h_input_tokens") or 0,
+            output_tokens=u.get("output_tokens") or 0,
+        )
         total += float(calc_price(usage, u["model"]).total_price)
     return total
 
@@ -67,12 +71,16 @@ def test_one_hour_writes_are_their_own_column(store, corpus):
     con = open_store(store, read_only=True)
     usages = file_usage(corpus / "claude-code" / ONE_HOUR)
     want = sum(u["cache_creation"]["ephemeral_1h_input_tokens"] for u in usages)
-    got = con.execute("SELECT sum(cache_write_1h), sum(cache_write) FROM requests WHERE run_id IN (SELECT unnest(?))",
-                      [runs_of(con, ONE_HOUR)]).fetchone()
+    got = con.execute(
+        "SELECT sum(cache_write_1h), sum(cache_write) FROM requests WHERE run_id IN (SELECT unnest(?))",
+        [runs_of(con, ONE_HOUR)],
+    ).fetchone()
     assert got == (want, want) and want == 102_189
     # a split of zeros beside cache_creation_input_tokens: 1 h is 0, the writes stay (5 minute, the API default)
-    zeros = con.execute("SELECT sum(cache_write_1h), sum(cache_write) FROM requests WHERE run_id IN "
-                        "(SELECT unnest(?))", [runs_of(con, SPLIT_ZEROS)]).fetchone()
+    zeros = con.execute(
+        "SELECT sum(cache_write_1h), sum(cache_write) FROM requests WHERE run_id IN (SELECT unnest(?))",
+        [runs_of(con, SPLIT_ZEROS)],
+    ).fetchone()
     assert zeros[0] == 0 and zeros[1] > 0
 
 
@@ -105,8 +113,12 @@ def test_runs_shows_cost_and_groups_by_model_and_day(store, corpus):
     total = sum(library_bill(file_usage(corpus / "claude-code" / n)) for n in (ONE_HOUR, SWITCHED, SPLIT_ZEROS))
     assert sum(r["cost_usd"] for r in rows) == pytest.approx(total, rel=1e-9)
     by_model = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--by", "model", "--format", "json"]).stdout)
-    assert {r["model"] for r in by_model} == {"claude-opus-4-7", "claude-opus-4-1-20250805",
-                                              "claude-sonnet-4-20250514", "claude-opus-4-8"}
+    assert {r["model"] for r in by_model} == {
+        "claude-opus-4-7",
+        "claude-opus-4-1-20250805",
+        "claude-sonnet-4-20250514",
+        "claude-opus-4-8",
+    }
     assert sum(r["cost_usd"] for r in by_model) == pytest.approx(total, rel=1e-9)
     assert sum(r["cache_write_1h"] for r in by_model) == 102_189
     by_day = runner.invoke(app, ["runs", "--db", str(store), "--by", "day"], env={"COLUMNS": "80"})
@@ -136,18 +148,41 @@ def test_since_and_until_take_the_requests_of_those_days(store):
     first, last = days[0], days[-1]
     runner = CliRunner()
     whole = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--by", "day", "--format", "json"]).stdout)
-    one = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--by", "day", "--format", "json",
-                                         "--since", str(first), "--until", str(first)]).stdout)
+    one = json.loads(
+        runner.invoke(
+            app,
+            [
+                "runs",
+                "--db",
+                str(store),
+                "--by",
+                "day",
+                "--format",
+                "json",
+                "--since",
+                str(first),
+                "--until",
+                str(first),
+            ],
+        ).stdout
+    )
     assert [r["day"] for r in one] == [str(first)] and one[0] == whole[0]
-    rest = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--format", "json",
-                                          "--since", str(last)]).stdout)
+    rest = json.loads(runner.invoke(app, ["runs", "--db", str(store), "--format", "json", "--since", str(last)]).stdout)
     assert rest and all(r["requests"] > 0 for r in rest)
 
 
 def test_an_unpriced_model_is_named_and_left_out_of_totals(tmp_path):
-    log = [{"type": "run", "format": "replay-canonical/1", "run": "r1", "model": "unheard-of-\x1b[31mmodel",
-            "harness": "h"}, {"type": "item", "kind": "user_text", "role": "user", "text": "hi"},
-           {"type": "request", "input_tokens": 1000, "output_tokens": 10}]
+    log = [
+        {
+            "type": "run",
+            "format": "replay-canonical/1",
+            "run": "r1",
+            "model": "unheard-of-\x1b[31mmodel",
+            "harness": "h",
+        },
+        {"type": "item", "kind": "user_text", "role": "user", "text": "hi"},
+        {"type": "request", "input_tokens": 1000, "output_tokens": 10},
+    ]
     (tmp_path / "u.jsonl").write_text("\n".join(json.dumps(r) for r in log) + "\n")
     db = tmp_path / "s.duckdb"
     assert CliRunner().invoke(app, ["ingest", str(tmp_path / "u.jsonl"), "--db", str(db)]).exit_code == 0
@@ -171,8 +206,9 @@ def test_the_ccusage_difference_is_the_writes_beside_a_zero_split(corpus, tmp_pa
     ingest(con, [corpus / "claude-code" / name])
     ours = runs_bill(request_bill(con))["cost_usd"].sum()
     usages = file_usage(corpus / "claude-code" / name)
-    zero_split = sum(u["cache_creation_input_tokens"] for u in usages
-                     if not any((u.get("cache_creation") or {}).values()))
+    zero_split = sum(
+        u["cache_creation_input_tokens"] for u in usages if not any((u.get("cache_creation") or {}).values())
+    )
     assert zero_split == 111_055
     rate = calc_price(Usage(input_tokens=10**6, cache_write_tokens=10**6), "claude-opus-4-8").total_price
     assert ours - zero_split * float(rate) / 1e6 == pytest.approx(CCUSAGE_SPLIT_ZEROS_MAIN, abs=1e-6)

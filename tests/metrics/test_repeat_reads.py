@@ -18,39 +18,48 @@ from replay.simulator.run import simulate_run
 from replay.store import open_store
 
 
-@pytest.mark.parametrize("tool, args, span", [
-    ("Read", {"file_path": "a.py", "offset": 178, "limit": 25}, (178, 202, None)),
-    ("Read", {"file_path": "a.py", "limit": 20}, (1, 20, None)),
-    ("Read", {"file_path": "a.py"}, (1, END, None)),
-    ("str_replace_editor", {"command": "view", "path": "/t/x.py", "view_range": [250, 270]}, (250, 270, None)),
-    ("str_replace_editor", {"command": "view", "path": "/t/x.py", "view_range": [40, -1]}, (40, END, None)),
-    ("str_replace_editor", {"command": "str_replace_editor view /testbed/x.py  --view_range 300 320"},
-     (300, 320, None)),
-    ("read", {"path": "x.c", "start": 0, "end": -1, "view_range": [282, 449]}, (282, 449, None)),
-    ("open", {"command": 'open "src/f.py" 1474'}, (1424, 1523, None)),
-    ("exec_command", {"cmd": "sed -n '420,840p' backend/x.go"}, (420, 840, None)),
-    ("bash", {"command": "nl -ba requests/models.py | sed -n '360,410p'"}, (360, 410, None)),
-    ("Bash", {"command": "head -50 x.txt"}, (1, 50, None)),
-    ("Bash", {"command": "tail -n 30 x.log"}, (-30, -1, None)),
-    ("Bash", {"command": "cat a.py | head -n 20"}, (1, 20, None)),
-    ("exec_command", {"command": ["bash", "-lc", "sed -n '1,200p' Cargo.toml"]}, (1, 200, None)),
-    ("Bash", {"command": "wc -l  work/r.md"}, (1, END, "wc -l work/r.md")),
-    ("Bash", {"command": "tail -20 x.jsonl | grep -o foo"}, (1, END, "tail -20 x.jsonl | grep -o foo")),
-])
+@pytest.mark.parametrize(
+    "tool, args, span",
+    [
+        ("Read", {"file_path": "a.py", "offset": 178, "limit": 25}, (178, 202, None)),
+        ("Read", {"file_path": "a.py", "limit": 20}, (1, 20, None)),
+        ("Read", {"file_path": "a.py"}, (1, END, None)),
+        ("str_replace_editor", {"command": "view", "path": "/t/x.py", "view_range": [250, 270]}, (250, 270, None)),
+        ("str_replace_editor", {"command": "view", "path": "/t/x.py", "view_range": [40, -1]}, (40, END, None)),
+        (
+            "str_replace_editor",
+            {"command": "str_replace_editor view /testbed/x.py  --view_range 300 320"},
+            (300, 320, None),
+        ),
+        ("read", {"path": "x.c", "start": 0, "end": -1, "view_range": [282, 449]}, (282, 449, None)),
+        ("open", {"command": 'open "src/f.py" 1474'}, (1424, 1523, None)),
+        ("exec_command", {"cmd": "sed -n '420,840p' backend/x.go"}, (420, 840, None)),
+        ("bash", {"command": "nl -ba requests/models.py | sed -n '360,410p'"}, (360, 410, None)),
+        ("Bash", {"command": "head -50 x.txt"}, (1, 50, None)),
+        ("Bash", {"command": "tail -n 30 x.log"}, (-30, -1, None)),
+        ("Bash", {"command": "cat a.py | head -n 20"}, (1, 20, None)),
+        ("exec_command", {"command": ["bash", "-lc", "sed -n '1,200p' Cargo.toml"]}, (1, 200, None)),
+        ("Bash", {"command": "wc -l  work/r.md"}, (1, END, "wc -l work/r.md")),
+        ("Bash", {"command": "tail -20 x.jsonl | grep -o foo"}, (1, END, "tail -20 x.jsonl | grep -o foo")),
+    ],
+)
 def test_read_span(tool, args, span):
     assert read_span(tool, args) == span
     assert read_span(tool, json.dumps(args)) == span
 
 
-@pytest.mark.parametrize("a, b, same", [
-    ((1, 50, None), (40, 60, None), True),
-    ((1, 50, None), (100, 150, None), False),
-    ((1, END, None), (-20, -1, None), True),
-    ((1, 100, None), (-20, -1, None), False),
-    ((-5, -1, None), (-20, -1, None), True),
-    ((1, END, "wc -l f"), (1, END, "wc -l f"), True),
-    ((1, END, "wc -l f"), (1, END, None), False),
-])
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ((1, 50, None), (40, 60, None), True),
+        ((1, 50, None), (100, 150, None), False),
+        ((1, END, None), (-20, -1, None), True),
+        ((1, 100, None), (-20, -1, None), False),
+        ((-5, -1, None), (-20, -1, None), True),
+        ((1, END, "wc -l f"), (1, END, "wc -l f"), True),
+        ((1, END, "wc -l f"), (1, END, None), False),
+    ],
+)
 def test_overlaps(a, b, same):
     assert overlaps(a, b) is same and overlaps(b, a) is same
 
@@ -60,14 +69,45 @@ def reads_run(spans: list[tuple], write_before: int | None = None):
     items = [{"step": 0, "kind": "system", "chars": 400}, {"step": 0, "kind": "user_text", "chars": 40}]
     for k, span in enumerate(spans):
         if k == write_before:
-            items += [{"step": k + 1, "kind": "tool_call", "tool_name": "Edit", "call_id": f"w{k}",
-                       "resource": "f.py", "access": "write", "chars": 200},
-                      {"step": k + 1, "kind": "tool_result", "call_id": f"w{k}", "resource": "f.py",
-                       "access": "write", "chars": 40}]
-        items += [{"step": k + 1, "kind": "tool_call", "tool_name": "Read", "call_id": f"c{k}", "resource": "f.py",
-                   "access": "read", "chars": 80, "span": span},
-                  {"step": k + 1, "kind": "tool_result", "call_id": f"c{k}", "resource": "f.py", "access": "read",
-                   "chars": 4_000}]
+            items += [
+                {
+                    "step": k + 1,
+                    "kind": "tool_call",
+                    "tool_name": "Edit",
+                    "call_id": f"w{k}",
+                    "resource": "f.py",
+                    "access": "write",
+                    "chars": 200,
+                },
+                {
+                    "step": k + 1,
+                    "kind": "tool_result",
+                    "call_id": f"w{k}",
+                    "resource": "f.py",
+                    "access": "write",
+                    "chars": 40,
+                },
+            ]
+        items += [
+            {
+                "step": k + 1,
+                "kind": "tool_call",
+                "tool_name": "Read",
+                "call_id": f"c{k}",
+                "resource": "f.py",
+                "access": "read",
+                "chars": 80,
+                "span": span,
+            },
+            {
+                "step": k + 1,
+                "kind": "tool_result",
+                "call_id": f"c{k}",
+                "resource": "f.py",
+                "access": "read",
+                "chars": 4_000,
+            },
+        ]
     return build("reads", items, [{"step": k} for k in range(len(spans) + 1)], "real:test")
 
 
@@ -76,8 +116,11 @@ def test_other_ranges_are_not_repeats():
     ev = read_events(run)
     calls = np.flatnonzero(run.kind == TOOL_CALL)
     assert ev.call.tolist() == [calls[2]] and ev.prev_result.tolist() == [run.pair[calls[0]]]
-    assert ev.same_resource == {"repeat_same_resource": 3, "repeat_same_resource_changed": 0,
-                                "repeat_same_resource_tokens": 3_000}
+    assert ev.same_resource == {
+        "repeat_same_resource": 3,
+        "repeat_same_resource_changed": 0,
+        "repeat_same_resource_tokens": 3_000,
+    }
 
 
 def test_the_latest_overlapping_read_and_changes():
@@ -98,13 +141,22 @@ def test_run_row_has_content_and_resource_counts():
 def test_store_reads_carry_their_ranges(tmp_path):
     """Claude Code style Read offset/limit stored as args reach the simulator as line ranges."""
     path = tmp_path / "r.jsonl"
-    lines = [{"type": "run", "format": "replay-canonical/1", "run": "r1", "model": "m"},
-             {"type": "item", "kind": "user_text", "role": "user", "text": "go"}]
+    lines = [
+        {"type": "run", "format": "replay-canonical/1", "run": "r1", "model": "m"},
+        {"type": "item", "kind": "user_text", "role": "user", "text": "go"},
+    ]
     for k, (offset, limit) in enumerate([(1, 50), (200, 50), (30, 10), (400, 10)]):
-        lines += [{"type": "request", "input_tokens": 10 * (k + 1)},
-                  {"type": "item", "kind": "tool_call", "tool_name": "Read", "call_id": f"c{k}",
-                   "args": {"file_path": "src/a.py", "offset": offset, "limit": limit}},
-                  {"type": "item", "kind": "tool_result", "call_id": f"c{k}", "text": "x\n" * limit}]
+        lines += [
+            {"type": "request", "input_tokens": 10 * (k + 1)},
+            {
+                "type": "item",
+                "kind": "tool_call",
+                "tool_name": "Read",
+                "call_id": f"c{k}",
+                "args": {"file_path": "src/a.py", "offset": offset, "limit": limit},
+            },
+            {"type": "item", "kind": "tool_result", "call_id": f"c{k}", "text": "x\n" * limit},
+        ]
     lines.append({"type": "request", "input_tokens": 99})
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
     con = open_store(tmp_path / "s.duckdb")

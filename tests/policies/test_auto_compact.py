@@ -22,7 +22,7 @@ def fired(vs) -> list[int]:
 
 
 def full_prompt(run, k: int) -> int:
-    return int(run.tokens[:run.req_end[k]].sum())
+    return int(run.tokens[: run.req_end[k]].sum())
 
 
 def test_claude_code_1_0_fires_on_the_previous_prompt_past_0_92_of_window_less_output():
@@ -32,7 +32,7 @@ def test_claude_code_1_0_fires_on_the_previous_prompt_past_0_92_of_window_less_o
     vs = views(run, "claude-code-1.0")
     assert fired(vs)[0] == 7  # Claude Code checks the last response's prompt: request 6's, before request 7
     after = vs[7]
-    assert (after.forms[run.first_body:] == DROPPED).all()  # the whole conversation is summarised
+    assert (after.forms[run.first_body :] == DROPPED).all()  # the whole conversation is summarised
     assert after.prompt_tokens == 100_000 + 2_000 + 10_800  # prefix + summary + files re-attached
     prompt_basis = views(run, "claude-code-1.0", {"trigger_on": "prompt"})
     assert fired(prompt_basis)[0] == 6
@@ -83,12 +83,12 @@ def test_codex_keeps_newest_user_messages_to_20k_truncating_the_oldest_kept():
     k = fired(vs)[0]
     assert full_prompt(run, k - 1) <= limit < full_prompt(run, k)  # Codex counts the prompt about to be sent
     v = vs[k]
-    user_pos = np.flatnonzero(run.tokens[:v.end] == 8_000)
+    user_pos = np.flatnonzero(run.tokens[: v.end] == 8_000)
     assert list(v.forms[user_pos]) == [SHRUNK, ORIGINAL, ORIGINAL]
     assert v.seg_tokens[user_pos[0]] == 4_000  # 20,000 - 8,000 - 8,000 left for the oldest kept one
     assert v.forms[1] == DROPPED  # the first user message did not fit
     assert v.prompt_tokens == 10_000 + 20_000 + 1_650
-    tool_pos = np.flatnonzero(run.kind[:v.end] >= 0)[run.first_body:]
+    tool_pos = np.flatnonzero(run.kind[: v.end] >= 0)[run.first_body :]
     assert all(v.forms[p] == DROPPED for p in tool_pos if p not in user_pos)
 
 
@@ -100,8 +100,10 @@ def test_codex_threshold_takes_the_context_window_knob():
 
 
 def test_recorded_summary_never_in_the_view_and_sizes_the_simulated_one():
-    extra = [{"step": 3, "kind": "summary", "chars": 2_000, "tokens": 500},
-             {"step": 3, "kind": "attachment", "chars": 400, "tokens": 100}]
+    extra = [
+        {"step": 3, "kind": "summary", "chars": 2_000, "tokens": 500},
+        {"step": 3, "kind": "attachment", "chars": 400, "tokens": 100},
+    ]
     run = loop_run([10_000] * 12, prefix=100_000, extra=extra)
     pos = np.flatnonzero(np.isin(run.kind, [KIND_CODE["summary"], KIND_CODE["attachment"]]))
     vs = views(run, "claude-code-1.0")
@@ -112,25 +114,35 @@ def test_recorded_summary_never_in_the_view_and_sizes_the_simulated_one():
 
 
 def test_presets_are_policies_with_overridable_knobs():
-    assert set(PRESETS) >= {"claude-code-1.0", "claude-code-2", "codex", "swe-agent-last-n", "openhands-v0",
-                            "openhands-v1", "anthropic-clear-tool-uses"}
+    assert set(PRESETS) >= {
+        "claude-code-1.0",
+        "claude-code-2",
+        "codex",
+        "swe-agent-last-n",
+        "openhands-v0",
+        "openhands-v1",
+        "anthropic-clear-tool-uses",
+    }
     p = make_policy("claude-code-1.0", {"reattach_tokens": "5000"})
     assert p.name == "auto_compact" and p.config.reattach_tokens == 5_000 and p.config.threshold == 0.92
     with pytest.raises(ReplayError, match="threshold"):
         make_policy("auto_compact", {"threshold": "0"})
 
 
-@pytest.mark.parametrize(("version", "model", "long", "expected"), [
-    ("1.0.51", "claude-sonnet-4-20250514", False, ("claude-code-1.0", {}, 200_000)),
-    ("1.0.90", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", {}, 200_000)),
-    ("2.0.8", "claude-3-5-sonnet-20241022", False, ("claude-code-1.0.80", {"output_reserve": 8_192}, 200_000)),
-    ("2.1.0", "claude-sonnet-4-5-20250929", False, ("claude-code-1.0.80", {}, 200_000)),
-    ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
-    ("2.1.32", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
-    ("2.1.33", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
-    ("2.1.148", "claude-opus-4-7", False, ("claude-code-2", {}, 200_000)),
-    ("unknown", "claude-opus-4-7", False, None),
-])
+@pytest.mark.parametrize(
+    ("version", "model", "long", "expected"),
+    [
+        ("1.0.51", "claude-sonnet-4-20250514", False, ("claude-code-1.0", {}, 200_000)),
+        ("1.0.90", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", {}, 200_000)),
+        ("2.0.8", "claude-3-5-sonnet-20241022", False, ("claude-code-1.0.80", {"output_reserve": 8_192}, 200_000)),
+        ("2.1.0", "claude-sonnet-4-5-20250929", False, ("claude-code-1.0.80", {}, 200_000)),
+        ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
+        ("2.1.32", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
+        ("2.1.33", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
+        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2", {}, 200_000)),
+        ("unknown", "claude-opus-4-7", False, None),
+    ],
+)
 def test_claude_code_preset_by_version_and_model(version, model, long, expected):
     from replay.policies.presets import claude_code_preset
 

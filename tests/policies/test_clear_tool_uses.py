@@ -11,14 +11,23 @@ from replay.simulator.kernels.trace import views_of
 
 
 def tool_run(n: int = 10, size: int = 1_000, tools: tuple[str, ...] = ("Read", "Bash")):
-    items: list[dict] = [{"step": 0, "kind": "system", "chars": 4_000, "tokens": 1_000},
-                         {"step": 0, "kind": "user_text", "chars": 400, "tokens": 100}]
+    items: list[dict] = [
+        {"step": 0, "kind": "system", "chars": 4_000, "tokens": 1_000},
+        {"step": 0, "kind": "user_text", "chars": 400, "tokens": 100},
+    ]
     for k in range(n):
         name = tools[k % len(tools)]
-        items += [{"step": k + 1, "kind": "tool_call", "chars": 200, "tokens": 50, "call_id": f"c{k}",
-                   "tool_name": name},
-                  {"step": k + 1, "kind": "tool_result", "chars": 4 * size, "tokens": size, "call_id": f"c{k}",
-                   "tool_name": name}]
+        items += [
+            {"step": k + 1, "kind": "tool_call", "chars": 200, "tokens": 50, "call_id": f"c{k}", "tool_name": name},
+            {
+                "step": k + 1,
+                "kind": "tool_result",
+                "chars": 4 * size,
+                "tokens": size,
+                "call_id": f"c{k}",
+                "tool_name": name,
+            },
+        ]
     return build("tools", items, [{"step": k} for k in range(n + 1)], "real:test")
 
 
@@ -31,7 +40,7 @@ def test_every_request_past_the_input_token_trigger_clears_all_but_keep():
     results = np.flatnonzero(run.kind == TOOL_RESULT)
     vs = run_views(run, {"trigger": "5000", "keep": "2"})
     for v in vs:
-        full = int(run.tokens[:v.end].sum())
+        full = int(run.tokens[: v.end].sum())
         seen = results[results < v.end]
         cleared = seen[v.forms[seen] == PLACEHOLDER]
         if full > 5_000:

@@ -19,18 +19,25 @@ from replay.simulator.run import simulate_run
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-@pytest.mark.parametrize(("fmt", "metadata", "model", "expected"), [
-    # codex-rs: the rollout's model_context_window is 95% of the model's window; the limit is 0.9 of the window
-    ("codex-rollout", {"model_context_window": 258_400, "originator": "codex_cli_rs"}, "gpt-5.3-codex",
-     ("codex-rs", 272_000)),
-    ("codex-rollout", {"model_context_window": 0}, "gpt-5.6-luna", ("codex-rs", 272_000)),  # by model family
-    ("codex-tui", {}, "o4-mini", ("codex-rs", 200_000)),
-    ("codex-rollout", {}, "mindflow-custom", None),  # neither a window in the log nor a known family: no preset
-    ("gemini-cli", {}, "gemini-3-flash-preview", ("gemini-cli", 1_048_576)),
-    ("gemini-cli", {}, "gemma-4-31b-it", ("gemini-cli", 256_000)),
-    ("copilot-cli", {}, "claude-sonnet-4.6", ("copilot-cli", 168_000)),
-    ("copilot-cli", {}, "some-new-model", ("copilot-cli", 128_000)),
-])
+@pytest.mark.parametrize(
+    ("fmt", "metadata", "model", "expected"),
+    [
+        # codex-rs: the rollout's model_context_window is 95% of the model's window; the limit is 0.9 of the window
+        (
+            "codex-rollout",
+            {"model_context_window": 258_400, "originator": "codex_cli_rs"},
+            "gpt-5.3-codex",
+            ("codex-rs", 272_000),
+        ),
+        ("codex-rollout", {"model_context_window": 0}, "gpt-5.6-luna", ("codex-rs", 272_000)),  # by model family
+        ("codex-tui", {}, "o4-mini", ("codex-rs", 200_000)),
+        ("codex-rollout", {}, "mindflow-custom", None),  # neither a window in the log nor a known family: no preset
+        ("gemini-cli", {}, "gemini-3-flash-preview", ("gemini-cli", 1_048_576)),
+        ("gemini-cli", {}, "gemma-4-31b-it", ("gemini-cli", 256_000)),
+        ("copilot-cli", {}, "claude-sonnet-4.6", ("copilot-cli", 168_000)),
+        ("copilot-cli", {}, "some-new-model", ("copilot-cli", 128_000)),
+    ],
+)
 def test_preset_from_the_log(fmt, metadata, model, expected):
     got = harness_preset(fmt, metadata, model)
     assert (got[0], got[1].window) == expected if expected else got is None
@@ -84,11 +91,16 @@ def test_gemini_preset_cuts_old_large_kept_results(tmp_path: Path) -> None:
 
     prefix, summary = 5_000, 1_000  # the server's: 200 + 30,000 tokens of reads, then 10,000 + 30,000 kept
     prompts = [prefix + 5, prefix + 215, prefix + 30_225, prefix + summary + 40_020]
-    lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
-             msg("u0", "user", [{"text": "look around"}]), gemini("g0", prompts[0], read_call("a", 800)),
-             msg("u1", "user", [{"text": "now the big files"}]), gemini("g1", prompts[1], read_call("b", 120_000)),
-             gemini("g2", prompts[2], read_call("c", 120_000)), msg("n", "info", "Context compressed from 14% to 18%."),
-             gemini("g3", prompts[3])]
+    lines = [
+        {"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
+        msg("u0", "user", [{"text": "look around"}]),
+        gemini("g0", prompts[0], read_call("a", 800)),
+        msg("u1", "user", [{"text": "now the big files"}]),
+        gemini("g1", prompts[1], read_call("b", 120_000)),
+        gemini("g2", prompts[2], read_call("c", 120_000)),
+        msg("n", "info", "Context compressed from 14% to 18%."),
+        gemini("g3", prompts[3]),
+    ]
     path = tmp_path / "session-cut.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     con = open_store(tmp_path / "cut.duckdb")
@@ -99,6 +111,7 @@ def test_gemini_preset_cuts_old_large_kept_results(tmp_path: Path) -> None:
     assert np.flatnonzero(cols["summarised"]).tolist() == [3]
     expected = prompts[3] - summary + PRESETS["gemini-cli"].params["summary_tokens"]
     assert abs(cols["prompt_tokens"][3] - expected) <= 0.03 * expected
-    whole, _ = simulate_run(run, make_policy("gemini-cli", {"cut_results_after": 0}), make_cache("none"),
-                            Budget(window))
+    whole, _ = simulate_run(
+        run, make_policy("gemini-cli", {"cut_results_after": 0}), make_cache("none"), Budget(window)
+    )
     assert whole["prompt_tokens"][3] - cols["prompt_tokens"][3] > 19_000  # the 80,000 characters cut off

@@ -38,14 +38,16 @@ def test_last_n_follows_swe_agent_polling_formula(n, polling):
     for k in range(run.n_requests):
         count = 1 + k  # the template and the k results request k sees
         last_removed = max(0, (count // polling) * polling - n)
-        assert list(out[k]) == list(results[:max(last_removed - 1, 0)]), k
+        assert list(out[k]) == list(results[: max(last_removed - 1, 0)]), k
 
 
 def test_last_n_without_a_template_never_elides_the_first_result():
     items = [{"step": 0, "kind": "system", "chars": 400, "tokens": 100}]
     for k in range(8):
-        items += [{"step": k + 1, "kind": "tool_call", "chars": 40, "tokens": 10, "call_id": f"c{k}"},
-                  {"step": k + 1, "kind": "tool_result", "chars": 400, "tokens": 100, "call_id": f"c{k}"}]
+        items += [
+            {"step": k + 1, "kind": "tool_call", "chars": 40, "tokens": 10, "call_id": f"c{k}"},
+            {"step": k + 1, "kind": "tool_result", "chars": 400, "tokens": 100, "call_id": f"c{k}"},
+        ]
     run = build("no-template", items, [{"step": k} for k in range(9)], "real:test")
     results = np.flatnonzero(run.kind == 6)
     _, _, out = masked(run, "last_n", {"n": "2"})
@@ -59,10 +61,15 @@ def test_last_n_placeholder_text_and_its_tokens():
     assert policy.wording_of(p, run) == "Old environment output: (123 lines omitted)"
     ratio = run.tokens.sum() / run.chars.sum()  # real counts: the wording at the run's tokens per character
     assert views.ftok[PLACEHOLDER, p] == int(np.ceil(len("Old environment output: (123 lines omitted)") * ratio))
-    estimated = build("est", [{"step": 0, "kind": "user_text", "chars": 40},
-                              {"step": 1, "kind": "tool_call", "chars": 40, "call_id": "a"},
-                              {"step": 1, "kind": "tool_result", "chars": 4_000, "call_id": "a", "lines": 7}],
-                      [{"step": 0}, {"step": 1}])
+    estimated = build(
+        "est",
+        [
+            {"step": 0, "kind": "user_text", "chars": 40},
+            {"step": 1, "kind": "tool_call", "chars": 40, "call_id": "a"},
+            {"step": 1, "kind": "tool_result", "chars": 4_000, "call_id": "a", "lines": 7},
+        ],
+        [{"step": 0}, {"step": 1}],
+    )
     _, views, _ = masked(estimated, "last_n", {"n": "1"})
     assert views.ftok[PLACEHOLDER, 2] == (len("Old environment output: (7 lines omitted)") + 3) // 4  # chars/4
     assert views.views[-1].forms[2] == ORIGINAL

@@ -42,14 +42,14 @@ def test_summary_past_max_size_keeps_first_events_and_about_half():
     for v in views:
         n = events(run, v)
         assert n <= 40
-        assert (v.forms[lo:min(lo + 2, v.end)] == ORIGINAL).all()  # keep_first: the system prompt and 2 more
+        assert (v.forms[lo : min(lo + 2, v.end)] == ORIGINAL).all()  # keep_first: the system prompt and 2 more
         if v.summarised:
-            head = len(np.unique(ev[lo + np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)]))
+            head = len(np.unique(ev[lo + np.flatnonzero(v.forms[lo : v.summary_at] != DROPPED)]))
             # keep_first (grown by the results of its calls) + summary + tail of max_size // 2 - keep_first - 1
             assert n == 40 // 2 + head - 2
-            kept = np.flatnonzero(v.forms[lo:v.summary_at] != DROPPED)
+            kept = np.flatnonzero(v.forms[lo : v.summary_at] != DROPPED)
             assert v.summary_at > lo + 2 and (kept == np.arange(len(kept))).all()  # the head, then forgotten
-            assert (v.forms[v.summary_at:] != DROPPED).all()
+            assert (v.forms[v.summary_at :] != DROPPED).all()
             assert v.summary_tokens <= policy.config.summary_tokens
     for prev, v in zip(views, views[1:], strict=False):
         if not v.summarised:  # between condensations the view only grows
@@ -64,11 +64,11 @@ def test_cut_points_keep_parallel_batches_whole():
     assert any(v.summarised for v in views)
     for v in views:
         live = v.forms != DROPPED
-        assert live[lo:lo + 1].all()  # keep_first: the system prompt and 1 more
-        calls = np.flatnonzero((run.pair[:v.end] >= 0) & (run.pair[:v.end] < v.end))
+        assert live[lo : lo + 1].all()  # keep_first: the system prompt and 1 more
+        calls = np.flatnonzero((run.pair[: v.end] >= 0) & (run.pair[: v.end] < v.end))
         assert (live[calls] == live[run.pair[calls]]).all()
         if v.summarised:
-            head = int((v.forms[lo:v.summary_at] != DROPPED).sum())
+            head = int((v.forms[lo : v.summary_at] != DROPPED).sum())
             grown = head - 1  # the head takes the results of its calls
             assert 30 // 2 - 3 <= events(run, v) - grown <= 30 // 2  # a straddling batch is forgotten whole
 
@@ -100,7 +100,7 @@ def test_token_variant_targets_half_the_cap():
         assert v.est_tokens <= 56_000
         if v.summarised:
             assert v.est_tokens <= 28_000  # half the cap
-            assert (v.forms[run.first_body] == ORIGINAL)  # keep_first 2: the system prompt and the task
+            assert v.forms[run.first_body] == ORIGINAL  # keep_first 2: the system prompt and the task
 
 
 def test_recent_keeps_first_and_newest_events():
@@ -110,7 +110,7 @@ def test_recent_keeps_first_and_newest_events():
     assert any((v.forms == DROPPED).any() for v in views)
     for v in views:
         assert events(run, v) <= 20 and v.forms[lo] == ORIGINAL and v.summary_at < 0
-        live = np.flatnonzero(v.forms[lo + 1:] != DROPPED) + lo + 1
+        live = np.flatnonzero(v.forms[lo + 1 :] != DROPPED) + lo + 1
         if len(live):
             assert (live == np.arange(live[0], v.end)).all()  # the kept tail is the newest events, contiguous
 
@@ -120,11 +120,16 @@ def test_a_late_result_of_a_forgotten_call_is_forgotten_too():
     appear alone when it arrives."""
     from replay.simulator.arrays import build
 
-    items = [{"step": 0, "kind": "system", "chars": 400}, {"step": 0, "kind": "user_text", "chars": 400},
-             {"step": 1, "kind": "tool_call", "chars": 100, "call_id": "bg", "tool_name": "Bash"}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 400},
+        {"step": 0, "kind": "user_text", "chars": 400},
+        {"step": 1, "kind": "tool_call", "chars": 100, "call_id": "bg", "tool_name": "Bash"},
+    ]
     for k in range(1, 12):
-        items += [{"step": k, "kind": "tool_call", "chars": 100, "call_id": f"c{k}", "tool_name": "Read"},
-                  {"step": k, "kind": "tool_result", "chars": 800, "call_id": f"c{k}"}]
+        items += [
+            {"step": k, "kind": "tool_call", "chars": 100, "call_id": f"c{k}", "tool_name": "Read"},
+            {"step": k, "kind": "tool_result", "chars": 800, "call_id": f"c{k}"},
+        ]
     items.append({"step": 9, "kind": "tool_result", "chars": 800, "call_id": "bg"})
     items.sort(key=lambda it: it["step"])  # stable: the late result lands at the end of step 9
     for it in items:
@@ -132,8 +137,10 @@ def test_a_late_result_of_a_forgotten_call_is_forgotten_too():
     run = build("late", items, [{"step": k, "ts": None, "prompt_tokens": None} for k in range(12)], "real:t")
     bg = [i for i, it in enumerate(items) if it.get("call_id") == "bg"]
     assert run.pair[bg[0]] == bg[1]
-    for name, params in (("openhands_recent", {"max_events": "4", "keep_first": "0"}),
-                         ("openhands", {"max_size": "6", "keep_first": "0"})):
+    for name, params in (
+        ("openhands_recent", {"max_events": "4", "keep_first": "0"}),
+        ("openhands", {"max_size": "6", "keep_first": "0"}),
+    ):
         _, views = run_views(name, run, params=params)
         assert views[8].forms[bg[0]] == DROPPED  # forgotten before its result came
         for v in views[9:]:
@@ -153,17 +160,21 @@ def test_events_are_counted_as_openhands_counts_them():
     assert first == 20  # request k holds 2 + 2k events: 40 at request 19, 42 at request 20
     for v in views:
         live = v.forms != DROPPED
-        calls = np.flatnonzero(run.kind[:v.end] == 5)
+        calls = np.flatnonzero(run.kind[: v.end] == 5)
         assert (live[calls - 1] == live[calls]).all()  # never a thought without its call or the reverse
     from replay.simulator.arrays import build
 
-    items = [{"step": 0, "kind": "system", "chars": 40}, {"step": 0, "kind": "user_text", "chars": 40},
-             {"step": 1, "kind": "reasoning", "chars": 40}, {"step": 1, "kind": "assistant_text", "chars": 40},
-             {"step": 2, "kind": "assistant_text", "chars": 40},
-             {"step": 2, "kind": "tool_call", "chars": 40, "call_id": "a"},
-             {"step": 2, "kind": "tool_call", "chars": 40, "call_id": "b"},
-             {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "a"},
-             {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "b"}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 40},
+        {"step": 0, "kind": "user_text", "chars": 40},
+        {"step": 1, "kind": "reasoning", "chars": 40},
+        {"step": 1, "kind": "assistant_text", "chars": 40},
+        {"step": 2, "kind": "assistant_text", "chars": 40},
+        {"step": 2, "kind": "tool_call", "chars": 40, "call_id": "a"},
+        {"step": 2, "kind": "tool_call", "chars": 40, "call_id": "b"},
+        {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "a"},
+        {"step": 3, "kind": "tool_result", "chars": 40, "call_id": "b"},
+    ]
     mixed = build("mixed", items, [{"step": k} for k in range(4)])
     assert list(ids_of(mixed)) == [0, 1, 2, 2, 3, 3, 4, 5, 6]  # text-only response = 1; parallel calls = 2
 
@@ -179,14 +190,22 @@ def test_attachment_events(per_attachment, max_size, first):
     """A V0 recall observation (attachment) is two events (its action has no item); V1 extended content none."""
     from replay.simulator.arrays import build
 
-    items = [{"step": 0, "kind": "system", "chars": 40}, {"step": 0, "kind": "user_text", "chars": 40},
-             {"step": 0, "kind": "attachment", "chars": 40}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 40},
+        {"step": 0, "kind": "user_text", "chars": 40},
+        {"step": 0, "kind": "attachment", "chars": 40},
+    ]
     for k in range(12):
-        items += [{"step": k + 1, "kind": "tool_call", "chars": 40, "call_id": f"c{k}"},
-                  {"step": k + 1, "kind": "tool_result", "chars": 40, "call_id": f"c{k}"}]
+        items += [
+            {"step": k + 1, "kind": "tool_call", "chars": 40, "call_id": f"c{k}"},
+            {"step": k + 1, "kind": "tool_result", "chars": 40, "call_id": f"c{k}"},
+        ]
     run = build("att", items, [{"step": k} for k in range(13)])
-    _, views = run_views("openhands", run, params={"max_size": str(max_size), "keep_first": "1",
-                                                   "attachment_events": str(per_attachment)})
+    _, views = run_views(
+        "openhands",
+        run,
+        params={"max_size": str(max_size), "keep_first": "1", "attachment_events": str(per_attachment)},
+    )
     # request k: system + user + attachment events + 2k
     assert next(v.k for v in views if v.summarised) == first
     assert events(run, views[-1], per_attachment) <= max_size

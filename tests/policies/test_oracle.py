@@ -16,13 +16,34 @@ from tests.simulator.synth import synth_run
 
 def pasted_run():
     """A 106k-token pasted user message, then six small tool round trips."""
-    items = [{"step": 0, "kind": "system", "chars": 20_000, "tokens": 5_000},
-             {"step": 0, "kind": "user_text", "chars": 424_000, "tokens": 106_000, "turn": 1}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 20_000, "tokens": 5_000},
+        {"step": 0, "kind": "user_text", "chars": 424_000, "tokens": 106_000, "turn": 1},
+    ]
     for k in range(1, 7):
-        items += [{"step": k, "kind": "tool_call", "tool_name": "Read", "call_id": f"c{k}", "resource": f"f{k}",
-                   "access": "read", "chars": 80, "tokens": 20, "turn": 1},
-                  {"step": k, "kind": "tool_result", "call_id": f"c{k}", "resource": f"f{k}", "access": "read",
-                   "chars": 8_000, "tokens": 2_000, "turn": 1}]
+        items += [
+            {
+                "step": k,
+                "kind": "tool_call",
+                "tool_name": "Read",
+                "call_id": f"c{k}",
+                "resource": f"f{k}",
+                "access": "read",
+                "chars": 80,
+                "tokens": 20,
+                "turn": 1,
+            },
+            {
+                "step": k,
+                "kind": "tool_result",
+                "call_id": f"c{k}",
+                "resource": f"f{k}",
+                "access": "read",
+                "chars": 8_000,
+                "tokens": 2_000,
+                "turn": 1,
+            },
+        ]
     return build("pasted", items, [{"step": k} for k in range(7)], "real:test")
 
 
@@ -40,8 +61,8 @@ def test_common_budget_and_prefix():
     budget = Budget(40_000, 6_000)
     for k, v in enumerate(views_of(run, make_policy("oracle"), budget).views):
         new = int(run.req_end[k - 1]) if k else 0
-        floor = int(run.tokens[:run.first_body].sum() + run.tokens[new:v.end].sum())
+        floor = int(run.tokens[: run.first_body].sum() + run.tokens[new : v.end].sum())
         assert v.prompt_tokens <= max(budget.usable, floor)
-        assert (v.forms[:run.first_body] == ORIGINAL).all() and (v.forms[new:] == ORIGINAL).all()
+        assert (v.forms[: run.first_body] == ORIGINAL).all() and (v.forms[new:] == ORIGINAL).all()
     with pytest.raises(ReplayError, match="unknown parameter"):
         make_policy("oracle", {"budget": "100000"})

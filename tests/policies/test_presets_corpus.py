@@ -52,7 +52,7 @@ def test_claude_code_1_0_fires_with_the_recorded_compaction(corpus_db, counted):
     assert run.prompt_source == "fit" and run.prefix_tokens > 40_000  # the harness prefix the log does not hold
     (recorded,) = run.events.step
     assert recorded == 51 and run.rec_prompt[recorded] == 64_368
-    (sim, after), = compactions(run, "claude-code-1.0", {}, Budget(200_000), "anthropic")
+    ((sim, after),) = compactions(run, "claude-code-1.0", {}, Budget(200_000), "anthropic")
     assert abs(sim - recorded) <= 1
     assert abs(after / run.rec_prompt[recorded] - 1) <= 0.10
     assert compactions(run, "claude-code-2", {}, Budget(200_000), "anthropic") == []  # 167k is never reached

@@ -25,12 +25,28 @@ def loop_run(n: int = 30, result_chars: int = 8_000, failed_write_at: int = -1):
     for k in range(n):
         write = k % 3 == 2
         acc = "write" if write else "read"
-        items += [{"step": k + 1, "kind": "reasoning", "chars": 800},
-                  {"step": k + 1, "kind": "assistant_text", "chars": 400},
-                  {"step": k + 1, "kind": "tool_call", "chars": 3_000 if write else 200, "call_id": f"c{k}",
-                   "tool_name": "Edit" if write else "Read", "access": acc, "resource": f"f{k % 5}.py"},
-                  {"step": k + 1, "kind": "tool_result", "chars": 100 if write else result_chars, "call_id": f"c{k}",
-                   "access": acc, "resource": f"f{k % 5}.py", "is_error": k == failed_write_at}]
+        items += [
+            {"step": k + 1, "kind": "reasoning", "chars": 800},
+            {"step": k + 1, "kind": "assistant_text", "chars": 400},
+            {
+                "step": k + 1,
+                "kind": "tool_call",
+                "chars": 3_000 if write else 200,
+                "call_id": f"c{k}",
+                "tool_name": "Edit" if write else "Read",
+                "access": acc,
+                "resource": f"f{k % 5}.py",
+            },
+            {
+                "step": k + 1,
+                "kind": "tool_result",
+                "chars": 100 if write else result_chars,
+                "call_id": f"c{k}",
+                "access": acc,
+                "resource": f"f{k % 5}.py",
+                "is_error": k == failed_write_at,
+            },
+        ]
     return build("loop", items, [{"step": s} for s in range(n + 1)], "real:test")
 
 
@@ -52,7 +68,7 @@ def test_default_protects_a_third_of_the_window():
     window = 130_000
     default, v = views("seed_a", run, Budget(window, 0), {"reclaim_floor": "0", **NO_TIER2})
     twelve, w = views("seed_a", run, Budget(window, 0), {"reclaim_floor": "0", "protect": "12000", **NO_TIER2})
-    back = np.cumsum(default.fest[ORIGINAL, :v[-1].end][::-1])
+    back = np.cumsum(default.fest[ORIGINAL, : v[-1].end][::-1])
     third_from = v[-1].end - int(np.searchsorted(back, window / 3, side="right"))
     twelve_from = v[-1].end - int(np.searchsorted(back, 12_000, side="right"))
     assert (v[-1].forms[third_from:] == ORIGINAL).all()
@@ -79,8 +95,12 @@ def test_messages_group_a_response_with_its_calls_and_results():
 
 def test_tail_counts_chat_messages_not_items():
     run = loop_run(30)
-    _, vs = views("seed_a", run, Budget(1_000_000, 0),
-                  {"summary_at": "30000", "tail_messages": "3", "tail_fraction": "0", "reclaim_floor": "1"})
+    _, vs = views(
+        "seed_a",
+        run,
+        Budget(1_000_000, 0),
+        {"summary_at": "30000", "tail_messages": "3", "tail_fraction": "0", "reclaim_floor": "1"},
+    )
     first = next(v for v in vs if v.summarised)
     kept = np.flatnonzero(first.forms[2:] != DROPPED) + 2
     assert first.summary_at == kept[0]
@@ -95,21 +115,20 @@ def test_tail_capped_at_an_eighth_of_the_window_by_default():
     summarised = [v for v in vs if v.summarised]
     assert summarised
     for v in summarised:
-        tail = v.seg_est[v.summary_at:].sum()
+        tail = v.seg_est[v.summary_at :].sum()
         assert tail <= window / 8
-        assert (v.forms[v.summary_at:] != DROPPED).all()
+        assert (v.forms[v.summary_at :] != DROPPED).all()
         # one more message back would pass the cap or the 24-message limit
-        starts = np.flatnonzero(message_starts(run)[:v.summary_at])
+        starts = np.flatnonzero(message_starts(run)[: v.summary_at])
         prev = starts[-1]
-        more = policy.fest[ORIGINAL, prev:v.summary_at].sum()
-        assert tail + more > window / 8 or len(np.flatnonzero(message_starts(run)[v.summary_at:v.end])) >= 24
+        more = policy.fest[ORIGINAL, prev : v.summary_at].sum()
+        assert tail + more > window / 8 or len(np.flatnonzero(message_starts(run)[v.summary_at : v.end])) >= 24
 
 
 def test_tail_fraction_zero_means_no_cap_and_both_zero_is_an_error():
     run = loop_run(30)
     params = {"summary_at": "30000", "tail_messages": "5", "reclaim_floor": "1"}
-    v = next(v for v in views("seed_a", run, Budget(1_000_000, 0), {**params, "tail_fraction": "0"})[1]
-             if v.summarised)
+    v = next(v for v in views("seed_a", run, Budget(1_000_000, 0), {**params, "tail_fraction": "0"})[1] if v.summarised)
     assert int((v.forms[2:] != DROPPED).sum()) == 5 * 4  # five whole messages, not a one-item tail
     with pytest.raises(ReplayError, match="unbounded"):
         make_policy("seed_a", {"tail_messages": "0", "tail_fraction": "0"})
@@ -118,8 +137,10 @@ def test_tail_fraction_zero_means_no_cap_and_both_zero_is_an_error():
 @pytest.mark.parametrize("estimate,fires", [(84_340, True), (84_339, False)])
 def test_emergency_margin_bounds_the_real_size_as_est_over_one_minus_m(estimate, fires):
     """84,340 / 0.8 = 105,425 and 105,425 + 24,576 = 130,001 > 130,000; 84,339 projects below the limit."""
-    items = [{"step": 0, "kind": "system", "chars": 400, "tokens": 100},
-             {"step": 0, "kind": "user_text", "chars": 4 * (estimate - 100), "tokens": estimate - 100}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 400, "tokens": 100},
+        {"step": 0, "kind": "user_text", "chars": 4 * (estimate - 100), "tokens": estimate - 100},
+    ]
     run = build("margin", items, [{"step": 0}], "real:test")
     policy = make_policy("seed_a", {"estimator": "real", **NO_TIER2})
     assert views_of(run, policy, Budget(130_000, 24_576)).views[0].emergency is fires
@@ -131,7 +152,7 @@ def test_emergency_trims_to_the_margin_limit():
     policy, vs = views("seed_a", run, budget, {"estimator": "real", **NO_TIER2, "protect": "0.9"})
     assert any(v.emergency for v in vs)
     for v in vs:
-        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)[:-1]
+        res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)[:-1]
         if (v.forms[res[policy.fest[PLACEHOLDER, res] < policy.fest[ORIGINAL, res]]] == ORIGINAL).any():
             assert v.est_tokens <= (60_000 - 8_000) * 0.8
 
@@ -140,7 +161,7 @@ def test_failed_writes_are_not_shrunk_to_applied():
     run = loop_run(30, failed_write_at=5)
     _, vs = views("seed_a", run, Budget(200_000, 0), {"reclaim_floor": "0", "protect": "3000", **NO_TIER2})
     v = vs[-1]
-    calls = np.flatnonzero((run.kind[:v.end] == TOOL_CALL) & (run.access[:v.end] == 2))
+    calls = np.flatnonzero((run.kind[: v.end] == TOOL_CALL) & (run.access[: v.end] == 2))
     failed = calls[run.is_error[run.pair[calls]]]
     assert len(failed) == 1 and v.forms[failed[0]] == ORIGINAL
     old_ok = calls[~run.is_error[run.pair[calls]] & (calls < failed[0] + 40)]
@@ -151,8 +172,9 @@ def test_before_preset_replays_the_write_up_starting_point():
     run = loop_run(60)
     budget = Budget(100_000, 8_000)
     before = views("seed_a_before", run, budget, {"summary_at": "40000"})[1]
-    spelled = views("seed_a", run, budget, {"summary_at": "40000", "protect": "12000", "tail_fraction": "0",
-                                            "margin": "0.1"})[1]
+    spelled = views(
+        "seed_a", run, budget, {"summary_at": "40000", "protect": "12000", "tail_fraction": "0", "margin": "0.1"}
+    )[1]
     assert [v.prompt_tokens for v in before] == [v.prompt_tokens for v in spelled]
     after = views("seed_a", run, budget, {"summary_at": "40000"})[1]
     assert [v.prompt_tokens for v in before] != [v.prompt_tokens for v in after]

@@ -23,12 +23,15 @@ def turns_run(n_turns: int = 8, result_chars: int = 8_000, assistant_first: tupl
     for t in range(1, n_turns + 1):
         s = t - 1
         if t not in assistant_first:
-            items += [{"step": s, "kind": "user_text", "chars": 400, "turn": t},
-                      {"step": s, "kind": "image", "chars": 2_000, "turn": t}]
-        items += [{"step": s, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": f"c{t}",
-                   "turn": t},
-                  {"step": s, "kind": "tool_result", "chars": result_chars, "call_id": f"c{t}", "turn": t},
-                  {"step": s, "kind": "assistant_text", "chars": 600, "turn": t}]
+            items += [
+                {"step": s, "kind": "user_text", "chars": 400, "turn": t},
+                {"step": s, "kind": "image", "chars": 2_000, "turn": t},
+            ]
+        items += [
+            {"step": s, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": f"c{t}", "turn": t},
+            {"step": s, "kind": "tool_result", "chars": result_chars, "call_id": f"c{t}", "turn": t},
+            {"step": s, "kind": "assistant_text", "chars": 600, "turn": t},
+        ]
     return build("turns", items, [{"step": s} for s in range(n_turns)], "real:test")
 
 
@@ -42,7 +45,7 @@ def test_evicts_oldest_whole_turns_first_with_a_rolling_summary():
     policy, views = last_view("seed_b", run, Budget(13_000, 1_000), KEEP)
     v = views[-1]
     assert v.est_tokens <= 12_000
-    turn = run.turn[:v.end]
+    turn = run.turn[: v.end]
     dropped_turns = sorted(set(turn[v.forms == DROPPED]))
     assert dropped_turns == list(range(1, len(dropped_turns) + 1)) and dropped_turns, "not the oldest turns"
     for t in dropped_turns:
@@ -52,7 +55,7 @@ def test_evicts_oldest_whole_turns_first_with_a_rolling_summary():
     assert v.summary_at == kept[0] and 0 < v.summary_tokens <= make_policy("seed_b").config.summary_tokens
     # only as many turns as needed: the next older turn back in would not fit
     first_kept = turn[kept[0]]
-    back = policy.fest[ORIGINAL, :v.end][turn == first_kept - 1].sum()
+    back = policy.fest[ORIGINAL, : v.end][turn == first_kept - 1].sum()
     assert v.est_tokens + back > 12_000
     assert any(x.summarised for x in views) and views[-1].summary_id >= 1
 
@@ -62,8 +65,8 @@ def test_kept_history_never_starts_on_an_assistant_turn():
     plain_run = turns_run(8)
     plain = last_view("seed_b", plain_run, Budget(21_000, 1_000), KEEP)[1][-1]
     v = last_view("seed_b", run, Budget(21_000, 1_000), KEEP)[1][-1]
-    assert set(plain_run.turn[:plain.end][plain.forms == DROPPED]) == {1, 2}  # turns 1-2 are enough to fit
-    turn = run.turn[:v.end]
+    assert set(plain_run.turn[: plain.end][plain.forms == DROPPED]) == {1, 2}  # turns 1-2 are enough to fit
+    turn = run.turn[: v.end]
     kept = np.flatnonzero((v.forms != DROPPED) & (turn > 0))
     assert run.kind[kept[0]] == KIND_CODE["user_text"]
     assert set(turn[v.forms == DROPPED]) == {1, 2, 3}  # turn 3 starts on model output: it goes too
@@ -74,7 +77,7 @@ def test_every_request_knob_keeps_the_per_request_marking():
     run = synth_run(30, seed=4, result_chars=(9_000, 20_000), error_rate=0.0)
     policy, views = last_view("seed_b", run, Budget(1_000_000, 0), {"rebuild": "every_request"})
     v = views[-1]
-    res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+    res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)
     newest, rest = res[-1], res[:-1]
     recent_steps = np.unique(run.step[res])[-3:]
     recent = rest[np.isin(run.step[rest], recent_steps)]
@@ -82,15 +85,16 @@ def test_every_request_knob_keeps_the_per_request_marking():
     assert v.forms[newest] == ORIGINAL
     assert (v.forms[recent] == SHRUNK).all() and (v.seg_tokens[recent] <= 1_500 + 12).all()
     assert (v.forms[older] == OMITTED).all()
-    calls = np.flatnonzero(run.kind[:v.end] == TOOL_CALL)
+    calls = np.flatnonzero(run.kind[: v.end] == TOOL_CALL)
     assert (v.forms[calls] == ORIGINAL).all()  # pairing kept: every call still there
 
 
 def test_cap_knob_and_older_results_keep():
     run = synth_run(30, seed=4, result_chars=(9_000, 20_000), error_rate=0.0)
-    v = last_view("seed_b", run, Budget(1_000_000, 0), {"tool_cap": "3000", "older_results": "keep",
-                                                         "rebuild": "every_request"})[1][-1]
-    res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)[:-1]
+    v = last_view(
+        "seed_b", run, Budget(1_000_000, 0), {"tool_cap": "3000", "older_results": "keep", "rebuild": "every_request"}
+    )[1][-1]
+    res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)[:-1]
     big, small = res[run.tokens[res] > 3_100], res[run.tokens[res] < 2_900]
     assert len(big) and (v.forms[big] == SHRUNK).all()  # every result passed through the last three tool turns
     assert (v.forms[small] == ORIGINAL).all()
@@ -102,7 +106,7 @@ def test_in_turn_omission_only_when_over_budget_oldest_first():
     policy, views = last_view("seed_b", run, Budget(30_000, 2_000), KEEP)
     assert any(v.emergency for v in views)
     for v in views:
-        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+        res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)
         if not len(res):
             continue
         newest = res[run.step[res] == run.step[res[-1]]]
@@ -119,7 +123,7 @@ def test_in_turn_omission_only_when_over_budget_oldest_first():
         if n:  # only as many as needed: the newest marker back in would not fit
             last = omitted[-1]
             assert v.est_tokens - policy.fest[OMITTED, last] + policy.fest[ORIGINAL, last] > 28_000
-        calls = np.flatnonzero(run.kind[:v.end] == TOOL_CALL)
+        calls = np.flatnonzero(run.kind[: v.end] == TOOL_CALL)
         assert (v.forms[calls] == ORIGINAL).all()
 
 
@@ -136,13 +140,15 @@ def test_failover_refits_on_the_smaller_window():
 
 
 def test_attachments_trimmed_to_fair_shares_after_carried_context():
-    items = [{"step": 0, "kind": "system", "chars": 400},
-             {"step": 0, "kind": "summary", "chars": 4_000, "turn": 1},
-             {"step": 0, "kind": "attachment", "chars": 400, "turn": 1, "tool_name": "todo_reminder"},
-             {"step": 0, "kind": "attachment", "chars": 20_000, "turn": 1, "tool_name": "file"},
-             {"step": 0, "kind": "attachment", "chars": 40_000, "turn": 1, "tool_name": "file"},
-             {"step": 0, "kind": "attachment", "chars": 40_000, "turn": 1, "tool_name": "nested_memory"},
-             {"step": 0, "kind": "user_text", "chars": 400, "turn": 1}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 400},
+        {"step": 0, "kind": "summary", "chars": 4_000, "turn": 1},
+        {"step": 0, "kind": "attachment", "chars": 400, "turn": 1, "tool_name": "todo_reminder"},
+        {"step": 0, "kind": "attachment", "chars": 20_000, "turn": 1, "tool_name": "file"},
+        {"step": 0, "kind": "attachment", "chars": 40_000, "turn": 1, "tool_name": "file"},
+        {"step": 0, "kind": "attachment", "chars": 40_000, "turn": 1, "tool_name": "nested_memory"},
+        {"step": 0, "kind": "user_text", "chars": 400, "turn": 1},
+    ]
     run = build("att", items, [{"step": 0}], "real:test")
     v = views_of(run, make_policy("seed_b"), Budget(18_000, 0)).views[0]
     assert v.forms[1] == DROPPED  # carried context goes before attachments
@@ -183,9 +189,10 @@ def tool_turns_run(tools: tuple[bool, ...], result_chars: int = 8_000):
     for t, used in enumerate(tools, start=1):
         items.append({"step": t - 1, "kind": "user_text", "chars": 400, "turn": t})
         if used:
-            items += [{"step": t - 1, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": f"c{t}",
-                       "turn": t},
-                      {"step": t - 1, "kind": "tool_result", "chars": result_chars, "call_id": f"c{t}", "turn": t}]
+            items += [
+                {"step": t - 1, "kind": "tool_call", "chars": 100, "tool_name": "Read", "call_id": f"c{t}", "turn": t},
+                {"step": t - 1, "kind": "tool_result", "chars": result_chars, "call_id": f"c{t}", "turn": t},
+            ]
         items.append({"step": t - 1, "kind": "assistant_text", "chars": 600, "turn": t})
     return build("tool-turns", items, [{"step": s} for s in range(len(tools))], "real:test")
 
@@ -194,14 +201,14 @@ def test_last_three_history_turns_that_used_tools_capped_older_marked():
     tools = (True, True, True, True, False, True, True, True)  # turn 5 used no tool; turn 8 is the current one
     run = tool_turns_run(tools)
     v = last_view("seed_b", run, Budget(1_000_000, 0))[1][-1]
-    res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+    res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)
     by_turn = dict(zip(run.turn[res].tolist(), res.tolist(), strict=True))
     for t in (4, 6, 7):  # the last three history turns that used tools (turn 5 did not)
         assert v.forms[by_turn[t]] == SHRUNK and v.seg_tokens[by_turn[t]] <= 1_500 + 12
     for t in (1, 2, 3):
         assert v.forms[by_turn[t]] == OMITTED
     assert v.forms[by_turn[8]] == ORIGINAL  # the current turn is untouched
-    calls = np.flatnonzero(run.kind[:v.end] == TOOL_CALL)
+    calls = np.flatnonzero(run.kind[: v.end] == TOOL_CALL)
     assert (v.forms[calls] == ORIGINAL).all()  # pairs kept: every call still there
 
 
@@ -224,7 +231,7 @@ def test_newest_step_siblings_never_omitted_and_shortened_when_needed():
     policy = make_policy("seed_b", KEEP)
     _, row = simulate_run(run, policy, make_cache("none"), Budget(10_000, 1_000))
     v = views_of(run, policy, Budget(10_000, 1_000)).views[-1]
-    res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+    res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)
     newest, older = res[-3:], res[:-3]
     assert (v.forms[older] == OMITTED).all()
     assert np.isin(v.forms[newest], (SHRUNK, SPILLED)).all(), "the newest results must be shortened, not omitted"
@@ -233,12 +240,14 @@ def test_newest_step_siblings_never_omitted_and_shortened_when_needed():
 
 
 def test_attachments_of_earlier_turns_are_evicted_as_carried_context():
-    items = [{"step": 0, "kind": "system", "chars": 400},
-             {"step": 0, "kind": "user_text", "chars": 400, "turn": 1},
-             {"step": 0, "kind": "attachment", "chars": 20_000, "turn": 1, "tool_name": "file"},
-             {"step": 0, "kind": "assistant_text", "chars": 400, "turn": 1},
-             {"step": 1, "kind": "user_text", "chars": 400, "turn": 2},
-             {"step": 1, "kind": "attachment", "chars": 20_000, "turn": 2, "tool_name": "file"}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 400},
+        {"step": 0, "kind": "user_text", "chars": 400, "turn": 1},
+        {"step": 0, "kind": "attachment", "chars": 20_000, "turn": 1, "tool_name": "file"},
+        {"step": 0, "kind": "assistant_text", "chars": 400, "turn": 1},
+        {"step": 1, "kind": "user_text", "chars": 400, "turn": 2},
+        {"step": 1, "kind": "attachment", "chars": 20_000, "turn": 2, "tool_name": "file"},
+    ]
     run = build("carried", items, [{"step": 0}, {"step": 1}], "real:test")
     v = views_of(run, make_policy("seed_b"), Budget(7_000, 0)).views[1]
     assert v.forms[2] == DROPPED  # the earlier turn's attachment goes whole, as carried context
@@ -248,9 +257,11 @@ def test_attachments_of_earlier_turns_are_evicted_as_carried_context():
 
 def test_failover_overflow_judged_against_the_serving_window():
     """A 5,125-token new message served by a 4,096-token model overflows, although the original window is 200,000."""
-    items = [{"step": 0, "kind": "system", "chars": 400, "tokens": 100},
-             {"step": 0, "kind": "user_text", "chars": 400, "tokens": 100, "turn": 1},
-             {"step": 1, "kind": "user_text", "chars": 4 * 5_125, "tokens": 5_125, "turn": 2}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 400, "tokens": 100},
+        {"step": 0, "kind": "user_text", "chars": 400, "tokens": 100, "turn": 1},
+        {"step": 1, "kind": "user_text", "chars": 4 * 5_125, "tokens": 5_125, "turn": 2},
+    ]
     run = build("failover", items, [{"step": 0}, {"step": 1}], "real:test")
     policy = make_policy("seed_b", {"failover_window": "4096", "failover_at_request": "1"})
     cols, row = simulate_run(run, policy, make_cache("none"), Budget(200_000, 0))

@@ -24,7 +24,7 @@ def test_spills_only_above_the_threshold_at_arrival():
     est = policy.fest[ORIGINAL]
     prev = None
     for v in views:
-        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+        res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)
         big = res[(est[res] > 5_000) & ~run.is_error[res]]
         assert (v.forms[big] == SPILLED).all()
         assert (v.forms[np.setdiff1d(res, big)] == ORIGINAL).all()  # small ones and failures untouched
@@ -41,9 +41,9 @@ def test_never_withholds_a_failure_and_protects_the_current_turn():
     _, views = run_views(run, Budget(40_000, 4_000), NO_SPILL)
     assert any((v.forms == OMITTED).any() for v in views)
     for v in views:
-        errors = np.flatnonzero(run.is_error[:v.end] & (run.kind[:v.end] == TOOL_RESULT))
+        errors = np.flatnonzero(run.is_error[: v.end] & (run.kind[: v.end] == TOOL_RESULT))
         assert (v.forms[errors] == ORIGINAL).all(), "a failed result was withheld"
-        current = np.flatnonzero(run.step[:v.end] == run.step[v.end - 1])
+        current = np.flatnonzero(run.step[: v.end] == run.step[v.end - 1])
         assert (v.forms[current] == ORIGINAL).all(), "the current turn was touched"
 
 
@@ -57,7 +57,7 @@ def test_markers_only_as_many_as_needed_oldest_first():
         if prev is None or v.summary_at >= 0:
             prev = v
             continue
-        new = np.flatnonzero(v.forms[:prev.end] != prev.forms)
+        new = np.flatnonzero(v.forms[: prev.end] != prev.forms)
         if len(new):
             assert (v.forms[new] == OMITTED).all()
             assert v.est_tokens <= limit
@@ -84,7 +84,7 @@ def test_durable_summary_with_a_tail_when_markers_are_not_enough():
     summarised = [v for v in views if v.summarised]
     assert summarised, "no summary fired"
     for v in views:
-        errors = np.flatnonzero(run.is_error[:v.end] & (run.kind[:v.end] == TOOL_RESULT))
+        errors = np.flatnonzero(run.is_error[: v.end] & (run.kind[: v.end] == TOOL_RESULT))
         assert (v.forms[errors] == ORIGINAL).all()
         calls = run.pair[errors]
         assert (v.forms[calls[calls >= 0]] == ORIGINAL).all()  # failures keep their calls
@@ -94,8 +94,9 @@ def test_durable_summary_with_a_tail_when_markers_are_not_enough():
     # markers alone could not fit: even with every withholdable result outside the current turn a marker
     v, lo = first, min(run.first_body, first.end)
     forms = np.concatenate([before.forms, np.zeros(v.end - before.end, dtype=np.int8)])
-    res = np.flatnonzero((run.kind[:v.end] == TOOL_RESULT) & ~run.is_error[:v.end]
-                         & (run.step[:v.end] < run.step[v.end - 1]))
+    res = np.flatnonzero(
+        (run.kind[: v.end] == TOOL_RESULT) & ~run.is_error[: v.end] & (run.step[: v.end] < run.step[v.end - 1])
+    )
     res = res[policy.fest[OMITTED, res] < policy.fest[ORIGINAL, res]]
     forms[res] = OMITTED
     assert policy.fest[forms, np.arange(v.end)].sum() > 22_000 >= v.est_tokens
@@ -104,7 +105,7 @@ def test_durable_summary_with_a_tail_when_markers_are_not_enough():
     dropped = np.flatnonzero(v.forms == DROPPED)
     assert dropped.max() < v.summary_at  # the tail after the summary is kept
     # durable: later views keep the summary (or a newer, rolled one)
-    assert all(x.summary_at >= 0 for x in views[first.k:])
+    assert all(x.summary_at >= 0 for x in views[first.k :])
     assert views[-1].summary_id >= first.summary_id
 
 
@@ -120,9 +121,10 @@ def test_markers_are_a_request_time_view_that_goes_when_room_returns():
         marked = np.flatnonzero(v.forms == OMITTED)
         if len(marked):
             newest = marked.max()
-            assert v.est_tokens - policy.fest[OMITTED, newest] + policy.fest[ORIGINAL, newest] > limit, \
+            assert v.est_tokens - policy.fest[OMITTED, newest] + policy.fest[ORIGINAL, newest] > limit, (
                 f"request {v.k}: a marker stayed although the view fits without it"
-        back = np.flatnonzero((prev.forms[:prev.end] == OMITTED) & (v.forms[:prev.end] == ORIGINAL))
+            )
+        back = np.flatnonzero((prev.forms[: prev.end] == OMITTED) & (v.forms[: prev.end] == ORIGINAL))
         released += len(back)
         if len(back):
             assert v.dirty_from <= back.min()  # the cache is charged from the first restored output

@@ -15,8 +15,10 @@ from replay.readers.base import ReadContext
 try:
     from replay.readers.base import read_isolated
 except ImportError:  # the code before record isolation (for before/after counts)
+
     def read_isolated(reader, ctx):
         return list(reader.read(ctx))
+
 
 # One small file per format (JSONL formats are damaged line by line, JSON documents value by value).
 FILES = {
@@ -35,12 +37,25 @@ FILES = {
     "cline": "cline/cline-jeehunter-mcp-root.ui_messages.json",
 }
 TEXT_DAMAGES = ("bad_byte", "aider_tokens")  # markdown logs: line structure matters, so no JSON damages
-LINE_DAMAGES = ("truncate", "bad_byte", "deep", "nan", "negative", "overflow", "string", "huge_int", "duplicate",
-                "wrong_type", "flip")
+LINE_DAMAGES = (
+    "truncate",
+    "bad_byte",
+    "deep",
+    "nan",
+    "negative",
+    "overflow",
+    "string",
+    "huge_int",
+    "duplicate",
+    "wrong_type",
+    "flip",
+)
 NUMBER_VALUES = {"nan": "NaN", "negative": "-5", "overflow": "1e400", "string": '"x"', "huge_int": str(10**30)}
 # A usage-like key followed by a number: what the number damages replace.
-USAGE_NUMBER = re.compile(r'("(?:[a-z_]*tokens?[a-z_]*|[a-z]*Tokens?[A-Za-z]*|cost|[a-z_]*cache[a-z_]*)"\s*:\s*)'
-                          r'(\d+(?:\.\d+)?)')
+USAGE_NUMBER = re.compile(
+    r'("(?:[a-z_]*tokens?[a-z_]*|[a-z]*Tokens?[A-Za-z]*|cost|[a-z_]*cache[a-z_]*)"\s*:\s*)'
+    r"(\d+(?:\.\d+)?)"
+)
 DEPTH = 100_000
 MARKDOWN_MARKER = re.compile(rb"^(#|<<<<<<<|=======|>>>>>>>|> Tokens:)")
 USAGE_FIELDS = ("input_tokens", "cache_read", "cache_write", "output_tokens", "prompt_tokens")
@@ -76,8 +91,11 @@ def read(path: Path) -> Result:
 
 def usage_is_valid(res: Result) -> bool:
     """No stored request carries a count that is not a plausible token count."""
-    return all(v is None or (type(v) is int and 0 <= v <= MAX_TOKENS)
-               for q in res.requests for v in (getattr(q, k) for k in USAGE_FIELDS))
+    return all(
+        v is None or (type(v) is int and 0 <= v <= MAX_TOKENS)
+        for q in res.requests
+        for v in (getattr(q, k) for k in USAGE_FIELDS)
+    )
 
 
 def damage_line(line: bytes, how: str, pick: int) -> bytes | None:
@@ -89,10 +107,10 @@ def damage_line(line: bytes, how: str, pick: int) -> bytes | None:
         return None  # a damaged header, user or SEARCH/REPLACE marker changes the structure, not one record
     if how == "bad_byte":  # past a markdown role marker ("#### ", "> "): a damaged marker changes the line's role
         i = min(5, len(body) - 1) + pick % max(1, len(body) - 5) if len(body) > 5 else pick % len(body)
-        return body[:i] + b"\xff" + body[i + 1:] + end
+        return body[:i] + b"\xff" + body[i + 1 :] + end
     if how == "flip":
         i = pick % len(body)
-        return body[:i] + bytes([body[i] ^ (1 << (pick % 7))]) + body[i + 1:] + end
+        return body[:i] + bytes([body[i] ^ (1 << (pick % 7))]) + body[i + 1 :] + end
     if how == "deep":
         return b"[" * DEPTH + b"]" * DEPTH + end
     if how == "duplicate":
@@ -102,12 +120,12 @@ def damage_line(line: bytes, how: str, pick: int) -> bytes | None:
     text = body.decode("utf-8", "replace")
     if how == "aider_tokens":
         m = re.search(r"Tokens: ([\d.,]+k?) sent", text)
-        return (text[: m.start(1)] + "1.2.3k" + text[m.end(1):]).encode() + end if m else None
+        return (text[: m.start(1)] + "1.2.3k" + text[m.end(1) :]).encode() + end if m else None
     matches = list(USAGE_NUMBER.finditer(text))
     if not matches:
         return None
     m = matches[pick % len(matches)]
-    return (text[: m.start(2)] + NUMBER_VALUES[how] + text[m.end(2):]).encode() + end
+    return (text[: m.start(2)] + NUMBER_VALUES[how] + text[m.end(2) :]).encode() + end
 
 
 def _wrong_type(body: bytes, pick: int) -> bytes | None:
@@ -122,7 +140,7 @@ def _wrong_type(body: bytes, pick: int) -> bytes | None:
     path = paths[pick % len(paths)]
     old = _get(obj, path)
     swaps = [7, "x", [], {}, None, True, 1.5]
-    new = next(v for v in swaps[pick % len(swaps):] + swaps if type(v) is not type(old))
+    new = next(v for v in swaps[pick % len(swaps) :] + swaps if type(v) is not type(old))
     _set(obj, path, new)
     return json.dumps(obj, ensure_ascii=False).encode()
 
@@ -161,7 +179,7 @@ def damage_document(raw: bytes, how: str, pick: int) -> bytes | None:
         if not matches:
             return None
         m = matches[pick % len(matches)]
-        return (text[: m.start(2)] + NUMBER_VALUES[how] + text[m.end(2):]).encode()
+        return (text[: m.start(2)] + NUMBER_VALUES[how] + text[m.end(2) :]).encode()
     obj = json.loads(raw)
     paths = list(_paths(obj, ()))
     if not paths:
@@ -169,8 +187,11 @@ def damage_document(raw: bytes, how: str, pick: int) -> bytes | None:
     path = paths[pick % len(paths)]
     if how == "deep":
         _set(obj, path, _deep(DEPTH))
-        return json.dumps(obj, ensure_ascii=False, check_circular=False).replace('"@DEEP@"', "[" * DEPTH + "]" * DEPTH
-                                                                                 ).encode()
+        return (
+            json.dumps(obj, ensure_ascii=False, check_circular=False)
+            .replace('"@DEEP@"', "[" * DEPTH + "]" * DEPTH)
+            .encode()
+        )
     if how == "wrong_type":
         return _wrong_type(json.dumps(obj).encode(), pick)
     return None
@@ -209,14 +230,17 @@ def check_line(pristine: Result, lines: list[bytes], k: int, how: str, pick: int
         got = Counter({(key,): n for key, n in res.rows.items()})
         if b'"id"' in lines[k - 1] or b'"uuid"' in lines[k - 1] or b'"timestamp"' in lines[k - 1]:
             if got != shifted:
-                problems.append(f"duplicate line changed the rows ({sum((got - shifted).values())} extra, "
-                                f"{sum((shifted - got).values())} missing)")
+                problems.append(
+                    f"duplicate line changed the rows ({sum((got - shifted).values())} extra, "
+                    f"{sum((shifted - got).values())} missing)"
+                )
         return problems
     spans = {k}  # a markdown item spans lines: the one holding line k (and the next one it may merge with) may change
     if how in TEXT_DAMAGES:
         spans.add(k + 1)
-        spans.add(max((_line(key) for key in pristine.rows if key[0] != "request" and (_line(key) or 0) <= k),
-                      default=None))
+        spans.add(
+            max((_line(key) for key in pristine.rows if key[0] != "request" and (_line(key) or 0) <= k), default=None)
+        )
     kept = Counter({key: n for key, n in pristine.rows.items() if _line(key) not in spans})
     missing = kept - res.rows
     if missing:
@@ -266,6 +290,7 @@ def main(argv: list[str]) -> None:
     import tempfile
 
     from tests.conftest import CORPUS as corpus
+
     n = int(argv[0]) if argv else 12
     tmp = Path(tempfile.mkdtemp(prefix="replay-damage-"))
     for fmt in argv[1:] or list(FILES):
@@ -279,18 +304,26 @@ def main(argv: list[str]) -> None:
                 ks = [i + 1 for i, ln in enumerate(lines) if b"Tokens:" in ln][:n] + ks
             cases = [(how, k) for how in (TEXT_DAMAGES if fmt == "aider" else LINE_DAMAGES) for k in ks]
         else:
-            cases = [(how, p) for how in ("truncate", "deep", "wrong_type", *NUMBER_VALUES)
-                     for p in rng.sample(range(10**6), n)]
+            cases = [
+                (how, p)
+                for how in ("truncate", "deep", "wrong_type", *NUMBER_VALUES)
+                for p in rng.sample(range(10**6), n)
+            ]
         for how, k in cases:
             pick = rng.randrange(10**6)
-            found = (check_line(pristine, lines, k, how, pick, out) if fmt in JSONL
-                     else check_document(pristine, src.read_bytes(), how, k, out))
+            found = (
+                check_line(pristine, lines, k, how, pick, out)
+                if fmt in JSONL
+                else check_document(pristine, src.read_bytes(), how, k, out)
+            )
             if found is not None:
                 counts["cases"] += 1
                 counts["failed"] += bool(found)
                 counts[how] += bool(found)
-        print(f"{fmt:16} cases={counts.pop('cases', 0):4} failed={counts.pop('failed', 0):4} "
-              f"{ {k: v for k, v in counts.items() if v} }")
+        print(
+            f"{fmt:16} cases={counts.pop('cases', 0):4} failed={counts.pop('failed', 0):4} "
+            f"{ {k: v for k, v in counts.items() if v} }"
+        )
 
 
 if __name__ == "__main__":

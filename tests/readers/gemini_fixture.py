@@ -23,8 +23,7 @@ def _body(i: int) -> str:
 
 
 def _msg(mid: str, kind: str, content, **extra) -> dict:
-    return {"id": mid, "timestamp": f"2026-03-01T10:{len(mid):02d}:00.000Z", "type": kind, "content": content,
-            **extra}
+    return {"id": mid, "timestamp": f"2026-03-01T10:{len(mid):02d}:00.000Z", "type": kind, "content": content, **extra}
 
 
 def message(mid: str, kind: str, content, **extra) -> dict:
@@ -35,8 +34,13 @@ def message(mid: str, kind: str, content, **extra) -> dict:
 def read_call(cid: str, size: int) -> dict:
     """A successful read_file tool call of about ``size`` characters of output, as the CLI records it."""
     body = "".join(f"{n:07d}\n" for n in range(size // 8))
-    return {"id": cid, "name": "read_file", "args": {"file_path": f"/{cid}"}, "status": "success",
-            "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}]}
+    return {
+        "id": cid,
+        "name": "read_file",
+        "args": {"file_path": f"/{cid}"},
+        "status": "success",
+        "result": [{"functionResponse": {"id": cid, "name": "read_file", "response": {"output": body}}}],
+    }
 
 
 def session(compress_before: int = 7, n_requests: int = 11) -> tuple[list[dict], list[int], dict]:
@@ -63,13 +67,16 @@ def session(compress_before: int = 7, n_requests: int = 11) -> tuple[list[dict],
             assert kept_from is not None, "the fixture must leave a split point after the 70% mark"
             history = [("summary", 4 * SUMMARY)] + history[kept_from:]
         prompts.append(PREFIX + sum(c for _, c in history) // 4)
-        call = {"id": f"call{k}", "name": "read_file", "args": {"file_path": f"/src/mod{k}.py"},
-                "result": [{"functionResponse": {"id": f"call{k}", "name": "read_file",
-                                                 "response": {"output": _body(k)}}}],
-                "status": "success", "timestamp": "2026-03-01T10:00:00.000Z"}
+        call = {
+            "id": f"call{k}",
+            "name": "read_file",
+            "args": {"file_path": f"/src/mod{k}.py"},
+            "result": [{"functionResponse": {"id": f"call{k}", "name": "read_file", "response": {"output": _body(k)}}}],
+            "status": "success",
+            "timestamp": "2026-03-01T10:00:00.000Z",
+        }
         text = f"Reading module {k}."
-        tokens = {"input": prompts[-1], "output": 40, "cached": 0, "thoughts": 0, "tool": 0,
-                  "total": prompts[-1] + 40}
+        tokens = {"input": prompts[-1], "output": 40, "cached": 0, "thoughts": 0, "tool": 0, "total": prompts[-1] + 40}
         records.append(_msg(f"g{k}", "gemini", text, toolCalls=[call], thoughts=[], tokens=tokens, model=MODEL))
         call_chars = len("read_file") + len(json.dumps(call["args"])) + 2
         history += [("model", len(text)), ("model", call_chars), ("function_response", len(_body(k)))]
@@ -79,8 +86,14 @@ def session(compress_before: int = 7, n_requests: int = 11) -> tuple[list[dict],
 def write_json(path: Path, **kw) -> tuple[Path, list[int], dict]:
     """The <= 0.3x layout: one object holding ``messages``."""
     records, prompts, facts = session(**kw)
-    doc = {"sessionId": "9c1f", "projectHash": "ab12", "startTime": "2026-03-01T10:00:00.000Z",
-           "lastUpdated": "2026-03-01T11:00:00.000Z", "messages": records, "kind": "main"}
+    doc = {
+        "sessionId": "9c1f",
+        "projectHash": "ab12",
+        "startTime": "2026-03-01T10:00:00.000Z",
+        "lastUpdated": "2026-03-01T11:00:00.000Z",
+        "messages": records,
+        "kind": "main",
+    }
     path.write_text(json.dumps(doc, indent=2))
     return path, prompts, facts
 
@@ -88,8 +101,15 @@ def write_json(path: Path, **kw) -> tuple[Path, list[int], dict]:
 def write_jsonl(path: Path, **kw) -> tuple[Path, list[int], dict]:
     """The >= 0.40 layout: metadata line, each message followed by a ``lastUpdated`` patch."""
     records, prompts, facts = session(**kw)
-    lines = [{"sessionId": "9c1f", "projectHash": "ab12", "startTime": "2026-03-01T10:00:00.000Z",
-              "lastUpdated": "2026-03-01T10:00:00.000Z", "kind": "main"}]
+    lines = [
+        {
+            "sessionId": "9c1f",
+            "projectHash": "ab12",
+            "startTime": "2026-03-01T10:00:00.000Z",
+            "lastUpdated": "2026-03-01T10:00:00.000Z",
+            "kind": "main",
+        }
+    ]
     for rec in records:
         lines += [rec, {"$set": {"lastUpdated": rec["timestamp"]}}]
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")

@@ -14,8 +14,12 @@ from tests.readers.test_swe_agent import manifest_rows
 
 # SEARCH/REPLACE blocks that aider applies. afi-core has 28 "<<<<<<< SEARCH" lines, but one sits in aider's
 # "SearchReplaceNoExactMatch" error text reflected back to the model (a user message), so 27 edits.
-EDITS = {"aider-afi-core-gpt4o.md": 27, "aider-luvatrix-qwen35-local.md": 0, "aider-pgstndtrprt-sonnet35.md": 10,
-         "aider-pocketflow-text2sql-horizon-beta.md": 0}
+EDITS = {
+    "aider-afi-core-gpt4o.md": 27,
+    "aider-luvatrix-qwen35-local.md": 0,
+    "aider-pgstndtrprt-sonnet35.md": 10,
+    "aider-pocketflow-text2sql-horizon-beta.md": 0,
+}
 
 
 def read(path: Path) -> list:
@@ -42,8 +46,11 @@ def test_counts_match_manifest(corpus: Path) -> None:
         edits = [c for c in calls if c.tool_name == "edit"]
         assert len(edits) == EDITS[name] and all(c.access == "write" and c.resource for c in edits), name
         # "/add" reads a file into the chat; "Added N lines of output to the chat" is /run output, not a file
-        added = [f for f in re.findall(r"^> Added (.+?) to the chat", path.read_text(), re.M)
-                 if not re.match(r"\d+ lines? of output", f)]
+        added = [
+            f
+            for f in re.findall(r"^> Added (.+?) to the chat", path.read_text(), re.M)
+            if not re.match(r"\d+ lines? of output", f)
+        ]
         reads = [c for c in calls if c.tool_name == "read"]
         assert [c.resource for c in reads] == added and all(c.access == "read" for c in reads), name
 

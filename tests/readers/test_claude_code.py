@@ -43,8 +43,9 @@ def test_counts_match_manifest(corpus: Path) -> None:
     # partial reply); it continues the open request. Its "[trimmed for fixture]" requestIds collapse several
     # responses into one id; the manifest counts them as one too.
     added = manifest_rows(corpus, "Added 2026-12-04: harness versions that record their own context events")
-    rows = manifest_rows(corpus, "claude-code") | {k.split("/", 1)[1]: v for k, v in added.items()
-                                                   if k.startswith("claude-code/")}
+    rows = manifest_rows(corpus, "claude-code") | {
+        k.split("/", 1)[1]: v for k, v in added.items() if k.startswith("claude-code/")
+    }
     files = sorted((corpus / "claude-code").glob("*.jsonl"))
     assert set(rows) == {f.name for f in files} and len(files) == 27  # 26 in the claude-code section, 1 added
     for path in files:
@@ -67,7 +68,10 @@ def test_usage_is_counted_once_per_request_id(corpus: Path) -> None:
     first = next(iter(by_id.values()))
     r0 = reqs[0]
     assert (r0.input_tokens, r0.cache_read, r0.cache_write) == (
-        first["input_tokens"], first["cache_read_input_tokens"], first["cache_creation_input_tokens"])
+        first["input_tokens"],
+        first["cache_read_input_tokens"],
+        first["cache_creation_input_tokens"],
+    )
     assert r0.prompt_tokens == r0.input_tokens + r0.cache_read + r0.cache_write
     assert all(r.ts and r.model for r in reqs)
     assert [r.step for r in reqs] == list(range(len(reqs)))
@@ -130,7 +134,10 @@ def test_unlogged_content_is_noted(corpus: Path) -> None:
     sub = corpus / "claude-code" / "ccl-worktrees-ef958aa1-sub-agent-a52886dc180afb356.jsonl"
     notes = of(read(sub), Run)[0].metadata["unlogged"]
     assert [(n["step"], n["line"], n["reason"]) for n in notes] == [
-        (3, 10, "tool-reference"), (4, 15, "tool-reference"), (5, 20, "tool-reference")]
+        (3, 10, "tool-reference"),
+        (4, 15, "tool-reference"),
+        (5, 20, "tool-reference"),
+    ]
     assert notes[1]["tools"][:2] == ["TaskCreate", "TaskList"] and len(notes[1]["tools"]) == 9
     clean = of(read(corpus / "claude-code" / "ccl-coderabbit-cb2e607c.jsonl"), Run)[0]
     assert "unlogged" not in clean.metadata
@@ -149,7 +156,10 @@ def test_final_usage_line_wins(corpus: Path) -> None:
     assert len(reqs) == len(last) == 161
     for r, u in zip(reqs, last.values(), strict=True):
         assert (r.input_tokens, r.cache_read, r.output_tokens) == (
-            u["input_tokens"], u["cache_read_input_tokens"], u["output_tokens"])
+            u["input_tokens"],
+            u["cache_read_input_tokens"],
+            u["output_tokens"],
+        )
     assert (reqs[1].prompt_tokens, reqs[1].output_tokens) == (40871, 114)  # not the first line's 7888 and 0
 
 
@@ -162,15 +172,26 @@ def test_compaction_event_on_the_corpus(corpus: Path) -> None:
     assert (reqs[50].line, reqs[50].prompt_tokens, reqs[51].line, reqs[51].prompt_tokens) == (132, 155073, 135, 64368)
     summary = next(i for i in of(records, Item) if i.kind == "summary")
     assert main.metadata["context_events"] == [
-        {"kind": "compaction", "step": 51, "drop": [[0, summary.seq]], "summary_seq": summary.seq, "trigger": None,
-         "pre_tokens": None, "line": 134}]
+        {
+            "kind": "compaction",
+            "step": 51,
+            "drop": [[0, summary.seq]],
+            "summary_seq": summary.seq,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 134,
+        }
+    ]
     assert summary.step == 51 and summary.seq == 125 and summary.role == "user"
     assert not [i for i in of(records, Item) if i.kind == "user_text" and "continued from a previous" in i.text]
     # its <synthetic> API-error entry (line 211) is neither a request nor an item
     assert all(r.model != "<synthetic>" for r in reqs.values()) and not [i for i in of(records, Item) if i.line == 211]
     for path in (corpus / "claude-code").glob("*.jsonl"):  # files without compact markers record no event
-        if path.name not in ("ccs-livecd-gen-compact-e1ffaf02.jsonl", "cc-fixture-agentsessions-small.jsonl",
-                             "cc-jason-webtech-48244adb.jsonl"):  # 2.1.19: compact and microcompact boundaries
+        if path.name not in (
+            "ccs-livecd-gen-compact-e1ffaf02.jsonl",
+            "cc-fixture-agentsessions-small.jsonl",
+            "cc-jason-webtech-48244adb.jsonl",
+        ):  # 2.1.19: compact and microcompact boundaries
             assert all("context_events" not in r.metadata for r in of(read(path), Run)), path.name
 
 
@@ -182,7 +203,9 @@ def test_compact_boundary_and_reattached_files(corpus: Path) -> None:
     main = of(records, Run)[0]
     events = main.metadata["context_events"]
     assert [(e["step"], e["trigger"], e["pre_tokens"], e["line"], e["summary_seq"]) for e in events] == [
-        (0, "auto", 120000, 21, None), (2, None, 0, 51, None)]
+        (0, "auto", 120000, 21, None),
+        (2, None, 0, 51, None),
+    ]
     assert events[0]["drop"] == [] and events[1]["trigger_logged"] == "[trimmed for fixture]"
     items = [i for i in of(records, Item) if i.run_id == main.run_id]
     assert events[1]["drop"] == [[0, next(i.seq for i in items if i.line == 52)]]
@@ -200,66 +223,139 @@ def write_log(tmp_path: Path, lines: list[dict]) -> Path:
 
 
 def assistant(uuid: str, rid: str, text: str, prompt: int, model: str = "claude-sonnet-4-5") -> dict:
-    usage = {"input_tokens": prompt, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0,
-             "output_tokens": 5}
-    return {"type": "assistant", "uuid": uuid, "requestId": rid,
-            "message": {"id": rid, "model": model, "role": "assistant", "usage": usage,
-                        "content": [{"type": "text", "text": text}]}}
+    usage = {"input_tokens": prompt, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0, "output_tokens": 5}
+    return {
+        "type": "assistant",
+        "uuid": uuid,
+        "requestId": rid,
+        "message": {
+            "id": rid,
+            "model": model,
+            "role": "assistant",
+            "usage": usage,
+            "content": [{"type": "text", "text": text}],
+        },
+    }
 
 
 def test_hand_made_compaction(tmp_path: Path) -> None:
-    path = write_log(tmp_path, [
-        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
-        assistant("a1", "r1", "working", 1000),
-        {"type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": "more"}},
-        {"type": "assistant", "uuid": "a2", "parentUuid": "u2", "isApiErrorMessage": True,
-         "message": {"id": "x", "model": "<synthetic>", "role": "assistant", "usage": {"input_tokens": 0},
-                     "content": [{"type": "text", "text": "API Error: 529 overloaded"}]}},
-        {"type": "assistant", "uuid": "a3", "parentUuid": "a2",
-         "message": {"id": "y", "model": "<synthetic>", "role": "assistant", "usage": {"input_tokens": 0},
-                     "content": [{"type": "text", "text": "No response requested."}]}},
-        assistant("a4", "r2", "done", 90000),
-        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "parentUuid": None,
-         "compactMetadata": {"trigger": "manual", "preTokens": 90123}},
-        {"type": "user", "uuid": "s1", "parentUuid": "b1", "isCompactSummary": True,
-         "message": {"role": "user", "content": "This session is being continued... summary"}},
-        {"type": "attachment", "uuid": "f1", "parentUuid": "s1",
-         "attachment": {"type": "compact_file_reference", "filename": "/repo/big.py", "displayPath": "big.py"}},
-        {"type": "attachment", "uuid": "f2", "parentUuid": "f1", "attachment": {
-            "type": "file", "filename": "/repo/a.py",
-            "content": {"type": "text", "file": {"filePath": "/repo/a.py", "content": "print(1)"}}}},
-        assistant("a5", "r3", "continuing", 3000),
-    ])
+    path = write_log(
+        tmp_path,
+        [
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
+            assistant("a1", "r1", "working", 1000),
+            {"type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": "more"}},
+            {
+                "type": "assistant",
+                "uuid": "a2",
+                "parentUuid": "u2",
+                "isApiErrorMessage": True,
+                "message": {
+                    "id": "x",
+                    "model": "<synthetic>",
+                    "role": "assistant",
+                    "usage": {"input_tokens": 0},
+                    "content": [{"type": "text", "text": "API Error: 529 overloaded"}],
+                },
+            },
+            {
+                "type": "assistant",
+                "uuid": "a3",
+                "parentUuid": "a2",
+                "message": {
+                    "id": "y",
+                    "model": "<synthetic>",
+                    "role": "assistant",
+                    "usage": {"input_tokens": 0},
+                    "content": [{"type": "text", "text": "No response requested."}],
+                },
+            },
+            assistant("a4", "r2", "done", 90000),
+            {
+                "type": "system",
+                "subtype": "compact_boundary",
+                "uuid": "b1",
+                "parentUuid": None,
+                "compactMetadata": {"trigger": "manual", "preTokens": 90123},
+            },
+            {
+                "type": "user",
+                "uuid": "s1",
+                "parentUuid": "b1",
+                "isCompactSummary": True,
+                "message": {"role": "user", "content": "This session is being continued... summary"},
+            },
+            {
+                "type": "attachment",
+                "uuid": "f1",
+                "parentUuid": "s1",
+                "attachment": {"type": "compact_file_reference", "filename": "/repo/big.py", "displayPath": "big.py"},
+            },
+            {
+                "type": "attachment",
+                "uuid": "f2",
+                "parentUuid": "f1",
+                "attachment": {
+                    "type": "file",
+                    "filename": "/repo/a.py",
+                    "content": {"type": "text", "file": {"filePath": "/repo/a.py", "content": "print(1)"}},
+                },
+            },
+            assistant("a5", "r3", "continuing", 3000),
+        ],
+    )
     records = read(path)
     run = of(records, Run)[0]
     reqs = of(records, Request)
     assert [r.prompt_tokens for r in reqs] == [1000, 90000, 3000], "synthetic entries are not requests"
     items = of(records, Item)
     assert [(i.kind, i.text[:12]) for i in items] == [
-        ("user_text", "do it"), ("assistant_text", "working"), ("user_text", "more"),
-        ("assistant_text", "No response "), ("assistant_text", "done"), ("summary", "This session"),
-        ("attachment", "Note: /repo/"), ("attachment", "print(1)"), ("assistant_text", "continuing")]
+        ("user_text", "do it"),
+        ("assistant_text", "working"),
+        ("user_text", "more"),
+        ("assistant_text", "No response "),
+        ("assistant_text", "done"),
+        ("summary", "This session"),
+        ("attachment", "Note: /repo/"),
+        ("attachment", "print(1)"),
+        ("assistant_text", "continuing"),
+    ]
     assert [i.step for i in items[5:8]] == [2, 2, 2]
     assert run.metadata["context_events"] == [
-        {"kind": "compaction", "step": 2, "drop": [[0, 5]], "summary_seq": 5, "trigger": "manual",
-         "pre_tokens": 90123, "line": 7}]
+        {
+            "kind": "compaction",
+            "step": 2,
+            "drop": [[0, 5]],
+            "summary_seq": 5,
+            "trigger": "manual",
+            "pre_tokens": 90123,
+            "line": 7,
+        }
+    ]
 
 
 def test_attachments_logged_before_the_summary_follow_it(tmp_path: Path) -> None:
     # whichever order the lines come in, what is re-sent after a compaction is placed after its summary
-    path = write_log(tmp_path, [
-        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
-        assistant("a1", "r1", "working", 1000),
-        {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "compactMetadata": {"trigger": "auto"}},
-        {"type": "attachment", "uuid": "f1", "attachment": {"type": "compact_file_reference", "filename": "/x.py"}},
-        {"type": "user", "uuid": "s1", "isCompactSummary": True, "message": {"role": "user", "content": "summary"}},
-        assistant("a2", "r2", "continuing", 300),
-    ])
+    path = write_log(
+        tmp_path,
+        [
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
+            assistant("a1", "r1", "working", 1000),
+            {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "compactMetadata": {"trigger": "auto"}},
+            {"type": "attachment", "uuid": "f1", "attachment": {"type": "compact_file_reference", "filename": "/x.py"}},
+            {"type": "user", "uuid": "s1", "isCompactSummary": True, "message": {"role": "user", "content": "summary"}},
+            assistant("a2", "r2", "continuing", 300),
+        ],
+    )
     records = read(path)
     items = of(records, Item)
     assert [(i.kind, i.line, i.step) for i in items] == [
-        ("user_text", 1, 0), ("assistant_text", 2, 1), ("summary", 5, 1), ("attachment", 4, 1),
-        ("assistant_text", 6, 2)]
+        ("user_text", 1, 0),
+        ("assistant_text", 2, 1),
+        ("summary", 5, 1),
+        ("attachment", 4, 1),
+        ("assistant_text", 6, 2),
+    ]
     event = of(records, Run)[0].metadata["context_events"][0]
     assert (event["step"], event["drop"], event["summary_seq"], event["pre_tokens"]) == (1, [[0, 2]], 2, None)
 
@@ -267,33 +363,67 @@ def test_attachments_logged_before_the_summary_follow_it(tmp_path: Path) -> None
 def test_microcompact_clears_the_listed_tool_results(tmp_path: Path) -> None:
     def call(uuid: str, rid: str, tool_id: str) -> dict:
         line = assistant(uuid, rid, "", 100)
-        line["message"]["content"] = [{"type": "tool_use", "id": tool_id, "name": "Read",
-                                       "input": {"file_path": f"/{tool_id}.py"}}]
+        line["message"]["content"] = [
+            {"type": "tool_use", "id": tool_id, "name": "Read", "input": {"file_path": f"/{tool_id}.py"}}
+        ]
         return line
 
     def result(uuid: str, tool_id: str) -> dict:
-        return {"type": "user", "uuid": uuid, "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": tool_id, "content": "x" * 100}]}}
+        return {
+            "type": "user",
+            "uuid": uuid,
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": tool_id, "content": "x" * 100}],
+            },
+        }
 
-    path = write_log(tmp_path, [
-        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "read all"}},
-        call("a1", "r1", "t1"), result("u2", "t1"), call("a2", "r2", "t2"), result("u3", "t2"),
-        call("a3", "r3", "t3"), result("u4", "t3"),
-        {"type": "system", "subtype": "microcompact_boundary", "uuid": "m1", "microcompactMetadata": {
-            "trigger": "auto", "preTokens": 5000, "tokensSaved": 60, "compactedToolIds": ["t1", "t2"]}},
-        assistant("a4", "r4", "done", 200),
-    ])
+    path = write_log(
+        tmp_path,
+        [
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "read all"}},
+            call("a1", "r1", "t1"),
+            result("u2", "t1"),
+            call("a2", "r2", "t2"),
+            result("u3", "t2"),
+            call("a3", "r3", "t3"),
+            result("u4", "t3"),
+            {
+                "type": "system",
+                "subtype": "microcompact_boundary",
+                "uuid": "m1",
+                "microcompactMetadata": {
+                    "trigger": "auto",
+                    "preTokens": 5000,
+                    "tokensSaved": 60,
+                    "compactedToolIds": ["t1", "t2"],
+                },
+            },
+            assistant("a4", "r4", "done", 200),
+        ],
+    )
     records = read(path)
     seqs = {i.call_id: i.seq for i in of(records, Item) if i.kind == "tool_result"}
     # the results become a note naming the file Claude Code saved them to; calls stay
     assert persisted_note("/home/me/p", "s1", "t1", "txt") == (
         "<persisted-output>Tool result saved to: /home/me/.claude/projects/-home-me-p/s1/tool-results/t1.txt\n\n"
-        "Use Read to view</persisted-output>")
+        "Use Read to view</persisted-output>"
+    )
     meta = of(records, Run)[0].metadata
     note = len(persisted_note(meta.get("cwd", ""), meta.get("session_id", ""), "t1", "txt"))
     assert meta["context_events"] == [
-        {"kind": "microcompact", "step": 3, "drop": [], "cleared": [[seqs["t1"], note], [seqs["t2"], note]],
-         "summary_seq": None, "trigger": "auto", "pre_tokens": 5000, "line": 8, "tokens_saved": 60}]
+        {
+            "kind": "microcompact",
+            "step": 3,
+            "drop": [],
+            "cleared": [[seqs["t1"], note], [seqs["t2"], note]],
+            "summary_seq": None,
+            "trigger": "auto",
+            "pre_tokens": 5000,
+            "line": 8,
+            "tokens_saved": 60,
+        }
+    ]
 
 
 def test_microcompact_on_the_corpus(corpus: Path) -> None:
@@ -303,14 +433,18 @@ def test_microcompact_on_the_corpus(corpus: Path) -> None:
     main = of(records, Run)[0]
     events = main.metadata["context_events"]
     assert [(e["kind"], e["step"], e["pre_tokens"], e["line"]) for e in events] == [
-        ("microcompact", 46, 59_492, 285), ("compaction", 78, 155_933, 427), ("compaction", 142, 155_800, 807)]
+        ("microcompact", 46, 59_492, 285),
+        ("compaction", 78, 155_933, 427),
+        ("compaction", 142, 155_800, 807),
+    ]
     micro = events[0]
     assert micro["drop"] == [] and micro["tokens_saved"] == 21_761 and len(micro["cleared"]) == 23
     results = {i.seq: i for i in of(records, Item) if i.run_id == main.run_id}
     assert all(results[seq].kind == "tool_result" and results[seq].step < 46 for seq, _ in micro["cleared"])
     session, cwd = main.metadata["session_id"], main.metadata["cwd"]
     assert {chars for _, chars in micro["cleared"]} <= {
-        len(persisted_note(cwd, session, "toolu_" + "x" * 24, ext)) for ext in ("txt", "json")}
+        len(persisted_note(cwd, session, "toolu_" + "x" * 24, ext)) for ext in ("txt", "json")
+    }
 
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -324,9 +458,18 @@ def test_compaction_fork_counts_no_parent_request_and_keeps_the_summariser_call(
     assert of(records, Request) == []  # the copies are the parent's requests; the summariser's call is not a request
     assert run.metadata["forked_requests"] == 2 and run.metadata["sidechain"] is True
     assert run.metadata["context_events"] == [
-        {"kind": "compaction", "step": 0, "drop": [], "summary_seq": None, "trigger": None, "pre_tokens": None,
-         "line": 6, "usage": {"input": 3, "cache_read": 19_790, "cache_write": 160, "output": 845, "cache_write_1h": 0},
-         "summariser_model": "claude-opus-4-6"}]
+        {
+            "kind": "compaction",
+            "step": 0,
+            "drop": [],
+            "summary_seq": None,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 6,
+            "usage": {"input": 3, "cache_read": 19_790, "cache_write": 160, "output": 845, "cache_write_1h": 0},
+            "summariser_model": "claude-opus-4-6",
+        }
+    ]
     assert "cache_writes" not in run.metadata and run.model == "claude-opus-4-6"
     items = of(records, Item)
     assert {i.step for i in items} == {0} and [i.kind for i in items][-1] == "assistant_text"

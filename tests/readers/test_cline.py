@@ -29,7 +29,11 @@ def test_ui_messages_usage_calls_and_results(corpus: Path) -> None:
     reqs = of(records, Request)
     assert len(reqs) == 53
     assert (reqs[1].input_tokens, reqs[1].cache_read, reqs[1].cache_write, reqs[1].output_tokens) == (
-        10, 21050, 43988, 534)  # tokensIn excludes cache reads and writes
+        10,
+        21050,
+        43988,
+        534,
+    )  # tokensIn excludes cache reads and writes
     assert reqs[1].prompt_tokens == 10 + 21050 + 43988
     items = of(records, Item)
     calls = [i for i in items if i.kind == "tool_call"]
@@ -50,7 +54,7 @@ def test_truncation_is_a_recorded_context_event(corpus: Path) -> None:
     items = of(records, Item)
     first = events[0]
     assert first["kind"] == "condensation" and first["summary_seq"] is None and first["step"] == 17
-    (lo, hi), = first["drop"]
+    ((lo, hi),) = first["drop"]
     dropped = [i for i in items if lo <= i.seq < hi]
     assert {i.step for i in dropped} == set(range(1, 10))  # API messages 2..17: requests 1-8 and their replies
     assert dropped[0].kind == "tool_result" and items[hi].step == 9 and items[hi - 1].step == 9
@@ -64,22 +68,42 @@ def test_cancelled_request_has_no_usage(corpus: Path) -> None:
 def _task(folder: Path, with_api: bool = True) -> Path:
     folder.mkdir()
     usage = {"tokensIn": 5, "tokensOut": 7, "cacheWrites": 100, "cacheReads": 0, "cost": 0.01}
-    ui = [{"ts": 1_700_000_000_000, "type": "say", "say": "task", "text": "read a.py"},
-          {"ts": 1_700_000_000_001, "type": "say", "say": "api_req_started",
-           "text": json.dumps({"request": "<task>read a.py</task>", **usage})},
-          {"ts": 1_700_000_000_002, "type": "say", "say": "tool", "text": json.dumps({"tool": "readFile",
-                                                                                      "path": "a.py"})},
-          {"ts": 1_700_000_000_003, "type": "say", "say": "api_req_started",
-           "text": json.dumps({"request": "[read_file for 'a.py'] Result:\nprint(1)", **usage, "cacheReads": 100})},
-          {"ts": 1_700_000_000_004, "type": "say", "say": "completion_result", "text": "done"}]
+    ui = [
+        {"ts": 1_700_000_000_000, "type": "say", "say": "task", "text": "read a.py"},
+        {
+            "ts": 1_700_000_000_001,
+            "type": "say",
+            "say": "api_req_started",
+            "text": json.dumps({"request": "<task>read a.py</task>", **usage}),
+        },
+        {
+            "ts": 1_700_000_000_002,
+            "type": "say",
+            "say": "tool",
+            "text": json.dumps({"tool": "readFile", "path": "a.py"}),
+        },
+        {
+            "ts": 1_700_000_000_003,
+            "type": "say",
+            "say": "api_req_started",
+            "text": json.dumps({"request": "[read_file for 'a.py'] Result:\nprint(1)", **usage, "cacheReads": 100}),
+        },
+        {"ts": 1_700_000_000_004, "type": "say", "say": "completion_result", "text": "done"},
+    ]
     (folder / "ui_messages.json").write_text(json.dumps(ui))
     if with_api:
-        api = [{"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}]},
-               {"role": "assistant", "content": [{"type": "text", "text": "reading"},
-                                                 {"type": "tool_use", "id": "tu1", "name": "read_file",
-                                                  "input": {"path": "a.py"}}]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "print(1)"}]},
-               {"role": "assistant", "content": [{"type": "text", "text": "done"}]}]
+        api = [
+            {"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "reading"},
+                    {"type": "tool_use", "id": "tu1", "name": "read_file", "input": {"path": "a.py"}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "print(1)"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        ]
         (folder / "api_conversation_history.json").write_text(json.dumps(api))
     return folder
 
@@ -92,16 +116,25 @@ def test_task_folder_prefers_the_api_history(tmp_path: Path) -> None:
     reqs = of(records, Request)
     assert [(q.step, q.cache_read, q.cache_write) for q in reqs] == [(0, 0, 100), (1, 100, 100)]
     items = of(records, Item)
-    assert [(i.kind, i.step) for i in items] == [("user_text", 0), ("assistant_text", 1), ("tool_call", 1),
-                                                 ("tool_result", 1), ("assistant_text", 2)]
+    assert [(i.kind, i.step) for i in items] == [
+        ("user_text", 0),
+        ("assistant_text", 1),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("assistant_text", 2),
+    ]
     assert items[2].call_id == items[3].call_id == "tu1" and items[2].access == "read"
 
 
 def test_task_folder_without_api_history_reads_the_ui(tmp_path: Path) -> None:
     records = read(_task(tmp_path / "t", with_api=False))
     items = of(records, Item)
-    assert [(i.kind, i.step) for i in items] == [("user_text", 0), ("tool_call", 1), ("tool_result", 1),
-                                                 ("assistant_text", 2)]
+    assert [(i.kind, i.step) for i in items] == [
+        ("user_text", 0),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("assistant_text", 2),
+    ]
     assert items[1].call_id == items[2].call_id
 
 
@@ -116,17 +149,34 @@ def test_broken_api_history_falls_back_and_says_so(tmp_path: Path) -> None:
 
 def test_api_history_with_xml_tool_calls(tmp_path: Path) -> None:
     folder = _task(tmp_path / "t")
-    api = [{"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}]},
-           {"role": "assistant", "content": [{"type": "text", "text": "reading\n<read_file>\n<path>a.py</path>\n"
-                                                                      "</read_file>"}]},
-           {"role": "user", "content": [{"type": "text", "text": "[read_file for 'a.py'] Result:\nprint(1)"},
-                                        {"type": "text", "text": "<environment_details>x</environment_details>"}]},
-           {"role": "assistant", "content": [{"type": "text", "text": "<attempt_completion>\n<result>done</result>\n"
-                                                                      "</attempt_completion>"}]}]
+    api = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "reading\n<read_file>\n<path>a.py</path>\n</read_file>"}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'a.py'] Result:\nprint(1)"},
+                {"type": "text", "text": "<environment_details>x</environment_details>"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "<attempt_completion>\n<result>done</result>\n</attempt_completion>"}],
+        },
+    ]
     (folder / "api_conversation_history.json").write_text(json.dumps(api))
     items = of(read(folder), Item)
-    assert [(i.kind, i.step) for i in items] == [("user_text", 0), ("assistant_text", 1), ("tool_call", 1),
-                                                 ("tool_result", 1), ("attachment", 1), ("assistant_text", 2)]
+    assert [(i.kind, i.step) for i in items] == [
+        ("user_text", 0),
+        ("assistant_text", 1),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("attachment", 1),
+        ("assistant_text", 2),
+    ]
     call, result = items[2], items[3]
     assert (call.tool_name, json.loads(call.args), call.access) == ("read_file", {"path": "a.py"}, "read")
     assert result.call_id == call.call_id and result.text.endswith("print(1)")

@@ -56,9 +56,11 @@ def test_counts_match_manifest(corpus: Path) -> None:
     rows = manifest_rows(corpus, "codex-rollout")
     assert set(rows) == set(EXPECTED) == {f.name for f in (corpus / "codex-rollout").glob("*.jsonl")}
     manifest = {name: (leading_int(r), leading_int(c)) for name, (r, c) in rows.items()}
-    assert manifest == {"codex-fixture-agentsessions-small-compacted.jsonl": (2, 6),
-                        "codex-pharma-platform-019d20aa.jsonl": (714, 411),
-                        "codex-tui-sessionlog-binary-size-gpt5.jsonl": (34, 31)}, "MANIFEST changed: re-check"
+    assert manifest == {
+        "codex-fixture-agentsessions-small-compacted.jsonl": (2, 6),
+        "codex-pharma-platform-019d20aa.jsonl": (714, 411),
+        "codex-tui-sessionlog-binary-size-gpt5.jsonl": (34, 31),
+    }, "MANIFEST changed: re-check"
     for name, (requests, calls) in EXPECTED.items():
         path = corpus / "codex-rollout" / name
         reader = TUI if "tui" in name else ROLLOUT
@@ -73,13 +75,17 @@ def test_counts_match_manifest(corpus: Path) -> None:
 def test_rollout_usage_and_request_placement(corpus: Path) -> None:
     path = corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    totals = [o["payload"]["info"]["total_token_usage"] for o in lines
-              if o["type"] == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]]
+    totals = [
+        o["payload"]["info"]["total_token_usage"]
+        for o in lines
+        if o["type"] == "event_msg" and o["payload"]["type"] == "token_count" and o["payload"]["info"]
+    ]
     records = read(ROLLOUT, path)
     reqs = of(records, Request)
     events = of(records, Run)[0].metadata["context_events"]
-    assert sum(r.output_tokens for r in reqs) + sum(e["usage"]["output"] for e in events) == \
-        totals[-1]["output_tokens"], "each response counted once, the summariser calls in their events"
+    assert (
+        sum(r.output_tokens for r in reqs) + sum(e["usage"]["output"] for e in events) == totals[-1]["output_tokens"]
+    ), "each response counted once, the summariser calls in their events"
     assert all(r.prompt_tokens == r.input_tokens + r.cache_read for r in reqs)
     assert all(r.ts and r.model == "gpt-5.3-codex-bak" for r in reqs)
     run = of(records, Run)[0]
@@ -101,8 +107,11 @@ def test_compactions_are_summaries(corpus: Path) -> None:
     for name, n in cases:
         summaries = [i for i in of(read(ROLLOUT, corpus / "codex-rollout" / name), Item) if i.kind == "summary"]
         assert len(summaries) == n, name
-    real = [i for i in of(read(ROLLOUT, corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl"), Item)
-            if i.kind == "summary"]
+    real = [
+        i
+        for i in of(read(ROLLOUT, corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl"), Item)
+        if i.kind == "summary"
+    ]
     assert all("summary" in s.text for s in real)
 
 
@@ -140,8 +149,11 @@ def test_encrypted_reasoning_sized_by_its_request(corpus: Path) -> None:
     reasoning = [i for i in items.values() if i.kind == "reasoning"]
     assert len(reasoning) == 343 and len(sizes) == 340 and all(items[s].kind == "reasoning" for s in sizes)
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    first = next(o["payload"]["info"]["last_token_usage"] for o in lines
-                 if o["payload"].get("type") == "token_count" and o["payload"].get("info"))
+    first = next(
+        o["payload"]["info"]["last_token_usage"]
+        for o in lines
+        if o["payload"].get("type") == "token_count" and o["payload"].get("info")
+    )
     assert sizes[min(sizes)] == first["reasoning_output_tokens"] == 311
     assert sum(sizes.values()) <= sum(r.output_tokens for r in of(records, Request))
 
@@ -157,7 +169,8 @@ def test_compaction_events_on_the_corpus(corpus: Path) -> None:
     events = run.metadata["context_events"]
     assert [(e["step"], e["line"], e["usage"]) for e in events] == [
         (136, 783, {"input": 211015, "cache_read": 0, "output": 1536}),
-        (286, 1695, {"input": 210138, "cache_read": 0, "output": 1764})]
+        (286, 1695, {"input": 210138, "cache_read": 0, "output": 1764}),
+    ]
     assert [(reqs[e["step"]].line, reqs[e["step"]].prompt_tokens) for e in events] == [(792, 15784), (1702, 14900)]
     assert [reqs[e["step"] - 1].prompt_tokens for e in events] == [216116, 214827]
     assert all(r.line not in (782, 1694) for r in reqs.values())
@@ -170,29 +183,48 @@ def test_compaction_events_on_the_corpus(corpus: Path) -> None:
     assert items[0].kind == "system" and items[0].text.startswith("You are Codex")
     # replacement_history after the summary: the kept user messages with the re-injected developer message and
     # environment context between them (3 + 2 + 1 in the first compaction, 9 + 2 + 1 in the second)
-    kept = [[(i.kind, i.text[:20]) for i in items.values() if i.step == e["step"] and i.seq > e["summary_seq"]
-             and i.line == e["line"]] for e in events]
+    kept = [
+        [
+            (i.kind, i.text[:20])
+            for i in items.values()
+            if i.step == e["step"] and i.seq > e["summary_seq"] and i.line == e["line"]
+        ]
+        for e in events
+    ]
     assert [len(k) for k in kept] == [6, 12]
     assert kept[0][3] == ("system", "<permissions instruc") and kept[0][4] == ("user_text", "<environment_context")
     assert sum(1 for kind, _ in kept[1] if kind == "user_text") == 11
     fixture = read(ROLLOUT, corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl")
     fx = of(fixture, Run)[0].metadata["context_events"]
     assert [(e["step"], e["line"], e["summary_seq"] is None) for e in fx] == [
-        (1, 26, True), (1, 47, False), (1, 69, False), (1, 81, False), (2, 89, False), (2, 111, False)]
+        (1, 26, True),
+        (1, 47, False),
+        (1, 69, False),
+        (1, 81, False),
+        (2, 89, False),
+        (2, 111, False),
+    ]
     assert all("usage" not in e for e in fx), "no summariser call is logged before the fixture's compactions"
 
 
 def rollout(tmp_path: Path, lines: list[tuple[str, dict]]) -> Path:
     path = tmp_path / "rollout.jsonl"
-    path.write_text("\n".join(json.dumps({"timestamp": f"2026-01-01T00:00:{k:02d}Z", "type": t, "payload": p})
-                              for k, (t, p) in enumerate(lines)) + "\n")
+    path.write_text(
+        "\n".join(
+            json.dumps({"timestamp": f"2026-01-01T00:00:{k:02d}Z", "type": t, "payload": p})
+            for k, (t, p) in enumerate(lines)
+        )
+        + "\n"
+    )
     return path
 
 
 def tokens(total: int, prompt: int, output: int = 10) -> tuple[str, dict]:
     last = {"input_tokens": prompt, "cached_input_tokens": 0, "output_tokens": output, "total_tokens": prompt + output}
-    return "event_msg", {"type": "token_count", "info": {"total_token_usage": {"total_tokens": total},
-                                                         "last_token_usage": last}}
+    return "event_msg", {
+        "type": "token_count",
+        "info": {"total_token_usage": {"total_tokens": total}, "last_token_usage": last},
+    }
 
 
 def message(role: str, text: str) -> dict:
@@ -202,48 +234,89 @@ def message(role: str, text: str) -> dict:
 
 def test_hand_made_compaction(tmp_path: Path) -> None:
     summary = "PREFIX summary of the work"
-    path = rollout(tmp_path, [
-        ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
-        ("response_item", message("developer", "<permissions>")),
-        ("response_item", message("user", "build it")),
-        ("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
-        tokens(100, 90),
-        ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
-        tokens(100, 90),
-        tokens(300, 180, 20),  # the summariser's call
-        ("compacted", {"message": summary, "replacement_history": [
-            message("user", "build it"), message("developer", "<permissions>"), message("user", summary),
-            {"type": "ghost_snapshot", "ghost_commit": {"id": "g"}}]}),
-        tokens(300, 0, 0),
-        ("response_item", message("assistant", "resuming")),
-        tokens(400, 40),
-    ])
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("developer", "<permissions>")),
+            ("response_item", message("user", "build it")),
+            ("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+            tokens(100, 90),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}),
+            tokens(100, 90),
+            tokens(300, 180, 20),  # the summariser's call
+            (
+                "compacted",
+                {
+                    "message": summary,
+                    "replacement_history": [
+                        message("user", "build it"),
+                        message("developer", "<permissions>"),
+                        message("user", summary),
+                        {"type": "ghost_snapshot", "ghost_commit": {"id": "g"}},
+                    ],
+                },
+            ),
+            tokens(300, 0, 0),
+            ("response_item", message("assistant", "resuming")),
+            tokens(400, 40),
+        ],
+    )
     records = read(ROLLOUT, path)
     reqs = of(records, Request)
     assert [(r.step, r.prompt_tokens) for r in reqs] == [(0, 90), (1, 40)]
     items = of(records, Item)
     assert [(i.seq, i.kind, i.text, i.step) for i in items] == [
-        (0, "system", "You are Codex", 0), (1, "system", "<permissions>", 0), (2, "user_text", "build it", 0),
-        (3, "tool_call", "", 1), (4, "tool_result", "ok", 1), (5, "summary", summary, 1),
-        (6, "user_text", "build it", 1), (7, "system", "<permissions>", 1), (8, "assistant_text", "resuming", 2)]
+        (0, "system", "You are Codex", 0),
+        (1, "system", "<permissions>", 0),
+        (2, "user_text", "build it", 0),
+        (3, "tool_call", "", 1),
+        (4, "tool_result", "ok", 1),
+        (5, "summary", summary, 1),
+        (6, "user_text", "build it", 1),
+        (7, "system", "<permissions>", 1),
+        (8, "assistant_text", "resuming", 2),
+    ]
     assert of(records, Run)[0].metadata["context_events"] == [
-        {"kind": "compaction", "step": 1, "drop": [[1, 5]], "summary_seq": 5, "trigger": None, "pre_tokens": None,
-         "line": 9, "usage": {"input": 180, "cache_read": 0, "output": 20}, "resent": [[6, 8]]}]
+        {
+            "kind": "compaction",
+            "step": 1,
+            "drop": [[1, 5]],
+            "summary_seq": 5,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 9,
+            "usage": {"input": 180, "cache_read": 0, "output": 20},
+            "resent": [[6, 8]],
+        }
+    ]
 
 
 def test_compaction_without_a_logged_summariser_call(tmp_path: Path) -> None:
     # the turn's last request, then the turn ends and a compaction follows with no token_count of its own: the
     # request stays a request, and the event has no usage
-    path = rollout(tmp_path, [
-        ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
-        ("response_item", message("user", "hi")),
-        ("response_item", message("assistant", "hello")),
-        tokens(100, 90),
-        ("event_msg", {"type": "task_complete"}),
-        ("compacted", {"message": "S", "replacement_history": [message("user", "hi"), message("user", "S")]}),
-    ])
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "hi")),
+            ("response_item", message("assistant", "hello")),
+            tokens(100, 90),
+            ("event_msg", {"type": "task_complete"}),
+            ("compacted", {"message": "S", "replacement_history": [message("user", "hi"), message("user", "S")]}),
+        ],
+    )
     records = read(ROLLOUT, path)
     assert [r.prompt_tokens for r in of(records, Request)] == [90]
     assert of(records, Run)[0].metadata["context_events"] == [
-        {"kind": "compaction", "step": 1, "drop": [[1, 3]], "summary_seq": 3, "trigger": None, "pre_tokens": None,
-         "line": 6, "resent": [[4, 5]]}]
+        {
+            "kind": "compaction",
+            "step": 1,
+            "drop": [[1, 3]],
+            "summary_seq": 3,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 6,
+            "resent": [[4, 5]],
+        }
+    ]

@@ -43,12 +43,25 @@ def test_events_jsonl(corpus: Path) -> None:
 
 
 def test_legacy_session_json(tmp_path: Path) -> None:
-    doc = {"sessionId": "s1", "startTime": "2025-09-01T00:00:00Z", "timeline": [{"type": "info"}], "chatMessages": [
-        {"role": "system", "content": "sys"}, {"role": "user", "content": "list files"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"id": "t1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls src"}'}}]},
-        {"role": "tool", "tool_call_id": "t1", "content": "a.py"}, "junk",
-        {"role": "assistant", "content": "one file"}]}
+    doc = {
+        "sessionId": "s1",
+        "startTime": "2025-09-01T00:00:00Z",
+        "timeline": [{"type": "info"}],
+        "chatMessages": [
+            {"role": "system", "content": "sys"},
+            {"role": "user", "content": "list files"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "t1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls src"}'}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "t1", "content": "a.py"},
+            "junk",
+            {"role": "assistant", "content": "one file"},
+        ],
+    }
     path = tmp_path / "session.json"
     path.write_text(json.dumps(doc, indent=2))
     assert detect(path) is READER
@@ -65,8 +78,13 @@ def test_events_jsonl_harness_prefix(corpus: Path) -> None:
     records = read(corpus / "copilot-cli" / "copilot-vct-events-1.0.34-20260423.jsonl")
     (run,) = of(records, Run)
     assert run.model == "claude-sonnet-4.6" and "context_events" not in run.metadata
-    assert run.metadata["harness_prefix"] == {"tokens": 15204, "tool_definitions": 15204, "system": 9891,
-                                              "system_logged": True, "from": "session.shutdown"}
+    assert run.metadata["harness_prefix"] == {
+        "tokens": 15204,
+        "tool_definitions": 15204,
+        "system": 9891,
+        "system_logged": True,
+        "from": "session.shutdown",
+    }
 
 
 def _event(kind: str, data: dict, n: int) -> dict:
@@ -83,24 +101,52 @@ def compaction_session() -> list[dict]:
     def add(kind: str, **data) -> None:
         out.append(_event(kind, data, len(out)))
 
-    add("session.start", sessionId="s1", version=1, producer="copilot-agent", copilotVersion="1.0.34",
-        startTime="2026-04-23T17:00:00.000Z", selectedModel="gpt-5.2", context={"cwd": "/w"})
+    add(
+        "session.start",
+        sessionId="s1",
+        version=1,
+        producer="copilot-agent",
+        copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z",
+        selectedModel="gpt-5.2",
+        context={"cwd": "/w"},
+    )
     add("system.message", content="You are the GitHub Copilot CLI.")
     add("user.message", content="fix the tests", transformedContent="fix the tests")
     for turn, (name, call) in enumerate([("view", "c1"), ("bash", "c2"), ("view", "c3")]):
         add("assistant.turn_start", turnId=str(turn))
-        add("assistant.message", messageId=f"m{turn}", content=f"step {turn}", outputTokens=50,
-            toolRequests=[{"toolCallId": call, "name": name, "arguments": {"path": f"/w/f{turn}.py"}}])
+        add(
+            "assistant.message",
+            messageId=f"m{turn}",
+            content=f"step {turn}",
+            outputTokens=50,
+            toolRequests=[{"toolCallId": call, "name": name, "arguments": {"path": f"/w/f{turn}.py"}}],
+        )
         add("tool.execution_start", toolCallId=call, toolName=name, arguments={"path": f"/w/f{turn}.py"})
-        add("tool.execution_complete", toolCallId=call, success=True,
-            result={"content": f"contents of f{turn} " * 50, "detailedContent": "..."})
+        add(
+            "tool.execution_complete",
+            toolCallId=call,
+            success=True,
+            result={"content": f"contents of f{turn} " * 50, "detailedContent": "..."},
+        )
         add("assistant.turn_end", turnId=str(turn))
         if turn == 1:
             add("session.compaction_start", systemTokens=1200, conversationTokens=98000, toolDefinitionsTokens=9000)
-    add("session.compaction_complete", success=True, preCompactionTokens=108200, postCompactionTokens=14000,
-        preCompactionMessagesLength=8, messagesRemoved=6, tokensRemoved=94200, summaryContent="Fixed two tests.",
-        checkpointNumber=1, compactionTokensUsed={"input": 99000, "output": 900, "cachedInput": 80000},
-        systemTokens=1200, conversationTokens=3800, toolDefinitionsTokens=9000)
+    add(
+        "session.compaction_complete",
+        success=True,
+        preCompactionTokens=108200,
+        postCompactionTokens=14000,
+        preCompactionMessagesLength=8,
+        messagesRemoved=6,
+        tokensRemoved=94200,
+        summaryContent="Fixed two tests.",
+        checkpointNumber=1,
+        compactionTokensUsed={"input": 99000, "output": 900, "cachedInput": 80000},
+        systemTokens=1200,
+        conversationTokens=3800,
+        toolDefinitionsTokens=9000,
+    )
     add("assistant.turn_start", turnId="3")
     add("assistant.message", messageId="m3", content="done", outputTokens=20, toolRequests=[])
     add("assistant.turn_end", turnId="3")
@@ -160,24 +206,48 @@ def background_session(body: int = 60_000) -> tuple[list[dict], int]:
         out.append(_event(kind, data, len(out)))
 
     summary = "Read f0, f1 and f2; the failing assertion is in f2."
-    add("session.start", sessionId="s2", version=1, producer="copilot-agent", copilotVersion="1.0.34",
-        startTime="2026-04-23T17:00:00.000Z", selectedModel="gpt-4.1", context={"cwd": "/w"})
+    add(
+        "session.start",
+        sessionId="s2",
+        version=1,
+        producer="copilot-agent",
+        copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z",
+        selectedModel="gpt-4.1",
+        context={"cwd": "/w"},
+    )
     add("system.message", content="You are the GitHub Copilot CLI.")
     add("user.message", content="find the bug", transformedContent="find the bug")
     kept = 0
     for turn in range(5):
         if turn == 3:
-            add("session.compaction_start", systemTokens=10, conversationTokens=3 * body // 4,
-                toolDefinitionsTokens=9000)
+            add(
+                "session.compaction_start",
+                systemTokens=10,
+                conversationTokens=3 * body // 4,
+                toolDefinitionsTokens=9000,
+            )
         if turn == 4:
             after = 10 + (len("find the bug") + len(summary)) // 4 + kept + 9000
-            add("session.compaction_complete", success=True, summaryContent=summary, messagesRemoved=7,
+            add(
+                "session.compaction_complete",
+                success=True,
+                summaryContent=summary,
+                messagesRemoved=7,
                 compactionTokensUsed={"input": 3 * body // 4, "output": 300, "cachedInput": 0},
-                systemTokens=10, conversationTokens=after - 9010, toolDefinitionsTokens=9000)
+                systemTokens=10,
+                conversationTokens=after - 9010,
+                toolDefinitionsTokens=9000,
+            )
         add("assistant.turn_start", turnId=str(turn))
         text = "".join(f"{turn}:{n:06d}\n" for n in range(body // 9))
-        add("assistant.message", messageId=f"m{turn}", content=f"reading f{turn}", outputTokens=30,
-            toolRequests=[{"toolCallId": f"c{turn}", "name": "view", "arguments": {"path": f"/w/f{turn}.py"}}])
+        add(
+            "assistant.message",
+            messageId=f"m{turn}",
+            content=f"reading f{turn}",
+            outputTokens=30,
+            toolRequests=[{"toolCallId": f"c{turn}", "name": "view", "arguments": {"path": f"/w/f{turn}.py"}}],
+        )
         add("tool.execution_start", toolCallId=f"c{turn}", toolName="view", arguments={"path": f"/w/f{turn}.py"})
         add("tool.execution_complete", toolCallId=f"c{turn}", success=True, result={"content": text})
         add("assistant.turn_end", turnId=str(turn))

@@ -14,9 +14,17 @@ def same(text: str):
     return loads_line(text.encode("utf-8", "surrogatepass"), text)
 
 
-@pytest.mark.parametrize("text", ['{"a": NaN, "b": Infinity, "c": -Infinity}', '{"n": 123456789012345678901234567890}',
-                                  '{"s": "\\ud800 lone"}', '{"a": 1, "a": 2}', '[1.0, -0, 1e400, 0.1]',
-                                  '{"u": "caf\\u00e9 \\ud83d\\ude00"}\n'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a": NaN, "b": Infinity, "c": -Infinity}',
+        '{"n": 123456789012345678901234567890}',
+        '{"s": "\\ud800 lone"}',
+        '{"a": 1, "a": 2}',
+        "[1.0, -0, 1e400, 0.1]",
+        '{"u": "caf\\u00e9 \\ud83d\\ude00"}\n',
+    ],
+)
 def test_values_as_json(text):
     got, want = same(text), json.loads(text)
     assert json.dumps(got) == json.dumps(want)

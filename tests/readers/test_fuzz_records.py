@@ -23,8 +23,12 @@ from tests.readers import damage as D
 # Per format: 13 formats x 80 examples take ~20 s on one core (CI). A longer run outside CI:
 # REPLAY_FUZZ_EXAMPLES=1000 python -m pytest tests/readers/test_fuzz_records.py
 EXAMPLES = int(os.environ.get("REPLAY_FUZZ_EXAMPLES", "80"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 DOCUMENT_DAMAGES = ("truncate", "deep", "wrong_type", *D.NUMBER_VALUES)
 
 
@@ -60,12 +64,17 @@ def test_one_damaged_value_never_fails_the_document(corpus, pristine, fmt, how, 
 # Found by longer runs (REPLAY_FUZZ_EXAMPLES=300 and 1000): a list as an inspect_ai message id, an OpenAI role or
 # a Cline message type (hashed as a key), a string as an inspect_ai token count (used in arithmetic before the
 # builder's check), a bool as an inspect_ai model output, a number as an OpenAI response's choices.
-@pytest.mark.parametrize(("fmt", "how", "pick"), [("inspect_ai", "wrong_type", 1388),
-                                                  ("openai_messages", "wrong_type", 3768),
-                                                  ("inspect_ai", "string", 992),
-                                                  ("inspect_ai", "wrong_type", 2672),
-                                                  ("openai_messages", "wrong_type", 26501),
-                                                  ("cline", "wrong_type", 85)])
+@pytest.mark.parametrize(
+    ("fmt", "how", "pick"),
+    [
+        ("inspect_ai", "wrong_type", 1388),
+        ("openai_messages", "wrong_type", 3768),
+        ("inspect_ai", "string", 992),
+        ("inspect_ai", "wrong_type", 2672),
+        ("openai_messages", "wrong_type", 26501),
+        ("cline", "wrong_type", 85),
+    ],
+)
 def test_damages_found_by_longer_runs(corpus, pristine, tmp_path, fmt, how, pick):
     src = corpus / D.FILES[fmt]
     assert D.check_document(pristine[fmt], src.read_bytes(), how, pick, tmp_path / src.name) == []
@@ -97,6 +106,9 @@ def test_duplicated_lines_are_dropped_and_counted(corpus, pristine, tmp_path, fm
     out.write_bytes(b"".join(lines) + b"".join(lines))  # the whole log appended to itself
     res = D.read(out)
     assert res.rows == pristine[fmt].rows
-    with_identity = [ln for ln in lines if ln.strip() and isinstance(obj := json.loads(ln), dict)
-                     and not IDENTITY_KEYS.isdisjoint(obj)]
+    with_identity = [
+        ln
+        for ln in lines
+        if ln.strip() and isinstance(obj := json.loads(ln), dict) and not IDENTITY_KEYS.isdisjoint(obj)
+    ]
     assert res.duplicates == len(with_identity) > 0

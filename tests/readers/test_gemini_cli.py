@@ -29,7 +29,11 @@ def test_json_object_session(corpus: Path) -> None:
     reqs = of(records, Request)
     assert len(reqs) == 3 and of(records, Run)[0].model == "gemini-3.1-pro-preview-customtools"
     assert (reqs[0].prompt_tokens, reqs[0].cache_read, reqs[0].input_tokens, reqs[0].output_tokens) == (
-        11894, 7900, 11894 - 7900, 68 + 344)  # input includes cached; output counts thoughts as billed
+        11894,
+        7900,
+        11894 - 7900,
+        68 + 344,
+    )  # input includes cached; output counts thoughts as billed
     items = of(records, Item)
     calls = [i for i in items if i.kind == "tool_call"]
     assert [(c.tool_name, c.access) for c in calls] == [("read_file", "read")] * 3 + [("write_file", "write")] * 4
@@ -61,9 +65,17 @@ def test_rewind_and_bad_lines(tmp_path: Path) -> None:
         return json.dumps({"id": mid, "timestamp": "t", "type": kind, "content": kw.pop("content", mid), **kw})
 
     tokens = {"input": 10, "output": 1, "cached": 4, "thoughts": 0}
-    lines = [json.dumps(meta), msg("u1", "user"), msg("g1", "gemini", tokens=tokens), msg("u2", "user"),
-             msg("g2", "gemini", tokens=tokens), "{broken", json.dumps({"$rewindTo": "u2"}),
-             msg("u3", "user"), msg("g3", "gemini", tokens=tokens)]
+    lines = [
+        json.dumps(meta),
+        msg("u1", "user"),
+        msg("g1", "gemini", tokens=tokens),
+        msg("u2", "user"),
+        msg("g2", "gemini", tokens=tokens),
+        "{broken",
+        json.dumps({"$rewindTo": "u2"}),
+        msg("u3", "user"),
+        msg("g3", "gemini", tokens=tokens),
+    ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(lines) + "\n")
     records = read(path)
@@ -75,15 +87,26 @@ def test_rewind_and_bad_lines(tmp_path: Path) -> None:
 def rewritten_session(tmp_path: Path, summary: str, note: dict | None = None) -> Path:
     """A JSONL session of two requests whose history a ``$set`` rewrites to a summary, its acknowledgement and the
     second exchange (then ``note``, if given), and a third request."""
+
     def msg(mid: str, kind: str, text: str, **kw) -> dict:
         return {"id": mid, "timestamp": "t", "type": kind, "content": [{"text": text}], **kw}
 
     tokens = {"input": 10, "output": 1, "cached": 0, "thoughts": 0}
-    old = [msg("u1", "user", "task"), msg("g1", "gemini", "step 1", tokens=tokens), msg("u2", "user", "more"),
-           msg("g2", "gemini", "step 2", tokens=tokens)]
+    old = [
+        msg("u1", "user", "task"),
+        msg("g1", "gemini", "step 1", tokens=tokens),
+        msg("u2", "user", "more"),
+        msg("g2", "gemini", "step 2", tokens=tokens),
+    ]
     rewrite = {"$set": {"messages": [msg("s1", "user", summary), msg("s2", "gemini", "Got it."), old[2], old[3]]}}
-    lines = [{"sessionId": "s", "projectHash": "p"}, *old, rewrite, *([note] if note else []),
-             msg("u3", "user", "next"), msg("g3", "gemini", "step 3", tokens=tokens)]
+    lines = [
+        {"sessionId": "s", "projectHash": "p"},
+        *old,
+        rewrite,
+        *([note] if note else []),
+        msg("u3", "user", "next"),
+        msg("g3", "gemini", "step 3", tokens=tokens),
+    ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return path
@@ -154,14 +177,16 @@ def test_compression_cuts_old_large_function_responses(tmp_path: Path) -> None:
     from tests.readers.gemini_fixture import read_call
 
     tokens = {"input": 1000, "output": 10, "cached": 0, "thoughts": 0}
-    lines = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
-             msg("u0", "user", [{"text": "look around"}]),
-             msg("g0", "gemini", "", toolCalls=[read_call("a", 800)], tokens=tokens, model="gemini-2.5-pro"),
-             msg("u1", "user", [{"text": "now the big files"}]),
-             msg("g1", "gemini", "", toolCalls=[read_call("b", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
-             msg("g2", "gemini", "", toolCalls=[read_call("c", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
-             msg("n", "info", "Context compressed from 51% to 9%."),
-             msg("g3", "gemini", "done", tokens=tokens, model="gemini-2.5-pro")]
+    lines = [
+        {"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"},
+        msg("u0", "user", [{"text": "look around"}]),
+        msg("g0", "gemini", "", toolCalls=[read_call("a", 800)], tokens=tokens, model="gemini-2.5-pro"),
+        msg("u1", "user", [{"text": "now the big files"}]),
+        msg("g1", "gemini", "", toolCalls=[read_call("b", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
+        msg("g2", "gemini", "", toolCalls=[read_call("c", 120_000)], tokens=tokens, model="gemini-2.5-pro"),
+        msg("n", "info", "Context compressed from 51% to 9%."),
+        msg("g3", "gemini", "done", tokens=tokens, model="gemini-2.5-pro"),
+    ]
     path = tmp_path / "session.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     records = read(path)
@@ -171,7 +196,7 @@ def test_compression_cuts_old_large_function_responses(tmp_path: Path) -> None:
     u1 = next(i for i in items if i.text == "now the big files")
     # kept from the last user message (no split after the 70% mark); b's response is cut, c's (newest) stays
     assert event["drop"] == [[0, u1.seq], [results["b"].seq, results["b"].seq + 1]]
-    (lo, hi), = event["resent"]
+    ((lo, hi),) = event["resent"]
     (copy,) = [i for i in items if lo <= i.seq < hi]
     assert copy.kind == "tool_result" and copy.step == event["step"] == 3
     assert abs(len(copy.text) - 40_000) < 100 and copy.text[:100] == results["b"].text[:100]

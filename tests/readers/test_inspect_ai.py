@@ -76,8 +76,10 @@ def test_openai_tools_are_counted_as_the_server_declares_them(corpus: Path) -> N
     records = read(corpus / "inspect-ai" / "inspect-browser-gpt4omini.json")
     items = [r for r in records if isinstance(r, Item) and r.run_id.endswith("/1.1")]
     defs = next(i for i in items if i.kind == "tool_defs")
-    assert "namespace functions {" in defs.text and "type web_browser_go = (_: {\n// URL to navigate to.\nurl: string,"\
-        in defs.text
+    assert (
+        "namespace functions {" in defs.text
+        and "type web_browser_go = (_: {\n// URL to navigate to.\nurl: string," in defs.text
+    )
     tok = load_tokenizer("o200k")
 
     def tokens(i: Item) -> int:
@@ -94,13 +96,24 @@ def test_openai_tools_are_counted_as_the_server_declares_them(corpus: Path) -> N
 def test_render_functions_shapes() -> None:
     from replay.readers.openai_tools import render_functions
 
-    tools = [{"type": "function", "function": {"name": "ping", "description": "Ping."}},
-             {"name": "move", "parameters": {"type": "object", "required": ["to"], "properties": {
-                 "to": {"type": "string", "enum": ["n", "s"], "description": "Where."},
-                 "steps": {"type": "integer", "default": 1},
-                 "tags": {"type": "array", "items": {"type": "string"}}}}}]
+    tools = [
+        {"type": "function", "function": {"name": "ping", "description": "Ping."}},
+        {
+            "name": "move",
+            "parameters": {
+                "type": "object",
+                "required": ["to"],
+                "properties": {
+                    "to": {"type": "string", "enum": ["n", "s"], "description": "Where."},
+                    "steps": {"type": "integer", "default": 1},
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+        },
+    ]
     assert render_functions(tools) == (
         "# Tools\n\n## functions\n\nnamespace functions {\n\n// Ping.\ntype ping = () => any;\n\n"
         'type move = (_: {\n// Where.\nto: "n" | "s",\nsteps?: number, // default: 1\ntags?: string[],\n}) => any;\n\n'
-        "} // namespace functions")
+        "} // namespace functions"
+    )
     assert render_functions([{"no": "name"}]) is None and render_functions("x") is None

@@ -64,13 +64,22 @@ def test_transcript_calls_and_results(corpus: Path) -> None:
 
 
 def test_anthropic_messages_log(tmp_path: Path) -> None:
-    log = {"model": "claude-x", "system": "be brief", "messages": [
-        {"role": "user", "content": [{"type": "text", "text": "read a.py"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
-                                           "input": {"file_path": "a.py"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "print(1)"}]}],
-        "response": {"content": [{"type": "text", "text": "done"}],
-                     "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 2}}}
+    log = {
+        "model": "claude-x",
+        "system": "be brief",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "read a.py"}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {"file_path": "a.py"}}],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "print(1)"}]},
+        ],
+        "response": {
+            "content": [{"type": "text", "text": "done"}],
+            "usage": {"input_tokens": 5, "cache_read_input_tokens": 100, "output_tokens": 2},
+        },
+    }
     path = tmp_path / "log.json"
     path.write_text(json.dumps(log))
     assert READER.sniff(path.read_text(), path)

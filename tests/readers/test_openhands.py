@@ -22,9 +22,13 @@ def read(path: Path) -> list:
 # model_response.id), so events-with-usage ≈ 2x the calls; we count distinct responses, plus agent
 # actions with no metadata (gui-mode's final message). The resolver output records no llm_metrics but
 # has one metrics.costs entry per agent action (4 and 22), which is what we count.
-REQUESTS = {"oh-eval-multiswebench-llama4-3inst.jsonl": 105, "oh-resolver-mock-output-2inst.jsonl": 26,
-            "oh-runtime-traj-basic-gui-mode.json": 5, "oh-runtime-traj-basic.json": 2,
-            "oh-runtime-traj-wrong-initial-state.json": 4}
+REQUESTS = {
+    "oh-eval-multiswebench-llama4-3inst.jsonl": 105,
+    "oh-resolver-mock-output-2inst.jsonl": 26,
+    "oh-runtime-traj-basic-gui-mode.json": 5,
+    "oh-runtime-traj-basic.json": 2,
+    "oh-runtime-traj-wrong-initial-state.json": 4,
+}
 RUNS = {"oh-eval-multiswebench-llama4-3inst.jsonl": 3, "oh-resolver-mock-output-2inst.jsonl": 2}
 
 
@@ -46,8 +50,9 @@ def test_counts_vs_manifest(corpus: Path) -> None:
             raw = json.loads((corpus / "openhands" / name).read_text())
             carrying = [e for e in raw if (e.get("tool_call_metadata") or {}).get("model_response")]
             assert events_with_usage == len(carrying)
-            assert with_usage == len({e["tool_call_metadata"]["model_response"]["id"] for e in raw
-                                      if e.get("tool_call_metadata")}), name
+            assert with_usage == len(
+                {e["tool_call_metadata"]["model_response"]["id"] for e in raw if e.get("tool_call_metadata")}
+            ), name
 
 
 def test_usage_linking_and_resources(corpus: Path) -> None:
@@ -99,8 +104,11 @@ def test_clipped_observations_are_placeholder_events(corpus: Path) -> None:
     records = read(corpus / "openhands" / "oh-eval-multiswebench-llama4-3inst.jsonl")
     runs = [r for r in records if isinstance(r, Run)]
     items = {(i.run_id, i.seq): i for i in records if isinstance(i, Item)}
-    events = [(run.run_id, e, run.metadata["placeholders"]["wordings"][e[2]]) for run in runs
-              for e in run.metadata.get("placeholders", {}).get("events", [])]
+    events = [
+        (run.run_id, e, run.metadata["placeholders"]["wordings"][e[2]])
+        for run in runs
+        for e in run.metadata.get("placeholders", {}).get("events", [])
+    ]
     assert len(events) == 4
     for run_id, (step, seq, _, chars, origin), wording in events:
         item = items[(run_id, seq)]
@@ -112,45 +120,97 @@ def test_clipped_observations_are_placeholder_events(corpus: Path) -> None:
 def condensed_stream(tmp_path: Path, condensation_args: list[dict]) -> Path:
     def call(i: int, rid: str) -> dict:
         meta = {"tool_call_id": f"t{i}", "model_response": {"id": rid, "usage": {"prompt_tokens": 100 * i}}}
-        return {"id": i, "source": "agent", "action": "run", "args": {"command": f"ls {i}", "thought": ""},
-                "tool_call_metadata": meta}
+        return {
+            "id": i,
+            "source": "agent",
+            "action": "run",
+            "args": {"command": f"ls {i}", "thought": ""},
+            "tool_call_metadata": meta,
+        }
 
     def obs(i: int) -> dict:
-        return {"id": i, "source": "agent", "observation": "run", "cause": i - 1, "content": f"out {i}",
-                "tool_call_metadata": {"tool_call_id": f"t{i - 1}"}}
+        return {
+            "id": i,
+            "source": "agent",
+            "observation": "run",
+            "cause": i - 1,
+            "content": f"out {i}",
+            "tool_call_metadata": {"tool_call_id": f"t{i - 1}"},
+        }
 
-    events = [{"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}},
-              {"id": 1, "source": "user", "action": "message", "args": {"content": "task"}},
-              call(2, "r1"), obs(3), call(4, "r2"), obs(5),
-              {"id": 6, "source": "agent", "action": "condensation", "args": condensation_args[0]},
-              call(7, "r3"), obs(8),
-              {"id": 9, "source": "agent", "action": "condensation", "args": condensation_args[1]},
-              {"id": 10, "source": "agent", "action": "finish", "args": {"final_thought": "done"}}]
+    events = [
+        {"id": 0, "source": "agent", "action": "system", "args": {"content": "sys"}},
+        {"id": 1, "source": "user", "action": "message", "args": {"content": "task"}},
+        call(2, "r1"),
+        obs(3),
+        call(4, "r2"),
+        obs(5),
+        {"id": 6, "source": "agent", "action": "condensation", "args": condensation_args[0]},
+        call(7, "r3"),
+        obs(8),
+        {"id": 9, "source": "agent", "action": "condensation", "args": condensation_args[1]},
+        {"id": 10, "source": "agent", "action": "finish", "args": {"final_thought": "done"}},
+    ]
     path = tmp_path / "stream.json"
     path.write_text(json.dumps(events))
     return path
 
 
 def test_condensation_is_an_event_not_a_call(tmp_path: Path) -> None:
-    path = condensed_stream(tmp_path, [
-        {"forgotten_event_ids": None, "forgotten_events_start_id": 2, "forgotten_events_end_id": 3,
-         "summary": "S1", "summary_offset": 2},
-        {"forgotten_event_ids": [4, 5, 7, 8], "summary": "S2", "summary_offset": 2}])
+    path = condensed_stream(
+        tmp_path,
+        [
+            {
+                "forgotten_event_ids": None,
+                "forgotten_events_start_id": 2,
+                "forgotten_events_end_id": 3,
+                "summary": "S1",
+                "summary_offset": 2,
+            },
+            {"forgotten_event_ids": [4, 5, 7, 8], "summary": "S2", "summary_offset": 2},
+        ],
+    )
     records = read(path)
     assert len([r for r in records if isinstance(r, Request)]) == 4  # r1, r2, r3 and the finish: no condenser calls
     items = [r for r in records if isinstance(r, Item)]
     assert [(i.seq, i.kind, i.step) for i in items] == [
-        (0, "system", 0), (1, "user_text", 0), (2, "tool_call", 1), (3, "tool_result", 1), (4, "tool_call", 2),
-        (5, "tool_result", 2), (6, "summary", 2), (7, "tool_call", 3), (8, "tool_result", 3), (9, "summary", 3),
-        (10, "assistant_text", 4)]
+        (0, "system", 0),
+        (1, "user_text", 0),
+        (2, "tool_call", 1),
+        (3, "tool_result", 1),
+        (4, "tool_call", 2),
+        (5, "tool_result", 2),
+        (6, "summary", 2),
+        (7, "tool_call", 3),
+        (8, "tool_result", 3),
+        (9, "summary", 3),
+        (10, "assistant_text", 4),
+    ]
     assert not [i for i in items if i.tool_name == "condensation"]
     events = [r for r in records if isinstance(r, Run)][0].metadata["context_events"]
     assert events == [
-        {"kind": "condensation", "step": 2, "drop": [[2, 4]], "summary_seq": 6, "trigger": None, "pre_tokens": None,
-         "line": 6, "summary_offset": 2},
+        {
+            "kind": "condensation",
+            "step": 2,
+            "drop": [[2, 4]],
+            "summary_seq": 6,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 6,
+            "summary_offset": 2,
+        },
         # the new summary replaces the old one (OpenHands shows only the latest)
-        {"kind": "condensation", "step": 3, "drop": [[4, 9]], "summary_seq": 9, "trigger": None, "pre_tokens": None,
-         "line": 9, "summary_offset": 2}]
+        {
+            "kind": "condensation",
+            "step": 3,
+            "drop": [[4, 9]],
+            "summary_seq": 9,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 9,
+            "summary_offset": 2,
+        },
+    ]
 
 
 def test_condensation_without_summary_or_range(tmp_path: Path) -> None:
@@ -159,8 +219,17 @@ def test_condensation_without_summary_or_range(tmp_path: Path) -> None:
     bad = [r for r in records if isinstance(r, BadRecord)]
     assert len(bad) == 1 and bad[0].line == 9 and "forgotten" in bad[0].reason
     events = [r for r in records if isinstance(r, Run)][0].metadata["context_events"]
-    assert events == [{"kind": "condensation", "step": 2, "drop": [[2, 4]], "summary_seq": None, "trigger": None,
-                       "pre_tokens": None, "line": 6}]
+    assert events == [
+        {
+            "kind": "condensation",
+            "step": 2,
+            "drop": [[2, 4]],
+            "summary_seq": None,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": 6,
+        }
+    ]
     assert not [r for r in records if isinstance(r, Item) and r.kind == "summary"]
 
 

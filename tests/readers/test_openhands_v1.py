@@ -33,10 +33,22 @@ def test_conversation_folder_joins_base_state_usage(corpus: Path) -> None:
     assert run.model == "openai/gpt-4o-mini" and run.metadata["execution_status"] == "finished"
     reqs = of(records, Request)
     assert [(q.prompt_tokens, q.cache_read, q.input_tokens, q.output_tokens) for q in reqs] == [
-        (3778, 0, 3778, 36), (3869, 3712, 157, 32), (3936, 3840, 96, 26)]
+        (3778, 0, 3778, 36),
+        (3869, 3712, 157, 32),
+        (3936, 3840, 96, 26),
+    ]
     items = of(records, Item)
-    assert [i.kind for i in items] == ["system", "tool_defs", "user_text", "tool_call", "tool_result", "tool_call",
-                                       "tool_result", "user_text", "assistant_text"]
+    assert [i.kind for i in items] == [
+        "system",
+        "tool_defs",
+        "user_text",
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+        "user_text",
+        "assistant_text",
+    ]
     call, result = items[3], items[4]
     assert (call.step, result.step, call.call_id) == (1, 1, result.call_id)
     assert (call.tool_name, call.resource, call.access) == ("terminal", "tool_output.txt", "write")
@@ -45,8 +57,10 @@ def test_conversation_folder_joins_base_state_usage(corpus: Path) -> None:
 
 
 def test_cli_trajectories_count_one_request_per_response(corpus: Path) -> None:
-    for name, requests, calls in (("ohv1-cli-traj-confirmation_mode", 6, 3),
-                                  ("ohv1-cli-traj-creating_agent_plan", 3, 2)):
+    for name, requests, calls in (
+        ("ohv1-cli-traj-confirmation_mode", 6, 3),
+        ("ohv1-cli-traj-creating_agent_plan", 3, 2),
+    ):
         records = read(corpus / V1 / name)
         assert (len(of(records, Request)), sum(i.kind == "tool_call" for i in of(records, Item))) == (requests, calls)
         assert all(q.prompt_tokens is None for q in of(records, Request))  # no base_state.json: no usage
@@ -69,39 +83,102 @@ def test_event_stream_cumulative_stats_become_per_request_usage(corpus: Path) ->
 def _events() -> list[dict]:
     """A small V1 history: system, user, two parallel calls of one response, a condensation, a final message."""
     return [
-        {"kind": "SystemPromptEvent", "id": "s", "source": "agent", "system_prompt": {"type": "text", "text": "sys"},
-         "tools": [{"name": "terminal"}]},
-        {"kind": "MessageEvent", "id": "u", "source": "user",
-         "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix it"}]}},
-        *[{"kind": "ActionEvent", "id": f"a{n}", "source": "agent", "tool_name": "file_editor", "tool_call_id": f"c{n}",
-           "tool_call": {"id": f"c{n}", "name": "file_editor",
-                         "arguments": json.dumps({"command": "view", "path": f"/w/f{n}.py"})},
-           "llm_response_id": "r1", "thought": [{"type": "text", "text": "look"}] if n == 1 else []} for n in (1, 2)],
-        *[{"kind": "ObservationEvent", "id": f"o{n}", "source": "environment", "tool_name": "file_editor",
-           "tool_call_id": f"c{n}", "observation": {"content": [{"type": "text", "text": f"body {n}"}]}}
-          for n in (1, 2)],
-        {"kind": "Condensation", "id": "k", "source": "environment", "forgotten_event_ids": ["a1", "o1"],
-         "summary": "viewed f1", "llm_response_id": "cond-1"},
-        {"kind": "MessageEvent", "id": "m", "source": "agent", "llm_response_id": "r2",
-         "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]}},
+        {
+            "kind": "SystemPromptEvent",
+            "id": "s",
+            "source": "agent",
+            "system_prompt": {"type": "text", "text": "sys"},
+            "tools": [{"name": "terminal"}],
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "u",
+            "source": "user",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "fix it"}]},
+        },
+        *[
+            {
+                "kind": "ActionEvent",
+                "id": f"a{n}",
+                "source": "agent",
+                "tool_name": "file_editor",
+                "tool_call_id": f"c{n}",
+                "tool_call": {
+                    "id": f"c{n}",
+                    "name": "file_editor",
+                    "arguments": json.dumps({"command": "view", "path": f"/w/f{n}.py"}),
+                },
+                "llm_response_id": "r1",
+                "thought": [{"type": "text", "text": "look"}] if n == 1 else [],
+            }
+            for n in (1, 2)
+        ],
+        *[
+            {
+                "kind": "ObservationEvent",
+                "id": f"o{n}",
+                "source": "environment",
+                "tool_name": "file_editor",
+                "tool_call_id": f"c{n}",
+                "observation": {"content": [{"type": "text", "text": f"body {n}"}]},
+            }
+            for n in (1, 2)
+        ],
+        {
+            "kind": "Condensation",
+            "id": "k",
+            "source": "environment",
+            "forgotten_event_ids": ["a1", "o1"],
+            "summary": "viewed f1",
+            "llm_response_id": "cond-1",
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "m",
+            "source": "agent",
+            "llm_response_id": "r2",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        },
     ]
 
 
 def test_eval_output_line_is_a_run_and_the_v0_reader_does_not_claim_it(tmp_path: Path) -> None:
-    usage = [{"model": "m", "prompt_tokens": 100, "completion_tokens": 5, "cache_read_tokens": 60,
-              "cache_write_tokens": 10, "response_id": "r1"}]
-    line = {"instance_id": "repo__1", "instruction": "fix it", "metadata": {"llm": {"model": "litellm/m"}},
-            "history": _events(), "metrics": {"usage_to_metrics": {"agent": {"token_usages": usage}, "condenser": {
-                "token_usages": [{"prompt_tokens": 50, "completion_tokens": 7, "response_id": "cond-1"}]}}},
-            "test_result": {}, "error": None}
+    usage = [
+        {
+            "model": "m",
+            "prompt_tokens": 100,
+            "completion_tokens": 5,
+            "cache_read_tokens": 60,
+            "cache_write_tokens": 10,
+            "response_id": "r1",
+        }
+    ]
+    line = {
+        "instance_id": "repo__1",
+        "instruction": "fix it",
+        "metadata": {"llm": {"model": "litellm/m"}},
+        "history": _events(),
+        "metrics": {
+            "usage_to_metrics": {
+                "agent": {"token_usages": usage},
+                "condenser": {"token_usages": [{"prompt_tokens": 50, "completion_tokens": 7, "response_id": "cond-1"}]},
+            }
+        },
+        "test_result": {},
+        "error": None,
+    }
     path = tmp_path / "output.jsonl"
     others = [{**line, "instance_id": "repo__2", "metrics": None}, {**line, "attempt": 2}, {**line, "attempt": 2}]
     path.write_text("\n".join(json.dumps(x) for x in [line, *others]) + "\n")
     assert detect(path) is READER and READER.format != V0.format
     records = read(path)
     runs = of(records, Run)
-    assert [r.run_id.split("/", 1)[1] for r in runs] == ["repo__1", "repo__2", "repo__1/attempt-2",
-                                                         "repo__1/attempt-2/line-4"]  # run ids stay unique
+    assert [r.run_id.split("/", 1)[1] for r in runs] == [
+        "repo__1",
+        "repo__2",
+        "repo__1/attempt-2",
+        "repo__1/attempt-2/line-4",
+    ]  # run ids stay unique
     assert runs[0].model == "litellm/m"
     reqs = [q for q in of(records, Request) if q.run_id == runs[0].run_id]
     assert len(reqs) == 2  # parallel calls share response r1; the condenser's call is not an agent request
@@ -109,15 +186,24 @@ def test_eval_output_line_is_a_run_and_the_v0_reader_does_not_claim_it(tmp_path:
     items = [i for i in of(records, Item) if i.run_id == runs[0].run_id]
     calls = [i for i in items if i.kind == "tool_call"]
     assert [(c.tool_name, c.resource, c.access, c.step) for c in calls] == [
-        ("file_editor", "/w/f1.py", "read", 1), ("file_editor", "/w/f2.py", "read", 1)]
+        ("file_editor", "/w/f1.py", "read", 1),
+        ("file_editor", "/w/f2.py", "read", 1),
+    ]
     (event,) = runs[0].metadata["context_events"]
     summary = next(i for i in items if i.kind == "summary")
     thought = next(i for i in items if i.text == "look")  # a1's thought goes with a1
     call1, result1 = (i.seq for i in items if i.call_id == "c1")
     assert thought.seq + 1 == call1
-    assert event == {"kind": "condensation", "step": 1, "drop": [[thought.seq, call1 + 1], [result1, result1 + 1]],
-                     "summary_seq": summary.seq, "trigger": "auto", "pre_tokens": None, "line": 1,
-                     "usage": {"input": 50, "cache_read": 0, "cache_write": 0, "output": 7}}
+    assert event == {
+        "kind": "condensation",
+        "step": 1,
+        "drop": [[thought.seq, call1 + 1], [result1, result1 + 1]],
+        "summary_seq": summary.seq,
+        "trigger": "auto",
+        "pre_tokens": None,
+        "line": 1,
+        "usage": {"input": 50, "cache_read": 0, "cache_write": 0, "output": 7},
+    }
     assert summary.text == "viewed f1" and summary.step == 1
 
 
@@ -198,9 +284,20 @@ def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> 
         assert q.prompt_tokens == q.input_tokens + q.cache_read + q.cache_write
     prices = DEFAULT_PRICING.prices(reqs[0].model)  # the proxy's cost of each call is this split at list prices
     costs = [c["cost"] for c in _stats(folder)["default"]["costs"]]
-    assert all(abs(c - (q.input_tokens * prices.input + q.cache_read * prices.cache_read + q.cache_write
-                        * prices.cache_write + q.output_tokens * prices.output) / 1e6) < 1e-9
-               for q, c in zip(reqs, costs, strict=True))
+    assert all(
+        abs(
+            c
+            - (
+                q.input_tokens * prices.input
+                + q.cache_read * prices.cache_read
+                + q.cache_write * prices.cache_write
+                + q.output_tokens * prices.output
+            )
+            / 1e6
+        )
+        < 1e-9
+        for q, c in zip(reqs, costs, strict=True)
+    )
     steps = {e["step"] for e in of(records, Run)[0].metadata["context_events"]}
     pairs = [(a, b) for a, b in zip(reqs, reqs[1:], strict=False) if b.step not in steps]
     assert all(b.cache_read <= a.prompt_tokens for a, b in pairs)
@@ -217,14 +314,22 @@ def test_condensations_without_response_ids_get_the_condenser_calls_in_order(cor
     records = read(folder)
     events = of(records, Run)[0].metadata["context_events"]
     assert [(e["kind"], e["step"], e["trigger"]) for e in events] == [
-        ("condensation", k, "auto") for k in (40, 61, 82, 103)]
+        ("condensation", k, "auto") for k in (40, 61, 82, 103)
+    ]
     assert [e["usage"] for e in events] == [
-        {"input": u["prompt_tokens"], "cache_read": 0, "cache_write": u["cache_write_tokens"],
-         "output": u["completion_tokens"]} for u in condenser]
+        {
+            "input": u["prompt_tokens"],
+            "cache_read": 0,
+            "cache_write": u["cache_write_tokens"],
+            "output": u["completion_tokens"],
+        }
+        for u in condenser
+    ]
     settings = of(records, Run)[0].metadata["condenser"]  # what the openhands-v1 preset reproduces
     assert settings == {"kind": "LLMSummarizingCondenser", "max_size": 80, "keep_first": 4}
     assert {k: PRESETS["openhands-v1"].params[k] for k in ("max_size", "keep_first")} == {
-        k: settings[k] for k in ("max_size", "keep_first")}
+        k: settings[k] for k in ("max_size", "keep_first")
+    }
     summaries = [i for i in of(records, Item) if i.kind == "summary"]
     assert [s.seq for s in summaries] == [e["summary_seq"] for e in events]
     for before, event in zip(events, events[1:], strict=False):  # the view shows the newest summary only
@@ -235,31 +340,46 @@ def test_condensations_without_response_ids_get_the_condenser_calls_in_order(cor
 
 
 def test_condensation_usage_is_paired_only_when_the_counts_agree(tmp_path: Path) -> None:
-    events = [{k: v for k, v in e.items() if k != "llm_response_id"} if e["kind"] == "Condensation" else e
-              for e in _events()]
+    events = [
+        {k: v for k, v in e.items() if k != "llm_response_id"} if e["kind"] == "Condensation" else e for e in _events()
+    ]
     use = {"prompt_tokens": 3, "cache_read_tokens": 0, "cache_write_tokens": 900, "completion_tokens": 40}
     for calls in (1, 2):
         folder = tmp_path / f"c{calls}"
         _state(folder, "f" * 32, events)
-        state = {"id": "f" * 32, "stats": {"usage_to_metrics": {"condenser": {"token_usages": [
-            {**use, "response_id": f"x{n}"} for n in range(calls)]}}}}
+        state = {
+            "id": "f" * 32,
+            "stats": {
+                "usage_to_metrics": {
+                    "condenser": {"token_usages": [{**use, "response_id": f"x{n}"} for n in range(calls)]}
+                }
+            },
+        }
         (folder / "base_state.json").write_text(json.dumps(state))
         run = of(read(folder), Run)[0]
         (event,) = run.metadata["context_events"]
         if calls == 1:
             assert event["usage"] == {"input": 3, "cache_read": 0, "cache_write": 900, "output": 40}
         else:
-            assert "usage" not in event and "2 condenser calls and 1 condensations" in run.metadata[
-                "condenser_usage_unpaired"]
+            assert (
+                "usage" not in event
+                and "2 condenser calls and 1 condensations" in run.metadata["condenser_usage_unpaired"]
+            )
 
 
 def test_usage_no_litellm_rule_gives_is_quarantined(tmp_path: Path) -> None:
     folder = tmp_path / "conv"
     _state(folder, "e" * 32, _events())
-    bad = {"prompt_tokens": 10, "cache_read_tokens": 50, "cache_write_tokens": 0, "completion_tokens": 5,
-           "response_id": "r1"}
-    (folder / "base_state.json").write_text(json.dumps(
-        {"id": "e" * 32, "stats": {"usage_to_metrics": {"agent": {"token_usages": [bad]}}}}))
+    bad = {
+        "prompt_tokens": 10,
+        "cache_read_tokens": 50,
+        "cache_write_tokens": 0,
+        "completion_tokens": 5,
+        "response_id": "r1",
+    }
+    (folder / "base_state.json").write_text(
+        json.dumps({"id": "e" * 32, "stats": {"usage_to_metrics": {"agent": {"token_usages": [bad]}}}})
+    )
     records = read(folder)
     (quarantined,) = of(records, BadRecord)
     assert "prompt_tokens=10 < cache_read=50" in quarantined.reason
@@ -269,8 +389,11 @@ def test_usage_no_litellm_rule_gives_is_quarantined(tmp_path: Path) -> None:
 def test_observations_read_as_the_sdk_renders_them_for_the_model(corpus: Path) -> None:
     """Terminal output framed by its metadata lines, the editor's error instead of its output, the finish message."""
     folder = corpus / V1 / BENCH
-    logged = {e["tool_call_id"]: e["observation"] for f in (folder / "event_service" / "events").iterdir()
-              if (e := json.loads(f.read_text()))["kind"] == "ObservationEvent"}
+    logged = {
+        e["tool_call_id"]: e["observation"]
+        for f in (folder / "event_service" / "events").iterdir()
+        if (e := json.loads(f.read_text()))["kind"] == "ObservationEvent"
+    }
     results = {i.call_id: i for i in of(read(folder), Item) if i.kind == "tool_result"}
     assert set(results) == set(logged)
     for call_id, obs in logged.items():
@@ -278,24 +401,33 @@ def test_observations_read_as_the_sdk_renders_them_for_the_model(corpus: Path) -
         if obs["kind"] == "ExecuteBashObservation":
             m = obs["metadata"]
             assert text.startswith(m["prefix"] + obs["output"] + m["suffix"])
-            assert text.endswith(f"\n[Current working directory: {m['working_dir']}]\n[Python interpreter: "
-                                 f"{m['py_interpreter_path']}]\n[Command finished with exit code {m['exit_code']}]")
+            assert text.endswith(
+                f"\n[Current working directory: {m['working_dir']}]\n[Python interpreter: "
+                f"{m['py_interpreter_path']}]\n[Command finished with exit code {m['exit_code']}]"
+            )
         elif obs.get("error"):
             assert text == obs["error"] and results[call_id].is_error
         elif obs["kind"] == "FinishObservation":
             assert text == obs["message"] and text
-    (empty,) = [i for i in of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Item)
-                if i.kind == "tool_result" and i.tool_name == "terminal"]  # newer SDK: content, same framing
+    (empty,) = [
+        i
+        for i in of(read(corpus / V1 / "ohv1-sdk-conv-cd945624-gpt4omini"), Item)
+        if i.kind == "tool_result" and i.tool_name == "terminal"
+    ]  # newer SDK: content, same framing
     assert empty.text.startswith("\n[The command completed with exit code 0.]\n[Current working directory: ")
 
 
 def test_stream_condensation_takes_the_condenser_usage_change(tmp_path: Path) -> None:
     """In an event stream the condenser's usage is cumulative too: its change is the condensation's usage."""
+
     def stats(agent: int, condenser: int) -> dict:
         summariser = {"prompt_tokens": condenser, "completion_tokens": condenser // 10}
-        use = {"agent": {"accumulated_token_usage": {"prompt_tokens": agent, "cache_read_tokens": 0}},
-               "condenser": {"accumulated_token_usage": summariser}}
+        use = {
+            "agent": {"accumulated_token_usage": {"prompt_tokens": agent, "cache_read_tokens": 0}},
+            "condenser": {"accumulated_token_usage": summariser},
+        }
         return {"kind": "ConversationStateUpdateEvent", "key": "stats", "value": {"usage_to_metrics": use}}
+
     events = _events()
     at = next(n for n, e in enumerate(events) if e["kind"] == "Condensation")
     stream = [*events[:2], stats(100, 0), *events[2:at], stats(100, 500), *events[at:], stats(250, 500)]
@@ -310,8 +442,14 @@ def test_stream_condensation_takes_the_condenser_usage_change(tmp_path: Path) ->
 def test_rejections_and_extended_content_read_as_sent(tmp_path: Path) -> None:
     events = _events()
     at = next(n for n, e in enumerate(events) if e["id"] == "o2")
-    events[at] = {"kind": "UserRejectObservation", "id": "o2", "source": "user", "tool_name": "file_editor",
-                  "tool_call_id": "c2", "rejection_reason": "not that file"}
+    events[at] = {
+        "kind": "UserRejectObservation",
+        "id": "o2",
+        "source": "user",
+        "tool_name": "file_editor",
+        "tool_call_id": "c2",
+        "rejection_reason": "not that file",
+    }
     events[at - 1] = {**events[at - 1], "extended_content": [{"type": "text", "text": "<hint>"}]}
     path = tmp_path / "events.jsonl"
     path.write_text("\n".join(json.dumps(e) for e in events) + "\n")

@@ -59,7 +59,12 @@ def test_entry_point_reader_is_detected_and_ingests(plugins, tmp_path):
     assert readers.detect(log).format == "toychat" and "toychat" in readers.formats()
     out = ingest_file(open_store(tmp_path / "s.duckdb"), log)
     assert (out.status, out.format, out.requests, out.items, [b.line for b in out.bad]) == (
-        "ingested", "toychat", 1, 2, [4])
+        "ingested",
+        "toychat",
+        1,
+        2,
+        [4],
+    )
 
 
 def test_a_broken_plugin_is_named(plugins):

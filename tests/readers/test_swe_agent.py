@@ -61,26 +61,34 @@ def test_structure_and_metadata(corpus: Path) -> None:
 
 
 def test_resources(corpus: Path) -> None:
-    calls = [r for r in read(corpus / "swe-agent" / "swea-testdata-gpt4-test-repo-i1.traj")
-             if isinstance(r, Item) and r.kind == "tool_call"]
+    calls = [
+        r
+        for r in read(corpus / "swe-agent" / "swea-testdata-gpt4-test-repo-i1.traj")
+        if isinstance(r, Item) and r.kind == "tool_call"
+    ]
     got = [(c.tool_name, c.resource, c.access) for c in calls]
     assert got[0] == ("find_file", "missing_colon.py", "search")
     assert got[1][0] == "open" and got[1][1].endswith("missing_colon.py") and got[1][2] == "read"
     # edit names no file: it takes the open file from the previous observation's "(Open file: ...)"
     assert got[2] == ("edit", "/klieret__swe-agent-test-repo/tests/missing_colon.py", "write")
     assert got[4] == ("submit", None, "other")
-    editor = [r for r in read(corpus / "swe-agent" / "swea-lgetter-pydata__xarray-6938.traj")
-              if isinstance(r, Item) and r.kind == "tool_call" and r.tool_name == "str_replace_editor"]
+    editor = [
+        r
+        for r in read(corpus / "swe-agent" / "swea-lgetter-pydata__xarray-6938.traj")
+        if isinstance(r, Item) and r.kind == "tool_call" and r.tool_name == "str_replace_editor"
+    ]
     assert any(c.access == "read" and c.resource == "/testbed/xarray/core/dataset.py" for c in editor)
     assert any(c.access == "write" for c in editor)
 
 
 def test_old_observation_placeholder_kept_as_text(tmp_path: Path) -> None:
     traj = tmp_path / "t.traj"
-    traj.write_text('{"trajectory": [{"action": "ls", "observation": "x"}], "info": {}, "history": ['
-                    '{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},'
-                    '{"role": "assistant", "content": "look", "thought": "look", "action": "ls"},'
-                    '{"role": "user", "content": "Old environment output: (12 lines omitted)"}]}')
+    traj.write_text(
+        '{"trajectory": [{"action": "ls", "observation": "x"}], "info": {}, "history": ['
+        '{"role": "system", "content": "sys"}, {"role": "user", "content": "task"},'
+        '{"role": "assistant", "content": "look", "thought": "look", "action": "ls"},'
+        '{"role": "user", "content": "Old environment output: (12 lines omitted)"}]}'
+    )
     items = [r for r in read(traj) if isinstance(r, Item)]
     assert items[-1].kind == "tool_result" and items[-1].text == "Old environment output: (12 lines omitted)"
 
@@ -116,11 +124,16 @@ def test_assistant_items_are_what_the_model_wrote(corpus: Path) -> None:
         for k, step in enumerate(doc["trajectory"]):
             if not step.get("messages") or k + 1 >= n_requests:
                 continue
-            sent = sum(len(text_of(m.get("content"))) + sum(len(c["function"]["arguments"]) for c in
-                                                            m.get("tool_calls") or []) for m in step["messages"])
+            sent = sum(
+                len(text_of(m.get("content"))) + sum(len(c["function"]["arguments"]) for c in m.get("tool_calls") or [])
+                for m in step["messages"]
+            )
             shown = {seq: chars for s, seq, _, chars, _ in ph["events"] if s == k + 1}
-            counted = sum(shown.get(i.seq, len(i.text) + len(i.args or "") * (i.kind == "tool_call"))
-                          for i in items if i.step <= k + 1)
+            counted = sum(
+                shown.get(i.seq, len(i.text) + len(i.args or "") * (i.kind == "tool_call"))
+                for i in items
+                if i.step <= k + 1
+            )
             assert counted == sent, (path.name, k + 1)
             checked += 1
     assert checked == 12 + 29 + 14 + 26 + 75
@@ -131,12 +144,18 @@ def test_function_calls_keep_the_models_arguments(corpus: Path) -> None:
     items = [r for r in records if isinstance(r, Item)]
     calls = [i for i in items if i.kind == "tool_call"]
     assert (calls[1].tool_name, calls[1].args, calls[1].call_id) == (
-        "open", '{"path":"setup.py"}', "call_m6a0mcd6137L21vgVmR0DQaU")
+        "open",
+        '{"path":"setup.py"}',
+        "call_m6a0mcd6137L21vgVmR0DQaU",
+    )
     assert calls[1].access == "read" and calls[1].resource.endswith("setup.py")
     results = [i for i in items if i.kind == "tool_result"]
     assert len(results) == len(calls) and {r.call_id for r in results} == {c.call_id for c in calls}
-    lg = [i for i in read(corpus / "swe-agent" / "swea-lgetter-psf__requests-2931.traj")
-          if isinstance(i, Item) and i.kind == "tool_call"]
+    lg = [
+        i
+        for i in read(corpus / "swe-agent" / "swea-lgetter-psf__requests-2931.traj")
+        if isinstance(i, Item) and i.kind == "tool_call"
+    ]
     assert lg[0].args.lstrip().startswith("<function=") and lg[0].access == "search"
 
 

@@ -15,8 +15,9 @@ from replay.readers.builder import MAX_TOKENS, RunBuilder, validate_usage
 CC = "claude-code/cc-fixture-agentsessions-small.jsonl"
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, -5, 10**30, MAX_TOKENS + 1, 1.5, "12", "x",
-                                   True, [], {}])
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, -5, 10**30, MAX_TOKENS + 1, 1.5, "12", "x", True, [], {}]
+)
 def test_implausible_counts_are_refused(value):
     clean, problem = validate_usage({"output_tokens": value, "input_tokens": 3})
     assert problem is not None and "output_tokens" in problem
@@ -51,14 +52,18 @@ def test_damaged_ingest_exits_3_with_each_bad_line_quarantined(corpus, tmp_path)
     db = str(tmp_path / "s.duckdb")
     result = CliRunner().invoke(app, ["ingest", str(tmp_path / "logs"), "--db", db])
     assert result.exit_code == 3, result.output
-    res = CliRunner().invoke(app, ["sql", "SELECT path, line, reason FROM quarantine ORDER BY line", "--db", db,
-                                   "--format", "csv"])
+    res = CliRunner().invoke(
+        app, ["sql", "SELECT path, line, reason FROM quarantine ORDER BY line", "--db", db, "--format", "csv"]
+    )
     assert res.exception is None, res.exception
     out = res.output
     assert [row.split(",")[1] for row in out.splitlines()[1:]] == ["3", "5", str(usage_line + 1)]
     assert "damaged.jsonl" in out and "pristine.jsonl" not in out
-    runs = CliRunner().invoke(app, ["sql", "SELECT source_path, n_requests FROM runs ORDER BY 1, 2", "--db", db,
-                                    "--format", "csv"]).output.splitlines()[1:]
+    runs = (
+        CliRunner()
+        .invoke(app, ["sql", "SELECT source_path, n_requests FROM runs ORDER BY 1, 2", "--db", db, "--format", "csv"])
+        .output.splitlines()[1:]
+    )
     assert len(runs) == 2 * sum("pristine" in r for r in runs)  # each damaged run is still there
     clean = CliRunner().invoke(app, ["ingest", str(corpus / CC), "--db", str(tmp_path / "clean.duckdb")])
     assert clean.exit_code == 0, clean.output

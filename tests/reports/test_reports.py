@@ -18,15 +18,30 @@ def test_pareto_mask_keeps_only_non_dominated() -> None:
 
 
 def test_param_curve_recomputes_ratios_from_sums() -> None:
-    frame = pl.DataFrame({"param_x": [1, 1, 2], "prompt_tokens": [100, 300, 100], "cached_tokens": [50, 150, 0],
-                          "summaries": [1, 1, 0], "requests": [10, 10, 10], "error": [None, None, None]})
+    frame = pl.DataFrame(
+        {
+            "param_x": [1, 1, 2],
+            "prompt_tokens": [100, 300, 100],
+            "cached_tokens": [50, 150, 0],
+            "summaries": [1, 1, 0],
+            "requests": [10, 10, 10],
+            "error": [None, None, None],
+        }
+    )
     out = extract.param_curve(frame, "x", ["cache_hit_rate", "summaries_per_100"])
     assert out.rows() == [(1, 0.5, 10.0), (2, 0.0, 0.0)]
 
 
 def test_renderers_return_labelled_axes(tmp_path: Path) -> None:
-    series = pl.DataFrame({"policy": ["a"] * 3, "k": [0, 1, 2], "prompt_tokens": [10, 20, 5],
-                           "summarised": [False, False, True], "overflow": [False] * 3})
+    series = pl.DataFrame(
+        {
+            "policy": ["a"] * 3,
+            "k": [0, 1, 2],
+            "prompt_tokens": [10, 20, 5],
+            "summarised": [False, False, True],
+            "overflow": [False] * 3,
+        }
+    )
     ax = plots.prompt_over_run(series, 30, 5, threshold=15)
     assert isinstance(ax, Axes) and ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
     assert ax.get_legend() is not None
@@ -45,8 +60,15 @@ def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     md = (tmp_path / "report.md").read_text()
     assert "counterfactual" in md and "not solve rates" in md
-    for name in ("prompt_over_run", "tail_cap", "reclaim_floor", "margin", "window_composition", "repeat_reads",
-                 "pareto"):
+    for name in (
+        "prompt_over_run",
+        "tail_cap",
+        "reclaim_floor",
+        "margin",
+        "window_composition",
+        "repeat_reads",
+        "pareto",
+    ):
         assert (tmp_path / "charts" / f"{name}.png").exists() and (tmp_path / "charts" / f"{name}.svg").exists()
         assert f"charts/{name}" in md
     page = (tmp_path / "report.html").read_text()
@@ -54,13 +76,17 @@ def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
     assert list(tmp_path.glob("sweep-*.parquet"))
     # every markdown table starts on its own line (a table glued to a sentence does not render)
     lines = md.splitlines()
-    assert all(lines[i - 1] == "" for i, line in enumerate(lines) if line.startswith("| ") and
-               not lines[i - 1].startswith("|"))
+    assert all(
+        lines[i - 1] == "" for i, line in enumerate(lines) if line.startswith("| ") and not lines[i - 1].startswith("|")
+    )
     assert "Tokens: real count, tekken_240911." in md  # the demo counts with tekken and says so
     # the demo exercises the emergency margin: sample-dense-1 overflows under small margins, not under 50%
     section = md.split("## Overflow incidents vs margin")[1].split("## ")[0]
-    rows = {line.split(" | ")[0].strip("| "): int(line.split(" | ")[1]) for line in section.splitlines()
-            if line.startswith("| 0")}
+    rows = {
+        line.split(" | ")[0].strip("| "): int(line.split(" | ")[1])
+        for line in section.splitlines()
+        if line.startswith("| 0")
+    }
     assert rows["0"] > 0 and rows["0.5"] == 0 and rows["0.2"] > rows["0.5"]
 
 
@@ -68,8 +94,15 @@ def test_labels_say_real_count_or_estimate_and_which_tokenizer() -> None:
     assert plots.token_label("real:tekken_240911:3b41") == "real count, tekken_240911"
     assert plots.token_label("estimate:chars/4") == "estimate, chars/4"
     assert plots.token_label("mixed:o200k:ab+chars/4") == "partly estimated, o200k + chars/4"
-    series = pl.DataFrame({"policy": ["a"] * 2, "k": [0, 1], "prompt_tokens": [10, 20], "summarised": [False] * 2,
-                           "overflow": [False] * 2})
+    series = pl.DataFrame(
+        {
+            "policy": ["a"] * 2,
+            "k": [0, 1],
+            "prompt_tokens": [10, 20],
+            "summarised": [False] * 2,
+            "overflow": [False] * 2,
+        }
+    )
     assert "estimate, chars/4" in plots.prompt_over_run(series, 30, token_source="estimate:chars/4").get_ylabel()
     ax = plots.prompt_over_run(series, 30, token_source="real:tekken_240911:3b41")
     assert ax.get_ylabel() == "prompt tokens (real count, tekken_240911)"

@@ -87,8 +87,13 @@ def test_unknown_model_warns_and_has_no_cost():
     sim = simulate_many([as_model("my-local-model-q4"), as_model("gpt-4o", seed=5)], make_policy("full"), None, BIG)
     lines = billing_warnings(sim.runs)
     assert len(lines) == 1 and lines[0].startswith("WARNING: my-local-model-q4 (1 run(s))") and "--prices" in lines[0]
-    priced = simulate_many([as_model("my-local-model-q4")], make_policy("full"), None, BIG,
-                           pricing=Pricing(sets={"input": 1.0, "output": 2.0}))
+    priced = simulate_many(
+        [as_model("my-local-model-q4")],
+        make_policy("full"),
+        None,
+        BIG,
+        pricing=Pricing(sets={"input": 1.0, "output": 2.0}),
+    )
     assert priced.runs["cost_usd"][0] > 0 and priced.runs["price_source"][0] == "--price"
     assert priced.sim_id != sim.sim_id
 
@@ -117,12 +122,30 @@ def test_one_hour_writes_from_the_log_cost_double():
 
 
 def test_recorded_ttl_from_the_log(tmp_path):
-    usage = {"input_tokens": 3, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 5000, "output_tokens": 9,
-             "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 5000}}
-    lines = [{"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}},
-             {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "requestId": "r1",
-              "message": {"id": "m1", "model": "claude-opus-4-7", "role": "assistant", "usage": usage,
-                          "content": [{"type": "text", "text": "hello"}]}}]
+    usage = {
+        "input_tokens": 3,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 5000,
+        "output_tokens": 9,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 5000},
+    }
+    lines = [
+        {"type": "user", "uuid": "u1", "sessionId": "s", "message": {"role": "user", "content": "hi"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "requestId": "r1",
+            "message": {
+                "id": "m1",
+                "model": "claude-opus-4-7",
+                "role": "assistant",
+                "usage": usage,
+                "content": [{"type": "text", "text": "hello"}],
+            },
+        },
+    ]
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines))
     run = next(r for r in READER.read(ReadContext(path=path, file_hash="0" * 32)) if hasattr(r, "metadata"))
@@ -142,10 +165,18 @@ def test_summary_calls_are_uncached_input():
     assert row["summary_cost_usd"] == pytest.approx(want)
 
 
-@pytest.mark.parametrize("model,tokens", [("claude-3-5-haiku-20241022", 2048), ("claude-3-haiku-20240307", 2048),
-                                          ("claude-sonnet-4-20250514", 1024), ("claude-opus-4-1", 1024),
-                                          ("claude-opus-4-5-20251101", 4096), ("claude-haiku-4-5", 4096),
-                                          ("claude-sonnet-4-6", 2048)])
+@pytest.mark.parametrize(
+    "model,tokens",
+    [
+        ("claude-3-5-haiku-20241022", 2048),
+        ("claude-3-haiku-20240307", 2048),
+        ("claude-sonnet-4-20250514", 1024),
+        ("claude-opus-4-1", 1024),
+        ("claude-opus-4-5-20251101", 4096),
+        ("claude-haiku-4-5", 4096),
+        ("claude-sonnet-4-6", 2048),
+    ],
+)
 def test_anthropic_min_cacheable_by_model(model, tokens):
     assert anthropic_min_cacheable(model) == tokens
 
@@ -168,15 +199,23 @@ def test_cli_prices_each_run_by_its_provider_and_warns_on_unknown(corpus, tmp_pa
 
     db = tmp_path / "s.duckdb"
     con = open_store(db)
-    ingest(con, [corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl",
-                 corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl"])
+    ingest(
+        con,
+        [
+            corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl",
+            corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl",
+        ],
+    )
     con.close()
     base = ["simulate", "--db", str(db), "--format", "csv", "--no-store"]
     out = CliRunner().invoke(app, base)
     assert out.exit_code == 0, out.output
     assert "WARNING: gpt-5.3-codex-bak (1 run(s)): no price for model 'gpt-5.3-codex-bak'" in out.output
-    rows = {r["run_id"][:5]: r for r in csv.DictReader(io.StringIO(out.output[out.output.index("run_id"):]))
-            if r.get("cache_model")}
+    rows = {
+        r["run_id"][:5]: r
+        for r in csv.DictReader(io.StringIO(out.output[out.output.index("run_id") :]))
+        if r.get("cache_model")
+    }
     assert rows["codex"]["cache_model"] == "openai" and rows["codex"]["price_source"] == "unknown"
     assert rows["codex"]["cost_usd"] == "" and rows["ccl-s"]["cache_model"] == "anthropic"
     priced = CliRunner().invoke(app, [*base, "--price", "same_as=gpt-5.3-codex", "--cache", "anthropic"])
@@ -197,8 +236,14 @@ def test_sweeps_price_each_run_by_default_and_take_price_tables():
     from replay.sweeps.adapter import evaluate_point, resolve
     from replay.sweeps.spec import from_dict
 
-    spec = from_dict({"sweep": {"policy": "seed_a"}, "fixed": {"window": 100_000}, "grid": {"reserve": [0]},
-                      "prices": {"my-local-*": {"input": 1, "output": 4, "provider": "openai"}}})
+    spec = from_dict(
+        {
+            "sweep": {"policy": "seed_a"},
+            "fixed": {"window": 100_000},
+            "grid": {"reserve": [0]},
+            "prices": {"my-local-*": {"input": 1, "output": 4, "provider": "openai"}},
+        }
+    )
     assert spec.cache == "auto"
     runs = [as_model("my-local-model-q4"), as_model("claude-opus-4-1", seed=9)]
     point = resolve(spec.policy, spec.points()[0], spec.cache, spec.pricing())

@@ -24,8 +24,16 @@ def _run(reads: list[int], gaps: list[float] | None = None, model: str = "gpt-5"
     items = [{"step": 0, "kind": "system", "chars": 4 * first, "tokens": first}]
     items += [{"step": k, "kind": "user_text", "chars": 4000, "tokens": 1000} for k in range(n)]
     ts = np.cumsum([0.0] + list(gaps or [10.0] * (n - 1)))
-    reqs = [{"step": k, "ts": "2026-01-01T00:00:00+00:00", "prompt_tokens": first + 1000 * (k + 1),
-             "cache_read": reads[k], "input_tokens": first + 1000 * (k + 1) - reads[k]} for k in range(n)]
+    reqs = [
+        {
+            "step": k,
+            "ts": "2026-01-01T00:00:00+00:00",
+            "prompt_tokens": first + 1000 * (k + 1),
+            "cache_read": reads[k],
+            "input_tokens": first + 1000 * (k + 1) - reads[k],
+        }
+        for k in range(n)
+    ]
     run = build("r", items, reqs, "real:test", model)
     run.req_ts[:] = 1.7e9 + ts
     return run

@@ -14,10 +14,10 @@ from replay.simulator.load import load_runs
 # Measured divergences, each explained; any other run off by more than 5 points fails the test.
 DIVERGENT = {
     "ccb-android-avd-opus-3e89eb15-main": "recorded 0.44: this session's cache broke between requests while its "
-                                          "workflow subagents ran (a parent message is missing from the file)",
+    "workflow subagents ran (a parent message is missing from the file)",
     "ccb-android-avd-3e89eb15-sub-wf_4af3c93a": "a 28.7k-token block after the last breakpoint; 6 requests only",
     "ccl-worktrees-ef958aa1-main": "the log lacks content the server counted (simulated prompt 41.8k vs 66.6k "
-                                   "recorded by the last request), so the replayed prompt is too small",
+    "recorded by the last request), so the replayed prompt is too small",
     "ccl-worktrees-ef958aa1-sub-agent-a52886": "subagent sharing the session's cache; 5.5 points off",
 }
 
@@ -42,8 +42,7 @@ def test_claude_code_cache_share(claude_runs):
         if d["recorded"] is None or run.n_requests < 2:
             continue
         rows.append((name, d["simulated"], d["recorded"], abs(d["simulated"] - d["recorded"]) <= 0.05))
-    print("\n" + "\n".join(f"{'ok ' if ok else 'OFF'} {n}: simulated {s:.3f} recorded {r:.3f}"
-                           for n, s, r, ok in rows))
+    print("\n" + "\n".join(f"{'ok ' if ok else 'OFF'} {n}: simulated {s:.3f} recorded {r:.3f}" for n, s, r, ok in rows))
     unexplained = [r for r in rows if not r[3] and not any(r[0].startswith(k) for k in DIVERGENT)]
     assert not unexplained, unexplained
     assert sum(r[3] for r in rows) >= 28, "fewer runs within 5 points than measured (28 of 32)"

@@ -19,14 +19,23 @@ CASES = [
     ("seed_a", {"window": 130_000, "reserve": 24_576}, "anthropic"),
     ("seed_a", {"window": 32_768, "reserve": 4_096, "protect": 0.33, "summary_at": 20_000}, "anthropic"),
     ("seed_a_before", {"window": 32_768, "reserve": 4_096, "summary_at": 20_000}, "anthropic"),
-    ("seed_a", {"window": 64_000, "reserve": 8_000, "reclaim_floor": 0.02, "summary_at": 40_000,
-                "estimator": "real"}, "openai"),
-    ("seed_a", {"window": 200_000, "reclaim_floor": 0.0, "summary_at": 30_000, "estimator": "chars/3",
-                "cache_ttl": 3600}, "anthropic"),
+    (
+        "seed_a",
+        {"window": 64_000, "reserve": 8_000, "reclaim_floor": 0.02, "summary_at": 40_000, "estimator": "real"},
+        "openai",
+    ),
+    (
+        "seed_a",
+        {"window": 200_000, "reclaim_floor": 0.0, "summary_at": 30_000, "estimator": "chars/3", "cache_ttl": 3600},
+        "anthropic",
+    ),
     ("seed_a", {"window": 50_000, "reserve": 2_000, "shrink_writes": False, "tail_messages": 4}, "vllm"),
     ("seed_a", {"window": 40_000, "reserve": 2_000, "margin": 0.0, "tail_fraction": 0.05}, "llamacpp"),
-    ("seed_a", {"window": 40_000, "reserve": 2_000, "tail_messages": 0, "summary_at": 15_000, "protect": 3_000},
-     "anthropic"),
+    (
+        "seed_a",
+        {"window": 40_000, "reserve": 2_000, "tail_messages": 0, "summary_at": 15_000, "protect": 3_000},
+        "anthropic",
+    ),
     ("full", {"window": 100_000}, "none"),
     ("full", {"window": 100_000, "reserve": 8_000}, "anthropic"),
     ("seed_a", {"window": 130_000, "reserve": 24_576}, "auto"),  # each run under its provider's cache and prices
@@ -76,13 +85,19 @@ def test_cases_exercise_every_tier(corpus_runs):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 50), window=st.integers(6_000, 150_000),
-       reserve=st.integers(0, 4_000), policy=st.sampled_from(["full", "seed_a", "seed_a_before"]),
-       cache=st.sampled_from(["anthropic", "openai", "deepseek", "gemini", "vllm", "llamacpp", "none", "auto"]),
-       floor=st.sampled_from([0.0, 0.01, 0.125]), summary_at=st.integers(2_000, 120_000),
-       protect=st.integers(0, 30_000), estimator=st.sampled_from(["chars/4", "chars/3", "real"]))
-def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, floor, summary_at, protect,
-                                     estimator):
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 50),
+    window=st.integers(6_000, 150_000),
+    reserve=st.integers(0, 4_000),
+    policy=st.sampled_from(["full", "seed_a", "seed_a_before"]),
+    cache=st.sampled_from(["anthropic", "openai", "deepseek", "gemini", "vllm", "llamacpp", "none", "auto"]),
+    floor=st.sampled_from([0.0, 0.01, 0.125]),
+    summary_at=st.integers(2_000, 120_000),
+    protect=st.integers(0, 30_000),
+    estimator=st.sampled_from(["chars/4", "chars/3", "real"]),
+)
+def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, floor, summary_at, protect, estimator):
     runs = [synth_run(n, seed=seed), synth_run(max(1, n // 2), seed=seed + 1, parallel=False)]
     params = {"window": window, "reserve": reserve, "estimator": estimator}
     if policy != "full":
@@ -93,9 +108,14 @@ def test_random_runs_match_reference(seed, n, window, reserve, policy, cache, fl
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), window=st.integers(6_000, 150_000),
-       reserve=st.integers(0, 4_000), policy=st.sampled_from(sorted(registry())),
-       cache=st.sampled_from(["anthropic", "openai", "vllm", "llamacpp", "none", "auto"]))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 40),
+    window=st.integers(6_000, 150_000),
+    reserve=st.integers(0, 4_000),
+    policy=st.sampled_from(sorted(registry())),
+    cache=st.sampled_from(["anthropic", "openai", "vllm", "llamacpp", "none", "auto"]),
+)
 def test_every_policy_counts_the_same_in_sweeps_and_views(seed, n, window, reserve, policy, cache):
     runs = [synth_run(n, seed=seed), synth_run(max(1, n // 2), seed=seed + 1, parallel=False)]
     params = {"window": window, "reserve": reserve}
@@ -109,5 +129,7 @@ def test_every_built_in_policy_is_compiled():
 
 
 def test_a_policy_written_in_python_takes_the_per_request_path():
-    assert point_frame(pack([synth_run(3)]), resolve("tests.simulator.test_oracle_property:LargestFirst", {},
-                                                     "anthropic")) is None
+    assert (
+        point_frame(pack([synth_run(3)]), resolve("tests.simulator.test_oracle_property:LargestFirst", {}, "anthropic"))
+        is None
+    )

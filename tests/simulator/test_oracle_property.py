@@ -27,7 +27,7 @@ class LargestFirst(Policy):
         return [(lambda: self.total() > self.budget.usable, self.decide)]
 
     def total(self) -> int:
-        return int(self.ftok[self.forms[:self.end], self.idx[:self.end]].sum())
+        return int(self.ftok[self.forms[: self.end], self.idx[: self.end]].sum())
 
     def decide(self) -> None:
         newest = int(self.run.req_end[self.k - 1]) if self.k > 0 else 0
@@ -49,17 +49,22 @@ def evicted_and_room(name: str, run, budget: Budget) -> tuple[int, np.ndarray, b
     seen = views_of(run, policy, budget).views
     restored = False
     for prev, v in zip([None, *seen], seen, strict=False):
-        assert (v.forms[:run.first_body] == ORIGINAL).all(), f"{name} trimmed the harness prefix"
+        assert (v.forms[: run.first_body] == ORIGINAL).all(), f"{name} trimmed the harness prefix"
         if prev is not None:
-            restored |= bool(((v.forms[:prev.end] == ORIGINAL) & (prev.forms != ORIGINAL)).any())
+            restored |= bool(((v.forms[: prev.end] == ORIGINAL) & (prev.forms != ORIGINAL)).any())
     return row["repeat_evicted"], np.maximum(budget.usable, cols["prompt_tokens"]), restored
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), n=st.integers(5, 50), chars=st.tuples(st.integers(10, 4_000),
-       st.integers(4_000, 60_000)), files=st.integers(1, 6), ranges=st.booleans(),
-       budget=st.builds(Budget, window=st.integers(6_000, 60_000), reserve=st.integers(0, 4_000)),
-       name=st.sampled_from(BOUNDED))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(5, 50),
+    chars=st.tuples(st.integers(10, 4_000), st.integers(4_000, 60_000)),
+    files=st.integers(1, 6),
+    ranges=st.booleans(),
+    budget=st.builds(Budget, window=st.integers(6_000, 60_000), reserve=st.integers(0, 4_000)),
+    name=st.sampled_from(BOUNDED),
+)
 def test_no_policy_beats_the_oracle_bound(seed, n, chars, files, ranges, budget, name):
     """At the same budget (window - reserve, harness prefix counted) no policy has fewer evicted repeat reads
     than the LP bound; a policy that never restores an evicted item not fewer than the no-restore bound either.

@@ -45,10 +45,24 @@ def test_recorded_policy_reproduces_the_recorded_prompt_per_request(legacy_runs)
         cols, _ = replay_recorded(run, "none")
         err = prompt_errors(cols)
         ok = np.median(err) <= TARGET_MEDIAN and np.quantile(err, 0.95) <= TARGET_P95
-        rows.append((name, run.run_id, float(np.median(err)), float(np.quantile(err, 0.95)), ok, run.prompt_source,
-                     run.unreconstructable))
-    print("\n" + "\n".join(f"{'ok ' if ok else 'OFF'} {n} {rid[-12:]}: median {m:.2%} p95 {p:.2%} ({s}) {why}"
-                           for n, rid, m, p, ok, s, why in rows))
+        rows.append(
+            (
+                name,
+                run.run_id,
+                float(np.median(err)),
+                float(np.quantile(err, 0.95)),
+                ok,
+                run.prompt_source,
+                run.unreconstructable,
+            )
+        )
+    print(
+        "\n"
+        + "\n".join(
+            f"{'ok ' if ok else 'OFF'} {n} {rid[-12:]}: median {m:.2%} p95 {p:.2%} ({s}) {why}"
+            for n, rid, m, p, ok, s, why in rows
+        )
+    )
     assert len(rows) >= 40
     assert all(r[5] == FIT for r in rows)
     # a miss is allowed only where calibration finds, mechanically, that the log cannot give the server's prompt,
@@ -61,8 +75,9 @@ def test_recorded_policy_reproduces_the_recorded_prompt_per_request(legacy_runs)
 def test_full_history_without_the_prompt_model_is_far_below_the_server(legacy_runs, corpus_db):
     """The log's items alone are about half of what Claude Code's server counted: the prefix is what was missing."""
     name, _, run = next(r for r in legacy_runs if r[0].startswith("ccl-sample-37f83ec9"))
-    bare = next(r for r in load_runs(corpus_db, run.token_source.split(":", 1)[1], "%ccl-sample-37f83ec9%",
-                                     prompt=False))
+    bare = next(
+        r for r in load_runs(corpus_db, run.token_source.split(":", 1)[1], "%ccl-sample-37f83ec9%", prompt=False)
+    )
     with_prefix, _ = replay_recorded(run, "none")
     without, _ = replay_recorded(bare, "none")
     assert run.prefix_tokens > 10_000 and bare.prefix_tokens == 0
@@ -72,10 +87,26 @@ def test_full_history_without_the_prompt_model_is_far_below_the_server(legacy_ru
 def test_prefix_is_an_item_every_policy_budgets_against():
     """A policy that budgets against the window counts the prefix: with it, the same run overflows and compacts."""
     run = synth_run(30, seed=3)
-    items = [{"seq": i, "step": int(s), "kind": "user_text", "role": "user", "chars": int(c), "tokens": int(t),
-              "tool_name": None, "call_id": None, "resource": None, "access": None, "is_error": False, "ts": None,
-              "turn": 1, "content_hash": None, "lines": 1}
-             for i, (s, c, t) in enumerate(zip(run.step, run.chars, run.tokens, strict=True))]
+    items = [
+        {
+            "seq": i,
+            "step": int(s),
+            "kind": "user_text",
+            "role": "user",
+            "chars": int(c),
+            "tokens": int(t),
+            "tool_name": None,
+            "call_id": None,
+            "resource": None,
+            "access": None,
+            "is_error": False,
+            "ts": None,
+            "turn": 1,
+            "content_hash": None,
+            "lines": 1,
+        }
+        for i, (s, c, t) in enumerate(zip(run.step, run.chars, run.tokens, strict=True))
+    ]
     with_prefix = apply_prompt([dict(it) for it in items], PromptModel(prefix=40_000, source=FIT))
     assert with_prefix[0]["kind"] == "system" and with_prefix[0]["tokens"] == 40_000
     assert with_prefix[0]["chars"] == 160_000  # chars/4 sees exactly the prefix
@@ -87,8 +118,7 @@ def test_prefix_is_an_item_every_policy_budgets_against():
     peak = {}
     for label, its in (("bare", items), ("prefix", with_prefix)):
         arrays = build("p", [dict(it) for it in its], reqs, "real:synthetic")
-        cols, row = simulate_run(arrays, make_policy("auto_compact", {"threshold": 0.8}),
-                                 make_cache("none"), budget)
+        cols, row = simulate_run(arrays, make_policy("auto_compact", {"threshold": 0.8}), make_cache("none"), budget)
         peak[label] = (int(cols["prompt_tokens"].max()), row["summaries"])
     assert peak["prefix"][0] >= peak["bare"][0] + 30_000 or peak["prefix"][1] > peak["bare"][1]
 
@@ -97,8 +127,7 @@ def test_runs_without_usage_take_a_profile_or_say_none(corpus_db):
     ids = [r[0] for r in corpus_db.execute("SELECT run_id FROM runs WHERE n_requests > 0").fetchall()]
     models = prompt_models(corpus_db, None, ids)
     fmt = dict(corpus_db.execute("SELECT run_id, format FROM runs").fetchall())
-    usage = {r[0] for r in corpus_db.execute("SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0")
-             .fetchall()}
+    usage = {r[0] for r in corpus_db.execute("SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0").fetchall()}
     for rid, pm in models.items():
         if rid in usage:
             assert pm.source == FIT, rid

@@ -13,12 +13,18 @@ from replay.simulator.kernels.trace import views_of
 from tests.policies.test_conformance import check_view
 from tests.simulator.synth import synth_run
 
-runs = st.builds(synth_run, n_requests=st.integers(2, 60), seed=st.integers(0, 10_000),
-                 result_chars=st.tuples(st.integers(10, 2_000), st.integers(2_000, 40_000)),
-                 files=st.integers(1, 8), error_rate=st.floats(0, 0.5))
+runs = st.builds(
+    synth_run,
+    n_requests=st.integers(2, 60),
+    seed=st.integers(0, 10_000),
+    result_chars=st.tuples(st.integers(10, 2_000), st.integers(2_000, 40_000)),
+    files=st.integers(1, 8),
+    error_rate=st.floats(0, 0.5),
+)
 budgets = st.builds(Budget, window=st.integers(8_000, 200_000), reserve=st.integers(0, 4_000))
-HISTORY_KINDS = [KIND_CODE[k] for k in ("user_text", "image", "assistant_text", "reasoning", "tool_call",
-                                         "tool_result")]
+HISTORY_KINDS = [
+    KIND_CODE[k] for k in ("user_text", "image", "assistant_text", "reasoning", "tool_call", "tool_result")
+]
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -50,7 +56,7 @@ def test_seed_a_fits_when_it_can(run, budget):
     for v in vs:
         if v.est_tokens / (1 - margin) + budget.reserve <= budget.window:
             continue
-        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)[:-1]
+        res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)[:-1]
         shrinkable = res[policy.fest[PLACEHOLDER, res] < policy.fest[ORIGINAL, res]]
         assert (v.forms[shrinkable] != ORIGINAL).all(), "over budget while trimmable output remained"
         assert v.emergency
@@ -65,14 +71,14 @@ def test_seed_b_fits_when_it_can(run, budget, failover):
         limit = (budget.window // 2 if failover and v.k >= 1 else budget.window) - budget.reserve
         if v.est_tokens <= limit:
             continue
-        res = np.flatnonzero(run.kind[:v.end] == TOOL_RESULT)
+        res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)
         newest = res[run.step[res] == run.step[res[-1]]] if len(res) else res  # the newest step, siblings included
         assert (v.forms[newest] != OMITTED).all(), "a result of the newest step was omitted"
         res = res[~np.isin(res, newest)]
         live = res[np.isin(v.forms[res], (ORIGINAL, SHRUNK, SPILLED))]
         assert (policy.fest[OMITTED, live] >= v.seg_est[live]).all(), "over budget while an output could be marked"
         assert (v.seg_est[newest] <= policy.fest[OMITTED, newest]).all(), "over budget, newest results not shortened"
-        older = np.flatnonzero((run.turn[:v.end] < run.turn[v.end - 1]) & (v.forms != DROPPED))
+        older = np.flatnonzero((run.turn[: v.end] < run.turn[v.end - 1]) & (v.forms != DROPPED))
         assert not np.isin(run.kind[older], HISTORY_KINDS).any(), "over budget while an older turn remained"
         assert v.summary_at < 0 and v.emergency
 
@@ -84,14 +90,14 @@ def test_seed_c_fits_when_it_can(run, budget):
     for v in vs:
         if v.est_tokens <= budget.usable:
             continue
-        st_ = run.step[:v.end]
+        st_ = run.step[: v.end]
         guard = int(np.searchsorted(st_, st_[-1], side="left"))  # the protected current turn
         lo = min(run.first_body, v.end)
         res = np.flatnonzero((run.kind[:guard] == TOOL_RESULT) & ~run.is_error[:guard])
         live = res[np.isin(v.forms[res], (ORIGINAL, SPILLED))]
         assert (policy.fest[OMITTED, live] >= v.seg_est[live]).all(), "over budget while an output could be marked"
         keep = np.zeros(v.end, dtype=bool)
-        errors = np.flatnonzero(run.is_error[:v.end] & (run.kind[:v.end] == TOOL_RESULT))
+        errors = np.flatnonzero(run.is_error[: v.end] & (run.kind[: v.end] == TOOL_RESULT))
         keep[errors] = True
         keep[run.pair[errors][run.pair[errors] >= 0]] = True
         keep[:guard] |= run.pair[:guard] >= guard  # calls answered in the protected turn
@@ -107,7 +113,7 @@ def test_drop_oldest_fits_when_it_can(run, budget):
     policy, vs = views("drop_oldest", run, budget)
     for v in vs:
         if v.est_tokens > budget.usable:
-            live = np.flatnonzero(v.forms[min(run.first_body, v.end) + 1:v.end - 2] != 5)
+            live = np.flatnonzero(v.forms[min(run.first_body, v.end) + 1 : v.end - 2] != 5)
             assert len(live) <= 2
 
 

@@ -66,6 +66,7 @@ def test_deepseek_units_of_64_whole_match_and_common_prefix():
     """Requests end after items 0 and 2; then item 2 is rewritten twice. OpenAI reads the common 3,500 tokens at
     once; DeepSeek holds only whole units: the first rewrite reads the unit that ended after item 0 (3,000
     tokens), and stores the common prefix (3,500) as a unit that the second rewrite reads."""
+
     def rewritten(name: str) -> list[int]:
         state = _state(name)
         state.request(1, 1, 1, 0.0, _cum(1), -1, 0)
@@ -77,8 +78,9 @@ def test_deepseek_units_of_64_whole_match_and_common_prefix():
     assert _grow(_state("deepseek"), 3)[1:] == [2944, 3456]  # 3,000 and 3,500 in 64s
 
 
-@pytest.mark.parametrize("model,cached", [("gemini-2.5-flash", 2500), ("gemini-3-flash-preview", 0),
-                                          ("gemini-2.0-flash", 0)])
+@pytest.mark.parametrize(
+    "model,cached", [("gemini-2.5-flash", 2500), ("gemini-3-flash-preview", 0), ("gemini-2.0-flash", 0)]
+)
 def test_gemini_minimum_by_model(model, cached):
     sizes = np.array([2500, 100], np.int64)
     state = CacheState(make_cache("gemini"), model, 2, 0, 0, sizes)

@@ -37,8 +37,9 @@ def test_sidechains_served_by_another_model_are_priced_at_it(rows):
     # the Task sidechains of an Opus 4.1 session ran on Sonnet 4 (one uncached request each): priced as Opus they
     # cost 5x their bill (+400%), each at its own model they cost the bill
     out, _ = rows
-    side = [(run, row) for rid, (run, row) in out.items()
-            if rid.startswith("ccs-livecd-gen-155c3456") and "/side" in rid]
+    side = [
+        (run, row) for rid, (run, row) in out.items() if rid.startswith("ccs-livecd-gen-155c3456") and "/side" in rid
+    ]
     assert len(side) == 5
     for run, row in side:
         # the run's model is the one that served most of its requests (the parent session's is Opus 4.1)

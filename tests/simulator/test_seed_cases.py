@@ -15,14 +15,22 @@ from tests.simulator.synth import synth_run
 
 
 def one_prompt(tokens: int):
-    items = [{"step": 0, "kind": "system", "chars": 100, "tokens": 100},
-             {"step": 0, "kind": "user_text", "chars": 4 * (tokens - 100), "tokens": tokens - 100}]
+    items = [
+        {"step": 0, "kind": "system", "chars": 100, "tokens": 100},
+        {"step": 0, "kind": "user_text", "chars": 4 * (tokens - 100), "tokens": tokens - 100},
+    ]
     return build("seed", items, [{"step": 0}], "real:test")
 
 
-@pytest.mark.parametrize("prompt,window,reserve,overflow", [
-    (32_769, 32_768, 0, True), (32_768, 32_768, 0, False),
-    (105_425, 130_000, 24_576, True), (105_424, 130_000, 24_576, False)])
+@pytest.mark.parametrize(
+    "prompt,window,reserve,overflow",
+    [
+        (32_769, 32_768, 0, True),
+        (32_768, 32_768, 0, False),
+        (105_425, 130_000, 24_576, True),
+        (105_424, 130_000, 24_576, False),
+    ],
+)
 def test_overflow_judged_with_real_tokens_and_reserve(prompt, window, reserve, overflow):
     cols, row = simulate_run(one_prompt(prompt), make_policy("full"), make_cache("none"), Budget(window, reserve))
     assert cols["prompt_tokens"][0] == prompt
@@ -39,7 +47,7 @@ def test_seed_a_emergency_margin_and_reserve(estimate, fires):
 
 def _range_start(policy, view, limit: float) -> int:
     """First position of the newest items whose original estimate fits ``limit``."""
-    back = np.cumsum(policy.fest[ORIGINAL, :view.end][::-1])
+    back = np.cumsum(policy.fest[ORIGINAL, : view.end][::-1])
     return view.end - int(np.searchsorted(back, limit, side="right"))
 
 

@@ -11,17 +11,26 @@ from replay.sweeps import results
 from replay.sweeps.adapter import resolve
 from replay.sweeps.executors import Context, point_rows
 
-POINTS = [({"summary_at": 40_000, "protect": 2_000}, "seed_a"), ({"summary_at": 90_000, "protect": 8_000}, "seed_a"),
-          ({}, "full")]
+POINTS = [
+    ({"summary_at": 40_000, "protect": 2_000}, "seed_a"),
+    ({"summary_at": 90_000, "protect": 8_000}, "seed_a"),
+    ({}, "full"),
+]
 
 
 def test_columns_of_several_points_make_the_frames_of_each(sample_db):
     packed = pack(load_runs(sample_db))
-    cols = [point_columns(packed, resolve(policy, params, "auto"), {"point_id": str(i), "error": None})
-            for i, (params, policy) in enumerate(POINTS)]
+    cols = [
+        point_columns(packed, resolve(policy, params, "auto"), {"point_id": str(i), "error": None})
+        for i, (params, policy) in enumerate(POINTS)
+    ]
     together = columns_frame(cols)
-    apart = pl.concat([point_frame(packed, resolve(policy, params, "auto"), {"point_id": str(i), "error": None})
-                       for i, (params, policy) in enumerate(POINTS)])
+    apart = pl.concat(
+        [
+            point_frame(packed, resolve(policy, params, "auto"), {"point_id": str(i), "error": None})
+            for i, (params, policy) in enumerate(POINTS)
+        ]
+    )
     assert together.height == 3 * packed.n_runs > 0
     assert together.equals(apart, null_equal=True)
     assert together["cost_usd"].null_count() < together.height  # NaN -> null only where a price is missing
@@ -37,8 +46,10 @@ def test_commit_batch_mixes_kernel_columns_and_reference_frames(sample_db):
     assert results.error_count(fast[0][1]) == 0
     results.ensure_tables(sample_db)
     results.commit_batch(sample_db, [rows for _, rows in fast] + [bad[1]])
-    stored = sample_db.execute("SELECT point_id, count(*), count(error), count(prompt_tokens) FROM sweep_results "
-                               "WHERE sweep_id = 'sid' GROUP BY point_id ORDER BY point_id").fetchall()
+    stored = sample_db.execute(
+        "SELECT point_id, count(*), count(error), count(prompt_tokens) FROM sweep_results "
+        "WHERE sweep_id = 'sid' GROUP BY point_id ORDER BY point_id"
+    ).fetchall()
     n = len(runs)
     assert stored == [("p-bad", n, n, 0), ("p0", n, 0, n), ("p1", n, 0, n)]
 

@@ -19,8 +19,13 @@ def differing(a, b) -> list[str]:
 
 
 def spec(name: str) -> object:
-    return from_dict({"sweep": {"policy": "seed_a", "runs": "%", "batch": 3, "name": name},
-                      "fixed": {"window": 60000, "reserve": 8000}, "grid": GRID})
+    return from_dict(
+        {
+            "sweep": {"policy": "seed_a", "runs": "%", "batch": 3, "name": name},
+            "fixed": {"window": 60000, "reserve": 8000},
+            "grid": GRID,
+        }
+    )
 
 
 @pytest.fixture()
@@ -85,6 +90,7 @@ class InProcessRay:
                 ray.in_flight += 1
                 ray.peak = max(ray.peak, ray.in_flight)
                 return lambda: fn(*args)
+
         return Remote
 
     def wait(self, pending, num_returns=1):

@@ -43,13 +43,20 @@ def test_dense_run_needs_the_emergency_margin(tmp_path: Path) -> None:
     ingest(con, [ROOT / "data" / "sample"])
     tok = load_tokenizer("tekken")
     count_items(con, tok)
-    real, chars = con.execute("""SELECT sum(t.n_tokens), sum(length(i.text)) FROM items i JOIN token_counts t
+    real, chars = con.execute(
+        """SELECT sum(t.n_tokens), sum(length(i.text)) FROM items i JOIN token_counts t
         ON t.content_hash = i.content_hash AND t.tokenizer_id = ? WHERE i.run_id LIKE '%dense%'
-        AND i.text LIKE '00000000: %'""", [tok.tokenizer_id]).fetchone()
+        AND i.text LIKE '00000000: %'""",
+        [tok.tokenizer_id],
+    ).fetchone()
     assert real > 3 * chars / 4  # hex dumps: about 1.2 characters per token
-    spec = from_dict({"sweep": {"policy": "seed_a", "runs": "%dense%", "tokenizer": tok.tokenizer_id},
-                      "fixed": {"window": 130_000, "reserve": 24_576, "estimator": "chars/4"},
-                      "grid": {"margin": [0.2, 0.5]}})
+    spec = from_dict(
+        {
+            "sweep": {"policy": "seed_a", "runs": "%dense%", "tokenizer": tok.tokenizer_id},
+            "fixed": {"window": 130_000, "reserve": 24_576, "estimator": "chars/4"},
+            "grid": {"margin": [0.2, 0.5]},
+        }
+    )
     frame = sweep_frame(con, run_sweep(con, spec, executor="serial", progress=False).sweep_id)
     over = dict(frame.select("param_margin", "overflow_incidents").iter_rows())
     assert over[0.2] > 0 and over[0.5] == 0

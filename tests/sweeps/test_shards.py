@@ -19,8 +19,13 @@ GRID = {"protect": [4000, 20000], "summary_at": [30000, 50000]}
 
 
 def spec(name: str, grid: dict = GRID) -> object:
-    return from_dict({"sweep": {"policy": "seed_a", "runs": "%", "batch": 3, "name": name},
-                      "fixed": {"window": 60000, "reserve": 8000}, "grid": grid})
+    return from_dict(
+        {
+            "sweep": {"policy": "seed_a", "runs": "%", "batch": 3, "name": name},
+            "fixed": {"window": 60000, "reserve": 8000},
+            "grid": grid,
+        }
+    )
 
 
 def test_shards_are_bounded_by_items_and_keep_every_run_once(sample_db) -> None:
@@ -37,11 +42,17 @@ def test_streamed_shards_give_the_rows_of_all_runs_in_memory(corpus_db, executor
     """On the corpus (fitted prompt models, harness profiles): 6+ shards equal one sweep over load_runs' runs."""
     had = {r[0] for r in corpus_db.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     try:
-        whole = run_sweep(corpus_db, spec(f"whole-{executor}"), executor="serial", progress=False,
-                          runs=load_sweep_runs(corpus_db, spec("x")))
+        whole = run_sweep(
+            corpus_db,
+            spec(f"whole-{executor}"),
+            executor="serial",
+            progress=False,
+            runs=load_sweep_runs(corpus_db, spec("x")),
+        )
         assert len(shards.plan(corpus_db, "%", 1500)) >= 6
-        streamed = run_sweep(corpus_db, spec(f"shards-{executor}"), executor=executor, workers=workers,
-                             progress=False, shard_items=1500)
+        streamed = run_sweep(
+            corpus_db, spec(f"shards-{executor}"), executor=executor, workers=workers, progress=False, shard_items=1500
+        )
         assert (streamed.points, streamed.computed, streamed.runs) == (4, 4, whole.runs)
         a, b = sweep_frame(corpus_db, whole.sweep_id), sweep_frame(corpus_db, streamed.sweep_id)
         assert a.height == b.height == 4 * whole.runs and differing(a, b) == []
@@ -59,10 +70,25 @@ def test_kill_in_a_later_shard_and_resume(sample_db_path: Path, tmp_path: Path) 
     db = tmp_path / "k.duckdb"
     shutil.copy(sample_db_path, db)
     grid = tmp_path / "grid.toml"
-    grid.write_text('[sweep]\npolicy = "seed_a"\nbatch = 2\n[fixed]\nwindow = 60000\n'
-                    '[grid]\nprotect = [2000, 4000, 6000, 8000, 10000]\nsummary_at = [20000, 30000]\n')
-    cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--executor", "serial",
-           "--out", str(tmp_path / "out"), "--shard-items", "500"]
+    grid.write_text(
+        '[sweep]\npolicy = "seed_a"\nbatch = 2\n[fixed]\nwindow = 60000\n'
+        "[grid]\nprotect = [2000, 4000, 6000, 8000, 10000]\nsummary_at = [20000, 30000]\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "replay",
+        "sweep",
+        str(grid),
+        "--db",
+        str(db),
+        "--executor",
+        "serial",
+        "--out",
+        str(tmp_path / "out"),
+        "--shard-items",
+        "500",
+    ]
     assert kill_at_commit(cmd, "committed 14/50 (point, shard) pairs") == -signal.SIGKILL
     con = open_store(db)
     s = load_spec(grid)
@@ -73,8 +99,12 @@ def test_kill_in_a_later_shard_and_resume(sample_db_path: Path, tmp_path: Path) 
     final = sweep_frame(con, s.sweep_id)
     kept = final.join(before.select("point_id", "run_id", "computed_at"), on=["point_id", "run_id"])
     assert kept.height == before.height and (kept["computed_at"] == kept["computed_at_right"]).all()
-    fresh = run_sweep(con, from_dict({**_doc(grid), "sweep": {**_doc(grid)["sweep"], "name": "fresh"}}),
-                      executor="serial", progress=False)
+    fresh = run_sweep(
+        con,
+        from_dict({**_doc(grid), "sweep": {**_doc(grid)["sweep"], "name": "fresh"}}),
+        executor="serial",
+        progress=False,
+    )
     assert final.height == 10 * 7 and differing(final, sweep_frame(con, fresh.sweep_id)) == []
 
 

@@ -17,8 +17,13 @@ SHORT = "%short%"
 
 
 def spec(grid: dict, **sweep) -> object:
-    return from_dict({"sweep": {"policy": "seed_a", "runs": SHORT, "batch": 2, **sweep},
-                      "fixed": {"window": 60000, "reserve": 8000}, "grid": grid})
+    return from_dict(
+        {
+            "sweep": {"policy": "seed_a", "runs": SHORT, "batch": 2, **sweep},
+            "fixed": {"window": 60000, "reserve": 8000},
+            "grid": grid,
+        }
+    )
 
 
 def test_grid_is_cartesian_and_ids_stable() -> None:
@@ -28,9 +33,14 @@ def test_grid_is_cartesian_and_ids_stable() -> None:
 
 
 def test_random_search_is_seeded_and_bounded() -> None:
-    doc = {"sweep": {"policy": "seed_a", "mode": "random", "samples": 20, "seed": 3},
-           "random": {"summary_at": {"low": 20000, "high": 90000}, "tail_fraction": {"low": 0.05, "high": 0.3},
-                      "wording": ["[cleared {tool}]", "[old output of {tool} {call_id} removed]"]}}
+    doc = {
+        "sweep": {"policy": "seed_a", "mode": "random", "samples": 20, "seed": 3},
+        "random": {
+            "summary_at": {"low": 20000, "high": 90000},
+            "tail_fraction": {"low": 0.05, "high": 0.3},
+            "wording": ["[cleared {tool}]", "[old output of {tool} {call_id} removed]"],
+        },
+    }
     a, b = from_dict(doc).points(), from_dict(doc).points()
     assert a == b and len(a) == 20
     assert all(20000 <= p["summary_at"] <= 90000 and isinstance(p["summary_at"], int) for p in a)
@@ -47,8 +57,7 @@ def test_unknown_parameter_fails_before_work(sample_db) -> None:
 def test_pool_equals_serial_and_rerun_skips(sample_db, tmp_path: Path) -> None:
     grid = {"protect": [4000, 20000], "summary_at": [20000, 40000]}
     serial = run_sweep(sample_db, spec(grid, name="a"), executor="serial", progress=False)
-    pooled = run_sweep(sample_db, spec(grid, name="b"), executor="local", workers=2, out_dir=tmp_path,
-                       progress=False)
+    pooled = run_sweep(sample_db, spec(grid, name="b"), executor="local", workers=2, out_dir=tmp_path, progress=False)
     cols = ["point_id", "run_id", "prompt_tokens", "cached_tokens", "summaries", "overflow_incidents"]
     a = sweep_frame(sample_db, serial.sweep_id).select(cols).sort(["point_id", "run_id"])
     b = sweep_frame(sample_db, pooled.sweep_id).select(cols).sort(["point_id", "run_id"])
@@ -68,8 +77,12 @@ def test_ray_local_mode(sample_db, monkeypatch) -> None:
     ray_out = run_sweep(sample_db, spec(grid, name="ray"), executor="ray", progress=False, workers=1)
     ser_out = run_sweep(sample_db, spec(grid, name="ser"), executor="serial", progress=False)
     cols = ["point_id", "run_id", "prompt_tokens", "cached_tokens"]
-    assert sweep_frame(sample_db, ray_out.sweep_id).select(cols).sort(cols[:2]).equals(
-        sweep_frame(sample_db, ser_out.sweep_id).select(cols).sort(cols[:2]))
+    assert (
+        sweep_frame(sample_db, ray_out.sweep_id)
+        .select(cols)
+        .sort(cols[:2])
+        .equals(sweep_frame(sample_db, ser_out.sweep_id).select(cols).sort(cols[:2]))
+    )
 
 
 def test_kill_and_resume(sample_db_path: Path, tmp_path: Path) -> None:
@@ -78,11 +91,24 @@ def test_kill_and_resume(sample_db_path: Path, tmp_path: Path) -> None:
     db = tmp_path / "k.duckdb"
     shutil.copy(sample_db_path, db)
     grid = tmp_path / "grid.toml"
-    grid.write_text('[sweep]\npolicy = "seed_a"\nruns = "%short%"\nbatch = 2\n[fixed]\nwindow = 60000\n'
-                    '[grid]\nprotect = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000]\n'
-                    'summary_at = [20000, 25000, 30000, 35000]\n')
-    cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--executor", "serial",
-           "--out", str(tmp_path / "out")]
+    grid.write_text(
+        '[sweep]\npolicy = "seed_a"\nruns = "%short%"\nbatch = 2\n[fixed]\nwindow = 60000\n'
+        "[grid]\nprotect = [2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 18000, 20000]\n"
+        "summary_at = [20000, 25000, 30000, 35000]\n"
+    )
+    cmd = [
+        sys.executable,
+        "-m",
+        "replay",
+        "sweep",
+        str(grid),
+        "--db",
+        str(db),
+        "--executor",
+        "serial",
+        "--out",
+        str(tmp_path / "out"),
+    ]
     assert kill_at_commit(cmd, "committed 4/") == -signal.SIGKILL, "the sweep finished before it could be killed"
     from replay.store import open_store
     from replay.sweeps import load_spec

@@ -13,9 +13,13 @@ from replay.sweeps.results import sweep_frame
 
 
 def _sweep(con, tmp_path: Path):
-    spec = from_dict({"sweep": {"policy": "seed_a", "runs": "%short%", "batch": 2},
-                      "fixed": {"window": 60000, "reserve": 8000},
-                      "grid": {"protect": [4000, 20000], "summary_at": [20000, 30000, 40000]}})
+    spec = from_dict(
+        {
+            "sweep": {"policy": "seed_a", "runs": "%short%", "batch": 2},
+            "fixed": {"window": 60000, "reserve": 8000},
+            "grid": {"protect": [4000, 20000], "summary_at": [20000, 30000, 40000]},
+        }
+    )
     return run_sweep(con, spec, executor="serial", out_dir=tmp_path, progress=False)
 
 
@@ -33,17 +37,25 @@ def _expected(frame: pl.DataFrame) -> pl.DataFrame:
     params = [c for c in frame.columns if c.startswith("param_") and frame[c].n_unique() > 1]
     ok = pl.col("error").is_null()
     aggs = [pl.col(c).first().alias(c[6:]) for c in params]
-    aggs += [pl.col(c).filter(ok).sum().alias(c) for c in ("overflow_incidents", "repeat_evicted", "emergencies")
-             if c in frame.columns]
-    aggs.append(pl.when(pl.col("cost_usd").filter(ok).is_null().any()).then(None)
-                .otherwise(pl.col("cost_usd").filter(ok).sum()).alias("cost_usd"))
-    aggs.append((pl.col("cached_tokens").filter(ok).sum() / pl.col("prompt_tokens").filter(ok).sum())
-                .alias("cache_hit_rate"))
-    aggs.append((100 * pl.col("summaries").filter(ok).sum() / pl.col("requests").filter(ok).sum())
-                .alias("summaries_per_100"))
+    aggs += [
+        pl.col(c).filter(ok).sum().alias(c)
+        for c in ("overflow_incidents", "repeat_evicted", "emergencies")
+        if c in frame.columns
+    ]
+    aggs.append(
+        pl.when(pl.col("cost_usd").filter(ok).is_null().any())
+        .then(None)
+        .otherwise(pl.col("cost_usd").filter(ok).sum())
+        .alias("cost_usd")
+    )
+    aggs.append(
+        (pl.col("cached_tokens").filter(ok).sum() / pl.col("prompt_tokens").filter(ok).sum()).alias("cache_hit_rate")
+    )
+    aggs.append(
+        (100 * pl.col("summaries").filter(ok).sum() / pl.col("requests").filter(ok).sum()).alias("summaries_per_100")
+    )
     aggs.append(pl.col("error").is_not_null().sum().alias("errors"))
-    return frame.group_by("point_id").agg(aggs).sort(["cost_usd", "overflow_incidents", "point_id"],
-                                                       nulls_last=True)
+    return frame.group_by("point_id").agg(aggs).sort(["cost_usd", "overflow_incidents", "point_id"], nulls_last=True)
 
 
 def test_summary_is_the_rows_summed_per_point(sample_db, tmp_path: Path) -> None:
@@ -52,10 +64,14 @@ def test_summary_is_the_rows_summed_per_point(sample_db, tmp_path: Path) -> None
     rows = sweep_frame(sample_db, out.sweep_id)
     first, second = rows["point_id"].unique().sort()[:2]
     run = rows["run_id"][0]
-    sample_db.execute("UPDATE sweep_results SET error = 'boom' WHERE sweep_id = ? AND point_id = ? AND run_id = ?",
-                      [out.sweep_id, first, run])
-    sample_db.execute("UPDATE sweep_results SET cost_usd = NULL WHERE sweep_id = ? AND point_id = ? AND run_id = ?",
-                      [out.sweep_id, second, run])
+    sample_db.execute(
+        "UPDATE sweep_results SET error = 'boom' WHERE sweep_id = ? AND point_id = ? AND run_id = ?",
+        [out.sweep_id, first, run],
+    )
+    sample_db.execute(
+        "UPDATE sweep_results SET cost_usd = NULL WHERE sweep_id = ? AND point_id = ? AND run_id = ?",
+        [out.sweep_id, second, run],
+    )
     summary = point_summary(sample_db, out.sweep_id)
     expected = _expected(sweep_frame(sample_db, out.sweep_id))
     assert summary.columns[:2] == ["protect", "summary_at"] and summary.columns[-1] == "point_id"
@@ -75,8 +91,13 @@ def test_the_store_works_under_a_memory_limit_and_gets_its_own_back(sample_db, t
 
     sample_db.execute("SET memory_limit = '20GiB'").fetchall()
     seen: list[str] = []
-    spec = from_dict({"sweep": {"policy": "seed_a", "runs": "%short%", "batch": 1},
-                      "fixed": {"window": 60000, "reserve": 8000}, "grid": {"protect": [4000, 20000]}})
+    spec = from_dict(
+        {
+            "sweep": {"policy": "seed_a", "runs": "%short%", "batch": 1},
+            "fixed": {"window": 60000, "reserve": 8000},
+            "grid": {"protect": [4000, 20000]},
+        }
+    )
     run_sweep(sample_db, spec, executor="serial", progress=False, on_commit=lambda *a: seen.append(limit()))
     assert seen and set(seen) == {f"{DB_MEMORY_MB / 1024:.1f} GiB"}
     assert limit() == "20.0 GiB"

@@ -15,15 +15,35 @@ class NoCompute(executors.Executor):
 
     def map(self, ctx, tasks):
         for pid, _ in tasks:
-            yield pid, [{"sweep_id": ctx.sweep_id, "point_id": pid, "session": ctx.session, "run_id": r.run_id,
-                         "error": None} for r in ctx.runs]
+            yield (
+                pid,
+                [
+                    {
+                        "sweep_id": ctx.sweep_id,
+                        "point_id": pid,
+                        "session": ctx.session,
+                        "run_id": r.run_id,
+                        "error": None,
+                    }
+                    for r in ctx.runs
+                ],
+            )
 
 
-@pytest.mark.parametrize(("policy", "grid", "said"), [
-    (PYTHON_POLICY, {}, [f"policy {PYTHON_POLICY} is written in Python: every point steps it request by request, "
-                         "far slower than the compiled built-in policies"]),
-    ("seed_a", {"protect": [8000, 12000]}, []),
-])
+@pytest.mark.parametrize(
+    ("policy", "grid", "said"),
+    [
+        (
+            PYTHON_POLICY,
+            {},
+            [
+                f"policy {PYTHON_POLICY} is written in Python: every point steps it request by request, "
+                "far slower than the compiled built-in policies"
+            ],
+        ),
+        ("seed_a", {"protect": [8000, 12000]}, []),
+    ],
+)
 def test_a_python_policy_is_named_as_slow(sample_db, monkeypatch, policy, grid, said):
     monkeypatch.setitem(executors.EXECUTORS, "serial", NoCompute)
     spec = from_dict({"sweep": {"policy": policy, "runs": "%short%"}, "fixed": {"window": 60000}, "grid": grid})

@@ -29,15 +29,30 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def pts(rows: list[tuple]) -> pl.DataFrame:
-    return pl.DataFrame(rows, schema=["point_id", "summaries_per_100", "cache_hit_rate", "repeat_evicted", "cost_usd",
-                                      "overflow_incidents", "errors"], orient="row")
+    return pl.DataFrame(
+        rows,
+        schema=[
+            "point_id",
+            "summaries_per_100",
+            "cache_hit_rate",
+            "repeat_evicted",
+            "cost_usd",
+            "overflow_incidents",
+            "errors",
+        ],
+        orient="row",
+    )
 
 
 def test_dominated_points_are_excluded() -> None:
-    df = pts([("a", 1.0, 0.8, 10, 5.0, 0, 0),
-              ("b", 2.0, 0.7, 12, 6.0, 0, 0),    # worse than a everywhere
-              ("c", 1.0, 0.8, 10, 5.5, 0, 0),    # equal to a except cost: dominated
-              ("d", 0.5, 0.6, 20, 9.0, 0, 0)])   # fewest summaries: on the front
+    df = pts(
+        [
+            ("a", 1.0, 0.8, 10, 5.0, 0, 0),
+            ("b", 2.0, 0.7, 12, 6.0, 0, 0),  # worse than a everywhere
+            ("c", 1.0, 0.8, 10, 5.5, 0, 0),  # equal to a except cost: dominated
+            ("d", 0.5, 0.6, 20, 9.0, 0, 0),
+        ]
+    )  # fewest summaries: on the front
     assert front(df)["point_id"].to_list() == ["a", "d"]
 
 
@@ -56,14 +71,14 @@ def test_maximised_objective_and_nulls_count_as_worst() -> None:
 def test_zero_overflow_filter_and_fallback() -> None:
     df = pts([("a", 1.0, 0.9, 1, 1.0, 3, 0), ("b", 1.0, 0.5, 9, 9.0, 0, 0), ("c", 1.0, 0.5, 9, 9.0, 0, 1)])
     ok, zero = feasible(df)
-    assert zero and ok["point_id"].to_list() == ["b"]           # c errored on a run: never chosen
+    assert zero and ok["point_id"].to_list() == ["b"]  # c errored on a run: never chosen
     ok, zero = feasible(pts([("a", 1.0, 0.9, 1, 1.0, 3, 0), ("d", 1.0, 0.9, 1, 1.0, 5, 0), ("e", 1, 1, 1, 1, 3, 0)]))
     assert not zero and ok["point_id"].to_list() == ["a", "e"]  # the fewest incidents, flagged
 
 
 def test_recommendation_rule() -> None:
     df = pts([("a", 3.0, 0.70, 10, 10.00, 0, 0), ("b", 1.0, 0.80, 10, 10.04, 0, 0), ("c", 0.5, 0.9, 10, 12.0, 0, 0)])
-    assert recommend(front(df))["point_id"] == "b"   # within 0.5% of the cheapest, higher cache hit
+    assert recommend(front(df))["point_id"] == "b"  # within 0.5% of the cheapest, higher cache hit
     assert recommend(front(df), cost_tie=0.0)["point_id"] == "a"
     tied = pts([("a", 1.0, 0.8, 10, 5.0, 0, 0), ("b", 1.0, 0.8, 10, 5.0, 0, 0)])
     tied = tied.with_columns(margin=pl.Series([0.25, 0.1]))
@@ -88,10 +103,21 @@ def test_grid_is_relative_to_window_and_sized_by_points() -> None:
 
 
 def test_aggregate_recomputes_ratios_from_sums() -> None:
-    frame = pl.DataFrame({"point_id": ["p", "p"], "run_id": ["r1", "r2"], "error": [None, None],
-                          "requests": [10, 30], "summaries": [1, 1], "prompt_tokens": [100, 300],
-                          "cached_tokens": [0, 300], "overflow_incidents": [0, 2], "repeat_evicted": [1, 2],
-                          "cost_usd": [1.0, 2.0], "param_summary_at": [5.0, 5.0]})
+    frame = pl.DataFrame(
+        {
+            "point_id": ["p", "p"],
+            "run_id": ["r1", "r2"],
+            "error": [None, None],
+            "requests": [10, 30],
+            "summaries": [1, 1],
+            "prompt_tokens": [100, 300],
+            "cached_tokens": [0, 300],
+            "overflow_incidents": [0, 2],
+            "repeat_evicted": [1, 2],
+            "cost_usd": [1.0, 2.0],
+            "param_summary_at": [5.0, 5.0],
+        }
+    )
     row = aggregate_points(frame).row(0, named=True)
     assert row["summaries_per_100"] == 5.0 and row["cache_hit_rate"] == 0.75
     assert (row["runs"], row["runs_with_overflow"], row["overflow_incidents"], row["summary_at"]) == (2, 1, 2, 5.0)
@@ -134,12 +160,14 @@ def test_tune_writes_a_policy_file_check_accepts(sample_store: Path, tmp_path: P
         tol = text.split("recommended.toml --tol ", 1)[1].split("\n")[0].split(" --tol ")
         tol = [x for t in tol for x in ("--tol", t.strip())]
     assert isinstance(pf.params["summary_at"], int) and pf.params["summary_at"] <= 28_000
-    out = CliRunner().invoke(app, ["check", str(res.files["defaults"]), str(res.files["policy"]),
-                                   "--db", str(sample_store), *tol])
+    out = CliRunner().invoke(
+        app, ["check", str(res.files["defaults"]), str(res.files["policy"]), "--db", str(sample_store), *tol]
+    )
     assert out.exit_code == 0, out.output
     if tol:  # without the tolerances the gate fails: the sentence told the truth
-        out = CliRunner().invoke(app, ["check", str(res.files["defaults"]), str(res.files["policy"]),
-                                       "--db", str(sample_store)])
+        out = CliRunner().invoke(
+            app, ["check", str(res.files["defaults"]), str(res.files["policy"]), "--db", str(sample_store)]
+        )
         assert out.exit_code == 1, out.output
 
 
@@ -148,8 +176,19 @@ def test_every_tunable_policy_has_a_valid_grid_below_the_usable_window() -> None
     from replay.sweeps.adapter import split_params
     from replay.sweeps.tune import SPACES
 
-    assert {"seed_a", "seed_b", "seed_c", "clear_tool_uses", "auto_compact", "openhands", "openhands_tokens",
-            "openhands_recent", "masking", "last_n", "drop_oldest"} <= set(SPACES)
+    assert {
+        "seed_a",
+        "seed_b",
+        "seed_c",
+        "clear_tool_uses",
+        "auto_compact",
+        "openhands",
+        "openhands_tokens",
+        "openhands_recent",
+        "masking",
+        "last_n",
+        "drop_oldest",
+    } <= set(SPACES)
     for policy in SPACES:
         spec = tune_spec(policy, 65_536, 8_192, None, 24)
         assert 1 < len(spec.points()) <= 24, policy
@@ -169,8 +208,8 @@ def test_fit_warnings_name_settings_that_cannot_fit_the_window() -> None:
     assert "over 13,107-28,099 instead" in w
     (w,) = fit_warnings("clear_tool_uses", 65_536, 8_192)
     assert "default trigger 100,000" in w and "57,344" in w
-    assert fit_warnings("auto_compact", 65_536, 8_192) == []        # 0.835 x 65,536 = 54,723 fits
-    (w,) = fit_warnings("auto_compact", 65_536, 16_384)            # ... but not under 49,152
+    assert fit_warnings("auto_compact", 65_536, 8_192) == []  # 0.835 x 65,536 = 54,723 fits
+    (w,) = fit_warnings("auto_compact", 65_536, 16_384)  # ... but not under 49,152
     assert "default threshold 0.835 (= 54,723 tokens)" in w
     assert fit_warnings("seed_a", 200_000, 20_000) == [] and fit_warnings("masking", 8_000, 4_000) == []
     assert "summary_at 9,000" in fit_warnings("seed_a", 10_000, 2_000, {"summary_at": 9_000})[0]
@@ -180,29 +219,81 @@ def test_gate_is_checks_gate_and_gives_the_tolerances_that_would_pass() -> None:
     from replay.sweeps.tune import gate, overflowing_runs
 
     def rows(pid, over, cost, evicted):
-        return [{"point_id": pid, "run_id": r, "error": None, "requests": 10, "summaries": 0, "prompt_tokens": 100,
-                 "cached_tokens": 50, "overflow_incidents": o, "evicted_failures": 0, "repeat_evicted": e,
-                 "repeat_evicted_tokens": 0, "emergencies": 0, "cost_usd": c, "uncached_tokens": 50}
-                for r, o, c, e in zip(("r1", "r2"), over, cost, evicted, strict=True)]
+        return [
+            {
+                "point_id": pid,
+                "run_id": r,
+                "error": None,
+                "requests": 10,
+                "summaries": 0,
+                "prompt_tokens": 100,
+                "cached_tokens": 50,
+                "overflow_incidents": o,
+                "evicted_failures": 0,
+                "repeat_evicted": e,
+                "repeat_evicted_tokens": 0,
+                "emergencies": 0,
+                "cost_usd": c,
+                "uncached_tokens": 50,
+            }
+            for r, o, c, e in zip(("r1", "r2"), over, cost, evicted, strict=True)
+        ]
 
     dflt = pl.DataFrame(rows("d", (2, 0), (1.0, 1.0), (1, 1)))
-    frame = pl.DataFrame(rows("same", (2, 0), (1.0, 1.0), (1, 1)) + rows("cheap_overflow", (0, 1), (0.5, 0.5), (1, 1))
-                         + rows("dear", (0, 0), (1.2, 1.2), (1, 1)))
+    frame = pl.DataFrame(
+        rows("same", (2, 0), (1.0, 1.0), (1, 1))
+        + rows("cheap_overflow", (0, 1), (0.5, 0.5), (1, 1))
+        + rows("dear", (0, 0), (1.2, 1.2), (1, 1))
+    )
     g = {r["point_id"]: r for r in gate(frame, dflt).iter_rows(named=True)}
     assert g["same"]["gate_ok"] and g["same"]["gate_blockers"] == ""
-    assert not g["cheap_overflow"]["gate_ok"] and "overflow_incidents up in 1 run(s)" in g["cheap_overflow"][
-        "gate_blockers"] and "--tol overflow_incidents=1" in g["cheap_overflow"]["gate_tol"]
+    assert (
+        not g["cheap_overflow"]["gate_ok"]
+        and "overflow_incidents up in 1 run(s)" in g["cheap_overflow"]["gate_blockers"]
+        and "--tol overflow_incidents=1" in g["cheap_overflow"]["gate_tol"]
+    )
     assert not g["dear"]["gate_ok"] and g["dear"]["gate_blockers"] == "cost_usd +20% worse"
     assert g["dear"]["gate_tol"] == "--tol cost_usd=0.2"
     assert overflowing_runs(frame, "cheap_overflow") == [("r2", 1)] and overflowing_runs(dflt) == [("r1", 2)]
 
 
-@pytest.mark.parametrize("policy", ["seed_b", "seed_c", "auto_compact", "openhands", "openhands_tokens",
-                                    "openhands_recent", "masking", "last_n", "drop_oldest"])
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "seed_b",
+        "seed_c",
+        "auto_compact",
+        "openhands",
+        "openhands_tokens",
+        "openhands_recent",
+        "masking",
+        "last_n",
+        "drop_oldest",
+    ],
+)
 def test_tune_runs_for_every_policy(policy: str, sample_store: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(app, ["tune", "-t", "tekken", "--window", "32000", "--reserve", "4000", "--policy", policy,
-                                 "--db", str(sample_store), "--out", str(tmp_path), "--points", "3", "--executor",
-                                 "serial"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            "-t",
+            "tekken",
+            "--window",
+            "32000",
+            "--reserve",
+            "4000",
+            "--policy",
+            policy,
+            "--db",
+            str(sample_store),
+            "--out",
+            str(tmp_path),
+            "--points",
+            "3",
+            "--executor",
+            "serial",
+        ],
+    )
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())  # console lines wrap at the terminal width
     assert f"replay tune: {policy}" in text and "pass `replay check`'s default gate" in text
@@ -212,11 +303,36 @@ def test_tune_runs_for_every_policy(policy: str, sample_store: Path, tmp_path: P
 
 def test_cli_tune_on_the_sample(sample_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "tune"
-    r = CliRunner().invoke(app, ["tune", "-t", "tekken", "--window", "32000", "--reserve", "4000", "--db",
-                                 str(sample_store), "--out", str(out), "--points", "8", "--executor", "serial"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            "-t",
+            "tekken",
+            "--window",
+            "32000",
+            "--reserve",
+            "4000",
+            "--db",
+            str(sample_store),
+            "--out",
+            str(out),
+            "--points",
+            "8",
+            "--executor",
+            "serial",
+        ],
+    )
     assert r.exit_code == 0, r.output
-    for name in ("recommended.toml", "defaults.toml", "front.csv", "front.parquet", "points.parquet", "front.png",
-                 "front.svg"):
+    for name in (
+        "recommended.toml",
+        "defaults.toml",
+        "front.csv",
+        "front.parquet",
+        "points.parquet",
+        "front.png",
+        "front.svg",
+    ):
         assert (out / name).stat().st_size > 0, name
     fr = pl.read_csv(out / "front.csv")
     assert fr["recommended"].sum() <= 1
@@ -230,16 +346,39 @@ def test_cli_tune_on_the_sample(sample_store: Path, tmp_path: Path) -> None:
     pts_all = pl.read_parquet(out / "points.parquet")
     assert pts_all.height == 8 and pts_all["recommended"].sum() <= 1 and "gate_ok" in pts_all.columns
     # recommended.toml is accepted by simulate (--policy-file), sweep (a one-point sweep) and check
-    sim = CliRunner().invoke(app, ["simulate", "--policy-file", str(out / "recommended.toml"), "--db",
-                                   str(sample_store), "--no-store", "--format", "json"])
+    sim = CliRunner().invoke(
+        app,
+        [
+            "simulate",
+            "--policy-file",
+            str(out / "recommended.toml"),
+            "--db",
+            str(sample_store),
+            "--no-store",
+            "--format",
+            "json",
+        ],
+    )
     assert sim.exit_code == 0, sim.output
     assert "real:tekken" in sim.output  # the file's tokenizer (its policy: --show-config below)
-    cfg = CliRunner().invoke(app, ["simulate", "--policy-file", str(out / "recommended.toml"), "--show-config",
-                                   "--db", str(sample_store)])
+    cfg = CliRunner().invoke(
+        app, ["simulate", "--policy-file", str(out / "recommended.toml"), "--show-config", "--db", str(sample_store)]
+    )
     assert cfg.exit_code == 0 and '"kind": "seed_a"' in cfg.output, cfg.output
     assert f'"summary_at": {pf.params.get("summary_at", 80_000)}' in cfg.output  # the file's knob, not the default
-    sw = CliRunner().invoke(app, ["sweep", str(out / "recommended.toml"), "--db", str(sample_store), "--executor",
-                                  "serial", "--out", str(tmp_path / "sw")])
+    sw = CliRunner().invoke(
+        app,
+        [
+            "sweep",
+            str(out / "recommended.toml"),
+            "--db",
+            str(sample_store),
+            "--executor",
+            "serial",
+            "--out",
+            str(tmp_path / "sw"),
+        ],
+    )
     assert sw.exit_code == 0, sw.output
     assert "1 points x 7 runs" in sw.output
     from replay.sweeps.spec import load_spec
@@ -254,8 +393,9 @@ def test_tune_counts_the_harness_prefix_claude_code_at_32k(corpus_db) -> None:
     from replay.tokens.resolve import resolve_tokenizer
 
     tid = resolve_tokenizer(corpus_db, "claude-legacy")
-    res = tune(corpus_db, "seed_a", 32_768, 4_096, tid, points=8, runs="%claude-code%", executor="serial",
-               progress=False)
+    res = tune(
+        corpus_db, "seed_a", 32_768, 4_096, tid, points=8, runs="%claude-code%", executor="serial", progress=False
+    )
     assert not res.zero_overflow and res.recommended["overflow_incidents"] > 0
     assert any(r.startswith("ccb-ocak-minimax-m3") for r in res.unfittable)
     assert all(tokens + 4_096 > 32_768 for tokens in res.unfittable.values())
@@ -271,9 +411,30 @@ def test_tune_counts_the_harness_prefix_claude_code_at_32k(corpus_db) -> None:
 
 
 def test_tune_priced_as_a_new_model_says_check_prices_differently(sample_store: Path, tmp_path: Path) -> None:
-    r = CliRunner().invoke(app, ["tune", "-t", "tekken", "--window", "32000", "--reserve", "4000", "--policy",
-                                 "masking", "--model", "gpt-4o", "--db", str(sample_store), "--out", str(tmp_path),
-                                 "--points", "2", "--executor", "serial"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            "-t",
+            "tekken",
+            "--window",
+            "32000",
+            "--reserve",
+            "4000",
+            "--policy",
+            "masking",
+            "--model",
+            "gpt-4o",
+            "--db",
+            str(sample_store),
+            "--out",
+            str(tmp_path),
+            "--points",
+            "2",
+            "--executor",
+            "serial",
+        ],
+    )
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
     assert "priced as gpt-4o" in text and "note: the gate priced every run as gpt-4o" in text

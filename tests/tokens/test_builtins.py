@@ -13,8 +13,16 @@ from replay.tokens import builtins, load_tokenizer
 from replay.tokens.loading import tokenizer_id_of
 from replay.tokens.tiktoken_file import looks_like_rank_file
 
-ALPHABET = ("abcXYZ019 \t\n\r'\"/\\{}[]()<>|_-.,;:!?#@$%^&*=+~`" "éüßøÅ" "日本語中文한국어" "привет" "مرحبا"
-            "🙂👍🏽" "\u0301\u200b\u00a0" "<|endoftext|><|im_start|>")
+ALPHABET = (
+    "abcXYZ019 \t\n\r'\"/\\{}[]()<>|_-.,;:!?#@$%^&*=+~`"
+    "éüßøÅ"
+    "日本語中文한국어"
+    "привет"
+    "مرحبا"
+    "🙂👍🏽"
+    "\u0301\u200b\u00a0"
+    "<|endoftext|><|im_start|>"
+)
 
 
 def random_strings(n: int, seed: int = 7) -> list[str]:
@@ -26,8 +34,9 @@ def corpus_texts(con, limit_chars: int = 3_000_000) -> list[str]:
     """Distinct item payloads from the corpus store, in content-hash order, up to ``limit_chars``."""
     from replay.tokens.counting import PAYLOAD_SQL
 
-    rows = con.execute(f"SELECT any_value({PAYLOAD_SQL}) FROM items GROUP BY content_hash "
-                       "ORDER BY content_hash").fetchall()
+    rows = con.execute(
+        f"SELECT any_value({PAYLOAD_SQL}) FROM items GROUP BY content_hash ORDER BY content_hash"
+    ).fetchall()
     out, size = [], 0
     for (text,) in rows:
         if size >= limit_chars:
@@ -84,8 +93,10 @@ def _llama_own(version: str):
 
 # The packages' encoders cut long texts into pieces (Qwen at 100,000 characters, Llama at 25,000 without
 # whitespace), which changes ids at the cuts; compared on texts below those lengths.
-@pytest.mark.parametrize("name, own", [("qwen", _qwen_own), ("llama3", lambda: _llama_own("llama3")),
-                                       ("llama4", lambda: _llama_own("llama4"))])
+@pytest.mark.parametrize(
+    "name, own",
+    [("qwen", _qwen_own), ("llama3", lambda: _llama_own("llama3")), ("llama4", lambda: _llama_own("llama4"))],
+)
 def test_open_model_ids_equal_their_package_encoder(name, own, corpus_db):
     tok, ref = load_tokenizer(name), own()
     texts = [t for t in corpus_texts(corpus_db, 1_500_000) if len(t) < 20_000] + random_strings(1_000)
@@ -116,8 +127,11 @@ def test_claude_legacy_same_id_from_either_package():
 
     litellm_copy = builtins.lookup("o200k").path().parents[0] / "anthropic_tokenizer.json"
     assert LITELLM_DIR.endswith(litellm_copy.parent.name)
-    assert load_tokenizer(litellm_copy).tokenizer_id == load_tokenizer("claude-legacy").tokenizer_id == \
-        load_tokenizer(Path(anthropic.__file__).parent / "tokenizer.json").tokenizer_id
+    assert (
+        load_tokenizer(litellm_copy).tokenizer_id
+        == load_tokenizer("claude-legacy").tokenizer_id
+        == load_tokenizer(Path(anthropic.__file__).parent / "tokenizer.json").tokenizer_id
+    )
 
 
 def test_deepseek_ids_equal_its_tokenizer_json():
@@ -147,8 +161,7 @@ def test_missing_package_names_the_install_command(monkeypatch):
 
 def test_listing_names_package_version_licence():
     rows = {b.name: b for b in builtins.registry().values()}
-    assert {"o200k", "cl100k", "deepseek-v3", "claude-legacy", "tekken_240911", "qwen", "llama3", "llama4"} <= \
-        set(rows)
+    assert {"o200k", "cl100k", "deepseek-v3", "claude-legacy", "tekken_240911", "qwen", "llama3", "llama4"} <= set(rows)
     src = rows["o200k"].source()
     assert src.package == "litellm" and src.version() and src.licence() == "MIT"
     assert rows["tekken_240911"].source().licence() == "Apache-2.0"

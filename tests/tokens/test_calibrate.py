@@ -24,17 +24,30 @@ ZERO = Overhead({"user": 0}, 0, "test")
 
 
 def test_reconstruct_drops_items_before_summary():
-    items = pl.DataFrame({"seq": [0, 1, 2, 3, 4], "step": [0, 0, 1, 2, 2], "role": ["user"] * 5,
-                          "kind": ["user_text", "assistant_text", "user_text", "summary", "user_text"],
-                          "n_tokens": [10, 20, 30, 5, 7]})
+    items = pl.DataFrame(
+        {
+            "seq": [0, 1, 2, 3, 4],
+            "step": [0, 0, 1, 2, 2],
+            "role": ["user"] * 5,
+            "kind": ["user_text", "assistant_text", "user_text", "summary", "user_text"],
+            "n_tokens": [10, 20, 30, 5, 7],
+        }
+    )
     assert reconstruct(items, np.array([0, 1, 2]), ZERO).tolist() == [30, 60, 12]
     assert reconstruct(items, np.array([0]), DEFAULT_OVERHEAD).tolist() == [30 + 2 * 4 + 3]
     assert visible(items, np.array([0, 1, 2]), ZERO).messages.tolist() == [2, 3, 2]
 
 
 def test_reconstruct_without_reasoning():
-    items = pl.DataFrame({"seq": [0, 1, 2, 3], "step": [0, 1, 1, 2], "role": ["user", "assistant", "assistant", "tool"],
-                          "kind": ["user_text", "reasoning", "tool_call", "tool_result"], "n_tokens": [10, 50, 5, 7]})
+    items = pl.DataFrame(
+        {
+            "seq": [0, 1, 2, 3],
+            "step": [0, 1, 1, 2],
+            "role": ["user", "assistant", "assistant", "tool"],
+            "kind": ["user_text", "reasoning", "tool_call", "tool_result"],
+            "n_tokens": [10, 50, 5, 7],
+        }
+    )
     assert reconstruct(items, np.array([0, 1, 2]), ZERO, drop_reasoning=True).tolist() == [10, 15, 22]
 
 
@@ -60,10 +73,15 @@ def test_fit_recovers_segment_offsets_and_per_message():
 
 
 def test_reasoning_dropped_only_when_usage_says_so():
-    items = pl.DataFrame({"seq": list(range(12)), "step": [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6],
-                          "role": ["user"] + ["assistant", "tool"] * 5 + ["assistant"],
-                          "kind": ["user_text"] + ["reasoning", "tool_result"] * 5 + ["reasoning"],
-                          "n_tokens": [10, 400, 50, 300, 80, 500, 20, 350, 60, 450, 90, 100]})
+    items = pl.DataFrame(
+        {
+            "seq": list(range(12)),
+            "step": [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6],
+            "role": ["user"] + ["assistant", "tool"] * 5 + ["assistant"],
+            "kind": ["user_text"] + ["reasoning", "tool_result"] * 5 + ["reasoning"],
+            "n_tokens": [10, 400, 50, 300, 80, 500, 20, 350, 60, 450, 90, 100],
+        }
+    )
     steps = np.arange(6)
     without = visible(items, steps, ZERO, drop_reasoning=True).tokens
     with_ = visible(items, steps, ZERO).tokens
@@ -75,10 +93,16 @@ def test_reasoning_dropped_only_when_usage_says_so():
 
 def test_exact_reasoning_counts_within_its_turn_only():
     # Codex: encrypted reasoning sized by the request's reasoning_output_tokens; a new user turn drops it
-    items = pl.DataFrame({"seq": [0, 1, 2, 3, 4, 5], "step": [0, 1, 1, 2, 3, 3], "turn": [1, 1, 1, 1, 2, 2],
-                          "role": ["user", "assistant", "tool", "assistant", "user", "assistant"],
-                          "kind": ["user_text", "reasoning", "tool_result", "reasoning", "user_text", "reasoning"],
-                          "n_tokens": [10, 1, 50, 1, 20, 1]})
+    items = pl.DataFrame(
+        {
+            "seq": [0, 1, 2, 3, 4, 5],
+            "step": [0, 1, 1, 2, 3, 3],
+            "turn": [1, 1, 1, 1, 2, 2],
+            "role": ["user", "assistant", "tool", "assistant", "user", "assistant"],
+            "kind": ["user_text", "reasoning", "tool_result", "reasoning", "user_text", "reasoning"],
+            "n_tokens": [10, 1, 50, 1, 20, 1],
+        }
+    )
     p = visible(items, np.arange(4), ZERO, exact={1: 300, 3: 40, 5: 7})
     assert p.exact.tolist() == [0, 300, 340, 7] and p.tokens.tolist() == [10, 60, 60, 80]
     assert reconstruct(items, np.arange(4), ZERO, exact={1: 300, 3: 40}).tolist() == [10, 360, 400, 81]
@@ -110,16 +134,26 @@ def test_files_with_the_same_name_stay_apart():
 
     from replay.tokens.calibrate import _store_files
 
-    requests = pl.DataFrame({"run_id": ["a", "b", "c"], "source_path": ["exp1/x.traj", "exp2/x.traj", "exp1/y.traj"],
-                             "err": [0.01, 0.5, 0.02], "raw_err": [0.1] * 3, "chars4": [10.0] * 3,
-                             "recorded": [10.0] * 3})
+    requests = pl.DataFrame(
+        {
+            "run_id": ["a", "b", "c"],
+            "source_path": ["exp1/x.traj", "exp2/x.traj", "exp1/y.traj"],
+            "err": [0.01, 0.5, 0.02],
+            "raw_err": [0.1] * 3,
+            "chars4": [10.0] * 3,
+            "recorded": [10.0] * 3,
+        }
+    )
     per_file = error_by_file(requests)
     assert per_file["file"].to_list() == ["exp1/x.traj", "exp2/x.traj", "y.traj"]
     assert per_file["within_target"].to_list() == [True, False, True]
     con = duckdb.connect()
     _store_files(con, "tok", per_file)
     assert con.execute("SELECT file, within_target FROM calibration_files ORDER BY file").fetchall() == [
-        ("exp1/x.traj", True), ("exp2/x.traj", False), ("y.traj", True)]
+        ("exp1/x.traj", True),
+        ("exp2/x.traj", False),
+        ("y.traj", True),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -152,11 +186,14 @@ def test_calibrate_claude_code_and_codex_corpus(agent_db):
     with pl.Config(tbl_rows=100, fmt_str_lengths=60):
         print(per_file)
     assert len(per_file) == 29  # 26 Claude Code files with usage (the workflow journal has none) + 3 Codex
-    stored = agent_db.execute("SELECT count(*) FROM calibrations WHERE tokenizer_id = ?",
-                              [tok.tokenizer_id]).fetchall()[0][0]
+    stored = agent_db.execute(
+        "SELECT count(*) FROM calibrations WHERE tokenizer_id = ?", [tok.tokenizer_id]
+    ).fetchall()[0][0]
     assert stored == len(runs)
-    files = agent_db.execute("SELECT file, within_target, unreconstructable FROM calibration_files "
-                             "WHERE tokenizer_id = ?", [tok.tokenizer_id]).fetchall()
+    files = agent_db.execute(
+        "SELECT file, within_target, unreconstructable FROM calibration_files WHERE tokenizer_id = ?",
+        [tok.tokenizer_id],
+    ).fetchall()
     assert len(files) == len(per_file)
     bad = per_file.filter(pl.col("unreconstructable") != "")
     assert dict(zip(bad["file"], bad["unreconstructable"], strict=True)).keys() == UNRECONSTRUCTABLE.keys()
@@ -192,8 +229,9 @@ def test_unreconstructable_is_a_property_of_the_log(corpus_db):
     flags = []
     for tid in (tok.tokenizer_id, None):
         _, runs, _ = fit_usage(corpus_db, tid, DEFAULT_OVERHEAD)
-        flags.append({r: why.split(":", 1)[0] for r, why in zip(runs["run_id"], runs["unreconstructable"],
-                                                                strict=True) if why})
+        flags.append(
+            {r: why.split(":", 1)[0] for r, why in zip(runs["run_id"], runs["unreconstructable"], strict=True) if why}
+        )
     assert flags[0] == flags[1] and len(flags[0]) >= 2
 
 
@@ -234,14 +272,17 @@ def test_aider_runs_are_within_target_or_flagged_from_the_log(aider_db, corpus):
     _, runs, _ = fit_usage(aider_db, tid, DEFAULT_OVERHEAD)
     _, runs4, _ = fit_usage(aider_db, None, DEFAULT_OVERHEAD)
     assert dict(zip(runs["run_id"], runs["unreconstructable"], strict=True)) == dict(
-        zip(runs4["run_id"], runs4["unreconstructable"], strict=True))
+        zip(runs4["run_id"], runs4["unreconstructable"], strict=True)
+    )
     by_name = {re.sub(r"-[0-9a-f]{8}/", "/", r["run_id"]): r for r in runs.iter_rows(named=True)}
     flagged = {k: r["unreconstructable"].split(":", 1)[0] for k, r in by_name.items() if r["unreconstructable"]}
-    assert flagged == {"aider-afi-core-gpt4o/6": "content outside the log",
-                       "aider-afi-core-gpt4o/9": "content outside the log",
-                       "aider-luvatrix-qwen35-local/1": "history outside the log",
-                       "aider-pgstndtrprt-sonnet35/1": "history outside the log",
-                       "aider-pocketflow-text2sql-horizon-beta/1": "context outside the log"}, flagged
+    assert flagged == {
+        "aider-afi-core-gpt4o/6": "content outside the log",
+        "aider-afi-core-gpt4o/9": "content outside the log",
+        "aider-luvatrix-qwen35-local/1": "history outside the log",
+        "aider-pgstndtrprt-sonnet35/1": "history outside the log",
+        "aider-pocketflow-text2sql-horizon-beta/1": "context outside the log",
+    }, flagged
     for r in runs.iter_rows(named=True):
         assert r["unreconstructable"] or (r["median_err"] <= TARGET_MEDIAN and r["p95_err"] <= TARGET_P95), r
     lines = (corpus / "aider" / "aider-afi-core-gpt4o.md").read_text().splitlines()

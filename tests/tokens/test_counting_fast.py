@@ -12,8 +12,14 @@ from replay.tokens.threads import SERIAL_CHARS, count_threaded, slices
 from replay.tokens.tiktoken_file import TiktokenTokenizer
 
 NAMES = ["o200k", "tekken"]
-SPECIAL_LOOKING = ["<|endoftext|>", "a<|endoftext|>b <|endofprompt|>", "<|im_start|>user\nhi<|im_end|>",
-                   "<s>[INST] hi [/INST]</s>", "[TOOL_CALLS][AVAILABLE_TOOLS]<unk>", "<|fim_prefix|>x<|fim_suffix|>"]
+SPECIAL_LOOKING = [
+    "<|endoftext|>",
+    "a<|endoftext|>b <|endofprompt|>",
+    "<|im_start|>user\nhi<|im_end|>",
+    "<s>[INST] hi [/INST]</s>",
+    "[TOOL_CALLS][AVAILABLE_TOOLS]<unk>",
+    "<|fim_prefix|>x<|fim_suffix|>",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +34,12 @@ def fresh_store(corpus_db, tmp_path_factory):
 
 
 def _stored(con, tokenizer_id: str) -> dict[str, tuple[str, int]]:
-    rows = con.execute(f"""
+    rows = con.execute(
+        f"""
         SELECT i.content_hash, any_value({counting.PAYLOAD_SQL}), any_value(t.n_tokens) FROM items i
         JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ? GROUP BY i.content_hash""",
-                       [tokenizer_id]).fetchall()
+        [tokenizer_id],
+    ).fetchall()
     return {h: (text, n) for h, text, n in rows}
 
 
@@ -60,8 +68,9 @@ def test_special_token_text_is_plain_text_as_before(name):
     twin = tokenizers_twin(tok)
     want = [len(twin.encode(t, add_special_tokens=False).ids) for t in SPECIAL_LOOKING]
     assert tok.count_many(SPECIAL_LOOKING) == [tok.count(t) for t in SPECIAL_LOOKING] == want
-    assert [tok.encode(t) for t in SPECIAL_LOOKING] == [twin.encode(t, add_special_tokens=False).ids
-                                                        for t in SPECIAL_LOOKING]
+    assert [tok.encode(t) for t in SPECIAL_LOOKING] == [
+        twin.encode(t, add_special_tokens=False).ids for t in SPECIAL_LOOKING
+    ]
     assert tok.count("<|endoftext|>") > 1
 
 
@@ -71,8 +80,12 @@ def test_tekken_ids_equal_mistral_common_on_the_corpus(stem, fresh_store):
 
     ref = Tekkenizer.from_file(str(tekken_files()[stem]))
     tok = load_tokenizer(stem)
-    texts = [r[0] for r in fresh_store.execute(f"SELECT DISTINCT {counting.PAYLOAD_SQL} FROM items WHERE chars < 5000 "
-                                               "ORDER BY 1 LIMIT 600").fetchall()] + SPECIAL_LOOKING
+    texts = [
+        r[0]
+        for r in fresh_store.execute(
+            f"SELECT DISTINCT {counting.PAYLOAD_SQL} FROM items WHERE chars < 5000 ORDER BY 1 LIMIT 600"
+        ).fetchall()
+    ] + SPECIAL_LOOKING
     assert [tok.encode(t) for t in texts] == [ref.encode(t, bos=False, eos=False) for t in texts]
 
 
@@ -124,7 +137,6 @@ def test_slices_are_contiguous_and_cover_all(lengths, n):
     spans = slices(["x" * k for k in lengths], n)
     assert [i for a, b in spans for i in range(a, b)] == list(range(len(lengths)))
     assert len(spans) <= n
-
 
 
 @pytest.mark.parametrize("name", NAMES)

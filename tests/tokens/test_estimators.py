@@ -34,8 +34,28 @@ def test_bias_kinds_keep_image_placeholders_out_of_json():
 
     from replay.tokens.bias import classify
 
-    texts = pl.Series(["[image image/png]", "[image]", "x", "[Request interrupted by user]", '{"a": 1}', "[1, 2]",
-                       '[{"k": "v"}]', "你好世界你好", "def f():\n    return 1\n"])
+    texts = pl.Series(
+        [
+            "[image image/png]",
+            "[image]",
+            "x",
+            "[Request interrupted by user]",
+            '{"a": 1}',
+            "[1, 2]",
+            '[{"k": "v"}]',
+            "你好世界你好",
+            "def f():\n    return 1\n",
+        ]
+    )
     kinds = pl.Series(["image", "image", "image", "user_text", "tool_call", "tool_result", "text", "text", "text"])
-    assert classify(texts, kinds).to_list() == ["image", "image", "image", "prose", "json", "json", "json", "cjk",
-                                                "code"]
+    assert classify(texts, kinds).to_list() == [
+        "image",
+        "image",
+        "image",
+        "prose",
+        "json",
+        "json",
+        "json",
+        "cjk",
+        "code",
+    ]

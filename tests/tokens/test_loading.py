@@ -45,8 +45,10 @@ def test_user_tokenizer_json_id_is_its_content_not_its_path(tmp_path):
     for name in ("model-a", "model-b"):
         (tmp_path / name).mkdir()
         hf.save(str(tmp_path / name / "tokenizer.json"))
-        ids |= {load_tokenizer(tmp_path / name).tokenizer_id, load_tokenizer(tmp_path / name / "tokenizer.json")
-                .tokenizer_id}
+        ids |= {
+            load_tokenizer(tmp_path / name).tokenizer_id,
+            load_tokenizer(tmp_path / name / "tokenizer.json").tokenizer_id,
+        }
     assert len(ids) == 1 and next(iter(ids)).startswith("hf:")
     hf.add_tokens(["extra"])
     hf.save(str(tmp_path / "model-a" / "tokenizer.json"))

@@ -16,7 +16,10 @@ SAMPLES = [
     "The quick brown fox jumps over the lazy dog. It's 3.14159 o'clock; DON'T PANIC!!",
     "日本語のテキストと中文文本，还有한국어 텍스트。",
     "<s>[INST] special strings [/INST]</s> <|im_end|> <unk> [TOOL_CALLS]",
-    "   \t\t\n\r\n\n   trailing   ", "🤗👍🏽 emoji ZWJ 👨‍👩‍👧", "x" * 5000, "",
+    "   \t\t\n\r\n\n   trailing   ",
+    "🤗👍🏽 emoji ZWJ 👨‍👩‍👧",
+    "x" * 5000,
+    "",
 ]
 
 

@@ -8,8 +8,10 @@ from replay.errors import ReplayError
 from replay.tokens import DEFAULT_OVERHEAD, load_tokenizer, template_overhead
 from replay.tokens.template import render
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def test_default_constant_without_template():

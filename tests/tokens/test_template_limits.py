@@ -25,12 +25,18 @@ HOSTILE = {  # name: (template, what the message says, the variable named)
     "nested-loops": (LOOPS, "rendering took over", "SECONDS"),
     "huge-string": ("{{ 'x' * 6000000000 }}", "the * operator would make 6,000,000,000", "MAX_CHARS"),
     "huge-list": ("{{ ([1] * 10**8)|length }}", "the * operator", "MAX_CHARS"),
-    "written-in-macro": ("{% macro m() %}{% for a in range(100000) %}{% for b in range(100000) %}{{ 'x' * 10000 }}"
-                         "{% endfor %}{% endfor %}{% endmacro %}{{ m() }}", "wrote over 1,000,000", "MAX_CHARS"),
-    "output": ("{% for a in range(100000) %}" + "x" * 10000 + "{% endfor %}",
-               "the output would make", "MAX_CHARS"),
-    "accumulate": ("{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s + 'x' * 99999 %}"
-                   "{% endfor %}", "the + operator", "MAX_CHARS"),
+    "written-in-macro": (
+        "{% macro m() %}{% for a in range(100000) %}{% for b in range(100000) %}{{ 'x' * 10000 }}"
+        "{% endfor %}{% endfor %}{% endmacro %}{{ m() }}",
+        "wrote over 1,000,000",
+        "MAX_CHARS",
+    ),
+    "output": ("{% for a in range(100000) %}" + "x" * 10000 + "{% endfor %}", "the output would make", "MAX_CHARS"),
+    "accumulate": (
+        "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s + 'x' * 99999 %}{% endfor %}",
+        "the + operator",
+        "MAX_CHARS",
+    ),
     "replace-filter": ("{{ ('x' * 100000)|replace('x', 'y' * 100000) }}", "the replace filter", "MAX_CHARS"),
     "join-filter": ("{{ range(100000)|join('x' * 100000) }}", "the join filter", "MAX_CHARS"),
     "center-filter": ("{{ 'a'|center(10**9) }}", "the center filter", "MAX_CHARS"),
@@ -43,8 +49,11 @@ HOSTILE = {  # name: (template, what the message says, the variable named)
     "translate": ("{{ ('a' * 100000).translate({97: 'b' * 100000}) }}", "translate()", "MAX_CHARS"),
     "lipsum": ("{{ lipsum(10**7) }}", "lipsum()", "MAX_CHARS"),
     "power": ("{{ 2 ** 100000000 }}", "a number of about 100,000,000 bits, over the limit of 10,000", None),
-    "square-loop": ("{% set ns = namespace(x=3) %}{% for i in range(100) %}{% set ns.x = ns.x * ns.x %}"
-                    "{% endfor %}", "a number of about", None),
+    "square-loop": (
+        "{% set ns = namespace(x=3) %}{% for i in range(100) %}{% set ns.x = ns.x * ns.x %}{% endfor %}",
+        "a number of about",
+        None,
+    ),
     "deep-nesting": ("{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}", "recursion limit", None),
 }
 
@@ -88,39 +97,66 @@ def test_overhead_reports_a_hostile_template_instead_of_the_default():
 
 
 # -- real templates: the limits change nothing --------------------------------------------------------------------
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather of a city",
-                                           "parameters": {"type": "object", "required": ["city"],
-                                                          "properties": {"city": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather of a city",
+            "parameters": {"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
 CONVERSATIONS = [
     [{"role": "user", "content": "hi"}],
-    [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"},
-     {"role": "assistant", "content": "hello"}, {"role": "user", "content": "again"}],
-    [{"role": "user", "content": "weather?"},
-     {"role": "assistant", "content": "", "tool_calls": [{"id": "abcdefghi", "type": "function", "function": {
-         "name": "get_weather", "arguments": {"city": "Paris"}}}]},
-     {"role": "tool", "tool_call_id": "abcdefghi", "content": "sunny"}],
+    [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "again"},
+    ],
+    [
+        {"role": "user", "content": "weather?"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "abcdefghi",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "abcdefghi", "content": "sunny"},
+    ],
 ]
 # Constructs real templates use: loop.last/length, namespace, macros, tojson, filters over messages.
-OWN = ("{%- set ns = namespace(sys='') -%}{%- for m in messages if m.role == 'system' -%}{% set ns.sys = m.content %}"
-       "{%- endfor -%}{%- macro block(role, text) -%}<|{{ role }}|>{{ text | trim }}{{ '\n' if not loop_last }}"
-       "{%- endmacro -%}{{ bos_token }}{% if ns.sys %}{{ block('system', ns.sys) }}{% endif %}"
-       "{%- if tools %}<tools>{{ tools | tojson(indent=2) }}</tools>{% endif -%}"
-       "{%- for m in messages | rejectattr('role', 'equalto', 'system') -%}{% set loop_last = loop.last %}"
-       "{{ block(m.role, m.content ~ (' [' ~ loop.index ~ '/' ~ loop.length ~ ']')) }}"
-       "{%- for c in m.tool_calls or [] %}{{ c.function.name }}({{ c.function.arguments | tojson }}){% endfor -%}"
-       "{%- endfor -%}{% if add_generation_prompt %}<|assistant|>{% endif %}{{ eos_token }}")
+OWN = (
+    "{%- set ns = namespace(sys='') -%}{%- for m in messages if m.role == 'system' -%}{% set ns.sys = m.content %}"
+    "{%- endfor -%}{%- macro block(role, text) -%}<|{{ role }}|>{{ text | trim }}{{ '\n' if not loop_last }}"
+    "{%- endmacro -%}{{ bos_token }}{% if ns.sys %}{{ block('system', ns.sys) }}{% endif %}"
+    "{%- if tools %}<tools>{{ tools | tojson(indent=2) }}</tools>{% endif -%}"
+    "{%- for m in messages | rejectattr('role', 'equalto', 'system') -%}{% set loop_last = loop.last %}"
+    "{{ block(m.role, m.content ~ (' [' ~ loop.index ~ '/' ~ loop.length ~ ']')) }}"
+    "{%- for c in m.tool_calls or [] %}{{ c.function.name }}({{ c.function.arguments | tojson }}){% endfor -%}"
+    "{%- endfor -%}{% if add_generation_prompt %}<|assistant|>{% endif %}{{ eos_token }}"
+)
 
 # Every filter and method the limits look into, used as a template would.
-FILTERS = ("{{ messages | map(attribute='role') | join(', ') }}|{{ (messages | first).content | replace('h', 'H') | "
-           "center(20) | indent(2, true) }}|{{ messages | batch(2, {}) | list | length }}|"
-           "{{ messages | slice(2) | list | length }}|{{ '%s-%05d' | format('a', 3) }}|{{ '%-6s|' % 'ab' }}|"
-           "{{ 'x{:>4}'.format(1) }}|{{ 'ab'.ljust(5) }}|{{ 'a b c' | wordwrap(3) }}|{{ 'a\tb'.expandtabs(4) }}|"
-           "{{ ', '.join(['a', 'b']) }}|{{ 'abc'.translate({97: 'xy'}) }}|{{ 2 ** 10 }}|{{ 'ab' * 3 }}|"
-           "{{ [1] + [2] }}|{% for i in range(3) %}{{ loop.revindex }}{% endfor %}")
+FILTERS = (
+    "{{ messages | map(attribute='role') | join(', ') }}|{{ (messages | first).content | replace('h', 'H') | "
+    "center(20) | indent(2, true) }}|{{ messages | batch(2, {}) | list | length }}|"
+    "{{ messages | slice(2) | list | length }}|{{ '%s-%05d' | format('a', 3) }}|{{ '%-6s|' % 'ab' }}|"
+    "{{ 'x{:>4}'.format(1) }}|{{ 'ab'.ljust(5) }}|{{ 'a b c' | wordwrap(3) }}|{{ 'a\tb'.expandtabs(4) }}|"
+    "{{ ', '.join(['a', 'b']) }}|{{ 'abc'.translate({97: 'xy'}) }}|{{ 2 ** 10 }}|{{ 'ab' * 3 }}|"
+    "{{ [1] + [2] }}|{% for i in range(3) %}{{ loop.revindex }}{% endfor %}"
+)
 
 
 def _plain_render(template: str, messages: list[dict], **variables: object) -> str:
     """What Jinja's own sandbox renders (the renderer before the limits), or the error's type."""
+
     def raise_exception(message: str) -> None:
         raise TemplateError(message)
 

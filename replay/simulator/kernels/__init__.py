@@ -55,6 +55,7 @@ COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests")
 if TYPE_CHECKING:
     from replay.sweeps.adapter import Point
 
+
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
     """Run rows for one resolved point over every packed run (plus ``constants`` as columns), or None if its
     policy is written in Python."""
@@ -66,11 +67,18 @@ def columns_frame(points: list[dict[str, Any]]) -> pl.DataFrame:
     """One frame from the :func:`point_columns` of several points (same columns): one polars constructor for
     them all, since its per-call overhead is most of the cost at this size. NaN becomes null."""
     first = points[0]
-    data = {name: (np.concatenate([p[name] for p in points]) if isinstance(first[name], np.ndarray)
-                   else [v for p in points for v in p[name]]) for name in first}
+    data = {
+        name: (
+            np.concatenate([p[name] for p in points])
+            if isinstance(first[name], np.ndarray)
+            else [v for p in points for v in p[name]]
+        )
+        for name in first
+    }
     # strict=False: a swept knob may mix ints and floats across points (protect = 12,000 tokens or 1/3)
-    return pl.DataFrame(data, nan_to_null=True, strict=False,
-                        schema_overrides={"error": pl.String} if "error" in first else None)
+    return pl.DataFrame(
+        data, nan_to_null=True, strict=False, schema_overrides={"error": pl.String} if "error" in first else None
+    )
 
 
 def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -83,8 +91,7 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
     budget = point.budget
     p = policy.params(budget)
     p[P_NEAR_MARGIN] = NEAR_MARGIN
-    cps = np.stack([cache_params(b.cache, b.model) for b in bills])[of_run] if bills else \
-        np.zeros((0, N_CACHE_PARAMS))
+    cps = np.stack([cache_params(b.cache, b.model) for b in bills])[of_run] if bills else np.zeros((0, N_CACHE_PARAMS))
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     o, charged = corpus_kernel(p, cps, packed.arrays, tflag)
     o = o.T
@@ -96,31 +103,61 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         after = np.where(summaries > 0, o[O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
         hit = np.where(prompt > 0, cached / prompt, 0.0)
         per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
-    rate = {f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)[of_run]
-            for f in ("input", "output", "cache_read", "cache_write")}
+    rate = {
+        f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)[of_run]
+        for f in ("input", "output", "cache_read", "cache_write")
+    }
     per_run = [bills[i] for i in of_run]
-    costs = run_costs(packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2],
-                      point.pricing)  # each request at its own model, day and write durations
+    costs = run_costs(
+        packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2], point.pricing
+    )  # each request at its own model, day and write durations
     p_cost, o_cost = costs.prompt_usd, costs.output_usd
-    s_cost = summary_cost(o[O_SUMMARY_HISTORY], o[O_SUMMARY_OUT], rate["input"], rate["output"],
-                          rate["cache_read"] if summary_hits_cache(point.policy) else None)
+    s_cost = summary_cost(
+        o[O_SUMMARY_HISTORY],
+        o[O_SUMMARY_OUT],
+        rate["input"],
+        rate["output"],
+        rate["cache_read"] if summary_hits_cache(point.policy) else None,
+    )
     fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
     return {
-        "run_id": list(packed.run_ids), "requests": n, "overflow_incidents": o[O_OVERFLOW],
-        "near_misses": o[O_NEAR], "emergencies": o[O_EMERGENCY], "summaries": summaries,
-        "summaries_per_100": per_100, "requests_between_summaries": between, "tokens_after_summary": after,
-        "prompt_tokens": prompt, "est_tokens": o[O_EST], "cached_tokens": cached, "written_tokens": written,
-        "uncached_tokens": uncached, "cache_hit_rate": hit, "trimmed_tokens": o[O_TRIMMED],
+        "run_id": list(packed.run_ids),
+        "requests": n,
+        "overflow_incidents": o[O_OVERFLOW],
+        "near_misses": o[O_NEAR],
+        "emergencies": o[O_EMERGENCY],
+        "summaries": summaries,
+        "summaries_per_100": per_100,
+        "requests_between_summaries": between,
+        "tokens_after_summary": after,
+        "prompt_tokens": prompt,
+        "est_tokens": o[O_EST],
+        "cached_tokens": cached,
+        "written_tokens": written,
+        "uncached_tokens": uncached,
+        "cache_hit_rate": hit,
+        "trimmed_tokens": o[O_TRIMMED],
         "max_prompt_tokens": o[O_MAX_PROMPT],
-        "repeat_changed": o[O_CHANGED], "repeat_changed_tokens": o[O_CHANGED_TOK],
-        "repeat_visible": o[O_VISIBLE], "repeat_visible_tokens": o[O_VISIBLE_TOK],
-        "repeat_evicted": o[O_EVICTED], "repeat_evicted_tokens": o[O_EVICTED_TOK],
-        "evicted_failures": o[O_FAILURES], "evicted_failure_tokens": o[O_FAILURE_TOK],
-        "cost_usd": p_cost + s_cost + o_cost, "prompt_cost_usd": p_cost, "summary_cost_usd": s_cost,
-        "output_cost_usd": o_cost, "price_per_mtok": rate["input"], "output_per_mtok": rate["output"],
-        "cache_read_per_mtok": rate["cache_read"], "cache_write_per_mtok": rate["cache_write"],
-        "price_source": [b.price_source for b in per_run], "model": [b.model for b in per_run],
-        "cache_model": [b.cache.name for b in per_run], "cache_ttl": [getattr(b.cache, "ttl", None) for b in per_run],
+        "repeat_changed": o[O_CHANGED],
+        "repeat_changed_tokens": o[O_CHANGED_TOK],
+        "repeat_visible": o[O_VISIBLE],
+        "repeat_visible_tokens": o[O_VISIBLE_TOK],
+        "repeat_evicted": o[O_EVICTED],
+        "repeat_evicted_tokens": o[O_EVICTED_TOK],
+        "evicted_failures": o[O_FAILURES],
+        "evicted_failure_tokens": o[O_FAILURE_TOK],
+        "cost_usd": p_cost + s_cost + o_cost,
+        "prompt_cost_usd": p_cost,
+        "summary_cost_usd": s_cost,
+        "output_cost_usd": o_cost,
+        "price_per_mtok": rate["input"],
+        "output_per_mtok": rate["output"],
+        "cache_read_per_mtok": rate["cache_read"],
+        "cache_write_per_mtok": rate["cache_write"],
+        "price_source": [b.price_source for b in per_run],
+        "model": [b.model for b in per_run],
+        "cache_model": [b.cache.name for b in per_run],
+        "cache_ttl": [getattr(b.cache, "ttl", None) for b in per_run],
         "billing_note": [billing_note(b, why) for b, why in zip(per_run, costs.why, strict=True)],
         **{k: [cost_row(costs, i)[k] for i in range(packed.n_runs)] for k in COST_ROW},
         **packed.static,
@@ -132,8 +169,12 @@ def run_billing(packed: PackedRuns, point: Point) -> tuple[list[Billing], np.nda
     """The cache model and rates under ``point`` of each distinct (model, recorded TTL) of the packed runs, and
     which one each run has (a named cache model is one instance shared by all, as in simulate_run)."""
     keys, of_run = packed.billing_keys
-    bills = [billing_for(m, point.cache, point.pricing, ttl) if point.cache is not None else
-             _own_billing(m, ttl, point.pricing, fit) for m, ttl, fit in keys]
+    bills = [
+        billing_for(m, point.cache, point.pricing, ttl)
+        if point.cache is not None
+        else _own_billing(m, ttl, point.pricing, fit)
+        for m, ttl, fit in keys
+    ]
     return bills, of_run
 
 

@@ -27,8 +27,15 @@ from replay.simulator.caches import (
 )
 
 NONE, ANTHROPIC, OPENAI, VLLM, LLAMACPP, DEEPSEEK = range(6)
-CODES = {CacheModel: NONE, Anthropic: ANTHROPIC, OpenAIAuto: OPENAI, DeepSeekDisk: DEEPSEEK, GeminiImplicit: OPENAI,
-         VLLMBlocks: VLLM, LlamaCppSlot: LLAMACPP}
+CODES = {
+    CacheModel: NONE,
+    Anthropic: ANTHROPIC,
+    OpenAIAuto: OPENAI,
+    DeepSeekDisk: DEEPSEEK,
+    GeminiImplicit: OPENAI,
+    VLLMBlocks: VLLM,
+    LlamaCppSlot: LLAMACPP,
+}
 # params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity, hit_rate
 N_PARAMS = 9
 N_STATE = 3  # n: live entries, warm position, warm tokens
@@ -170,8 +177,8 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
         best, home, miss = warm, 0.0, 1.0 - q
         for i in range(j - 1, -1, -1):  # oldest first: the longest prefix a server holding lags >= i has
             best = max(best, _cacheable(tok[i], min_tokens, step, full))
-            home += q * miss ** i * best
-        home += miss ** j * warm
+            home += q * miss**i * best
+        home += miss**j * warm
         hit = min(int(round(q * home + miss * warm)), full)
     if common >= 0:
         t = cum_at(cumtok, common, overhead, s_at, s_tok)
@@ -218,8 +225,9 @@ class CacheState:
     """One run's cache entries, charged request by request from Python (the per-request loop of a policy written
     in Python); the same compiled cache models as the loop of the built-in policies."""
 
-    def __init__(self, cache: CacheModel, model: str | None, n_requests: int, overhead: int, warm: int,
-                 tokens: np.ndarray) -> None:
+    def __init__(
+        self, cache: CacheModel, model: str | None, n_requests: int, overhead: int, warm: int, tokens: np.ndarray
+    ) -> None:
         self.params = cache_params(cache, model)
         cap = 2 * n_requests + 12
         self.pos, self.tok = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
@@ -227,9 +235,30 @@ class CacheState:
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
 
-    def request(self, dirty_from: int, end: int, system_end: int, ts: float, cumtok: np.ndarray, summary_at: int,
-                summary_tokens: int) -> tuple[int, int]:
+    def request(
+        self,
+        dirty_from: int,
+        end: int,
+        system_end: int,
+        ts: float,
+        cumtok: np.ndarray,
+        summary_at: int,
+        summary_tokens: int,
+    ) -> tuple[int, int]:
         """(cached, written) for one request: ``cumtok[p]`` real tokens of the items before position p."""
-        hit, written = cache_request(self.params, self.pos, self.tok, self.exp, self.n, dirty_from, end, system_end,
-                                     ts, cumtok, self.overhead, summary_at, summary_tokens)
+        hit, written = cache_request(
+            self.params,
+            self.pos,
+            self.tok,
+            self.exp,
+            self.n,
+            dirty_from,
+            end,
+            system_end,
+            ts,
+            cumtok,
+            self.overhead,
+            summary_at,
+            summary_tokens,
+        )
         return int(hit), int(written)

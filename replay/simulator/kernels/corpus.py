@@ -19,12 +19,35 @@ def run_at(pk, tflag, i):
     g, h = pk.ev_off[i], pk.ev_off[i + 1]
     u, v = pk.mask_off[i], pk.mask_off[i + 1]
     w = pk.evo_off[i]
-    return Run(pk.kind[a:b], pk.tokens[a:b], pk.chars[a:b], pk.access[a:b], pk.pair[a:b], pk.gone_at[a:b],
-               pk.step[a:b], pk.turn[a:b], pk.is_error[a:b], pk.lines[a:b], pk.resource[a:b], tflag[a:b],
-               pk.recorded_only[a:b], pk.req_end[c:d], pk.first_body[i], pk.estimated[i],
-               pk.rr_prev[e:f], pk.rr_decide[e:f], pk.rr_changed[e:f], pk.rr_tokens[e:f],
-               pk.ev_step[g:h], pk.ev_drop_off[w:w + (h - g) + 1], pk.ev_drop,
-               pk.mask_step[u:v], pk.mask_pos[u:v], pk.mask_chars[u:v], pk.usage_offset[c:d])
+    return Run(
+        pk.kind[a:b],
+        pk.tokens[a:b],
+        pk.chars[a:b],
+        pk.access[a:b],
+        pk.pair[a:b],
+        pk.gone_at[a:b],
+        pk.step[a:b],
+        pk.turn[a:b],
+        pk.is_error[a:b],
+        pk.lines[a:b],
+        pk.resource[a:b],
+        tflag[a:b],
+        pk.recorded_only[a:b],
+        pk.req_end[c:d],
+        pk.first_body[i],
+        pk.estimated[i],
+        pk.rr_prev[e:f],
+        pk.rr_decide[e:f],
+        pk.rr_changed[e:f],
+        pk.rr_tokens[e:f],
+        pk.ev_step[g:h],
+        pk.ev_drop_off[w : w + (h - g) + 1],
+        pk.ev_drop,
+        pk.mask_step[u:v],
+        pk.mask_pos[u:v],
+        pk.mask_chars[u:v],
+        pk.usage_offset[c:d],
+    )
 
 
 @compiled
@@ -45,6 +68,7 @@ def trace_kernel(p, cp, pk, tflag, i):
     """Run ``i`` under one configuration: counters, per-request columns, change log, final form costs."""
     out = np.zeros(N_OUT, np.int64)
     c, d = pk.req_off[i], pk.req_off[i + 1]
-    cols, log, ftok, fest = run_kernel(p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True,
-                                       np.zeros((0, 3), np.int64))
+    cols, log, ftok, fest = run_kernel(
+        p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True, np.zeros((0, 3), np.int64)
+    )
     return out, cols, log, ftok, fest

@@ -48,13 +48,47 @@ from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrit
 from replay.simulator.kernels.dispatch import decide, setup
 
 # per-run outputs (int64)
-(O_OVERFLOW, O_NEAR, O_EMERGENCY, O_SUMMARIES, O_FIRST_SUMMARY, O_LAST_SUMMARY, O_PROMPT_AFTER_SUMMARY,
- O_PROMPT, O_EST, O_CACHED, O_WRITTEN, O_TRIMMED, O_MAX_PROMPT, O_CHANGED, O_CHANGED_TOK, O_VISIBLE,
- O_VISIBLE_TOK, O_EVICTED, O_EVICTED_TOK, O_FAILURES, O_FAILURE_TOK, O_SUMMARY_HISTORY, O_SUMMARY_OUT) = range(23)
+(
+    O_OVERFLOW,
+    O_NEAR,
+    O_EMERGENCY,
+    O_SUMMARIES,
+    O_FIRST_SUMMARY,
+    O_LAST_SUMMARY,
+    O_PROMPT_AFTER_SUMMARY,
+    O_PROMPT,
+    O_EST,
+    O_CACHED,
+    O_WRITTEN,
+    O_TRIMMED,
+    O_MAX_PROMPT,
+    O_CHANGED,
+    O_CHANGED_TOK,
+    O_VISIBLE,
+    O_VISIBLE_TOK,
+    O_EVICTED,
+    O_EVICTED_TOK,
+    O_FAILURES,
+    O_FAILURE_TOK,
+    O_SUMMARY_HISTORY,
+    O_SUMMARY_OUT,
+) = range(23)
 N_OUT = 23
 # per-request trace columns (int64)
-(T_PROMPT, T_EST, T_CACHED, T_WRITTEN, T_EMERGENCY, T_SUMMARISED, T_DIRTY, T_SUM_AT, T_SUM_ID, T_SUM_TOK, T_SUM_EST,
- T_WINDOW) = range(12)
+(
+    T_PROMPT,
+    T_EST,
+    T_CACHED,
+    T_WRITTEN,
+    T_EMERGENCY,
+    T_SUMMARISED,
+    T_DIRTY,
+    T_SUM_AT,
+    T_SUM_ID,
+    T_SUM_TOK,
+    T_SUM_EST,
+    T_WINDOW,
+) = range(12)
 N_TRACE = 12
 
 
@@ -62,8 +96,13 @@ N_TRACE = 12
 def _initial_state(p, r):
     """Forms all original; every form costs the item until the policy defines it; DROPPED costs 0."""
     n = len(r.kind)
-    st = State(np.zeros(n, np.int8), np.zeros((N_FORMS, n), np.int64), np.zeros((N_FORMS, n), np.int64),
-               np.zeros(N_SCALARS, np.int64), np.zeros((N_AUX, n), np.int64))
+    st = State(
+        np.zeros(n, np.int8),
+        np.zeros((N_FORMS, n), np.int64),
+        np.zeros((N_FORMS, n), np.int64),
+        np.zeros(N_SCALARS, np.int64),
+        np.zeros((N_AUX, n), np.int64),
+    )
     estimator = int(p[P_ESTIMATOR])
     for q in range(n):
         t = r.tokens[q]
@@ -155,8 +194,9 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         prompt = s[S_TOT_TOK] + s_tok + overhead + tail
         # the first request rewrites nothing that was warm before the run unless the policy changed it
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
-        cached, written = cache_request(cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k],
-                                        cumtok, overhead, s_at, s_tok)
+        cached, written = cache_request(
+            cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k], cumtok, overhead, s_at, s_tok
+        )
         while ev < len(r.rr_decide) and r.rr_decide[ev] == k:
             if r.rr_changed[ev]:
                 out[O_CHANGED] += 1
@@ -198,15 +238,23 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         s[S_SENT_EST] = est
         if trace:
             cols[k, T_PROMPT], cols[k, T_EST], cols[k, T_CACHED], cols[k, T_WRITTEN] = prompt, est, cached, written
-            cols[k, T_EMERGENCY], cols[k, T_SUMMARISED], cols[k, T_DIRTY] = s[S_EMERGENCY], s[S_SUMMARISED], \
-                dirty_from
-            cols[k, T_SUM_AT], cols[k, T_SUM_ID], cols[k, T_SUM_TOK], cols[k, T_SUM_EST] = s_at, s[S_SUM_ID], \
-                s[S_SUM_TOK], s[S_SUM_EST]
+            cols[k, T_EMERGENCY], cols[k, T_SUMMARISED], cols[k, T_DIRTY] = s[S_EMERGENCY], s[S_SUMMARISED], dirty_from
+            cols[k, T_SUM_AT], cols[k, T_SUM_ID], cols[k, T_SUM_TOK], cols[k, T_SUM_EST] = (
+                s_at,
+                s[S_SUM_ID],
+                s[S_SUM_TOK],
+                s[S_SUM_EST],
+            )
             cols[k, T_WINDOW] = s[S_WINDOW]
             for q in range(end):
                 f = forms[q]
-                if q < shown.shape[1] and (shown[0, q] != f or shown[1, q] != ftok[f, q] or shown[2, q] != fest[f, q]
-                                           or k == 0 or q >= r.req_end[k - 1]):
+                if q < shown.shape[1] and (
+                    shown[0, q] != f
+                    or shown[1, q] != ftok[f, q]
+                    or shown[2, q] != fest[f, q]
+                    or k == 0
+                    or q >= r.req_end[k - 1]
+                ):
                     if n_log == len(log):
                         log = np.concatenate((log, np.zeros((len(log), 5), np.int64)))
                     log[n_log, 0], log[n_log, 1], log[n_log, 2] = k, q, f

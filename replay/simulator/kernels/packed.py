@@ -16,11 +16,45 @@ from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 
 # The compiled loop's view of a PackedRuns: its array fields, in this order (``PackedRuns.arrays``).
-Packed = namedtuple("Packed", (
-    "item_off", "req_off", "rr_off", "ev_off", "evo_off", "mask_off", "kind", "tokens", "chars", "access", "pair",
-    "gone_at", "step", "turn", "is_error", "lines", "resource", "tool", "recorded_only", "req_end", "req_ts",
-    "first_body", "estimated", "rr_prev", "rr_decide", "rr_changed", "rr_tokens", "ev_step", "ev_drop_off", "ev_drop",
-    "mask_step", "mask_pos", "mask_chars", "usage_offset"))
+Packed = namedtuple(
+    "Packed",
+    (
+        "item_off",
+        "req_off",
+        "rr_off",
+        "ev_off",
+        "evo_off",
+        "mask_off",
+        "kind",
+        "tokens",
+        "chars",
+        "access",
+        "pair",
+        "gone_at",
+        "step",
+        "turn",
+        "is_error",
+        "lines",
+        "resource",
+        "tool",
+        "recorded_only",
+        "req_end",
+        "req_ts",
+        "first_body",
+        "estimated",
+        "rr_prev",
+        "rr_decide",
+        "rr_changed",
+        "rr_tokens",
+        "ev_step",
+        "ev_drop_off",
+        "ev_drop",
+        "mask_step",
+        "mask_pos",
+        "mask_chars",
+        "usage_offset",
+    ),
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,34 +64,34 @@ class PackedRuns:
     run_ids: tuple[str, ...]
     item_off: np.ndarray
     req_off: np.ndarray
-    rr_off: np.ndarray      # repeat reads
-    ev_off: np.ndarray      # the log's own context events
-    evo_off: np.ndarray     # per run, its events' drop offsets (n_events + 1 of them)
-    mask_off: np.ndarray    # the log's per-request placeholders
+    rr_off: np.ndarray  # repeat reads
+    ev_off: np.ndarray  # the log's own context events
+    evo_off: np.ndarray  # per run, its events' drop offsets (n_events + 1 of them)
+    mask_off: np.ndarray  # the log's per-request placeholders
     kind: np.ndarray
     tokens: np.ndarray
     chars: np.ndarray
     access: np.ndarray
-    pair: np.ndarray        # run-local index of the partner, -1 none
-    gone_at: np.ndarray     # per item: the request from which the server drops it, -1 never
+    pair: np.ndarray  # run-local index of the partner, -1 none
+    gone_at: np.ndarray  # per item: the request from which the server drops it, -1 never
     step: np.ndarray
     turn: np.ndarray
     is_error: np.ndarray
     lines: np.ndarray
     resource: np.ndarray
-    tool: np.ndarray        # index into ``tool_names`` (shared by all runs), -1 none
+    tool: np.ndarray  # index into ``tool_names`` (shared by all runs), -1 none
     recorded_only: np.ndarray
     req_end: np.ndarray
-    req_ts: np.ndarray      # NaN unknown
+    req_ts: np.ndarray  # NaN unknown
     first_body: np.ndarray  # per run: first position after the system/tool_defs prefix
-    estimated: np.ndarray   # per run: token counts are chars/4 estimates
-    rr_prev: np.ndarray     # run-local position of the earlier read's result
-    rr_decide: np.ndarray   # request (run-local) whose view decided the repeat read; sorted per run
+    estimated: np.ndarray  # per run: token counts are chars/4 estimates
+    rr_prev: np.ndarray  # run-local position of the earlier read's result
+    rr_decide: np.ndarray  # request (run-local) whose view decided the repeat read; sorted per run
     rr_changed: np.ndarray
     rr_tokens: np.ndarray
-    ev_step: np.ndarray     # request at which each recorded event takes effect
+    ev_step: np.ndarray  # request at which each recorded event takes effect
     ev_drop_off: np.ndarray  # absolute offsets into ev_drop, per run n_events + 1 of them
-    ev_drop: np.ndarray     # run-local positions each recorded event drops
+    ev_drop: np.ndarray  # run-local positions each recorded event drops
     mask_step: np.ndarray
     mask_pos: np.ndarray
     mask_chars: np.ndarray
@@ -93,8 +127,7 @@ class PackedRuns:
         ttls = self.cache_ttls or (None,) * self.n_runs
         fits = self.cache_fits or (None,) * self.n_runs
         keys: dict[tuple, int] = {}
-        of_run = np.array([keys.setdefault(k, len(keys)) for k in zip(self.models, ttls, fits, strict=True)],
-                          np.int64)
+        of_run = np.array([keys.setdefault(k, len(keys)) for k in zip(self.models, ttls, fits, strict=True)], np.int64)
         return list(keys), of_run
 
     def tool_flags(self, by_name: np.ndarray) -> np.ndarray:
@@ -104,20 +137,33 @@ class PackedRuns:
         return np.where(self.tool >= 0, by_name[np.maximum(self.tool, 0)], 0).astype(np.int8)
 
 
-STATIC_TYPES = {"recorded_prompt": np.int64, "recorded_cache_read": np.int64, "recorded_cache_share": np.float64,
-                "max_reads_one_resource": np.int64, "output_tokens": np.int64, "output_source": object,
-                "token_source": object, **dict.fromkeys(RESOURCE_COLUMNS, np.int64)}
+STATIC_TYPES = {
+    "recorded_prompt": np.int64,
+    "recorded_cache_read": np.int64,
+    "recorded_cache_share": np.float64,
+    "max_reads_one_resource": np.int64,
+    "output_tokens": np.int64,
+    "output_source": object,
+    "token_source": object,
+    **dict.fromkeys(RESOURCE_COLUMNS, np.int64),
+}
 
 
 def _static_columns(rows: list[dict]) -> dict[str, np.ndarray]:
     """Row dicts to typed columns (None -> NaN in float columns, stored as null)."""
-    return {name: np.array([np.nan if r[name] is None else r[name] for r in rows], dtype=typ)
-            for name, typ in STATIC_TYPES.items()}
+    return {
+        name: np.array([np.nan if r[name] is None else r[name] for r in rows], dtype=typ)
+        for name, typ in STATIC_TYPES.items()
+    }
 
 
 def _static(run: RunArrays, max_reads: int) -> dict:
-    return {**recorded_totals(run.rec_prompt, run.rec_cache_read), "max_reads_one_resource": max_reads,
-            **recorded_output(run), "token_source": run.token_source}
+    return {
+        **recorded_totals(run.rec_prompt, run.rec_cache_read),
+        "max_reads_one_resource": max_reads,
+        **recorded_output(run),
+        "token_source": run.token_source,
+    }
 
 
 def _cat(parts: list[np.ndarray], dtype) -> np.ndarray:
@@ -134,41 +180,63 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
     orders = [np.argsort(e.decide, kind="stable") for e in reads]
     recorded = [r.events for r in runs]
     names: dict[str, int] = {}
-    tools = [np.where(r.tool >= 0, np.array([names.setdefault(t, len(names)) for t in r.tool_names] + [-1],
-                                            dtype=np.int64)[r.tool], -1) for r in runs]
+    tools = [
+        np.where(
+            r.tool >= 0,
+            np.array([names.setdefault(t, len(names)) for t in r.tool_names] + [-1], dtype=np.int64)[r.tool],
+            -1,
+        )
+        for r in runs
+    ]
     drop_sizes = [np.array([len(d) for d in ev.drop], dtype=np.int64) for ev in recorded]
     drop_base = np.cumsum([0] + [int(s.sum()) for s in drop_sizes])
     drop_off = [base + _offsets(list(s)) for base, s in zip(drop_base, drop_sizes, strict=False)]
     arrays = {
-        "item_off": _offsets([r.n_items for r in runs]), "req_off": _offsets([r.n_requests for r in runs]),
-        "rr_off": _offsets([len(e.call) for e in reads]), "ev_off": _offsets([len(ev.step) for ev in recorded]),
+        "item_off": _offsets([r.n_items for r in runs]),
+        "req_off": _offsets([r.n_requests for r in runs]),
+        "rr_off": _offsets([len(e.call) for e in reads]),
+        "ev_off": _offsets([len(ev.step) for ev in recorded]),
         "evo_off": _offsets([len(ev.step) + 1 for ev in recorded]),
         "mask_off": _offsets([len(ev.mask_pos) for ev in recorded]),
-        "kind": _cat([r.kind for r in runs], np.int8), "tokens": _cat([r.tokens for r in runs], np.int64),
-        "chars": _cat([r.chars for r in runs], np.int64), "access": _cat([r.access for r in runs], np.int8),
-        "pair": _cat([r.pair for r in runs], np.int64), "gone_at": _cat([r.gone_at for r in runs], np.int64),
-        "step": _cat([r.step for r in runs], np.int64), "turn": _cat([r.turn for r in runs], np.int64),
-        "is_error": _cat([r.is_error for r in runs], np.bool_), "lines": _cat([r.lines for r in runs], np.int64),
-        "resource": _cat([r.resource for r in runs], np.int64), "tool": _cat(tools, np.int64),
+        "kind": _cat([r.kind for r in runs], np.int8),
+        "tokens": _cat([r.tokens for r in runs], np.int64),
+        "chars": _cat([r.chars for r in runs], np.int64),
+        "access": _cat([r.access for r in runs], np.int8),
+        "pair": _cat([r.pair for r in runs], np.int64),
+        "gone_at": _cat([r.gone_at for r in runs], np.int64),
+        "step": _cat([r.step for r in runs], np.int64),
+        "turn": _cat([r.turn for r in runs], np.int64),
+        "is_error": _cat([r.is_error for r in runs], np.bool_),
+        "lines": _cat([r.lines for r in runs], np.int64),
+        "resource": _cat([r.resource for r in runs], np.int64),
+        "tool": _cat(tools, np.int64),
         "recorded_only": _cat([ev.recorded_only for ev in recorded], np.bool_),
-        "req_end": _cat([r.req_end for r in runs], np.int64), "req_ts": _cat([r.req_ts for r in runs], np.float64),
+        "req_end": _cat([r.req_end for r in runs], np.int64),
+        "req_ts": _cat([r.req_ts for r in runs], np.float64),
         "first_body": np.array([r.first_body for r in runs], dtype=np.int64),
         "estimated": np.array([r.estimated for r in runs], dtype=np.bool_),
         "rr_prev": _cat([e.prev_result[o] for e, o in zip(reads, orders, strict=True)], np.int64),
         "rr_decide": _cat([e.decide[o] for e, o in zip(reads, orders, strict=True)], np.int64),
         "rr_changed": _cat([e.changed[o] for e, o in zip(reads, orders, strict=True)], np.bool_),
         "rr_tokens": _cat([e.tokens[o] for e, o in zip(reads, orders, strict=True)], np.int64),
-        "ev_step": _cat([ev.step for ev in recorded], np.int64), "ev_drop_off": _cat(drop_off, np.int64),
+        "ev_step": _cat([ev.step for ev in recorded], np.int64),
+        "ev_drop_off": _cat(drop_off, np.int64),
         "ev_drop": _cat([d for ev in recorded for d in ev.drop], np.int64),
         "mask_step": _cat([ev.mask_step for ev in recorded], np.int64),
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
-        "usage_offset": _cat([r.usage_offsets for r in runs], np.int64)}
-    assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits",
-                          "request_plan"} == \
-        {f.name for f in fields(PackedRuns)}
+        "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
+    }
+    assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
+        f.name for f in fields(PackedRuns)
+    }
     return PackedRuns(
-        run_ids=tuple(r.run_id for r in runs), **arrays,
+        run_ids=tuple(r.run_id for r in runs),
+        **arrays,
         static=_static_columns([_static(r, e.max_reads) | e.same_resource for r, e in zip(runs, reads, strict=True)]),
-        models=tuple(r.model for r in runs), tool_names=tuple(names), cache_ttls=tuple(r.cache_ttl for r in runs),
-        cache_fits=tuple(r.cache_fit for r in runs), request_plan=plan(runs))
+        models=tuple(r.model for r in runs),
+        tool_names=tuple(names),
+        cache_ttls=tuple(r.cache_ttl for r in runs),
+        cache_fits=tuple(r.cache_fit for r in runs),
+        request_plan=plan(runs),
+    )

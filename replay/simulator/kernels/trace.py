@@ -56,19 +56,38 @@ class Trace:
         forms, tok, est = np.zeros(n, np.int8), np.zeros(n, np.int64), np.zeros(n, np.int64)
         bounds = np.searchsorted(self.log[:, 0], np.arange(self.run.n_requests + 1))
         for k, c in enumerate(self.columns):
-            rows = self.log[bounds[k]:bounds[k + 1]]
+            rows = self.log[bounds[k] : bounds[k + 1]]
             at = rows[:, 1]
             forms[at], tok[at], est[at] = rows[:, 2], rows[:, 3], rows[:, 4]
             end = int(self.run.req_end[k])
-            yield View(k=k, end=end, forms=forms[:end].copy(), seg_tokens=tok[:end].copy(), seg_est=est[:end].copy(),
-                       summary_at=int(c[T_SUM_AT]), summary_id=int(c[T_SUM_ID]), summary_tokens=int(c[T_SUM_TOK]),
-                       summary_est=int(c[T_SUM_EST]), dirty_from=int(c[T_DIRTY]), emergency=bool(c[T_EMERGENCY]),
-                       summarised=bool(c[T_SUMMARISED] & SUMMARY_MADE), window=int(c[T_WINDOW]))
+            yield View(
+                k=k,
+                end=end,
+                forms=forms[:end].copy(),
+                seg_tokens=tok[:end].copy(),
+                seg_est=est[:end].copy(),
+                summary_at=int(c[T_SUM_AT]),
+                summary_id=int(c[T_SUM_ID]),
+                summary_tokens=int(c[T_SUM_TOK]),
+                summary_est=int(c[T_SUM_EST]),
+                dirty_from=int(c[T_DIRTY]),
+                emergency=bool(c[T_EMERGENCY]),
+                summarised=bool(c[T_SUMMARISED] & SUMMARY_MADE),
+                window=int(c[T_WINDOW]),
+            )
 
 
-def trace_run(run: RunArrays, policy: CompiledPolicy, budget: Budget, cache: CacheModel | None = None,
-              model: str | None = None, near_margin: float = 0.05, overhead: int = 0, warm: int = 0,
-              tail: int = 0) -> Trace:
+def trace_run(
+    run: RunArrays,
+    policy: CompiledPolicy,
+    budget: Budget,
+    cache: CacheModel | None = None,
+    model: str | None = None,
+    near_margin: float = 0.05,
+    overhead: int = 0,
+    warm: int = 0,
+    tail: int = 0,
+) -> Trace:
     """Run ``run`` under ``policy`` in the compiled loop, charging ``cache`` (None: no cache) for a run of
     ``model``; ``overhead``/``warm``/``tail`` as in replay.simulator.run.simulate_run (warm in tokens)."""
     packed = pack([run])
