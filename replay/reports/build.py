@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import html
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
+from replay.progress import step
 from replay.reports import extract, plots
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
@@ -30,10 +32,23 @@ class ReportConfig:
     tokenizer: str | None = None
     executor: str = "local"
     workers: int = 0
+    progress: bool = False  # each slow step named on stderr with its time
     sections: list[tuple[str, str, list[Path]]] = field(default_factory=list)  # title, text, charts
 
 
+def _step(cfg: ReportConfig, label: str) -> AbstractContextManager:
+    return step(f"report: {label}") if cfg.progress else nullcontext()
+
+
 def _sweep(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: dict, fixed: dict) -> pl.DataFrame:
+    points = 1
+    for values in grid.values():
+        points *= len(values)
+    with _step(cfg, f"sweep {name} ({points} points x {len(cfg.arrays)} runs)"):  # type: ignore[attr-defined]
+        return _sweep_frame(con, cfg, name, grid, fixed)
+
+
+def _sweep_frame(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: dict, fixed: dict) -> pl.DataFrame:
     spec = from_dict(
         {
             "sweep": {
@@ -65,7 +80,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     from replay.simulator.load import load_runs
 
     cfg = cfg or ReportConfig()
-    cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
+    with _step(cfg, "loading runs"):
+        cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
     charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
     longest = max(cfg.arrays, key=lambda a: a.n_requests)  # type: ignore[attr-defined]
     policies = {
@@ -73,7 +89,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         "seed A": ("seed_a", {"window": w, "reserve": r}),
         "auto-compact": ("auto_compact", {"window": w, "reserve": r}),
     }
-    series = extract.prompt_series(longest, policies)
+    with _step(cfg, "prompt over the longest run (compiles the simulator on first use)"):
+        series = extract.prompt_series(longest, policies)
     tokens = plots.token_label(longest.token_source)
     ax = plots.prompt_over_run(
         series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1], token_source=longest.token_source
@@ -188,7 +205,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     from replay.policies import Budget
     from replay.reports.run_pages import write_run_pages
 
-    pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
+    with _step(cfg, "request views per run"):
+        pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
     return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
 
 
