@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, PriceOption, PricesOption, TokenizerOption
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, PriceOption, PricesOption, TokenizerOption, warnings_block
 from replay.errors import ReplayError
+from replay.untrusted import for_terminal
 
 
 def parse_tolerances(pairs: list[str]) -> dict[str, float]:
@@ -61,11 +63,11 @@ def check(
 ) -> None:
     """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout, or
     JSON with --format json; --junit for CI test reports). docs/ci.md has a GitHub Actions job."""
+    from replay.metrics.coverage import cover_of_frame
     from replay.metrics.prices import pricing_from_options
     from replay.reports.check import compare, simulate_all
     from replay.reports.check_output import markdown, setup, to_json, to_junit
     from replay.simulator.load import load_runs
-    from replay.simulator.results import billing_warnings
     from replay.store import open_store
     from replay.sweeps.policy_file import load_policy_file
     from replay.tokens.resolve import resolve_tokenizer
@@ -83,10 +85,10 @@ def check(
     base_rows, cand_rows = simulate_all(base, arrays, pricing), simulate_all(cand, arrays, pricing)
     result = compare(base_rows, cand_rows, base.tolerances | parse_tolerances(tol or []))
     sides = {"baseline": setup(base_rows, base.name), "candidate": setup(cand_rows, cand.name)}
-    text = markdown(result, base, cand, len(arrays), sides)
+    cover = cover_of_frame(base_rows)  # unpriced runs are left out of both cost totals
+    text = markdown(result, base, cand, len(arrays), sides, cover)
     typer.echo(to_json(result, sides, len(arrays)) if fmt == "json" else text)
-    for line in billing_warnings(base_rows):  # unpriced runs are left out of both cost totals
-        typer.echo(line, err=True)
+    warnings_block([for_terminal(line) for line in cover.lines()], Console(stderr=True))
     if markdown_out:
         markdown_out.write_text(text, encoding="utf-8")
     if junit:

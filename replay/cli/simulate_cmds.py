@@ -24,13 +24,14 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    warnings_block,
 )
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
 from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
 from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.load import load_runs, prompt_sources
-from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
+from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
 
@@ -142,17 +143,15 @@ def simulate(
         store_simulation(con, sim)
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
-        est = [s for s in sim.token_sources if not s.startswith("real:")]
-        if est:
-            console.print(
-                f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
-                "for real counts (`replay tokenizers` lists built-ins)",
-                style="yellow",
-                highlight=False,
-            )
-        console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
-    for line in billing_warnings(sim.runs):  # to stderr under --format json/csv, so the output still parses
-        note.print(line, style="bold yellow", highlight=False, markup=False)
+        console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
+    warnings = [for_terminal(line) for line in billing_lines(sim.runs)]
+    est = [s for s in sim.token_sources if not s.startswith("real:")]
+    if est:
+        warnings.append(
+            f"token counts are estimates ({', '.join(est)}); -t NAME|PATH counts them for real "
+            "(`replay tokenizers` lists built-ins)"
+        )
+    warnings_block(warnings, note)  # to stderr under --format json/csv, so the output still parses
     if by_tool:
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
+from replay.metrics.coverage import CostCover, cover_of_rows
 from replay.progress import step
 from replay.reports import extract, plots
 from replay.sweeps import from_dict, run_sweep
@@ -33,6 +34,7 @@ class ReportConfig:
     executor: str = "local"
     workers: int = 0
     progress: bool = False  # each slow step named on stderr with its time
+    cost_cover: CostCover = field(default_factory=lambda: CostCover(0, 0))  # the runs the costs are over
     sections: list[tuple[str, str, list[Path]]] = field(default_factory=list)  # title, text, charts
 
 
@@ -183,6 +185,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     grid = _sweep(
         con, cfg, "pareto", {"protect": [4000, 12000, 24000, 43000], "summary_at": [60_000, 80_000, 95_000]}, {}
     )
+    cfg.cost_cover = cover_of_rows(grid)
     points = extract.point_table(grid)
     mask = extract.pareto_mask(points, ["repeat_evicted", "cost_usd"])
     ax = plots.pareto(
@@ -190,7 +193,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         "cost_usd",
         "repeat_evicted",
         mask,
-        "prompt cost (USD, all runs)",
+        f"prompt cost (USD, {cfg.cost_cover.label()})",
         "evicted repeat reads",
         ["protect", "summary_at"],
     )
@@ -208,6 +211,15 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     with _step(cfg, "request views per run"):
         pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
     return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
+
+
+def cost_sentence(cover: CostCover) -> str:
+    """What every cost in the report is summed over, in a sentence (the unpriced models and how to price them)."""
+    if not cover.total:
+        return ""
+    if cover.complete:
+        return f"Costs are over all {cover.total:,} runs (every run priced)."
+    return "Costs are over the priced runs only: " + " ".join(cover.lines()) + "."
 
 
 def md_html(text: str) -> str:
@@ -236,15 +248,16 @@ TABLE_CSS = (
 
 
 def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tuple[str, Path]] | None = None) -> Path:
+    covers = cost_sentence(cfg.cost_cover)
     head = (
-        f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}.\n\n"
-        f"> {COUNTERFACTUAL}\n"
+        f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}. "
+        f"{for_markdown(covers)}\n\n> {COUNTERFACTUAL}\n"
     )
     md, body = (
         [head],
         [
             f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
-            f"{cfg.reserve:,}.</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"
+            f"{cfg.reserve:,}. {html.escape(covers)}</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"
         ],
     )
     for title, text, paths in cfg.sections:

@@ -24,6 +24,7 @@ import duckdb
 import polars as pl
 
 from replay.errors import ReplayError
+from replay.metrics.coverage import CostCover, cover_of_rows
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.sweeps.pareto import Objective, pareto_front
 from replay.sweeps.policy_file import PolicyFile, dump_policy_file
@@ -429,6 +430,10 @@ class TuneResult:
     overflowing: list[tuple[str, int]] = field(default_factory=list)  # the recommendation's overflowing runs
     default_overflowing: list[tuple[str, int]] = field(default_factory=list)  # the defaults' overflowing runs
     warnings: list[str] = field(default_factory=list)  # settings that cannot fit the window (fit_warnings)
+    cost_cover: CostCover = field(default_factory=lambda: CostCover(0, 0))  # the runs the costs are summed over
+
+
+TUNE_PRICE_HOW = "price them with --model NEW_MODEL, --prices FILE or --price input=USD --price output=USD (per Mtok)"
 
 
 def _prefer(policy: str) -> dict[str, str]:
@@ -545,6 +550,7 @@ def run_tune(
         default_overflowing=overflowing_runs(dframe),
         warnings=fit_warnings(spec.policy, spec.fixed.get("window", 0), spec.fixed.get("reserve", 0)),
         unfittable=unfittable(runs, spec.fixed.get("window"), spec.fixed.get("reserve")),
+        cost_cover=cover_of_rows(frame),
     )
 
 
@@ -627,11 +633,8 @@ def summary_lines(res: TuneResult) -> list[str]:
             f"note: the gate priced every run as {s.price_model}; `replay check` prices each run by its own "
             "model (or --prices/--price), so its cost rows can differ from these"
         )
-    if r.get("unpriced_runs"):
-        lines.append(
-            f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
-            "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price"
-        )
+    if r.get("unpriced_runs") or not res.cost_cover.complete:
+        lines += [f"WARNING: {line}" for line in res.cost_cover.lines(TUNE_PRICE_HOW)]
     if res.overflowing:
         n = sum(c for _, c in res.overflowing)
         lines.append(
@@ -759,6 +762,7 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
         res.defaults,
         zero_overflow=res.zero_overflow,
         knobs=[k for k in s.swept_names if k in res.points.columns],
+        cost_label=res.cost_cover.label(),
     )
     png, svg = plots.save(ax, out_dir, "front")
     files |= {"chart_png": png, "chart_svg": svg} | (
