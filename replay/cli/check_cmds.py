@@ -88,9 +88,22 @@ def check(
     cover = cover_of_frame(base_rows)  # unpriced runs are left out of both cost totals
     text = markdown(result, base, cand, len(arrays), sides, cover)
     typer.echo(to_json(result, sides, len(arrays)) if fmt == "json" else text)
-    warnings_block([for_terminal(line) for line in cover.lines()], Console(stderr=True))
+    warnings = [line for label, pf in (("baseline", base), ("candidate", cand)) for line in _window_lines(label, pf)]
+    warnings_block(warnings + [for_terminal(line) for line in cover.lines()], Console(stderr=True))
     if markdown_out:
         markdown_out.write_text(text, encoding="utf-8")
     if junit:
         junit.write_text(to_junit(result, len(arrays)), encoding="utf-8")
     raise typer.Exit(1 if result.regressed else 0)
+
+
+def _window_lines(label: str, pf) -> list[str]:
+    """The policy file's settings that cannot act at its window (replay.policies.window_fit), named by side."""
+    from replay.policies import make_policy
+    from replay.policies.base import Budget
+    from replay.policies.window_fit import window_warnings
+    from replay.sweeps.policy_file import simulate_settings
+
+    name, knobs, budget, _ = simulate_settings(pf)
+    pol, b = make_policy(name, knobs), Budget(**budget)
+    return [f"{label}: {line}" for line in window_warnings(pol.name, pol.config, b.window, b.reserve)]

@@ -11,13 +11,14 @@ import typer
 from replay.cli import app
 from replay.cli.common import DEFAULT_DB_PATH, MAX_TOKENS, DbOption, TokenizerOption, console
 from replay.errors import ReplayError
+from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
 
 
 @app.command()
 def report(
     db: DbOption = DEFAULT_DB_PATH,
     out: Annotated[Path, typer.Option(help="Output folder (report.md, report.html, charts/).")] = Path("out/report"),
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 130_000,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
     reserve: Annotated[int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens.")] = 24_576,
     runs: Annotated[str | None, typer.Option(help="LIKE pattern of runs.")] = None,
     tokenizer: TokenizerOption = None,
@@ -62,7 +63,7 @@ def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/d
     spec = from_dict(
         {
             "sweep": {"policy": "seed_a", "name": "demo", "tokenizer": tokenizer or ""},
-            "fixed": {"window": 130_000, "reserve": 24_576},
+            "fixed": {"window": DEFAULT_WINDOW, "reserve": 24_576},
             "grid": {
                 "protect": [8_000, 12_000, 24_000, 43_333],
                 "summary_at": [50_000, 65_000, 80_000, 95_000, 110_000],
@@ -86,7 +87,7 @@ def _warm_up(con, tokenizer: str | None) -> None:
 
     runs = load_runs(con, tokenizer)
     smallest = min(runs, key=lambda r: r.n_requests)
-    simulate_many([smallest], make_policy("seed_a", {}), None, Budget(130_000, 24_576), tokenizer)
+    simulate_many([smallest], make_policy("seed_a", {}), None, Budget(DEFAULT_WINDOW, 24_576), tokenizer)
 
 
 def _tokens(con) -> str | None:

@@ -29,6 +29,8 @@ from replay.cli.common import (
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
 from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
+from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
+from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
@@ -62,7 +64,7 @@ def simulate(
     tokenizer_id: Annotated[
         str | None, typer.Option("--tokenizer-id", hidden=True, help="Old name of --tokenizer (same resolver).")
     ] = None,
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
     reserve: Annotated[
         int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
     ] = 0,
@@ -144,7 +146,8 @@ def simulate(
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
-    warnings = [for_terminal(line) for line in billing_lines(sim.runs)]
+    warnings = window_warnings(pol.name, pol.config, window, reserve)
+    warnings += [for_terminal(line) for line in billing_lines(sim.runs)]
     est = [s for s in sim.token_sources if not s.startswith("real:")]
     if est:
         warnings.append(

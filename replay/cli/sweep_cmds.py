@@ -92,6 +92,7 @@ def sweep(
     con = open_store(db)
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
     spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))
+    from replay.policies.window_fit import sweep_window_warnings
     from replay.reports.sweep_summary import point_summary, price_cover
     from replay.store.memory import bounded_db_memory
     from replay.sweeps.runner import DB_MEMORY_MB
@@ -128,7 +129,7 @@ def sweep(
         title=f"sweep {outcome.sweep_id}: {outcome.points} points, metrics summed over {outcome.runs} runs ({order})",
         wide=wide,
     )
-    warnings_block([for_terminal(line) for line in cover.lines(SWEEP_PRICE_HOW)], say)
+    warnings_block(sweep_window_warnings(spec) + [for_terminal(line) for line in cover.lines(SWEEP_PRICE_HOW)], say)
     if shown.height < summary.height:
         say.print(
             f"... {summary.height - shown.height:,} more points in {outcome.parquet} (or --format csv)", highlight=False

@@ -11,6 +11,7 @@ import duckdb
 import polars as pl
 
 from replay.metrics.coverage import CostCover, cover_of_rows
+from replay.policies.base import DEFAULT_WINDOW
 from replay.progress import step
 from replay.reports import extract, plots
 from replay.sweeps import from_dict, run_sweep
@@ -27,7 +28,7 @@ COUNTERFACTUAL = (
 
 @dataclass
 class ReportConfig:
-    window: int = 130_000
+    window: int = DEFAULT_WINDOW
     reserve: int = 24_576
     runs: str | None = None
     tokenizer: str | None = None

@@ -26,6 +26,7 @@ import polars as pl
 from replay.errors import ReplayError
 from replay.metrics.coverage import CostCover, cover_of_rows
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.policies.window_fit import limit_tokens as _limit_tokens
 from replay.sweeps.pareto import Objective, pareto_front
 from replay.sweeps.policy_file import PolicyFile, dump_policy_file
 from replay.sweeps.spec import SweepSpec, from_dict, point_id
@@ -171,23 +172,6 @@ def tune_grid(policy: str, window: int, points: int = 96, reserve: int = 0) -> d
     knobs = SPACES[policy]
     levels = level_counts([k.weight for k in knobs], max(1, points))
     return {k.name: k.values(n, window, reserve) for k, n in zip(knobs, levels, strict=True)}
-
-
-def _limit_tokens(policy: str, cfg: Any, window: int) -> list[tuple[str, float]]:
-    """(knob, tokens at which it fires) for the policy's window-bound triggers under config ``cfg``."""
-    if policy in ("seed_a", "seed_a_before"):
-        out = [("summary_at", cfg.summary_at)]
-        return out + ([("protect", cfg.protect)] if cfg.protect > 1 else [])
-    if policy == "clear_tool_uses" and cfg.trigger_type == "input_tokens":
-        return [("trigger", cfg.trigger)]
-    if policy == "auto_compact":
-        base = (cfg.context_window or window) - cfg.output_reserve
-        return [("threshold", cfg.threshold * base - cfg.buffer_tokens)]
-    if policy == "openhands_tokens" and cfg.max_tokens:
-        return [("max_tokens", cfg.max_tokens)]
-    if policy == "seed_c" and cfg.spill_tokens:
-        return [("spill_tokens", cfg.spill_tokens)]
-    return []
 
 
 def fit_warnings(policy: str, window: int, reserve: int, params: dict[str, Any] | None = None) -> list[str]:
