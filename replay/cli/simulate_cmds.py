@@ -266,9 +266,11 @@ def fidelity(
     fmt: FormatOption = "table",
     wide: WideOption = False,
 ) -> None:
-    """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
-    per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
-    recorded context event the request and prompt after it (the proof that the simulator is right)."""
+    """Check the simulator against recorded runs.
+
+    Each run under its harness's own policy vs its recorded prompts, events and cache reads. Per run the
+    per-request prompt error (median, p95; also scored out of sample) and cache-read share, per recorded
+    context event the request and prompt after it (the proof that the simulator is right)."""
     from replay.simulator.fidelity import fidelity_frame
     from replay.tokens.resolve import resolve_tokenizer
 
