@@ -43,7 +43,7 @@ def report(
 def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/demo")) -> None:
     """Ingest the bundled sample (data/sample), simulate, sweep and report into OUT (a fresh store in
     OUT/demo.duckdb); each step is named on stderr with its time."""
-    from replay.bundled import bundled
+    from replay.cli.bundled import bundled
     from replay.ingest import ingest
     from replay.progress import step
     from replay.reports.build import ReportConfig, build_report
