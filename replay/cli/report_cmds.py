@@ -39,6 +39,11 @@ def report(
     console.print(f"report: {path} and {path.with_suffix('.html')}", highlight=False)
 
 
+# the demo's own window, stated in its report: the bundled sample's runs are sized so that a 130,000-token window
+# shows overflows, summaries and the emergency margin at work (at the 200,000 default nothing would overflow)
+DEMO_WINDOW = 130_000
+
+
 @app.command()
 def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/demo")) -> None:
     """Ingest the bundled sample (data/sample), simulate, sweep and report into OUT (a fresh store in
@@ -63,7 +68,7 @@ def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/d
     spec = from_dict(
         {
             "sweep": {"policy": "seed_a", "name": "demo", "tokenizer": tokenizer or ""},
-            "fixed": {"window": DEFAULT_WINDOW, "reserve": 24_576},
+            "fixed": {"window": DEMO_WINDOW, "reserve": 24_576},
             "grid": {
                 "protect": [8_000, 12_000, 24_000, 43_333],
                 "summary_at": [50_000, 65_000, 80_000, 95_000, 110_000],
@@ -74,7 +79,7 @@ def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/d
     with step("sweeping seed_a (60 points)"):
         res = run_sweep(con, spec, out_dir=out, progress=True)
     console.print(f"sweep {res.sweep_id}: {res.points} points x {res.runs} runs -> {res.parquet}", highlight=False)
-    path = build_report(con, out, ReportConfig(tokenizer=tokenizer, progress=True))
+    path = build_report(con, out, ReportConfig(DEMO_WINDOW, tokenizer=tokenizer, progress=True))
     console.print(f"report: {path} ({time.perf_counter() - t0:.1f}s total)", highlight=False)
 
 
@@ -87,7 +92,7 @@ def _warm_up(con, tokenizer: str | None) -> None:
 
     runs = load_runs(con, tokenizer)
     smallest = min(runs, key=lambda r: r.n_requests)
-    simulate_many([smallest], make_policy("seed_a", {}), None, Budget(DEFAULT_WINDOW, 24_576), tokenizer)
+    simulate_many([smallest], make_policy("seed_a", {}), None, Budget(DEMO_WINDOW, 24_576), tokenizer)
 
 
 def _tokens(con) -> str | None:
