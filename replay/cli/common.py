@@ -149,8 +149,11 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
                 no_wrap=bool(wide),
                 width=None if wide else widths[col],
             )
-        for row in frame.iter_rows():
-            table.add_row(*(Text(cell(v)) for v in row))
+        costs = [c.endswith("cost_usd") for c in frame.columns]
+        for row in frame.iter_rows():  # an unknown cost says so; a blank could read as free
+            table.add_row(
+                *(Text(NO_PRICE if v is None and cost else cell(v)) for v, cost in zip(row, costs, strict=True))
+            )
         if wide:  # every column whole, however wide the terminal: lines longer than it wrap there, not in cells
             Console(markup=False, width=max(console.width, _table_width(frame) + 4), file=console.file).print(table)
         else:
@@ -162,6 +165,24 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
             )
     else:
         raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
+
+
+NO_PRICE = "no price"
+
+
+def warnings_block(lines: list[str], out: Console | None = None) -> None:
+    """The warnings under a table, as one short block: a header and one bullet per warning (text from a log made
+    safe by the caller)."""
+    if not lines:
+        return
+    out = out or console
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row("-", Text(line))
+    out.print(Text(f"WARNINGS ({len(lines)}):", style="bold yellow"))
+    out.print(grid, style="yellow")
 
 
 def cell(v: object) -> str:
@@ -188,7 +209,8 @@ def header(col: str) -> str:
 def _column_width(frame: pl.DataFrame, col: str, fold_header: bool = False) -> int:
     """The widest cell of ``col``, and its header (its longer line when the header may take two)."""
     head = max(len(line) for line in header(col).split("\n")) if fold_header else len(col)
-    return max([head] + [len(cell(v)) for v in frame[col].to_list()])
+    unknown = len(NO_PRICE) if col.endswith("cost_usd") and frame[col].null_count() else 0
+    return max([head, unknown] + [len(cell(v)) for v in frame[col].to_list()])
 
 
 def _table_width(frame: pl.DataFrame) -> int:

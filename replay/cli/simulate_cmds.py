@@ -24,13 +24,16 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    warnings_block,
 )
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
 from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
+from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
+from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.load import load_runs, prompt_sources
-from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
+from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
 
@@ -61,7 +64,7 @@ def simulate(
     tokenizer_id: Annotated[
         str | None, typer.Option("--tokenizer-id", hidden=True, help="Old name of --tokenizer (same resolver).")
     ] = None,
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
     reserve: Annotated[
         int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
     ] = 0,
@@ -142,17 +145,16 @@ def simulate(
         store_simulation(con, sim)
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
-        est = [s for s in sim.token_sources if not s.startswith("real:")]
-        if est:
-            console.print(
-                f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
-                "for real counts (`replay tokenizers` lists built-ins)",
-                style="yellow",
-                highlight=False,
-            )
-        console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
-    for line in billing_warnings(sim.runs):  # to stderr under --format json/csv, so the output still parses
-        note.print(line, style="bold yellow", highlight=False, markup=False)
+        console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
+    warnings = window_warnings(pol.name, pol.config, window, reserve)
+    warnings += [for_terminal(line) for line in billing_lines(sim.runs)]
+    est = [s for s in sim.token_sources if not s.startswith("real:")]
+    if est:
+        warnings.append(
+            f"token counts are estimates ({', '.join(est)}); -t NAME|PATH counts them for real "
+            "(`replay tokenizers` lists built-ins)"
+        )
+    warnings_block(warnings, note)  # to stderr under --format json/csv, so the output still parses
     if by_tool:
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
@@ -264,9 +266,11 @@ def fidelity(
     fmt: FormatOption = "table",
     wide: WideOption = False,
 ) -> None:
-    """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
-    per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
-    recorded context event the request and prompt after it (the proof that the simulator is right)."""
+    """Check the simulator against recorded runs.
+
+    Each run under its harness's own policy vs its recorded prompts, events and cache reads. Per run the
+    per-request prompt error (median, p95; also scored out of sample) and cache-read share, per recorded
+    context event the request and prompt after it (the proof that the simulator is right)."""
     from replay.simulator.fidelity import fidelity_frame
     from replay.tokens.resolve import resolve_tokenizer
 
