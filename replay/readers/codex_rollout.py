@@ -3,9 +3,10 @@
 Lines are ``{"timestamp", "type", "payload"}``: session_meta, turn_context, response_item (the model's
 context: messages, reasoning, tool calls and outputs), event_msg (UI events incl. token_count) and
 compacted. Codex logs token_count *after* the output it measured, and repeats it after the tool output;
-a request is a token_count whose total_token_usage moved, and the output since the previous request
-is deferred until it, so it lands after its request. Reasoning is logged encrypted (an empty or short summary);
-its real size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
+a request is a token_count whose total_token_usage moved and whose last usage counts input tokens (one that
+counts none measures no call), and the output since the previous request is deferred until it, so it lands after
+its request. Reasoning is logged encrypted (an empty or short summary); its real size, the request's
+reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
 
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
@@ -88,6 +89,12 @@ def openai_usage(u: dict) -> dict[str, Any]:
         "input_tokens": prompt - cached if isinstance(prompt, int) else None,
         "output_tokens": u.get("output_tokens"),
     }
+
+
+def measures_a_call(last: Any) -> bool:
+    """Whether a token_count's ``last_token_usage`` measures a model call: every call sends a prompt, so a usage of
+    no input tokens (a placeholder, e.g. a fixture's zeroed counter) measures none and is not a request."""
+    return isinstance(last, dict) and isinstance(last.get("input_tokens"), int) and last["input_tokens"] > 0
 
 
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
@@ -197,10 +204,11 @@ class CodexRolloutReader:
                 d.input(lambda p=p, n=line, s=ts, k=keep: compaction(b, p, n, s, k, None))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
-                if isinstance(info.get("model_context_window"), int):  # the window auto-compaction is measured on
-                    b.run.metadata["model_context_window"] = info["model_context_window"]
+                window = info.get("model_context_window")
+                if isinstance(window, int) and window > 0:  # the window auto-compaction is measured on
+                    b.run.metadata["model_context_window"] = window
                 total = info.get("total_token_usage")
-                if total != last_total and isinstance(info.get("last_token_usage"), dict):
+                if total != last_total and measures_a_call(info.get("last_token_usage")):
                     if held:
                         d.request(**held)
                     last = info["last_token_usage"]
