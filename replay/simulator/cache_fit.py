@@ -29,13 +29,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from replay.policies import Budget, make_policy
-from replay.policies.kernel import P_WARM
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.driver import T_CACHED, T_PROMPT
 from replay.simulator.kernels.packed import pack
+from replay.simulator.run_start import warm_tokens, with_start
 
 AUTOMATIC = ("openai", "deepseek", "gemini")
 RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
@@ -92,18 +92,13 @@ def provider_cache(fmt: str, model: str | None) -> str:
     return chosen
 
 
-def warm_tokens(run: RunArrays) -> int:
-    """What was cached before the run started: its first request's recorded read."""
-    return int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
-
-
 def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None = None) -> list[np.ndarray]:
     """Per-request cached tokens of ``run`` replayed under its recorded policy, one array per cache model
-    (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*)."""
+    (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*), from the warm
+    prefix its log shows."""
     policy = make_policy("recorded")
-    packed = pack([run])
+    packed = pack([replace(run, warm=warm_tokens(run))])
     p = policy.params(_BIG)
-    p[P_WARM] = warm_tokens(run)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column
     return [trace_kernel(p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy() for c in caches]
@@ -164,10 +159,11 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
 
 
 def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
-    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; each run
-    from its own log alone."""
+    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; and how
+    each starts under its provider's cache (``replay.simulator.run_start``); each run from its own log alone."""
     out = []
     for r in runs:
         name = provider_cache(formats.get(r.run_id, ""), r.model)
+        r = with_start(r, name)
         out.append(replace(r, cache_fit=fit_run(r, name) or CacheFit(name)))
     return out

@@ -20,8 +20,6 @@ from replay.policies.kernel import (
     P_NEAR_MARGIN,
     P_OVERHEAD,
     P_RESERVE,
-    P_TAIL,
-    P_WARM,
     P_WINDOW,
     RECORDED,
     S_DIRTY,
@@ -122,7 +120,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
     n, m = len(r.kind), len(r.req_end)
     code = int(p[P_CODE])
     window, reserve = p[P_WINDOW], p[P_RESERVE]
-    overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(p[P_TAIL])
+    overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(r.tail)
     st = _initial_state(p, r)
     s, forms, ftok, fest = st.s, st.forms, st.ftok, st.fest
     setup(code, p, r, st)
@@ -137,7 +135,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
     cap = 2 * m + 12
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
-    warm_entry(np.int64(p[P_OVERHEAD]), np.int64(p[P_WARM]), r.tokens, cpos, ctok, cexp, cn)
+    warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn)
     cumtok = np.zeros(n + 1, np.int64)
     n_err = 0
     for q in range(n):
