@@ -50,7 +50,7 @@ from replay.simulator.request_costs import billing_note, cost_row, run_costs
 from replay.simulator.run_output import summary_hits_cache
 
 NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
-COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests")
+COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests", "recorded_cost_note")
 
 if TYPE_CHECKING:
     from replay.sweeps.adapter import Point
