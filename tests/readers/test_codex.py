@@ -42,14 +42,11 @@ def leading_int(cell: str) -> int:
 #   two more after the compactions carry a zero last_token_usage with an unchanged total, and two are the
 #   compactions' own summariser calls, which are not agent requests (their usage is in the context events):
 #   714 - 364 - 2 - 2 = 346.
-# - fixture requests: the manifest's "~2" counts both non-null token_count events; the second (line 87) counts 0
-#   input tokens (a zeroed placeholder, timestamp "[trimmed for fixture]"): no model call sends an empty prompt, so
-#   it is not a request: 1.
 # - fixture tool calls: the manifest's 6 are function_call + custom_tool_call + tool_search_call; the reader also
 #   counts the hosted web_search_call (it is a call in the model's context), 7.
 # - TUI tool calls: the manifest's 31 are exec commands; the reader also counts the one apply_patch, 32.
 EXPECTED = {
-    "codex-fixture-agentsessions-small-compacted.jsonl": (1, 7),
+    "codex-fixture-agentsessions-small-compacted.jsonl": (2, 7),
     "codex-pharma-platform-019d20aa.jsonl": (346, 411),
     "codex-tui-sessionlog-binary-size-gpt5.jsonl": (34, 32),
 }
@@ -204,23 +201,26 @@ def test_compaction_events_on_the_corpus(corpus: Path) -> None:
         (1, 47, False),
         (1, 69, False),
         (1, 81, False),
-        (1, 89, False),
-        (1, 111, False),
+        (2, 89, False),
+        (2, 111, False),
     ]
     assert all("usage" not in e for e in fx), "no summariser call is logged before the fixture's compactions"
 
 
-def test_zeroed_token_count_is_no_request(corpus: Path) -> None:
-    """The fixture's line 87 token_count counts 0 input and 0 output tokens (its total fell from 16,422 to 0 and
-    its window is 0): no call is measured, so it is no request with a bill of $0 that a replay would price at the
-    whole prompt (simulate gave +222% against that bill), and its window does not replace the recorded 258,400."""
+def test_zeroed_token_count_is_a_request_of_unknown_usage(corpus: Path) -> None:
+    """The fixture's line 87 token_count counts 0 input and 0 output tokens (its total fell from 16,422 to 0, its
+    window is 0, its timestamp "[trimmed for fixture]"): a call whose counts were zeroed, not a call of $0. Read as
+    $0 usage, simulate priced the replayed prompt against a $0 bill (+222%); its window no longer replaces 258,400."""
     path = corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl"
     line = path.read_text(encoding="utf-8").splitlines()[86]
     zeroed = json.loads(line)["payload"]["info"]
     assert zeroed["last_token_usage"]["input_tokens"] == 0 and zeroed["model_context_window"] == 0
     records = read(ROLLOUT, path)
     requests = of(records, Request)
-    assert [(r.line, r.prompt_tokens, r.cache_read) for r in requests] == [(22, 16341, 3584)]
+    assert [(r.line, r.prompt_tokens, r.cache_read, r.output_tokens) for r in requests] == [
+        (22, 16341, 3584, 81),
+        (87, None, None, None),
+    ]
     assert of(records, Run)[0].metadata["model_context_window"] == 258400
 
 

@@ -90,12 +90,13 @@ def test_a_model_switch_starts_the_new_models_cache_cold(rows):
     assert abs(_off(row)) <= 0.03
 
 
-def test_zeroed_codex_token_count_is_not_billed_as_a_request(rows):
-    """The fixture's second token_count counts no input (a trimmed placeholder): read as a request, it was priced
-    at the whole replayed prompt against a $0 bill (+222%)."""
+def test_a_request_without_usage_is_named_not_billed_at_zero(rows):
+    """The fixture's second token_count was zeroed (no call sends an empty prompt): read as $0 usage, the replay's
+    price of that request stood against a $0 bill (+222%, silently); now its usage is unknown, the bill covers the
+    first request only and the row says so."""
     run, _, row = _named(rows, "codex-fixture-agentsessions-small-compacted")[0]
-    assert run.n_requests == 1
-    assert row["recorded_cost_note"] == "" and abs(_off(row)) <= 0.03
+    assert run.n_requests == 2 and list(run.rec_prompt) == [16341, -1]
+    assert row["recorded_cost_note"].startswith("1 of 2 requests record no usage: the bill leaves them out")
 
 
 def test_aider_openai_runs_name_the_cache_reads_the_log_lacks(corpus, rows):
