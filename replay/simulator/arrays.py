@@ -118,19 +118,6 @@ class RunArrays:
         return np.zeros(self.n_requests, dtype=np.int64)
 
     @property
-    def model_switch(self) -> np.ndarray:
-        """Per request, whether its log names another model than the request before it names: prefix caches are
-        kept per model, so the new model's cache starts empty (Claude Code's /model, Gemini CLI's fallback)."""
-        m = self.n_requests
-        if len(self.req_model) != m or m < 2:
-            return np.zeros(m, dtype=np.bool_)
-        models = self.req_model
-        return np.array(
-            [False] + [a is not None and b is not None and a != b for a, b in zip(models, models[1:], strict=False)],
-            dtype=np.bool_,
-        )
-
-    @property
     def gone_at(self) -> np.ndarray:
         """Per item, the request from which the server drops it whatever the policy sends (-1: never)."""
         return self.server_gone if self.server_gone is not None else np.full(self.n_items, -1, dtype=np.int64)

@@ -205,13 +205,6 @@ def first_rewrite(forms, ftok, tokens, end, s_at):
 
 
 @compiled
-def cold_cache(n):
-    """Empty the cache: no entry and no warm prefix (a request served by another model than the one before it;
-    every provider keeps its cached prefixes per model)."""
-    n[0] = n[1] = n[2] = 0
-
-
-@compiled
 def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
     """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first): one entry at
     the last item boundary they cover (or inside the first item). The automatic caches keep all of them as the warm
@@ -241,10 +234,6 @@ class CacheState:
         self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
-
-    def cold(self) -> None:
-        """Empty the cache before a request another model serves (``cold_cache``)."""
-        cold_cache(self.n)
 
     def request(
         self,

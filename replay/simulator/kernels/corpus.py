@@ -61,7 +61,7 @@ def corpus_kernel(p, cps, pk, tflag):
     charged = np.zeros((pk.req_off[n_runs], 3), np.int64)
     for i in range(n_runs):
         c, d = pk.req_off[i], pk.req_off[i + 1]
-        run_kernel(p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], pk.req_cold[c:d], out[i], False, charged[c:d])
+        run_kernel(p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False, charged[c:d])
     return out, charged
 
 
@@ -71,6 +71,6 @@ def trace_kernel(p, cp, pk, tflag, i):
     out = np.zeros(N_OUT, np.int64)
     c, d = pk.req_off[i], pk.req_off[i + 1]
     cols, log, ftok, fest = run_kernel(
-        p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], pk.req_cold[c:d], out, True, np.zeros((0, 3), np.int64)
+        p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True, np.zeros((0, 3), np.int64)
     )
     return out, cols, log, ftok, fest

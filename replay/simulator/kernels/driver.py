@@ -42,7 +42,7 @@ from replay.policies.kernel import (
 )
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.simulator.arrays import TOOL_RESULT
-from replay.simulator.kernels.caches import N_STATE, cache_request, cold_cache, first_rewrite, warm_entry
+from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
 from replay.simulator.kernels.dispatch import decide, setup
 
 # per-run outputs (int64)
@@ -112,10 +112,9 @@ def _initial_state(p, r):
 
 
 @compiled
-def run_kernel(p, cp, r, req_ts, req_cold, out, trace, charged):
+def run_kernel(p, cp, r, req_ts, out, trace, charged):
     """Simulate one run; per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache
-    writes into ``charged`` (m, 3) when it has rows (what the request is billed for). ``req_cold``: per request,
-    the cache is empty before it (another model serves it). With ``trace``:
+    writes into ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``:
     (per-request columns (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and
     fest), else empty arrays."""
     n, m = len(r.kind), len(r.req_end)
@@ -193,8 +192,6 @@ def run_kernel(p, cp, r, req_ts, req_cold, out, trace, charged):
         prompt = s[S_TOT_TOK] + s_tok + overhead + tail
         # the first request rewrites nothing that was warm before the run unless the policy changed it
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
-        if req_cold[k]:
-            cold_cache(cn)
         cached, written = cache_request(
             cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k], cumtok, overhead, s_at, s_tok
         )

@@ -41,7 +41,6 @@ Packed = namedtuple(
         "recorded_only",
         "req_end",
         "req_ts",
-        "req_cold",
         "first_body",
         "estimated",
         "rr_prev",
@@ -87,7 +86,6 @@ class PackedRuns:
     recorded_only: np.ndarray
     req_end: np.ndarray
     req_ts: np.ndarray  # NaN unknown
-    req_cold: np.ndarray  # per request: its model differs from the previous request's (the cache starts empty)
     first_body: np.ndarray  # per run: first position after the system/tool_defs prefix
     estimated: np.ndarray  # per run: token counts are chars/4 estimates
     rr_prev: np.ndarray  # run-local position of the earlier read's result
@@ -222,7 +220,6 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "recorded_only": _cat([ev.recorded_only for ev in recorded], np.bool_),
         "req_end": _cat([r.req_end for r in runs], np.int64),
         "req_ts": _cat([r.req_ts for r in runs], np.float64),
-        "req_cold": _cat([r.model_switch for r in runs], np.bool_),
         "first_body": np.array([r.first_body for r in runs], dtype=np.int64),
         "estimated": np.array([r.estimated for r in runs], dtype=np.bool_),
         "rr_prev": _cat([e.prev_result[o] for e, o in zip(reads, orders, strict=True)], np.int64),
