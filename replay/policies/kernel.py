@@ -117,6 +117,8 @@ Run = namedtuple(
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",
         "tail",
+        # per request: which model served it (run-local code); the server's cache is per model
+        "req_model",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

@@ -20,6 +20,7 @@ from replay.simulator.arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import CacheState
+from replay.simulator.kernels.packed import model_codes
 from replay.simulator.kernels.trace import trace_run
 from replay.simulator.request_costs import billing_note, cost_row, plan, run_costs
 from replay.simulator.run_output import cost_columns, recorded_output, summary_hits_cache
@@ -93,9 +94,12 @@ def simulate_run_by_tool(
 
 def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
     """(view, cached, written) per request of a policy written in Python."""
+    models = model_codes(run)
     for k in range(run.n_requests):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
+        if k > 0 and models[k] != models[k - 1]:
+            cache.switch_model()
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
         dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)

@@ -49,6 +49,7 @@ def run_at(pk, tflag, i):
         pk.usage_offset[c:d],
         pk.warm[i],
         pk.tail[i],
+        pk.req_model[c:d],
     )
 
 

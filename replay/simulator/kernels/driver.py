@@ -42,7 +42,14 @@ from replay.policies.kernel import (
 )
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.simulator.arrays import TOOL_RESULT
-from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
+from replay.simulator.kernels.caches import (
+    N_STATE,
+    cache_request,
+    drop_entries,
+    first_rewrite,
+    switch_drops,
+    warm_entry,
+)
 from replay.simulator.kernels.dispatch import decide, setup
 
 # per-run outputs (int64)
@@ -192,6 +199,8 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         prompt = s[S_TOT_TOK] + s_tok + overhead + tail
         # the first request rewrites nothing that was warm before the run unless the policy changed it
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
+        if k > 0 and r.req_model[k] != r.req_model[k - 1] and switch_drops(cp):
+            drop_entries(cn)  # another model: nothing its server cached for the previous one is read
         cached, written = cache_request(
             cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k], cumtok, overhead, s_at, s_tok
         )

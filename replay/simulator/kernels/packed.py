@@ -56,6 +56,7 @@ Packed = namedtuple(
         "usage_offset",
         "warm",
         "tail",
+        "req_model",
     ),
 )
 
@@ -101,6 +102,7 @@ class PackedRuns:
     usage_offset: np.ndarray  # per request (replay.simulator.arrays.RunArrays.usage_offset)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
+    req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -179,6 +181,14 @@ def _offsets(sizes: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
+def model_codes(run: RunArrays) -> np.ndarray:
+    """Per request, a run-local code of the model that served it (the run's model where the log names none): a
+    change of code is a model switch, which the server's cache does not survive."""
+    names = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    seen: dict[str | None, int] = {}
+    return np.array([seen.setdefault(m or run.model, len(seen)) for m in names], dtype=np.int64)
+
+
 def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
     """Concatenate ``runs``; positions inside each run stay run-local; each run's tail out of its prefix item
     (``replay.simulator.run_start.split_tail``)."""
@@ -235,6 +245,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
+        "req_model": _cat([model_codes(r) for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
