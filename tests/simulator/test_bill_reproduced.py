@@ -11,6 +11,7 @@ import pytest
 
 from replay.ingest import ingest
 from replay.policies import Budget, make_policy
+from replay.simulator.kernels.packed import model_codes
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.store import open_store
@@ -85,7 +86,7 @@ def test_a_model_switch_starts_the_new_models_cache_cold(rows):
     shows read nothing (caches are per model); the replay read 7,704 tokens there at the Pro price."""
     run, cols, row = _named(rows, "gemini-vct-init")[0]
     assert run.req_model[4:] == ("gemini-3-flash-preview", "gemini-3.1-pro-preview")
-    assert list(run.model_switch) == [False] * 5 + [True]
+    assert list(model_codes(run)) == [0] * 5 + [1]
     assert run.rec_cache_read[5] == 0 and cols["cached_tokens"][5] == 0
     assert abs(_off(row)) <= 0.03
 

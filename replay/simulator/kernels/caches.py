@@ -223,10 +223,11 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
 
 @compiled(inline="always")
 def switch_drops(cp):
-    """Whether a model switch loses what the cache model holds: under explicit breakpoints (Anthropic) it does, as
-    the logs show (a read of 0 on the first request after ``/model`` or a fallback). The automatic caches are
-    calibrated from their own reads (replay.simulator.cache_fit), switches included, and keep their entries."""
-    return int(cp[0]) == ANTHROPIC
+    """Whether a model switch loses what the cache model holds: every provider keeps cached prefixes per model, as
+    the logs show (a read of 0 on the first request after Claude Code's ``/model``, and after Gemini CLI moved a
+    session from gemini-3-flash-preview to gemini-3.1-pro-preview). The automatic caches' hit rate is fitted to
+    the reads the log shows in tokens (replay.simulator.cache_fit), with the switch already dropping entries."""
+    return int(cp[0]) != NONE
 
 
 @compiled(inline="always")
