@@ -159,9 +159,9 @@ def unpriced_reason(model: str | None) -> str:
             else ""
         )
         return (
-            f"genai-prices lists {model!r} only under {', '.join(listed)}, and the log's model name names no "
+            f"no price: genai-prices lists {model!r} only under {', '.join(listed)}, and the log's model name names no "
             f"provider: prices differ by provider{routed}; no --prices entry names it"
         )
     near = nearest_listed(model)
     beside = f" (it lists {near}: another name, whose price is not this one's)" if near else ""
-    return f"genai-prices has no model of this name{beside}, and no --prices entry names it"
+    return f"no price: genai-prices has no model of this name{beside}, and no --prices entry names it"

@@ -135,4 +135,4 @@ def test_unpriced_runs_say_why(rows):
         assert re.search(r"lists 'meta-llama/llama-4-maverick' only under openrouter", row["billing_note"])
     run, _, row = _named(rows, "codex-pharma-platform")[0]
     assert run.model == "gpt-5.3-codex-bak" and _unpriced(row["cost_usd"]) and _unpriced(row["recorded_cost_usd"])
-    assert "genai-prices has no model of this name (it lists gpt-5.3-codex (" in row["billing_note"]
+    assert "no price: genai-prices has no model of this name (it lists gpt-5.3-codex (" in row["billing_note"]
