@@ -53,6 +53,7 @@ COLUMNS = [
     "cache_model",
     "price_source",
     "token_source",
+    "recorded_cost_note",
 ]
 
 

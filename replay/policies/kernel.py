@@ -27,8 +27,8 @@ from replay.policies.view import DROPPED, ORIGINAL
 from replay.run_arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
 
 # -- parameters --------------------------------------------------------------------------------------------------------
-(P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD, P_WARM, P_TAIL) = range(8)
-P_POLICY = 8
+(P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD) = range(6)
+P_POLICY = 6
 N_PARAMS = 40
 ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 
@@ -113,6 +113,12 @@ Run = namedtuple(
         "mask_chars",
         # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
         "usage_offset",
+        # how the run starts (replay.simulator.run_start): tokens cached before its first request; tokens sent after
+        # the last breakpoint (taken out of the prefix item, added to every prompt)
+        "warm",
+        "tail",
+        # per request: which model served it (run-local code); the server's cache is per model
+        "req_model",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

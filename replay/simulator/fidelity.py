@@ -20,7 +20,7 @@ from replay.policies import Budget, make_policy
 from replay.policies.kernel import SUMMARY_CLEARED
 from replay.policies.presets import claude_code_preset, codex_window, copilot_prompt_limit, gemini_token_limit
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_fit import fit_run, provider_cache, warm_tokens
+from replay.simulator.cache_fit import fit_run, provider_cache
 from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
@@ -63,16 +63,6 @@ COLUMNS = {
 }
 
 
-def uncached_floor(run: RunArrays) -> int:
-    """Uncached input the server reported on every request after the first (its minimum).
-
-    Claude Code writes each new message to the cache, so its floor is a few tokens; a harness that sends a
-    block after its last breakpoint (re-sent, never cached) shows that block's size here."""
-    rec = run.rec_input[1:]
-    rec = rec[rec >= 0]
-    return int(rec.min()) if len(rec) else 0
-
-
 def inferred_ttl(run: RunArrays) -> float:
     """1 h when, after an idle gap over 5 min, the server still read more than the run's first cached prefix
     (the shared harness prompt other sessions keep warm): only a 1 h TTL keeps a conversation that long."""
@@ -81,18 +71,6 @@ def inferred_ttl(run: RunArrays) -> float:
     gap = np.diff(run.req_ts, prepend=np.nan)
     beyond = run.rec_cache_read > max(int(run.rec_cache_read[0]), 0) + 1024
     return 3600.0 if bool(((gap > 300) & beyond).any()) else 300.0
-
-
-def _with_tail(run: RunArrays, cache: str) -> tuple[RunArrays, int]:
-    """Under the Anthropic model the prefix splits into a cached part and an uncached tail (the server's floor)."""
-    if cache != "anthropic" or run.prefix_tokens <= 0 or run.kind[0] != 0:
-        return run, 0
-    tail = min(uncached_floor(run), run.prefix_tokens)
-    if tail <= 0:
-        return run, 0
-    tokens = run.tokens.copy()
-    tokens[0] -= tail
-    return replace(run, tokens=tokens), tail
 
 
 def run_cache(run: RunArrays, cache: str) -> CacheModel:
@@ -109,12 +87,9 @@ def replay_recorded(
     run: RunArrays, cache: str = "anthropic", policy: str = "recorded", budget: Budget = BIG, params: dict | None = None
 ) -> tuple[dict[str, np.ndarray], dict]:
     """Per-request columns and run row of ``run`` under ``policy`` (the log's own by default; a preset's
-    window in ``budget``), with the run's cache model: what was warm at the start from its first cache read, TTL
-    from its gaps, best-effort hit rate from its reads."""
-    adjusted, tail = _with_tail(run, cache)
-    return simulate_run(
-        adjusted, make_policy(policy, params), run_cache(run, cache), budget, warm=warm_tokens(run), tail=tail
-    )
+    window in ``budget``), with the run's cache model: TTL from its gaps, best-effort hit rate from its reads; the
+    run starts with the warm prefix and uncached tail its log shows (replay.simulator.run_start)."""
+    return simulate_run(run, make_policy(policy, params), run_cache(run, cache), budget)
 
 
 def harness_preset(
@@ -177,7 +152,7 @@ def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
         "run_id": run.run_id,
         "requests": run.n_requests,
         "prefix": run.prefix_tokens,
-        "tail": _with_tail(run, cache)[1],
+        "tail": run.tail,
         "ttl": inferred_ttl(run) if cache == "anthropic" else None,
         "simulated": row["cache_hit_rate"],
         "recorded": row["recorded_cache_share"],
@@ -228,9 +203,8 @@ def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str)
     from replay.simulator.kernels.driver import T_PROMPT, T_SUMMARISED
     from replay.simulator.kernels.trace import trace_run
 
-    adjusted, tail = _with_tail(run, cache)
     name, budget, params = preset
-    trace = trace_run(adjusted, make_policy(name, params), budget, tail=tail)
+    trace = trace_run(run, make_policy(name, params), budget)
     return np.flatnonzero(trace.columns[:, T_SUMMARISED] & SUMMARY_CLEARED), trace.columns[:, T_PROMPT]
 
 

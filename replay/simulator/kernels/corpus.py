@@ -47,6 +47,9 @@ def run_at(pk, tflag, i):
         pk.mask_pos[u:v],
         pk.mask_chars[u:v],
         pk.usage_offset[c:d],
+        pk.warm[i],
+        pk.tail[i],
+        pk.req_model[c:d],
     )
 
 

@@ -14,6 +14,7 @@ from replay.metrics.runs import recorded_totals
 from replay.run_arrays import RunArrays
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
+from replay.simulator.run_start import split_tail
 
 # The compiled loop's view of a PackedRuns: its array fields, in this order (``PackedRuns.arrays``).
 Packed = namedtuple(
@@ -53,6 +54,9 @@ Packed = namedtuple(
         "mask_pos",
         "mask_chars",
         "usage_offset",
+        "warm",
+        "tail",
+        "req_model",
     ),
 )
 
@@ -96,6 +100,9 @@ class PackedRuns:
     mask_pos: np.ndarray
     mask_chars: np.ndarray
     usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
+    warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
+    tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
+    req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -174,8 +181,18 @@ def _offsets(sizes: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
+def model_codes(run: RunArrays) -> np.ndarray:
+    """Per request, a run-local code of the model that served it (the run's model where the log names none): a
+    change of code is a model switch, which the server's cache does not survive."""
+    names = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    seen: dict[str | None, int] = {}
+    return np.array([seen.setdefault(m or run.model, len(seen)) for m in names], dtype=np.int64)
+
+
 def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
-    """Concatenate ``runs``; positions inside each run stay run-local."""
+    """Concatenate ``runs``; positions inside each run stay run-local; each run's tail out of its prefix item
+    (``replay.simulator.run_start.split_tail``)."""
+    runs = [split_tail(r) for r in runs]
     reads = [read_events(r) for r in runs]
     orders = [np.argsort(e.decide, kind="stable") for e in reads]
     recorded = [r.events for r in runs]
@@ -226,6 +243,9 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
+        "warm": np.array([r.warm for r in runs], dtype=np.int64),
+        "tail": np.array([r.tail for r in runs], dtype=np.int64),
+        "req_model": _cat([model_codes(r) for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
