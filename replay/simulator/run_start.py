@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 
 
 def warm_tokens(run: RunArrays) -> int:

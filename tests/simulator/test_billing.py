@@ -13,7 +13,7 @@ from replay.metrics.prices import Pricing, library_prices
 from replay.policies import Budget, make_policy
 from replay.readers.base import ReadContext
 from replay.readers.claude_code import READER
-from replay.simulator.arrays import TOOL_CALL
+from replay.run_arrays import TOOL_CALL
 from replay.simulator.caches import anthropic_min_cacheable, make_cache
 from replay.simulator.load import recorded_ttl
 from replay.simulator.results import billing_warnings, simulate_many
@@ -232,8 +232,9 @@ def test_window_composition_includes_the_policys_summary():
 
 
 def test_sweeps_price_each_run_by_default_and_take_price_tables():
-    from replay.simulator.kernels import pack, point_frame
+    from replay.simulator.kernels.packed import pack
     from replay.sweeps.adapter import evaluate_point, resolve
+    from replay.sweeps.point_rows import point_frame
     from replay.sweeps.spec import from_dict
 
     spec = from_dict(

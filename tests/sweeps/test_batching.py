@@ -5,11 +5,12 @@ from __future__ import annotations
 import polars as pl
 
 from replay.metrics.prices import Pricing
-from replay.simulator.kernels import columns_frame, pack, point_columns, point_frame, run_billing
+from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.sweeps import results
 from replay.sweeps.adapter import resolve
 from replay.sweeps.executors import Context, point_rows
+from replay.sweeps.point_rows import columns_frame, point_columns, point_frame, run_billing
 
 POINTS = [
     ({"summary_at": 40_000, "protect": 2_000}, "seed_a"),
@@ -44,7 +45,6 @@ def test_commit_batch_mixes_kernel_columns_and_reference_frames(sample_db):
     bad = point_rows(ctx, ("p-bad", {"no_such_knob": 1}))  # refused by resolve: error rows, as row dicts
     assert isinstance(bad[1], list) and results.error_count(bad[1]) == len(runs)
     assert results.error_count(fast[0][1]) == 0
-    results.ensure_tables(sample_db)
     results.commit_batch(sample_db, [rows for _, rows in fast] + [bad[1]])
     stored = sample_db.execute(
         "SELECT point_id, count(*), count(error), count(prompt_tokens) FROM sweep_results "

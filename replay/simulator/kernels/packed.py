@@ -11,7 +11,7 @@ import numpy as np
 
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
-from replay.simulator.arrays import CLEARING_EVENTS, RunArrays
+from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 from replay.simulator.run_start import split_tail
@@ -101,7 +101,7 @@ class PackedRuns:
     mask_step: np.ndarray
     mask_pos: np.ndarray
     mask_chars: np.ndarray
-    usage_offset: np.ndarray  # per request (replay.simulator.arrays.RunArrays.usage_offset)
+    usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
