@@ -9,10 +9,11 @@ import pytest
 
 from replay.policies import Budget, make_policy
 from replay.simulator.caches import AUTO
-from replay.simulator.kernels import pack, point_frame
+from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.sweeps.adapter import resolve
+from replay.sweeps.point_rows import point_frame
 
 BIG = Budget(200_000)
 
