@@ -37,6 +37,10 @@ def epoch(ts: str | None) -> float:
         return float("nan")
 
 
+# recorded events that clear content without a summariser call (Claude Code's microcompact): no LLM call to charge
+CLEARING_EVENTS = ("microcompact",)
+
+
 @dataclass(frozen=True, eq=False)
 class RecordedEvents:
     """What the harness's own context policy did, in item positions (see ``replay.simulator.load``).

@@ -50,6 +50,7 @@ COLUMNS = [
     "repeat_evicted",
     "max_reads_one_resource",
     "recorded_cost_usd",
+    "bill_gap",
     "cache_model",
     "price_source",
     "token_source",

@@ -106,6 +106,7 @@ Run = namedtuple(
         # the log's own context events (replay.run_arrays.RecordedEvents): request of each event, items it drops
         # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
         "ev_step",
+        "ev_summary",  # per event: it made a summary (a summariser call); else it only cleared content
         "ev_drop_off",
         "ev_drop",
         "mask_step",

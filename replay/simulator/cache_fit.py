@@ -35,7 +35,7 @@ from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.corpus import trace_kernel
-from replay.simulator.kernels.driver import T_CACHED, T_PROMPT
+from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
 from replay.simulator.kernels.packed import pack
 from replay.simulator.run_start import warm_tokens, with_start
 
@@ -123,6 +123,17 @@ def _recorded(run: RunArrays, upto: int | None) -> np.ndarray:
     return have
 
 
+def _never_wrote(run: RunArrays, name: str, have: np.ndarray) -> bool:
+    """Under explicit breakpoints (``anthropic``), the log records a cache write of 0 on every request with usage
+    where the cache model would have written: the harness set no breakpoint (OpenHands through a LiteLLM proxy
+    without prompt caching), so nothing was cached even on a run too short to show a read."""
+    if name != "anthropic" or len(run.rec_write) != run.n_requests:
+        return False
+    written = recorded_hits(run, [make_cache(name)], T_WRITTEN)[0]
+    would = have & (written > 0)
+    return bool(would.any()) and bool((run.rec_write[would] == 0).all())
+
+
 def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | None:
     """The run's own fit under cache model ``name`` (see the module docstring), from its first ``upto`` requests;
     None when its reads say too little (the caller takes the model's defaults)."""
@@ -132,7 +143,9 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
     rec = run.rec_cache_read
     if not (rec[have] > 0).any():
         mechanical = recorded_hits(run, [make_cache(name)])[0]
-        return CacheFit("none", source="uncached") if (mechanical[have] > 0).any() else None
+        if (mechanical[have] > 0).any() or _never_wrote(run, name, have):
+            return CacheFit("none", source="uncached")
+        return None
     if name not in AUTOMATIC or run.unreconstructable:
         return None
     base = make_cache(name)

@@ -93,8 +93,8 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             for i in range(n[0]):
                 if b - lookback <= pos[i] <= b and tok[i] > hit:
                     hit, hit_i = tok[i], i
-        if hit_i >= 0:  # a hit refreshes its entry; the warm prefix other sessions keep warm never expires
-            exp[hit_i] = max(exp[hit_i], now + ttl)
+        if hit_i >= 0:
+            exp[hit_i] = now + ttl
         written = 0
         for bi in range(nb):
             b = bps[bi]
@@ -104,7 +104,7 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             found = False
             for i in range(n[0]):
                 if pos[i] == b:
-                    exp[i] = max(exp[i], now + ttl)
+                    exp[i] = now + ttl
                     found = True
                     break
             if not found:

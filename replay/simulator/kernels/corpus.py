@@ -41,6 +41,7 @@ def run_at(pk, tflag, i):
         pk.rr_changed[e:f],
         pk.rr_tokens[e:f],
         pk.ev_step[g:h],
+        pk.ev_summary[g:h],
         pk.ev_drop_off[w : w + (h - g) + 1],
         pk.ev_drop,
         pk.mask_step[u:v],

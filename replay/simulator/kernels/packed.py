@@ -11,7 +11,7 @@ import numpy as np
 
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
-from replay.run_arrays import RunArrays
+from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 from replay.simulator.run_start import split_tail
@@ -48,6 +48,7 @@ Packed = namedtuple(
         "rr_changed",
         "rr_tokens",
         "ev_step",
+        "ev_summary",
         "ev_drop_off",
         "ev_drop",
         "mask_step",
@@ -94,6 +95,7 @@ class PackedRuns:
     rr_changed: np.ndarray
     rr_tokens: np.ndarray
     ev_step: np.ndarray  # request at which each recorded event takes effect
+    ev_summary: np.ndarray  # per event: it made a summary (not one of arrays.CLEARING_EVENTS)
     ev_drop_off: np.ndarray  # absolute offsets into ev_drop, per run n_events + 1 of them
     ev_drop: np.ndarray  # run-local positions each recorded event drops
     mask_step: np.ndarray
@@ -151,6 +153,7 @@ STATIC_TYPES = {
     "max_reads_one_resource": np.int64,
     "output_tokens": np.int64,
     "output_source": object,
+    "bill_gap": object,
     "token_source": object,
     **dict.fromkeys(RESOURCE_COLUMNS, np.int64),
 }
@@ -237,6 +240,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "rr_changed": _cat([e.changed[o] for e, o in zip(reads, orders, strict=True)], np.bool_),
         "rr_tokens": _cat([e.tokens[o] for e, o in zip(reads, orders, strict=True)], np.int64),
         "ev_step": _cat([ev.step for ev in recorded], np.int64),
+        "ev_summary": _cat([np.array([k not in CLEARING_EVENTS for k in ev.kind], bool) for ev in recorded], np.bool_),
         "ev_drop_off": _cat(drop_off, np.int64),
         "ev_drop": _cat([d for ev in recorded for d in ev.drop], np.int64),
         "mask_step": _cat([ev.mask_step for ev in recorded], np.int64),
