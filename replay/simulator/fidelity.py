@@ -304,10 +304,9 @@ def event_rows(
     return out
 
 
-def unscored_reason(row: dict, trigger: str | None, has_preset: bool, run: RunArrays) -> str:
+def unscored_reason(row: dict, trigger: str | None, has_preset: bool) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a manual compaction is the user's,
-    not a threshold's; without a preset, a recorded prompt after it or a recorded request before it there is
-    nothing to compare."""
+    not a threshold's; without a preset, a prompt after it or a request before it there is nothing to compare."""
     k = row["recorded_request"]
     if trigger == "manual":
         return "manual, not a threshold: replayed as recorded"
@@ -315,8 +314,8 @@ def unscored_reason(row: dict, trigger: str | None, has_preset: bool, run: RunAr
         return "no preset for this harness and model: the log does not give its window"
     if row["recorded_after"] is None:
         return f"no recorded prompt after it: request {k} has no usage in the log"
-    if not (run.rec_prompt[:k] > 0).any():
-        return f"no recorded request before it (request {k}): the threshold was crossed outside the log"
+    if k == 0:
+        return "at the first request: the threshold was crossed before the log begins"
     return ""
 
 
@@ -400,6 +399,6 @@ def fidelity_frame(
             )
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
             trigger = recorded_events[i].get("trigger") if i < len(recorded_events) else None
-            reason = unscored_reason(ev, trigger, preset is not None, run)
+            reason = unscored_reason(ev, trigger, preset is not None)
             rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

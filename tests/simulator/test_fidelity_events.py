@@ -44,5 +44,5 @@ def test_fixture_events_say_why_they_are_not_scored(corpus_db, o200k):
     assert cc and codex
     for r in cc + codex:
         assert r["within"] is None and r["reason"], r
-    assert cc[0]["reason"].startswith("no recorded request before it")  # compact_boundary at the first request
+    assert cc[0]["reason"].startswith("at the first request")  # its compact_boundary comes before any request
     assert all(r["reason"].startswith("no recorded prompt after it") for r in codex)
