@@ -2,8 +2,7 @@
 
 ``codex_event`` records wrap protocol events: agent_reasoning / agent_message (full texts; the
 *_delta events are skipped), exec_command_begin/end and patch_apply_begin/end (tool calls and
-results; a command's result is what the model was sent, ``exec_model_text``) and token_count (one model request
-each). The user's prompts are not in this log. A
+results) and token_count (one model request each). The user's prompts are not in this log. A
 ``session_configured`` event after the first (e.g. after ``/new``) starts a new run.
 """
 
@@ -95,26 +94,11 @@ class CodexTuiReader:
             args = {"file_path": next(iter(changes), None), "changes": changes}
             d.output(lambda: b.call("apply_patch", args, msg.get("call_id"), **at))
         elif t in ("exec_command_end", "patch_apply_end"):
-            text = exec_model_text(msg) if t == "exec_command_end" else _joined(msg)
+            text = "\n".join(s for s in (msg.get("stdout"), msg.get("stderr")) if s)
             failed = msg.get("exit_code") not in (0, None) or msg.get("success") is False
             d.after_output(lambda: b.result(text, msg.get("call_id"), is_error=failed, **at))
         elif t == "task_started":
             b.new_turn()
-
-
-def _joined(msg: dict) -> str:
-    return "\n".join(s for s in (msg.get("stdout"), msg.get("stderr")) if isinstance(s, str) and s)
-
-
-def exec_model_text(msg: dict) -> str:
-    """What the model was sent for a command: the event's ``formatted_output`` or ``aggregated_output`` when it has
-    one (later codex-rs), else as codex-rs's format_exec_output of the TUI-log era chose: stdout when the command
-    exited 0, stderr otherwise (a successful ``cargo clippy`` writes to stderr, so the model saw no output)."""
-    for key in ("formatted_output", "aggregated_output"):
-        if isinstance(msg.get(key), str):
-            return msg[key]
-    stream = msg.get("stdout") if msg.get("exit_code") == 0 else msg.get("stderr")
-    return stream if isinstance(stream, str) else ""
 
 
 READER = CodexTuiReader()
