@@ -212,14 +212,19 @@ def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
 
 
 def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """``df`` with a short ``verdict`` per row (within, missed, no preset, or flagged [n]: unreconstructable) and the
-    distinct reasons the [n] point to, so the verdict fits 80 columns and the reason is printed under the table."""
-    reasons = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
-    number = {r: i for i, r in enumerate(reasons, 1)}
+    """``df`` with a short ``verdict`` per row (within, missed, no preset, flagged [n]: unreconstructable, or for an
+    event not scored, not scored [n]) and the distinct reasons the [n] point to, so the verdict fits 80 columns and
+    the reason is printed under the table."""
+    flagged = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
+    unscored = sorted({r for r in df["reason"].drop_nulls() if r} - set(flagged))
+    reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"event not scored: {r}" for r in unscored)]
+    number = {r: i for i, r in enumerate([*flagged, *unscored], 1)}
     verdicts = []
-    for kind, within, reason in df.select("kind", "within", "unreconstructable").iter_rows():
+    for kind, within, reason, why in df.select("kind", "within", "unreconstructable", "reason").iter_rows():
         if kind == "run" and reason:
             verdicts.append(f"flagged [{number[reason]}]")
+        elif kind != "run" and why:
+            verdicts.append(f"not scored [{number[why]}]")
         else:
             verdicts.append("no preset" if within is None else "within" if within else "missed")
     return df.with_columns(pl.Series("verdict", verdicts, pl.String)), reasons
@@ -297,6 +302,13 @@ def fidelity(
         f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
         f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})"
     )
+    events = df.filter(pl.col("kind") != "run")
+    if events.height:
+        scored = events.filter(pl.col("reason").is_null())
+        title += (
+            f"; events: {int(scored['within'].fill_null(False).sum())}/{scored.height} scored within 3 requests and "
+            f"10% after, {events.height - scored.height} not scored (see reason)"
+        )
     if fmt != "table":
         emit(df, fmt, title=title, wide=wide)
     else:
@@ -321,7 +333,7 @@ def fidelity(
             wide=wide,
         )
         for i, reason in enumerate(reasons, 1):
-            console.print(Text(f"[{i}] unreconstructable: {for_terminal(reason)}"), highlight=False)
+            console.print(Text(f"[{i}] {for_terminal(reason)}"), highlight=False)
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)

@@ -70,12 +70,14 @@ CODES = {
     "openhands_recent": 11,
     "oracle": 12,
     "recorded": 13,
+    "cline": 14,
 }
 RECORDED = CODES["recorded"]
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
-# bits of the S_SUMMARISED flag: a summary was made; tool results were cleared (no summary; Claude Code microcompact)
+# bits of the S_SUMMARISED flag: a summary was made; history was cleared without a summary (Claude Code's
+# microcompact, Cline's truncation)
 SUMMARY_MADE, SUMMARY_CLEARED = 1, 2
 WRITE = ACCESS_CODE["write"]
 
