@@ -42,6 +42,7 @@ class FileOutcome:
     requests: int = 0
     bad: list[BadRecord] = field(default_factory=list)
     bytes: int = 0
+    warnings: list[BadRecord] = field(default_factory=list)  # stored, but changes a figure: printed with file, line
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -211,7 +212,7 @@ def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: lis
 
 
 def ingest_file(
-    con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False
+    con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = True
 ) -> FileOutcome:
     """Ingest one file (or run folder) in one transaction; a file already ingested is left alone.
 
@@ -221,13 +222,20 @@ def ingest_file(
 
 
 def store_parsed(
-    con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False, stored: Stored | None = None
+    con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = True, stored: Stored | None = None
 ) -> FileOutcome:
     """Write what :func:`replay.ingest_parse.parse_unit` read: rows, or the quarantine entry saying why none.
 
     ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file."""
     path, fhash = parsed.path, parsed.file_hash
-    out = FileOutcome(path=path, status=parsed.status, format=parsed.format, bad=parsed.bad, bytes=parsed.bytes)
+    out = FileOutcome(
+        path=path,
+        status=parsed.status,
+        format=parsed.format,
+        bad=parsed.bad,
+        bytes=parsed.bytes,
+        warnings=parsed.warnings,
+    )
     if fhash is None:  # not even hashable: quarantined by path
         _replace_quarantine(con, "path:" + str(path), path, out.bad)
         return out
@@ -242,22 +250,15 @@ def store_parsed(
             {"h": fhash},
         ).fetchone()
     if parsed.status == "unchanged" or ingested:
-        out.status, out.format, out.bad = "unchanged", None, []
+        out.status, out.format, out.bad, out.warnings = "unchanged", None, [], []
         return out
     if parsed.status in ("unknown", "failed"):
         _replace_quarantine(con, fhash, path, out.bad)
     else:
-        older = (
-            [
-                row[0]
-                for row in con.execute(
-                    "SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?", [str(path), fhash]
-                ).fetchall()
-            ]
-            if replace_older
-            else []
-        )
+        versions = _older_versions(con, path, fhash) if replace_older else []
+        older = [h for h, _, _ in versions]
         _write(con, out, parsed, older, quarantined)
+        out.warnings += _shrunk(versions, out)
         if stored is not None and out.status == "ingested":
             stored.files.add(fhash)
             stored.files.difference_update(older)
@@ -265,6 +266,40 @@ def store_parsed(
     if stored is not None:
         (stored.quarantined.add if out.bad else stored.quarantined.discard)(fhash)
     return out
+
+
+def _older_versions(con: duckdb.DuckDBPyConnection, path: Path, fhash: str) -> list[tuple[str, int, int]]:
+    """(hash, bytes, items) of each earlier version the store holds of the file at ``path``, however the path was
+    spelled then (relative, absolute, through a link)."""
+    rows = con.execute(
+        "SELECT file_hash, path, bytes, n_items FROM files WHERE file_hash <> ? AND (path = ? OR path LIKE ?)",
+        [fhash, str(path), "%" + path.name],
+    ).fetchall()
+    here = _resolved(path)
+    return [(h, size, items) for h, p, size, items in rows if p == str(path) or _resolved(Path(p)) == here]
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a link loop: the path as spelled
+        return path.absolute()
+
+
+def _shrunk(older: list[tuple[str, int, int]], out: FileOutcome) -> list[BadRecord]:
+    """A warning when the version just stored is smaller than the one it replaced (a file truncated or replaced,
+    not grown): the run now holds what the file holds."""
+    return [
+        BadRecord(
+            0,
+            f"the file shrank from {size:,} to {out.bytes:,} bytes ({items:,} items to {out.items:,} items) since it "
+            "was last ingested: its runs were re-read from the file as it is now; restore the file and ingest it "
+            "again if it was cut by mistake",
+            "",
+        )
+        for _, size, items in older
+        if out.bytes < size or out.items < items
+    ]
 
 
 def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord]) -> None:
@@ -279,7 +314,7 @@ def ingest(
     paths: Iterable[str | Path],
     progress: bool = False,
     max_line_bytes: int = MAX_RECORD_BYTES,
-    replace_older: bool = False,
+    replace_older: bool = True,
     workers: int = 0,
 ) -> list[FileOutcome]:
     """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes.
@@ -295,7 +330,7 @@ def ingest_units(
     units: list[Path],
     progress: bool = False,
     max_line_bytes: int = MAX_RECORD_BYTES,
-    replace_older: bool = False,
+    replace_older: bool = True,
     workers: int = 0,
 ) -> Iterator[FileOutcome]:
     """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
@@ -319,7 +354,7 @@ def _run(
     files: list[Path],
     progress: bool,
     max_line_bytes: int,
-    replace_older: bool = False,
+    replace_older: bool = True,
     workers: int = 0,
 ) -> Iterator[FileOutcome]:
     own = store_files(con)

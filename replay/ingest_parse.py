@@ -9,6 +9,7 @@ its time, and the parent is what an ingest waits for.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 import signal
@@ -17,6 +18,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats
 from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
+from replay.readers.builder import WARNINGS_KEY
 
 _S, _I = pa.large_string(), pa.int64()
 # The store's columns, in table order, as Arrow types (replay/store/schema.py).
@@ -87,6 +90,7 @@ class Parsed:
     file_hash: str | None = None  # None: the content could not even be hashed
     format: str | None = None
     bad: list[BadRecord] = field(default_factory=list)
+    warnings: list[BadRecord] = field(default_factory=list)  # read and stored, but worth knowing (file and line)
     runs: dict[str, list] | None = None  # column -> values, in the store's column order (until typed)
     items: dict[str, list] | None = None
     requests: dict[str, list] | None = None
@@ -254,6 +258,10 @@ def _columns(out: Parsed, records: list) -> None:
             runs.append(r)
         elif isinstance(r, BadRecord):
             out.bad.append(r)
+    out.warnings = [
+        BadRecord(w.get("line") or 0, str(w.get("message")), "") for r in runs for w in r.metadata.get(WARNINGS_KEY, [])
+    ]
+    stamps = _Timestamps(out.bad)
     per_run = {r.run_id: 0 for r in runs}
     for q in reqs:
         per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
@@ -264,7 +272,7 @@ def _columns(out: Parsed, records: list) -> None:
         "source_path": [r.source_path for r in runs],
         "model": [r.model for r in runs],
         "harness": [r.harness for r in runs],
-        "started_at": [r.started_at for r in runs],
+        "started_at": [stamps.iso(r.started_at, 0) for r in runs],
         "parent_run_id": [r.parent_run_id for r in runs],
         "n_requests": [per_run[r.run_id] for r in runs],
         "metadata": [dumps(r.metadata) for r in runs],
@@ -273,10 +281,35 @@ def _columns(out: Parsed, records: list) -> None:
     payloads = [i.payload for i in items]
     columns["content_hash"] = [content_hash(p) for p in payloads]
     columns["chars"] = [len(p) for p in payloads]
-    columns["ts"] = [i.ts for i in items]
+    columns["ts"] = [stamps.iso(i.ts, i.line) for i in items]
     columns["line"] = [i.line for i in items]
     out.items = columns
     out.requests = {c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}
+    out.requests["ts"] = [stamps.iso(q.ts, q.line) for q in reqs]
+
+
+class _Timestamps:
+    """Timestamps as the store keeps them (text): a number is an epoch (seconds, or milliseconds when larger than
+    1e11) written as ISO-8601 UTC; anything else that is not text costs its field, with a quarantine entry naming
+    the line, never the file."""
+
+    def __init__(self, bad: list[BadRecord]) -> None:
+        self.bad, self.reported = bad, set()
+
+    def iso(self, value: Any, line: int | None) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            try:
+                when = datetime.fromtimestamp(value / 1000 if abs(value) > 1e11 else value, UTC)
+                return when.isoformat().replace("+00:00", "Z")
+            except (OverflowError, OSError, ValueError):
+                pass
+        if line not in self.reported:
+            self.reported.add(line)
+            reason = f"timestamp {value!r:.80} is neither ISO-8601 text nor an epoch number; record kept without it"
+            self.bad.append(BadRecord(line or 0, reason, ""))
+        return None
 
 
 # -- the worker pool ---------------------------------------------------------------------------------------------

@@ -90,7 +90,11 @@ def open_decompressed(path: Path) -> BinaryIO:
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 UTF8_BOM = b"\xef\xbb\xbf"
-IDENTITY_KEYS = frozenset({"id", "uuid", "timestamp", "ts", "event_id", "eventId"})
+# a line repeated byte for byte is dropped only when it carries one of these: ids, or the millisecond timestamp a
+# harness writes on every event. A hand-written timestamp is not an identity: the canonical reader passes ID_KEYS (two
+# runs of one canonical file may log the same request line)
+ID_KEYS = frozenset({"id", "uuid", "event_id", "eventId"})
+IDENTITY_KEYS = ID_KEYS | {"timestamp", "ts"}
 DEEP = "JSON nested deeper than the parser allows (over ~1,000 levels); a real log never is: damaged or hostile line"
 
 
@@ -151,11 +155,13 @@ def over_limit(what: str, size: int, limit: int) -> str:
     )
 
 
-def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
+def iter_json_lines(
+    ctx: ReadContext, identity: frozenset[str] = IDENTITY_KEYS
+) -> Iterator[tuple[int, Any] | BadRecord]:
     """Yield (line_no, object) for each JSONL line; bad lines become BadRecord.
 
     A line over ``ctx.max_line_bytes`` (the record limit) is quarantined without being read whole. An exact repeat
-    of an earlier line that carries an identity (id, uuid, timestamp: a log written twice, a replayed event) is
+    of an earlier line that carries an identity (a key in ``identity``: a log written twice, a replayed event) is
     dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain message repeated on
     purpose) are kept. Parsing reads the bytes (no decoded copy of the line unless json must parse it)."""
     seen: set[bytes] = set()
@@ -173,7 +179,7 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
             if raw.isspace() or line_no in ctx.skip:
                 continue
             ctx.stats["line"], ctx.stats["raw"] = line_no, raw[:2000]
-            entry = _parse_line(line_no, raw, seen, ctx.stats)
+            entry = _parse_line(line_no, raw, seen, ctx.stats, identity)
             del raw, got  # the parsed value is all the reader needs: the line's bytes go now
             if entry is not None:
                 yield entry
@@ -181,12 +187,12 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
 
 
 def _parse_line(
-    line_no: int, raw: bytes, seen: set[bytes], stats: dict[str, Any]
+    line_no: int, raw: bytes, seen: set[bytes], stats: dict[str, Any], identity: frozenset[str] = IDENTITY_KEYS
 ) -> tuple[int, Any] | BadRecord | None:
     """One line's (line_no, object), its BadRecord, or None for a dropped duplicate (see :func:`iter_json_lines`)."""
     try:
         obj = loads_line(raw)
-        if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
+        if isinstance(obj, dict) and not identity.isdisjoint(obj):
             key = hashlib.blake2b(memoryview(raw)[: _content_end(raw)], digest_size=16).digest()
             if key in seen:
                 stats["duplicate_lines"] = stats.get("duplicate_lines", 0) + 1
@@ -253,6 +259,13 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
             for rec in records:
                 if isinstance(rec, Run):
                     rec.metadata["duplicate_lines_dropped"] = dropped
+                    rec.metadata.setdefault("warnings", []).append(
+                        {
+                            "line": 0,
+                            "message": f"{dropped} lines repeating an earlier line byte for byte (same id or "
+                            "timestamp) were read once: the log was written twice or an event replayed",
+                        }
+                    )
         return records + quarantined if quarantined else records
 
 
