@@ -27,7 +27,7 @@ from replay.model import BadRecord
 from replay.readers import folder_reader
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store.memory import db_setting
-from replay.untrusted import for_terminal
+from replay.untrusted import for_terminal, path_text
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -131,10 +131,16 @@ def _walk(top: Path, found: set[Path]) -> None:
     stack = [top]
     while stack:
         folder = stack.pop()
-        if folder_reader(folder):
+        try:
+            is_run = folder_reader(folder) is not None
+            children = list(folder.iterdir())
+        except OSError:  # unreadable: listed, so that ingest reports it (one line naming it) and reads the rest
             found.add(folder)
             continue
-        for child in folder.iterdir():
+        if is_run:
+            found.add(folder)
+            continue
+        for child in children:
             if child.is_dir() and not child.is_symlink():  # as rglob: linked folders are not followed
                 stack.append(child)
             elif child.is_file() and not child.name.startswith("."):
@@ -186,7 +192,17 @@ def _write(
         _quarantine(con, fhash, out.path, out.bad, now)
         con.execute(
             "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-            [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad), now],
+            [
+                fhash,
+                path_text(out.path),
+                out.format,
+                out.bytes,
+                n["runs"],
+                n["items"],
+                n["requests"],
+                len(out.bad),
+                now,
+            ],
         )
         con.execute("COMMIT")
     except BaseException:
@@ -207,7 +223,7 @@ def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: lis
     if bad:
         con.executemany(
             "INSERT INTO quarantine VALUES (?,?,?,?,?,?)",
-            [[fhash, str(path), b.line, b.reason, b.raw[:100_000], now] for b in bad],
+            [[fhash, path_text(path), b.line, b.reason, b.raw[:100_000], now] for b in bad],
         )
 
 
@@ -237,7 +253,7 @@ def store_parsed(
         warnings=parsed.warnings,
     )
     if fhash is None:  # not even hashable: quarantined by path
-        _replace_quarantine(con, "path:" + str(path), path, out.bad)
+        _replace_quarantine(con, "path:" + path_text(path), path, out.bad)
         return out
     if parsed.status == "unchanged":
         ingested = quarantined = False
@@ -273,10 +289,12 @@ def _older_versions(con: duckdb.DuckDBPyConnection, path: Path, fhash: str) -> l
     spelled then (relative, absolute, through a link)."""
     rows = con.execute(
         "SELECT file_hash, path, bytes, n_items FROM files WHERE file_hash <> ? AND (path = ? OR path LIKE ?)",
-        [fhash, str(path), "%" + path.name],
+        [fhash, path_text(path), "%" + path_text(path.name)],
     ).fetchall()
-    here = _resolved(path)
-    return [(h, size, items) for h, p, size, items in rows if p == str(path) or _resolved(Path(p)) == here]
+    here = path_text(_resolved(path))
+    return [
+        (h, size, items) for h, p, size, items in rows if p == path_text(path) or path_text(_resolved(Path(p))) == here
+    ]
 
 
 def _resolved(path: Path) -> Path:

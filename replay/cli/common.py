@@ -22,7 +22,7 @@ from rich.text import Text
 from replay.errors import Interrupted, ReplayError
 from replay.resources import check_workers
 from replay.store import DEFAULT_DB
-from replay.untrusted import for_csv, for_terminal
+from replay.untrusted import for_csv, for_terminal, path_text
 
 
 def _existing_store(path: Path) -> Path:
@@ -227,7 +227,8 @@ def _on_sigint(signum: int, frame: object) -> None:
 
 def disk_full(exc: BaseException) -> str | None:
     """The path being written when ``exc``, or an error it caused or interrupted (a failed ROLLBACK after a failed
-    COMMIT), was a full disk: ENOSPC from the OS, DuckDB's "No space left on device"; "" when the path is not
+    COMMIT), was a full disk: ENOSPC (or EDQUOT, EFBIG: a quota, ``ulimit -f``) from the OS, DuckDB's "No space left
+    on device"; "" when the path is not
     known; None when the disk was not full."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
@@ -236,10 +237,10 @@ def disk_full(exc: BaseException) -> str | None:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return str(e.filename or "")
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return path_text(e.filename or "")
         text = str(e)
-        if "No space left on device" in text or "Disk quota exceeded" in text:
+        if any(words in text for words in ("No space left on device", "Disk quota exceeded", "File too large")):
             found = _QUOTED_PATH.search(text)
             return found.group(1) if found else ""
         todo += [e.__cause__, e.__context__]
@@ -273,8 +274,8 @@ def _run(app: typer.Typer) -> None:
     except BaseException as exc:
         if not _ctrl_c and (path := disk_full(exc)) is not None:
             _error_line(
-                f"disk full while writing {path or 'the store or an output file'}: free space and rerun the "
-                "same command; finished work is kept"
+                f"disk full while writing {for_terminal(path) or 'the store or an output file'}: free space (or "
+                "raise the quota or file size limit) and rerun the same command; finished work is kept"
             )
             raise SystemExit(DISK_FULL_EXIT) from None
         if not _ctrl_c and isinstance(exc, (MemoryError, duckdb.OutOfMemoryException)):

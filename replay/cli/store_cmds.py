@@ -103,6 +103,13 @@ def ingest(
         found = discover(harness)
         for f in found:
             console.print(for_terminal(_found_line(f)), highlight=False)
+            for folder in f.unreadable:
+                console.print(
+                    for_terminal(
+                        f"{f.harness}: cannot read {folder}: skipped; give read access (chmod u+rx) and rerun"
+                    ),
+                    highlight=False,
+                )
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
             console.print(

@@ -64,8 +64,8 @@ class RunBuilder:
             self.warn(
                 req.line,
                 f"request {req.step} has timestamp {req.ts}, earlier than request {req.step - 1}'s {last[1]} "
-                f"(line {last[2]}): the log's clock went back; time-based figures (cache expiry) between them "
-                "are not reliable",
+                f"(line {last[2]}): requests out of time order; time-based figures between them (cache expiry) "
+                "may not be what happened",
             )
 
     def checked_usage(self, usage: dict[str, Any], line: int | None = None) -> dict[str, Any]:
