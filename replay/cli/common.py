@@ -20,9 +20,9 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.errors import Interrupted, ReplayError
-from replay.resources import check_workers
 from replay.store import DEFAULT_DB
 from replay.untrusted import for_csv, for_terminal, path_text
+from replay.worker_limits import check_workers
 
 
 def _existing_store(path: Path) -> Path:
@@ -247,6 +247,20 @@ def disk_full(exc: BaseException) -> str | None:
     return None
 
 
+PATH_FAULTS = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT)
+
+
+def path_fault(exc: BaseException) -> str | None:
+    """One line for an error of the file system on a named path (an output folder that is a file, a missing or
+    read-only folder, no permission), or None when ``exc`` is not one."""
+    if isinstance(exc, OSError) and exc.errno in PATH_FAULTS and exc.filename:
+        return (
+            f"{for_terminal(path_text(exc.filename))}: {exc.strerror or 'cannot be used'}; check the path (a part of "
+            "it that is a file, a folder missing or not writable) and rerun; finished work is kept"
+        )
+    return None
+
+
 def _error_line(message: str) -> None:
     """``error: message`` on stderr as one line (a terminal may fold it; rich does not wrap it)."""
     Console(stderr=True, soft_wrap=True).print(Text.assemble(("error:", "bold red"), f" {message}"), highlight=False)
@@ -287,6 +301,9 @@ def _run(app: typer.Typer) -> None:
             raise SystemExit(DISK_FULL_EXIT) from None
         if isinstance(exc, ReplayError) and not _ctrl_c:
             _error_line(str(exc))
+            raise SystemExit(2) from None
+        if not _ctrl_c and (bad_path := path_fault(exc)):
+            _error_line(bad_path)
             raise SystemExit(2) from None
         if not _ctrl_c:
             raise

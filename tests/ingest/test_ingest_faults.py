@@ -7,6 +7,7 @@ import errno
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +15,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from replay.discover import HARNESSES, logs_in
 from replay.errors import ReplayError
 from replay.ingest import ingest
+from replay.ingest.discover import HARNESSES, logs_in
 from replay.readers.base import FLOOR_LIMIT, decompressed_limit
 from replay.store import open_store
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN = {"type": "run", "format": "replay-canonical/1", "run": "r", "model": "m"}
 
 
@@ -72,7 +73,7 @@ def test_a_compression_bomb_stops_at_the_limit(tmp_path, monkeypatch):
 
 
 def test_a_full_temporary_folder_fails_that_file_only(tmp_path, monkeypatch):
-    import replay.ingest_parse as ip
+    import replay.ingest.parse as ip
 
     (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(canonical()))
     (tmp_path / "b.jsonl").write_bytes(canonical())
@@ -183,3 +184,18 @@ def test_a_file_size_limit_is_a_full_disk():
 
     assert disk_full(OSError(errno.EFBIG, "File too large", "/data/s.duckdb.wal")) == "/data/s.duckdb.wal"
     assert disk_full(duckdb.IOException('Could not write file "/d/x.wal": File too large')) == "/d/x.wal"
+
+
+@pytest.mark.parametrize("command", [["show", "RUN", "--html", "{blocker}/x.html"], ["report", "--out", "{blocker}/r"]])
+def test_an_output_path_through_a_file_is_one_line(tmp_path, sample_db_path, command):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with duckdb.connect(str(sample_db_path), read_only=True) as con:
+        run = con.execute("SELECT min(run_id) FROM runs").fetchone()[0]
+    args = [a.replace("RUN", run).replace("{blocker}", str(blocker)) for a in command]
+    db = tmp_path / "s.duckdb"
+    shutil.copy(sample_db_path, db)
+    res = cli(*args, "--db", str(db))
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    [line] = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert str(blocker) in line and "check the path" in line
