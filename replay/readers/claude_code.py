@@ -279,6 +279,7 @@ class _Session:
         self.groups: dict[str, str] = {}
         self.seen_requests: set[str] = set()
         self.message_of: dict[str, tuple[str, int]] = {}  # requestId -> (the first message.id seen with it, line)
+        self.reused: set[str] = set()  # requestIds seen with more than one message.id
         self.open_request: dict[str | None, tuple[RunBuilder, int]] = {}  # request id -> where its Request is
         self.uuids: set[str] = set()
         # attachments logged between a compact_boundary and its summary: they are re-sent after the summary
@@ -466,11 +467,12 @@ class _Session:
         if not rid or not mid:
             return str(rid or mid) if rid or mid else None
         first = self.message_of.setdefault(str(rid), (str(mid), line))
-        if first[0] != str(mid) and f"{rid}\0{mid}" not in self.seen_requests:
+        if first[0] != str(mid) and str(rid) not in self.reused:  # said once a requestId
+            self.reused.add(str(rid))
             b.warn(
                 line,
                 f"requestId {str(rid)[:80]} (first at line {first[1]}) is reused by another message "
-                f"({str(mid)[:80]}): counted as a separate request",
+                f"({str(mid)[:80]}): each message with it is counted as its own request",
             )
         return f"{rid}\0{mid}"
 
