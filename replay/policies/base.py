@@ -13,7 +13,7 @@ from replay.errors import ReplayError
 from replay.policies.config import PolicyConfig
 from replay.policies.kernel import CODES, ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMATOR, P_RESERVE, P_WINDOW
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
-from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
+from replay.run_arrays import TOOL_RESULT, RunArrays, chars4
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,14 +180,6 @@ class Policy(PolicyBase):
         """Positions of tool results in [lo, hi) of the history."""
         hi = self.end if hi is None else hi
         return lo + np.flatnonzero(self.run.kind[lo:hi] == TOOL_RESULT)
-
-    def completed_writes(self) -> np.ndarray:
-        """Write/edit calls whose result is already in the history."""
-        r = self.run
-        e = self.end
-        mask = (r.kind[:e] == TOOL_CALL) & (r.access[:e] == ACCESS_CODE["write"]) & (r.pair[:e] >= 0)
-        pos = np.flatnonzero(mask)
-        return pos[r.pair[pos] < e]
 
     def prefix_end(self) -> int:
         """Number of leading system/tool_defs items in the history (never trimmed)."""

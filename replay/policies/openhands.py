@@ -49,7 +49,7 @@ from replay.policies.kernel import (
     set_summary,
 )
 from replay.policies.view import DROPPED
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL
+from replay.run_arrays import KIND_CODE, TOOL_CALL
 
 THOUGHT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"])
 ATTACHMENT = KIND_CODE["attachment"]
