@@ -216,6 +216,15 @@ class _Session:
                     input_tokens=uncached,
                 )
                 self.flush()
+            elif line.startswith("> Tokens:"):  # a usage line in a form not known: still a request
+                if self.cur != "assistant":
+                    self.flush()
+                reason = (
+                    "aider usage line not in a known form ('> Tokens: N sent, M received'); request kept without usage"
+                )
+                self.b.records.append(BadRecord(line_no, reason, line))
+                self.b.request(line=line_no)
+                self.flush()
             elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()
                 self.b.call("read", {"path": m.group(1).strip()}, line=line_no, text=line[2:])
