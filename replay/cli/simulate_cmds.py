@@ -163,8 +163,10 @@ def policies() -> None:
     for name in sorted(registry()):
         cls = policy_class(name)
         params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
+        tuned = f"\n  tune sweeps: {', '.join(k.name for k in cls.space)}" if cls.space else ""
         console.print(
-            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}"), highlight=False
+            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}{tuned}"),
+            highlight=False,
         )
     console.print(
         Text.assemble("\n", ("Presets", "bold"), " (a harness's own policy; --policy NAME; --set overrides a knob):")

@@ -61,6 +61,7 @@ from replay.policies.kernel import (
     set_summary,
 )
 from replay.policies.masking import token_ratio, wording_cost
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
@@ -194,6 +195,15 @@ A_RECORDED, A_MICRO = 0, 1
 class AutoCompact(CompiledPolicy):
     name = "auto_compact"
     Config = AutoCompactConfig
+    space = (
+        Knob("threshold", 0.5, 0.95, 0.85, weight=3, usable=True),
+        Knob("keep_user_tokens", 0.0, 0.15, 0.0, integer=True, relative=True, weight=1.5),
+        Knob("summary_tokens", 1000, 6000, 3000, integer=True, weight=1, step=100),
+    )
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        c = self.config
+        return [("threshold", c.threshold * ((c.context_window or window) - c.output_reserve) - c.buffer_tokens)]
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config

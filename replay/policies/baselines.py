@@ -11,6 +11,7 @@ from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import P_POLICY, P_RESERVE, P_WINDOW, S_END, drop, est_of, est_total, prefix_end
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED
 
 
@@ -25,6 +26,7 @@ class FullConfig(PolicyConfig):
 class Full(CompiledPolicy):
     name = "full"
     Config = FullConfig
+    kernel = None  # no setup, no decide: the view is the whole history
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,10 @@ class DropOldestConfig(PolicyConfig):
 class DropOldest(CompiledPolicy):
     name = "drop_oldest"
     Config = DropOldestConfig
+    space = (
+        Knob("margin", 0.0, 0.3, 0.1, weight=2, prefer="high"),
+        Knob("keep_first", 0, 4, 1, integer=True, weight=1, step=1),
+    )
 
     def knobs(self, p: np.ndarray, budget) -> None:
         p[P_MARGIN], p[P_KEEP_FIRST] = self.config.margin, self.config.keep_first

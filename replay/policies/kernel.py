@@ -1,7 +1,8 @@
 """What a compiled policy sees and how it changes the view: the run (``Run``), the state (``State``), parameters.
 
 A built-in policy is one compiled definition: ``setup(p, r, st)`` once per run and ``decide(p, r, st)`` before every
-request, both ``@compiled`` functions in the policy's module, dispatched by ``replay.simulator.kernels.driver``. The
+request, both ``@compiled`` functions in the policy's module, dispatched by ``replay.simulator.kernels.driver``
+through the module generated from the registry (``replay.policies.dispatch``). The
 driver appends the request's new items, drops orphaned results and what the server no longer counts, calls
 ``decide``, then emits the view: the same code serves the per-request views (``simulate``, ``show``, reports) and the
 sweep kernels.
@@ -52,26 +53,6 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 S_POLICY = 16
 N_SCALARS = 40
 N_AUX = 6
-
-# policy codes: the driver dispatches on them (replay.simulator.kernels.dispatch)
-CODES = {
-    "full": 0,
-    "seed_a": 1,
-    "seed_a_before": 1,
-    "drop_oldest": 2,
-    "masking": 3,
-    "last_n": 4,
-    "clear_tool_uses": 5,
-    "auto_compact": 6,
-    "seed_b": 7,
-    "seed_c": 8,
-    "openhands": 9,
-    "openhands_tokens": 10,
-    "openhands_recent": 11,
-    "oracle": 12,
-    "recorded": 13,
-}
-RECORDED = CODES["recorded"]
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8

@@ -16,6 +16,7 @@ from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import P_ESTIMATOR, P_POLICY, S_END, S_POLICY, estimate_chars, set_form
+from replay.policies.space import Knob
 from replay.policies.view import ORIGINAL, PLACEHOLDER
 from replay.simulator.arrays import KIND_CODE, TOOL_RESULT, RunArrays
 
@@ -82,6 +83,7 @@ A_RESULTS = 0  # aux row: positions of the run's tool results, in order
 class Masking(CompiledPolicy):
     name = "masking"
     Config = MaskingConfig
+    space = (Knob("keep_last", 1, 30, 10, integer=True, step=1),)
 
     def knobs(self, p: np.ndarray, budget) -> None:
         p[P_KEEP], p[P_POLLING], p[P_WORDING_CHARS] = self.config.keep_last, 0, len(self.config.wording)
@@ -93,6 +95,10 @@ class LastN(CompiledPolicy):
 
     name = "last_n"
     Config = LastNConfig
+    space = (
+        Knob("n", 1, 20, 5, integer=True, weight=2, step=1),
+        Knob("polling", 1, 10, 1, integer=True, weight=1, step=1),
+    )
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config

@@ -77,6 +77,7 @@ from replay.policies.kernel import (
     text_cost,
 )
 from replay.policies.seed_c import NO_KEY, nth_largest
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
 from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
@@ -143,6 +144,11 @@ NONE = -NO_KEY - 1
 class SeedB(CompiledPolicy):
     name = "seed_b"
     Config = SeedBConfig
+    space = (
+        Knob("tool_turns", 1, 8, 3, integer=True, weight=2, step=1),
+        Knob("tool_cap", 0.005, 0.05, 0.0115, integer=True, relative=True, weight=2),
+        Knob("summary_tokens", 500, 3000, 1000, integer=True, weight=1),
+    )
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config

@@ -34,6 +34,7 @@ from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.corpus import trace_kernel
+from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import T_CACHED, T_PROMPT
 from replay.simulator.kernels.packed import pack
 
@@ -102,7 +103,7 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*)."""
     policy = make_policy("recorded")
     packed = pack([run])
-    p = policy.params(_BIG)
+    p = kernel_params(policy, _BIG)
     p[P_WARM] = warm_tokens(run)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column

@@ -1,7 +1,7 @@
 """The compiled request loop every built-in policy runs in: one run, one configuration, every request.
 
 Before each request the loop appends the new items (a result whose call is gone is dropped with it), drops what the
-server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.simulator.kernels.dispatch``), then
+server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.policies.dispatch``, generated), then
 charges the cache (``replay.simulator.kernels.caches``) and counts. ``trace`` also records, per request, the view's
 scalars and every change of an item's form or cost, from which ``replay.simulator.kernels.trace`` rebuilds the View
 of each request: the per-request path and the sweep path are this one loop.
@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from replay.jit import compiled
+from replay.policies.dispatch import RECORDED, decide, setup
 from replay.policies.kernel import (
     N_AUX,
     N_SCALARS,
@@ -23,7 +24,6 @@ from replay.policies.kernel import (
     P_TAIL,
     P_WARM,
     P_WINDOW,
-    RECORDED,
     S_DIRTY,
     S_EMERGENCY,
     S_END,
@@ -45,7 +45,6 @@ from replay.policies.kernel import (
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.simulator.arrays import TOOL_RESULT
 from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
-from replay.simulator.kernels.dispatch import decide, setup
 
 # per-run outputs (int64)
 (

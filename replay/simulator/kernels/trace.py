@@ -15,6 +15,7 @@ from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.corpus import trace_kernel
+from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import (
     T_CACHED,
     T_DIRTY,
@@ -91,7 +92,7 @@ def trace_run(
     """Run ``run`` under ``policy`` in the compiled loop, charging ``cache`` (None: no cache) for a run of
     ``model``; ``overhead``/``warm``/``tail`` as in replay.simulator.run.simulate_run (warm in tokens)."""
     packed = pack([run])
-    p = policy.params(budget)
+    p = kernel_params(policy, budget)
     p[P_NEAR_MARGIN], p[P_OVERHEAD], p[P_WARM], p[P_TAIL] = near_margin, overhead, warm, tail
     cp = cache_params(cache if cache is not None else CacheModel(), model)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
