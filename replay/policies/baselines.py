@@ -10,7 +10,17 @@ import numpy as np
 from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
-from replay.policies.kernel import P_POLICY, P_RESERVE, P_WINDOW, S_END, drop, est_of, est_total, prefix_end
+from replay.policies.kernel import (
+    P_POLICY,
+    P_RESERVE,
+    P_WINDOW,
+    S_END,
+    S_POLICY,
+    drop,
+    est_of,
+    est_total,
+    prefix_end,
+)
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED
 
@@ -40,6 +50,7 @@ class DropOldestConfig(PolicyConfig):
 
 
 (P_MARGIN, P_KEEP_FIRST) = range(P_POLICY, P_POLICY + 2)
+S_FROM = S_POLICY  # every item from the first droppable position up to here is dropped (drops are for good)
 
 
 class DropOldest(CompiledPolicy):
@@ -57,13 +68,18 @@ class DropOldest(CompiledPolicy):
 @compiled
 def decide(p, r, st):
     """Over (window - reserve) / (1 + margin) by estimate: drop from the oldest item after the prefix and the first
-    ``keep_first`` items, with call/result partners, until the excess is gone; never the newest output's call."""
+    ``keep_first`` items, with call/result partners, until the excess is gone; never the newest output's call.
+    The search starts after the items dropped before (S_FROM), so a request's work is what it drops."""
     limit = (p[P_WINDOW] - p[P_RESERVE]) / (1 + p[P_MARGIN])
     if not est_total(st) > limit:
         return
     end = st.s[S_END]
     excess = est_total(st) - limit
-    for q in range(prefix_end(r, st) + np.int64(p[P_KEEP_FIRST]), end - 1):
+    first = max(prefix_end(r, st) + np.int64(p[P_KEEP_FIRST]), st.s[S_FROM])
+    while first < end - 1 and st.forms[first] == DROPPED:
+        first += 1
+    st.s[S_FROM] = first
+    for q in range(first, end - 1):
         if excess <= 0:
             break
         if st.forms[q] == DROPPED:

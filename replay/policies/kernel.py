@@ -9,9 +9,11 @@ sweep kernels.
 
 State. ``forms[q]`` is item q's form (``replay.policies.view``), ``ftok``/``fest`` its real and estimated tokens per
 form (``DROPPED`` is 0). ``s`` holds the scalars (``S_*``): the request ``k``, the history ``end``, the first
-position changed since the previous view (``dirty``), the running totals of the view over [0, end), the summary
-segment, the flags of this request, and from ``S_POLICY`` on the policy's own scalars. ``aux`` rows are the policy's
-own per-item arrays. Change forms and costs only through the helpers below: they keep the totals and ``dirty`` right.
+position changed since the previous view (``dirty``; ``changed_from``: the first whose form or cost was set,
+even to no effect on the cache, which the per-request trace starts from), the running totals of the view over
+[0, end), the summary segment, the flags of this request, and from ``S_POLICY`` on the policy's own scalars.
+``aux`` rows are the policy's own per-item arrays. Change forms and costs only through the helpers below: they keep
+the totals, ``dirty`` and ``changed_from`` right.
 
 Parameters ``p`` (float64): ``P_*`` common to every policy, the policy's own from ``P_POLICY`` on (each module owns
 that layout and fills it in its ``params``).
@@ -49,7 +51,8 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
     S_SUMMARISED,
     S_WINDOW,
     S_SENT_EST,
-) = range(14)
+    S_CHANGED_FROM,
+) = range(15)
 S_POLICY = 16
 N_SCALARS = 40
 N_AUX = 6
@@ -139,6 +142,8 @@ def set_form(st, q, form):
     st.forms[q] = form
     if q < s[S_DIRTY]:
         s[S_DIRTY] = q
+    if q < s[S_CHANGED_FROM]:
+        s[S_CHANGED_FROM] = q
 
 
 @compiled(inline="always")
@@ -150,6 +155,8 @@ def set_cost(st, form, q, tok, est):
         s[S_TOT_TOK] += tok - st.ftok[form, q]
         if st.ftok[form, q] != tok and q < s[S_DIRTY]:
             s[S_DIRTY] = q
+    if q < s[S_CHANGED_FROM]:
+        s[S_CHANGED_FROM] = q
     st.ftok[form, q], st.fest[form, q] = tok, est
 
 

@@ -245,12 +245,24 @@ def tier1(p, r, st, lo):
     """Placeholders outside the protected recent range, committed only when they reclaim the floor."""
     end, window = st.s[S_END], p[P_WINDOW]
     limit = p[P_PROTECT] * window if p[P_PROTECT] <= 1 else p[P_PROTECT]
+    # the newest items within the limit; [lo, S_SUMMARISED_TO) is all dropped (costs nothing), so it is counted, not
+    # walked: the walk is the live view's length, not the history's
+    cut = max(lo, min(st.s[S_SUMMARISED_TO], end))
     acc = inside = 0
-    for q in range(end - 1, -1, -1):
+    within = True
+    for q in range(end - 1, cut - 1, -1):
         acc += est_of(st, q)
         if acc > limit:
+            within = False
             break
         inside += 1
+    if within:
+        inside += cut - lo
+        for q in range(lo - 1, -1, -1):
+            acc += est_of(st, q)
+            if acc > limit:
+                break
+            inside += 1
     hi = max(end - max(inside, 1), 0)
     lo = settled_to(p, r, st, lo)
     gain = 0

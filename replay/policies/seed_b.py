@@ -400,10 +400,11 @@ def first_history(r, st, lo, cs):
 
 @compiled(borrowed=True)
 def safe(r, st, at):
-    """Move a summary position back until no live call/result pair straddles it."""
+    """Move a summary position back until no live call/result pair straddles it. Below S_HISTORY_FROM every call
+    and result is dropped (a drop is for good; other items have no partner), so the search starts there."""
     while True:
         moved = at
-        for q in range(at):
+        for q in range(min(st.s[S_HISTORY_FROM], at), at):
             if st.forms[q] != DROPPED and r.pair[q] >= at:
                 moved = q
                 break

@@ -24,6 +24,7 @@ from replay.policies.kernel import (
     P_TAIL,
     P_WARM,
     P_WINDOW,
+    S_CHANGED_FROM,
     S_DIRTY,
     S_EMERGENCY,
     S_END,
@@ -184,6 +185,8 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         decide(code, p, r, st)
         # emit
         dirty_from = min(s[S_DIRTY], s[S_PREV_END])
+        shown_from = 0 if k == 0 else min(s[S_CHANGED_FROM], dirty_from)  # what the trace compares
+        s[S_CHANGED_FROM] = end
         s[S_PREV_END], s[S_DIRTY] = end, end
         for q in range(dirty_from, end):
             cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
@@ -207,7 +210,8 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
                 out[O_EVICTED] += 1
                 out[O_EVICTED_TOK] += r.rr_tokens[ev]
             ev += 1
-        for i in range(n_err):
+        # a failure stays counted once hidden; forms change only from dirty_from on, so only errors there are looked at
+        for i in range(np.searchsorted(err_pos, dirty_from), n_err):
             if err_pos[i] >= end:  # err_pos ascends
                 break
             if forms[err_pos[i]] != ORIGINAL:
@@ -245,7 +249,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
                 s[S_SUM_EST],
             )
             cols[k, T_WINDOW] = s[S_WINDOW]
-            for q in range(end):
+            for q in range(shown_from, end):  # below it no form or cost was set since the last request
                 f = forms[q]
                 if q < shown.shape[1] and (
                     shown[0, q] != f
