@@ -321,3 +321,28 @@ def fidelity(
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)
+
+
+@app.command()
+def warm(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Policies to compile (built-in names or presets); default: every built-in policy."),
+    ] = None,
+) -> None:
+    """Compile the simulation loop of each policy into numba's on-disk cache now, so that the first simulate,
+    sweep or report using it starts at once (a fresh install compiles a policy's loop on first use)."""
+    from replay.policies import CompiledPolicy
+    from replay.simulator.kernels.trace import trace_run
+    from replay.sweeps.point_rows import warm_up
+    from replay.synth.long_run import long_run
+
+    chosen = names or [n for n, cls in registry().items() if issubclass(cls, CompiledPolicy)]
+    run = long_run(2)
+    for name in chosen:
+        policy = make_policy(name)
+        if not isinstance(policy, CompiledPolicy):
+            raise ReplayError(f"replay warm {name}: a policy written in Python; it has no compiled loop to warm")
+        warm_up(name)  # the sweep loop
+        trace_run(run, policy, Budget(200_000, 0))  # the per-request loop of simulate, show and the reports
+        typer.echo(f"{name}: compiled and cached")

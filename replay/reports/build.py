@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import html
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,10 +62,23 @@ def _table(df: pl.DataFrame) -> str:
     return "\n".join(rows)
 
 
+STAGES = 8
+_START = [0.0]
+
+
+def _stage(n: int, what: str) -> None:
+    """One line on stderr per stage of the report (it takes tens of seconds): which, of how many, time so far."""
+    if n == 1:
+        _START[0] = time.perf_counter()
+    sys.stderr.write(f"report {n}/{STAGES}: {what} ({time.perf_counter() - _START[0]:.0f} s)\n")
+    sys.stderr.flush()
+
+
 def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfig | None = None) -> Path:
     """Every chart as PNG + SVG under out_dir/charts, and out_dir/report.md + report.html embedding them."""
     from replay.simulator.load import load_runs
 
+    _stage(1, "loading runs")
     cfg = cfg or ReportConfig()
     cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
     charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
@@ -73,6 +88,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         "seed A": ("seed_a", {"window": w, "reserve": r}),
         "auto-compact": ("auto_compact", {"window": w, "reserve": r}),
     }
+    _stage(2, "prompt series of the longest run")
     series = extract.prompt_series(longest, policies)
     tokens = plots.token_label(longest.token_source)
     ax = plots.prompt_over_run(
@@ -96,6 +112,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
             plots.save(ax, charts, "window_composition"),
         )
     )
+    _stage(3, "sweep: verbatim-tail cap")
     tail = extract.param_curve(
         _sweep(
             con,
@@ -117,6 +134,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         {"1/8 window": 0.125},
     )
     cfg.sections.append(("Summary frequency vs verbatim-tail cap", _table(tail), plots.save(ax, charts, "tail_cap")))
+    _stage(4, "sweep: reclaim floor")
     floor = extract.param_curve(
         _sweep(con, cfg, "floor", {"reclaim_floor": [0.0, 0.03, 0.0625, 0.125, 0.25]}, {}),
         "reclaim_floor",
@@ -133,6 +151,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         percent=True,
     )
     cfg.sections.append(("Cache hit rate vs reclaim floor", _table(floor), plots.save(ax, charts, "reclaim_floor")))
+    _stage(5, "sweep: emergency margin")
     margin = extract.param_curve(
         _sweep(con, cfg, "margin", {"margin": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]}, {"estimator": "chars/4"}),
         "margin",
@@ -155,6 +174,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
             plots.save(ax, charts, "margin"),
         )
     )
+    _stage(6, "repeat reads")
     reads = extract.repeat_reads(con, cfg.runs)
     cfg.sections.append(
         (
@@ -163,6 +183,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
             plots.save(plots.repeat_histogram(reads), charts, "repeat_reads"),
         )
     )
+    _stage(7, "sweep: Pareto grid")
     grid = _sweep(
         con, cfg, "pareto", {"protect": [4000, 12000, 24000, 43000], "summary_at": [60_000, 80_000, 95_000]}, {}
     )
@@ -188,6 +209,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     from replay.policies import Budget
     from replay.reports.run_pages import write_run_pages
 
+    _stage(8, "run pages")
     pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
     return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
 

@@ -33,6 +33,7 @@ from replay.policies.kernel import P_WARM
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import T_CACHED, T_PROMPT
@@ -107,7 +108,12 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     p[P_WARM] = warm_tokens(run)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column
-    return [trace_kernel(p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy() for c in caches]
+    return [
+        call_policy_kernel(
+            trace_kernel, policy.code, policy.name, p, cache_params(c, run.model), packed.arrays, tflag, 0
+        )[1][:, col].copy()
+        for c in caches
+    ]
 
 
 def _reached(

@@ -10,13 +10,13 @@ of each request: the per-request path and the sweep path are this one loop.
 from __future__ import annotations
 
 import numpy as np
+from numba import literally
 
 from replay.jit import compiled
-from replay.policies.dispatch import RECORDED, decide, setup
+from replay.policies.dispatch import RECORDED
 from replay.policies.kernel import (
     N_AUX,
     N_SCALARS,
-    P_CODE,
     P_ESTIMATOR,
     P_NEAR_MARGIN,
     P_OVERHEAD,
@@ -46,6 +46,7 @@ from replay.policies.kernel import (
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.simulator.arrays import TOOL_RESULT
 from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
+from replay.simulator.kernels.select import decide, setup
 
 # per-run outputs (int64)
 (
@@ -114,13 +115,14 @@ def _initial_state(p, r):
 
 
 @compiled
-def run_kernel(p, cp, r, req_ts, out, trace, charged):
-    """Simulate one run; per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache
-    writes into ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``:
-    (per-request columns (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and
-    fest), else empty arrays."""
+def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
+    """Simulate one run under policy ``code`` (``p[P_CODE]``, a compile-time constant: one loop is compiled per
+    policy); per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache writes into
+    ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``: (per-request columns
+    (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and fest), else empty
+    arrays."""
+    literally(code)
     n, m = len(r.kind), len(r.req_end)
-    code = int(p[P_CODE])
     window, reserve = p[P_WINDOW], p[P_RESERVE]
     overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(p[P_TAIL])
     st = _initial_state(p, r)

@@ -14,6 +14,7 @@ from replay.policies.view import View
 from replay.simulator.arrays import RunArrays
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import (
@@ -96,7 +97,9 @@ def trace_run(
     p[P_NEAR_MARGIN], p[P_OVERHEAD], p[P_WARM], p[P_TAIL] = near_margin, overhead, warm, tail
     cp = cache_params(cache if cache is not None else CacheModel(), model)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    counters, columns, log, ftok, fest = trace_kernel(p, cp, packed.arrays, tflag, 0)
+    counters, columns, log, ftok, fest = call_policy_kernel(
+        trace_kernel, policy.code, policy.name, p, cp, packed.arrays, tflag, 0
+    )
     return Trace(run, columns, log, counters, ftok, fest)
 
 
