@@ -1,5 +1,5 @@
 """Build hook: the wheel carries the demo sample (data/sample) and the example files (examples/) as package data
-under replay/_data/, where replay.bundled finds them when replay is installed outside a checkout."""
+under replay/_data/, where replay.cli.bundled finds them when replay is installed outside a checkout."""
 
 from pathlib import Path
 from shutil import copytree

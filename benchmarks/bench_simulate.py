@@ -1,6 +1,6 @@
 """Simulated request-configurations per second for one built-in policy over the whole corpus, in one run:
 
-- compiled loop: what sweeps run (replay.simulator.kernels.point_frame), one process and one per core;
+- compiled loop: what sweeps run (replay.sweeps.point_rows.point_frame), one process and one per core;
 - per-request views: the same loop's trace turned into every request's View and the full per-request metrics
   (replay.simulator.run.simulate_run), what ``simulate``, ``show`` and the reports use.
 
@@ -20,11 +20,12 @@ from pathlib import Path
 
 from replay.policies import Budget, make_policy, registry
 from replay.simulator.caches import make_cache
-from replay.simulator.kernels import pack, point_frame, warm_up
+from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.store import open_store
 from replay.sweeps.adapter import resolve
+from replay.sweeps.point_rows import point_frame, warm_up
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from grids import grid  # noqa: E402

@@ -42,7 +42,7 @@ def test_wheel_lists_the_sample_and_the_examples(wheel):
     for f in (ROOT / "examples").rglob("*"):
         if f.is_file() and "__pycache__" not in f.parts:  # the tests import examples/policies
             assert f"replay/_data/examples/{f.relative_to(ROOT / 'examples').as_posix()}" in names
-    assert "replay/bundled.py" in names and "replay/cli/report_cmds.py" in names
+    assert "replay/cli/bundled.py" in names and "replay/cli/report_cmds.py" in names
 
 
 def test_installed_replay_finds_its_sample_outside_the_checkout(wheel, tmp_path):
@@ -51,7 +51,7 @@ def test_installed_replay_finds_its_sample_outside_the_checkout(wheel, tmp_path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     code = (
-        "import replay, replay.bundled as b; print(replay.__file__); print(b.bundled('sample')); "
+        "import replay, replay.cli.bundled as b; print(replay.__file__); print(b.bundled('sample')); "
         "print(b.bundled('examples'))"
     )
     res = subprocess.run(

@@ -20,9 +20,9 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.errors import Interrupted, ReplayError
-from replay.resources import check_workers
 from replay.store import DEFAULT_DB
 from replay.untrusted import for_csv, for_terminal
+from replay.worker_limits import check_workers
 
 
 def _existing_store(path: Path) -> Path:

@@ -41,7 +41,7 @@ def report(
 def demo(out: Annotated[Path, typer.Option(help="Output folder.")] = Path("out/demo")) -> None:
     """Ingest the bundled sample (data/sample), simulate, sweep and report into OUT (a fresh store in
     OUT/demo.duckdb)."""
-    from replay.bundled import bundled
+    from replay.cli.bundled import bundled
     from replay.ingest import ingest
     from replay.reports.build import ReportConfig, build_report
     from replay.store import open_store

@@ -25,11 +25,11 @@ from replay.cli.common import (
     finite_seconds,
     note,
 )
-from replay.discover import Found, discover, harness_names
 from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
 from replay.ingest import ingest_units as ingest_files
 from replay.ingest import watch as watch_paths
+from replay.ingest.discover import Found, discover, harness_names
 from replay.metrics.prices import pricing_from_options
 from replay.metrics.recorded_bill import (
     TOKENS,

@@ -9,7 +9,7 @@ that see what each request sent). Per wording:
   request produced; ``clip`` events (the output was cut where it was made, e.g. "<response clipped>") from
   the calls after the output;
 - a *re-call*: one of the next ``k`` tool calls repeats the call the placeholder names, i.e. touches the same
-  resource with the same access (replay.readers.resources: normalised file, command or URL), or has the same
+  resource with the same access (replay.readers.tool_targets: normalised file, command or URL), or has the same
   tool and identical arguments. Events with no later call (the run ended) are not counted;
 - the rate with a Wilson 95% interval. A wording with no event has no row (no rate);
 - the baseline: the same re-call rate for outputs that were *not* replaced at the same age (requests since

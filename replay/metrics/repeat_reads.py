@@ -1,7 +1,7 @@
 """Repeat reads by content: a read is a repeat when it shows content an earlier read of the run already showed.
 
 Same content means the same resource and an overlapping part of it: overlapping line ranges of a file, or the
-very same command when the arguments do not say which lines (``replay.readers.resources.read_span``). A read of
+very same command when the arguments do not say which lines (``replay.readers.tool_targets.read_span``). A read of
 another range of the same file is not a repeat. Classes: ``changed`` (the resource was written since the earlier
 read: legitimate), ``visible`` (the earlier output was intact in the view that decided the call: redundant),
 ``evicted`` (it was not: the policy induced the read).
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from replay.readers.resources import END, overlaps
+from replay.readers.tool_targets import END, overlaps
 from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, RunArrays
 
 CHANGED, VISIBLE, EVICTED = 0, 1, 2

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from replay.model import BadRecord, Item, Request, Run, dumps
-from replay.readers.resources import classify_call
+from replay.readers.tool_targets import classify_call
 
 
 class RunBuilder:

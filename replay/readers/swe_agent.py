@@ -33,7 +33,7 @@ from typing import Any
 from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
-from replay.readers.resources import normalise_path
+from replay.readers.tool_targets import normalise_path
 
 OPEN_FILE_RE = re.compile(r"\(Open file: ([^)\n]+)\)\s*(?:\n|$)")
 FILE_CONTEXT_TOOLS = {"edit", "insert", "goto", "scroll_up", "scroll_down"}

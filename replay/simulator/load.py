@@ -10,7 +10,7 @@ import duckdb
 import numpy as np
 
 from replay.errors import ReplayError
-from replay.readers.resources import read_span
+from replay.readers.tool_targets import read_span
 from replay.simulator.arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.tokens.calibrate import exact_sizes

@@ -4,12 +4,25 @@ of 80% of RAM."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import duckdb
 
-from replay.ingest_memory import size_bytes
+BYTES_PER_CHAR = 8  # a record's characters as UTF-8 (up to 4 bytes each), twice: room for a copy
+UNITS = {
+    "bytes": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KiB": 2**10,
+    "MiB": 2**20,
+    "GiB": 2**30,
+    "TiB": 2**40,
+}
 
 
 @contextmanager
@@ -34,3 +47,9 @@ def bounded_db_memory(con: duckdb.DuckDBPyConnection, mb: int) -> Iterator[None]
         return
     with db_setting(con, "memory_limit", f"{mb}MiB"):
         yield
+
+
+def size_bytes(size: str) -> float:
+    """A size as DuckDB writes one ('18.8 GiB', '512 bytes') in bytes; infinite when not read (nothing lowered)."""
+    found = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]+)\s*", size)
+    return float(found[1]) * UNITS[found[2]] if found and found[2] in UNITS else float("inf")

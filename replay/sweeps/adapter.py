@@ -102,9 +102,10 @@ def evaluate_point(run: RunArrays, point: Point) -> dict[str, Any]:
 def evaluate_runs(runs: list[RunArrays], point: Point) -> pl.DataFrame:
     """One row per run under ``point``: the compiled loop's counters for a built-in policy, request-by-request
     simulation for a policy written in Python."""
-    from replay.simulator import kernels
+    from replay.simulator.kernels.packed import pack
+    from replay.sweeps.point_rows import point_frame
 
-    fast = kernels.point_frame(kernels.pack(runs), point)
+    fast = point_frame(pack(runs), point)
     if fast is not None:
         return fast
     return pl.DataFrame([{"run_id": r.run_id, **evaluate_point(r, point)} for r in runs], infer_schema_length=None)

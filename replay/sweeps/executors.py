@@ -21,12 +21,13 @@ from typing import Any
 
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
-from replay.simulator import kernels
 from replay.simulator.arrays import RunArrays
+from replay.simulator.kernels.packed import PackedRuns, pack
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
+from replay.sweeps.point_rows import point_columns, warm_up
 
 Task = tuple[str, dict[str, Any]]
-Rows = dict[str, Any] | list[dict[str, Any]]  # kernels.point_columns, or reference rows
+Rows = dict[str, Any] | list[dict[str, Any]]  # point_rows.point_columns, or reference rows
 Result = tuple[str, Rows]
 
 
@@ -42,9 +43,9 @@ class Context:
     pricing: Pricing = DEFAULT_PRICING
 
     @cached_property
-    def packed(self) -> kernels.PackedRuns:
+    def packed(self) -> PackedRuns:
         """The runs packed for the compiled kernels, built once per worker."""
-        return kernels.pack(self.runs)
+        return pack(self.runs)
 
 
 def point_rows(ctx: Context, task: Task) -> Result:
@@ -62,7 +63,7 @@ def point_rows(ctx: Context, task: Task) -> Result:
         return pid, [{**base, "run_id": r.run_id, "error": str(exc)} for r in ctx.runs]
     base["config"] = config_json(point)
     try:
-        fast = kernels.point_columns(ctx.packed, point, {**base, "error": None})
+        fast = point_columns(ctx.packed, point, {**base, "error": None})
     except (Exception, SystemExit):  # noqa: BLE001 - the reference path below records the error per run
         fast = None
     if fast is not None:
@@ -202,7 +203,7 @@ class Pool(Executor):
     def _start(self, policy: str, n: int) -> Any:
         import multiprocessing as mp
 
-        kernels.warm_up(policy)  # compile (or load from the on-disk cache) once, before any worker starts
+        warm_up(policy)  # compile (or load from the on-disk cache) once, before any worker starts
         # forkserver, never fork: a fork of a parent whose polars/numba/DuckDB threads run deadlocked workers and
         # crashed one in garbage collection; the server imports the package once and forks from one thread
         os.environ.setdefault("POLARS_MAX_THREADS", "1")

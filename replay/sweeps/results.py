@@ -91,7 +91,7 @@ Rows = dict[str, Any] | list[dict[str, Any]] | pl.DataFrame  # columns, row dict
 def batch_frame(points: list[Rows]) -> pl.DataFrame:
     """One frame of the run rows of several points: the compiled kernels' columns built in one constructor per
     set of columns, the reference path's row dicts in one more, any frames concatenated to them."""
-    from replay.simulator.kernels import columns_frame
+    from replay.sweeps.point_rows import columns_frame
 
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     rows: list[dict[str, Any]] = []

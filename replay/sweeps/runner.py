@@ -84,7 +84,7 @@ def sweep_workers(workers: int, shard_bytes: int, note: Note | None = None) -> i
     """``workers`` (0: as many as fit) capped by the cores and by the memory a worker needs: the package and
     kernels, plus two copies of the largest shard's run arrays (``shard_bytes``; the runs and their packed form);
     ``note`` hears why when lowered."""
-    from replay.resources import WORKER_BYTES, cap_workers
+    from replay.worker_limits import WORKER_BYTES, cap_workers
 
     n, why = cap_workers(workers, WORKER_BYTES + 2 * shard_bytes)
     if why:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from replay.readers.resources import PATH_KEYS
+from replay.readers.tool_targets import PATH_KEYS
 from replay.synth.filler import SYLLABLES, Filler
 from replay.synth.profile import Donor, Shape, Text, Usage, recent
 

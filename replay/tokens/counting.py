@@ -12,8 +12,7 @@ from contextlib import contextmanager
 import duckdb
 import pyarrow as pa
 
-from replay.ingest_memory import BYTES_PER_CHAR
-from replay.store.memory import bounded_db_memory
+from replay.store.memory import BYTES_PER_CHAR, bounded_db_memory
 from replay.tokens.tokenizer import CountingTokenizer
 
 # The SQL twin of replay.model.Item.payload (what the content_hash was computed over).

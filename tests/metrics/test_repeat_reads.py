@@ -10,7 +10,7 @@ import pytest
 from replay.ingest import ingest
 from replay.metrics.repeat_reads import read_events
 from replay.policies import Budget, make_policy
-from replay.readers.resources import END, overlaps, read_span
+from replay.readers.tool_targets import END, overlaps, read_span
 from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, build
 from replay.simulator.caches import make_cache
 from replay.simulator.load import load_run, run_ids

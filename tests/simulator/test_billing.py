@@ -232,8 +232,9 @@ def test_window_composition_includes_the_policys_summary():
 
 
 def test_sweeps_price_each_run_by_default_and_take_price_tables():
-    from replay.simulator.kernels import pack, point_frame
+    from replay.simulator.kernels.packed import pack
     from replay.sweeps.adapter import evaluate_point, resolve
+    from replay.sweeps.point_rows import point_frame
     from replay.sweeps.spec import from_dict
 
     spec = from_dict(

@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replay.policies import CompiledPolicy, registry
-from replay.simulator.kernels import pack, point_frame
+from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.sweeps.adapter import evaluate_point, resolve
+from replay.sweeps.point_rows import point_frame
 from tests.simulator.synth import synth_run
 
 CASES = [

@@ -58,7 +58,8 @@ def test_simulated_writes_follow_the_logs_one_hour_writes(rows):
 
 
 def test_no_runs_cost_nothing_and_do_not_fail():
-    from replay.simulator.kernels import pack, point_frame
+    from replay.simulator.kernels.packed import pack
     from replay.sweeps.adapter import resolve
+    from replay.sweeps.point_rows import point_frame
 
     assert point_frame(pack([]), resolve("seed_a", {}, "anthropic")).height == 0  # a sweep's warm-up does this

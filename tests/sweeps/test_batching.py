@@ -5,11 +5,12 @@ from __future__ import annotations
 import polars as pl
 
 from replay.metrics.prices import Pricing
-from replay.simulator.kernels import columns_frame, pack, point_columns, point_frame, run_billing
+from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.sweeps import results
 from replay.sweeps.adapter import resolve
 from replay.sweeps.executors import Context, point_rows
+from replay.sweeps.point_rows import columns_frame, point_columns, point_frame, run_billing
 
 POINTS = [
     ({"summary_at": 40_000, "protect": 2_000}, "seed_a"),

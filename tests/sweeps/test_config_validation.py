@@ -11,11 +11,11 @@ import pytest
 
 from replay.errors import ReplayError
 from replay.policies import Budget, make_policy
-from replay.resources import cap_workers
 from replay.simulator.caches import make_cache
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.adapter import resolve
 from replay.sweeps.spec import load_spec
+from replay.worker_limits import cap_workers
 
 SHORT = "%short%"
 
@@ -136,7 +136,7 @@ def test_sweep_file_not_utf8(tmp_path):
 
 
 def test_workers_are_capped_by_cores():
-    from replay.resources import usable_cores
+    from replay.worker_limits import usable_cores
 
     n, why = cap_workers(10_000)
     assert n <= usable_cores() and "core" in why

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from replay.errors import ReplayError
-from replay.resources import cap_workers, usable_cores
 from replay.sweeps import executors, from_dict, run_sweep
 from replay.sweeps.spec import MAX_POINTS, load_spec, point_id
+from replay.worker_limits import cap_workers, usable_cores
 
 
 def big_grid(size: int = 40, **sweep) -> dict:
@@ -211,7 +211,7 @@ def test_a_pool_takes_tasks_a_window_at_a_time(monkeypatch):
     import multiprocessing
 
     monkeypatch.setattr(multiprocessing, "get_context", lambda method: Ctx())
-    monkeypatch.setattr(executors.kernels, "warm_up", lambda policy: None)
+    monkeypatch.setattr(executors, "warm_up", lambda policy: None)
     ctx = executors.Context("sid", "seed_a", "auto", "session", ())
     with executors.Pool(workers=2) as pool:
         results = pool.map(ctx, tasks())
@@ -222,7 +222,7 @@ def test_a_pool_takes_tasks_a_window_at_a_time(monkeypatch):
 
 
 def test_workers_are_capped_by_cores_and_memory(monkeypatch):
-    import replay.resources as res
+    import replay.worker_limits as res
 
     monkeypatch.setattr(res, "usable_cores", lambda: 2)
     monkeypatch.setattr(res, "available_memory", lambda: 3 * 2**30)

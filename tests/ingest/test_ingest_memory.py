@@ -9,11 +9,11 @@ import shutil
 import pytest
 from typer.testing import CliRunner
 
-from replay import ingest_parse
 from replay.cli import app
 from replay.errors import ReplayError
 from replay.ingest import expand_paths, ingest
-from replay.ingest_parse import Parsed, batches
+from replay.ingest import parse as ingest_parse
+from replay.ingest.parse import Parsed, batches
 from replay.store import open_store
 from tests.store_dump import dump_store
 
@@ -135,7 +135,7 @@ def test_value_the_store_cannot_hold_fails_the_file(value):
 
 
 def test_ingest_pool_capped_by_cores(monkeypatch):
-    from replay.resources import usable_cores
+    from replay.worker_limits import usable_cores
 
     monkeypatch.setenv("REPLAY_WORKERS", "64")
     assert ingest_parse.default_workers() <= usable_cores()

@@ -106,7 +106,7 @@ def test_unknown_format_is_reported_not_ingested(tmp_path):
 
 
 def test_failed_write_rolls_back_the_whole_file(tmp_path, monkeypatch):
-    import replay.ingest as ing
+    import replay.ingest.write as ing
 
     con = open_store(tmp_path / "s.duckdb")
     monkeypatch.setattr(ing, "_quarantine", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -119,7 +119,7 @@ def test_failed_write_rolls_back_the_whole_file(tmp_path, monkeypatch):
 
 
 def test_value_the_store_cannot_hold_quarantines_the_file_whole(tmp_path, monkeypatch):
-    import replay.ingest_parse as ip
+    import replay.ingest.parse as ip
 
     def bad_step(out, records):
         columns(out, records)
@@ -190,14 +190,14 @@ def test_ingest_restores_the_memory_limit_and_leaves_the_wal_checkpointed(tmp_pa
 
 
 def test_duckdb_sizes_read_as_bytes():
-    from replay.ingest_memory import size_bytes
+    from replay.store.memory import size_bytes
 
     assert size_bytes("18.8 GiB") == 18.8 * 2**30 and size_bytes("512 bytes") == 512 and size_bytes("100.0 MB") == 10**8
     assert size_bytes("unlimited") == float("inf")
 
 
 def test_a_store_inside_the_folder_it_ingests_is_not_read_as_a_log(tmp_path):
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     folder = tmp_path / "logs"
     folder.mkdir()
     (folder / "run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
@@ -213,7 +213,7 @@ def test_a_recursive_glob_does_not_follow_folder_links(tmp_path):
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "up").symlink_to(tmp_path)
     (tmp_path / "a" / "self").symlink_to(tmp_path / "a")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     (tmp_path / "a" / "b" / "run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
     assert expand_paths([f"{tmp_path}/**/*.jsonl"]) == [tmp_path / "a" / "b" / "run.jsonl"]
     assert expand_paths([f"{tmp_path}/a/**/run.json?"]) == [tmp_path / "a" / "b" / "run.jsonl"]
@@ -228,7 +228,7 @@ def test_a_folder_1200_deep_is_walked(tmp_path, monkeypatch):
     for _ in range(1200):
         os.mkdir("d")
         os.chdir("d")
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     Path("run.jsonl").write_bytes((root / "data" / "sample" / "sample-short-1.jsonl").read_bytes())
     deep = Path.cwd() / "run.jsonl"
     try:

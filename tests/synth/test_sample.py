@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from replay.sample import generate
+from replay.synth.sample import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ needs its emergency margin there. Timestamps advance with think time and occasio
 5-minute cache TTL). Recorded usage follows Anthropic's semantics: the prefix sent at the previous
 request is a cache read unless the pause exceeded the TTL; the rest is a cache write.
 
-    python -m replay.sample data/sample --seed 7      # or: replay.sample.generate(Path, seed)
+    python -m replay.synth.sample data/sample --seed 7      # or: replay.synth.sample.generate(Path, seed)
 """
 
 from __future__ import annotations

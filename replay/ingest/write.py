@@ -13,8 +13,8 @@ from pathlib import Path
 
 import duckdb
 
-from replay.ingest_memory import bounded_memory
-from replay.ingest_parse import (  # noqa: F401 (API)
+from replay.ingest.memory import bounded_memory
+from replay.ingest.parse import (  # noqa: F401 (API)
     Parsed,
     batches,
     file_hash,
@@ -223,7 +223,7 @@ def ingest_file(
 def store_parsed(
     con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False, stored: Stored | None = None
 ) -> FileOutcome:
-    """Write what :func:`replay.ingest_parse.parse_unit` read: rows, or the quarantine entry saying why none.
+    """Write what :func:`replay.ingest.parse.parse_unit` read: rows, or the quarantine entry saying why none.
 
     ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file."""
     path, fhash = parsed.path, parsed.file_hash

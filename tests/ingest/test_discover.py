@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.discover import discover
 from replay.errors import ReplayError
 from replay.ingest import watch
+from replay.ingest.discover import discover
 from replay.store import open_store
 
 CLINE = ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks"

@@ -321,8 +321,8 @@ def parse_units(
     if method == "forkserver":
         # a worker re-runs the caller's script (multiprocessing does, unless it runs as `python -m`): a script that
         # imports replay.ingest and replay.store then imported DuckDB in every worker of every pool; preloaded
-        # here, the server imports them once, and what a worker would load at its first file (replay.ingest_preload)
-        context.set_forkserver_preload([__name__, "replay.ingest", "replay.store", "replay.ingest_preload"])
+        # here, the server imports them once, and what a worker would load at its first file (replay.ingest.preload)
+        context.set_forkserver_preload([__name__, "replay.ingest", "replay.store", "replay.ingest.preload"])
     pool = _pool(context, n, known, max_line_bytes)
     try:
         todo = deque((u, unit_size(u)) for u in units)
@@ -360,8 +360,8 @@ def _pool(context: Any, n: int, known: frozenset[str], max_line_bytes: int) -> A
 
 def default_workers() -> int:
     """REPLAY_WORKERS, else every core, capped by the usable cores and the available memory
-    (:func:`replay.resources.cap_workers`)."""
-    from replay.resources import cap_workers
+    (:func:`replay.worker_limits.cap_workers`)."""
+    from replay.worker_limits import cap_workers
 
     value = os.environ.get("REPLAY_WORKERS", "0")
     try:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from replay.readers.resources import classify_call, classify_shell, split_words
+from replay.readers.tool_targets import classify_call, classify_shell, split_words
 
 
 @pytest.mark.parametrize(

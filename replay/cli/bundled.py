@@ -21,7 +21,7 @@ def bundled(name: str) -> Path:
     installed = Path(str(resources.files("replay"))) / "_data" / name
     if installed.is_dir():
         return installed
-    checkout = Path(__file__).resolve().parents[1] / CHECKOUT[name]
+    checkout = Path(__file__).resolve().parents[2] / CHECKOUT[name]
     if checkout.is_dir():
         return checkout
     raise ReplayError(

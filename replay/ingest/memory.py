@@ -14,29 +14,17 @@ shows a size rounded, so it could not be set back exactly); DuckDB's default is 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 
 import duckdb
 
+from replay.store.memory import BYTES_PER_CHAR, size_bytes
+
 CHECKPOINT_MEMORY = 128 * 2**20  # past what a checkpoint must hold (see :meth:`IngestMemory.need`)
-BYTES_PER_CHAR = 8  # a record's characters as UTF-8 (up to 4 bytes each), twice: room for a copy
 HELD = ("ART_INDEX", "IN_MEMORY_TABLE")  # duckdb_memory() tags a checkpoint holds (indexes, rows not yet written)
 NEAR_CHECKPOINT = 8 * 2**20  # WAL bytes from the threshold at which the limit is refreshed before a file
-UNITS = {
-    "bytes": 1,
-    "B": 1,
-    "KB": 10**3,
-    "MB": 10**6,
-    "GB": 10**9,
-    "TB": 10**12,
-    "KiB": 2**10,
-    "MiB": 2**20,
-    "GiB": 2**30,
-    "TiB": 2**40,
-}
 
 
 class IngestMemory:
@@ -110,12 +98,6 @@ def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[IngestMemory | No
         memory.finish()
     finally:
         memory.restore()
-
-
-def size_bytes(size: str) -> float:
-    """A size as DuckDB writes one ('18.8 GiB', '512 bytes') in bytes; infinite when not read (nothing lowered)."""
-    found = re.fullmatch(r"\s*([\d.]+)\s*([A-Za-z]+)\s*", size)
-    return float(found[1]) * UNITS[found[2]] if found and found[2] in UNITS else float("inf")
 
 
 def _size(path: str) -> int:

@@ -1,0 +1,205 @@
+"""Sweep rows from the compiled loop: every packed run under one point, as the run rows
+``replay.simulator.run.simulate_run`` gives (the same loop, counters only).
+
+``point_columns`` returns None when the point's policy is written in Python (a user policy by import path): the
+caller then steps it request by request, which is much slower and says so.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from replay.metrics.cost import summary_cost
+from replay.metrics.prices import Pricing
+from replay.policies.base import CompiledPolicy
+from replay.policies.kernel import P_NEAR_MARGIN
+from replay.simulator.billing import Billing, billing_for
+from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
+from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.corpus import corpus_kernel
+from replay.simulator.kernels.dispatched import kernel_params
+from replay.simulator.kernels.driver import (
+    O_CACHED,
+    O_CHANGED,
+    O_CHANGED_TOK,
+    O_EMERGENCY,
+    O_EST,
+    O_EVICTED,
+    O_EVICTED_TOK,
+    O_FAILURE_TOK,
+    O_FAILURES,
+    O_FIRST_SUMMARY,
+    O_LAST_SUMMARY,
+    O_MAX_PROMPT,
+    O_NEAR,
+    O_OVERFLOW,
+    O_PROMPT,
+    O_PROMPT_AFTER_SUMMARY,
+    O_SUMMARIES,
+    O_SUMMARY_HISTORY,
+    O_SUMMARY_OUT,
+    O_TRIMMED,
+    O_VISIBLE,
+    O_VISIBLE_TOK,
+    O_WRITTEN,
+)
+from replay.simulator.kernels.packed import PackedRuns, pack
+from replay.simulator.request_costs import billing_note, cost_row, run_costs
+from replay.simulator.run_output import summary_hits_cache
+
+NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
+COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests")
+
+if TYPE_CHECKING:
+    from replay.sweeps.adapter import Point
+
+
+def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
+    """Run rows for one resolved point over every packed run (plus ``constants`` as columns), or None if its
+    policy is written in Python."""
+    columns = point_columns(packed, point, constants)
+    return None if columns is None else columns_frame([columns])
+
+
+def columns_frame(points: list[dict[str, Any]]) -> pl.DataFrame:
+    """One frame from the :func:`point_columns` of several points (same columns): one polars constructor for
+    them all, since its per-call overhead is most of the cost at this size. NaN becomes null."""
+    first = points[0]
+    data = {
+        name: (
+            np.concatenate([p[name] for p in points])
+            if isinstance(first[name], np.ndarray)
+            else [v for p in points for v in p[name]]
+        )
+        for name in first
+    }
+    # strict=False: a swept knob may mix ints and floats across points (protect = 12,000 tokens or 1/3)
+    return pl.DataFrame(
+        data, nan_to_null=True, strict=False, schema_overrides={"error": pl.String} if "error" in first else None
+    )
+
+
+def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """The columns of :func:`point_frame` (numpy arrays and lists, one value per run), or None if the point's
+    policy is written in Python; cheap to send between processes and to concatenate over a batch of points."""
+    policy = point.policy
+    if not isinstance(policy, CompiledPolicy):
+        return None
+    bills, of_run = run_billing(packed, point)
+    budget = point.budget
+    p = kernel_params(policy, budget)
+    p[P_NEAR_MARGIN] = NEAR_MARGIN
+    cps = np.stack([cache_params(b.cache, b.model) for b in bills])[of_run] if bills else np.zeros((0, N_CACHE_PARAMS))
+    tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
+    o, charged = corpus_kernel(p, cps, packed.arrays, tflag)
+    o = o.T
+    n = np.diff(packed.req_off)
+    prompt, cached, written, summaries = o[O_PROMPT], o[O_CACHED], o[O_WRITTEN], o[O_SUMMARIES]
+    uncached = prompt - cached - written
+    with np.errstate(divide="ignore", invalid="ignore"):
+        between = np.where(summaries > 1, (o[O_LAST_SUMMARY] - o[O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
+        after = np.where(summaries > 0, o[O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
+        hit = np.where(prompt > 0, cached / prompt, 0.0)
+        per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
+    rate = {
+        f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)[of_run]
+        for f in ("input", "output", "cache_read", "cache_write")
+    }
+    per_run = [bills[i] for i in of_run]
+    costs = run_costs(
+        packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2], point.pricing
+    )  # each request at its own model, day and write durations
+    p_cost, o_cost = costs.prompt_usd, costs.output_usd
+    s_cost = summary_cost(
+        o[O_SUMMARY_HISTORY],
+        o[O_SUMMARY_OUT],
+        rate["input"],
+        rate["output"],
+        rate["cache_read"] if summary_hits_cache(point.policy) else None,
+    )
+    fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
+    return {
+        "run_id": list(packed.run_ids),
+        "requests": n,
+        "overflow_incidents": o[O_OVERFLOW],
+        "near_misses": o[O_NEAR],
+        "emergencies": o[O_EMERGENCY],
+        "summaries": summaries,
+        "summaries_per_100": per_100,
+        "requests_between_summaries": between,
+        "tokens_after_summary": after,
+        "prompt_tokens": prompt,
+        "est_tokens": o[O_EST],
+        "cached_tokens": cached,
+        "written_tokens": written,
+        "uncached_tokens": uncached,
+        "cache_hit_rate": hit,
+        "trimmed_tokens": o[O_TRIMMED],
+        "max_prompt_tokens": o[O_MAX_PROMPT],
+        "repeat_changed": o[O_CHANGED],
+        "repeat_changed_tokens": o[O_CHANGED_TOK],
+        "repeat_visible": o[O_VISIBLE],
+        "repeat_visible_tokens": o[O_VISIBLE_TOK],
+        "repeat_evicted": o[O_EVICTED],
+        "repeat_evicted_tokens": o[O_EVICTED_TOK],
+        "evicted_failures": o[O_FAILURES],
+        "evicted_failure_tokens": o[O_FAILURE_TOK],
+        "cost_usd": p_cost + s_cost + o_cost,
+        "prompt_cost_usd": p_cost,
+        "summary_cost_usd": s_cost,
+        "output_cost_usd": o_cost,
+        "price_per_mtok": rate["input"],
+        "output_per_mtok": rate["output"],
+        "cache_read_per_mtok": rate["cache_read"],
+        "cache_write_per_mtok": rate["cache_write"],
+        "price_source": [b.price_source for b in per_run],
+        "model": [b.model for b in per_run],
+        "cache_model": [b.cache.name for b in per_run],
+        "cache_ttl": [getattr(b.cache, "ttl", None) for b in per_run],
+        "billing_note": [billing_note(b, why) for b, why in zip(per_run, costs.why, strict=True)],
+        **{k: [cost_row(costs, i)[k] for i in range(packed.n_runs)] for k in COST_ROW},
+        **packed.static,
+        **{name: [value] * packed.n_runs for name, value in fixed.items()},
+    }
+
+
+def run_billing(packed: PackedRuns, point: Point) -> tuple[list[Billing], np.ndarray]:
+    """The cache model and rates under ``point`` of each distinct (model, recorded TTL) of the packed runs, and
+    which one each run has (a named cache model is one instance shared by all, as in simulate_run)."""
+    keys, of_run = packed.billing_keys
+    bills = [
+        billing_for(m, point.cache, point.pricing, ttl)
+        if point.cache is not None
+        else _own_billing(m, ttl, point.pricing, fit)
+        for m, ttl, fit in keys
+    ]
+    return bills, of_run
+
+
+_OWN: dict[tuple, tuple[Pricing, Billing]] = {}
+
+
+def _own_billing(model: str | None, ttl: float | None, pricing: Pricing, fit=None) -> Billing:
+    """billing_for under the provider's own cache model (or the run's calibrated one, ``fit``), kept across points
+    (a sweep's points share one Pricing object; the kernels only read a Billing): the price look-up cost as much as
+    the kernel."""
+    key = (model, ttl, fit, id(pricing))
+    hit = _OWN.get(key)
+    if hit is None or hit[0] is not pricing:
+        if len(_OWN) > 4096:
+            _OWN.clear()
+        hit = _OWN[key] = (pricing, billing_for(model, None, pricing, ttl, fit))
+    return hit[1]
+
+
+def warm_up(policy_name: str) -> None:
+    """Compile (or load from the on-disk cache) the loop ``policy_name`` would use."""
+    from replay.sweeps.adapter import resolve
+
+    point_frame(pack([]), resolve(policy_name, {}, "anthropic"))
+
+
+__all__ = ["PackedRuns", "columns_frame", "pack", "point_columns", "point_frame", "warm_up"]
