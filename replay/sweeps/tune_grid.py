@@ -4,12 +4,19 @@ whose triggers (``PolicyBase.limits``) cannot fire before the prompt overflows."
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import make_policy, policy_class, tunable
 from replay.sweeps.spec import SweepSpec, from_dict
+
+
+def safe_name(policy: str) -> str:
+    """``policy`` as part of a sweep name (file names): a user policy's 'pkg.module:Class' becomes
+    'pkg.module-Class'."""
+    return re.sub(r"[^A-Za-z0-9._-]", "-", policy)
 
 
 def level_counts(weights: list[float], target: int) -> list[int]:
@@ -90,7 +97,7 @@ def tune_spec(
         {
             "sweep": {
                 "policy": policy,
-                "name": f"tune-{policy}",
+                "name": f"tune-{safe_name(policy)}",
                 "runs": runs or "",
                 "tokenizer": tokenizer_id or "",
                 "cache": cache,
@@ -112,7 +119,7 @@ def defaults_spec(spec: SweepSpec) -> SweepSpec:
         {
             "sweep": {
                 "policy": spec.policy,
-                "name": f"tune-{spec.policy}-defaults",
+                "name": f"tune-{safe_name(spec.policy)}-defaults",
                 "runs": spec.runs or "",
                 "tokenizer": spec.tokenizer or "",
                 "cache": spec.cache,
