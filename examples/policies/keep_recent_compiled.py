@@ -17,7 +17,7 @@ from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import P_POLICY, S_END, est_total, set_form
 from replay.policies.space import Knob
 from replay.policies.view import ORIGINAL, PLACEHOLDER
-from replay.simulator.arrays import TOOL_RESULT
+from replay.run_arrays import TOOL_RESULT
 
 
 @dataclass(frozen=True)

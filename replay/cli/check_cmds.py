@@ -14,7 +14,7 @@ from replay.errors import ReplayError
 
 def parse_tolerances(pairs: list[str]) -> dict[str, float]:
     from replay.policies.config import parse_sets
-    from replay.reports.check import METRICS
+    from replay.sweeps.gate import METRICS
     from replay.sweeps.policy_file import tolerance
 
     out = {}
@@ -62,11 +62,11 @@ def check(
     """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout, or
     JSON with --format json; --junit for CI test reports). docs/ci.md has a GitHub Actions job."""
     from replay.metrics.prices import pricing_from_options
-    from replay.reports.check import compare, simulate_all
     from replay.reports.check_output import markdown, setup, to_json, to_junit
     from replay.simulator.load import load_runs
     from replay.simulator.results import billing_warnings
     from replay.store import open_store
+    from replay.sweeps.gate import compare, simulate_all
     from replay.sweeps.policy_file import load_policy_file
     from replay.tokens.resolve import resolve_tokenizer
 

@@ -54,12 +54,6 @@ def day_of(ts: str | float | None) -> date | None:
         return None
 
 
-def rates_for(prices: Prices, total_input: np.ndarray) -> dict[str, np.ndarray]:
-    """USD per million tokens of each part for requests of ``total_input`` input tokens: the base prices, a
-    long-context tier's where the input is above its start, a missing cache price replaced by its parent's."""
-    return keyed_rates([prices], np.zeros(len(total_input), np.int64), total_input)
-
-
 def keyed_rates(prices: Sequence[Prices], key_of: np.ndarray, total_input: np.ndarray) -> dict[str, np.ndarray]:
     """Per-request rates (USD/Mtok) of each part, request i priced by ``prices[key_of[i]]`` at its whole input
     ``total_input[i]`` (tiers), a missing cache price replaced by its parent's; NaN for an unknown price."""

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from replay.policies.view import View
-from replay.simulator.arrays import TOOL_CALL, TOOL_RESULT, RunArrays
+from replay.run_arrays import TOOL_CALL, TOOL_RESULT, RunArrays
 
 PARTS = ("args", "result")
 UNKNOWN = "(unknown)"

@@ -11,23 +11,6 @@ import numpy as np
 ArrayLike = int | float | np.ndarray
 
 
-def prompt_cost(
-    uncached: ArrayLike,
-    cached: ArrayLike,
-    written: ArrayLike,
-    input_rate: ArrayLike,
-    read_rate: ArrayLike,
-    write_rate: ArrayLike,
-) -> ArrayLike:
-    """USD for prompts: uncached input, cache reads and cache writes, each at its own rate."""
-    return (uncached * input_rate + cached * read_rate + written * write_rate) / 1e6
-
-
-def output_cost(tokens: ArrayLike, output_rate: ArrayLike) -> ArrayLike:
-    """USD for output tokens."""
-    return tokens * output_rate / 1e6
-
-
 def summary_cost(
     history_tokens: ArrayLike,
     summary_tokens: ArrayLike,

@@ -42,7 +42,7 @@ from scipy.sparse import csr_array, vstack
 
 from replay.errors import ReplayError
 from replay.metrics.repeat_reads import read_events
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 
 EXACT_LIMIT = 20_000  # variables up to which the integral optimum is computed
 
@@ -152,31 +152,3 @@ def oracle_bound(
         elif ip.status != 1:  # 1: time limit reached, the LP bound stands
             raise ReplayError(f"run {run.run_id}: the oracle integer program did not solve ({ip.message})")
     return OracleBound(n_events, max(n_events + float(lp.fun), 0.0), best, forced)
-
-
-def oracle_rows(runs: list[RunArrays], window: int, reserve: int) -> list[dict]:
-    """Per run at one budget: unchanged repeat reads, Belady's evicted count (simulated) and the bounds
-    (LP and integral optimum, for any policy and for policies that never restore)."""
-    from replay.policies import Budget, make_policy
-    from replay.simulator.caches import make_cache
-    from replay.simulator.run import simulate_run
-
-    budget = Budget(window, reserve)
-    rows = []
-    for run in runs:
-        any_policy = oracle_bound(run, budget.usable)
-        no_restore = oracle_bound(run, budget.usable, restore=False)
-        _, sim = simulate_run(run, make_policy("oracle"), make_cache("none"), budget)
-        rows.append(
-            {
-                "run_id": run.run_id,
-                "events": any_policy.events,
-                "bound_lp": any_policy.lp,
-                "bound": any_policy.bound,
-                "bound_no_restore_lp": no_restore.lp,
-                "bound_no_restore": no_restore.bound,
-                "belady": sim["repeat_evicted"],
-                "belady_overflows": sim["overflow_incidents"],
-            }
-        )
-    return rows

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from replay.readers.tool_targets import END, overlaps
-from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, RunArrays
+from replay.run_arrays import ACCESS_CODE, TOOL_CALL, RunArrays
 
 CHANGED, VISIBLE, EVICTED = 0, 1, 2
 READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]

@@ -63,7 +63,7 @@ from replay.policies.kernel import (
 from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
+from replay.run_arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
 ASSISTANT_TEXT = KIND_CODE["assistant_text"]

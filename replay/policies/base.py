@@ -14,7 +14,7 @@ from replay.policies.config import PolicyConfig
 from replay.policies.kernel import ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMATOR, P_RESERVE, P_WINDOW
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
-from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT, RunArrays, chars4
+from replay.run_arrays import TOOL_RESULT, RunArrays, chars4
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,14 +207,6 @@ class Policy(PolicyBase):
         """Positions of tool results in [lo, hi) of the history."""
         hi = self.end if hi is None else hi
         return lo + np.flatnonzero(self.run.kind[lo:hi] == TOOL_RESULT)
-
-    def completed_writes(self) -> np.ndarray:
-        """Write/edit calls whose result is already in the history."""
-        r = self.run
-        e = self.end
-        mask = (r.kind[:e] == TOOL_CALL) & (r.access[:e] == ACCESS_CODE["write"]) & (r.pair[:e] >= 0)
-        pos = np.flatnonzero(mask)
-        return pos[r.pair[pos] < e]
 
     def prefix_end(self) -> int:
         """Number of leading system/tool_defs items in the history (never trimmed)."""

@@ -34,7 +34,7 @@ from replay.policies.kernel import (
 from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import TOOL_CALL, TOOL_RESULT
+from replay.run_arrays import TOOL_CALL, TOOL_RESULT
 
 CLEARED = "[Old tool result content cleared]"
 CLEARED_INPUT = "{}"

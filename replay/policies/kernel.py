@@ -27,7 +27,7 @@ import numpy as np
 
 from replay.jit import compiled
 from replay.policies.view import DROPPED, ORIGINAL
-from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
+from replay.run_arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
 
 # -- parameters --------------------------------------------------------------------------------------------------------
 (P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD, P_WARM, P_TAIL) = range(8)
@@ -87,7 +87,7 @@ Run = namedtuple(
         "rr_decide",
         "rr_changed",
         "rr_tokens",
-        # the log's own context events (replay.simulator.arrays.RecordedEvents): request of each event, items it drops
+        # the log's own context events (replay.run_arrays.RecordedEvents): request of each event, items it drops
         # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
         "ev_step",
         "ev_drop_off",

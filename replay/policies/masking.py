@@ -18,7 +18,7 @@ from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import P_ESTIMATOR, P_POLICY, S_END, S_POLICY, estimate_chars, set_form
 from replay.policies.space import Knob
 from replay.policies.view import ORIGINAL, PLACEHOLDER
-from replay.simulator.arrays import KIND_CODE, TOOL_RESULT, RunArrays
+from replay.run_arrays import KIND_CODE, TOOL_RESULT, RunArrays
 
 SWE_AGENT_WORDING = "Old environment output: ({n} lines omitted)"
 USER_TEXT = KIND_CODE["user_text"]

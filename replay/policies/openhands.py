@@ -48,7 +48,7 @@ from replay.policies.kernel import (
 )
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL
+from replay.run_arrays import KIND_CODE, TOOL_CALL
 
 THOUGHT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"])
 ATTACHMENT = KIND_CODE["attachment"]

@@ -45,7 +45,7 @@ from replay.policies.kernel import (
 )
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, RunArrays
+from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, RunArrays
 
 WORDING = "[Old tool output of {tool} call {call_id} replaced; first/last characters kept]"
 APPLIED = "[applied: {tool} {call_id}]"
@@ -81,11 +81,6 @@ def opens_message(kind, req_end):
 def message_starts(run: RunArrays) -> np.ndarray:
     """:func:`opens_message` of a run."""
     return opens_message(run.kind, run.req_end.astype(np.int64))
-
-
-def protect_limit(protect: float, window: int) -> float:
-    """Protected range in tokens: ``protect`` is a fraction of the window when <= 1, else tokens."""
-    return protect * window if protect <= 1 else protect
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ from replay.policies.kernel import (
 from replay.policies.seed_c import NO_KEY, nth_largest
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
+from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 MARKER = "[Output of {tool} call {call_id} omitted]"
 CAPPED = "[... output capped at {cap} tokens]"

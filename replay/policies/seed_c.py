@@ -49,7 +49,7 @@ from replay.policies.kernel import (
 )
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SPILLED
-from replay.simulator.arrays import TOOL_RESULT
+from replay.run_arrays import TOOL_RESULT
 
 MARKER = "[Output of {tool} call {call_id} withheld; full output at {pointer}]"
 POINTER = "[Output truncated to a preview; full output at {pointer}]"

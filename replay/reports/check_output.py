@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 
 import polars as pl
 
-from replay.reports.check import METRICS, CheckResult, worsening
+from replay.sweeps.gate import METRICS, CheckResult, worsening
 from replay.sweeps.policy_file import PolicyFile
 from replay.untrusted import for_markdown, for_xml
 

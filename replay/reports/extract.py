@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from replay.model import KINDS
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.sweeps.adapter import policy_fields, split_params
 from replay.sweeps.results import query_frame
 

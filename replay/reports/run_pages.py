@@ -10,7 +10,7 @@ import duckdb
 from replay.policies import Budget, make_policy
 from replay.reports.show import item_infos, replay_views
 from replay.reports.show_html import write_page
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.prompt import prompt_models
 
 

@@ -17,7 +17,7 @@ from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.model import KINDS
 from replay.policies.base import Budget, PolicyBase
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, View
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.billing import billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.load import apply_prompt

@@ -30,7 +30,7 @@ import numpy as np
 
 from replay.policies import Budget, make_policy
 from replay.policies.kernel import P_WARM
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.compiling import call_policy_kernel

@@ -19,7 +19,7 @@ import polars as pl
 from replay.policies import Budget, make_policy
 from replay.policies.kernel import SUMMARY_CLEARED
 from replay.policies.presets import claude_code_preset, codex_window, copilot_prompt_limit, gemini_token_limit
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.cache_fit import fit_run, provider_cache, warm_tokens
 from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run

@@ -11,9 +11,9 @@ import numpy as np
 
 from replay.errors import ReplayError
 from replay.readers.tool_targets import read_span
-from replay.simulator.arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
-from replay.tokens.calibrate import exact_sizes
+from replay.tokens.usage_metadata import exact_sizes
 
 _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,

@@ -16,7 +16,7 @@ import numpy as np
 from replay.metrics.bill import RequestBill, day_of, price_keyed
 from replay.metrics.prices import Pricing
 from replay.model import KINDS
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.billing import HOUR, PROVIDER_CACHE, Billing
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])

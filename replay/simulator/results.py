@@ -15,7 +15,7 @@ from replay.metrics.composition import empty as composition_frame
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import Budget
 from replay.policies.base import PolicyBase
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel
 from replay.simulator.run import simulate_run_by_tool
 

@@ -16,7 +16,7 @@ from replay.metrics.runs import run_row
 from replay.model import KINDS
 from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
 from replay.policies.view import ORIGINAL, View
-from replay.simulator.arrays import TOOL_RESULT, RunArrays
+from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import CacheState

@@ -9,7 +9,7 @@ import numpy as np
 
 from replay.model import KINDS
 from replay.policies.base import PolicyBase
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.billing import Billing
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])

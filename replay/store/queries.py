@@ -34,8 +34,3 @@ def has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:
         .fetchone()[0]
         > 0
     )
-
-
-def placeholder_events(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """What requests showed in place of outputs: run_id, step, seq, call_id, tool_name, wording, origin, chars."""
-    return frame(con, "SELECT * FROM placeholders ORDER BY run_id, step, seq")

@@ -124,6 +124,23 @@ def _v6_cache_write_1h(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" {typ}')
 
 
+def _v7_sweeps_calibration_files(con: duckdb.DuckDBPyConnection) -> None:
+    """``sweeps`` and ``sweep_results`` (one row per point and run; the metric columns are added by the first sweep
+    that writes them, replay.sweeps.results) and ``calibration_files`` (calibrate's per-file errors), which earlier
+    versions created on first use: IF NOT EXISTS keeps a store that has them as it is."""
+    con.execute("""
+    CREATE TABLE IF NOT EXISTS sweeps (
+        sweep_id VARCHAR PRIMARY KEY, name VARCHAR, policy VARCHAR, spec JSON, n_points INTEGER,
+        n_runs INTEGER, created_at TIMESTAMP, finished_at TIMESTAMP);
+    CREATE TABLE IF NOT EXISTS sweep_results (
+        sweep_id VARCHAR, point_id VARCHAR, run_id VARCHAR, session VARCHAR, computed_at TIMESTAMP,
+        config JSON, error VARCHAR, PRIMARY KEY (sweep_id, point_id, run_id));
+    CREATE TABLE IF NOT EXISTS calibration_files (
+        tokenizer_id VARCHAR, file VARCHAR, runs INTEGER, requests INTEGER, median_err DOUBLE, p95_err DOUBLE,
+        within_target BOOLEAN, unreconstructable VARCHAR, calibrated_at TIMESTAMP, PRIMARY KEY (tokenizer_id, file));
+    """)
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -131,6 +148,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v4_placeholders_composition,
     _v5_billing,
     _v6_cache_write_1h,
+    _v7_sweeps_calibration_files,
 ]
 
 

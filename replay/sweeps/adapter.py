@@ -12,13 +12,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import polars as pl
-
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import Budget, make_policy, policy_class
 from replay.policies.base import PolicyBase
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
@@ -97,18 +95,6 @@ def evaluate_point(run: RunArrays, point: Point) -> dict[str, Any]:
     """Simulate one run under one point request by request (simulate_run); the run-level metrics row (scalars only)."""
     _, row = simulate_run(run, point.policy, point.cache, budget=point.budget, pricing=point.pricing)
     return {k: v for k, v in row.items() if isinstance(v, (int, float, bool, str)) or v is None}
-
-
-def evaluate_runs(runs: list[RunArrays], point: Point) -> pl.DataFrame:
-    """One row per run under ``point``: the compiled loop's counters for a built-in policy, request-by-request
-    simulation for a policy written in Python."""
-    from replay.simulator.kernels.packed import pack
-    from replay.sweeps.point_rows import point_frame
-
-    fast = point_frame(pack(runs), point)
-    if fast is not None:
-        return fast
-    return pl.DataFrame([{"run_id": r.run_id, **evaluate_point(r, point)} for r in runs], infer_schema_length=None)
 
 
 def config_json(point: Point) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.kernels.packed import PackedRuns, pack
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
 from replay.sweeps.point_rows import point_columns, warm_up

@@ -1,5 +1,6 @@
-"""Sweep rows from the compiled loop: every packed run under one point, as the run rows
-``replay.simulator.run.simulate_run`` gives (the same loop, counters only).
+"""Sweep rows of one point over many runs: from the compiled loop (every packed run under the point, as the run rows
+``replay.simulator.run.simulate_run`` gives: the same loop, counters only), or request by request
+(``evaluate_runs``) for a policy written in Python.
 
 ``point_columns`` returns None when the point's policy is written in Python (a user policy by import path): the
 caller then steps it request by request, which is much slower and says so.
@@ -7,7 +8,7 @@ caller then steps it request by request, which is much slower and says so.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -16,6 +17,7 @@ from replay.metrics.cost import summary_cost
 from replay.metrics.prices import Pricing
 from replay.policies.base import CompiledPolicy
 from replay.policies.kernel import P_NEAR_MARGIN
+from replay.run_arrays import RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
 from replay.simulator.kernels.caches import cache_params
@@ -50,12 +52,10 @@ from replay.simulator.kernels.driver import (
 from replay.simulator.kernels.packed import PackedRuns, pack
 from replay.simulator.request_costs import billing_note, cost_row, run_costs
 from replay.simulator.run_output import summary_hits_cache
+from replay.sweeps.adapter import Point, evaluate_point, resolve
 
 NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
 COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests")
-
-if TYPE_CHECKING:
-    from replay.sweeps.adapter import Point
 
 
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
@@ -196,11 +196,18 @@ def _own_billing(model: str | None, ttl: float | None, pricing: Pricing, fit=Non
     return hit[1]
 
 
+def evaluate_runs(runs: list[RunArrays], point: Point) -> pl.DataFrame:
+    """One row per run under ``point``: the compiled loop's counters for a built-in policy, request-by-request
+    simulation for a policy written in Python."""
+    fast = point_frame(pack(runs), point)
+    if fast is not None:
+        return fast
+    return pl.DataFrame([{"run_id": r.run_id, **evaluate_point(r, point)} for r in runs], infer_schema_length=None)
+
+
 def warm_up(policy_name: str) -> None:
     """Compile (or load from the on-disk cache) the loop ``policy_name`` would use."""
-    from replay.sweeps.adapter import resolve
-
     point_frame(pack([]), resolve(policy_name, {}, "anthropic"))
 
 
-__all__ = ["PackedRuns", "columns_frame", "pack", "point_columns", "point_frame", "warm_up"]
+__all__ = ["columns_frame", "evaluate_runs", "point_columns", "point_frame", "run_billing", "warm_up"]

@@ -28,16 +28,6 @@ def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
         return pl.from_arrow(con.execute(sql, params or []).to_arrow_table())  # type: ignore[return-value]
 
 
-def ensure_tables(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("""
-    CREATE TABLE IF NOT EXISTS sweeps (
-        sweep_id VARCHAR PRIMARY KEY, name VARCHAR, policy VARCHAR, spec JSON, n_points INTEGER,
-        n_runs INTEGER, created_at TIMESTAMP, finished_at TIMESTAMP);
-    CREATE TABLE IF NOT EXISTS sweep_results (
-        sweep_id VARCHAR, point_id VARCHAR, run_id VARCHAR, session VARCHAR, computed_at TIMESTAMP,
-        config JSON, error VARCHAR, PRIMARY KEY (sweep_id, point_id, run_id));""")
-
-
 def register_sweep(
     con: duckdb.DuckDBPyConnection,
     sweep_id: str,
@@ -184,10 +174,3 @@ def export_parquet(con: duckdb.DuckDBPyConnection, sweep_id: str, path: Path) ->
         f"COPY ({_rows_sql(con, sweep_id)}) TO '{str(path).replace(chr(39), chr(39) * 2)}' (FORMAT parquet)", [sweep_id]
     )
     return path
-
-
-def latest_sweep(con: duckdb.DuckDBPyConnection) -> str:
-    rows = con.execute("SELECT sweep_id FROM sweeps ORDER BY created_at DESC LIMIT 1").fetchall()
-    if not rows:
-        raise ReplayError("no sweep in this store; run `replay sweep GRID.toml` first")
-    return rows[0][0]

@@ -143,7 +143,6 @@ def run_sweep(
     swept as one shard.
     ``on_commit(done, total, shards)`` hears the (point, shard) pairs committed; ``note`` hears one line when
     ``workers`` is lowered to what the machine carries (default: stderr)."""
-    results.ensure_tables(con)
     shard_items = SHARD_ITEMS if shard_items is None else shard_items
     plan = shards.in_memory(runs) if runs is not None else shards.plan(con, spec.runs, shard_items)
     if not plan[0].run_ids:

@@ -130,11 +130,11 @@ def recommend(
 
 def gate(frame: pl.DataFrame, defaults: pl.DataFrame) -> pl.DataFrame:
     """Per point: does it pass `replay check`'s default gate against the defaults (same runs, same metrics, same
-    tolerances: replay.reports.check)? Columns point_id, gate_ok, gate_blockers ("" when it passes) and
+    tolerances: replay.sweeps.gate)? Columns point_id, gate_ok, gate_blockers ("" when it passes) and
     gate_tol (the `--tol metric=value` options under which check would pass it)."""
     import math
 
-    from replay.reports.check import METRICS, compare, worsening
+    from replay.sweeps.gate import METRICS, compare, worsening
 
     ok = pl.col("error").is_null() if "error" in frame.columns else pl.lit(True)
     base = defaults.filter(ok) if "error" in defaults.columns else defaults

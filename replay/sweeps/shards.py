@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 
 from replay.errors import ReplayError
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 
 SHARD_ITEMS = 100_000  # items (messages, tool calls and results) per shard: a pool worker held ~0.7 KB per item
 # (its runs and their packed form: 220 MB at 116,799 items vs 136 MB for the bare forkserver), so ~70 MB; the

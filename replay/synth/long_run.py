@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from replay.simulator.arrays import RunArrays, build
+from replay.run_arrays import RunArrays, build
 
 TOOLS = {"read": "Read", "write": "Edit", "exec": "Bash", "search": "Grep"}
 

@@ -31,7 +31,7 @@ import pytest
 from replay.errors import ReplayError
 from replay.policies import Budget, PolicyBase, make_policy
 from replay.policies.view import DROPPED, Segment, View
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.caches import make_cache
 from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from replay.simulator.arrays import RunArrays, build
+from replay.run_arrays import RunArrays, build
 
 SPANS = [(1, 2**62, None), (1, 100, None), (80, 200, None), (300, 400, None), (-50, -1, None)]
 

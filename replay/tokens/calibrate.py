@@ -28,7 +28,6 @@ A recorded prompt the harness printed rounded ("11k") is an interval, not a poin
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 import duckdb
@@ -37,9 +36,11 @@ import polars as pl
 from scipy.optimize import lsq_linear
 
 from replay.store import frame
+from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
 from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
+from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_dict, resolutions
 
 MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (scale 1)
 MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
@@ -346,16 +347,6 @@ def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metad
         )
 
 
-def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
-    """Per request step, how far the recorded prompt may be from the true count (``usage_resolution``)."""
-    half = {
-        int(p[0]): int(p[1])
-        for p in metadata.get("usage_resolution") or []
-        if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)
-    }
-    return np.array([half.get(int(s), 0) for s in steps], dtype=np.float64)
-
-
 def interval_errors(predicted: np.ndarray, recorded: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:
     """|predicted - recorded| / recorded, less the recorded figure's rounding: 0 inside [recorded ± half]."""
     gap = np.abs(np.asarray(predicted, np.float64) - recorded)
@@ -371,8 +362,8 @@ def calibrate(
     count_items(con, tok, progress=progress)
     requests, runs, _ = fit_usage(con, tok.tokenizer_id, template_overhead(tok))
     if store and len(runs):
-        _store(con, runs)
-        _store_files(con, tok.tokenizer_id, error_by_file(requests))
+        store_runs(con, runs)
+        store_files(con, tok.tokenizer_id, error_by_file(requests))
     return requests, runs
 
 
@@ -409,7 +400,7 @@ def fit_usage(
         if run_items is None:
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
-        metadata = _metadata(req["metadata"][0])
+        metadata = metadata_dict(req["metadata"][0])
         exact = exact_sizes(metadata)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, context_drops(metadata))
@@ -503,38 +494,6 @@ def out_of_sample_errors(requests: pl.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
-def _metadata(value: object) -> dict:
-    if isinstance(value, dict):
-        return value
-    try:
-        out = json.loads(value) if isinstance(value, str) else {}
-    except ValueError:
-        return {}
-    return out if isinstance(out, dict) else {}
-
-
-def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
-    """(from step, dropped item seqs) of each recorded context event in ``runs.metadata.context_events``. Items an
-    event rewrote into a short note (``cleared``: Claude Code's microcompact) count as dropped here: the note (some
-    50 tokens each) is left to the fit."""
-    out = []
-    for ev in metadata.get("context_events") or []:
-        if isinstance(ev, dict) and isinstance(ev.get("step"), int):
-            seqs = [q for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi))]
-            seqs += [c[0] for c in ev.get("cleared") or [] if isinstance(c, list) and c and isinstance(c[0], int)]
-            out.append((ev["step"], np.array(seqs, dtype=np.int64)))
-    return out
-
-
-def exact_sizes(metadata: dict) -> dict[int, int]:
-    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
-    out = {}
-    for pair in metadata.get("reasoning_tokens") or []:
-        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
-            out[pair[0]] = pair[1]
-    return out
-
-
 def signed(boundaries: dict[int, str]) -> tuple[int, ...]:
     """The boundary steps whose offset may be negative (SIGNED_BOUNDARIES)."""
     return tuple(s for s, why in boundaries.items() if why in SIGNED_BOUNDARIES)
@@ -574,38 +533,6 @@ def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:
     items = items.sort("seq")
     step, chars = items["step"].to_numpy(), items["chars"].fill_null(0).to_numpy()
     return np.array([chars[step <= s].sum() / 4 for s in steps])
-
-
-def _store(con: duckdb.DuckDBPyConnection, runs: pl.DataFrame) -> None:
-    table = runs.with_columns(pl.lit(None, pl.Datetime).alias("calibrated_at")).to_arrow()
-    con.register("_calib", table)
-    con.execute(
-        "INSERT OR REPLACE INTO calibrations SELECT tokenizer_id, run_id, source_path, n_requests, overhead, "
-        "scale, per_message_tokens, median_err, p95_err, raw_median_err, now() FROM _calib"
-    ).fetchall()
-    con.unregister("_calib")
-
-
-FILES_DDL = """CREATE TABLE IF NOT EXISTS calibration_files (
-    tokenizer_id VARCHAR, file VARCHAR, runs INTEGER, requests INTEGER, median_err DOUBLE, p95_err DOUBLE,
-    within_target BOOLEAN, unreconstructable VARCHAR, calibrated_at TIMESTAMP, PRIMARY KEY (tokenizer_id, file))"""
-
-
-def _store_files(con: duckdb.DuckDBPyConnection, tokenizer_id: str, by_file: pl.DataFrame) -> None:
-    """The per-file table, latest calibration per tokenizer and file."""
-    if by_file.is_empty():
-        return
-    con.execute(FILES_DDL).fetchall()
-    table = by_file.select(
-        "file", "runs", "requests", "median_err", "p95_err", "within_target", "unreconstructable"
-    ).to_arrow()
-    con.register("_calib_files", table)
-    con.execute(
-        "INSERT OR REPLACE INTO calibration_files SELECT ?, file, runs, requests, median_err, p95_err, "
-        "within_target, unreconstructable, now() FROM _calib_files",
-        [tokenizer_id],
-    ).fetchall()
-    con.unregister("_calib_files")
 
 
 def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:

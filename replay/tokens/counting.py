@@ -125,17 +125,3 @@ def _progress(label: str, total: int, show: bool) -> Iterator[Callable[[int], No
     task = bar.add_task(label, total=max(total, 1))
     with bar:
         yield lambda n: bar.update(task, advance=n)
-
-
-def token_frame(con: duckdb.DuckDBPyConnection, tokenizer_id: str):
-    """Items joined with their counts for ``tokenizer_id`` (a polars frame)."""
-    from replay.store import frame
-
-    return frame(
-        con,
-        """
-        SELECT i.run_id, i.seq, i.step, i.role, i.kind, i.chars, i.content_hash, t.n_tokens
-        FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
-        ORDER BY i.run_id, i.seq""",
-        [tokenizer_id],
-    )

@@ -74,9 +74,9 @@ def test_markdown_names_setup_costs_in_cents_and_explains(db, files):
 def test_uncached_is_prompt_minus_cached_under_every_cache_model(db):
     """The bug: an Anthropic-cached candidate (every token not read is written) showed ~0 uncached tokens against
     millions for an auto-cached baseline. The gate compares tokens not read from the cache, writes included."""
-    from replay.reports.check import compare, simulate_all
     from replay.simulator.load import load_runs
     from replay.store import open_store
+    from replay.sweeps.gate import compare, simulate_all
     from replay.sweeps.policy_file import load_policy_file
 
     con = open_store(db, read_only=True)

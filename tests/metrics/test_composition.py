@@ -8,7 +8,7 @@ import pytest
 
 from replay.metrics.composition import UNKNOWN, tool_codes
 from replay.policies import Budget, make_policy
-from replay.simulator.arrays import build
+from replay.run_arrays import build
 from replay.simulator.caches import make_cache
 from replay.simulator.load import load_runs
 from replay.simulator.results import composition_totals, simulate_many, store_simulation

@@ -11,7 +11,7 @@ from replay.ingest import ingest
 from replay.metrics.repeat_reads import read_events
 from replay.policies import Budget, make_policy
 from replay.readers.tool_targets import END, overlaps, read_span
-from replay.simulator.arrays import ACCESS_CODE, TOOL_CALL, build
+from replay.run_arrays import ACCESS_CODE, TOOL_CALL, build
 from replay.simulator.caches import make_cache
 from replay.simulator.load import load_run, run_ids
 from replay.simulator.run import simulate_run

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from replay.simulator.arrays import RunArrays, build
+from replay.run_arrays import RunArrays, build
 
 
 def loop_run(

@@ -8,7 +8,7 @@ import pytest
 from replay.errors import ReplayError
 from replay.policies import PRESETS, Budget, make_policy
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import KIND_CODE
+from replay.run_arrays import KIND_CODE
 from replay.simulator.kernels.trace import views_of
 from tests.policies.handmade import loop_run
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from replay.policies import Budget, make_policy
 from replay.policies.view import ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import TOOL_CALL, TOOL_RESULT, build
+from replay.run_arrays import TOOL_CALL, TOOL_RESULT, build
 from replay.simulator.kernels.trace import views_of
 
 

@@ -8,7 +8,7 @@ import pytest
 from replay.errors import ReplayError
 from replay.policies import Budget, make_policy
 from replay.policies.view import ORIGINAL, PLACEHOLDER
-from replay.simulator.arrays import build
+from replay.run_arrays import build
 from replay.simulator.kernels.trace import views_of
 from tests.policies.handmade import loop_run
 

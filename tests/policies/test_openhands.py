@@ -118,7 +118,7 @@ def test_recent_keeps_first_and_newest_events():
 def test_a_late_result_of_a_forgotten_call_is_forgotten_too():
     """A call answered several requests later (a background task): once the call is forgotten, its result must not
     appear alone when it arrives."""
-    from replay.simulator.arrays import build
+    from replay.run_arrays import build
 
     items = [
         {"step": 0, "kind": "system", "chars": 400},
@@ -162,7 +162,7 @@ def test_events_are_counted_as_openhands_counts_them():
         live = v.forms != DROPPED
         calls = np.flatnonzero(run.kind[: v.end] == 5)
         assert (live[calls - 1] == live[calls]).all()  # never a thought without its call or the reverse
-    from replay.simulator.arrays import build
+    from replay.run_arrays import build
 
     items = [
         {"step": 0, "kind": "system", "chars": 40},
@@ -188,7 +188,7 @@ def test_openhands_presets():
 @pytest.mark.parametrize("per_attachment,max_size,first", [(0, 22, 11), (1, 22, 10), (1, 23, 11), (2, 23, 10)])
 def test_attachment_events(per_attachment, max_size, first):
     """A V0 recall observation (attachment) is two events (its action has no item); V1 extended content none."""
-    from replay.simulator.arrays import build
+    from replay.run_arrays import build
 
     items = [
         {"step": 0, "kind": "system", "chars": 40},

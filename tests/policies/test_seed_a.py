@@ -10,7 +10,7 @@ from replay.errors import ReplayError
 from replay.policies import Budget, make_policy
 from replay.policies.seed_a import message_starts
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.simulator.arrays import TOOL_CALL, TOOL_RESULT, build
+from replay.run_arrays import TOOL_CALL, TOOL_RESULT, build
 from replay.simulator.kernels.trace import views_of
 from tests.simulator.synth import synth_run
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from replay.policies import Budget, make_policy
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
-from replay.simulator.arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, build
+from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, build
 from replay.simulator.caches import make_cache
 from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run

@@ -6,7 +6,7 @@ import numpy as np
 
 from replay.policies import Budget, make_policy
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SPILLED
-from replay.simulator.arrays import TOOL_RESULT
+from replay.run_arrays import TOOL_RESULT
 from replay.simulator.kernels.trace import views_of
 from tests.simulator.synth import synth_run
 

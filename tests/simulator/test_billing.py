@@ -13,7 +13,7 @@ from replay.metrics.prices import Pricing, library_prices
 from replay.policies import Budget, make_policy
 from replay.readers.base import ReadContext
 from replay.readers.claude_code import READER
-from replay.simulator.arrays import TOOL_CALL
+from replay.run_arrays import TOOL_CALL
 from replay.simulator.caches import anthropic_min_cacheable, make_cache
 from replay.simulator.load import recorded_ttl
 from replay.simulator.results import billing_warnings, simulate_many

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from replay.policies import Budget, make_policy
-from replay.simulator.arrays import build
+from replay.run_arrays import build
 from replay.simulator.cache_fit import CacheFit, fit_caches, fit_run
 from replay.simulator.run import simulate_run
 

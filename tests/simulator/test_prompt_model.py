@@ -111,7 +111,7 @@ def test_prefix_is_an_item_every_policy_budgets_against():
     assert with_prefix[0]["kind"] == "system" and with_prefix[0]["tokens"] == 40_000
     assert with_prefix[0]["chars"] == 160_000  # chars/4 sees exactly the prefix
     assert [it["tokens"] for it in with_prefix[1:]] == [it["tokens"] + 4 for it in items]  # template per message
-    from replay.simulator.arrays import build
+    from replay.run_arrays import build
 
     reqs = [{"step": int(k), "ts": None, "prompt_tokens": None} for k in run.req_step]
     budget = Budget(200_000, 0)

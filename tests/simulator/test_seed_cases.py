@@ -7,7 +7,7 @@ import pytest
 
 from replay.policies import Budget, make_policy
 from replay.policies.view import ORIGINAL
-from replay.simulator.arrays import build
+from replay.run_arrays import build
 from replay.simulator.caches import make_cache
 from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run

@@ -45,7 +45,6 @@ def test_commit_batch_mixes_kernel_columns_and_reference_frames(sample_db):
     bad = point_rows(ctx, ("p-bad", {"no_such_knob": 1}))  # refused by resolve: error rows, as row dicts
     assert isinstance(bad[1], list) and results.error_count(bad[1]) == len(runs)
     assert results.error_count(fast[0][1]) == 0
-    results.ensure_tables(sample_db)
     results.commit_batch(sample_db, [rows for _, rows in fast] + [bad[1]])
     stored = sample_db.execute(
         "SELECT point_id, count(*), count(error), count(prompt_tokens) FROM sweep_results "

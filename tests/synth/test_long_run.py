@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.simulator.arrays import KIND_CODE
+from replay.run_arrays import KIND_CODE
 from replay.synth.long_run import long_run
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_linear.py"

@@ -132,7 +132,8 @@ def test_files_with_the_same_name_stay_apart():
     the per-file table and of calibration_files, not one overwriting the other."""
     import duckdb
 
-    from replay.tokens.calibrate import _store_files
+    from replay.store.calibrations import store_files
+    from replay.store.schema import migrate
 
     requests = pl.DataFrame(
         {
@@ -148,7 +149,8 @@ def test_files_with_the_same_name_stay_apart():
     assert per_file["file"].to_list() == ["exp1/x.traj", "exp2/x.traj", "y.traj"]
     assert per_file["within_target"].to_list() == [True, False, True]
     con = duckdb.connect()
-    _store_files(con, "tok", per_file)
+    migrate(con)
+    store_files(con, "tok", per_file)
     assert con.execute("SELECT file, within_target FROM calibration_files ORDER BY file").fetchall() == [
         ("exp1/x.traj", True),
         ("exp2/x.traj", False),

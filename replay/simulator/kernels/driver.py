@@ -44,7 +44,7 @@ from replay.policies.kernel import (
     estimate_chars,
 )
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
-from replay.simulator.arrays import TOOL_RESULT
+from replay.run_arrays import TOOL_RESULT
 from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
 from replay.simulator.kernels.select import decide, setup
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 
@@ -95,7 +95,7 @@ class PackedRuns:
     mask_step: np.ndarray
     mask_pos: np.ndarray
     mask_chars: np.ndarray
-    usage_offset: np.ndarray  # per request (replay.simulator.arrays.RunArrays.usage_offset)
+    usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()

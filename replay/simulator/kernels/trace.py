@@ -11,7 +11,7 @@ import numpy as np
 from replay.policies.base import Budget, CompiledPolicy, PolicyBase
 from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, P_TAIL, P_WARM, SUMMARY_MADE
 from replay.policies.view import View
-from replay.simulator.arrays import RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.compiling import call_policy_kernel

@@ -1,4 +1,4 @@
-"""Run data as compact numpy arrays, the simulator's only input."""
+"""Run data as compact numpy arrays: the simulator's only input, and what policies and metrics read."""
 
 from __future__ import annotations
 

@@ -1,0 +1,51 @@
+"""What readers record in ``runs.metadata`` for the prompt model, read back as numpy: recorded context events, item
+sizes the log gives in the model's units, and the rounding of a recorded prompt."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+
+def metadata_dict(value: object) -> dict:
+    """``runs.metadata`` as a dict (a JSON string parsed); empty when it is not one."""
+    if isinstance(value, dict):
+        return value
+    try:
+        out = json.loads(value) if isinstance(value, str) else {}
+    except ValueError:
+        return {}
+    return out if isinstance(out, dict) else {}
+
+
+def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
+    """(from step, dropped item seqs) of each recorded context event in ``runs.metadata.context_events``. Items an
+    event rewrote into a short note (``cleared``: Claude Code's microcompact) count as dropped here: the note (some
+    50 tokens each) is left to the fit."""
+    out = []
+    for ev in metadata.get("context_events") or []:
+        if isinstance(ev, dict) and isinstance(ev.get("step"), int):
+            seqs = [q for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi))]
+            seqs += [c[0] for c in ev.get("cleared") or [] if isinstance(c, list) and c and isinstance(c[0], int)]
+            out.append((ev["step"], np.array(seqs, dtype=np.int64)))
+    return out
+
+
+def exact_sizes(metadata: dict) -> dict[int, int]:
+    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
+    out = {}
+    for pair in metadata.get("reasoning_tokens") or []:
+        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
+            out[pair[0]] = pair[1]
+    return out
+
+
+def resolutions(metadata: dict, steps: np.ndarray) -> np.ndarray:
+    """Per request step, how far the recorded prompt may be from the true count (``usage_resolution``)."""
+    half = {
+        int(p[0]): int(p[1])
+        for p in metadata.get("usage_resolution") or []
+        if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)
+    }
+    return np.array([half.get(int(s), 0) for s in steps], dtype=np.float64)
