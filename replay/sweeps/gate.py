@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
-from replay.sweeps.adapter import evaluate_runs, resolve
+from replay.sweeps.adapter import resolve
+from replay.sweeps.point_rows import evaluate_runs
 from replay.sweeps.policy_file import PolicyFile
 
 # metric -> (worse when it goes "up" or "down", tolerance kind, default tolerance)

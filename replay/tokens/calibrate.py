@@ -19,7 +19,8 @@ other boundary in the log), the recorded prompt grows far more than the log's it
 comes and goes often (reader notes marked ``varies``: Aider's files in the chat), or the log's history is far
 over the size at which the harness summarises it (``runs.metadata.history_limit``). The checks read the recorded
 usage and the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity
-shows it.
+shows it (replay.tokens.log_checks). What readers record in ``runs.metadata`` is read by replay.tokens.usage_metadata,
+and the results are written by replay.store.calibrations.
 
 A recorded prompt the harness printed rounded ("11k") is an interval, not a point: ``runs.metadata
 .usage_resolution`` ([step, half width] pairs) widens it, and a request's error is its distance to that interval
@@ -28,7 +29,7 @@ A recorded prompt the harness printed rounded ("11k") is an interval, not a poin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import duckdb
 import numpy as np
@@ -38,6 +39,7 @@ from scipy.optimize import lsq_linear
 from replay.store import frame
 from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
+from replay.tokens.log_checks import check_growth, check_history, check_run, check_shrinks, check_unlogged
 from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
 from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_dict, resolutions
@@ -45,8 +47,6 @@ from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_di
 MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (scale 1)
 MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10
-SHRINK_TOKENS, SHRINK_SHARE = 1000, 0.02  # a recorded prompt falling by more than both, with no boundary between
-MIN_SHRINKS, MIN_SHRINK_SHARE = 3, 0.05  # ... this often (and in 5% of requests) means the history is not the log's
 DROP_REASONING_GAIN = 0.75  # earlier reasoning counts as dropped only when that cuts the squared error by 25%
 
 
@@ -68,14 +68,6 @@ class Fit:
             for step, tokens in self.offsets:
                 out = out + tokens * (np.asarray(steps) >= step)
         return out
-
-
-@dataclass
-class RunCheck:
-    """Why a run cannot be reconstructed from its log (empty when it can), and the boundaries fitted."""
-
-    reasons: list[str] = field(default_factory=list)
-    boundaries: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -241,110 +233,6 @@ def _usage(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> 
         WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0{only} ORDER BY q.run_id, q.step""",
         None if run_ids is None else [list(run_ids)],
     )
-
-
-def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], metadata: dict) -> RunCheck:
-    """The boundaries to fit: compactions, model switches and what the reader noted as unlogged."""
-    check = RunCheck()
-    for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
-        check.boundaries.setdefault(int(s), "compaction")
-    for ev in metadata.get("context_events") or []:
-        if isinstance(ev, dict) and ev.get("kind") == "compaction" and isinstance(ev.get("step"), int):
-            check.boundaries.setdefault(ev["step"], "compaction")
-    for i in range(1, len(steps)):
-        if models[i] and models[i - 1] and models[i] != models[i - 1]:
-            check.boundaries.setdefault(int(steps[i]), "model switch")
-    for note in metadata.get("unlogged") or []:
-        if isinstance(note, dict) and isinstance(note.get("step"), int):
-            check.boundaries.setdefault(note["step"], str(note.get("reason") or "unlogged"))
-    return check
-
-
-def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, metadata: dict) -> None:
-    """Add a reason when the recorded prompt often shrinks with no boundary between, by more than the log's own
-    prompt ``recon`` shrank there (a harness dropping what the log shows dropped, such as Codex's earlier
-    reasoning at a new turn, is no sign)."""
-    shrinks = 0
-    for i in range(1, len(steps)):
-        drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
-        crossed = any(steps[i - 1] < b <= steps[i] for b in check.boundaries)
-        if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
-            shrinks += 1
-    if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
-        provider = metadata.get("model_provider")
-        via = f" (served via provider {provider!r})" if provider else ""
-        check.reasons.append(
-            f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
-            f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
-            "content the server saw comes and goes without a trace in the log"
-        )
-
-
-GROWTH_RATIO, GROWTH_TOKENS = 2.0, 20_000  # the server's prompt grew this much more than the log's items did
-
-
-def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray) -> None:
-    """Add a reason when, between requests with no boundary, the recorded prompt grew by over twice (and 20k
-    tokens more than) what the log's items grew: the log holds less than the server was sent."""
-    grew_rec = grew_log = 0.0
-    for i in range(1, len(steps)):
-        if any(steps[i - 1] < b <= steps[i] for b in check.boundaries):
-            continue
-        grew_rec += max(recorded[i] - recorded[i - 1], 0.0)
-        grew_log += max(recon[i] - recon[i - 1], 0.0)
-    if grew_rec > GROWTH_RATIO * grew_log + GROWTH_TOKENS:
-        check.reasons.append(
-            f"content missing from the log: between requests the recorded prompt grew by {grew_rec:,.0f} tokens, "
-            f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record"
-        )
-
-
-def check_unlogged(check: RunCheck, steps: np.ndarray, metadata: dict) -> None:
-    """Add a reason when the reader noted, at MIN_SHRINKS requests or more (and 5% of them), content entering or
-    leaving the prompt that the log never holds and whose size varies over the run (notes with ``varies``): one
-    fitted offset per note would only hide what the log cannot give."""
-    notes = [
-        n
-        for n in metadata.get("unlogged") or []
-        if isinstance(n, dict)
-        and n.get("varies")
-        and isinstance(n.get("step"), int)
-        and 0 < n["step"] <= int(steps[-1])
-    ]
-    at = {n["step"] for n in notes}
-    if len(at) >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
-        kinds = "; ".join(sorted({str(n.get("reason")) for n in notes}))
-        check.reasons.append(
-            f"content outside the log: at {len(at)} of {len(steps)} requests the log records content entering or "
-            f"leaving the prompt that it never holds ({kinds})"
-        )
-
-
-HISTORY_MARGIN = 2.0  # the log's history must exceed the harness's summarising size this many times over
-
-
-def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metadata: dict) -> None:
-    """Add a reason when the log's conversation history before a request (its earlier user turns, chars/4) is
-    over twice the size above which the harness summarises it (``runs.metadata.history_limit``, tokens): the
-    server got a summary the log does not hold."""
-    limit = metadata.get("history_limit")
-    if not isinstance(limit, int) or limit <= 0 or items.is_empty():
-        return
-    body = items.filter(~pl.col("kind").is_in(["system", "tool_defs"]))
-    step, turn = body["step"].to_numpy(), body["turn"].fill_null(0).to_numpy()
-    chars = body["chars"].fill_null(0).to_numpy()
-    history = np.zeros(len(steps))
-    for k, s in enumerate(steps):
-        seen = step <= s
-        if seen.any():
-            history[k] = chars[seen & (turn < turn[seen].max())].sum() / 4
-    k = int(np.argmax(history))
-    if history[k] > HISTORY_MARGIN * limit:
-        check.reasons.append(
-            f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
-            f"the log's history before request {k} is ~{history[k]:,.0f} tokens (chars/4); the summary the "
-            "server got instead is not in the log"
-        )
 
 
 def interval_errors(predicted: np.ndarray, recorded: np.ndarray, half: np.ndarray | None = None) -> np.ndarray:

@@ -12,13 +12,12 @@ from replay.tokens.calibrate import (
     TARGET_P95,
     _best_fit,
     calibrate,
-    check_run,
-    check_shrinks,
     error_by_file,
     fit,
     reconstruct,
     visible,
 )
+from replay.tokens.log_checks import check_run, check_shrinks
 
 ZERO = Overhead({"user": 0}, 0, "test")
 
@@ -170,7 +169,7 @@ def agent_db(corpus, tmp_path_factory):
     con.close()
 
 
-# Files whose log cannot give the server's prompt, with the reason calibrate gives (replay.tokens.calibrate.check_run).
+# Files whose log cannot give the server's prompt, with the reason calibrate gives (replay.tokens.log_checks.check_run).
 # None among the Claude Code and Codex files since the causes below were fixed; a regression that makes one miss
 # with a known sign shows up here, one that misses with no explanation fails the per-file targets below.
 #   ccb-avd-minimax-2764ab64: MiniMax logs a response's streaming-start usage first, the settled one last (reader
