@@ -37,6 +37,10 @@ def epoch(ts: str | None) -> float:
         return float("nan")
 
 
+# recorded events that clear content without a summariser call (Claude Code's microcompact): no LLM call to charge
+CLEARING_EVENTS = ("microcompact",)
+
+
 @dataclass(frozen=True, eq=False)
 class RecordedEvents:
     """What the harness's own context policy did, in item positions (see ``replay.simulator.load``).
@@ -105,6 +109,10 @@ class RunArrays:
     # per request: what the server counted beyond the replayed prompt (recorded - replayed under the recorded
     # policy), for a preset that triggers on the usage the server reported; empty: none (0 everywhere)
     usage_offset: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # how the run starts (replay.simulator.run_start): tokens the server held cached before its first request, from
+    # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
+    warm: int = 0
+    tail: int = 0
 
     @property
     def usage_offsets(self) -> np.ndarray:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 
-# C0 and C1 controls (ESC among them), DEL, line and paragraph separators, bidirectional embeddings and isolates
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 and C1 controls (ESC among them), DEL, line and paragraph separators, bidirectional embeddings and isolates, and
+# lone surrogates (a file name's bytes that are not UTF-8, as Python keeps them; no terminal or file can encode them)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # characters XML 1.0 cannot hold at all, even escaped
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 # markdown punctuation that can start or end markup anywhere in a line (inline, in table cells, in list items)
@@ -24,7 +26,15 @@ _CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 def _visible(match: re.Match[str]) -> str:
     code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8 (surrogateescape): shown as that byte
+        return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def path_text(path: object) -> str:
+    """A file path as text any output or the store can hold: bytes of the name that are not UTF-8 written as
+    ``\\xNN`` (Python keeps them as lone surrogates, which cannot be encoded)."""
+    return os.fsencode(str(path)).decode("utf-8", "backslashreplace")
 
 
 def for_terminal(text: str) -> str:
@@ -60,7 +70,14 @@ def for_xml(text: str) -> str:
 def toml_string(text: str) -> str:
     """A TOML basic string (quoted) holding ``text`` exactly: backslash, quote and controls escaped."""
     out = text.replace("\\", "\\\\").replace('"', '\\"')
-    return '"' + _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", out) + '"'
+    return '"' + _UNSAFE.sub(_toml_escape, out) + '"'
+
+
+def _toml_escape(match: re.Match[str]) -> str:
+    """A TOML escape for one unsafe character; a lone surrogate (no Unicode scalar value, so no TOML escape) as the
+    visible text ``\\xNN``/``\\uNNNN``."""
+    code = ord(match.group())
+    return "\\" + _visible(match) if 0xD800 <= code <= 0xDFFF else f"\\u{code:04x}"
 
 
 def toml_comment(text: str) -> str:

@@ -85,3 +85,24 @@ def test_an_unwritable_cache_folder_falls_back_with_a_note(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert "cannot be written" in out.stderr and out.stdout.strip().startswith(tempfile.gettempdir())
+
+
+def test_core_install_is_lean():
+    """JupyterLab and the notebook kernel are an extra: the command line neither installs nor imports them."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    notebook_only = ("jupyterlab", "ipykernel", "nbclient", "nbformat", "ipython")
+    core = [d.lower() for d in project["dependencies"]]
+    assert not [d for d in core if d.startswith(notebook_only)], core
+    extras = project["optional-dependencies"]
+    assert any(d.startswith("jupyterlab") for d in extras["notebooks"])
+    for name in ("nbclient", "nbformat", "ipykernel"):  # tests/test_notebook.py runs the notebook
+        assert any(d.startswith(name) for d in extras["test"]), name
+    imports = [
+        path
+        for path in (ROOT / "replay").rglob("*.py")
+        for line in path.read_text().splitlines()
+        if line.lstrip().startswith(("import ", "from ")) and line.split()[1].split(".")[0].lower() in notebook_only
+    ]
+    assert not imports, imports

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, PriceOption, PricesOption, TokenizerOption
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, PriceOption, PricesOption, TokenizerOption, warnings_block
 from replay.errors import ReplayError
+from replay.untrusted import for_terminal
 
 
 def parse_tolerances(pairs: list[str]) -> dict[str, float]:
@@ -61,10 +63,10 @@ def check(
 ) -> None:
     """Exit 1 when the candidate regresses any gated metric past its tolerance (markdown report on stdout, or
     JSON with --format json; --junit for CI test reports). docs/ci.md has a GitHub Actions job."""
+    from replay.metrics.coverage import cover_of_frame
     from replay.metrics.prices import pricing_from_options
     from replay.reports.check_output import markdown, setup, to_json, to_junit
     from replay.simulator.load import load_runs
-    from replay.simulator.results import billing_warnings
     from replay.store import open_store
     from replay.sweeps.gate import compare, simulate_all
     from replay.sweeps.policy_file import load_policy_file
@@ -83,12 +85,25 @@ def check(
     base_rows, cand_rows = simulate_all(base, arrays, pricing), simulate_all(cand, arrays, pricing)
     result = compare(base_rows, cand_rows, base.tolerances | parse_tolerances(tol or []))
     sides = {"baseline": setup(base_rows, base.name), "candidate": setup(cand_rows, cand.name)}
-    text = markdown(result, base, cand, len(arrays), sides)
+    cover = cover_of_frame(base_rows)  # unpriced runs are left out of both cost totals
+    text = markdown(result, base, cand, len(arrays), sides, cover)
     typer.echo(to_json(result, sides, len(arrays)) if fmt == "json" else text)
-    for line in billing_warnings(base_rows):  # unpriced runs are left out of both cost totals
-        typer.echo(line, err=True)
+    warnings = [line for label, pf in (("baseline", base), ("candidate", cand)) for line in _window_lines(label, pf)]
+    warnings_block(warnings + [for_terminal(line) for line in cover.lines()], Console(stderr=True))
     if markdown_out:
         markdown_out.write_text(text, encoding="utf-8")
     if junit:
         junit.write_text(to_junit(result, len(arrays)), encoding="utf-8")
     raise typer.Exit(1 if result.regressed else 0)
+
+
+def _window_lines(label: str, pf) -> list[str]:
+    """The policy file's settings that cannot act at its window (replay.policies.window_fit), named by side."""
+    from replay.policies import make_policy
+    from replay.policies.base import Budget
+    from replay.policies.window_fit import window_warnings
+    from replay.sweeps.policy_file import simulate_settings
+
+    name, knobs, budget, _ = simulate_settings(pf)
+    pol, b = make_policy(name, knobs), Budget(**budget)
+    return [f"{label}: {line}" for line in window_warnings(pol.name, pol.config, b.window, b.reserve)]

@@ -21,7 +21,7 @@ from rich.text import Text
 
 from replay.errors import Interrupted, ReplayError
 from replay.store import DEFAULT_DB
-from replay.untrusted import for_csv, for_terminal
+from replay.untrusted import for_csv, for_terminal, path_text
 from replay.worker_limits import check_workers
 
 
@@ -149,8 +149,11 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
                 no_wrap=bool(wide),
                 width=None if wide else widths[col],
             )
-        for row in frame.iter_rows():
-            table.add_row(*(Text(cell(v)) for v in row))
+        costs = [c.endswith("cost_usd") for c in frame.columns]
+        for row in frame.iter_rows():  # an unknown cost says so; a blank could read as free
+            table.add_row(
+                *(Text(NO_PRICE if v is None and cost else cell(v)) for v, cost in zip(row, costs, strict=True))
+            )
         if wide:  # every column whole, however wide the terminal: lines longer than it wrap there, not in cells
             Console(markup=False, width=max(console.width, _table_width(frame) + 4), file=console.file).print(table)
         else:
@@ -162,6 +165,24 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
             )
     else:
         raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
+
+
+NO_PRICE = "no price"
+
+
+def warnings_block(lines: list[str], out: Console | None = None) -> None:
+    """The warnings under a table, as one short block: a header and one bullet per warning (text from a log made
+    safe by the caller)."""
+    if not lines:
+        return
+    out = out or console
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    for line in lines:
+        grid.add_row("-", Text(line))
+    out.print(Text(f"WARNINGS ({len(lines)}):", style="bold yellow"))
+    out.print(grid, style="yellow")
 
 
 def cell(v: object) -> str:
@@ -188,7 +209,8 @@ def header(col: str) -> str:
 def _column_width(frame: pl.DataFrame, col: str, fold_header: bool = False) -> int:
     """The widest cell of ``col``, and its header (its longer line when the header may take two)."""
     head = max(len(line) for line in header(col).split("\n")) if fold_header else len(col)
-    return max([head] + [len(cell(v)) for v in frame[col].to_list()])
+    unknown = len(NO_PRICE) if col.endswith("cost_usd") and frame[col].null_count() else 0
+    return max([head, unknown] + [len(cell(v)) for v in frame[col].to_list()])
 
 
 def _table_width(frame: pl.DataFrame) -> int:
@@ -227,7 +249,8 @@ def _on_sigint(signum: int, frame: object) -> None:
 
 def disk_full(exc: BaseException) -> str | None:
     """The path being written when ``exc``, or an error it caused or interrupted (a failed ROLLBACK after a failed
-    COMMIT), was a full disk: ENOSPC from the OS, DuckDB's "No space left on device"; "" when the path is not
+    COMMIT), was a full disk: ENOSPC (or EDQUOT, EFBIG: a quota, ``ulimit -f``) from the OS, DuckDB's "No space left
+    on device"; "" when the path is not
     known; None when the disk was not full."""
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
@@ -236,13 +259,27 @@ def disk_full(exc: BaseException) -> str | None:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
-            return str(e.filename or "")
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+            return path_text(e.filename or "")
         text = str(e)
-        if "No space left on device" in text or "Disk quota exceeded" in text:
+        if any(words in text for words in ("No space left on device", "Disk quota exceeded", "File too large")):
             found = _QUOTED_PATH.search(text)
             return found.group(1) if found else ""
         todo += [e.__cause__, e.__context__]
+    return None
+
+
+PATH_FAULTS = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT)
+
+
+def path_fault(exc: BaseException) -> str | None:
+    """One line for an error of the file system on a named path (an output folder that is a file, a missing or
+    read-only folder, no permission), or None when ``exc`` is not one."""
+    if isinstance(exc, OSError) and exc.errno in PATH_FAULTS and exc.filename:
+        return (
+            f"{for_terminal(path_text(exc.filename))}: {exc.strerror or 'cannot be used'}; check the path (a part of "
+            "it that is a file, a folder missing or not writable) and rerun; finished work is kept"
+        )
     return None
 
 
@@ -273,8 +310,8 @@ def _run(app: typer.Typer) -> None:
     except BaseException as exc:
         if not _ctrl_c and (path := disk_full(exc)) is not None:
             _error_line(
-                f"disk full while writing {path or 'the store or an output file'}: free space and rerun the "
-                "same command; finished work is kept"
+                f"disk full while writing {for_terminal(path) or 'the store or an output file'}: free space (or "
+                "raise the quota or file size limit) and rerun the same command; finished work is kept"
             )
             raise SystemExit(DISK_FULL_EXIT) from None
         if not _ctrl_c and isinstance(exc, (MemoryError, duckdb.OutOfMemoryException)):
@@ -286,6 +323,9 @@ def _run(app: typer.Typer) -> None:
             raise SystemExit(DISK_FULL_EXIT) from None
         if isinstance(exc, ReplayError) and not _ctrl_c:
             _error_line(str(exc))
+            raise SystemExit(2) from None
+        if not _ctrl_c and (bad_path := path_fault(exc)):
+            _error_line(bad_path)
             raise SystemExit(2) from None
         if not _ctrl_c:
             raise

@@ -12,6 +12,7 @@ import typer
 from replay.cli import app
 from replay.cli.common import CACHE_HELP, DEFAULT_DB_PATH, MAX_TOKENS, DbOption, FormatOption, TokenizerOption, console
 from replay.errors import ReplayError
+from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
 
 
 def find_run(con, spec: str) -> str:
@@ -45,7 +46,7 @@ def show(
     vs: Annotated[str | None, typer.Option("--vs", help="A second policy: show both views and what differs.")] = None,
     vs_sets: Annotated[list[str], typer.Option("--vs-set", help="Parameter of the --vs policy (repeatable).")] = [],  # noqa: B006
     tokenizer: TokenizerOption = None,
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
     reserve: Annotated[
         int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
     ] = 0,
@@ -64,7 +65,11 @@ def show(
     """The prompt request K of RUN would have sent under --policy: every segment (harness prefix, items as sent
     or as placeholder/shrunk/spilled/omitted, the policy's summary, dropped ranges collapsed) with its tokens and
     cache status (cached, written, uncached), and totals; with --vs, also what differs."""
+    from rich.console import Console
+
+    from replay.cli.common import warnings_block
     from replay.policies import Budget, make_policy, parse_sets
+    from replay.policies.window_fit import window_warnings
     from replay.reports.show import item_infos, replay_views
     from replay.reports.show_text import render
     from replay.simulator.caches import AUTO, make_cache
@@ -106,8 +111,11 @@ def show(
         views = [s[k] for s in series]
     else:
         views = [replay_views(arrays, infos, p, model(), budget, only=k, label=label)[0] for p, label in pols]
+    warnings = [line for p, _ in pols for line in window_warnings(p.name, p.config, window, reserve)]
     if fmt == "json":
         from replay.reports.show import diff_views
+
+        warnings_block(warnings, Console(stderr=True))
 
         doc = {"views": [v.to_dict() for v in views]}
         if len(views) == 2:
@@ -115,3 +123,4 @@ def show(
         sys.stdout.write(json.dumps(doc) + "\n")
         return
     render(console, views, wide)
+    warnings_block(warnings)

@@ -24,13 +24,16 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    warnings_block,
 )
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
 from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
+from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
+from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.load import load_runs, prompt_sources
-from replay.simulator.results import billing_warnings, composition_totals, simulate_many, store_simulation, totals
+from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
 
@@ -47,9 +50,11 @@ COLUMNS = [
     "repeat_evicted",
     "max_reads_one_resource",
     "recorded_cost_usd",
+    "bill_gap",
     "cache_model",
     "price_source",
     "token_source",
+    "recorded_cost_note",
 ]
 
 
@@ -61,7 +66,7 @@ def simulate(
     tokenizer_id: Annotated[
         str | None, typer.Option("--tokenizer-id", hidden=True, help="Old name of --tokenizer (same resolver).")
     ] = None,
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help="Context window, tokens.")] = 200_000,
+    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
     reserve: Annotated[
         int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
     ] = 0,
@@ -142,17 +147,16 @@ def simulate(
         store_simulation(con, sim)
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
-        est = [s for s in sim.token_sources if not s.startswith("real:")]
-        if est:
-            console.print(
-                f"token counts are estimates ({', '.join(est)}); pass -t NAME|PATH "
-                "for real counts (`replay tokenizers` lists built-ins)",
-                style="yellow",
-                highlight=False,
-            )
-        console.print(f"sim_id {sim.sim_id}: {totals(sim)}", highlight=False)
-    for line in billing_warnings(sim.runs):  # to stderr under --format json/csv, so the output still parses
-        note.print(line, style="bold yellow", highlight=False, markup=False)
+        console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
+    warnings = window_warnings(pol.name, pol.config, window, reserve)
+    warnings += [for_terminal(line) for line in billing_lines(sim.runs)]
+    est = [s for s in sim.token_sources if not s.startswith("real:")]
+    if est:
+        warnings.append(
+            f"token counts are estimates ({', '.join(est)}); -t NAME|PATH counts them for real "
+            "(`replay tokenizers` lists built-ins)"
+        )
+    warnings_block(warnings, note)  # to stderr under --format json/csv, so the output still parses
     if by_tool:
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
@@ -208,14 +212,19 @@ def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
 
 
 def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """``df`` with a short ``verdict`` per row (within, missed, no preset, or flagged [n]: unreconstructable) and the
-    distinct reasons the [n] point to, so the verdict fits 80 columns and the reason is printed under the table."""
-    reasons = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
-    number = {r: i for i, r in enumerate(reasons, 1)}
+    """``df`` with a short ``verdict`` per row (within, missed, no preset, flagged [n]: unreconstructable, or for an
+    event not scored, not scored [n]) and the distinct reasons the [n] point to, so the verdict fits 80 columns and
+    the reason is printed under the table."""
+    flagged = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
+    unscored = sorted({r for r in df["reason"].drop_nulls() if r} - set(flagged))
+    reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"event not scored: {r}" for r in unscored)]
+    number = {r: i for i, r in enumerate([*flagged, *unscored], 1)}
     verdicts = []
-    for kind, within, reason in df.select("kind", "within", "unreconstructable").iter_rows():
+    for kind, within, reason, why in df.select("kind", "within", "unreconstructable", "reason").iter_rows():
         if kind == "run" and reason:
             verdicts.append(f"flagged [{number[reason]}]")
+        elif kind != "run" and why:
+            verdicts.append(f"not scored [{number[why]}]")
         else:
             verdicts.append("no preset" if within is None else "within" if within else "missed")
     return df.with_columns(pl.Series("verdict", verdicts, pl.String)), reasons
@@ -264,9 +273,11 @@ def fidelity(
     fmt: FormatOption = "table",
     wide: WideOption = False,
 ) -> None:
-    """Replay every run with recorded usage under its harness's own recorded policy and the prompt model;
-    per run the per-request prompt error (median, p95; also scored out of sample) and cache-read share, per
-    recorded context event the request and prompt after it (the proof that the simulator is right)."""
+    """Check the simulator against recorded runs.
+
+    Each run under its harness's own policy vs its recorded prompts, events and cache reads. Per run the
+    per-request prompt error (median, p95; also scored out of sample) and cache-read share, per recorded
+    context event the request and prompt after it (the proof that the simulator is right)."""
     from replay.simulator.fidelity import fidelity_frame
     from replay.tokens.resolve import resolve_tokenizer
 
@@ -291,6 +302,13 @@ def fidelity(
         f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
         f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})"
     )
+    events = df.filter(pl.col("kind") != "run")
+    if events.height:
+        scored = events.filter(pl.col("reason").is_null())
+        title += (
+            f"; events: {int(scored['within'].fill_null(False).sum())}/{scored.height} scored within 3 requests and "
+            f"10% after, {events.height - scored.height} not scored (see reason)"
+        )
     if fmt != "table":
         emit(df, fmt, title=title, wide=wide)
     else:
@@ -315,7 +333,7 @@ def fidelity(
             wide=wide,
         )
         for i, reason in enumerate(reasons, 1):
-            console.print(Text(f"[{i}] unreconstructable: {for_terminal(reason)}"), highlight=False)
+            console.print(Text(f"[{i}] {for_terminal(reason)}"), highlight=False)
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)

@@ -103,6 +103,13 @@ def ingest(
         found = discover(harness)
         for f in found:
             console.print(for_terminal(_found_line(f)), highlight=False)
+            for folder in f.unreadable:
+                console.print(
+                    for_terminal(
+                        f"{f.harness}: cannot read {folder}: skipped; give read access (chmod u+rx) and rerun"
+                    ),
+                    highlight=False,
+                )
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
             console.print(
@@ -129,8 +136,23 @@ def ingest(
         except (KeyboardInterrupt, Interrupted):
             console.print("stopped")
         return
-    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes, replace_older=not paths))
+    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes))
     for out in outcomes:
+        for warning in out.warnings[:5]:
+            console.print(
+                Text.assemble(
+                    (f"{for_terminal(str(out.path))}:{warning.line}", "yellow"),
+                    f": warning: {for_terminal(warning.reason)}",
+                ),
+                highlight=False,
+            )
+        if len(out.warnings) > 5:
+            console.print(
+                Text.assemble(
+                    (for_terminal(str(out.path)), "yellow"),
+                    f": {len(out.warnings) - 5} more warnings (runs.metadata.warnings holds them)",
+                )
+            )
         for bad in out.bad[:5]:
             console.print(
                 Text.assemble((f"{for_terminal(str(out.path))}:{bad.line}", "yellow"), f": {for_terminal(bad.reason)}"),
@@ -177,6 +199,8 @@ def _report_one(out: FileOutcome) -> None:
         else (out.bad[0].reason if out.bad else "")
     )
     console.print(for_terminal(f"{out.status} {out.path} ({out.format or '?'}): {detail}"), highlight=False)
+    for warning in out.warnings:
+        console.print(for_terminal(f"{out.path}:{warning.line}: warning: {warning.reason}"), highlight=False)
 
 
 @app.command()

@@ -19,10 +19,17 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    warnings_block,
 )
 from replay.store import open_store
+from replay.untrusted import for_terminal
 
 SHOWN = 200  # points the closing table shows (a million-point sweep is not a table to read)
+
+
+SWEEP_PRICE_HOW = (
+    "price them with [prices] (model -> input, output, ... USD/Mtok) or [price] in the sweep file, or price_model"
+)
 
 
 @app.command()
@@ -85,9 +92,10 @@ def sweep(
     con = open_store(db)
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
     spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))
-    from replay.reports.sweep_summary import point_summary
+    from replay.reports.sweep_summary import point_summary, price_cover
     from replay.store.memory import bounded_db_memory
     from replay.sweeps.runner import DB_MEMORY_MB
+    from replay.sweeps.window_warnings import sweep_window_warnings
 
     say = console if fmt == "table" else Console(stderr=True, markup=False)  # keep json/csv output parseable
     outcome = run_sweep(
@@ -107,40 +115,22 @@ def sweep(
         highlight=False,
     )
     with bounded_db_memory(con, DB_MEMORY_MB):  # both scan every result row of the sweep
-        for line in unpriced_lines(con, outcome.sweep_id):
-            say.print(line, style="bold yellow", highlight=False, markup=False)
         summary = point_summary(con, outcome.sweep_id)
+        cover = price_cover(con, outcome.sweep_id)
+    if cover.total and not cover.priced:  # a cost column with no value sorts nothing: say so and leave it out
+        summary = summary.drop("cost_usd").sort("overflow_incidents", "point_id")
+        order = "fewest overflows first: no run has a price, so there is no cost to sort by"
+    else:
+        order = f"cheapest first; cost over {cover.label()}" if cover.total else "fewest overflows first"
     shown = summary.head(SHOWN) if fmt == "table" else summary  # json/csv: every point
     emit(
         shown,
         fmt,
-        title=f"sweep {outcome.sweep_id}: {outcome.points} points, metrics summed over "
-        f"{outcome.runs} runs (cheapest first)",
+        title=f"sweep {outcome.sweep_id}: {outcome.points} points, metrics summed over {outcome.runs} runs ({order})",
         wide=wide,
     )
+    warnings_block(sweep_window_warnings(spec) + [for_terminal(line) for line in cover.lines(SWEEP_PRICE_HOW)], say)
     if shown.height < summary.height:
         say.print(
             f"... {summary.height - shown.height:,} more points in {outcome.parquet} (or --format csv)", highlight=False
         )
-
-
-def unpriced_lines(con, sweep_id: str) -> list[str]:
-    """A warning per model whose runs have no price in this sweep (their cost is null in sweep_results)."""
-    cols = {
-        r[0]
-        for r in con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'sweep_results'"
-        ).fetchall()
-    }
-    if not {"price_source", "model"} <= cols:
-        return []
-    rows = con.execute(
-        "SELECT model, count(DISTINCT run_id) FROM sweep_results WHERE sweep_id = ? AND "
-        "price_source = 'unknown' GROUP BY model ORDER BY model NULLS LAST",
-        [sweep_id],
-    ).fetchall()
-    return [
-        f"WARNING: no price for {'runs with no model name' if m is None else repr(m)} ({n} run(s)): cost null; "
-        "add [prices] or [price] to the sweep file (or price_model)"
-        for m, n in rows
-    ]

@@ -115,7 +115,9 @@ def calibrate(
     fmt: FormatOption = "table",
     wide: WideOption = False,
 ) -> None:
-    """Fit per-run overhead and scale to recorded usage; report error per file and estimator bias by content
+    """Check a tokenizer against recorded usage.
+
+    Prompts rebuilt from the items vs recorded usage: error per file and each estimator's bias by content
     (--format json: one document with both; csv: the per-file table)."""
     import polars as pl
     from rich.console import Console

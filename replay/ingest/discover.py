@@ -74,6 +74,7 @@ class Found:
     source: str  # "default", or the variable that set the folders
     roots: list[Path]
     logs: list[Path] = field(default_factory=list)
+    unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed (skipped)
 
     @property
     def existing(self) -> list[Path]:
@@ -104,24 +105,41 @@ def _is_log(h: Harness, path: Path) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in h.patterns)
 
 
-def logs_in(h: Harness, root: Path) -> list[Path]:
-    """The log files (and run folders) under one root."""
+def logs_in(h: Harness, root: Path, unreadable: list[Path] | None = None) -> list[Path]:
+    """The log files (and run folders) under one root, in name order; a folder that cannot be listed is added to
+    ``unreadable`` and passed over. A loop, not recursion (a folder 1,200 deep exceeded the recursion limit); a
+    folder reached twice through links is read once (two self-links made the walk endless)."""
     found: list[Path] = []
-
-    def walk(folder: Path) -> None:
-        for child in sorted(folder.iterdir()):
+    stack, visited = [root], set()
+    while stack:
+        folder = stack.pop()
+        try:
+            real = folder.resolve()
+            if real in visited:  # reached again through a link: a cycle, or already read
+                continue
+            visited.add(real)
+            children = sorted(folder.iterdir())
+        except (OSError, RuntimeError):
+            if unreadable is not None:
+                unreadable.append(folder)
+            continue
+        later = []
+        for child in children:
             if child.name.startswith("."):
                 continue
-            if child.is_dir():
-                if h.folders and folder_reader(child):
+            try:
+                if child.is_dir():  # a linked folder too, once (``visited``)
+                    if h.folders and folder_reader(child):
+                        found.append(child)
+                    else:
+                        later.append(child)
+                elif child.is_file() and _is_log(h, child):
                     found.append(child)
-                else:
-                    walk(child)
-            elif child.is_file() and _is_log(h, child):
-                found.append(child)
-
-    walk(root)
-    return found
+            except OSError:
+                if unreadable is not None:
+                    unreadable.append(child)
+        stack.extend(reversed(later))
+    return sorted(found)
 
 
 def discover(
@@ -142,7 +160,7 @@ def discover(
         found = Found(h.name, source, roots)
         seen: set[Path] = set()
         for root in found.existing:
-            for log in logs_in(h, root):
+            for log in logs_in(h, root, found.unreadable):
                 if log not in seen:
                     seen.add(log)
                     found.logs.append(log)

@@ -9,7 +9,9 @@ its time, and the parent is what an ingest waits for.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -17,6 +19,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,8 @@ from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats
 from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
+from replay.readers.builder import WARNINGS_KEY
+from replay.untrusted import path_text
 
 _S, _I = pa.large_string(), pa.int64()
 # The store's columns, in table order, as Arrow types (replay/store/schema.py).
@@ -87,6 +92,7 @@ class Parsed:
     file_hash: str | None = None  # None: the content could not even be hashed
     format: str | None = None
     bad: list[BadRecord] = field(default_factory=list)
+    warnings: list[BadRecord] = field(default_factory=list)  # read and stored, but worth knowing (file and line)
     runs: dict[str, list] | None = None  # column -> values, in the store's column order (until typed)
     items: dict[str, list] | None = None
     requests: dict[str, list] | None = None
@@ -95,13 +101,34 @@ class Parsed:
 
 
 def members(path: Path) -> list[Path]:
-    """The files a unit reads: itself, or a run folder's members."""
-    found = folder_reader(path) if path.is_dir() else None
+    """The files a unit reads: itself, or a run folder's members (an unreadable folder: itself)."""
+    try:
+        found = folder_reader(path) if path.is_dir() else None
+    except OSError:
+        found = None
     return found[1] if found else [path]
 
 
 def unit_size(path: Path) -> int:
-    return sum(f.stat().st_size for f in members(path))
+    """Bytes of a unit's files (0 for what cannot be looked at: its read reports why)."""
+    try:
+        return sum(f.stat().st_size for f in members(path))
+    except OSError:
+        return 0
+
+
+def _not_a_unit(path: Path) -> str | None:
+    """Why a folder given as a unit cannot be read (unreadable, or not one run), or None for a file or run folder."""
+    try:
+        if not path.is_dir() or folder_reader(path) is not None:
+            return None
+        os.listdir(path)
+    except OSError as exc:
+        return (
+            f"cannot read this folder ({exc.strerror or exc}): the logs in it were not read; give read access "
+            "(chmod u+rx) and rerun, or leave it out"
+        )
+    return "a folder that is not one run; give the files in it, or the folder above it"
 
 
 def file_hash(path: Path) -> str:
@@ -127,9 +154,15 @@ def decompressed(path: Path, folder: Path) -> Path:
 def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset()) -> Parsed:
     """Hash and read one unit; a unit whose hash is in ``known`` (already in the store) is not read again."""
     out = Parsed(path=path, status="ingested", bytes=unit_size(path))
+    if (reason := _not_a_unit(path)) is not None:
+        out.status, out.bad = "failed", [BadRecord(0, reason, "")]
+        return out
     try:
         out.file_hash = fhash = file_hash(path)
-    except (ReplayError, OSError, EOFError, ValueError) as exc:  # unreadable compressed file, missing zstandard
+    except ReplayError as exc:  # a damaged, mislabelled or oversized compressed file, zstandard missing
+        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+        return out
+    except (OSError, EOFError, ValueError) as exc:
         out.status, out.bad = "failed", [BadRecord(0, f"cannot read: {exc}", "")]
         return out
     if fhash in known:
@@ -137,7 +170,18 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
         return out
     packed = is_compressed(path)  # a folder for its plain copy only then: making and removing one cost ~5 ms
     with tempfile.TemporaryDirectory(prefix="replay-") if packed else nullcontext() as tmp:
-        plain = decompressed(path, Path(tmp)) if packed else path
+        try:
+            plain = decompressed(path, Path(tmp)) if packed else path
+        except ReplayError as exc:
+            out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+            return out
+        except OSError as exc:  # the temporary folder is full or not writable
+            reason = (
+                f"cannot write its decompressed copy in {path_text(tmp)} ({exc.strerror or exc}): free space there, "
+                "set TMPDIR to a folder with room, or decompress the file first"
+            )
+            out.status, out.bad = "failed", [BadRecord(0, reason, "")]
+            return out
         reader = detect(plain)
         if reader is None:
             out.status = "unknown"
@@ -194,7 +238,7 @@ def batches(parsed: Parsed, rows: int = BATCH_ROWS, chars: int = BATCH_CHARS) ->
             n = min(rows, left)
             if sizes:
                 n = _fits(sizes, n, chars)
-            yield name, _table(parsed.format, _take(columns, n), schema)  # no name here keeps the batch alive
+            yield name, _table(parsed, _take(columns, n), schema)  # no name here keeps the batch alive
 
 
 def _take(columns: dict[str, list], n: int) -> dict[str, list]:
@@ -219,14 +263,41 @@ def _fits(sizes: list[int], n: int, chars: int) -> int:
 _POOL = pa.system_memory_pool()
 
 
-def _table(fmt: str | None, columns: dict[str, list], schema: dict[str, pa.DataType]) -> pa.Table:
+def _table(parsed: Parsed, columns: dict[str, list], schema: dict[str, pa.DataType]) -> pa.Table:
+    lines = columns.get("line")
     try:
-        return pa.table({c: _array(columns.pop(c), kind) for c, kind in schema.items()})
-    except (TypeError, OverflowError, pa.ArrowException) as exc:
+        arrays = {}
+        for c, kind in schema.items():
+            values = columns.pop(c)
+            try:
+                arrays[c] = _array(values, kind)
+            except UnicodeEncodeError:  # a lone surrogate ("\\ud800" in JSON): not Unicode the store can hold
+                arrays[c] = _array(_unpaired(parsed, c, values, lines), kind)
+        return pa.table(arrays)
+    except (TypeError, OverflowError, ValueError, pa.ArrowException) as exc:
         raise ReplayError(
-            f"the {fmt} reader gave a value the store cannot hold ({type(exc).__name__}: "
+            f"the {parsed.format} reader gave a value the store cannot hold ({type(exc).__name__}: "
             f"{str(exc)[:300]}); please report it with this file"
         ) from exc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unpaired(parsed: Parsed, column: str, values: list, lines: list | None) -> list:
+    """``values`` with each lone UTF-16 surrogate as U+FFFD, and a warning naming the lines changed."""
+    fixed = [_SURROGATE.sub("\ufffd", v) if isinstance(v, str) else v for v in values]
+    changed = [(lines[i] if lines else None) or 0 for i, (a, b) in enumerate(zip(values, fixed, strict=True)) if a != b]
+    shown = ", ".join(map(str, sorted(set(changed))[:10]))
+    parsed.warnings.append(
+        BadRecord(
+            changed[0] if changed else 0,
+            f"{column}: {len(changed)} values held lone UTF-16 surrogates (e.g. a \\ud800 escape), invalid Unicode the "
+            f"store cannot hold; stored with U+FFFD in their place (lines {shown})",
+            "",
+        )
+    )
+    return fixed
 
 
 def _array(values: list, kind: pa.DataType) -> pa.Array:
@@ -254,6 +325,10 @@ def _columns(out: Parsed, records: list) -> None:
             runs.append(r)
         elif isinstance(r, BadRecord):
             out.bad.append(r)
+    out.warnings = [
+        BadRecord(w.get("line") or 0, str(w.get("message")), "") for r in runs for w in r.metadata.get(WARNINGS_KEY, [])
+    ]
+    stamps = _Timestamps(out.bad)
     per_run = {r.run_id: 0 for r in runs}
     for q in reqs:
         per_run[q.run_id] = max(per_run.get(q.run_id, 0), q.step + 1)
@@ -261,10 +336,10 @@ def _columns(out: Parsed, records: list) -> None:
         "run_id": [r.run_id for r in runs],
         "file_hash": [out.file_hash] * len(runs),
         "format": [r.format for r in runs],
-        "source_path": [r.source_path for r in runs],
+        "source_path": [path_text(r.source_path) for r in runs],
         "model": [r.model for r in runs],
         "harness": [r.harness for r in runs],
-        "started_at": [r.started_at for r in runs],
+        "started_at": [stamps.iso(r.started_at, 0) for r in runs],
         "parent_run_id": [r.parent_run_id for r in runs],
         "n_requests": [per_run[r.run_id] for r in runs],
         "metadata": [dumps(r.metadata) for r in runs],
@@ -273,10 +348,35 @@ def _columns(out: Parsed, records: list) -> None:
     payloads = [i.payload for i in items]
     columns["content_hash"] = [content_hash(p) for p in payloads]
     columns["chars"] = [len(p) for p in payloads]
-    columns["ts"] = [i.ts for i in items]
+    columns["ts"] = [stamps.iso(i.ts, i.line) for i in items]
     columns["line"] = [i.line for i in items]
     out.items = columns
     out.requests = {c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}
+    out.requests["ts"] = [stamps.iso(q.ts, q.line) for q in reqs]
+
+
+class _Timestamps:
+    """Timestamps as the store keeps them (text): a number is an epoch (seconds, or milliseconds when larger than
+    1e11) written as ISO-8601 UTC; anything else that is not text costs its field, with a quarantine entry naming
+    the line, never the file."""
+
+    def __init__(self, bad: list[BadRecord]) -> None:
+        self.bad, self.reported = bad, set()
+
+    def iso(self, value: Any, line: int | None) -> str | None:
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            try:
+                when = datetime.fromtimestamp(value / 1000 if abs(value) > 1e11 else value, UTC)
+                return when.isoformat().replace("+00:00", "Z")
+            except (OverflowError, OSError, ValueError):
+                pass
+        if line not in self.reported:
+            self.reported.add(line)
+            reason = f"timestamp {value!r:.80} is neither ISO-8601 text nor an epoch number; record kept without it"
+            self.bad.append(BadRecord(line or 0, reason, ""))
+        return None
 
 
 # -- the worker pool ---------------------------------------------------------------------------------------------

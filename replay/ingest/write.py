@@ -27,7 +27,7 @@ from replay.model import BadRecord
 from replay.readers import folder_reader
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store.memory import db_setting
-from replay.untrusted import for_terminal
+from replay.untrusted import for_terminal, path_text
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 
@@ -42,6 +42,7 @@ class FileOutcome:
     requests: int = 0
     bad: list[BadRecord] = field(default_factory=list)
     bytes: int = 0
+    warnings: list[BadRecord] = field(default_factory=list)  # stored, but changes a figure: printed with file, line
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -130,10 +131,16 @@ def _walk(top: Path, found: set[Path]) -> None:
     stack = [top]
     while stack:
         folder = stack.pop()
-        if folder_reader(folder):
+        try:
+            is_run = folder_reader(folder) is not None
+            children = list(folder.iterdir())
+        except OSError:  # unreadable: listed, so that ingest reports it (one line naming it) and reads the rest
             found.add(folder)
             continue
-        for child in folder.iterdir():
+        if is_run:
+            found.add(folder)
+            continue
+        for child in children:
             if child.is_dir() and not child.is_symlink():  # as rglob: linked folders are not followed
                 stack.append(child)
             elif child.is_file() and not child.name.startswith("."):
@@ -185,7 +192,17 @@ def _write(
         _quarantine(con, fhash, out.path, out.bad, now)
         con.execute(
             "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
-            [fhash, str(out.path), out.format, out.bytes, n["runs"], n["items"], n["requests"], len(out.bad), now],
+            [
+                fhash,
+                path_text(out.path),
+                out.format,
+                out.bytes,
+                n["runs"],
+                n["items"],
+                n["requests"],
+                len(out.bad),
+                now,
+            ],
         )
         con.execute("COMMIT")
     except BaseException:
@@ -206,12 +223,12 @@ def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: lis
     if bad:
         con.executemany(
             "INSERT INTO quarantine VALUES (?,?,?,?,?,?)",
-            [[fhash, str(path), b.line, b.reason, b.raw[:100_000], now] for b in bad],
+            [[fhash, path_text(path), b.line, b.reason, b.raw[:100_000], now] for b in bad],
         )
 
 
 def ingest_file(
-    con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = False
+    con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = True
 ) -> FileOutcome:
     """Ingest one file (or run folder) in one transaction; a file already ingested is left alone.
 
@@ -221,15 +238,22 @@ def ingest_file(
 
 
 def store_parsed(
-    con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = False, stored: Stored | None = None
+    con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = True, stored: Stored | None = None
 ) -> FileOutcome:
     """Write what :func:`replay.ingest.parse.parse_unit` read: rows, or the quarantine entry saying why none.
 
     ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file."""
     path, fhash = parsed.path, parsed.file_hash
-    out = FileOutcome(path=path, status=parsed.status, format=parsed.format, bad=parsed.bad, bytes=parsed.bytes)
+    out = FileOutcome(
+        path=path,
+        status=parsed.status,
+        format=parsed.format,
+        bad=parsed.bad,
+        bytes=parsed.bytes,
+        warnings=parsed.warnings,
+    )
     if fhash is None:  # not even hashable: quarantined by path
-        _replace_quarantine(con, "path:" + str(path), path, out.bad)
+        _replace_quarantine(con, "path:" + path_text(path), path, out.bad)
         return out
     if parsed.status == "unchanged":
         ingested = quarantined = False
@@ -242,22 +266,15 @@ def store_parsed(
             {"h": fhash},
         ).fetchone()
     if parsed.status == "unchanged" or ingested:
-        out.status, out.format, out.bad = "unchanged", None, []
+        out.status, out.format, out.bad, out.warnings = "unchanged", None, [], []
         return out
     if parsed.status in ("unknown", "failed"):
         _replace_quarantine(con, fhash, path, out.bad)
     else:
-        older = (
-            [
-                row[0]
-                for row in con.execute(
-                    "SELECT file_hash FROM files WHERE path = ? AND file_hash <> ?", [str(path), fhash]
-                ).fetchall()
-            ]
-            if replace_older
-            else []
-        )
+        versions = _older_versions(con, path, fhash) if replace_older else []
+        older = [h for h, _, _ in versions]
         _write(con, out, parsed, older, quarantined)
+        out.warnings += _shrunk(versions, out)
         if stored is not None and out.status == "ingested":
             stored.files.add(fhash)
             stored.files.difference_update(older)
@@ -265,6 +282,42 @@ def store_parsed(
     if stored is not None:
         (stored.quarantined.add if out.bad else stored.quarantined.discard)(fhash)
     return out
+
+
+def _older_versions(con: duckdb.DuckDBPyConnection, path: Path, fhash: str) -> list[tuple[str, int, int]]:
+    """(hash, bytes, items) of each earlier version the store holds of the file at ``path``, however the path was
+    spelled then (relative, absolute, through a link)."""
+    rows = con.execute(
+        "SELECT file_hash, path, bytes, n_items FROM files WHERE file_hash <> ? AND (path = ? OR path LIKE ?)",
+        [fhash, path_text(path), "%" + path_text(path.name)],
+    ).fetchall()
+    here = path_text(_resolved(path))
+    return [
+        (h, size, items) for h, p, size, items in rows if p == path_text(path) or path_text(_resolved(Path(p))) == here
+    ]
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a link loop: the path as spelled
+        return path.absolute()
+
+
+def _shrunk(older: list[tuple[str, int, int]], out: FileOutcome) -> list[BadRecord]:
+    """A warning when the version just stored is smaller than the one it replaced (a file truncated or replaced,
+    not grown): the run now holds what the file holds."""
+    return [
+        BadRecord(
+            0,
+            f"the file shrank from {size:,} to {out.bytes:,} bytes ({items:,} items to {out.items:,} items) since it "
+            "was last ingested: its runs were re-read from the file as it is now; restore the file and ingest it "
+            "again if it was cut by mistake",
+            "",
+        )
+        for _, size, items in older
+        if out.bytes < size or out.items < items
+    ]
 
 
 def _replace_quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord]) -> None:
@@ -279,7 +332,7 @@ def ingest(
     paths: Iterable[str | Path],
     progress: bool = False,
     max_line_bytes: int = MAX_RECORD_BYTES,
-    replace_older: bool = False,
+    replace_older: bool = True,
     workers: int = 0,
 ) -> list[FileOutcome]:
     """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes.
@@ -295,7 +348,7 @@ def ingest_units(
     units: list[Path],
     progress: bool = False,
     max_line_bytes: int = MAX_RECORD_BYTES,
-    replace_older: bool = False,
+    replace_older: bool = True,
     workers: int = 0,
 ) -> Iterator[FileOutcome]:
     """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
@@ -319,7 +372,7 @@ def _run(
     files: list[Path],
     progress: bool,
     max_line_bytes: int,
-    replace_older: bool = False,
+    replace_older: bool = True,
     workers: int = 0,
 ) -> Iterator[FileOutcome]:
     own = store_files(con)

@@ -22,7 +22,7 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 
-from replay.metrics.prices import DEFAULT_PRICING, Prices, Pricing
+from replay.metrics.prices import DEFAULT_PRICING, Prices, Pricing, listed_under, nearest_listed
 
 NAN = float("nan")
 PARTS = ("input", "cache_read", "cache_write", "cache_write_1h", "output")
@@ -142,6 +142,20 @@ def price_keyed(
 
 
 def unpriced_reason(model: str | None) -> str:
+    """Why ``model`` has no price, as precisely as the price data tells (never a guess at a price)."""
     if not model:
         return "the log names no model for these requests"
-    return "genai-prices has no price for it and no --prices entry names it"
+    listed = listed_under(model)
+    if listed:
+        routed = (
+            " (OpenRouter bills each request at the price of the upstream provider it routed it to)"
+            if "openrouter" in listed
+            else ""
+        )
+        return (
+            f"no price: genai-prices lists {model!r} only under {', '.join(listed)}, and the log's model name names no "
+            f"provider: prices differ by provider{routed}; no --prices entry names it"
+        )
+    near = nearest_listed(model)
+    beside = f" (it lists {near}: another name, whose price is not this one's)" if near else ""
+    return f"no price: genai-prices has no model of this name{beside}, and no --prices entry names it"

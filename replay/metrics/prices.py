@@ -130,6 +130,33 @@ def _library_prices(model: str, when: date) -> Prices:
     return unknown()
 
 
+@lru_cache(maxsize=256)
+def listed_under(model: str) -> tuple[str, ...]:
+    """The genai-prices providers that list a model of exactly this id (their own ids: ``openrouter`` lists
+    ``meta-llama/llama-4-maverick``), for a name that matched no provider's rules."""
+    from genai_prices import data_snapshot
+
+    name = model.lower()
+    return tuple(p.id for p in data_snapshot.get_snapshot().providers if any(m.id.lower() == name for m in p.models))
+
+
+@lru_cache(maxsize=256)
+def nearest_listed(model: str) -> str:
+    """The longest genai-prices model id that the last part of ``model`` extends with a suffix of its own, with the
+    providers that list it (``gpt-5.3-codex-bak`` -> ``gpt-5.3-codex (openai, github-copilot)``); "" when none."""
+    from genai_prices import data_snapshot
+
+    name = model.lower().rsplit("/", 1)[-1]
+    best, by = "", []
+    for p in data_snapshot.get_snapshot().providers:
+        for m in p.models:
+            mid = m.id.lower()
+            if len(mid) >= len(best) and name.startswith(mid) and name[len(mid) : len(mid) + 1] in "-_:.@":
+                by = (by if mid == best else []) + [p.id]
+                best = mid
+    return f"{best} ({', '.join(dict.fromkeys(by))})" if best else ""
+
+
 def price_fields(fields: dict[str, Any], where: str) -> dict[str, Any]:
     """Validated price fields (numbers >= 0 for prices; provider and same_as strings)."""
     if not isinstance(fields, dict):

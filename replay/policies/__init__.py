@@ -22,6 +22,7 @@ POLICY_MODULES = [
     "seed_c",
     "seed_b",
     "openhands",
+    "cline",
     "recorded",
 ]
 

@@ -15,12 +15,15 @@ from replay.policies.kernel import CODES, ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMA
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays, chars4
 
+DEFAULT_WINDOW = 200_000  # every command's default context window (tokens)
+WINDOW_HELP = f"Context window, tokens (the same default, {DEFAULT_WINDOW:,}, in every command)."
+
 
 @dataclass(frozen=True, slots=True)
 class Budget:
     """The hard limit: a prompt overflows when prompt + reserve > window."""
 
-    window: int = 200_000
+    window: int = DEFAULT_WINDOW
     reserve: int = 0
 
     def __post_init__(self) -> None:

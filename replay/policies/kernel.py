@@ -27,8 +27,8 @@ from replay.policies.view import DROPPED, ORIGINAL
 from replay.run_arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
 
 # -- parameters --------------------------------------------------------------------------------------------------------
-(P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD, P_WARM, P_TAIL) = range(8)
-P_POLICY = 8
+(P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD) = range(6)
+P_POLICY = 6
 N_PARAMS = 40
 ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 
@@ -70,12 +70,14 @@ CODES = {
     "openhands_recent": 11,
     "oracle": 12,
     "recorded": 13,
+    "cline": 14,
 }
 RECORDED = CODES["recorded"]
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
-# bits of the S_SUMMARISED flag: a summary was made; tool results were cleared (no summary; Claude Code microcompact)
+# bits of the S_SUMMARISED flag: a summary was made; history was cleared without a summary (Claude Code's
+# microcompact, Cline's truncation)
 SUMMARY_MADE, SUMMARY_CLEARED = 1, 2
 WRITE = ACCESS_CODE["write"]
 
@@ -106,6 +108,7 @@ Run = namedtuple(
         # the log's own context events (replay.run_arrays.RecordedEvents): request of each event, items it drops
         # (positions ev_drop[ev_drop_off[e]:ev_drop_off[e + 1]]), per-request placeholders (request, position, chars)
         "ev_step",
+        "ev_summary",  # per event: it made a summary (a summariser call); else it only cleared content
         "ev_drop_off",
         "ev_drop",
         "mask_step",
@@ -113,6 +116,12 @@ Run = namedtuple(
         "mask_chars",
         # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
         "usage_offset",
+        # how the run starts (replay.simulator.run_start): tokens cached before its first request; tokens sent after
+        # the last breakpoint (taken out of the prefix item, added to every prompt)
+        "warm",
+        "tail",
+        # per request: which model served it (run-local code); the server's cache is per model
+        "req_model",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

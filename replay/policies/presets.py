@@ -59,6 +59,10 @@ tests/policies/test_presets_corpus.py):
   240/2 since): past max_size events in the view it keeps the first keep_first and the newest
   max_size // 2 - keep_first - 1, and one summary. A V1 log records the settings it ran with
   (``runs.metadata.condenser``); attachments are a message's extended content, no event of their own.
+- cline: Cline's default context management (``replay.policies.cline``, read in Cline 3.57): past the max
+  allowed size of the last usage (160,000 for a 200,000 window) duplicate file reads are replaced, and unless that
+  saves 30% of the text the older half of the conversation after the first exchange is truncated. The window is
+  Cline's model table's: 200,000 for every Claude model but the ``:1m`` variants (1,000,000); ``cline_window``.
 - anthropic-clear-tool-uses: ``clear_tool_uses_20250919`` with its defaults (100,000 input tokens, keep 3).
 """
 
@@ -158,6 +162,15 @@ COPILOT_PROMPT_LIMITS = {
     "gpt-5.4-nano": 272_000,
 }
 COPILOT_DEFAULT_LIMIT = 128_000
+
+
+def cline_window(model: str | None) -> int | None:
+    """The context window Cline's model table gives ``model`` (Claude models: 200,000, 1,000,000 for ``:1m``);
+    None for a model whose window the log does not let us know."""
+    name = (model or "").lower()
+    if not name.startswith("claude-"):
+        return None
+    return 1_000_000 if name.endswith(":1m") else 200_000
 
 
 def gemini_token_limit(model: str | None) -> int:
@@ -262,6 +275,12 @@ PRESETS: dict[str, Preset] = {
             "openhands",
             {"max_size": 80, "keep_first": 4, "attachment_events": 0},
             "OpenHands V1 SDK default agent: summarising condenser, max_size 80 events, keep_first 4",
+        ),
+        Preset(
+            "cline",
+            "cline",
+            {},
+            "Cline default: past window - 40k of the last usage, duplicate reads out, else the older half truncated",
         ),
         Preset(
             "anthropic-clear-tool-uses",

@@ -14,7 +14,7 @@ import numpy as np
 from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig
-from replay.policies.kernel import S_END, S_K, S_SUMMARISED, drop, set_form
+from replay.policies.kernel import S_END, S_K, S_SUMMARISED, SUMMARY_CLEARED, SUMMARY_MADE, drop, set_form
 from replay.policies.masking import token_ratio
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER
 
@@ -63,7 +63,7 @@ def decide(p, r, st):
             for j in range(r.ev_drop_off[e], r.ev_drop_off[e + 1]):
                 if r.ev_drop[j] < end:
                     drop(r, st, r.ev_drop[j])
-            st.s[S_SUMMARISED] = 1
+            st.s[S_SUMMARISED] |= SUMMARY_MADE if r.ev_summary[e] else SUMMARY_CLEARED  # a microcompact: no call
     for i in range(len(r.mask_step)):
         if r.mask_step[i] == k:
             st.aux[A_NOW, r.mask_pos[i]] = k + 1

@@ -84,7 +84,8 @@ def message_starts(run: RunArrays) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SeedAConfig(PolicyConfig):
-    """Seed policy A (as write-up 000 ends)."""
+    """Two tiers and an emergency check: old tool outputs become placeholders while the cache's reclaim floor
+    allows, then a summary past summary_at; the project's seed policy A as seed write-up 000 ends."""
 
     kind = "seed_a"
     estimator: Literal["chars/4", "chars/3", "real"] = "chars/4"

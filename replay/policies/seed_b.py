@@ -91,7 +91,8 @@ SUMMARY, ATTACHMENT = KIND_CODE["summary"], KIND_CODE["attachment"]
 
 @dataclass(frozen=True)
 class SeedBConfig(PolicyConfig):
-    """Seed policy B."""
+    """A sectioned budget rebuilt every request: whole old turns fold into a rolling summary, older tool
+    results become markers, only when over budget; the project's seed policy B (seed write-up 002)."""
 
     kind = "seed_b"
     estimator: Literal["chars/4", "chars/3", "real"] = "chars/4"

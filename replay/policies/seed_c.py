@@ -59,7 +59,8 @@ NO_KEY = np.iinfo(np.int64).max  # nth_largest: no such key
 
 @dataclass(frozen=True)
 class SeedCConfig(PolicyConfig):
-    """Seed policy C."""
+    """Three layers: an oversized output spilled to a preview when it arrives, older results marked only when
+    over budget, a durable summary; the project's seed policy C."""
 
     kind = "seed_c"
     estimator: Literal["chars/4", "chars/3", "real"] = "chars/4"

@@ -4,8 +4,9 @@ Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``). ``##
 (consecutive ones form one message), other lines are assistant prose, ``> `` lines are aider's console output
 (kept as ``tool_result`` items of tool ``aider``). Each ``> Tokens: N sent, [W cache write, H cache hit,] M
 received`` line is one request, placed before the assistant text it reports on ("1.2k" and "5,359" forms
-parsed). Assistant text with no Tokens line after it (interrupted, or no usage printed) adds no request.
-SEARCH/REPLACE blocks become ``edit`` tool calls on the file named above the block (access write); ``> Added
+parsed); a line without cache figures records 0 reads and writes for a Claude model, unknown ones otherwise
+(``printed_cache_usage``). Assistant text with no Tokens line after it (interrupted, or no usage printed) adds no
+request. SEARCH/REPLACE blocks become ``edit`` tool calls on the file named above the block (access write); ``> Added
 <file> to the chat`` becomes a ``read`` of that file. After ``> # N SEARCH/REPLACE block failed to match``, the
 unprefixed text is aider's reflected error message to the model, so a user message, not an assistant edit.
 
@@ -68,6 +69,16 @@ def history_limit(version: str | None, command: str | None) -> int:
     except ValueError:
         return 8192
     return 2048 if (major, minor) < (0, 71) else 8192
+
+
+def printed_cache_usage(model: str | None) -> bool:
+    """Whether a token line without cache figures means the request read and wrote no cache. Aider prints the
+    usage's ``cache_read_input_tokens``/``cache_creation_input_tokens`` (Anthropic's) and
+    ``prompt_cache_hit_tokens`` (DeepSeek's) when they are not 0, never OpenAI's ``cached_tokens``; Anthropic caches
+    only what a request marks (aider marks it with ``--cache-prompts``, from 0.50; earlier versions never do), so
+    for a Claude model no figure means none. Other models' reads are unknown (None), whatever OpenAI cached."""
+    name = (model or "").lower()
+    return "claude" in name or name.startswith("anthropic/")
 
 
 def parse_count(text: str | None) -> int | None:
@@ -148,6 +159,7 @@ class _Session:
                 metadata=metadata,
             )
         )
+        self.reads_printed = printed_cache_usage(model)
         self.chat: set[str] = set()  # files in the chat: their contents are sent, never logged
         self.last_console = ""
         self.cur: str | None = None
@@ -190,6 +202,8 @@ class _Session:
                         BadRecord(line_no, f"token counts not readable ({exc}); request kept without usage", line)
                     )
                     sent = write = hit = received = None
+                if sent is not None and self.reads_printed:  # no cache figure printed: none was read or written
+                    write, hit = write or 0, hit or 0
                 uncached = sent - (write or 0) - (hit or 0) if sent is not None and (write or hit) else None
                 if sent is not None and (half := resolution(m.group(1))):
                     self.b.run.metadata.setdefault("usage_resolution", []).append([self.b.step, half])
@@ -201,6 +215,15 @@ class _Session:
                     cache_write=write,
                     input_tokens=uncached,
                 )
+                self.flush()
+            elif line.startswith("> Tokens:"):  # a usage line in a form not known: still a request
+                if self.cur != "assistant":
+                    self.flush()
+                reason = (
+                    "aider usage line not in a known form ('> Tokens: N sent, M received'); request kept without usage"
+                )
+                self.b.records.append(BadRecord(line_no, reason, line))
+                self.b.request(line=line_no)
                 self.flush()
             elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()

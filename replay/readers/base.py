@@ -6,6 +6,7 @@ import bz2
 import gzip
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 from replay.errors import ReplayError
 from replay.model import BadRecord, Record, Run
 from replay.readers.fastjson import loads_large, loads_line
+from replay.untrusted import path_text
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # the most of a first line read to recognise a format
 MAX_RECORD_BYTES = 256 * 2**20  # default record limit (replay ingest --max-record-mb): a longer JSONL line or a larger
@@ -32,7 +34,7 @@ class ReadContext:
     skip: frozenset[int] = frozenset()  # lines iter_json_lines passes over (quarantined by read_isolated)
 
     def run_id(self, suffix: str | int | None = None) -> str:
-        base = f"{self.path.stem}-{self.file_hash[:8]}"
+        base = f"{os.fsencode(self.path.stem).decode('utf-8', 'backslashreplace')}-{self.file_hash[:8]}"
         return base if suffix is None else f"{base}/{suffix}"
 
 
@@ -69,28 +71,93 @@ def is_compressed(path: Path) -> bool:
     return path.suffix.lower() in COMPRESSED_SUFFIXES
 
 
-def open_decompressed(path: Path) -> BinaryIO:
-    """A binary stream of the decompressed content of a .gz/.bz2/.zst file."""
+def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
+    """A binary stream of the decompressed content of a .gz/.bz2/.zst file, read in pieces and bounded: past ``limit``
+    bytes (None: :func:`decompressed_limit`) or on damaged data it raises ReplayError naming the file and what to do."""
     suffix = path.suffix.lower()
     if suffix == ".gz":
-        return gzip.open(path, "rb")
-    if suffix == ".bz2":
-        return bz2.open(path, "rb")
-    if suffix == ".zst":
+        inner: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
+    elif suffix == ".bz2":
+        inner = bz2.open(path, "rb")  # type: ignore[assignment]
+    elif suffix == ".zst":
         try:
             import zstandard
         except ImportError as exc:
             raise ReplayError(
-                f"{path}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
+                f"{path_text(path)}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
                 "or decompress it with `zstd -d` first"
             ) from exc
-        return zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
-    raise ValueError(f"{path}: not a compressed file")
+        inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)  # type: ignore[assignment]
+    else:
+        raise ValueError(f"{path_text(path)}: not a compressed file")
+    return _Bounded(inner, path, decompressed_limit(path) if limit is None else limit)  # type: ignore[return-value]
+
+
+RATIO_LIMIT = 1000  # decompressed size per compressed byte past which a file is taken for a bomb...
+FLOOR_LIMIT = 256 * 2**20  # ...once it is past this size (a small file may legitimately compress very well)
+LIMIT_VARIABLE = "REPLAY_MAX_DECOMPRESSED_MB"
+TOOLS = {".gz": "gzip -t", ".bz2": "bzip2 -t", ".zst": "zstd -t"}
+
+
+def decompressed_limit(path: Path) -> int:
+    """The most bytes a compressed file may expand to: REPLAY_MAX_DECOMPRESSED_MB when set, else 1,000 times its
+    size, at least 256 MB."""
+    value = os.environ.get(LIMIT_VARIABLE)
+    if value:
+        try:
+            mb = float(value)
+        except ValueError:
+            mb = float("nan")
+        if not (0 < mb < 2**40):  # NaN fails too
+            raise ReplayError(f"{LIMIT_VARIABLE}={value!r}: expected a positive number of MB")
+        return int(mb * 2**20)
+    return max(FLOOR_LIMIT, RATIO_LIMIT * path.stat().st_size)
+
+
+class _Bounded:
+    """A decompressing stream that stops at a size limit and turns any decoder error into one ReplayError (its
+    message says what is wrong and what to do; the caller names the file)."""
+
+    def __init__(self, inner: BinaryIO, path: Path, limit: int) -> None:
+        self.inner, self.path, self.limit, self.total = inner, path, limit, 0
+
+    def read(self, n: int = -1) -> bytes:
+        want = self.limit + 1 - self.total if n is None or n < 0 else min(n, self.limit + 1 - self.total)
+        try:
+            chunk = self.inner.read(max(want, 1))
+        except ReplayError:
+            raise
+        except Exception as exc:  # gzip, bz2, zlib and zstandard each raise their own kinds
+            tool = TOOLS.get(self.path.suffix.lower(), "")
+            raise ReplayError(
+                f"not readable as {self.path.suffix} ({type(exc).__name__}: {str(exc)[:200]}): damaged, cut short or "
+                f"mislabelled; check it with `{tool}`, or rename it to what it holds"
+            ) from None
+        self.total += len(chunk)
+        if self.total > self.limit:
+            raise ReplayError(
+                f"expands past {self.limit / 2**20:,.0f} MB from {self.path.stat().st_size:,} bytes (a compression "
+                f"bomb or a damaged file); if it is genuine, set {LIMIT_VARIABLE} higher"
+            )
+        return chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __enter__(self) -> _Bounded:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 UTF8_BOM = b"\xef\xbb\xbf"
-IDENTITY_KEYS = frozenset({"id", "uuid", "timestamp", "ts", "event_id", "eventId"})
+# a line repeated byte for byte is dropped only when it carries one of these: ids, or the millisecond timestamp a
+# harness writes on every event. A hand-written timestamp is not an identity: the canonical reader passes ID_KEYS (two
+# runs of one canonical file may log the same request line)
+ID_KEYS = frozenset({"id", "uuid", "event_id", "eventId"})
+IDENTITY_KEYS = ID_KEYS | {"timestamp", "ts"}
 DEEP = "JSON nested deeper than the parser allows (over ~1,000 levels); a real log never is: damaged or hostile line"
 
 
@@ -151,11 +218,13 @@ def over_limit(what: str, size: int, limit: int) -> str:
     )
 
 
-def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
+def iter_json_lines(
+    ctx: ReadContext, identity: frozenset[str] = IDENTITY_KEYS
+) -> Iterator[tuple[int, Any] | BadRecord]:
     """Yield (line_no, object) for each JSONL line; bad lines become BadRecord.
 
     A line over ``ctx.max_line_bytes`` (the record limit) is quarantined without being read whole. An exact repeat
-    of an earlier line that carries an identity (id, uuid, timestamp: a log written twice, a replayed event) is
+    of an earlier line that carries an identity (a key in ``identity``: a log written twice, a replayed event) is
     dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain message repeated on
     purpose) are kept. Parsing reads the bytes (no decoded copy of the line unless json must parse it)."""
     seen: set[bytes] = set()
@@ -173,7 +242,7 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
             if raw.isspace() or line_no in ctx.skip:
                 continue
             ctx.stats["line"], ctx.stats["raw"] = line_no, raw[:2000]
-            entry = _parse_line(line_no, raw, seen, ctx.stats)
+            entry = _parse_line(line_no, raw, seen, ctx.stats, identity)
             del raw, got  # the parsed value is all the reader needs: the line's bytes go now
             if entry is not None:
                 yield entry
@@ -181,12 +250,12 @@ def iter_json_lines(ctx: ReadContext) -> Iterator[tuple[int, Any] | BadRecord]:
 
 
 def _parse_line(
-    line_no: int, raw: bytes, seen: set[bytes], stats: dict[str, Any]
+    line_no: int, raw: bytes, seen: set[bytes], stats: dict[str, Any], identity: frozenset[str] = IDENTITY_KEYS
 ) -> tuple[int, Any] | BadRecord | None:
     """One line's (line_no, object), its BadRecord, or None for a dropped duplicate (see :func:`iter_json_lines`)."""
     try:
         obj = loads_line(raw)
-        if isinstance(obj, dict) and not IDENTITY_KEYS.isdisjoint(obj):
+        if isinstance(obj, dict) and not identity.isdisjoint(obj):
             key = hashlib.blake2b(memoryview(raw)[: _content_end(raw)], digest_size=16).digest()
             if key in seen:
                 stats["duplicate_lines"] = stats.get("duplicate_lines", 0) + 1
@@ -250,9 +319,17 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
             continue
         ctx.stats.update({k: v for k, v in attempt.stats.items() if k not in ("line", "raw")})
         if dropped := ctx.stats.get("duplicate_lines"):  # counted where the runs are: runs.metadata
-            for rec in records:
-                if isinstance(rec, Run):
-                    rec.metadata["duplicate_lines_dropped"] = dropped
+            runs = [rec for rec in records if isinstance(rec, Run)]
+            for rec in runs:
+                rec.metadata["duplicate_lines_dropped"] = dropped
+            if runs:  # said once for the file
+                runs[0].metadata.setdefault("warnings", []).append(
+                    {
+                        "line": 0,
+                        "message": f"{dropped} lines repeating an earlier line byte for byte (same id or "
+                        "timestamp) were read once: the log was written twice or an event replayed",
+                    }
+                )
         return records + quarantined if quarantined else records
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 from replay.model import BadRecord, Item, Request, Run, dumps
@@ -28,6 +29,7 @@ class RunBuilder:
         self._call_index: dict[str, tuple[str | None, str | None]] = {}
         self.placeholders: list[tuple[int, int, str, int, str]] = []  # (step, seq, wording, chars, origin)
         self.context_events: list[dict[str, Any]] = []  # written to run.metadata[CONTEXT_EVENTS_KEY]
+        self._last_request: tuple[datetime, str, int | None] | None = None  # (instant, as logged, line)
 
     @property
     def n_requests(self) -> int:
@@ -42,8 +44,29 @@ class RunBuilder:
         usage = self.checked_usage(usage)
         req = Request(run_id=self.run.run_id, step=self.step, **usage)
         self.records.append(req)
+        self._check_order(req)
         self.step += 1
         return req
+
+    def warn(self, line: int | None, message: str) -> None:
+        """Note something read that changes a figure and that the user must know (a reused id, timestamps out of
+        order): kept in ``run.metadata["warnings"]`` and printed by ingest with the file and line."""
+        self.run.metadata.setdefault(WARNINGS_KEY, []).append({"line": line or 0, "message": message})
+
+    def _check_order(self, req: Request) -> None:
+        """Warn when a request's timestamp is earlier than the previous request's: the gaps between requests (cache
+        expiry) are then not what happened."""
+        when = instant(req.ts)
+        if when is None:
+            return
+        last, self._last_request = self._last_request, (when, str(req.ts), req.line)
+        if last is not None and when < last[0]:
+            self.warn(
+                req.line,
+                f"request {req.step} has timestamp {req.ts}, earlier than request {req.step - 1}'s {last[1]} "
+                f"(line {last[2]}): requests out of time order; time-based figures between them (cache expiry) "
+                "may not be what happened",
+            )
 
     def checked_usage(self, usage: dict[str, Any], line: int | None = None) -> dict[str, Any]:
         """``usage`` with token counts as ints; when one is not a plausible count, a BadRecord is added and every
@@ -165,6 +188,20 @@ class RunBuilder:
         if self.context_events:
             self.run.metadata[CONTEXT_EVENTS_KEY] = self.context_events
         return iter(self.records)
+
+
+WARNINGS_KEY = "warnings"
+
+
+def instant(ts: Any) -> datetime | None:
+    """An ISO-8601 timestamp as an aware datetime (naive ones taken as UTC), or None when it is not one."""
+    if not isinstance(ts, str):
+        return None
+    try:
+        when = datetime.fromisoformat(ts.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 # Usage numbers: token counts a request reports. A plausible count is a non-negative integer (an integral float

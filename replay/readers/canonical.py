@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from replay.model import KINDS, BadRecord, Record, Run
-from replay.readers.base import ReadContext, iter_json_lines
+from replay.readers.base import ID_KEYS, ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
 
 MARKER = "replay-canonical/1"
@@ -40,7 +40,7 @@ class CanonicalReader:
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         builder: RunBuilder | None = None
-        for entry in iter_json_lines(ctx):
+        for entry in iter_json_lines(ctx, ID_KEYS):  # a canonical line's ts is written by hand: not an identity
             if isinstance(entry, BadRecord):
                 yield entry
                 continue

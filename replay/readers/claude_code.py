@@ -1,7 +1,8 @@
 """Claude Code session JSONL (~/.claude/projects/*/*.jsonl, subagent and workflow journal files).
 
-One request per unique assistant ``requestId`` (else ``message.id``): the lines of one API response
-share it and repeat its usage, which is counted once. Inline sidechain (Task subagent) lines go to
+One request per unique assistant ``requestId`` and ``message.id`` (either alone when only one is logged): the lines
+of one API response share both and repeat its usage, which is counted once; a requestId reused by another message
+is another request (with a warning). Inline sidechain (Task subagent) lines go to
 child runs; a file that is itself a subagent transcript is one run marked ``sidechain``.
 
 Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigger, preTokens}) or, in 1.0.x, the
@@ -105,20 +106,48 @@ class ClaudeCodeReader:
         return False
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
+        """One pass; a file where two sessions' lines interleave (a sessionId comes back after another's lines) is
+        read again with each session its own run."""
+        order: list[str] = []  # sessionIds, one entry per block of consecutive lines
         session = _Session(ctx, self.format)
+        bad = []
+        for entry in iter_json_lines(ctx):
+            if isinstance(entry, BadRecord):
+                bad.append(entry)
+            elif isinstance(entry[1], dict):
+                obj = entry[1]
+                sid = obj.get("sessionId") if obj.get("type") in CONVERSATION else None  # not UI state lines
+                if isinstance(sid, str) and (not order or order[-1] != sid):
+                    order.append(sid)
+                session.line(*entry)
+        if len(order) == len(set(order)):
+            yield from bad
+            yield from session.finish()
+            return
+        yield from self._by_session(ctx, list(dict.fromkeys(order)))
+
+    def _by_session(self, ctx: ReadContext, ids: list[str]) -> Iterator[Record]:
+        """Each session's lines as a run of its own (a line that is not a message goes with the message before it)."""
+        sessions = {
+            sid: _Session(ctx, self.format, None if n == 0 else f"session-{n + 1}") for n, sid in enumerate(ids)
+        }
+        current = sessions[ids[0]]
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 yield entry
             elif isinstance(entry[1], dict):
-                session.line(*entry)
-        for builder in [session.main, *session.children.values()]:
-            session.flush_attachments(builder)
-        for builder in [session.main, *session.children.values()]:
-            _most_served_model(builder)
-        if session.compaction_fork:
-            _fork_to_event(session.main)
-        for builder in [session.main, *session.children.values()]:
-            yield from builder
+                if entry[1].get("type") in CONVERSATION:  # other lines go with the conversation line before them
+                    current = sessions.get(entry[1].get("sessionId"), current)  # type: ignore[arg-type]
+                current.line(*entry)
+        first = sessions[ids[0]].main
+        shown = ", ".join(s[:40] for s in ids[:5]) + (", ..." if len(ids) > 5 else "")
+        first.warn(
+            0,
+            f"{len(ids)} sessions' lines are interleaved in this file (sessionId {shown}): read as {len(ids)} runs, "
+            "one per sessionId",
+        )
+        for session in sessions.values():
+            yield from session.finish()
 
 
 def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
@@ -238,23 +267,37 @@ def _set_run(b: RunBuilder, **changes: Any) -> None:
 class _Session:
     """The state of reading one file: the main run, sidechain child runs, requests seen."""
 
-    def __init__(self, ctx: ReadContext, fmt: str) -> None:
-        self.ctx, self.format = ctx, fmt
+    def __init__(self, ctx: ReadContext, fmt: str, label: str | None = None) -> None:
+        self.ctx, self.format, self.label = ctx, fmt, label
         self.agent_file = "agent-" in ctx.path.name or "-sub-" in ctx.path.name
         self.compaction_fork = "agent-acompact-" in ctx.path.name  # or an agentId "acompact-..." (see line())
         meta: dict[str, Any] = {"sidechain": True} if self.agent_file else {}
         self.main = RunBuilder(
-            Run(run_id=ctx.run_id(), format=fmt, source_path=str(ctx.path), harness="claude-code", metadata=meta)
+            Run(run_id=ctx.run_id(label), format=fmt, source_path=str(ctx.path), harness="claude-code", metadata=meta)
         )
         self.children: dict[str, RunBuilder] = {}
         self.groups: dict[str, str] = {}
         self.seen_requests: set[str] = set()
+        self.message_of: dict[str, tuple[str, int]] = {}  # requestId -> (the first message.id seen with it, line)
+        self.reused: set[str] = set()  # requestIds seen with more than one message.id
         self.open_request: dict[str | None, tuple[RunBuilder, int]] = {}  # request id -> where its Request is
         self.uuids: set[str] = set()
         # attachments logged between a compact_boundary and its summary: they are re-sent after the summary
         self.held: dict[int, list[tuple[dict, int, str | None]]] = {}
         self.result_ext: dict[str, str] = {}  # tool id -> extension of the file a microcompact saves its result to
         self.attachment_seq: dict[str, int] = {}  # attachment line uuid -> its item's seq
+
+    def finish(self) -> Iterator[Record]:
+        """The runs read: held attachments added, each run's model set, a compaction fork's event made."""
+        builders = [self.main, *self.children.values()]
+        for builder in builders:
+            self.flush_attachments(builder)
+        for builder in builders:
+            _most_served_model(builder)
+        if self.compaction_fork:
+            _fork_to_event(self.main)
+        for builder in builders:
+            yield from builder
 
     @staticmethod
     def unlogged(b: RunBuilder, line: int, reason: str, **detail: Any) -> None:
@@ -271,7 +314,7 @@ class _Session:
         if group not in self.children:
             n = len(self.children) + 1
             run = Run(
-                run_id=self.ctx.run_id(f"sidechain-{n}"),
+                run_id=self.ctx.run_id(f"{self.label}/sidechain-{n}" if self.label else f"sidechain-{n}"),
                 format=self.format,
                 source_path=str(self.ctx.path),
                 harness="claude-code",
@@ -379,7 +422,7 @@ class _Session:
     def _assistant(self, b: RunBuilder, msg: dict, obj: dict, line: int, ts: str | None) -> None:
         if not isinstance(msg, dict):
             return
-        rid = obj.get("requestId") or msg.get("id")
+        rid = self._request_key(b, obj, msg, line)
         model = msg.get("model")
         if model == SYNTHETIC:  # written by Claude Code, not the model: no request
             if not obj.get("isApiErrorMessage"):  # API-error notices are filtered out before each request
@@ -415,6 +458,23 @@ class _Session:
             owner.records[index] = replace(owner.records[index], **usage)  # type: ignore[arg-type]
             _cache_writes(owner, owner.records[index].step, u)  # type: ignore[union-attr]
         self._content(b, msg, line, ts)
+
+    def _request_key(self, b: RunBuilder, obj: dict, msg: dict, line: int) -> str | None:
+        """What identifies the API response a line belongs to: its ``requestId`` and ``message.id`` together (the
+        lines of one response share both). A requestId reused by another message is a new request, with a warning:
+        counting it once lost every later request."""
+        rid, mid = obj.get("requestId"), msg.get("id")
+        if not rid or not mid:
+            return str(rid or mid) if rid or mid else None
+        first = self.message_of.setdefault(str(rid), (str(mid), line))
+        if first[0] != str(mid) and str(rid) not in self.reused:  # said once a requestId
+            self.reused.add(str(rid))
+            b.warn(
+                line,
+                f"requestId {str(rid)[:80]} (first at line {first[1]}) is reused by another message "
+                f"({str(mid)[:80]}): each message with it is counted as its own request",
+            )
+        return f"{rid}\0{mid}"
 
     @staticmethod
     def _content(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:

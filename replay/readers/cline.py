@@ -172,7 +172,10 @@ class _Task:
             "cache_read": parts[1],
             "cache_write": parts[2],
             "output_tokens": info.get("tokensOut"),
-            "prompt_tokens": sum(p or 0 for p in parts),
+            # Cline writes numbers; any other value makes the request's usage unreadable (quarantined by the builder)
+            "prompt_tokens": sum(p or 0 for p in parts)
+            if all(type(p) in (int, float, type(None)) for p in parts)
+            else None,
         }
 
     def deleted_range(self, m: dict, line: int) -> None:
@@ -350,12 +353,15 @@ class _Task:
 
 
 def _iso(ts: Any) -> str | None:
-    """Cline's millisecond epoch as an ISO-8601 UTC string."""
+    """Cline's millisecond epoch as an ISO-8601 UTC string (one out of range is passed on as it is)."""
     if not isinstance(ts, int | float):
         return None
     from datetime import UTC, datetime
 
-    return datetime.fromtimestamp(ts / 1000, UTC).isoformat().replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(ts / 1000, UTC).isoformat().replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return ts  # type: ignore[return-value]  # out of range: ingest quarantines the field, naming the line
 
 
 READER = ClineReader()

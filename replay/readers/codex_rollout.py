@@ -3,9 +3,10 @@
 Lines are ``{"timestamp", "type", "payload"}``: session_meta, turn_context, response_item (the model's
 context: messages, reasoning, tool calls and outputs), event_msg (UI events incl. token_count) and
 compacted. Codex logs token_count *after* the output it measured, and repeats it after the tool output;
-a request is a token_count whose total_token_usage moved, and the output since the previous request
-is deferred until it, so it lands after its request. Reasoning is logged encrypted (an empty or short summary);
-its real size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
+a request is a token_count whose total_token_usage moved (its usage unknown when it counts no input tokens:
+no call sends an empty prompt, so such a count was zeroed), and the output since the previous request is deferred
+until it, so it lands after its request. Reasoning is logged encrypted (an empty or short summary); its real
+size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
 
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
@@ -88,6 +89,13 @@ def openai_usage(u: dict) -> dict[str, Any]:
         "input_tokens": prompt - cached if isinstance(prompt, int) else None,
         "output_tokens": u.get("output_tokens"),
     }
+
+
+def call_usage(last: dict) -> dict[str, Any]:
+    """The request fields of a token_count's ``last_token_usage``; none when it counts no input tokens: every call
+    sends a prompt, so that count was zeroed (a fixture's trimmed counter) and the call's usage is unknown."""
+    counted = isinstance(last.get("input_tokens"), int) and last["input_tokens"] > 0
+    return openai_usage(last) if counted else {}
 
 
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
@@ -174,9 +182,9 @@ class CodexRolloutReader:
             kind, ts = obj.get("type"), obj.get("timestamp")
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
                 usage = {
-                    "input": held["prompt_tokens"],
-                    "cache_read": held["cache_read"],
-                    "output": held["output_tokens"],
+                    "input": held.get("prompt_tokens"),
+                    "cache_read": held.get("cache_read"),
+                    "output": held.get("output_tokens"),
                 }
                 held = None
                 d.input(lambda p=p, n=line, s=ts, u=usage, k=keep: compaction(b, p, n, s, k, u))
@@ -197,8 +205,9 @@ class CodexRolloutReader:
                 d.input(lambda p=p, n=line, s=ts, k=keep: compaction(b, p, n, s, k, None))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
-                if isinstance(info.get("model_context_window"), int):  # the window auto-compaction is measured on
-                    b.run.metadata["model_context_window"] = info["model_context_window"]
+                window = info.get("model_context_window")
+                if isinstance(window, int) and window > 0:  # the window auto-compaction is measured on
+                    b.run.metadata["model_context_window"] = window
                 total = info.get("total_token_usage")
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
                     if held:
@@ -210,7 +219,7 @@ class CodexRolloutReader:
                         "ts": ts,
                         "line": line,
                         "model": model,
-                        **openai_usage(last),
+                        **call_usage(last),
                     }
                 last_total = total
             elif kind == "response_item":

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import html
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import polars as pl
 
+from replay.metrics.coverage import CostCover, cover_of_rows
+from replay.policies.base import DEFAULT_WINDOW
+from replay.progress import step
 from replay.reports import extract, plots
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
@@ -24,16 +28,30 @@ COUNTERFACTUAL = (
 
 @dataclass
 class ReportConfig:
-    window: int = 130_000
+    window: int = DEFAULT_WINDOW
     reserve: int = 24_576
     runs: str | None = None
     tokenizer: str | None = None
     executor: str = "local"
     workers: int = 0
+    progress: bool = False  # each slow step named on stderr with its time
+    cost_cover: CostCover = field(default_factory=lambda: CostCover(0, 0))  # the runs the costs are over
     sections: list[tuple[str, str, list[Path]]] = field(default_factory=list)  # title, text, charts
 
 
+def _step(cfg: ReportConfig, label: str) -> AbstractContextManager:
+    return step(f"report: {label}") if cfg.progress else nullcontext()
+
+
 def _sweep(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: dict, fixed: dict) -> pl.DataFrame:
+    points = 1
+    for values in grid.values():
+        points *= len(values)
+    with _step(cfg, f"sweep {name} ({points} points x {len(cfg.arrays)} runs)"):  # type: ignore[attr-defined]
+        return _sweep_frame(con, cfg, name, grid, fixed)
+
+
+def _sweep_frame(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: dict, fixed: dict) -> pl.DataFrame:
     spec = from_dict(
         {
             "sweep": {
@@ -65,7 +83,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     from replay.simulator.load import load_runs
 
     cfg = cfg or ReportConfig()
-    cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
+    with _step(cfg, "loading runs"):
+        cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
     charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
     longest = max(cfg.arrays, key=lambda a: a.n_requests)  # type: ignore[attr-defined]
     policies = {
@@ -73,7 +92,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         "seed A": ("seed_a", {"window": w, "reserve": r}),
         "auto-compact": ("auto_compact", {"window": w, "reserve": r}),
     }
-    series = extract.prompt_series(longest, policies)
+    with _step(cfg, "prompt over the longest run (compiles the simulator on first use)"):
+        series = extract.prompt_series(longest, policies)
     tokens = plots.token_label(longest.token_source)
     ax = plots.prompt_over_run(
         series, w, r, threshold=80_000, run_id=longest.run_id.split("/")[-1], token_source=longest.token_source
@@ -166,6 +186,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     grid = _sweep(
         con, cfg, "pareto", {"protect": [4000, 12000, 24000, 43000], "summary_at": [60_000, 80_000, 95_000]}, {}
     )
+    cfg.cost_cover = cover_of_rows(grid)
     points = extract.point_table(grid)
     mask = extract.pareto_mask(points, ["repeat_evicted", "cost_usd"])
     ax = plots.pareto(
@@ -173,7 +194,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         "cost_usd",
         "repeat_evicted",
         mask,
-        "prompt cost (USD, all runs)",
+        f"prompt cost (USD, {cfg.cost_cover.label()})",
         "evicted repeat reads",
         ["protect", "summary_at"],
     )
@@ -188,8 +209,18 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     from replay.policies import Budget
     from replay.reports.run_pages import write_run_pages
 
-    pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
+    with _step(cfg, "request views per run"):
+        pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
     return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
+
+
+def cost_sentence(cover: CostCover) -> str:
+    """What every cost in the report is summed over, in a sentence (the unpriced models and how to price them)."""
+    if not cover.total:
+        return ""
+    if cover.complete:
+        return f"Costs are over all {cover.total:,} runs (every run priced)."
+    return "Costs are over the priced runs only: " + " ".join(cover.lines()) + "."
 
 
 def md_html(text: str) -> str:
@@ -218,15 +249,16 @@ TABLE_CSS = (
 
 
 def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tuple[str, Path]] | None = None) -> Path:
+    covers = cost_sentence(cfg.cost_cover)
     head = (
-        f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}.\n\n"
-        f"> {COUNTERFACTUAL}\n"
+        f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}. "
+        f"{for_markdown(covers)}\n\n> {COUNTERFACTUAL}\n"
     )
     md, body = (
         [head],
         [
             f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
-            f"{cfg.reserve:,}.</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"
+            f"{cfg.reserve:,}. {html.escape(covers)}</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"
         ],
     )
     for title, text, paths in cfg.sections:

@@ -9,6 +9,7 @@ from xml.etree import ElementTree as ET
 
 import polars as pl
 
+from replay.metrics.coverage import CostCover
 from replay.sweeps.gate import METRICS, CheckResult, worsening
 from replay.sweeps.policy_file import PolicyFile
 from replay.untrusted import for_markdown, for_xml
@@ -142,7 +143,12 @@ def _num(metric: str, x: float) -> str:
 
 
 def markdown(
-    result: CheckResult, base: PolicyFile, cand: PolicyFile, n_runs: int, sides: dict[str, dict[str, str]]
+    result: CheckResult,
+    base: PolicyFile,
+    cand: PolicyFile,
+    n_runs: int,
+    sides: dict[str, dict[str, str]],
+    cover: CostCover | None = None,
 ) -> str:
     """A PR-ready report: verdict, what both sides ran under, metric table, why each failing rule failed, the runs
     that changed."""
@@ -176,8 +182,10 @@ def markdown(
         ]
     out += [
         "",
-        "Costs in US dollars to the cent; uncached_tokens: prompt tokens not read from the cache (cache "
-        "writes included).",
+        "Costs in US dollars to the cent"
+        + (f", over {cover.label()}" if cover and cover.total else "")
+        + "; uncached_tokens: prompt tokens not read from the cache (cache writes included)."
+        + ("".join(f" {for_markdown(line)}." for line in cover.lines()) if cover else ""),
         "",
         "| metric | baseline | candidate | delta | tolerance | status |",
         "|---|---:|---:|---:|---:|---|",

@@ -8,6 +8,7 @@ import duckdb
 import numpy as np
 import polars as pl
 
+from replay.metrics.coverage import unknown_cost
 from replay.model import KINDS
 from replay.run_arrays import RunArrays
 from replay.sweeps.adapter import policy_fields, split_params
@@ -51,10 +52,12 @@ def composition(series: pl.DataFrame, policy: str) -> pl.DataFrame:
 
 
 def param_curve(frame: pl.DataFrame, param: str, metrics: list[str]) -> pl.DataFrame:
-    """Aggregate a sweep over runs per value of ``param``: sums of counters, ratios recomputed from sums."""
+    """Aggregate a sweep over runs per value of ``param``: sums of counters, ratios recomputed from sums; cost over
+    the runs priced at every point (coverage.cover_of_rows names them)."""
     col = f"param_{param}"
+    unknown = frame.filter(unknown_cost())["run_id"].unique() if "cost_usd" in frame.columns else []
     sums = [
-        pl.col(c).sum()
+        pl.col(c).filter(~pl.col("run_id").is_in(list(unknown))).sum() if c == "cost_usd" else pl.col(c).sum()
         for c in (
             "prompt_tokens",
             "cached_tokens",

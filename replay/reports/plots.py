@@ -190,12 +190,13 @@ def tune_front(
     defaults: dict | None = None,
     zero_overflow: bool = True,
     knobs: list[str] | None = None,
+    cost_label: str = "all runs",
 ) -> Axes:
     """`replay tune`'s chart: two views of the four objectives; overflowing, feasible and front points told apart,
     the recommended point starred and the policy's defaults marked. Returns the left Axes (save() takes it)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
     views = (
-        (left, "cost_usd", "cache_hit_rate", "cost over the corpus (USD)", "cache hit rate (% of prompt tokens)"),
+        (left, "cost_usd", "cache_hit_rate", f"cost (USD, {cost_label})", "cache hit rate (% of prompt tokens)"),
         (
             right,
             "summaries_per_100",

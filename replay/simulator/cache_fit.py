@@ -10,7 +10,9 @@ Which model: the one of the provider that served the run (``provider_cache``). I
    it) and the warm prefix alone (``w_k``, what a request that spills reads). A request is informative when
    m_k exceeds w_k by at least one cache step; it *reached* the conversation's server when its recorded read is
    past halfway from w_k to m_k (as shares of the recorded and the replayed prompt).
-   ``hit_rate`` is the share of informative requests that reached it: a count, not a scale fitted to the share.
+   ``hit_rate`` is the one at which the replay's expected reads, as a share of its prompt, equal the share of
+   the recorded prompt the log shows read (matched in tokens: a miss on a short prompt costs less than one on a
+   long prompt, a partial read is part of a hit); how many informative requests reached it is kept for the label.
    ``ttl`` is the provider's default unless a request after a longer idle gap still reached the conversation's
    prefix; then the shortest documented retention covering that gap.
 3. ``default``: the model's documented defaults (hit rate 1), also for a run with too few informative requests
@@ -29,13 +31,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from replay.policies import Budget, make_policy
-from replay.policies.kernel import P_WARM
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.corpus import trace_kernel
-from replay.simulator.kernels.driver import T_CACHED, T_PROMPT
+from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
 from replay.simulator.kernels.packed import pack
+from replay.simulator.run_start import warm_tokens, with_start
 
 AUTOMATIC = ("openai", "deepseek", "gemini")
 RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
@@ -92,18 +94,13 @@ def provider_cache(fmt: str, model: str | None) -> str:
     return chosen
 
 
-def warm_tokens(run: RunArrays) -> int:
-    """What was cached before the run started: its first request's recorded read."""
-    return int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
-
-
 def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None = None) -> list[np.ndarray]:
     """Per-request cached tokens of ``run`` replayed under its recorded policy, one array per cache model
-    (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*)."""
+    (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*), from the warm
+    prefix its log shows."""
     policy = make_policy("recorded")
-    packed = pack([run])
+    packed = pack([replace(run, warm=warm_tokens(run))])
     p = policy.params(_BIG)
-    p[P_WARM] = warm_tokens(run)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column
     return [trace_kernel(p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy() for c in caches]
@@ -126,6 +123,17 @@ def _recorded(run: RunArrays, upto: int | None) -> np.ndarray:
     return have
 
 
+def _never_wrote(run: RunArrays, name: str, have: np.ndarray) -> bool:
+    """Under explicit breakpoints (``anthropic``), the log records a cache write of 0 on every request with usage
+    where the cache model would have written: the harness set no breakpoint (OpenHands through a LiteLLM proxy
+    without prompt caching), so nothing was cached even on a run too short to show a read."""
+    if name != "anthropic" or len(run.rec_write) != run.n_requests:
+        return False
+    written = recorded_hits(run, [make_cache(name)], T_WRITTEN)[0]
+    would = have & (written > 0)
+    return bool(would.any()) and bool((run.rec_write[would] == 0).all())
+
+
 def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | None:
     """The run's own fit under cache model ``name`` (see the module docstring), from its first ``upto`` requests;
     None when its reads say too little (the caller takes the model's defaults)."""
@@ -135,7 +143,9 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
     rec = run.rec_cache_read
     if not (rec[have] > 0).any():
         mechanical = recorded_hits(run, [make_cache(name)])[0]
-        return CacheFit("none", source="uncached") if (mechanical[have] > 0).any() else None
+        if (mechanical[have] > 0).any() or _never_wrote(run, name, have):
+            return CacheFit("none", source="uncached")
+        return None
     if name not in AUTOMATIC or run.unreconstructable:
         return None
     base = make_cache(name)
@@ -160,14 +170,36 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
         return None
     reached = int(_reached(rec, run.rec_prompt, cold, default, prompt)[informative].sum())
     n = int(informative.sum())
-    return CacheFit(name, round(reached / n, 4), None if ttl == base.ttl else ttl, "fit", reached, n)
+    share = float(rec[have].sum() / run.rec_prompt[have].sum())
+    rate = hit_rate_for_share(run, replace(base, ttl=ttl), have, prompt, share)
+    return CacheFit(name, rate, None if ttl == base.ttl else ttl, "fit", reached, n)
+
+
+GRID = np.linspace(0.0, 1.0, 101)
+
+
+def hit_rate_for_share(run: RunArrays, cache: OpenAIAuto, have: np.ndarray, prompt: np.ndarray, share: float) -> float:
+    """The hit rate at which the replay's expected cache reads, as a share of its prompt over the requests ``have``,
+    equal the recorded ``share`` (the share grows with the hit rate; 0 or 1 at the ends; linear between the
+    points of a 0.01 grid). Matched in tokens, not in requests: misses the log shows on short prompts cost less
+    than misses on long ones, and a partial read (Gemini) is a part of a hit, not a whole one."""
+    total = float(prompt[have].sum())
+    shares = np.array([h[have].sum() / total for h in recorded_hits(run, [replace(cache, hit_rate=q) for q in GRID])])
+    if share <= shares[0]:
+        return 0.0
+    if share >= shares[-1]:
+        return 1.0
+    i = int(np.searchsorted(shares, share))  # shares[i - 1] < share <= shares[i]
+    lo, hi = shares[i - 1], shares[i]
+    return round(float(GRID[i - 1] + (GRID[i] - GRID[i - 1]) * (share - lo) / max(hi - lo, 1e-12)), 4)
 
 
 def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
-    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; each run
-    from its own log alone."""
+    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; and how
+    each starts under its provider's cache (``replay.simulator.run_start``); each run from its own log alone."""
     out = []
     for r in runs:
         name = provider_cache(formats.get(r.run_id, ""), r.model)
+        r = with_start(r, name)
         out.append(replace(r, cache_fit=fit_run(r, name) or CacheFit(name)))
     return out

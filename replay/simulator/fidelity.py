@@ -18,15 +18,23 @@ import polars as pl
 
 from replay.policies import Budget, make_policy
 from replay.policies.kernel import SUMMARY_CLEARED
-from replay.policies.presets import claude_code_preset, codex_window, copilot_prompt_limit, gemini_token_limit
+from replay.policies.presets import (
+    claude_code_preset,
+    cline_window,
+    codex_window,
+    copilot_prompt_limit,
+    gemini_token_limit,
+)
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_fit import fit_run, provider_cache, warm_tokens
+from replay.simulator.cache_fit import fit_run, provider_cache
 from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
 BIG = Budget(10**9, 0)
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
+READS_USAGE = ("claude-code", "cline")  # presets whose trigger reads the usage the server reported for the last request
+CLEARS_ONLY = ("cline",)  # presets whose events clear history without a summary (Cline's truncation)
 COLUMNS = {
     "file": pl.String,
     "run_id": pl.String,
@@ -60,17 +68,8 @@ COLUMNS = {
     "cache_oos_recorded": pl.Float64,
     "cache_oos_simulated": pl.Float64,
     "harness_version": pl.String,
+    "reason": pl.String,
 }
-
-
-def uncached_floor(run: RunArrays) -> int:
-    """Uncached input the server reported on every request after the first (its minimum).
-
-    Claude Code writes each new message to the cache, so its floor is a few tokens; a harness that sends a
-    block after its last breakpoint (re-sent, never cached) shows that block's size here."""
-    rec = run.rec_input[1:]
-    rec = rec[rec >= 0]
-    return int(rec.min()) if len(rec) else 0
 
 
 def inferred_ttl(run: RunArrays) -> float:
@@ -81,18 +80,6 @@ def inferred_ttl(run: RunArrays) -> float:
     gap = np.diff(run.req_ts, prepend=np.nan)
     beyond = run.rec_cache_read > max(int(run.rec_cache_read[0]), 0) + 1024
     return 3600.0 if bool(((gap > 300) & beyond).any()) else 300.0
-
-
-def _with_tail(run: RunArrays, cache: str) -> tuple[RunArrays, int]:
-    """Under the Anthropic model the prefix splits into a cached part and an uncached tail (the server's floor)."""
-    if cache != "anthropic" or run.prefix_tokens <= 0 or run.kind[0] != 0:
-        return run, 0
-    tail = min(uncached_floor(run), run.prefix_tokens)
-    if tail <= 0:
-        return run, 0
-    tokens = run.tokens.copy()
-    tokens[0] -= tail
-    return replace(run, tokens=tokens), tail
 
 
 def run_cache(run: RunArrays, cache: str) -> CacheModel:
@@ -109,12 +96,9 @@ def replay_recorded(
     run: RunArrays, cache: str = "anthropic", policy: str = "recorded", budget: Budget = BIG, params: dict | None = None
 ) -> tuple[dict[str, np.ndarray], dict]:
     """Per-request columns and run row of ``run`` under ``policy`` (the log's own by default; a preset's
-    window in ``budget``), with the run's cache model: what was warm at the start from its first cache read, TTL
-    from its gaps, best-effort hit rate from its reads."""
-    adjusted, tail = _with_tail(run, cache)
-    return simulate_run(
-        adjusted, make_policy(policy, params), run_cache(run, cache), budget, warm=warm_tokens(run), tail=tail
-    )
+    window in ``budget``), with the run's cache model: TTL from its gaps, best-effort hit rate from its reads; the
+    run starts with the warm prefix and uncached tail its log shows (replay.simulator.run_start)."""
+    return simulate_run(run, make_policy(policy, params), run_cache(run, cache), budget)
 
 
 def harness_preset(
@@ -138,6 +122,9 @@ def harness_preset(
         return "gemini-cli", Budget(gemini_token_limit(model), 0), {}
     if fmt == "copilot-cli":
         return "copilot-cli", Budget(copilot_prompt_limit(model), 0), {}
+    if fmt == "cline":
+        window = cline_window(model)
+        return ("cline", Budget(window, 0), {}) if window else None
     if fmt == "openhands":
         return "openhands-v0", BIG, {}
     if fmt == "openhands-v1":
@@ -177,7 +164,7 @@ def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
         "run_id": run.run_id,
         "requests": run.n_requests,
         "prefix": run.prefix_tokens,
-        "tail": _with_tail(run, cache)[1],
+        "tail": run.tail,
         "ttl": inferred_ttl(run) if cache == "anthropic" else None,
         "simulated": row["cache_hit_rate"],
         "recorded": row["recorded_cache_share"],
@@ -228,9 +215,8 @@ def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str)
     from replay.simulator.kernels.driver import T_PROMPT, T_SUMMARISED
     from replay.simulator.kernels.trace import trace_run
 
-    adjusted, tail = _with_tail(run, cache)
     name, budget, params = preset
-    trace = trace_run(adjusted, make_policy(name, params), budget, tail=tail)
+    trace = trace_run(run, make_policy(name, params), budget)
     return np.flatnonzero(trace.columns[:, T_SUMMARISED] & SUMMARY_CLEARED), trace.columns[:, T_PROMPT]
 
 
@@ -244,17 +230,17 @@ def event_rows(
     """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
     same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
     ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
-    (Copilot CLI's breakdown after a compaction). A Claude Code preset reads the usage the server reported
-    (``with_reported_usage``)."""
+    (Copilot CLI's breakdown after a compaction). A Claude Code or Cline preset reads the usage the server reported
+    (``with_reported_usage``); a Cline preset's events are its truncations (no summary)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     micro_steps, micro_prompt = sim_steps, sim_steps
     sim_cols = None
     if preset is not None and len(ev.step):
-        harness_run = with_reported_usage(run, cols) if preset[0].startswith("claude-code") else run
+        harness_run = with_reported_usage(run, cols) if preset[0].startswith(READS_USAGE) else run
         sim_cols, _ = replay_recorded(harness_run, cache, *preset)
         sim_steps = np.flatnonzero(sim_cols["summarised"])
-        if "microcompact" in ev.kind:
+        if "microcompact" in ev.kind or preset[0] in CLEARS_ONLY:
             micro_steps, micro_prompt = preset_cleared(harness_run, preset, cache)
     out = []
     order = [int(e) for e in np.argsort(ev.step, kind="stable")]
@@ -281,7 +267,7 @@ def event_rows(
         }
         steps, prompts = (
             (micro_steps, micro_prompt)
-            if ev.kind[e] == "microcompact"
+            if ev.kind[e] == "microcompact" or preset is not None and preset[0] in CLEARS_ONLY
             else (sim_steps, sim_cols["prompt_tokens"] if sim_cols is not None else sim_steps)
         )
         if len(steps):
@@ -290,6 +276,21 @@ def event_rows(
             row["simulated_after"] = int(prompts[near])
         out.append(row)
     return out
+
+
+def unscored_reason(row: dict, trigger: str | None, has_preset: bool) -> str:
+    """Why a recorded event is not scored against the preset ("" when it is): a manual compaction is the user's,
+    not a threshold's; without a preset, a prompt after it or a request before it there is nothing to compare."""
+    k = row["recorded_request"]
+    if trigger == "manual":
+        return "manual, not a threshold: replayed as recorded"
+    if not has_preset:
+        return "no preset for this harness and model: the log does not give its window"
+    if row["recorded_after"] is None:
+        return f"no recorded prompt after it: request {k} has no usage in the log"
+    if k == 0:
+        return "at the first request: the threshold was crossed before the log begins"
+    return ""
 
 
 def event_within(row: dict) -> bool | None:
@@ -323,11 +324,12 @@ def fidelity_frame(
         usage = bool((run.rec_prompt > 0).any())
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})
-        logged = [
-            ev.get("after_tokens")
+        recorded_events = [
+            ev
             for ev in metadata.get("context_events") or []
             if isinstance(ev, dict) and isinstance(ev.get("step"), int)
         ]
+        logged = [ev.get("after_tokens") for ev in recorded_events]
         if not usage and not any(isinstance(v, int) for v in logged):
             continue  # nothing recorded to score against
         chosen = cache or (run.cache_fit.name if run.cache_fit is not None else provider_cache(fmt, model))
@@ -369,6 +371,8 @@ def fidelity_frame(
                     and float(np.quantile(err, 0.95)) <= TARGET_P95,
                 }
             )
-        for ev in event_rows(run, cols, preset, chosen, logged):
-            rows.append({**base, **ev, "within": event_within(ev)})
+        for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
+            trigger = recorded_events[i].get("trigger") if i < len(recorded_events) else None
+            reason = unscored_reason(ev, trigger, preset is not None)
+            rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

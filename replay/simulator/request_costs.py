@@ -68,11 +68,12 @@ class RequestPlan:
     output: np.ndarray
     recorded: np.ndarray  # (n, 5) int64
     billed: np.ndarray
+    read_known: np.ndarray  # the log records the request's cache reads (0 included)
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     keys: dict[tuple[str | None, date | None], int] = {}
-    key_of, run_of, share, output, recorded, billed = [], [], [], [], [], []
+    key_of, run_of, share, output, recorded, billed, read_known = [], [], [], [], [], [], []
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
@@ -91,6 +92,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         rec, ok = recorded_counts(run)
         recorded.append(rec)
         billed.append(ok)
+        read_known.append(run.rec_cache_read >= 0 if len(run.rec_cache_read) == m else np.zeros(m, np.bool_))
 
     def cat(parts: list, dt: type) -> np.ndarray:
         return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
@@ -103,6 +105,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         cat(output, np.int64),
         np.concatenate(recorded) if recorded else np.zeros((0, 5), np.int64),
         cat(billed, np.bool_),
+        cat(read_known, np.bool_),
     )
 
 
@@ -132,6 +135,7 @@ class RunCosts:
     written_1h: np.ndarray
     unpriced: np.ndarray
     why: list[dict[str, str]]
+    bill_notes: list[str]  # per run: why the recorded bill is not what the replay can reproduce ("" when it is)
 
 
 def run_costs(
@@ -173,7 +177,38 @@ def run_costs(
         by_run(w1h),
         by_run((~sim.priced).astype(np.float64)),
         _reasons(p, n_runs, sim, pricing),
+        bill_notes(p, n_runs, cached),
     )
+
+
+def bill_notes(p: RequestPlan, n_runs: int, cached: np.ndarray) -> list[str]:
+    """Per run, what the recorded bill leaves out that the simulated cost counts, so the two cannot agree whatever
+    the replay does: requests whose log records no usage (the bill has no figure for them; the replay prices
+    them), and cache reads the log never records while the replay's cache reads some (the bill prices every
+    prompt token at the full input price; e.g. aider's token line, which reports no OpenAI cached tokens)."""
+
+    def by_run(v: np.ndarray) -> np.ndarray:
+        return np.bincount(p.run_of, weights=v, minlength=n_runs)
+
+    requests = by_run(np.ones(len(p.run_of)))
+    billed = by_run(p.billed.astype(np.float64))
+    unread = by_run((p.billed & ~p.read_known).astype(np.float64))
+    replay_read = by_run(np.where(p.billed & ~p.read_known, cached, 0).astype(np.float64))
+    notes = []
+    for i in range(n_runs):
+        parts = []
+        if 0 < billed[i] < requests[i]:
+            parts.append(
+                f"{int(requests[i] - billed[i])} of {int(requests[i])} requests record no usage: the bill leaves "
+                "them out, the replay prices them"
+            )
+        if billed[i] and unread[i] == billed[i] and replay_read[i] > 0:
+            parts.append(
+                "the log records no cache reads: its bill prices every prompt token uncached, the replay's cache "
+                f"reads {int(replay_read[i]):,} tokens"
+            )
+        notes.append("; ".join(parts))
+    return notes
 
 
 def _reasons(p: RequestPlan, n_runs: int, bill: RequestBill, pricing: Pricing) -> list[dict[str, str]]:
@@ -192,8 +227,8 @@ def billing_note(bill: Billing, why: dict[str, str]) -> str:
     models is priced)."""
     notes = [n for n in bill.note.split("; ") if n and not n.startswith("no price for model")]
     notes += [
-        f"no price for model {m!r}: its requests' cost is NaN (pass --prices FILE or --price input=.. "
-        "--price output=..)"
+        f"no price for model {m!r}{f' ({why[m]})' if why[m] else ''}: its requests' cost is NaN (pass --prices FILE "
+        "or --price input=.. --price output=..)"
         for m in sorted(why)
     ]
     return "; ".join(notes)
@@ -206,4 +241,5 @@ def cost_row(costs: RunCosts, i: int) -> dict:
         "recorded_cost_usd": None if np.isnan(rec) else rec,
         "written_1h_tokens": int(round(costs.written_1h[i])),
         "unpriced_requests": int(costs.unpriced[i]),
+        "recorded_cost_note": costs.bill_notes[i],
     }

@@ -169,6 +169,40 @@ def billing_warnings(df: pl.DataFrame) -> list[str]:
     return [f"WARNING: {'no model name' if m is None else m} ({n} run(s)): {note}" for m, note, n in notes.iter_rows()]
 
 
+def billing_lines(df: pl.DataFrame) -> list[str]:
+    """What the cost total covers (the unpriced runs by model, and how to price them), then the models priced
+    uncached for want of a cache model: short lines for the warnings under a table."""
+    from replay.metrics.coverage import cover_of_frame
+
+    if not df.height:
+        return []
+    lines = cover_of_frame(df).lines()
+    if "billing_note" in df.columns:
+        uncached = df.filter(pl.col("billing_note").str.contains("no cache model for"))
+        if uncached.height:
+            models = uncached.group_by("model").len().sort("model", nulls_last=True)
+            names = ", ".join(f"{m or 'no model named'} ({n})" for m, n in models.iter_rows())
+            lines.append(
+                f"no cache model for the provider of {uncached.height} runs, priced uncached: {names}; "
+                "--cache NAME chooses one"
+            )
+    return lines
+
+
+def totals_line(sim: Simulation) -> str:
+    """The corpus totals in one sentence, the cost with the runs it covers."""
+    from replay.metrics.coverage import cover_of_frame
+
+    s = totals(sim)
+    if not s:
+        return "no runs"
+    return (
+        f"{s['requests']:,} requests, {s['overflow_incidents']:,} overflow incidents, {s['summaries']:,} summaries, "
+        f"{s['prompt_tokens']:,} prompt tokens ({s['cache_hit_rate']:.1%} cached), {s['repeat_evicted']:,} repeat "
+        f"reads evicted; cost ${s['cost_usd']:,.2f} over {cover_of_frame(sim.runs).label()}"
+    )
+
+
 def composition_totals(sim: Simulation) -> pl.DataFrame:
     """Window composition by tool over all runs: tokens per (tool, part), share of all prompt tokens, largest first."""
     total = int(sim.runs["prompt_tokens"].sum()) if sim.runs.height else 0

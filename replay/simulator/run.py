@@ -20,9 +20,11 @@ from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import CacheState
+from replay.simulator.kernels.packed import model_codes
 from replay.simulator.kernels.trace import trace_run
 from replay.simulator.request_costs import billing_note, cost_row, plan, run_costs
 from replay.simulator.run_output import cost_columns, recorded_output, summary_hits_cache
+from replay.simulator.run_start import split_tail
 
 REQUEST_COLUMNS = (
     "k",
@@ -63,19 +65,16 @@ def simulate_run(
     near_margin: float = 0.05,
     pricing: Pricing = DEFAULT_PRICING,
     overhead: int = 0,
-    warm: bool | int = False,
-    tail: int = 0,
 ) -> tuple[dict[str, np.ndarray], dict]:
     """Replay one run under ``policy``; return per-request columns and one run row of raw counters.
 
     ``cache``: the cache model for this run, None for its provider's own (replay.simulator.billing);
     ``pricing``: where prices come from (genai-prices, a price file, overrides);
 
-    ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0;
-    ``warm``: tokens already cached when the run starts, from the start of the prompt (e.g. a subagent after its
-    parent, or the harness prefix other sessions keep warm): True for all of ``overhead``, or how many tokens;
-    ``tail``: tokens the log does not hold that the harness sends after the last cache breakpoint (never cached)."""
-    return _simulate(run, policy, cache, budget, near_margin, pricing, overhead, warm, None, tail)
+    ``overhead``: tokens the log does not hold (harness system prompt, tool schemas) sent before item 0.
+    The run starts as its log shows (``RunArrays.warm``: tokens already cached, e.g. a sub-agent after its parent;
+    ``RunArrays.tail``: tokens sent after the last cache breakpoint, never cached; replay.simulator.run_start)."""
+    return _simulate(run, policy, cache, budget, near_margin, pricing, overhead, None)
 
 
 def simulate_run_by_tool(
@@ -86,20 +85,21 @@ def simulate_run_by_tool(
     near_margin: float = 0.05,
     pricing: Pricing = DEFAULT_PRICING,
     overhead: int = 0,
-    warm: bool | int = False,
-    tail: int = 0,
 ) -> tuple[dict[str, np.ndarray], dict, ToolComposition]:
     """:func:`simulate_run` (same columns and run row) plus the window composition by tool and part."""
     by_tool = ToolComposition(run)
-    cols, row = _simulate(run, policy, cache, budget, near_margin, pricing, overhead, warm, by_tool, tail)
+    cols, row = _simulate(run, policy, cache, budget, near_margin, pricing, overhead, by_tool)
     return cols, row, by_tool
 
 
 def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
     """(view, cached, written) per request of a policy written in Python."""
+    models = model_codes(run)
     for k in range(run.n_requests):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
+        if k > 0 and models[k] != models[k - 1]:
+            cache.switch_model()
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
         dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
@@ -131,18 +131,18 @@ def charged_views(
     bill: Billing,
     near_margin: float = 0.05,
     overhead: int = 0,
-    warm: int = 0,
-    tail: int = 0,
 ) -> tuple[Iterator[tuple[View, int, int]], np.ndarray]:
     """((view, cached, written) per request, the item costs as the policy sees the history) of ``run`` under
     ``policy``, charged by ``bill``'s cache model: the compiled loop's trace for a built-in policy, Python steps
-    with the same compiled cache models for a policy written in Python."""
+    with the same compiled cache models for a policy written in Python. Either way the run starts with its warm
+    prefix, and its views hold the prefix item without the tail (``replay.simulator.run_start.split_tail``)."""
     if isinstance(policy, CompiledPolicy):
-        trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead, warm, tail)
+        trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead)
         return zip(trace.views(), trace.cached.tolist(), trace.written.tolist(), strict=True), trace.ftok[ORIGINAL]
-    policy.reset(run, budget)
-    cache = CacheState(bill.cache, bill.model, run.n_requests, overhead, warm, run.tokens)
-    return _python_steps(run, policy, cache), policy.ftok[ORIGINAL]
+    split = split_tail(run)
+    policy.reset(split, budget)
+    cache = CacheState(bill.cache, bill.model, run.n_requests, overhead, run.warm, split.tokens)
+    return _python_steps(split, policy, cache), policy.ftok[ORIGINAL]
 
 
 def _simulate(
@@ -153,14 +153,12 @@ def _simulate(
     near_margin: float,
     pricing: Pricing,
     overhead: int,
-    warm: bool | int,
     by_tool: ToolComposition | None,
-    tail: int = 0,
 ) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
     bill = billing_for(run.model, cache, pricing, run.cache_ttl, run.cache_fit)
-    warm_tokens = overhead if warm is True else int(warm)
-    steps, seen = charged_views(run, policy, budget, bill, near_margin, overhead, warm_tokens, tail)
+    steps, seen = charged_views(run, policy, budget, bill, near_margin, overhead)
+    tail = run.tail
     m = run.n_requests
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
     events = read_events(run)

@@ -9,7 +9,7 @@ import numpy as np
 
 from replay.model import KINDS
 from replay.policies.base import PolicyBase
-from replay.run_arrays import RunArrays
+from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.billing import Billing
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
@@ -18,7 +18,8 @@ OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning",
 def recorded_output(run: RunArrays) -> dict:
     """The run's output tokens: recorded per request (``requests.output_tokens``); a request without a record
     counts the assistant items it produced (text, reasoning, calls appended at the next step).
-    ``output_source``: recorded, items or mixed."""
+    ``output_source``: recorded, items or mixed; ``bill_gap``: why the recorded bill cannot be reproduced
+    (``bill_gap``)."""
     rec = run.rec_output if len(run.rec_output) == run.n_requests else np.full(run.n_requests, -1)
     known = rec >= 0
     total = int(rec[known].sum())
@@ -28,7 +29,38 @@ def recorded_output(run: RunArrays) -> dict:
         idx = run.req_step[~known] + 1
         total += int(by_step[idx[idx < len(by_step)]].sum())
     source = "recorded" if known.all() else "items" if not known.any() else "mixed"
-    return {"output_tokens": total, "output_source": source}
+    return {"output_tokens": total, "output_source": source, "bill_gap": bill_gap(run)}
+
+
+def bill_gap(run: RunArrays) -> str:
+    """Why a replay of the log's own policy cannot reproduce the run's recorded bill, from the log alone ("" when
+    it can): what the bill leaves out or cannot see. Each reason is a fact of the file:
+
+    - the prompt is not reconstructable from the log (calibration's verdict, ``RunArrays.unreconstructable``);
+    - requests without recorded usage: the replay prices them, the bill has nothing to price;
+    - no cache figure on any request with usage: the bill prices every prompt token as uncached input, the replay
+      charges the reads and writes of the run's cache model;
+    - compactions that made a summary: the summariser's call is not among the run's requests, so the bill does
+      not hold it; a replay charges it (``summary_cost_usd``)."""
+    reasons = []
+    if run.unreconstructable:
+        reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
+    m = run.n_requests
+    billed = run.rec_prompt >= 0
+    if billed.any() and not billed.all():
+        reasons.append(f"{m - int(billed.sum())} of {m} requests have no usage in the log: the bill leaves them out")
+    read = run.rec_cache_read if len(run.rec_cache_read) == m else np.full(m, -1)
+    write = run.rec_write if len(run.rec_write) == m else np.full(m, -1)
+    cached = run.cache_fit is None or run.cache_fit.name != "none"
+    if billed.any() and cached and (read[billed] < 0).all() and (write[billed] < 0).all():
+        reasons.append("the log records no cache reads or writes: the bill prices every prompt token as uncached input")
+    calls = sum(1 for k in run.events.kind if k not in CLEARING_EVENTS)
+    if calls:
+        reasons.append(
+            f"{calls} summariser call{'s' if calls > 1 else ''} of the log's compactions not among its requests: "
+            "the bill leaves them out, a replay charges them (summary_cost_usd)"
+        )
+    return "; ".join(reasons)
 
 
 def summary_hits_cache(policy: PolicyBase) -> bool:

@@ -8,7 +8,8 @@ from pathlib import Path
 import duckdb
 
 from replay.errors import ReplayError
-from replay.store.schema import check_version, migrate
+from replay.store.schema import MIGRATIONS, check_layout, check_version, migrate
+from replay.untrusted import path_text
 
 DEFAULT_DB = Path(os.environ.get("REPLAY_DB", "replay.duckdb"))
 
@@ -34,7 +35,8 @@ def connect(path: Path, read_only: bool, config: dict | None = None) -> duckdb.D
             ) from exc
         raise ReplayError(f"{path}: cannot open the store: {exc}") from exc
     try:
-        check_version(con, str(path))
+        if check_version(con, str(path)) == len(MIGRATIONS):
+            check_layout(con, path_text(path))
     except ReplayError:
         con.close()
         raise

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 
 import duckdb
 
@@ -197,3 +198,45 @@ def check_version(con: duckdb.DuckDBPyConnection, where: str) -> int:
             f"({len(MIGRATIONS)}); use the replay that wrote it (or a newer one), or another --db"
         )
     return version
+
+
+@cache
+def layout() -> dict[str, tuple[str, ...]]:
+    """Each table and view of a current store with its columns in order, as the migrations make them."""
+    with duckdb.connect(":memory:") as con:
+        migrate(con)
+        return _columns_of(con)
+
+
+def _columns_of(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
+    rows = con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main' "
+        "AND table_catalog = current_database() ORDER BY table_name, ordinal_position"
+    ).fetchall()
+    found: dict[str, list[str]] = {}
+    for table, column in rows:
+        found.setdefault(table, []).append(column)
+    return {t: tuple(c) for t, c in found.items()}
+
+
+def check_layout(con: duckdb.DuckDBPyConnection, where: str) -> None:
+    """Refuse a current-version store whose tables were changed by hand (a table dropped, a column removed or added):
+    every query would fail on it, or an insert put values in the wrong columns."""
+    have = _columns_of(con)
+    problems = []
+    for table, columns in layout().items():
+        if table not in have:
+            problems.append(f"table {table} is missing")
+        elif have[table] != columns:
+            lost = [c for c in columns if c not in have[table]]
+            extra = [c for c in have[table] if c not in columns]
+            problems.append(
+                f"table {table} has been changed"
+                + (f" (missing column {', '.join(lost)})" if lost else "")
+                + (f" (unknown column {', '.join(extra)})" if extra else "")
+            )
+    if problems:
+        raise ReplayError(
+            f"{where}: not a store this replay can use: {'; '.join(problems)}. Rebuild it: move the file aside, run "
+            f"`replay ingest LOGS --db {where}` again, then rerun what you had counted or simulated"
+        )

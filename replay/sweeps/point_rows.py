@@ -53,7 +53,7 @@ from replay.simulator.run_output import summary_hits_cache
 from replay.sweeps.adapter import Point, evaluate_point, resolve
 
 NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
-COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests")
+COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests", "recorded_cost_note")
 
 
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:

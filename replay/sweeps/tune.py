@@ -24,7 +24,9 @@ import duckdb
 import polars as pl
 
 from replay.errors import ReplayError
+from replay.metrics.coverage import CostCover, cover_of_rows
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.policies.window_fit import limit_tokens as _limit_tokens
 from replay.sweeps.pareto import Objective, pareto_front
 from replay.sweeps.policy_file import PolicyFile, dump_policy_file
 from replay.sweeps.spec import SweepSpec, from_dict, point_id
@@ -170,23 +172,6 @@ def tune_grid(policy: str, window: int, points: int = 96, reserve: int = 0) -> d
     knobs = SPACES[policy]
     levels = level_counts([k.weight for k in knobs], max(1, points))
     return {k.name: k.values(n, window, reserve) for k, n in zip(knobs, levels, strict=True)}
-
-
-def _limit_tokens(policy: str, cfg: Any, window: int) -> list[tuple[str, float]]:
-    """(knob, tokens at which it fires) for the policy's window-bound triggers under config ``cfg``."""
-    if policy in ("seed_a", "seed_a_before"):
-        out = [("summary_at", cfg.summary_at)]
-        return out + ([("protect", cfg.protect)] if cfg.protect > 1 else [])
-    if policy == "clear_tool_uses" and cfg.trigger_type == "input_tokens":
-        return [("trigger", cfg.trigger)]
-    if policy == "auto_compact":
-        base = (cfg.context_window or window) - cfg.output_reserve
-        return [("threshold", cfg.threshold * base - cfg.buffer_tokens)]
-    if policy == "openhands_tokens" and cfg.max_tokens:
-        return [("max_tokens", cfg.max_tokens)]
-    if policy == "seed_c" and cfg.spill_tokens:
-        return [("spill_tokens", cfg.spill_tokens)]
-    return []
 
 
 def fit_warnings(policy: str, window: int, reserve: int, params: dict[str, Any] | None = None) -> list[str]:
@@ -429,6 +414,10 @@ class TuneResult:
     overflowing: list[tuple[str, int]] = field(default_factory=list)  # the recommendation's overflowing runs
     default_overflowing: list[tuple[str, int]] = field(default_factory=list)  # the defaults' overflowing runs
     warnings: list[str] = field(default_factory=list)  # settings that cannot fit the window (fit_warnings)
+    cost_cover: CostCover = field(default_factory=lambda: CostCover(0, 0))  # the runs the costs are summed over
+
+
+TUNE_PRICE_HOW = "price them with --model NEW_MODEL, --prices FILE or --price input=USD --price output=USD (per Mtok)"
 
 
 def _prefer(policy: str) -> dict[str, str]:
@@ -545,6 +534,7 @@ def run_tune(
         default_overflowing=overflowing_runs(dframe),
         warnings=fit_warnings(spec.policy, spec.fixed.get("window", 0), spec.fixed.get("reserve", 0)),
         unfittable=unfittable(runs, spec.fixed.get("window"), spec.fixed.get("reserve")),
+        cost_cover=cover_of_rows(frame),
     )
 
 
@@ -627,11 +617,8 @@ def summary_lines(res: TuneResult) -> list[str]:
             f"note: the gate priced every run as {s.price_model}; `replay check` prices each run by its own "
             "model (or --prices/--price), so its cost rows can differ from these"
         )
-    if r.get("unpriced_runs"):
-        lines.append(
-            f"WARNING: {int(r['unpriced_runs'])} run(s) have no price (their model is unknown to "
-            "genai-prices): cost covers the others only; pass --model NEW_MODEL, --prices FILE or --price"
-        )
+    if r.get("unpriced_runs") or not res.cost_cover.complete:
+        lines += [f"WARNING: {line}" for line in res.cost_cover.lines(TUNE_PRICE_HOW)]
     if res.overflowing:
         n = sum(c for _, c in res.overflowing)
         lines.append(
@@ -759,6 +746,7 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
         res.defaults,
         zero_overflow=res.zero_overflow,
         knobs=[k for k in s.swept_names if k in res.points.columns],
+        cost_label=res.cost_cover.label(),
     )
     png, svg = plots.save(ax, out_dir, "front")
     files |= {"chart_png": png, "chart_svg": svg} | (

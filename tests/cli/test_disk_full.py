@@ -103,7 +103,8 @@ def disk(monkeypatch, capsys) -> Disk:
 def assert_one_line(err: str, path: Path, suffix: str = ".wal") -> None:
     lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
     assert lines == [
-        f"error: disk full while writing {path}{suffix}: free space and rerun the same command; finished work is kept"
+        f"error: disk full while writing {path}{suffix}: free space (or raise the quota or file size limit) and rerun "
+        "the same command; finished work is kept"
     ], err
     assert "Traceback" not in err and "rollback" not in err
 

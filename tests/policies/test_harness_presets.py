@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from replay.policies import Budget, make_policy
+from replay.policies.cline import cline_max_allowed
 from replay.policies.presets import PRESETS, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.caches import make_cache
 from replay.simulator.fidelity import harness_preset
@@ -36,6 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         ("gemini-cli", {}, "gemma-4-31b-it", ("gemini-cli", 256_000)),
         ("copilot-cli", {}, "claude-sonnet-4.6", ("copilot-cli", 168_000)),
         ("copilot-cli", {}, "some-new-model", ("copilot-cli", 128_000)),
+        ("cline", {}, "claude-opus-4-6", ("cline", 200_000)),  # Cline's table: every Claude model 200k
+        ("cline", {}, "claude-opus-4-6:1m", ("cline", 1_000_000)),
+        ("cline", {}, "some-local-model", None),  # a window the log does not let us know: no preset
     ],
 )
 def test_preset_from_the_log(fmt, metadata, model, expected):
@@ -44,6 +48,7 @@ def test_preset_from_the_log(fmt, metadata, model, expected):
 
 
 def test_source_limits():
+    assert [cline_max_allowed(w) for w in (64_000, 128_000, 200_000, 1_000_000)] == [37_000, 98_000, 160_000, 960_000]
     assert PRESETS["codex-rs"].params["threshold"] * 272_000 == pytest.approx(244_800)  # (window * 9) / 10
     assert PRESETS["gemini-cli"].params["threshold"] == 0.5  # DEFAULT_COMPRESSION_TOKEN_THRESHOLD, 0.17 on
     assert PRESETS["copilot-cli"].params["threshold"] == 0.8  # COPILOT_BACKGROUND_COMPACTION_THRESHOLD default

@@ -72,6 +72,20 @@ def test_token_line_usage_and_order(corpus: Path) -> None:
     assert (sonnet[0].prompt_tokens, sonnet[0].output_tokens) == (5359, 961)
 
 
+def test_cache_figures_known_only_where_aider_prints_them(corpus: Path) -> None:
+    """Aider prints Anthropic's and DeepSeek's cache fields when they are not 0, never OpenAI's cached_tokens: a gpt-4o
+    token line without them leaves the reads unknown; a Claude one (aider 0.48.1, before --cache-prompts) read and
+    wrote nothing, so its requests record 0 (an unknown read let the replay charge Anthropic cache reads, -17%)."""
+    for name, known in (("aider-afi-core-gpt4o.md", False), ("aider-pgstndtrprt-sonnet35.md", True)):
+        path = corpus / "aider" / name
+        assert not re.search(r"^> Tokens:.*cache", path.read_text(), re.M), name
+        reqs = [r for r in read(path) if isinstance(r, Request)]
+        if known:
+            assert reqs and all((r.cache_read, r.cache_write, r.input_tokens) == (0, 0, None) for r in reqs)
+        else:
+            assert reqs and all(r.cache_read is None and r.cache_write is None for r in reqs)
+
+
 def test_parse_count() -> None:
     assert (parse_count("1.2k"), parse_count("5,359"), parse_count("21"), parse_count(None)) == (1200, 5359, 21, None)
 

@@ -207,6 +207,23 @@ def test_compaction_events_on_the_corpus(corpus: Path) -> None:
     assert all("usage" not in e for e in fx), "no summariser call is logged before the fixture's compactions"
 
 
+def test_zeroed_token_count_is_a_request_of_unknown_usage(corpus: Path) -> None:
+    """The fixture's line 87 token_count counts 0 input and 0 output tokens (its total fell from 16,422 to 0, its
+    window is 0, its timestamp "[trimmed for fixture]"): a call whose counts were zeroed, not a call of $0. Read as
+    $0 usage, simulate priced the replayed prompt against a $0 bill (+222%); its window no longer replaces 258,400."""
+    path = corpus / "codex-rollout" / "codex-fixture-agentsessions-small-compacted.jsonl"
+    line = path.read_text(encoding="utf-8").splitlines()[86]
+    zeroed = json.loads(line)["payload"]["info"]
+    assert zeroed["last_token_usage"]["input_tokens"] == 0 and zeroed["model_context_window"] == 0
+    records = read(ROLLOUT, path)
+    requests = of(records, Request)
+    assert [(r.line, r.prompt_tokens, r.cache_read, r.output_tokens) for r in requests] == [
+        (22, 16341, 3584, 81),
+        (87, None, None, None),
+    ]
+    assert of(records, Run)[0].metadata["model_context_window"] == 258400
+
+
 def rollout(tmp_path: Path, lines: list[tuple[str, dict]]) -> Path:
     path = tmp_path / "rollout.jsonl"
     path.write_text(

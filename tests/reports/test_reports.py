@@ -58,6 +58,9 @@ def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
 
     res = CliRunner().invoke(app, ["demo", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
+    # every slow step is named before it starts and timed after it (stderr is part of the output here)
+    for label in ("ingesting", "counting tokens", "compiling the simulator", "sweeping", "report: sweep pareto"):
+        assert f"{label}" in res.output and res.output.count(label) >= 2, (label, res.output)
     md = (tmp_path / "report.md").read_text()
     assert "counterfactual" in md and "not solve rates" in md
     for name in (

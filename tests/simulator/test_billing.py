@@ -210,7 +210,10 @@ def test_cli_prices_each_run_by_its_provider_and_warns_on_unknown(corpus, tmp_pa
     base = ["simulate", "--db", str(db), "--format", "csv", "--no-store"]
     out = CliRunner().invoke(app, base)
     assert out.exit_code == 0, out.output
-    assert "WARNING: gpt-5.3-codex-bak (1 run(s)): no price for model 'gpt-5.3-codex-bak'" in out.output
+    # what the cost covers, the unpriced model with its runs, and how to price it, in one warning
+    assert "cost covers 1 of 2 runs; no price for the runs of gpt-5.3-codex-bak (1): price them with --prices" in (
+        " ".join(out.output.split())
+    )
     rows = {
         r["run_id"][:5]: r
         for r in csv.DictReader(io.StringIO(out.output[out.output.index("run_id") :]))
@@ -219,7 +222,7 @@ def test_cli_prices_each_run_by_its_provider_and_warns_on_unknown(corpus, tmp_pa
     assert rows["codex"]["cache_model"] == "openai" and rows["codex"]["price_source"] == "unknown"
     assert rows["codex"]["cost_usd"] == "" and rows["ccl-s"]["cache_model"] == "anthropic"
     priced = CliRunner().invoke(app, [*base, "--price", "same_as=gpt-5.3-codex", "--cache", "anthropic"])
-    assert priced.exit_code == 0 and "WARNING" not in priced.output
+    assert priced.exit_code == 0 and "no price" not in priced.output and "cost covers" not in priced.output
 
 
 def test_window_composition_includes_the_policys_summary():

@@ -39,12 +39,18 @@ def _run(reads: list[int], gaps: list[float] | None = None, model: str = "gpt-5"
     return run
 
 
-def test_fit_counts_the_requests_that_reached_the_conversation():
-    """Requests 1-9 could read the previous prompt; 6 of them did, 3 read only the warm 2,048 tokens."""
+def test_fit_matches_the_recorded_share_in_tokens():
+    """Requests 1-9 could read the previous prompt; 6 of them did, 3 read only the warm 2,048 tokens. The hit rate
+    is the one at which the replay reads the share of the prompt the log shows read, not the 6 of 9 requests that
+    reached it (a count share gives too few reads: it puts misses on long prompts the log had on short ones)."""
     reads = [2048] + [(_prompt(k - 1) // 128 * 128 if k % 3 else 2048) for k in range(1, 10)]
-    fit = fit_run(_run(reads), "openai")
-    assert (fit.source, fit.reached, fit.informative) == ("fit", 6, 9)
-    assert fit.hit_rate == pytest.approx(6 / 9, abs=1e-4) and fit.ttl is None
+    run = _run(reads)
+    fit = fit_run(run, "openai")
+    assert (fit.source, fit.reached, fit.informative) == ("fit", 6, 9) and fit.ttl is None
+    cols, _ = simulate_run(replace(run, warm=2048), make_policy("recorded"), fit.cache(), Budget(10**9))
+    recorded = sum(reads) / run.rec_prompt.sum()
+    assert cols["cached_tokens"].sum() / cols["prompt_tokens"].sum() == pytest.approx(recorded, abs=5e-4)
+    assert fit.hit_rate == pytest.approx(0.6726, abs=1e-4) and abs(fit.hit_rate - 6 / 9) > 0.005
 
 
 def test_fit_lengthens_the_ttl_only_on_a_hit_after_a_long_idle_gap():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import polars as pl
 
-from replay.reports.sweep_summary import point_summary
+from replay.reports.sweep_summary import point_summary, price_cover
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
 
@@ -42,12 +42,8 @@ def _expected(frame: pl.DataFrame) -> pl.DataFrame:
         for c in ("overflow_incidents", "repeat_evicted", "emergencies")
         if c in frame.columns
     ]
-    aggs.append(
-        pl.when(pl.col("cost_usd").filter(ok).is_null().any())
-        .then(None)
-        .otherwise(pl.col("cost_usd").filter(ok).sum())
-        .alias("cost_usd")
-    )
+    unknown = frame.filter(ok & (pl.col("cost_usd").is_null() | pl.col("cost_usd").is_nan()))["run_id"].unique()
+    aggs.append(pl.col("cost_usd").filter(ok & ~pl.col("run_id").is_in(unknown.implode())).sum().alias("cost_usd"))
     aggs.append(
         (pl.col("cached_tokens").filter(ok).sum() / pl.col("prompt_tokens").filter(ok).sum()).alias("cache_hit_rate")
     )
@@ -78,8 +74,10 @@ def test_summary_is_the_rows_summed_per_point(sample_db, tmp_path: Path) -> None
     assert summary.height == 6
     assert summary.select(expected.columns).equals(expected.cast(summary.select(expected.columns).schema))
     by_point = {r["point_id"]: r for r in summary.to_dicts()}
-    assert by_point[first]["errors"] == 1 and by_point[second]["cost_usd"] is None
-    assert summary["cost_usd"][-1] is None  # unpriced points sort last
+    # the run unpriced at one point is left out of every point's cost, so the points still compare
+    assert by_point[first]["errors"] == 1 and by_point[second]["cost_usd"] is not None
+    cover = price_cover(sample_db, out.sweep_id)
+    assert cover.priced == out.runs - 1 and cover.total == out.runs and cover.lines()
 
 
 def test_the_store_works_under_a_memory_limit_and_gets_its_own_back(sample_db, tmp_path: Path) -> None:

@@ -221,6 +221,22 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
     n[1], n[2] = (at, full) if full >= warm or at == len(tokens) else (at + 1, warm)
 
 
+@compiled(inline="always")
+def switch_drops(cp):
+    """Whether a model switch loses what the cache model holds: every provider keeps cached prefixes per model, as
+    the logs show (a read of 0 on the first request after Claude Code's ``/model``, and after Gemini CLI moved a
+    session from gemini-3-flash-preview to gemini-3.1-pro-preview). The automatic caches' hit rate is fitted to
+    the reads the log shows in tokens (replay.simulator.cache_fit), with the switch already dropping entries."""
+    return int(cp[0]) != NONE
+
+
+@compiled(inline="always")
+def drop_entries(n):
+    """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them
+    (a switch back within the TTL would find the first model's entries again; not modelled)."""
+    n[0] = n[1] = n[2] = 0
+
+
 class CacheState:
     """One run's cache entries, charged request by request from Python (the per-request loop of a policy written
     in Python); the same compiled cache models as the loop of the built-in policies."""
@@ -234,6 +250,11 @@ class CacheState:
         self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
+
+    def switch_model(self) -> None:
+        """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""
+        if switch_drops(self.params):
+            drop_entries(self.n)
 
     def request(
         self,

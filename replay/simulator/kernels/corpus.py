@@ -41,12 +41,16 @@ def run_at(pk, tflag, i):
         pk.rr_changed[e:f],
         pk.rr_tokens[e:f],
         pk.ev_step[g:h],
+        pk.ev_summary[g:h],
         pk.ev_drop_off[w : w + (h - g) + 1],
         pk.ev_drop,
         pk.mask_step[u:v],
         pk.mask_pos[u:v],
         pk.mask_chars[u:v],
         pk.usage_offset[c:d],
+        pk.warm[i],
+        pk.tail[i],
+        pk.req_model[c:d],
     )
 
 

@@ -8,6 +8,7 @@ from replay.policies import (
     auto_compact,
     baselines,
     clear_tool_uses,
+    cline,
     masking,
     openhands,
     oracle,
@@ -28,6 +29,7 @@ MASKING = (CODES["masking"], CODES["last_n"])
 CLEAR_TOOL_USES = CODES["clear_tool_uses"]
 ORACLE = CODES["oracle"]
 RECORDED = CODES["recorded"]
+CLINE = CODES["cline"]
 
 
 @compiled(borrowed=True)
@@ -50,6 +52,8 @@ def setup(code, p, r, st):
         oracle.setup(p, r, st)
     elif code == RECORDED:
         recorded.setup(p, r, st)
+    elif code == CLINE:
+        cline.setup(p, r, st)
 
 
 @compiled(borrowed=True)
@@ -74,3 +78,5 @@ def decide(code, p, r, st):
         oracle.decide(p, r, st)
     elif code == RECORDED:
         recorded.decide(p, r, st)
+    elif code == CLINE:
+        cline.decide(p, r, st)

@@ -20,8 +20,6 @@ from replay.policies.kernel import (
     P_NEAR_MARGIN,
     P_OVERHEAD,
     P_RESERVE,
-    P_TAIL,
-    P_WARM,
     P_WINDOW,
     RECORDED,
     S_DIRTY,
@@ -44,7 +42,14 @@ from replay.policies.kernel import (
 )
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.run_arrays import TOOL_RESULT
-from replay.simulator.kernels.caches import N_STATE, cache_request, first_rewrite, warm_entry
+from replay.simulator.kernels.caches import (
+    N_STATE,
+    cache_request,
+    drop_entries,
+    first_rewrite,
+    switch_drops,
+    warm_entry,
+)
 from replay.simulator.kernels.dispatch import decide, setup
 
 # per-run outputs (int64)
@@ -122,7 +127,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
     n, m = len(r.kind), len(r.req_end)
     code = int(p[P_CODE])
     window, reserve = p[P_WINDOW], p[P_RESERVE]
-    overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(p[P_TAIL])
+    overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(r.tail)
     st = _initial_state(p, r)
     s, forms, ftok, fest = st.s, st.forms, st.ftok, st.fest
     setup(code, p, r, st)
@@ -137,7 +142,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
     cap = 2 * m + 12
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
-    warm_entry(np.int64(p[P_OVERHEAD]), np.int64(p[P_WARM]), r.tokens, cpos, ctok, cexp, cn)
+    warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn)
     cumtok = np.zeros(n + 1, np.int64)
     n_err = 0
     for q in range(n):
@@ -194,6 +199,8 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         prompt = s[S_TOT_TOK] + s_tok + overhead + tail
         # the first request rewrites nothing that was warm before the run unless the policy changed it
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
+        if k > 0 and r.req_model[k] != r.req_model[k - 1] and switch_drops(cp):
+            drop_entries(cn)  # another model: nothing its server cached for the previous one is read
         cached, written = cache_request(
             cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k], cumtok, overhead, s_at, s_tok
         )

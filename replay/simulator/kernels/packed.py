@@ -11,9 +11,10 @@ import numpy as np
 
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
-from replay.run_arrays import RunArrays
+from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
+from replay.simulator.run_start import split_tail
 
 # The compiled loop's view of a PackedRuns: its array fields, in this order (``PackedRuns.arrays``).
 Packed = namedtuple(
@@ -47,12 +48,16 @@ Packed = namedtuple(
         "rr_changed",
         "rr_tokens",
         "ev_step",
+        "ev_summary",
         "ev_drop_off",
         "ev_drop",
         "mask_step",
         "mask_pos",
         "mask_chars",
         "usage_offset",
+        "warm",
+        "tail",
+        "req_model",
     ),
 )
 
@@ -90,12 +95,16 @@ class PackedRuns:
     rr_changed: np.ndarray
     rr_tokens: np.ndarray
     ev_step: np.ndarray  # request at which each recorded event takes effect
+    ev_summary: np.ndarray  # per event: it made a summary (not one of arrays.CLEARING_EVENTS)
     ev_drop_off: np.ndarray  # absolute offsets into ev_drop, per run n_events + 1 of them
     ev_drop: np.ndarray  # run-local positions each recorded event drops
     mask_step: np.ndarray
     mask_pos: np.ndarray
     mask_chars: np.ndarray
     usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
+    warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
+    tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
+    req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -144,6 +153,7 @@ STATIC_TYPES = {
     "max_reads_one_resource": np.int64,
     "output_tokens": np.int64,
     "output_source": object,
+    "bill_gap": object,
     "token_source": object,
     **dict.fromkeys(RESOURCE_COLUMNS, np.int64),
 }
@@ -174,8 +184,18 @@ def _offsets(sizes: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
 
+def model_codes(run: RunArrays) -> np.ndarray:
+    """Per request, a run-local code of the model that served it (the run's model where the log names none): a
+    change of code is a model switch, which the server's cache does not survive."""
+    names = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    seen: dict[str | None, int] = {}
+    return np.array([seen.setdefault(m or run.model, len(seen)) for m in names], dtype=np.int64)
+
+
 def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
-    """Concatenate ``runs``; positions inside each run stay run-local."""
+    """Concatenate ``runs``; positions inside each run stay run-local; each run's tail out of its prefix item
+    (``replay.simulator.run_start.split_tail``)."""
+    runs = [split_tail(r) for r in runs]
     reads = [read_events(r) for r in runs]
     orders = [np.argsort(e.decide, kind="stable") for e in reads]
     recorded = [r.events for r in runs]
@@ -220,12 +240,16 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "rr_changed": _cat([e.changed[o] for e, o in zip(reads, orders, strict=True)], np.bool_),
         "rr_tokens": _cat([e.tokens[o] for e, o in zip(reads, orders, strict=True)], np.int64),
         "ev_step": _cat([ev.step for ev in recorded], np.int64),
+        "ev_summary": _cat([np.array([k not in CLEARING_EVENTS for k in ev.kind], bool) for ev in recorded], np.bool_),
         "ev_drop_off": _cat(drop_off, np.int64),
         "ev_drop": _cat([d for ev in recorded for d in ev.drop], np.int64),
         "mask_step": _cat([ev.mask_step for ev in recorded], np.int64),
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
+        "warm": np.array([r.warm for r in runs], dtype=np.int64),
+        "tail": np.array([r.tail for r in runs], dtype=np.int64),
+        "req_model": _cat([model_codes(r) for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)

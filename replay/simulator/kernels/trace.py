@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.policies.base import Budget, CompiledPolicy, PolicyBase
-from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, P_TAIL, P_WARM, SUMMARY_MADE
+from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, SUMMARY_MADE
 from replay.policies.view import View
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel
@@ -85,14 +85,13 @@ def trace_run(
     model: str | None = None,
     near_margin: float = 0.05,
     overhead: int = 0,
-    warm: int = 0,
-    tail: int = 0,
 ) -> Trace:
     """Run ``run`` under ``policy`` in the compiled loop, charging ``cache`` (None: no cache) for a run of
-    ``model``; ``overhead``/``warm``/``tail`` as in replay.simulator.run.simulate_run (warm in tokens)."""
+    ``model``; ``overhead`` as in replay.simulator.run.simulate_run; the run starts with its own warm prefix and
+    tail (``RunArrays.warm``/``tail``), the views' prefix item without the tail."""
     packed = pack([run])
     p = policy.params(budget)
-    p[P_NEAR_MARGIN], p[P_OVERHEAD], p[P_WARM], p[P_TAIL] = near_margin, overhead, warm, tail
+    p[P_NEAR_MARGIN], p[P_OVERHEAD] = near_margin, overhead
     cp = cache_params(cache if cache is not None else CacheModel(), model)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     counters, columns, log, ftok, fest = trace_kernel(p, cp, packed.arrays, tflag, 0)

@@ -1,0 +1,53 @@
+"""How a run starts, from its own log: what the server already held cached before its first request (the warm
+prefix) and the part of the harness prefix sent after the last cache breakpoint (the uncached tail).
+
+Both are per run and travel with it (``RunArrays.warm``/``tail``, packed for the compiled loop), so every policy
+in ``simulate``, ``sweep`` and ``fidelity`` starts each run as the log shows it started: a sub-agent whose parent
+kept the harness prefix warm reads it on its first request, and the few tokens Claude Code sends uncached on every
+request are never charged as a cache read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from replay.run_arrays import RunArrays
+
+
+def warm_tokens(run: RunArrays) -> int:
+    """What was cached before the run started: its first request's recorded read (0 when unknown)."""
+    return int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
+
+
+def uncached_floor(run: RunArrays) -> int:
+    """Uncached input the server reported on every request after the first (its minimum).
+
+    Claude Code writes each new message to the cache, so its floor is a few tokens; a harness that sends a
+    block after its last breakpoint (re-sent, never cached) shows that block's size here."""
+    rec = run.rec_input[1:]
+    rec = rec[rec >= 0]
+    return int(rec.min()) if len(rec) else 0
+
+
+def tail_tokens(run: RunArrays, cache: str) -> int:
+    """Tokens of the harness prefix sent after the last cache breakpoint: under explicit breakpoints (the
+    ``anthropic`` cache model) the server's uncached floor, at most the prefix the prompt model put first; 0
+    under an automatic prefix cache, which needs no breakpoint."""
+    if cache != "anthropic" or run.prefix_tokens <= 0 or not run.n_items or run.kind[0] != 0:
+        return 0
+    return max(min(uncached_floor(run), run.prefix_tokens), 0)
+
+
+def with_start(run: RunArrays, cache: str) -> RunArrays:
+    """``run`` with its warm prefix and uncached tail under cache model ``cache`` (its provider's)."""
+    return replace(run, warm=warm_tokens(run), tail=tail_tokens(run, cache))
+
+
+def split_tail(run: RunArrays) -> RunArrays:
+    """``run`` as the cache sees it: the tail taken out of the prefix item (the caller adds ``run.tail`` to each
+    prompt, after every breakpoint); ``run`` itself when it has none."""
+    if run.tail <= 0:
+        return run
+    tokens = run.tokens.copy()
+    tokens[0] -= run.tail
+    return replace(run, tokens=tokens)

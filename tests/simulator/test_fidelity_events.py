@@ -1,0 +1,48 @@
+"""Recorded context events against the automatically chosen preset, on the corpus files (o200k counts).
+
+- cline-xray-opus46-task_sample (Cline, claude-opus-4-6, 200k window): truncations recorded at requests 17, 32, 38
+  and 51 (``conversationHistoryDeletedRange`` [2,17], [2,39], [2,57], [2,79]); Cline's rule fires at 17, 33 and 38
+  (the usage before 51 is 162.3k recorded, the preset's own view there a few thousand tokens smaller).
+- The agent-sessions fixtures: hand-built, 2 requests each; their events have no recorded request before them or
+  no recorded prompt after them, and say so in the ``reason`` column.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from replay.simulator.fidelity import TARGET_EVENT_REQUESTS, fidelity_frame
+
+
+@pytest.fixture(scope="module")
+def o200k(corpus_db):
+    from replay.tokens.counting import count_items
+    from replay.tokens.loading import load_tokenizer
+
+    tok = load_tokenizer("o200k")
+    count_items(corpus_db, tok)
+    return tok.tokenizer_id
+
+
+def events(con, tokenizer_id, pattern):
+    frame = fidelity_frame(con, tokenizer_id, pattern=pattern)
+    return [r for r in frame.to_dicts() if r["kind"] != "run"]
+
+
+def test_cline_preset_fires_where_cline_truncated(corpus_db, o200k):
+    rows = events(corpus_db, o200k, "%cline-xray-opus46%")
+    assert [r["recorded_request"] for r in rows] == [17, 32, 38, 51]
+    assert {r["preset"] for r in rows} == {"cline@200000"}
+    near = [abs(r["simulated_request"] - r["recorded_request"]) <= TARGET_EVENT_REQUESTS for r in rows]
+    assert near == [True, True, True, False]
+    assert all(r["reason"] is None for r in rows)  # every one is scored
+
+
+def test_fixture_events_say_why_they_are_not_scored(corpus_db, o200k):
+    cc = events(corpus_db, o200k, "%cc-fixture-agentsessions-small%")
+    codex = events(corpus_db, o200k, "%codex-fixture-agentsessions-small-compacted%")
+    assert cc and codex
+    for r in cc + codex:
+        assert r["within"] is None and r["reason"], r
+    assert cc[0]["reason"].startswith("at the first request")  # its compact_boundary comes before any request
+    assert all(r["reason"].startswith("no recorded prompt after it") for r in codex)
