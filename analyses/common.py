@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:  # running from a checkout without the package ins
 from replay.sweeps import from_dict, run_sweep  # noqa: E402
 from replay.sweeps.results import sweep_frame  # noqa: E402
 from replay.sweeps.runner import load_sweep_runs  # noqa: E402
-from replay.sweeps.tune import aggregate_points  # noqa: E402
+from replay.sweeps.select import aggregate_points  # noqa: E402
 
 # Windows and reply reserves of the write-ups: a 32k model, a 64k model, the seed 130,000/24,576 case, 200k.
 WINDOWS = (32_768, 65_536, 130_000, 200_000)

@@ -12,6 +12,7 @@ import hashlib
 import os
 import sys
 import tempfile
+from functools import cache
 from pathlib import Path
 
 import numba
@@ -21,7 +22,9 @@ PACKAGE = Path(__file__).resolve().parent
 COMPILED_SOURCES = ("policies", "simulator/kernels")
 
 
-def _source_hash() -> str:
+@cache
+def source_hash() -> str:
+    """Hash of every source file compiled code lives in (what the on-disk cache is keyed by)."""
     digest = hashlib.sha256()
     for folder in COMPILED_SOURCES:
         for path in sorted((PACKAGE / folder).glob("*.py")):
@@ -44,10 +47,10 @@ def _cache_dir() -> str:
     """$XDG_CACHE_HOME (or ~/.cache)/replay/numba/<sources hash>; where that cannot be written (a read-only home),
     the same under the system's temporary folder, said once on stderr."""
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    first = base / "replay" / "numba" / _source_hash()
+    first = base / "replay" / "numba" / source_hash()
     if _writable(first):
         return str(first)
-    fallback = Path(tempfile.gettempdir()) / f"replay-numba-{os.getuid()}" / _source_hash()
+    fallback = Path(tempfile.gettempdir()) / f"replay-numba-{os.getuid()}" / source_hash()
     sys.stderr.write(
         f"note: {first} cannot be written; compiled code is cached in {fallback} instead "
         "(set NUMBA_CACHE_DIR to choose)\n"

@@ -106,4 +106,4 @@ def _window_lines(label: str, pf) -> list[str]:
 
     name, knobs, budget, _ = simulate_settings(pf)
     pol, b = make_policy(name, knobs), Budget(**budget)
-    return [f"{label}: {line}" for line in window_warnings(pol.name, pol.config, b.window, b.reserve)]
+    return [f"{label}: {line}" for line in window_warnings(pol, b.window, b.reserve)]

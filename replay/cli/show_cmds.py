@@ -111,7 +111,7 @@ def show(
         views = [s[k] for s in series]
     else:
         views = [replay_views(arrays, infos, p, model(), budget, only=k, label=label)[0] for p, label in pols]
-    warnings = [line for p, _ in pols for line in window_warnings(p.name, p.config, window, reserve)]
+    warnings = [line for p, _ in pols for line in window_warnings(p, window, reserve)]
     if fmt == "json":
         from replay.reports.show import diff_views
 

@@ -148,7 +148,7 @@ def simulate(
     emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
-    warnings = window_warnings(pol.name, pol.config, window, reserve)
+    warnings = window_warnings(pol, window, reserve)
     warnings += [for_terminal(line) for line in billing_lines(sim.runs)]
     est = [s for s in sim.token_sources if not s.startswith("real:")]
     if est:
@@ -167,8 +167,10 @@ def policies() -> None:
     for name in sorted(registry()):
         cls = policy_class(name)
         params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
+        tuned = f"\n  tune sweeps: {', '.join(k.name for k in cls.space)}" if cls.space else ""
         console.print(
-            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}"), highlight=False
+            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}{tuned}"),
+            highlight=False,
         )
     console.print(
         Text.assemble("\n", ("Presets", "bold"), " (a harness's own policy; --policy NAME; --set overrides a knob):")
@@ -337,3 +339,28 @@ def fidelity(
     if strict and missed.height:
         Console(stderr=True).print(f"--strict: {missed.height} row(s) miss their target", highlight=False)
         raise typer.Exit(1)
+
+
+@app.command()
+def warm(
+    names: Annotated[
+        list[str] | None,
+        typer.Argument(help="Policies to compile (built-in names or presets); default: every built-in policy."),
+    ] = None,
+) -> None:
+    """Compile the simulation loop of each policy into numba's on-disk cache now, so that the first simulate,
+    sweep or report using it starts at once (a fresh install compiles a policy's loop on first use)."""
+    from replay.policies import CompiledPolicy
+    from replay.simulator.kernels.trace import trace_run
+    from replay.sweeps.point_rows import warm_up
+    from replay.synth.long_run import long_run
+
+    chosen = names or [n for n, cls in registry().items() if issubclass(cls, CompiledPolicy)]
+    run = long_run(2)
+    for name in chosen:
+        policy = make_policy(name)
+        if not isinstance(policy, CompiledPolicy):
+            raise ReplayError(f"replay warm {name}: a policy written in Python; it has no compiled loop to warm")
+        warm_up(name)  # the sweep loop
+        trace_run(run, policy, Budget(200_000, 0))  # the per-request loop of simulate, show and the reports
+        typer.echo(f"{name}: compiled and cached")

@@ -22,11 +22,12 @@ from replay.cli.common import (
     note,
 )
 from replay.errors import ReplayError
+from replay.policies import tunable
 
 SHOWN = 15
 TUNABLE_HELP = (
-    "Policy to tune: seed_a, seed_b, seed_c, clear_tool_uses, auto_compact, openhands, openhands_tokens, "
-    "openhands_recent, masking, last_n or drop_oldest."
+    f"Policy to tune: {', '.join(tunable())}; or pkg.module:Class, a policy whose class has a tuning space "
+    "(docs/policies.md)."
 )
 
 
@@ -69,8 +70,9 @@ def tune(
     from replay.store import open_store
     from replay.sweeps.runner import sweep_workers
     from replay.sweeps.spec import MAX_POINTS
-    from replay.sweeps.tune import fit_warnings, front_columns, summary_lines, tune_grid
     from replay.sweeps.tune import tune as run
+    from replay.sweeps.tune_grid import fit_warnings, tune_grid
+    from replay.sweeps.tune_report import front_columns, summary_lines
     from replay.tokens.resolve import resolve
 
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)

@@ -12,6 +12,8 @@ from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
 from replay.policies.config import PolicyConfig, parse_sets
 from replay.policies.presets import PRESETS, Preset
 
+# The one place a built-in policy is registered: its module (holding POLICIES, its classes). The order gives the codes
+# the compiled driver dispatches on; after a change run `python -m replay.policies.generate`.
 POLICY_MODULES = [
     "baselines",
     "oracle",
@@ -29,13 +31,27 @@ POLICY_MODULES = [
 
 @cache
 def registry() -> dict[str, type[PolicyBase]]:
-    """name -> Policy class, from every module in POLICY_MODULES (a missing module is an error)."""
+    """name -> Policy class, from every module in POLICY_MODULES (a missing module is an error), in order; each
+    compiled class gets its code, its place in that order."""
     out: dict[str, type[PolicyBase]] = {}
     for mod in POLICY_MODULES:
-        module = importlib.import_module(f"replay.policies.{mod}")
-        for cls in getattr(module, "POLICIES", ()):
+        module = importlib.import_module(mod if "." in mod else f"replay.policies.{mod}")
+        classes = getattr(module, "POLICIES", None)
+        if not classes:
+            raise ReplayError(f"policy module {module.__name__} ({module.__file__}) has no POLICIES list; add one")
+        for cls in classes:
+            if cls.name in out:
+                raise ReplayError(f"policy name {cls.name!r} is registered twice ({out[cls.name]} and {cls})")
             out[cls.name] = cls
+    for code, cls in enumerate(out.values()):
+        if issubclass(cls, CompiledPolicy):
+            cls.code = code
     return out
+
+
+def tunable() -> list[str]:
+    """Names of the registered policies with a tuning space."""
+    return [name for name, cls in registry().items() if cls.space]
 
 
 def policy_class(name: str) -> type[PolicyBase]:
@@ -92,4 +108,5 @@ __all__ = [
     "parse_sets",
     "policy_class",
     "registry",
+    "tunable",
 ]

@@ -61,6 +61,7 @@ from replay.policies.kernel import (
     set_summary,
 )
 from replay.policies.masking import token_ratio, wording_cost
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.run_arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
@@ -186,6 +187,7 @@ class AutoCompactConfig(PolicyConfig):
 ) = range(P_POLICY, P_POLICY + 17)
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
+S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
 # microcompact tool (and its result)
 A_RECORDED, A_MICRO = 0, 1
@@ -194,6 +196,15 @@ A_RECORDED, A_MICRO = 0, 1
 class AutoCompact(CompiledPolicy):
     name = "auto_compact"
     Config = AutoCompactConfig
+    space = (
+        Knob("threshold", 0.5, 0.95, 0.85, weight=3, usable=True),
+        Knob("keep_user_tokens", 0.0, 0.15, 0.0, integer=True, relative=True, weight=1.5),
+        Knob("summary_tokens", 1000, 6000, 3000, integer=True, weight=1, step=100),
+    )
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        c = self.config
+        return [("threshold", c.threshold * ((c.context_window or window) - c.output_reserve) - c.buffer_tokens)]
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
@@ -241,12 +252,23 @@ def setup(p, r, st):
 
 
 @compiled
+def live_from(r, st):
+    """First position after the prefix that is not dropped (the history's end if none). Everything before it is
+    summarised, so the passes over the history start here: their work is the live view, not every item so far."""
+    q, end = max(st.s[S_LIVE_FROM], prefix_end(r, st)), st.s[S_END]
+    while q < end and st.forms[q] == DROPPED:
+        q += 1
+    st.s[S_LIVE_FROM] = q
+    return q
+
+
+@compiled
 def micro_pass(p, r, st, apply):
     """Tokens (chars/4, as Claude Code sizes them) microcompact would save now; with ``apply`` clear them. The
     candidates are the live calls of the microcompact tools whose result is not cleared yet, oldest first; the newest
     ``micro_keep`` are kept; the rest are cleared while the candidates' results add up to more than
     ``micro_keep_tokens``."""
-    lo, end = prefix_end(r, st), st.s[S_END]
+    lo, end = live_from(r, st), st.s[S_END]
     n, total = 0, np.int64(0)
     for q in range(lo, end):
         if r.kind[q] == TOOL_CALL and st.aux[A_MICRO, q] > 0 and st.forms[q] != DROPPED:
@@ -394,7 +416,7 @@ def compact(p, r, st):
     """Compact now; the kept part by keep_fraction or keep_last."""
     lo, end = prefix_end(r, st), st.s[S_END]
     if p[P_KEEP_FRACTION] > 0:
-        start = fraction_start(p, r, st, lo, end)
+        start = fraction_start(p, r, st, live_from(r, st), end)  # lo when none: nothing live before either
     else:
         start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
     compact_before(p, r, st, start)
@@ -405,7 +427,7 @@ def compact_before(p, r, st, start):
     """Everything live before ``start`` becomes the summary, but the newest user messages kept;
     ``reattach_tokens`` ride on the summary when a summarised item read or wrote a file (Claude Code re-reads the
     newest files from disk, so their size is not the logged results')."""
-    lo = prefix_end(r, st)
+    lo = live_from(r, st)
     live = 0
     for q in range(lo, start):
         live += st.forms[q] != DROPPED

@@ -11,7 +11,8 @@ import numpy as np
 
 from replay.errors import ReplayError
 from replay.policies.config import PolicyConfig
-from replay.policies.kernel import CODES, ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMATOR, P_RESERVE, P_WINDOW
+from replay.policies.kernel import ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMATOR, P_RESERVE, P_WINDOW
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays, chars4
 
@@ -57,11 +58,26 @@ def estimate(run: RunArrays, name: str, chars: np.ndarray | None = None) -> np.n
 
 
 class PolicyBase:
-    """A policy's name and typed knobs (``Config``)."""
+    """Everything the project knows about a policy, on its class: the name, the typed knobs (``Config``, whose
+    docstring is the help text), the tuning space `replay tune` sweeps (``space``) and the knobs that are triggers
+    bound to the window (``limits``). The registry (``replay.policies.registry``) gives built-ins their ``code``."""
 
     name: ClassVar[str] = "base"
     Config: ClassVar[type[PolicyConfig]] = PolicyConfig
     replays_recorded: ClassVar[bool] = False  # True only for the policy that replays the log's own events
+    space: ClassVar[tuple[Knob, ...]] = ()  # what `replay tune` sweeps; empty: not tunable
+    code: ClassVar[int] = -1  # set by the registry for a registered compiled policy
+
+    @classmethod
+    def help(cls) -> str:
+        """One line: the first paragraph of the config's docstring."""
+        doc = (cls.Config.__doc__ or cls.__doc__ or "").strip()
+        return " ".join(doc.split("\n\n")[0].split())
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        """(knob, tokens at which it fires) for each trigger of this configuration that is bound to the window
+        (`replay tune` warns when one cannot fire below window - reserve)."""
+        return []
 
     def __init__(self, config: PolicyConfig | None = None) -> None:
         self.config = config if config is not None else self.Config()
@@ -73,14 +89,25 @@ class CompiledPolicy(PolicyBase):
     """A built-in policy: typed knobs and one compiled definition, ``setup`` and ``decide`` in its module
     (``replay.policies.kernel``), which ``replay.simulator.kernels.driver`` runs for per-request views and sweeps
     alike. Subclasses write their knobs into the parameter vector (``knobs``) and, when a decision depends on tool
-    names, the per-tool flags (``tool_flags``)."""
+    names, the per-tool flags (``tool_flags``).
 
-    @property
-    def code(self) -> int:
-        return CODES[self.name]
+    ``kernel``: the module whose ``setup``/``decide`` the driver runs for this policy (default: the class's own
+    module; None: neither, the view is the whole history)."""
+
+    kernel: ClassVar[str | None] = ""
+
+    @classmethod
+    def kernel_module(cls) -> str | None:
+        """The module holding this policy's compiled ``setup``/``decide`` (None: it has none)."""
+        return cls.__module__ if cls.kernel == "" else cls.kernel
 
     def params(self, budget: Budget) -> np.ndarray:
         """The parameter vector the compiled definition reads (the simulation's own entries left 0)."""
+        if self.code < 0:
+            raise ReplayError(
+                f"policy {self.name}: a compiled policy that is not registered has no code; add its module to "
+                "POLICY_MODULES in replay/policies/__init__.py and run `python -m replay.policies.generate`"
+            )
         p = np.zeros(N_PARAMS, dtype=np.float64)
         p[P_CODE], p[P_WINDOW], p[P_RESERVE] = self.code, budget.window, budget.reserve
         p[P_ESTIMATOR] = ESTIMATORS[getattr(self.config, "estimator", "chars/4")]

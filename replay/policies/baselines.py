@@ -10,7 +10,18 @@ import numpy as np
 from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
-from replay.policies.kernel import P_POLICY, P_RESERVE, P_WINDOW, S_END, drop, est_of, est_total, prefix_end
+from replay.policies.kernel import (
+    P_POLICY,
+    P_RESERVE,
+    P_WINDOW,
+    S_END,
+    S_POLICY,
+    drop,
+    est_of,
+    est_total,
+    prefix_end,
+)
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED
 
 
@@ -25,6 +36,7 @@ class FullConfig(PolicyConfig):
 class Full(CompiledPolicy):
     name = "full"
     Config = FullConfig
+    kernel = None  # no setup, no decide: the view is the whole history
 
 
 @dataclass(frozen=True)
@@ -38,11 +50,16 @@ class DropOldestConfig(PolicyConfig):
 
 
 (P_MARGIN, P_KEEP_FIRST) = range(P_POLICY, P_POLICY + 2)
+S_FROM = S_POLICY  # every item from the first droppable position up to here is dropped (drops are for good)
 
 
 class DropOldest(CompiledPolicy):
     name = "drop_oldest"
     Config = DropOldestConfig
+    space = (
+        Knob("margin", 0.0, 0.3, 0.1, weight=2, prefer="high"),
+        Knob("keep_first", 0, 4, 1, integer=True, weight=1, step=1),
+    )
 
     def knobs(self, p: np.ndarray, budget) -> None:
         p[P_MARGIN], p[P_KEEP_FIRST] = self.config.margin, self.config.keep_first
@@ -51,13 +68,18 @@ class DropOldest(CompiledPolicy):
 @compiled
 def decide(p, r, st):
     """Over (window - reserve) / (1 + margin) by estimate: drop from the oldest item after the prefix and the first
-    ``keep_first`` items, with call/result partners, until the excess is gone; never the newest output's call."""
+    ``keep_first`` items, with call/result partners, until the excess is gone; never the newest output's call.
+    The search starts after the items dropped before (S_FROM), so a request's work is what it drops."""
     limit = (p[P_WINDOW] - p[P_RESERVE]) / (1 + p[P_MARGIN])
     if not est_total(st) > limit:
         return
     end = st.s[S_END]
     excess = est_total(st) - limit
-    for q in range(prefix_end(r, st) + np.int64(p[P_KEEP_FIRST]), end - 1):
+    first = max(prefix_end(r, st) + np.int64(p[P_KEEP_FIRST]), st.s[S_FROM])
+    while first < end - 1 and st.forms[first] == DROPPED:
+        first += 1
+    st.s[S_FROM] = first
+    for q in range(first, end - 1):
         if excess <= 0:
             break
         if st.forms[q] == DROPPED:

@@ -32,6 +32,7 @@ from replay.policies.kernel import (
     set_form,
 )
 from replay.policies.masking import token_ratio, wording_cost
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.run_arrays import TOOL_CALL, TOOL_RESULT
 
@@ -84,6 +85,15 @@ class ClearToolUsesConfig(PolicyConfig):
 class ClearToolUses(CompiledPolicy):
     name = "clear_tool_uses"
     Config = ClearToolUsesConfig
+    space = (
+        Knob("trigger", 0.3, 0.9, 0.6, integer=True, relative=True, weight=3, usable=True),
+        Knob("keep", 1, 12, 3, integer=True, weight=2, step=1),
+        Knob("clear_at_least", 0.0, 0.15, 0.05, integer=True, relative=True, weight=1.5),
+    )
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        c = self.config
+        return [("trigger", c.trigger)] if c.trigger_type == "input_tokens" else []
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config

@@ -1,16 +1,19 @@
 """What a compiled policy sees and how it changes the view: the run (``Run``), the state (``State``), parameters.
 
 A built-in policy is one compiled definition: ``setup(p, r, st)`` once per run and ``decide(p, r, st)`` before every
-request, both ``@compiled`` functions in the policy's module, dispatched by ``replay.simulator.kernels.driver``. The
+request, both ``@compiled`` functions in the policy's module, dispatched by ``replay.simulator.kernels.driver``
+through the module generated from the registry (``replay.policies.dispatch``). The
 driver appends the request's new items, drops orphaned results and what the server no longer counts, calls
 ``decide``, then emits the view: the same code serves the per-request views (``simulate``, ``show``, reports) and the
 sweep kernels.
 
 State. ``forms[q]`` is item q's form (``replay.policies.view``), ``ftok``/``fest`` its real and estimated tokens per
 form (``DROPPED`` is 0). ``s`` holds the scalars (``S_*``): the request ``k``, the history ``end``, the first
-position changed since the previous view (``dirty``), the running totals of the view over [0, end), the summary
-segment, the flags of this request, and from ``S_POLICY`` on the policy's own scalars. ``aux`` rows are the policy's
-own per-item arrays. Change forms and costs only through the helpers below: they keep the totals and ``dirty`` right.
+position changed since the previous view (``dirty``; ``changed_from``: the first whose form or cost was set,
+even to no effect on the cache, which the per-request trace starts from), the running totals of the view over
+[0, end), the summary segment, the flags of this request, and from ``S_POLICY`` on the policy's own scalars.
+``aux`` rows are the policy's own per-item arrays. Change forms and costs only through the helpers below: they keep
+the totals, ``dirty`` and ``changed_from`` right.
 
 Parameters ``p`` (float64): ``P_*`` common to every policy, the policy's own from ``P_POLICY`` on (each module owns
 that layout and fills it in its ``params``).
@@ -48,31 +51,11 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
     S_SUMMARISED,
     S_WINDOW,
     S_SENT_EST,
-) = range(14)
+    S_CHANGED_FROM,
+) = range(15)
 S_POLICY = 16
 N_SCALARS = 40
 N_AUX = 6
-
-# policy codes: the driver dispatches on them (replay.simulator.kernels.dispatch)
-CODES = {
-    "full": 0,
-    "seed_a": 1,
-    "seed_a_before": 1,
-    "drop_oldest": 2,
-    "masking": 3,
-    "last_n": 4,
-    "clear_tool_uses": 5,
-    "auto_compact": 6,
-    "seed_b": 7,
-    "seed_c": 8,
-    "openhands": 9,
-    "openhands_tokens": 10,
-    "openhands_recent": 11,
-    "oracle": 12,
-    "recorded": 13,
-    "cline": 14,
-}
-RECORDED = CODES["recorded"]
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
@@ -167,6 +150,8 @@ def set_form(st, q, form):
     st.forms[q] = form
     if q < s[S_DIRTY]:
         s[S_DIRTY] = q
+    if q < s[S_CHANGED_FROM]:
+        s[S_CHANGED_FROM] = q
 
 
 @compiled(inline="always")
@@ -178,6 +163,8 @@ def set_cost(st, form, q, tok, est):
         s[S_TOT_TOK] += tok - st.ftok[form, q]
         if st.ftok[form, q] != tok and q < s[S_DIRTY]:
             s[S_DIRTY] = q
+    if q < s[S_CHANGED_FROM]:
+        s[S_CHANGED_FROM] = q
     st.ftok[form, q], st.fest[form, q] = tok, est
 
 

@@ -16,6 +16,7 @@ from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import P_ESTIMATOR, P_POLICY, S_END, S_POLICY, estimate_chars, set_form
+from replay.policies.space import Knob
 from replay.policies.view import ORIGINAL, PLACEHOLDER
 from replay.run_arrays import KIND_CODE, TOOL_RESULT, RunArrays
 
@@ -74,14 +75,16 @@ class LastNConfig(PolicyConfig):
 
 # knobs: results kept, polling (0: plain masking), wording characters (last_n: without '{n}', plus the line digits)
 (P_KEEP, P_POLLING, P_WORDING_CHARS) = range(P_POLICY, P_POLICY + 3)
-# scalars: results in the run, results in the history so far, the instance template is observation 0 (last_n)
-(S_N_RESULTS, S_SEEN, S_TEMPLATE) = range(S_POLICY, S_POLICY + 3)
+# scalars: results in the run, results in the history so far, the instance template is observation 0 (last_n), the
+# end of the masked range when it was last applied (result index)
+(S_N_RESULTS, S_SEEN, S_TEMPLATE, S_MASKED_TO) = range(S_POLICY, S_POLICY + 4)
 A_RESULTS = 0  # aux row: positions of the run's tool results, in order
 
 
 class Masking(CompiledPolicy):
     name = "masking"
     Config = MaskingConfig
+    space = (Knob("keep_last", 1, 30, 10, integer=True, step=1),)
 
     def knobs(self, p: np.ndarray, budget) -> None:
         p[P_KEEP], p[P_POLLING], p[P_WORDING_CHARS] = self.config.keep_last, 0, len(self.config.wording)
@@ -93,6 +96,10 @@ class LastN(CompiledPolicy):
 
     name = "last_n"
     Config = LastNConfig
+    space = (
+        Knob("n", 1, 20, 5, integer=True, weight=2, step=1),
+        Knob("polling", 1, 10, 1, integer=True, weight=1, step=1),
+    )
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config
@@ -138,17 +145,23 @@ def masked_range(p, st, seen):
 
 @compiled
 def decide(p, r, st):
-    """When any result of the masked range is still original, the whole range shows placeholders."""
+    """When any result of the masked range is still original, the whole range shows placeholders.
+
+    The range only grows at its end and a placeholder stays one (no one else changes a result's form but the
+    driver, which drops only reasoning and prefix segments), so the part masked last time is not looked at again:
+    a request's work is the results added to the range since."""
     seen, end = st.s[S_SEEN], st.s[S_END]
     while seen < st.s[S_N_RESULTS] and st.aux[A_RESULTS, seen] < end:
         seen += 1
     st.s[S_SEEN] = seen
     a, b = masked_range(p, st, seen)
+    a = max(a, st.s[S_MASKED_TO])
     res = st.aux[A_RESULTS]
     for i in range(a, b):
         if st.forms[res[i]] == ORIGINAL:
             for j in range(a, b):
                 set_form(st, res[j], PLACEHOLDER)
+            st.s[S_MASKED_TO] = b
             return
 
 

@@ -33,8 +33,6 @@ from replay.policies.auto_compact import drop_artefacts
 from replay.policies.base import Budget, CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import (
-    CODES,
-    P_CODE,
     P_POLICY,
     S_DIRTY,
     S_END,
@@ -48,6 +46,7 @@ from replay.policies.kernel import (
     prefix_end,
     set_summary,
 )
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED
 from replay.run_arrays import KIND_CODE, TOOL_CALL
 
@@ -138,9 +137,9 @@ class OpenHandsRecentConfig(PolicyConfig):
 
 # parameters: the trigger (events, or tokens for openhands_tokens), keep_first, events kept in the tail (the token
 # variant computes its own), the summary's cap (-1: no summary), characters per event given to the summariser,
-# events per attachment
-(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS) = range(
-    P_POLICY, P_POLICY + 6
+# events per attachment, the trigger counts tokens (1) or events (0)
+(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS, P_BY_TOKENS) = range(
+    P_POLICY, P_POLICY + 7
 )
 S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
 S_EVENTS = S_POLICY + 1  # live body events (by weight) as last counted
@@ -148,13 +147,18 @@ S_GAP_LO, S_GAP_HI = S_POLICY + 2, S_POLICY + 3  # every item in [lo, hi) is dro
 # aux rows: each item's event id; each event id's weight (events it stands for); each event id's items counted as
 # shown; each item counted as shown (1) or not; room for the live events' ids and first positions
 A_EVENT, A_WEIGHT, A_SHOWN, A_COUNTED, A_IDS, A_FIRST = range(6)
-TOKENS, RECENT = CODES["openhands_tokens"], CODES["openhands_recent"]
 
 
 class OpenHands(CompiledPolicy):
     name = "openhands"
     Config = OpenHandsConfig
+    # counts of events do not scale with the window; the ranges span the sources' defaults (PEERS.md)
+    space = (
+        Knob("max_size", 20, 240, 100, integer=True, weight=3, step=10),
+        Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
+    )
     summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
+    by_tokens: ClassVar[bool] = False  # the trigger counts tokens, not events
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
@@ -166,11 +170,21 @@ class OpenHands(CompiledPolicy):
         p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS] = c.keep_first, c.attachment_events
         p[P_SUMMARY_TOKENS] = c.summary_tokens if self.summarise else -1
         p[P_EVENT_CHARS] = c.max_event_length if self.summarise else 0
+        p[P_BY_TOKENS] = self.by_tokens
 
 
 class OpenHandsTokens(OpenHands):
     name = "openhands_tokens"
     Config = OpenHandsTokensConfig
+    space = (
+        Knob("max_tokens", 0.4, 0.95, 0.7, integer=True, relative=True, weight=3, usable=True),
+        Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
+    )
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        return [("max_tokens", self.config.max_tokens)] if self.config.max_tokens else []
+
+    by_tokens = True
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         p[P_MAX] = self.config.max_tokens or budget.usable
@@ -180,6 +194,10 @@ class OpenHandsTokens(OpenHands):
 class OpenHandsRecent(OpenHands):
     name = "openhands_recent"
     Config = OpenHandsRecentConfig
+    space = (
+        Knob("max_events", 20, 240, 100, integer=True, weight=3, step=10),
+        Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
+    )
     summarise = False
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
@@ -388,7 +406,7 @@ def condense(p, r, st):
     head = head_end(p, r, st, ids)
     if len(ids) == 0:
         return
-    tokens = int(p[P_CODE]) == TOKENS
+    tokens = p[P_BY_TOKENS] > 0
     keep = max(token_tail(p, r, st, ids, first, head) if tokens else np.int64(p[P_TAIL_EVENTS]), 1)
     w = st.aux[A_WEIGHT]
     i, acc = len(ids) - 1, w[ids[len(ids) - 1]]  # the newest events, until they hold keep
@@ -402,7 +420,7 @@ def condense(p, r, st):
 
 @compiled
 def decide(p, r, st):
-    if int(p[P_CODE]) == TOKENS:
+    if p[P_BY_TOKENS] > 0:
         due = est_total(st) > p[P_MAX]
     else:
         recount(r, st)

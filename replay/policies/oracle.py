@@ -5,6 +5,11 @@ d when a later repeat read decided at d re-reads its content unchanged. Every it
 user message too) except the harness prefix and the newest request's own new items; an evicted item becomes an
 omitted marker of 0 tokens and stays evicted. Items never needed again go first, largest first.
 
+The candidates are kept in a binary heap ordered by that rule, so a request costs what it adds, evicts and what
+changes need: O(log n) each, where n is the number of original items in the view. That logarithm is the one
+superlinear factor (a strict eviction order over a changing set cannot be kept in less); n is at most the view's
+items, not the history's.
+
 With items of unequal sizes this is a heuristic, not the least possible count: ``replay.metrics.oracle_bound``
 gives the provable bound (LP relaxation, integral optimum) that Belady is reported beside.
 """
@@ -18,15 +23,16 @@ import numpy as np
 from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
 from replay.policies.config import PolicyConfig
-from replay.policies.kernel import P_RESERVE, P_WINDOW, S_K, S_POLICY, S_TOT_TOK, prefix_end, set_form
+from replay.policies.kernel import P_RESERVE, P_WINDOW, S_K, S_POLICY, S_TOT_TOK, set_form
 from replay.policies.view import OMITTED, ORIGINAL
 
 NEVER = np.iinfo(np.int64).max
-S_NEXT_READ = S_POLICY  # first repeat read decided at this request or later
+# scalars: first repeat read decided at this request or later; items in the eviction heap; items offered to it so far
+(S_NEXT_READ, S_HEAP_N, S_OFFERED) = range(S_POLICY, S_POLICY + 3)
 # aux rows: per item its next need (a request, NEVER none); per repeat read the next unchanged one of its item;
-# per item its first unchanged repeat read (setup only)
-(A_NEXT, A_CHAIN, A_LATER) = range(3)
-SCANS = 4  # eviction picks found by scanning before the rest are sorted
+# per item its first unchanged repeat read (setup only); the eviction heap (positions); per item its place in the
+# heap (-1: not in it)
+(A_NEXT, A_CHAIN, A_LATER, A_HEAP, A_PLACE) = range(5)
 
 
 @dataclass(frozen=True)
@@ -56,19 +62,7 @@ def setup(p, r, st):
             st.aux[A_CHAIN, e] = st.aux[A_LATER, q]
             st.aux[A_LATER, q] = e
             st.aux[A_NEXT, q] = r.rr_decide[e]
-
-
-@compiled
-def expire_needs(r, st):
-    """Repeat reads decided before this request no longer need their items: each such item's next need moves to
-    its next unchanged repeat read."""
-    k, e = st.s[S_K], st.s[S_NEXT_READ]
-    while e < len(r.rr_decide) and r.rr_decide[e] < k:
-        if not r.rr_changed[e]:
-            later = st.aux[A_CHAIN, e]
-            st.aux[A_NEXT, r.rr_prev[e]] = r.rr_decide[later] if later >= 0 else NEVER
-        e += 1
-    st.s[S_NEXT_READ] = e
+    st.aux[A_PLACE, :] = -1
 
 
 @compiled
@@ -82,46 +76,102 @@ def evicts_before(st, a, b):
 
 
 @compiled
-def evict_order(st, lo, hi):
-    """Original items in [lo, hi) in eviction order."""
-    n = 0
-    for q in range(lo, hi):
-        n += st.forms[q] == ORIGINAL
-    pos = np.empty(n, np.int64)
-    n = 0
-    for q in range(lo, hi):
-        if st.forms[q] == ORIGINAL:
-            pos[n] = q
-            n += 1
-    by_size = np.argsort(-st.ftok[ORIGINAL, pos], kind="mergesort")  # stable: largest first, then oldest
-    by_size = pos[by_size]
-    return by_size[np.argsort(-st.aux[A_NEXT, by_size], kind="mergesort")]
+def heap_put(st, i, q):
+    """Item q at place i of the heap."""
+    st.aux[A_HEAP, i] = q
+    st.aux[A_PLACE, q] = i
+
+
+@compiled
+def sift_up(st, i):
+    """Move the item at place i up while it goes before its parent."""
+    heap = st.aux[A_HEAP]
+    q = heap[i]
+    while i > 0:
+        parent = (i - 1) // 2
+        if not evicts_before(st, q, heap[parent]):
+            break
+        heap_put(st, i, heap[parent])
+        i = parent
+    heap_put(st, i, q)
+
+
+@compiled
+def sift_down(st, i):
+    """Move the item at place i down while a child goes before it."""
+    heap, n = st.aux[A_HEAP], st.s[S_HEAP_N]
+    q = heap[i]
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and evicts_before(st, heap[child + 1], heap[child]):
+            child += 1
+        if not evicts_before(st, heap[child], q):
+            break
+        heap_put(st, i, heap[child])
+        i = child
+    heap_put(st, i, q)
+
+
+@compiled
+def heap_push(st, q):
+    n = st.s[S_HEAP_N]
+    st.s[S_HEAP_N] = n + 1
+    heap_put(st, n, q)
+    sift_up(st, n)
+
+
+@compiled
+def heap_pop(st):
+    """The item that goes first, out of the heap."""
+    heap = st.aux[A_HEAP]
+    top = heap[0]
+    st.aux[A_PLACE, top] = -1
+    n = st.s[S_HEAP_N] - 1
+    st.s[S_HEAP_N] = n
+    if n > 0:
+        heap_put(st, 0, heap[n])
+        sift_down(st, 0)
+    return top
+
+
+@compiled
+def expire_needs(r, st):
+    """Repeat reads decided before this request no longer need their items: each such item's next need moves to
+    its next unchanged repeat read."""
+    k, e = st.s[S_K], st.s[S_NEXT_READ]
+    while e < len(r.rr_decide) and r.rr_decide[e] < k:
+        if not r.rr_changed[e]:
+            later = st.aux[A_CHAIN, e]
+            q = r.rr_prev[e]
+            st.aux[A_NEXT, q] = r.rr_decide[later] if later >= 0 else NEVER
+            if st.aux[A_PLACE, q] >= 0:  # a later need only moves an item towards eviction
+                sift_up(st, st.aux[A_PLACE, q])
+        e += 1
+    st.s[S_NEXT_READ] = e
 
 
 @compiled
 def decide(p, r, st):
     """Over the budget by real tokens: omit original items before this request's new ones, farthest next need
-    first (never needed: first), then largest, then oldest, until the view fits. The first few picks are found by
-    scanning (most requests need one or two); the rest in one sort."""
+    first (never needed: first), then largest, then oldest, until the view fits. Items join the heap once an
+    earlier request's (never the prefix); one no longer original when it comes up (the server dropped it) is
+    passed over."""
     expire_needs(r, st)
     k = st.s[S_K]
+    newest = r.req_end[k - 1] if k > 0 else 0  # this request's new items stay
+    for q in range(max(st.s[S_OFFERED], r.first_body), newest):
+        heap_push(st, q)
+    st.s[S_OFFERED] = max(st.s[S_OFFERED], newest)
     excess = st.s[S_TOT_TOK] - np.int64(p[P_WINDOW] - p[P_RESERVE])
     if excess <= 0:
         return
-    lo, newest = prefix_end(r, st), r.req_end[k - 1] if k > 0 else 0  # this request's new items stay
     saved = 0
-    for _ in range(SCANS):
-        best = -1
-        for q in range(lo, newest):
-            if st.forms[q] == ORIGINAL and (best < 0 or evicts_before(st, q, best)):
-                best = q
-        if best < 0:
-            return
-        saved += st.ftok[ORIGINAL, best]
-        set_form(st, best, OMITTED)
-        if saved >= excess:
-            return
-    for q in evict_order(st, lo, newest):
+    while st.s[S_HEAP_N] > 0:
+        q = heap_pop(st)
+        if st.forms[q] != ORIGINAL:
+            continue
         saved += st.ftok[ORIGINAL, q]
         set_form(st, q, OMITTED)
         if saved >= excess:

@@ -43,6 +43,7 @@ from replay.policies.kernel import (
     set_summary,
     text_cost,
 )
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT, RunArrays
 
@@ -163,6 +164,19 @@ S_SETTLED, S_SUMMARISED_TO = S_POLICY, S_POLICY + 1
 class SeedA(CompiledPolicy):
     name = "seed_a"
     Config = SeedAConfig
+    # seed values: summary at 80,000 of 130,000 (0.62 W), protected range a third of the window, tail capped at an
+    # eighth, reclaim floor an eighth, 20% margin
+    space = (
+        Knob("summary_at", 0.4, 0.9, 0.62, integer=True, relative=True, weight=3, usable=True),
+        Knob("protect", 0.08, 0.34, 0.3333, weight=2),  # a fraction of the window (<= 1)
+        Knob("tail_fraction", 0.0625, 0.1875, 0.125, weight=1.5),
+        Knob("reclaim_floor", 0.03, 0.15, 0.125, weight=1.5),
+        Knob("margin", 0.1, 0.25, 0.2, weight=1.5, prefer="high"),
+    )
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        c = self.config
+        return [("summary_at", c.summary_at)] + ([("protect", c.protect)] if c.protect > 1 else [])
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config
@@ -227,12 +241,24 @@ def tier1(p, r, st, lo):
     """Placeholders outside the protected recent range, committed only when they reclaim the floor."""
     end, window = st.s[S_END], p[P_WINDOW]
     limit = p[P_PROTECT] * window if p[P_PROTECT] <= 1 else p[P_PROTECT]
+    # the newest items within the limit; [lo, S_SUMMARISED_TO) is all dropped (costs nothing), so it is counted, not
+    # walked: the walk is the live view's length, not the history's
+    cut = max(lo, min(st.s[S_SUMMARISED_TO], end))
     acc = inside = 0
-    for q in range(end - 1, -1, -1):
+    within = True
+    for q in range(end - 1, cut - 1, -1):
         acc += est_of(st, q)
         if acc > limit:
+            within = False
             break
         inside += 1
+    if within:
+        inside += cut - lo
+        for q in range(lo - 1, -1, -1):
+            acc += est_of(st, q)
+            if acc > limit:
+                break
+            inside += 1
     hi = max(end - max(inside, 1), 0)
     lo = settled_to(p, r, st, lo)
     gain = 0
@@ -315,6 +341,7 @@ class SeedABefore(SeedA):
 
     name = "seed_a_before"
     Config = SeedABeforeConfig
+    space = ()  # a record of the seed as it started, not a policy to tune
 
 
 POLICIES = [SeedA, SeedABefore]

@@ -77,6 +77,7 @@ from replay.policies.kernel import (
     text_cost,
 )
 from replay.policies.seed_c import NO_KEY, nth_largest
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SHRUNK, SPILLED
 from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
@@ -144,6 +145,11 @@ NONE = -NO_KEY - 1
 class SeedB(CompiledPolicy):
     name = "seed_b"
     Config = SeedBConfig
+    space = (
+        Knob("tool_turns", 1, 8, 3, integer=True, weight=2, step=1),
+        Knob("tool_cap", 0.005, 0.05, 0.0115, integer=True, relative=True, weight=2),
+        Knob("summary_tokens", 500, 3000, 1000, integer=True, weight=1),
+    )
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config
@@ -395,10 +401,11 @@ def first_history(r, st, lo, cs):
 
 @compiled(borrowed=True)
 def safe(r, st, at):
-    """Move a summary position back until no live call/result pair straddles it."""
+    """Move a summary position back until no live call/result pair straddles it. Below S_HISTORY_FROM every call
+    and result is dropped (a drop is for good; other items have no partner), so the search starts there."""
     while True:
         moved = at
-        for q in range(at):
+        for q in range(min(st.s[S_HISTORY_FROM], at), at):
             if st.forms[q] != DROPPED and r.pair[q] >= at:
                 moved = q
                 break

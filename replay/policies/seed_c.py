@@ -47,6 +47,7 @@ from replay.policies.kernel import (
     set_summary,
     text_cost,
 )
+from replay.policies.space import Knob
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, SPILLED
 from replay.run_arrays import TOOL_RESULT
 
@@ -97,6 +98,15 @@ S_FOLD_FROM = S_POLICY + 5  # every item before it still shown is one any summar
 class SeedC(CompiledPolicy):
     name = "seed_c"
     Config = SeedCConfig
+    space = (
+        Knob("spill_tokens", 0.02, 0.15, 0.077, integer=True, relative=True, weight=2, usable=True),
+        Knob("preview_chars", 500, 4000, 2000, integer=True, weight=1.5),
+        Knob("tail_fraction", 0.1, 0.5, 0.25, weight=1.5),
+        Knob("protect_turns", 1, 3, 1, integer=True, weight=1, step=1),
+    )
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        return [("spill_tokens", self.config.spill_tokens)] if self.config.spill_tokens else []
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config

@@ -8,25 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from replay.policies.base import PolicyBase
+
 # a suggested trigger: this share of window - reserve (the seed policies' defaults sit near it at 200k - 24k)
 SUGGESTED_SHARE = 0.75
-
-
-def limit_tokens(policy: str, cfg: Any, window: int) -> list[tuple[str, float]]:
-    """(knob, tokens at which it acts) for the window-bound settings of ``policy`` under config ``cfg``."""
-    if policy in ("seed_a", "seed_a_before"):
-        out = [("summary_at", cfg.summary_at)]
-        return out + ([("protect", cfg.protect)] if cfg.protect > 1 else [])
-    if policy == "clear_tool_uses" and cfg.trigger_type == "input_tokens":
-        return [("trigger", cfg.trigger)]
-    if policy == "auto_compact":
-        base = (cfg.context_window or window) - cfg.output_reserve
-        return [("threshold", cfg.threshold * base - cfg.buffer_tokens)]
-    if policy == "openhands_tokens" and cfg.max_tokens:
-        return [("max_tokens", cfg.max_tokens)]
-    if policy == "seed_c" and cfg.spill_tokens:
-        return [("spill_tokens", cfg.spill_tokens)]
-    return []
 
 
 def _would_act(name: str, value: Any, tokens: float, usable: int) -> str:
@@ -38,12 +23,13 @@ def _would_act(name: str, value: Any, tokens: float, usable: int) -> str:
     return f"--set {name}={scaled:.3g}"
 
 
-def window_warnings(policy: str, cfg: Any, window: int, reserve: int, what: str = "") -> list[str]:
-    """One sentence per setting of ``policy`` (config ``cfg``) that cannot act at this window and reserve.
-    ``what``: how the sentence names the setting's origin (e.g. ``default``)."""
+def window_warnings(pol: PolicyBase, window: int, reserve: int, what: str = "") -> list[str]:
+    """One sentence per window-bound setting of ``pol`` (its class's ``limits``) that cannot act at this window
+    and reserve. ``what``: how the sentence names the setting's origin (e.g. ``default``)."""
+    policy, cfg = pol.name, pol.config
     usable = window - reserve
     out = []
-    for name, tokens in limit_tokens(policy, cfg, window):
+    for name, tokens in pol.limits(window):
         if tokens < usable:
             continue
         value = getattr(cfg, name)

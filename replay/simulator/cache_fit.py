@@ -34,7 +34,9 @@ from replay.policies import Budget, make_policy
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import trace_kernel
+from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
 from replay.simulator.kernels.packed import pack
 from replay.simulator.run_start import warm_tokens, with_start
@@ -100,10 +102,15 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     prefix its log shows."""
     policy = make_policy("recorded")
     packed = pack([replace(run, warm=warm_tokens(run))])
-    p = policy.params(_BIG)
+    p = kernel_params(policy, _BIG)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column
-    return [trace_kernel(p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy() for c in caches]
+    return [
+        call_policy_kernel(
+            trace_kernel, policy.code, policy.name, p, cache_params(c, run.model), packed.arrays, tflag, 0
+        )[1][:, col].copy()
+        for c in caches
+    ]
 
 
 def _reached(

@@ -21,7 +21,9 @@ from replay.run_arrays import RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.kernels.caches import N_PARAMS as N_CACHE_PARAMS
 from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import corpus_kernel
+from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import (
     O_CACHED,
     O_CHANGED,
@@ -89,11 +91,11 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         return None
     bills, of_run = run_billing(packed, point)
     budget = point.budget
-    p = policy.params(budget)
+    p = kernel_params(policy, budget)
     p[P_NEAR_MARGIN] = NEAR_MARGIN
     cps = np.stack([cache_params(b.cache, b.model) for b in bills])[of_run] if bills else np.zeros((0, N_CACHE_PARAMS))
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    o, charged = corpus_kernel(p, cps, packed.arrays, tflag)
+    o, charged = call_policy_kernel(corpus_kernel, policy.code, policy.name, p, cps, packed.arrays, tflag)
     o = o.T
     n = np.diff(packed.req_off)
     prompt, cached, written, summaries = o[O_PROMPT], o[O_CACHED], o[O_WRITTEN], o[O_SUMMARIES]

@@ -22,6 +22,6 @@ def sweep_window_warnings(spec: Any, limit: int = 10_000) -> list[str]:
         budget, _, knobs = split_params(params, fields)
         b = Budget(**budget)
         pol = make_policy(spec.policy, knobs)
-        for line in window_warnings(pol.name, pol.config, b.window, b.reserve):
+        for line in window_warnings(pol, b.window, b.reserve):
             counts[line] = counts.get(line, 0) + 1
     return [line if c == n else f"{line} ({c:,} of {n:,} points)" for line, c in counts.items()]

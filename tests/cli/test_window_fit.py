@@ -27,11 +27,10 @@ def flat(text: str) -> str:
 
 
 def test_a_trigger_above_the_usable_window_is_named_with_a_value_that_acts():
-    cfg = make_policy("seed_a", {}).config
-    (line,) = window_warnings("seed_a", cfg, 32_768, 0)
+    (line,) = window_warnings(make_policy("seed_a"), 32_768, 0)
     assert line.startswith(SUMMARY_AT) and "--set summary_at=24000 would act" in line
-    assert window_warnings("seed_a", cfg, 200_000, 24_576) == []  # the defaults act at the default window
-    protect = window_warnings("seed_a", make_policy("seed_a", {"protect": 40_000}).config, 32_768, 0)
+    assert window_warnings(make_policy("seed_a"), 200_000, 24_576) == []  # the defaults act at the default window
+    protect = window_warnings(make_policy("seed_a", {"protect": 40_000}), 32_768, 0)
     assert any("protect 40,000" in w and "nothing can be evicted" in w and "protect=24000" in w for w in protect)
 
 

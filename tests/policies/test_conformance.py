@@ -1,70 +1,44 @@
-"""Every registered policy: one View per request, right types, valid pairing, config round-trips."""
+"""Every registered policy passes the conformance kit user policies import (replay.testing); the registry and the
+generated compiled dispatch agree, and a policy missing from the dispatch cannot run."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
-
-import numpy as np
 import pytest
 
+import replay.policies.dispatch as dispatch
 from replay.errors import ReplayError
-from replay.policies import Budget, Policy, make_policy, registry
-from replay.policies.view import DROPPED, Segment, View
+from replay.policies import Policy, generate, make_policy, registry
 from replay.simulator.caches import make_cache
-from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import PolicyResultError, simulate_run
-from tests.simulator.synth import synth_run
+from replay.testing import check_policy, synth_run
+from replay.testing.conformance import check_acts
 
 NAMES = sorted(registry())
-
-
-def check_view(view: View, run, k: int) -> None:
-    assert isinstance(view, View) and view.k == k and view.end == int(run.req_end[k])
-    assert view.forms.shape == (view.end,) and view.seg_tokens.shape == (view.end,)
-    assert (view.seg_tokens >= 0).all() and (view.seg_est >= 0).all()
-    assert 0 <= view.dirty_from <= view.end
-    segs = view.segments()
-    assert all(isinstance(s, Segment) for s in segs)
-    assert sum(s.tokens for s in segs) == view.prompt_tokens
-    end = view.end
-    calls = np.flatnonzero((run.pair[:end] >= 0) & (run.pair[:end] < end))
-    dropped = view.forms == DROPPED
-    assert (dropped[calls] == dropped[run.pair[calls]]).all(), "a tool call was split from its result"
-    if view.summary_at >= 0:
-        lo, hi = np.minimum(calls, run.pair[calls]), np.maximum(calls, run.pair[calls])
-        assert not ((lo < view.summary_at) & (view.summary_at <= hi) & ~dropped[calls]).any()
+SENDS_EVERYTHING = {"full", "recorded"}  # recorded replays the log's own events; a synthetic run has none
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_one_view_per_step(name):
-    run = synth_run(120, seed=3)
-    for k, view in enumerate(views_of(run, make_policy(name), Budget(60_000, 8_000)).views):
-        check_view(view, run, k)
+def test_builtin_passes_the_conformance_kit(name):
+    check_policy(make_policy(name), acts=name not in SENDS_EVERYTHING)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_simulate_rows(name):
-    run = synth_run(60, seed=1)
-    cols, row = simulate_run(run, make_policy(name), make_cache("anthropic"), Budget(50_000, 4_000))
-    assert all(len(v) == run.n_requests for v in cols.values())
-    assert row["requests"] == run.n_requests and 0 <= row["cache_hit_rate"] <= 1
-    assert (cols["cached_tokens"] <= cols["prompt_tokens"]).all()
+def test_the_generated_dispatch_is_current():
+    assert not generate.stale(), f"{generate.TARGET} is stale: run `{generate.COMMAND}`"
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_config_contract(name):
-    cls = registry()[name]
-    cfg = cls.Config.from_params({})
-    assert json.loads(cfg.to_json())["kind"] == name
-    with pytest.raises(ReplayError, match="unknown parameter"):
-        cls.Config.from_params({"no_such_knob": "1"})
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.kind_extra = 1  # type: ignore[attr-defined]
-    numeric = [f for f in dataclasses.fields(cls.Config) if f.metadata.get("lo") is not None]
-    for f in numeric[:3]:
-        with pytest.raises(ReplayError, match="out of bounds"):
-            cls.Config.from_params({f.name: str(f.metadata["lo"] - 1)})
+def test_a_policy_left_out_of_the_dispatch_fails_loudly(monkeypatch, tmp_path):
+    """Registered but not dispatched: before, such a policy ran silently as the full history. Now a dispatch.py
+    without it is stale, and running it is refused, so the conformance kit fails too."""
+    code = registry()["masking"].code
+    edited = generate.render().replace(f'    "masking": {code},\n', "")
+    assert edited != generate.render()
+    (tmp_path / "dispatch.py").write_text(edited, encoding="utf-8")
+    assert generate.stale(tmp_path / "dispatch.py")
+    monkeypatch.delitem(dispatch.DISPATCHED, "masking")
+    with pytest.raises(ReplayError, match=r"masking \(code \d+\) is registered but .* no such policy.*generate"):
+        check_policy(make_policy("masking"))
+    with pytest.raises(ReplayError, match="registered but"):
+        check_acts(make_policy("masking"), synth_run(120, seed=3))
 
 
 def test_bad_result_type_is_caught():

@@ -10,7 +10,7 @@ from replay.policies import Budget, make_policy, registry
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, shared_prefix_tokens
 from replay.run_arrays import KIND_CODE, TOOL_RESULT
 from replay.simulator.kernels.trace import views_of
-from tests.policies.test_conformance import check_view
+from replay.testing.conformance import check_view
 from tests.simulator.synth import synth_run
 
 runs = st.builds(

@@ -13,17 +13,9 @@ from replay.cli import app
 from replay.errors import ReplayError
 from replay.sweeps.pareto import non_dominated, pareto_front
 from replay.sweeps.policy_file import load_policy_file
-from replay.sweeps.tune import (
-    OBJECTIVES,
-    aggregate_points,
-    feasible,
-    front,
-    level_counts,
-    recommend,
-    tune,
-    tune_grid,
-    tune_spec,
-)
+from replay.sweeps.select import OBJECTIVES, aggregate_points, feasible, front, recommend
+from replay.sweeps.tune import tune
+from replay.sweeps.tune_grid import level_counts, tune_grid, tune_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -141,7 +133,7 @@ def test_tune_writes_a_policy_file_check_accepts(sample_store: Path, tmp_path: P
     pf = load_policy_file(res.files["policy"])
     assert pf.name == "seed_a" and pf.params == res.params
     assert pf.params["window"] == 32_000 and pf.params["reserve"] == 4_000
-    from replay.sweeps.tune import edge_knobs, summary_lines
+    from replay.sweeps.tune_report import edge_knobs, summary_lines
 
     text = "\n".join(summary_lines(res))
     # the default summary_at (80,000) cannot fire at this window: said before anything else
@@ -172,9 +164,8 @@ def test_tune_writes_a_policy_file_check_accepts(sample_store: Path, tmp_path: P
 
 
 def test_every_tunable_policy_has_a_valid_grid_below_the_usable_window() -> None:
-    from replay.policies import make_policy
+    from replay.policies import make_policy, tunable
     from replay.sweeps.adapter import split_params
-    from replay.sweeps.tune import SPACES
 
     assert {
         "seed_a",
@@ -188,8 +179,8 @@ def test_every_tunable_policy_has_a_valid_grid_below_the_usable_window() -> None
         "masking",
         "last_n",
         "drop_oldest",
-    } <= set(SPACES)
-    for policy in SPACES:
+    } == set(tunable())
+    for policy in tunable():
         spec = tune_spec(policy, 65_536, 8_192, None, 24)
         assert 1 < len(spec.points()) <= 24, policy
         for p in spec.points():
@@ -201,7 +192,7 @@ def test_every_tunable_policy_has_a_valid_grid_below_the_usable_window() -> None
 
 
 def test_fit_warnings_name_settings_that_cannot_fit_the_window() -> None:
-    from replay.sweeps.tune import fit_warnings
+    from replay.sweeps.tune_grid import fit_warnings
 
     (w,) = fit_warnings("seed_a", 32_768, 4_096)
     assert "default summary_at 80,000 is at or above window - reserve (28,672)" in w
@@ -216,7 +207,7 @@ def test_fit_warnings_name_settings_that_cannot_fit_the_window() -> None:
 
 
 def test_gate_is_checks_gate_and_gives_the_tolerances_that_would_pass() -> None:
-    from replay.sweeps.tune import gate, overflowing_runs
+    from replay.sweeps.select import gate, overflowing_runs
 
     def rows(pid, over, cost, evicted):
         return [
@@ -399,7 +390,7 @@ def test_tune_counts_the_harness_prefix_claude_code_at_32k(corpus_db) -> None:
     assert not res.zero_overflow and res.recommended["overflow_incidents"] > 0
     assert any(r.startswith("ccb-ocak-minimax-m3") for r in res.unfittable)
     assert all(tokens + 4_096 > 32_768 for tokens in res.unfittable.values())
-    from replay.sweeps.tune import summary_lines
+    from replay.sweeps.tune_report import summary_lines
 
     text = "\n".join(summary_lines(res))
     assert "overflow under any policy at this window" in text and "the recommendation still overflows" in text

@@ -78,13 +78,17 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
         return hit, 0
     if code == ANTHROPIC:
         ttl, min_tokens, lookback = cp[1], cp[2], int(cp[3])
+        b0 = system_end if cp[4] > 0 else end
         j = 0
         for i in range(n[0]):
-            if pos[i] <= dirty and not now > exp[i]:
+            # an entry more than ``lookback`` before both breakpoints can never be read again (the end only grows;
+            # the system breakpoint is final once the end is past it): gone, so the entries stay few without
+            # timestamps too
+            live = (pos[i] >= end - lookback) | ((pos[i] >= b0 - lookback) & (pos[i] <= b0))
+            if pos[i] <= dirty and not now > exp[i] and live:
                 pos[j], tok[j], exp[j] = pos[i], tok[i], exp[i]
                 j += 1
         n[0] = j
-        b0 = system_end if cp[4] > 0 else end
         nb = 1 if b0 == end else 2
         bps = (min(b0, end), max(b0, end))
         hit, hit_i = 0, -1

@@ -4,6 +4,7 @@ one run's per-request trace (the views of ``simulate``, ``show`` and the reports
 from __future__ import annotations
 
 import numpy as np
+from numba import literally
 
 from replay.jit import compiled
 from replay.policies.kernel import Run
@@ -55,24 +56,28 @@ def run_at(pk, tflag, i):
 
 
 @compiled
-def corpus_kernel(p, cps, pk, tflag):
-    """Every packed run under one configuration (``cps[i]``: run i's cache parameters); one row of counters each,
-    and per request (packed order) its prompt, cache reads and cache writes."""
+def corpus_kernel(code, p, cps, pk, tflag):
+    """Every packed run under one configuration of policy ``code`` (compiled per policy; ``cps[i]``: run i's cache
+    parameters); one row of counters each, and per request (packed order) its prompt, cache reads and cache
+    writes."""
+    literally(code)
     n_runs = len(pk.item_off) - 1
     out = np.zeros((n_runs, N_OUT), np.int64)
     charged = np.zeros((pk.req_off[n_runs], 3), np.int64)
     for i in range(n_runs):
         c, d = pk.req_off[i], pk.req_off[i + 1]
-        run_kernel(p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False, charged[c:d])
+        run_kernel(code, p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False, charged[c:d])
     return out, charged
 
 
 @compiled
-def trace_kernel(p, cp, pk, tflag, i):
-    """Run ``i`` under one configuration: counters, per-request columns, change log, final form costs."""
+def trace_kernel(code, p, cp, pk, tflag, i):
+    """Run ``i`` under one configuration of policy ``code`` (compiled per policy): counters, per-request columns,
+    change log, final form costs."""
+    literally(code)
     out = np.zeros(N_OUT, np.int64)
     c, d = pk.req_off[i], pk.req_off[i + 1]
     cols, log, ftok, fest = run_kernel(
-        p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True, np.zeros((0, 3), np.int64)
+        code, p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True, np.zeros((0, 3), np.int64)
     )
     return out, cols, log, ftok, fest

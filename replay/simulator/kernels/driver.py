@@ -1,7 +1,7 @@
 """The compiled request loop every built-in policy runs in: one run, one configuration, every request.
 
 Before each request the loop appends the new items (a result whose call is gone is dropped with it), drops what the
-server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.simulator.kernels.dispatch``), then
+server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.policies.dispatch``, generated), then
 charges the cache (``replay.simulator.kernels.caches``) and counts. ``trace`` also records, per request, the view's
 scalars and every change of an item's form or cost, from which ``replay.simulator.kernels.trace`` rebuilds the View
 of each request: the per-request path and the sweep path are this one loop.
@@ -10,18 +10,19 @@ of each request: the per-request path and the sweep path are this one loop.
 from __future__ import annotations
 
 import numpy as np
+from numba import literally
 
 from replay.jit import compiled
+from replay.policies.dispatch import RECORDED
 from replay.policies.kernel import (
     N_AUX,
     N_SCALARS,
-    P_CODE,
     P_ESTIMATOR,
     P_NEAR_MARGIN,
     P_OVERHEAD,
     P_RESERVE,
     P_WINDOW,
-    RECORDED,
+    S_CHANGED_FROM,
     S_DIRTY,
     S_EMERGENCY,
     S_END,
@@ -50,7 +51,7 @@ from replay.simulator.kernels.caches import (
     switch_drops,
     warm_entry,
 )
-from replay.simulator.kernels.dispatch import decide, setup
+from replay.simulator.kernels.select import decide, setup
 
 # per-run outputs (int64)
 (
@@ -119,13 +120,14 @@ def _initial_state(p, r):
 
 
 @compiled
-def run_kernel(p, cp, r, req_ts, out, trace, charged):
-    """Simulate one run; per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache
-    writes into ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``:
-    (per-request columns (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and
-    fest), else empty arrays."""
+def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
+    """Simulate one run under policy ``code`` (``p[P_CODE]``, a compile-time constant: one loop is compiled per
+    policy); per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache writes into
+    ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``: (per-request columns
+    (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and fest), else empty
+    arrays."""
+    literally(code)
     n, m = len(r.kind), len(r.req_end)
-    code = int(p[P_CODE])
     window, reserve = p[P_WINDOW], p[P_RESERVE]
     overhead, tail = np.int64(p[P_OVERHEAD]), np.int64(r.tail)
     st = _initial_state(p, r)
@@ -190,6 +192,8 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
         decide(code, p, r, st)
         # emit
         dirty_from = min(s[S_DIRTY], s[S_PREV_END])
+        shown_from = 0 if k == 0 else min(s[S_CHANGED_FROM], dirty_from)  # what the trace compares
+        s[S_CHANGED_FROM] = end
         s[S_PREV_END], s[S_DIRTY] = end, end
         for q in range(dirty_from, end):
             cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
@@ -215,7 +219,8 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
                 out[O_EVICTED] += 1
                 out[O_EVICTED_TOK] += r.rr_tokens[ev]
             ev += 1
-        for i in range(n_err):
+        # a failure stays counted once hidden; forms change only from dirty_from on, so only errors there are looked at
+        for i in range(np.searchsorted(err_pos, dirty_from), n_err):
             if err_pos[i] >= end:  # err_pos ascends
                 break
             if forms[err_pos[i]] != ORIGINAL:
@@ -253,7 +258,7 @@ def run_kernel(p, cp, r, req_ts, out, trace, charged):
                 s[S_SUM_EST],
             )
             cols[k, T_WINDOW] = s[S_WINDOW]
-            for q in range(end):
+            for q in range(shown_from, end):  # below it no form or cost was set since the last request
                 f = forms[q]
                 if q < shown.shape[1] and (
                     shown[0, q] != f

@@ -14,7 +14,9 @@ from replay.policies.view import View
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import cache_params
+from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import trace_kernel
+from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import (
     T_CACHED,
     T_DIRTY,
@@ -90,11 +92,13 @@ def trace_run(
     ``model``; ``overhead`` as in replay.simulator.run.simulate_run; the run starts with its own warm prefix and
     tail (``RunArrays.warm``/``tail``), the views' prefix item without the tail."""
     packed = pack([run])
-    p = policy.params(budget)
+    p = kernel_params(policy, budget)
     p[P_NEAR_MARGIN], p[P_OVERHEAD] = near_margin, overhead
     cp = cache_params(cache if cache is not None else CacheModel(), model)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    counters, columns, log, ftok, fest = trace_kernel(p, cp, packed.arrays, tflag, 0)
+    counters, columns, log, ftok, fest = call_policy_kernel(
+        trace_kernel, policy.code, policy.name, p, cp, packed.arrays, tflag, 0
+    )
     return Trace(run, columns, log, counters, ftok, fest)
 
 

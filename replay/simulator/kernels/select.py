@@ -1,0 +1,54 @@
+"""One policy's ``setup`` and ``decide`` inside the compiled loop, chosen while the loop is compiled.
+
+The loop's entry points take the policy code as a compile-time constant (``numba.literally``), so numba compiles
+(and caches) one loop per policy with only that policy's code in it: a command compiles what it runs, not every
+policy. The tables are generated from the registry (``replay.policies.dispatch``).
+"""
+
+from __future__ import annotations
+
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload
+
+from replay.policies.dispatch import DECIDES, SETUPS
+
+
+def setup(code, p, r, st):  # noqa: ARG001 - typed and compiled by the overload below
+    """Policy ``code``'s setup (nothing for a policy without one); compiled code only."""
+    raise NotImplementedError("replay.simulator.kernels.select.setup runs inside compiled code only")
+
+
+def decide(code, p, r, st):  # noqa: ARG001
+    """Policy ``code``'s decide (nothing for a policy without one); compiled code only."""
+    raise NotImplementedError("replay.simulator.kernels.select.decide runs inside compiled code only")
+
+
+def _pick(table: dict, code, what: str):
+    if not isinstance(code, types.IntegerLiteral):
+        raise TypingError(
+            f"replay.simulator.kernels.select.{what}: the policy code must be a compile-time constant; "
+            "call it from a function that calls numba.literally(code) first"
+        )
+    fn = table.get(code.literal_value)
+    if fn is None:
+
+        def nothing(code, p, r, st):
+            return
+
+        return nothing
+
+    def call(code, p, r, st):
+        fn(p, r, st)
+
+    return call
+
+
+@overload(setup, prefer_literal=True, inline="always")
+def _setup(code, p, r, st):
+    return _pick(SETUPS, code, "setup")
+
+
+@overload(decide, prefer_literal=True, inline="always")
+def _decide(code, p, r, st):
+    return _pick(DECIDES, code, "decide")

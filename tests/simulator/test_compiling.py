@@ -1,0 +1,66 @@
+"""The compiled loop is compiled per policy: the generated tables name each policy's kernel, the first call of a
+policy's loop says it compiles, and `replay warm` compiles ahead of use."""
+
+from __future__ import annotations
+
+import numba
+import pytest
+from typer.testing import CliRunner
+
+from replay.cli import app
+from replay.policies import CompiledPolicy, registry
+from replay.policies.dispatch import DECIDES, SETUPS
+from replay.simulator.kernels import compiling
+
+
+def test_tables_hold_each_compiled_policy_under_its_code():
+    for cls in registry().values():
+        if not issubclass(cls, CompiledPolicy) or cls.kernel_module() is None:
+            continue
+        assert DECIDES[cls.code].py_func.__module__ == cls.kernel_module(), cls.name
+        if cls.code in SETUPS:
+            assert SETUPS[cls.code].py_func.__module__ == cls.kernel_module(), cls.name
+    assert 0 not in DECIDES  # full has no kernel: it sends everything
+
+
+class FakeKernel:
+    """Stands for a compiled entry point: records its calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+        def fake_entry(code, *args):
+            return code
+
+        self.py_func = fake_entry
+
+    def __call__(self, code, *args):
+        self.calls.append((code, *args))
+        return code
+
+
+def test_first_call_says_it_compiles_then_never_again(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiling, "_READY", set())
+    kernel = FakeKernel()
+    assert compiling.call_policy_kernel(kernel, 3, "seed_a", 1.0) == 3
+    err = capsys.readouterr().err
+    assert "compiling seed_a (once per install, ~" in err and "compiled seed_a in" in err
+    assert compiling.marker("fake_entry", 3).exists()
+    compiling.call_policy_kernel(kernel, 3, "seed_a", 1.0)
+    monkeypatch.setattr(compiling, "_READY", set())  # a new process: the marker file says it is compiled
+    compiling.call_policy_kernel(kernel, 3, "seed_a", 1.0)
+    assert capsys.readouterr().err == ""
+    assert len(kernel.calls) == 3
+
+
+@pytest.mark.parametrize("args", [["warm", "masking"]])
+def test_warm_compiles_the_named_policy(args):
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "masking: compiled and cached" in res.output
+
+
+def test_warm_refuses_unknown_policy():
+    res = CliRunner().invoke(app, ["warm", "no_such_policy"])
+    assert res.exit_code != 0
