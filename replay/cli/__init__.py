@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "metrics_cmds",
     "show_cmds",
     "synth_cmds",
+    "behaviour_cmds",
 ]
 
 

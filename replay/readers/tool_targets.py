@@ -78,6 +78,27 @@ def normalise_path(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
+_XML_CALL = re.compile(r"<function=([^>\s]+)>")
+_XML_PARAM = re.compile(r"<parameter=([^>\s]+)>(.*?)</parameter>", re.DOTALL)
+
+
+def _xml_params(text: str) -> dict[str, Any] | None:
+    """The parameters of an action written as ``<function=NAME><parameter=KEY>VALUE</parameter>...`` (SWE-agent's
+    XML function format); a value that is a JSON list (``[380, 400]``) as that list. None: not that format."""
+    if _XML_CALL.search(text) is None:
+        return None
+    out: dict[str, Any] = {}
+    for key, raw in _XML_PARAM.findall(text):
+        value = raw.strip()
+        if value.startswith("["):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+        out[key] = value
+    return out or None
+
+
 def _as_dict(args: Any) -> dict[str, Any]:
     if isinstance(args, dict):
         return args
@@ -85,7 +106,7 @@ def _as_dict(args: Any) -> dict[str, Any]:
         try:
             value = json.loads(args)
         except ValueError:
-            return {"command": args}
+            return _xml_params(args) or {"command": args}
         return value if isinstance(value, dict) else {"command": args}
     return {}
 

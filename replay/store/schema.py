@@ -142,6 +142,19 @@ def _v7_sweeps_calibration_files(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v8_behaviour(con: duckdb.DuckDBPyConnection) -> None:
+    """``replay behaviour`` rows: per (policy setting, run) the repeat counts, per loop episode its figures."""
+    con.execute("""
+    CREATE TABLE behaviour_runs (
+        policy VARCHAR, config JSON, run_id VARCHAR, repeats INTEGER, stale_repeats INTEGER, blind_repeats INTEGER,
+        loop_episodes INTEGER, measured_at TIMESTAMP, PRIMARY KEY (policy, config, run_id));
+    CREATE TABLE behaviour_episodes (
+        policy VARCHAR, config JSON, run_id VARCHAR, episode INTEGER, first_call INTEGER, calls INTEGER,
+        repeats INTEGER, distinct_calls INTEGER, period INTEGER, hidden_share DOUBLE, visible_at INTEGER,
+        sentence VARCHAR, PRIMARY KEY (policy, config, run_id, episode));
+    """)
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -150,6 +163,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v5_billing,
     _v6_cache_write_1h,
     _v7_sweeps_calibration_files,
+    _v8_behaviour,
 ]
 
 
