@@ -42,15 +42,18 @@ def behaviour(
     params = parse_sets(sets)
     pol = make_policy(policy, params)
     con = open_store(db)
-    arrays = load_runs(con, resolve_tokenizer(con, tokenizer), runs)
-    if not arrays:
-        raise ReplayError(f"--runs {runs!r} matches no run with requests in {db}; `replay runs` lists them")
-    run_rows, ep_rows = [], []
-    for run in arrays:
-        row, eps = measure(run, pol, Budget(window, reserve))
-        run_rows.append(row)
-        ep_rows.extend(eps)
-    write_rows(con, policy, dict(pol.config.__dict__), run_rows, ep_rows)
+    try:
+        arrays = load_runs(con, resolve_tokenizer(con, tokenizer), runs)
+        if not arrays:
+            raise ReplayError(f"--runs {runs!r} matches no run with requests in {db}; `replay runs` lists them")
+        run_rows, ep_rows = [], []
+        for run in arrays:
+            row, eps = measure(run, pol, Budget(window, reserve))
+            run_rows.append(row)
+            ep_rows.extend(eps)
+        write_rows(con, policy, dict(pol.config.__dict__), run_rows, ep_rows)
+    finally:
+        con.close()
     rows, columns = (ep_rows, EPISODE_COLUMNS) if episodes else (run_rows, RUN_COLUMNS)
     frame = pl.DataFrame([{c: r[c] for c in columns} for r in rows], schema=list(columns), orient="row")
     if fmt != "csv":  # csv output escapes its own text cells
