@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 
@@ -14,6 +15,16 @@ from replay.untrusted import path_text
 DEFAULT_DB = Path(os.environ.get("REPLAY_DB", "replay.duckdb"))
 
 
+def _connect(path: Path, read_only: bool, config: dict) -> duckdb.DuckDBPyConnection:
+    """``duckdb.connect``; when this process still has the file open with other settings, once more after a garbage
+    collection: a finished command's connection that only a reference cycle keeps alive is closed by it."""
+    try:
+        return duckdb.connect(str(path), read_only=read_only, config=config)
+    except duckdb.ConnectionException:
+        gc.collect()
+        return duckdb.connect(str(path), read_only=read_only, config=config)
+
+
 def connect(path: Path, read_only: bool, config: dict | None = None) -> duckdb.DuckDBPyConnection:
     """``duckdb.connect`` with the store's own errors (no store, another writer's lock, a connection of this
     process with other settings, a newer schema); the version is checked before anything else runs."""
@@ -22,7 +33,7 @@ def connect(path: Path, read_only: bool, config: dict | None = None) -> duckdb.D
     if path.exists() and not path.is_file():  # a folder, a FIFO (opening it would wait forever), a device
         raise ReplayError(f"{path}: not a regular file; give --db a store file (or a new path to create one)")
     try:
-        con = duckdb.connect(str(path), read_only=read_only, config=config or {})
+        con = _connect(path, read_only, config or {})
     except duckdb.ConnectionException as exc:
         raise ReplayError(
             f"{path}: this process already has the store open with other settings; close that connection first ({exc})"

@@ -219,15 +219,20 @@ def _columns_of(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str, ...]]:
     return {t: tuple(c) for t, c in found.items()}
 
 
+# tables whose columns grow after the migrations: a sweep adds its metric columns to sweep_results when it writes them
+GROWING = frozenset({"sweep_results"})
+
+
 def check_layout(con: duckdb.DuckDBPyConnection, where: str) -> None:
     """Refuse a current-version store whose tables were changed by hand (a table dropped, a column removed or added):
-    every query would fail on it, or an insert put values in the wrong columns."""
+    every query would fail on it, or an insert put values in the wrong columns. A GROWING table may carry more
+    columns after the migrations' own."""
     have = _columns_of(con)
     problems = []
     for table, columns in layout().items():
         if table not in have:
             problems.append(f"table {table} is missing")
-        elif have[table] != columns:
+        elif have[table] != columns and not (table in GROWING and have[table][: len(columns)] == columns):
             lost = [c for c in columns if c not in have[table]]
             extra = [c for c in have[table] if c not in columns]
             problems.append(
