@@ -40,7 +40,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
-from replay.readers.cline_dedup import FirstResult, duplicate_pass, first_result
+from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -397,9 +397,6 @@ class _Task:
 
 def _max_allowed(model: Any) -> int | None:
     """Cline's max allowed size for the model's window (None when the log does not let us know the window)."""
-    from replay.policies.cline import cline_max_allowed
-    from replay.policies.presets import cline_window
-
     window = cline_window(model if isinstance(model, str) else None)
     return cline_max_allowed(window) if window else None
 

@@ -22,6 +22,21 @@ FINAL_RE = re.compile(r'<final_file_content path="[^"]*">([\s\S]*?)</final_file_
 READ, CHANGE = ("read_file",), ("replace_in_file", "write_to_file")
 
 
+def cline_window(model: str | None) -> int | None:
+    """The context window Cline's model table gives ``model`` (Claude models: 200,000, 1,000,000 for ``:1m``);
+    None for a model whose window the log does not let us know."""
+    name = (model or "").lower()
+    if not name.startswith("claude-"):
+        return None
+    return 1_000_000 if name.endswith(":1m") else 200_000
+
+
+def cline_max_allowed(window: int) -> int:
+    """Cline's getContextWindowInfo: the usage at which it manages the context, by the model's window."""
+    fixed = {64_000: 37_000, 128_000: 98_000, 200_000: 160_000}
+    return fixed.get(window, int(max(window - 40_000, window * 0.8)))
+
+
 @dataclass(frozen=True)
 class FirstResult:
     """A user message whose first block is a file tool's result: the result item and what the pass needs."""
