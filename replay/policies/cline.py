@@ -41,18 +41,13 @@ from replay.policies.kernel import (
 )
 from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER
+from replay.readers.cline_dedup import cline_max_allowed
 from replay.run_arrays import KIND_CODE, TOOL_RESULT
 
 READ_TOOLS = ("read_file",)
 WRITE_TOOLS = ("replace_in_file", "write_to_file")
 TF_FILE_READ, TF_FILE_WRITE = 16, 32  # tool flags of this policy (kernel's TF_* use 1 to 8)
 TEXT = (KIND_CODE["user_text"], KIND_CODE["attachment"], TOOL_RESULT, KIND_CODE["assistant_text"])
-
-
-def cline_max_allowed(window: int) -> int:
-    """Cline's getContextWindowInfo: the usage at which it manages the context, by the model's window."""
-    fixed = {64_000: 37_000, 128_000: 98_000, 200_000: 160_000}
-    return fixed.get(window, int(max(window - 40_000, window * 0.8)))
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.readers.cline_dedup import cline_window  # noqa: F401  (Cline's window: re-exported for the presets)
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -162,15 +164,6 @@ COPILOT_PROMPT_LIMITS = {
     "gpt-5.4-nano": 272_000,
 }
 COPILOT_DEFAULT_LIMIT = 128_000
-
-
-def cline_window(model: str | None) -> int | None:
-    """The context window Cline's model table gives ``model`` (Claude models: 200,000, 1,000,000 for ``:1m``);
-    None for a model whose window the log does not let us know."""
-    name = (model or "").lower()
-    if not name.startswith("claude-"):
-        return None
-    return 1_000_000 if name.endswith(":1m") else 200_000
 
 
 def gemini_token_limit(model: str | None) -> int:

@@ -40,6 +40,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -159,6 +160,12 @@ class _Task:
         self.events: list[dict] = []
         self.range: Any = None
         self.n_calls = 0
+        self.limit = _max_allowed(info.get("modelId"))  # usage at which Cline manages the context (None: unknown)
+        self.first: dict[int, FirstResult] = {}  # API user message -> its opening file-tool result
+        self.rewritten: set[int] = set()  # messages the duplicate-read pass has rewritten
+        self.rewrites: list[dict] = []
+        self.passed: tuple[int, int] | None = None  # (request, messages then) of the latest pass
+        self.prev_total: float | None = None  # the previous request's tokens in, out and cached, as Cline sums them
 
     # --- shared ---------------------------------------------------------------------------------------------
     def usage(self, info: dict) -> dict[str, Any]:
@@ -182,6 +189,8 @@ class _Task:
         new = m.get("conversationHistoryDeletedRange")
         if new == self.range or not (isinstance(new, list) and len(new) == 2):
             return
+        if self.passed is None or self.passed[0] != max(self.b.step - 1, 0):  # Cline's pass ran before truncating
+            self.duplicate_reads(max(self.b.step - 1, 0), len(self.msg_start) - 1, line)
         self.range = new
         lo, hi = int(new[0]), int(new[1])
         starts = self.msg_start + [self.b.seq]
@@ -200,33 +209,64 @@ class _Task:
             }
         )
 
+    def duplicate_reads(self, step: int, end: int, line: int) -> None:
+        """Cline's duplicate-file-read pass before request ``step`` over the API messages before ``end``."""
+        self.passed = (step, end)
+        start = int(self.range[1]) + 1 if self.range else 2
+        cleared = duplicate_pass(self.first, start, end, self.rewritten)
+        if cleared:
+            self.rewrites.append(
+                {
+                    "step": step,
+                    "harness_kind": "duplicate file reads",
+                    "cleared": cleared,
+                    "line": line,
+                    "derived": True,
+                }
+            )
+
+    def managed(self, info: dict, step: int, line: int) -> None:
+        """Before request ``step`` (its user message the newest API message): when the previous request's usage
+        reached the max allowed size, Cline's duplicate-read pass ran (the truncation, if any, is recorded)."""
+        if self.limit is not None and self.prev_total is not None and self.prev_total >= self.limit:
+            self.duplicate_reads(step, len(self.msg_start), line)
+        parts = [info.get(k) for k in ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")]
+        self.prev_total = sum(p for p in parts if type(p) in (int, float)) if info else None
+
     def call(self, name: str, args: Any, line: int, ts: str | None, call_id: str | None = None) -> None:
         self.n_calls += 1
         call_id = call_id or f"cline-{self.n_calls}"
         add_call(self.b, name, args, call_id, line=line, ts=ts)
         self.pending.append((call_id, name))
 
-    def sent_text(self, text: str, line: int, ts: str | None) -> None:
-        """Text sent as (part of) a user message: tool results by header, environment details, the rest."""
+    def sent_text(self, text: str, line: int, ts: str | None) -> tuple[int, str] | None:
+        """Text sent as (part of) a user message: tool results by header, environment details, the rest; the item
+        and text of the tool result the message opens with (None when it opens with other text)."""
         env = [e.group(0) for e in ENV_RE.finditer(text)]
         body = ENV_RE.sub("", text)
         heads = list(RESULT_RE.finditer(body))
         lead = body[: heads[0].start()] if heads else body
         if lead.strip():
             self.b.add("user_text", "user", lead.strip(), line=line, ts=ts)
+        opening = None
         for k, h in enumerate(heads):
             segment = body[h.start() : heads[k + 1].start() if k + 1 < len(heads) else len(body)].strip()
             match = next((i for i, (_, name) in enumerate(self.pending) if name == h.group(1)), None)
             if match is None:  # e.g. attempt_completion's result carries the user's feedback: the user speaks
                 self.b.add("user_text", "user", segment, tool_name=h.group(1), line=line, ts=ts)
             else:
-                self.b.result(segment, self.pending.pop(match)[0], h.group(1), line=line, ts=ts)
+                item = self.b.result(segment, self.pending.pop(match)[0], h.group(1), line=line, ts=ts)
+                if k == 0 and not lead.strip():
+                    opening = (item.seq, segment)
         for e in env:
             self.b.add("attachment", "user", e, tool_name="environment_details", line=line, ts=ts)
+        return opening
 
     def finish(self) -> Iterator[Record]:
         if self.events:
             self.b.run.metadata["context_events"] = self.events
+        if self.rewrites:
+            self.b.run.metadata["context_rewrites"] = self.rewrites
         self.b.scan_clips()
         yield from self.b
 
@@ -245,7 +285,10 @@ class _Task:
                 self.msg_start.append(self.b.seq)  # the user message sent with this request
                 if not self.pending:  # no calls awaiting results: the user spoke (task, feedback, resumption)
                     self.b.new_turn()
-                self.sent_text(str(info.get("request") or ""), line, ts)
+                opening = self.sent_text(str(info.get("request") or ""), line, ts)
+                if opening is not None and (found := first_result(*opening)) is not None:
+                    self.first[len(self.msg_start) - 1] = found
+                self.managed(info, self.b.step, line)
                 self.pending.clear()
                 self.b.request(line=line, ts=ts, model=(m.get("modelInfo") or {}).get("modelId"), **self.usage(info))
                 self.msg_start.append(self.b.seq)  # the assistant message it produced
@@ -350,6 +393,12 @@ class _Task:
             pos = m.end()
         if tail := text[pos:].strip():
             self.b.add("assistant_text", "assistant", tail, line=n, ts=ts)
+
+
+def _max_allowed(model: Any) -> int | None:
+    """Cline's max allowed size for the model's window (None when the log does not let us know the window)."""
+    window = cline_window(model if isinstance(model, str) else None)
+    return cline_max_allowed(window) if window else None
 
 
 def _iso(ts: Any) -> str | None:

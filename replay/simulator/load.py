@@ -13,7 +13,7 @@ from replay.errors import ReplayError
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
-from replay.tokens.usage_metadata import exact_sizes
+from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes
 
 _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
@@ -186,11 +186,12 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
 
 
 def _cleared(metadata: dict, pos: dict, n_requests: int) -> np.ndarray:
-    """Results an event rewrote into a short note that stays from its request on (Claude Code's microcompact,
-    ``cleared``: [result seq, characters of the note]), as per-request placeholder rows (request, position,
+    """Results an event (or a derived rewrite, ``context_rewrites``) rewrote into a short note that stays from its
+    request on (Claude Code's microcompact, Cline's duplicate-file-read pass; ``cleared``: [result seq, characters
+    of the note]), as per-request placeholder rows (request, position,
     characters) for every request from the event's to the last; rows of (0, 3) when there are none."""
     rows = []
-    for ev in metadata.get("context_events") or []:
+    for ev in events_and_rewrites(metadata):
         if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
             continue
         for entry in ev.get("cleared") or []:

@@ -24,12 +24,21 @@ def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
     event rewrote into a short note (``cleared``: Claude Code's microcompact) count as dropped here: the note (some
     50 tokens each) is left to the fit."""
     out = []
-    for ev in metadata.get("context_events") or []:
+    for ev in events_and_rewrites(metadata):
         if isinstance(ev, dict) and isinstance(ev.get("step"), int):
             seqs = [q for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi))]
             seqs += [c[0] for c in ev.get("cleared") or [] if isinstance(c, list) and c and isinstance(c[0], int)]
             out.append((ev["step"], np.array(seqs, dtype=np.int64)))
     return out
+
+
+def events_and_rewrites(metadata: dict) -> list:
+    """The recorded context events and the rewrites a reader derived from the log (``context_rewrites``: a
+    harness's pass that changes items without a trace of its own, such as Cline's duplicate-file-read pass); a
+    rewrite is no event of its own for fidelity, but the prompt model and the recorded replay apply it."""
+    events = metadata.get("context_events") or []
+    rewrites = metadata.get("context_rewrites") or []
+    return [*(events if isinstance(events, list) else []), *(rewrites if isinstance(rewrites, list) else [])]
 
 
 def exact_sizes(metadata: dict) -> dict[int, int]:

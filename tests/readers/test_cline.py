@@ -180,3 +180,41 @@ def test_api_history_with_xml_tool_calls(tmp_path: Path) -> None:
     call, result = items[2], items[3]
     assert (call.tool_name, json.loads(call.args), call.access) == ("read_file", {"path": "a.py"}, "read")
     assert result.call_id == call.call_id and result.text.endswith("print(1)")
+
+
+def test_duplicate_file_reads_are_derived_rewrites(corpus: Path) -> None:
+    """Cline rewrites all but the newest copy of a file before it manages the context; the log does not record it.
+    Usage past 160,000 (Claude's 200k window) before requests 17, 26, 32, 38 and 51: the pass ran there, and at 26
+    alone (175.8k, no new deleted range) it saved enough that Cline did not truncate."""
+    records = read(corpus / "cline" / "cline-xray-opus46-task_sample.ui_messages.json")
+    run = of(records, Run)[0]
+    items = {i.seq: i for i in of(records, Item)}
+    rewrites = run.metadata["context_rewrites"]
+    assert [r["step"] for r in rewrites] == [17, 26, 32, 38, 51]
+    assert "duplicate file reads" not in {e.get("harness_kind") for e in run.metadata["context_events"]}
+    at17 = {items[seq].step: (items[seq], chars) for seq, chars in rewrites[0]["cleared"]}
+    # request 16's replace_in_file result holds TaskDetailView.svelte in full; request 17's is the newest copy
+    result, chars = at17[16]
+    assert result.tool_name == "replace_in_file" and result.resource.endswith("TaskDetailView.svelte")
+    assert len(result.text) > 60_000 and chars < 1_500  # the file's content gives way to Cline's 153-character notice
+    rewritten = [seq for r in rewrites for seq, _ in r["cleared"]]
+    assert len(rewritten) == len(set(rewritten))  # a message rewritten once is never rewritten again
+
+
+def test_duplicate_pass_keys_by_the_header_path() -> None:
+    from replay.readers.cline_dedup import NOTICE_CHARS, duplicate_pass, first_result
+
+    body = "x" * 1000
+    read_a = first_result(1, f"[read_file for 'a.py'] Result:\n{body}")
+    change_a = first_result(
+        2,
+        f"[replace_in_file for '/abs/a.py'] Result:\nok\n<final_file_content path=\"a.py\">{body}</final_file_content>",
+    )
+    read_a2 = first_result(3, f"[read_file for 'a.py'] Result:\n{body}")
+    rejected = first_result(4, "[replace_in_file for '/abs/a.py'] Result:\nThe user denied this operation.")
+    assert rejected is None and read_a and change_a and read_a2
+    done: set[int] = set()
+    cleared = duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 2, 8, done)
+    assert cleared == [[1, len("[read_file for 'a.py'] Result:") + 1 + NOTICE_CHARS]]  # the change is another path
+    assert duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 2, 8, done) == []  # rewritten once only
+    assert duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 4, 8, set()) == []  # before the range: not seen

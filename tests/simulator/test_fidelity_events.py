@@ -1,8 +1,10 @@
 """Recorded context events against the automatically chosen preset, on the corpus files (o200k counts).
 
 - cline-xray-opus46-task_sample (Cline, claude-opus-4-6, 200k window): truncations recorded at requests 17, 32, 38
-  and 51 (``conversationHistoryDeletedRange`` [2,17], [2,39], [2,57], [2,79]); Cline's rule fires at 17, 33 and 38
-  (the usage before 51 is 162.3k recorded, the preset's own view there a few thousand tokens smaller).
+  and 51 (``conversationHistoryDeletedRange`` [2,17], [2,39], [2,57], [2,79]); Cline's rule fires at 17, 32 and 38
+  (the usage before 51 is 162.3k recorded, the preset's own view there a few thousand tokens smaller). Cline's
+  duplicate-file-read pass (before 17, 26, 32, 38, 51; unrecorded, derived by the reader) is in the replay: without
+  it the prompt after each truncation was 14-31% off and the run's median error 10.4%.
 - The agent-sessions fixtures: hand-built, 2 requests each; their events have no recorded request before them or
   no recorded prompt after them, and say so in the ``reason`` column.
 """
@@ -46,3 +48,11 @@ def test_fixture_events_say_why_they_are_not_scored(corpus_db, o200k):
         assert r["within"] is None and r["reason"], r
     assert cc[0]["reason"].startswith("at the first request")  # its compact_boundary comes before any request
     assert all(r["reason"].startswith("no recorded prompt after it") for r in codex)
+
+
+def test_cline_prompt_after_truncation_follows_the_log(corpus_db, o200k):
+    frame = fidelity_frame(corpus_db, o200k, pattern="%cline-xray-opus46%").to_dicts()
+    (run,) = [r for r in frame if r["kind"] == "run"]
+    assert run["median_abs_pct"] < 3.0  # 10.36 without the duplicate-read pass
+    for r in (r for r in frame if r["kind"] != "run"):
+        assert abs(r["replayed_after"] - r["recorded_after"]) / r["recorded_after"] < 0.15, r  # were 14-31% off
