@@ -14,6 +14,13 @@ from replay.policies.base import PolicyBase
 SUGGESTED_SHARE = 0.75
 
 
+def unfit_limits(pol: PolicyBase, window: int, reserve: int) -> list[tuple[str, Any, float]]:
+    """(knob, its value, tokens at which it acts) for each window-bound setting of ``pol`` (its class's ``limits``)
+    at or above window - reserve: it cannot act before the prompt overflows."""
+    usable = window - reserve
+    return [(name, getattr(pol.config, name), tokens) for name, tokens in pol.limits(window) if tokens >= usable]
+
+
 def _would_act(name: str, value: Any, tokens: float, usable: int) -> str:
     """A value of knob ``name`` that acts below ``usable`` tokens, as ``--set name=value``."""
     target = int(usable * SUGGESTED_SHARE) // 1_000 * 1_000 or max(1, usable // 2)
@@ -26,13 +33,9 @@ def _would_act(name: str, value: Any, tokens: float, usable: int) -> str:
 def window_warnings(pol: PolicyBase, window: int, reserve: int, what: str = "") -> list[str]:
     """One sentence per window-bound setting of ``pol`` (its class's ``limits``) that cannot act at this window
     and reserve. ``what``: how the sentence names the setting's origin (e.g. ``default``)."""
-    policy, cfg = pol.name, pol.config
     usable = window - reserve
     out = []
-    for name, tokens in pol.limits(window):
-        if tokens < usable:
-            continue
-        value = getattr(cfg, name)
+    for name, value, tokens in unfit_limits(pol, window, reserve):
         shown = f"{tokens:,.0f}" if value == tokens else f"{value:g} (= {tokens:,.0f} tokens)"
         effect = (
             "the protected range covers the whole usable window, so nothing can be evicted"
@@ -40,7 +43,7 @@ def window_warnings(pol: PolicyBase, window: int, reserve: int, what: str = "") 
             else "it never fires before the prompt overflows"
         )
         out.append(
-            f"{policy}'s {what + ' ' if what else ''}{name} {shown} is at or above window - reserve ({window:,} - "
+            f"{pol.name}'s {what + ' ' if what else ''}{name} {shown} is at or above window - reserve ({window:,} - "
             f"{reserve:,} = {usable:,}): {effect}; {_would_act(name, value, tokens, usable)} would act"
         )
     return out

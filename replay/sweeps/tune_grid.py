@@ -10,6 +10,7 @@ from typing import Any
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import make_policy, policy_class, tunable
+from replay.policies.window_fit import unfit_limits
 from replay.sweeps.spec import SweepSpec, from_dict
 
 
@@ -54,14 +55,10 @@ def fit_warnings(policy: str, window: int, reserve: int, params: dict[str, Any] 
     """Warnings, before any sweep, for settings of the policy (its defaults, or ``params``) that cannot fit the
     window: a trigger at or above window - reserve never fires before the prompt overflows."""
     pol = make_policy(policy, params or {})
-    cfg = pol.config
     usable = window - reserve
     space = {k.name: k for k in pol.space}
     out = []
-    for name, tokens in pol.limits(window):
-        if tokens < usable:
-            continue
-        value = getattr(cfg, name)
+    for name, value, tokens in unfit_limits(pol, window, reserve):
         shown = f"{value:,}" if isinstance(value, int) else f"{value:g} (= {tokens:,.0f} tokens)"
         if name in space:
             lo, hi = space[name].bounds(window, reserve)
