@@ -16,7 +16,7 @@ from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.model import KINDS
 from replay.policies.base import Budget, PolicyBase
-from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, View
+from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, Segment, View
 from replay.run_arrays import RunArrays
 from replay.simulator.billing import billing_for
 from replay.simulator.caches import CacheModel
@@ -232,6 +232,20 @@ def shown_view(
     recorded_only = run.events.recorded_only
     at = 0
 
+    def summary_row(summary: Segment, at: int) -> Row:
+        """The policy's summary as a row: simulated by size, so it has no text."""
+        return Row(
+            -1,
+            -1,
+            "summary",
+            "summary",
+            "",
+            summary.tokens,
+            summary.est,
+            _cache_status(at, at + summary.tokens, cached, written),
+            f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]",
+        )
+
     def gone(p: int) -> bool:
         return view.forms[p] == DROPPED or (not policy.replays_recorded and bool(recorded_only[p]))
 
@@ -240,19 +254,7 @@ def shown_view(
     summary = next((s for s in view.segments() if s.kind == "summary"), None)
     while p < view.end:
         if p == view.summary_at and summary is not None:
-            rows.append(
-                Row(
-                    -1,
-                    -1,
-                    "summary",
-                    "summary",
-                    "",
-                    summary.tokens,
-                    summary.est,
-                    _cache_status(at, at + summary.tokens, cached, written),
-                    f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]",
-                )
-            )
+            rows.append(summary_row(summary, at))
             at += summary.tokens
         if gone(p):
             q = p
@@ -305,19 +307,7 @@ def shown_view(
         at += s.tokens
         p += 1
     if summary is not None and view.summary_at >= view.end:
-        rows.append(
-            Row(
-                -1,
-                -1,
-                "summary",
-                "summary",
-                "",
-                summary.tokens,
-                summary.est,
-                _cache_status(at, at + summary.tokens, cached, written),
-                f"[{policy.name}'s summary #{view.summary_id}: simulated by size, no text]",
-            )
-        )
+        rows.append(summary_row(summary, at))
         at += summary.tokens
     return ShownView(
         run.run_id,
