@@ -43,7 +43,9 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
 def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, metadata: dict) -> None:
     """Add a reason when the recorded prompt often shrinks with no boundary between, by more than the log's own
     prompt ``recon`` shrank there (a harness dropping what the log shows dropped, such as Codex's earlier
-    reasoning at a new turn, is no sign)."""
+    reasoning at a new turn, or a rewrite a reader derived, ``context_rewrites``, is no sign). ``recon`` is in the
+    model's units (the tokenizer's counts times the run's fitted scale): a drop counted in a tokenizer that counts
+    a quarter fewer tokens than the model's is no quarter smaller for it."""
     shrinks = 0
     for i in range(1, len(steps)):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
