@@ -113,6 +113,9 @@ class RunArrays:
     # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
     warm: int = 0
     tail: int = 0
+    # per item: tokens the harness's own trigger count adds for it beyond the server's usage (codex-rs: its estimate
+    # of earlier turns' encrypted reasoning, ``runs.metadata.harness_estimates``); None: 0 everywhere
+    harness_est: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -120,6 +123,13 @@ class RunArrays:
         if len(self.usage_offset) == self.n_requests:
             return self.usage_offset.astype(np.int64)
         return np.zeros(self.n_requests, dtype=np.int64)
+
+    @property
+    def harness_estimates(self) -> np.ndarray:
+        """``harness_est`` with one entry per item (0 where none is given)."""
+        if self.harness_est is not None and len(self.harness_est) == self.n_items:
+            return self.harness_est.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
 
     @property
     def gone_at(self) -> np.ndarray:

@@ -99,6 +99,9 @@ Run = namedtuple(
         "mask_chars",
         # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
         "usage_offset",
+        # per item: tokens the harness's own trigger count adds for it beyond the server's usage
+        # (RunArrays.harness_est; codex-rs's estimate of earlier turns' encrypted reasoning)
+        "harness_est",
         # how the run starts (replay.simulator.run_start): tokens cached before its first request; tokens sent after
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",

@@ -33,7 +33,8 @@ from replay.simulator.run import simulate_run
 BIG = Budget(10**9, 0)
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
-READS_USAGE = ("claude-code", "cline")  # presets whose trigger reads the usage the server reported for the last request
+# presets whose trigger reads the usage the server reported for the last request (codex-rs: last_token_usage)
+READS_USAGE = ("claude-code", "cline", "codex")
 CLEARS_ONLY = ("cline",)  # presets whose events clear history without a summary (Cline's truncation)
 COLUMNS = {
     "file": pl.String,
@@ -230,8 +231,8 @@ def event_rows(
     """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
     same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
     ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
-    (Copilot CLI's breakdown after a compaction). A Claude Code or Cline preset reads the usage the server reported
-    (``with_reported_usage``); a Cline preset's events are its truncations (no summary)."""
+    (Copilot CLI's breakdown after a compaction). A Claude Code, Cline or Codex preset reads the usage the server
+    reported (``with_reported_usage``); a Cline preset's events are its truncations (no summary)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     micro_steps, micro_prompt = sim_steps, sim_steps

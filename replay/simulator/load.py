@@ -284,7 +284,21 @@ def _assemble(
         unreconstructable=caveat,
         recorded=events,
         server_gone=_gone_at(items, reqs, exact),
+        harness_est=harness_estimates(items, metadata),
     )
+
+
+def harness_estimates(items: list[dict], metadata: dict) -> np.ndarray | None:
+    """Per item, the tokens the harness's own trigger count gives it where the reader recorded that estimate
+    (``runs.metadata.harness_estimates``: [[seq, tokens], ...]); None when it recorded none."""
+    given = {
+        int(p[0]): int(p[1])
+        for p in metadata.get("harness_estimates") or []
+        if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)
+    }
+    if not given:
+        return None
+    return np.array([given.get(it["seq"], 0) if it["seq"] is not None else 0 for it in items], dtype=np.int64)
 
 
 def recorded_ttl(cache_writes: dict | None) -> float | None:

@@ -158,6 +158,24 @@ def test_encrypted_reasoning_sized_by_its_request(corpus: Path) -> None:
     assert sum(sizes.values()) <= sum(r.output_tokens for r in of(records, Request))
 
 
+def test_codex_rs_estimate_of_encrypted_reasoning(corpus: Path) -> None:
+    # codex-rs counts an encrypted reasoning item as (3/4 of its encrypted text's bytes - 650) / 4 tokens, rounded
+    # up; the reader records that per item (runs.metadata.harness_estimates) for the codex-rs trigger.
+    path = corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl"
+    records = read(ROLLOUT, path)
+    estimates = dict(of(records, Run)[0].metadata["harness_estimates"])
+    items = {i.seq: i for i in of(records, Item)}
+    assert len(estimates) == 343 and all(items[s].kind == "reasoning" for s in estimates)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    encrypted = [
+        o["payload"]["encrypted_content"]
+        for o in lines
+        if o["type"] == "response_item" and o["payload"].get("type") == "reasoning"
+    ]
+    first = len(encrypted[0])
+    assert estimates[min(estimates)] == (max(first * 3 // 4 - 650, 0) + 3) // 4 == 416
+
+
 def test_compaction_events_on_the_corpus(corpus: Path) -> None:
     # codex-pharma: the summariser calls (token_count lines 782 and 1694, then `compacted` 783 and 1695) are not
     # requests; the first agent requests after them (lines 792, 1702) recorded 15,784 and 14,900 prompt tokens.

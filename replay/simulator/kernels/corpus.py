@@ -49,6 +49,7 @@ def run_at(pk, tflag, i):
         pk.mask_pos[u:v],
         pk.mask_chars[u:v],
         pk.usage_offset[c:d],
+        pk.harness_est[a:b],
         pk.warm[i],
         pk.tail[i],
         pk.req_model[c:d],

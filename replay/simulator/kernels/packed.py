@@ -55,6 +55,7 @@ Packed = namedtuple(
         "mask_pos",
         "mask_chars",
         "usage_offset",
+        "harness_est",
         "warm",
         "tail",
         "req_model",
@@ -102,6 +103,7 @@ class PackedRuns:
     mask_pos: np.ndarray
     mask_chars: np.ndarray
     usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
+    harness_est: np.ndarray  # per item (replay.run_arrays.RunArrays.harness_est)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
@@ -247,6 +249,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
+        "harness_est": _cat([r.harness_estimates for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
