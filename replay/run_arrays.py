@@ -116,6 +116,14 @@ class RunArrays:
     # per item: tokens the harness's own trigger count adds for it beyond the server's usage (codex-rs: its estimate
     # of earlier turns' encrypted reasoning, ``runs.metadata.harness_estimates``); None: 0 everywhere
     harness_est: np.ndarray | None = field(default=None, repr=False)
+    # tool calls are text in the messages, not API call/result pairs (Cline's XML tool format): dropping one never
+    # drops its partner (``runs.metadata.tool_calls`` "text")
+    text_tools: bool = False
+    # per item: a file-tool result a harness's duplicate-read pass may rewrite (Cline: the result that opens a user
+    # message), the file as the harness keys it (the path as written in the result's header, as an id; -1 none)
+    # and the item's characters once rewritten (``runs.metadata.duplicate_candidates``); None: no such item
+    dup_key: np.ndarray | None = field(default=None, repr=False)
+    dup_chars: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -129,6 +137,20 @@ class RunArrays:
         """``harness_est`` with one entry per item (0 where none is given)."""
         if self.harness_est is not None and len(self.harness_est) == self.n_items:
             return self.harness_est.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def dup_keys(self) -> np.ndarray:
+        """``dup_key`` with one entry per item (-1 where none is given)."""
+        if self.dup_key is not None and len(self.dup_key) == self.n_items:
+            return self.dup_key.astype(np.int64)
+        return np.full(self.n_items, -1, dtype=np.int64)
+
+    @property
+    def dup_chars_after(self) -> np.ndarray:
+        """``dup_chars`` with one entry per item (0 where none is given)."""
+        if self.dup_chars is not None and len(self.dup_chars) == self.n_items:
+            return self.dup_chars.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
 
     @property

@@ -285,7 +285,26 @@ def _assemble(
         recorded=events,
         server_gone=_gone_at(items, reqs, exact),
         harness_est=harness_estimates(items, metadata),
+        text_tools=metadata.get("tool_calls") == "text",
+        **duplicate_candidates(items, metadata),
     )
+
+
+def duplicate_candidates(items: list[dict], metadata: dict) -> dict[str, np.ndarray]:
+    """``dup_key`` and ``dup_chars`` per item from ``runs.metadata.duplicate_candidates`` ([[seq, key, chars after
+    the rewrite], ...]); empty when the reader recorded none."""
+    given = {
+        int(c[0]): (int(c[1]), int(c[2]))
+        for c in metadata.get("duplicate_candidates") or []
+        if isinstance(c, list) and len(c) == 3 and all(isinstance(v, int) for v in c)
+    }
+    if not given:
+        return {}
+    pairs = [given.get(it["seq"], (-1, 0)) if it["seq"] is not None else (-1, 0) for it in items]
+    return {
+        "dup_key": np.array([p[0] for p in pairs], dtype=np.int64),
+        "dup_chars": np.array([p[1] for p in pairs], dtype=np.int64),
+    }
 
 
 def harness_estimates(items: list[dict], metadata: dict) -> np.ndarray | None:

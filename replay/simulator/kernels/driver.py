@@ -174,7 +174,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         end, new_end = s[S_END], r.req_end[k]
         for q in range(end, new_end):
             pq = r.pair[q]
-            if r.kind[q] == TOOL_RESULT and 0 <= pq < q and forms[pq] == DROPPED:
+            if r.kind[q] == TOOL_RESULT and 0 <= pq < q and forms[pq] == DROPPED and not r.text_tools:
                 forms[q] = DROPPED  # its call is gone: never a result without its call
             if 0 <= r.gone_at[q] <= k:
                 forms[q] = DROPPED

@@ -56,6 +56,9 @@ Packed = namedtuple(
         "mask_chars",
         "usage_offset",
         "harness_est",
+        "text_tools",
+        "dup_key",
+        "dup_chars",
         "warm",
         "tail",
         "req_model",
@@ -104,6 +107,9 @@ class PackedRuns:
     mask_chars: np.ndarray
     usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
     harness_est: np.ndarray  # per item (replay.run_arrays.RunArrays.harness_est)
+    text_tools: np.ndarray  # per run: tool calls are text, not API pairs (replay.run_arrays.RunArrays.text_tools)
+    dup_key: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_key)
+    dup_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_chars)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
@@ -250,6 +256,9 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
         "harness_est": _cat([r.harness_estimates for r in runs], np.int64),
+        "text_tools": np.array([r.text_tools for r in runs], dtype=np.bool_),
+        "dup_key": _cat([r.dup_keys for r in runs], np.int64),
+        "dup_chars": _cat([r.dup_chars_after for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
