@@ -37,8 +37,9 @@ def epoch(ts: str | None) -> float:
         return float("nan")
 
 
-# recorded events that clear content without a summariser call (Claude Code's microcompact): no LLM call to charge
-CLEARING_EVENTS = ("microcompact",)
+# recorded events that clear content without a summariser call (Claude Code's microcompact, Cline's truncation): no
+# LLM call to charge
+CLEARING_EVENTS = ("microcompact", "truncation")
 
 
 @dataclass(frozen=True, eq=False)

@@ -160,7 +160,9 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
             continue
         dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
         steps.append(min(ev["step"], max(n_requests - 1, 0)))
-        kinds.append(str(ev.get("kind") or "compaction"))
+        # Cline's truncation is recorded as a condensation with no summary: it makes no summariser call
+        truncation = ev.get("harness_kind") == "truncation" and ev.get("summary_seq") is None
+        kinds.append("truncation" if truncation else str(ev.get("kind") or "compaction"))
         drops.append(np.array(sorted(dropped), dtype=np.int64))
         for lo, hi in ev.get("resent") or []:  # content the harness sent again after its summary
             recorded_only[[pos[q] for q in range(int(lo), int(hi)) if q in pos]] = True
@@ -270,10 +272,10 @@ def _assemble(
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = apply_prompt(items, prompt)
-        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled
-        for it in items:
+        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled,
+        for it in items:  # framed as every other item is (calibrate's model: one message more)
             if it["seq"] in exact:
-                it["tokens"] = exact[it["seq"]]
+                it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))

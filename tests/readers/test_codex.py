@@ -355,3 +355,17 @@ def test_compaction_without_a_logged_summariser_call(tmp_path: Path) -> None:
             "resent": [[4, 5]],
         }
     ]
+
+
+def test_tui_command_result_is_what_the_model_was_sent(corpus: Path) -> None:
+    """codex-rs of the TUI-log era sent stdout when a command exited 0 and stderr otherwise: the successful
+    ``just fix`` (cargo clippy; log line 4903, 5,120 characters of stderr) reached the model as no output, which is
+    why the recorded prompt grew by 205 tokens at request 10 where the log shows 5 kB."""
+    records = read(TUI, corpus / "codex-rollout" / "codex-tui-sessionlog-binary-size-gpt5.jsonl")
+    items = of(records, Item)
+    (clippy,) = [i for i in items if i.kind == "tool_result" and i.line == 4903]
+    assert clippy.resource == "just fix" and not clippy.is_error
+    sent = json.loads(clippy.text)  # format_exec_output's JSON: the output and the metadata
+    assert sent["output"] == "" and sent["metadata"]["exit_code"] == 0 and sent["metadata"]["duration_seconds"] > 0
+    failed = [json.loads(i.text) for i in items if i.kind == "tool_result" and i.is_error and i.line > 0]
+    assert failed and all(f["output"] and f["metadata"]["exit_code"] != 0 for f in failed)  # failures: stderr

@@ -63,3 +63,23 @@ def test_cline_prompt_after_truncation_follows_the_log(corpus_db, o200k):
     assert not run["unreconstructable"]  # the truncations and rewrites explain every drop of the prompt
     for r in (r for r in frame if r["kind"] != "run"):
         assert abs(r["replayed_after"] - r["recorded_after"]) / r["recorded_after"] < 0.03, r  # were 14-31% off
+
+
+def test_codex_tui_runs_within_targets_as_calibrate_scores_them(corpus_db, o200k):
+    """codex-tui-sessionlog-binary-size (codex-rs, August 2025): a command's result is format_exec_output's JSON of
+    stdout on exit 0, stderr otherwise, and a reasoning item the log sizes is framed like every other item, as
+    calibrate counts it. The main run was 2.67 / 10.17% (median / p95); with the result alone fixed it was
+    3.02 / 6.39% in fidelity against 2.39 / 4.85% in calibrate (85 tokens a visible reasoning item apart)."""
+    from replay.tokens import DEFAULT_OVERHEAD
+    from replay.tokens.calibrate import fit_usage
+
+    frame = fidelity_frame(corpus_db, o200k, pattern="%codex-tui-sessionlog-binary-size%")
+    runs = [r for r in frame.to_dicts() if r["kind"] == "run"]
+    assert len(runs) == 2
+    _, cal, _ = fit_usage(corpus_db, o200k, DEFAULT_OVERHEAD, [r["run_id"] for r in runs])
+    cal = {r["run_id"]: r for r in cal.iter_rows(named=True)}
+    for r in runs:
+        assert r["median_abs_pct"] <= 3 and r["p95_abs_pct"] <= 10 and not r["unreconstructable"], r
+        c = cal[r["run_id"]]
+        assert abs(100 * c["median_err"] - r["median_abs_pct"]) <= 0.5, (c, r)
+        assert abs(100 * c["p95_err"] - r["p95_abs_pct"]) <= 1, (c, r)
