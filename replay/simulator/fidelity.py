@@ -26,7 +26,7 @@ from replay.policies.presets import (
     gemini_token_limit,
 )
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_fit import fit_run, provider_cache
+from replay.simulator.cache_fit import fit_run, predictive, provider_cache
 from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
@@ -183,8 +183,9 @@ def _share(cols: dict[str, np.ndarray], lo: int, hi: int, recorded: bool) -> flo
 
 def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[float | None, float | None]:
     """Recorded and simulated cache-read share of the second half of ``run``'s requests, its cache model fitted on
-    the first half only (runs whose own reads fit ``provider``'s cache model or show it uncached; None
-    otherwise)."""
+    the first half only and taken as a prediction (``cache_fit.predictive``: a hit rate from fewer than 20
+    informative requests gives way to the provider's); runs whose own reads fit ``provider``'s cache model or show
+    it uncached; None otherwise."""
     fit = run.cache_fit
     half = run.n_requests // 2
     if fit is None or fit.source not in ("fit", "uncached") or fit.name != cache or half < 2:
@@ -192,6 +193,7 @@ def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[floa
     first = fit_run(run, provider, upto=half)
     if first is None:
         return None, None
+    first = predictive(first)
     cols, _ = replay_recorded(replace(run, cache_fit=first), first.name)
     return _share(cols, half, run.n_requests, True), _share(cols, half, run.n_requests, False)
 
