@@ -125,8 +125,8 @@ def dedup(p, r, st, rest):
     """Replace all but the newest file read of each file among the first results of the kept user messages;
     the characters saved (0 when none)."""
     end, k = st.s[S_END], st.s[S_K]
-    keyed = False  # the reader gave Cline's own keys and sizes (a Cline log)
-    for q in range(end):
+    keyed = False  # the reader gave Cline's own keys and sizes anywhere in the run (a Cline log)
+    for q in range(len(r.dup_key)):
         keyed |= r.dup_key[q] >= 0
     n_key = 0
     for q in range(end):
