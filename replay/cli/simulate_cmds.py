@@ -333,6 +333,7 @@ def fidelity(
             fmt,
             title=title,
             wide=wide,
+            keep=("verdict",),
         )
         for i, reason in enumerate(reasons, 1):
             console.print(Text(f"[{i}] {for_terminal(reason)}"), highlight=False)

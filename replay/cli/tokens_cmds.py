@@ -143,7 +143,7 @@ def calibrate(
     by_file = error_by_file(requests)
     table = file_table(by_file)
     if fmt == "table":
-        emit(table, fmt, f"error after calibration, per file ({tok.tokenizer_id})", wide=wide)
+        emit(table, fmt, f"error after calibration, per file ({tok.tokenizer_id})", wide=wide, keep=("within_target",))
     elif fmt == "csv":
         emit(table.with_columns(by_file["unreconstructable"]), fmt)
     ok = by_file.filter(pl.col("unreconstructable") == "")
@@ -180,7 +180,7 @@ def calibrate(
             + "\n"
         )
     elif fmt == "table":
-        emit(bias, fmt, title="estimator bias (est/real - 1) by part and content", wide=wide)
+        emit(bias, fmt, title="estimator bias (est/real - 1) by part and content", wide=wide, keep=("bias",))
     else:
         Console(stderr=True).print("estimator bias: --format table or json", highlight=False)
 

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from replay.cli import app
 from replay.cli.common import (
@@ -19,7 +18,9 @@ from replay.cli.common import (
     RequiredTokenizerOption,
     WorkersOption,
     console,
+    emit,
     note,
+    warnings_block,
 )
 from replay.errors import ReplayError
 from replay.policies import tunable
@@ -72,7 +73,7 @@ def tune(
     from replay.sweeps.spec import MAX_POINTS
     from replay.sweeps.tune import tune as run
     from replay.sweeps.tune_grid import fit_warnings, tune_grid
-    from replay.sweeps.tune_report import front_columns, summary_lines
+    from replay.sweeps.tune_report import answer, front_columns, summary_lines, tradeoff
     from replay.tokens.resolve import resolve
 
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
@@ -98,45 +99,22 @@ def tune(
         if res.gate_passed
         else f"Pareto front of all swept points ({res.front.height}; none passes the gate)"
     )
-    table = Table(title=title, title_justify="left")
-    cols = [
-        c
-        for c in front_columns(res)
-        if c in res.front.columns
-        and c not in ("point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")
-    ]
-    heads = {
-        "summaries_per_100": "summ/100",
-        "cache_hit_rate": "cache",
-        "repeat_evicted": "evicted",
-        "cost_usd": "cost $",
-        "overflow_incidents": "overfl",
-        "protect": "protect",
-        "tail_fraction": "tail",
-        "reclaim_floor": "reclaim",
-        "summary_at": "summary_at",
-        "keep_user_tokens": "keep_user",
-        "clear_at_least": "clear_min",
-        "summary_tokens": "summ_tok",
-    }
-    table.add_column("rec", no_wrap=True)
-    for c in cols:  # at 80 columns cells fold onto a second line: a number is never cut
-        table.add_column(heads.get(c, c), justify="right", overflow="fold")
-    for row in res.front.head(SHOWN).iter_rows(named=True):
-        mark = "→" if row["point_id"] == res.recommended["point_id"] else ""
-        table.add_row(mark, *(_cell(c, row[c]) for c in cols))
-    if res.defaults:  # the reference every point is gated against
-        d = res.defaults
-        mark = "→ dflt" if res.recommended["point_id"] == "defaults" else "dflt"
-        table.add_row(mark, *(_cell(c, d.get(c)) for c in cols))
-    console.print(table)
+    emit(
+        front_table(res, front_columns(res)), title=title, keep=KEY_COLUMNS, all_in=f"{res.files['front_csv']} has all"
+    )
     if res.front.height > SHOWN:
         console.print(f"... {res.front.height - SHOWN} more in {res.files['front_csv']}", highlight=False)
+    trade = tradeoff(res)
+    if trade.height:
+        emit(
+            trade,
+            title="no point passes the gate: the trade-off",
+            keep=("overflow_incidents", "cost_usd", "fails_on"),
+            all_in="points.parquet has all",
+        )
     for line in lines:
-        if line in early:
-            continue
-        style = "bold yellow" if line.startswith("WARNING") else None
-        console.print(line, style=style, highlight=False, markup=False)
+        if not line.startswith("WARNING"):
+            console.print(line, highlight=False, markup=False)
     console.print(
         f"wrote {res.files['policy']} and {res.files['defaults']} (gate: replay check "
         f"{res.files['defaults']} {res.files['policy']}), {res.files['front_csv']}, "
@@ -144,15 +122,39 @@ def tune(
         highlight=False,
         markup=False,
     )
+    whole = f"WARNING: {res.why}{res.choice}"  # what was chosen instead is the ANSWER below: said once
+    warnings_block(
+        [(res.why if line == whole else line).removeprefix("WARNING: ") for line in lines if line.startswith("WARNING")]
+    )
+    console.print(answer(res), style="bold", highlight=False, markup=False)
 
 
-def _cell(col: str, v: object) -> str:
-    if v is None:
-        return ""
-    if col == "cache_hit_rate":
-        return f"{100 * float(v):.1f}%"
-    if col == "cost_usd":
-        return f"{float(v):,.2f}"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() and abs(v) >= 100 else f"{v:.4g}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
+KEY_COLUMNS = ("summaries_per_100", "cache_hit_%", "cost_usd", "overflow_incidents")
+
+
+def front_table(res, cols: list[str]):
+    """The front's first SHOWN points and the defaults, as a frame ``emit`` prints: the point (→: the
+    recommended one), the knobs and the metrics, cache hit as a percentage."""
+    import polars as pl
+
+    rec = res.recommended["point_id"]
+    keep = [
+        c
+        for c in cols
+        if c in res.front.columns
+        and c not in ("point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")
+    ]
+    rows = [
+        {"point": ("→ " if r["point_id"] == rec else "") + r["point_id"][:8], **{c: r[c] for c in keep}}
+        for r in res.front.head(SHOWN).iter_rows(named=True)
+    ]
+    if res.defaults:  # the reference every point is gated against
+        rows.append(
+            {"point": ("→ " if rec == "defaults" else "") + "defaults", **{c: res.defaults.get(c) for c in keep}}
+        )
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    return frame.with_columns(
+        (pl.col("cache_hit_rate") * 100).round(1),
+        pl.col("cost_usd").cast(pl.Float64).round(2),
+        pl.col("summaries_per_100").round(2),
+    ).rename({"cache_hit_rate": "cache_hit_%"})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -183,6 +184,9 @@ def pareto(
     return ax
 
 
+TITLE_CHARS = 110  # characters per line of a 12-inch chart's title at 11 pt
+
+
 def tune_front(
     points: pl.DataFrame,
     recommended: dict,
@@ -267,7 +271,8 @@ def tune_front(
         else str(recommended.get("point_id"))
     )
     fig.supxlabel(f"recommended: {what}", fontsize=9)
-    fig.suptitle(title + ("" if zero_overflow else "  [no point free of overflow]"), fontsize=11)
+    full = title + ("" if zero_overflow else "; no point free of overflow")
+    fig.suptitle(textwrap.fill(full, TITLE_CHARS), fontsize=11)  # whole at any length: wrapped, never clipped
     return left
 
 
