@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
@@ -28,7 +29,7 @@ from replay.cli.common import (
 )
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
-from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
+from replay.policies import PRESETS, Budget, aliases_of, make_policy, parse_sets, policy_class, registry
 from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
 from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
@@ -163,23 +164,41 @@ def simulate(
 
 @app.command()
 def policies() -> None:
-    """List policies and their parameters (defaults)."""
+    """List policies (with their descriptive names) and their parameters (defaults)."""
     for name in sorted(registry()):
         cls = policy_class(name)
-        params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
+        params = ", ".join(f"{n}={knob_text(d)}" for n, d, _ in cls.Config.describe())
         tuned = f"\n  tune sweeps: {', '.join(k.name for k in cls.space)}" if cls.space else ""
+        also = aliases_of(name)
         console.print(
-            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}{tuned}"),
+            Text.assemble(
+                (name, "bold"),
+                (f" (also: {', '.join(also)})" if also else ""),
+                f": {' '.join((cls.Config.__doc__ or '').split())}\n  {params}{tuned}",
+            ),
             highlight=False,
         )
     console.print(
         Text.assemble("\n", ("Presets", "bold"), " (a harness's own policy; --policy NAME; --set overrides a knob):")
     )
     for preset in PRESETS.values():
-        knobs = ", ".join(f"{k}={v!r}" for k, v in preset.params.items())
+        knobs = ", ".join(f"{k}={knob_text(v)}" for k, v in preset.params.items())
         console.print(
             Text.assemble((preset.name, "bold"), f" = {preset.policy}: {preset.doc}\n  {knobs}"), highlight=False
         )
+
+
+def knob_text(v: object) -> str:
+    """A knob's value as a policy file or --set writes it (no Python repr): text quoted, true/false, numbers."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(knob_text(x) for x in v) + "]"
+    return str(v)
 
 
 MODEL_TOKENIZER = "model"

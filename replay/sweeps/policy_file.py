@@ -25,6 +25,7 @@ from typing import Any
 
 from replay.config_text import read_config_text
 from replay.errors import ReplayError
+from replay.policies import canonical
 from replay.untrusted import toml_comment, toml_string
 
 
@@ -52,7 +53,7 @@ def load_policy_file(path: Path) -> PolicyFile:
     if extra:
         raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
     pf = PolicyFile(
-        name=str(pol["name"]),
+        name=canonical(str(pol["name"])),  # a descriptive alias is kept under its seed name
         params=dict(doc.get("params", {})),
         cache=str(pol.get("cache", "auto")),
         runs=pol.get("runs") or None,
