@@ -9,7 +9,7 @@ tokenizer = "o200k"      # optional: built-in name, tokenizer path (relative to 
 [params]                 # window, reserve, cache_<k> and the policy's own knobs
 window = 130000
 reserve = 24576
-protect = 0.3333          # a fraction of the window (<= 1) or tokens
+protect_fraction = 0.3333 # a fraction of the window (protect = TOKENS instead: a fixed range)
 
 [tolerances]             # optional, for `replay check` (metric = allowed worsening)
 repeat_evicted = 0.05
