@@ -195,9 +195,9 @@ def _fold_text_to_fit(frame: pl.DataFrame, widths: dict[str, int], must: list[st
         left -= widths[col]
 
 
-def warnings_block(lines: list[str], out: Console | None = None) -> None:
-    """The warnings under a table, as one short block: a header and one bullet per warning (text from a log made
-    safe by the caller)."""
+def warnings_block(lines: list[str], out: Console | None = None, title: str = "WARNINGS") -> None:
+    """The warnings under a table, as one short block: a header and one bullet per warning, folded at the
+    terminal's width (text from a log made safe by the caller)."""
     if not lines:
         return
     out = out or console
@@ -206,7 +206,7 @@ def warnings_block(lines: list[str], out: Console | None = None) -> None:
     grid.add_column(overflow="fold")
     for line in lines:
         grid.add_row("-", Text(line))
-    out.print(Text(f"WARNINGS ({len(lines)}):", style="bold yellow"))
+    out.print(Text(f"{title} ({len(lines)}):", style="bold yellow"))
     out.print(grid, style="yellow")
 
 

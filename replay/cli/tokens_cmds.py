@@ -18,6 +18,7 @@ from replay.cli.common import (
     WideOption,
     console,
     emit,
+    warnings_block,
 )
 from replay.store import frame, open_store
 from replay.untrusted import for_terminal
@@ -156,9 +157,10 @@ def calibrate(
     )
     bad = by_file.filter(pl.col("unreconstructable") != "")
     if len(bad) and fmt == "table":
-        console.print(f"unreconstructable ({len(bad)} files, kept in the table above):", highlight=False)
-        for file, reason in bad.select("file", "unreconstructable").iter_rows():
-            console.print(for_terminal(f"  {file}: {reason}"), highlight=False, soft_wrap=True)
+        warnings_block(
+            [for_terminal(f"{file}: {reason}") for file, reason in bad.select("file", "unreconstructable").iter_rows()],
+            title="unreconstructable files, kept in the table above",
+        )
     proxy_tok = load_tokenizer(proxy) if proxy else None
     if proxy_tok is not None:
         count_items(con, proxy_tok)
