@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 
 from replay.behaviour.measure import views
@@ -50,3 +51,20 @@ def pressure_curve(runs: list[RunArrays], policy: PolicyBase, budget: Budget) ->
     later = slice(last // 2, longest)
     tail = float(hits[later].sum() / max(reach[later].sum(), 1))
     return PressureCurve(hits[:last] / np.maximum(reach[:last], 1), tail, len(runs), int(reach.sum()))
+
+
+def harness_of(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, str | None]:
+    """Per run id, the harness its log came from (the store's ``runs.harness``)."""
+    rows = con.execute("SELECT run_id, harness FROM runs WHERE list_contains(?, run_id)", [ids]).fetchall()
+    return dict(rows)
+
+
+def pool_harness(con: duckdb.DuckDBPyConnection, runs: list[RunArrays], where: str) -> str:
+    """The one harness of a pool; a pool mixing harnesses (or of no known harness) is refused."""
+    found = set(harness_of(con, [r.run_id for r in runs]).values())
+    if len(found) != 1 or None in found:
+        shown = ", ".join(sorted(str(h) for h in found))
+        raise ReplayError(
+            f"{where}: the pool's runs come from harnesses {shown}; a pool is raw runs of one harness: narrow --runs"
+        )
+    return str(found.pop())
