@@ -3,10 +3,10 @@
 A paired arm is a table of tasks with their turns under the raw agent and under a policy setting. With the pool's
 pressure curve under that setting (``replay.behaviour.pool``) each task's expected pressured requests follow from its
 raw length, and the band model (``replay.behaviour.band``) gives its expected turns for a propensity. The fit: the
-hazard ``h`` that reproduces the arm's turn ratio (sum of policy turns over sum of raw turns), every extra turn
-put down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of its ratio. Its uncertainty: the same fit on bootstrap resamples of the
-tasks. Its held-out check: fitted on one half of the tasks (split by a hash of the task name), predicted on the
-other."""
+hazard ``h`` that reproduces the arm's turn ratio (sum of policy turns over sum of raw turns), every extra turn put
+down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of its ratio. Its
+uncertainty: the same fit on bootstrap resamples of the tasks. Its held-out check: fitted on one half of the tasks
+(split by a hash of the task name), predicted on the other."""
 
 from __future__ import annotations
 

@@ -14,11 +14,11 @@ import typer
 from replay.cli import app
 from replay.cli.common import (
     DEFAULT_DB_PATH,
-    _existing_store,
     MAX_TOKENS,
     DbOption,
     FormatOption,
     TokenizerOption,
+    _existing_store,
     console,
     emit,
 )
@@ -74,7 +74,7 @@ def behaviour(
         return
     db = _existing_store(db)
     from replay.behaviour.pool import harness_of
-    from replay.behaviour.table import BandSettings, behaviour_rows
+    from replay.behaviour.table import behaviour_rows
     from replay.cli.behaviour_output import print_rows
     from replay.policies import Budget, make_policy, parse_sets
     from replay.simulator.load import load_runs
@@ -196,7 +196,8 @@ def calibrate(
     console.print(
         f"{out}: harness {harness}, hazard {prop.hazard:.4g} per pressured request, ratio {observed:.3f} reproduced "
         f"as {cal.provenance['reproduced_ratio']:.3f}; held out: predicted {check.predicted:.3f} "
-        f"[{check.lo:.3f}, {check.hi:.3f}] for observed {check.observed:.3f} ({'inside' if check.inside else 'OUTSIDE'})",
+        f"[{check.lo:.3f}, {check.hi:.3f}] for observed {check.observed:.3f} "
+        f"({'inside' if check.inside else 'OUTSIDE'})",
         highlight=False,
         markup=False,
     )
