@@ -56,6 +56,7 @@ def point_behaviour(
         for c in SUMMED:
             row[c] = sum(r[c] for r in run_rows)
         row[PRESSURE_SHARE] = row["pressured_requests"] / max(row["requests"], 1)
+        row["recorded_turns"] = row.pop("requests")
         if settings is not None:  # turns over every run (None unless each has the column); cost over those priced
             for c in BANDED:
                 values = [r.get(c) for r in run_rows]
