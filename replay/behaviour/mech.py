@@ -31,9 +31,9 @@ class Mech:
     passes: int
 
 
-def blind_edits(run: RunArrays, views: Iterable[View]) -> list[tuple[int, int]]:
-    """(request, latest read call) per edit call whose file's latest read result (in the deciding request's history)
-    the view of that request hides; one per request and file."""
+def blind_edits(run: RunArrays, views: Iterable[View]) -> list[tuple[int, int, int]]:
+    """(request, latest read call, edit call) per edit call whose file's latest read result (in the deciding
+    request's history) the view of that request hides; one per request and file."""
     reads = np.flatnonzero((run.kind == TOOL_CALL) & (run.resource >= 0) & (run.pair >= 0) & (run.access == READ))
     read_res = run.pair[reads].astype(np.int64)
     edits = np.flatnonzero((run.kind == TOOL_CALL) & (run.resource >= 0) & (run.access == WRITE))
@@ -47,19 +47,20 @@ def blind_edits(run: RunArrays, views: Iterable[View]) -> list[tuple[int, int]]:
         for e in by_request.get(k, ()):
             mine = np.flatnonzero((run.resource[reads] == run.resource[e]) & (read_res < view.end))
             if len(mine) and view.forms[read_res[mine[-1]]] != ORIGINAL:
-                pick = (k, int(reads[mine[-1]]))
-                if pick not in out:
-                    out.append(pick)
+                if not any(o[0] == k and o[1] == int(reads[mine[-1]]) for o in out):
+                    out.append((k, int(reads[mine[-1]]), int(e)))
     return out
 
 
-def insert_reads(run: RunArrays, picks: list[tuple[int, int]]) -> tuple[RunArrays, list[int]]:
+def insert_reads(
+    run: RunArrays, picks: list[tuple[int, int]] | list[tuple[int, int, int]]
+) -> tuple[RunArrays, list[int]]:
     """``run`` with one request inserted before each request k of ``picks`` whose response is a copy of read call
     ``c`` and its result; and the new requests' indices."""
     if not picks:
         return run, []
     n, m = run.n_items, run.n_requests
-    picks = sorted(picks)
+    picks = sorted((p[0], p[1]) for p in picks)
     at = np.array([int(run.req_end[k]) for k, _ in picks], dtype=np.int64)  # items inserted before this position
     src_call = np.array([c for _, c in picks], dtype=np.int64)
     src = np.stack([src_call, run.pair[src_call].astype(np.int64)], axis=1).reshape(-1)  # call, result, call, ...
@@ -173,29 +174,40 @@ def _shift_events(
     )
 
 
-def first_per_file(run: RunArrays, picks: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The earliest pick of each file: a re-read is the latest read of its file for the edits after it, so those
-    are judged again on the next pass, never re-read twice in one."""
+def first_per_file(run: RunArrays, picks: list[tuple[int, int, int]], done: set | None = None) -> list[tuple]:
+    """The earliest pick of each file among edits not re-read for yet (``done``: their call ids): a re-read is the
+    latest read of its file for the edits after it, so those are judged again on the next pass; an edit is re-read
+    for once (a window too small for the files one request edits cannot be helped by reading again)."""
     seen: set[int] = set()
     out = []
-    for k, c in sorted(picks):
+    for k, c, e in sorted(picks):
+        if done is not None and edit_key(run, e) in done:
+            continue
         if int(run.resource[c]) not in seen:
             seen.add(int(run.resource[c]))
-            out.append((k, c))
+            out.append((k, c, e))
     return out
+
+
+def edit_key(run: RunArrays, e: int) -> object:
+    """An edit call's identity that survives insertions: its call id, else its position among the run's calls."""
+    cid = run.call_ids[e] if run.call_ids else None
+    return cid if cid is not None else ("call", int(np.count_nonzero(run.kind[:e] == TOOL_CALL)))
 
 
 def mech(run: RunArrays, views_of: ViewsOf) -> Mech:
     """Insert the re-reads until no edit is blind (``views_of``: the policy's views of a run, per request)."""
     inserted: list[int] = []
+    done: set = set()
     for passes in range(1, MAX_PASSES + 1):
         steps = list(views_of(run))
-        picks = first_per_file(run, blind_edits(run, steps))
+        picks = first_per_file(run, blind_edits(run, steps), done)
+        done |= {edit_key(run, e) for _, _, e in picks}
         if not picks:
             prompts = sum(int(steps[k].prompt_tokens) for k in inserted) + run.tail * len(inserted)
             return Mech(len(inserted), prompts, passes)
         run, new = insert_reads(run, picks)
-        old_k = np.array(sorted(k for k, _ in picks))
+        old_k = np.array(sorted(p[0] for p in picks))
         moved = [k + int(np.searchsorted(old_k, k, side="right")) for k in inserted]
         inserted = sorted(moved + new)
     raise ReplayError(
