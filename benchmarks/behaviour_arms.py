@@ -77,7 +77,10 @@ def main() -> None:
         "500": study.filter(pl.col("experiment").str.contains("raw_agent-run_1")),
         "50": study.filter(pl.col("experiment").str.contains("raw_agent-verified_50")),
     }
-    print("| arm | tasks | policy setting | observed ratio [95%] | predicted [95%] | inside | band lo-hi | covers |")
+    print(
+        "| arm | tasks | policy setting | observed ratio [95%] | predicted [95%] | inside | band lo-hi "
+        "| band vs interval |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for name in sorted(study["experiment"].unique()):
         if "raw_agent" in name:
@@ -93,7 +96,7 @@ def main() -> None:
         lo, hi = interval(r, curve, CAP, reps)
         blo, bhi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(1.0))
         inside = "yes" if olo <= point <= ohi else "no"
-        covers = "yes" if blo <= olo and ohi <= bhi else ("upper only" if ohi <= bhi else "no")
+        covers = "contains" if blo <= olo and ohi <= bhi else ("overlaps" if olo <= bhi and blo <= ohi else "apart")
         given_arm = " (calibration arm)" if label == "masking M=10" and len(r) == 500 else ""
         print(
             f"| {label}{given_arm} | {len(r)} | {pname} {params} | {obs:.3f} [{olo:.3f}, {ohi:.3f}] | "
