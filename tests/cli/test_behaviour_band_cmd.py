@@ -156,3 +156,10 @@ def test_tune_chart_marks_where_pressure_falls_under_one_percent() -> None:
     assert "pressured < 1% from keep_last = 8" in texts
     assert ax.collections  # the band is shaded
     plt.close(fig)
+
+
+def test_a_pool_of_mixed_harnesses_is_refused(db, tables, tmp_path) -> None:
+    out = tmp_path / "c.toml"
+    args = ("--paired", str(tables[0]), "--cap", "250", "--out", str(out), "--db", str(db), "--set", "keep_last=5")
+    assert "a pool is raw runs of one harness" in fails("behaviour", "calibrate", "--runs", "%", *args)
+    assert not out.exists()
