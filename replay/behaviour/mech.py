@@ -31,9 +31,12 @@ class Mech:
     passes: int
 
 
-def blind_edits(run: RunArrays, views: Iterable[View]) -> list[tuple[int, int, int]]:
+def blind_edits(
+    run: RunArrays, views: Iterable[View], prompts: dict[int, int] | None = None
+) -> list[tuple[int, int, int]]:
     """(request, latest read call, edit call) per edit call whose file's latest read result (in the deciding
-    request's history) the view of that request hides; one per request and file."""
+    request's history) the view of that request hides; one per request and file. ``prompts``: requests whose
+    prompt tokens to note in it as the views stream past (none is kept)."""
     reads = np.flatnonzero((run.kind == TOOL_CALL) & (run.resource >= 0) & (run.pair >= 0) & (run.access == READ))
     read_res = run.pair[reads].astype(np.int64)
     edits = np.flatnonzero((run.kind == TOOL_CALL) & (run.resource >= 0) & (run.access == WRITE))
@@ -44,6 +47,8 @@ def blind_edits(run: RunArrays, views: Iterable[View]) -> list[tuple[int, int, i
             by_request.setdefault(k, []).append(e)
     out = []
     for k, view in enumerate(views):
+        if prompts is not None and k in prompts:
+            prompts[k] = int(view.prompt_tokens)
         for e in by_request.get(k, ()):
             mine = np.flatnonzero((run.resource[reads] == run.resource[e]) & (read_res < view.end))
             if len(mine) and view.forms[read_res[mine[-1]]] != ORIGINAL:
@@ -200,12 +205,11 @@ def mech(run: RunArrays, views_of: ViewsOf) -> Mech:
     inserted: list[int] = []
     done: set = set()
     for passes in range(1, MAX_PASSES + 1):
-        steps = list(views_of(run))
-        picks = first_per_file(run, blind_edits(run, steps), done)
+        prompts = dict.fromkeys(inserted, 0)
+        picks = first_per_file(run, blind_edits(run, views_of(run), prompts), done)
         done |= {edit_key(run, e) for _, _, e in picks}
         if not picks:
-            prompts = sum(int(steps[k].prompt_tokens) for k in inserted) + run.tail * len(inserted)
-            return Mech(len(inserted), prompts, passes)
+            return Mech(len(inserted), sum(prompts.values()) + run.tail * len(inserted), passes)
         run, new = insert_reads(run, picks)
         old_k = np.array(sorted(p[0] for p in picks))
         moved = [k + int(np.searchsorted(old_k, k, side="right")) for k in inserted]
