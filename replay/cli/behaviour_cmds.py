@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,6 +23,9 @@ from replay.cli.common import (
     emit,
 )
 from replay.errors import ReplayError
+
+if TYPE_CHECKING:
+    from replay.behaviour.table import BandSettings
 
 behaviour_app = typer.Typer(
     help="Behaviour under a policy: repeats, pressure, loops, the turn band; calibrate and predict the propensity.",
@@ -106,10 +109,10 @@ def behaviour(
     print_rows(run_rows, ep_rows, episodes, fmt, policy, cap is not None)
 
 
-def band_settings(cap: int, costs: dict, harness: dict, calibration: Path | None):  # noqa: ANN201
+def band_settings(cap: int, costs: dict, harness: dict, calibration: Path | None) -> BandSettings:
     """The band settings with the calibration read (if given)."""
     from replay.behaviour.calibration_file import read_calibration
-    from replay.behaviour.table import BandSettings
+    from replay.behaviour.table import BandSettings as Settings
 
     cal = read_calibration(calibration) if calibration else None
     if cal is not None and cal.harness not in set(harness.values()):
@@ -118,7 +121,7 @@ def band_settings(cap: int, costs: dict, harness: dict, calibration: Path | None
             highlight=False,
             markup=False,
         )
-    return BandSettings(cap, costs, harness, cal, str(calibration) if calibration else None)
+    return Settings(cap, costs, harness, cal, str(calibration) if calibration else None)
 
 
 @behaviour_app.command()

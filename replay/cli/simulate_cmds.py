@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import polars as pl
 import typer
@@ -45,6 +45,12 @@ from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from replay.policies.base import PolicyBase
+    from replay.run_arrays import RunArrays
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = [
@@ -177,7 +183,17 @@ def simulate(
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
 
-def with_behaviour(con, shown, arrays, pol, budget, sim_runs, cap, calibration, store):  # noqa: ANN001, ANN201
+def with_behaviour(
+    con: duckdb.DuckDBPyConnection,
+    shown: pl.DataFrame,
+    arrays: list[RunArrays],
+    pol: PolicyBase,
+    budget: Budget,
+    sim_runs: pl.DataFrame,
+    cap: int | None,
+    calibration: Path | None,
+    store: bool,
+) -> pl.DataFrame:
     """``shown`` with the behaviour columns of each run (replay.behaviour), from the views simulate charged; the rows
     stored in behaviour_runs when ``store``."""
     from replay.behaviour.pool import harness_of
