@@ -13,7 +13,7 @@ POINT_NOTE = (
 def print_rows(run_rows: list[dict], ep_rows: list[dict], episodes: bool, fmt: str, policy: str, banded: bool) -> None:
     import polars as pl
 
-    from replay.behaviour.band import BAND_COLUMNS, POINT_COLUMNS
+    from replay.behaviour.band import POINT_COLUMNS
     from replay.behaviour.measure import EPISODE_COLUMNS, RUN_COLUMNS
     from replay.untrusted import for_terminal
 
@@ -21,10 +21,12 @@ def print_rows(run_rows: list[dict], ep_rows: list[dict], episodes: bool, fmt: s
         rows, columns = ep_rows, list(EPISODE_COLUMNS)
     else:
         rows, columns = run_rows, list(RUN_COLUMNS)
-        if banded:
-            columns += ["cap", *BAND_COLUMNS]
+        if banded:  # the band first after the counts a narrow table keeps (emit drops columns from the right)
+            first = ["run_id", "requests", "blind_repeats", "pressured_requests", "mech_requests"]
+            band = ["turns_lo", "turns_hi", "loop_p_hi", "cost_lo", "cost_hi", "loop_p_lo", "cap"]
             if any(r.get("turns_point") is not None for r in rows):
-                columns += [*POINT_COLUMNS, "calibration"]
+                band = [*POINT_COLUMNS, *band, "calibration"]
+            columns = first + band + [c for c in columns if c not in first]
     frame = pl.DataFrame([{c: r.get(c) for c in columns} for r in rows], schema=None, orient="row")
     frame = frame.select(columns) if rows else pl.DataFrame(schema=columns)
     if fmt != "csv":  # csv output escapes its own text cells
