@@ -155,6 +155,13 @@ def _v8_behaviour(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v9_bill_gap(con: duckdb.DuckDBPyConnection) -> None:
+    """``sim_runs.bill_gap``: why a replay of the log's own policy cannot reproduce the run's recorded bill, as
+    ``simulate`` prints it ("" when nothing in the log stands in the way; NULL on rows stored before this version).
+    """
+    con.execute('ALTER TABLE sim_runs ADD COLUMN "bill_gap" VARCHAR')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -164,6 +171,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v6_cache_write_1h,
     _v7_sweeps_calibration_files,
     _v8_behaviour,
+    _v9_bill_gap,
 ]
 
 
