@@ -9,6 +9,8 @@ the page loads nothing from anywhere (its style and script are inline).
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,8 +154,15 @@ def _environment() -> jinja2.Environment:
 
 
 def render_transcript(run: dict, entries: list[Entry], totals: dict) -> str:
-    """The page as text (``run``: the run's id, format, model, source path, start)."""
-    return _environment().get_template("transcript.html.j2").render(run=run, entries=entries, totals=totals)
+    """The page as text (``run``: the run's id, format, model, source path, start). Its one script is allowed by
+    its hash in the page's Content-Security-Policy, so no other script could run in it."""
+    script = (TEMPLATES / "transcript.js").read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (
+        _environment()
+        .get_template("transcript.html.j2")
+        .render(run=run, entries=entries, totals=totals, script=Markup(script), script_hash=f"sha256-{digest}")
+    )
 
 
 def write_transcript(
