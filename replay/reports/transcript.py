@@ -50,6 +50,7 @@ class Entry:
     args: str = ""
     ts: str = ""
     is_error: bool = False
+    step: int | None = None
     request: dict | None = None
 
 
@@ -76,7 +77,8 @@ def transcript_entries(
             pending += 1
 
     for row in items.iter_rows(named=True):
-        place(row["step"] if row["step"] is not None else None)
+        if row["step"] is not None:  # an item without a step stays where the log has it, between requests
+            place(row["step"])
         entries.append(
             Entry(
                 what="item",
@@ -87,6 +89,7 @@ def transcript_entries(
                 args=row["args"] or "",
                 ts=row["ts"] or "",
                 is_error=bool(row["is_error"]),
+                step=row["step"],
             )
         )
     place(None)

@@ -80,6 +80,17 @@ def test_page_is_self_contained_with_each_request_and_its_cost(db, tmp_path):
         assert cells[6] == f"${req['cost_usd']:,.4f}"
 
 
+def test_each_request_follows_the_items_it_was_sent_with(db, tmp_path):
+    """A request of step s comes after every item of steps up to s and before its reply (the items of step s + 1)."""
+    html = write(db, "ccl-coderabbit-agent", tmp_path / "t.html").read_text(encoding="utf-8")
+    order = re.findall(r'<section class="entry (item|request)[^"]*"(?: data-k="\d+")?(?: data-step="(\d+)")?', html)
+    requests = [(i, int(step)) for i, (what, step) in enumerate(order) if what == "request"]
+    assert len(requests) == 5
+    for i, s in requests:
+        assert all(int(step) <= s for what, step in order[:i] if what == "item" and step)
+        assert all(int(step) > s for what, step in order[i + 1 :] if what == "item" and step)
+
+
 def test_default_file_is_named_after_the_run(db, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     res = CliRunner().invoke(app, ["show", "pwned", "--transcript", "--db", str(db)])
