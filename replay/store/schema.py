@@ -155,7 +155,14 @@ def _v8_behaviour(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
-def _v9_behaviour_band(con: duckdb.DuckDBPyConnection) -> None:
+def _v9_bill_gap(con: duckdb.DuckDBPyConnection) -> None:
+    """``sim_runs.bill_gap``: why a replay of the log's own policy cannot reproduce the run's recorded bill, as
+    ``simulate`` prints it ("" when nothing in the log stands in the way; NULL on rows stored before this version).
+    """
+    con.execute('ALTER TABLE sim_runs ADD COLUMN "bill_gap" VARCHAR')
+
+
+def _v10_behaviour_band(con: duckdb.DuckDBPyConnection) -> None:
     """``behaviour_runs`` gains the run's requests, its pressured requests, the closed-loop re-reads before blind
     edits (requests, prompt tokens) and the turn band under ``cap`` (NULL: no cap given): loop chance, turns and cost
     at both ends, and the point only where a calibration of the run's harness gave one (``calibration``: its file)."""
@@ -188,7 +195,8 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v6_cache_write_1h,
     _v7_sweeps_calibration_files,
     _v8_behaviour,
-    _v9_behaviour_band,
+    _v9_bill_gap,
+    _v10_behaviour_band,
 ]
 
 
