@@ -133,11 +133,13 @@ def emit(
     wide: bool | None = None,
     keep: tuple[str, ...] = (),
     all_in: str | None = None,
+    label_room: bool = False,
 ) -> None:
     """Print a frame as a rich table, JSON rows or CSV. A table keeps the columns that fit the terminal whole, in
     frame order, and names the ones left out; ``keep``: the columns the command exists for, shown at any width
     (the others make room for them); ``wide`` True: every column (None: the command has no --wide); ``all_in``:
-    where a command without --format finds every column."""
+    where a command without --format finds every column; ``label_room``: the first column (a label: a run id, a
+    model) takes the room the others leave."""
     if fmt == "json":
         sys.stdout.write(frame.write_json() + "\n")
     elif fmt == "csv":
@@ -146,8 +148,12 @@ def emit(
         hidden: list[str] = []
         widths = {c: _column_width(frame, c, fold_header=not wide) for c in frame.columns}
         if not wide and frame.columns:  # a long id folds onto more lines, never cut
-            widths[frame.columns[0]] = min(widths[frame.columns[0]], max(24, console.width * 3 // 10))
-            _fold_text_to_fit(frame, widths, [frame.columns[0], *(c for c in keep if c in frame.columns)])
+            first = frame.columns[0]
+            room = max(24, console.width * 3 // 10)
+            if label_room:  # the width the other columns leave (3 a column for padding and divider, 1 the edge)
+                room = max(room, console.width - 4 - sum(widths[c] + 3 for c in frame.columns[1:]))
+            widths[first] = min(widths[first], room)
+            _fold_text_to_fit(frame, widths, [first, *(c for c in keep if c in frame.columns)])
             frame, hidden = fit_columns(frame, console.width, widths, keep)
         table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD)
         for col in frame.columns:
