@@ -113,6 +113,9 @@ class RunArrays:
     # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
     warm: int = 0
     tail: int = 0
+    system_tokens: int = 0  # tokens up to the system-prompt breakpoint when shorter than the prefix item, 0: all of it
+    # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
+    thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -120,6 +123,13 @@ class RunArrays:
         if len(self.usage_offset) == self.n_requests:
             return self.usage_offset.astype(np.int64)
         return np.zeros(self.n_requests, dtype=np.int64)
+
+    @property
+    def thinking_switches(self) -> np.ndarray:
+        """``thinking_switch`` with one entry per request (False where none is given)."""
+        if len(self.thinking_switch) == self.n_requests:
+            return self.thinking_switch.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
 
     @property
     def gone_at(self) -> np.ndarray:

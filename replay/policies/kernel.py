@@ -103,8 +103,11 @@ Run = namedtuple(
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",
         "tail",
+        "system_tokens",
         # per request: which model served it (run-local code); the server's cache is per model
         "req_model",
+        # per request: its thinking setting differs from the previous request's (replay.simulator.thinking)
+        "thinking_switch",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

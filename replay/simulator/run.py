@@ -94,7 +94,7 @@ def simulate_run_by_tool(
 
 def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
     """(view, cached, written) per request of a policy written in Python."""
-    models = model_codes(run)
+    models, switches = model_codes(run), run.thinking_switches
     for k in range(run.n_requests):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
@@ -103,6 +103,8 @@ def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
         dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
+        if switches[k]:
+            dirty = cache.rethink(dirty, min(run.first_body, end), run.system_tokens)
         yield (
             view,
             *cache.request(

@@ -38,9 +38,26 @@ def tail_tokens(run: RunArrays, cache: str) -> int:
     return max(min(uncached_floor(run), run.prefix_tokens), 0)
 
 
+def system_tokens(run: RunArrays, cache: str) -> int:
+    """Under explicit breakpoints, the prefix up to the system-prompt breakpoint when the log shows it shorter than
+    the prefix item (0: the whole item): the shortest positive read the server reported that stops inside that item.
+
+    The prompt model's prefix is all the harness sends that the log does not hold; Claude Code sends part of it
+    (its context: memory files, environment) as the first user message, after the breakpoint that closes the system
+    prompt and tools. A request that can read only the system prompt and tools (the thinking setting changed:
+    replay.simulator.thinking; the messages expired while other sessions kept the shared prompt warm) reads that
+    much, and the log's reads give it."""
+    if cache != "anthropic" or run.prefix_tokens <= 0 or not run.n_items or run.kind[0] != 0:
+        return 0
+    item = run.tokens[0] - tail_tokens(run, cache)  # the prefix item as the cache sees it
+    reads = run.rec_cache_read[(run.rec_cache_read > 0) & (run.rec_cache_read < item)]
+    return int(reads.min()) if len(reads) else 0
+
+
 def with_start(run: RunArrays, cache: str) -> RunArrays:
-    """``run`` with its warm prefix and uncached tail under cache model ``cache`` (its provider's)."""
-    return replace(run, warm=warm_tokens(run), tail=tail_tokens(run, cache))
+    """``run`` with its warm prefix, uncached tail and system-prompt breakpoint under cache model ``cache`` (its
+    provider's)."""
+    return replace(run, warm=warm_tokens(run), tail=tail_tokens(run, cache), system_tokens=system_tokens(run, cache))
 
 
 def split_tail(run: RunArrays) -> RunArrays:

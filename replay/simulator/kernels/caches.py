@@ -235,6 +235,24 @@ def switch_drops(cp):
 
 
 @compiled(inline="always")
+def thinking_drops(cp):
+    """Whether a change of the thinking setting loses the cached prefixes that reach into the messages: Anthropic's
+    rule (replay.simulator.thinking); the system prompt and tools stay cached."""
+    return int(cp[0]) == ANTHROPIC
+
+
+@compiled
+def system_only(pos, tok, n, dirty, system_tokens):
+    """Entries ending at or before ``dirty`` (the end of the prefix) hold at most ``system_tokens`` (> 0): what
+    reaches past the system-prompt breakpoint into the harness's first message is gone with the messages."""
+    if system_tokens <= 0:
+        return
+    for i in range(n[0]):
+        if pos[i] <= dirty:
+            tok[i] = min(tok[i], system_tokens)
+
+
+@compiled(inline="always")
 def drop_entries(n):
     """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them
     (a switch back within the TTL would find the first model's entries again; not modelled)."""
@@ -254,6 +272,15 @@ class CacheState:
         self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
+
+    def rethink(self, dirty: int, system_end: int, system_tokens: int) -> int:
+        """``dirty`` for a request whose thinking setting differs from the previous one's: no later than the end of
+        the system prefix, whose entries keep ``system_tokens`` at most (0: all), where ``thinking_drops``."""
+        if not thinking_drops(self.params):
+            return dirty
+        dirty = min(dirty, system_end)
+        system_only(self.pos, self.tok, self.n, dirty, system_tokens)
+        return dirty
 
     def switch_model(self) -> None:
         """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""

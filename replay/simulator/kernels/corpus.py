@@ -51,7 +51,9 @@ def run_at(pk, tflag, i):
         pk.usage_offset[c:d],
         pk.warm[i],
         pk.tail[i],
+        pk.system_tokens[i],
         pk.req_model[c:d],
+        pk.thinking_switch[c:d],
     )
 
 
