@@ -103,11 +103,11 @@ Run = namedtuple(
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",
         "tail",
-        "system_tokens",
         # per request: which model served it (run-local code); the server's cache is per model
         "req_model",
-        # per request: its thinking setting differs from the previous request's (replay.simulator.thinking)
-        "thinking_switch",
+        # per request: the most the server's cache gives it, cut back to the prefix item; -1 no limit
+        # (replay.simulator.run_start.cache_caps: a thinking switch, a new tool list)
+        "cache_cap",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

@@ -94,7 +94,7 @@ def simulate_run_by_tool(
 
 def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
     """(view, cached, written) per request of a policy written in Python."""
-    models, switches = model_codes(run), run.thinking_switches
+    models, caps = model_codes(run), run.cache_caps
     for k in range(run.n_requests):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
@@ -103,8 +103,7 @@ def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
         dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
-        if switches[k]:
-            dirty = cache.rethink(dirty, min(run.first_body, end), run.system_tokens)
+        dirty = cache.cap(dirty, min(run.first_body, end), int(caps[k]))
         yield (
             view,
             *cache.request(

@@ -16,16 +16,23 @@ from __future__ import annotations
 
 import numpy as np
 
+# Claude models whose thinking is a fixed budget the client turns on or off (Claude 3.7 Sonnet to the 4.5 models).
+# From Opus 4.6 and Sonnet 4.6 on, Claude Code asks for adaptive thinking: the setting stays the same and the model
+# decides whether to think, so a response without a thinking block says nothing about it (ccb-android-avd-opus on
+# claude-opus-4-8 reads on past such a turn).
+BUDGETED = ("3-7-sonnet", "sonnet-4-2", "sonnet-4-5", "opus-4-2", "opus-4-1", "opus-4-5", "haiku-4-5")
 
-def thinks(model: str | None) -> bool:
-    """Whether ``model`` is a Claude model, whose API applies the rule (other Anthropic-compatible APIs, MiniMax's,
-    state none)."""
-    return "claude" in (model or "").lower()
+
+def budgeted(model: str | None) -> bool:
+    """Whether ``model`` is a Claude model whose log shows its thinking setting (``BUDGETED``); other
+    Anthropic-compatible APIs (MiniMax's) state no such rule."""
+    name = (model or "").lower()
+    return "claude" in name and any(part in name for part in BUDGETED)
 
 
 def thinking_switches(items: list[dict], reqs: list[dict], model: str | None) -> np.ndarray:
     """Per request, True where its user turn's thinking setting differs from the previous request's (both served by
-    a Claude model: ``reqs[k]["model"]``, else the run's ``model``); the first request never switches.
+    a model of ``BUDGETED``: ``reqs[k]["model"]``, else the run's ``model``); the first request never switches.
 
     A request's turn is the latest user turn among the items it holds; a turn thinks when any ``reasoning`` item
     belongs to it. Runs without reasoning items switch nowhere."""
@@ -41,6 +48,6 @@ def thinking_switches(items: list[dict], reqs: list[dict], model: str | None) ->
     upto = np.searchsorted(step[order], np.array([r["step"] for r in reqs], dtype=np.int64), side="right")
     req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)
     on = np.array([int(t) in thinking_turns for t in req_turn], dtype=bool)
-    claude = np.array([thinks(r.get("model") or model) for r in reqs], dtype=bool)
+    claude = np.array([budgeted(r.get("model") or model) for r in reqs], dtype=bool)
     out[1:] = (on[1:] != on[:-1]) & claude[1:] & claude[:-1]
     return out

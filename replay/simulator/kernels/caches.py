@@ -235,21 +235,19 @@ def switch_drops(cp):
 
 
 @compiled(inline="always")
-def thinking_drops(cp):
-    """Whether a change of the thinking setting loses the cached prefixes that reach into the messages: Anthropic's
-    rule (replay.simulator.thinking); the system prompt and tools stay cached."""
+def server_resets(cp):
+    """Whether a request's ``cache_cap`` applies: Anthropic's cache, where a change of the thinking setting or of
+    the tool list invalidates what the log shows it does (replay.simulator.run_start.cache_caps)."""
     return int(cp[0]) == ANTHROPIC
 
 
 @compiled
-def system_only(pos, tok, n, dirty, system_tokens):
-    """Entries ending at or before ``dirty`` (the end of the prefix) hold at most ``system_tokens`` (> 0): what
-    reaches past the system-prompt breakpoint into the harness's first message is gone with the messages."""
-    if system_tokens <= 0:
-        return
+def cap_entries(tok, pos, n, dirty, cap):
+    """Entries ending at or before ``dirty`` (the end of the prefix item) hold at most ``cap`` tokens: what
+    reaches past the point where the server's prompt changed is gone (0: nothing is read)."""
     for i in range(n[0]):
         if pos[i] <= dirty:
-            tok[i] = min(tok[i], system_tokens)
+            tok[i] = min(tok[i], cap)
 
 
 @compiled(inline="always")
@@ -273,13 +271,13 @@ class CacheState:
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
 
-    def rethink(self, dirty: int, system_end: int, system_tokens: int) -> int:
-        """``dirty`` for a request whose thinking setting differs from the previous one's: no later than the end of
-        the system prefix, whose entries keep ``system_tokens`` at most (0: all), where ``thinking_drops``."""
-        if not thinking_drops(self.params):
+    def cap(self, dirty: int, prefix_end: int, cap: int) -> int:
+        """``dirty`` for a request with a ``cache_cap`` (>= 0): no later than the end of the prefix item, whose
+        entries keep ``cap`` tokens at most, where ``server_resets``."""
+        if cap < 0 or not server_resets(self.params):
             return dirty
-        dirty = min(dirty, system_end)
-        system_only(self.pos, self.tok, self.n, dirty, system_tokens)
+        dirty = min(dirty, prefix_end)
+        cap_entries(self.tok, self.pos, self.n, dirty, cap)
         return dirty
 
     def switch_model(self) -> None:

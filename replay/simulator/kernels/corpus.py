@@ -51,9 +51,8 @@ def run_at(pk, tflag, i):
         pk.usage_offset[c:d],
         pk.warm[i],
         pk.tail[i],
-        pk.system_tokens[i],
         pk.req_model[c:d],
-        pk.thinking_switch[c:d],
+        pk.cache_cap[c:d],
     )
 
 

@@ -57,9 +57,8 @@ Packed = namedtuple(
         "usage_offset",
         "warm",
         "tail",
-        "system_tokens",
         "req_model",
-        "thinking_switch",
+        "cache_cap",
     ),
 )
 
@@ -106,9 +105,8 @@ class PackedRuns:
     usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
-    system_tokens: np.ndarray  # per run: the prefix up to the system-prompt breakpoint (replay.simulator.run_start)
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
-    thinking_switch: np.ndarray  # per request: its thinking setting differs from the previous one's
+    cache_cap: np.ndarray  # per request: the most the server's cache gives it, -1 no limit (RunArrays.cache_cap)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -253,9 +251,8 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
-        "system_tokens": np.array([r.system_tokens for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
-        "thinking_switch": _cat([r.thinking_switches for r in runs], np.bool_),
+        "cache_cap": _cat([r.cache_caps for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
