@@ -7,8 +7,8 @@ tool list (replay.simulator.tool_loads), a context event of the harness (compact
 harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less than that
 (``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change the log does
 not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); a replay of the log
-keeps reading it, so the bill's extra writes there cannot be reproduced. Logs that record no cache write at all
-(MiniMax's API) are left out: their reads are all they show."""
+keeps reading it, so what the bill pays again there cannot be reproduced. A log that reads but records no cache
+write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
+from replay.simulator.idle import request_times
+from replay.simulator.request_costs import writes_unbilled
 
 MIN_LOSS = 4096  # tokens: Anthropic's largest minimum cacheable prefix
 MIN_SHARE = 0.10  # of what the previous request left cached: Claude Code 2.1 re-writes 1-3k each request (a note it
@@ -42,8 +44,8 @@ class CacheLosses:
         shown = ", ".join(str(int(k)) for k in self.requests[:6]) + (", ..." if n > 6 else "")
         return (
             f"the server's cache lost {self.total:,} cached tokens at {n} request{'s' if n > 1 else ''} ({shown}) "
-            "within its TTL, with no model switch, thinking change or context event in the log: the bill writes "
-            "them again, a replay reads them"
+            "within its TTL, with no model switch, thinking or tool-list change or context event in the log: the bill "
+            "pays for them again, a replay reads them"
         )
 
 
@@ -60,10 +62,12 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m:
         return empty
     read, write = run.rec_cache_read, run.rec_write
-    if not (write > 0).any():
-        return empty
-    held = np.where((read >= 0) & (write >= 0), read + write, -1)  # cached after each request
-    gap = np.diff(run.req_ts)
+    if writes_unbilled(run):
+        held = np.where(run.rec_prompt >= 0, run.rec_prompt - run.tail, -1)  # cached after each request
+    else:
+        held = np.where((read >= 0) & (write >= 0), read + write, -1)
+    sent, done = request_times(run)
+    gap = sent[1:] - done[:-1]  # idle from the end of a response to the sending of the next request
     models = run.req_model if len(run.req_model) == m else (None,) * m
     switched = np.array([a != b for a, b in zip(models[:-1], models[1:], strict=True)], dtype=bool)
     explained = np.zeros(m, dtype=bool)

@@ -53,6 +53,8 @@ def run_at(pk, tflag, i):
         pk.tail[i],
         pk.req_model[c:d],
         pk.cache_cap[c:d],
+        pk.req_sent[c:d],
+        pk.req_done[c:d],
     )
 
 

@@ -211,7 +211,21 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
         cached, written = cache_request(
-            cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k], cumtok, overhead, s_at, s_tok
+            cp,
+            cpos,
+            ctok,
+            cexp,
+            cn,
+            cdirty,
+            end,
+            min(r.first_body, end),
+            req_ts[k],
+            cumtok,
+            overhead,
+            s_at,
+            s_tok,
+            r.req_sent[k],
+            r.req_done[k],
         )
         while ev < len(r.rr_decide) and r.rr_decide[ev] == k:
             if r.rr_changed[ev]:
