@@ -113,6 +113,14 @@ class RunArrays:
     # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
     warm: int = 0
     tail: int = 0
+    system_tokens: int = 0  # tokens up to the system-prompt breakpoint when shorter than the prefix item, 0: all of it
+    # per request: the log shows the harness's tool list changed before it (replay.simulator.tool_loads); empty: none
+    tools_change: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
+    # per request: the most the server's cache can give it, cut back to the prefix item (replay.simulator.run_start
+    # .cache_caps), -1: no such limit; empty: none anywhere
+    cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
+    thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -120,6 +128,27 @@ class RunArrays:
         if len(self.usage_offset) == self.n_requests:
             return self.usage_offset.astype(np.int64)
         return np.zeros(self.n_requests, dtype=np.int64)
+
+    @property
+    def thinking_switches(self) -> np.ndarray:
+        """``thinking_switch`` with one entry per request (False where none is given)."""
+        if len(self.thinking_switch) == self.n_requests:
+            return self.thinking_switch.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def tools_changes(self) -> np.ndarray:
+        """``tools_change`` with one entry per request (False where none is given)."""
+        if len(self.tools_change) == self.n_requests:
+            return self.tools_change.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def cache_caps(self) -> np.ndarray:
+        """``cache_cap`` with one entry per request (-1 where none is given)."""
+        if len(self.cache_cap) == self.n_requests:
+            return self.cache_cap.astype(np.int64)
+        return np.full(self.n_requests, -1, dtype=np.int64)
 
     @property
     def gone_at(self) -> np.ndarray:
