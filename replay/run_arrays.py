@@ -125,6 +125,14 @@ class RunArrays:
     # and the item's characters once rewritten (``runs.metadata.duplicate_candidates``); None: no such item
     dup_key: np.ndarray | None = field(default=None, repr=False)
     dup_chars: np.ndarray | None = field(default=None, repr=False)
+    system_tokens: int = 0  # tokens up to the system-prompt breakpoint when shorter than the prefix item, 0: all of it
+    # per request: the log shows the harness's tool list changed before it (replay.simulator.tool_loads); empty: none
+    tools_change: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
+    # per request: the most the server's cache can give it, cut back to the prefix item (replay.simulator.run_start
+    # .cache_caps), -1: no such limit; empty: none anywhere
+    cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
+    thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -153,6 +161,27 @@ class RunArrays:
         if self.dup_chars is not None and len(self.dup_chars) == self.n_items:
             return self.dup_chars.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def thinking_switches(self) -> np.ndarray:
+        """``thinking_switch`` with one entry per request (False where none is given)."""
+        if len(self.thinking_switch) == self.n_requests:
+            return self.thinking_switch.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def tools_changes(self) -> np.ndarray:
+        """``tools_change`` with one entry per request (False where none is given)."""
+        if len(self.tools_change) == self.n_requests:
+            return self.tools_change.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def cache_caps(self) -> np.ndarray:
+        """``cache_cap`` with one entry per request (-1 where none is given)."""
+        if len(self.cache_cap) == self.n_requests:
+            return self.cache_cap.astype(np.int64)
+        return np.full(self.n_requests, -1, dtype=np.int64)
 
     @property
     def gone_at(self) -> np.ndarray:

@@ -114,6 +114,12 @@ Run = namedtuple(
         "tail",
         # per request: which model served it (run-local code); the server's cache is per model
         "req_model",
+        # per request: the most the server's cache gives it, cut back to the prefix item; -1 no limit
+        # (replay.simulator.run_start.cache_caps: a thinking switch, a new tool list)
+        "cache_cap",
+        # per request: when it was sent and when its response ended (replay.simulator.idle); NaN unknown
+        "req_sent",
+        "req_done",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

@@ -13,6 +13,8 @@ from replay.errors import ReplayError
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
+from replay.simulator.thinking import thinking_switches
+from replay.simulator.tool_loads import tool_list_changes
 from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes
 
 _ITEMS = """
@@ -281,6 +283,8 @@ def _assemble(
     events = recorded_events(items, metadata, len(reqs))
     return replace(
         run,
+        thinking_switch=thinking_switches(items, reqs, model),
+        tools_change=tool_list_changes(metadata, len(reqs)),
         prefix_tokens=prefix,
         prompt_source=prompt_source,
         unreconstructable=caveat,

@@ -56,6 +56,9 @@ def run_at(pk, tflag, i):
         pk.warm[i],
         pk.tail[i],
         pk.req_model[c:d],
+        pk.cache_cap[c:d],
+        pk.req_sent[c:d],
+        pk.req_done[c:d],
     )
 
 

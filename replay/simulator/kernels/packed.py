@@ -12,6 +12,7 @@ import numpy as np
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
+from replay.simulator.idle import request_times
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 from replay.simulator.run_start import split_tail
@@ -62,6 +63,9 @@ Packed = namedtuple(
         "warm",
         "tail",
         "req_model",
+        "cache_cap",
+        "req_sent",
+        "req_done",
     ),
 )
 
@@ -113,6 +117,9 @@ class PackedRuns:
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
+    cache_cap: np.ndarray  # per request: the most the server's cache gives it, -1 no limit (RunArrays.cache_cap)
+    req_sent: np.ndarray  # per request: when it was sent (replay.simulator.idle), NaN unknown
+    req_done: np.ndarray  # per request: when its response ended, NaN unknown
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -262,6 +269,9 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
+        "cache_cap": _cat([r.cache_caps for r in runs], np.int64),
+        "req_sent": _cat([request_times(r)[0] for r in runs], np.float64),
+        "req_done": _cat([request_times(r)[1] for r in runs], np.float64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
