@@ -74,6 +74,13 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     explained[1:] = switched | run.thinking_switches[1:] | run.tools_changes[1:]
     events = run.events.step
     explained[events[(events >= 0) & (events < m)]] = True
+    ev = run.events  # an item the log shows rewritten from a request on (Cline's duplicate-read pass): a new prefix
+    if len(ev.mask_pos):
+        first = {}
+        for k, q in zip(ev.mask_step.tolist(), ev.mask_pos.tolist(), strict=True):
+            first[q] = min(first.get(q, k), k)
+        at = np.array(sorted(set(first.values())), dtype=np.int64)
+        explained[at[(at >= 0) & (at < m)]] = True
     gone = run.gone_at
     explained[gone[(gone >= 0) & (gone < m)]] = True
     lost = np.zeros(m, dtype=np.int64)
