@@ -29,7 +29,14 @@ import pyarrow as pa
 from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats
-from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
+from replay.readers.base import (
+    MAX_RECORD_BYTES,
+    ReadContext,
+    Reader,
+    is_compressed,
+    open_decompressed,
+    read_isolated,
+)
 from replay.readers.builder import WARNINGS_KEY
 from replay.untrusted import path_text
 
@@ -151,6 +158,11 @@ def decompressed(path: Path, folder: Path) -> Path:
     return plain
 
 
+def _built_in(reader: Reader) -> bool:
+    """Whether ``reader`` is one of replay's own (they read compressed files as streams)."""
+    return type(reader).__module__.startswith("replay.readers.")
+
+
 def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset()) -> Parsed:
     """Hash and read one unit; a unit whose hash is in ``known`` (already in the store) is not read again."""
     out = Parsed(path=path, status="ingested", bytes=unit_size(path))
@@ -168,36 +180,46 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
     if fhash in known:
         out.status = "unchanged"
         return out
-    packed = is_compressed(path)  # a folder for its plain copy only then: making and removing one cost ~5 ms
-    with tempfile.TemporaryDirectory(prefix="replay-") if packed else nullcontext() as tmp:
+    try:
+        reader = detect(path)  # a compressed file is sniffed through its decompressed head
+    except ReplayError as exc:
+        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+        return out
+    if reader is None:
+        out.status = "unknown"
+        out.bad = [
+            BadRecord(
+                0,
+                f"unknown format (not one of: {', '.join(formats())}); convert it to the "
+                "canonical JSONL format described in docs/canonical-format.md",
+                "",
+            )
+        ]
+        return out
+    out.format = reader.format
+    # built-in readers decompress as they read (replay.readers.base.open_log); a plugin reader may open the path
+    # itself, so it alone is given a plain temporary copy of a compressed file
+    copy = is_compressed(path) and not _built_in(reader)
+    with tempfile.TemporaryDirectory(prefix="replay-") if copy else nullcontext() as tmp:
         try:
-            plain = decompressed(path, Path(tmp)) if packed else path
+            plain = decompressed(path, Path(tmp)) if copy else path
         except ReplayError as exc:
             out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
             return out
         except OSError as exc:  # the temporary folder is full or not writable
             reason = (
-                f"cannot write its decompressed copy in {path_text(tmp)} ({exc.strerror or exc}): free space there, "
-                "set TMPDIR to a folder with room, or decompress the file first"
+                f"cannot write its decompressed copy in {path_text(tmp)} ({exc.strerror or exc}) for the "
+                f"{reader.format} reader plugin: free space there, set TMPDIR to a folder with room, or decompress "
+                "the file first"
             )
             out.status, out.bad = "failed", [BadRecord(0, reason, "")]
             return out
-        reader = detect(plain)
-        if reader is None:
-            out.status = "unknown"
-            out.bad = [
-                BadRecord(
-                    0,
-                    f"unknown format (not one of: {', '.join(formats())}); convert it to the "
-                    "canonical JSONL format described in docs/canonical-format.md",
-                    "",
-                )
-            ]
-            return out
-        out.format = reader.format
         ctx = ReadContext(path=plain, file_hash=fhash, max_line_bytes=max_line_bytes)
         try:
             records = read_isolated(reader, ctx)
+        except ReplayError as exc:  # a compressed file damaged past its head, or past its size bound
+            out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+            return out
         except Exception as exc:  # a reader bug must not stop the whole ingest
             out.status = "failed"
             out.bad = [
