@@ -114,5 +114,11 @@ def _sniffs(reader: Reader, head: str, path: Path) -> bool:
         return False
 
 
+def reader_key(reader: Reader) -> str:
+    """What read a file, as the store keeps it (``files.reader_version``): ``format/version`` (version 1 unless the
+    reader says otherwise)."""
+    return f"{reader.format}/{getattr(reader, 'version', 1)}"
+
+
 def formats() -> list[str]:
     return [r.format for r in readers()]

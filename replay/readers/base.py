@@ -44,6 +44,8 @@ class Reader(Protocol):
     """A format reader: recognises its format by content and yields canonical records."""
 
     format: str
+    # optional ``version: int`` (default 1): raised when the reader reads a file differently, so files ingested by
+    # the earlier version are read again (replay.readers.reader_key)
 
     def sniff(self, head: str, path: Path) -> bool:
         """True when ``head`` (the first 64 KB, decoded leniently) is this format."""

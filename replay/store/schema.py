@@ -155,6 +155,13 @@ def _v8_behaviour(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v9_reader_version(con: duckdb.DuckDBPyConnection) -> None:
+    """``files.reader_version``: the reader (format/version, replay.readers.reader_key) that read the file. A file is
+    skipped on a later ingest only when its content and its reader are both unchanged, so a reader fix reaches
+    stores ingested before it. NULL on rows written before this version: version 1 of their format."""
+    con.execute("ALTER TABLE files ADD COLUMN reader_version VARCHAR")
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -164,6 +171,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v6_cache_write_1h,
     _v7_sweeps_calibration_files,
     _v8_behaviour,
+    _v9_reader_version,
 ]
 
 
