@@ -44,7 +44,7 @@ from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
 from replay.store.sandbox import DEFAULT_MEMORY, open_sandboxed, run_query
-from replay.untrusted import for_terminal
+from replay.untrusted import for_terminal, path_text
 
 QUARANTINED_EXIT = 3
 
@@ -110,6 +110,8 @@ def ingest(
                     ),
                     highlight=False,
                 )
+            for path, kind in f.special:
+                _say_special(path, kind)
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
             console.print(
@@ -122,12 +124,19 @@ def ingest(
         def sources() -> list[Path]:
             return [log for f in discover(harness) for log in f.logs]
     else:
+        said: set[Path] = set()
 
         def sources() -> list[Path]:
+            skipped: list[tuple[Path, str]] = []
             try:
-                return expand_paths(paths)
+                found = expand_paths(paths, skipped)
             except FileNotFoundError as exc:
                 raise ReplayError(f"{exc}; check the path") from exc
+            for path, kind in skipped:
+                if path not in said:  # once, not at every poll of --watch
+                    said.add(path)
+                    _say_special(path, kind)
+            return found
 
     if watch:
         console.print(f"watching every {interval:g} s; Ctrl-C stops", highlight=False)
@@ -175,6 +184,14 @@ def ingest(
     if any(o.bad for o in outcomes):
         con.close()  # before the exit exception, which keeps this frame (and a connection in it) alive
         raise typer.Exit(QUARANTINED_EXIT)
+
+
+def _say_special(path: Path, kind: str) -> None:
+    """One line for a path that is not a regular file (reading a FIFO would wait forever, a device never end)."""
+    console.print(
+        for_terminal(f"{path_text(path)}: {kind}, not a regular file: skipped (copy the log to a file to ingest it)"),
+        highlight=False,
+    )
 
 
 def _found_line(f: Found) -> str:

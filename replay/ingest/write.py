@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from replay.ingest.discover import special_kind
 from replay.ingest.memory import bounded_memory
 from replay.ingest.parse import (  # noqa: F401 (API)
     Parsed,
@@ -46,22 +47,27 @@ class FileOutcome:
     warnings: list[BadRecord] = field(default_factory=list)  # stored, but changes a figure: printed with file, line
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+def expand_paths(paths: Iterable[str | Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
     """Files named directly, found under directories, or matched by globs, sorted and unique.
 
     A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
-    not as its files."""
+    not as its files. FIFOs, sockets and devices are never read: each goes to ``skipped`` as (path, what it is)."""
     found: set[Path] = set()
+    special: dict[Path, str] = {}
     folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
         matches = [Path(m) for m in expand_glob(p)] or [Path(p)]
         for m in matches:
             if m.is_dir():
-                _walk(m, found)
+                _walk(m, found, special)
             elif m.is_file():
                 found.add(_unit_of(m, folders))
+            elif kind := special_kind(m):
+                special[m] = kind
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
+    if skipped is not None:
+        skipped.extend(sorted(special.items()))
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
@@ -126,9 +132,9 @@ def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:
     return path
 
 
-def _walk(top: Path, found: set[Path]) -> None:
-    """Add the run folders and files under ``top`` to ``found``: a loop over a stack, not recursion (a folder 1,200
-    deep exceeded Python's recursion limit)."""
+def _walk(top: Path, found: set[Path], special: dict[Path, str]) -> None:
+    """Add the run folders and files under ``top`` to ``found`` (FIFOs, sockets and devices to ``special``): a loop
+    over a stack, not recursion (a folder 1,200 deep exceeded Python's recursion limit)."""
     stack = [top]
     while stack:
         folder = stack.pop()
@@ -146,6 +152,8 @@ def _walk(top: Path, found: set[Path]) -> None:
                 stack.append(child)
             elif child.is_file() and not child.name.startswith("."):
                 found.add(child)
+            elif not child.name.startswith(".") and (kind := special_kind(child)):
+                special[child] = kind
 
 
 @dataclass

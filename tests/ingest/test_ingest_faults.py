@@ -159,6 +159,44 @@ def test_an_unreadable_folder_is_reported_and_the_rest_ingested(tmp_path, monkey
     assert logs_in(claude, tmp_path, found) == [tmp_path / "ok" / "a.jsonl"] and found == [locked]
 
 
+def test_fifos_sockets_and_devices_are_skipped_each_with_a_line(tmp_path):
+    """Reading a FIFO waits for a writer forever; a device never ends. Found in a folder, named directly or found by
+    discovery, each is named once and never opened; the logs beside them are read."""
+    import socket
+
+    from replay.ingest import expand_paths
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_bytes(canonical())
+    os.mkfifo(logs / "pipe.jsonl")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(logs / "sock.jsonl"))
+    skipped: list = []
+    assert expand_paths([logs, "/dev/null"], skipped) == [logs / "a.jsonl"]
+    assert skipped == [
+        (Path("/dev/null"), "a character device"),
+        (logs / "pipe.jsonl", "a FIFO (named pipe)"),
+        (logs / "sock.jsonl", "a socket"),
+    ]
+    special: list = []
+    claude = next(h for h in HARNESSES if h.name == "claude-code")
+    assert logs_in(claude, logs, [], special) == [logs / "a.jsonl"] and [k for _, k in special] == [
+        "a FIFO (named pipe)",
+        "a socket",
+    ]
+    res = cli("ingest", str(logs), str(logs / "pipe.jsonl"), "--db", str(tmp_path / "s.duckdb"))
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    said = [ln for ln in res.stdout.splitlines() if "not a regular file: skipped" in ln]
+    assert said == [
+        f"{logs / 'pipe.jsonl'}: a FIFO (named pipe), not a regular file: skipped (copy the log to a file to ingest "
+        "it)",
+        f"{logs / 'sock.jsonl'}: a socket, not a regular file: skipped (copy the log to a file to ingest it)",
+    ]
+    assert "1 ingested" in res.stdout
+    sock.close()
+
+
 def test_discovery_walks_a_folder_1200_deep_and_two_self_links(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "loop1").symlink_to(tmp_path)
