@@ -91,6 +91,32 @@ def run_query(
     return box["frame"]  # type: ignore[return-value]
 
 
+COUNT_SECONDS = 10.0  # the longest spent counting the rows a table left out (past it: "more", uncounted)
+
+
+def count_rows(con: duckdb.DuckDBPyConnection, query: str, budget: float = COUNT_SECONDS) -> int | None:
+    """The number of rows ``query`` returns, counted by DuckDB without fetching them; None when counting takes
+    longer than ``budget`` seconds or fails (the caller then says only that more rows were left out)."""
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            box["n"] = con.execute(f"SELECT count(*) FROM ({query.strip().rstrip(';')})").fetchone()[0]  # type: ignore[index]
+        except BaseException as exc:  # noqa: BLE001 - any failure: uncounted
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="replay-sql-count", daemon=True).start()
+    if not _wait(done, max(budget, 0.1)):
+        con.interrupt()
+        done.wait(5)
+        return None
+    n = box.get("n")
+    return n if isinstance(n, int) else None
+
+
 def _wait(done: threading.Event, timeout: float | None) -> bool:
     """Wait in short slices (so the main thread sees KeyboardInterrupt promptly); False when ``timeout`` passed."""
     deadline = None if timeout is None else time.monotonic() + timeout
