@@ -178,10 +178,11 @@ def test_numeric_options_out_of_range_are_one_usage_line(args, tmp_path):
     assert res.exit_code == 2 and "Invalid value for" in res.output and "Traceback" not in res.output, res.output
 
 
-@pytest.mark.parametrize("option", ["sweep", "--policy-file", "--prices"])
+@pytest.mark.parametrize("option", ["sweep", "--policy-file", "--prices", "tune --prices", "check --prices"])
 @pytest.mark.parametrize("name", ["/dev/zero", "fifo", "big.toml", "folder", "missing.toml"])
 def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tmp_path):
-    """/dev/zero as a sweep, policy or price file took 4 GB in 6 s; a FIFO hung. Each is now one line."""
+    """/dev/zero as a sweep, policy or price file took 4 GB in 6 s; a FIFO hung. Each is now one line, before any
+    work (tune counted every item's tokens first)."""
     from typer.testing import CliRunner
 
     from replay.cli import app
@@ -193,14 +194,25 @@ def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tm
     elif name == "folder":
         (tmp_path / name).mkdir()
     path = name if name.startswith("/") else str(tmp_path / name)
+    examples = ROOT / "examples" / "check"
     args = {
         "sweep": ["sweep", path],
         "--policy-file": ["simulate", "--policy-file", path],
         "--prices": ["simulate", "--prices", path],
+        "tune --prices": ["tune", "--prices", path, "--window", "100000", "--reserve", "10000", "-t", "o200k"],
+        "check --prices": ["check", str(examples / "baseline.toml"), str(examples / "candidate.toml")]
+        + ["--prices", path],
     }[option]
-    res = CliRunner().invoke(app, [*args, "--db", str(sample_db_path)])
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(sample_db_path.read_bytes())
+    with open_store(db, read_only=True) as con:
+        counts = con.execute("SELECT count(*) FROM token_counts").fetchone()
+    res = CliRunner().invoke(app, [*args, "--db", str(db)])
     assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
     assert path in str(res.exception)
+    del res  # its traceback holds the command's frames (and any connection they opened)
+    with open_store(db, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM token_counts").fetchone() == counts  # refused before counting
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
