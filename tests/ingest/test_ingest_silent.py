@@ -149,14 +149,14 @@ def test_a_file_replaced_by_one_of_the_same_size_and_mtime_replaces_its_run(tmp_
         f = lines(tmp_path / f"w{watched}.jsonl", before)
         con = open_store(tmp_path / f"s{watched}.duckdb")
 
-        def swap(n: int) -> None:
+        def swap(n: int, f: Path = f) -> None:
             st = f.stat()
             lines(f, after)
             os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
             assert f.stat().st_size == st.st_size
 
         if watched:
-            assert watch(con, lambda: [f], interval=0, polls=2, after_poll=swap) == 2
+            assert watch(con, lambda f=f: [f], interval=0, polls=2, after_poll=swap) == 2
         else:
             ingest(con, [f])
             swap(1)
