@@ -145,6 +145,13 @@ def test_a_table_shows_a_bounded_number_of_rows(db):
     many = "SELECT range AS n FROM range(5000)"
     table = CliRunner().invoke(app, ["sql", many, "--db", str(db)])
     assert table.exit_code == 0 and "first 1,000 rows shown; 4,000 more rows were left out" in table.output
+    from replay.store.sandbox import _unordered, count_rows
+
+    con = open_sandboxed(db)
+    ordered = "SELECT range AS n FROM range(5000) ORDER BY random()"
+    assert _unordered(con, ordered) == 'SELECT "range" AS n FROM "range"(5000)'  # counted without sorting
+    assert count_rows(con, ordered) == 5000 and count_rows(con, "SELECT 1 ORDER BY 1 LIMIT 0") == 0
+    assert count_rows(con, "PRAGMA show_tables") is None  # not countable: the note says only "more"
     assert len(json.loads(sql(db, many).output)) == 5000  # json and csv: every row unless --limit
     assert len(json.loads(sql(db, many, "--limit", "10").stdout)) == 10
 
