@@ -107,3 +107,26 @@ def test_core_install_is_lean():
         if line.lstrip().startswith(("import ", "from ")) and line.split()[1].split(".")[0].lower() in notebook_only
     ]
     assert not imports, imports
+
+
+def test_every_command_works_with_no_writable_home(tmp_path, sample_db_path):
+    """HOME and XDG_CACHE_HOME where nothing can be written (under a regular file: even root cannot): numba's cache
+    falls back with a note and each command does its work (every command failed at import before)."""
+    (tmp_path / "a-file").write_text("")
+    home = tmp_path / "a-file" / "home"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env |= {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(sample_db_path.read_bytes())
+    sample = ROOT / "data" / "sample" / "sample-short-1.jsonl"
+    for args in (
+        ["policies"],
+        ["runs", "--db", str(db)],
+        ["simulate", "-p", "last_n", "--db", str(db), "--no-store"],
+        ["ingest", str(sample), "--db", str(tmp_path / "new.duckdb")],
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "replay", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600
+        )
+        assert res.returncode == 0 and "Traceback" not in res.stderr, (args, res.stderr)
+        assert "cannot be written; compiled code is cached in" in res.stderr, (args, res.stderr)

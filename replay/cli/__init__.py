@@ -2,10 +2,30 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Annotated
+import os
+import signal
+import sys
 
-import typer
+
+def _stopped_early(signum: int, frame: object) -> None:
+    """Ctrl-C, SIGTERM or SIGHUP while the command line is still importing (seconds on a busy machine): nothing has
+    been done yet, so one line and the exit code, not an import traceback or a silent death."""
+    how = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+    sys.stderr.write(f"interrupted ({how}) while starting: nothing was done; rerun the command\n")
+    sys.stderr.flush()
+    os._exit(130 if signum == signal.SIGINT else 128 + signum)
+
+
+_EARLY = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+try:  # only for the import below; run_app installs the command's own handlers
+    _before = {s: signal.signal(s, _stopped_early) for s in _EARLY}
+except ValueError:  # imported off the main thread: signals are not this import's to handle
+    _before = {}
+
+import importlib  # noqa: E402 - after the handlers above: the imports below are what takes long
+from typing import Annotated  # noqa: E402
+
+import typer  # noqa: E402
 
 app = typer.Typer(
     help="Replay recorded agent runs under context policies.",
@@ -53,6 +73,9 @@ def _root(
 
 for _name in COMMAND_MODULES:
     importlib.import_module(f"replay.cli.{_name}")
+
+for _signum, _handler in _before.items():  # the importer's handlers back (run_app sets the command's)
+    signal.signal(_signum, _handler)
 
 
 def main() -> None:

@@ -75,6 +75,8 @@ def check(
     if fmt not in ("markdown", "json"):
         raise ReplayError(f"--format {fmt!r}: choose markdown or json")
     base, cand = load_policy_file(baseline), load_policy_file(candidate)
+    tolerances = base.tolerances | parse_tolerances(tol or [])  # a bad --tol or price file fails before any work
+    pricing = pricing_from_options(prices, price)
     # writable only to count a tokenizer's missing items
     con = open_store(db, read_only=not (tokenizer or base.tokenizer or cand.tokenizer))
     tid = resolve_tokenizer(con, tokenizer) if tokenizer else _one_tokenizer(con, base, cand)
@@ -82,9 +84,8 @@ def check(
     con.close()  # the runs are in memory: the store is free for the next command (in this process too)
     if not arrays:
         raise ReplayError(f"no runs in {db} match {runs or base.runs!r}; see `replay runs`")
-    pricing = pricing_from_options(prices, price)
     base_rows, cand_rows = simulate_all(base, arrays, pricing), simulate_all(cand, arrays, pricing)
-    result = compare(base_rows, cand_rows, base.tolerances | parse_tolerances(tol or []))
+    result = compare(base_rows, cand_rows, tolerances)
     sides = {"baseline": setup(base_rows, base.name), "candidate": setup(cand_rows, cand.name)}
     cover = cover_of_frame(base_rows)  # unpriced runs are left out of both cost totals
     text = markdown(result, base, cand, len(arrays), sides, cover)

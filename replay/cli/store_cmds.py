@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -43,8 +49,8 @@ from replay.metrics.recorded_bill import (
 from replay.readers.base import MAX_RECORD_BYTES
 from replay.store import frame, open_store
 from replay.store.queries import runs_table
-from replay.store.sandbox import DEFAULT_MEMORY, open_sandboxed, run_query
-from replay.untrusted import for_terminal
+from replay.store.sandbox import COUNT_SECONDS, DEFAULT_MEMORY, count_rows, open_sandboxed, run_query
+from replay.untrusted import for_terminal, path_text
 
 QUARANTINED_EXIT = 3
 
@@ -110,6 +116,8 @@ def ingest(
                     ),
                     highlight=False,
                 )
+            for path, kind in f.special:
+                _say_special(path, kind)
         if not any(f.logs for f in found):
             names = ", ".join(f.harness for f in found)
             console.print(
@@ -122,12 +130,19 @@ def ingest(
         def sources() -> list[Path]:
             return [log for f in discover(harness) for log in f.logs]
     else:
+        said: set[Path] = set()
 
         def sources() -> list[Path]:
+            skipped: list[tuple[Path, str]] = []
             try:
-                return expand_paths(paths)
+                found = expand_paths(paths, skipped)
             except FileNotFoundError as exc:
                 raise ReplayError(f"{exc}; check the path") from exc
+            for path, kind in skipped:
+                if path not in said:  # once, not at every poll of --watch
+                    said.add(path)
+                    _say_special(path, kind)
+            return found
 
     if watch:
         console.print(f"watching every {interval:g} s; Ctrl-C stops", highlight=False)
@@ -175,6 +190,14 @@ def ingest(
     if any(o.bad for o in outcomes):
         con.close()  # before the exit exception, which keeps this frame (and a connection in it) alive
         raise typer.Exit(QUARANTINED_EXIT)
+
+
+def _say_special(path: Path, kind: str) -> None:
+    """One line for a path that is not a regular file (reading a FIFO would wait forever, a device never end)."""
+    console.print(
+        for_terminal(f"{path_text(path)}: {kind}, not a regular file: skipped (copy the log to a file to ingest it)"),
+        highlight=False,
+    )
 
 
 def _found_line(f: Found) -> str:
@@ -327,8 +350,43 @@ def sql(
     """Run read-only SQL against the store's tables (no file, URL or extension access), within a memory limit."""
     con = open_sandboxed(db, memory_limit)
     rows = (TABLE_ROWS if fmt == "table" else 0) if limit is None else limit
+    deadline = None if timeout is None else time.monotonic() + timeout
     frame = run_query(con, query, timeout, rows or None)
     if rows and frame.height > rows:
         frame = frame.head(rows)
-        note(f"first {rows:,} rows shown; more were left out (--limit 0 shows all, --format csv writes them)")
-    emit(frame, fmt)
+        budget = COUNT_SECONDS if deadline is None else min(COUNT_SECONDS, deadline - time.monotonic())
+        total = count_rows(con, query, budget)
+        left = f"{total - rows:,} more rows were left out" if total is not None else "more rows were left out"
+        note(f"first {rows:,} rows shown; {left} (--limit 0 shows all, --format csv writes them)")
+    with _stop_at(deadline, timeout):
+        emit(frame, fmt)
+
+
+class _Overdue(Exception):
+    """The --timeout of `replay sql` passed while its result was being written."""
+
+
+@contextmanager
+def _stop_at(deadline: float | None, timeout: float | None) -> Iterator[None]:
+    """Stop the block at ``deadline`` (time.monotonic) with one line: --timeout covers writing the result too (a
+    30-million-row table took over a minute to render after its query had finished)."""
+    if deadline is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def overdue(signum: int, frame: object) -> None:
+        raise _Overdue
+
+    previous = signal.signal(signal.SIGALRM, overdue)
+    signal.setitimer(signal.ITIMER_REAL, max(deadline - time.monotonic(), 0.001))
+    try:
+        yield
+    except _Overdue:
+        sys.stdout.flush()
+        raise ReplayError(
+            f"SQL stopped after --timeout {timeout:g} s while writing its result (the output above is cut short); "
+            "raise --timeout, add a LIMIT or narrow the query"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

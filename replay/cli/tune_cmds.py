@@ -87,12 +87,12 @@ def tune(
             f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few levels)"
         )
     workers = sweep_workers(workers, 0, note) if executor != "ray" else workers
+    pricing = pricing_from_options(prices, price, model)  # a bad price file fails before any counting
+    tune_grid(policy, window, points, reserve)  # an unknown policy or a bad window fails before any counting
     con = open_store(db)
     tok = resolve(con, tokenizer)
     if tok.counted:
         console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
-    pricing = pricing_from_options(prices, price, model)
-    tune_grid(policy, window, points, reserve)  # an unknown policy or a bad window fails before any counting
     early = fit_warnings(policy, window, reserve)
     for line in early:
         console.print(line, style="bold yellow", highlight=False, markup=False)

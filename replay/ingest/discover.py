@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,6 +76,7 @@ class Found:
     roots: list[Path]
     logs: list[Path] = field(default_factory=list)
     unreadable: list[Path] = field(default_factory=list)  # folders that could not be listed (skipped)
+    special: list[tuple[Path, str]] = field(default_factory=list)  # log names that are FIFOs, sockets, devices
 
     @property
     def existing(self) -> list[Path]:
@@ -105,10 +107,31 @@ def _is_log(h: Harness, path: Path) -> bool:
     return any(fnmatch.fnmatchcase(name, p) for p in h.patterns)
 
 
-def logs_in(h: Harness, root: Path, unreadable: list[Path] | None = None) -> list[Path]:
+def special_kind(path: Path) -> str | None:
+    """What a path that is neither a regular file nor a folder is (a FIFO, a socket, a device), else None. Reading a
+    FIFO waits for a writer forever and a device never ends: such paths are skipped, each with a line."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return None
+
+
+def logs_in(
+    h: Harness, root: Path, unreadable: list[Path] | None = None, special: list[tuple[Path, str]] | None = None
+) -> list[Path]:
     """The log files (and run folders) under one root, in name order; a folder that cannot be listed is added to
     ``unreadable`` and passed over. A loop, not recursion (a folder 1,200 deep exceeded the recursion limit); a
-    folder reached twice through links is read once (two self-links made the walk endless)."""
+    folder reached twice through links is read once (two self-links made the walk endless). A log name that is a
+    FIFO, socket or device goes to ``special``, never read."""
     found: list[Path] = []
     stack, visited = [root], set()
     while stack:
@@ -135,6 +158,8 @@ def logs_in(h: Harness, root: Path, unreadable: list[Path] | None = None) -> lis
                         later.append(child)
                 elif child.is_file() and _is_log(h, child):
                     found.append(child)
+                elif special is not None and _is_log(h, child) and (kind := special_kind(child)):
+                    special.append((child, kind))  # a FIFO would block the read forever: named, never read
             except OSError:
                 if unreadable is not None:
                     unreadable.append(child)
@@ -160,7 +185,7 @@ def discover(
         found = Found(h.name, source, roots)
         seen: set[Path] = set()
         for root in found.existing:
-            for log in logs_in(h, root, found.unreadable):
+            for log in logs_in(h, root, found.unreadable, found.special):
                 if log not in seen:
                     seen.add(log)
                     found.logs.append(log)

@@ -16,7 +16,7 @@ import shutil
 import signal
 import tempfile
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -28,8 +28,15 @@ import pyarrow as pa
 
 from replay.errors import ReplayError
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
-from replay.readers import detect, folder_reader, formats
-from replay.readers.base import MAX_RECORD_BYTES, ReadContext, is_compressed, open_decompressed, read_isolated
+from replay.readers import detect, folder_reader, formats, reader_key
+from replay.readers.base import (
+    MAX_RECORD_BYTES,
+    ReadContext,
+    Reader,
+    is_compressed,
+    open_decompressed,
+    read_isolated,
+)
 from replay.readers.builder import WARNINGS_KEY
 from replay.untrusted import path_text
 
@@ -80,6 +87,7 @@ REQUEST_SCHEMA = {
     "cache_write_1h": _I,
 }
 ITEM_COLUMNS = list(ITEM_SCHEMA)[:13]  # read from the Item; the rest are derived
+EMPTY: Mapping[str, str] = {}
 
 
 @dataclass
@@ -98,6 +106,8 @@ class Parsed:
     requests: dict[str, list] | None = None
     tables: list[tuple[str, pa.Table]] = field(default_factory=list)  # the rows typed: (table, batch), in order
     largest: int = 0  # characters of the longest item
+    reader: str | None = None  # the reader that read it (replay.readers.reader_key), as files.reader_version
+    reread: bool = False  # in the store already, read by an earlier version of its reader: read again
 
 
 def members(path: Path) -> list[Path]:
@@ -151,8 +161,24 @@ def decompressed(path: Path, folder: Path) -> Path:
     return plain
 
 
-def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset()) -> Parsed:
-    """Hash and read one unit; a unit whose hash is in ``known`` (already in the store) is not read again."""
+def reread_warning(old: str, new: str) -> BadRecord:
+    """The warning for a file read again because its reader changed version since it was ingested."""
+    return BadRecord(
+        0,
+        f"read again: ingested by reader {old}, and {new} reads this format differently; its runs were replaced "
+        "(rerun what you simulated or counted on them)",
+        "",
+    )
+
+
+def _built_in(reader: Reader) -> bool:
+    """Whether ``reader`` is one of replay's own (they read compressed files as streams)."""
+    return type(reader).__module__.startswith("replay.readers.")
+
+
+def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mapping[str, str] = EMPTY) -> Parsed:
+    """Hash and read one unit; a unit whose hash is in ``known`` (already in the store: hash -> the reader that read
+    it) is not read again unless its reader has changed version since (then it is read again, with a warning)."""
     out = Parsed(path=path, status="ingested", bytes=unit_size(path))
     if (reason := _not_a_unit(path)) is not None:
         out.status, out.bad = "failed", [BadRecord(0, reason, "")]
@@ -165,39 +191,52 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
     except (OSError, EOFError, ValueError) as exc:
         out.status, out.bad = "failed", [BadRecord(0, f"cannot read: {exc}", "")]
         return out
-    if fhash in known:
-        out.status = "unchanged"
+    try:
+        reader = detect(path)  # a compressed file is sniffed through its decompressed head
+    except ReplayError as exc:
+        out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
         return out
-    packed = is_compressed(path)  # a folder for its plain copy only then: making and removing one cost ~5 ms
-    with tempfile.TemporaryDirectory(prefix="replay-") if packed else nullcontext() as tmp:
+    if fhash in known:
+        if reader is None or (key := reader_key(reader)) == known[fhash]:
+            out.status = "unchanged"
+            return out
+        out.reread = True
+        out.warnings.append(reread_warning(known[fhash], key))
+    if reader is None:
+        out.status = "unknown"
+        out.bad = [
+            BadRecord(
+                0,
+                f"unknown format (not one of: {', '.join(formats())}); convert it to the "
+                "canonical JSONL format described in docs/canonical-format.md",
+                "",
+            )
+        ]
+        return out
+    out.format, out.reader = reader.format, reader_key(reader)
+    # built-in readers decompress as they read (replay.readers.base.open_log); a plugin reader may open the path
+    # itself, so it alone is given a plain temporary copy of a compressed file
+    copy = is_compressed(path) and not _built_in(reader)
+    with tempfile.TemporaryDirectory(prefix="replay-") if copy else nullcontext() as tmp:
         try:
-            plain = decompressed(path, Path(tmp)) if packed else path
+            plain = decompressed(path, Path(tmp)) if copy else path
         except ReplayError as exc:
             out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
             return out
         except OSError as exc:  # the temporary folder is full or not writable
             reason = (
-                f"cannot write its decompressed copy in {path_text(tmp)} ({exc.strerror or exc}): free space there, "
-                "set TMPDIR to a folder with room, or decompress the file first"
+                f"cannot write its decompressed copy in {path_text(tmp)} ({exc.strerror or exc}) for the "
+                f"{reader.format} reader plugin: free space there, set TMPDIR to a folder with room, or decompress "
+                "the file first"
             )
             out.status, out.bad = "failed", [BadRecord(0, reason, "")]
             return out
-        reader = detect(plain)
-        if reader is None:
-            out.status = "unknown"
-            out.bad = [
-                BadRecord(
-                    0,
-                    f"unknown format (not one of: {', '.join(formats())}); convert it to the "
-                    "canonical JSONL format described in docs/canonical-format.md",
-                    "",
-                )
-            ]
-            return out
-        out.format = reader.format
         ctx = ReadContext(path=plain, file_hash=fhash, max_line_bytes=max_line_bytes)
         try:
             records = read_isolated(reader, ctx)
+        except ReplayError as exc:  # a compressed file damaged past its head, or past its size bound
+            out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
+            return out
         except Exception as exc:  # a reader bug must not stop the whole ingest
             out.status = "failed"
             out.bad = [
@@ -325,7 +364,7 @@ def _columns(out: Parsed, records: list) -> None:
             runs.append(r)
         elif isinstance(r, BadRecord):
             out.bad.append(r)
-    out.warnings = [
+    out.warnings += [  # after any said before the read (a re-read)
         BadRecord(w.get("line") or 0, str(w.get("message")), "") for r in runs for w in r.metadata.get(WARNINGS_KEY, [])
     ]
     stamps = _Timestamps(out.bad)
@@ -381,11 +420,11 @@ class _Timestamps:
 
 # -- the worker pool ---------------------------------------------------------------------------------------------
 
-_KNOWN: frozenset[str] = frozenset()
+_KNOWN: Mapping[str, str] = EMPTY
 _MAX_LINE = MAX_RECORD_BYTES
 
 
-def _init(known: frozenset[str], max_line_bytes: int) -> None:
+def _init(known: Mapping[str, str], max_line_bytes: int) -> None:
     global _KNOWN, _MAX_LINE
     _KNOWN, _MAX_LINE = known, max_line_bytes
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: a worker dying of it would hang the pool
@@ -401,7 +440,7 @@ READ_AHEAD_BYTES = 32 << 20
 
 
 def parse_units(
-    units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known: frozenset[str] = frozenset(), workers: int = 0
+    units: list[Path], max_line_bytes: int = MAX_RECORD_BYTES, known: Mapping[str, str] = EMPTY, workers: int = 0
 ) -> Iterator[Parsed]:
     """Each unit parsed, in order: on a process pool of ``workers`` (0: every core) when there is more than one
     unit, else in this process. Two units per worker are read ahead, more while the units in flight hold at most
@@ -444,7 +483,7 @@ def parse_units(
         pool.join()
 
 
-def _pool(context: Any, n: int, known: frozenset[str], max_line_bytes: int) -> Any:
+def _pool(context: Any, n: int, known: Mapping[str, str], max_line_bytes: int) -> Any:
     """The worker pool, its workers born ignoring Ctrl-C (the parent stops them cleanly; a worker that died of it
     would print a traceback or hang the pool)."""
     import threading

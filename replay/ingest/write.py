@@ -13,6 +13,7 @@ from pathlib import Path
 
 import duckdb
 
+from replay.ingest.discover import special_kind
 from replay.ingest.memory import bounded_memory
 from replay.ingest.parse import (  # noqa: F401 (API)
     Parsed,
@@ -21,6 +22,7 @@ from replay.ingest.parse import (  # noqa: F401 (API)
     members,
     parse_unit,
     parse_units,
+    reread_warning,
     unit_size,
 )
 from replay.model import BadRecord
@@ -45,22 +47,27 @@ class FileOutcome:
     warnings: list[BadRecord] = field(default_factory=list)  # stored, but changes a figure: printed with file, line
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+def expand_paths(paths: Iterable[str | Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
     """Files named directly, found under directories, or matched by globs, sorted and unique.
 
     A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
-    not as its files."""
+    not as its files. FIFOs, sockets and devices are never read: each goes to ``skipped`` as (path, what it is)."""
     found: set[Path] = set()
+    special: dict[Path, str] = {}
     folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
         matches = [Path(m) for m in expand_glob(p)] or [Path(p)]
         for m in matches:
             if m.is_dir():
-                _walk(m, found)
+                _walk(m, found, special)
             elif m.is_file():
                 found.add(_unit_of(m, folders))
+            elif kind := special_kind(m):
+                special[m] = kind
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
+    if skipped is not None:
+        skipped.extend(sorted(special.items()))
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
@@ -125,9 +132,9 @@ def _unit_of(path: Path, folders: dict[Path, tuple | None]) -> Path:
     return path
 
 
-def _walk(top: Path, found: set[Path]) -> None:
-    """Add the run folders and files under ``top`` to ``found``: a loop over a stack, not recursion (a folder 1,200
-    deep exceeded Python's recursion limit)."""
+def _walk(top: Path, found: set[Path], special: dict[Path, str]) -> None:
+    """Add the run folders and files under ``top`` to ``found`` (FIFOs, sockets and devices to ``special``): a loop
+    over a stack, not recursion (a folder 1,200 deep exceeded Python's recursion limit)."""
     stack = [top]
     while stack:
         folder = stack.pop()
@@ -145,6 +152,8 @@ def _walk(top: Path, found: set[Path]) -> None:
                 stack.append(child)
             elif child.is_file() and not child.name.startswith("."):
                 found.add(child)
+            elif not child.name.startswith(".") and (kind := special_kind(child)):
+                special[child] = kind
 
 
 @dataclass
@@ -152,15 +161,18 @@ class Stored:
     """The file hashes the store holds in ``files`` and in ``quarantine``, read once for a whole ingest and kept up to
     date by its writes (one query per file was a tenth of the parent's time)."""
 
-    files: set[str]
+    files: dict[str, str]  # file hash -> the reader that read it (format/version; version 1 before it was kept)
     quarantined: set[str]
 
     @classmethod
     def read(cls, con: duckdb.DuckDBPyConnection) -> Stored:
         return cls(
-            {r[0] for r in con.execute("SELECT file_hash FROM files").fetchall()},
+            dict(con.execute(f"SELECT file_hash, {READER_OF} FROM files").fetchall()),
             {r[0] for r in con.execute("SELECT DISTINCT file_hash FROM quarantine").fetchall()},
         )
+
+
+READER_OF = "coalesce(reader_version, format || '/1')"  # files.reader_version; NULL on rows from before it
 
 
 def _members(path: Path) -> list[Path]:
@@ -182,7 +194,7 @@ def _write(
     try:
         if quarantined:
             con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
-        for old in older:
+        for old in [*older, fhash] if parsed.reread else older:  # a re-read replaces its own earlier rows too
             _delete_file(con, old)
         while parsed.tables:
             name, rows = parsed.tables.pop(0)
@@ -191,7 +203,7 @@ def _write(
             del rows
         _quarantine(con, fhash, out.path, out.bad, now)
         con.execute(
-            "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO files VALUES (?,?,?,?,?,?,?,?,?,?)",
             [
                 fhash,
                 path_text(out.path),
@@ -202,6 +214,7 @@ def _write(
                 n["requests"],
                 len(out.bad),
                 now,
+                parsed.reader,
             ],
         )
         con.execute("COMMIT")
@@ -257,14 +270,20 @@ def store_parsed(
         return out
     if parsed.status == "unchanged":
         ingested = quarantined = False
+    elif parsed.reread:  # in the store, read by an earlier version of its reader
+        ingested, quarantined = False, stored is not None and fhash in stored.quarantined
     elif stored is not None:
         ingested, quarantined = fhash in stored.files, fhash in stored.quarantined
     else:
-        ingested, quarantined = con.execute(
-            "SELECT (SELECT count(*) FROM files WHERE file_hash = $h) > 0, "
+        reader, quarantined = con.execute(
+            f"SELECT (SELECT {READER_OF} FROM files WHERE file_hash = $h), "
             "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0",
             {"h": fhash},
         ).fetchone()
+        ingested = reader is not None
+        if ingested and parsed.status == "ingested" and parsed.reader != reader:
+            ingested, parsed.reread = False, True
+            out.warnings = [*out.warnings, reread_warning(reader, parsed.reader or "")]
     if parsed.status == "unchanged" or ingested:
         out.status, out.format, out.bad, out.warnings = "unchanged", None, [], []
         return out
@@ -276,8 +295,9 @@ def store_parsed(
         _write(con, out, parsed, older, quarantined)
         out.warnings += _shrunk(versions, out)
         if stored is not None and out.status == "ingested":
-            stored.files.add(fhash)
-            stored.files.difference_update(older)
+            for old in older:
+                stored.files.pop(old, None)
+            stored.files[fhash] = parsed.reader or ""
             stored.quarantined.difference_update(older)
     if stored is not None:
         (stored.quarantined.add if out.bad else stored.quarantined.discard)(fhash)
@@ -381,7 +401,7 @@ def _run(
     if sum(sizes.values()) < POOL_MIN_BYTES:
         workers = 1
     stored = Stored.read(con)
-    parsed = parse_units(files, max_line_bytes, frozenset(stored.files), workers)
+    parsed = parse_units(files, max_line_bytes, dict(stored.files), workers)
     if progress:
         from replay.progress import bar
     # DuckDB on one thread while files are written: an ingest's statements are small (a file's rows), and waking
@@ -399,9 +419,15 @@ def _run(
                 pb.advance(task, sizes[f])
 
 
-def _signature(path: Path) -> tuple[tuple[str, int, int], ...]:
-    """Cheap change detector: (member, size, mtime) of a file or run folder's members."""
-    return tuple((str(m), (st := m.stat()).st_size, st.st_mtime_ns) for m in _members(path) if m.exists())
+def _signature(path: Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """Cheap change detector: (member, size, mtime, ctime, inode) of a file or run folder's members. Size and mtime
+    alone missed a file replaced by another of the same size with its mtime set back; no write or rename keeps the
+    ctime and inode. What a change then stores is decided by the content hash."""
+    return tuple(
+        (str(m), (st := m.stat()).st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        for m in _members(path)
+        if m.exists()
+    )
 
 
 def watch(

@@ -12,7 +12,15 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from replay.errors import ReplayError
-from replay.readers.base import HEAD_BYTES, MAX_LINE_BYTES, FolderReader, Reader, decode_head
+from replay.readers.base import (
+    HEAD_BYTES,
+    MAX_LINE_BYTES,
+    FolderReader,
+    Reader,
+    decode_head,
+    logical_path,
+    open_log,
+)
 
 # Order matters: specific formats before generic ones. OpenHands V1 events carry "kind" discriminators and
 # must be claimed before the V0 reader, whose sniff also accepts a V1 eval output.jsonl.
@@ -77,21 +85,23 @@ def detect(path: Path) -> Reader | None:
     if path.is_dir():
         found = folder_reader(path)
         return found[0] if found else None
-    with path.open("rb") as fh:
+    named = logical_path(path)  # a compressed log is sniffed as the file inside (x.jsonl.gz as x.jsonl)
+    with open_log(path) as fh:
         raw = fh.read(HEAD_BYTES)
         head = decode_head(raw)
         for reader in readers():
-            if _sniffs(reader, head, path):
+            if _sniffs(reader, head, named):
                 return reader
         if len(raw) < HEAD_BYTES or raw.endswith(b"\n"):
             return None
         # a line running past the head (damaged, hostile) must not hide the rest: sniff the lines around it
         complete = raw[: raw.rfind(b"\n") + 1]
-        fh.seek(len(complete))
-        fh.readline(MAX_LINE_BYTES)
+        cut = len(raw) - len(complete)  # the long line's bytes read so far: the rest of it is skipped unread
+        if cut < MAX_LINE_BYTES:
+            fh.readline(MAX_LINE_BYTES - cut)
         rest = decode_head(complete + fh.read(HEAD_BYTES))
     for reader in readers():
-        if _sniffs(reader, rest, path):
+        if _sniffs(reader, rest, named):
             return reader
     return None
 
@@ -102,6 +112,12 @@ def _sniffs(reader: Reader, head: str, path: Path) -> bool:
         return bool(reader.sniff(head, path))
     except (ValueError, TypeError, KeyError, AttributeError, IndexError, RecursionError):
         return False
+
+
+def reader_key(reader: Reader) -> str:
+    """What read a file, as the store keeps it (``files.reader_version``): ``format/version`` (version 1 unless the
+    reader says otherwise)."""
+    return f"{reader.format}/{getattr(reader, 'version', 1)}"
 
 
 def formats() -> list[str]:

@@ -33,7 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from replay.model import BadRecord, Record, Run
-from replay.readers.base import UTF8_BOM, UTF16_BOMS, ReadContext
+from replay.readers.base import UTF8_BOM, UTF16_BOMS, ReadContext, read_log
 from replay.readers.builder import RunBuilder
 
 HEADER_RE = re.compile(r"^# aider chat started at (.+?)\s*$")
@@ -103,7 +103,7 @@ class AiderReader:
         return any(HEADER_RE.match(line) for line in lines[:5]) or any(VERSION_RE.match(ln) for ln in lines[:40])
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
-        lines, bad = _decoded_lines(ctx.path.read_bytes())
+        lines, bad = _decoded_lines(read_log(ctx.path))
         yield from bad
         starts = [i for i, line in enumerate(lines) if HEADER_RE.match(line)] or [0]
         if starts[0] > 0 and any(line.strip() for line in lines[: starts[0]]):

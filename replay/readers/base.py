@@ -5,6 +5,7 @@ from __future__ import annotations
 import bz2
 import gzip
 import hashlib
+import io
 import json
 import os
 from collections.abc import Iterator
@@ -34,7 +35,8 @@ class ReadContext:
     skip: frozenset[int] = frozenset()  # lines iter_json_lines passes over (quarantined by read_isolated)
 
     def run_id(self, suffix: str | int | None = None) -> str:
-        base = f"{os.fsencode(self.path.stem).decode('utf-8', 'backslashreplace')}-{self.file_hash[:8]}"
+        stem = logical_path(self.path).stem  # x.jsonl.gz names its runs as x.jsonl does
+        base = f"{os.fsencode(stem).decode('utf-8', 'backslashreplace')}-{self.file_hash[:8]}"
         return base if suffix is None else f"{base}/{suffix}"
 
 
@@ -42,6 +44,8 @@ class Reader(Protocol):
     """A format reader: recognises its format by content and yields canonical records."""
 
     format: str
+    # optional ``version: int`` (default 1): raised when the reader reads a file differently, so files ingested by
+    # the earlier version are read again (replay.readers.reader_key)
 
     def sniff(self, head: str, path: Path) -> bool:
         """True when ``head`` (the first 64 KB, decoded leniently) is this format."""
@@ -63,7 +67,8 @@ class FolderReader(Protocol):
         """The files of the run folder ``path`` (sorted), or None when it is not one."""
 
 
-# Compressed logs are read through a decompressed temporary copy (so every reader sees a plain file).
+# Compressed logs are decompressed as they are read (:func:`open_log`), never copied whole to a temporary file: a
+# small file could fill the temporary folder, and a full one stopped every later file of an ingest.
 COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst")
 
 
@@ -71,9 +76,27 @@ def is_compressed(path: Path) -> bool:
     return path.suffix.lower() in COMPRESSED_SUFFIXES
 
 
+def logical_path(path: Path) -> Path:
+    """The path as the log inside is named: x.jsonl.gz -> x.jsonl (a plain file: itself)."""
+    return path.with_suffix("") if is_compressed(path) else path
+
+
+def open_log(path: Path) -> BinaryIO:
+    """A log's bytes as a buffered stream (``read``, ``readline``, ``peek``): the file itself, or a compressed file's
+    content decompressed as it is read and bounded (:func:`open_decompressed`). Not seekable when compressed."""
+    return open_decompressed(path) if is_compressed(path) else path.open("rb")
+
+
+def read_log(path: Path, limit: int | None = None) -> bytes:
+    """A log's whole content (decompressed); with ``limit``, at most ``limit + 1`` bytes (more means too large)."""
+    with open_log(path) as fh:
+        return fh.read() if limit is None else fh.read(limit + 1)
+
+
 def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
-    """A binary stream of the decompressed content of a .gz/.bz2/.zst file, read in pieces and bounded: past ``limit``
-    bytes (None: :func:`decompressed_limit`) or on damaged data it raises ReplayError naming the file and what to do."""
+    """A buffered binary stream of the decompressed content of a .gz/.bz2/.zst file, read in pieces and bounded: past
+    ``limit`` bytes (None: :func:`decompressed_limit`) or on damaged data it raises ReplayError saying what is wrong
+    and what to do."""
     suffix = path.suffix.lower()
     if suffix == ".gz":
         inner: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
@@ -90,7 +113,8 @@ def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
         inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)  # type: ignore[assignment]
     else:
         raise ValueError(f"{path_text(path)}: not a compressed file")
-    return _Bounded(inner, path, decompressed_limit(path) if limit is None else limit)  # type: ignore[return-value]
+    bounded = _Bounded(inner, path, decompressed_limit(path) if limit is None else limit)
+    return io.BufferedReader(bounded, 1 << 16)  # type: ignore[return-value]
 
 
 RATIO_LIMIT = 1000  # decompressed size per compressed byte past which a file is taken for a bomb...
@@ -114,12 +138,21 @@ def decompressed_limit(path: Path) -> int:
     return max(FLOOR_LIMIT, RATIO_LIMIT * path.stat().st_size)
 
 
-class _Bounded:
+class _Bounded(io.RawIOBase):
     """A decompressing stream that stops at a size limit and turns any decoder error into one ReplayError (its
     message says what is wrong and what to do; the caller names the file)."""
 
     def __init__(self, inner: BinaryIO, path: Path, limit: int) -> None:
+        super().__init__()
         self.inner, self.path, self.limit, self.total = inner, path, limit, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self.read(len(buffer))
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
 
     def read(self, n: int = -1) -> bytes:
         want = self.limit + 1 - self.total if n is None or n < 0 else min(n, self.limit + 1 - self.total)
@@ -142,13 +175,9 @@ class _Bounded:
         return chunk
 
     def close(self) -> None:
-        self.inner.close()
-
-    def __enter__(self) -> _Bounded:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        if not self.closed:
+            self.inner.close()
+        super().close()
 
 
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
@@ -177,13 +206,13 @@ class _Lines:
 
     def __init__(self, fh: BinaryIO, limit: int) -> None:
         self.fh, self.limit = fh, limit
-        start = fh.read(3)
+        start = fh.peek(3)[:3]  # type: ignore[attr-defined]  # a buffered stream: no seek (a compressed one has none)
         self.utf16: Iterator[bytes] | None = None
         if start[:2] in UTF16_BOMS:
-            text = (start + fh.read()).decode("utf-16", "replace")
+            text = fh.read().decode("utf-16", "replace")
             self.utf16 = (line.encode("utf-8", "surrogatepass") for line in text.splitlines(keepends=True))
-        else:
-            fh.seek(3 if start == UTF8_BOM else 0)
+        elif start == UTF8_BOM:
+            fh.read(3)
 
     def next(self) -> tuple[bytes, int] | None:
         """(line, its length in bytes) or None at the end; past the limit, the line is cut to its head."""
@@ -228,7 +257,7 @@ def iter_json_lines(
     dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain message repeated on
     purpose) are kept. Parsing reads the bytes (no decoded copy of the line unless json must parse it)."""
     seen: set[bytes] = set()
-    with ctx.path.open("rb") as fh:
+    with open_log(ctx.path) as fh:
         lines = _Lines(fh, ctx.max_line_bytes)
         line_no = 0
         while (got := lines.next()) is not None:
@@ -336,7 +365,7 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
 def is_json_document(path: Path) -> bool:
     """True for a file holding one JSON array (pretty-printed or on one line), False for JSONL: an array whose first
     line is a whole JSON value (or one too deep to parse) followed by more lines is JSONL with a damaged line."""
-    with path.open("rb") as fh:
+    with open_log(path) as fh:
         raw = fh.readline(MAX_LINE_BYTES)
         if raw[:2] in UTF16_BOMS:  # UTF-16 newlines are two bytes: decode the whole file
             first, _, rest = decode_head(raw + fh.read()).partition("\n")
@@ -361,12 +390,16 @@ def load_json_document(ctx: ReadContext) -> Any | BadRecord:
     The document is one record: past ``ctx.max_line_bytes`` (the record limit) it is refused unread. orjson parses
     the bytes where it reads them as json would (no decoded copy of the text); json parses the rest and names the
     place of an error."""
-    size = ctx.path.stat().st_size
+    packed = is_compressed(ctx.path)
+    size = 0 if packed else ctx.path.stat().st_size
     if size > ctx.max_line_bytes:
         with ctx.path.open("rb") as fh:
             head = fh.read(2000)
         return BadRecord(1, over_limit("JSON document", size, ctx.max_line_bytes), decode_head(head))
-    raw = ctx.path.read_bytes()
+    raw = read_log(ctx.path, ctx.max_line_bytes) if packed else ctx.path.read_bytes()
+    if len(raw) > ctx.max_line_bytes:  # a compressed document: its size is known once read this far
+        reason = over_limit("JSON document", len(raw), ctx.max_line_bytes).replace(" of ", " of over ", 1)
+        return BadRecord(1, reason, decode_head(raw[:2000]))
     if raw[:2] not in UTF16_BOMS:
         try:
             return loads_large(memoryview(raw)[3:] if raw.startswith(UTF8_BOM) else raw)

@@ -43,7 +43,7 @@ from typing import Any
 
 from replay.model import BadRecord, Item, Record, Run
 from replay.readers.aliases import add_call
-from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.base import ReadContext, iter_json_lines, load_json_document, open_log, text_of
 from replay.readers.builder import RunBuilder
 
 EVENT_RE = re.compile(
@@ -63,7 +63,7 @@ class CopilotCliReader:
         return jsonl and '"data"' in head and bool(EVENT_RE.search(head))
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
-        with ctx.path.open("rb") as fh:
+        with open_log(ctx.path) as fh:
             first = fh.readline().strip()
         legacy = b'"chatMessages"' in first or first == b"{"  # one object, on one line or pretty-printed
         yield from (self._legacy(ctx) if legacy else self._events(ctx))

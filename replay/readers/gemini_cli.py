@@ -39,7 +39,7 @@ from typing import Any
 
 from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.aliases import add_call
-from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
+from replay.readers.base import ReadContext, iter_json_lines, load_json_document, open_log, text_of
 from replay.readers.builder import RunBuilder
 
 # A tuple: a JSON value of any type (a damaged type, a list) tests for membership without hashing.
@@ -127,7 +127,7 @@ class GeminiCliReader:
     @staticmethod
     def _is_document(ctx: ReadContext) -> bool:
         """A single JSON object (pretty-printed or one line holding ``messages``) rather than JSONL."""
-        with ctx.path.open("rb") as fh:
+        with open_log(ctx.path) as fh:
             first = fh.readline().strip()
         if first == b"{":  # pretty-printed
             return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -89,6 +90,47 @@ def run_query(
     if error is not None:
         raise error  # type: ignore[misc]
     return box["frame"]  # type: ignore[return-value]
+
+
+COUNT_SECONDS = 10.0  # the longest spent counting the rows a table left out (past it: "more", uncounted)
+
+
+def count_rows(con: duckdb.DuckDBPyConnection, query: str, budget: float = COUNT_SECONDS) -> int | None:
+    """The number of rows ``query`` returns, counted by DuckDB without fetching them; None when counting takes
+    longer than ``budget`` seconds or fails (the caller then says only that more rows were left out)."""
+    box: dict[str, object] = {}
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            sql = _unordered(con, query)
+            box["n"] = con.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0]  # type: ignore[index]
+        except BaseException as exc:  # noqa: BLE001 - any failure: uncounted
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="replay-sql-count", daemon=True).start()
+    if not _wait(done, max(budget, 0.1)):
+        con.interrupt()
+        done.wait(5)
+        return None
+    n = box.get("n")
+    return n if isinstance(n, int) else None
+
+
+def _unordered(con: duckdb.DuckDBPyConnection, query: str) -> str:
+    """``query`` without its top-level ORDER BY (DuckDB's own parser rewrites it), so counting its rows does not sort
+    them (100 M rows sorted up to the memory limit only to be counted); the query as given when it cannot be."""
+    plain = query.strip().rstrip(";")
+    try:
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [plain]).fetchone()[0])  # type: ignore[index]
+        (statement,) = tree["statements"]
+        node = statement["node"]
+        node["modifiers"] = [m for m in node.get("modifiers", []) if m.get("type") != "ORDER_MODIFIER"]
+        return con.execute("SELECT json_deserialize_sql(?)", [json.dumps(tree)]).fetchone()[0]  # type: ignore[index]
+    except (duckdb.Error, KeyError, TypeError, ValueError):
+        return plain
 
 
 def _wait(done: threading.Event, timeout: float | None) -> bool:

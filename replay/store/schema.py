@@ -186,6 +186,13 @@ def _v10_behaviour_band(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'ALTER TABLE behaviour_runs ADD COLUMN "{col}" {typ}')
 
 
+def _v11_reader_version(con: duckdb.DuckDBPyConnection) -> None:
+    """``files.reader_version``: the reader (format/version, replay.readers.reader_key) that read the file. A file is
+    skipped on a later ingest only when its content and its reader are both unchanged, so a reader fix reaches
+    stores ingested before it. NULL on rows written before this version: version 1 of their format."""
+    con.execute("ALTER TABLE files ADD COLUMN reader_version VARCHAR")
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -197,6 +204,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v8_behaviour,
     _v9_bill_gap,
     _v10_behaviour_band,
+    _v11_reader_version,
 ]
 
 

@@ -107,14 +107,28 @@ def _work_many(items: list[tuple[str, Task]]) -> list[Result]:
 
 
 def _work(item: tuple[str, Task]) -> Result:
-    """One point in a pool worker; a task of a new shard replaces the worker's shard by the one in its file."""
+    """One point in a pool worker; a task of a new shard replaces the worker's shard by the one in its file. The point
+    is named in the worker's marker file while it runs, so a worker that dies in it is known by its point."""
     global _CTX
     path, task = item
     if _CTX is None or _CTX[0] != path:
         _CTX = None  # the old shard goes before the new one comes: one shard in memory
         with open(path, "rb") as f:
             _CTX = (path, pickle.load(f))
-    return point_rows(_CTX[1], task)
+    marker = _marker(os.path.dirname(path), os.getpid())
+    _write_marker(marker, task[0])
+    result = point_rows(_CTX[1], task)
+    _write_marker(marker, "")
+    return result
+
+
+def _marker(folder: str, pid: int) -> str:
+    return os.path.join(folder, f"at-{pid}")
+
+
+def _write_marker(marker: str, point_id: str) -> None:
+    with open(marker, "w") as f:
+        f.write(point_id)
 
 
 class Executor:
@@ -154,6 +168,7 @@ class Pool(Executor):
         self.shards = 0
         self.started: Any = None  # workers started so far (a shared counter), against the pool's ``size``
         self.size = 0
+        self.deaths = 0  # workers that died in a point (each point failed with a message)
 
     def map(self, ctx: Context, tasks: Iterable[Task]) -> Iterator[Result]:
         tasks = iter(tasks)
@@ -164,25 +179,37 @@ class Pool(Executor):
         if self.pool is None:
             self.pool = self._start(ctx.policy, min(self.workers, len(first)))
         path = self._write(ctx)
+        failed = _Failed(ctx.sweep_id, ctx.session, tuple(r.run_id for r in ctx.runs))
         del ctx  # the driver keeps no copy of the shard while its points run
         chunks = max(1, min(16, len(first) // (8 * self.workers)))
-        shard_tasks = ((path, t) for t in chain(first, tasks))
-        # chunks as single tasks (imap_unordered's own chunking returns a generator, which cannot wait with a timeout)
-        windows = (
-            self.pool.imap_unordered(_work_many, list(_windows(iter(w), chunks)))
-            for w in _windows(shard_tasks, len(first))
-        )
-        current = next(windows, None)
+        windows: Iterator[list] = _windows(((path, t) for t in chain(first, tasks)), len(first))
+
+        def submit(window: list | None) -> tuple[list, Any] | None:
+            # chunks as single tasks (imap_unordered's own chunking returns a generator, which cannot wait with a
+            # timeout)
+            return window and (window, self.pool.imap_unordered(_work_many, list(_windows(iter(window), chunks))))
+
+        current = submit(next(windows, None))
         while current is not None:
-            following = next(windows, None)  # queued now, so workers go on while the current window's last finish
-            yield from self._watched(current)
+            following = submit(next(windows, None))  # queued now: workers go on while the current window finishes
+            done: set[str] = set()
+            try:
+                for result in self._watched(current[1]):
+                    done.add(result[0])
+                    yield result
+            except _WorkerDied as died:  # its point fails; the rest of both windows runs on a new pool
+                yield from (failed.rows(task) for _, task in current[0] if task[0] in died.points)
+                left = [t for t in current[0] if t[1][0] not in done and t[1][0] not in died.points]
+                windows = chain(_windows(iter(left + (following[0] if following else [])), len(first)), windows)
+                self.pool = self._new_pool(self.size)
+                following = submit(next(windows, None))
             current = following
         os.unlink(path)  # every point of the shard came back: no worker reads the file again
 
     def _watched(self, results: Any) -> Iterator[Result]:
-        """The results of one window; a worker that died (a policy that exits, a crash in compiled code) fails the
-        sweep with a message instead of leaving its point unanswered forever (the pool would start a new worker and
-        wait on the lost point)."""
+        """The results of one window. A worker that died (a policy that exits, a crash in compiled code, the system
+        killing it for memory) raises _WorkerDied naming the points it was computing, the pool stopped: before, the
+        pool started a new worker and waited on the lost point forever. Past MAX_DEATHS the sweep fails."""
         import multiprocessing as mp
 
         while True:
@@ -191,27 +218,65 @@ class Pool(Executor):
             except StopIteration:
                 return
             except mp.TimeoutError:
-                if self.started is not None and self.started.value > self.size:
+                if self.started is None or self.started.value <= self.size:
+                    continue
+                points = self._lost_points()
+                self._stop_pool()
+                self._clear_markers()  # the stopped workers' points run again: never blamed on a later death
+                self.deaths += 1
+                if self.deaths > MAX_DEATHS or not points:
                     self.close()
                     raise ReplayError(
-                        "a sweep worker process died while computing a point (a policy that exits "
-                        "or crashes its process, or the system killed it for memory); points "
-                        "finished so far are kept: fix the policy or lower --workers, then rerun "
-                        "to continue"
+                        f"a sweep worker process died {'again ' if self.deaths > 1 else ''}while computing a point "
+                        "(a policy that exits or crashes its process, or the system killed it for memory); points "
+                        "finished so far are kept: fix the policy or lower --workers, then rerun to continue"
                     ) from None
+                raise _WorkerDied(points) from None
+
+    def _lost_points(self) -> set[str]:
+        """The points that workers no longer alive were computing (read from their marker files)."""
+        lost: set[str] = set()
+        if self.folder is None:
+            return lost
+        for name in os.listdir(self.folder.name):
+            if not name.startswith("at-"):
+                continue
+            marker = os.path.join(self.folder.name, name)
+            try:
+                os.kill(int(name[3:]), 0)
+                continue  # alive
+            except ProcessLookupError:
+                pass
+            except (PermissionError, ValueError):
+                continue
+            with open(marker) as f:
+                point = f.read()
+            os.unlink(marker)
+            if point:
+                lost.add(point)
+        return lost
+
+    def _clear_markers(self) -> None:
+        if self.folder is not None:
+            for name in os.listdir(self.folder.name):
+                if name.startswith("at-"):
+                    os.unlink(os.path.join(self.folder.name, name))
 
     def _start(self, policy: str, n: int) -> Any:
-        import multiprocessing as mp
-
         warm_up(policy)  # compile (or load from the on-disk cache) once, before any worker starts
         # forkserver, never fork: a fork of a parent whose polars/numba/DuckDB threads run deadlocked workers and
         # crashed one in garbage collection; the server imports the package once and forks from one thread
         os.environ.setdefault("POLARS_MAX_THREADS", "1")
+        self.folder = tempfile.TemporaryDirectory(prefix="replay-sweep-")
+        return self._new_pool(n)
+
+    def _new_pool(self, n: int) -> Any:
+        import multiprocessing as mp
+
         method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
         context = mp.get_context(method)
         if method == "forkserver":
             context.set_forkserver_preload([__name__])  # import the package once, in the server, not per worker
-        self.folder = tempfile.TemporaryDirectory(prefix="replay-sweep-")
         self.started, self.size = context.Value("i", 0), n
         return context.Pool(n, initializer=_init, initargs=(self.started,))
 
@@ -223,14 +288,47 @@ class Pool(Executor):
             pickle.dump(ctx, f, protocol=pickle.HIGHEST_PROTOCOL)
         return path
 
-    def close(self) -> None:
+    def _stop_pool(self) -> None:
         if self.pool is not None:
             self.pool.terminate()
             self.pool.join()
             self.pool = None
+
+    def close(self) -> None:
+        self._stop_pool()
         if self.folder is not None:
             self.folder.cleanup()
             self.folder = None
+
+
+MAX_DEATHS = 8  # workers that may die in a point (each failing it) before the sweep stops: a policy that always dies
+
+
+class _WorkerDied(Exception):
+    """Pool workers died computing ``points``; the pool is stopped."""
+
+    def __init__(self, points: set[str]) -> None:
+        super().__init__(points)
+        self.points = points
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """What the rows of a point whose worker died need (the driver keeps no copy of the shard's runs)."""
+
+    sweep_id: str
+    session: str
+    run_ids: tuple[str, ...]
+
+    def rows(self, task: Task) -> Result:
+        pid, params = task
+        error = (
+            "the worker process died while computing this point (the policy exited or crashed its process, or the "
+            "system killed it for memory); the other points ran"
+        )
+        base = {"sweep_id": self.sweep_id, "point_id": pid, "session": self.session}
+        base.update({f"param_{k}": v for k, v in params.items()})
+        return pid, [{**base, "run_id": run_id, "error": error} for run_id in self.run_ids]
 
 
 def _windows(tasks: Iterator, size: int) -> Iterator[list]:

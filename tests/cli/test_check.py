@@ -81,8 +81,15 @@ def test_tolerance_can_waive_and_bad_files_explain(db: Path, tmp_path: Path) -> 
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-0.1", "x"])
-def test_a_tolerance_must_be_a_finite_number(db: Path, tmp_path: Path, value: str) -> None:
-    """NaN compares false with everything: a NaN tolerance would pass any regression as 'not regressed'."""
+def test_a_tolerance_must_be_a_finite_number(db: Path, tmp_path: Path, value: str, monkeypatch) -> None:
+    """NaN compares false with everything: a NaN tolerance would pass any regression as 'not regressed'. It is
+    refused before both policies are simulated (minutes on a large store)."""
+    import replay.sweeps.gate as gate
+
+    def simulated(*args, **kwargs):
+        raise AssertionError("simulated before the tolerance was checked")
+
+    monkeypatch.setattr(gate, "simulate_all", simulated)
     base, cand = write(tmp_path, "b.toml", BASE), write(tmp_path, "c.toml", CAND)
     res = CliRunner().invoke(app, ["check", str(base), str(cand), "--db", str(db), "--tol", f"cache_hit_rate={value}"])
     assert res.exit_code != 0 and "--tol cache_hit_rate" in str(res.exception), res.output

@@ -85,19 +85,51 @@ def test_ctrl_c_during_ingest_is_one_line_and_resumable(corpus, tmp_path):
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_stop_like_ctrl_c(sample_db_path, tmp_path, signum):
-    """`kill PID` (or a closed terminal) during a sweep: one line, exit 128 + signal, finished work kept."""
+    """`kill PID` (or a closed terminal) during a sweep: one line, exit 128 + signal, finished work kept. The signal
+    is sent once the sweep says it committed points (a fixed sleep was flaky under load)."""
     db = tmp_path / "s.duckdb"
     db.write_bytes(sample_db_path.read_bytes())
-    grid = tmp_path / "long.toml"  # 2,500 points: tens of seconds, so the signal lands while points run
+    grid = tmp_path / "long.toml"  # 2,500 points: seconds past the first commit, so the signal lands while points run
     values = ", ".join(str(v) for v in range(2000, 52000, 1000))
     grid.write_text(f'[sweep]\npolicy = "seed_a"\n[grid]\nprotect = [{values}]\nsummary_at = [{values}]\n')
     cmd = [sys.executable, "-m", "replay", "sweep", str(grid), "--db", str(db), "--max-points", "2500"]
+    cmd += ["--out", str(tmp_path / "out")]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT)
-    time.sleep(5)  # past start-up: the handlers are installed once the command runs
+    assert proc.stdout is not None
+    seen = []
+    for line in iter(proc.stdout.readline, b""):  # wait for the first progress line, however long start-up takes
+        seen.append(line.decode())
+        if line.startswith(b"committed "):
+            break
     proc.send_signal(signum)
-    out = proc.communicate(timeout=120)[0].decode()
+    out = "".join(seen) + proc.communicate(timeout=120)[0].decode()
     assert proc.returncode == 128 + signum, out
-    assert "Traceback" not in out and f"interrupted ({signal.Signals(signum).name})" in out
+    assert "Traceback" not in out and out.count(f"interrupted ({signal.Signals(signum).name})") == 1
+    with duckdb.connect(str(db), read_only=True) as con:
+        kept = con.execute("SELECT count(DISTINCT point_id) FROM sweep_results").fetchone()[0]
+    assert 0 < kept < 2500, out
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_while_the_command_starts_is_one_line(sample_db_path, signum):
+    """Before its handlers are installed a command is importing (seconds under load): SIGTERM killed it silently
+    (exit -15) and Ctrl-C printed an import traceback. Handlers set first make either one line."""
+    script = (  # the signal arrives as the command modules are imported, as a Ctrl-C pressed then would
+        "import importlib, os, sys\n"
+        "load = importlib.import_module\n"
+        "def hooked(name, *args):\n"
+        "    if name == 'replay.cli.store_cmds':\n"
+        f"        os.kill(os.getpid(), {int(signum)})\n"
+        "    return load(name, *args)\n"
+        "importlib.import_module = hooked\n"
+        f"sys.argv = ['replay', 'runs', '--db', {str(sample_db_path)!r}]\n"
+        "from replay.cli import main\n"
+        "main()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == (130 if signum == signal.SIGINT else 128 + signum), res.stderr
+    assert "Traceback" not in res.stderr and res.stderr.count("interrupted (") == 1, res.stderr
+    assert "while starting: nothing was done" in res.stderr
 
 
 @pytest.mark.parametrize(
@@ -146,10 +178,11 @@ def test_numeric_options_out_of_range_are_one_usage_line(args, tmp_path):
     assert res.exit_code == 2 and "Invalid value for" in res.output and "Traceback" not in res.output, res.output
 
 
-@pytest.mark.parametrize("option", ["sweep", "--policy-file", "--prices"])
+@pytest.mark.parametrize("option", ["sweep", "--policy-file", "--prices", "tune --prices", "check --prices"])
 @pytest.mark.parametrize("name", ["/dev/zero", "fifo", "big.toml", "folder", "missing.toml"])
 def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tmp_path):
-    """/dev/zero as a sweep, policy or price file took 4 GB in 6 s; a FIFO hung. Each is now one line."""
+    """/dev/zero as a sweep, policy or price file took 4 GB in 6 s; a FIFO hung. Each is now one line, before any
+    work (tune counted every item's tokens first)."""
     from typer.testing import CliRunner
 
     from replay.cli import app
@@ -161,14 +194,25 @@ def test_config_files_are_bounded_regular_files(option, name, sample_db_path, tm
     elif name == "folder":
         (tmp_path / name).mkdir()
     path = name if name.startswith("/") else str(tmp_path / name)
+    examples = ROOT / "examples" / "check"
     args = {
         "sweep": ["sweep", path],
         "--policy-file": ["simulate", "--policy-file", path],
         "--prices": ["simulate", "--prices", path],
+        "tune --prices": ["tune", "--prices", path, "--window", "100000", "--reserve", "10000", "-t", "o200k"],
+        "check --prices": ["check", str(examples / "baseline.toml"), str(examples / "candidate.toml")]
+        + ["--prices", path],
     }[option]
-    res = CliRunner().invoke(app, [*args, "--db", str(sample_db_path)])
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(sample_db_path.read_bytes())
+    with open_store(db, read_only=True) as con:
+        counts = con.execute("SELECT count(*) FROM token_counts").fetchone()
+    res = CliRunner().invoke(app, [*args, "--db", str(db)])
     assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
     assert path in str(res.exception)
+    del res  # its traceback holds the command's frames (and any connection they opened)
+    with open_store(db, read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM token_counts").fetchone() == counts  # refused before counting
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])

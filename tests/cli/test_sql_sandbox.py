@@ -144,6 +144,58 @@ def test_memory_is_bounded_by_default(db):
 def test_a_table_shows_a_bounded_number_of_rows(db):
     many = "SELECT range AS n FROM range(5000)"
     table = CliRunner().invoke(app, ["sql", many, "--db", str(db)])
-    assert table.exit_code == 0 and "first 1,000 rows shown" in table.output
+    assert table.exit_code == 0 and "first 1,000 rows shown; 4,000 more rows were left out" in table.output
+    from replay.store.sandbox import _unordered, count_rows
+
+    con = open_sandboxed(db)
+    ordered = "SELECT range AS n FROM range(5000) ORDER BY random()"
+    assert _unordered(con, ordered) == 'SELECT "range" AS n FROM "range"(5000)'  # counted without sorting
+    assert count_rows(con, ordered) == 5000 and count_rows(con, "SELECT 1 ORDER BY 1 LIMIT 0") == 0
+    assert count_rows(con, "PRAGMA show_tables") is None  # not countable: the note says only "more"
     assert len(json.loads(sql(db, many).output)) == 5000  # json and csv: every row unless --limit
     assert len(json.loads(sql(db, many, "--limit", "10").stdout)) == 10
+
+
+def test_the_timeout_covers_writing_the_result():
+    """A result fetched within --timeout can take longer to render (30 M rows: over a minute): the rest of the
+    timeout bounds the writing too, with one line saying the output was cut short."""
+    from replay.cli.store_cmds import _stop_at
+
+    written = []
+    with pytest.raises(ReplayError, match="while writing its result"), _stop_at(time.monotonic() + 0.2, 3.0):
+        for i in range(600):  # as a renderer would, row after row (60 s unless stopped)
+            written.append(i)
+            time.sleep(0.1)
+    assert 0 < len(written) < 600
+    assert signal.getsignal(signal.SIGALRM) in (signal.SIG_DFL, None)  # put back
+
+
+def test_a_bomb_query_stays_within_its_memory_limit(db):
+    """Peak memory of a `replay sql` process on queries that would take gigabytes: the DuckDB limit plus what the
+    process holds after answering a trivial query, never more (measured from the process, not timed)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, subprocess, sys\n"
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024, p.returncode)\n"
+        "print(p.stderr[-300:])\n"
+    )
+
+    def peak(query: str) -> tuple[int, int, str]:
+        cmd = [sys.executable, "-m", "replay", "sql", query, "--db", str(db), "--memory-limit", "256MB"]
+        out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        mb, rc = out.stdout.split()[:2]
+        return int(mb), int(rc), out.stdout
+
+    base, rc, _ = peak("SELECT 1")
+    assert rc == 0
+    for bomb in (
+        "SELECT list(range) FROM range(400000000)",
+        "SELECT string_agg(repeat('x', 1000), '') FROM range(4000000)",
+        "SELECT * FROM range(100000000) ORDER BY random()",
+    ):
+        mb, rc, out = peak(bomb)
+        assert rc in (0, 2) and "Traceback" not in out, out  # stopped at the limit, or answered within it
+        assert mb < base + 256 + 64, (bomb, mb, base)

@@ -71,20 +71,40 @@ def test_a_compression_bomb_stops_at_the_limit(tmp_path, monkeypatch):
         decompressed_limit(bomb)
 
 
-def test_a_full_temporary_folder_fails_that_file_only(tmp_path, monkeypatch):
-    import replay.ingest.parse as ip
+def test_compressed_logs_are_streamed_never_copied_to_the_temporary_folder(tmp_path, monkeypatch):
+    """A 2 KB .bz2 once expanded to 3 GiB in TMPDIR, and a full TMPDIR stopped the ingest at that file on every
+    rerun: compressed logs are now read as streams, so an unusable temporary folder changes nothing."""
+    import bz2
+    import tempfile
 
-    (tmp_path / "a.jsonl.gz").write_bytes(gzip.compress(canonical()))
-    (tmp_path / "b.jsonl").write_bytes(canonical())
-
-    def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(ip.shutil, "copyfileobj", full)
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "afile" / "tmp"))  # nothing can be made there
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl.gz").write_bytes(gzip.compress(canonical("a")))
+    (logs / "b.jsonl.bz2").write_bytes(bz2.compress(canonical("b")))
+    (logs / "c.jsonl").write_bytes(canonical("c"))
     con = open_store(tmp_path / "s.duckdb")
-    outs = ingest(con, [tmp_path / "a.jsonl.gz", tmp_path / "b.jsonl"], workers=1)
-    assert [o.status for o in outs] == ["failed", "ingested"]
-    assert "No space left on device" in outs[0].bad[0].reason and "TMPDIR" in outs[0].bad[0].reason
+    outs = ingest(con, [logs], workers=1)
+    assert [o.status for o in outs] == ["ingested"] * 3, [o.bad for o in outs]
+    rows = con.execute("SELECT source_path FROM runs ORDER BY source_path").fetchall()
+    assert [Path(r[0]).name for r in rows] == ["a.jsonl.gz", "b.jsonl.bz2", "c.jsonl"]
+    texts = con.execute("SELECT text FROM items WHERE kind = 'user_text' ORDER BY text").fetchall()
+    assert texts == [("a",), ("b",), ("c",)]
+
+
+def test_a_bomb_past_its_head_is_one_line_and_the_rest_is_read(tmp_path, monkeypatch):
+    """The bound holds while a reader streams (not only while the file is hashed)."""
+    from replay.readers.base import ReadContext, iter_json_lines
+
+    bomb = tmp_path / "bomb.jsonl.gz"
+    bomb.write_bytes(gzip.compress(canonical() + b"\n" * (4 << 20)))
+    ctx = ReadContext(path=bomb, file_hash="0" * 32)
+    monkeypatch.setenv("REPLAY_MAX_DECOMPRESSED_MB", "1")
+    with pytest.raises(ReplayError, match="expands past 1 MB"):
+        list(iter_json_lines(ctx))
+    monkeypatch.delenv("REPLAY_MAX_DECOMPRESSED_MB")
+    assert sum(1 for e in iter_json_lines(ctx) if isinstance(e, tuple)) == canonical().count(b"\n")
 
 
 def test_a_name_that_is_not_utf8_is_ingested_and_shown(tmp_path):
@@ -137,6 +157,44 @@ def test_an_unreadable_folder_is_reported_and_the_rest_ingested(tmp_path, monkey
     found: list[Path] = []
     claude = next(h for h in HARNESSES if h.name == "claude-code")
     assert logs_in(claude, tmp_path, found) == [tmp_path / "ok" / "a.jsonl"] and found == [locked]
+
+
+def test_fifos_sockets_and_devices_are_skipped_each_with_a_line(tmp_path):
+    """Reading a FIFO waits for a writer forever; a device never ends. Found in a folder, named directly or found by
+    discovery, each is named once and never opened; the logs beside them are read."""
+    import socket
+
+    from replay.ingest import expand_paths
+
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.jsonl").write_bytes(canonical())
+    os.mkfifo(logs / "pipe.jsonl")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(logs / "sock.jsonl"))
+    skipped: list = []
+    assert expand_paths([logs, "/dev/null"], skipped) == [logs / "a.jsonl"]
+    assert skipped == [
+        (Path("/dev/null"), "a character device"),
+        (logs / "pipe.jsonl", "a FIFO (named pipe)"),
+        (logs / "sock.jsonl", "a socket"),
+    ]
+    special: list = []
+    claude = next(h for h in HARNESSES if h.name == "claude-code")
+    assert logs_in(claude, logs, [], special) == [logs / "a.jsonl"] and [k for _, k in special] == [
+        "a FIFO (named pipe)",
+        "a socket",
+    ]
+    res = cli("ingest", str(logs), str(logs / "pipe.jsonl"), "--db", str(tmp_path / "s.duckdb"))
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    said = [ln for ln in res.stdout.splitlines() if "not a regular file: skipped" in ln]
+    assert said == [
+        f"{logs / 'pipe.jsonl'}: a FIFO (named pipe), not a regular file: skipped (copy the log to a file to ingest "
+        "it)",
+        f"{logs / 'sock.jsonl'}: a socket, not a regular file: skipped (copy the log to a file to ingest it)",
+    ]
+    assert "1 ingested" in res.stdout
+    sock.close()
 
 
 def test_discovery_walks_a_folder_1200_deep_and_two_self_links(tmp_path, monkeypatch):

@@ -139,6 +139,55 @@ def test_a_file_truncated_under_watch_is_reported(tmp_path):
     assert "shrank" in warning.reason and "10 items to 2 items" in warning.reason
 
 
+def test_a_file_replaced_by_one_of_the_same_size_and_mtime_replaces_its_run(tmp_path):
+    """Same size, mtime set back: caught by a plain ingest (content hash) and under --watch (ctime, inode)."""
+    import os
+
+    before = canonical_run("a", ["2026-01-01T00:00:00Z"])
+    after = [dict(r, text="SAME QUESTION") if r.get("kind") == "user_text" else r for r in before]
+    for watched in (False, True):
+        f = lines(tmp_path / f"w{watched}.jsonl", before)
+        con = open_store(tmp_path / f"s{watched}.duckdb")
+
+        def swap(n: int, f: Path = f) -> None:
+            st = f.stat()
+            lines(f, after)
+            os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+            assert f.stat().st_size == st.st_size
+
+        if watched:
+            assert watch(con, lambda f=f: [f], interval=0, polls=2, after_poll=swap) == 2
+        else:
+            ingest(con, [f])
+            swap(1)
+            assert [o.status for o in ingest(con, [f])] == ["ingested"]
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+        assert con.execute("SELECT list(text) FROM items WHERE kind = 'user_text'").fetchone()[0] == ["SAME QUESTION"]
+
+
+def test_a_reader_fix_reaches_files_ingested_before_it(tmp_path, monkeypatch):
+    """The skip key is content and reader: a file read by an earlier reader version is read again, with a line."""
+    from replay.readers.canonical import CanonicalReader
+
+    f = lines(tmp_path / "a.jsonl", canonical_run("a", ["2026-01-01T00:00:00Z"]))
+    con = open_store(tmp_path / "s.duckdb")
+    ingest(con, [f])
+    assert con.execute("SELECT reader_version FROM files").fetchone()[0] == "canonical/1"
+    con.execute("UPDATE files SET reader_version = NULL")  # a store from before the column: version 1
+    assert [o.status for o in ingest(con, [f])] == ["unchanged"]
+    monkeypatch.setattr(CanonicalReader, "version", 2, raising=False)
+    [out] = ingest(con, [f])
+    assert out.status == "ingested" and "read again: ingested by reader canonical/1" in out.warnings[0].reason
+    assert con.execute("SELECT reader_version, n_runs FROM files").fetchall() == [("canonical/2", 1)]
+    assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+    assert [o.status for o in ingest(con, [f])] == ["unchanged"]
+    monkeypatch.setattr(CanonicalReader, "version", 3, raising=False)  # through watch (one file at a time) too
+    seen: list = []
+    watch(con, lambda: [f], interval=0, polls=1, report=seen.append)
+    assert [o.status for o in seen] == ["ingested"] and "canonical/3" in seen[0].warnings[0].reason
+    assert con.execute("SELECT count(*) FROM files").fetchone()[0] == 1
+
+
 def test_a_cline_string_usage_value_costs_one_request(tmp_path):
     task = tmp_path / "task"
     task.mkdir()
