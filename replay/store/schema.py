@@ -155,6 +155,18 @@ def _v8_behaviour(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v9_sweep_results_unindexed(con: duckdb.DuckDBPyConnection) -> None:
+    """``sweep_results`` without its primary key: DuckDB keeps that index in memory whole (about 90 MB a million
+    rows, not evictable under a memory limit), so a sweep's writer grew with every row it stored. Each (point,
+    run) row is written once by the sweep driver, which skips or deletes and redoes points already stored
+    (``replay.sweeps.runner.DonePoints``)."""
+    con.execute("""
+    CREATE TABLE sweep_results_v9 AS SELECT * FROM sweep_results;
+    DROP TABLE sweep_results;
+    ALTER TABLE sweep_results_v9 RENAME TO sweep_results;
+    """)
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -164,6 +176,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v6_cache_write_1h,
     _v7_sweeps_calibration_files,
     _v8_behaviour,
+    _v9_sweep_results_unindexed,
 ]
 
 

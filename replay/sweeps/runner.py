@@ -27,9 +27,10 @@ from replay.sweeps.shards import SHARD_ITEMS
 from replay.sweeps.spec import SweepSpec, point_id
 
 Note = Callable[[str], None]
-DB_MEMORY_MB = 1024  # DuckDB's memory limit while a sweep writes and exports (the default, 80% of RAM, let the
-# blocks it wrote pile up: 2.9 GB in the driver at 10 M result rows, and 17.5 GB sorting them for the Parquet file;
-# the export sorts out of core under it)
+DB_MEMORY_MB = 128  # DuckDB's memory limit while a sweep writes, exports and sums its results. DuckDB keeps the
+# blocks it wrote or read until its limit: at the default (80% of RAM) 2.9 GB in the driver at 10 M result rows and
+# 17.5 GB sorting them for the Parquet file; at 1 GiB the driver still grew with the rows. The export sorts out of
+# core under it (benchmarks/bench_sweep_writer.py)
 
 
 @dataclass(frozen=True)
