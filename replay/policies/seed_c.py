@@ -15,6 +15,13 @@ Layer 3 fires when the history still overflows after every marker: everything be
 replaced by a durable summary (rolling: a later overflow folds more into it). Failed results and their calls
 stay verbatim. If the normal tail (``tail_fraction`` of the budget) is still too large, the tail shrinks to the
 protected turn. Markers are then applied inside the tail too.
+
+Cost per request: what changed (the new items, the markers from where marking stopped, the protected turns) and a
+tail walk that stops at ``S_FOLD_FROM``, before which nothing is shown that a summary folds, so a summary that
+would fold nothing scans no history. Two paths still grow with the history, each bounded: a run whose steps ever
+decrease finds its protected turns by a scan of the history (``protect_turns`` x items per request; every reader
+gives sorted steps, which walk back over those turns only), and a request at which the server drops an item of an
+earlier turn (``gone_at``) revisits the markers from that item on (items, on such requests only).
 """
 
 from __future__ import annotations
