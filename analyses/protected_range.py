@@ -19,8 +19,8 @@ NAME = "protected_range"
 def main(argv: list[str] | None = None) -> pl.DataFrame:
     args = parser(__doc__.splitlines()[0]).parse_args(argv)
     ctx = Context(args)
-    agg = ctx.sweep_windows(NAME, {"protect": [12_000, 0.3333333333]})
-    third = pl.col("protect") <= 1  # the knob is a fraction of the window when <= 1, else tokens
+    agg = ctx.sweep_windows(NAME, {"protect": [12_000, 0], "protect_fraction": [0.3333333333]})
+    third = pl.col("protect") == 0  # protect 0: the range is protect_fraction of the window
     df = agg.with_columns(
         pl.when(third).then(pl.lit("a third of the window")).otherwise(pl.lit("12,000 tokens")).alias("variant"),
         pl.when(third).then((pl.col("window") / 3).round(0)).otherwise(12_000.0).alias("protected_tokens"),

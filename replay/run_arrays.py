@@ -37,8 +37,9 @@ def epoch(ts: str | None) -> float:
         return float("nan")
 
 
-# recorded events that clear content without a summariser call (Claude Code's microcompact): no LLM call to charge
-CLEARING_EVENTS = ("microcompact",)
+# recorded events that clear content without a summariser call (Claude Code's microcompact, Cline's truncation): no
+# LLM call to charge
+CLEARING_EVENTS = ("microcompact", "truncation")
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +114,25 @@ class RunArrays:
     # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
     warm: int = 0
     tail: int = 0
+    # per item: tokens the harness's own trigger count adds for it beyond the server's usage (codex-rs: its estimate
+    # of earlier turns' encrypted reasoning, ``runs.metadata.harness_estimates``); None: 0 everywhere
+    harness_est: np.ndarray | None = field(default=None, repr=False)
+    # tool calls are text in the messages, not API call/result pairs (Cline's XML tool format): dropping one never
+    # drops its partner (``runs.metadata.tool_calls`` "text")
+    text_tools: bool = False
+    # per item: a file-tool result a harness's duplicate-read pass may rewrite (Cline: the result that opens a user
+    # message), the file as the harness keys it (the path as written in the result's header, as an id; -1 none)
+    # and the item's characters once rewritten (``runs.metadata.duplicate_candidates``); None: no such item
+    dup_key: np.ndarray | None = field(default=None, repr=False)
+    dup_chars: np.ndarray | None = field(default=None, repr=False)
+    system_tokens: int = 0  # tokens up to the system-prompt breakpoint when shorter than the prefix item, 0: all of it
+    # per request: the log shows the harness's tool list changed before it (replay.simulator.tool_loads); empty: none
+    tools_change: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
+    # per request: the most the server's cache can give it, cut back to the prefix item (replay.simulator.run_start
+    # .cache_caps), -1: no such limit; empty: none anywhere
+    cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
+    thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -120,6 +140,48 @@ class RunArrays:
         if len(self.usage_offset) == self.n_requests:
             return self.usage_offset.astype(np.int64)
         return np.zeros(self.n_requests, dtype=np.int64)
+
+    @property
+    def harness_estimates(self) -> np.ndarray:
+        """``harness_est`` with one entry per item (0 where none is given)."""
+        if self.harness_est is not None and len(self.harness_est) == self.n_items:
+            return self.harness_est.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def dup_keys(self) -> np.ndarray:
+        """``dup_key`` with one entry per item (-1 where none is given)."""
+        if self.dup_key is not None and len(self.dup_key) == self.n_items:
+            return self.dup_key.astype(np.int64)
+        return np.full(self.n_items, -1, dtype=np.int64)
+
+    @property
+    def dup_chars_after(self) -> np.ndarray:
+        """``dup_chars`` with one entry per item (0 where none is given)."""
+        if self.dup_chars is not None and len(self.dup_chars) == self.n_items:
+            return self.dup_chars.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def thinking_switches(self) -> np.ndarray:
+        """``thinking_switch`` with one entry per request (False where none is given)."""
+        if len(self.thinking_switch) == self.n_requests:
+            return self.thinking_switch.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def tools_changes(self) -> np.ndarray:
+        """``tools_change`` with one entry per request (False where none is given)."""
+        if len(self.tools_change) == self.n_requests:
+            return self.tools_change.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def cache_caps(self) -> np.ndarray:
+        """``cache_cap`` with one entry per request (-1 where none is given)."""
+        if len(self.cache_cap) == self.n_requests:
+            return self.cache_cap.astype(np.int64)
+        return np.full(self.n_requests, -1, dtype=np.int64)
 
     @property
     def gone_at(self) -> np.ndarray:

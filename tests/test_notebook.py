@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -17,6 +18,8 @@ def test_tune_notebook_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     # the bundled sample keeps the test fast; the notebook reads the shared corpus when REPLAY_CORPUS is unset
     monkeypatch.setenv("REPLAY_CORPUS", str(ROOT / "data" / "sample"))
     monkeypatch.chdir(tmp_path)
+    # the kernel imports this checkout's replay (not whichever one is installed)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     nb = nbformat.read(shutil.copy(NOTEBOOK, tmp_path / NOTEBOOK.name), as_version=4)
     nbclient.NotebookClient(
         nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
@@ -39,3 +42,16 @@ def test_tune_notebook_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     for name in ("recommended.toml", "front.csv", "front.png", "front.svg"):
         assert (out / name).stat().st_size > 0, name
     assert (tmp_path / "tune_notebook.duckdb").exists()
+    # the conclusion is computed from the notebook's own results: its numbers are the recommended point's
+    conclusion = next(line for line in text.splitlines() if line.startswith("CONCLUSION:"))
+    import polars as pl
+
+    rec = pl.read_parquet(out / "points.parquet").filter(pl.col("recommended"))
+    if rec.height:
+        n = int(rec["overflow_incidents"][0])
+        if n:
+            assert f"to {n:,} " in conclusion or "no less" in conclusion, conclusion
+        else:
+            assert "removes all" in conclusion or "Neither" in conclusion, conclusion
+        assert f"${rec['cost_usd'][0]:,.2f}" in conclusion, conclusion
+    assert "the overflow is gone" not in text

@@ -120,9 +120,9 @@ def test_tables_and_csv_from_a_hostile_log(hostile_db: Path) -> None:
 
 
 def test_check_markdown_and_junit_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
-    base = '[policy]\nname = "seed_a"\n[params]\nwindow = 130000\nreserve = 24576\nprotect = 0.3333333333\n'
+    base = '[policy]\nname = "seed_a"\n[params]\nwindow = 130000\nreserve = 24576\nprotect_fraction = 0.3333333333\n'
     (tmp_path / "b.toml").write_text(base)
-    (tmp_path / "c.toml").write_text(base.replace("protect = 0.3333333333", "protect = 4000"))
+    (tmp_path / "c.toml").write_text(base.replace("protect_fraction = 0.3333333333", "protect = 4000"))
     md, junit = tmp_path / "r.md", tmp_path / "r.xml"
     res = CliRunner().invoke(
         app,

@@ -79,6 +79,7 @@ def check(
     con = open_store(db, read_only=not (tokenizer or base.tokenizer or cand.tokenizer))
     tid = resolve_tokenizer(con, tokenizer) if tokenizer else _one_tokenizer(con, base, cand)
     arrays = load_runs(con, tid, runs or base.runs)
+    con.close()  # the runs are in memory: the store is free for the next command (in this process too)
     if not arrays:
         raise ReplayError(f"no runs in {db} match {runs or base.runs!r}; see `replay runs`")
     pricing = pricing_from_options(prices, price)

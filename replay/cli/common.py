@@ -126,9 +126,20 @@ def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(c).map_elements(for_csv, return_dtype=pl.String) for c in text)
 
 
-def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:
+def emit(
+    frame: pl.DataFrame,
+    fmt: str = "table",
+    title: str | None = None,
+    wide: bool | None = None,
+    keep: tuple[str, ...] = (),
+    all_in: str | None = None,
+    label_room: bool = False,
+) -> None:
     """Print a frame as a rich table, JSON rows or CSV. A table keeps the columns that fit the terminal whole, in
-    frame order, and names the ones left out; ``wide`` True: every column (None: the command has no --wide)."""
+    frame order, and names the ones left out; ``keep``: the columns the command exists for, shown at any width
+    (the others make room for them); ``wide`` True: every column (None: the command has no --wide); ``all_in``:
+    where a command without --format finds every column; ``label_room``: the first column (a label: a run id, a
+    model) takes the room the others leave."""
     if fmt == "json":
         sys.stdout.write(frame.write_json() + "\n")
     elif fmt == "csv":
@@ -137,8 +148,13 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
         hidden: list[str] = []
         widths = {c: _column_width(frame, c, fold_header=not wide) for c in frame.columns}
         if not wide and frame.columns:  # a long id folds onto more lines, never cut
-            widths[frame.columns[0]] = min(widths[frame.columns[0]], max(24, console.width * 3 // 10))
-            frame, hidden = fit_columns(frame, console.width, widths)
+            first = frame.columns[0]
+            room = max(24, console.width * 3 // 10)
+            if label_room:  # the width the other columns leave (3 a column for padding and divider, 1 the edge)
+                room = max(room, console.width - 4 - sum(widths[c] + 3 for c in frame.columns[1:]))
+            widths[first] = min(widths[first], room)
+            _fold_text_to_fit(frame, widths, [first, *(c for c in keep if c in frame.columns)])
+            frame, hidden = fit_columns(frame, console.width, widths, keep)
         table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD)
         for col in frame.columns:
             name = col if wide or len(col) <= widths[col] else header(col)
@@ -159,7 +175,7 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
         else:
             console.print(table)
         if hidden:
-            more = "--wide shows all" if wide is not None else "--format csv or json gives all"
+            more = all_in or ("--wide shows all" if wide is not None else "--format csv or json gives all")
             console.print(
                 Text(f"columns left out at {console.width} columns: {', '.join(hidden)} ({more})", style="dim")
             )
@@ -170,9 +186,24 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
 NO_PRICE = "no price"
 
 
-def warnings_block(lines: list[str], out: Console | None = None) -> None:
-    """The warnings under a table, as one short block: a header and one bullet per warning (text from a log made
-    safe by the caller)."""
+def _fold_text_to_fit(frame: pl.DataFrame, widths: dict[str, int], must: list[str]) -> None:
+    """Narrow the text columns among ``must`` (folded onto more lines, never cut) until every column in ``must``
+    fits the terminal: the widest give way first; numbers keep their width (at least 8 characters each)."""
+    must = list(dict.fromkeys(must))
+    text = [c for c in must if not frame[c].dtype.is_numeric()]
+    room = console.width - 1 - sum(widths[c] + 3 for c in must if c not in text) - 3 * len(text)
+    if not text or sum(widths[c] for c in text) <= room:
+        return
+    left, todo = room, sorted(text, key=lambda c: widths[c])
+    for i, col in enumerate(todo):  # water-filling: a narrow column keeps its width, the rest share what is left
+        share = max(8, left // (len(todo) - i))
+        widths[col] = min(widths[col], share)
+        left -= widths[col]
+
+
+def warnings_block(lines: list[str], out: Console | None = None, title: str = "WARNINGS") -> None:
+    """The warnings under a table, as one short block: a header and one bullet per warning, folded at the
+    terminal's width (text from a log made safe by the caller)."""
     if not lines:
         return
     out = out or console
@@ -181,7 +212,7 @@ def warnings_block(lines: list[str], out: Console | None = None) -> None:
     grid.add_column(overflow="fold")
     for line in lines:
         grid.add_row("-", Text(line))
-    out.print(Text(f"WARNINGS ({len(lines)}):", style="bold yellow"))
+    out.print(Text(f"{title} ({len(lines)}):", style="bold yellow"))
     out.print(grid, style="yellow")
 
 
@@ -219,18 +250,24 @@ def _table_width(frame: pl.DataFrame) -> int:
 
 
 def fit_columns(
-    frame: pl.DataFrame, width: int, widths: dict[str, int] | None = None
+    frame: pl.DataFrame, width: int, widths: dict[str, int] | None = None, keep: tuple[str, ...] = ()
 ) -> tuple[pl.DataFrame, list[str]]:
-    """The columns of ``frame``, in order, whose cells fit ``width`` whole (the first always; ``widths``: each
-    column's, default its widest cell), and the names of the columns left out."""
-    used, keep = 1, []
-    for i, col in enumerate(frame.columns):
-        need = (widths[col] if widths else _column_width(frame, col)) + 3
-        if i and used + need > width:
-            continue
-        keep.append(col)
-        used += need
-    return frame.select(keep), [c for c in frame.columns if c not in keep]
+    """The columns of ``frame``, in order, whose cells fit ``width`` whole (the first and those in ``keep``
+    always, the others in the room left; ``widths``: each column's, default its widest cell), and the names of
+    the columns left out."""
+
+    def need(col: str) -> int:
+        return (widths[col] if widths else _column_width(frame, col)) + 3
+
+    must = {frame.columns[0], *(c for c in keep if c in frame.columns)} if frame.columns else set()
+    used, shown = 1 + sum(need(c) for c in must), []
+    for col in frame.columns:
+        if col not in must:
+            if used + need(col) > width:
+                continue
+            used += need(col)
+        shown.append(col)
+    return frame.select(shown), [c for c in frame.columns if c not in shown]
 
 
 INTERRUPTED_EXIT = 130  # the shell's code for a command ended by Ctrl-C

@@ -64,7 +64,7 @@ def placeholders(
         )
         return
     title = f"placeholder re-calls within the next {k} calls (baseline: {baseline} runs, same age, not replaced)"
-    emit(_display(table) if fmt == "table" else table, fmt, title=title)
+    emit(_display(table) if fmt == "table" else table, fmt, title=title, keep=("rate %", "95% CI"))
 
 
 def _display(table: pl.DataFrame) -> pl.DataFrame:

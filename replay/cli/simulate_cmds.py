@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import polars as pl
 import typer
@@ -11,6 +12,15 @@ from rich.console import Console
 from rich.text import Text
 
 from replay.cli import app
+from replay.cli.behaviour_options import (
+    BAND_SHOWN,
+    BEHAVIOUR_COLUMNS,
+    POINT_SHOWN,
+    BehaviourFlag,
+    CalibrationOption,
+    CapOption,
+    check_options,
+)
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
@@ -28,7 +38,7 @@ from replay.cli.common import (
 )
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
-from replay.policies import PRESETS, Budget, make_policy, parse_sets, policy_class, registry
+from replay.policies import PRESETS, Budget, aliases_of, make_policy, parse_sets, policy_class, registry
 from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
 from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
@@ -36,6 +46,12 @@ from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from replay.policies.base import PolicyBase
+    from replay.run_arrays import RunArrays
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = [
@@ -92,6 +108,9 @@ def simulate(
     ] = None,
     db: DbOption = DEFAULT_DB_PATH,
     fmt: FormatOption = "table",
+    behaviour: BehaviourFlag = False,
+    cap: CapOption = None,
+    calibration: CalibrationOption = None,
     policy_file: Annotated[
         Path | None,
         typer.Option(
@@ -108,6 +127,7 @@ def simulate(
     The prompt of each request is the view's items plus the harness prefix the log does not hold, counted as
     the server counts them (replay.simulator.prompt): fitted on the run's recorded usage, else its harness's
     profile, else ``--overhead``; runs with none of these are listed."""
+    check_options(behaviour, cap, calibration)
     knobs, cache_params = {}, {}
     if policy_file:  # the file's settings; explicit -t/--runs/--cache still win
         from replay.sweeps.policy_file import load_policy_file, simulate_settings
@@ -145,7 +165,10 @@ def simulate(
     )
     if store:
         store_simulation(con, sim)
-    emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
+    shown = sim.runs.select(COLUMNS)
+    if behaviour:
+        shown = with_behaviour(con, shown, arrays, pol, Budget(window, reserve), sim.runs, cap, calibration, store)
+    emit(shown, fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
     warnings = window_warnings(pol, window, reserve)
@@ -161,25 +184,78 @@ def simulate(
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
 
 
+def with_behaviour(
+    con: duckdb.DuckDBPyConnection,
+    shown: pl.DataFrame,
+    arrays: list[RunArrays],
+    pol: PolicyBase,
+    budget: Budget,
+    sim_runs: pl.DataFrame,
+    cap: int | None,
+    calibration: Path | None,
+    store: bool,
+) -> pl.DataFrame:
+    """``shown`` with the behaviour columns of each run (replay.behaviour), from the views simulate charged; the rows
+    stored in behaviour_runs when ``store``."""
+    from replay.behaviour.pool import harness_of
+    from replay.behaviour.rows import write_rows
+    from replay.behaviour.table import BandSettings, behaviour_rows
+
+    settings = None
+    if cap is not None:
+        from replay.behaviour.calibration_file import read_calibration
+
+        costs = dict(zip(sim_runs["run_id"].to_list(), sim_runs["cost_usd"].to_list(), strict=True))
+        cal = read_calibration(calibration) if calibration else None
+        harness = harness_of(con, [r.run_id for r in arrays])
+        settings = BandSettings(cap, costs, harness, cal, str(calibration) if cal else None)
+    run_rows, ep_rows = behaviour_rows(arrays, pol, budget, settings)
+    if store:
+        write_rows(con, pol.name, dict(pol.config.__dict__), run_rows, ep_rows)
+    cols = list(BEHAVIOUR_COLUMNS)
+    if cap is not None:
+        cols += BAND_SHOWN + (POINT_SHOWN if any(r.get("turns_point") is not None for r in run_rows) else [])
+    extra = pl.DataFrame([{"run_id": r["run_id"], **{c: r.get(c) for c in cols}} for r in run_rows])
+    return shown.join(extra, on="run_id", how="left", maintain_order="left")
+
+
 @app.command()
 def policies() -> None:
-    """List policies and their parameters (defaults)."""
+    """List policies (with their descriptive names) and their parameters (defaults)."""
     for name in sorted(registry()):
         cls = policy_class(name)
-        params = ", ".join(f"{n}={d!r}" for n, d, _ in cls.Config.describe())
+        params = ", ".join(f"{n}={knob_text(d)}" for n, d, _ in cls.Config.describe())
         tuned = f"\n  tune sweeps: {', '.join(k.name for k in cls.space)}" if cls.space else ""
+        also = aliases_of(name)
         console.print(
-            Text.assemble((name, "bold"), f": {(cls.Config.__doc__ or '').strip()}\n  {params}{tuned}"),
+            Text.assemble(
+                (name, "bold"),
+                (f" (also: {', '.join(also)})" if also else ""),
+                f": {' '.join((cls.Config.__doc__ or '').split())}\n  {params}{tuned}",
+            ),
             highlight=False,
         )
     console.print(
         Text.assemble("\n", ("Presets", "bold"), " (a harness's own policy; --policy NAME; --set overrides a knob):")
     )
     for preset in PRESETS.values():
-        knobs = ", ".join(f"{k}={v!r}" for k, v in preset.params.items())
+        knobs = ", ".join(f"{k}={knob_text(v)}" for k, v in preset.params.items())
         console.print(
             Text.assemble((preset.name, "bold"), f" = {preset.policy}: {preset.doc}\n  {knobs}"), highlight=False
         )
+
+
+def knob_text(v: object) -> str:
+    """A knob's value as a policy file or --set writes it (no Python repr): text quoted, true/false, numbers."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(knob_text(x) for x in v) + "]"
+    return str(v)
 
 
 MODEL_TOKENIZER = "model"
@@ -333,6 +409,7 @@ def fidelity(
             fmt,
             title=title,
             wide=wide,
+            keep=("verdict",),
         )
         for i, reason in enumerate(reasons, 1):
             console.print(Text(f"[{i}] {for_terminal(reason)}"), highlight=False)

@@ -18,6 +18,7 @@ from replay.cli.common import (
     WideOption,
     console,
     emit,
+    warnings_block,
 )
 from replay.store import frame, open_store
 from replay.untrusted import for_terminal
@@ -143,7 +144,7 @@ def calibrate(
     by_file = error_by_file(requests)
     table = file_table(by_file)
     if fmt == "table":
-        emit(table, fmt, f"error after calibration, per file ({tok.tokenizer_id})", wide=wide)
+        emit(table, fmt, f"error after calibration, per file ({tok.tokenizer_id})", wide=wide, keep=("within_target",))
     elif fmt == "csv":
         emit(table.with_columns(by_file["unreconstructable"]), fmt)
     ok = by_file.filter(pl.col("unreconstructable") == "")
@@ -156,9 +157,10 @@ def calibrate(
     )
     bad = by_file.filter(pl.col("unreconstructable") != "")
     if len(bad) and fmt == "table":
-        console.print(f"unreconstructable ({len(bad)} files, kept in the table above):", highlight=False)
-        for file, reason in bad.select("file", "unreconstructable").iter_rows():
-            console.print(for_terminal(f"  {file}: {reason}"), highlight=False, soft_wrap=True)
+        warnings_block(
+            [for_terminal(f"{file}: {reason}") for file, reason in bad.select("file", "unreconstructable").iter_rows()],
+            title="unreconstructable files, kept in the table above",
+        )
     proxy_tok = load_tokenizer(proxy) if proxy else None
     if proxy_tok is not None:
         count_items(con, proxy_tok)
@@ -180,7 +182,7 @@ def calibrate(
             + "\n"
         )
     elif fmt == "table":
-        emit(bias, fmt, title="estimator bias (est/real - 1) by part and content", wide=wide)
+        emit(bias, fmt, title="estimator bias (est/real - 1) by part and content", wide=wide, keep=("bias",))
     else:
         Console(stderr=True).print("estimator bias: --format table or json", highlight=False)
 

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from replay.cli import app
+from replay.cli.behaviour_options import BehaviourFlag, CalibrationOption, CapOption, check_options
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
@@ -19,7 +19,9 @@ from replay.cli.common import (
     RequiredTokenizerOption,
     WorkersOption,
     console,
+    emit,
     note,
+    warnings_block,
 )
 from replay.errors import ReplayError
 from replay.policies import tunable
@@ -59,6 +61,9 @@ def tune(
     price: PriceOption = [],  # noqa: B006
     executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
     workers: WorkersOption = 0,
+    behaviour: BehaviourFlag = False,
+    cap: CapOption = None,
+    calibration: CalibrationOption = None,
 ) -> None:
     """Sweep the policy's knobs at this window and reserve (ranges relative to the window); keep the points that
     pass `replay check`'s default gate against the policy's defaults, then those with zero (else the fewest)
@@ -68,13 +73,15 @@ def tune(
     Resumable: the same arguments give the same sweep id, so a rerun skips finished points."""
     from replay.metrics.prices import pricing_from_options
     from replay.store import open_store
+    from replay.sweeps.behaviour_points import BehaviourOptions
     from replay.sweeps.runner import sweep_workers
     from replay.sweeps.spec import MAX_POINTS
     from replay.sweeps.tune import tune as run
     from replay.sweeps.tune_grid import fit_warnings, tune_grid
-    from replay.sweeps.tune_report import front_columns, summary_lines
+    from replay.sweeps.tune_report import answer, front_columns, summary_lines, tradeoff
     from replay.tokens.resolve import resolve
 
+    check_options(behaviour, cap, calibration)
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
         raise ReplayError(
             f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few levels)"
@@ -89,8 +96,21 @@ def tune(
     early = fit_warnings(policy, window, reserve)
     for line in early:
         console.print(line, style="bold yellow", highlight=False, markup=False)
+    opts = BehaviourOptions(cap, calibration) if behaviour else None
     res = run(
-        con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers, pricing=pricing
+        con,
+        policy,
+        window,
+        reserve,
+        tok.tokenizer_id,
+        out,
+        points,
+        runs,
+        cache,
+        executor,
+        workers,
+        pricing=pricing,
+        behaviour=opts,
     )
     lines = summary_lines(res)
     title = (
@@ -98,45 +118,22 @@ def tune(
         if res.gate_passed
         else f"Pareto front of all swept points ({res.front.height}; none passes the gate)"
     )
-    table = Table(title=title, title_justify="left")
-    cols = [
-        c
-        for c in front_columns(res)
-        if c in res.front.columns
-        and c not in ("point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")
-    ]
-    heads = {
-        "summaries_per_100": "summ/100",
-        "cache_hit_rate": "cache",
-        "repeat_evicted": "evicted",
-        "cost_usd": "cost $",
-        "overflow_incidents": "overfl",
-        "protect": "protect",
-        "tail_fraction": "tail",
-        "reclaim_floor": "reclaim",
-        "summary_at": "summary_at",
-        "keep_user_tokens": "keep_user",
-        "clear_at_least": "clear_min",
-        "summary_tokens": "summ_tok",
-    }
-    table.add_column("rec", no_wrap=True)
-    for c in cols:  # at 80 columns cells fold onto a second line: a number is never cut
-        table.add_column(heads.get(c, c), justify="right", overflow="fold")
-    for row in res.front.head(SHOWN).iter_rows(named=True):
-        mark = "→" if row["point_id"] == res.recommended["point_id"] else ""
-        table.add_row(mark, *(_cell(c, row[c]) for c in cols))
-    if res.defaults:  # the reference every point is gated against
-        d = res.defaults
-        mark = "→ dflt" if res.recommended["point_id"] == "defaults" else "dflt"
-        table.add_row(mark, *(_cell(c, d.get(c)) for c in cols))
-    console.print(table)
+    emit(
+        front_table(res, front_columns(res)), title=title, keep=KEY_COLUMNS, all_in=f"{res.files['front_csv']} has all"
+    )
     if res.front.height > SHOWN:
         console.print(f"... {res.front.height - SHOWN} more in {res.files['front_csv']}", highlight=False)
+    trade = tradeoff(res)
+    if trade.height:
+        emit(
+            trade,
+            title="no point passes the gate: the trade-off",
+            keep=("overflow_incidents", "cost_usd", "fails_on"),
+            all_in="points.parquet has all",
+        )
     for line in lines:
-        if line in early:
-            continue
-        style = "bold yellow" if line.startswith("WARNING") else None
-        console.print(line, style=style, highlight=False, markup=False)
+        if not line.startswith("WARNING"):
+            console.print(line, highlight=False, markup=False)
     console.print(
         f"wrote {res.files['policy']} and {res.files['defaults']} (gate: replay check "
         f"{res.files['defaults']} {res.files['policy']}), {res.files['front_csv']}, "
@@ -144,15 +141,39 @@ def tune(
         highlight=False,
         markup=False,
     )
+    whole = f"WARNING: {res.why}{res.choice}"  # what was chosen instead is the ANSWER below: said once
+    warnings_block(
+        [(res.why if line == whole else line).removeprefix("WARNING: ") for line in lines if line.startswith("WARNING")]
+    )
+    console.print(answer(res), style="bold", highlight=False, markup=False)
 
 
-def _cell(col: str, v: object) -> str:
-    if v is None:
-        return ""
-    if col == "cache_hit_rate":
-        return f"{100 * float(v):.1f}%"
-    if col == "cost_usd":
-        return f"{float(v):,.2f}"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() and abs(v) >= 100 else f"{v:.4g}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
+KEY_COLUMNS = ("summaries_per_100", "cache_hit_%", "cost_usd", "overflow_incidents")
+
+
+def front_table(res, cols: list[str]):
+    """The front's first SHOWN points and the defaults, as a frame ``emit`` prints: the point (→: the
+    recommended one), the knobs and the metrics, cache hit as a percentage."""
+    import polars as pl
+
+    rec = res.recommended["point_id"]
+    keep = [
+        c
+        for c in cols
+        if c in res.front.columns
+        and c not in ("point_id", "runs_with_overflow", "emergencies", "repeat_evicted_tokens", "gate_ok")
+    ]
+    rows = [
+        {"point": ("→ " if r["point_id"] == rec else "") + r["point_id"][:8], **{c: r[c] for c in keep}}
+        for r in res.front.head(SHOWN).iter_rows(named=True)
+    ]
+    if res.defaults:  # the reference every point is gated against
+        rows.append(
+            {"point": ("→ " if rec == "defaults" else "") + "defaults", **{c: res.defaults.get(c) for c in keep}}
+        )
+    frame = pl.DataFrame(rows, infer_schema_length=None)
+    return frame.with_columns(
+        (pl.col("cache_hit_rate") * 100).round(1),
+        pl.col("cost_usd").cast(pl.Float64).round(2),
+        pl.col("summaries_per_100").round(2),
+    ).rename({"cache_hit_rate": "cache_hit_%"})

@@ -29,6 +29,27 @@ POLICY_MODULES = [
 ]
 
 
+# Descriptive names for the seed policies: accepted wherever a policy name is (simulate, sweep and policy files,
+# tune, check, show, warm); stored results, sweep ids and policy files keep the one canonical (registered) name,
+# so results written before the names existed still match.
+ALIASES = {
+    "tiered_summary": "seed_a",
+    "tiered_summary_before": "seed_a_before",
+    "sectioned_budget": "seed_b",
+    "spill_and_mark": "seed_c",
+}
+
+
+def canonical(name: str) -> str:
+    """The registered name a policy name stands for (a descriptive alias becomes its seed name; others as given)."""
+    return ALIASES.get(name, name)
+
+
+def aliases_of(name: str) -> list[str]:
+    """The descriptive names of registered policy ``name``."""
+    return [a for a, n in ALIASES.items() if n == name]
+
+
 @cache
 def registry() -> dict[str, type[PolicyBase]]:
     """name -> Policy class, from every module in POLICY_MODULES (a missing module is an error), in order; each
@@ -55,7 +76,9 @@ def tunable() -> list[str]:
 
 
 def policy_class(name: str) -> type[PolicyBase]:
-    """A registered name, a preset name (its policy's class), or 'pkg.module:Class' for a user policy."""
+    """A registered name or its alias (ALIASES), a preset name (its policy's class), or 'pkg.module:Class' for a
+    user policy."""
+    name = canonical(name)
     if name in PRESETS:
         return registry()[PRESETS[name].policy]
     if ":" in name:
@@ -83,7 +106,7 @@ def policy_class(name: str) -> type[PolicyBase]:
     reg = registry()
     if name not in reg:
         raise ReplayError(
-            f"--policy {name}: unknown; choose one of {', '.join(sorted(reg))}, a preset "
+            f"--policy {name}: unknown; choose one of {', '.join(sorted([*reg, *ALIASES]))}, a preset "
             f"({', '.join(PRESETS)}) or pkg.module:Class"
         )
     return reg[name]
@@ -91,12 +114,14 @@ def policy_class(name: str) -> type[PolicyBase]:
 
 def make_policy(name: str, params: dict[str, Any] | None = None) -> PolicyBase:
     """Build a policy with validated parameters; a preset's knobs come first, ``params`` override them."""
+    name = canonical(name)
     cls = policy_class(name)
     base = PRESETS[name].params if name in PRESETS else {}
     return cls(cls.Config.from_params({**base, **(params or {})}))
 
 
 __all__ = [
+    "ALIASES",
     "PRESETS",
     "Budget",
     "CompiledPolicy",
@@ -104,6 +129,8 @@ __all__ = [
     "PolicyBase",
     "PolicyConfig",
     "Preset",
+    "aliases_of",
+    "canonical",
     "make_policy",
     "parse_sets",
     "policy_class",

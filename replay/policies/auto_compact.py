@@ -21,8 +21,11 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   background compaction whose summary replaces, at the next request, what was there when it started
   (``background_until``: at 0.95 it waits and applies at once).
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
-  of ``model_context_window``; the summary is followed by the newest user messages up to 20,000 tokens (the
-  oldest kept one truncated to fit), as codex-rs ``build_compacted_history`` does.
+  of the model's window; ``trigger_on`` "codex" adds what codex-rs adds when the server does not say it counted
+  earlier reasoning (``get_total_token_usage``): its own estimate of each encrypted reasoning item before the
+  newest user message (``RunArrays.harness_est``; the server drops those, codex-rs still counts them). The
+  summary is followed by the newest user messages up to 20,000 tokens (the oldest kept one truncated to fit), as
+  codex-rs ``build_compacted_history`` does.
 
 Recorded harness artefacts in the run (a ``summary`` item and the attachments / user messages the harness
 re-sent with it, same step, after it; the loader's ``recorded_only`` items) are never part of this policy's
@@ -111,11 +114,12 @@ class AutoCompactConfig(PolicyConfig):
     output_reserve: int = knob(0, 0, 10_000_000, "tokens taken off the window before the fraction (max output)")
     buffer_tokens: int = knob(0, 0, 10_000_000, "tokens taken off after the fraction (Claude Code 2.x: 13,000)")
     context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the budget window)")
-    trigger_on: Literal["prompt", "previous_prompt", "last_usage", "usage_and_new"] = knob(
+    trigger_on: Literal["prompt", "previous_prompt", "last_usage", "usage_and_new", "codex"] = knob(
         "prompt",
-        doc="prompt: the history about to be sent (Codex); previous_prompt: the last request's prompt "
+        doc="prompt: the history about to be sent; previous_prompt: the last request's prompt "
         "(Gemini CLI); last_usage: that and the last response's output (Claude Code to 2.1.0); "
-        "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3 on)",
+        "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3 on); codex: the prompt plus "
+        "codex-rs's estimate of earlier turns' encrypted reasoning (codex-rs)",
     )
     summary_tokens: int = knob(3_000, 0, 1_000_000, "size of the compaction summary")
     summary_from_log: bool = knob(
@@ -188,6 +192,7 @@ class AutoCompactConfig(PolicyConfig):
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
+S_CUT = S_POLICY + 4  # the history's end when the last compaction was made: what it summarised lies before
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
 # microcompact tool (and its result)
 A_RECORDED, A_MICRO = 0, 1
@@ -210,7 +215,9 @@ class AutoCompact(CompiledPolicy):
         c = self.config
         window = c.context_window or budget.window
         p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
-        p[P_PREVIOUS] = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3}[c.trigger_on]
+        p[P_PREVIOUS] = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}[
+            c.trigger_on
+        ]
         p[P_SUMMARY_TOKENS] = c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
@@ -340,8 +347,24 @@ def new_chars4(r, st):
 
 
 @compiled
+def earlier_reasoning(r, st):
+    """codex-rs's own estimate of the encrypted reasoning items before the newest user message, of those not
+    summarised by a compaction (the server no longer counts them; codex-rs adds them to its usage)."""
+    end = st.s[S_END]
+    if end == 0:
+        return np.int64(0)
+    turn, n = r.turn[end - 1], np.int64(0)
+    for q in range(max(st.s[S_CUT], prefix_end(r, st)), end):
+        if r.harness_est[q] > 0 and r.turn[q] < turn:
+            n += r.harness_est[q]
+    return n
+
+
+@compiled
 def due(p, r, st):
     mode = p[P_PREVIOUS]
+    if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
+        return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= p[P_LIMIT]
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
         return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > p[P_LIMIT]
     if mode == 2:  # Claude Code 2.1.3 on: the last response's usage plus the messages since at chars/4
@@ -447,6 +470,7 @@ def compact_before(p, r, st, start):
             drop(r, st, q)
     size = summary_size(p, st) + (np.int64(p[P_REATTACH]) if touched else 0)
     st.s[S_COMPACTIONS] += 1
+    st.s[S_CUT] = max(st.s[S_CUT], start)
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
     # user messages first, then the summary; the difference is order only, the tokens are the same
     set_summary(st, oldest, size, size)

@@ -174,8 +174,11 @@ class Policy(PolicyBase):
         self.set_forms(np.flatnonzero((gone >= 0) & (gone <= self.k) & (self.forms[: self.end] != DROPPED)), DROPPED)
 
     def drop_orphans(self) -> None:
-        """A result arriving after its call was dropped is dropped too: a call is never split from its result."""
+        """A result arriving after its call was dropped is dropped too: a call is never split from its result (but
+        where tool calls are text, ``RunArrays.text_tools``)."""
         r = self.run
+        if r.text_tools:
+            return
         new = np.arange(self.prev_end, self.end)
         late = new[(r.kind[new] == TOOL_RESULT) & (r.pair[new] >= 0) & (r.pair[new] < new)]
         self.set_forms(late[self.forms[r.pair[late]] == DROPPED], DROPPED)
@@ -225,8 +228,11 @@ class Policy(PolicyBase):
             start = int(early.min())
 
     def drop(self, positions: np.ndarray) -> None:
-        """Drop items together with their call/result partners."""
+        """Drop items together with their call/result partners (alone where tool calls are text)."""
         positions = np.asarray(positions, dtype=np.int64)
+        if self.run.text_tools:
+            self.set_forms(positions, DROPPED)
+            return
         partners = self.run.pair[positions]
         both = np.concatenate([positions, partners[(partners >= 0) & (partners < self.end)]])
         self.set_forms(np.unique(both), DROPPED)

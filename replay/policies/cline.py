@@ -9,11 +9,17 @@ when half the usage is still past the limit) goes, an even number of messages en
 
 In this replay an API message is a request's part: message 0 the first request's user message, then per request k
 its response (message 2k + 1) and the next user message (2k + 2), so the range is counted in requests. The duplicate
-reads Cline sees are the first tool result of a user message when it is a ``read_file``, ``replace_in_file`` or
-``write_to_file`` result (the first content block); a duplicate is replaced by a notice of ``read_notice_chars``
-(the result's header and the notice) or ``write_notice_chars`` (the write result's wording around the notice).
-Files mentioned in user text (``<file_content>``) and the truncation notice on the first assistant message (a few
-hundred characters) are not modelled. A truncation sets the kernel's "cleared without a summary" flag.
+reads Cline sees are the first tool result of a user message when it is a ``read_file`` result, or a
+``replace_in_file`` / ``write_to_file`` result holding the file's final content (the first content block), keyed
+by the path as its header writes it (``[read_file for 'src/a.ts'] Result:``; a relative and an absolute spelling of
+one file are two keys, as in Cline). On a Cline log the reader gives each such result its key and its exact size
+once rewritten (``RunArrays.dup_key`` / ``dup_chars``); on other logs the pass keys by the call's resource and
+sizes the notice by ``read_notice_chars`` (the header and the notice) or ``write_notice_chars`` (the wording around
+it). The characters the savings are weighed against are the text of the kept messages, tool calls included where
+they are text (Cline's XML format, ``RunArrays.text_tools``), reasoning (thinking blocks) not. A truncation keeps
+the results opening the first kept user message where tool calls are text (the kernel's ``drop``). Files mentioned
+in user text (``<file_content>``) and the truncation notice on the first assistant message (a few hundred
+characters) are not modelled. A truncation sets the kernel's "cleared without a summary" flag.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from replay.policies.kernel import (
 from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER
 from replay.readers.cline_dedup import cline_max_allowed
-from replay.run_arrays import KIND_CODE, TOOL_RESULT
+from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 READ_TOOLS = ("read_file",)
 WRITE_TOOLS = ("replace_in_file", "write_to_file")
@@ -58,8 +64,12 @@ class ClineConfig(PolicyConfig):
     estimator: Literal["chars/4", "chars/3", "real"] = "real"
     max_allowed: int = knob(0, 0, 100_000_000, "last usage (prompt + output) that triggers (0: Cline's, by window)")
     dedup_share: float = knob(0.3, 0.0, 1.0, "share of the kept text's characters the duplicate reads must save")
-    read_notice_chars: int = knob(250, 0, 100_000, "characters of a replaced read_file result (header and notice)")
-    write_notice_chars: int = knob(800, 0, 100_000, "characters of a replaced write result (wording and notice)")
+    read_notice_chars: int = knob(
+        250, 0, 100_000, "chars of a replaced read_file result (logs without the reader's sizes)"
+    )
+    write_notice_chars: int = knob(
+        800, 0, 100_000, "chars of a replaced write result (logs without the reader's sizes)"
+    )
 
 
 (P_LIMIT, P_SHARE, P_READ_CHARS, P_WRITE_CHARS) = range(P_POLICY, P_POLICY + 4)
@@ -104,6 +114,7 @@ def kept_chars(r, st, rest):
         m = message(r, q)
         kind = r.kind[q]
         text = (kind == TEXT[0]) | (kind == TEXT[1]) | (kind == TEXT[2]) | (kind == TEXT[3])
+        text |= (kind == TOOL_CALL) & r.text_tools
         if text & (st.forms[q] != DROPPED) & ((m < 2) | (m >= 2 * rest)):
             total += st.aux[0, q] if st.forms[q] == PLACEHOLDER else r.chars[q]
     return total
@@ -114,27 +125,37 @@ def dedup(p, r, st, rest):
     """Replace all but the newest file read of each file among the first results of the kept user messages;
     the characters saved (0 when none)."""
     end, k = st.s[S_END], st.s[S_K]
-    n_res = 0
+    keyed = False  # the reader gave Cline's own keys and sizes anywhere in the run (a Cline log)
+    for q in range(len(r.dup_key)):
+        keyed |= r.dup_key[q] >= 0
+    n_key = 0
     for q in range(end):
-        n_res = max(n_res, r.resource[q] + 1)
-    newest = np.full(n_res + 1, -1, np.int64)
+        n_key = max(n_key, (r.dup_key[q] if keyed else r.resource[q]) + 1)
+    newest = np.full(n_key + 1, -1, np.int64)
     cand = np.full(k + 1, -1, np.int64)
     for j in range(rest, k + 1):  # the user message of request j: its first tool result
         for q in range(r.first_body, end):
             if (r.step[q] == j) & (r.kind[q] == TOOL_RESULT):
-                flags = r.tflag[q]
-                usable = (st.forms[q] == ORIGINAL) & (r.resource[q] >= 0) & (not r.is_error[q])
-                if usable & ((flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0):
+                if keyed:
+                    usable = (st.forms[q] == ORIGINAL) & (r.dup_key[q] >= 0)
+                else:
+                    flags = r.tflag[q]
+                    usable = (st.forms[q] == ORIGINAL) & (r.resource[q] >= 0) & (not r.is_error[q])
+                    usable &= (flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0
+                if usable:
                     cand[j] = q
-                    newest[r.resource[q]] = q
+                    newest[r.dup_key[q] if keyed else r.resource[q]] = q
                 break
     ratio = token_ratio(r)
     saved = np.int64(0)
     for j in range(rest, k + 1):
         q = cand[j]
-        if (q < 0) or (newest[r.resource[q]] == q):
+        if (q < 0) or (newest[r.dup_key[q] if keyed else r.resource[q]] == q):
             continue
-        chars = np.int64(p[P_READ_CHARS] if (r.tflag[q] & TF_FILE_READ) != 0 else p[P_WRITE_CHARS])
+        if keyed:
+            chars = r.dup_chars[q]
+        else:
+            chars = np.int64(p[P_READ_CHARS] if (r.tflag[q] & TF_FILE_READ) != 0 else p[P_WRITE_CHARS])
         chars = min(chars, r.chars[q])
         saved += r.chars[q] - chars
         st.aux[0, q] = chars

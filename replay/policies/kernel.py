@@ -99,12 +99,27 @@ Run = namedtuple(
         "mask_chars",
         # per request: what the server counted beyond the replayed prompt (RunArrays.usage_offset; 0: none given)
         "usage_offset",
+        # per item: tokens the harness's own trigger count adds for it beyond the server's usage
+        # (RunArrays.harness_est; codex-rs's estimate of earlier turns' encrypted reasoning)
+        "harness_est",
+        # tool calls are text in the messages, not API pairs (RunArrays.text_tools): a drop leaves the partner
+        "text_tools",
+        # per item: a result a duplicate-read pass may rewrite, the file as the harness keys it (-1 none) and its
+        # characters once rewritten (RunArrays.dup_key, dup_chars; Cline)
+        "dup_key",
+        "dup_chars",
         # how the run starts (replay.simulator.run_start): tokens cached before its first request; tokens sent after
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",
         "tail",
         # per request: which model served it (run-local code); the server's cache is per model
         "req_model",
+        # per request: the most the server's cache gives it, cut back to the prefix item; -1 no limit
+        # (replay.simulator.run_start.cache_caps: a thinking switch, a new tool list)
+        "cache_cap",
+        # per request: when it was sent and when its response ended (replay.simulator.idle); NaN unknown
+        "req_sent",
+        "req_done",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))
@@ -170,10 +185,11 @@ def set_cost(st, form, q, tok, est):
 
 @compiled(borrowed=True)
 def drop(r, st, q):
-    """Drop item q together with its call/result partner (when that is already in the history)."""
+    """Drop item q together with its call/result partner (when that is already in the history and the two are an
+    API pair: not for a run whose tool calls are text, ``text_tools``)."""
     set_form(st, q, DROPPED)
     partner = r.pair[q]
-    if 0 <= partner < st.s[S_END]:
+    if 0 <= partner < st.s[S_END] and not r.text_tools:
         set_form(st, partner, DROPPED)
 
 

@@ -23,22 +23,23 @@ tests/policies/test_presets_corpus.py):
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
   characters (a path under ~/.claude/projects to the saved result).
-- codex: codex-rs compares the last response's total tokens plus the items added since with the auto-compact
-  limit; its default limit is 0.9 x the model's context window (272,000: 244,800, i.e. 0.947 of the
-  ``model_context_window`` 258,400 = 95% of it that the rollout reports). The corpus run (0.116.0, provider
-  "mindflow") compacted between 214,785 and 214,936, 0.8315 of 258,400: a configured
-  ``model_auto_compact_token_limit`` below the default is the likely cause, so the preset takes the observed
-  fraction (``--set threshold=0.947`` for the source default). Summary: the compaction call's output (1,536 and
-  1,764 tokens there) or the recorded summary; then the newest user messages up to 20,000 tokens.
-- codex-rs: what codex-rs computes when nothing is configured: the limit is 0.9 x the model's context window
+- codex: the last response's total tokens plus the items added since against 0.832 of ``model_context_window``,
+  a fraction observed on the corpus run before the codex-rs trigger below was read in full (kept for comparison).
+  Summary: the compaction call's output (1,536 and 1,764 tokens there) or the recorded summary; then the newest
+  user messages up to 20,000 tokens.
+- codex-rs: what codex-rs computes when nothing is configured. The limit is 0.9 x the model's context window
   (``ModelInfo::auto_compact_token_limit``, capped by the model's own ``auto_compact_token_limit`` where the
   catalog sets one), and the rollout's ``model_context_window`` is that window x ``effective_context_window_percent``
-  (95 unless the model says otherwise), so the window is the logged one / 0.95 and the limit 0.947 of the logged
-  one (244,800 for a 272,000-token model; openai/codex#40095 reports the same pair, 244,800 against a usable
-  258,400, on codex-cli 0.149). The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends
-  differ by model and configuration. Chosen automatically for Codex logs
-  (``replay.simulator.fidelity.harness_preset``); ``codex`` above is the 0.832 one
-  corpus run (provider "mindflow") showed, a limit below the default configured outside the log.
+  (95 unless the model says otherwise), so the window is the logged one / 0.95 (244,800 for a 272,000-token model;
+  openai/codex#40095 reports the same pair on codex-cli 0.149). The count it compares
+  (``get_total_token_usage``, context_manager/history.rs) is the last response's ``total_tokens`` (input and
+  output) plus the items added since, plus, unless the server said it counted them (a response header the
+  rollout does not keep), codex-rs's own estimate of every encrypted reasoning item before the newest user
+  message: (3/4 of its encrypted text's bytes - 650) / 4 (``trigger_on`` "codex"; the reader records the
+  estimates). On the corpus run (0.116.0, provider "mindflow") that count first reaches 244,800 at exactly the
+  two requests after which it compacted (245,328 and 245,148), where the prompt alone was only 0.83 of the
+  logged window. The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends differ by
+  model and configuration. Chosen automatically for Codex logs (``replay.simulator.fidelity.harness_preset``).
 - gemini-cli: Gemini CLI chat compression (chatCompressionService, 0.17 on): the last response's prompt against
   0.5 x the model's token limit (``tokenLimit``: 1,048,576 for Gemini models, 256,000 for gemma-4-*-it from 0.41);
   the oldest 70% of the history's characters become a ``<state_snapshot>`` summary, the newest 30% stay (from a
@@ -221,7 +222,7 @@ PRESETS: dict[str, Preset] = {
             "auto_compact",
             {
                 "threshold": 0.9,
-                "trigger_on": "prompt",
+                "trigger_on": "codex",
                 "keep_last": 0,
                 "keep_user_tokens": 20_000,
                 "summary_tokens": 1_650,

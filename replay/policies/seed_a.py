@@ -95,11 +95,10 @@ class SeedAConfig(PolicyConfig):
     wording: str = knob(WORDING, doc="placeholder text ({tool}, {call_id})")
     shrink_writes: bool = knob(True, doc="shrink completed, successful write/edit call arguments to an 'applied' note")
     protect: float = knob(
-        1 / 3,
-        0.0,
-        10_000_000,
-        "protected recent range: a fraction of the window when <= 1 "
-        "(default a third), else tokens (e.g. 12000); 0: none",
+        0, 0.0, 10_000_000, "protected recent range in tokens (e.g. 12000); 0: protect_fraction of the window instead"
+    )
+    protect_fraction: float = knob(
+        1 / 3, 0.0, 1.0, "protected recent range as a fraction of the window, used when protect is 0 (0 and 0: none)"
     )
     reclaim_floor: float = knob(0.125, 0.0, 1.0, "commit a tier-1 pass only if it reclaims this fraction of window")
     summary_at: int = knob(80_000, 1, 10_000_000, "tier 2 fires when the estimate exceeds this")
@@ -116,6 +115,11 @@ class SeedAConfig(PolicyConfig):
     )
 
     def validate(self) -> None:
+        if 0 < self.protect <= 1:  # a setting from before protect took tokens only
+            raise ReplayError(
+                f"{self.kind}: protect={self.protect:g} reads as a fraction of the window, but protect is now tokens "
+                f"only; write protect_fraction={self.protect:g} (a fraction of the window) or protect=TOKENS"
+            )
         if self.tail_messages == 0 and self.tail_fraction == 0:
             raise ReplayError(
                 f"{self.kind}: tail_messages=0 and tail_fraction=0 leave the verbatim tail unbounded, "
@@ -130,7 +134,7 @@ class SeedABeforeConfig(SeedAConfig):
 
     kind = "seed_a_before"
     protect: float = knob(
-        12_000, 0.0, 10_000_000, "protected recent range: a fraction of the window when <= 1, else tokens; 0: none"
+        12_000, 0.0, 10_000_000, "protected recent range in tokens; 0: protect_fraction of the window instead"
     )
     tail_fraction: float = knob(0.0, 0.0, 1.0, "verbatim tail capped at this fraction of the window (0: no cap)")
     margin: float = knob(
@@ -168,7 +172,7 @@ class SeedA(CompiledPolicy):
     # eighth, reclaim floor an eighth, 20% margin
     space = (
         Knob("summary_at", 0.4, 0.9, 0.62, integer=True, relative=True, weight=3, usable=True),
-        Knob("protect", 0.08, 0.34, 0.3333, weight=2),  # a fraction of the window (<= 1)
+        Knob("protect_fraction", 0.08, 0.34, 0.3333, weight=2),
         Knob("tail_fraction", 0.0625, 0.1875, 0.125, weight=1.5),
         Knob("reclaim_floor", 0.03, 0.15, 0.125, weight=1.5),
         Knob("margin", 0.1, 0.25, 0.2, weight=1.5, prefer="high"),
@@ -176,12 +180,16 @@ class SeedA(CompiledPolicy):
 
     def limits(self, window: int) -> list[tuple[str, float]]:
         c = self.config
-        return [("summary_at", c.summary_at)] + ([("protect", c.protect)] if c.protect > 1 else [])
+        if c.protect:
+            return [("summary_at", c.summary_at), ("protect", c.protect)]
+        return [("summary_at", c.summary_at), ("protect_fraction", c.protect_fraction * window)]
 
     def knobs(self, p: np.ndarray, budget) -> None:
         c = self.config
         p[P_KEEP_CHARS], p[P_WORDING_CHARS] = c.head_chars + c.tail_chars, len(c.wording) + 24
-        p[P_SHRINK], p[P_PROTECT], p[P_RECLAIM_FLOOR] = c.shrink_writes, c.protect, c.reclaim_floor
+        # the protected range: tokens (> 0), or a fraction of the window stored negated (<= 0), one slot for both
+        protect = c.protect if c.protect else -c.protect_fraction
+        p[P_SHRINK], p[P_PROTECT], p[P_RECLAIM_FLOOR] = c.shrink_writes, protect, c.reclaim_floor
         p[P_SUMMARY_AT], p[P_TAIL_MESSAGES], p[P_TAIL_FRACTION] = c.summary_at, c.tail_messages, c.tail_fraction
         p[P_SUMMARY_SIZE], p[P_MARGIN] = c.summary_tokens + c.task_list_tokens, c.margin
 
@@ -240,7 +248,7 @@ def settled_to(p, r, st, lo):
 def tier1(p, r, st, lo):
     """Placeholders outside the protected recent range, committed only when they reclaim the floor."""
     end, window = st.s[S_END], p[P_WINDOW]
-    limit = p[P_PROTECT] * window if p[P_PROTECT] <= 1 else p[P_PROTECT]
+    limit = -p[P_PROTECT] * window if p[P_PROTECT] <= 0 else p[P_PROTECT]  # see SeedA.knobs
     # the newest items within the limit; [lo, S_SUMMARISED_TO) is all dropped (costs nothing), so it is counted, not
     # walked: the walk is the live view's length, not the history's
     cut = max(lo, min(st.s[S_SUMMARISED_TO], end))

@@ -39,7 +39,7 @@ def window_warnings(pol: PolicyBase, window: int, reserve: int, what: str = "") 
         shown = f"{tokens:,.0f}" if value == tokens else f"{value:g} (= {tokens:,.0f} tokens)"
         effect = (
             "the protected range covers the whole usable window, so nothing can be evicted"
-            if name == "protect"
+            if name.startswith("protect")
             else "it never fires before the prompt overflows"
         )
         out.append(

@@ -22,6 +22,13 @@ it instead: before the k-th assistant message, the request with the k-th api_req
 ``tool_use`` blocks (native tool use) or Cline's XML in the text (``<read_file><path>..</path></read_file>``),
 their results ``tool_result`` blocks or the ``[tool for 'x'] Result:`` text.
 
+Tool calls: Cline sends them either natively (``tool_use`` / ``tool_result`` blocks, a pair the API holds
+together) or in its XML format (calls in the assistant's text, results as text blocks: no pair). The API history
+shows which; ``ui_messages.json`` shows it in the request text, where a native result block is written
+``[Tool]`` (export-markdown's formatContentBlockToMarkdown) and a text result is written as it is.
+``runs.metadata.tool_calls`` is "native" or "text": with text calls, a truncation keeps the results that open
+the first kept user message (Cline removes only ``tool_result`` blocks there) though their calls are gone.
+
 Context: Cline's truncation stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes, inclusive)
 on every message once it happens; each new range is a recorded context event (kind "condensation", no summary,
 ``harness_kind`` "truncation") at the request whose setup applied it, dropping the items of those messages.
@@ -45,6 +52,7 @@ from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_win
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
 RESULT_RE = re.compile(r"^\[(\w+)(?: for [^\n]*?)?\] Result:", re.M)
+NATIVE_RESULT_RE = re.compile(r"^\[Tool(?: \(Error\))?\]$", re.M)  # a tool_result block in the request text
 ENV_RE = re.compile(r"<environment_details>.*?(?:</environment_details>|\Z)", re.S)
 UI_TOOL_NAMES = {  # ClineSayTool.tool -> the API tool that produced it
     "readFile": "read_file",
@@ -166,6 +174,7 @@ class _Task:
         self.rewrites: list[dict] = []
         self.passed: tuple[int, int] | None = None  # (request, messages then) of the latest pass
         self.prev_total: float | None = None  # the previous request's tokens in, out and cached, as Cline sums them
+        self.native: bool | None = None  # tool calls sent natively (None: no tool call seen)
 
     # --- shared ---------------------------------------------------------------------------------------------
     def usage(self, info: dict) -> dict[str, Any]:
@@ -263,10 +272,18 @@ class _Task:
         return opening
 
     def finish(self) -> Iterator[Record]:
+        if self.native is not None:
+            self.b.run.metadata["tool_calls"] = "native" if self.native else "text"
         if self.events:
             self.b.run.metadata["context_events"] = self.events
         if self.rewrites:
             self.b.run.metadata["context_rewrites"] = self.rewrites
+        if self.first:  # what a policy replaying Cline's pass needs: [seq, path as written (as an id), chars after]
+            keys: dict[str, int] = {}
+            self.b.run.metadata["duplicate_candidates"] = [
+                [c.seq, keys.setdefault(c.path, len(keys)), min(c.note_chars, c.chars)]
+                for _, c in sorted(self.first.items())
+            ]
         self.b.scan_clips()
         yield from self.b
 
@@ -285,7 +302,10 @@ class _Task:
                 self.msg_start.append(self.b.seq)  # the user message sent with this request
                 if not self.pending:  # no calls awaiting results: the user spoke (task, feedback, resumption)
                     self.b.new_turn()
-                opening = self.sent_text(str(info.get("request") or ""), line, ts)
+                request = str(info.get("request") or "")
+                if self.pending:  # results of the previous response's calls: as blocks or as text
+                    self.native = bool(self.native) or bool(NATIVE_RESULT_RE.search(request))
+                opening = self.sent_text(request, line, ts)
                 if opening is not None and (found := first_result(*opening)) is not None:
                     self.first[len(self.msg_start) - 1] = found
                 self.managed(info, self.b.step, line)
@@ -376,6 +396,7 @@ class _Task:
         elif btype in ("thinking", "redacted_thinking"):
             self.b.add("reasoning", "assistant", block.get("thinking") or block.get("data") or "", line=n, ts=ts)
         elif btype == "tool_use":
+            self.native = True
             add_call(self.b, block.get("name") or "", block.get("input"), block.get("id"), line=n, ts=ts)
 
     def xml_text(self, text: str, n: int, ts: str | None) -> None:
@@ -386,6 +407,7 @@ class _Task:
             if lead := text[pos : m.start()].strip():
                 self.b.add("assistant_text", "assistant", lead, line=n, ts=ts)
             args = {k: v.strip("\n") for k, v in XML_PARAM_RE.findall(m.group(2))}
+            self.native = bool(self.native)
             if m.group(1) in TEXT_TOOLS:  # as in the UI: completion, questions and plans are the model's text
                 self.b.add("assistant_text", "assistant", m.group(0), line=n, ts=ts)
             else:

@@ -6,7 +6,9 @@ compacted. Codex logs token_count *after* the output it measured, and repeats it
 a request is a token_count whose total_token_usage moved (its usage unknown when it counts no input tokens:
 no call sends an empty prompt, so such a count was zeroed), and the output since the previous request is deferred
 until it, so it lands after its request. Reasoning is logged encrypted (an empty or short summary); its real
-size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``.
+size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_tokens``; the size codex-rs itself
+estimates for it from the encrypted text (what its auto-compact trigger adds for earlier turns' reasoning) goes to
+``runs.metadata.harness_estimates``.
 
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
@@ -38,6 +40,13 @@ CALLS = {
     "web_search_call": "action",
 }
 OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output"}
+
+
+def codex_reasoning_estimate(encrypted: str) -> int:
+    """The tokens codex-rs estimates for an encrypted reasoning item (context_manager/history.rs): three quarters
+    of the encrypted text's bytes less 650, at 4 bytes a token rounded up."""
+    size = max(len(encrypted.encode()) * 3 // 4 - 650, 0)
+    return (size + 3) // 4
 
 
 class Deferred:
@@ -277,6 +286,8 @@ class CodexRolloutReader:
                 item = b.add("reasoning", "assistant", text.strip(), **at)
                 if p.get("encrypted_content"):
                     d.encrypted_reasoning(item.seq)
+                    estimate = codex_reasoning_estimate(str(p["encrypted_content"]))
+                    b.run.metadata.setdefault("harness_estimates", []).append([item.seq, estimate])
 
             d.output(add_reasoning)
         elif t in CALLS:

@@ -2,12 +2,14 @@
 
 ``codex_event`` records wrap protocol events: agent_reasoning / agent_message (full texts; the
 *_delta events are skipped), exec_command_begin/end and patch_apply_begin/end (tool calls and
-results) and token_count (one model request each). The user's prompts are not in this log. A
+results; a command's result is what the model was sent, ``exec_model_text``) and token_count (one model request
+each). The user's prompts are not in this log. A
 ``session_configured`` event after the first (e.g. after ``/new``) starts a new run.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -94,11 +96,35 @@ class CodexTuiReader:
             args = {"file_path": next(iter(changes), None), "changes": changes}
             d.output(lambda: b.call("apply_patch", args, msg.get("call_id"), **at))
         elif t in ("exec_command_end", "patch_apply_end"):
-            text = "\n".join(s for s in (msg.get("stdout"), msg.get("stderr")) if s)
+            text = exec_model_text(msg) if t == "exec_command_end" else _joined(msg)
             failed = msg.get("exit_code") not in (0, None) or msg.get("success") is False
             d.after_output(lambda: b.result(text, msg.get("call_id"), is_error=failed, **at))
         elif t == "task_started":
             b.new_turn()
+
+
+def _joined(msg: dict) -> str:
+    return "\n".join(s for s in (msg.get("stdout"), msg.get("stderr")) if isinstance(s, str) and s)
+
+
+def exec_model_text(msg: dict) -> str:
+    """What the model was sent for a command: the event's ``formatted_output`` or ``aggregated_output`` when it has
+    one (later codex-rs), else what format_exec_output of the TUI-log era (codex-rs, August 2025) serialised: JSON
+    ``{"output": .., "metadata": {"exit_code": .., "duration_seconds": ..}}`` whose output is stdout when the
+    command exited 0 and stderr otherwise (a successful ``cargo clippy`` writes to stderr: the model saw no output).
+    """
+    for key in ("formatted_output", "aggregated_output"):
+        if isinstance(msg.get(key), str):
+            return msg[key]
+    code = msg.get("exit_code")
+    stream = msg.get("stdout") if code == 0 else msg.get("stderr")
+    duration = msg.get("duration") if isinstance(msg.get("duration"), dict) else {}
+    secs = float(duration.get("secs") or 0) + float(duration.get("nanos") or 0) / 1e9
+    payload = {
+        "output": stream if isinstance(stream, str) else "",
+        "metadata": {"exit_code": code if isinstance(code, int) else -1, "duration_seconds": round(secs * 10) / 10},
+    }
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 READER = CodexTuiReader()

@@ -26,14 +26,15 @@ from replay.policies.presets import (
     gemini_token_limit,
 )
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_fit import fit_run, provider_cache
+from replay.simulator.cache_fit import fit_run, predictive, provider_cache
 from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run
 
 BIG = Budget(10**9, 0)
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
-READS_USAGE = ("claude-code", "cline")  # presets whose trigger reads the usage the server reported for the last request
+# presets whose trigger reads the usage the server reported for the last request (codex-rs: last_token_usage)
+READS_USAGE = ("claude-code", "cline", "codex")
 CLEARS_ONLY = ("cline",)  # presets whose events clear history without a summary (Cline's truncation)
 COLUMNS = {
     "file": pl.String,
@@ -182,8 +183,9 @@ def _share(cols: dict[str, np.ndarray], lo: int, hi: int, recorded: bool) -> flo
 
 def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[float | None, float | None]:
     """Recorded and simulated cache-read share of the second half of ``run``'s requests, its cache model fitted on
-    the first half only (runs whose own reads fit ``provider``'s cache model or show it uncached; None
-    otherwise)."""
+    the first half only and taken as a prediction (``cache_fit.predictive``: a hit rate from fewer than 20
+    informative requests gives way to the provider's); runs whose own reads fit ``provider``'s cache model or show
+    it uncached; None otherwise."""
     fit = run.cache_fit
     half = run.n_requests // 2
     if fit is None or fit.source not in ("fit", "uncached") or fit.name != cache or half < 2:
@@ -191,6 +193,7 @@ def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[floa
     first = fit_run(run, provider, upto=half)
     if first is None:
         return None, None
+    first = predictive(first)
     cols, _ = replay_recorded(replace(run, cache_fit=first), first.name)
     return _share(cols, half, run.n_requests, True), _share(cols, half, run.n_requests, False)
 
@@ -230,8 +233,8 @@ def event_rows(
     """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
     same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
     ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
-    (Copilot CLI's breakdown after a compaction). A Claude Code or Cline preset reads the usage the server reported
-    (``with_reported_usage``); a Cline preset's events are its truncations (no summary)."""
+    (Copilot CLI's breakdown after a compaction). A Claude Code, Cline or Codex preset reads the usage the server
+    reported (``with_reported_usage``); a Cline preset's events are its truncations (no summary)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     micro_steps, micro_prompt = sim_steps, sim_steps

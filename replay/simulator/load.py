@@ -13,6 +13,8 @@ from replay.errors import ReplayError
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
+from replay.simulator.thinking import thinking_switches
+from replay.simulator.tool_loads import tool_list_changes
 from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes
 
 _ITEMS = """
@@ -160,7 +162,9 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
             continue
         dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
         steps.append(min(ev["step"], max(n_requests - 1, 0)))
-        kinds.append(str(ev.get("kind") or "compaction"))
+        # Cline's truncation is recorded as a condensation with no summary: it makes no summariser call
+        truncation = ev.get("harness_kind") == "truncation" and ev.get("summary_seq") is None
+        kinds.append("truncation" if truncation else str(ev.get("kind") or "compaction"))
         drops.append(np.array(sorted(dropped), dtype=np.int64))
         for lo, hi in ev.get("resent") or []:  # content the harness sent again after its summary
             recorded_only[[pos[q] for q in range(int(lo), int(hi)) if q in pos]] = True
@@ -270,21 +274,56 @@ def _assemble(
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = apply_prompt(items, prompt)
-        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled
-        for it in items:
+        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled,
+        for it in items:  # framed as every other item is (calibrate's model: one message more)
             if it["seq"] in exact:
-                it["tokens"] = exact[it["seq"]]
+                it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))
     return replace(
         run,
+        thinking_switch=thinking_switches(items, reqs, model),
+        tools_change=tool_list_changes(metadata, len(reqs)),
         prefix_tokens=prefix,
         prompt_source=prompt_source,
         unreconstructable=caveat,
         recorded=events,
         server_gone=_gone_at(items, reqs, exact),
+        harness_est=harness_estimates(items, metadata),
+        text_tools=metadata.get("tool_calls") == "text",
+        **duplicate_candidates(items, metadata),
     )
+
+
+def duplicate_candidates(items: list[dict], metadata: dict) -> dict[str, np.ndarray]:
+    """``dup_key`` and ``dup_chars`` per item from ``runs.metadata.duplicate_candidates`` ([[seq, key, chars after
+    the rewrite], ...]); empty when the reader recorded none."""
+    given = {
+        int(c[0]): (int(c[1]), int(c[2]))
+        for c in metadata.get("duplicate_candidates") or []
+        if isinstance(c, list) and len(c) == 3 and all(isinstance(v, int) for v in c)
+    }
+    if not given:
+        return {}
+    pairs = [given.get(it["seq"], (-1, 0)) if it["seq"] is not None else (-1, 0) for it in items]
+    return {
+        "dup_key": np.array([p[0] for p in pairs], dtype=np.int64),
+        "dup_chars": np.array([p[1] for p in pairs], dtype=np.int64),
+    }
+
+
+def harness_estimates(items: list[dict], metadata: dict) -> np.ndarray | None:
+    """Per item, the tokens the harness's own trigger count gives it where the reader recorded that estimate
+    (``runs.metadata.harness_estimates``: [[seq, tokens], ...]); None when it recorded none."""
+    given = {
+        int(p[0]): int(p[1])
+        for p in metadata.get("harness_estimates") or []
+        if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)
+    }
+    if not given:
+        return None
+    return np.array([given.get(it["seq"], 0) if it["seq"] is not None else 0 for it in items], dtype=np.int64)
 
 
 def recorded_ttl(cache_writes: dict | None) -> float | None:

@@ -66,6 +66,13 @@ class PromptModel:
             out[np.array([k == "reasoning" for k in kinds], dtype=bool)] = 0
         return out
 
+    def framing(self, role: str | None) -> int:
+        """The tokens an item of ``role`` costs beyond its content: its template share scaled, plus the fitted
+        per-item term (calibrate counts every visible item as a message, one sized by the log included)."""
+        if self.source == NONE:
+            return 0
+        return max(int(np.rint(self.scale * self.template.for_role(role) + self.per_item)), 0)
+
     @property
     def good(self) -> bool:
         """A fit on a log that gives the server's prompt, within the per-request target."""

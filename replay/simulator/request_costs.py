@@ -69,11 +69,12 @@ class RequestPlan:
     recorded: np.ndarray  # (n, 5) int64
     billed: np.ndarray
     read_known: np.ndarray  # the log records the request's cache reads (0 included)
+    writes_billed: np.ndarray  # the provider bills cache writes as such (False: as uncached input, ``writes_unbilled``)
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     keys: dict[tuple[str | None, date | None], int] = {}
-    key_of, run_of, share, output, recorded, billed, read_known = [], [], [], [], [], [], []
+    key_of, run_of, share, output, recorded, billed, read_known, writes = [], [], [], [], [], [], [], []
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
@@ -93,6 +94,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         recorded.append(rec)
         billed.append(ok)
         read_known.append(run.rec_cache_read >= 0 if len(run.rec_cache_read) == m else np.zeros(m, np.bool_))
+        writes.append(np.full(m, not writes_unbilled(run), np.bool_))
 
     def cat(parts: list, dt: type) -> np.ndarray:
         return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
@@ -106,7 +108,19 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.concatenate(recorded) if recorded else np.zeros((0, 5), np.int64),
         cat(billed, np.bool_),
         cat(read_known, np.bool_),
+        cat(writes, np.bool_),
     )
+
+
+def writes_unbilled(run: RunArrays) -> bool:
+    """Whether the run's provider bills no cache write: its log reads from the cache and records a write of 0 on
+    every request with usage (MiniMax's Anthropic-compatible API: ``cache_creation_input_tokens`` is always 0, and
+    what it caches is billed in ``input_tokens``). A replay prices its writes as uncached input, as the bill does."""
+    m = run.n_requests
+    if len(run.rec_write) != m or len(run.rec_cache_read) != m:
+        return False
+    billed = run.rec_prompt >= 0
+    return bool(billed.any() and (run.rec_write[billed] == 0).all() and (run.rec_cache_read[billed] > 0).any())
 
 
 def recorded_counts(run: RunArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -157,6 +171,7 @@ def run_costs(
     override = (np.where(own, np.nan, read_x), np.where(own, np.nan, write_x))
     hour_ttl = np.array([getattr(b.cache, "ttl", 0.0) >= HOUR for b in bills], np.float64)[p.run_of]
     share = np.where(np.isnan(p.share_1h), hour_ttl, p.share_1h)
+    written = np.where(p.writes_billed, written, 0)  # a provider that bills no write: uncached input
     w1h = written * share
     sim = price_keyed(
         p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing, override, prices

@@ -19,6 +19,7 @@ from replay.policies.view import ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
+from replay.simulator.idle import request_times
 from replay.simulator.kernels.caches import CacheState
 from replay.simulator.kernels.packed import model_codes
 from replay.simulator.kernels.trace import trace_run
@@ -94,7 +95,8 @@ def simulate_run_by_tool(
 
 def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
     """(view, cached, written) per request of a policy written in Python."""
-    models = model_codes(run)
+    models, caps = model_codes(run), run.cache_caps
+    sent, done = request_times(run)
     for k in range(run.n_requests):
         end = int(run.req_end[k])
         view = _check(policy.step(k), k, end)
@@ -103,6 +105,7 @@ def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator
         cumtok = np.zeros(end + 1, dtype=np.int64)
         np.cumsum(view.seg_tokens, out=cumtok[1:])
         dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
+        dirty = cache.cap(dirty, min(run.first_body, end), int(caps[k]))
         yield (
             view,
             *cache.request(
@@ -113,6 +116,8 @@ def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator
                 cumtok,
                 view.summary_at,
                 view.summary_tokens if view.summary_at >= 0 else 0,
+                float(sent[k]),
+                float(done[k]),
             ),
         )
 

@@ -11,6 +11,7 @@ from replay.model import KINDS
 from replay.policies.base import PolicyBase
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.billing import Billing
+from replay.simulator.cache_losses import unexplained_losses
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
 
@@ -41,7 +42,9 @@ def bill_gap(run: RunArrays) -> str:
     - no cache figure on any request with usage: the bill prices every prompt token as uncached input, the replay
       charges the reads and writes of the run's cache model;
     - compactions that made a summary: the summariser's call is not among the run's requests, so the bill does
-      not hold it; a replay charges it (``summary_cost_usd``)."""
+      not hold it; a replay charges it (``summary_cost_usd``);
+    - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
+      the bill writes it again, a replay reads it."""
     reasons = []
     if run.unreconstructable:
         reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
@@ -60,6 +63,9 @@ def bill_gap(run: RunArrays) -> str:
             f"{calls} summariser call{'s' if calls > 1 else ''} of the log's compactions not among its requests: "
             "the bill leaves them out, a replay charges them (summary_cost_usd)"
         )
+    lost = unexplained_losses(run).sentence()
+    if lost:
+        reasons.append(lost)
     return "; ".join(reasons)
 
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from replay.run_arrays import RunArrays
+
+WHOLE = 2**62  # a cap that keeps the whole prefix item
 
 
 def warm_tokens(run: RunArrays) -> int:
@@ -38,9 +42,49 @@ def tail_tokens(run: RunArrays, cache: str) -> int:
     return max(min(uncached_floor(run), run.prefix_tokens), 0)
 
 
+def system_tokens(run: RunArrays, cache: str) -> int:
+    """Under explicit breakpoints, the prefix up to the system-prompt breakpoint when the log shows it shorter than
+    the prefix item (0: the whole item): the shortest positive read the server reported that stops inside that item.
+
+    The prompt model's prefix is all the harness sends that the log does not hold; Claude Code sends part of it
+    (its context: memory files, environment) as the first user message, after the breakpoint that closes the system
+    prompt and tools. A request that can read only the system prompt and tools (the thinking setting changed:
+    replay.simulator.thinking; the messages expired while other sessions kept the shared prompt warm) reads that
+    much, and the log's reads give it."""
+    if cache != "anthropic" or run.prefix_tokens <= 0 or not run.n_items or run.kind[0] != 0:
+        return 0
+    item = run.tokens[0] - tail_tokens(run, cache)  # the prefix item as the cache sees it
+    reads = run.rec_cache_read[(run.rec_cache_read > 0) & (run.rec_cache_read < item)]
+    return int(reads.min()) if len(reads) else 0
+
+
+def cache_caps(run: RunArrays, cache: str, warm: int, system: int) -> np.ndarray:
+    """Per request, the most the server's cache can give it where the log shows its prompt changed inside the
+    harness prefix (-1: no such limit), under explicit breakpoints only:
+
+    - the thinking setting changed (replay.simulator.thinking): the system prompt and tools, ``system`` tokens
+      (the whole prefix item when the log does not show that breakpoint);
+    - the tool list changed (replay.simulator.tool_loads): what was warm before the run, ``warm`` tokens."""
+    caps = np.full(run.n_requests, -1, dtype=np.int64)
+    if cache != "anthropic":
+        return caps
+    caps[run.thinking_switches] = system if system > 0 else WHOLE
+    tools = run.tools_changes
+    caps[tools] = np.where(caps[tools] >= 0, np.minimum(caps[tools], warm), warm)
+    return caps
+
+
 def with_start(run: RunArrays, cache: str) -> RunArrays:
-    """``run`` with its warm prefix and uncached tail under cache model ``cache`` (its provider's)."""
-    return replace(run, warm=warm_tokens(run), tail=tail_tokens(run, cache))
+    """``run`` with its warm prefix, uncached tail, system-prompt breakpoint and per-request cache limits under
+    cache model ``cache`` (its provider's)."""
+    warm, system = warm_tokens(run), system_tokens(run, cache)
+    return replace(
+        run,
+        warm=warm,
+        tail=tail_tokens(run, cache),
+        system_tokens=system,
+        cache_cap=cache_caps(run, cache, warm, system),
+    )
 
 
 def split_tail(run: RunArrays) -> RunArrays:

@@ -9,7 +9,7 @@ tokenizer = "o200k"      # optional: built-in name, tokenizer path (relative to 
 [params]                 # window, reserve, cache_<k> and the policy's own knobs
 window = 130000
 reserve = 24576
-protect = 0.3333          # a fraction of the window (<= 1) or tokens
+protect_fraction = 0.3333 # a fraction of the window (protect = TOKENS instead: a fixed range)
 
 [tolerances]             # optional, for `replay check` (metric = allowed worsening)
 repeat_evicted = 0.05
@@ -25,6 +25,7 @@ from typing import Any
 
 from replay.config_text import read_config_text
 from replay.errors import ReplayError
+from replay.policies import canonical
 from replay.untrusted import toml_comment, toml_string
 
 
@@ -52,7 +53,7 @@ def load_policy_file(path: Path) -> PolicyFile:
     if extra:
         raise ReplayError(f"{path}: unknown tables {sorted(extra)}; use [policy], [params], [tolerances]")
     pf = PolicyFile(
-        name=str(pol["name"]),
+        name=canonical(str(pol["name"])),  # a descriptive alias is kept under its seed name
         params=dict(doc.get("params", {})),
         cache=str(pol.get("cache", "auto")),
         runs=pol.get("runs") or None,

@@ -192,11 +192,13 @@ class TuneResult:
     computed: int = 0
     gate_passed: bool = True  # False: no swept point passes check's gate; the defaults are recommended
     why: str = ""  # why no swept point passes (empty when one does)
+    choice: str = ""  # when none passes: what was recommended instead, and the --tol that would accept it
     best_swept: dict[str, Any] | None = None  # the rule's choice among all swept points (the one shown if none passes)
     overflowing: list[tuple[str, int]] = field(default_factory=list)  # the recommendation's overflowing runs
     default_overflowing: list[tuple[str, int]] = field(default_factory=list)  # the defaults' overflowing runs
     warnings: list[str] = field(default_factory=list)  # settings that cannot fit the window (fit_warnings)
     cost_cover: CostCover = field(default_factory=lambda: CostCover(0, 0))  # the runs the costs are summed over
+    nearest: dict[str, Any] | None = None  # when none passes: the point nearest to passing (nearest_to_passing)
 
 
 def _prefer(policy: str) -> dict[str, str]:
@@ -208,6 +210,33 @@ def choose(pool: pl.DataFrame, policy: str) -> tuple[pl.DataFrame, pl.DataFrame,
     feas, zero = feasible(pool)
     fr = front(feas)
     return feas, fr, recommend(fr, prefer=_prefer(policy)), zero
+
+
+def gate_excess(tol_text: str) -> dict[str, float]:
+    """Per gated metric a point fails, how far past its default tolerance it is (from the point's ``gate_tol``,
+    the `--tol metric=value` options check would need)."""
+    from replay.sweeps.gate import METRICS
+
+    out = {}
+    for opt in (tol_text or "").split("--tol "):
+        if "=" in opt:
+            metric, value = opt.strip().split("=", 1)
+            out[metric] = float(value) - METRICS[metric][2]
+    return out
+
+
+def nearest_to_passing(points: pl.DataFrame) -> dict[str, Any] | None:
+    """The swept point nearest to passing the gate: the fewest gate rules failed, then the least total excess
+    over their tolerances, then the fewest overflow incidents, then the lowest cost (None: no point ran)."""
+    clean = points.filter(pl.col("errors") == 0) if "errors" in points.columns else points
+    if clean.is_empty() or "gate_tol" not in clean.columns:
+        return None
+    ranked = []
+    for row in clean.iter_rows(named=True):
+        excess = gate_excess(row["gate_tol"])
+        cost = row["cost_usd"] if row["cost_usd"] is not None else float("inf")
+        ranked.append(((len(excess), sum(excess.values()), row["overflow_incidents"], cost, row["point_id"]), row))
+    return min(ranked, key=lambda kv: kv[0])[1]
 
 
 def why_none(points: pl.DataFrame, defaults: dict[str, Any] | None) -> str:

@@ -41,6 +41,7 @@ from typing import Any
 from replay.config_text import read_config_text
 from replay.errors import ReplayError
 from replay.metrics.prices import Pricing, price_fields
+from replay.policies import canonical
 
 TABLES = {"sweep", "fixed", "grid", "random", "prices", "price"}
 # Bump when a metric's definition changes: results stored under an older definition are then not resumed.
@@ -290,7 +291,7 @@ def from_dict(doc: dict[str, Any], where: str = "sweep", max_points: int | None 
         LARGEST,
     )
     spec = SweepSpec(
-        policy=str(sweep["policy"]),
+        policy=canonical(str(sweep["policy"])),  # a descriptive alias is stored under its seed name
         fixed=doc.get("fixed", {}),
         grid=grid,
         space=doc.get("random", {}),

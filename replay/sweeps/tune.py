@@ -15,7 +15,17 @@ import polars as pl
 from replay.errors import ReplayError
 from replay.metrics.coverage import cover_of_rows
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
-from replay.sweeps.select import TuneResult, aggregate_points, choose, gate, overflowing_runs, unfittable, why_none
+from replay.sweeps.behaviour_points import BehaviourOptions, point_behaviour
+from replay.sweeps.select import (
+    TuneResult,
+    aggregate_points,
+    choose,
+    gate,
+    nearest_to_passing,
+    overflowing_runs,
+    unfittable,
+    why_none,
+)
 from replay.sweeps.spec import SweepSpec, point_id
 from replay.sweeps.tune_grid import defaults_spec, fit_warnings, tune_spec
 from replay.sweeps.tune_report import write_outputs
@@ -55,17 +65,17 @@ def run_tune(
     by_id = {point_id(p): p for p in spec.points()}
     if passed.height:
         feas, fr, rec, zero = choose(passed, spec.policy)
-        params, why, rec_id = dict(by_id[rec["point_id"]]), "", rec["point_id"]
+        params, why, choice, rec_id = dict(by_id[rec["point_id"]]), "", "", rec["point_id"]
     else:
         if drow is None:
             raise ReplayError("tune: the defaults gave no result; see the error column of sweep_results")
-        why = why_none(points, drow)
+        why, choice = why_none(points, drow), ""
         feas = points.filter(pl.col("point_id").is_in(best_fr["point_id"].to_list()))
         if int(best["overflow_incidents"]) < int(drow["overflow_incidents"]):
             # an overflow is a failed request: fewer of them outweighs the gate's softer metrics; say so
             fr, rec, zero, rec_id = best_fr, best, best_zero, best["point_id"]
             params = dict(by_id[rec_id])
-            why += (
+            choice = (
                 f". Recommended instead: the swept point with the fewest overflow incidents "
                 f"({int(best['overflow_incidents']):,} vs the defaults' {int(drow['overflow_incidents']):,}); "
                 f"it fails the gate on {best['gate_blockers']}; to accept that, gate it with: replay check "
@@ -75,7 +85,7 @@ def run_tune(
         else:
             fr, rec, rec_id = best_fr, {**drow, "point_id": "defaults"}, None
             zero, params = int(drow["overflow_incidents"]) == 0, dict(dspec.fixed)
-            why += (
+            choice = (
                 ". The defaults overflow no more than any swept point: keep them (recommended.toml holds them); "
                 "the best swept point is in best_swept.toml"
             )
@@ -97,12 +107,14 @@ def run_tune(
         computed=outcome.computed,
         gate_passed=bool(passed.height),
         why=why,
+        choice=choice,
         best_swept=None if passed.height else best,
         overflowing=over,
         default_overflowing=overflowing_runs(dframe),
         warnings=fit_warnings(spec.policy, spec.fixed.get("window", 0), spec.fixed.get("reserve", 0)),
         unfittable=unfittable(runs, spec.fixed.get("window"), spec.fixed.get("reserve")),
         cost_cover=cover_of_rows(frame),
+        nearest=None if passed.height else nearest_to_passing(points),
     )
 
 
@@ -120,13 +132,20 @@ def tune(
     workers: int = 0,
     progress: bool = True,
     pricing: Pricing = DEFAULT_PRICING,
+    behaviour: BehaviourOptions | None = None,
 ) -> TuneResult:
-    """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files."""
+    """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files; with
+    ``behaviour`` each point's behaviour (and turn band) joins its row, and the chart shades the band."""
     if points < 1:
         raise ReplayError(f"tune: --points must be >= 1, got {points}")
     res = run_tune(
         con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache, pricing), executor, workers, progress
     )
+    if behaviour is not None:
+        from replay.sweeps.runner import load_sweep_runs
+
+        per_point = point_behaviour(con, res.spec, load_sweep_runs(con, res.spec), res.spec.sweep_id, behaviour)
+        res.points = res.points.join(per_point, on="point_id", how="left", maintain_order="left")
     if out_dir is not None:
         write_outputs(res, out_dir)
     return res

@@ -12,7 +12,7 @@ import polars as pl
 
 from replay.policies import policy_class
 from replay.sweeps.policy_file import PolicyFile, dump_policy_file
-from replay.sweeps.select import RULE, TuneResult
+from replay.sweeps.select import RULE, TuneResult, gate_excess
 from replay.sweeps.spec import point_id
 
 
@@ -68,7 +68,7 @@ def summary_lines(res: TuneResult) -> list[str]:
     if d:
         lines.append(f"defaults at this window: {_metrics(d)}")
     if not res.gate_passed:
-        lines.append(f"WARNING: {res.why}")
+        lines.append(f"WARNING: {res.why}{res.choice}")
     if r["point_id"] != "defaults":
         lines.append(f"recommended {r['point_id']}: {_metrics(r)}")
         lines.append("  " + ", ".join(f"{k} = {res.params[k]}" for k in s.swept_names if k in res.params))
@@ -115,6 +115,97 @@ def summary_lines(res: TuneResult) -> list[str]:
     return lines
 
 
+def _failed(tol_text: str) -> str:
+    """The gate rules a point fails, how much worse than the defaults it is on each and what the gate allows:
+    'repeat_evicted +132% (allowed +5%), cache_hit_rate -1.5 pts (allowed -1.0)'."""
+    from replay.sweeps.gate import METRICS
+
+    parts = []
+    for metric, excess in gate_excess(tol_text).items():
+        allowed = METRICS[metric][2]
+        worse = excess + allowed
+        if METRICS[metric][1] == "abs":
+            parts.append(f"{metric} -{100 * worse:.1f} pts (allowed -{100 * allowed:.1f})")
+        else:
+            parts.append(f"{metric} +{worse:.0%} (allowed +{allowed:.0%})")
+    return ", ".join(parts)
+
+
+def tradeoff(res: TuneResult) -> pl.DataFrame:
+    """When no swept point passes the gate: the choices side by side, overflow incidents against cost against
+    the gate's rules (which each fails, and how much worse than the defaults it is there). Rows: the defaults,
+    the recommendation, the point nearest to passing, the cheapest swept point (each once)."""
+    if res.gate_passed or res.defaults is None:
+        return pl.DataFrame()
+    clean = res.points.filter(pl.col("errors") == 0) if "errors" in res.points.columns else res.points
+    cheapest = clean.drop_nulls("cost_usd").sort(["cost_usd", "point_id"]).head(1).to_dicts()
+    rows: list[tuple[str, dict[str, Any]]] = [("defaults (the baseline)", {**res.defaults, "point_id": "defaults"})]
+    if res.recommended["point_id"] != "defaults":
+        rows.append(("recommended: fewest overflows", res.recommended))
+    if res.nearest:
+        rows.append(("nearest to passing", res.nearest))
+    if cheapest:
+        rows.append(("cheapest swept", cheapest[0]))
+    seen: dict[str, int] = {}
+    out: list[dict[str, Any]] = []
+    for label, r in rows:
+        pid = r["point_id"]
+        if pid in seen:  # one row per point, its roles joined
+            out[seen[pid]]["choice"] += f"; {label}"
+            continue
+        seen[pid] = len(out)
+        tol = "" if pid == "defaults" else r.get("gate_tol") or ""
+        out.append(
+            {
+                "choice": label,
+                "point": pid[:8],
+                "overflow_incidents": int(r["overflow_incidents"]),
+                "cost_usd": None if r["cost_usd"] is None else round(float(r["cost_usd"]), 2),
+                "rules_failed": len(gate_excess(tol)),
+                "fails_on": _failed(tol) if pid != "defaults" else "-",
+            }
+        )
+    return pl.DataFrame(out)
+
+
+def answer(res: TuneResult) -> str:
+    """The last line of `replay tune`: what to do, in one sentence a user can act on."""
+    policy = res.files.get("policy", "recommended.toml")
+    defaults = res.files.get("defaults", "defaults.toml")
+    r, d = res.recommended, res.defaults or {}
+    knobs = ", ".join(f"{k} = {res.params[k]}" for k in res.spec.swept_names if k in res.params)
+    cost = "no price" if r.get("cost_usd") is None else f"${r['cost_usd']:.2f}"
+    d_cost = "no price" if d.get("cost_usd") is None else f"${d['cost_usd']:.2f}"
+    if res.gate_passed:
+        return (
+            f"ANSWER: use {policy} ({knobs}): it passes `replay check`'s gate against the defaults, "
+            f"{int(r['overflow_incidents']):,} overflow incidents at {cost} (defaults: "
+            f"{int(d.get('overflow_incidents', 0)):,} at {d_cost})"
+        )
+    near = res.nearest
+    near_text = ""
+    if near is not None:
+        failed = _failed(near.get("gate_tol") or "")
+        near_file = res.files.get("nearest", "nearest.toml")
+        near_text = (
+            f" The setting nearest to passing is point {near['point_id'][:8]} ({near_file}): it fails only on "
+            f"{failed}, with {int(near['overflow_incidents']):,} overflow "
+            f"incidents at " + ("no price" if near["cost_usd"] is None else f"${near['cost_usd']:.2f}") + "."
+        )
+    if r["point_id"] == "defaults":
+        return (
+            f"ANSWER: no swept setting passes the gate and none overflows less than the defaults: keep the "
+            f"defaults ({policy}; {int(r['overflow_incidents']):,} overflow incidents at {cost}).{near_text}"
+        )
+    return (
+        f"ANSWER: no swept setting passes the gate. Use {policy} ({knobs}) if fewer overflows matter more than "
+        f"its regressions: {int(r['overflow_incidents']):,} overflow incidents vs the defaults' "
+        f"{int(d.get('overflow_incidents', 0)):,}, {cost} vs {d_cost}; gate it with `replay check {defaults} "
+        f"{policy} {r.get('gate_tol') or ''}`.".replace(" `.", "`.")
+        + near_text
+    )
+
+
 def edge_knobs(res: TuneResult) -> list[str]:
     """Swept knobs (two or more values) whose recommended value is the lowest or highest swept (knobs with a
     tie-break preference, such as the margin, are left out: they often sit at an edge only by that preference)."""
@@ -129,13 +220,15 @@ def edge_knobs(res: TuneResult) -> list[str]:
     return out
 
 
-def policy_file(res: TuneResult, defaults: bool = False, best: bool = False) -> PolicyFile:
+def policy_file(res: TuneResult, defaults: bool = False, best: bool = False, point: str | None = None) -> PolicyFile:
     """The recommendation (``defaults``: the policy's defaults at this window and reserve; ``best``: the best
-    swept point when none passes the gate) as a policy file `replay simulate --policy-file`, `replay sweep` and
-    `replay check` accept."""
+    swept point when none passes the gate; ``point``: that swept point) as a policy file `replay simulate
+    --policy-file`, `replay sweep` and `replay check` accept."""
     params = dict(res.spec.fixed) if defaults else dict(res.params)
     if best and res.best_swept:
-        params = {point_id(p): p for p in res.spec.points()}[res.best_swept["point_id"]]
+        point = res.best_swept["point_id"]
+    if point:
+        params = {point_id(p): p for p in res.spec.points()}[point]
     return PolicyFile(
         name=res.spec.policy, params=params, cache=res.spec.cache, runs=res.spec.runs, tokenizer=res.spec.tokenizer
     )
@@ -192,6 +285,15 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
             ),
             encoding="utf-8",
         )
+    if res.nearest and res.nearest["point_id"] != res.recommended["point_id"]:
+        (out_dir / "nearest.toml").write_text(
+            dump_policy_file(
+                policy_file(res, point=res.nearest["point_id"]),
+                f"written by replay tune, {stamp}: the swept point nearest to passing replay check's default "
+                f"gate against defaults.toml; it fails {_failed(res.nearest.get('gate_tol') or '')}",
+            ),
+            encoding="utf-8",
+        )
     files = {
         "policy": toml,
         "defaults": base,
@@ -220,5 +322,9 @@ def write_outputs(res: TuneResult, out_dir: Path) -> dict[str, Path]:
     files |= {"chart_png": png, "chart_svg": svg} | (
         {"best_swept": out_dir / "best_swept.toml"} if res.best_swept else {}
     )
+    if (out_dir / "nearest.toml").exists() and res.nearest and res.nearest["point_id"] != res.recommended["point_id"]:
+        files["nearest"] = out_dir / "nearest.toml"
+    elif res.nearest:
+        files["nearest"] = toml
     res.files = files
     return files

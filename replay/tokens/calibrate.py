@@ -292,7 +292,7 @@ def fit_usage(
         exact = exact_sizes(metadata)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, context_drops(metadata))
-        check_shrinks(check, steps, recorded, prompts.total, metadata)
+        check_shrinks(check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata)
         check_growth(check, steps, recorded, prompts.total)
         check_unlogged(check, steps, metadata)
         check_history(check, run_items, steps, metadata)

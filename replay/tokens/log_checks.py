@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
+from replay.tokens.usage_metadata import events_and_rewrites
+
 SHRINK_TOKENS, SHRINK_SHARE = 1000, 0.02  # a recorded prompt falling by more than both, with no boundary between
 MIN_SHRINKS, MIN_SHRINK_SHARE = 3, 0.05  # ... this often (and in 5% of requests) means the history is not the log's
 GROWTH_RATIO, GROWTH_TOKENS = 2.0, 20_000  # the server's prompt grew this much more than the log's items did
@@ -43,11 +45,17 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
 def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, metadata: dict) -> None:
     """Add a reason when the recorded prompt often shrinks with no boundary between, by more than the log's own
     prompt ``recon`` shrank there (a harness dropping what the log shows dropped, such as Codex's earlier
-    reasoning at a new turn, is no sign)."""
+    reasoning at a new turn, or a rewrite a reader derived, ``context_rewrites``, is no sign). ``recon`` is in the
+    model's units (the tokenizer's counts times the run's fitted scale): a drop counted in a tokenizer that counts
+    a quarter fewer tokens than the model's is no quarter smaller for it."""
     shrinks = 0
+    logged = {
+        ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
+    }
     for i in range(1, len(steps)):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
-        crossed = any(steps[i - 1] < b <= steps[i] for b in check.boundaries)
+        # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
+        crossed = any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged))
         if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
             shrinks += 1
     if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):

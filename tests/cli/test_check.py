@@ -15,9 +15,9 @@ name = "seed_a"
 [params]
 window = 130000
 reserve = 24576
-protect = 0.3333333333
+protect_fraction = 0.3333333333
 """
-CAND = BASE.replace("protect = 0.3333333333", "protect = 12000")
+CAND = BASE.replace("protect_fraction = 0.3333333333", "protect = 12000")
 
 
 @pytest.fixture(scope="module")

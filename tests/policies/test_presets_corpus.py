@@ -98,3 +98,21 @@ def test_openhands_counts_events_not_items(corpus_db):
     views = views_of(run, make_policy("openhands", {"attachment_events": "2"}), Budget(10**9)).views
     fired = [v.k for v in views if v.summarised]  # max_size 100, keep_first 1
     assert fired[:1] == [48]  # items past the prefix pass 100 at request 33
+
+
+def test_codex_rs_fires_where_codex_rs_counts(corpus_db, counted):
+    """codex-rs's own default, 0.9 x 272,000 = 244,800, against the count its source compares (the last
+    response's total tokens, the items since, and its estimate of earlier turns' encrypted reasoning): the
+    compactions fall at the recorded requests. The prompt alone stays under it until far later."""
+    from replay.simulator.fidelity import with_reported_usage
+
+    run = one_run(corpus_db, counted["o200k"], "%codex-pharma-platform-019d20aa%")
+    assert run.harness_estimates.sum() > 0  # the reader's estimates reach the kernel
+    logged, _ = simulate_run(run, make_policy("recorded"), make_cache("openai"), Budget(10**9))
+    harness = with_reported_usage(run, logged)  # codex-rs reads last_token_usage, the server's figure
+    sim = compactions(harness, "codex-rs", {}, Budget(272_000), "openai")
+    assert [k for k, _ in sim] == [136, 286]
+    for k, after in sim:
+        assert abs(after / run.rec_prompt[k] - 1) <= 0.10
+    without = compactions(harness, "codex-rs", {"trigger_on": "prompt"}, Budget(272_000), "openai")
+    assert without[0][0] > 136 + 3  # the reasoning term is what puts it there

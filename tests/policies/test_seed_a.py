@@ -57,7 +57,12 @@ def views(name, run, budget, params=None):
 
 def test_defaults_are_the_fixed_policy_and_the_preset_is_the_state_before():
     after, before = make_policy("seed_a").config, make_policy("seed_a_before").config
-    assert after.protect == pytest.approx(1 / 3) and after.tail_messages == 24 and after.tail_fraction == 0.125
+    assert (
+        after.protect == 0
+        and after.protect_fraction == pytest.approx(1 / 3)
+        and after.tail_messages == 24
+        and after.tail_fraction == 0.125
+    )
     assert after.margin == 0.2
     assert before.protect == 12_000 and before.tail_messages == 24 and before.tail_fraction == 0
     assert before.margin == 0.1
@@ -76,14 +81,17 @@ def test_default_protects_a_third_of_the_window():
     assert (w[-1].forms[third_from:twelve_from] == PLACEHOLDER).any()  # 12,000 tokens trims what a third keeps
 
 
-def test_one_protected_range_knob_takes_tokens_or_a_fraction():
+def test_protect_is_tokens_and_protect_fraction_a_fraction():
     run = synth_run(150, seed=5, result_chars=(4_000, 12_000))
-    a = views("seed_a", run, Budget(100_000, 0), {"reclaim_floor": "0", "protect": "0.25", **NO_TIER2})[1][-1]
+    a = views("seed_a", run, Budget(100_000, 0), {"reclaim_floor": "0", "protect_fraction": "0.25", **NO_TIER2})[1][-1]
     b = views("seed_a", run, Budget(100_000, 0), {"reclaim_floor": "0", "protect": "25000", **NO_TIER2})[1][-1]
     assert (a.forms == b.forms).all() and (a.forms == PLACEHOLDER).any()
-    for old in ("protect_tokens", "protect_fraction"):
-        with pytest.raises(ReplayError, match="unknown parameter"):
-            make_policy("seed_a", {old: "12000"})
+    with pytest.raises(ReplayError, match="unknown parameter"):
+        make_policy("seed_a", {"protect_tokens": "12000"})
+    for old in ("0.25", "1"):  # a setting from when protect took a fraction: refused, with the knob to use
+        with pytest.raises(ReplayError, match=f"write protect_fraction={float(old):g}"):
+            make_policy("seed_a", {"protect": old})
+    assert make_policy("seed_a", {"protect": "12000"}).config.protect == 12_000
 
 
 def test_messages_group_a_response_with_its_calls_and_results():
@@ -149,7 +157,7 @@ def test_emergency_margin_bounds_the_real_size_as_est_over_one_minus_m(estimate,
 def test_emergency_trims_to_the_margin_limit():
     run = loop_run(20, result_chars=16_000)
     budget = Budget(60_000, 8_000)
-    policy, vs = views("seed_a", run, budget, {"estimator": "real", **NO_TIER2, "protect": "0.9"})
+    policy, vs = views("seed_a", run, budget, {"estimator": "real", **NO_TIER2, "protect_fraction": "0.9"})
     assert any(v.emergency for v in vs)
     for v in vs:
         res = np.flatnonzero(run.kind[: v.end] == TOOL_RESULT)[:-1]

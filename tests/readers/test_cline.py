@@ -218,3 +218,30 @@ def test_duplicate_pass_keys_by_the_header_path() -> None:
     assert cleared == [[1, len("[read_file for 'a.py'] Result:") + 1 + NOTICE_CHARS]]  # the change is another path
     assert duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 2, 8, done) == []  # rewritten once only
     assert duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 4, 8, set()) == []  # before the range: not seen
+
+
+def test_tool_call_format_from_the_request_texts(corpus: Path, tmp_path: Path) -> None:
+    """Cline's request text writes a native tool_result block as ``[Tool]`` (formatContentBlockToMarkdown) and a
+    text result as it is: both corpus logs used the XML format, the API history's tool_use blocks are native."""
+    for name in ("cline-xray-opus46-task_sample.ui_messages.json", "cline-jeehunter-mcp-root.ui_messages.json"):
+        run = of(read(corpus / "cline" / name), Run)[0]
+        assert run.metadata["tool_calls"] == "text", name
+    assert of(read(_task(tmp_path / "api")), Run)[0].metadata["tool_calls"] == "native"
+
+
+def test_duplicate_candidates_keep_the_header_spelling(corpus: Path) -> None:
+    """A policy replaying Cline's pass gets each candidate's key (the header's path, not the normalised resource:
+    this log reads src/... and writes c:\\Users\\...\\src\\..., two keys for Cline) and its exact size after."""
+    records = read(corpus / "cline" / "cline-xray-opus46-task_sample.ui_messages.json")
+    run = of(records, Run)[0]
+    items = {i.seq: i for i in of(records, Item)}
+    cands = run.metadata["duplicate_candidates"]
+    assert len(cands) == 39
+    keys_of: dict[str, set[int]] = {}
+    for seq, key, chars in cands:
+        assert items[seq].kind == "tool_result" and chars <= len(items[seq].text)
+        keys_of.setdefault(items[seq].resource, set()).add(key)
+    assert sum(len(k) > 1 for k in keys_of.values()) == 6  # 6 of these files under two spellings
+    rewritten = {seq: chars for r in run.metadata["context_rewrites"] for seq, chars in r["cleared"]}
+    sizes = {seq: chars for seq, _, chars in cands}
+    assert all(sizes[seq] == chars for seq, chars in rewritten.items())  # the same sizes the reader's pass used

@@ -158,6 +158,24 @@ def test_encrypted_reasoning_sized_by_its_request(corpus: Path) -> None:
     assert sum(sizes.values()) <= sum(r.output_tokens for r in of(records, Request))
 
 
+def test_codex_rs_estimate_of_encrypted_reasoning(corpus: Path) -> None:
+    # codex-rs counts an encrypted reasoning item as (3/4 of its encrypted text's bytes - 650) / 4 tokens, rounded
+    # up; the reader records that per item (runs.metadata.harness_estimates) for the codex-rs trigger.
+    path = corpus / "codex-rollout" / "codex-pharma-platform-019d20aa.jsonl"
+    records = read(ROLLOUT, path)
+    estimates = dict(of(records, Run)[0].metadata["harness_estimates"])
+    items = {i.seq: i for i in of(records, Item)}
+    assert len(estimates) == 343 and all(items[s].kind == "reasoning" for s in estimates)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    encrypted = [
+        o["payload"]["encrypted_content"]
+        for o in lines
+        if o["type"] == "response_item" and o["payload"].get("type") == "reasoning"
+    ]
+    first = len(encrypted[0])
+    assert estimates[min(estimates)] == (max(first * 3 // 4 - 650, 0) + 3) // 4 == 416
+
+
 def test_compaction_events_on_the_corpus(corpus: Path) -> None:
     # codex-pharma: the summariser calls (token_count lines 782 and 1694, then `compacted` 783 and 1695) are not
     # requests; the first agent requests after them (lines 792, 1702) recorded 15,784 and 14,900 prompt tokens.
@@ -337,3 +355,17 @@ def test_compaction_without_a_logged_summariser_call(tmp_path: Path) -> None:
             "resent": [[4, 5]],
         }
     ]
+
+
+def test_tui_command_result_is_what_the_model_was_sent(corpus: Path) -> None:
+    """codex-rs of the TUI-log era sent stdout when a command exited 0 and stderr otherwise: the successful
+    ``just fix`` (cargo clippy; log line 4903, 5,120 characters of stderr) reached the model as no output, which is
+    why the recorded prompt grew by 205 tokens at request 10 where the log shows 5 kB."""
+    records = read(TUI, corpus / "codex-rollout" / "codex-tui-sessionlog-binary-size-gpt5.jsonl")
+    items = of(records, Item)
+    (clippy,) = [i for i in items if i.kind == "tool_result" and i.line == 4903]
+    assert clippy.resource == "just fix" and not clippy.is_error
+    sent = json.loads(clippy.text)  # format_exec_output's JSON: the output and the metadata
+    assert sent["output"] == "" and sent["metadata"]["exit_code"] == 0 and sent["metadata"]["duration_seconds"] > 0
+    failed = [json.loads(i.text) for i in items if i.kind == "tool_result" and i.is_error and i.line > 0]
+    assert failed and all(f["output"] and f["metadata"]["exit_code"] != 0 for f in failed)  # failures: stderr

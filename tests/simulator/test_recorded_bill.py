@@ -1,7 +1,7 @@
 """`simulate --policy recorded` reproduces the recorded bill of Anthropic-priced corpus runs (o200k counts): each run
 starts as its log shows (warm prefix, uncached tail) in the per-request loop and in the sweep kernels alike, a model
-switch reads nothing cached, a harness that set no breakpoint is simulated uncached, a microcompact is no summariser
-call, and a run whose bill cannot be reproduced says why in ``bill_gap``."""
+switch reads nothing cached, a harness that set no breakpoint is simulated uncached, a microcompact and a Cline
+truncation are no summariser call, and a run whose bill cannot be reproduced says why in ``bill_gap``."""
 
 from __future__ import annotations
 
@@ -111,7 +111,6 @@ def test_microcompact_is_no_summariser_call(runs):
     [
         ("oh-runtime-traj-basic-gui-mode", "1 of 5 requests have no usage in the log"),
         ("ohv1-bench-swe-sonnet4", "4 summariser calls of the log's compactions"),
-        ("cline-xray-opus46", "prompt not reconstructable from the log (context outside the log"),
     ],
 )
 def test_bill_gap_names_what_the_log_lacks(runs, part, reason):
@@ -120,6 +119,17 @@ def test_bill_gap_names_what_the_log_lacks(runs, part, reason):
     assert reason in row["bill_gap"], row["bill_gap"]
     if "summariser" in reason:  # without the summariser's calls the replay is the bill
         assert abs((row["cost_usd"] - row["summary_cost_usd"]) / row["recorded_cost_usd"] - 1) <= 0.03
+
+
+def test_cline_truncation_is_no_summariser_call(runs):
+    """Cline's truncation deletes messages and makes no model call: the replay charges none, and the run (its
+    prompt reconstructed, truncations and duplicate-read rewrites replayed) matches its bill. It was +23.3%, flagged
+    unreconstructable, and charged 4 summariser calls once the flag went."""
+    run = _one(runs, "cline-xray-opus46")
+    assert sorted(set(run.events.kind)) == ["truncation"] and len(run.events.kind) == 4
+    row = _recorded(run)
+    assert row["summaries"] == 0 and row["bill_gap"] == ""
+    assert abs(_off(row)) <= 0.03, _off(row)
 
 
 def test_reproducible_runs_have_no_gap(runs):

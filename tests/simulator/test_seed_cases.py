@@ -55,7 +55,7 @@ def test_protected_range_tokens_vs_fraction():
     run = synth_run(150, seed=5, result_chars=(4_000, 12_000))
     window, common = 130_000, {"reclaim_floor": "0", "summary_at": "9000000"}
     fixed = make_policy("seed_a", {**common, "protect": "12000"})
-    third = make_policy("seed_a", {**common, "protect": str(1 / 3)})
+    third = make_policy("seed_a", {**common, "protect_fraction": str(1 / 3)})
     fixed, third = (views_of(run, p, Budget(window, 0)) for p in (fixed, third))
     vf, vt = fixed.views[-1], third.views[-1]
     f_from, t_from = _range_start(fixed, vf, 12_000), _range_start(third, vt, window / 3)

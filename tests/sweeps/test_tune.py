@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -429,3 +430,57 @@ def test_tune_priced_as_a_new_model_says_check_prices_differently(sample_store: 
     assert r.exit_code == 0, r.output
     text = " ".join(r.output.split())
     assert "priced as gpt-4o" in text and "note: the gate priced every run as gpt-4o" in text
+
+
+def test_tune_ends_with_an_answer_on_the_readme_example(
+    sample_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's tune example (tekken, 65,536 window, 8,192 reserve) at 80 columns ends with an ANSWER a user
+    can act on: the point that passes, or the trade-off table and the setting nearest to passing, whose failed
+    rules `replay check` confirms."""
+    import re
+
+    db = sample_store  # this module's copy: one per test
+    monkeypatch.chdir(tmp_path)  # short relative paths: the sentences below do not fold inside a path
+    out = Path("tune")
+    args = ["tune", "-t", "tekken", "--window", "65536", "--reserve", "8192", "--points", "16"]
+    r = CliRunner().invoke(
+        app, [*args, "--executor", "serial", "--db", str(db), "--out", str(out)], env={"COLUMNS": "80"}
+    )
+    assert r.exit_code == 0, r.output
+    assert max(len(line) for line in r.output.splitlines()) <= 80
+    text = " ".join(r.output.split())
+    answer = text.rsplit("ANSWER: ", 1)[1]
+    assert "recommended.toml" in answer
+    if "no swept setting passes the gate" not in answer:
+        assert "it passes `replay check`'s gate" in answer
+        ok = CliRunner().invoke(
+            app, ["check", str(out / "defaults.toml"), str(out / "recommended.toml"), "--db", str(db)]
+        )
+        assert ok.exit_code == 0, ok.output
+        return
+    assert "no point passes the gate: the trade-off" in text  # one table: overflows vs cost vs the gate's rules
+    trade = r.output[r.output.index("the trade-off") : r.output.index("replay tune: seed_a")]
+    for column in ("overflow_", "cost_", "fails_on", "defaults (the baseline)", "nearest to passing"):
+        assert column in trade, trade
+    assert text.index("WARNINGS (") < text.index("ANSWER: ")  # the warnings in one block, the answer last
+    tol = re.search(r"gate it with `replay check \S+ \S+ ((?:--tol \S+ ?)+)`", answer)
+    assert tol, answer
+    ok = CliRunner().invoke(
+        app,
+        ["check", str(out / "defaults.toml"), str(out / "recommended.toml"), "--db", str(db), *tol.group(1).split()],
+    )
+    assert ok.exit_code == 0, ok.output  # the tolerances the answer gives do accept the recommendation
+    near = re.search(r"nearest to passing is point (\w+) \((\S+)\): it fails only on (.+?), with", answer)
+    assert near, answer
+    failed = [part.split(" ")[0] for part in near.group(3).split(", ")]
+    near_file = out / "nearest.toml" if (out / "nearest.toml").exists() else out / "recommended.toml"
+    res = CliRunner().invoke(
+        app, ["check", str(out / "defaults.toml"), str(near_file), "--db", str(db), "--format", "json"]
+    )
+    assert res.exit_code == 1, res.output
+    doc = json.loads(res.stdout)
+    regressed = {m["metric"] for m in doc["metrics"] if m["regressed"]} | {
+        r["metric"] for r in doc["changed_runs"] if r["regressed"]
+    }
+    assert regressed == set(failed), (regressed, failed)

@@ -124,6 +124,15 @@ def test_check_run_names_boundaries_and_shrinks():
     shown = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
     check_shrinks(shown, steps, saw, saw - 5_000, {})  # the log's own prompt shrinks as much: no sign
     assert not shown.reasons
+    # in the model's units: a tokenizer counting 0.75 of the model's tokens sees a 20,000-token drop as 15,000;
+    # scaled by the run's fitted 1/0.75 it is the same drop, no sign
+    drops = np.array([80_000, 100_000, 80_000, 100_000, 80_000, 100_000, 80_000, 100_000], dtype=float)
+    raw = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
+    check_shrinks(raw, steps, drops, 0.75 * drops, {})
+    assert raw.reasons  # the unscaled count leaves 5,000 tokens of each drop unexplained: 3 of 8 past the bar
+    scaled = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
+    check_shrinks(scaled, steps, drops, (1 / 0.75) * (0.75 * drops), {})
+    assert not scaled.reasons
 
 
 def test_files_with_the_same_name_stay_apart():

@@ -66,8 +66,10 @@ def cum_at(cumtok, p, overhead, s_at, s_tok):
 
 
 @compiled
-def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok):
-    """(cached, written) for one request; updates the entries in place."""
+def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok, sent, done):
+    """(cached, written) for one request; updates the entries in place. Under Anthropic's cache an entry lives
+    ``ttl`` from the end of the response that last used it (``done``) and is looked up when the request is sent
+    (``sent``; replay.simulator.idle); the other models count from the request's own timestamp ``ts``."""
     code = int(cp[0])
     if code == NONE:
         return 0, 0
@@ -78,6 +80,8 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
         return hit, 0
     if code == ANTHROPIC:
         ttl, min_tokens, lookback = cp[1], cp[2], int(cp[3])
+        until = now if math.isnan(done) else done  # refreshed entries live ttl from here
+        now = now if math.isnan(sent) else sent
         b0 = system_end if cp[4] > 0 else end
         j = 0
         for i in range(n[0]):
@@ -98,7 +102,7 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
                 if b - lookback <= pos[i] <= b and tok[i] > hit:
                     hit, hit_i = tok[i], i
         if hit_i >= 0:
-            exp[hit_i] = now + ttl
+            exp[hit_i] = until + ttl
         written = 0
         for bi in range(nb):
             b = bps[bi]
@@ -108,11 +112,11 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             found = False
             for i in range(n[0]):
                 if pos[i] == b:
-                    exp[i] = now + ttl
+                    exp[i] = until + ttl
                     found = True
                     break
             if not found:
-                pos[n[0]], tok[n[0]], exp[n[0]] = b, tokens, now + ttl
+                pos[n[0]], tok[n[0]], exp[n[0]] = b, tokens, until + ttl
                 n[0] += 1
             written = max(written, tokens - hit)
         return hit, written
@@ -235,6 +239,22 @@ def switch_drops(cp):
 
 
 @compiled(inline="always")
+def server_resets(cp):
+    """Whether a request's ``cache_cap`` applies: Anthropic's cache, where a change of the thinking setting or of
+    the tool list invalidates what the log shows it does (replay.simulator.run_start.cache_caps)."""
+    return int(cp[0]) == ANTHROPIC
+
+
+@compiled
+def cap_entries(tok, pos, n, dirty, cap):
+    """Entries ending at or before ``dirty`` (the end of the prefix item) hold at most ``cap`` tokens: what
+    reaches past the point where the server's prompt changed is gone (0: nothing is read)."""
+    for i in range(n[0]):
+        if pos[i] <= dirty:
+            tok[i] = min(tok[i], cap)
+
+
+@compiled(inline="always")
 def drop_entries(n):
     """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them
     (a switch back within the TTL would find the first model's entries again; not modelled)."""
@@ -255,6 +275,15 @@ class CacheState:
         self.overhead = overhead
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
 
+    def cap(self, dirty: int, prefix_end: int, cap: int) -> int:
+        """``dirty`` for a request with a ``cache_cap`` (>= 0): no later than the end of the prefix item, whose
+        entries keep ``cap`` tokens at most, where ``server_resets``."""
+        if cap < 0 or not server_resets(self.params):
+            return dirty
+        dirty = min(dirty, prefix_end)
+        cap_entries(self.tok, self.pos, self.n, dirty, cap)
+        return dirty
+
     def switch_model(self) -> None:
         """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""
         if switch_drops(self.params):
@@ -269,8 +298,11 @@ class CacheState:
         cumtok: np.ndarray,
         summary_at: int,
         summary_tokens: int,
+        sent: float = math.nan,
+        done: float = math.nan,
     ) -> tuple[int, int]:
-        """(cached, written) for one request: ``cumtok[p]`` real tokens of the items before position p."""
+        """(cached, written) for one request: ``cumtok[p]`` real tokens of the items before position p; ``sent``
+        and ``done``: when it was sent and its response ended (replay.simulator.idle), NaN unknown."""
         hit, written = cache_request(
             self.params,
             self.pos,
@@ -285,5 +317,7 @@ class CacheState:
             self.overhead,
             summary_at,
             summary_tokens,
+            sent,
+            done,
         )
         return int(hit), int(written)

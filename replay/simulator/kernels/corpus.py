@@ -49,9 +49,16 @@ def run_at(pk, tflag, i):
         pk.mask_pos[u:v],
         pk.mask_chars[u:v],
         pk.usage_offset[c:d],
+        pk.harness_est[a:b],
+        pk.text_tools[i],
+        pk.dup_key[a:b],
+        pk.dup_chars[a:b],
         pk.warm[i],
         pk.tail[i],
         pk.req_model[c:d],
+        pk.cache_cap[c:d],
+        pk.req_sent[c:d],
+        pk.req_done[c:d],
     )
 
 

@@ -46,8 +46,10 @@ from replay.run_arrays import TOOL_RESULT
 from replay.simulator.kernels.caches import (
     N_STATE,
     cache_request,
+    cap_entries,
     drop_entries,
     first_rewrite,
+    server_resets,
     switch_drops,
     warm_entry,
 )
@@ -174,7 +176,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         end, new_end = s[S_END], r.req_end[k]
         for q in range(end, new_end):
             pq = r.pair[q]
-            if r.kind[q] == TOOL_RESULT and 0 <= pq < q and forms[pq] == DROPPED:
+            if r.kind[q] == TOOL_RESULT and 0 <= pq < q and forms[pq] == DROPPED and not r.text_tools:
                 forms[q] = DROPPED  # its call is gone: never a result without its call
             if 0 <= r.gone_at[q] <= k:
                 forms[q] = DROPPED
@@ -205,8 +207,25 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
         if k > 0 and r.req_model[k] != r.req_model[k - 1] and switch_drops(cp):
             drop_entries(cn)  # another model: nothing its server cached for the previous one is read
+        if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
+            cdirty = min(cdirty, r.first_body, end)
+            cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
         cached, written = cache_request(
-            cp, cpos, ctok, cexp, cn, cdirty, end, min(r.first_body, end), req_ts[k], cumtok, overhead, s_at, s_tok
+            cp,
+            cpos,
+            ctok,
+            cexp,
+            cn,
+            cdirty,
+            end,
+            min(r.first_body, end),
+            req_ts[k],
+            cumtok,
+            overhead,
+            s_at,
+            s_tok,
+            r.req_sent[k],
+            r.req_done[k],
         )
         while ev < len(r.rr_decide) and r.rr_decide[ev] == k:
             if r.rr_changed[ev]:

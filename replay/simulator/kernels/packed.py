@@ -12,6 +12,7 @@ import numpy as np
 from replay.metrics.repeat_reads import RESOURCE_COLUMNS, read_events
 from replay.metrics.runs import recorded_totals
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
+from replay.simulator.idle import request_times
 from replay.simulator.request_costs import RequestPlan, plan
 from replay.simulator.run_output import recorded_output
 from replay.simulator.run_start import split_tail
@@ -55,9 +56,16 @@ Packed = namedtuple(
         "mask_pos",
         "mask_chars",
         "usage_offset",
+        "harness_est",
+        "text_tools",
+        "dup_key",
+        "dup_chars",
         "warm",
         "tail",
         "req_model",
+        "cache_cap",
+        "req_sent",
+        "req_done",
     ),
 )
 
@@ -102,9 +110,16 @@ class PackedRuns:
     mask_pos: np.ndarray
     mask_chars: np.ndarray
     usage_offset: np.ndarray  # per request (replay.run_arrays.RunArrays.usage_offset)
+    harness_est: np.ndarray  # per item (replay.run_arrays.RunArrays.harness_est)
+    text_tools: np.ndarray  # per run: tool calls are text, not API pairs (replay.run_arrays.RunArrays.text_tools)
+    dup_key: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_key)
+    dup_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_chars)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
+    cache_cap: np.ndarray  # per request: the most the server's cache gives it, -1 no limit (RunArrays.cache_cap)
+    req_sent: np.ndarray  # per request: when it was sent (replay.simulator.idle), NaN unknown
+    req_done: np.ndarray  # per request: when its response ended, NaN unknown
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -247,9 +262,16 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),
         "usage_offset": _cat([r.usage_offsets for r in runs], np.int64),
+        "harness_est": _cat([r.harness_estimates for r in runs], np.int64),
+        "text_tools": np.array([r.text_tools for r in runs], dtype=np.bool_),
+        "dup_key": _cat([r.dup_keys for r in runs], np.int64),
+        "dup_chars": _cat([r.dup_chars_after for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
+        "cache_cap": _cat([r.cache_caps for r in runs], np.int64),
+        "req_sent": _cat([request_times(r)[0] for r in runs], np.float64),
+        "req_done": _cat([request_times(r)[1] for r in runs], np.float64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)

@@ -1,0 +1,93 @@
+"""Requests at which the server's cache lost a prefix the log gives no cause to lose.
+
+After a request the server holds its cached prefix: what it read plus what it wrote. The next request, sent within
+the cache's TTL to the same model, reads all of it back unless the prompt changed before its end. The log shows the
+causes this project models: a model switch, a change of the thinking setting (replay.simulator.thinking) or of the
+tool list (replay.simulator.tool_loads), a context event of the harness (compaction, microcompact), a change of the
+harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less than that
+(``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change the log does
+not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); a replay of the log
+keeps reading it, so what the bill pays again there cannot be reproduced. A log that reads but records no cache
+write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.run_arrays import RunArrays
+from replay.simulator.idle import request_times
+from replay.simulator.request_costs import writes_unbilled
+
+MIN_LOSS = 4096  # tokens: Anthropic's largest minimum cacheable prefix
+MIN_SHARE = 0.10  # of what the previous request left cached: Claude Code 2.1 re-writes 1-3k each request (a note it
+# moves to the newest message), which a replay of the log reproduces within a few percent
+
+
+@dataclass(frozen=True)
+class CacheLosses:
+    """The requests (indices) that lost a prefix without a cause in the log, and the tokens they lost."""
+
+    requests: np.ndarray
+    tokens: np.ndarray
+
+    @property
+    def total(self) -> int:
+        return int(self.tokens.sum())
+
+    def sentence(self) -> str:
+        """One line for ``bill_gap`` ("" when there is none)."""
+        n = len(self.requests)
+        if not n:
+            return ""
+        shown = ", ".join(str(int(k)) for k in self.requests[:6]) + (", ..." if n > 6 else "")
+        return (
+            f"the server's cache lost {self.total:,} cached tokens at {n} request{'s' if n > 1 else ''} ({shown}) "
+            "within its TTL, with no model switch, thinking or tool-list change or context event in the log: the bill "
+            "pays for them again, a replay reads them"
+        )
+
+
+def ttl_of(run: RunArrays) -> float:
+    """The TTL the log's writes used (3,600 s when most were 1 h writes), 300 s when it does not say."""
+    return float(run.cache_ttl or 300.0)
+
+
+def unexplained_losses(run: RunArrays) -> CacheLosses:
+    """The requests that read at least ``MIN_LOSS`` tokens and ``MIN_SHARE`` less than the previous request left
+    cached, within the TTL after it, with no cause the log shows (see the module docstring)."""
+    m = run.n_requests
+    empty = CacheLosses(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m:
+        return empty
+    read, write = run.rec_cache_read, run.rec_write
+    if writes_unbilled(run):
+        held = np.where(run.rec_prompt >= 0, run.rec_prompt - run.tail, -1)  # cached after each request
+    else:
+        held = np.where((read >= 0) & (write >= 0), read + write, -1)
+    sent, done = request_times(run)
+    gap = sent[1:] - done[:-1]  # idle from the end of a response to the sending of the next request
+    models = run.req_model if len(run.req_model) == m else (None,) * m
+    switched = np.array([a != b for a, b in zip(models[:-1], models[1:], strict=True)], dtype=bool)
+    explained = np.zeros(m, dtype=bool)
+    explained[1:] = switched | run.thinking_switches[1:] | run.tools_changes[1:]
+    events = run.events.step
+    explained[events[(events >= 0) & (events < m)]] = True
+    ev = run.events  # an item the log shows rewritten from a request on (Cline's duplicate-read pass): a new prefix
+    if len(ev.mask_pos):
+        first = {}
+        for k, q in zip(ev.mask_step.tolist(), ev.mask_pos.tolist(), strict=True):
+            first[q] = min(first.get(q, k), k)
+        at = np.array(sorted(set(first.values())), dtype=np.int64)
+        explained[at[(at >= 0) & (at < m)]] = True
+    gone = run.gone_at
+    explained[gone[(gone >= 0) & (gone < m)]] = True
+    lost = np.zeros(m, dtype=np.int64)
+    lost[1:] = np.where((held[:-1] >= 0) & (read[1:] >= 0), held[:-1] - read[1:], 0)
+    within = np.zeros(m, dtype=bool)
+    within[1:] = np.isfinite(gap) & (gap < ttl_of(run))
+    share = np.zeros(m, dtype=np.float64)
+    share[1:] = lost[1:] / np.maximum(held[:-1], 1)
+    at = np.flatnonzero((lost >= MIN_LOSS) & (share >= MIN_SHARE) & within & ~explained)
+    return CacheLosses(at.astype(np.int64), lost[at])
