@@ -231,7 +231,7 @@ def count(st, q, shown):
     st.aux[A_COUNTED, q] = shown
 
 
-@compiled
+@compiled(borrowed=True)
 def recount(r, st):
     """Bring the event count up to date with what changed since the previous view (new items, the server's drops):
     all at or after the first position the driver changed."""
@@ -242,7 +242,7 @@ def recount(r, st):
             count(st, q, shown)
 
 
-@compiled
+@compiled(borrowed=True)
 def events(r, st):
     """OpenHands' count of the view: the system prompt, each live body event (by weight), the summary."""
     return (1 if r.first_body > 0 else 0) + st.s[S_EVENTS] + (1 if st.s[S_SUM_AT] >= 0 else 0)
@@ -254,9 +254,10 @@ def outside_gap(st, lo, hi):
     return (lo, min(hi, st.s[S_GAP_LO])), (max(lo, st.s[S_GAP_HI]), hi)
 
 
-@compiled
+@compiled(borrowed=True)
 def live_events(r, st):
-    """(event ids, first live position of each) of the body's live events, in order."""
+    """How many live events the body has; their ids and first live positions, in order, go to the aux rows
+    ``A_IDS`` and ``A_FIRST``."""
     ev = st.aux[A_EVENT]
     ids, first = st.aux[A_IDS], st.aux[A_FIRST]
     n, last = 0, -1
@@ -266,22 +267,22 @@ def live_events(r, st):
                 last = ev[q]
                 ids[n], first[n] = last, q
                 n += 1
-    return ids[:n], first[:n]
+    return n
 
 
-@compiled
+@compiled(borrowed=True)
 def after_event(ev, pos):
     """The first position past the event holding ``pos`` (over the whole run)."""
     return np.searchsorted(ev, ev[pos], side="right")
 
 
-@compiled
+@compiled(borrowed=True)
 def event_start(ev, st, pos):
     """The first position of the event holding ``pos``."""
     return np.searchsorted(ev, ev[pos], side="left") if pos < st.s[S_END] else pos
 
 
-@compiled
+@compiled(borrowed=True)
 def next_start(ev, st, pos):
     """The first event boundary at or after ``pos``."""
     if pos >= st.s[S_END] or event_start(ev, st, pos) == pos:
@@ -289,7 +290,7 @@ def next_start(ev, st, pos):
     return after_event(ev, pos)
 
 
-@compiled
+@compiled(borrowed=True)
 def head_end(p, r, st, ids):
     """End of the kept head: the first keep_first events (the prefix counting as one), grown on event boundaries
     until it holds the results of its calls."""
@@ -313,7 +314,7 @@ def head_end(p, r, st, ids):
         head = after_event(ev, later)
 
 
-@compiled
+@compiled(borrowed=True)
 def tail_start(r, st, start):
     """Move a cut off a call/result pair and onto an event boundary: forward (forget the straddling batch) unless
     that reaches the newest event, else backward (keep it)."""
@@ -335,7 +336,7 @@ def tail_start(r, st, start):
         back = moved
 
 
-@compiled
+@compiled(borrowed=True)
 def token_tail(p, r, st, ids, first, head):
     """openhands_tokens: events of the newest live events whose estimate, with the head, the prefix and a summary,
     fits half the cap."""
@@ -359,7 +360,7 @@ def token_tail(p, r, st, ids, first, head):
     return kept
 
 
-@compiled
+@compiled(borrowed=True)
 def forget(r, st, q):
     """Drop item q with its partner (``kernel.drop``), keeping the event count."""
     end = st.s[S_END]
@@ -370,7 +371,7 @@ def forget(r, st, q):
     drop(r, st, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def cut(p, r, st, head, tail):
     """Forget the live items of [head, tail) (with their partners); the summary, when this condenser writes one,
     folds their truncated text in and stands before ``tail``."""
@@ -399,10 +400,11 @@ def cut(p, r, st, head, tail):
         set_summary(st, tail, size, size)
 
 
-@compiled
+@compiled(borrowed=True)
 def condense(p, r, st):
     """Keep the head and the newest events of the tail; forget (or summarise) the middle."""
-    ids, first = live_events(r, st)
+    n = live_events(r, st)
+    ids, first = st.aux[A_IDS, :n], st.aux[A_FIRST, :n]
     head = head_end(p, r, st, ids)
     if len(ids) == 0:
         return
@@ -418,7 +420,7 @@ def condense(p, r, st):
         cut(p, r, st, head, tail)
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     if p[P_BY_TOKENS] > 0:
         due = est_total(st) > p[P_MAX]

@@ -47,7 +47,7 @@ class Oracle(CompiledPolicy):
     Config = OracleConfig
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """An omitted item costs nothing. Next needs: per item the request of its first unchanged repeat read (NEVER
     if none), and per repeat read the next unchanged one of the same item (-1 none); a repeat read is decided by
@@ -65,7 +65,7 @@ def setup(p, r, st):
     st.aux[A_PLACE, :] = -1
 
 
-@compiled
+@compiled(borrowed=True)
 def evicts_before(st, a, b):
     """Item a goes before item b: farther next need (never needed: first), then larger, then older."""
     na, nb = st.aux[A_NEXT, a], st.aux[A_NEXT, b]
@@ -75,14 +75,14 @@ def evicts_before(st, a, b):
     return sa > sb if sa != sb else a < b
 
 
-@compiled
+@compiled(borrowed=True)
 def heap_put(st, i, q):
     """Item q at place i of the heap."""
     st.aux[A_HEAP, i] = q
     st.aux[A_PLACE, q] = i
 
 
-@compiled
+@compiled(borrowed=True)
 def sift_up(st, i):
     """Move the item at place i up while it goes before its parent."""
     heap = st.aux[A_HEAP]
@@ -96,7 +96,7 @@ def sift_up(st, i):
     heap_put(st, i, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def sift_down(st, i):
     """Move the item at place i down while a child goes before it."""
     heap, n = st.aux[A_HEAP], st.s[S_HEAP_N]
@@ -114,7 +114,7 @@ def sift_down(st, i):
     heap_put(st, i, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def heap_push(st, q):
     n = st.s[S_HEAP_N]
     st.s[S_HEAP_N] = n + 1
@@ -122,7 +122,7 @@ def heap_push(st, q):
     sift_up(st, n)
 
 
-@compiled
+@compiled(borrowed=True)
 def heap_pop(st):
     """The item that goes first, out of the heap."""
     heap = st.aux[A_HEAP]
@@ -136,7 +136,7 @@ def heap_pop(st):
     return top
 
 
-@compiled
+@compiled(borrowed=True)
 def expire_needs(r, st):
     """Repeat reads decided before this request no longer need their items: each such item's next need moves to
     its next unchanged repeat read."""
@@ -152,7 +152,7 @@ def expire_needs(r, st):
     st.s[S_NEXT_READ] = e
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """Over the budget by real tokens: omit original items before this request's new ones, farthest next need
     first (never needed: first), then largest, then oldest, until the view fits. Items join the heap once an

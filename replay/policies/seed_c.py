@@ -15,6 +15,13 @@ Layer 3 fires when the history still overflows after every marker: everything be
 replaced by a durable summary (rolling: a later overflow folds more into it). Failed results and their calls
 stay verbatim. If the normal tail (``tail_fraction`` of the budget) is still too large, the tail shrinks to the
 protected turn. Markers are then applied inside the tail too.
+
+Cost per request: what changed (the new items, the markers from where marking stopped, the protected turns) and a
+tail walk that stops at ``S_FOLD_FROM``, before which nothing is shown that a summary folds, so a summary that
+would fold nothing scans no history. Two paths still grow with the history, each bounded: a run whose steps ever
+decrease finds its protected turns by a scan of the history (``protect_turns`` x items per request; every reader
+gives sorted steps, which walk back over those turns only), and a request at which the server drops an item of an
+earlier turn (``gone_at``) revisits the markers from that item on (items, on such requests only).
 """
 
 from __future__ import annotations
@@ -263,17 +270,19 @@ def remark(p, r, st, lo, guard):
 
 
 @compiled(borrowed=True)
-def tail_from(r, st, guard, tokens):
-    """Start of a verbatim tail of about ``tokens`` (never after ``guard``), not splitting a pair."""
+def tail_from(r, st, guard, tokens, floor):
+    """Start of a verbatim tail of about ``tokens`` (never after ``guard``), not splitting a pair; ``floor`` when the
+    tail would start at or before ``floor`` (the walk back stops there: at most the tail's items after ``floor``)."""
     end = st.s[S_END]
     acc = 0
     start = end
-    for q in range(end - 1, -1, -1):
+    for q in range(end - 1, floor - 1, -1):
         acc += est_of(st, q)
         if acc > tokens:
             break
         start = q
-    return pair_safe_start(r, st, min(start, guard))
+    start = min(start, guard)
+    return floor if start <= floor else pair_safe_start(r, st, start)
 
 
 @compiled(inline="always")
@@ -297,13 +306,14 @@ def forget(r, st, q):
 @compiled(borrowed=True)
 def summarise(p, r, st, lo, guard, tokens):
     """Everything in [lo, tail) but failed results and their calls folds into the rolling summary, if that saves;
-    whether it did. Only [S_FOLD_FROM, tail) is visited when the tail starts at or after it: before it nothing
-    but what such a summary keeps is still shown."""
-    start = tail_from(r, st, guard, tokens)
-    if start <= lo:
-        return False
+    whether it did. Only [S_FOLD_FROM, tail) is visited: before S_FOLD_FROM nothing is still shown but what every
+    summary keeps (failed results, and calls whose failed result is before any tail, since a tail never starts
+    between a call and its result), so a tail starting at or before it folds nothing and costs no scan."""
     s = st.s
-    first = max(s[S_FOLD_FROM], lo) if s[S_FOLD_FROM] <= start else lo
+    first = max(s[S_FOLD_FROM], lo)
+    start = tail_from(r, st, guard, tokens, first)
+    if start <= first:
+        return False  # nothing before the tail folds: what is still shown before S_FOLD_FROM is kept
     folded = gone = 0
     for q in range(first, start):
         if folds(r, st, q, start):

@@ -193,6 +193,18 @@ def _v11_reader_version(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE files ADD COLUMN reader_version VARCHAR")
 
 
+def _v12_sweep_results_unindexed(con: duckdb.DuckDBPyConnection) -> None:
+    """``sweep_results`` without its primary key: DuckDB keeps that index in memory whole (about 90 MB a million
+    rows, not evictable under a memory limit), so a sweep's writer grew with every row it stored. Each (point,
+    run) row is written once by the sweep driver, which skips or deletes and redoes points already stored
+    (``replay.sweeps.runner.DonePoints``)."""
+    con.execute("""
+    CREATE TABLE sweep_results_v12 AS SELECT * FROM sweep_results;
+    DROP TABLE sweep_results;
+    ALTER TABLE sweep_results_v12 RENAME TO sweep_results;
+    """)
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -205,6 +217,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v9_bill_gap,
     _v10_behaviour_band,
     _v11_reader_version,
+    _v12_sweep_results_unindexed,
 ]
 
 

@@ -27,9 +27,10 @@ from replay.sweeps.shards import SHARD_ITEMS
 from replay.sweeps.spec import SweepSpec, point_id
 
 Note = Callable[[str], None]
-DB_MEMORY_MB = 1024  # DuckDB's memory limit while a sweep writes and exports (the default, 80% of RAM, let the
-# blocks it wrote pile up: 2.9 GB in the driver at 10 M result rows, and 17.5 GB sorting them for the Parquet file;
-# the export sorts out of core under it)
+DB_MEMORY_MB = 128  # DuckDB's memory limit while a sweep writes and sums its results. DuckDB keeps the blocks it
+# wrote or read until its limit: at the default (80% of RAM) 2.9 GB in the driver at 10 M result rows; at 1 GiB the
+# driver still grew with the rows (benchmarks/bench_sweep_writer.py)
+EXPORT_MEMORY_MB = 1024  # the Parquet export sorts every row (out of core under this; 128 MiB is too little for it)
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,7 @@ def run_sweep(
         if spec.mode == "random" and sweep.points != spec.n_points:  # draws that repeated a point were dropped
             results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, sweep.points, n_runs)
         results.finish(con, sid)
+    with bounded_db_memory(con, EXPORT_MEMORY_MB):
         parquet = _export(con, sid, out_dir / f"sweep-{sid}.parquet") if out_dir else None
     computed = len(sweep.computed)
     return SweepOutcome(sid, sweep.points, n_runs, sweep.points - computed, computed, sweep.errors, parquet)

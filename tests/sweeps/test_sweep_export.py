@@ -82,6 +82,7 @@ def test_summary_is_the_rows_summed_per_point(sample_db, tmp_path: Path) -> None
 
 def test_the_store_works_under_a_memory_limit_and_gets_its_own_back(sample_db, tmp_path: Path) -> None:
     """Without a limit DuckDB keeps every block a sweep writes (up to 80% of RAM) and sorts the export in memory."""
+    from replay.store.memory import size_bytes
     from replay.sweeps.runner import DB_MEMORY_MB
 
     def limit() -> str:
@@ -97,5 +98,5 @@ def test_the_store_works_under_a_memory_limit_and_gets_its_own_back(sample_db, t
         }
     )
     run_sweep(sample_db, spec, executor="serial", progress=False, on_commit=lambda *a: seen.append(limit()))
-    assert seen and set(seen) == {f"{DB_MEMORY_MB / 1024:.1f} GiB"}
+    assert seen and {size_bytes(s) for s in seen} == {DB_MEMORY_MB * 2**20}
     assert limit() == "20.0 GiB"
