@@ -87,7 +87,7 @@ def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
                 f"{path_text(path)}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
                 "or decompress it with `zstd -d` first"
             ) from exc
-        inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)  # type: ignore[assignment]
+        inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
     else:
         raise ValueError(f"{path_text(path)}: not a compressed file")
     return _Bounded(inner, path, decompressed_limit(path) if limit is None else limit)  # type: ignore[return-value]
@@ -330,7 +330,7 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
                         "timestamp) were read once: the log was written twice or an event replayed",
                     }
                 )
-        return records + quarantined if quarantined else records
+        return [*records, *quarantined] if quarantined else records
 
 
 def is_json_document(path: Path) -> bool:
