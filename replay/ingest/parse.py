@@ -35,7 +35,7 @@ from replay.untrusted import path_text
 
 _S, _I = pa.large_string(), pa.int64()
 # The store's columns, in table order, as Arrow types (replay/store/schema.py).
-RUN_SCHEMA = {
+RUN_SCHEMA: dict[str, pa.DataType] = {
     "run_id": _S,
     "file_hash": _S,
     "format": _S,
@@ -47,7 +47,7 @@ RUN_SCHEMA = {
     "n_requests": _I,
     "metadata": _S,
 }
-ITEM_SCHEMA = {
+ITEM_SCHEMA: dict[str, pa.DataType] = {
     "run_id": _S,
     "seq": _I,
     "step": _I,
@@ -66,7 +66,7 @@ ITEM_SCHEMA = {
     "ts": _S,
     "line": _I,
 }
-REQUEST_SCHEMA = {
+REQUEST_SCHEMA: dict[str, pa.DataType] = {
     "run_id": _S,
     "step": _I,
     "ts": _S,
@@ -171,7 +171,7 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
     packed = is_compressed(path)  # a folder for its plain copy only then: making and removing one cost ~5 ms
     with tempfile.TemporaryDirectory(prefix="replay-") if packed else nullcontext() as tmp:
         try:
-            plain = decompressed(path, Path(tmp)) if packed else path
+            plain = decompressed(path, Path(tmp)) if tmp is not None else path  # a folder when packed
         except ReplayError as exc:
             out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
             return out
@@ -210,9 +210,9 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
             return out
     if plain != path:
         records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
-    _columns(out, records)
+    items = _columns(out, records)
     del records  # the columns hold the values now, each list released as its batch is typed
-    out.largest = max(out.items["chars"], default=0)
+    out.largest = max(items["chars"], default=0)
     try:
         out.tables = list(batches(out, BATCH_ROWS, BATCH_CHARS))
     except ReplayError as exc:  # nothing written: the file is quarantined whole, with the reason
@@ -311,8 +311,9 @@ def _array(values: list, kind: pa.DataType) -> pa.Array:
     return found if found.type == _I else found.cast(_I, memory_pool=_POOL)
 
 
-def _columns(out: Parsed, records: list) -> None:
-    """Split records by kind into the store's columns (item hashes and run metadata JSON computed here)."""
+def _columns(out: Parsed, records: list) -> dict[str, list]:
+    """Split records by kind into the store's columns (item hashes and run metadata JSON computed here); the item
+    columns returned."""
     runs: list[Run] = []
     items: list[Item] = []
     reqs: list[Request] = []
@@ -353,6 +354,7 @@ def _columns(out: Parsed, records: list) -> None:
     out.items = columns
     out.requests = {c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}
     out.requests["ts"] = [stamps.iso(q.ts, q.line) for q in reqs]
+    return columns
 
 
 class _Timestamps:
@@ -361,7 +363,8 @@ class _Timestamps:
     the line, never the file."""
 
     def __init__(self, bad: list[BadRecord]) -> None:
-        self.bad, self.reported = bad, set()
+        self.bad = bad
+        self.reported: set[int | None] = set()  # lines already quarantined (None: no line)
 
     def iso(self, value: Any, line: int | None) -> str | None:
         if value is None or isinstance(value, str):
