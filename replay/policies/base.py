@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeAlias
 
 import numpy as np
 
@@ -249,3 +249,6 @@ class Policy(PolicyBase):
         )
         self.prev_end, self.dirty = e, e
         return view
+
+
+AnyPolicy: TypeAlias = CompiledPolicy | Policy  # what make_policy gives: a built-in, or a policy written in Python

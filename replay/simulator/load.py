@@ -190,7 +190,7 @@ def _cleared(metadata: dict, pos: dict, n_requests: int) -> np.ndarray:
     request on (Claude Code's microcompact, Cline's duplicate-file-read pass; ``cleared``: [result seq, characters
     of the note]), as per-request placeholder rows (request, position,
     characters) for every request from the event's to the last; rows of (0, 3) when there are none."""
-    rows = []
+    rows: list[tuple[int, int, int]] = []
     for ev in events_and_rewrites(metadata):
         if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
             continue

@@ -14,7 +14,7 @@ from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.metrics.runs import run_row
 from replay.model import KINDS
-from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
+from replay.policies.base import AnyPolicy, Budget, CompiledPolicy, Policy
 from replay.policies.view import ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
@@ -59,7 +59,7 @@ def _check(view: object, k: int, end: int) -> View:
 
 def simulate_run(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget | None = None,
     near_margin: float = 0.05,
@@ -79,7 +79,7 @@ def simulate_run(
 
 def simulate_run_by_tool(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget | None = None,
     near_margin: float = 0.05,
@@ -126,7 +126,7 @@ def _first_rewrite(view: View, tokens: np.ndarray) -> int:
 
 def charged_views(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     budget: Budget,
     bill: Billing,
     near_margin: float = 0.05,
@@ -147,7 +147,7 @@ def charged_views(
 
 def _simulate(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget | None,
     near_margin: float,
@@ -224,7 +224,7 @@ def _simulate(
         **reads,
         "evicted_failures": int(err_hidden.sum()),
         "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()),
-        **cost_columns(bill, float(costs.prompt_usd[0]), s_cost, float(costs.output_usd[0])),
+        **cost_columns(bill, float(costs.prompt_usd[0]), float(s_cost), float(costs.output_usd[0])),
         "billing_note": billing_note(bill, costs.why[0]),
         **cost_row(costs, 0),
         **out,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from replay.model import KINDS
-from replay.policies.base import PolicyBase
+from replay.policies.base import AnyPolicy
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.billing import Billing
 
@@ -63,7 +63,7 @@ def bill_gap(run: RunArrays) -> str:
     return "; ".join(reasons)
 
 
-def summary_hits_cache(policy: PolicyBase) -> bool:
+def summary_hits_cache(policy: AnyPolicy) -> bool:
     """Whether the policy's summarisation calls read the cached prefix (a policy says so with a
     ``summary_reads_cache`` attribute; by default they are uncached: no tools, a different prefix)."""
     return bool(getattr(policy, "summary_reads_cache", False))
