@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from replay.errors import ReplayError
 from replay.metrics.cost import summary_cost
 from replay.metrics.prices import Pricing
 from replay.policies.base import CompiledPolicy
@@ -110,6 +111,8 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         for f in ("input", "output", "cache_read", "cache_write")
     }
     per_run = [bills[i] for i in of_run]
+    if packed.request_plan is None:
+        raise ReplayError("sweep: the packed runs carry no request plan; build them with pack()")
     costs = run_costs(
         packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2], point.pricing
     )  # each request at its own model, day and write durations
