@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -73,7 +73,7 @@ def tune(
     from replay.sweeps.tune import tune as run
     from replay.sweeps.tune_grid import fit_warnings, tune_grid
     from replay.sweeps.tune_report import front_columns, summary_lines
-    from replay.tokens.resolve import resolve
+    from replay.tokens.resolve import resolve_given
 
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
         raise ReplayError(
@@ -81,7 +81,7 @@ def tune(
         )
     workers = sweep_workers(workers, 0, note) if executor != "ray" else workers
     con = open_store(db)
-    tok = resolve(con, tokenizer)
+    tok = resolve_given(con, tokenizer)
     if tok.counted:
         console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
     pricing = pricing_from_options(prices, price, model)
@@ -146,7 +146,7 @@ def tune(
     )
 
 
-def _cell(col: str, v: object) -> str:
+def _cell(col: str, v: Any) -> str:  # a value of a polars row
     if v is None:
         return ""
     if col == "cache_hit_rate":

@@ -95,6 +95,16 @@ def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: b
     return Resolved(tok.tokenizer_id, count_pending(con, tok, text, progress))
 
 
+def resolve_given(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> Resolved:
+    """:func:`resolve` for a command that needs a tokenizer: an empty ``spec`` is an error, not chars/4."""
+    res = resolve(con, spec, progress)
+    if res is None:
+        raise ReplayError(
+            f"-t/--tokenizer {str(spec or '')!r} names no tokenizer; {unknown_message('').split('; ', 1)[1]}"
+        )
+    return res
+
+
 def resolve_tokenizer(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> str | None:
     """The id of :func:`resolve`'s tokenizer, or None (chars/4) when no tokenizer is given."""
     res = resolve(con, spec, progress)
