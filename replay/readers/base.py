@@ -76,9 +76,9 @@ def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
     bytes (None: :func:`decompressed_limit`) or on damaged data it raises ReplayError naming the file and what to do."""
     suffix = path.suffix.lower()
     if suffix == ".gz":
-        inner: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
+        inner: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]  # a binary file typeshed types apart
     elif suffix == ".bz2":
-        inner = bz2.open(path, "rb")  # type: ignore[assignment]
+        inner = bz2.open(path, "rb")  # type: ignore[assignment]  # a binary file typeshed types apart
     elif suffix == ".zst":
         try:
             import zstandard
@@ -90,6 +90,7 @@ def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
         inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
     else:
         raise ValueError(f"{path_text(path)}: not a compressed file")
+    # _Bounded has the read/readline/close a reader uses of a BinaryIO, not all of its protocol
     return _Bounded(inner, path, decompressed_limit(path) if limit is None else limit)  # type: ignore[return-value]
 
 

@@ -138,7 +138,7 @@ class ClaudeCodeReader:
                 yield entry
             elif isinstance(entry[1], dict):
                 if entry[1].get("type") in CONVERSATION:  # other lines go with the conversation line before them
-                    current = sessions.get(entry[1].get("sessionId"), current)  # type: ignore[arg-type]
+                    current = sessions.get(entry[1].get("sessionId"), current)  # type: ignore[arg-type]  # None: not found
                 current.line(*entry)
         first = sessions[ids[0]].main
         shown = ", ".join(s[:40] for s in ids[:5]) + (", ..." if len(ids) > 5 else "")

@@ -295,7 +295,7 @@ class _Replay:
         if pct:
             event["pct_before"], event["pct_after"] = int(pct.group(1)), int(pct.group(2))
         else:
-            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]
+            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]  # pct or tokens matched
             event["tokens_before"] = int(before) if before.isdigit() else None
             event["tokens_after"] = int(after) if after.isdigit() else None
         self.events.append(event)

@@ -84,7 +84,7 @@ def check_config(policy: AnyPolicy) -> None:
     with pytest.raises(ReplayError, match="unknown parameter"):
         cls.Config.from_params({"no_such_knob": "1"})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.kind_extra = 1  # type: ignore[attr-defined]
+        cfg.kind_extra = 1  # type: ignore[attr-defined]  # the point: a frozen config refuses it
     numeric = [f for f in dataclasses.fields(cls.Config) if f.metadata.get("lo") is not None]
     for f in numeric[:3]:
         with pytest.raises(ReplayError, match="out of bounds"):

@@ -16,6 +16,8 @@ from typing import Any
 import numba
 from numba import typeof, types
 
+from replay.jit import source_hash
+
 # seconds to compile one policy's loop, measured on a fresh cache (2 cores, unloaded): per entry point
 ESTIMATE_S = {"corpus_kernel": 25, "trace_kernel": 25}
 _READY: set[tuple[str, int]] = set()
@@ -23,7 +25,8 @@ _READY: set[tuple[str, int]] = set()
 
 def marker(entry: str, code: int) -> Path:
     """The file saying that ``entry`` is compiled for policy ``code`` in numba's cache."""
-    return Path(numba.config.CACHE_DIR) / "replay-ready"  # type: ignore[attr-defined]  # set at run time by numba / f"{source_hash()}-{entry}-{code}"
+    cache_dir = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # numba.config sets its names at run time
+    return Path(cache_dir) / "replay-ready" / f"{source_hash()}-{entry}-{code}"
 
 
 def is_ready(entry: str, code: int) -> bool:
