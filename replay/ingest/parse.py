@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -210,9 +210,9 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: frozen
             return out
     if plain != path:
         records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
-    items = _columns(out, records)
+    _columns(out, records)
     del records  # the columns hold the values now, each list released as its batch is typed
-    out.largest = max(items["chars"], default=0)
+    out.largest = max(cast(dict[str, list], out.items)["chars"], default=0)  # set by _columns
     try:
         out.tables = list(batches(out, BATCH_ROWS, BATCH_CHARS))
     except ReplayError as exc:  # nothing written: the file is quarantined whole, with the reason
@@ -311,9 +311,8 @@ def _array(values: list, kind: pa.DataType) -> pa.Array:
     return found if found.type == _I else found.cast(_I, memory_pool=_POOL)
 
 
-def _columns(out: Parsed, records: list) -> dict[str, list]:
-    """Split records by kind into the store's columns (item hashes and run metadata JSON computed here); the item
-    columns returned."""
+def _columns(out: Parsed, records: list) -> None:
+    """Split records by kind into the store's columns (item hashes and run metadata JSON computed here)."""
     runs: list[Run] = []
     items: list[Item] = []
     reqs: list[Request] = []
@@ -354,7 +353,6 @@ def _columns(out: Parsed, records: list) -> dict[str, list]:
     out.items = columns
     out.requests = {c: [getattr(q, c) for q in reqs] for c in REQUEST_SCHEMA}
     out.requests["ts"] = [stamps.iso(q.ts, q.line) for q in reqs]
-    return columns
 
 
 class _Timestamps:

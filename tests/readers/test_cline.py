@@ -218,3 +218,14 @@ def test_duplicate_pass_keys_by_the_header_path() -> None:
     assert cleared == [[1, len("[read_file for 'a.py'] Result:") + 1 + NOTICE_CHARS]]  # the change is another path
     assert duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 2, 8, done) == []  # rewritten once only
     assert duplicate_pass({2: read_a, 4: change_a, 6: read_a2}, 4, 8, set()) == []  # before the range: not seen
+
+
+def test_a_tool_message_whose_text_is_json_but_not_an_object_is_kept_as_text(tmp_path: Path) -> None:
+    """A UI 'tool' message carrying a JSON string or list (not an object) was read with .get() and stopped the
+    reader with AttributeError; it is a call with the raw text as its arguments, like unparseable text."""
+    folder = _task(tmp_path / "t", with_api=False)
+    ui = json.loads((folder / "ui_messages.json").read_text())
+    ui[2]["text"] = json.dumps(["not", "an", "object"])
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    calls = [i for i in of(read(folder), Item) if i.kind == "tool_call"]
+    assert len(calls) == 1 and calls[0].tool_name == "tool" and json.loads(calls[0].args or "")["raw"] == ui[2]["text"]
