@@ -193,6 +193,8 @@ def test_tokens_json_parses_with_numbers(db, monkeypatch, capsys):
 @pytest.mark.parametrize("command", ["tokens", "tune"])
 def test_an_empty_tokenizer_is_an_error_not_a_traceback(command, db, monkeypatch, capsys):
     """`-t ""` names no tokenizer: these commands need one (they crashed on None before)."""
-    args = [command, "-t", "", "--db", str(db)] + (["--policy", "last_n"] if command == "tune" else [])
+    args = [command, "-t", "", "--db", str(db)] + (
+        ["--policy", "last_n", "--window", "130000", "--reserve", "0"] if command == "tune" else []
+    )
     code, _, err = replay_main(monkeypatch, capsys, *args)
     assert code == 2 and "names no tokenizer" in err and "o200k" in err
