@@ -53,6 +53,11 @@ def for_html(text: str) -> str:
     return html.escape(for_terminal(text), quote=True)
 
 
+def for_html_block(text: str) -> str:
+    """Multi-line text for a ``<pre>`` element: line breaks and tabs kept, everything else as :func:`for_html`."""
+    return "\n".join("\t".join(for_html(part) for part in line.split("\t")) for line in text.split("\n"))
+
+
 def script_json(value: object) -> str:
     """JSON to embed in an HTML ``<script>`` element: ``<``, ``>`` and ``&`` as JSON escapes, so no ``</script>``
     or ``<!--`` from the data can end or re-open the element (the parsed value is unchanged)."""

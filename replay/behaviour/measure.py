@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from replay.behaviour.loops import Episode, episodes, sentence
+from replay.behaviour.mech import mech
+from replay.behaviour.pressure import pressured
 from replay.behaviour.repeats import RepeatCalls, hidden_at_decide, repeat_calls
 from replay.policies.base import AnyPolicy, Budget
 from replay.policies.view import View
@@ -19,7 +21,17 @@ from replay.simulator.run import charged_views
 
 VISIBLE_SHARE = 0.1  # "visible at keep_last >= N": the smallest N hiding at most this share of an episode's repeats
 KNOBS = ("keep_last", "n")  # the window knob: masking's keep_last, last_n's n
-RUN_COLUMNS = ("run_id", "repeats", "stale_repeats", "blind_repeats", "loop_episodes")
+RUN_COLUMNS = (
+    "run_id",
+    "requests",
+    "repeats",
+    "stale_repeats",
+    "blind_repeats",
+    "loop_episodes",
+    "pressured_requests",
+    "mech_requests",
+    "mech_prompt_tokens",
+)
 EPISODE_COLUMNS = (
     "run_id",
     "episode",
@@ -108,5 +120,8 @@ def behaviour(run: RunArrays, policy: AnyPolicy, budget: Budget) -> tuple[dict, 
             )
         )
     stale = int(events.stale.sum())
-    row = dict(zip(RUN_COLUMNS, (run.run_id, len(events.call), stale, int(hidden.sum()), len(eps)), strict=True))
+    pressure = int(pressured(run, views(run, policy, budget)).sum())
+    rereads = mech(run, lambda r: views(r, policy, budget))
+    values = (run.run_id, run.n_requests, len(events.call), stale, int(hidden.sum()), len(eps), pressure)
+    row = dict(zip(RUN_COLUMNS, (*values, rereads.requests, rereads.prompt_tokens), strict=True))
     return row, rows

@@ -6,7 +6,10 @@ import json
 
 import duckdb
 
+from replay.behaviour.band import BAND_COLUMNS, POINT_COLUMNS
 from replay.behaviour.measure import EPISODE_COLUMNS, RUN_COLUMNS
+
+STORED_RUN_COLUMNS = (*RUN_COLUMNS, "cap", *BAND_COLUMNS, *POINT_COLUMNS, "calibration")
 
 
 def config_json(params: dict) -> str:
@@ -15,7 +18,8 @@ def config_json(params: dict) -> str:
 
 
 def write_rows(con: duckdb.DuckDBPyConnection, policy: str, params: dict, runs: list[dict], eps: list[dict]) -> None:
-    """Store ``runs`` (RUN_COLUMNS rows) and ``eps`` (EPISODE_COLUMNS rows) under ``policy`` and ``params``."""
+    """Store ``runs`` (RUN_COLUMNS rows, with the band columns where given) and ``eps`` (EPISODE_COLUMNS rows) under
+    ``policy`` and ``params``."""
     config = config_json(params)
     ids = [r["run_id"] for r in runs]
     con.execute("BEGIN")
@@ -26,9 +30,11 @@ def write_rows(con: duckdb.DuckDBPyConnection, policy: str, params: dict, runs: 
                 [policy, config, ids],
             )
         if runs:
+            names = ", ".join(f'"{c}"' for c in ("policy", "config", *STORED_RUN_COLUMNS, "measured_at"))
+            marks = ", ".join("?" * (len(STORED_RUN_COLUMNS) + 2))
             con.executemany(
-                "INSERT INTO behaviour_runs VALUES (?, ?, ?, ?, ?, ?, ?, now())",
-                [[policy, config, *(r[c] for c in RUN_COLUMNS)] for r in runs],
+                f"INSERT INTO behaviour_runs ({names}) VALUES ({marks}, now())",
+                [[policy, config, *(r.get(c) for c in STORED_RUN_COLUMNS)] for r in runs],
             )
         if eps:
             marks = ", ".join("?" * (len(EPISODE_COLUMNS) + 2))

@@ -126,9 +126,16 @@ def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(c).map_elements(for_csv, return_dtype=pl.String) for c in text)
 
 
-def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide: bool | None = None) -> None:
+def emit(
+    frame: pl.DataFrame,
+    fmt: str = "table",
+    title: str | None = None,
+    wide: bool | None = None,
+    label_room: bool = False,
+) -> None:
     """Print a frame as a rich table, JSON rows or CSV. A table keeps the columns that fit the terminal whole, in
-    frame order, and names the ones left out; ``wide`` True: every column (None: the command has no --wide)."""
+    frame order, and names the ones left out; ``wide`` True: every column (None: the command has no --wide).
+    ``label_room``: the first column (a label: a run id, a model) takes the room the others leave."""
     if fmt == "json":
         sys.stdout.write(frame.write_json() + "\n")
     elif fmt == "csv":
@@ -137,7 +144,11 @@ def emit(frame: pl.DataFrame, fmt: str = "table", title: str | None = None, wide
         hidden: list[str] = []
         widths = {c: _column_width(frame, c, fold_header=not wide) for c in frame.columns}
         if not wide and frame.columns:  # a long id folds onto more lines, never cut
-            widths[frame.columns[0]] = min(widths[frame.columns[0]], max(24, console.width * 3 // 10))
+            first = frame.columns[0]
+            room = max(24, console.width * 3 // 10)
+            if label_room:  # the width the other columns leave (3 a column for padding and divider, 1 the edge)
+                room = max(room, console.width - 4 - sum(widths[c] + 3 for c in frame.columns[1:]))
+            widths[first] = min(widths[first], room)
             frame, hidden = fit_columns(frame, console.width, widths)
         table = Table(title=Text(title) if title else None, box=box.SIMPLE_HEAD)
         for col in frame.columns:

@@ -59,6 +59,18 @@ def show(
         ),
     ] = None,
     wide: Annotated[bool, typer.Option("--wide", help="Wrap previews instead of cutting them at the width.")] = False,
+    transcript: Annotated[
+        bool,
+        typer.Option(
+            "--transcript",
+            help="Write the run's transcript as one HTML page (every item in order, each request with its tokens, "
+            "cache reads and writes and cost, a search box) instead of a request's view.",
+        ),
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Where --transcript writes its page (default: RUN.transcript.html here)."),
+    ] = None,
     db: DbOption = DEFAULT_DB_PATH,
     fmt: FormatOption = "table",
 ) -> None:
@@ -80,6 +92,11 @@ def show(
 
     if fmt not in ("table", "json"):
         raise ReplayError(f"--format {fmt!r}: choose table or json")
+    if out is not None and not transcript:
+        raise ReplayError("--out is where --transcript writes its page; add --transcript (or use --html PATH)")
+    if transcript:
+        _write_transcript(db, run, out)
+        return
     con = open_store(db, read_only=not tokenizer)
     tid = resolve_tokenizer(con, tokenizer)
     rid = find_run(con, run)
@@ -124,3 +141,19 @@ def show(
         return
     render(console, views, wide)
     warnings_block(warnings)
+
+
+def _write_transcript(db: Path, spec: str, out: Path | None) -> None:
+    """``show RUN --transcript``: the run's page, written to ``out`` (default: the run id, made a file name)."""
+    import re
+
+    from replay.reports.transcript import write_transcript
+    from replay.store import open_store
+    from replay.untrusted import for_terminal
+
+    con = open_store(db, read_only=True)
+    rid = find_run(con, spec)
+    path = out or Path(re.sub(r"[^A-Za-z0-9._-]+", "_", rid).strip("._")[:120] + ".transcript.html")
+    items, requests = write_transcript(con, rid, path)
+    con.close()
+    console.print(for_terminal(f"wrote {path} ({items:,} items, {requests:,} requests of {rid})"), highlight=False)

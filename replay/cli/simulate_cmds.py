@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
 import typer
@@ -11,6 +11,15 @@ from rich.console import Console
 from rich.text import Text
 
 from replay.cli import app
+from replay.cli.behaviour_options import (
+    BAND_SHOWN,
+    BEHAVIOUR_COLUMNS,
+    POINT_SHOWN,
+    BehaviourFlag,
+    CalibrationOption,
+    CapOption,
+    check_options,
+)
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
@@ -36,6 +45,12 @@ from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from replay.policies.base import AnyPolicy
+    from replay.run_arrays import RunArrays
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = [
@@ -92,6 +107,9 @@ def simulate(
     ] = None,
     db: DbOption = DEFAULT_DB_PATH,
     fmt: FormatOption = "table",
+    behaviour: BehaviourFlag = False,
+    cap: CapOption = None,
+    calibration: CalibrationOption = None,
     policy_file: Annotated[
         Path | None,
         typer.Option(
@@ -108,6 +126,7 @@ def simulate(
     The prompt of each request is the view's items plus the harness prefix the log does not hold, counted as
     the server counts them (replay.simulator.prompt): fitted on the run's recorded usage, else its harness's
     profile, else ``--overhead``; runs with none of these are listed."""
+    check_options(behaviour, cap, calibration)
     knobs: dict[str, Any] = {}
     cache_params: dict[str, Any] = {}
     if policy_file:  # the file's settings; explicit -t/--runs/--cache still win
@@ -146,7 +165,10 @@ def simulate(
     )
     if store:
         store_simulation(con, sim)
-    emit(sim.runs.select(COLUMNS), fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
+    shown = sim.runs.select(COLUMNS)
+    if behaviour:
+        shown = with_behaviour(con, shown, arrays, pol, Budget(window, reserve), sim.runs, cap, calibration, store)
+    emit(shown, fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
     warnings = window_warnings(pol, window, reserve)
@@ -160,6 +182,41 @@ def simulate(
     warnings_block(warnings, note)  # to stderr under --format json/csv, so the output still parses
     if by_tool:
         emit(composition_totals(sim), fmt, title=f"window composition by tool ({sim.sim_id}; also in sim_composition)")
+
+
+def with_behaviour(
+    con: duckdb.DuckDBPyConnection,
+    shown: pl.DataFrame,
+    arrays: list[RunArrays],
+    pol: AnyPolicy,
+    budget: Budget,
+    sim_runs: pl.DataFrame,
+    cap: int | None,
+    calibration: Path | None,
+    store: bool,
+) -> pl.DataFrame:
+    """``shown`` with the behaviour columns of each run (replay.behaviour), from the views simulate charged; the rows
+    stored in behaviour_runs when ``store``."""
+    from replay.behaviour.pool import harness_of
+    from replay.behaviour.rows import write_rows
+    from replay.behaviour.table import BandSettings, behaviour_rows
+
+    settings = None
+    if cap is not None:
+        from replay.behaviour.calibration_file import read_calibration
+
+        costs = dict(zip(sim_runs["run_id"].to_list(), sim_runs["cost_usd"].to_list(), strict=True))
+        cal = read_calibration(calibration) if calibration else None
+        harness = harness_of(con, [r.run_id for r in arrays])
+        settings = BandSettings(cap, costs, harness, cal, str(calibration) if cal else None)
+    run_rows, ep_rows = behaviour_rows(arrays, pol, budget, settings)
+    if store:
+        write_rows(con, pol.name, dict(pol.config.__dict__), run_rows, ep_rows)
+    cols = list(BEHAVIOUR_COLUMNS)
+    if cap is not None:
+        cols += BAND_SHOWN + (POINT_SHOWN if any(r.get("turns_point") is not None for r in run_rows) else [])
+    extra = pl.DataFrame([{"run_id": r["run_id"], **{c: r.get(c) for c in cols}} for r in run_rows])
+    return shown.join(extra, on="run_id", how="left", maintain_order="left")
 
 
 @app.command()

@@ -225,6 +225,14 @@ def runs(
     ] = None,
     prices: PricesOption = None,
     price: PriceOption = [],  # noqa: B006
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="For narrow terminals: only the run (or group), its requests and its cost, numbers whole "
+            "(table only; json and csv keep every column).",
+        ),
+    ] = False,
 ) -> None:
     """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
     own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
@@ -280,7 +288,12 @@ def runs(
             pl.col("cost_note").fill_null("no requests"),
         )
         title = "runs"
-    emit(table, fmt, title=title, wide=wide)
+    if compact and fmt == "table":
+        label = pl.col(table.columns[0]).cast(pl.String).fill_null("(none)")
+        short = table.select(label, "requests", "cost_usd")
+        emit(short, fmt, title=f"{title.split(' (')[0]} (compact; --format csv: all columns)", label_room=True)
+    else:
+        emit(table, fmt, title=title, wide=wide)
     if fmt == "table":
         for line in bill_summary(table, by, unpriced_reasons(bill)):
             console.print(Text(for_terminal(line)), highlight=False)

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from replay.cli import app
+from replay.cli.behaviour_options import BehaviourFlag, CalibrationOption, CapOption, check_options
 from replay.cli.common import (
     DEFAULT_DB_PATH,
     DbOption,
@@ -68,6 +69,9 @@ def sweep(
     ] = None,
     fmt: FormatOption = "table",
     wide: WideOption = False,
+    behaviour: BehaviourFlag = False,
+    cap: CapOption = None,
+    calibration: CalibrationOption = None,
 ) -> None:
     """Run a sweep; resumable (rerun the same command after a kill: finished points are skipped). Ends with a
     table of the points (knobs, overflows, cost, cache hit rate, summaries; cheapest first).
@@ -79,6 +83,7 @@ def sweep(
     from replay.sweeps.runner import print_commit
     from replay.tokens.resolve import resolve_tokenizer
 
+    check_options(behaviour, cap, calibration)
     spec = load_spec(grid, max_points)
     if ray_address:
         import os
@@ -122,6 +127,13 @@ def sweep(
         order = "fewest overflows first: no run has a price, so there is no cost to sort by"
     else:
         order = f"cheapest first; cost over {cover.label()}" if cover.total else "fewest overflows first"
+    if behaviour:
+        from replay.simulator.load import load_runs
+        from replay.sweeps.behaviour_points import BehaviourOptions, point_behaviour
+
+        arrays = load_runs(con, spec.tokenizer, spec.runs)
+        per_point = point_behaviour(con, spec, arrays, outcome.sweep_id, BehaviourOptions(cap, calibration))
+        summary = summary.join(per_point, on="point_id", how="left", maintain_order="left")
     shown = summary.head(SHOWN) if fmt == "table" else summary  # json/csv: every point
     emit(
         shown,

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from replay.cli import app
+from replay.cli.behaviour_options import BehaviourFlag, CalibrationOption, CapOption, check_options
 from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
@@ -59,6 +60,9 @@ def tune(
     price: PriceOption = [],  # noqa: B006
     executor: Annotated[str, typer.Option(help="serial, local (process pool) or ray.")] = "local",
     workers: WorkersOption = 0,
+    behaviour: BehaviourFlag = False,
+    cap: CapOption = None,
+    calibration: CalibrationOption = None,
 ) -> None:
     """Sweep the policy's knobs at this window and reserve (ranges relative to the window); keep the points that
     pass `replay check`'s default gate against the policy's defaults, then those with zero (else the fewest)
@@ -68,6 +72,7 @@ def tune(
     Resumable: the same arguments give the same sweep id, so a rerun skips finished points."""
     from replay.metrics.prices import pricing_from_options
     from replay.store import open_store
+    from replay.sweeps.behaviour_points import BehaviourOptions
     from replay.sweeps.runner import sweep_workers
     from replay.sweeps.spec import MAX_POINTS
     from replay.sweeps.tune import tune as run
@@ -75,6 +80,7 @@ def tune(
     from replay.sweeps.tune_report import front_columns, summary_lines
     from replay.tokens.resolve import resolve_given
 
+    check_options(behaviour, cap, calibration)
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
         raise ReplayError(
             f"--points {points:,}: give 1 to {MAX_POINTS:,} (the default 96 covers each knob at a few levels)"
@@ -89,8 +95,21 @@ def tune(
     early = fit_warnings(policy, window, reserve)
     for line in early:
         console.print(line, style="bold yellow", highlight=False, markup=False)
+    opts = BehaviourOptions(cap, calibration) if behaviour else None
     res = run(
-        con, policy, window, reserve, tok.tokenizer_id, out, points, runs, cache, executor, workers, pricing=pricing
+        con,
+        policy,
+        window,
+        reserve,
+        tok.tokenizer_id,
+        out,
+        points,
+        runs,
+        cache,
+        executor,
+        workers,
+        pricing=pricing,
+        behaviour=opts,
     )
     lines = summary_lines(res)
     title = (

@@ -196,7 +196,11 @@ def tune_front(
 ) -> Axes:
     """`replay tune`'s chart: two views of the four objectives; overflowing, feasible and front points told apart,
     the recommended point starred and the policy's defaults marked. Returns the left Axes (save() takes it)."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5.2), layout="constrained")
+    banded = "pressured_share" in points.columns and bool(knobs)
+    fig, axes = plt.subplots(1, 3 if banded else 2, figsize=(18 if banded else 12, 5.2), layout="constrained")
+    left, right = axes[0], axes[1]
+    if banded:
+        behaviour_band(points, knobs or [], axes[2])
     views = (
         (left, "cost_usd", "cache_hit_rate", f"cost (USD, {cost_label})", "cache hit rate (% of prompt tokens)"),
         (
@@ -271,6 +275,56 @@ def tune_front(
     fig.supxlabel(f"recommended: {what}", fontsize=9)
     fig.suptitle(title + ("" if zero_overflow else "  [no point free of overflow]"), fontsize=11)
     return left
+
+
+WINDOW_KNOBS = ("keep_last", "n", "max_events", "max_size")
+
+
+def behaviour_band(points: pl.DataFrame, knobs: list[str], ax: Axes, under: float = 0.01) -> None:
+    """Tune's third panel: per setting of the window knob (else the first swept knob), the turn band (summed turns
+    over the recorded turns: low end the recorded run, not a bound; high end every pressured request tipping a loop
+    to the cap) shaded, the pressured share of requests, and the smallest setting whose share is under ``under``."""
+    knob = next((k for k in WINDOW_KNOBS if k in knobs), knobs[0])
+    agg = [pl.col("pressured_share").max(), pl.col("recorded_turns").max()]
+    have = [c for c in ("turns_lo", "turns_hi") if c in points.columns and points[c].null_count() < points.height]
+    by = points.group_by(knob).agg(*agg, *(pl.col(c).min() if c.endswith("lo") else pl.col(c).max() for c in have))
+    by = by.sort(knob)
+    x = by[knob].to_list()
+    twin = ax.twinx() if have else ax
+    if have:
+        base = np.maximum(by["recorded_turns"].to_numpy(), 1)
+        lo, hi = by["turns_lo"].to_numpy() / base, by["turns_hi"].to_numpy() / base
+        ax.fill_between(
+            x, lo, hi, color="C1", alpha=0.25, step="mid", label="turn band (low end: recorded, not a bound)"
+        )
+        ax.set_ylabel("turns / recorded turns (band, uncalibrated)")
+    share = by["pressured_share"].to_numpy() * 100
+    twin.plot(x, share, marker="o", color="C3", label="pressured requests (%)")
+    twin.set_ylabel("pressured requests (% of requests)")
+    below = [int(v) if float(v).is_integer() else v for v, s in zip(x, share, strict=True) if s < under * 100]
+    if below:
+        ax.axvline(below[0], color="black", ls="--", lw=1)
+        ax.annotate(
+            f"pressured < {under:.0%} from {knob} = {below[0]}",
+            (below[0], 0.95),
+            xycoords=("data", "axes fraction"),
+            xytext=(4, 0),
+            textcoords="offset points",
+            fontsize=8,
+        )
+    else:
+        ax.annotate(
+            f"no swept {knob} brings pressured requests under {under:.0%}",
+            (0.02, 0.95),
+            xycoords="axes fraction",
+            fontsize=8,
+        )
+    ax.set_xlabel(knob)
+    ax.set_title("behaviour: turn band and working-set pressure", fontsize=10)
+    ax.grid(alpha=0.3)
+    handles = [h for a in {ax, twin} for h in a.get_legend_handles_labels()[0]]
+    if handles:
+        ax.legend(handles=handles, fontsize=8, loc="center right")
 
 
 def save(ax: Axes, out_dir: Path, name: str) -> list[Path]:

@@ -155,6 +155,37 @@ def _v8_behaviour(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v9_bill_gap(con: duckdb.DuckDBPyConnection) -> None:
+    """``sim_runs.bill_gap``: why a replay of the log's own policy cannot reproduce the run's recorded bill, as
+    ``simulate`` prints it ("" when nothing in the log stands in the way; NULL on rows stored before this version).
+    """
+    con.execute('ALTER TABLE sim_runs ADD COLUMN "bill_gap" VARCHAR')
+
+
+def _v10_behaviour_band(con: duckdb.DuckDBPyConnection) -> None:
+    """``behaviour_runs`` gains the run's requests, its pressured requests, the closed-loop re-reads before blind
+    edits (requests, prompt tokens) and the turn band under ``cap`` (NULL: no cap given): loop chance, turns and cost
+    at both ends, and the point only where a calibration of the run's harness gave one (``calibration``: its file)."""
+    for col, typ in (
+        ("requests", "INTEGER"),
+        ("pressured_requests", "INTEGER"),
+        ("mech_requests", "INTEGER"),
+        ("mech_prompt_tokens", "BIGINT"),
+        ("cap", "INTEGER"),
+        ("loop_p_lo", "DOUBLE"),
+        ("loop_p_hi", "DOUBLE"),
+        ("turns_lo", "DOUBLE"),
+        ("turns_hi", "DOUBLE"),
+        ("cost_lo", "DOUBLE"),
+        ("cost_hi", "DOUBLE"),
+        ("loop_p_point", "DOUBLE"),
+        ("turns_point", "DOUBLE"),
+        ("cost_point", "DOUBLE"),
+        ("calibration", "VARCHAR"),
+    ):
+        con.execute(f'ALTER TABLE behaviour_runs ADD COLUMN "{col}" {typ}')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -164,6 +195,8 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v6_cache_write_1h,
     _v7_sweeps_calibration_files,
     _v8_behaviour,
+    _v9_bill_gap,
+    _v10_behaviour_band,
 ]
 
 

@@ -16,6 +16,7 @@ import polars as pl
 from replay.errors import ReplayError
 from replay.metrics.coverage import cover_of_rows
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.sweeps.behaviour_points import BehaviourOptions, point_behaviour
 from replay.sweeps.select import TuneResult, aggregate_points, choose, gate, overflowing_runs, unfittable, why_none
 from replay.sweeps.spec import SweepSpec, point_id
 from replay.sweeps.tune_grid import defaults_spec, fit_warnings, tune_spec
@@ -122,13 +123,20 @@ def tune(
     workers: int = 0,
     progress: bool = True,
     pricing: Pricing = DEFAULT_PRICING,
+    behaviour: BehaviourOptions | None = None,
 ) -> TuneResult:
-    """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files."""
+    """The whole tuning: sweep (resumable), aggregate, zero-overflow filter, front, recommendation, files; with
+    ``behaviour`` each point's behaviour (and turn band) joins its row, and the chart shades the band."""
     if points < 1:
         raise ReplayError(f"tune: --points must be >= 1, got {points}")
     res = run_tune(
         con, tune_spec(policy, window, reserve, tokenizer_id, points, runs, cache, pricing), executor, workers, progress
     )
+    if behaviour is not None:
+        from replay.sweeps.runner import load_sweep_runs
+
+        per_point = point_behaviour(con, res.spec, load_sweep_runs(con, res.spec), res.spec.sweep_id, behaviour)
+        res.points = res.points.join(per_point, on="point_id", how="left", maintain_order="left")
     if out_dir is not None:
         write_outputs(res, out_dir)
     return res

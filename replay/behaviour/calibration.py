@@ -1,0 +1,163 @@
+"""Calibrating the loop propensity on one paired arm, and predicting another arm's turn ratio from it.
+
+A paired arm is a table of tasks with their turns under the raw agent and under a policy setting. With the pool's
+pressure curve under that setting (``replay.behaviour.pool``) each task's expected pressured requests follow from its
+raw length, and the band model (``replay.behaviour.band``) gives its expected turns for a propensity. The fit: the
+hazard ``h`` that reproduces the arm's turn ratio (sum of policy turns over sum of raw turns), every extra turn put
+down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of its ratio. Its
+uncertainty: the same fit on bootstrap resamples of the tasks. Its held-out check: fitted on one half of the tasks
+(split by a hash of the task name), predicted on the other."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from replay.behaviour.band import Propensity, turns
+from replay.behaviour.pool import PressureCurve
+from replay.errors import ReplayError
+
+REPLICATES = 200  # bootstrap resamples for the intervals
+SEED = 0
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Paired:
+    tasks: tuple[str, ...]
+    raw: np.ndarray
+    policy: np.ndarray
+
+
+def read_table(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
+    """Rows of a CSV file that has ``columns`` (more are allowed); errors name the file and line."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            reader = csv.DictReader(fh)
+            missing = [c for c in columns if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ReplayError(f"{path}: line 1: no column {', '.join(missing)}; expected {','.join(columns)}")
+            rows = list(reader)
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot read ({exc.strerror}); give a CSV with columns {','.join(columns)}") from exc
+    if not rows:
+        raise ReplayError(f"{path}: no rows; give a CSV with columns {','.join(columns)}")
+    return rows
+
+
+def _turns(path: Path, line: int, row: dict[str, str], col: str) -> int:
+    try:
+        value = int(float(row[col]))
+    except (TypeError, ValueError):
+        raise ReplayError(f"{path}: line {line}: {col} {row[col]!r} is not a number of turns") from None
+    if value < 0:
+        raise ReplayError(f"{path}: line {line}: {col} {value} is a negative number of turns")
+    return value
+
+
+def read_paired(path: Path) -> Paired:
+    """A ``task,raw_turns,policy_turns`` table."""
+    rows = read_table(path, ("task", "raw_turns", "policy_turns"))
+    raw = [_turns(path, i + 2, r, "raw_turns") for i, r in enumerate(rows)]
+    pol = [_turns(path, i + 2, r, "policy_turns") for i, r in enumerate(rows)]
+    return Paired(tuple(r["task"] for r in rows), np.array(raw), np.array(pol))
+
+
+def read_lengths(path: Path) -> np.ndarray:
+    """The raw_turns column of a ``task,raw_turns`` table."""
+    rows = read_table(path, ("task", "raw_turns"))
+    return np.array([_turns(path, i + 2, r, "raw_turns") for i, r in enumerate(rows)])
+
+
+def ratio(lengths: np.ndarray, curve: PressureCurve, cap: int, prop: Propensity) -> float:
+    """Predicted turn ratio (sum of expected policy turns over sum of raw turns)."""
+    return float(turns(lengths, curve.expected(lengths), cap, prop).sum() / lengths.sum())
+
+
+def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int) -> Propensity:
+    """The propensity that reproduces the arm's ratio."""
+    s = 1.0
+    target = float(policy.sum() / raw.sum())
+    lo, hi = 0.0, 1.0
+    if ratio(raw, curve, cap, Propensity(0.0, s)) >= target:  # no loops needed: all of it is shortening
+        return Propensity(0.0, target)
+    if ratio(raw, curve, cap, Propensity(1.0, s)) < target:
+        raise ReplayError(
+            f"the arm's turn ratio {target:.3f} is more than the pool's pressure can give even if every pressured "
+            f"request tipped a loop ({ratio(raw, curve, cap, Propensity(1.0, s)):.3f} at cap {cap}); check --cap "
+            "and that the pool (--runs) is of the arm's harness"
+        )
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ratio(raw, curve, cap, Propensity(mid, s)) < target else (lo, mid)
+    return Propensity((lo + hi) / 2, s)
+
+
+def replicates(paired: Paired, curve: PressureCurve, cap: int, n: int = REPLICATES) -> list[Propensity]:
+    """The fit on ``n`` bootstrap resamples of the tasks."""
+    rng = np.random.default_rng(SEED)
+    out = []
+    for _ in range(n):
+        i = rng.integers(0, len(paired.raw), len(paired.raw))
+        out.append(fit(paired.raw[i], paired.policy[i], curve, cap))
+    return out
+
+
+def interval(
+    lengths: np.ndarray, curve: PressureCurve, cap: int, reps: list[Propensity], seed: int = SEED
+) -> tuple[float, float]:
+    """The ``LEVEL`` interval of the predicted ratio: each replicate's propensity on a resample of the lengths."""
+    rng = np.random.default_rng(seed + 1)
+    values = [ratio(lengths[rng.integers(0, len(lengths), len(lengths))], curve, cap, p) for p in reps]
+    tail = (1 - LEVEL) / 2 * 100
+    return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+
+
+def half(task: str) -> int:
+    return hashlib.sha256(task.encode()).digest()[0] & 1
+
+
+@dataclass(frozen=True)
+class HeldOut:
+    fit_tasks: int
+    check_tasks: int
+    observed: float
+    predicted: float
+    lo: float
+    hi: float
+
+    @property
+    def inside(self) -> bool:
+        return self.lo <= self.observed <= self.hi
+
+
+def held_out(paired: Paired, curve: PressureCurve, cap: int) -> HeldOut:
+    """Fit on the tasks whose hash is even, predict the odd ones."""
+    side = np.array([half(t) for t in paired.tasks])
+    a, b = side == 0, side == 1
+    if a.sum() < 2 or b.sum() < 2:
+        raise ReplayError("the paired table needs at least 4 tasks for a held-out check")
+    part = Paired(tuple(np.array(paired.tasks)[a]), paired.raw[a], paired.policy[a])
+    prop = fit(part.raw, part.policy, curve, cap)
+    lo, hi = interval(paired.raw[b], curve, cap, replicates(part, curve, cap))
+    observed = float(paired.policy[b].sum() / paired.raw[b].sum())
+    return HeldOut(int(a.sum()), int(b.sum()), observed, ratio(paired.raw[b], curve, cap, prop), lo, hi)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What ``replay behaviour calibrate`` writes: the fit, its replicates, where it came from, its check."""
+
+    harness: str
+    model: str | None
+    policy: str
+    settings: dict
+    cap: int
+    fit: Propensity
+    reps: list[Propensity]
+    provenance: dict = field(default_factory=dict)
+    check: dict = field(default_factory=dict)

@@ -1,0 +1,90 @@
+"""The calibration file (TOML): the fitted propensity, its bootstrap replicates, its provenance and its held-out
+check. Read back, it refuses to be used for another harness (or, when it names one, another model)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from replay.behaviour.band import Propensity
+from replay.behaviour.calibration import Calibration
+from replay.errors import ReplayError
+from replay.untrusted import toml_comment, toml_string
+
+HEADER = (
+    "replay behaviour calibration: the loop propensity of one harness (and model) under a context policy, fitted "
+    "on one paired arm (raw turns and policy turns of the same tasks). Turn counts only: nothing here says "
+    "whether a task is solved."
+)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    return toml_string(str(v))
+
+
+def _table(name: str, values: dict) -> list[str]:
+    return [f"[{name}]", *(f"{k} = {_value(v)}" for k, v in values.items() if v is not None), ""]
+
+
+def write_calibration(cal: Calibration, path: Path) -> None:
+    head = {
+        "harness": cal.harness,
+        "model": cal.model,
+        "policy": cal.policy,
+        "cap": cal.cap,
+        "hazard": cal.fit.hazard,
+        "shortening": cal.fit.shortening,
+    }
+    lines = [toml_comment(HEADER), ""]
+    lines += _table("calibration", head) + _table("calibration.settings", cal.settings)
+    lines += _table("provenance", cal.provenance) + _table("held_out", cal.check)
+    reps = {"hazard": [p.hazard for p in cal.reps], "shortening": [p.shortening for p in cal.reps]}
+    lines += _table("replicates", reps)
+    try:
+        path.write_text("\n".join(lines), encoding="utf-8")
+    except OSError as exc:
+        raise ReplayError(f"{path}: cannot write the calibration ({exc.strerror}); give another --out") from exc
+
+
+def read_calibration(path: Path) -> Calibration:
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ReplayError(
+            f"{path}: cannot read ({exc.strerror}); give the file `replay behaviour calibrate` wrote"
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ReplayError(f"{path}: not TOML ({exc}); give the file `replay behaviour calibrate` wrote") from exc
+    try:
+        head, reps = doc["calibration"], doc["replicates"]
+        return Calibration(
+            harness=head["harness"],
+            model=head.get("model"),
+            policy=head["policy"],
+            settings=dict(head.get("settings", {})),
+            cap=int(head["cap"]),
+            fit=Propensity(float(head["hazard"]), float(head["shortening"])),
+            reps=[Propensity(h, s) for h, s in zip(reps["hazard"], reps["shortening"], strict=True)],
+            provenance=dict(doc.get("provenance", {})),
+            check=dict(doc.get("held_out", {})),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ReplayError(
+            f"{path}: not a calibration file (missing or wrong {exc}); write one with `replay behaviour calibrate`"
+        ) from exc
+
+
+def check_same_harness(cal: Calibration, harness: str, where: str) -> None:
+    """Refuse to carry a calibration to another harness."""
+    if harness != cal.harness:
+        raise ReplayError(
+            f"{where}: the calibration is for harness {cal.harness!r}, the runs are {harness!r}; a propensity does "
+            "not carry across harnesses: calibrate on a paired arm of this harness"
+        )

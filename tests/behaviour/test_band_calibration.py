@@ -1,0 +1,124 @@
+"""The turn band and the paired calibration (issue 24): properties of the band, a calibration that reproduces its
+own arm, the study's OpenHands M=10 arm fitted on the corpus's OpenHands pool."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from replay.behaviour.band import Propensity, band, loop_p, turns
+from replay.behaviour.calibration import fit, held_out, ratio, read_paired
+from replay.behaviour.pool import PressureCurve, pressure_curve
+from replay.behaviour.table import BandSettings, behaviour_rows
+from replay.errors import ReplayError
+from replay.policies import Budget, make_policy
+from replay.simulator.load import load_runs
+
+ARMS = Path(__file__).resolve().parents[2].parent / "shared" / "behaviour" / "complexity_trap_arms_given.csv"
+OH_POOL = "%corpus/openhands%"
+
+
+@given(n=st.integers(1, 400), pressured=st.integers(0, 400), cap=st.integers(1, 500), cost=st.floats(0, 100))
+def test_no_propensity_gives_a_band_of_one_point(n: int, pressured: int, cap: int, cost: float) -> None:
+    b = band(n, pressured, cap, cost, range_=(0.0, 0.0))
+    assert b["turns_hi"] == b["turns_lo"] == n and b["loop_p_hi"] == b["loop_p_lo"] == 0.0
+    assert b["cost_hi"] == b["cost_lo"] == cost
+
+
+@given(n=st.integers(1, 200), pressured=st.integers(0, 200), cap=st.integers(201, 500))
+def test_uncalibrated_band(n: int, pressured: int, cap: int) -> None:
+    b = band(n, pressured, cap, None)
+    assert b["turns_lo"] == n and "turns_point" not in b  # never a point without a calibration
+    assert (b["turns_hi"] > b["turns_lo"]) == (pressured > 0)  # width only where the policy presses
+    assert b["cost_lo"] is None and b["cost_hi"] is None
+
+
+@given(h=st.floats(0, 1), p=st.lists(st.integers(0, 300), min_size=2, max_size=2))
+def test_loop_chance_rises_with_pressure(h: float, p: list[int]) -> None:
+    lo, hi = sorted(p)
+    assert loop_p(lo, h) <= loop_p(hi, h) <= 1.0
+
+
+def curve(rate: float, length: int = 60) -> PressureCurve:
+    return PressureCurve(np.full(length, rate), rate, 10, 10 * length)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    raw=st.lists(st.integers(1, 240), min_size=8, max_size=60),
+    rate=st.floats(0.05, 0.9),
+    extra=st.floats(0.0, 1.0),
+)
+def test_a_calibration_reproduces_its_own_paired_ratio(raw: list[int], rate: float, extra: float) -> None:
+    r = np.array(raw)
+    c = curve(rate)
+    most = turns(r, c.expected(r), 250, Propensity(1.0))
+    pol = np.round(r + extra * (most - r)).astype(np.int64)  # an arm the model can reach
+    prop = fit(r, pol, c, 250)
+    assert abs(ratio(r, c, 250, prop) - pol.sum() / r.sum()) <= 0.005
+
+
+def test_an_arm_beyond_the_pools_pressure_is_refused() -> None:
+    r = np.full(20, 50)
+    with pytest.raises(ReplayError, match="more than the pool's pressure can give"):
+        fit(r, np.full(20, 400), curve(0.1), 250)
+
+
+def test_a_shorter_arm_is_shortening_not_loops() -> None:
+    r = np.full(20, 50)
+    prop = fit(r, np.full(20, 44), curve(0.3), 250)
+    assert prop.hazard == 0 and prop.shortening == pytest.approx(0.88)
+
+
+@pytest.fixture(scope="module")
+def oh_pool(corpus_db):
+    return load_runs(corpus_db, None, OH_POOL)
+
+
+@pytest.fixture(scope="module")
+def oh_arm(tmp_path_factory) -> Path:
+    import polars as pl
+
+    if not ARMS.exists():
+        pytest.fail(f"{ARMS} missing: the shared behaviour data sits beside the corpus")
+    arms = pl.read_csv(ARMS).filter(pl.col("scaffold") == "openhands")
+    raw = arms.filter(pl.col("strategy") == "Raw Agent").select("instance_id", pl.col("turn_count").alias("raw_turns"))
+    pol = arms.filter(pl.col("strategy") != "Raw Agent").select(
+        "instance_id", pl.col("turn_count").alias("policy_turns")
+    )
+    path = tmp_path_factory.mktemp("arm") / "oh_m10.csv"
+    raw.join(pol, on="instance_id").rename({"instance_id": "task"}).write_csv(path)
+    return path
+
+
+def test_openhands_m10_arm_on_the_openhands_pool(oh_pool, oh_arm) -> None:
+    arm = read_paired(oh_arm)
+    assert len(arm.raw) == 500
+    c = pressure_curve(oh_pool, make_policy("masking", {"keep_last": 5}), Budget())  # M=10 events: 5 results
+    prop = fit(arm.raw, arm.policy, c, 250)
+    assert 0 < prop.hazard < 1
+    assert abs(ratio(arm.raw, c, 250, prop) - arm.policy.sum() / arm.raw.sum()) <= 0.005
+    check = held_out(arm, c, 250)
+    assert check.fit_tasks + check.check_tasks == 500 and check.lo < check.predicted < check.hi
+
+
+def test_pressure_and_loop_p_hi_never_rise_as_keep_last_grows(oh_pool) -> None:
+    runs = [r for r in oh_pool if r.n_requests >= 20]
+    harness = dict.fromkeys((r.run_id for r in runs), "openhands")
+    last: dict[str, tuple[int, float]] = {}
+    first = None
+    for k in (1, 2, 5, 10, 20, 40, 80):
+        rows, _ = behaviour_rows(
+            runs, make_policy("masking", {"keep_last": k}), Budget(), BandSettings(250, {}, harness)
+        )
+        for row in rows:
+            now = (row["pressured_requests"], row["loop_p_hi"])
+            before = last.get(row["run_id"], now)
+            assert now[0] <= before[0] and now[1] <= before[1], (row["run_id"], k, before, now)
+            last[row["run_id"]] = now
+        first = first or dict(last)
+    assert any(p for p, _ in first.values()) and any(q > 0 for _, q in first.values())
