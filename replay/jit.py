@@ -59,7 +59,7 @@ def _cache_dir() -> str:
 
 
 if not os.environ.get("NUMBA_CACHE_DIR"):
-    numba.config.CACHE_DIR = _cache_dir()
+    numba.config.CACHE_DIR = _cache_dir()  # type: ignore[attr-defined]  # numba.config sets its names at run time
 
 
 def compiled(fn=None, *, borrowed: bool = False, **options):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Kind = Literal[
     "system",
@@ -19,7 +19,7 @@ Kind = Literal[
     "attachment",
     "image",
 ]
-KINDS: tuple[str, ...] = Kind.__args__  # type: ignore[attr-defined]
+KINDS: tuple[str, ...] = get_args(Kind)
 Access = Literal["read", "write", "exec", "search", "other"]
 Role = Literal["system", "user", "assistant", "tool"]
 

@@ -1,4 +1,5 @@
-"""The source is formatted and lint-clean: the same ruff checks a contributor runs, inside the test command."""
+"""The source is formatted, lint-clean and type-checked: the ruff and mypy runs a contributor makes, inside the test
+command."""
 
 import shutil
 import subprocess
@@ -19,4 +20,12 @@ def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("args", [("format", "--check", "."), ("check", ".")], ids=["format", "lint"])
 def test_ruff_passes(args: tuple[str, ...]) -> None:
     result = _ruff(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_passes() -> None:
+    """``mypy`` over replay/ (settings in pyproject.toml) reports no error."""
+    exe = shutil.which("mypy")
+    command = [exe] if exe else [sys.executable, "-m", "mypy"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -58,7 +58,7 @@ def band(
         t = float(turns(n, pressured, cap, Propensity(h)))
         out[f"loop_p_{end}"] = float(loop_p(pressured, h))
         out[f"turns_{end}"] = t
-        out[f"cost_{end}"] = None if per_turn is None else cost + (t - n) * per_turn
+        out[f"cost_{end}"] = None if cost is None or per_turn is None else cost + (t - n) * per_turn
     if prop is not None:
         t = float(turns(n, pressured, cap, prop))
         out["loop_p_point"] = float(loop_p(pressured, prop.hazard))

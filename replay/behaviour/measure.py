@@ -12,7 +12,7 @@ from replay.behaviour.loops import Episode, episodes, sentence
 from replay.behaviour.mech import mech
 from replay.behaviour.pressure import pressured
 from replay.behaviour.repeats import RepeatCalls, hidden_at_decide, repeat_calls
-from replay.policies.base import Budget, PolicyBase
+from replay.policies.base import AnyPolicy, Budget
 from replay.policies.view import View
 from replay.readers.tool_targets import EDITOR_TOOLS
 from replay.run_arrays import ACCESS_CODE, RunArrays
@@ -46,14 +46,14 @@ EPISODE_COLUMNS = (
 )
 
 
-def views(run: RunArrays, policy: PolicyBase, budget: Budget) -> Iterator[View]:
+def views(run: RunArrays, policy: AnyPolicy, budget: Budget) -> Iterator[View]:
     """Each request's view under ``policy`` as simulate and show see it (the run's own provider cache)."""
     bill = billing_for(run.model, None, recorded_ttl=run.cache_ttl, fit=run.cache_fit)
     steps, _ = charged_views(run, policy, budget, bill)
     return (view for view, _, _ in steps)
 
 
-def blind(run: RunArrays, events: RepeatCalls, policy: PolicyBase, budget: Budget) -> np.ndarray:
+def blind(run: RunArrays, events: RepeatCalls, policy: AnyPolicy, budget: Budget) -> np.ndarray:
     """Per repeat: unchanged, and its earlier identical result hidden by the policy at the deciding request."""
     return events.stale & hidden_at_decide(events, views(run, policy, budget))
 
@@ -67,13 +67,13 @@ def tool_labels(run: RunArrays, events: RepeatCalls) -> list[str]:
     return out
 
 
-def window_knob(policy: PolicyBase) -> str | None:
+def window_knob(policy: AnyPolicy) -> str | None:
     """The policy's knob that counts kept tool results, if it has one."""
     return next((k for k in KNOBS if isinstance(getattr(policy.config, k, None), int)), None)
 
 
 def visible_at(
-    run: RunArrays, events: RepeatCalls, ep: Episode, policy: PolicyBase, budget: Budget, limit: int
+    run: RunArrays, events: RepeatCalls, ep: Episode, policy: AnyPolicy, budget: Budget, limit: int
 ) -> int | None:
     """The smallest window knob setting (``keep_last``, ``n``) above the policy's own that hides at most
     ``VISIBLE_SHARE`` of the episode's repeats; None when the policy has no such knob or no setting up to ``limit``
@@ -88,7 +88,7 @@ def visible_at(
     return None
 
 
-def behaviour(run: RunArrays, policy: PolicyBase, budget: Budget) -> tuple[dict, list[dict]]:
+def behaviour(run: RunArrays, policy: AnyPolicy, budget: Budget) -> tuple[dict, list[dict]]:
     """(run row, episode rows) of ``run`` under ``policy``."""
     events = repeat_calls(run)
     hidden = blind(run, events, policy, budget)

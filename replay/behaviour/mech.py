@@ -45,7 +45,7 @@ def blind_edits(
     for e, k in zip(edits.tolist(), decide.tolist(), strict=True):
         if k >= 0:
             by_request.setdefault(k, []).append(e)
-    out = []
+    out: list[tuple[int, int, int]] = []  # (request, earlier read, edit)
     for k, view in enumerate(views):
         if prompts is not None and k in prompts:
             prompts[k] = int(view.prompt_tokens)

@@ -12,7 +12,7 @@ import numpy as np
 from replay.behaviour.measure import views
 from replay.behaviour.pressure import pressured
 from replay.errors import ReplayError
-from replay.policies.base import Budget, PolicyBase
+from replay.policies.base import AnyPolicy, Budget
 from replay.run_arrays import RunArrays
 
 MIN_RUNS = 3  # positions reached by fewer pool runs take the pool's tail rate
@@ -36,7 +36,7 @@ class PressureCurve:
         return cum[inside] + np.maximum(lengths - len(self.rate), 0) * self.tail
 
 
-def pressure_curve(runs: list[RunArrays], policy: PolicyBase, budget: Budget) -> PressureCurve:
+def pressure_curve(runs: list[RunArrays], policy: AnyPolicy, budget: Budget) -> PressureCurve:
     """The curve of ``runs`` under ``policy``."""
     if not runs:
         raise ReplayError("the pool (--runs) matches no stored run with requests; `replay runs` lists them")

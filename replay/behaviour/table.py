@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from replay.behaviour.band import band
 from replay.behaviour.calibration import Calibration
 from replay.behaviour.measure import behaviour
-from replay.policies.base import Budget, PolicyBase
+from replay.policies.base import AnyPolicy, Budget
 from replay.run_arrays import RunArrays
 
 
@@ -31,7 +31,7 @@ class BandSettings:
 
 
 def behaviour_rows(
-    runs: list[RunArrays], policy: PolicyBase, budget: Budget, settings: BandSettings | None = None
+    runs: list[RunArrays], policy: AnyPolicy, budget: Budget, settings: BandSettings | None = None
 ) -> tuple[list[dict], list[dict]]:
     """(run rows, episode rows); with ``settings`` each run row carries its band (and point, where calibrated)."""
     run_rows, ep_rows = [], []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import polars as pl
 import typer
@@ -50,7 +50,7 @@ from replay.untrusted import for_terminal
 if TYPE_CHECKING:
     import duckdb
 
-    from replay.policies.base import PolicyBase
+    from replay.policies.base import AnyPolicy
     from replay.run_arrays import RunArrays
 
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
@@ -128,7 +128,8 @@ def simulate(
     the server counts them (replay.simulator.prompt): fitted on the run's recorded usage, else its harness's
     profile, else ``--overhead``; runs with none of these are listed."""
     check_options(behaviour, cap, calibration)
-    knobs, cache_params = {}, {}
+    knobs: dict[str, Any] = {}
+    cache_params: dict[str, Any] = {}
     if policy_file:  # the file's settings; explicit -t/--runs/--cache still win
         from replay.sweeps.policy_file import load_policy_file, simulate_settings
 
@@ -188,7 +189,7 @@ def with_behaviour(
     con: duckdb.DuckDBPyConnection,
     shown: pl.DataFrame,
     arrays: list[RunArrays],
-    pol: PolicyBase,
+    pol: AnyPolicy,
     budget: Budget,
     sim_runs: pl.DataFrame,
     cap: int | None,
@@ -373,11 +374,11 @@ def fidelity(
             "no run with recorded prompt usage in this store; ingest logs that record usage "
             "(Claude Code, Codex, mini-swe-agent, OpenHands with metrics, ...)"
         )
-    runs = df.filter(pl.col("kind") == "run")
+    run_rows = df.filter(pl.col("kind") == "run")
     missed = df.filter(pl.col("within") == False)  # noqa: E712 (polars expression)
-    sources = runs["token_source"].unique().sort().to_list()
+    sources = run_rows["token_source"].unique().sort().to_list()
     title = (
-        f"fidelity under the recorded policy ({int(runs['within'].sum())}/{runs.height} runs within 3% median, "
+        f"fidelity under the recorded policy ({int(run_rows['within'].sum())}/{run_rows.height} runs within 3% median, "
         f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})"
     )
     events = df.filter(pl.col("kind") != "run")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -84,11 +84,11 @@ def tokens(tokenizer: TokenizerOption, db: DbOption = DEFAULT_DB_PATH, fmt: Form
 
     from replay.store.memory import bounded_db_memory
     from replay.tokens.counting import DB_MEMORY_MB
-    from replay.tokens.resolve import resolve
+    from replay.tokens.resolve import resolve_given
 
     con = open_store(db)
     start = time.perf_counter()
-    res = resolve(con, tokenizer)
+    res = resolve_given(con, tokenizer)  # -t "" named no tokenizer and stopped here with a traceback
     tid = res.tokenizer_id
     note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
     note.print(
@@ -148,7 +148,7 @@ def calibrate(
     elif fmt == "csv":
         emit(table.with_columns(by_file["unreconstructable"]), fmt)
     ok = by_file.filter(pl.col("unreconstructable") == "")
-    med, p95 = requests["err"].median(), requests["err"].quantile(0.95)
+    med, p95 = cast(float, requests["err"].median()), cast(float, requests["err"].quantile(0.95))
     note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
     note.print(
         f"{len(runs)} runs, {len(requests):,} requests: median |err|/recorded {med:.2%}, p95 {p95:.2%}; "

@@ -79,7 +79,7 @@ def tune(
     from replay.sweeps.tune import tune as run
     from replay.sweeps.tune_grid import fit_warnings, tune_grid
     from replay.sweeps.tune_report import answer, front_columns, summary_lines, tradeoff
-    from replay.tokens.resolve import resolve
+    from replay.tokens.resolve import resolve_given
 
     check_options(behaviour, cap, calibration)
     if not 1 <= points <= MAX_POINTS:  # checked before the grid is laid out (its levels grow with --points)
@@ -90,7 +90,7 @@ def tune(
     pricing = pricing_from_options(prices, price, model)  # a bad price file fails before any counting
     tune_grid(policy, window, points, reserve)  # an unknown policy or a bad window fails before any counting
     con = open_store(db)
-    tok = resolve(con, tokenizer)
+    tok = resolve_given(con, tokenizer)
     if tok.counted:
         console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
     early = fit_warnings(policy, window, reserve)

@@ -20,6 +20,7 @@ from functools import cache
 
 import duckdb
 
+from replay.store import scalar
 from replay.store.memory import BYTES_PER_CHAR, size_bytes
 
 CHECKPOINT_MEMORY = 128 * 2**20  # past what a checkpoint must hold (see :meth:`IngestMemory.need`)
@@ -32,19 +33,20 @@ class IngestMemory:
 
     def __init__(self, con: duckdb.DuckDBPyConnection, wal: str) -> None:
         self.con, self.wal = con, wal
-        caller = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        caller = scalar(con, "SELECT current_setting('memory_limit')")
         self.bounded, self.default = caller == default_limit(), size_bytes(caller)
-        self.threshold = size_bytes(con.execute("SELECT current_setting('checkpoint_threshold')").fetchone()[0])
-        self.largest = con.execute("SELECT coalesce(max(chars), 0) FROM items").fetchone()[0]  # characters
+        self.threshold = size_bytes(scalar(con, "SELECT current_setting('checkpoint_threshold')"))
+        self.largest = scalar(con, "SELECT coalesce(max(chars), 0) FROM items")  # characters
         self.set = 0
         self.apply()
 
     def need(self) -> int:
         """Bytes a checkpoint may use: CHECKPOINT_MEMORY past the largest record, indexes and unwritten rows."""
-        held = self.con.execute(
+        held = scalar(
+            self.con,
             "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag IN "
-            f"({', '.join(repr(t) for t in HELD)})"
-        ).fetchone()[0]
+            f"({', '.join(repr(t) for t in HELD)})",
+        )
         return CHECKPOINT_MEMORY + BYTES_PER_CHAR * self.largest + int(held)
 
     def apply(self) -> None:
@@ -81,14 +83,14 @@ class IngestMemory:
 def default_limit() -> str:
     """DuckDB's default memory limit as current_setting shows it (a new database takes ~50 ms: read once)."""
     with duckdb.connect() as fresh:
-        return fresh.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        return scalar(fresh, "SELECT current_setting('memory_limit')")
 
 
 @contextmanager
 def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[IngestMemory | None]:
     """:class:`IngestMemory` for the block, the WAL checkpointed at its end and DuckDB's default limit back; None
     (nothing done) for an in-memory store."""
-    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    path = scalar(con, "SELECT path FROM duckdb_databases() WHERE database_name = current_database()")
     if not path:
         yield None
         return

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -42,7 +42,7 @@ from replay.untrusted import path_text
 
 _S, _I = pa.large_string(), pa.int64()
 # The store's columns, in table order, as Arrow types (replay/store/schema.py).
-RUN_SCHEMA = {
+RUN_SCHEMA: dict[str, pa.DataType] = {
     "run_id": _S,
     "file_hash": _S,
     "format": _S,
@@ -54,7 +54,7 @@ RUN_SCHEMA = {
     "n_requests": _I,
     "metadata": _S,
 }
-ITEM_SCHEMA = {
+ITEM_SCHEMA: dict[str, pa.DataType] = {
     "run_id": _S,
     "seq": _I,
     "step": _I,
@@ -73,7 +73,7 @@ ITEM_SCHEMA = {
     "ts": _S,
     "line": _I,
 }
-REQUEST_SCHEMA = {
+REQUEST_SCHEMA: dict[str, pa.DataType] = {
     "run_id": _S,
     "step": _I,
     "ts": _S,
@@ -219,7 +219,7 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
     copy = is_compressed(path) and not _built_in(reader)
     with tempfile.TemporaryDirectory(prefix="replay-") if copy else nullcontext() as tmp:
         try:
-            plain = decompressed(path, Path(tmp)) if copy else path
+            plain = decompressed(path, Path(tmp)) if tmp is not None else path  # a folder only for a copy
         except ReplayError as exc:
             out.status, out.bad = "failed", [BadRecord(0, str(exc), "")]
             return out
@@ -251,7 +251,7 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
         records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
     _columns(out, records)
     del records  # the columns hold the values now, each list released as its batch is typed
-    out.largest = max(out.items["chars"], default=0)
+    out.largest = max(cast(dict[str, list], out.items)["chars"], default=0)  # set by _columns
     try:
         out.tables = list(batches(out, BATCH_ROWS, BATCH_CHARS))
     except ReplayError as exc:  # nothing written: the file is quarantined whole, with the reason
@@ -400,7 +400,8 @@ class _Timestamps:
     the line, never the file."""
 
     def __init__(self, bad: list[BadRecord]) -> None:
-        self.bad, self.reported = bad, set()
+        self.bad = bad
+        self.reported: set[int | None] = set()  # lines already quarantined (None: no line)
 
     def iso(self, value: Any, line: int | None) -> str | None:
         if value is None or isinstance(value, str):

@@ -10,6 +10,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import cast
 
 import duckdb
 
@@ -181,13 +182,17 @@ def _members(path: Path) -> list[Path]:
 
 
 def _write(
-    con: duckdb.DuckDBPyConnection, out: FileOutcome, parsed: Parsed, older: list[str], quarantined: bool
+    con: duckdb.DuckDBPyConnection,
+    out: FileOutcome,
+    parsed: Parsed,
+    fhash: str,
+    older: list[str],
+    quarantined: bool,
 ) -> None:
     """Write one parsed unit in one transaction: runs, items and requests inserted batch by batch, each batch released
     once inserted.
 
     ``quarantined``: the quarantine holds rows of this file (from an earlier, failed read) to replace."""
-    fhash = parsed.file_hash
     n = {"runs": 0, "items": 0, "requests": 0}
     now = datetime.now(UTC)
     con.execute("BEGIN")
@@ -275,13 +280,16 @@ def store_parsed(
     elif stored is not None:
         ingested, quarantined = fhash in stored.files, fhash in stored.quarantined
     else:
-        reader, quarantined = con.execute(
-            f"SELECT (SELECT {READER_OF} FROM files WHERE file_hash = $h), "
-            "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0",
-            {"h": fhash},
-        ).fetchone()
+        reader, quarantined = cast(
+            tuple[str | None, bool],
+            con.execute(
+                f"SELECT (SELECT {READER_OF} FROM files WHERE file_hash = $h), "
+                "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0",
+                {"h": fhash},
+            ).fetchone(),
+        )  # a SELECT without FROM: one row
         ingested = reader is not None
-        if ingested and parsed.status == "ingested" and parsed.reader != reader:
+        if reader is not None and parsed.status == "ingested" and parsed.reader != reader:
             ingested, parsed.reread = False, True
             out.warnings = [*out.warnings, reread_warning(reader, parsed.reader or "")]
     if parsed.status == "unchanged" or ingested:
@@ -292,7 +300,7 @@ def store_parsed(
     else:
         versions = _older_versions(con, path, fhash) if replace_older else []
         older = [h for h, _, _ in versions]
-        _write(con, out, parsed, older, quarantined)
+        _write(con, out, parsed, fhash, older, quarantined)
         out.warnings += _shrunk(versions, out)
         if stored is not None and out.status == "ingested":
             for old in older:
@@ -408,14 +416,14 @@ def _run(
     # DuckDB's other threads for each cost the single writer ~30% more CPU, taken from the parse workers' cores
     # (the checkpoint at the end of an ingest runs after the block, on every thread)
     with bounded_memory(con) as memory, db_setting(con, "threads", 1), bar() if progress else nullcontext() as pb:
-        task = pb.add_task("ingest", total=sum(sizes.values())) if progress else None
+        task = pb.add_task("ingest", total=sum(sizes.values())) if pb is not None else None
         for f, p in zip(files, parsed, strict=True):
-            if progress:
+            if pb is not None and task is not None:
                 pb.update(task, description=f"ingest {for_terminal(f.name[:40])}")
             if memory and p.status == "ingested":
                 memory.before_file(p.largest)
             yield store_parsed(con, p, replace_older, stored)
-            if progress:
+            if pb is not None and task is not None:
                 pb.advance(task, sizes[f])
 
 

@@ -50,7 +50,7 @@ def _unknown(cost: object) -> bool:
 
 def cover_of(runs: Iterable[tuple[str | None, object]]) -> CostCover:
     """From (model, cost) per run: a cost that is None or NaN is unpriced."""
-    total, missing = 0, Counter()
+    total, missing = 0, Counter[str]()
     for model, cost in runs:
         total += 1
         if _unknown(cost):

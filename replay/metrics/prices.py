@@ -147,7 +147,7 @@ def nearest_listed(model: str) -> str:
     from genai_prices import data_snapshot
 
     name = model.lower().rsplit("/", 1)[-1]
-    best, by = "", []
+    best, by = "", list[str]()
     for p in data_snapshot.get_snapshot().providers:
         for m in p.models:
             mid = m.id.lower()

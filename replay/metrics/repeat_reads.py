@@ -69,8 +69,13 @@ def read_events(run: RunArrays) -> ReadEvents:
             reads.setdefault(r, []).append((res, c))
     cols = list(zip(*out, strict=False)) if out else [(), (), (), (), ()]
     types = (np.int64,) * 3 + (bool, np.int64)
+    call, prev_result, decided, changed, tokens = (np.array(col, dtype=dt) for col, dt in zip(cols, types, strict=True))
     return ReadEvents(
-        *(np.array(col, dtype=dt) for col, dt in zip(cols, types, strict=True)),
+        call,
+        prev_result,
+        decided,
+        changed,
+        tokens,
         max_reads=max(counts.values(), default=0),
         same_resource=same_resource_counts(run),
     )

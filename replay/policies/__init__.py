@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from replay.errors import ReplayError
-from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
+from replay.policies.base import AnyPolicy, Budget, CompiledPolicy, Policy, PolicyBase
 from replay.policies.config import PolicyConfig, parse_sets
 from replay.policies.presets import PRESETS, Preset
 
@@ -112,17 +112,27 @@ def policy_class(name: str) -> type[PolicyBase]:
     return reg[name]
 
 
-def make_policy(name: str, params: dict[str, Any] | None = None) -> PolicyBase:
+def make_policy(name: str, params: dict[str, Any] | None = None) -> AnyPolicy:
     """Build a policy with validated parameters; a preset's knobs come first, ``params`` override them."""
     name = canonical(name)
     cls = policy_class(name)
     base = PRESETS[name].params if name in PRESETS else {}
-    return cls(cls.Config.from_params({**base, **(params or {})}))
+    # policy_class admits Policy subclasses and registered (compiled) classes only
+    return cast(AnyPolicy, cls(cls.Config.from_params({**base, **(params or {})})))
+
+
+def make_compiled(name: str, params: dict[str, Any] | None = None) -> CompiledPolicy:
+    """:func:`make_policy` for a caller that runs the compiled loop itself (a built-in or a preset)."""
+    policy = make_policy(name, params)
+    if not isinstance(policy, CompiledPolicy):
+        raise ReplayError(f"--policy {name}: a policy written in Python; this step needs a compiled built-in")
+    return policy
 
 
 __all__ = [
     "ALIASES",
     "PRESETS",
+    "AnyPolicy",
     "Budget",
     "CompiledPolicy",
     "Policy",
@@ -131,6 +141,7 @@ __all__ = [
     "Preset",
     "aliases_of",
     "canonical",
+    "make_compiled",
     "make_policy",
     "parse_sets",
     "policy_class",

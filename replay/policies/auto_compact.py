@@ -201,6 +201,7 @@ A_RECORDED, A_MICRO = 0, 1
 class AutoCompact(CompiledPolicy):
     name = "auto_compact"
     Config = AutoCompactConfig
+    config: AutoCompactConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("threshold", 0.5, 0.95, 0.85, weight=3, usable=True),
         Knob("keep_user_tokens", 0.0, 0.15, 0.0, integer=True, relative=True, weight=1.5),

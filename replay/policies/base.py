@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeAlias
 
 import numpy as np
 
@@ -125,7 +125,17 @@ class CompiledPolicy(PolicyBase):
 class Policy(PolicyBase):
     """A policy written in Python (a user policy by import path): subclasses set ``Config`` and ``name``, override
     ``setup`` and ``stages``; never mutate the run. Slower than the compiled built-ins: every request is a Python
-    step."""
+    step.
+
+    Why this loop (``step``, with ``replay.simulator.run._python_steps`` charging the cache) is a second copy of the
+    compiled driver (``replay.simulator.kernels.driver.run_kernel``) and not a call into it: the driver is numba
+    nopython code, specialised per policy code (``literally``) and dispatching to compiled ``setup``/``decide``
+    through generated tables; it cannot call a Python object. Routing a Python policy through it would need (a) a
+    driver specialisation whose decide step enters ``numba.objmode`` (free for the built-ins, whose
+    specialisations never compile that branch) and (b) Python policies written against the driver's state arrays
+    (``p, r, st``) instead of this class's forms and helpers: an API change for every user policy,
+    ``examples/policies`` and ``docs/policies.md``. Until then tests/policies/test_examples.py holds the two
+    together: the compiled twin of ``examples/policies/keep_recent.py`` gives its views, request by request."""
 
     # -- per run -------------------------------------------------------------------------------
     def reset(self, run: RunArrays, budget: Budget) -> None:
@@ -255,3 +265,6 @@ class Policy(PolicyBase):
         )
         self.prev_end, self.dirty = e, e
         return view
+
+
+AnyPolicy: TypeAlias = CompiledPolicy | Policy  # what make_policy gives: a built-in, or a policy written in Python

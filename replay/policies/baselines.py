@@ -36,6 +36,7 @@ class FullConfig(PolicyConfig):
 class Full(CompiledPolicy):
     name = "full"
     Config = FullConfig
+    config: FullConfig  # PolicyBase.__init__ checks the instance is a Config
     kernel = None  # no setup, no decide: the view is the whole history
 
 
@@ -56,6 +57,7 @@ S_FROM = S_POLICY  # every item from the first droppable position up to here is 
 class DropOldest(CompiledPolicy):
     name = "drop_oldest"
     Config = DropOldestConfig
+    config: DropOldestConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("margin", 0.0, 0.3, 0.1, weight=2, prefer="high"),
         Knob("keep_first", 0, 4, 1, integer=True, weight=1, step=1),

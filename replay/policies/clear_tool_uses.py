@@ -85,6 +85,7 @@ class ClearToolUsesConfig(PolicyConfig):
 class ClearToolUses(CompiledPolicy):
     name = "clear_tool_uses"
     Config = ClearToolUsesConfig
+    config: ClearToolUsesConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("trigger", 0.3, 0.9, 0.6, integer=True, relative=True, weight=3, usable=True),
         Knob("keep", 1, 12, 3, integer=True, weight=2, step=1),

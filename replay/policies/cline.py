@@ -79,6 +79,7 @@ S_REST = S_POLICY  # the first request whose messages are kept after the deleted
 class Cline(CompiledPolicy):
     name = "cline"
     Config = ClineConfig
+    config: ClineConfig  # PolicyBase.__init__ checks the instance is a Config
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config

@@ -36,8 +36,9 @@ def kernels() -> dict[str, list[int]]:
     """Kernel module -> the codes of the registered compiled policies that run it, in registry order."""
     out: dict[str, list[int]] = {}
     for cls in registry().values():
-        if issubclass(cls, CompiledPolicy) and cls.kernel_module() is not None:
-            out.setdefault(cls.kernel_module(), []).append(cls.code)
+        module = cls.kernel_module() if issubclass(cls, CompiledPolicy) else None
+        if module is not None:
+            out.setdefault(module, []).append(cls.code)
     return out
 
 

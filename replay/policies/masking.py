@@ -84,6 +84,7 @@ A_RESULTS = 0  # aux row: positions of the run's tool results, in order
 class Masking(CompiledPolicy):
     name = "masking"
     Config = MaskingConfig
+    config: MaskingConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (Knob("keep_last", 1, 30, 10, integer=True, step=1),)
 
     def knobs(self, p: np.ndarray, budget) -> None:
@@ -96,6 +97,7 @@ class LastN(CompiledPolicy):
 
     name = "last_n"
     Config = LastNConfig
+    config: LastNConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("n", 1, 20, 5, integer=True, weight=2, step=1),
         Knob("polling", 1, 10, 1, integer=True, weight=1, step=1),

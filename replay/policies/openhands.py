@@ -149,51 +149,59 @@ S_GAP_LO, S_GAP_HI = S_POLICY + 2, S_POLICY + 3  # every item in [lo, hi) is dro
 A_EVENT, A_WEIGHT, A_SHOWN, A_COUNTED, A_IDS, A_FIRST = range(6)
 
 
-class OpenHands(CompiledPolicy):
+class _Condenser(CompiledPolicy):
+    """What the three condensers share: one compiled definition, told apart by their parameters."""
+
+    summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
+    by_tokens: ClassVar[bool] = False  # the trigger counts tokens, not events
+
+    def common(self, p: np.ndarray, keep_first: int, attachment_events: int, summary_tokens: int, chars: int) -> None:
+        """The parameters every condenser sets: ``summary_tokens``/``chars`` are ignored when it writes no summary."""
+        p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS] = keep_first, attachment_events
+        p[P_SUMMARY_TOKENS] = summary_tokens if self.summarise else -1
+        p[P_EVENT_CHARS] = chars if self.summarise else 0
+        p[P_BY_TOKENS] = self.by_tokens
+
+
+class OpenHands(_Condenser):
     name = "openhands"
     Config = OpenHandsConfig
+    config: OpenHandsConfig  # PolicyBase.__init__ checks the instance is a Config
     # counts of events do not scale with the window; the ranges span the sources' defaults (PEERS.md)
     space = (
         Knob("max_size", 20, 240, 100, integer=True, weight=3, step=10),
         Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
     )
-    summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
-    by_tokens: ClassVar[bool] = False  # the trigger counts tokens, not events
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.max_size // 2 - c.keep_first - 1
-        self.common(p)
-
-    def common(self, p: np.ndarray) -> None:
-        c = self.config
-        p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS] = c.keep_first, c.attachment_events
-        p[P_SUMMARY_TOKENS] = c.summary_tokens if self.summarise else -1
-        p[P_EVENT_CHARS] = c.max_event_length if self.summarise else 0
-        p[P_BY_TOKENS] = self.by_tokens
+        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length)
 
 
-class OpenHandsTokens(OpenHands):
+class OpenHandsTokens(_Condenser):
     name = "openhands_tokens"
     Config = OpenHandsTokensConfig
+    config: OpenHandsTokensConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("max_tokens", 0.4, 0.95, 0.7, integer=True, relative=True, weight=3, usable=True),
         Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
     )
+    by_tokens = True
 
     def limits(self, window: int) -> list[tuple[str, float]]:
         return [("max_tokens", self.config.max_tokens)] if self.config.max_tokens else []
 
-    by_tokens = True
-
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
-        p[P_MAX] = self.config.max_tokens or budget.usable
-        self.common(p)
+        c = self.config
+        p[P_MAX] = c.max_tokens or budget.usable
+        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length)
 
 
-class OpenHandsRecent(OpenHands):
+class OpenHandsRecent(_Condenser):
     name = "openhands_recent"
     Config = OpenHandsRecentConfig
+    config: OpenHandsRecentConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("max_events", 20, 240, 100, integer=True, weight=3, step=10),
         Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
@@ -203,7 +211,7 @@ class OpenHandsRecent(OpenHands):
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX], p[P_TAIL_EVENTS] = c.max_events, c.max_events - c.keep_first
-        self.common(p)
+        self.common(p, c.keep_first, c.attachment_events, 0, 0)
 
 
 @compiled

@@ -45,6 +45,7 @@ class OracleConfig(PolicyConfig):
 class Oracle(CompiledPolicy):
     name = "oracle"
     Config = OracleConfig
+    config: OracleConfig  # PolicyBase.__init__ checks the instance is a Config
 
 
 @compiled(borrowed=True)

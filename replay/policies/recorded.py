@@ -33,6 +33,7 @@ class RecordedConfig(PolicyConfig):
 class Recorded(CompiledPolicy):
     name = "recorded"
     Config = RecordedConfig
+    config: RecordedConfig  # PolicyBase.__init__ checks the instance is a Config
     replays_recorded = True
 
 

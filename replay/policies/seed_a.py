@@ -15,7 +15,7 @@ est > 0.8 x 105,424 = 84,339.2: an estimate of 84,340 projects to 105,425 and 10
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 
@@ -168,9 +168,10 @@ S_SETTLED, S_SUMMARISED_TO = S_POLICY, S_POLICY + 1
 class SeedA(CompiledPolicy):
     name = "seed_a"
     Config = SeedAConfig
+    config: SeedAConfig  # PolicyBase.__init__ checks the instance is a Config
     # seed values: summary at 80,000 of 130,000 (0.62 W), protected range a third of the window, tail capped at an
     # eighth, reclaim floor an eighth, 20% margin
-    space = (
+    space: ClassVar[tuple[Knob, ...]] = (
         Knob("summary_at", 0.4, 0.9, 0.62, integer=True, relative=True, weight=3, usable=True),
         Knob("protect_fraction", 0.08, 0.34, 0.3333, weight=2),
         Knob("tail_fraction", 0.0625, 0.1875, 0.125, weight=1.5),
@@ -349,6 +350,7 @@ class SeedABefore(SeedA):
 
     name = "seed_a_before"
     Config = SeedABeforeConfig
+    config: SeedABeforeConfig  # PolicyBase.__init__ checks the instance is a Config
     space = ()  # a record of the seed as it started, not a policy to tune
 
 

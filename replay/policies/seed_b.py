@@ -145,6 +145,7 @@ NONE = -NO_KEY - 1
 class SeedB(CompiledPolicy):
     name = "seed_b"
     Config = SeedBConfig
+    config: SeedBConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("tool_turns", 1, 8, 3, integer=True, weight=2, step=1),
         Knob("tool_cap", 0.005, 0.05, 0.0115, integer=True, relative=True, weight=2),

@@ -105,6 +105,7 @@ S_FOLD_FROM = S_POLICY + 5  # every item before it still shown is one any summar
 class SeedC(CompiledPolicy):
     name = "seed_c"
     Config = SeedCConfig
+    config: SeedCConfig  # PolicyBase.__init__ checks the instance is a Config
     space = (
         Knob("spill_tokens", 0.02, 0.15, 0.077, integer=True, relative=True, weight=2, usable=True),
         Knob("preview_chars", 500, 4000, 2000, integer=True, weight=1.5),

@@ -41,6 +41,7 @@ class Knob:
         lo, hi = self.bounds(window, reserve)
         mid = min(self.mid * (window if self.relative else 1), hi)
         raw = [mid] if levels == 1 else [lo + (hi - lo) * i / (levels - 1) for i in range(levels)]
+        out: list[float]
         if self.integer:
             out = [int(round(v / self.step) * self.step) for v in raw]
             cap = self.cap(window, reserve)

@@ -10,7 +10,7 @@ import numpy as np
 # Forms an item can take in a view. DROPPED items are absent (summarised or dropped).
 ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, OMITTED, DROPPED = range(6)
 N_FORMS = 6
-FORM_NAMES = ("original", "placeholder", "shrunk", "spilled", "omitted", "dropped")
+FORM_NAMES: tuple[str, ...] = ("original", "placeholder", "shrunk", "spilled", "omitted", "dropped")
 SegmentKind = Literal["original", "placeholder", "shrunk", "spilled", "omitted", "summary"]
 
 
@@ -70,7 +70,7 @@ class View:
                 out.append(Segment("summary", -1, self.summary_tokens, self.summary_est))
             f = int(self.forms[p])
             if f != DROPPED:
-                out.append(Segment(FORM_NAMES[f], p, int(self.seg_tokens[p]), int(self.seg_est[p])))  # type: ignore[arg-type]
+                out.append(Segment(FORM_NAMES[f], p, int(self.seg_tokens[p]), int(self.seg_est[p])))  # type: ignore[arg-type]  # f != DROPPED: a SegmentKind name
         if self.summary_at >= self.end:
             out.append(Segment("summary", -1, self.summary_tokens, self.summary_est))
         return out

@@ -99,9 +99,9 @@ def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
     and what to do."""
     suffix = path.suffix.lower()
     if suffix == ".gz":
-        inner: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]
+        inner: BinaryIO = gzip.open(path, "rb")  # type: ignore[assignment]  # a binary file typeshed types apart
     elif suffix == ".bz2":
-        inner = bz2.open(path, "rb")  # type: ignore[assignment]
+        inner = bz2.open(path, "rb")  # type: ignore[assignment]  # a binary file typeshed types apart
     elif suffix == ".zst":
         try:
             import zstandard
@@ -110,11 +110,11 @@ def open_decompressed(path: Path, limit: int | None = None) -> BinaryIO:
                 f"{path_text(path)}: zstd-compressed; install the 'zstandard' package (pip install zstandard) "
                 "or decompress it with `zstd -d` first"
             ) from exc
-        inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)  # type: ignore[assignment]
+        inner = zstandard.ZstdDecompressor().stream_reader(path.open("rb"), closefd=True)
     else:
         raise ValueError(f"{path_text(path)}: not a compressed file")
     bounded = _Bounded(inner, path, decompressed_limit(path) if limit is None else limit)
-    return io.BufferedReader(bounded, 1 << 16)  # type: ignore[return-value]
+    return io.BufferedReader(bounded, 1 << 16)
 
 
 RATIO_LIMIT = 1000  # decompressed size per compressed byte past which a file is taken for a bomb...
@@ -359,7 +359,7 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
                         "timestamp) were read once: the log was written twice or an event replayed",
                     }
                 )
-        return records + quarantined if quarantined else records
+        return [*records, *quarantined] if quarantined else records
 
 
 def is_json_document(path: Path) -> bool:

@@ -40,11 +40,12 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.json_fields import sub_dict
 
 CONVERSATION = {"user", "assistant"}
 TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
@@ -137,7 +138,7 @@ class ClaudeCodeReader:
                 yield entry
             elif isinstance(entry[1], dict):
                 if entry[1].get("type") in CONVERSATION:  # other lines go with the conversation line before them
-                    current = sessions.get(entry[1].get("sessionId"), current)  # type: ignore[arg-type]
+                    current = sessions.get(entry[1].get("sessionId"), current)  # type: ignore[arg-type]  # None: not found
                 current.line(*entry)
         first = sessions[ids[0]].main
         shown = ", ".join(s[:40] for s in ids[:5]) + (", ..." if len(ids) > 5 else "")
@@ -173,7 +174,7 @@ def _write_1h(usage: dict) -> int | None:
 
 def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> int | None:
     """Add a context attachment as an item; its seq (None: not sent to the model)."""
-    att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
+    att = sub_dict(obj, "attachment")
     if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
         return b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line).seq
     return None
@@ -196,7 +197,7 @@ def persisted_note(cwd: str, session: str, tool_id: str, ext: str) -> str:
 def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str], attachments: dict[str, int]) -> None:
     """A microcompact_boundary line (2.1.x): from the next request on the results of ``compactedToolIds`` are a
     note naming the file they were saved to (their calls stay), ``clearedAttachmentUUIDs`` are gone."""
-    meta = obj.get("microcompactMetadata") if isinstance(obj.get("microcompactMetadata"), dict) else {}
+    meta = sub_dict(obj, "microcompactMetadata")
     ids = [i for i in meta.get("compactedToolIds") or [] if isinstance(i, str)]
     results = {r.call_id: r.seq for r in b.records if isinstance(r, Item) and r.kind == "tool_result"}
     cwd, session = str(b.run.metadata.get("cwd") or ""), str(b.run.metadata.get("session_id") or "")
@@ -251,7 +252,7 @@ def _fork_to_event(b: RunBuilder) -> None:
     if call.cache_write_1h is not None:
         usage["cache_write_1h"] = call.cache_write_1h
     b.context_event("compaction", step=0, line=call.line, usage=usage, summariser_model=call.model)
-    b.run = b.records[0] = replace(b.run, model=call.model or b.run.model)  # type: ignore[assignment]
+    b.run = b.records[0] = replace(b.run, model=call.model or b.run.model)
 
 
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
@@ -261,7 +262,7 @@ def _before(b: RunBuilder, seq: int) -> list[list[int]]:
 
 
 def _set_run(b: RunBuilder, **changes: Any) -> None:
-    b.run = b.records[0] = replace(b.run, **changes)  # type: ignore[assignment]
+    b.run = b.records[0] = replace(b.run, **changes)
 
 
 class _Session:
@@ -276,7 +277,7 @@ class _Session:
             Run(run_id=ctx.run_id(label), format=fmt, source_path=str(ctx.path), harness="claude-code", metadata=meta)
         )
         self.children: dict[str, RunBuilder] = {}
-        self.groups: dict[str, str] = {}
+        self.groups: dict[str | None, str] = {}  # uuid (None: a line without one) -> its sidechain group
         self.seen_requests: set[str] = set()
         self.message_of: dict[str, tuple[str, int]] = {}  # requestId -> (the first message.id seen with it, line)
         self.reused: set[str] = set()  # requestIds seen with more than one message.id
@@ -368,7 +369,7 @@ class _Session:
         if self.agent_file and str(obj.get("agentId") or "").startswith("acompact-"):
             self.compaction_fork = True
         ts = obj.get("timestamp")
-        att = obj.get("attachment") if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
+        att = obj["attachment"] if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
         if att.get("type") == "deferred_tools_delta":
             # the harness's tool list changed (after a /model switch the schemas are deferred to ToolSearch): the
             # prefix the log does not hold differs from the next request on
@@ -406,7 +407,7 @@ class _Session:
         """A compact_boundary line: everything logged so far leaves the prompt from the next request on."""
         self.flush_attachments(b)
         self.held[id(b)] = []
-        meta = obj.get("compactMetadata") if isinstance(obj.get("compactMetadata"), dict) else {}
+        meta = sub_dict(obj, "compactMetadata")
         raw = meta.get("trigger", obj.get("trigger"))
         pre = meta.get("preTokens")
         extra = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
@@ -430,7 +431,7 @@ class _Session:
             return
         if model and not b.run.model:
             _set_run(b, model=model)
-        u = msg.get("usage") if isinstance(msg.get("usage"), dict) else {}
+        u = sub_dict(msg, "usage")
         parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
         usage = {
             "input_tokens": parts[0],
@@ -455,8 +456,8 @@ class _Session:
             # 0) first and the settled usage (cache read included) last, and only the last matches the prompt.
             owner, index = self.open_request[rid]
             usage = owner.checked_usage(usage, line)
-            owner.records[index] = replace(owner.records[index], **usage)  # type: ignore[arg-type]
-            _cache_writes(owner, owner.records[index].step, u)  # type: ignore[union-attr]
+            updated = owner.records[index] = replace(owner.records[index], **usage)
+            _cache_writes(owner, cast(Request, updated).step, u)  # open_request holds the index of a Request
         self._content(b, msg, line, ts)
 
     def _request_key(self, b: RunBuilder, obj: dict, msg: dict, line: int) -> str | None:
@@ -534,7 +535,7 @@ class _Session:
 
     @staticmethod
     def _image(b: RunBuilder, block: dict, line: int, ts: str | None) -> None:
-        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        source = sub_dict(block, "source")
         b.add("image", "user", f"[image {source.get('media_type') or ''}]".replace(" ]", "]"), ts=ts, line=line)
 
 

@@ -131,13 +131,14 @@ class ClineReader:
         if isinstance(ui, BadRecord) or not isinstance(ui, list):
             yield ui if isinstance(ui, BadRecord) else BadRecord(1, f"{ui_path.name}: expected a JSON array", "")
             return
-        api = None
+        api: list[Any] | None = None
         if folder and (ctx.path / API_FILE).is_file():
-            api = load_json_document(replace(ctx, path=ctx.path / API_FILE))
-            if isinstance(api, BadRecord) or not isinstance(api, list):
-                reason = api.reason if isinstance(api, BadRecord) else "expected a JSON array of messages"
+            loaded = load_json_document(replace(ctx, path=ctx.path / API_FILE))
+            if isinstance(loaded, list):
+                api = loaded
+            else:
+                reason = loaded.reason if isinstance(loaded, BadRecord) else "expected a JSON array of messages"
                 yield BadRecord(0, f"{API_FILE}: {reason}; items read from {UI_FILE} instead", "")
-                api = None
         messages: list[tuple[int, dict]] = []
         for n, m in enumerate(ui):
             if isinstance(m, dict) and m.get("type") in ("say", "ask"):
@@ -151,7 +152,9 @@ class ClineReader:
 class _Task:
     def __init__(self, ctx: ReadContext, fmt: str, messages: list[tuple[int, dict]]) -> None:
         self.messages = messages
-        info = next((m.get("modelInfo") for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
+        info: dict[str, Any] = (
+            next((m["modelInfo"] for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
+        )
         started = messages[0][1].get("ts") if messages else None
         run = Run(
             run_id=ctx.run_id(),
@@ -239,7 +242,7 @@ class _Task:
         reached the max allowed size, Cline's duplicate-read pass ran (the truncation, if any, is recorded)."""
         if self.limit is not None and self.prev_total is not None and self.prev_total >= self.limit:
             self.duplicate_reads(step, len(self.msg_start), line)
-        parts = [info.get(k) for k in ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")]
+        parts: list[Any] = [info.get(k) for k in ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")]
         self.prev_total = sum(p for p in parts if type(p) in (int, float)) if info else None
 
     def call(self, name: str, args: Any, line: int, ts: str | None, call_id: str | None = None) -> None:
@@ -319,8 +322,11 @@ class _Task:
                 shown = payload.get("response") or payload.get("question") if isinstance(payload, dict) else None
                 self.b.add("assistant_text", "assistant", str(shown or text), line=line, ts=ts)
             elif kind == "tool":
-                payload = _parse(text) or {"raw": text}
-                name = UI_TOOL_NAMES.get(payload.get("tool"), payload.get("tool") or "tool")
+                parsed = _parse(text)
+                # a JSON value other than an object (a string, a list) was read with .get() and stopped the reader
+                payload = parsed if isinstance(parsed, dict) and parsed else {"raw": text}
+                tool = payload.get("tool") or "tool"
+                name = UI_TOOL_NAMES.get(tool, tool)
                 self.call(name, payload, line, ts)
             elif kind == "command":
                 self.call("execute_command", {"command": text}, line, ts)
@@ -341,8 +347,8 @@ class _Task:
                 yield BadRecord(n, f"{API_FILE}[{n}] is not a user/assistant message", str(msg)[:2000])
                 continue
             ts = _iso(msg.get("ts"))
-            blocks = (
-                msg.get("content")
+            blocks: list[Any] = (
+                msg["content"]
                 if isinstance(msg.get("content"), list)
                 else [{"type": "text", "text": text_of(msg.get("content"))}]
             )

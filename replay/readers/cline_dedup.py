@@ -62,7 +62,7 @@ def first_result(seq: int, text: str) -> FirstResult | None:
     return FirstResult(seq, m.group(1), m.group(2), len(text), len(text) - len(final.group(1)) + NOTICE_CHARS + 2)
 
 
-def duplicate_pass(candidates: dict[int, FirstResult], start: int, end: int, done: set[int]) -> list[tuple[int, int]]:
+def duplicate_pass(candidates: dict[int, FirstResult], start: int, end: int, done: set[int]) -> list[list[int]]:
     """One pass over API messages [start, end): ``[item seq, characters after the rewrite]`` of every duplicate
     but the newest per path; ``done`` (messages rewritten before) is skipped and updated."""
     by_path: dict[str, list[int]] = {}
@@ -70,7 +70,7 @@ def duplicate_pass(candidates: dict[int, FirstResult], start: int, end: int, don
         c = candidates.get(i)
         if c is not None and i not in done:
             by_path.setdefault(c.path, []).append(i)
-    out = []
+    out: list[list[int]] = []  # [seq, chars] pairs, kept as JSON arrays in the run's metadata
     for msgs in by_path.values():
         for i in msgs[:-1]:
             done.add(i)

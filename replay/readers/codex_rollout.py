@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +124,7 @@ def _replacement_text(entry: dict) -> str:
 
 def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event."""
-    message = p.get("message") if isinstance(p.get("message"), str) else ""
+    message = p["message"] if isinstance(p.get("message"), str) else ""
     history = [e for e in p.get("replacement_history") or [] if isinstance(e, dict)]
     summary_at = next(
         (
@@ -196,7 +197,7 @@ class CodexRolloutReader:
                     "output": held.get("output_tokens"),
                 }
                 held = None
-                d.input(lambda p=p, n=line, s=ts, u=usage, k=keep: compaction(b, p, n, s, k, u))
+                d.input(partial(compaction, b, p, line, ts, keep, usage))
                 continue
             if held and not (kind == "event_msg" and p.get("type") == "token_count"):
                 d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
@@ -211,7 +212,7 @@ class CodexRolloutReader:
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
-                d.input(lambda p=p, n=line, s=ts, k=keep: compaction(b, p, n, s, k, None))
+                d.input(partial(compaction, b, p, line, ts, keep, None))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
                 window = info.get("model_context_window")
@@ -259,7 +260,8 @@ class CodexRolloutReader:
 
     @staticmethod
     def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
-        t, at = p.get("type"), {"ts": ts, "line": line}
+        t = p.get("type")
+        at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "message":
             role = p.get("role") or "user"
             text = text_of(p.get("content"))

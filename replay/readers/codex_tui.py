@@ -18,6 +18,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
 from replay.readers.codex_rollout import Deferred, openai_usage, sniff_json_lines
+from replay.readers.json_fields import sub_dict
 
 TUI_KINDS = {"session_start", "codex_event", "app_event", "key_event", "insert_history", "log_line", "op"}
 
@@ -73,7 +74,8 @@ class CodexTuiReader:
 
     @staticmethod
     def _event(d: Deferred, t: str | None, msg: dict, line: int, ts: str | None) -> None:
-        b, at = d.b, {"ts": ts, "line": line}
+        b = d.b
+        at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "token_count":
             reasoning = msg.get("reasoning_output_tokens")
             d.request(
@@ -92,7 +94,7 @@ class CodexTuiReader:
             args = {"command": msg.get("command"), "workdir": msg.get("cwd")}
             d.output(lambda: b.call("exec_command", args, msg.get("call_id"), **at))
         elif t == "patch_apply_begin":
-            changes = msg.get("changes") if isinstance(msg.get("changes"), dict) else {}
+            changes = sub_dict(msg, "changes")
             args = {"file_path": next(iter(changes), None), "changes": changes}
             d.output(lambda: b.call("apply_patch", args, msg.get("call_id"), **at))
         elif t in ("exec_command_end", "patch_apply_end"):
@@ -118,7 +120,8 @@ def exec_model_text(msg: dict) -> str:
             return msg[key]
     code = msg.get("exit_code")
     stream = msg.get("stdout") if code == 0 else msg.get("stderr")
-    duration = msg.get("duration") if isinstance(msg.get("duration"), dict) else {}
+    given = msg.get("duration")
+    duration = given if isinstance(given, dict) else {}
     secs = float(duration.get("secs") or 0) + float(duration.get("nanos") or 0) / 1e9
     payload = {
         "output": stream if isinstance(stream, str) else "",

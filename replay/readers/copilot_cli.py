@@ -39,12 +39,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from replay.model import BadRecord, Item, Record, Run
+from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, open_log, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.json_fields import sub_dict
 
 EVENT_RE = re.compile(
     r'"type"\s*:\s*"(?:session\.start|session\.model_change|assistant\.turn_start|'
@@ -140,7 +141,7 @@ class _EventSession:
         self.model: str | None = None
         self.turn_request: int | None = None  # records index of the open turn's request
         self.turn_request_id: str | None = None
-        self.calls: set[str] = set()
+        self.calls: set[str | None] = set()  # tool call ids seen (None: a call logged without one)
         self.system: str | None = None
         self.checkpoint: int | None = None  # first item seq after session.compaction_start's checkpoint
         self.user_texts: list[str] = []
@@ -162,23 +163,25 @@ class _EventSession:
         }
 
     def _set_run(self, **changes: Any) -> None:
-        self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
+        self.b.run = self.b.records[0] = replace(self.b.run, **changes)
 
-    def _request(self, line: int, ts: str | None) -> None:
+    def _request(self, line: int, ts: str | None) -> int:
+        """Open the turn's request; its index in the records."""
         self.b.request(line=line, ts=ts, model=self.model)
         self.turn_request = len(self.b.records) - 1
         self.turn_request_id = None
+        return self.turn_request
 
     def event(self, line: int, ev: dict) -> None:
         kind, data, ts, b = (
             ev["type"],
-            ev.get("data") if isinstance(ev.get("data"), dict) else {},
+            sub_dict(ev, "data"),
             ev.get("timestamp"),
             self.b,
         )
         meta = b.run.metadata
         if kind == "session.start":
-            ctx = data.get("context") if isinstance(data.get("context"), dict) else {}
+            ctx = sub_dict(data, "context")
             meta.update(
                 {
                     k: v
@@ -224,7 +227,7 @@ class _EventSession:
                 self.calls.add(call_id)
                 add_call(b, data.get("toolName") or "", data.get("arguments") or {}, call_id, line=line, ts=ts)
         elif kind == "tool.execution_complete":
-            result = data.get("result") if isinstance(data.get("result"), dict) else {}
+            result = sub_dict(data, "result")
             error = data.get("error")
             text = (
                 text_of(result.get("content"))
@@ -277,7 +280,7 @@ class _EventSession:
         if summary := text_of(data.get("summaryContent")):
             text = "\n\n".join([*self.user_texts, summary])  # the message lists the user's messages, then the summary
             summary_seq = b.add("summary", "user", text, line=line, ts=ts).seq
-        used = data.get("compactionTokensUsed") if isinstance(data.get("compactionTokensUsed"), dict) else {}
+        used = sub_dict(data, "compactionTokensUsed")
         event: dict[str, Any] = {
             "kind": "compaction",
             "step": b.step,
@@ -302,15 +305,15 @@ class _EventSession:
 
     def message(self, line: int, data: dict, ts: str | None) -> None:
         b, rid = self.b, data.get("requestId")
-        if self.turn_request is None or (rid and self.turn_request_id and rid != self.turn_request_id):
-            self._request(line, ts)
+        index = self.turn_request
+        if index is None or (rid and self.turn_request_id and rid != self.turn_request_id):
+            index = self._request(line, ts)
         if rid:
             self.turn_request_id = rid
-        index = self.turn_request
-        req = b.records[index]  # type: ignore[index]
+        req = cast(Request, b.records[index])  # turn_request indexes the turn's Request
         added = b.checked_usage({"output_tokens": data.get("outputTokens")}, line)["output_tokens"]  # bad: quarantined
         if added is not None:
-            b.records[index] = replace(req, output_tokens=(req.output_tokens or 0) + added)  # type: ignore[index, arg-type, union-attr]
+            b.records[index] = replace(req, output_tokens=(req.output_tokens or 0) + added)
         if reasoning := text_of(data.get("reasoningText")):
             b.add("reasoning", "assistant", reasoning, line=line, ts=ts)
         if text := text_of(data.get("content")):

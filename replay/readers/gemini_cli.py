@@ -41,6 +41,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, open_log, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.json_fields import sub_dict
 
 # A tuple: a JSON value of any type (a damaged type, a list) tests for membership without hashing.
 MESSAGE_TYPES = ("user", "gemini", "info", "error", "warning")
@@ -294,7 +295,7 @@ class _Replay:
         if pct:
             event["pct_before"], event["pct_after"] = int(pct.group(1)), int(pct.group(2))
         else:
-            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]
+            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]  # pct or tokens matched
             event["tokens_before"] = int(before) if before.isdigit() else None
             event["tokens_after"] = int(after) if after.isdigit() else None
         self.events.append(event)
@@ -360,7 +361,7 @@ def over_budget(items: list[Item]) -> list[Item]:
 
 
 def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
-    tokens = msg.get("tokens") if isinstance(msg.get("tokens"), dict) else {}
+    tokens = sub_dict(msg, "tokens")
     usage: dict[str, Any] = {}
     if tokens:
         prompt, cached = tokens.get("input"), tokens.get("cached") or 0

@@ -22,6 +22,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run, dumps
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder, validate_usage
+from replay.readers.json_fields import sub_dict, sub_list
 from replay.readers.openai_tools import render_functions
 
 SNIFF_RE = re.compile(r'"eval"\s*:\s*\{\s*"(?:eval_id|run_id|task)"\s*:')
@@ -159,11 +160,11 @@ class _Sample:
                 if (mid := _key(m.get("id"))) not in seen:
                     seen.add(mid)
                     _message(b, m, self.index)
-            output = e.get("output") if isinstance(e.get("output"), dict) else {}
+            output = sub_dict(e, "output")
             b.request(
                 ts=e.get("timestamp"), model=output.get("model"), line=self.index, **usage_fields(output.get("usage"))
             )
-            choices = output.get("choices") if isinstance(output.get("choices"), list) else []
+            choices = sub_list(output, "choices")
             for choice in choices[:1]:
                 if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
                     seen.add(_key(choice["message"].get("id")))
@@ -194,7 +195,8 @@ def _message(b: RunBuilder, m: dict, line: int, ts: str | None = None) -> None:
         if role == "user":
             b.new_turn()
         kind = "user_text" if role == "user" else "assistant_text"
-        for part in content if isinstance(content, list) else [content]:
+        parts: list[Any] = content if isinstance(content, list) else [content]  # untrusted JSON values
+        for part in parts:
             ptype = part.get("type") if isinstance(part, dict) else "text"
             if ptype == "reasoning":
                 b.add("reasoning", "assistant", str(part.get("reasoning") or ""), line=line, ts=ts)

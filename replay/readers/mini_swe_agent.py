@@ -21,6 +21,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.json_fields import sub_dict
 
 MARKERS = ('"mini_version":', '"agent_type": "minisweagent', '"trajectory_format": "mini-swe-agent')
 BLOCK_RE = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.S)
@@ -44,8 +45,8 @@ class MiniSweAgentReader:
         if not isinstance(messages, list):
             yield BadRecord(1, "not a mini-swe-agent trajectory: expected a 'messages' list", str(doc)[:2000])
             return
-        info = doc.get("info") if isinstance(doc, dict) and isinstance(doc.get("info"), dict) else {}
-        config = info.get("config") if isinstance(info.get("config"), dict) else {}
+        info = doc["info"] if isinstance(doc, dict) and isinstance(doc.get("info"), dict) else {}
+        config = sub_dict(info, "config")
         model = ((config.get("model") or {}).get("model_name")) if isinstance(config.get("model"), dict) else None
         metadata = {
             "model_stats": info.get("model_stats"),
@@ -74,7 +75,7 @@ def _walk(builder: RunBuilder, messages: list[Any]) -> Iterator[BadRecord]:
             yield BadRecord(idx, "message without a role", str(msg)[:2000])
             continue
         role, text = msg["role"], text_of(msg.get("content"))
-        extra = msg.get("extra") if isinstance(msg.get("extra"), dict) else {}
+        extra = sub_dict(msg, "extra")
         ts = _ts(extra.get("timestamp"))
         if role == "system":
             builder.add("system", "system", text, line=idx)
@@ -105,7 +106,7 @@ def _actions(msg: dict, extra: dict, text: str) -> list[tuple[str, str | None]]:
     actions = extra.get("actions")
     if isinstance(actions, list) and actions:
         return [(str(a.get("command", "")), a.get("tool_call_id")) for a in actions if isinstance(a, dict)]
-    calls = []
+    calls: list[tuple[str, str | None]] = []
     for call in msg.get("tool_calls") or []:
         fn = call.get("function") or {}
         try:
@@ -115,7 +116,8 @@ def _actions(msg: dict, extra: dict, text: str) -> list[tuple[str, str | None]]:
         calls.append((str(args.get("command", "")) if isinstance(args, dict) else str(args), call.get("id")))
     if calls:
         return calls
-    return [(m.group(1).strip(), None) for m in BLOCK_RE.finditer(text)][:1]
+    blocks: list[tuple[str, str | None]] = [(m.group(1).strip(), None) for m in BLOCK_RE.finditer(text)]
+    return blocks[:1]
 
 
 def _usage(response: Any) -> dict[str, Any]:

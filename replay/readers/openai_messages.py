@@ -23,6 +23,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run, dumps
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.json_fields import sub_dict, sub_list
 
 # A tuple: a JSON value of any type (a damaged role, a list) tests for membership without hashing.
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -54,7 +55,7 @@ def usage_fields(usage: Any) -> dict[str, int | None]:
     """Map OpenAI/LiteLLM (prompt_tokens, cached) or Anthropic (input_tokens uncached) usage onto a Request."""
     if not isinstance(usage, dict):
         return {}
-    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    details = sub_dict(usage, "prompt_tokens_details")
     cache_read = usage.get("cache_read_input_tokens") or details.get("cached_tokens") or 0
     cache_write = usage.get("cache_creation_input_tokens") or 0
     output = usage.get("completion_tokens", usage.get("output_tokens"))
@@ -127,7 +128,7 @@ class OpenAIMessagesReader:
         if not isinstance(messages, list):
             yield BadRecord(1, "expected a list of chat messages or an object with a 'messages' list", str(doc)[:2000])
             return
-        response = meta.get("response") if isinstance(meta.get("response"), dict) else None
+        response = meta["response"] if isinstance(meta.get("response"), dict) else None
         yield from self._run(ctx, meta, messages, response)
 
     def _run(self, ctx: ReadContext, meta: dict, messages: list, response: dict | None) -> Iterator[Record]:
@@ -173,7 +174,7 @@ def _message(b: RunBuilder, msg: dict, line: int, requests: bool) -> None:
     """Add one message; ``requests`` is False in a per-request log, whose history holds earlier outputs."""
     role, content = msg["role"], msg.get("content")
     ts = _iso((msg.get("_metadata") or {}).get("timestamp") if isinstance(msg.get("_metadata"), dict) else None)
-    parts = content if isinstance(content, list) else [content]
+    parts: list[Any] = content if isinstance(content, list) else [content]  # untrusted JSON values
     if role in ("system", "developer"):
         b.add("system", "system", text_of(content), line=line, ts=ts)
     elif role in ("tool", "function"):
@@ -212,7 +213,8 @@ def _assistant(b: RunBuilder, msg: dict, line: int | None, ts: str | None) -> No
     content = msg.get("content")
     if msg.get("reasoning_content"):
         b.add("reasoning", "assistant", str(msg["reasoning_content"]), line=line, ts=ts)
-    for part in content if isinstance(content, list) else [content]:
+    items: list[Any] = content if isinstance(content, list) else [content]  # untrusted JSON values
+    for part in items:
         kind = part.get("type") if isinstance(part, dict) else "text"
         if kind in ("thinking", "reasoning", "redacted_thinking"):
             b.add("reasoning", "assistant", text_of(part.get("thinking") or part.get("text") or part), line=line, ts=ts)
@@ -240,7 +242,7 @@ def _response(b: RunBuilder, meta: dict, response: dict) -> None:
     b.run.metadata["response_text"] = text_of(
         [p for p in parts if p.get("type") == "text"] if isinstance(content, list) else content
     )
-    tool_calls = out.get("tool_calls") if isinstance(out.get("tool_calls"), list) else []
+    tool_calls = sub_list(out, "tool_calls")
     calls = [c["function"] if isinstance(c.get("function"), dict) else {} for c in tool_calls if isinstance(c, dict)]
     calls += [p for p in parts if p.get("type") == "tool_use"]
     b.run.metadata["response_tool_calls"] = [

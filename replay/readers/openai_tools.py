@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from replay.readers.json_fields import sub_dict, sub_list
+
 PRIMITIVE = {"string": "string", "integer": "number", "number": "number", "boolean": "boolean", "null": "null"}
 
 
@@ -34,7 +36,7 @@ def _ts(spec: Any) -> str:
         props = spec.get("properties")
         if not isinstance(props, dict) or not props:
             return "object"
-        required = spec.get("required") if isinstance(spec.get("required"), list) else []
+        required = sub_list(spec, "required")
         return "{" + ", ".join(f"{k}{'' if k in required else '?'}: {_ts(v)}" for k, v in props.items()) + "}"
     return PRIMITIVE.get(kind, "any") if isinstance(kind, str) else "any"
 
@@ -43,7 +45,7 @@ def _function(tool: Any) -> dict | None:
     """A function definition from either shape: ``{"type": "function", "function": {...}}`` or ``{name, ...}``."""
     if not isinstance(tool, dict):
         return None
-    inner = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    inner = tool["function"] if isinstance(tool.get("function"), dict) else tool
     return inner if isinstance(inner.get("name"), str) else None
 
 
@@ -57,12 +59,12 @@ def render_functions(tools: Any) -> str | None:
     for fn in functions:
         if fn.get("description"):
             out.append(f"// {fn['description']}")
-        params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
-        props = params.get("properties") if isinstance(params.get("properties"), dict) else {}
+        params = sub_dict(fn, "parameters")
+        props = sub_dict(params, "properties")
         if not props:
             out += [f"type {fn['name']} = () => any;", ""]
             continue
-        required = params.get("required") if isinstance(params.get("required"), list) else []
+        required = sub_list(params, "required")
         out.append(f"type {fn['name']} = (_: {{")
         for name, spec in props.items():
             if isinstance(spec, dict) and spec.get("description"):

@@ -35,6 +35,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, is_json_document, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.json_fields import sub_dict, sub_list
 
 EVENT_RE = re.compile(r'"(?:observation|llm_metrics|tool_call_metadata)":\s*["{]')
 SKIP_ACTIONS = {"recall", "change_agent_state", "null"}
@@ -144,7 +145,7 @@ class _State:
 
     def condensation(self, b: RunBuilder, ev: dict, line: int) -> BadRecord | None:
         """A CondensationAction: the forgotten events' items leave the prompt from the next request on."""
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        args = sub_dict(ev, "args")
         ids = args.get("forgotten_event_ids")
         start, end = args.get("forgotten_events_start_id"), args.get("forgotten_events_end_id")
         if ids is None and isinstance(start, int) and isinstance(end, int):
@@ -163,12 +164,12 @@ class _State:
                 drop.append(self.summary_seq)
             summary_seq = self.summary_seq = b.add("summary", "user", summary, line=line, ts=ev.get("timestamp")).seq
         offset = args.get("summary_offset")
-        extra = {"summary_offset": offset} if isinstance(offset, int) else {}
+        extra: dict[str, Any] = {"summary_offset": offset} if isinstance(offset, int) else {}
         b.context_event("condensation", drop=seq_ranges(drop), summary_seq=summary_seq, line=line, **extra)
         return None
 
     def action(self, b: RunBuilder, ev: dict, line: int) -> None:
-        action, args = ev["action"], ev.get("args") if isinstance(ev.get("args"), dict) else ev
+        action, args = ev["action"], ev["args"] if isinstance(ev.get("args"), dict) else ev
         source = ev.get("source") or ("user" if action == "message" and not self.agent_started else "agent")
         ts = ev.get("timestamp")
         if action in SKIP_ACTIONS or source == "environment":
@@ -183,8 +184,8 @@ class _State:
                 b.add("tool_defs", "system", json.dumps(args["tools"], ensure_ascii=False), line=line, ts=ts)
             return
         self.agent_started = True
-        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
-        response = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+        tcm = sub_dict(ev, "tool_call_metadata")
+        response = sub_dict(tcm, "model_response")
         if not response.get("id") or response["id"] not in self.responses:
             self.responses.add(response.get("id") or "")
             b.request(line=line, ts=ts, **_usage(response))
@@ -210,7 +211,7 @@ class _State:
     def observation(self, b: RunBuilder, ev: dict, line: int) -> None:
         kind, ts = ev["observation"], ev.get("timestamp")
         text = text_of(ev.get("content"))
-        extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+        extras = sub_dict(ev, "extras")
         if (
             kind == "edit"
             and extras.get("impl_source") == "oh_aci"
@@ -221,7 +222,7 @@ class _State:
             if kind == "recall" and text:
                 b.add("attachment", "user", text, line=line, ts=ts)
             return
-        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
+        tcm = sub_dict(ev, "tool_call_metadata")
         call_id = (
             tcm.get("tool_call_id")
             or self.calls.get(ev.get("cause"))
@@ -238,7 +239,7 @@ class _State:
 def _model_arguments(response: dict, call_id: Any) -> Any:
     """The arguments of call ``call_id`` as the model wrote them in ``response`` (parsed when JSON), or None when
     the response does not hold that call."""
-    choices = response.get("choices") if isinstance(response.get("choices"), list) else []
+    choices = sub_list(response, "choices")
     message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
     calls = message.get("tool_calls") if isinstance(message, dict) else None
     for call in calls if isinstance(calls, list) and call_id else []:
@@ -252,11 +253,11 @@ def _model_arguments(response: dict, call_id: Any) -> Any:
 
 
 def _usage(response: dict) -> dict[str, Any]:
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else None
+    usage = response["usage"] if isinstance(response.get("usage"), dict) else None
     if not usage:
         return {}
     prompt = usage.get("prompt_tokens")
-    details = usage.get("prompt_tokens_details") if isinstance(usage.get("prompt_tokens_details"), dict) else {}
+    details = sub_dict(usage, "prompt_tokens_details")
     cache_read = details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0
     cache_write = usage.get("cache_creation_input_tokens") or 0
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (cache_read, cache_write))

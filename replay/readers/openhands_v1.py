@@ -59,6 +59,7 @@ from replay.readers.base import (
     text_of,
 )
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.json_fields import sub_dict
 
 EVENT_KIND_RE = re.compile(r'"kind"\s*:\s*"(?:\w+Event|Condensation|CondensationRequest|UserRejectObservation)"')
 EVENT_FILE_RE = re.compile(r"^event-(\d+)-[^/]*\.json$")
@@ -278,8 +279,8 @@ class OpenHandsV1Reader:
             yield from _Conversation(ctx, ctx.run_id(), {}).run(stream)
 
     def _eval_line(self, ctx: ReadContext, line: int, obj: dict, used: set[str]) -> Iterator[Record]:
-        meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        llm = meta.get("llm") if isinstance(meta.get("llm"), dict) else {}
+        meta = sub_dict(obj, "metadata")
+        llm = sub_dict(meta, "llm")
         agent, condenser, totals = _token_usages(obj.get("metrics"))
         info = {
             "line": line,
@@ -432,7 +433,9 @@ class _Conversation:
         if reqs or raw:
             self.b.run.metadata["prompt_tokens_rule"] = why
         for i, r in reqs:
-            fields = canonical(r.prompt_tokens, r.cache_read or 0, r.cache_write or 0, with_writes)  # type: ignore[arg-type]
+            fields: dict[str, Any] | None = canonical(
+                r.prompt_tokens or 0, r.cache_read or 0, r.cache_write or 0, with_writes
+            )  # reqs holds only requests with a prompt_tokens
             if fields is None:
                 self.b.records.append(
                     BadRecord(
@@ -470,7 +473,7 @@ class _Conversation:
         return None if fixed is None else {**f, **fixed}
 
     def _set_run(self, **changes: Any) -> None:
-        self.b.run = self.b.records[0] = replace(self.b.run, **changes)  # type: ignore[assignment]
+        self.b.run = self.b.records[0] = replace(self.b.run, **changes)
 
     # --- requests -------------------------------------------------------------------------------------------
     def response(self, ev: dict, line: int) -> bool:
@@ -530,7 +533,7 @@ class _Conversation:
             index = self.last_request
             if index is not None and index not in self.usage_filled and self.unbound is None:
                 fields = self.b.checked_usage(fields, line)
-                self.b.records[index] = replace(self.b.records[index], **fields)  # type: ignore[arg-type]
+                self.b.records[index] = replace(self.b.records[index], **fields)
             else:  # the change precedes its response's events: it opens the request they will bind to
                 self.b.request(line=line, ts=ts, **fields)
                 index = self.unbound = self.last_request = len(self.b.records) - 1
@@ -562,7 +565,7 @@ class _Conversation:
             self.condensation(ev, line, ts)
 
     def message(self, ev: dict, line: int, ts: str | None) -> None:
-        msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+        msg = sub_dict(ev, "llm_message")
         text = text_of(msg.get("content"))
         if ev.get("source") == "agent" or msg.get("role") == "assistant":
             self.response(ev, line)
@@ -586,7 +589,7 @@ class _Conversation:
             self.reasoning(ev, line, ts)
         if thought := text_of(ev.get("thought")):
             self.b.add("assistant_text", "assistant", thought, line=line, ts=ts)
-        call = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+        call = sub_dict(ev, "tool_call")
         if isinstance(call.get("function"), dict):  # LiteLLM's tool call (SDK before MessageToolCall): name, arguments
             call = {**call["function"], "id": call.get("id")}
         args: Any = call.get("arguments")
@@ -596,13 +599,13 @@ class _Conversation:
             except ValueError:
                 pass
         if args is None:
-            action = ev.get("action") if isinstance(ev.get("action"), dict) else {}
+            action = sub_dict(ev, "action")
             args = {k: v for k, v in action.items() if k != "kind"}
         name = ev.get("tool_name") or call.get("name") or ""
         add_call(self.b, name, args, ev.get("tool_call_id") or call.get("id"), line=line, ts=ts)
 
     def observation(self, ev: dict, kind: str, line: int, ts: str | None) -> None:
-        obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
+        obs = sub_dict(ev, "observation")
         if kind == "UserRejectObservation":  # the SDK sends "Action rejected: <reason>"
             text, error = f"Action rejected: {ev.get('rejection_reason') or 'rejected by the user'}", True
         elif kind == "AgentErrorEvent":

@@ -33,6 +33,7 @@ from typing import Any
 from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.json_fields import sub_dict
 from replay.readers.tool_targets import normalise_path
 
 OPEN_FILE_RE = re.compile(r"\(Open file: ([^)\n]+)\)\s*(?:\n|$)")
@@ -57,8 +58,8 @@ class SweAgentReader:
         if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
             yield BadRecord(1, "not a SWE-agent trajectory: expected an object with a 'history' list", str(doc)[:2000])
             return
-        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
-        stats = info.get("model_stats") if isinstance(info.get("model_stats"), dict) else {}
+        info = sub_dict(doc, "info")
+        stats = sub_dict(info, "model_stats")
         config = _config(doc.get("replay_config"))
         metadata = {
             "model_stats": {k: stats[k] for k in STAT_KEYS if k in stats},

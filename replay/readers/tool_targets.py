@@ -405,15 +405,16 @@ def shell_span(command: str, resource: str | None) -> Span:
             if resource is not None and any(resource == normalise_path(w) for w in words[1:]):
                 return (1, END, key)  # touches the resource in a way we cannot read as lines
             continue
-        span: Span | None = read[1]
+        span = read[1]
         if len(pipe) > 2:
             return (1, END, key)
         if len(pipe) == 2:
             fw = _words(pipe[1])
             filt = _filter_span(fw) if fw and posixpath.basename(fw[0]) in RANGE_FILTERS else None
-            span = _compose(span, filt) if filt and span else None
-            if span is None:
+            composed = _compose(span, filt) if filt else None
+            if composed is None:
                 return (1, END, key)
+            span = composed
         spans.append(span)
     if not spans:
         return (1, END, key)

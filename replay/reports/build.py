@@ -6,6 +6,7 @@ import html
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import duckdb
 import polars as pl
@@ -14,6 +15,7 @@ from replay.metrics.coverage import CostCover, cover_of_rows
 from replay.policies.base import DEFAULT_WINDOW
 from replay.progress import step
 from replay.reports import extract, plots
+from replay.run_arrays import RunArrays
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
 from replay.untrusted import for_markdown
@@ -37,6 +39,7 @@ class ReportConfig:
     progress: bool = False  # each slow step named on stderr with its time
     cost_cover: CostCover = field(default_factory=lambda: CostCover(0, 0))  # the runs the costs are over
     sections: list[tuple[str, str, list[Path]]] = field(default_factory=list)  # title, text, charts
+    arrays: list[RunArrays] = field(default_factory=list)  # the runs, loaded once by build_report
 
 
 def _step(cfg: ReportConfig, label: str) -> AbstractContextManager:
@@ -47,7 +50,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, cfg: ReportConfig, name: str, grid: d
     points = 1
     for values in grid.values():
         points *= len(values)
-    with _step(cfg, f"sweep {name} ({points} points x {len(cfg.arrays)} runs)"):  # type: ignore[attr-defined]
+    with _step(cfg, f"sweep {name} ({points} points x {len(cfg.arrays)} runs)"):
         return _sweep_frame(con, cfg, name, grid, fixed)
 
 
@@ -84,9 +87,9 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
 
     cfg = cfg or ReportConfig()
     with _step(cfg, "loading runs"):
-        cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)  # type: ignore[attr-defined]
+        cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)
     charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
-    longest = max(cfg.arrays, key=lambda a: a.n_requests)  # type: ignore[attr-defined]
+    longest = max(cfg.arrays, key=lambda a: a.n_requests)
     policies = {
         "full history": ("full", {"window": w, "reserve": r}),
         "seed A": ("seed_a", {"window": w, "reserve": r}),
@@ -179,7 +182,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     cfg.sections.append(
         (
             "Repeat reads",
-            f"Largest count of reads of one resource in one run: {int(reads['reads'].max() or 0)}.",
+            f"Largest count of reads of one resource in one run: {int(cast(int, reads['reads'].max()) or 0)}.",
             plots.save(plots.repeat_histogram(reads), charts, "repeat_reads"),
         )
     )
@@ -210,8 +213,8 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
     from replay.reports.run_pages import write_run_pages
 
     with _step(cfg, "request views per run"):
-        pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))  # type: ignore[attr-defined]
-    return write_report(out_dir, cfg, len(cfg.arrays), pages)  # type: ignore[attr-defined]
+        pages = write_run_pages(con, cfg.arrays, out_dir / "runs", cfg.tokenizer, Budget(w, r))
+    return write_report(out_dir, cfg, len(cfg.arrays), pages)
 
 
 def cost_sentence(cover: CostCover) -> str:

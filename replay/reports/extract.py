@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
@@ -55,7 +56,9 @@ def param_curve(frame: pl.DataFrame, param: str, metrics: list[str]) -> pl.DataF
     """Aggregate a sweep over runs per value of ``param``: sums of counters, ratios recomputed from sums; cost over
     the runs priced at every point (coverage.cover_of_rows names them)."""
     col = f"param_{param}"
-    unknown = frame.filter(unknown_cost())["run_id"].unique() if "cost_usd" in frame.columns else []
+    unknown: pl.Series | list[str] = (
+        frame.filter(unknown_cost())["run_id"].unique() if "cost_usd" in frame.columns else []
+    )
     sums = [
         pl.col(c).filter(~pl.col("run_id").is_in(list(unknown))).sum() if c == "cost_usd" else pl.col(c).sum()
         for c in (
@@ -92,7 +95,7 @@ def point_table(frame: pl.DataFrame) -> pl.DataFrame:
     return agg.join(first, on="point_id")
 
 
-def pareto_mask(df: pl.DataFrame, minimise: list[str], maximise: list[str] = ()) -> np.ndarray:
+def pareto_mask(df: pl.DataFrame, minimise: Sequence[str], maximise: Sequence[str] = ()) -> np.ndarray:
     """True for rows no other row dominates (<= on every minimised, >= on every maximised, < or > on one)."""
     x = np.column_stack(
         [df[c].to_numpy().astype(float) for c in minimise] + [-df[c].to_numpy().astype(float) for c in maximise]

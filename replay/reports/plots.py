@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import cast
 
 import matplotlib
 
@@ -12,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from replay.untrusted import for_chart  # noqa: E402
 
@@ -111,7 +113,7 @@ def repeat_histogram(reads: pl.DataFrame, ax: Axes | None = None) -> Axes:
     ax = _axes(ax)
     counts = reads["reads"].to_numpy()
     bins = np.arange(1, max(int(counts.max()) if len(counts) else 1, 1) + 2) - 0.5
-    ax.hist(counts, bins=bins, color="C0", edgecolor="white", label="resources (per run)")
+    ax.hist(counts, bins=bins.tolist(), color="C0", edgecolor="white", label="resources (per run)")
     if len(counts):
         top = reads.row(0, named=True)
         ax.annotate(
@@ -334,7 +336,8 @@ def save(ax: Axes, out_dir: Path, name: str) -> list[Path]:
     """Save the Axes' figure as PNG and SVG; close it."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / f"{name}.png", out_dir / f"{name}.svg"]
-    ax.figure.savefig(paths[0], dpi=130)
-    ax.figure.savefig(paths[1])
-    plt.close(ax.figure)
+    fig = cast(Figure, ax.figure)  # every chart here is drawn on a top-level Figure (plt.subplots)
+    fig.savefig(paths[0], dpi=130)
+    fig.savefig(paths[1])
+    plt.close(fig)
     return paths

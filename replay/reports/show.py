@@ -15,7 +15,7 @@ import duckdb
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.model import KINDS
-from replay.policies.base import Budget, PolicyBase
+from replay.policies.base import AnyPolicy, Budget
 from replay.policies.view import DROPPED, OMITTED, ORIGINAL, PLACEHOLDER, SHRUNK, SPILLED, Segment, View
 from replay.run_arrays import RunArrays
 from replay.simulator.billing import billing_for
@@ -150,7 +150,7 @@ _WORDING_NAMES = {
 _CONFIG_NAMES = {PLACEHOLDER: ("wording",), OMITTED: ("marker",)}
 
 
-def wording(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
+def wording(policy: AnyPolicy, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
     """The text a policy puts in place of item ``p`` in ``form`` (its placeholder, marker, note), from the policy's
     own ``wording_of`` or its wording knob or module constant, with the item's tool, call id and lines filled in."""
     if form == PLACEHOLDER and hasattr(policy, "wording_of"):
@@ -180,7 +180,7 @@ def wording(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArray
     )
 
 
-def _item_text(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
+def _item_text(policy: AnyPolicy, form: int, p: int, info: ItemInfo, run: RunArrays) -> str:
     if info.synthetic == "prefix":
         return "harness prefix the log does not hold (system prompt, tool schemas; prompt model)"
     if info.synthetic:
@@ -188,9 +188,10 @@ def _item_text(policy: PolicyBase, form: int, p: int, info: ItemInfo, run: RunAr
     if form == ORIGINAL:
         return clean(info.head)
     said = wording(policy, form, p, info, run)
-    if form == PLACEHOLDER and getattr(policy.config, "head_chars", 0):
-        c = policy.config
-        return clean(f"{said} {info.head[: c.head_chars]} … {info.tail[-c.tail_chars :] if c.tail_chars else ''}")
+    head = getattr(policy.config, "head_chars", 0)  # seed_a's, or a Python policy's knob of that name
+    if form == PLACEHOLDER and head:
+        tail = getattr(policy.config, "tail_chars", 0)
+        return clean(f"{said} {info.head[:head]} … {info.tail[-tail:] if tail else ''}")
     if form == SPILLED:
         return clean(f"{said} preview: {info.head}")
     return clean(said)
@@ -215,7 +216,7 @@ def _cache_status(lo: int, hi: int, cached: int, written: int) -> str:
 def shown_view(
     run: RunArrays,
     infos: list[ItemInfo],
-    policy: PolicyBase,
+    policy: AnyPolicy,
     view: View,
     cached: int,
     written: int,
@@ -336,7 +337,7 @@ def shown_view(
 def replay_views(
     run: RunArrays,
     infos: list[ItemInfo],
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget,
     pricing: Pricing = DEFAULT_PRICING,

@@ -90,7 +90,7 @@ def diff_table(a: ShownView, b: ShownView, rows: list[DiffRow]) -> Group:
         ("tokens ", "right"),
         ("delta", "right"),
     ):
-        table.add_column(name, justify=just, no_wrap=True)  # type: ignore[arg-type]
+        table.add_column(name, justify=just, no_wrap=True)  # type: ignore[arg-type]  # "left"/"right" literals
     for r in rows:
         pos = "-" if r.first < 0 else str(r.first) if r.first == r.last else f"{r.first}-{r.last}"
         table.add_row(

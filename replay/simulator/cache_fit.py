@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from replay.policies import Budget, make_policy
+from replay.policies import Budget, make_compiled
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
@@ -113,7 +113,7 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     """Per-request cached tokens of ``run`` replayed under its recorded policy, one array per cache model
     (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*), from the warm
     prefix its log shows."""
-    policy = make_policy("recorded")
+    policy = make_compiled("recorded")
     packed = pack([replace(run, warm=warm_tokens(run))])
     p = kernel_params(policy, _BIG)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))

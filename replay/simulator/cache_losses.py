@@ -76,7 +76,7 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     explained[events[(events >= 0) & (events < m)]] = True
     ev = run.events  # an item the log shows rewritten from a request on (Cline's duplicate-read pass): a new prefix
     if len(ev.mask_pos):
-        first = {}
+        first: dict[int, int] = {}
         for k, q in zip(ev.mask_step.tolist(), ev.mask_pos.tolist(), strict=True):
             first[q] = min(first.get(q, k), k)
         at = np.array(sorted(set(first.values())), dtype=np.int64)

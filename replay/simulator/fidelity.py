@@ -16,7 +16,7 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 
-from replay.policies import Budget, make_policy
+from replay.policies import Budget, make_compiled, make_policy
 from replay.policies.kernel import SUMMARY_CLEARED
 from replay.policies.presets import (
     claude_code_preset,
@@ -117,15 +117,15 @@ def harness_preset(
         name, params, window = chosen
         return name, Budget(window, 0), params
     if fmt in ("codex-rollout", "codex-tui"):
-        window = codex_window(metadata.get("model_context_window"), model)
-        return ("codex-rs", Budget(window, 0), {}) if window else None
+        limit = codex_window(metadata.get("model_context_window"), model)
+        return ("codex-rs", Budget(limit, 0), {}) if limit else None
     if fmt == "gemini-cli":
         return "gemini-cli", Budget(gemini_token_limit(model), 0), {}
     if fmt == "copilot-cli":
         return "copilot-cli", Budget(copilot_prompt_limit(model), 0), {}
     if fmt == "cline":
-        window = cline_window(model)
-        return ("cline", Budget(window, 0), {}) if window else None
+        limit = cline_window(model)
+        return ("cline", Budget(limit, 0), {}) if limit else None
     if fmt == "openhands":
         return "openhands-v0", BIG, {}
     if fmt == "openhands-v1":
@@ -219,7 +219,7 @@ def preset_cleared(run: RunArrays, preset: tuple[str, Budget, dict], cache: str)
     from replay.simulator.kernels.trace import trace_run
 
     name, budget, params = preset
-    trace = trace_run(run, make_policy(name, params), budget)
+    trace = trace_run(run, make_compiled(name, params), budget)
     return np.flatnonzero(trace.columns[:, T_SUMMARISED] & SUMMARY_CLEARED), trace.columns[:, T_PROMPT]
 
 

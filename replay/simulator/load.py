@@ -194,7 +194,7 @@ def _cleared(metadata: dict, pos: dict, n_requests: int) -> np.ndarray:
     request on (Claude Code's microcompact, Cline's duplicate-file-read pass; ``cleared``: [result seq, characters
     of the note]), as per-request placeholder rows (request, position,
     characters) for every request from the event's to the last; rows of (0, 3) when there are none."""
-    rows = []
+    rows: list[tuple[int, int, int]] = []
     for ev in events_and_rewrites(metadata):
         if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
             continue
@@ -281,6 +281,7 @@ def _assemble(
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))
+    dup_key, dup_chars = duplicate_candidates(items, metadata)
     return replace(
         run,
         thinking_switch=thinking_switches(items, reqs, model),
@@ -292,25 +293,23 @@ def _assemble(
         server_gone=_gone_at(items, reqs, exact),
         harness_est=harness_estimates(items, metadata),
         text_tools=metadata.get("tool_calls") == "text",
-        **duplicate_candidates(items, metadata),
+        dup_key=dup_key,
+        dup_chars=dup_chars,
     )
 
 
-def duplicate_candidates(items: list[dict], metadata: dict) -> dict[str, np.ndarray]:
+def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray | None, np.ndarray | None]:
     """``dup_key`` and ``dup_chars`` per item from ``runs.metadata.duplicate_candidates`` ([[seq, key, chars after
-    the rewrite], ...]); empty when the reader recorded none."""
+    the rewrite], ...]); both None when the reader recorded none."""
     given = {
         int(c[0]): (int(c[1]), int(c[2]))
         for c in metadata.get("duplicate_candidates") or []
         if isinstance(c, list) and len(c) == 3 and all(isinstance(v, int) for v in c)
     }
     if not given:
-        return {}
+        return None, None
     pairs = [given.get(it["seq"], (-1, 0)) if it["seq"] is not None else (-1, 0) for it in items]
-    return {
-        "dup_key": np.array([p[0] for p in pairs], dtype=np.int64),
-        "dup_chars": np.array([p[1] for p in pairs], dtype=np.int64),
-    }
+    return np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)
 
 
 def harness_estimates(items: list[dict], metadata: dict) -> np.ndarray | None:

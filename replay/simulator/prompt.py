@@ -120,7 +120,7 @@ def prompt_models(
 ) -> dict[str, PromptModel]:
     """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources);
     ``fitted``: what ``fit_usage`` already returned for this tokenizer and overhead, to not fit twice."""
-    fitted = _fits(con, tokenizer_id, overhead, fitted)
+    fits = _fits(con, tokenizer_id, overhead, fitted)
     formats, logged = {}, {}
     for run_id, fmt, metadata in con.execute("SELECT run_id, format, metadata FROM runs").fetchall():
         formats[run_id] = fmt
@@ -130,7 +130,7 @@ def prompt_models(
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
                 logged[run_id] = tokens
     by_format: dict[str, list[PromptModel]] = {}
-    for run_id, pm in fitted.items():
+    for run_id, pm in fits.items():
         if pm.good:  # a profile learns only from runs whose log gives the server's prompt
             by_format.setdefault(formats.get(run_id, ""), []).append(pm)
     profiles = {
@@ -147,8 +147,8 @@ def prompt_models(
     }
     out = {}
     for run_id in run_ids:
-        if run_id in fitted:
-            out[run_id] = fitted[run_id]
+        if run_id in fits:
+            out[run_id] = fits[run_id]
         elif override is not None:
             out[run_id] = PromptModel(int(override), 1.0, 0.0, False, OVERRIDE, overhead)
         elif run_id in logged:

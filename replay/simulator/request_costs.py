@@ -176,7 +176,8 @@ def run_costs(
     sim = price_keyed(
         p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing, override, prices
     )
-    rec = price_keyed(p.keys, p.key_of, *p.recorded.T, pricing=pricing, prices=prices)
+    uncached, read, write_5m, write_1h, output = p.recorded.T
+    rec = price_keyed(p.keys, p.key_of, uncached, read, write_5m, write_1h, output, pricing=pricing, prices=prices)
     u = sim.usd
 
     def by_run(v: np.ndarray) -> np.ndarray:

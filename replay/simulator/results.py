@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -14,7 +15,7 @@ import polars as pl
 from replay.metrics.composition import empty as composition_frame
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import Budget
-from replay.policies.base import PolicyBase
+from replay.policies.base import AnyPolicy
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel
 from replay.simulator.run import simulate_run_by_tool
@@ -54,7 +55,7 @@ def sim_id_for(
 
 def simulate_many(
     runs: list[RunArrays],
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget,
     tokenizer_id: str | None = None,
@@ -132,7 +133,7 @@ def totals(sim: Simulation) -> dict:
     df = sim.runs
     if not df.height:
         return {}
-    s = {
+    s: dict[str, Any] = {
         c: int(df[c].sum())
         for c in (
             "requests",
@@ -152,7 +153,7 @@ def totals(sim: Simulation) -> dict:
 def cost_totals(df: pl.DataFrame) -> dict:
     """Total cost over the priced runs, and how many runs have no price (their cost is unknown, not 0)."""
     cost = df["cost_usd"].cast(pl.Float64).fill_nan(None)
-    return {"cost_usd": float(np.round(cost.sum() or 0.0, 4)), "unpriced_runs": cost.null_count()}
+    return {"cost_usd": float(np.round(float(cost.sum() or 0.0), 4)), "unpriced_runs": cost.null_count()}
 
 
 def billing_warnings(df: pl.DataFrame) -> list[str]:

@@ -12,19 +12,19 @@ from replay.metrics.composition import ToolComposition
 from replay.metrics.cost import summary_cost
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.repeat_reads import classify, read_events, summarise
-from replay.metrics.runs import run_row
 from replay.model import KINDS
-from replay.policies.base import Budget, CompiledPolicy, Policy, PolicyBase
+from replay.policies.base import AnyPolicy, Budget, CompiledPolicy, Policy
 from replay.policies.view import ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
 from replay.simulator.idle import request_times
 from replay.simulator.kernels.caches import CacheState
-from replay.simulator.kernels.packed import model_codes
+from replay.simulator.kernels.packed import model_codes, static_row
 from replay.simulator.kernels.trace import trace_run
-from replay.simulator.request_costs import billing_note, cost_row, plan, run_costs
-from replay.simulator.run_output import cost_columns, recorded_output, summary_hits_cache
+from replay.simulator.request_costs import plan, run_costs
+from replay.simulator.run_output import summary_hits_cache
+from replay.simulator.run_rows import COUNTERS, first_row, run_columns
 from replay.simulator.run_start import split_tail
 
 REQUEST_COLUMNS = (
@@ -60,7 +60,7 @@ def _check(view: object, k: int, end: int) -> View:
 
 def simulate_run(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget | None = None,
     near_margin: float = 0.05,
@@ -80,7 +80,7 @@ def simulate_run(
 
 def simulate_run_by_tool(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget | None = None,
     near_margin: float = 0.05,
@@ -131,7 +131,7 @@ def _first_rewrite(view: View, tokens: np.ndarray) -> int:
 
 def charged_views(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     budget: Budget,
     bill: Billing,
     near_margin: float = 0.05,
@@ -152,7 +152,7 @@ def charged_views(
 
 def _simulate(
     run: RunArrays,
-    policy: PolicyBase,
+    policy: AnyPolicy,
     cache: CacheModel | None,
     budget: Budget | None,
     near_margin: float,
@@ -224,17 +224,32 @@ def _simulate(
         r.output,
         r.cache_read if summary_hits_cache(policy) else None,
     )
-    out = recorded_output(run)
-    extra = {
-        **reads,
+    counters = {
+        "requests": len(cols["k"]),
+        "overflow_incidents": int(cols["overflow"].sum()),
+        "near_misses": int(cols["near_miss"].sum()),
+        "emergencies": int(cols["emergency"].sum()),
+        "summaries": len(summ),
+        "requests_between_summaries": float(np.diff(summ).mean()) if len(summ) > 1 else np.nan,
+        "tokens_after_summary": float(cols["prompt_tokens"][summ].mean()) if len(summ) else np.nan,
+        "prompt_tokens": int(cols["prompt_tokens"].sum()),
+        "est_tokens": int(cols["est_tokens"].sum()),
+        "cached_tokens": int(cols["cached_tokens"].sum()),
+        "written_tokens": int(cols["written_tokens"].sum()),
+        "trimmed_tokens": int(cols["trimmed_tokens"].sum()),
+        "max_prompt_tokens": int(cols["prompt_tokens"].max(initial=0)),
+        **{k: reads[k] for k in COUNTERS[13:19]},  # repeat_changed .. repeat_evicted_tokens
         "evicted_failures": int(err_hidden.sum()),
         "evicted_failure_tokens": int(run.tokens[errors[err_hidden]].sum()),
-        **cost_columns(bill, float(costs.prompt_usd[0]), s_cost, float(costs.output_usd[0])),
-        "billing_note": billing_note(bill, costs.why[0]),
-        **cost_row(costs, 0),
-        **out,
-        "token_source": run.token_source,
-        "window": budget.window,
-        "reserve": budget.reserve,
     }
-    return cols, run_row(run.run_id, cols, extra)
+    static = static_row(run, events.max_reads) | events.same_resource
+    columns = run_columns(
+        [run.run_id],
+        {k: np.array([v]) for k, v in counters.items()},
+        [bill],
+        costs,
+        np.array([s_cost], dtype=np.float64),
+        {k: [v] for k, v in static.items()},
+        {"window": budget.window, "reserve": budget.reserve},
+    )
+    return cols, first_row(columns)

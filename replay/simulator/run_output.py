@@ -1,16 +1,13 @@
-"""A run row's parts that do not depend on how the views were computed: the recorded output, costs by part, where
-prices came from. Shared by the per-request loop (replay.simulator.run) and the sweep kernels."""
+"""A run row's parts that do not depend on how the views were computed: the recorded output, why the recorded bill
+cannot be reproduced, whether summary calls read the cache. The row itself is built by replay.simulator.run_rows."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from replay.model import KINDS
-from replay.policies.base import PolicyBase
+from replay.policies.base import AnyPolicy
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
-from replay.simulator.billing import Billing
 from replay.simulator.cache_losses import unexplained_losses
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
@@ -69,35 +66,7 @@ def bill_gap(run: RunArrays) -> str:
     return "; ".join(reasons)
 
 
-def summary_hits_cache(policy: PolicyBase) -> bool:
+def summary_hits_cache(policy: AnyPolicy) -> bool:
     """Whether the policy's summarisation calls read the cached prefix (a policy says so with a
     ``summary_reads_cache`` attribute; by default they are uncached: no tools, a different prefix)."""
     return bool(getattr(policy, "summary_reads_cache", False))
-
-
-def cost_columns(bill: Billing, prompt_usd: float, summary_usd: float, output_usd: float) -> dict:
-    """Run-row cost columns: the total and its parts, the rates charged, where prices came from (NaN costs:
-    an unknown price)."""
-    r = bill.rates
-    money = {
-        "cost_usd": prompt_usd + summary_usd + output_usd,
-        "prompt_cost_usd": prompt_usd,
-        "summary_cost_usd": summary_usd,
-        "output_cost_usd": output_usd,
-        "price_per_mtok": r.input,
-        "output_per_mtok": r.output,
-        "cache_read_per_mtok": r.cache_read,
-        "cache_write_per_mtok": r.cache_write,
-    }
-    return {
-        **{k: nan_to_none(float(v)) for k, v in money.items()},
-        "price_source": bill.price_source,
-        "model": bill.model,
-        "cache_model": bill.cache.name,
-        "cache_ttl": getattr(bill.cache, "ttl", None),
-        "billing_note": bill.note,
-    }
-
-
-def nan_to_none(x: float) -> float | None:
-    return None if isinstance(x, float) and math.isnan(x) else x

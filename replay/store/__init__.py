@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import os
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -60,6 +61,14 @@ def open_store(path: Path | str = DEFAULT_DB, read_only: bool = False) -> duckdb
     if not read_only:
         migrate(con)
     return con
+
+
+def scalar(con: duckdb.DuckDBPyConnection, query: str, params: object = None) -> Any:
+    """The first value of the one row ``query`` returns (a count, a setting, an aggregate)."""
+    row = con.execute(query, params).fetchone()
+    if row is None:
+        raise ReplayError(f"the store returned no row for: {' '.join(query.split())[:120]}")
+    return row[0]
 
 
 def frame(con: duckdb.DuckDBPyConnection, query: str, params: list | None = None):

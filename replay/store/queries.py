@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from replay.store import frame
+from replay.store import frame, scalar
 
 
 def runs_table(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -28,9 +28,4 @@ def run_items(con: duckdb.DuckDBPyConnection, run_id: str) -> pl.DataFrame:
 
 def has_relation(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """True when the store has a table or view called ``name`` (an old store opened read-only may not)."""
-    return (
-        con.cursor()
-        .execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
-        .fetchone()[0]
-        > 0
-    )
+    return scalar(con.cursor(), "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]) > 0

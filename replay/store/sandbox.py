@@ -88,8 +88,8 @@ def run_query(
     if isinstance(error, duckdb.Error):
         raise ReplayError(_explain(error)) from error
     if error is not None:
-        raise error  # type: ignore[misc]
-    return box["frame"]  # type: ignore[return-value]
+        raise error  # type: ignore[misc]  # box["error"] holds only exceptions the worker caught
+    return box["frame"]  # type: ignore[return-value]  # set by the worker when it finished without error
 
 
 COUNT_SECONDS = 10.0  # the longest spent counting the rows a table left out (past it: "more", uncounted)

@@ -15,7 +15,7 @@ from typing import Any
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.policies import Budget, make_policy, policy_class
-from replay.policies.base import PolicyBase
+from replay.policies.base import AnyPolicy
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel, make_cache
 from replay.simulator.run import simulate_run
@@ -56,7 +56,7 @@ def policy_fields(policy_name: str) -> frozenset[str]:
 class Point:
     """A sweep point resolved into the objects the simulator takes (validated: unknown keys are errors)."""
 
-    policy: PolicyBase
+    policy: AnyPolicy
     budget: Budget
     cache: CacheModel | None  # None: each run under its provider's own cache model
     cache_params: dict[str, Any]

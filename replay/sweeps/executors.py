@@ -187,7 +187,9 @@ class Pool(Executor):
         def submit(window: list | None) -> tuple[list, Any] | None:
             # chunks as single tasks (imap_unordered's own chunking returns a generator, which cannot wait with a
             # timeout)
-            return window and (window, self.pool.imap_unordered(_work_many, list(_windows(iter(window), chunks))))
+            if not window:
+                return None
+            return window, self.pool.imap_unordered(_work_many, list(_windows(iter(window), chunks)))
 
         current = submit(next(windows, None))
         while current is not None:

@@ -11,6 +11,7 @@ not read is written) look almost free of uncached tokens and a gate across cache
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import polars as pl
 
@@ -55,14 +56,19 @@ def simulate_all(pf: PolicyFile, runs: list, pricing: Pricing = DEFAULT_PRICING)
     return evaluate_runs(runs, resolve(pf.name, pf.params, pf.cache, pricing))
 
 
+def _sum(df: pl.DataFrame, column: str) -> float:
+    """A numeric column's total (polars types a sum as any Python value)."""
+    return cast(float, df[column].sum())
+
+
 def _aggregate(df: pl.DataFrame, metric: str) -> float:
     if metric == "cache_hit_rate":
-        return float(df["cached_tokens"].sum() / max(df["prompt_tokens"].sum(), 1))
+        return float(_sum(df, "cached_tokens") / max(_sum(df, "prompt_tokens"), 1))
     if metric == "uncached_tokens":  # not read from the cache, whatever the cache model (writes included)
-        return float(df["prompt_tokens"].sum() - df["cached_tokens"].sum())
+        return float(_sum(df, "prompt_tokens") - _sum(df, "cached_tokens"))
     if metric == "summaries_per_100":
-        return float(100 * df["summaries"].sum() / max(df["requests"].sum(), 1))
-    return float(df[metric].sum())
+        return float(100 * _sum(df, "summaries") / max(_sum(df, "requests"), 1))
+    return float(_sum(df, metric))
 
 
 def compare(base: pl.DataFrame, cand: pl.DataFrame, tolerances: dict[str, float] | None = None) -> CheckResult:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from replay.errors import ReplayError
 from replay.metrics.cost import summary_cost
 from replay.metrics.prices import Pricing
 from replay.policies.base import CompiledPolicy
@@ -50,12 +51,12 @@ from replay.simulator.kernels.driver import (
     O_WRITTEN,
 )
 from replay.simulator.kernels.packed import PackedRuns, pack
-from replay.simulator.request_costs import billing_note, cost_row, run_costs
+from replay.simulator.request_costs import run_costs
 from replay.simulator.run_output import summary_hits_cache
+from replay.simulator.run_rows import rate_columns, run_columns
 from replay.sweeps.adapter import Point, evaluate_point, resolve
 
 NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
-COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests", "recorded_cost_note")
 
 
 def point_frame(packed: PackedRuns, point: Point, constants: dict[str, Any] | None = None) -> pl.DataFrame | None:
@@ -97,23 +98,17 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     o, charged = call_policy_kernel(corpus_kernel, policy.code, policy.name, p, cps, packed.arrays, tflag)
     o = o.T
-    n = np.diff(packed.req_off)
-    prompt, cached, written, summaries = o[O_PROMPT], o[O_CACHED], o[O_WRITTEN], o[O_SUMMARIES]
-    uncached = prompt - cached - written
+    summaries = o[O_SUMMARIES]
     with np.errstate(divide="ignore", invalid="ignore"):
         between = np.where(summaries > 1, (o[O_LAST_SUMMARY] - o[O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
         after = np.where(summaries > 0, o[O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
-        hit = np.where(prompt > 0, cached / prompt, 0.0)
-        per_100 = np.where(n > 0, 100.0 * summaries / n, 0.0)
-    rate = {
-        f: np.array([getattr(b.rates, f) for b in bills], dtype=np.float64)[of_run]
-        for f in ("input", "output", "cache_read", "cache_write")
-    }
     per_run = [bills[i] for i in of_run]
+    rate = rate_columns(per_run)
+    if packed.request_plan is None:
+        raise ReplayError("sweep: the packed runs carry no request plan; build them with pack()")
     costs = run_costs(
         packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2], point.pricing
     )  # each request at its own model, day and write durations
-    p_cost, o_cost = costs.prompt_usd, costs.output_usd
     s_cost = summary_cost(
         o[O_SUMMARY_HISTORY],
         o[O_SUMMARY_OUT],
@@ -121,23 +116,18 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         rate["output"],
         rate["cache_read"] if summary_hits_cache(point.policy) else None,
     )
-    fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
-    return {
-        "run_id": list(packed.run_ids),
-        "requests": n,
+    counters = {
+        "requests": np.diff(packed.req_off),
         "overflow_incidents": o[O_OVERFLOW],
         "near_misses": o[O_NEAR],
         "emergencies": o[O_EMERGENCY],
         "summaries": summaries,
-        "summaries_per_100": per_100,
         "requests_between_summaries": between,
         "tokens_after_summary": after,
-        "prompt_tokens": prompt,
+        "prompt_tokens": o[O_PROMPT],
         "est_tokens": o[O_EST],
-        "cached_tokens": cached,
-        "written_tokens": written,
-        "uncached_tokens": uncached,
-        "cache_hit_rate": hit,
+        "cached_tokens": o[O_CACHED],
+        "written_tokens": o[O_WRITTEN],
         "trimmed_tokens": o[O_TRIMMED],
         "max_prompt_tokens": o[O_MAX_PROMPT],
         "repeat_changed": o[O_CHANGED],
@@ -148,23 +138,9 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         "repeat_evicted_tokens": o[O_EVICTED_TOK],
         "evicted_failures": o[O_FAILURES],
         "evicted_failure_tokens": o[O_FAILURE_TOK],
-        "cost_usd": p_cost + s_cost + o_cost,
-        "prompt_cost_usd": p_cost,
-        "summary_cost_usd": s_cost,
-        "output_cost_usd": o_cost,
-        "price_per_mtok": rate["input"],
-        "output_per_mtok": rate["output"],
-        "cache_read_per_mtok": rate["cache_read"],
-        "cache_write_per_mtok": rate["cache_write"],
-        "price_source": [b.price_source for b in per_run],
-        "model": [b.model for b in per_run],
-        "cache_model": [b.cache.name for b in per_run],
-        "cache_ttl": [getattr(b.cache, "ttl", None) for b in per_run],
-        "billing_note": [billing_note(b, why) for b, why in zip(per_run, costs.why, strict=True)],
-        **{k: [cost_row(costs, i)[k] for i in range(packed.n_runs)] for k in COST_ROW},
-        **packed.static,
-        **{name: [value] * packed.n_runs for name, value in fixed.items()},
     }
+    fixed = {"window": budget.window, "reserve": budget.reserve, **(constants or {})}
+    return run_columns(packed.run_ids, counters, per_run, costs, np.asarray(s_cost), packed.static, fixed)
 
 
 def run_billing(packed: PackedRuns, point: Point) -> tuple[list[Billing], np.ndarray]:

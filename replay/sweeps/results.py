@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import duckdb
 import polars as pl
@@ -25,7 +25,10 @@ def query_frame(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return pl.from_arrow(con.execute(sql, params or []).to_arrow_table())  # type: ignore[return-value]
+        table = con.execute(sql, params or []).to_arrow_table()
+        if table is None:
+            raise ReplayError(f"the store returned no result set for: {' '.join(sql.split())[:120]}")
+        return cast(pl.DataFrame, pl.from_arrow(table))  # a Table converts to a DataFrame (an Array to a Series)
 
 
 def register_sweep(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -117,7 +117,7 @@ def recommend(
     """One point from the front by RULE; ``prefer`` maps a knob to "high"/"low" for exact ties."""
     if front_df.is_empty():
         raise ReplayError("tune: the Pareto front is empty; nothing to recommend")
-    cheapest = front_df["cost_usd"].min()
+    cheapest = cast(float, front_df["cost_usd"].min())
     near = front_df.filter(pl.col("cost_usd") <= cheapest * (1 + cost_tie) + 1e-12)
     keys = ["cache_hit_rate", "summaries_per_100", "repeat_evicted", "cost_usd"]
     desc = [True, False, False, False]
@@ -247,7 +247,7 @@ def why_none(points: pl.DataFrame, defaults: dict[str, Any] | None) -> str:
             key = b.split(" ")[0] + (" (per run)" if " run(s)" in b else "")
             counts[key] = counts.get(key, 0) + 1
     top = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:4])
-    fewest = int(points["overflow_incidents"].min()) if points.height else 0
+    fewest = int(cast(int, points["overflow_incidents"].min())) if points.height else 0
     text = (
         f"no swept point passes `replay check`'s default gate against the defaults (of {points.height} points, "
         f"regressed: {top})"

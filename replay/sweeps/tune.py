@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -60,6 +61,7 @@ def run_tune(
     points = points.join(gate(frame, dframe), on="point_id", how="left").with_columns(
         pl.col("gate_ok").fill_null(False)
     )
+    best: dict[str, Any] | None
     _, best_fr, best, best_zero = choose(points, spec.policy)
     passed = points.filter(pl.col("gate_ok"))
     by_id = {point_id(p): p for p in spec.points()}

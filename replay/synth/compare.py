@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import duckdb
 
+from replay.store import scalar
+
 # "size mean": a mean of heavy-tailed item sizes moves with single items (in the corpus one 36,692-char user text
 # is 40% of the mean of Claude Code's later user texts), so it gets a wider band than medians and quantiles.
 TOLERANCE = {"share": 0.05, "median": 0.25, "mean": 0.25, "p90": 0.35, "size mean": 0.5}
@@ -76,7 +78,7 @@ class Row:
 
 
 def _one(con: duckdb.DuckDBPyConnection, sql: str, formats: list[str]) -> float | None:
-    value = con.execute(sql, {"formats": formats}).fetchone()[0]  # type: ignore[index]
+    value = scalar(con, sql, {"formats": formats})
     return None if value is None else float(value)
 
 

@@ -164,7 +164,7 @@ class Builder:
         result = None
         if shape.result_chars is not None:
             same = bool(path) and shape.access == "read" and path in self.last_read
-            result = self.last_read[path] if same else self.text("tool_result", shape.result_chars)  # type: ignore
+            result = self.last_read[path] if same and path else self.text("tool_result", shape.result_chars)
         if path:
             if shape.access == "read":
                 recent(self.reads, path)

@@ -98,11 +98,12 @@ def skeleton(args: str | None) -> Any:
 
 
 def _seconds(a: str | None, b: str | None) -> float | None:
+    if a is None or b is None:
+        return None
     try:
         return (
-            datetime.fromisoformat(b.replace("Z", "+00:00"))  # type: ignore[union-attr]
-            - datetime.fromisoformat(a.replace("Z", "+00:00"))
-        ).total_seconds()  # type: ignore[union-attr]
+            datetime.fromisoformat(b.replace("Z", "+00:00")) - datetime.fromisoformat(a.replace("Z", "+00:00"))
+        ).total_seconds()
     except (AttributeError, TypeError, ValueError):
         return None
 

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 MARKER = "replay-canonical/1"
 WORDS = (
@@ -141,7 +142,8 @@ class _Session:
     """Walks one run: keeps files, clock and the prompt size the recorded harness sent."""
 
     def __init__(self, spec: RunSpec, rng: random.Random) -> None:
-        self.spec, self.rng, self.out = spec, rng, []
+        self.spec, self.rng = spec, rng
+        self.out: list[dict[str, Any]] = []
         self.files = {
             f"src/pkg/{_ident(rng)}.py": _code_file(rng, f"src/pkg/{i}.py", rng.randint(*spec.file_lines))
             for i in range(spec.n_files)

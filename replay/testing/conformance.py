@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from replay.errors import ReplayError
-from replay.policies import Budget, PolicyBase, make_policy
+from replay.policies import AnyPolicy, Budget, make_policy
 from replay.policies.view import DROPPED, Segment, View
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import make_cache
@@ -60,7 +60,7 @@ def check_view(view: View, run: RunArrays, k: int) -> None:
         assert not cut.any(), f"request {k}: the summary at {view.summary_at} stands between a call and its result"
 
 
-def check_views(policy: PolicyBase, run: RunArrays, budget: Budget = BUDGET) -> None:
+def check_views(policy: AnyPolicy, run: RunArrays, budget: Budget = BUDGET) -> None:
     """One valid view per request of ``run``."""
     views = views_of(run, policy, budget).views
     assert len(views) == run.n_requests, f"{len(views)} views for {run.n_requests} requests"
@@ -68,7 +68,7 @@ def check_views(policy: PolicyBase, run: RunArrays, budget: Budget = BUDGET) -> 
         check_view(view, run, k)
 
 
-def check_row(policy: PolicyBase, run: RunArrays, budget: Budget = BUDGET) -> None:
+def check_row(policy: AnyPolicy, run: RunArrays, budget: Budget = BUDGET) -> None:
     """The simulated run row and columns: one value per request, cache reads within the prompt."""
     cols, row = simulate_run(run, policy, make_cache("anthropic"), budget)
     assert all(len(v) == run.n_requests for v in cols.values()), "a per-request column has the wrong length"
@@ -76,7 +76,7 @@ def check_row(policy: PolicyBase, run: RunArrays, budget: Budget = BUDGET) -> No
     assert (cols["cached_tokens"] <= cols["prompt_tokens"]).all(), "more tokens read from cache than sent"
 
 
-def check_config(policy: PolicyBase) -> None:
+def check_config(policy: AnyPolicy) -> None:
     """The config names the policy, round-trips through JSON, is frozen and refuses unknown or out-of-bounds knobs."""
     cls = type(policy)
     cfg = cls.Config.from_params({})
@@ -84,7 +84,7 @@ def check_config(policy: PolicyBase) -> None:
     with pytest.raises(ReplayError, match="unknown parameter"):
         cls.Config.from_params({"no_such_knob": "1"})
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.kind_extra = 1  # type: ignore[attr-defined]
+        cfg.kind_extra = 1  # type: ignore[attr-defined]  # the point: a frozen config refuses it
     numeric = [f for f in dataclasses.fields(cls.Config) if f.metadata.get("lo") is not None]
     for f in numeric[:3]:
         with pytest.raises(ReplayError, match="out of bounds"):
@@ -93,7 +93,7 @@ def check_config(policy: PolicyBase) -> None:
         assert knob.name in {f.name for f in dataclasses.fields(cls.Config)}, f"space names no knob {knob.name!r}"
 
 
-def check_acts(policy: PolicyBase, run: RunArrays, budget: Budget = BUDGET) -> None:
+def check_acts(policy: AnyPolicy, run: RunArrays, budget: Budget = BUDGET) -> None:
     """On a run whose full history overflows, the policy changes some request's prompt: it is not a no-op."""
     full = [v.prompt_tokens for v in views_of(run, make_policy("full"), budget).views]
     assert max(full) + budget.reserve > budget.window, "the test run must overflow under the full history"
@@ -104,7 +104,7 @@ def check_acts(policy: PolicyBase, run: RunArrays, budget: Budget = BUDGET) -> N
     )
 
 
-def check_policy(policy: PolicyBase, run: RunArrays | None = None, budget: Budget = BUDGET, acts: bool = True) -> None:
+def check_policy(policy: AnyPolicy, run: RunArrays | None = None, budget: Budget = BUDGET, acts: bool = True) -> None:
     """Every rule above on ``run`` (default: a synthetic 120-request tool loop); ``acts=False`` for a policy that
     is meant to send everything (the full-history baseline)."""
     run = run if run is not None else synth_run(120, seed=3)
@@ -122,7 +122,7 @@ class PolicyConformance:
     acts: ClassVar[bool] = True
 
     @pytest.fixture
-    def policy(self) -> PolicyBase:
+    def policy(self) -> AnyPolicy:
         raise NotImplementedError("override the `policy` fixture: return the policy under test")
 
     @pytest.fixture
@@ -133,16 +133,16 @@ class PolicyConformance:
     def budget(self) -> Budget:
         return BUDGET
 
-    def test_config(self, policy: PolicyBase) -> None:
+    def test_config(self, policy: AnyPolicy) -> None:
         check_config(policy)
 
-    def test_one_view_per_request(self, policy: PolicyBase, run: RunArrays, budget: Budget) -> None:
+    def test_one_view_per_request(self, policy: AnyPolicy, run: RunArrays, budget: Budget) -> None:
         check_views(policy, run, budget)
 
-    def test_run_row(self, policy: PolicyBase) -> None:
+    def test_run_row(self, policy: AnyPolicy) -> None:
         check_row(policy, synth_run(60, seed=1), Budget(50_000, 4_000))
 
-    def test_not_a_no_op(self, policy: PolicyBase, run: RunArrays, budget: Budget) -> None:
+    def test_not_a_no_op(self, policy: AnyPolicy, run: RunArrays, budget: Budget) -> None:
         if not self.acts:
             pytest.skip("this policy is meant to send everything")
         check_acts(policy, run, budget)

@@ -103,5 +103,5 @@ def estimator_bias(con: duckdb.DuckDBPyConnection, tokenizer_id: str, estimators
 def _estimate(e: Estimator, texts: list[str], kinds: list[str | None]) -> list[int]:
     """Estimates, passing item kinds to estimators that price by kind (an image item is an image)."""
     if hasattr(e, "estimate_kind"):
-        return e.estimate_many(texts, kinds)  # type: ignore[call-arg]
+        return e.estimate_many(texts, kinds)  # type: ignore[call-arg]  # estimate_kind: it takes kinds (CJKChars4)
     return e.estimate_many(texts)

@@ -6,8 +6,10 @@ import importlib.metadata
 import importlib.util
 import re
 from dataclasses import dataclass
+from email.message import Message
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 from replay.tokens.tiktoken_file import CL100K, LLAMA3, LLAMA4, O200K, QWEN, RankSpec
 
@@ -48,7 +50,8 @@ class Source:
         """The distribution's licence: License-Expression, a one-line License, its licence classifier, or the
         first line of a License text."""
         try:
-            meta = importlib.metadata.metadata(self.package)
+            # an email.message.Message at run time: .get() gives None for a missing header
+            meta = cast(Message, importlib.metadata.metadata(self.package))
         except importlib.metadata.PackageNotFoundError:
             return ""
         lines = (meta.get("License") or "").strip().splitlines()

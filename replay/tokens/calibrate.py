@@ -174,7 +174,8 @@ def fit(
     n = len(recon)
     if n < MIN_FIT or np.ptp(recon) <= 0:
         return _level(items, recorded, fixed)
-    ind, starts = [], []
+    ind: list[np.ndarray] = []
+    starts: list[int] = []
     if steps is not None:
         for b in sorted(set(boundaries)):
             col = (np.asarray(steps) >= b).astype(np.float64)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from replay.tokens.tokenizer import CountingTokenizer
 
 # Han, kana, Hangul and full-width forms: each char is roughly a token, not a quarter of one.
 CJK = r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}\x{3000}-\x{303F}\x{FF00}-\x{FFEF}]"
@@ -17,7 +20,8 @@ IMAGE_PREFIXES = ("data:image/", "[image")
 class Estimator(Protocol):
     """What a policy needs: a count for one text, and counts for many in one call."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def estimate(self, text: str) -> int: ...
 
@@ -67,22 +71,22 @@ class CJKChars4:
 class ProxyTokenizer:
     """A different tokenizer standing in for the model's (e.g. legacy Claude for Claude 3+), times ``scale``."""
 
-    tokenizer: object  # a CountingTokenizer
+    tokenizer: CountingTokenizer
     scale: float = 1.0
     name: str = "proxy"
 
     def __post_init__(self) -> None:
         if self.name == "proxy":
-            self.name = f"proxy:{self.tokenizer.name}"  # type: ignore[attr-defined]
+            self.name = f"proxy:{self.tokenizer.name}"
 
     def estimate(self, text: str) -> int:
-        return round(self.tokenizer.count(text) * self.scale)  # type: ignore[attr-defined]
+        return round(self.tokenizer.count(text) * self.scale)
 
     def estimate_many(self, texts: Sequence[str]) -> list[int]:
-        return [round(n * self.scale) for n in self.tokenizer.count_many(texts)]  # type: ignore[attr-defined]
+        return [round(n * self.scale) for n in self.tokenizer.count_many(texts)]
 
 
-def default_estimators(proxy: object | None = None) -> list[Estimator]:
+def default_estimators(proxy: CountingTokenizer | None = None) -> list[Estimator]:
     """chars/4, CJK-aware chars/4 and, when a proxy tokenizer is given, the proxy."""
     out: list[Estimator] = [Chars4(), CJKChars4()]
     if proxy is not None:

@@ -72,14 +72,15 @@ def _check(path: Path, f: dict) -> None:
     ):
         if key in f:
             want(path, key, f[key], kinds, what, FIX)
-    for key, kinds, what in (
+    kind: type | tuple[type, ...]
+    for key, kind, what in (
         ("tokenizer.ggml.scores", (int, float), "numbers"),
         ("tokenizer.ggml.token_type", int, "integers"),
     ):
         values = f.get(key)
         if values is None:
             continue
-        if not isinstance(values, list) or len(values) != len(tokens) or not all(isinstance(v, kinds) for v in values):
+        if not isinstance(values, list) or len(values) != len(tokens) or not all(isinstance(v, kind) for v in values):
             raise ReplayError(f"{path}: {key} must be an array of {len(tokens):,} {what} (one per token); {FIX}")
     merges = f.get("tokenizer.ggml.merges", [])
     if not isinstance(merges, list) or not all(isinstance(m, str) and " " in m for m in merges):

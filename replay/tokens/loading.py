@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any, cast
 
 from tokenizers import Tokenizer
 
@@ -68,8 +69,8 @@ def _pick_template(config: Path, value: object) -> ChatTemplate | None:
     if not value:
         raise ReplayError(f"{config}: chat_template is an empty list, want {shape}; {CONFIG_FIX}")
     named: list[tuple[object, str]] = []
-    for i, entry in enumerate(value):
-        entry = want(config, f"chat_template[{i}]", entry, dict, '{"name": ..., "template": ...}', CONFIG_FIX)
+    for i, raw in enumerate(cast(list[Any], value)):  # want() above: a list here
+        entry = want(config, f"chat_template[{i}]", raw, dict, '{"name": ..., "template": ...}', CONFIG_FIX)
         text = want(config, f"chat_template[{i}].template", entry.get("template"), str, "a string", CONFIG_FIX)
         named.append((entry.get("name"), text))
     pos, text = next(((i, t) for i, (n, t) in enumerate(named) if n == "default"), (0, named[0][1]))
@@ -109,6 +110,8 @@ def _check_encodes(hf: Tokenizer, path: Path) -> None:
 def _load_builtin_file(b: Builtin, path: Path) -> CountingTokenizer:
     digest = file_digest(path)
     if b.kind == "tiktoken":
+        if b.rank is None:
+            raise ReplayError(f"built-in {b.name}: a tiktoken file needs its RankSpec (replay/tokens/builtins.py)")
         return load_rank_file(path, b.rank, f"{b.name}:{digest}")
     if b.kind == "tekken":
         return load_tekken_counter(path, b.name, f"{b.name}:{digest}")
@@ -171,8 +174,8 @@ def tokenizer_id_of(spec: str | Path) -> str | None:
     path = _readable(as_path(spec))
     if path_kind(path) != "file":
         b = builtins.lookup(str(spec))
-        path = b.path() if b is not None else None
-        return f"{b.name}:{file_digest(path)}" if path is not None else None
+        found = b.path() if b is not None else None
+        return f"{b.name}:{file_digest(found)}" if b is not None and found is not None else None
     with os_errors(path):
         digest = file_digest(path)
         known = builtins.by_digest().get(digest)

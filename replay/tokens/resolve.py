@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from replay.errors import ReplayError
+from replay.store import scalar
 from replay.tokens import builtins
 from replay.tokens.counting import count_items, pending
 from replay.tokens.loading import load_tokenizer, tokenizer_id_of, unknown_message
@@ -28,11 +29,11 @@ def beside(spec: str | None, folder: Path) -> str | None:
 
 
 def _read_only(con: duckdb.DuckDBPyConnection) -> bool:
-    return con.execute("SELECT current_setting('access_mode')").fetchone()[0] == "read_only"
+    return scalar(con, "SELECT current_setting('access_mode')") == "read_only"
 
 
 def _stored(con: duckdb.DuckDBPyConnection, tokenizer_id: str) -> bool:
-    return con.execute("SELECT count(*) FROM token_counts WHERE tokenizer_id = ?", [tokenizer_id]).fetchone()[0] > 0
+    return scalar(con, "SELECT count(*) FROM token_counts WHERE tokenizer_id = ?", [tokenizer_id]) > 0
 
 
 def count_pending(con: duckdb.DuckDBPyConnection, tok: CountingTokenizer, spec: str, progress: bool = True) -> int:
@@ -92,6 +93,16 @@ def resolve(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: b
         return Resolved(known, 0)  # every item already counted: no need to load the vocabulary
     tok = load_tokenizer(text)
     return Resolved(tok.tokenizer_id, count_pending(con, tok, text, progress))
+
+
+def resolve_given(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> Resolved:
+    """:func:`resolve` for a command that needs a tokenizer: an empty ``spec`` is an error, not chars/4."""
+    res = resolve(con, spec, progress)
+    if res is None:
+        raise ReplayError(
+            f"-t/--tokenizer {str(spec or '')!r} names no tokenizer; {unknown_message('').split('; ', 1)[1]}"
+        )
+    return res
 
 
 def resolve_tokenizer(con: duckdb.DuckDBPyConnection, spec: str | Path | None, progress: bool = True) -> str | None:

@@ -61,15 +61,15 @@ def ranks_to_bpe(ranks: dict[bytes, int], pattern: str, id_offset: int = 0) -> T
                 merges.append((rank, left, right, enc(tok[:i]), enc(tok[i:])))
     merges.sort()
     bpe = models.BPE(vocab=vocab, merges=[(m[3], m[4]) for m in merges], ignore_merges=True)
-    tok = Tokenizer(bpe)
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
+    hf = Tokenizer(bpe)
+    hf.pre_tokenizer = pre_tokenizers.Sequence(
         [
             pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
         ]
     )
-    tok.decoder = decoders.ByteLevel()
-    return tok
+    hf.decoder = decoders.ByteLevel()
+    return hf
 
 
 def tekken_files() -> dict[str, Path]:
@@ -148,7 +148,7 @@ def tokenizers_twin(tok: TiktokenTokenizer) -> Tokenizer:
     """``tok``'s vocabulary as a `tokenizers` BPE giving the same ids, special-token strings as plain text (the
     encoder counting used before tiktoken; benchmarks and tests compare with it). Converted once, then cached.
     `tokenizers` reads cl100k's possessive ``\\p{N}{1,3}+`` as a repeat, so the ``+`` is dropped."""
-    enc = tok.enc
+    enc = tok.encoding
     pattern = enc._pat_str.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
     hf = _cached_bpe(
         tok.tokenizer_id.replace(":", "-"), lambda: ranks_to_bpe(enc._mergeable_ranks, pattern, id_offset=tok.id_offset)

@@ -11,8 +11,9 @@ import math
 import os
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, fields
+from typing import Any, cast
 
 from jinja2 import nodes
 from jinja2.compiler import CodeGenerator, Frame
@@ -52,7 +53,7 @@ class Limits:
     @classmethod
     def from_env(cls) -> Limits:
         """Defaults, each overridden by its REPLAY_TEMPLATE_* variable (a positive number)."""
-        values: dict[str, float] = {}
+        values: dict[str, Any] = {}  # int or float, as the field's type says
         for f in fields(cls):
             raw = os.environ.get(_ENV[f.name])
             if raw is None or not raw.strip():
@@ -83,6 +84,8 @@ class _Guarded:
             yield item
 
     def __len__(self) -> int:
+        if not isinstance(self._inner, Sized):  # Jinja's loop.length then counts the items itself
+            raise TypeError(f"{type(self._inner).__name__} has no len()")
         return len(self._inner)
 
 
@@ -107,7 +110,7 @@ def _replace_bound(s: object, old: object, new: object, count: object = -1) -> i
     return len(s) + hits * max(0, len(new) - len(old))
 
 
-def _format_bound(fmt: object, args: Iterable, kwargs: dict | None = None) -> int:
+def _format_bound(fmt: object, args: object, kwargs: dict | None = None) -> int:
     """Upper bound of a %-format or str.format result: the string, its arguments and every width written in it
     (and the integer arguments, when widths may come from them: ``%*d``, ``{:{}}``)."""
     fmt = str(fmt)
@@ -259,7 +262,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
         @functools.wraps(func)
         def guarded(*args: object, **kwargs: object) -> object:
             self.tick()
-            if signature is not None:
+            if signature is not None and bound_of is not None:  # both set or neither
                 bound = signature.bind(*args[skip:], **kwargs)
                 bound.apply_defaults()
                 if name == "join":  # measure the items once, then join the same list
@@ -273,7 +276,7 @@ class LimitedEnvironment(ImmutableSandboxedEnvironment):
     def call(self, context: Context, obj: object, /, *args: object, **kwargs: object) -> object:
         self.tick()
         if getattr(obj, "__name__", "") == "join" and args and not isinstance(args[0], list):
-            args = (list(self.guard_loop(args[0])), *args[1:])
+            args = (list(self.guard_loop(cast(Iterable, args[0]))), *args[1:])  # not iterable: fails as join would
         self.check_size(_method_bound(obj, args, kwargs), f"{getattr(obj, '__name__', 'a call')}()")
         if self._depth >= self.limits.max_depth:
             self.stop(f"calls nested over {self.limits.max_depth} deep (a recursive macro?)", "max_depth")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from itertools import accumulate
@@ -33,7 +33,7 @@ def slices(texts: Sequence[str], n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
-def count_threaded(encode: Callable[[str], Sequence[int]], texts: Sequence[str], threads: int = 0) -> list[int]:
+def count_threaded(encode: Callable[[str], Sized], texts: Sequence[str], threads: int = 0) -> list[int]:
     """``len(encode(t))`` for every text, in order, on ``threads`` threads (0: every core)."""
     threads = threads or cores()
     if threads == 1 or sum(len(t) for t in texts) < SERIAL_CHARS:

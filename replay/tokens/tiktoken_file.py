@@ -5,13 +5,17 @@ from __future__ import annotations
 import base64
 import hashlib
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from replay.errors import ReplayError
 from replay.tokens.threads import count_threaded
 from replay.tokens.tokenizer import CountingTokenizer
+
+if TYPE_CHECKING:
+    import tiktoken
 
 # Split patterns of the OpenAI encodings (the `pat_str` tiktoken's registry gives them).
 O200K_PATTERN = "|".join(
@@ -146,7 +150,7 @@ class TiktokenTokenizer(CountingTokenizer):
     """A CountingTokenizer backed by a tiktoken Encoding (ordinary text: special-token strings are plain text).
     ``id_offset`` is added to every rank (Tekken numbers its special tokens first)."""
 
-    enc: object = None
+    enc: tiktoken.Encoding | None = None
     nfc: bool = False
     id_offset: int = 0
 
@@ -154,17 +158,24 @@ class TiktokenTokenizer(CountingTokenizer):
         if self.enc is None:
             raise ReplayError(f"tokenizer {self.name}: no tiktoken encoding given")
 
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """``enc``, known to be set (``__post_init__`` refuses None)."""
+        if self.enc is None:
+            raise ReplayError(f"tokenizer {self.name}: no tiktoken encoding given")
+        return self.enc
+
     def _prep(self, text: str) -> str:
         return unicodedata.normalize("NFC", text) if self.nfc else text
 
     def encode(self, text: str) -> list[int]:
-        ids = self.enc.encode_ordinary(self._prep(text))
+        ids = self.encoding.encode_ordinary(self._prep(text))
         return [i + self.id_offset for i in ids] if self.id_offset else ids
 
-    def _ids(self, text: str) -> Sequence[int]:
+    def _ids(self, text: str) -> Sized:
         """The ids of ``text`` as ``encode_ordinary`` gives them (special-token text is plain text), in a uint32
         array: 4 bytes a token where a list takes about 36, so one 200 MB item does not need gigabytes to count."""
-        return self.enc.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
+        return self.encoding.encode_to_numpy(text, allowed_special=set(), disallowed_special=())
 
     def count(self, text: str) -> int:
         return len(self._ids(self._prep(text)))
@@ -176,7 +187,7 @@ class TiktokenTokenizer(CountingTokenizer):
         return count_threaded(self._ids, texts)
 
     def count_rendered(self, text: str) -> int:
-        return len(self.enc.encode(self._prep(text), allowed_special="all"))
+        return len(self.encoding.encode(self._prep(text), allowed_special="all"))
 
 
 def load_rank_file(path: Path, spec: RankSpec, tokenizer_id: str) -> TiktokenTokenizer:

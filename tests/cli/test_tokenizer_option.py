@@ -188,3 +188,13 @@ def test_tokens_json_parses_with_numbers(db, monkeypatch, capsys):
     rows = json.loads(out)
     assert rows and all(isinstance(r["tokens"], int) and isinstance(r["chars"], int) for r in rows)
     assert "o200k:" in err  # the counting note goes to stderr, so stdout stays JSON
+
+
+@pytest.mark.parametrize("command", ["tokens", "tune"])
+def test_an_empty_tokenizer_is_an_error_not_a_traceback(command, db, monkeypatch, capsys):
+    """`-t ""` names no tokenizer: these commands need one (they crashed on None before)."""
+    args = [command, "-t", "", "--db", str(db)] + (
+        ["--policy", "last_n", "--window", "130000", "--reserve", "0"] if command == "tune" else []
+    )
+    code, _, err = replay_main(monkeypatch, capsys, *args)
+    assert code == 2 and "names no tokenizer" in err and "o200k" in err

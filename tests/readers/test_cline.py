@@ -245,3 +245,14 @@ def test_duplicate_candidates_keep_the_header_spelling(corpus: Path) -> None:
     rewritten = {seq: chars for r in run.metadata["context_rewrites"] for seq, chars in r["cleared"]}
     sizes = {seq: chars for seq, _, chars in cands}
     assert all(sizes[seq] == chars for seq, chars in rewritten.items())  # the same sizes the reader's pass used
+
+
+def test_a_tool_message_whose_text_is_json_but_not_an_object_is_kept_as_text(tmp_path: Path) -> None:
+    """A UI 'tool' message carrying a JSON string or list (not an object) was read with .get() and stopped the
+    reader with AttributeError; it is a call with the raw text as its arguments, like unparseable text."""
+    folder = _task(tmp_path / "t", with_api=False)
+    ui = json.loads((folder / "ui_messages.json").read_text())
+    ui[2]["text"] = json.dumps(["not", "an", "object"])
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    calls = [i for i in of(read(folder), Item) if i.kind == "tool_call"]
+    assert len(calls) == 1 and calls[0].tool_name == "tool" and json.loads(calls[0].args or "")["raw"] == ui[2]["text"]

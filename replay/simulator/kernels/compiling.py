@@ -25,7 +25,8 @@ _READY: set[tuple[str, int]] = set()
 
 def marker(entry: str, code: int) -> Path:
     """The file saying that ``entry`` is compiled for policy ``code`` in numba's cache."""
-    return Path(numba.config.CACHE_DIR) / "replay-ready" / f"{source_hash()}-{entry}-{code}"
+    cache_dir = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # numba.config sets its names at run time
+    return Path(cache_dir) / "replay-ready" / f"{source_hash()}-{entry}-{code}"
 
 
 def is_ready(entry: str, code: int) -> bool:

@@ -182,7 +182,9 @@ def _static_columns(rows: list[dict]) -> dict[str, np.ndarray]:
     }
 
 
-def _static(run: RunArrays, max_reads: int) -> dict:
+def static_row(run: RunArrays, max_reads: int) -> dict:
+    """A run's row columns that do not depend on the policy: recorded usage and output, the most reads of one
+    resource, where its token counts came from."""
     return {
         **recorded_totals(run.rec_prompt, run.rec_cache_read),
         "max_reads_one_resource": max_reads,
@@ -279,7 +281,9 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
     return PackedRuns(
         run_ids=tuple(r.run_id for r in runs),
         **arrays,
-        static=_static_columns([_static(r, e.max_reads) | e.same_resource for r, e in zip(runs, reads, strict=True)]),
+        static=_static_columns(
+            [static_row(r, e.max_reads) | e.same_resource for r, e in zip(runs, reads, strict=True)]
+        ),
         models=tuple(r.model for r in runs),
         tool_names=tuple(names),
         cache_ttls=tuple(r.cache_ttl for r in runs),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from replay.policies.base import Budget, CompiledPolicy, PolicyBase
+from replay.policies.base import AnyPolicy, Budget, CompiledPolicy
 from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, SUMMARY_MADE
 from replay.policies.view import View
 from replay.run_arrays import RunArrays
@@ -111,7 +111,7 @@ class Views:
     fest: np.ndarray
 
 
-def views_of(run: RunArrays, policy: PolicyBase, budget: Budget) -> Views:
+def views_of(run: RunArrays, policy: AnyPolicy, budget: Budget) -> Views:
     """The views of ``run`` under ``policy`` (compiled, or a policy written in Python), no cache."""
     if isinstance(policy, CompiledPolicy):
         trace = trace_run(run, policy, budget)
