@@ -145,3 +145,15 @@ def test_check_markdown_and_junit_from_a_hostile_log(hostile_db: Path, tmp_path:
     assert "&lt;iframe srcdoc" in rendered  # the run id is there, as text
     classes = [c.get("classname") for c in ET.parse(junit).getroot().iter("testcase")]
     assert any("\\x1b]52" in c for c in classes) and not any("\x1b" in c for c in classes)
+
+
+def test_run_page_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
+    """The run page (jinja2, matplotlib's SVG): the hostile run id is text everywhere, no element comes from it."""
+    page = tmp_path / "run.html"
+    res = CliRunner().invoke(app, ["show", "iframe", "--db", str(hostile_db), "--html", str(page)])
+    assert res.exit_code == 0, res.output
+    text = page.read_text()
+    assert "<iframe" not in text and text.count("<script") == 2  # the page's JSON and its one script
+    assert "&lt;iframe srcdoc" in text and "\x1b" not in text
+    data = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
+    assert data is not None and json.loads(data[1])["run_id"].endswith(HOSTILE_ID)  # the JSON keeps it exactly

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,11 +9,14 @@ from typing import cast
 
 import duckdb
 import polars as pl
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from replay.metrics.coverage import CostCover, cover_of_rows
 from replay.policies.base import DEFAULT_WINDOW
 from replay.progress import step
 from replay.reports import extract, plots
+from replay.reports.templating import environment
 from replay.run_arrays import RunArrays
 from replay.sweeps import from_dict, run_sweep
 from replay.sweeps.results import sweep_frame
@@ -227,50 +229,20 @@ def cost_sentence(cover: CostCover) -> str:
 
 
 def md_html(text: str) -> str:
-    """The small markdown the sections use as HTML: pipe tables become <table>, other blocks <p>."""
-    out = []
-    for block in text.split("\n\n"):
-        lines = [line for line in block.strip().splitlines() if line.strip()]
-        if (
-            len(lines) >= 2
-            and all(line.lstrip().startswith("|") for line in lines)
-            and set(lines[1].replace("|", "").replace(":", "").replace("-", "").strip()) == set()
-        ):
-            cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
-            head = "".join(f"<th>{html.escape(c)}</th>" for c in cells[0])
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in cells[2:])
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-        elif lines:
-            out.append(f"<p>{html.escape(' '.join(lines))}</p>")
-    return "".join(out)
-
-
-TABLE_CSS = (
-    "<style>table{border-collapse:collapse;margin:.5em 0}th,td{border:1px solid #ccc;padding:2px 8px;"
-    "text-align:right}th{background:#f3f3f3}</style>"
-)
+    """Markdown as HTML through markdown-it (CommonMark with tables; raw HTML in the text stays text)."""
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
 
 
 def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tuple[str, Path]] | None = None) -> Path:
+    """report.md, and report.html rendered from it (one text, two formats)."""
     covers = cost_sentence(cfg.cost_cover)
-    head = (
+    md = [
         f"# replay report\n\n{n_runs} runs, window {cfg.window:,}, reply reserve {cfg.reserve:,}. "
         f"{for_markdown(covers)}\n\n> {COUNTERFACTUAL}\n"
-    )
-    md, body = (
-        [head],
-        [
-            f"<h1>replay report</h1><p>{n_runs} runs, window {cfg.window:,}, reply reserve "
-            f"{cfg.reserve:,}. {html.escape(covers)}</p><blockquote>{html.escape(COUNTERFACTUAL)}</blockquote>"
-        ],
-    )
+    ]
     for title, text, paths in cfg.sections:
         png = paths[0].relative_to(out_dir).as_posix()
         md.append(f"\n## {title}\n\n![{title}]({png})\n\n{text}\n")
-        body.append(
-            f"<h2>{html.escape(title)}</h2><img src='{paths[1].relative_to(out_dir).as_posix()}' "
-            f"style='max-width:100%'>{md_html(text)}"
-        )
     if pages:
         intro = (
             "Request views per run (seed A vs the full history; prompt size over requests, each request's "
@@ -280,18 +252,8 @@ def write_report(out_dir: Path, cfg: ReportConfig, n_runs: int, pages: list[tupl
             f"\n## Request views\n\n{intro}\n\n"
             + "".join(f"- [{for_markdown(rid)}]({path.relative_to(out_dir).as_posix()})\n" for rid, path in pages)
         )
-        body.append(
-            f"<h2>Request views</h2><p>{html.escape(intro)}</p><ul>"
-            + "".join(
-                f"<li><a href='{html.escape(path.relative_to(out_dir).as_posix())}'>{html.escape(rid)}</a></li>"
-                for rid, path in pages
-            )
-            + "</ul>"
-        )
-    (out_dir / "report.md").write_text("".join(md), encoding="utf-8")
-    page = (
-        "<!doctype html><meta charset='utf-8'><title>replay report</title><body style='font-family:sans-serif;"
-        "max-width:60em;margin:auto'>" + TABLE_CSS + "".join(body) + "</body>"
-    )
+    text = "".join(md)
+    (out_dir / "report.md").write_text(text, encoding="utf-8")
+    page = environment().get_template("report.html.j2").render(body=Markup(md_html(text)))
     (out_dir / "report.html").write_text(page, encoding="utf-8")
     return out_dir / "report.md"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import textwrap
 from pathlib import Path
 from typing import cast
@@ -72,6 +73,57 @@ def prompt_over_run(
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
     ax.legend(fontsize=8, loc="upper left")
     return ax
+
+
+def run_page_chart(
+    series: list[tuple[str, np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    window: int,
+    reserve: int,
+    token_source: str,
+) -> Axes:
+    """The run page's chart: prompt tokens per request, one line per policy (name, prompt per request, and per
+    request whether it summarised, rewrote or overflowed); summaries as triangles, rewrites as ticks, overflows as
+    red crosses; the window and window - reserve dashed."""
+    ax = _axes(None, (10, 3.8))
+    for i, (name, prompt, summarised, rewritten, overflow) in enumerate(series):
+        color = f"C{i}"
+        k = np.arange(len(prompt))
+        ax.plot(k, prompt, color=color, lw=1.4, label=for_chart(name), gid=f"series-{i}")
+        marks = (
+            (summarised, "^", color, "summary"),
+            (rewritten & ~summarised, "|", color, "rewrite"),
+            (overflow, "x", "#d00", "overflow"),
+        )
+        for on, marker, c, what in marks:
+            if on.any():
+                ax.scatter(k[on], prompt[on], marker=marker, color=c, s=30, zorder=3, gid=f"{what}-{i}")
+    ax.axhline(window, color="#888", ls="--", lw=1, label=f"window {window:,}")
+    if reserve:
+        ax.axhline(window - reserve, color="#888", ls=":", lw=1, label=f"window - reserve {window - reserve:,}")
+    ax.set(xlabel="request", ylabel=f"prompt tokens ({token_label(token_source)})")
+    ax.set_xlim(-0.5, max(len(s[1]) for s in series) - 0.5)
+    ax.set_ylim(0, None)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:,.0f}k"))
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+def inline_svg(ax: Axes) -> tuple[str, tuple[float, float, float, float]]:
+    """The Axes' figure as an ``<svg>`` element to put in a page (no XML prolog), and where its x axis lies: the
+    SVG x of the axis' left and right ends and the data values there, so a script can map a click to data."""
+    fig = cast(Figure, ax.figure)
+    fig.set_dpi(72)  # matplotlib's SVG is in points: at 72 dpi display pixels are SVG units
+    fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    x0 = float(ax.transData.transform((lo, 0))[0])
+    x1 = float(ax.transData.transform((hi, 0))[0])
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    text = buf.getvalue()
+    return text[text.index("<svg") :], (x0, x1, float(lo), float(hi))
 
 
 def curve(

@@ -9,21 +9,16 @@ the page loads nothing from anywhere (its style and script are inline).
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
-import jinja2
-from markupsafe import Markup
 
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.recorded_bill import request_bill
+from replay.reports.templating import environment, inline_script
 from replay.store import frame
-from replay.untrusted import for_html, for_html_block
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
 KIND_LABEL = {
     "user_text": "user",
     "assistant_text": "assistant",
@@ -130,41 +125,14 @@ def _request_entry(k: int, r: dict) -> Entry:
     )
 
 
-def _usd(x: float | None) -> str:
-    """A cost as the page shows it: cents and fractions to 4 decimals, a small cost to 4 significant digits."""
-    if x is None:
-        return "no price"
-    return f"${x:,.4f}" if x >= 0.01 or x == 0 else f"${x:.4g}"
-
-
-def _untrusted(value: object) -> Markup:
-    return Markup(for_html(str(value)))
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
-        autoescape=True,
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["untrusted"] = _untrusted
-    env.filters["untrusted_block"] = lambda value: Markup(for_html_block(str(value)))
-    env.filters["tokens"] = lambda n: f"{n:,}"
-    env.filters["usd"] = _usd
-    return env
-
-
 def render_transcript(run: dict, entries: list[Entry], totals: dict) -> str:
     """The page as text (``run``: the run's id, format, model, source path, start). Its one script is allowed by
     its hash in the page's Content-Security-Policy, so no other script could run in it."""
-    script = (TEMPLATES / "transcript.js").read_text(encoding="utf-8")
-    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    script, script_hash = inline_script("transcript.js")
     return (
-        _environment()
+        environment()
         .get_template("transcript.html.j2")
-        .render(run=run, entries=entries, totals=totals, script=Markup(script), script_hash=f"sha256-{digest}")
+        .render(run=run, entries=entries, totals=totals, script=script, script_hash=script_hash)
     )
 
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from replay.cli import app
 from replay.errors import ReplayError
+from tests.headless import Browser
 
 CLAUDE = "claude-code/ccs-livecd-gen-155c3456.jsonl"
 SWE = "swe-agent/swea-lgetter-sympy__sympy-16792.traj"
@@ -115,12 +116,11 @@ def page(db, tmp_path_factory) -> Path:
 
 def test_page_is_self_contained(page):
     text = page.read_text()
-    assert text.count("<polyline class='series'") == 2
-    assert "data-policy='seed_a'" in text and "data-policy='full'" in text
-    assert len(re.findall(r"<tr data-k='\d+'>", text)) == 125
-    assert "class='mark summary'" in text and "class='mark overflow'" in text
+    assert text.count('<g id="series-') == 2  # one matplotlib line per policy
+    assert len(re.findall(r'<tr data-k="\d+">', text)) == 125
+    assert '<g id="summary-0"' in text and '<g id="overflow-1"' in text  # seed_a summarises, full overflows
     assert not re.search(r"(src|href)=['\"]https?:", text)  # nothing fetched
-    data = json.loads(re.search(r"<script type='application/json' id='data'>(.*?)</script>", text, re.S)[1])
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)[1])
     assert [p["name"] for p in data["policies"]] == ["seed_a", "full"]
     overflows = [r["overflow"] for r in data["policies"][1]["requests"]]
     assert any(overflows) and np.count_nonzero(overflows) == text.count("OVERFLOW</td>") - sum(
@@ -150,7 +150,7 @@ def test_page_renders_in_headless_chromium(page, db, tmp_path):
         timeout=120,
         env={**os.environ, "HOME": str(tmp_path)},
     ).stdout
-    assert '<svg id="chart"' in dom and dom.count("<polyline") == 2
+    assert '<div id="chart"' in dom and dom.count('<g id="series-') == 2
     # the script ran: the last request's views are built as tables, one per policy
     assert dom.count('class="segments"') == 2
     assert "seed_a - request 124 (step 124)" in dom and "full - request 124 (step 124)" in dom
@@ -173,6 +173,31 @@ def test_page_renders_in_headless_chromium(page, db, tmp_path):
     keep = os.environ.get("REPLAY_SCREENSHOT")
     if keep:
         shutil.copy(shot, keep)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
+def test_a_click_on_the_chart_shows_that_request(page, tmp_path):
+    """The chart is matplotlib's (real axes with tick labels); a click at request k's x opens request k's view."""
+    b = Browser(tmp_path / "profile")
+    try:
+        b.load(page.as_uri())
+        assert b.errors == []
+        ticks = b.evaluate("Array.from(document.querySelectorAll('#chart svg g[id^=xtick_]')).length")
+        assert ticks >= 4
+        for k in (0, 40, 124):
+            b.evaluate(
+                f"""(() => {{ const c = document.getElementById('chart'), svg = c.querySelector('svg');
+                const a = c.dataset, k = {k};
+                const f = (k - Number(a.k0)) / (Number(a.k1) - Number(a.k0));
+                const x = Number(a.x0) + f * (Number(a.x1) - Number(a.x0));
+                const p = svg.createSVGPoint(); p.x = x; p.y = 100;
+                const s = p.matrixTransform(svg.getScreenCTM());
+                svg.dispatchEvent(new MouseEvent('click', {{clientX: s.x, clientY: s.y, bubbles: true}})); }})()"""
+            )
+            assert b.evaluate("document.querySelector('#view h3').textContent").startswith(f"seed_a - request {k} ")
+            assert b.evaluate("document.querySelector('#requests tr.sel').dataset.k") == str(k)
+    finally:
+        b.close()
 
 
 @pytest.mark.parametrize(

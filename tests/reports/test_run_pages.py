@@ -28,7 +28,7 @@ def test_report_links_run_pages(tmp_path: Path) -> None:
     for run, (_, path) in zip(longest, pages, strict=True):
         assert path == tmp_path / "runs" / page_name(run.run_id) and "/" not in path.name
         assert f"[{run.run_id}](runs/{path.name})" in md
-        assert f"href='runs/{path.name}'" in page_html
+        assert f'href="runs/{path.name}"' in page_html
         text = path.read_text()
-        assert text.count("<polyline class='series'") == 2
-        assert len(re.findall(r"<tr data-k='\d+'>", text)) == run.n_requests
+        assert text.count('<g id="series-') == 2
+        assert len(re.findall(r'<tr data-k="\d+">', text)) == run.n_requests
