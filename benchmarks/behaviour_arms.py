@@ -22,7 +22,7 @@ import polars as pl
 
 from replay.behaviour.band import Propensity
 from replay.behaviour.calibration import fit, held_out, interval, ratio, read_paired, replicates
-from replay.behaviour.pool import pool_harness, pressure_curve
+from replay.behaviour.pool import pool_flags, pool_harness
 from replay.policies import Budget, make_policy
 from replay.simulator.load import load_runs
 from replay.store import open_store
@@ -45,7 +45,7 @@ def setting(name: str) -> tuple[str, str, dict]:
         return "LLM-Summary N=21 M=10", *SUMMARY
     m = re.search(r"M_(\d+)", name)
     events = int(m.group(1)) if m else 10  # the 500-task masking arm without M in its name is the given M=10 arm
-    return f"masking M={events}", "masking", {"keep_last": events // 2}
+    return f"masking M={events}", "masking", {"keep_last": (events + 1) // 2}
 
 
 def main() -> None:
@@ -63,9 +63,10 @@ def main() -> None:
     con = open_store(a.db, read_only=True)
     pool = load_runs(con, None, POOL)
     harness = pool_harness(con, pool, POOL)
-    c10 = pressure_curve(pool, make_policy("masking", {"keep_last": 5}), Budget())
-    prop, reps = fit(arm.raw, arm.policy, c10, CAP), replicates(arm, c10, CAP)
-    check = held_out(arm, c10, CAP)
+    f10 = pool_flags(pool, make_policy("masking", {"keep_last": 5}), Budget())
+    c10 = f10.curve()
+    prop, reps = fit(arm.raw, arm.policy, c10, CAP), replicates(arm, f10, CAP)
+    check = held_out(arm, f10, CAP)
     print(
         f"pool {POOL}: {len(pool)} {harness} runs; calibrated on masking M=10 (keep_last 5), 500 tasks: hazard "
         f"{prop.hazard:.4f}, ratio {arm.policy.sum() / arm.raw.sum():.3f} "
@@ -91,9 +92,10 @@ def main() -> None:
         j = arm_rows.join(base, on="instance_id")
         r, p = j["r"].to_numpy(), j["p"].to_numpy()
         obs, olo, ohi = observed_interval(r, p)
-        curve = pressure_curve(pool, make_policy(pname, params), Budget())
+        flags = pool_flags(pool, make_policy(pname, params), Budget())
+        curve = flags.curve()
         point = ratio(r, curve, CAP, prop)
-        lo, hi = interval(r, curve, CAP, reps)
+        lo, hi = interval(r, flags, CAP, reps)
         blo, bhi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(1.0))
         inside = "yes" if olo <= point <= ohi else "no"
         covers = "contains" if blo <= olo and ohi <= bhi else ("overlaps" if olo <= bhi and blo <= ohi else "apart")

@@ -88,3 +88,14 @@ def check_same_harness(cal: Calibration, harness: str, where: str) -> None:
             f"{where}: the calibration is for harness {cal.harness!r}, the runs are {harness!r}; a propensity does "
             "not carry across harnesses: calibrate on a paired arm of this harness"
         )
+
+
+def check_same_pool(cal: Calibration, key: str, where: str) -> None:
+    """Refuse a pool other than the calibration's: its replicates pair each task resample with a resample of that
+    pool's runs."""
+    known = cal.provenance.get("pool_sha256")
+    if known != key:
+        raise ReplayError(
+            f"{where}: the pool (--runs) is not the calibration's ({cal.provenance.get('pool')!r}, "
+            f"{cal.provenance.get('pool_runs')} runs); give the same --runs and store, or calibrate again"
+        )
