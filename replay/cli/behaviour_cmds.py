@@ -218,6 +218,13 @@ def predict(
     runs: Annotated[str, typer.Option(help="The pool: LIKE pattern on stored raw runs of the calibration's harness.")],
     policy: PolicyOpt = "masking",
     sets: SetsOpt = [],  # noqa: B006
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV task,raw_turns,policy_turns: a paired arm where the policy tipped no loop (fits h = 0); its "
+            "per-task spread widens the band to what a rerun of the arm would show."
+        ),
+    ] = None,
     tokenizer: TokenizerOption = None,
     window: WindowOpt = 200_000,
     db: DbOption = DEFAULT_DB_PATH,
@@ -225,17 +232,20 @@ def predict(
 ) -> None:
     """Predict an arm's turn ratio (policy turns over raw turns) for tasks of the given raw lengths, with its 95%
     interval (the calibration's replicates, each on its resample of the pool and of the tasks), beside the
-    uncalibrated band."""
+    uncalibrated band (with --reference: its 95% ends over resamples of tasks and pool, with the reference's
+    no-loop spread per task)."""
     from replay.behaviour.band import Propensity
     from replay.behaviour.calibration import interval, pool_key, ratio, read_lengths
     from replay.behaviour.calibration_file import check_same_harness, check_same_pool, read_calibration
     from replay.behaviour.pool import pool_flags, pool_harness
+    from replay.behaviour.rerun import arm_band, no_loop_spread
     from replay.policies import Budget, make_policy, parse_sets
     from replay.simulator.load import load_runs
     from replay.store import open_store
     from replay.tokens.resolve import resolve_tokenizer
 
     cal = read_calibration(calibration)
+    spread = no_loop_spread(reference) if reference is not None else None
     pol = make_policy(policy, parse_sets(sets))
     raw = read_lengths(lengths)
     con = open_store(db, read_only=True)
@@ -249,6 +259,7 @@ def predict(
     check_same_pool(cal, pool_key(flags), str(calibration))
     curve = flags.curve()
     lo, hi = interval(raw, flags, cap, cal.reps)
+    band_95 = [round(x, 4) for x in arm_band(raw, flags, cap, spread)] if spread is not None else None
     out = {
         "harness": cal.harness,
         "model": cal.model,
@@ -260,6 +271,14 @@ def predict(
         "ratio_interval_95": [round(lo, 4), round(hi, 4)],
         "band_ratio_lo": round(ratio(raw, curve, cap, Propensity(0.0)), 4),
         "band_ratio_hi": round(ratio(raw, curve, cap, Propensity(1.0)), 4),
+        "band_95": band_95,
+        "band_assumes": (
+            f"h from 0 to 1; tasks and pool runs resampled; each task's no-loop turns spread as in {reference} "
+            f"({spread.tasks} tasks, ratio {spread.ratio:.3f}), matched by raw-length quantile"
+            if spread is not None
+            else "h from 0 to 1 on these lengths, no rerun spread (give --reference for band_95): an observed "
+            "arm's ratio also moves by a rerun of either arm"
+        ),
         "calibration": str(calibration),
         "calibrated_on": f"{cal.policy} {json.dumps(cal.settings, sort_keys=True)} cap {cal.cap}",
         "note": "band_ratio_lo is the raw turns (no loop), not a bound; turn counts only, nothing about solve rates",
