@@ -83,7 +83,7 @@ def main() -> None:
         f"{prop.hazard:.4f}, ratio {arm.policy.sum() / arm.raw.sum():.3f} "
         f"reproduced {ratio(arm.raw, c10, CAP, prop):.3f}; "
         f"held out {check.predicted:.3f} [{check.lo:.3f}, {check.hi:.3f}] vs {check.observed:.3f}; "
-        f"no-loop spread: SWE-agent {REFERENCE} M=10, {spread.tasks} tasks under the cap, ratio {spread.ratio:.3f}\n"
+        f"no-loop spread: SWE-agent {REFERENCE} M=10, {spread.tasks} tasks, ratio {spread.ratio:.3f}\n"
     )
     study = pl.read_csv(a.study)
     raws = {
