@@ -93,8 +93,8 @@ def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int, cla
         if clamp:
             return Propensity(1.0, s)
         raise ReplayError(
-            f"the arm's turn ratio {target:.3f} is more than the pool's pressure can give even if every pressured "
-            f"request tipped a loop ({ratio(raw, curve, cap, Propensity(1.0, s)):.3f} at cap {cap}); check --cap "
+            f"the arm's turn ratio {target:.3f} is more than the pool's pressure can give even if every recurring "
+            f"blind use tipped a loop ({ratio(raw, curve, cap, Propensity(1.0, s)):.3f} at cap {cap}); check --cap "
             "and that the pool (--runs) is of the arm's harness"
         )
     for _ in range(100):
