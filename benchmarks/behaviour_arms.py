@@ -1,11 +1,14 @@
 """Issue 24's check of the turn-ratio prediction: calibrated on the study's OpenHands M=10 arm (the arm in
 ../shared/behaviour), predict the other OpenHands arms of the Complexity Trap study and put each beside the 95%
 interval of its turn ratio (paired percentile bootstrap over tasks, B = 10,000, the study's method; the paper itself
-reports intervals for cost and solve rate, not turns), and check that the uncalibrated band covers each interval.
+reports intervals for cost and solve rate, not turns), and check that the uncalibrated band covers each interval
+(``replay.behaviour.rerun``: h from 0 to 1, tasks and pool resampled, each task's no-loop turns spread as in the
+given SWE-agent Gemini 2.5 Flash M=10 arm, whose calibration fits h = 0).
 
 The other arms are not in this repository: give the study's per-instance file
 (``auxiliary-data/experiment_instance_costs_openhands.csv`` of JetBrains-Research/the-complexity-trap).
-OpenHands' M counts events (an action and its observation are two): masking M is ``keep_last = M // 2``.
+OpenHands' M counts events: its condenser masks an observation whose index in the view is below len(view) - M, and
+the view ends on the newest observation, so M events hold ceil(M/2) observations: ``keep_last = (M + 1) // 2``.
 
     python benchmarks/behaviour_arms.py --study experiment_instance_costs_openhands.csv --db /tmp/corpus.duckdb
 """
@@ -22,7 +25,8 @@ import polars as pl
 
 from replay.behaviour.band import Propensity
 from replay.behaviour.calibration import fit, held_out, interval, ratio, read_paired, replicates
-from replay.behaviour.pool import pool_harness, pressure_curve
+from replay.behaviour.pool import pool_flags, pool_harness
+from replay.behaviour.rerun import arm_band, no_loop_spread
 from replay.policies import Budget, make_policy
 from replay.simulator.load import load_runs
 from replay.store import open_store
@@ -31,6 +35,7 @@ ARM = Path(__file__).resolve().parents[2] / "shared" / "behaviour" / "complexity
 POOL = "%corpus/openhands%"
 CAP = 250
 SUMMARY = ("openhands", {"max_size": 62, "keep_first": 1})  # N + M = 31 turns of two events; see the note
+REFERENCE = "gemini_2.5_flash-agent"  # the given SWE-agent arm whose calibration fits h = 0: the no-loop spread
 
 
 def observed_interval(raw: np.ndarray, pol: np.ndarray, b: int = 10_000) -> tuple[float, float, float]:
@@ -45,7 +50,7 @@ def setting(name: str) -> tuple[str, str, dict]:
         return "LLM-Summary N=21 M=10", *SUMMARY
     m = re.search(r"M_(\d+)", name)
     events = int(m.group(1)) if m else 10  # the 500-task masking arm without M in its name is the given M=10 arm
-    return f"masking M={events}", "masking", {"keep_last": events // 2}
+    return f"masking M={events}", "masking", {"keep_last": (events + 1) // 2}
 
 
 def main() -> None:
@@ -56,21 +61,29 @@ def main() -> None:
     given = pl.read_csv(ARM).filter(pl.col("scaffold") == "openhands")
     raw = given.filter(pl.col("strategy") == "Raw Agent").select(pl.col("instance_id").alias("task"), "turn_count")
     pol = given.filter(pl.col("strategy") != "Raw Agent").select(pl.col("instance_id").alias("task"), "turn_count")
+    swe = pl.read_csv(ARM).filter(pl.col("experiment").str.starts_with(REFERENCE))
+    ref_raw = swe.filter(pl.col("strategy") == "Raw Agent").select(pl.col("instance_id").alias("task"), "turn_count")
+    ref_pol = swe.filter(pl.col("strategy") != "Raw Agent").select(pl.col("instance_id").alias("task"), "turn_count")
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "paired.csv"
+        path, ref = Path(tmp) / "paired.csv", Path(tmp) / "reference.csv"
         raw.join(pol, on="task").rename({"turn_count": "raw_turns", "turn_count_right": "policy_turns"}).write_csv(path)
-        arm = read_paired(path)
+        ref_raw.join(ref_pol, on="task").rename(
+            {"turn_count": "raw_turns", "turn_count_right": "policy_turns"}
+        ).write_csv(ref)
+        arm, spread = read_paired(path), no_loop_spread(ref)
     con = open_store(a.db, read_only=True)
     pool = load_runs(con, None, POOL)
     harness = pool_harness(con, pool, POOL)
-    c10 = pressure_curve(pool, make_policy("masking", {"keep_last": 5}), Budget())
-    prop, reps = fit(arm.raw, arm.policy, c10, CAP), replicates(arm, c10, CAP)
-    check = held_out(arm, c10, CAP)
+    f10 = pool_flags(pool, make_policy("masking", {"keep_last": 5}), Budget())
+    c10 = f10.curve()
+    prop, reps = fit(arm.raw, arm.policy, c10, CAP), replicates(arm, f10, CAP)
+    check = held_out(arm, f10, CAP)
     print(
         f"pool {POOL}: {len(pool)} {harness} runs; calibrated on masking M=10 (keep_last 5), 500 tasks: hazard "
         f"{prop.hazard:.4f}, ratio {arm.policy.sum() / arm.raw.sum():.3f} "
         f"reproduced {ratio(arm.raw, c10, CAP, prop):.3f}; "
-        f"held out {check.predicted:.3f} [{check.lo:.3f}, {check.hi:.3f}] vs {check.observed:.3f}\n"
+        f"held out {check.predicted:.3f} [{check.lo:.3f}, {check.hi:.3f}] vs {check.observed:.3f}; "
+        f"no-loop spread: SWE-agent {REFERENCE} M=10, {spread.tasks} tasks, ratio {spread.ratio:.3f}\n"
     )
     study = pl.read_csv(a.study)
     raws = {
@@ -78,10 +91,10 @@ def main() -> None:
         "50": study.filter(pl.col("experiment").str.contains("raw_agent-verified_50")),
     }
     print(
-        "| arm | tasks | policy setting | observed ratio [95%] | predicted [95%] | inside | band lo-hi "
+        "| arm | tasks | policy setting | observed ratio [95%] | predicted [95%] | inside | h 0-1 | band 95% "
         "| band vs interval |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in sorted(study["experiment"].unique()):
         if "raw_agent" in name:
             continue
@@ -91,16 +104,18 @@ def main() -> None:
         j = arm_rows.join(base, on="instance_id")
         r, p = j["r"].to_numpy(), j["p"].to_numpy()
         obs, olo, ohi = observed_interval(r, p)
-        curve = pressure_curve(pool, make_policy(pname, params), Budget())
+        flags = pool_flags(pool, make_policy(pname, params), Budget())
+        curve = flags.curve()
         point = ratio(r, curve, CAP, prop)
-        lo, hi = interval(r, curve, CAP, reps)
-        blo, bhi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(1.0))
+        lo, hi = interval(r, flags, CAP, reps)
+        plo, phi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(1.0))
+        blo, bhi = arm_band(r, flags, CAP, spread)
         inside = "yes" if olo <= point <= ohi else "no"
         covers = "contains" if blo <= olo and ohi <= bhi else ("overlaps" if olo <= bhi and blo <= ohi else "apart")
         given_arm = " (calibration arm)" if label == "masking M=10" and len(r) == 500 else ""
         print(
             f"| {label}{given_arm} | {len(r)} | {pname} {params} | {obs:.3f} [{olo:.3f}, {ohi:.3f}] | "
-            f"{point:.3f} [{lo:.3f}, {hi:.3f}] | {inside} | {blo:.3f}-{bhi:.3f} | {covers} |"
+            f"{point:.3f} [{lo:.3f}, {hi:.3f}] | {inside} | {plo:.3f}-{phi:.3f} | {blo:.3f}-{bhi:.3f} | {covers} |"
         )
 
 

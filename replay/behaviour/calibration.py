@@ -1,12 +1,14 @@
 """Calibrating the loop propensity on one paired arm, and predicting another arm's turn ratio from it.
 
 A paired arm is a table of tasks with their turns under the raw agent and under a policy setting. With the pool's
-pressure curve under that setting (``replay.behaviour.pool``) each task's expected pressured requests follow from its
-raw length, and the band model (``replay.behaviour.band``) gives its expected turns for a propensity. The fit: the
-hazard ``h`` that reproduces the arm's turn ratio (sum of policy turns over sum of raw turns), every extra turn put
-down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of its ratio. Its
-uncertainty: the same fit on bootstrap resamples of the tasks. Its held-out check: fitted on one half of the tasks
-(split by a hash of the task name), predicted on the other."""
+exposure curve under that setting (``replay.behaviour.pool``) each task's expected recurring blind uses follow from
+its raw length, and the band model (``replay.behaviour.band``) gives its expected turns for a propensity. The fit:
+the hazard ``h`` that reproduces the arm's turn ratio (sum of policy turns over sum of raw turns), every extra turn
+put down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of its ratio. Its
+uncertainty: the same fit on bootstrap resamples of the tasks and, paired with each, a resample of the pool's runs
+(``replay.behaviour.pool.pool_draws``); a prediction uses the same pool resample with each replicate, so a thin pool
+shows as a wide interval. Its held-out check: fitted on one half of the tasks (split by a hash of the task name),
+predicted on the other."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from replay.behaviour.band import Propensity, turns
-from replay.behaviour.pool import PressureCurve
+from replay.behaviour.pool import PoolFlags, PressureCurve, pool_draws
 from replay.errors import ReplayError
 
 REPLICATES = 200  # bootstrap resamples for the intervals
@@ -78,17 +80,21 @@ def ratio(lengths: np.ndarray, curve: PressureCurve, cap: int, prop: Propensity)
     return float(turns(lengths, curve.expected(lengths), cap, prop).sum() / lengths.sum())
 
 
-def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int) -> Propensity:
-    """The propensity that reproduces the arm's ratio."""
+def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int, clamp: bool = False) -> Propensity:
+    """The propensity that reproduces the arm's ratio. An arm beyond what the curve can give even at ``h = 1`` is
+    refused, or with ``clamp`` (a bootstrap replicate whose pool resample shows too little exposure) gets
+    ``h = 1``, the most the model allows."""
     s = 1.0
     target = float(policy.sum() / raw.sum())
     lo, hi = 0.0, 1.0
     if ratio(raw, curve, cap, Propensity(0.0, s)) >= target:  # no loops needed: all of it is shortening
         return Propensity(0.0, target)
     if ratio(raw, curve, cap, Propensity(1.0, s)) < target:
+        if clamp:
+            return Propensity(1.0, s)
         raise ReplayError(
-            f"the arm's turn ratio {target:.3f} is more than the pool's pressure can give even if every pressured "
-            f"request tipped a loop ({ratio(raw, curve, cap, Propensity(1.0, s)):.3f} at cap {cap}); check --cap "
+            f"the arm's turn ratio {target:.3f} is more than the pool's pressure can give even if every recurring "
+            f"blind use tipped a loop ({ratio(raw, curve, cap, Propensity(1.0, s)):.3f} at cap {cap}); check --cap "
             "and that the pool (--runs) is of the arm's harness"
         )
     for _ in range(100):
@@ -97,24 +103,35 @@ def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int) -> 
     return Propensity((lo + hi) / 2, s)
 
 
-def replicates(paired: Paired, curve: PressureCurve, cap: int, n: int = REPLICATES) -> list[Propensity]:
-    """The fit on ``n`` bootstrap resamples of the tasks."""
+def replicates(paired: Paired, pool: PoolFlags, cap: int, n: int = REPLICATES) -> list[Propensity]:
+    """The fit on ``n`` bootstrap resamples of the tasks, the i-th on the i-th resample of the pool."""
     rng = np.random.default_rng(SEED)
+    draws = pool_draws(len(pool.sets), n)
     out = []
-    for _ in range(n):
+    for d in draws:
         i = rng.integers(0, len(paired.raw), len(paired.raw))
-        out.append(fit(paired.raw[i], paired.policy[i], curve, cap))
+        out.append(fit(paired.raw[i], paired.policy[i], pool.curve(d), cap, clamp=True))
     return out
 
 
 def interval(
-    lengths: np.ndarray, curve: PressureCurve, cap: int, reps: list[Propensity], seed: int = SEED
+    lengths: np.ndarray, pool: PoolFlags, cap: int, reps: list[Propensity], seed: int = SEED
 ) -> tuple[float, float]:
-    """The ``LEVEL`` interval of the predicted ratio: each replicate's propensity on a resample of the lengths."""
+    """The ``LEVEL`` interval of the predicted ratio: each replicate's propensity, on its own resample of the pool
+    (under the setting to predict) and on a resample of the lengths."""
     rng = np.random.default_rng(seed + 1)
-    values = [ratio(lengths[rng.integers(0, len(lengths), len(lengths))], curve, cap, p) for p in reps]
+    draws = pool_draws(len(pool.sets), len(reps))
+    values = [
+        ratio(lengths[rng.integers(0, len(lengths), len(lengths))], pool.curve(d), cap, p)
+        for p, d in zip(reps, draws, strict=True)
+    ]
     tail = (1 - LEVEL) / 2 * 100
     return float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))
+
+
+def pool_key(pool: PoolFlags) -> str:
+    """The pool's identity (its run ids): a prediction must resample the same runs its calibration did."""
+    return hashlib.sha256("\n".join(pool.run_ids).encode()).hexdigest()
 
 
 def half(task: str) -> int:
@@ -135,15 +152,16 @@ class HeldOut:
         return self.lo <= self.observed <= self.hi
 
 
-def held_out(paired: Paired, curve: PressureCurve, cap: int) -> HeldOut:
+def held_out(paired: Paired, pool: PoolFlags, cap: int) -> HeldOut:
     """Fit on the tasks whose hash is even, predict the odd ones."""
+    curve = pool.curve()
     side = np.array([half(t) for t in paired.tasks])
     a, b = side == 0, side == 1
     if a.sum() < 2 or b.sum() < 2:
         raise ReplayError("the paired table needs at least 4 tasks for a held-out check")
     part = Paired(tuple(np.array(paired.tasks)[a]), paired.raw[a], paired.policy[a])
     prop = fit(part.raw, part.policy, curve, cap)
-    lo, hi = interval(paired.raw[b], curve, cap, replicates(part, curve, cap))
+    lo, hi = interval(paired.raw[b], pool, cap, replicates(part, pool, cap))
     observed = float(paired.policy[b].sum() / paired.raw[b].sum())
     return HeldOut(int(a.sum()), int(b.sum()), observed, ratio(paired.raw[b], curve, cap, prop), lo, hi)
 

@@ -12,6 +12,7 @@ from replay.behaviour.calibration import Calibration
 from replay.errors import ReplayError
 from replay.untrusted import toml_comment, toml_string
 
+COUNTS = "loop_exposure"  # what the hazard is per: a file fitted per pressured request (before) is refused
 HEADER = (
     "replay behaviour calibration: the loop propensity of one harness (and model) under a context policy, fitted "
     "on one paired arm (raw turns and policy turns of the same tasks). Turn counts only: nothing here says "
@@ -40,6 +41,7 @@ def write_calibration(cal: Calibration, path: Path) -> None:
         "policy": cal.policy,
         "cap": cal.cap,
         "hazard": cal.fit.hazard,
+        "hazard_per": COUNTS,
         "shortening": cal.fit.shortening,
     }
     lines = [toml_comment(HEADER), ""]
@@ -62,6 +64,12 @@ def read_calibration(path: Path) -> Calibration:
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ReplayError(f"{path}: not TOML ({exc}); give the file `replay behaviour calibrate` wrote") from exc
+    per = doc.get("calibration", {}).get("hazard_per")
+    if per != COUNTS:
+        raise ReplayError(
+            f"{path}: its hazard is per {per or 'pressured request'}, this replay's per {COUNTS} (recurring blind "
+            "uses); calibrate again with `replay behaviour calibrate`"
+        )
     try:
         head, reps = doc["calibration"], doc["replicates"]
         return Calibration(
@@ -87,4 +95,15 @@ def check_same_harness(cal: Calibration, harness: str, where: str) -> None:
         raise ReplayError(
             f"{where}: the calibration is for harness {cal.harness!r}, the runs are {harness!r}; a propensity does "
             "not carry across harnesses: calibrate on a paired arm of this harness"
+        )
+
+
+def check_same_pool(cal: Calibration, key: str, where: str) -> None:
+    """Refuse a pool other than the calibration's: its replicates pair each task resample with a resample of that
+    pool's runs."""
+    known = cal.provenance.get("pool_sha256")
+    if known != key:
+        raise ReplayError(
+            f"{where}: the pool (--runs) is not the calibration's ({cal.provenance.get('pool')!r}, "
+            f"{cal.provenance.get('pool_runs')} runs); give the same --runs and store, or calibrate again"
         )

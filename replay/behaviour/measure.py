@@ -10,7 +10,7 @@ import numpy as np
 
 from replay.behaviour.loops import Episode, episodes, sentence
 from replay.behaviour.mech import mech
-from replay.behaviour.pressure import pressured
+from replay.behaviour.pressure import working_set
 from replay.behaviour.repeats import RepeatCalls, hidden_at_decide, repeat_calls
 from replay.policies.base import AnyPolicy, Budget
 from replay.policies.view import View
@@ -31,6 +31,8 @@ RUN_COLUMNS = (
     "pressured_requests",
     "mech_requests",
     "mech_prompt_tokens",
+    "blind_uses",
+    "loop_exposure",
 )
 EPISODE_COLUMNS = (
     "run_id",
@@ -120,8 +122,9 @@ def behaviour(run: RunArrays, policy: AnyPolicy, budget: Budget) -> tuple[dict, 
             )
         )
     stale = int(events.stale.sum())
-    pressure = int(pressured(run, views(run, policy, budget)).sum())
+    ws = working_set(run, views(run, policy, budget))
     rereads = mech(run, lambda r: views(r, policy, budget))
-    values = (run.run_id, run.n_requests, len(events.call), stale, int(hidden.sum()), len(eps), pressure)
-    row = dict(zip(RUN_COLUMNS, (*values, rereads.requests, rereads.prompt_tokens), strict=True))
+    values = (run.run_id, run.n_requests, len(events.call), stale, int(hidden.sum()), len(eps), int(ws.pressured.sum()))
+    exposure = (int(ws.blind.sum()), round(ws.loop_exposure, 6))
+    row = dict(zip(RUN_COLUMNS, (*values, rereads.requests, rereads.prompt_tokens, *exposure), strict=True))
     return row, rows

@@ -1,6 +1,14 @@
-"""The pressure curve of a pool of raw runs under one policy setting: per request position, the share of the pool's
-runs reaching it whose request there is pressured. It turns a task's raw length into its expected pressured
-requests, for tasks the store does not hold (the paired arm, the lengths to predict)."""
+"""The exposure curve of a pool of raw runs under one policy setting: per request position, the share of the pool's
+runs reaching it whose request there is a blind use (``replay.behaviour.pressure``), times the pool's recurrence
+(the share of uses that are blind once the policy acts). It turns a task's raw length into its expected recurring
+blind uses, for tasks the store does not hold (the paired arm, the lengths to predict).
+
+Beyond the positions enough pool runs reach, a tail rate stands in. It is measured only on positions from the first
+request at which the policy hides a look in some pool run (``start``), and applied only from there: below it the
+policy hides nothing (masking hides nothing before its window fills), however short the pool's runs.
+
+The pool is a sample too: ``PoolFlags.curve`` takes a resample of its runs (``draws``), so the calibration's
+replicates carry the pool's uncertainty as well as the tasks'."""
 
 from __future__ import annotations
 
@@ -10,47 +18,79 @@ import duckdb
 import numpy as np
 
 from replay.behaviour.measure import views
-from replay.behaviour.pressure import pressured
+from replay.behaviour.pressure import WorkingSet, working_set
 from replay.errors import ReplayError
 from replay.policies.base import AnyPolicy, Budget
 from replay.run_arrays import RunArrays
 
 MIN_RUNS = 3  # positions reached by fewer pool runs take the pool's tail rate
+POOL_SEED = 2  # the pool resamples of the replicates (replay.behaviour.calibration)
 
 
 @dataclass(frozen=True)
 class PressureCurve:
-    """``rate[t]``: pressured share at request t (t < len(rate)); ``tail``: the rate beyond, from the pool's later
-    half of positions."""
+    """``rate[t]``: blind-use share at request t (t < len(rate)); ``tail``: the rate at later positions from
+    ``start`` on; ``recurrence``: the pool's blind uses over its uses from each run's ``start``."""
 
     rate: np.ndarray
     tail: float
     runs: int
     requests: int
+    start: int = 0
+    recurrence: float = 1.0
 
     def expected(self, lengths: np.ndarray) -> np.ndarray:
-        """Expected pressured requests of tasks of ``lengths`` requests."""
+        """Expected recurring blind uses of tasks of ``lengths`` requests."""
         cum = np.concatenate([[0.0], np.cumsum(self.rate)])
         lengths = np.asarray(lengths, dtype=np.int64)
         inside = np.minimum(lengths, len(self.rate))
-        return cum[inside] + np.maximum(lengths - len(self.rate), 0) * self.tail
+        blind = cum[inside] + np.maximum(lengths - max(len(self.rate), self.start), 0) * self.tail
+        return blind * self.recurrence
+
+
+@dataclass(frozen=True)
+class PoolFlags:
+    """Each pool run's working set under one setting (run ids sorted, so a resample is the same runs again)."""
+
+    run_ids: tuple[str, ...]
+    sets: tuple[WorkingSet, ...]
+
+    def curve(self, draw: np.ndarray | None = None) -> PressureCurve:
+        """The curve of the pool, or of the resample ``draw`` (indices into the runs, repeats allowed)."""
+        picked = [self.sets[i] for i in (range(len(self.sets)) if draw is None else draw.tolist())]
+        longest = max(len(w.blind) for w in picked)
+        hits, reach = np.zeros(longest), np.zeros(longest)
+        uses = blind = 0
+        for w in picked:
+            hits[: len(w.blind)] += w.blind
+            reach[: len(w.blind)] += 1
+            uses += int(w.uses[w.start :].sum())
+            blind += int(w.blind[w.start :].sum())
+        enough = np.flatnonzero(reach >= min(MIN_RUNS, len(picked)))
+        last = int(enough[-1]) + 1 if len(enough) else 1
+        start = min((w.start for w in picked if w.start < len(w.blind)), default=longest)  # none hid: no tail
+        later = slice(max(last // 2, start), longest)
+        tail = float(hits[later].sum() / max(reach[later].sum(), 1))
+        rate = hits[:last] / np.maximum(reach[:last], 1)
+        return PressureCurve(rate, tail, len(picked), int(reach.sum()), start, blind / uses if uses else 0.0)
+
+
+def pool_draws(runs: int, n: int) -> np.ndarray:
+    """``n`` resamples of a pool of ``runs`` runs (rows of indices), the same for the same sizes."""
+    return np.random.default_rng(POOL_SEED).integers(0, runs, (n, runs))
+
+
+def pool_flags(runs: list[RunArrays], policy: AnyPolicy, budget: Budget) -> PoolFlags:
+    """Each of ``runs`` under ``policy``."""
+    if not runs:
+        raise ReplayError("the pool (--runs) matches no stored run with requests; `replay runs` lists them")
+    ordered = sorted(runs, key=lambda r: r.run_id)
+    return PoolFlags(tuple(r.run_id for r in ordered), tuple(working_set(r, views(r, policy, budget)) for r in ordered))
 
 
 def pressure_curve(runs: list[RunArrays], policy: AnyPolicy, budget: Budget) -> PressureCurve:
     """The curve of ``runs`` under ``policy``."""
-    if not runs:
-        raise ReplayError("the pool (--runs) matches no stored run with requests; `replay runs` lists them")
-    flags = [pressured(r, views(r, policy, budget)) for r in runs]
-    longest = max(len(f) for f in flags)
-    hits, reach = np.zeros(longest), np.zeros(longest)
-    for f in flags:
-        hits[: len(f)] += f
-        reach[: len(f)] += 1
-    enough = np.flatnonzero(reach >= min(MIN_RUNS, len(runs)))
-    last = int(enough[-1]) + 1 if len(enough) else 1
-    later = slice(last // 2, longest)
-    tail = float(hits[later].sum() / max(reach[later].sum(), 1))
-    return PressureCurve(hits[:last] / np.maximum(reach[:last], 1), tail, len(runs), int(reach.sum()))
+    return pool_flags(runs, policy, budget).curve()
 
 
 def harness_of(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict[str, str | None]:

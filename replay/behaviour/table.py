@@ -41,7 +41,7 @@ def behaviour_rows(
             cal = settings.calibration if settings.covers(run) else None
             fit = cal.fit if cal is not None else None
             cost = settings.costs.get(run.run_id)
-            row.update(cap=settings.cap, **band(run.n_requests, row["pressured_requests"], settings.cap, cost, fit))
+            row.update(cap=settings.cap, **band(run.n_requests, row["loop_exposure"], settings.cap, cost, fit))
             row["calibration"] = settings.source if cal is not None else None
         run_rows.append(row)
         ep_rows.extend(eps)

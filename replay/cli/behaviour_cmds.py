@@ -70,7 +70,9 @@ def behaviour(
 ) -> None:
     """Per run under --policy: identical repeat calls (tool, file, line range or command), those whose earlier
     result was unchanged (stale) and those whose earlier result the policy's view hid when the call was decided
-    (blind); pressured requests (the view hides the latest read or search of a resource used again); the re-reads
+    (blind); pressured requests (the view hides the latest read or search of a resource used again); blind uses
+    (the request's own call names a resource whose latest look the view hides) and the loop exposure (blind uses
+    times the share of uses that are blind once the policy acts: what the band counts); the re-reads
     a blind edit needs, inserted and the policy re-run (mech); loop episodes with the share the view hid; with
     --cap, the turn band. Rows are stored (behaviour_runs, behaviour_episodes). Nothing here is about solve rates."""
     if ctx.invoked_subcommand is not None:
@@ -137,14 +139,14 @@ def calibrate(
     window: WindowOpt = 200_000,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
-    """Fit the loop propensity of the pool's harness on one paired arm: the hazard per pressured request that
-    reproduces the arm's turn ratio, its bootstrap replicates, and a held-out check (fit on half the tasks,
-    predict the other half). The file states where it came from."""
+    """Fit the loop propensity of the pool's harness on one paired arm: the hazard per recurring blind use that
+    reproduces the arm's turn ratio, its bootstrap replicates (tasks and pool runs resampled), and a held-out check
+    (fit on half the tasks, predict the other half). The file states where it came from."""
     import hashlib
 
-    from replay.behaviour.calibration import Calibration, fit, held_out, ratio, read_paired, replicates
+    from replay.behaviour.calibration import Calibration, fit, held_out, pool_key, ratio, read_paired, replicates
     from replay.behaviour.calibration_file import write_calibration
-    from replay.behaviour.pool import pool_harness, pressure_curve
+    from replay.behaviour.pool import pool_flags, pool_harness
     from replay.policies import Budget, make_policy, parse_sets
     from replay.simulator.load import load_runs
     from replay.store import open_store
@@ -156,11 +158,12 @@ def calibrate(
     try:
         pool = load_runs(con, resolve_tokenizer(con, tokenizer), runs)
         harness = pool_harness(con, pool, f"--runs {runs!r}") if pool else ""
-        curve = pressure_curve(pool, pol, Budget(window))
+        flags = pool_flags(pool, pol, Budget(window))
     finally:
         con.close()
+    curve = flags.curve()
     prop = fit(arm.raw, arm.policy, curve, cap)
-    check = held_out(arm, curve, cap)
+    check = held_out(arm, flags, cap)
     observed = float(arm.policy.sum() / arm.raw.sum())
     cal = Calibration(
         harness=harness,
@@ -169,7 +172,7 @@ def calibrate(
         settings=pol.config.as_dict(),
         cap=cap,
         fit=prop,
-        reps=replicates(arm, curve, cap),
+        reps=replicates(arm, flags, cap),
         provenance={
             "paired_file": str(paired),
             "paired_sha256": hashlib.sha256(paired.read_bytes()).hexdigest(),
@@ -179,6 +182,7 @@ def calibrate(
             "pool": runs,
             "pool_runs": curve.runs,
             "pool_requests": curve.requests,
+            "pool_sha256": pool_key(flags),
             "store": str(db),
             "window": window,
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -197,7 +201,7 @@ def calibrate(
     )
     write_calibration(cal, out)
     console.print(
-        f"{out}: harness {harness}, hazard {prop.hazard:.4g} per pressured request, ratio {observed:.3f} reproduced "
+        f"{out}: harness {harness}, hazard {prop.hazard:.4g} per recurring blind use, ratio {observed:.3f} reproduced "
         f"as {cal.provenance['reproduced_ratio']:.3f}; held out: predicted {check.predicted:.3f} "
         f"[{check.lo:.3f}, {check.hi:.3f}] for observed {check.observed:.3f} "
         f"({'inside' if check.inside else 'OUTSIDE'})",
@@ -214,23 +218,34 @@ def predict(
     runs: Annotated[str, typer.Option(help="The pool: LIKE pattern on stored raw runs of the calibration's harness.")],
     policy: PolicyOpt = "masking",
     sets: SetsOpt = [],  # noqa: B006
+    reference: Annotated[
+        Path | None,
+        typer.Option(
+            help="CSV task,raw_turns,policy_turns: a paired arm where the policy tipped no loop (fits h = 0); its "
+            "per-task spread widens the band to what a rerun of the arm would show."
+        ),
+    ] = None,
     tokenizer: TokenizerOption = None,
     window: WindowOpt = 200_000,
     db: DbOption = DEFAULT_DB_PATH,
     fmt: FormatOption = "json",
 ) -> None:
     """Predict an arm's turn ratio (policy turns over raw turns) for tasks of the given raw lengths, with its 95%
-    interval (the calibration's replicates on resamples of the tasks), beside the uncalibrated band."""
+    interval (the calibration's replicates, each on its resample of the pool and of the tasks), beside the
+    uncalibrated band (with --reference: its 95% ends over resamples of tasks and pool, with the reference's
+    no-loop spread per task)."""
     from replay.behaviour.band import Propensity
-    from replay.behaviour.calibration import interval, ratio, read_lengths
-    from replay.behaviour.calibration_file import check_same_harness, read_calibration
-    from replay.behaviour.pool import pool_harness, pressure_curve
+    from replay.behaviour.calibration import interval, pool_key, ratio, read_lengths
+    from replay.behaviour.calibration_file import check_same_harness, check_same_pool, read_calibration
+    from replay.behaviour.pool import pool_flags, pool_harness
+    from replay.behaviour.rerun import arm_band, no_loop_spread
     from replay.policies import Budget, make_policy, parse_sets
     from replay.simulator.load import load_runs
     from replay.store import open_store
     from replay.tokens.resolve import resolve_tokenizer
 
     cal = read_calibration(calibration)
+    spread = no_loop_spread(reference) if reference is not None else None
     pol = make_policy(policy, parse_sets(sets))
     raw = read_lengths(lengths)
     con = open_store(db, read_only=True)
@@ -238,10 +253,13 @@ def predict(
         pool = load_runs(con, resolve_tokenizer(con, tokenizer), runs)
         if pool:
             check_same_harness(cal, pool_harness(con, pool, f"--runs {runs!r}"), str(calibration))
-        curve = pressure_curve(pool, pol, Budget(window))
+        flags = pool_flags(pool, pol, Budget(window))
     finally:
         con.close()
-    lo, hi = interval(raw, curve, cap, cal.reps)
+    check_same_pool(cal, pool_key(flags), str(calibration))
+    curve = flags.curve()
+    lo, hi = interval(raw, flags, cap, cal.reps)
+    band_95 = [round(x, 4) for x in arm_band(raw, flags, cap, spread)] if spread is not None else None
     out = {
         "harness": cal.harness,
         "model": cal.model,
@@ -253,6 +271,14 @@ def predict(
         "ratio_interval_95": [round(lo, 4), round(hi, 4)],
         "band_ratio_lo": round(ratio(raw, curve, cap, Propensity(0.0)), 4),
         "band_ratio_hi": round(ratio(raw, curve, cap, Propensity(1.0)), 4),
+        "band_95": band_95,
+        "band_assumes": (
+            f"h from 0 to 1; tasks and pool runs resampled; each task's no-loop turns spread as in {reference} "
+            f"({spread.tasks} tasks, ratio {spread.ratio:.3f}), matched by raw-length quantile"
+            if spread is not None
+            else "h from 0 to 1 on these lengths, no rerun spread (give --reference for band_95): an observed "
+            "arm's ratio also moves by a rerun of either arm"
+        ),
         "calibration": str(calibration),
         "calibrated_on": f"{cal.policy} {json.dumps(cal.settings, sort_keys=True)} cap {cal.cap}",
         "note": "band_ratio_lo is the raw turns (no loop), not a bound; turn counts only, nothing about solve rates",

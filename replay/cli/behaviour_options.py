@@ -24,7 +24,15 @@ CalibrationOption = Annotated[
     Path | None,
     typer.Option(help="With --behaviour --cap: a calibration file (behaviour calibrate), the point for its harness."),
 ]
-BEHAVIOUR_COLUMNS = ["blind_repeats", "pressured_requests", "mech_requests", "mech_prompt_tokens", "loop_episodes"]
+BEHAVIOUR_COLUMNS = [
+    "blind_repeats",
+    "pressured_requests",
+    "blind_uses",
+    "loop_exposure",
+    "mech_requests",
+    "mech_prompt_tokens",
+    "loop_episodes",
+]
 BAND_SHOWN = ["loop_p_lo", "loop_p_hi", "turns_lo", "turns_hi", "cost_lo", "cost_hi"]
 POINT_SHOWN = ["turns_point", "cost_point"]
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from replay.cli.common import console, emit
 
 POINT_NOTE = (
-    "turns_lo is the recorded turns (no loop), not a bound: a policy can also shorten runs; turns_hi: every "
-    "pressured request may tip a loop to the cap. No point without a calibration of the run's harness and model."
+    "turns_lo is the recorded turns (no loop), not a bound: a policy can also shorten runs; turns_hi: any "
+    "recurring blind use (loop_exposure > 0) may tip a loop to the cap. No point without a calibration of the "
+    "run's harness and model."
 )
 
 
@@ -22,7 +23,7 @@ def print_rows(run_rows: list[dict], ep_rows: list[dict], episodes: bool, fmt: s
     else:
         rows, columns = run_rows, list(RUN_COLUMNS)
         if banded:  # the band first after the counts a narrow table keeps (emit drops columns from the right)
-            first = ["run_id", "requests", "blind_repeats", "pressured_requests", "mech_requests"]
+            first = ["run_id", "requests", "blind_repeats", "pressured_requests", "loop_exposure", "mech_requests"]
             band = ["turns_lo", "turns_hi", "loop_p_hi", "cost_lo", "cost_hi", "loop_p_lo", "cap"]
             if any(r.get("turns_point") is not None for r in rows):
                 band = [*POINT_COLUMNS, *band, "calibration"]

@@ -205,6 +205,14 @@ def _v12_sweep_results_unindexed(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def _v13_behaviour_exposure(con: duckdb.DuckDBPyConnection) -> None:
+    """``behaviour_runs`` gains ``blind_uses`` (requests whose own call names a resource whose latest read or search
+    the view hides) and ``loop_exposure`` (blind uses times the run's share of uses that are blind once the policy
+    acts): what the turn band now counts (replay.behaviour.pressure). NULL on rows stored before this version."""
+    con.execute('ALTER TABLE behaviour_runs ADD COLUMN "blind_uses" INTEGER')
+    con.execute('ALTER TABLE behaviour_runs ADD COLUMN "loop_exposure" DOUBLE')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -218,6 +226,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v10_behaviour_band,
     _v11_reader_version,
     _v12_sweep_results_unindexed,
+    _v13_behaviour_exposure,
 ]
 
 

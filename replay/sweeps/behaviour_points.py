@@ -1,6 +1,6 @@
 """``--behaviour`` for sweep and tune: each point's behaviour rows (``replay.behaviour``) over the sweep's runs, stored
 under the point's policy setting, and summed per point: blind repeats, pressured requests (and their share of all
-requests), re-reads, and the turn band under a step cap."""
+requests), blind uses and the loop exposure, re-reads, and the turn band under a step cap."""
 
 from __future__ import annotations
 
@@ -18,7 +18,16 @@ from replay.run_arrays import RunArrays
 from replay.sweeps.adapter import resolve
 from replay.sweeps.spec import SweepSpec, point_id
 
-SUMMED = ("requests", "blind_repeats", "pressured_requests", "mech_requests", "mech_prompt_tokens", "loop_episodes")
+SUMMED = (
+    "requests",
+    "blind_repeats",
+    "pressured_requests",
+    "blind_uses",
+    "loop_exposure",
+    "mech_requests",
+    "mech_prompt_tokens",
+    "loop_episodes",
+)
 BANDED = ("turns_lo", "turns_hi", "cost_lo", "cost_hi", "turns_point", "cost_point")
 PRESSURE_SHARE = "pressured_share"
 UNDER = 0.01  # the tune chart marks the smallest setting whose pressured share is under this

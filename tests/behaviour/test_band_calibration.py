@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from replay.behaviour.band import Propensity, band, loop_p, turns
 from replay.behaviour.calibration import fit, held_out, ratio, read_paired
-from replay.behaviour.pool import PressureCurve, pressure_curve
+from replay.behaviour.pool import PoolFlags, PressureCurve, pool_flags
+from replay.behaviour.pressure import WorkingSet
 from replay.behaviour.table import BandSettings, behaviour_rows
 from replay.errors import ReplayError
 from replay.policies import Budget, make_policy
@@ -98,27 +99,47 @@ def oh_arm(tmp_path_factory) -> Path:
 def test_openhands_m10_arm_on_the_openhands_pool(oh_pool, oh_arm) -> None:
     arm = read_paired(oh_arm)
     assert len(arm.raw) == 500
-    c = pressure_curve(oh_pool, make_policy("masking", {"keep_last": 5}), Budget())  # M=10 events: 5 results
+    flags = pool_flags(oh_pool, make_policy("masking", {"keep_last": 5}), Budget())  # M=10 events: 5 results
+    c = flags.curve()
     prop = fit(arm.raw, arm.policy, c, 250)
     assert 0 < prop.hazard < 1
     assert abs(ratio(arm.raw, c, 250, prop) - arm.policy.sum() / arm.raw.sum()) <= 0.005
-    check = held_out(arm, c, 250)
+    check = held_out(arm, flags, 250)
     assert check.fit_tasks + check.check_tasks == 500 and check.lo < check.predicted < check.hi
 
 
 def test_pressure_and_loop_p_hi_never_rise_as_keep_last_grows(oh_pool) -> None:
     runs = [r for r in oh_pool if r.n_requests >= 20]
     harness = dict.fromkeys((r.run_id for r in runs), "openhands")
-    last: dict[str, tuple[int, float]] = {}
+    last: dict[str, tuple[int, float, int]] = {}
     first = None
     for k in (1, 2, 5, 10, 20, 40, 80):
         rows, _ = behaviour_rows(
             runs, make_policy("masking", {"keep_last": k}), Budget(), BandSettings(250, {}, harness)
         )
         for row in rows:
-            now = (row["pressured_requests"], row["loop_p_hi"])
+            now = (row["pressured_requests"], row["loop_p_hi"], row["blind_uses"])
             before = last.get(row["run_id"], now)
-            assert now[0] <= before[0] and now[1] <= before[1], (row["run_id"], k, before, now)
+            assert all(a <= b for a, b in zip(now, before, strict=True)), (row["run_id"], k, before, now)
             last[row["run_id"]] = now
         first = first or dict(last)
-    assert any(p for p, _ in first.values()) and any(q > 0 for _, q in first.values())
+    assert any(p for p, _, _ in first.values()) and any(q > 0 for _, q, _ in first.values())
+
+
+def test_the_tail_starts_where_the_policy_first_hides() -> None:
+    c = PressureCurve(np.zeros(10), 0.5, 3, 30, start=20, recurrence=0.4)
+    assert c.expected(np.array([10, 20, 30])).tolist() == [0.0, 0.0, pytest.approx(10 * 0.5 * 0.4)]
+
+
+def flags_of(*blind: list[bool]) -> PoolFlags:
+    sets = []
+    for b in blind:
+        arr = np.array(b)
+        sets.append(WorkingSet(arr, np.ones_like(arr), arr, int(np.argmax(arr)) if arr.any() else len(arr)))
+    return PoolFlags(tuple(f"r{i}" for i in range(len(sets))), tuple(sets))
+
+
+def test_a_pool_resample_without_the_exposed_run_predicts_no_loops() -> None:
+    pool = flags_of([False] * 30, [False] * 10 + [True] * 20)
+    assert pool.curve(np.array([0, 0])).expected(np.array([100])).tolist() == [0.0]
+    assert pool.curve(np.array([1, 1])).expected(np.array([100]))[0] > pool.curve().expected(np.array([100]))[0] > 0

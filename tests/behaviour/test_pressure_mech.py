@@ -7,7 +7,7 @@ import pytest
 
 from replay.behaviour.measure import behaviour, views
 from replay.behaviour.mech import blind_edits, edit_key, first_per_file, insert_reads, mech
-from replay.behaviour.pressure import pressured
+from replay.behaviour.pressure import pressured, working_set
 from replay.policies import Budget, make_policy
 from replay.run_arrays import build
 from replay.simulator.load import load_runs
@@ -52,6 +52,16 @@ def test_small_run_pressure_and_rereads() -> None:
     found = mech(run, lambda r: views(r, masking(1), Budget()))
     assert found.requests == 2 and found.passes == 2 and found.prompt_tokens > 0
     assert mech(run, lambda r: views(r, masking(3), Budget())).requests == 0
+
+
+def test_small_run_blind_uses_and_exposure() -> None:
+    run = small_run()
+    ws = working_set(run, views(run, masking(1), Budget()))
+    # request 3 edits a, request 4 edits b: each file's read is out of the one-result window by then
+    assert ws.blind.tolist() == ws.uses.tolist() == [False, False, False, True, True, False]
+    assert ws.start == 2 and ws.recurrence == 1.0 and ws.loop_exposure == 2.0
+    wide = working_set(run, views(run, masking(3), Budget()))
+    assert not wide.blind.any() and wide.uses.sum() == 2 and wide.loop_exposure == 0.0
 
 
 def test_inserted_request_holds_a_copy_of_the_read() -> None:

@@ -85,6 +85,23 @@ def test_predict_gives_a_ratio_with_an_interval_beside_the_band(db, cal, tables)
         assert lo <= out["ratio_point"] <= hi and out["band_ratio_lo"] <= out["ratio_point"] <= out["band_ratio_hi"]
         assert "not a bound" in out["note"] and out["tasks"] == 120
     assert wide["ratio_point"] < narrow["ratio_point"]  # a wider window presses less
+    assert wide["band_95"] is None and "give --reference" in wide["band_assumes"]
+
+
+def test_predict_band_with_a_no_loop_reference(db, cal, tables, tmp_path) -> None:
+    ref = tmp_path / "ref.csv"
+    pl.read_csv(tables[0]).with_columns(policy_turns=pl.col("raw_turns")).write_csv(ref)  # a rerun equal to raw
+    args = ("--lengths", str(tables[1]), "--cap", "250", "--runs", OH, "--db", str(db), "--set", "keep_last=5")
+    out = json.loads(invoke("behaviour", "predict", "--calibration", str(cal), "--reference", str(ref), *args))
+    lo, hi = out["band_95"]
+    assert lo == pytest.approx(1.0) and hi >= out["band_ratio_hi"] * 0.9 and str(ref) in out["band_assumes"]
+
+
+def test_predict_refuses_another_pool_than_the_calibrations(db, cal, tables) -> None:
+    args = ("--lengths", str(tables[1]), "--cap", "250", "--db", str(db), "--set", "keep_last=5")
+    assert "not the calibration's" in fails(
+        "behaviour", "predict", "--calibration", str(cal), "--runs", "%corpus/openhands/oh-eval%", *args
+    )
 
 
 def test_a_calibration_is_refused_for_another_harness(db, cal, tables) -> None:
@@ -163,3 +180,10 @@ def test_a_pool_of_mixed_harnesses_is_refused(db, tables, tmp_path) -> None:
     args = ("--paired", str(tables[0]), "--cap", "250", "--out", str(out), "--db", str(db), "--set", "keep_last=5")
     assert "a pool is raw runs of one harness" in fails("behaviour", "calibrate", "--runs", "%", *args)
     assert not out.exists()
+
+
+def test_a_calibration_of_the_former_model_is_refused(db, cal, tables, tmp_path) -> None:
+    old = tmp_path / "old.toml"
+    old.write_text(cal.read_text().replace('hazard_per = "loop_exposure"\n', ""))
+    args = ("--lengths", str(tables[1]), "--cap", "250", "--runs", OH, "--db", str(db), "--set", "keep_last=5")
+    assert "calibrate again" in fails("behaviour", "predict", "--calibration", str(old), *args)
