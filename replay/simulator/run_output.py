@@ -8,6 +8,7 @@ import numpy as np
 from replay.model import KINDS
 from replay.policies.base import AnyPolicy
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
+from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import unexplained_losses
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
@@ -41,7 +42,9 @@ def bill_gap(run: RunArrays) -> str:
     - compactions that made a summary: the summariser's call is not among the run's requests, so the bill does
       not hold it; a replay charges it (``summary_cost_usd``);
     - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
-      the bill writes it again, a replay reads it."""
+      the bill writes it again, a replay reads it;
+    - requests that read a prefix kept past the TTL, or more than the run had cached (replay.simulator.cache_kept):
+      the bill reads it, a replay writes it again."""
     reasons = []
     if run.unreconstructable:
         reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
@@ -63,6 +66,7 @@ def bill_gap(run: RunArrays) -> str:
     lost = unexplained_losses(run).sentence()
     if lost:
         reasons.append(lost)
+    reasons += cache_kept(run).sentences()
     return "; ".join(reasons)
 
 
