@@ -12,7 +12,7 @@ write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) hel
 
 Anthropic's API gives back all it held at nearly every request (at most 8 of 98 Claude Code requests within the
 TTL read less, across the corpus). The Anthropic-compatible endpoint of the ``ccb-android-avd-*`` files (claude-opus-
-4-8, writes beside a zero split) reads 1-3k less at 30 of 30, 34 of 37 and 31 of 33 such requests: a loss at most
+4-8, writes beside a zero split) reads 1-3k less at 30 of 30, 37 of 41 and 32 of 34 such requests: a loss at most
 of the requests that could read all is the endpoint's way of caching, not a change of the prompt, and every such
 loss is named however small it is."""
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
-from replay.simulator.idle import request_times
+from replay.simulator.idle import MIN_CACHEABLE, request_times
 from replay.simulator.request_costs import writes_unbilled
 
-MIN_LOSS = 4096  # tokens: Anthropic's largest minimum cacheable prefix
+MIN_LOSS = MIN_CACHEABLE  # tokens: Anthropic's largest minimum cacheable prefix
 MIN_SHARE = 0.10  # of what the previous request left cached: a smaller loss at a few requests changes the bill by
 # less than the replay's prompt counts do
 
@@ -63,7 +63,8 @@ class CacheLosses:
 
 
 def ttl_of(run: RunArrays) -> float:
-    """The TTL the log's writes used (3,600 s when most were 1 h writes), 300 s when it does not say."""
+    """The TTL the log's writes used (3,600 s when most were 1 h writes; inferred where the split is left at zero:
+    replay.simulator.idle.inferred_ttl), 300 s when it does not say."""
     return float(run.cache_ttl or 300.0)
 
 

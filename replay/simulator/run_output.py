@@ -63,11 +63,16 @@ def bill_gap(run: RunArrays) -> str:
             f"{calls} summariser call{'s' if calls > 1 else ''} of the log's compactions not among its requests: "
             "the bill leaves them out, a replay charges them (summary_cost_usd)"
         )
-    lost = unexplained_losses(run).sentence()
-    if lost:
-        reasons.append(lost)
-    reasons += cache_kept(run).sentences()
+    reasons += cache_reasons(run)
     return "; ".join(reasons)
+
+
+def cache_reasons(run: RunArrays) -> list[str]:
+    """What the log's cache figures show that a replay of the run cannot reproduce: losses without a cause in the
+    log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
+    (replay.simulator.cache_kept). ``bill_gap`` and ``fidelity``'s run rows give them."""
+    lost = unexplained_losses(run).sentence()
+    return ([lost] if lost else []) + cache_kept(run).sentences()
 
 
 def summary_hits_cache(policy: AnyPolicy) -> bool:
