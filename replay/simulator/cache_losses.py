@@ -6,7 +6,9 @@ causes this project models: a model switch, a change of the thinking setting (re
 tool list (replay.simulator.tool_loads), a context event of the harness (compaction, microcompact), a change of the
 harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less than that
 (``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change the log does
-not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); a replay of the log
+not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); so did a request
+that reads exactly what its predecessor read, when that one wrote ``MIN_WRITE`` or more (the whole write is gone,
+its earlier prefix is not: ccl-worktrees-ef958aa1, Claude Code 2.1, at 3 requests); a replay of the log
 keeps reading it, so what the bill pays again there cannot be reproduced. A log that reads but records no cache
 write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt.
 
@@ -27,6 +29,7 @@ from replay.simulator.idle import MIN_CACHEABLE, request_times
 from replay.simulator.request_costs import writes_unbilled
 
 MIN_LOSS = MIN_CACHEABLE  # tokens: Anthropic's largest minimum cacheable prefix
+MIN_WRITE = 1024  # tokens: Anthropic's smallest minimum cacheable prefix; a whole write lost below it is not named
 MIN_SHARE = 0.10  # of what the previous request left cached: a smaller loss at a few requests changes the bill by
 # less than the replay's prompt counts do
 
@@ -110,7 +113,8 @@ def explained_changes(run: RunArrays) -> np.ndarray:
 
 def unexplained_losses(run: RunArrays) -> CacheLosses:
     """The requests that read at least ``MIN_LOSS`` tokens and ``MIN_SHARE`` less than the previous request left
-    cached, within the TTL after it, with no cause the log shows (see the module docstring); every request that
+    cached, within the TTL after it, or exactly what the previous request read when that one wrote ``MIN_WRITE`` or
+    more (its whole write lost), with no cause the log shows (see the module docstring); every request that
     read less than that, however little, when they are most of the requests that could read it all (the
     endpoint's cache does not give back what it held: ``CacheLosses.endpoint``)."""
     m = run.n_requests
@@ -132,5 +136,9 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     if 2 * int(some.sum()) > int(could.sum()):  # most requests: the endpoint, not a change of the prompt
         at = np.flatnonzero(some)
         return CacheLosses(at.astype(np.int64), lost[at], endpoint=int(could.sum()))
-    at = np.flatnonzero((lost >= MIN_LOSS) & (share >= MIN_SHARE) & could)
+    # the previous request's whole write gone, what it read still there: the request reads exactly what its
+    # predecessor read (ccl-worktrees-ef958aa1 main requests 4 and 10, sub-agent ab1e6 request 12)
+    whole = np.zeros(m, dtype=bool)
+    whole[1:] = (read[1:] == read[:-1]) & (read[1:] > 0) & (run.rec_write[:-1] >= MIN_WRITE)
+    at = np.flatnonzero(((lost >= MIN_LOSS) & (share >= MIN_SHARE) | whole) & could)
     return CacheLosses(at.astype(np.int64), lost[at])

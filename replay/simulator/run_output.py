@@ -9,7 +9,9 @@ from replay.model import KINDS
 from replay.policies.base import AnyPolicy
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
 from replay.simulator.cache_kept import cache_kept
-from replay.simulator.cache_losses import unexplained_losses
+from replay.simulator.cache_losses import MIN_WRITE, unexplained_losses
+from replay.simulator.request_costs import writes_unbilled
+from replay.simulator.run_start import uncached_floor
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
 
@@ -72,7 +74,30 @@ def cache_reasons(run: RunArrays) -> list[str]:
     log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
     (replay.simulator.cache_kept). ``bill_gap`` and ``fidelity``'s run rows give them."""
     lost = unexplained_losses(run).sentence()
-    return ([lost] if lost else []) + cache_kept(run).sentences()
+    return ([lost] if lost else []) + cache_kept(run).sentences() + uncached_extra(run)
+
+
+def uncached_extra(run: RunArrays) -> list[str]:
+    """Requests after the first that sent ``MIN_WRITE`` tokens or more uncached beyond the run's floor (the part of
+    the harness prefix every request sends after its last breakpoint, replay.simulator.run_start): content after
+    the last cache breakpoint that the next request writes (ccl-coderabbit-agent request 2: 3,104 tokens). A replay
+    caches everything up to the floor, so it writes them at once and reads them next."""
+    m = run.n_requests
+    if m < 2 or len(run.rec_input) != m or len(run.rec_write) != m or writes_unbilled(run):
+        return []
+    if not (run.rec_write > 0).any():  # no explicit breakpoints: an automatic cache leaves any part uncached
+        return []
+    extra = run.rec_input - uncached_floor(run)
+    at = np.flatnonzero(extra >= MIN_WRITE)
+    at = at[at > 0]
+    if not len(at):
+        return []
+    shown = ", ".join(str(int(k)) for k in at[:6]) + (", ..." if len(at) > 6 else "")
+    n = len(at)
+    return [
+        f"{int(extra[at].sum()):,} tokens sent after the last cache breakpoint at {n} request{'s' if n > 1 else ''} "
+        f"({shown}): the bill pays them as input and the next request writes them, a replay caches them at once"
+    ]
 
 
 def summary_hits_cache(policy: AnyPolicy) -> bool:

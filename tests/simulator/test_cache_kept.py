@@ -165,3 +165,30 @@ def test_a_zero_split_takes_its_ttl_from_the_reads(runs):
     assert _run(runs, "ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b").cache_ttl == 300.0
     assert _run(runs, "ccl-deep-manifest-a7da6a22").cache_ttl == 300.0
     assert _run(runs, "ccl-worktrees-ef958aa1-main").cache_ttl == 3600.0  # recorded 1 h writes
+
+
+@pytest.mark.parametrize(
+    ("part", "requests"),
+    [("ccl-worktrees-ef958aa1-main", [4, 10]), ("ccl-worktrees-ef958aa1-sub-agent-ab1e6", [12])],
+)
+def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(runs, part, requests):
+    """Claude Code 2.1 on Anthropic's API: requests 4 and 10 of the worktrees main run (2.7 s and 615 s after the
+    previous response, 1 h writes) and request 12 of sub-agent ab1e6 (3.9 s) read exactly what the request before
+    read; its 4,084, 3,643 and 2,691 written tokens were gone. Under the size thresholds, named all the same
+    (-4.1% and -4.4% against the bill)."""
+    run = _run(runs, part)
+    losses = unexplained_losses(run)
+    assert losses.requests.tolist() == requests and losses.endpoint == 0
+    for k in requests:
+        assert run.rec_cache_read[k] == run.rec_cache_read[k - 1] and run.rec_write[k - 1] >= 1024
+    assert f"at {len(requests)} request" in _gap(run)
+
+
+def test_tokens_sent_after_the_last_breakpoint_are_named(runs):
+    """ccl-coderabbit-agent request 2 sent 3,104 tokens uncached where every other request sends at most 143; the
+    next request wrote them. The replay caches them at request 2 and reads them at 3 (-4.6%)."""
+    run = _run(runs, "ccl-coderabbit-agent-ea02459f")
+    assert run.rec_input.tolist()[:4] == [3, 143, 3104, 34]
+    assert "3,099 tokens sent after the last cache breakpoint at 1 request (2)" in _gap(run)
+    # a run that sends nothing beyond its floor names nothing
+    assert "after the last cache breakpoint" not in _gap(runs["ccv-todo-nextjs-fe5e1c67-414fe07a"])

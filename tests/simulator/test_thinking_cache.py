@@ -165,7 +165,7 @@ def test_reproduced_runs_lose_nothing(runs):
         assert unexplained_losses(runs[rid]).total == 0, rid
     # Anthropic's API gives back what it held at nearly every request: a few small losses stay under the thresholds
     for rid in (
-        "ccl-worktrees-ef958aa1-main-014b6723",
+        "ccl-worktrees-ef958aa1-sub-agent-a52886dc180afb356-3296002e",
         "ccs-livecd-gen-compact-e1ffaf02-3f1310b5",
         "ccl-worktrees-ef958aa1-sub-agent-a4ca7529859c158c2-4a775124",
     ):
