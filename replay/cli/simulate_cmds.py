@@ -295,7 +295,8 @@ def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     event not scored, not scored [n]) and the distinct reasons the [n] point to, so the verdict fits 80 columns and
     the reason is printed under the table."""
     flagged = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
-    unscored = sorted({r for r in df["reason"].drop_nulls() if r} - set(flagged))
+    events = df.filter(pl.col("kind") != "run")  # a run row's reason is what its cache figures show (fidelity)
+    unscored = sorted({r for r in events["reason"].drop_nulls() if r} - set(flagged))
     reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"event not scored: {r}" for r in unscored)]
     number = {r: i for i, r in enumerate([*flagged, *unscored], 1)}
     verdicts = []

@@ -6,9 +6,17 @@ causes this project models: a model switch, a change of the thinking setting (re
 tool list (replay.simulator.tool_loads), a context event of the harness (compaction, microcompact), a change of the
 harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less than that
 (``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change the log does
-not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); a replay of the log
+not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); so did a request
+that reads exactly what its predecessor read, when that one wrote ``MIN_WRITE`` or more (the whole write is gone,
+its earlier prefix is not: ccl-worktrees-ef958aa1, Claude Code 2.1, at 3 requests); a replay of the log
 keeps reading it, so what the bill pays again there cannot be reproduced. A log that reads but records no cache
-write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt."""
+write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt.
+
+Anthropic's API gives back all it held at nearly every request (at most 8 of 98 Claude Code requests within the
+TTL read less, across the corpus). The Anthropic-compatible endpoint of the ``ccb-android-avd-*`` files (claude-opus-
+4-8, writes beside a zero split) reads 1-3k less at 30 of 30, 37 of 41 and 32 of 34 such requests: a loss at most
+of the requests that could read all is the endpoint's way of caching, not a change of the prompt, and every such
+loss is named however small it is."""
 
 from __future__ import annotations
 
@@ -17,12 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
-from replay.simulator.idle import request_times
+from replay.simulator.idle import MIN_CACHEABLE, request_times
 from replay.simulator.request_costs import writes_unbilled
 
-MIN_LOSS = 4096  # tokens: Anthropic's largest minimum cacheable prefix
-MIN_SHARE = 0.10  # of what the previous request left cached: Claude Code 2.1 re-writes 1-3k each request (a note it
-# moves to the newest message), which a replay of the log reproduces within a few percent
+MIN_LOSS = MIN_CACHEABLE  # tokens: Anthropic's largest minimum cacheable prefix
+MIN_WRITE = 1024  # tokens: Anthropic's smallest minimum cacheable prefix; a whole write lost below it is not named
+MIN_SHARE = 0.10  # of what the previous request left cached: a smaller loss at a few requests changes the bill by
+# less than the replay's prompt counts do
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,7 @@ class CacheLosses:
 
     requests: np.ndarray
     tokens: np.ndarray
+    endpoint: int = 0  # > 0: the losses are most of this many requests that could read all (no size threshold)
 
     @property
     def total(self) -> int:
@@ -42,6 +52,12 @@ class CacheLosses:
         if not n:
             return ""
         shown = ", ".join(str(int(k)) for k in self.requests[:6]) + (", ..." if n > 6 else "")
+        if self.endpoint:
+            return (
+                f"the server's cache gave back less than the previous request left cached at {n} of the "
+                f"{self.endpoint} requests sent within its TTL ({self.total:,} tokens in all), with no cause in the "
+                "log: an endpoint that does not keep what it cached; the bill writes them again, a replay reads them"
+            )
         return (
             f"the server's cache lost {self.total:,} cached tokens at {n} request{'s' if n > 1 else ''} ({shown}) "
             "within its TTL, with no model switch, thinking or tool-list change or context event in the log: the bill "
@@ -50,24 +66,33 @@ class CacheLosses:
 
 
 def ttl_of(run: RunArrays) -> float:
-    """The TTL the log's writes used (3,600 s when most were 1 h writes), 300 s when it does not say."""
+    """The TTL the log's writes used (3,600 s when most were 1 h writes; inferred where the split is left at zero:
+    replay.simulator.idle.inferred_ttl), 300 s when it does not say."""
     return float(run.cache_ttl or 300.0)
 
 
-def unexplained_losses(run: RunArrays) -> CacheLosses:
-    """The requests that read at least ``MIN_LOSS`` tokens and ``MIN_SHARE`` less than the previous request left
-    cached, within the TTL after it, with no cause the log shows (see the module docstring)."""
-    m = run.n_requests
-    empty = CacheLosses(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m:
-        return empty
+def held_after(run: RunArrays) -> np.ndarray:
+    """Per request, what the server held cached after it (-1: unknown): what it read plus what it wrote; a log that
+    reads but records no write (``writes_unbilled``) held its whole prompt but the uncached tail."""
     read, write = run.rec_cache_read, run.rec_write
     if writes_unbilled(run):
-        held = np.where(run.rec_prompt >= 0, run.rec_prompt - run.tail, -1)  # cached after each request
-    else:
-        held = np.where((read >= 0) & (write >= 0), read + write, -1)
+        return np.where(run.rec_prompt >= 0, run.rec_prompt - run.tail, -1)
+    return np.where((read >= 0) & (write >= 0), read + write, -1)
+
+
+def idle_before(run: RunArrays) -> np.ndarray:
+    """Per request, the idle time since the end of the previous response (NaN for the first and where the log
+    dates neither): replay.simulator.idle."""
     sent, done = request_times(run)
-    gap = sent[1:] - done[:-1]  # idle from the end of a response to the sending of the next request
+    gap = np.full(run.n_requests, np.nan)
+    gap[1:] = sent[1:] - done[:-1]
+    return gap
+
+
+def explained_changes(run: RunArrays) -> np.ndarray:
+    """Per request, whether the log shows a cause for its prompt to differ from the previous request's before its
+    end: a model switch, a thinking or tool-list change, a context event, a rewrite, a prefix change."""
+    m = run.n_requests
     models = run.req_model if len(run.req_model) == m else (None,) * m
     switched = np.array([a != b for a, b in zip(models[:-1], models[1:], strict=True)], dtype=bool)
     explained = np.zeros(m, dtype=bool)
@@ -83,11 +108,37 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
         explained[at[(at >= 0) & (at < m)]] = True
     gone = run.gone_at
     explained[gone[(gone >= 0) & (gone < m)]] = True
+    return explained
+
+
+def unexplained_losses(run: RunArrays) -> CacheLosses:
+    """The requests that read at least ``MIN_LOSS`` tokens and ``MIN_SHARE`` less than the previous request left
+    cached, within the TTL after it, or exactly what the previous request read when that one wrote ``MIN_WRITE`` or
+    more (its whole write lost), with no cause the log shows (see the module docstring); every request that
+    read less than that, however little, when they are most of the requests that could read it all (the
+    endpoint's cache does not give back what it held: ``CacheLosses.endpoint``)."""
+    m = run.n_requests
+    empty = CacheLosses(np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m:
+        return empty
+    read, held = run.rec_cache_read, held_after(run)
+    gap = idle_before(run)
+    explained = explained_changes(run)
     lost = np.zeros(m, dtype=np.int64)
     lost[1:] = np.where((held[:-1] >= 0) & (read[1:] >= 0), held[:-1] - read[1:], 0)
-    within = np.zeros(m, dtype=bool)
-    within[1:] = np.isfinite(gap) & (gap < ttl_of(run))
+    within = np.isfinite(gap) & (gap < ttl_of(run))
+    within[0] = False
     share = np.zeros(m, dtype=np.float64)
     share[1:] = lost[1:] / np.maximum(held[:-1], 1)
-    at = np.flatnonzero((lost >= MIN_LOSS) & (share >= MIN_SHARE) & within & ~explained)
+    could = within & ~explained
+    could[1:] &= (held[:-1] > 0) & (read[1:] >= 0)
+    some = could & (lost > 0)
+    if 2 * int(some.sum()) > int(could.sum()):  # most requests: the endpoint, not a change of the prompt
+        at = np.flatnonzero(some)
+        return CacheLosses(at.astype(np.int64), lost[at], endpoint=int(could.sum()))
+    # the previous request's whole write gone, what it read still there: the request reads exactly what its
+    # predecessor read (ccl-worktrees-ef958aa1 main requests 4 and 10, sub-agent ab1e6 request 12)
+    whole = np.zeros(m, dtype=bool)
+    whole[1:] = (read[1:] == read[:-1]) & (read[1:] > 0) & (run.rec_write[:-1] >= MIN_WRITE)
+    at = np.flatnonzero(((lost >= MIN_LOSS) & (share >= MIN_SHARE) | whole) & could)
     return CacheLosses(at.astype(np.int64), lost[at])

@@ -27,8 +27,10 @@ from replay.policies.presets import (
 )
 from replay.run_arrays import RunArrays
 from replay.simulator.cache_fit import fit_run, predictive, provider_cache
+from replay.simulator.cache_losses import ttl_of
 from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.run import simulate_run
+from replay.simulator.run_output import cache_reasons
 
 BIG = Budget(10**9, 0)
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
@@ -73,21 +75,12 @@ COLUMNS = {
 }
 
 
-def inferred_ttl(run: RunArrays) -> float:
-    """1 h when, after an idle gap over 5 min, the server still read more than the run's first cached prefix
-    (the shared harness prompt other sessions keep warm): only a 1 h TTL keeps a conversation that long."""
-    if run.n_requests < 2:
-        return 300.0
-    gap = np.diff(run.req_ts, prepend=np.nan)
-    beyond = run.rec_cache_read > max(int(run.rec_cache_read[0]), 0) + 1024
-    return 3600.0 if bool(((gap > 300) & beyond).any()) else 300.0
-
-
 def run_cache(run: RunArrays, cache: str) -> CacheModel:
-    """The cache model ``cache`` for ``run``: Anthropic's with the TTL its gaps show; the run's calibrated
+    """The cache model ``cache`` for ``run``: Anthropic's with the TTL its writes used (``RunArrays.cache_ttl``:
+    recorded, else inferred from its reads; 5 minutes when neither says, as ``simulate`` has it); the run's calibrated
     parameters when its cache fit is for that model (replay.simulator.cache_fit); else the model's defaults."""
     if cache == "anthropic":
-        return make_cache(cache, ttl=inferred_ttl(run))
+        return make_cache(cache, ttl=ttl_of(run))
     if run.cache_fit is not None and run.cache_fit.name == cache:
         return run.cache_fit.cache()
     return make_cache(cache)
@@ -166,7 +159,7 @@ def cache_share(run: RunArrays, cache: str = "anthropic") -> dict:
         "requests": run.n_requests,
         "prefix": run.prefix_tokens,
         "tail": run.tail,
-        "ttl": inferred_ttl(run) if cache == "anthropic" else None,
+        "ttl": ttl_of(run) if cache == "anthropic" else None,
         "simulated": row["cache_hit_rate"],
         "recorded": row["recorded_cache_share"],
         "prompt_error": float(np.median(err)) if len(err) else None,
@@ -372,6 +365,7 @@ def fidelity_frame(
                     "within": bool(len(err))
                     and float(np.median(err)) <= TARGET_MEDIAN
                     and float(np.quantile(err, 0.95)) <= TARGET_P95,
+                    "reason": "; ".join(cache_reasons(run)) or None,  # why the cache share cannot match
                 }
             )
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):

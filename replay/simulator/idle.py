@@ -15,6 +15,8 @@ import numpy as np
 from replay.model import KINDS
 from replay.run_arrays import RunArrays
 
+MIN_CACHEABLE = 4096  # tokens: Anthropic's largest minimum cacheable prefix
+FIVE_MINUTES, HOUR = 300.0, 3600.0
 PRODUCED = [KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")]
 
 
@@ -41,3 +43,20 @@ def request_times(run: RunArrays) -> tuple[np.ndarray, np.ndarray]:
     np.maximum.at(ends, at[at >= 0], run.ts[mine][at >= 0])
     done = np.where(np.isfinite(ends), np.fmax(ends, own), own)
     return sent, done
+
+
+def inferred_ttl(run: RunArrays) -> float:
+    """The TTL of a Claude Code log whose usage splits its writes by duration but leaves the split at zero (an
+    Anthropic-compatible endpoint: ``ccb-android-avd-*``): 1 h when a request sent more than 5 minutes after the
+    previous response ended still read ``MIN_CACHEABLE`` tokens more than was warm before the run (its own
+    conversation, not the shared prompt), else 5 minutes. Claude Code writes its main thread for 1 h and its
+    sub-agents for 5 minutes where the split is recorded (ccl-worktrees-ef958aa1: the main run's writes are 1 h, its
+    six sub-agents' 5 minute); the ccb main runs read their conversation back after 6 to 93 minutes."""
+    m = run.n_requests
+    if m < 2 or len(run.rec_cache_read) != m:
+        return FIVE_MINUTES
+    sent, done = request_times(run)
+    idle = sent[1:] - done[:-1]
+    warm = max(int(run.rec_cache_read[0]), 0)
+    own = run.rec_cache_read[1:] - warm >= MIN_CACHEABLE
+    return HOUR if bool((np.isfinite(idle) & (idle > FIVE_MINUTES) & own).any()) else FIVE_MINUTES

@@ -12,6 +12,7 @@ import numpy as np
 from replay.errors import ReplayError
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.simulator.thinking import thinking_switches
 from replay.simulator.tool_loads import tool_list_changes
@@ -279,7 +280,10 @@ def _assemble(
             if it["seq"] in exact:
                 it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
-    run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
+    writes = metadata.get("cache_writes")
+    run = build(run_id, items, reqs, source, model, recorded_ttl(writes))
+    if writes and run.cache_ttl is None:  # split by duration, left at zero: the reads say which
+        run = replace(run, cache_ttl=inferred_ttl(run))
     events = recorded_events(items, metadata, len(reqs))
     dup_key, dup_chars = duplicate_candidates(items, metadata)
     return replace(

@@ -8,7 +8,10 @@ import numpy as np
 from replay.model import KINDS
 from replay.policies.base import AnyPolicy
 from replay.run_arrays import CLEARING_EVENTS, RunArrays
-from replay.simulator.cache_losses import unexplained_losses
+from replay.simulator.cache_kept import cache_kept
+from replay.simulator.cache_losses import MIN_WRITE, unexplained_losses
+from replay.simulator.request_costs import writes_unbilled
+from replay.simulator.run_start import uncached_floor
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
 
@@ -41,7 +44,9 @@ def bill_gap(run: RunArrays) -> str:
     - compactions that made a summary: the summariser's call is not among the run's requests, so the bill does
       not hold it; a replay charges it (``summary_cost_usd``);
     - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
-      the bill writes it again, a replay reads it."""
+      the bill writes it again, a replay reads it;
+    - requests that read a prefix kept past the TTL, or more than the run had cached (replay.simulator.cache_kept):
+      the bill reads it, a replay writes it again."""
     reasons = []
     if run.unreconstructable:
         reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
@@ -60,10 +65,39 @@ def bill_gap(run: RunArrays) -> str:
             f"{calls} summariser call{'s' if calls > 1 else ''} of the log's compactions not among its requests: "
             "the bill leaves them out, a replay charges them (summary_cost_usd)"
         )
-    lost = unexplained_losses(run).sentence()
-    if lost:
-        reasons.append(lost)
+    reasons += cache_reasons(run)
     return "; ".join(reasons)
+
+
+def cache_reasons(run: RunArrays) -> list[str]:
+    """What the log's cache figures show that a replay of the run cannot reproduce: losses without a cause in the
+    log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
+    (replay.simulator.cache_kept). ``bill_gap`` and ``fidelity``'s run rows give them."""
+    lost = unexplained_losses(run).sentence()
+    return ([lost] if lost else []) + cache_kept(run).sentences() + uncached_extra(run)
+
+
+def uncached_extra(run: RunArrays) -> list[str]:
+    """Requests after the first that sent ``MIN_WRITE`` tokens or more uncached beyond the run's floor (the part of
+    the harness prefix every request sends after its last breakpoint, replay.simulator.run_start): content after
+    the last cache breakpoint that the next request writes (ccl-coderabbit-agent request 2: 3,104 tokens). A replay
+    caches everything up to the floor, so it writes them at once and reads them next."""
+    m = run.n_requests
+    if m < 2 or len(run.rec_input) != m or len(run.rec_write) != m or writes_unbilled(run):
+        return []
+    if not (run.rec_write > 0).any():  # no explicit breakpoints: an automatic cache leaves any part uncached
+        return []
+    extra = run.rec_input - uncached_floor(run)
+    at = np.flatnonzero(extra >= MIN_WRITE)
+    at = at[at > 0]
+    if not len(at):
+        return []
+    shown = ", ".join(str(int(k)) for k in at[:6]) + (", ..." if len(at) > 6 else "")
+    n = len(at)
+    return [
+        f"{int(extra[at].sum()):,} tokens sent after the last cache breakpoint at {n} request{'s' if n > 1 else ''} "
+        f"({shown}): the bill pays them as input and the next request writes them, a replay caches them at once"
+    ]
 
 
 def summary_hits_cache(policy: AnyPolicy) -> bool:

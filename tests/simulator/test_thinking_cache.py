@@ -163,5 +163,10 @@ def test_cache_losses_without_a_cause_in_the_log_are_named(runs, part, requests)
 def test_reproduced_runs_lose_nothing(runs):
     for rid in ("ccv-todo-nextjs-fe5e1c67-414fe07a", "ccs-livecd-gen-155c3456-de705619"):
         assert unexplained_losses(runs[rid]).total == 0, rid
-    # Claude Code 2.1 re-writes 1-3k at each request: under the thresholds, reproduced within 3%
-    assert unexplained_losses(_run(runs, "ccb-android-avd-opus-3e89eb15-main")).total == 0
+    # Anthropic's API gives back what it held at nearly every request: a few small losses stay under the thresholds
+    for rid in (
+        "ccl-worktrees-ef958aa1-sub-agent-a52886dc180afb356-3296002e",
+        "ccs-livecd-gen-compact-e1ffaf02-3f1310b5",
+        "ccl-worktrees-ef958aa1-sub-agent-a4ca7529859c158c2-4a775124",
+    ):
+        assert unexplained_losses(runs[rid]).total == 0, rid

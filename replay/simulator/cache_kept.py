@@ -1,0 +1,78 @@
+"""Requests at which the server's cache gave more than the run itself can have kept there.
+
+Two facts of a log that a replay of one run cannot reproduce (its cache holds only what the run wrote, and expires
+it the TTL after the response that last used it, replay.simulator.idle):
+
+- **kept past the TTL**: a request sent at least the TTL after the previous response ended still read at least
+  ``MIN_LOSS`` tokens more than what was warm before the run (the shared prompt other sessions keep warm,
+  replay.simulator.run_start). Anthropic documents 5 minutes as the cache's *minimum* lifetime, so the server may
+  keep a prefix longer; ccl-deep-manifest reads its whole 93k prefix 301.8 s after a response, where requests
+  313.8 s and more after one read nothing (ccs-livecd-gen request 76). A log whose writes do not say their
+  duration (``ccb-android-avd-*``: a zero split) shows it after 6 to 93 minutes.
+- **read beyond what it held**: a request read at least ``MIN_LOSS`` tokens more than the previous request left
+  cached and than was warm before the run: a request the log does not hold wrote them (the parallel workflow
+  agents of ``ccb-android-avd-3e89eb15``, which share their parent's conversation; a retried attempt).
+
+The bill reads those tokens, a replay writes them again (or sends them uncached)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from replay.run_arrays import RunArrays
+from replay.simulator.cache_losses import MIN_LOSS, held_after, idle_before, ttl_of
+from replay.simulator.run_start import warm_tokens
+
+
+@dataclass(frozen=True)
+class CacheKept:
+    """Requests (indices) that read a prefix kept past the TTL, and those that read more than the run held; with
+    the tokens each read beyond what a replay can hold there."""
+
+    past_ttl: np.ndarray
+    past_ttl_tokens: np.ndarray
+    beyond: np.ndarray
+    beyond_tokens: np.ndarray
+
+    def sentences(self) -> list[str]:
+        """Lines for ``bill_gap`` (none when there is nothing to say)."""
+        out = []
+        if len(self.past_ttl):
+            out.append(
+                f"the server's cache kept {int(self.past_ttl_tokens.sum()):,} cached tokens past its TTL at "
+                f"{_requests(self.past_ttl)}: the bill reads them, a replay's cache has expired them"
+            )
+        if len(self.beyond):
+            out.append(
+                f"the server read {int(self.beyond_tokens.sum()):,} tokens more than the run had cached at "
+                f"{_requests(self.beyond)} (a request this log does not hold wrote them: another session with the "
+                "same prefix, or a retried attempt): the bill reads them, a replay of the run alone cannot"
+            )
+        return out
+
+
+def _requests(at: np.ndarray) -> str:
+    n = len(at)
+    shown = ", ".join(str(int(k)) for k in at[:6]) + (", ..." if n > 6 else "")
+    return f"{n} request{'s' if n > 1 else ''} ({shown})"
+
+
+def cache_kept(run: RunArrays) -> CacheKept:
+    """What the log's reads show the server held beyond the run's own cache (see the module docstring)."""
+    m = run.n_requests
+    none = np.zeros(0, np.int64)
+    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m:
+        return CacheKept(none, none, none, none)
+    read, held = run.rec_cache_read, held_after(run)
+    warm = warm_tokens(run)
+    gap = idle_before(run)
+    expired = np.isfinite(gap) & (gap >= ttl_of(run))
+    past = np.flatnonzero(expired & (read - warm >= MIN_LOSS))
+    more = np.zeros(m, dtype=np.int64)
+    more[1:] = read[1:] - np.maximum(held[:-1], warm)
+    known = np.zeros(m, dtype=bool)
+    known[1:] = held[:-1] >= 0
+    beyond = np.flatnonzero(~expired & known & (more >= MIN_LOSS))
+    return CacheKept(past, (read[past] - warm).astype(np.int64), beyond, more[beyond])

@@ -1,0 +1,194 @@
+"""What the server's cache gave or kept that a replay of one run cannot: a prefix kept past the TTL, reads beyond
+what the run had cached, and an endpoint that loses part of its cache at most requests. Each reason is read from
+the file and named in ``bill_gap``; the corpus tests fail on 7d106f8 (no such reason, the runs 3.0-10.0% off)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from replay.policies import Budget, make_policy
+from replay.run_arrays import build
+from replay.simulator.cache_kept import cache_kept
+from replay.simulator.cache_losses import MIN_LOSS, idle_before, ttl_of, unexplained_losses
+from replay.simulator.load import load_runs
+from replay.simulator.run import simulate_run
+from replay.simulator.run_start import warm_tokens
+
+BIG = Budget(200_000)
+
+
+@pytest.fixture(scope="module")
+def runs(corpus_db):
+    from replay.tokens.counting import count_items
+    from replay.tokens.loading import load_tokenizer
+
+    tok = load_tokenizer("o200k")
+    count_items(corpus_db, tok)
+    return {r.run_id: r for r in load_runs(corpus_db, tok.tokenizer_id, pattern="%claude-code%")}
+
+
+def _run(runs, part: str):
+    found = [r for rid, r in runs.items() if rid.startswith(part)]
+    assert len(found) == 1, part
+    return found[0]
+
+
+def _gap(run) -> str:
+    return simulate_run(run, make_policy("recorded"), None, BIG)[1]["bill_gap"]
+
+
+def test_a_prefix_read_past_the_ttl_is_named(runs):
+    """ccl-deep-manifest request 55: sent 301.8 s after request 54's response ended (a 5 minute TTL by its writes),
+    it read the whole 93,432 tokens request 54 held. Anthropic's 5 minutes are a minimum lifetime; the replay
+    expires them and writes them again (+9.9% against the bill)."""
+    run = _run(runs, "ccl-deep-manifest-a7da6a22")
+    gap = idle_before(run)
+    assert ttl_of(run) == 300.0 and gap[55] == pytest.approx(301.8, abs=0.1)
+    assert run.rec_cache_read[55] == run.rec_cache_read[54] + run.rec_write[54] == 93_432
+    kept = cache_kept(run)
+    assert kept.past_ttl.tolist() == [55] and kept.past_ttl_tokens.tolist() == [93_432 - warm_tokens(run)]
+    # request 38, 69 minutes idle, read only what was warm before the run (the shared prompt): not named
+    assert run.rec_cache_read[38] == warm_tokens(run) and gap[38] > 3600
+    assert "kept 80,822 cached tokens past its TTL at 1 request (55)" in _gap(run)
+
+
+def test_reads_beyond_what_the_run_held_are_named(runs):
+    """ccb-android-avd-3e89eb15 workflow agent 4af3c93a: requests 1-4 each read 4-7k more than the previous one
+    left cached; its sibling agents, forked from the same conversation, wrote them. The replay reads only what
+    the run wrote (+10.0%)."""
+    run = _run(runs, "ccb-android-avd-3e89eb15-sub-wf_4af3c93a")
+    held = run.rec_cache_read + run.rec_write
+    assert (run.rec_cache_read[1:5] - held[:4] >= MIN_LOSS).all()
+    kept = cache_kept(run)
+    assert kept.beyond.tolist() == [1, 2, 3, 4] and kept.past_ttl.size == 0
+    assert "more than the run had cached at 4 requests (1, 2, 3, 4)" in _gap(run)
+
+
+@pytest.mark.parametrize(
+    ("part", "lost", "could"),
+    [
+        ("ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b", 30, 30),
+        ("ccb-android-avd-opus-3e89eb15-main", 37, 41),
+        ("ccb-android-avd-opus-c6455dae", 32, 34),
+    ],
+)
+def test_an_endpoint_that_loses_part_of_its_cache_at_most_requests(runs, part, lost, could):
+    """The Anthropic-compatible endpoint of the ccb-android-avd files gives back 1-3k less than it held at nearly
+    every request sent within the TTL; each loss is under the per-request thresholds, together they are what the
+    replay (which reads all it held) misses."""
+    run = _run(runs, part)
+    losses = unexplained_losses(run)
+    assert losses.endpoint == could and len(losses.requests) == lost
+    assert (losses.tokens > 0).all() and (losses.tokens < MIN_LOSS).mean() > 0.9
+    assert f"at {lost} of the {could} requests sent within its TTL" in _gap(run)
+
+
+def test_anthropic_runs_lose_at_few_requests(runs):
+    """On Anthropic's own API a loss within the TTL is rare (at most 8 of 98 requests on a corpus run): no run is
+    read as an endpoint that loses its cache, and runs reproduced within 1% name nothing."""
+    for rid, run in runs.items():
+        if rid.startswith(("ccl-", "ccs-", "ccv-", "cc-")):
+            assert unexplained_losses(run).endpoint == 0, rid
+    for rid in ("ccv-todo-nextjs-fe5e1c67-414fe07a", "ccs-livecd-gen-155c3456-de705619"):
+        kept = cache_kept(runs[rid])
+        assert kept.sentences() == [], rid
+
+
+def _at(seconds: float) -> str:
+    return datetime.fromtimestamp(1_760_000_000 + seconds, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def _synthetic(idle: float, reads: list[int], writes: list[int]):
+    """Three requests: the second sent ``idle`` s after the first response ended, the third 10 s after the second."""
+    items = [
+        {"step": 0, "kind": "user_text", "ts": _at(0)},
+        {"step": 1, "kind": "tool_call", "ts": _at(5)},
+        {"step": 1, "kind": "tool_result", "ts": _at(5 + idle)},
+        {"step": 2, "kind": "tool_call", "ts": _at(10 + idle)},
+        {"step": 2, "kind": "tool_result", "ts": _at(20 + idle)},
+    ]
+    times = (1, 6 + idle, 21 + idle)
+    reqs = [
+        {"step": k, "ts": _at(t), "prompt_tokens": r + w + 3, "input_tokens": 3, "cache_read": r, "cache_write": w}
+        for k, (t, r, w) in enumerate(zip(times, reads, writes, strict=True))
+    ]
+    return build("synthetic", items, reqs, cache_ttl=300.0)
+
+
+def test_kept_and_beyond_follow_the_idle_time_and_what_was_held():
+    """Past the TTL a read of MIN_LOSS or more over the warm prefix is kept; within it, a read of MIN_LOSS or more
+    over what the previous request held is beyond; less than that is neither."""
+    run = _synthetic(400.0, [0, 5_000, 20_000], [5_000, 1_000, 500])
+    kept = cache_kept(run)
+    assert kept.past_ttl.tolist() == [1] and kept.past_ttl_tokens.tolist() == [5_000]
+    assert kept.beyond.tolist() == [2] and kept.beyond_tokens.tolist() == [14_000]
+    # the same reads 290 s after the response: within the TTL, nothing was kept past it
+    within = cache_kept(_synthetic(290.0, [0, 5_000, 20_000], [5_000, 1_000, 500]))
+    assert within.past_ttl.size == 0 and within.beyond.tolist() == [2]
+    # a read of what was held, or of less than MIN_LOSS more, names nothing
+    quiet = cache_kept(_synthetic(290.0, [0, 5_000, 6_000 + MIN_LOSS - 1], [5_000, 1_000, 500]))
+    assert quiet.sentences() == []
+
+
+def test_fidelity_names_what_the_cache_figures_show(corpus_db):
+    """The two runs whose simulated cache share misses the recorded one by more than 5 points say why in
+    ``fidelity``'s run row: reads beyond what the run had cached (0.347 recorded, 0.283 simulated), and an endpoint
+    that loses part of its cache at most requests (0.435 recorded, 0.503 simulated)."""
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.tokens.counting import count_items
+    from replay.tokens.loading import load_tokenizer
+
+    tok = load_tokenizer("o200k")
+    count_items(corpus_db, tok)
+    rows = {
+        r["run_id"]: r
+        for r in fidelity_frame(corpus_db, tok.tokenizer_id, pattern="%ccb-android-avd%").to_dicts()
+        if r["kind"] == "run"
+    }
+    agent = next(r for rid, r in rows.items() if "4af3c93a" in rid)
+    main = next(r for rid, r in rows.items() if rid.startswith("ccb-android-avd-opus-3e89eb15-main"))
+    assert abs(agent["cache_share_simulated"] - agent["cache_share_recorded"]) > 0.05
+    assert "more than the run had cached at 4 requests" in agent["reason"]
+    assert abs(main["cache_share_simulated"] - main["cache_share_recorded"]) > 0.05
+    assert "an endpoint that does not keep what it cached" in main["reason"]
+
+
+def test_a_zero_split_takes_its_ttl_from_the_reads(runs):
+    """ccb-android-avd main runs split writes by duration but leave the split at zero: their reads after 18-28
+    minutes idle give 1 h (Claude Code's main thread), as fidelity and simulate both use now; its workflow agents,
+    never idle 5 minutes, keep 5 minutes. ccl-deep-manifest records 5 minute writes: its 301.8 s read changes
+    nothing (kept past the TTL instead)."""
+    assert _run(runs, "ccb-android-avd-opus-3e89eb15-main").cache_ttl == 3600.0
+    assert _run(runs, "ccb-android-avd-opus-c6455dae").cache_ttl == 3600.0
+    assert _run(runs, "ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b").cache_ttl == 300.0
+    assert _run(runs, "ccl-deep-manifest-a7da6a22").cache_ttl == 300.0
+    assert _run(runs, "ccl-worktrees-ef958aa1-main").cache_ttl == 3600.0  # recorded 1 h writes
+
+
+@pytest.mark.parametrize(
+    ("part", "requests"),
+    [("ccl-worktrees-ef958aa1-main", [4, 10]), ("ccl-worktrees-ef958aa1-sub-agent-ab1e6", [12])],
+)
+def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(runs, part, requests):
+    """Claude Code 2.1 on Anthropic's API: requests 4 and 10 of the worktrees main run (2.7 s and 615 s after the
+    previous response, 1 h writes) and request 12 of sub-agent ab1e6 (3.9 s) read exactly what the request before
+    read; its 4,084, 3,643 and 2,691 written tokens were gone. Under the size thresholds, named all the same
+    (-4.1% and -4.4% against the bill)."""
+    run = _run(runs, part)
+    losses = unexplained_losses(run)
+    assert losses.requests.tolist() == requests and losses.endpoint == 0
+    for k in requests:
+        assert run.rec_cache_read[k] == run.rec_cache_read[k - 1] and run.rec_write[k - 1] >= 1024
+    assert f"at {len(requests)} request" in _gap(run)
+
+
+def test_tokens_sent_after_the_last_breakpoint_are_named(runs):
+    """ccl-coderabbit-agent request 2 sent 3,104 tokens uncached where every other request sends at most 143; the
+    next request wrote them. The replay caches them at request 2 and reads them at 3 (-4.6%)."""
+    run = _run(runs, "ccl-coderabbit-agent-ea02459f")
+    assert run.rec_input.tolist()[:4] == [3, 143, 3104, 34]
+    assert "3,099 tokens sent after the last cache breakpoint at 1 request (2)" in _gap(run)
+    # a run that sends nothing beyond its floor names nothing
+    assert "after the last cache breakpoint" not in _gap(runs["ccv-todo-nextjs-fe5e1c67-414fe07a"])
