@@ -10,6 +10,7 @@ import duckdb
 import numpy as np
 
 from replay.errors import ReplayError
+from replay.metrics.summariser_calls import recorded_calls
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
@@ -281,6 +282,7 @@ def _assemble(
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     run = build(run_id, items, reqs, source, model, recorded_ttl(metadata.get("cache_writes")))
     events = recorded_events(items, metadata, len(reqs))
+    calls, made = recorded_calls(metadata)
     dup_key, dup_chars = duplicate_candidates(items, metadata)
     return replace(
         run,
@@ -295,6 +297,8 @@ def _assemble(
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
         dup_chars=dup_chars,
+        summariser_calls=tuple((c.step, c.model, c.counts) for c in calls),
+        summariser_made=made,
     )
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from replay.model import KINDS
 from replay.policies.base import AnyPolicy
-from replay.run_arrays import CLEARING_EVENTS, RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.cache_losses import unexplained_losses
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
@@ -31,34 +31,26 @@ def recorded_output(run: RunArrays) -> dict:
 
 
 def bill_gap(run: RunArrays) -> str:
-    """Why a replay of the log's own policy cannot reproduce the run's recorded bill, from the log alone ("" when
-    it can): what the bill leaves out or cannot see. Each reason is a fact of the file:
+    """Why a replay of the log's own policy cannot reproduce the run's recorded bill like for like
+    (``billed_cost_usd`` against ``recorded_cost_usd``), from the log alone ("" when it can). What the bill cannot
+    hold by construction is compared apart, not here: requests without recorded usage and summariser calls whose
+    usage the log does not record are left out of ``billed_cost_usd`` (the latter in
+    ``unbilled_summary_cost_usd``), and a log without cache figures is priced as its bill prices it, all uncached
+    (``recorded_cost_note`` says so). Each reason is a fact of the file:
 
     - the prompt is not reconstructable from the log (calibration's verdict, ``RunArrays.unreconstructable``);
-    - requests without recorded usage: the replay prices them, the bill has nothing to price;
-    - no cache figure on any request with usage: the bill prices every prompt token as uncached input, the replay
-      charges the reads and writes of the run's cache model;
-    - compactions that made a summary: the summariser's call is not among the run's requests, so the bill does
-      not hold it; a replay charges it (``summary_cost_usd``);
+    - the log records the usage of some of its summariser calls and not of others: the bill holds part of them,
+      the like-for-like cost none;
     - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
       the bill writes it again, a replay reads it."""
     reasons = []
     if run.unreconstructable:
         reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
-    m = run.n_requests
-    billed = run.rec_prompt >= 0
-    if billed.any() and not billed.all():
-        reasons.append(f"{m - int(billed.sum())} of {m} requests have no usage in the log: the bill leaves them out")
-    read = run.rec_cache_read if len(run.rec_cache_read) == m else np.full(m, -1)
-    write = run.rec_write if len(run.rec_write) == m else np.full(m, -1)
-    cached = run.cache_fit is None or run.cache_fit.name != "none"
-    if billed.any() and cached and (read[billed] < 0).all() and (write[billed] < 0).all():
-        reasons.append("the log records no cache reads or writes: the bill prices every prompt token as uncached input")
-    calls = sum(1 for k in run.events.kind if k not in CLEARING_EVENTS)
-    if calls:
+    recorded, made = len(run.summariser_calls), run.summariser_made
+    if 0 < recorded < made:
         reasons.append(
-            f"{calls} summariser call{'s' if calls > 1 else ''} of the log's compactions not among its requests: "
-            "the bill leaves them out, a replay charges them (summary_cost_usd)"
+            f"the log records the usage of {recorded} of its {made} summariser calls: the bill holds those, the "
+            "like-for-like cost leaves every simulated summariser call out (unbilled_summary_cost_usd)"
         )
     lost = unexplained_losses(run).sentence()
     if lost:
