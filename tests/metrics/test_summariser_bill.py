@@ -28,7 +28,8 @@ def _sdk_metrics(corpus: Path) -> dict[str, dict]:
 
 
 def _bill_of(corpus_db, part: str):
-    rid = corpus_db.execute("SELECT run_id FROM runs WHERE run_id LIKE ?", [part + "%"]).fetchall()
+    rid = corpus_db.execute("SELECT run_id FROM runs WHERE run_id LIKE ? AND run_id NOT LIKE '%/%'", [part + "%"])
+    rid = rid.fetchall()
     assert len(rid) == 1, rid
     return request_bill(corpus_db, run_ids=[rid[0][0]])
 
