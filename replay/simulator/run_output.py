@@ -41,6 +41,8 @@ def bill_gap(run: RunArrays) -> str:
     - the prompt is not reconstructable from the log (calibration's verdict, ``RunArrays.unreconstructable``);
     - the log records the usage of some of its summariser calls and not of others: the bill holds part of them,
       the like-for-like cost none;
+    - the log's recorded summariser calls sent another prompt than the history a replay charges them for
+      (:func:`summariser_reads`);
     - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
       the bill writes it again, a replay reads it."""
     reasons = []
@@ -52,10 +54,41 @@ def bill_gap(run: RunArrays) -> str:
             f"the log records the usage of {recorded} of its {made} summariser calls: the bill holds those, the "
             "like-for-like cost leaves every simulated summariser call out (unbilled_summary_cost_usd)"
         )
+    read = summariser_reads(run)
+    if read:
+        reasons.append(read)
     lost = unexplained_losses(run).sentence()
     if lost:
         reasons.append(lost)
     return "; ".join(reasons)
+
+
+SUMMARY_TOLERANCE = 0.03  # the comparison's own target: within 3% of the bill
+
+
+def summariser_reads(run: RunArrays) -> str:
+    """Why the replay's summarisation calls cannot cost what the log's recorded ones did, when the log shows they
+    read another prompt than the one a replay charges them ("" when it does not): a replay's call reads the whole
+    history the request before it sent (replay.metrics.cost.summary_cost); the log's calls' own prompts (uncached +
+    read + written) differ from that by more than the comparison's 3%. OpenHands' LLMSummarizingCondenser sends
+    only the events it forgets (as text) and the previous summary, as one user message."""
+    steps = [step for step, _, _ in run.summariser_calls]
+    if not steps or len(run.rec_prompt) != run.n_requests:
+        return ""
+    before = [int(run.rec_prompt[k - 1]) if 0 < k <= run.n_requests else -1 for k in steps]
+    if min(before) <= 0:
+        return ""
+    sent = sum(sum(counts[:4]) for _, _, counts in run.summariser_calls)
+    held = sum(before)
+    if abs(sent / held - 1) <= SUMMARY_TOLERANCE:
+        return ""
+    n = len(steps)
+    return (
+        f"the log's {n} summariser call{'s' if n > 1 else ''} sent {sent:,} prompt tokens in all where the request"
+        f"{'s' if n > 1 else ''} before {'them' if n > 1 else 'it'} sent {held:,}: the harness's summariser reads "
+        "another prompt than the history a replay's summarisation call is charged for (summary_cost_usd against "
+        "recorded_summary_cost_usd)"
+    )
 
 
 def summary_hits_cache(policy: AnyPolicy) -> bool:

@@ -110,6 +110,19 @@ def test_microcompact_is_no_summariser_call(runs):
     assert "2 of the log's 2 summariser calls record no usage" in row["recorded_cost_note"]
 
 
+def test_the_system_breakpoint_stays_cached_while_requests_read_past_it(runs):
+    """cc-jason-webtech: after each compaction (requests 78 and 142, within a minute of the request before) the log
+    reads the prefix up to the system breakpoint (34,027 tokens), which no request had written for longer than the
+    TTL: reading a longer prefix keeps that breakpoint's entry alive. The replay read nothing there (+5.5% like for
+    like, the two requests +$0.36)."""
+    run = _one(runs, "cc-jason-webtech")
+    cols, row = simulate_run(run, make_policy("recorded"), None, BIG)
+    for k in (78, 142):
+        assert k in run.events.step and run.rec_cache_read[k] == 34_027
+        assert cols["cached_tokens"][k] >= run.rec_cache_read[k] * 0.9, (k, cols["cached_tokens"][k])
+    assert abs(_like(row)) <= 0.03, _like(row)
+
+
 # Summariser calls the log does not record (Claude Code 1.0 / 2.1 main transcripts, a Codex fixture whose compactions
 # follow no token_count) and requests without usage: simulate charges them, the bill cannot. Compared like for like
 # (billed_cost_usd), the simulated summariser calls apart; before, only a blanket bill_gap text, cost_usd off by the
@@ -146,6 +159,17 @@ def test_recorded_condenser_calls_are_compared_with_the_replays(runs):
     assert row["recorded_summary_cost_usd"] == pytest.approx(0.11499675, rel=1e-6)  # the SDK's condenser cost
     requests = row["billed_cost_usd"] - row["summary_cost_usd"]
     assert abs(requests / (row["recorded_cost_usd"] - row["recorded_summary_cost_usd"]) - 1) <= 0.03
+    # the condenser sends the events it forgets, not the history: the log's calls sent far less than the requests
+    # before them, so the replay's calls (the whole history, uncached) cost more; bill_gap says so from the file
+    sent = sum(sum(counts[:4]) for _, _, counts in run.summariser_calls)
+    before = sum(int(run.rec_prompt[step - 1]) for step, _, _ in run.summariser_calls)
+    assert sent == 21_761 and sent < before / 4
+    assert (
+        f"the log's 4 summariser calls sent {sent:,} prompt tokens in all where the requests before them sent "
+        + (f"{before:,}")
+        in row["bill_gap"]
+    ), row["bill_gap"]
+    assert row["summary_cost_usd"] > 4 * row["recorded_summary_cost_usd"]
 
 
 # aider 0.85 on gpt-4o: its Tokens line never shows an OpenAI model's cached tokens (base_coder reads only
