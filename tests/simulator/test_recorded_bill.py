@@ -172,6 +172,16 @@ def test_recorded_condenser_calls_are_compared_with_the_replays(runs):
     assert row["summary_cost_usd"] > 4 * row["recorded_summary_cost_usd"]
 
 
+def test_sweep_rows_compare_with_the_bill_as_simulate_does(runs):
+    """The like-for-like columns come out of the same run rows in a sweep: same figures as simulate, run by run."""
+    chosen = [_one(runs, p) for p in ("ohv1-bench-swe-sonnet4", "oh-runtime-traj-basic-gui-mode", "cc-jason-webtech")]
+    frame = point_frame(pack(chosen), resolve("recorded", {"window": 200_000}, AUTO))
+    for run, row in zip(chosen, frame.iter_rows(named=True), strict=True):
+        alone = _recorded(run)
+        for col in ("billed_cost_usd", "unbilled_summary_cost_usd", "recorded_summary_cost_usd", "recorded_cost_usd"):
+            assert row[col] == pytest.approx(alone[col], rel=1e-9), (run.run_id, col)
+
+
 # aider 0.85 on gpt-4o: its Tokens line never shows an OpenAI model's cached tokens (base_coder reads only
 # prompt_cache_hit_tokens and cache_read_input_tokens, which litellm sets for DeepSeek and Anthropic; a streamed
 # reply has no usage at all and is counted locally), so the bill prices every prompt token uncached. Like for like,
