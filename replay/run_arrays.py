@@ -133,6 +133,10 @@ class RunArrays:
     cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
     thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
+    # the summariser calls the log records beside its requests (replay.metrics.summariser_calls): (step, model or
+    # None for the run's, (uncached, read, 5 min writes, 1 h writes, output)); and how many its events made in all
+    summariser_calls: tuple[tuple[int, str | None, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
+    summariser_made: int = 0
 
     @property
     def usage_offsets(self) -> np.ndarray:

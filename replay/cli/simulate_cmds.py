@@ -66,6 +66,8 @@ COLUMNS = [
     "repeat_evicted",
     "max_reads_one_resource",
     "recorded_cost_usd",
+    "billed_cost_usd",
+    "unbilled_summary_cost_usd",
     "bill_gap",
     "cache_model",
     "price_source",

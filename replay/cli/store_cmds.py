@@ -259,15 +259,24 @@ def runs(
 ) -> None:
     """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
     own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
-    tiers, output), tool calls, items. A cost that cannot be computed is empty and ``cost_note`` says why (a
-    model with no price, no per-request usage); totals leave it out and name it."""
+    tiers, output) and the summariser calls its log records beside its requests (``summariser_calls``, their
+    cost ``summary_cost_usd``, part of ``cost_usd``), tool calls, items. A cost that cannot be computed is empty
+    and ``cost_note`` says why (a model with no price, no per-request usage); totals leave it out and name it."""
     con = open_store(db, read_only=True)
     bill = within_days(
         request_bill(con, pricing_from_options(prices, price)), since and since.date(), until and until.date()
     )
     if by != "run":
         table = grouped_bill(bill, by).select(
-            by, "runs", "requests", "cost_usd", *TOKENS, "unpriced_requests", "cost_note"
+            by,
+            "runs",
+            "requests",
+            "cost_usd",
+            *TOKENS,
+            "summariser_calls",
+            "summary_cost_usd",
+            "unpriced_requests",
+            "cost_note",
         )
         title = f"recorded bill by {by}"
         if fmt == "table":  # thousands of tokens, so cost and the four counts fit 80 columns
@@ -307,6 +316,8 @@ def runs(
             "items",
             "recorded_usage",
             *TOKENS,
+            pl.col("summariser_calls").fill_null(0),
+            "summary_cost_usd",
             "unpriced_requests",
             pl.col("cost_note").fill_null("no requests"),
         )

@@ -2,6 +2,10 @@
 (replay.metrics.bill), then summed per run, per model or per day.
 
 A request's model is the one its log names for it (Claude Code: the assistant message's ``model``), else the run's.
+A summariser call the log records beside its requests (replay.metrics.summariser_calls: OpenHands V1's condenser,
+a Claude Code compaction fork, a Codex compact task, a Copilot CLI compaction) is billed too, as a row of ``call``
+"summariser" at its event's step, priced at its own model (the run's when the log names none) on the day of the
+run's request at that step.
 Its counts: uncached input (``input_tokens``, else ``prompt_tokens`` less reads and writes), cache reads, cache
 writes split into 5 minute and 1 hour (``cache_write_1h``; writes the log does not split are 5 minute writes, the
 API's default), output. A request with neither ``input_tokens`` nor ``prompt_tokens`` has no usage to bill: it is
@@ -11,6 +15,7 @@ counted in ``unbilled_requests``, never priced as 0. A sum that includes an unpr
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 import duckdb
@@ -19,6 +24,7 @@ import polars as pl
 
 from replay.metrics.bill import day_of, price_requests
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.metrics.summariser_calls import recorded_calls
 from replay.store import frame
 
 TOKENS = ("input_tokens", "cache_read", "cache_write_5m", "cache_write_1h", "output_tokens")
@@ -28,6 +34,10 @@ _SQL = """SELECT q.run_id, q.step, q.ts, r.format AS harness, coalesce(q.model, 
                  q.cache_read, q.cache_write, q.cache_write_1h, q.output_tokens
           FROM requests q JOIN runs r USING (run_id) {where} ORDER BY q.run_id, q.step"""
 
+# runs whose context events may hold a summariser call's usage (the rest have none to bill)
+_EVENTS_SQL = """SELECT run_id, format AS harness, model, metadata FROM runs
+                 WHERE metadata LIKE '%"usage"%' {where} ORDER BY run_id"""
+
 
 def request_bill(
     con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING, run_ids: list[str] | None = None
@@ -35,7 +45,8 @@ def request_bill(
     """One row per stored request: day, model, the five counts billed (5 minute and 1 hour writes apart),
     ``billed`` (it has usage), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when priced)."""
     where, params = ("WHERE q.run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
-    q = frame(con, _SQL.format(where=where), params)
+    q = frame(con, _SQL.format(where=where), params).with_columns(pl.lit("request").alias("call"))
+    q = pl.concat([q, _summariser_rows(con, q, run_ids)], how="vertical_relaxed")
     n = q.height
     if not n:
         return _empty()
@@ -60,6 +71,7 @@ def request_bill(
         {
             "run_id": q["run_id"],
             "step": q["step"],
+            "call": q["call"],
             "day": days,
             "harness": q["harness"],
             "model": models,
@@ -77,11 +89,47 @@ def request_bill(
     )
 
 
+def _summariser_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[str] | None) -> pl.DataFrame:
+    """One row per recorded summariser call, in the columns of the request query ``q`` (``call`` "summariser"):
+    usage as uncached ``input_tokens``, the writes in ``cache_write`` with their 1 hour part, the time of the run's
+    request at the call's step (its last request before it when none is at or after it)."""
+    where, params = ("AND run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
+    times: dict[str, list[tuple[int, str | None]]] = {}
+    for rid, step, ts in q.select("run_id", "step", "ts").iter_rows():
+        times.setdefault(rid, []).append((step, ts))
+    rows = []
+    for rid, harness, model, raw in con.execute(_EVENTS_SQL.format(where=where), params).fetchall():
+        metadata = json.loads(raw) if isinstance(raw, str) else raw
+        calls, _ = recorded_calls(metadata if isinstance(metadata, dict) else {})
+        for c in calls:
+            uncached, read, write_5m, write_1h, output = c.counts
+            steps = times.get(rid, [])
+            at = next((ts for step, ts in steps if step >= c.step), steps[-1][1] if steps else None)
+            rows.append(
+                {
+                    "run_id": rid,
+                    "step": c.step,
+                    "ts": at,
+                    "harness": harness,
+                    "model": c.model or model,
+                    "input_tokens": uncached,
+                    "prompt_tokens": None,
+                    "cache_read": read,
+                    "cache_write": write_5m + write_1h,
+                    "cache_write_1h": write_1h,
+                    "output_tokens": output,
+                    "call": "summariser",
+                }
+            )
+    return pl.DataFrame(rows, schema=q.schema) if rows else q.clear()
+
+
 def _empty() -> pl.DataFrame:
     return pl.DataFrame(
         schema={
             "run_id": pl.String,
             "step": pl.Int64,
+            "call": pl.String,
             "day": pl.Date,
             "harness": pl.String,
             "model": pl.String,
@@ -98,12 +146,15 @@ def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Tokens and cost per ``keys``: cost NULL when a billed request is unpriced, or when nothing was billed;
     ``cost_note`` says which (the unpriced models and why, or that the log has no per-request usage)."""
     unpriced = pl.col("billed") & pl.col("cost_usd").is_nan()
+    summariser = pl.col("call") == "summariser"
     out = df.group_by(keys, maintain_order=True).agg(
         pl.col("run_id").n_unique().alias("runs"),
-        pl.len().alias("requests"),
+        (~summariser).sum().alias("requests"),
         pl.col("billed").sum().alias("billed_requests"),
         *[pl.col(t).sum() for t in TOKENS],
         pl.when(pl.col("billed")).then(pl.col("cost_usd")).sum().alias("_cost"),
+        summariser.sum().alias("summariser_calls"),
+        pl.when(summariser).then(pl.col("cost_usd")).sum().alias("summary_cost_usd"),
         unpriced.sum().alias("unpriced_requests"),
         pl.struct("model", "why").filter(unpriced).unique(maintain_order=True).alias("_why"),
     )
@@ -129,7 +180,8 @@ def _note(why: list[dict], unpriced: int, billed: int) -> str:
 
 
 def runs_bill(df: pl.DataFrame) -> pl.DataFrame:
-    """Per run: requests, billed requests, the five token counts, cost_usd, unpriced_requests, cost_note."""
+    """Per run: requests, billed requests, the five token counts, cost_usd, the recorded summariser calls and their
+    cost (in cost_usd), unpriced_requests, cost_note."""
     return _sums(df, ["run_id"]).drop("runs")
 
 

@@ -96,6 +96,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
+    version = 2  # 2: a usage whose prompt counts no token is no usage (a zeroed counter)
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -443,6 +444,8 @@ class _Session:
             if any(p is not None for p in parts) and all(p is None or type(p) in (int, float) for p in parts)
             else None,
         }
+        if usage["prompt_tokens"] == 0:  # every call sends a prompt: a usage counting none was zeroed (a fixture's
+            usage = dict.fromkeys(usage)  # trimmed counters), so the request's usage is unknown, not free
         # a line with no id at all (an interrupted, partial reply) continues the current request
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:

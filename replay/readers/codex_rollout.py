@@ -167,6 +167,7 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
 
 class CodexRolloutReader:
     format = "codex-rollout"
+    version = 2  # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt)
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -191,10 +192,11 @@ class CodexRolloutReader:
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
-                usage = {
-                    "input": held.get("prompt_tokens"),
+                usage = {  # canonical: ``input`` uncached (docs/canonical-format.md), the prompt as logged beside
+                    "input": held.get("input_tokens"),
                     "cache_read": held.get("cache_read"),
                     "output": held.get("output_tokens"),
+                    "prompt": held.get("prompt_tokens"),
                 }
                 held = None
                 d.input(partial(compaction, b, p, line, ts, keep, usage))

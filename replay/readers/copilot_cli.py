@@ -53,8 +53,23 @@ EVENT_RE = re.compile(
 )
 
 
+def _compaction_usage(used: dict) -> dict[str, Any]:
+    """A ``compactionTokensUsed`` as canonical event usage: the CLI (1.0.34, app.js) writes the summariser
+    response's ``prompt_tokens`` as ``input`` and its ``prompt_tokens_details.cached_tokens`` as ``cachedInput``,
+    so the uncached input is their difference (None when the two are not counts of that shape)."""
+    prompt, cached = used.get("input"), used.get("cachedInput") or 0
+    if (
+        not (isinstance(prompt, int) and isinstance(cached, int))
+        or isinstance(prompt, bool)
+        or not 0 <= cached <= prompt
+    ):
+        return {"input": None, "cache_read": None, "output": used.get("output"), "prompt": prompt}
+    return {"input": prompt - cached, "cache_read": cached, "output": used.get("output"), "prompt": prompt}
+
+
 class CopilotCliReader:
     format = "copilot-cli"
+    version = 2  # 2: a compaction's usage ``input`` is its uncached input (was the whole prompt)
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -296,11 +311,7 @@ class _EventSession:
         if all(isinstance(v, int) and not isinstance(v, bool) for v in parts):
             event["after_tokens"] = sum(parts)  # the context after it as the CLI counts it: no request logs one
         if used:
-            event["usage"] = {
-                "input": used.get("input"),
-                "cache_read": used.get("cachedInput"),
-                "output": used.get("output"),
-            }
+            event["usage"] = _compaction_usage(used)
         b.run.metadata.setdefault("context_events", []).append(event)
 
     def message(self, line: int, data: dict, ts: str | None) -> None:

@@ -233,6 +233,7 @@ def terminal_text(obs: dict) -> str:
 
 class OpenHandsV1Reader:
     format = "openhands-v1"
+    version = 2  # 2: a condensation's event names the condenser's model (``summariser_model``)
 
     def sniff(self, head: str, path: Path) -> bool:
         return bool(EVENT_KIND_RE.search(head)) and '"source"' in head
@@ -455,6 +456,8 @@ class _Conversation:
                     "cache_write": f["cache_write"],
                     "output": f["output_tokens"],
                 }
+                if isinstance(u.get("model"), str) and u["model"]:  # the condenser's own LLM, priced as its model
+                    event["summariser_model"] = u["model"]
         if self.condenser_delta:
             self.b.run.metadata["condenser_usage"] = self._canonical_usage(self.condenser_delta, with_writes)
         for total in (self.b.run.metadata.get("usage_totals") or {}).values():

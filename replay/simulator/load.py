@@ -10,6 +10,7 @@ import duckdb
 import numpy as np
 
 from replay.errors import ReplayError
+from replay.metrics.summariser_calls import recorded_calls
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.idle import inferred_ttl
@@ -285,6 +286,7 @@ def _assemble(
     if writes and run.cache_ttl is None:  # split by duration, left at zero: the reads say which
         run = replace(run, cache_ttl=inferred_ttl(run))
     events = recorded_events(items, metadata, len(reqs))
+    calls, made = recorded_calls(metadata)
     dup_key, dup_chars = duplicate_candidates(items, metadata)
     return replace(
         run,
@@ -299,6 +301,8 @@ def _assemble(
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
         dup_chars=dup_chars,
+        summariser_calls=tuple((c.step, c.model, c.counts) for c in calls),
+        summariser_made=made,
     )
 
 

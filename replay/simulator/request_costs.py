@@ -70,11 +70,18 @@ class RequestPlan:
     billed: np.ndarray
     read_known: np.ndarray  # the log records the request's cache reads (0 included)
     writes_billed: np.ndarray  # the provider bills cache writes as such (False: as uncached input, ``writes_unbilled``)
+    write_known: np.ndarray  # the log records the request's cache writes (0 included)
+    # the summariser calls the logs record (RunArrays.summariser_calls): (model, day) key, run, the five counts
+    call_key_of: np.ndarray
+    call_run_of: np.ndarray
+    call_counts: np.ndarray  # (calls, 5) int64
+    calls_made: np.ndarray  # per run: summariser calls its events made, recorded or not
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     keys: dict[tuple[str | None, date | None], int] = {}
     key_of, run_of, share, output, recorded, billed, read_known, writes = [], [], [], [], [], [], [], []
+    write_known, call_key, call_run, call_counts = [], [], [], []
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
@@ -87,6 +94,13 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
                 dtype=np.int64,
             )
         )
+        for step, model, counts in run.summariser_calls:  # on the day of the run's request at its step
+            at = min(step, m - 1)
+            day = day_of(float(run.req_ts[at])) if at >= 0 else None
+            call_key.append(keys.setdefault((model or run.model, day), len(keys)))
+            call_run.append(i)
+            call_counts.append(counts)
+        write_known.append(run.rec_write >= 0 if len(run.rec_write) == m else np.zeros(m, np.bool_))
         run_of.append(np.full(m, i, np.int64))
         share.append(one_hour_share(run))
         output.append(output_per_request(run))
@@ -109,6 +123,11 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         cat(billed, np.bool_),
         cat(read_known, np.bool_),
         cat(writes, np.bool_),
+        cat(write_known, np.bool_),
+        np.array(call_key, np.int64),
+        np.array(call_run, np.int64),
+        np.array(call_counts, np.int64).reshape(-1, 5),
+        np.array([run.summariser_made for run in runs], np.int64),
     )
 
 
@@ -145,11 +164,14 @@ class RunCosts:
 
     prompt_usd: np.ndarray
     output_usd: np.ndarray
-    recorded_usd: np.ndarray  # NaN: a billed request unpriced, or nothing billed
+    recorded_usd: np.ndarray  # NaN: a billed request unpriced, or nothing billed; recorded summariser calls included
     written_1h: np.ndarray
     unpriced: np.ndarray
     why: list[dict[str, str]]
     bill_notes: list[str]  # per run: why the recorded bill is not what the replay can reproduce ("" when it is)
+    billed_usd: np.ndarray  # simulated prompt and output of the requests the bill covers, priced as the bill prices
+    recorded_summary_usd: np.ndarray  # the bill's recorded summariser calls (0: none recorded)
+    summaries_billed: np.ndarray  # bool: the log records every summariser call its events made (at least one)
 
 
 def run_costs(
@@ -184,8 +206,14 @@ def run_costs(
         return np.bincount(p.run_of, weights=v, minlength=n_runs).astype(np.float64)  # int64 when there is none
 
     rec_total = np.where(p.billed, rec.total, 0.0)
-    rec_usd = by_run(rec_total)
-    rec_usd[by_run(p.billed.astype(np.float64)) == 0] = np.nan
+    calls = np.bincount(p.call_run_of, weights=_call_bill(p, pricing, prices), minlength=n_runs).astype(np.float64)
+    recorded_calls = np.bincount(p.call_run_of, minlength=n_runs)
+    rec_usd = by_run(rec_total) + calls
+    rec_usd[(by_run(p.billed.astype(np.float64)) == 0) & (recorded_calls == 0)] = np.nan
+    # like for like: where the log records neither reads nor writes, the bill prices the whole prompt uncached
+    blind = p.billed & ~p.read_known & ~p.write_known
+    flat = price_keyed(p.keys, p.key_of, prompt, 0 * prompt, 0 * prompt, 0 * prompt, p.output, pricing, None, prices)
+    like = np.where(blind, flat.total, sim.total)
     return RunCosts(
         by_run(u["input"] + u["cache_read"] + u["cache_write"] + u["cache_write_1h"]),
         by_run(u["output"]),
@@ -194,19 +222,33 @@ def run_costs(
         by_run((~sim.priced).astype(np.float64)),
         _reasons(p, n_runs, sim, pricing),
         bill_notes(p, n_runs, cached),
+        by_run(np.where(p.billed, like, 0.0)),
+        calls,
+        (p.calls_made > 0) & (recorded_calls == p.calls_made),
     )
+
+
+def _call_bill(p: RequestPlan, pricing: Pricing, prices: list) -> np.ndarray:
+    """USD of each recorded summariser call of ``p`` at its own model and day (NaN: unpriced)."""
+    if not len(p.call_run_of):
+        return np.zeros(0, np.float64)
+    uncached, read, write_5m, write_1h, output = p.call_counts.T
+    return price_keyed(p.keys, p.call_key_of, uncached, read, write_5m, write_1h, output, pricing, None, prices).total
 
 
 def bill_notes(p: RequestPlan, n_runs: int, cached: np.ndarray) -> list[str]:
     """Per run, what the recorded bill leaves out that the simulated cost counts, so the two cannot agree whatever
-    the replay does: requests whose log records no usage (the bill has no figure for them; the replay prices
-    them), and cache reads the log never records while the replay's cache reads some (the bill prices every
-    prompt token at the full input price; e.g. aider's token line, which reports no OpenAI cached tokens)."""
+    the replay does (``billed_cost_usd`` leaves it out, or prices it as the bill does): requests whose log records
+    no usage (the bill has no figure for them; the replay prices them), cache reads the log never records while
+    the replay's cache reads some (the bill prices every prompt token at the full input price; e.g. aider's token
+    line, which never reports an OpenAI model's cached tokens), and summariser calls whose usage the log does not
+    record (Claude Code 1.0 and 2.0, Gemini CLI)."""
 
     def by_run(v: np.ndarray) -> np.ndarray:
         return np.bincount(p.run_of, weights=v, minlength=n_runs)
 
     requests = by_run(np.ones(len(p.run_of)))
+    recorded_calls = np.bincount(p.call_run_of, minlength=n_runs)
     billed = by_run(p.billed.astype(np.float64))
     unread = by_run((p.billed & ~p.read_known).astype(np.float64))
     replay_read = by_run(np.where(p.billed & ~p.read_known, cached, 0).astype(np.float64))
@@ -221,7 +263,13 @@ def bill_notes(p: RequestPlan, n_runs: int, cached: np.ndarray) -> list[str]:
         if billed[i] and unread[i] == billed[i] and replay_read[i] > 0:
             parts.append(
                 "the log records no cache reads: its bill prices every prompt token uncached, the replay's cache "
-                f"reads {int(replay_read[i]):,} tokens"
+                f"reads {int(replay_read[i]):,} tokens (billed_cost_usd prices them as the bill does)"
+            )
+        if p.calls_made[i] > recorded_calls[i]:
+            unrecorded = int(p.calls_made[i] - recorded_calls[i])
+            parts.append(
+                f"{unrecorded} of the log's {int(p.calls_made[i])} summariser calls record no usage: the bill leaves "
+                "them out, the replay charges them (unbilled_summary_cost_usd)"
             )
         notes.append("; ".join(parts))
     return notes

@@ -7,7 +7,7 @@ import numpy as np
 
 from replay.model import KINDS
 from replay.policies.base import AnyPolicy
-from replay.run_arrays import CLEARING_EVENTS, RunArrays
+from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import MIN_WRITE, unexplained_losses
 from replay.simulator.request_costs import writes_unbilled
@@ -34,15 +34,18 @@ def recorded_output(run: RunArrays) -> dict:
 
 
 def bill_gap(run: RunArrays) -> str:
-    """Why a replay of the log's own policy cannot reproduce the run's recorded bill, from the log alone ("" when
-    it can): what the bill leaves out or cannot see. Each reason is a fact of the file:
+    """Why a replay of the log's own policy cannot reproduce the run's recorded bill like for like
+    (``billed_cost_usd`` against ``recorded_cost_usd``), from the log alone ("" when it can). What the bill cannot
+    hold by construction is compared apart, not here: requests without recorded usage and summariser calls whose
+    usage the log does not record are left out of ``billed_cost_usd`` (the latter in
+    ``unbilled_summary_cost_usd``), and a log without cache figures is priced as its bill prices it, all uncached
+    (``recorded_cost_note`` says so). Each reason is a fact of the file:
 
     - the prompt is not reconstructable from the log (calibration's verdict, ``RunArrays.unreconstructable``);
-    - requests without recorded usage: the replay prices them, the bill has nothing to price;
-    - no cache figure on any request with usage: the bill prices every prompt token as uncached input, the replay
-      charges the reads and writes of the run's cache model;
-    - compactions that made a summary: the summariser's call is not among the run's requests, so the bill does
-      not hold it; a replay charges it (``summary_cost_usd``);
+    - the log records the usage of some of its summariser calls and not of others: the bill holds part of them,
+      the like-for-like cost none;
+    - the log's recorded summariser calls sent another prompt than the history a replay charges them for
+      (:func:`summariser_reads`);
     - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
       the bill writes it again, a replay reads it;
     - requests that read a prefix kept past the TTL, or more than the run had cached (replay.simulator.cache_kept):
@@ -50,21 +53,15 @@ def bill_gap(run: RunArrays) -> str:
     reasons = []
     if run.unreconstructable:
         reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
-    m = run.n_requests
-    billed = run.rec_prompt >= 0
-    if billed.any() and not billed.all():
-        reasons.append(f"{m - int(billed.sum())} of {m} requests have no usage in the log: the bill leaves them out")
-    read = run.rec_cache_read if len(run.rec_cache_read) == m else np.full(m, -1)
-    write = run.rec_write if len(run.rec_write) == m else np.full(m, -1)
-    cached = run.cache_fit is None or run.cache_fit.name != "none"
-    if billed.any() and cached and (read[billed] < 0).all() and (write[billed] < 0).all():
-        reasons.append("the log records no cache reads or writes: the bill prices every prompt token as uncached input")
-    calls = sum(1 for k in run.events.kind if k not in CLEARING_EVENTS)
-    if calls:
+    recorded, made = len(run.summariser_calls), run.summariser_made
+    if 0 < recorded < made:
         reasons.append(
-            f"{calls} summariser call{'s' if calls > 1 else ''} of the log's compactions not among its requests: "
-            "the bill leaves them out, a replay charges them (summary_cost_usd)"
+            f"the log records the usage of {recorded} of its {made} summariser calls: the bill holds those, the "
+            "like-for-like cost leaves every simulated summariser call out (unbilled_summary_cost_usd)"
         )
+    read = summariser_reads(run)
+    if read:
+        reasons.append(read)
     reasons += cache_reasons(run)
     return "; ".join(reasons)
 
@@ -98,6 +95,34 @@ def uncached_extra(run: RunArrays) -> list[str]:
         f"{int(extra[at].sum()):,} tokens sent after the last cache breakpoint at {n} request{'s' if n > 1 else ''} "
         f"({shown}): the bill pays them as input and the next request writes them, a replay caches them at once"
     ]
+
+
+SUMMARY_TOLERANCE = 0.03  # the comparison's own target: within 3% of the bill
+
+
+def summariser_reads(run: RunArrays) -> str:
+    """Why the replay's summarisation calls cannot cost what the log's recorded ones did, when the log shows they
+    read another prompt than the one a replay charges them ("" when it does not): a replay's call reads the whole
+    history the request before it sent (replay.metrics.cost.summary_cost); the log's calls' own prompts (uncached +
+    read + written) differ from that by more than the comparison's 3%. OpenHands' LLMSummarizingCondenser sends
+    only the events it forgets (as text) and the previous summary, as one user message."""
+    steps = [step for step, _, _ in run.summariser_calls]
+    if not steps or len(run.rec_prompt) != run.n_requests:
+        return ""
+    before = [int(run.rec_prompt[k - 1]) if 0 < k <= run.n_requests else -1 for k in steps]
+    if min(before) <= 0:
+        return ""
+    sent = sum(sum(counts[:4]) for _, _, counts in run.summariser_calls)
+    held = sum(before)
+    if abs(sent / held - 1) <= SUMMARY_TOLERANCE:
+        return ""
+    n = len(steps)
+    return (
+        f"the log's {n} summariser call{'s' if n > 1 else ''} sent {sent:,} prompt tokens in all where the request"
+        f"{'s' if n > 1 else ''} before {'them' if n > 1 else 'it'} sent {held:,}: the harness's summariser reads "
+        "another prompt than the history a replay's summarisation call is charged for (summary_cost_usd against "
+        "recorded_summary_cost_usd)"
+    )
 
 
 def summary_hits_cache(policy: AnyPolicy) -> bool:

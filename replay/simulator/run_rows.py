@@ -40,6 +40,8 @@ COUNTERS = (
     "evicted_failure_tokens",
 )
 COST_ROW = ("recorded_cost_usd", "written_1h_tokens", "unpriced_requests", "recorded_cost_note")
+# the comparison with the recorded bill, like for like (replay.simulator.request_costs.RunCosts)
+BILL_ROW = ("billed_cost_usd", "unbilled_summary_cost_usd", "recorded_summary_cost_usd")
 RATES = ("input", "output", "cache_read", "cache_write")
 
 Columns = dict[str, Any]  # name -> a numpy array or a list, one value per run
@@ -61,7 +63,12 @@ def run_columns(
 ) -> Columns:
     """The run rows as columns: ``counters`` (:data:`COUNTERS`), each run's billing (``bills[i]``), its request
     costs and the USD of its summarisation calls, then the columns that do not depend on the policy (``static``,
-    one value per run) and the values every run shares (``fixed``: window, reserve, a sweep's knobs)."""
+    one value per run) and the values every run shares (``fixed``: window, reserve, a sweep's knobs).
+
+    Beside the recorded bill (``recorded_cost_usd``, its summariser calls ``recorded_summary_cost_usd``), what the
+    replay charges for what that bill covers (``billed_cost_usd``): its requests with recorded usage, priced as
+    the bill prices them, and the summarisation calls when the log records the usage of every summariser call it
+    made; otherwise they are ``unbilled_summary_cost_usd``, apart."""
     c = counters
     n, summaries = c["requests"], c["summaries"]
     prompt, cached, written = c["prompt_tokens"], c["cached_tokens"], c["written_tokens"]
@@ -71,6 +78,7 @@ def run_columns(
     rate = rate_columns(bills)
     p_cost, o_cost = costs.prompt_usd, costs.output_usd
     runs = len(run_ids)
+    billed_summaries = np.where(costs.summaries_billed, summary_usd, 0.0)
     return {
         "run_id": list(run_ids),
         **{k: c[k] for k in COUNTERS[:5]},
@@ -93,6 +101,9 @@ def run_columns(
         "cache_ttl": [getattr(b.cache, "ttl", None) for b in bills],
         "billing_note": [billing_note(b, why) for b, why in zip(bills, costs.why, strict=True)],
         **{k: [cost_row(costs, i)[k] for i in range(runs)] for k in COST_ROW},
+        "billed_cost_usd": np.where(np.isnan(costs.recorded_usd), np.nan, costs.billed_usd + billed_summaries),
+        "unbilled_summary_cost_usd": summary_usd - billed_summaries,
+        "recorded_summary_cost_usd": costs.recorded_summary_usd,
         **static,
         **{name: [value] * runs for name, value in fixed.items()},
     }

@@ -213,6 +213,16 @@ def _v13_behaviour_exposure(con: duckdb.DuckDBPyConnection) -> None:
     con.execute('ALTER TABLE behaviour_runs ADD COLUMN "loop_exposure" DOUBLE')
 
 
+def _v14_like_for_like_bill(con: duckdb.DuckDBPyConnection) -> None:
+    """``sim_runs`` gains the comparison with the recorded bill, like for like: ``billed_cost_usd`` (what the
+    replay charges for what the bill covers: the requests with recorded usage, priced as the bill prices them, and
+    the summarisation calls when the log records every summariser call's usage), ``unbilled_summary_cost_usd``
+    (the summarisation calls it does not), ``recorded_summary_cost_usd`` (the summariser calls the log records,
+    part of ``recorded_cost_usd``). NULL on rows stored before this version."""
+    for col in ("billed_cost_usd", "unbilled_summary_cost_usd", "recorded_summary_cost_usd"):
+        con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" DOUBLE')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -227,6 +237,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v11_reader_version,
     _v12_sweep_results_unindexed,
     _v13_behaviour_exposure,
+    _v14_like_for_like_bill,
 ]
 
 

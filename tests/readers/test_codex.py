@@ -186,8 +186,8 @@ def test_compaction_events_on_the_corpus(corpus: Path) -> None:
     items = {i.seq: i for i in of(records, Item)}
     events = run.metadata["context_events"]
     assert [(e["step"], e["line"], e["usage"]) for e in events] == [
-        (136, 783, {"input": 211015, "cache_read": 0, "output": 1536}),
-        (286, 1695, {"input": 210138, "cache_read": 0, "output": 1764}),
+        (136, 783, {"input": 211015, "cache_read": 0, "output": 1536, "prompt": 211015}),
+        (286, 1695, {"input": 210138, "cache_read": 0, "output": 1764, "prompt": 210138}),
     ]
     assert [(reqs[e["step"]].line, reqs[e["step"]].prompt_tokens) for e in events] == [(792, 15784), (1702, 14900)]
     assert [reqs[e["step"] - 1].prompt_tokens for e in events] == [216116, 214827]
@@ -321,7 +321,7 @@ def test_hand_made_compaction(tmp_path: Path) -> None:
             "trigger": None,
             "pre_tokens": None,
             "line": 9,
-            "usage": {"input": 180, "cache_read": 0, "output": 20},
+            "usage": {"input": 180, "cache_read": 0, "output": 20, "prompt": 180},
             "resent": [[6, 8]],
         }
     ]

@@ -167,7 +167,8 @@ def test_compaction_replaces_the_messages_up_to_its_checkpoint(tmp_path: Path) -
     assert event["drop"] == [[1, third.seq - 1]]  # from the user message to the checkpoint: turn 3 stays
     assert event["summary_seq"] == summary.seq and summary.text.endswith("Fixed two tests.")
     assert "fix the tests" in summary.text  # the summary message lists the user's messages
-    assert event["usage"] == {"input": 99000, "cache_read": 80000, "output": 900}
+    # the CLI writes the call's prompt_tokens as ``input`` (cached included): canonical ``input`` is the uncached part
+    assert event["usage"] == {"input": 19000, "cache_read": 80000, "output": 900, "prompt": 99000}
     assert (event["pre_tokens"], event["post_tokens"]) == (108200, 14000)
     assert run.metadata["harness_prefix"]["tokens"] == 9000  # from compaction_start, the first breakdown
 

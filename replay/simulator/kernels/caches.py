@@ -107,7 +107,12 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
         for bi in range(nb):
             b = bps[bi]
             tokens = cum_at(cumtok, b, overhead, s_at, s_tok)
-            if tokens < min_tokens or tokens <= hit:
+            if tokens < min_tokens:
+                continue
+            if tokens <= hit:  # a breakpoint inside the prefix read is used too: its entry lives on (Anthropic:
+                for i in range(n[0]):  # "refreshed each time the cached content is used"). cc-jason-webtech reads
+                    if pos[i] == b:  # its 34,027-token system breakpoint after each compaction, long after the
+                        exp[i] = until + ttl  # request that last wrote it
                 continue
             found = False
             for i in range(n[0]):
