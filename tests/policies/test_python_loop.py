@@ -3,11 +3,14 @@ view, the orphan and server drops, the cache, the counts, the rows) is that loop
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from replay.policies import Budget, Policy, make_policy
 from replay.policies.view import PLACEHOLDER
+from replay.run_arrays import RecordedEvents
 from replay.simulator.caches import make_cache
 from replay.simulator.kernels.trace import views_of
 from replay.simulator.run import simulate_run
@@ -58,3 +61,21 @@ def test_redefining_a_shown_form_marks_the_view_changed_there() -> None:
     first = int(np.flatnonzero(views[3].forms == PLACEHOLDER)[0])
     assert views[6].seg_tokens[first] == 1 and views[5].seg_tokens[first] == min(run.tokens[first], 50)
     assert views[6].dirty_from <= first < views[5].end  # the cache re-reads from the repriced item
+
+
+class KeepsRecorded(SendsEverything):
+    """The full history including what the harness's own events added (as the built-in ``recorded`` sees it)."""
+
+    name = "keeps_recorded"
+    replays_recorded = True
+
+
+def test_the_harness_own_items_count_only_for_a_policy_that_replays_them() -> None:
+    base = synth_run(12, seed=5)
+    marked = np.zeros(base.n_items, dtype=bool)
+    marked[[3, 4]] = True  # as if the harness re-sent these after a summary of its own
+    run = dataclasses.replace(base, recorded=RecordedEvents.empty(base.n_items))
+    run = dataclasses.replace(run, recorded=dataclasses.replace(run.events, recorded_only=marked))
+    dropped, kept = (views_of(run, p, Budget()).views[-1] for p in (SendsEverything(), KeepsRecorded()))
+    assert (dropped.seg_tokens[[3, 4]] == 0).all() and (kept.seg_tokens[[3, 4]] == run.tokens[[3, 4]]).all()
+    assert kept.prompt_tokens - dropped.prompt_tokens == run.tokens[[3, 4]].sum() > 0
