@@ -11,10 +11,30 @@ import numpy as np
 
 from replay.errors import ReplayError
 from replay.policies.config import PolicyConfig
-from replay.policies.kernel import ESTIMATORS, N_PARAMS, P_CODE, P_ESTIMATOR, P_RESERVE, P_WINDOW
+from replay.policies.kernel import (
+    ESTIMATORS,
+    N_PARAMS,
+    P_CODE,
+    P_ESTIMATOR,
+    P_RESERVE,
+    P_WINDOW,
+    S_CHANGED_FROM,
+    S_DIRTY,
+    S_EMERGENCY,
+    S_END,
+    S_K,
+    S_SUM_AT,
+    S_SUM_EST,
+    S_SUM_ID,
+    S_SUM_TOK,
+    S_SUMMARISED,
+    S_TOT_EST,
+    S_TOT_TOK,
+    SUMMARY_MADE,
+)
 from replay.policies.space import Knob
-from replay.policies.view import DROPPED, N_FORMS, ORIGINAL, View
-from replay.run_arrays import TOOL_RESULT, RunArrays, chars4
+from replay.policies.view import DROPPED
+from replay.run_arrays import TOOL_RESULT, RunArrays
 
 DEFAULT_WINDOW = 200_000  # every command's default context window (tokens)
 WINDOW_HELP = f"Context window, tokens (the same default, {DEFAULT_WINDOW:,}, in every command)."
@@ -47,14 +67,6 @@ class Budget:
     @property
     def usable(self) -> int:
         return self.window - self.reserve
-
-
-def estimate(run: RunArrays, name: str, chars: np.ndarray | None = None) -> np.ndarray:
-    """Token estimate per item by estimator ``name`` ('chars/4', 'chars/3' or 'real')."""
-    c = run.chars if chars is None else chars
-    if name == "real":
-        return run.tokens.copy() if chars is None else chars4(c)
-    return chars4(c) if name == "chars/4" else (np.asarray(c, dtype=np.int64) + 2) // 3
 
 
 class PolicyBase:
@@ -124,76 +136,69 @@ class CompiledPolicy(PolicyBase):
 
 class Policy(PolicyBase):
     """A policy written in Python (a user policy by import path): subclasses set ``Config`` and ``name``, override
-    ``setup`` and ``stages``; never mutate the run. Slower than the compiled built-ins: every request is a Python
-    step.
+    ``setup`` and ``stages``; never mutate the run. Slower than the compiled built-ins: every request calls back
+    into Python.
 
-    Why this loop (``step``, with ``replay.simulator.run._python_steps`` charging the cache) is a second copy of the
-    compiled driver (``replay.simulator.kernels.driver.run_kernel``) and not a call into it: the driver is numba
-    nopython code, specialised per policy code (``literally``) and dispatching to compiled ``setup``/``decide``
-    through generated tables; it cannot call a Python object. Routing a Python policy through it would need (a) a
-    driver specialisation whose decide step enters ``numba.objmode`` (free for the built-ins, whose
-    specialisations never compile that branch) and (b) Python policies written against the driver's state arrays
-    (``p, r, st``) instead of this class's forms and helpers: an API change for every user policy,
-    ``examples/policies`` and ``docs/policies.md``. Until then tests/policies/test_examples.py holds the two
-    together: the compiled twin of ``examples/policies/keep_recent.py`` gives its views, request by request."""
+    It runs in the same compiled request loop as the built-ins (``replay.simulator.kernels.driver.run_kernel``):
+    the loop appends each request's items, drops orphaned results and what the server no longer counts, emits the
+    view, charges the cache and counts; only the decision is this class's. The loop's specialisation for policies
+    written in Python (``replay.policies.python_kernel``) enters ``numba.objmode`` to call ``attach`` once per run
+    and ``advance`` before every request. ``forms``, ``ftok`` and ``fest`` are the loop's own state arrays, shared:
+    change them through the helpers below, which also keep the first changed position (``dirty``) that the cache
+    re-reads from."""
 
-    # -- per run -------------------------------------------------------------------------------
-    def reset(self, run: RunArrays, budget: Budget) -> None:
-        n = run.n_items
+    # -- called by the compiled loop -----------------------------------------------------------
+    def attach(self, run: RunArrays, budget: Budget, forms: np.ndarray, ftok: np.ndarray, fest: np.ndarray) -> None:
+        """Start a run: the loop's state arrays (every form costs the item, by the policy's estimator, until
+        ``setup`` defines it), then ``setup``."""
         self.run, self.budget = run, budget
-        self.forms = np.zeros(n, dtype=np.int8)
-        self.ftok = np.zeros((N_FORMS, n), dtype=np.int64)
-        self.fest = np.zeros((N_FORMS, n), dtype=np.int64)
-        self.ftok[ORIGINAL] = run.tokens
-        self.fest[ORIGINAL] = estimate(run, getattr(self.config, "estimator", "chars/4"))
-        self.ftok[1:5], self.fest[1:5] = run.tokens, self.fest[ORIGINAL]  # until a form is defined
-        self.idx = np.arange(n)
+        self.forms, self.ftok, self.fest = forms, ftok, fest
+        self.idx = np.arange(run.n_items)
         self.summary_at, self.summary_id, self.summary_tokens, self.summary_est = -1, 0, 0, 0
-        self.dirty, self.prev_end, self.end, self.k = 0, 0, 0, 0
+        self.dirty, self.end, self.k = 0, 0, 0
         self.flags = {"emergency": False, "summarised": False}
         self.setup()
-        if not self.replays_recorded:  # the harness's own summaries and re-sent copies are not this policy's
-            gone = run.events.recorded_only
-            self.ftok[:, gone], self.fest[:, gone] = 0, 0
 
+    def advance(self, s: np.ndarray) -> None:
+        """Request ``s[S_K]``, its items appended (``s``: the loop's scalars, ``replay.policies.kernel``): run the
+        stages, then hand the loop the view's totals, summary, flags and first changed position."""
+        self.k, self.end, self.dirty = int(s[S_K]), int(s[S_END]), int(s[S_DIRTY])
+        self.flags = {"emergency": False, "summarised": False}
+        for trigger, decide in self.stages():
+            if trigger():
+                decide()
+        e = self.end
+        s[S_TOT_TOK] = int(self.ftok[self.forms[:e], self.idx[:e]].sum())
+        s[S_TOT_EST] = int(self.seg_est().sum())
+        s[S_DIRTY] = self.dirty
+        s[S_CHANGED_FROM] = 0  # the view is compared whole: a form may have been set without a helper
+        s[S_SUM_AT], s[S_SUM_ID], s[S_SUM_TOK], s[S_SUM_EST] = (
+            self.summary_at,
+            self.summary_id,
+            self.summary_tokens,
+            self.summary_est,
+        )
+        s[S_EMERGENCY] = int(self.flags["emergency"])
+        s[S_SUMMARISED] = SUMMARY_MADE if self.flags["summarised"] else 0
+
+    # -- to override ---------------------------------------------------------------------------
     def setup(self) -> None:
         """Precompute form costs for this run."""
-
-    def define(self, form: int, real: np.ndarray, est: np.ndarray) -> None:
-        self.ftok[form], self.fest[form] = real, est
 
     def stages(self) -> list[tuple[Callable[[], bool], Callable[[], None]]]:
         """(trigger, decide) pairs, run in order before every request."""
         return []
 
-    def step(self, k: int) -> View:
-        """Advance to request k (0, 1, 2... in order) and return V_k."""
-        self.k, self.end = k, int(self.run.req_end[k])
-        self.flags = {"emergency": False, "summarised": False}
-        self.drop_orphans()
-        self.server_drops()
-        for trigger, decide in self.stages():
-            if trigger():
-                decide()
-        return self.emit()
-
-    def server_drops(self) -> None:
-        """Items the server no longer counts from this request on, whatever the policy sends (an earlier turn's
-        reasoning: ``RunArrays.gone_at``)."""
-        gone = self.run.gone_at[: self.end]
-        self.set_forms(np.flatnonzero((gone >= 0) & (gone <= self.k) & (self.forms[: self.end] != DROPPED)), DROPPED)
-
-    def drop_orphans(self) -> None:
-        """A result arriving after its call was dropped is dropped too: a call is never split from its result (but
-        where tool calls are text, ``RunArrays.text_tools``)."""
-        r = self.run
-        if r.text_tools:
-            return
-        new = np.arange(self.prev_end, self.end)
-        late = new[(r.kind[new] == TOOL_RESULT) & (r.pair[new] >= 0) & (r.pair[new] < new)]
-        self.set_forms(late[self.forms[r.pair[late]] == DROPPED], DROPPED)
-
     # -- helpers for decisions -----------------------------------------------------------------
+    def define(self, form: int, real: np.ndarray, est: np.ndarray) -> None:
+        """Every item's ``form`` costs (real, est) from now on; a visible item whose real cost changes marks the
+        view changed from there (as the compiled ``set_cost``)."""
+        e, old = self.end, self.ftok[form].copy()
+        self.ftok[form], self.fest[form] = real, est
+        shown = np.flatnonzero((self.forms[:e] == form) & (self.ftok[form, :e] != old[:e]))
+        if len(shown):
+            self.dirty = min(self.dirty, int(shown[0]))
+
     def set_forms(self, positions: np.ndarray, form: int) -> None:
         positions = np.asarray(positions, dtype=np.int64)
         if len(positions):
@@ -246,25 +251,6 @@ class Policy(PolicyBase):
         partners = self.run.pair[positions]
         both = np.concatenate([positions, partners[(partners >= 0) & (partners < self.end)]])
         self.set_forms(np.unique(both), DROPPED)
-
-    def emit(self) -> View:
-        e = self.end
-        forms = self.forms[:e].copy()
-        view = View(
-            k=self.k,
-            end=e,
-            forms=forms,
-            seg_tokens=self.ftok[forms, self.idx[:e]],
-            seg_est=self.fest[forms, self.idx[:e]],
-            summary_at=self.summary_at,
-            summary_id=self.summary_id,
-            summary_tokens=self.summary_tokens,
-            summary_est=self.summary_est,
-            dirty_from=min(self.dirty, self.prev_end),
-            **self.flags,
-        )
-        self.prev_end, self.dirty = e, e
-        return view
 
 
 AnyPolicy: TypeAlias = CompiledPolicy | Policy  # what make_policy gives: a built-in, or a policy written in Python

@@ -1,8 +1,9 @@
 """What request k would have sent under a policy: the view segment by segment, with tokens and cache status.
 
 Built from the simulator's public pieces: the run as ``load_run`` gives it (harness prefix first, as a synthetic
-``system`` item), ``Policy.step`` views, ``View.segments()`` and the cache model ``billing_for`` picks. The loop
-mirrors ``replay.simulator.run._simulate`` (tests hold the two to the same prompt and cache figures).
+``system`` item), the charged views of ``replay.simulator.run.charged_views``, ``View.segments()`` and the cache
+model ``billing_for`` picks. The loop mirrors ``replay.simulator.run._simulate`` (tests hold the two to the same
+prompt and cache figures).
 """
 
 from __future__ import annotations

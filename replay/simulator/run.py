@@ -1,6 +1,5 @@
-"""One run's per-request columns and run row: the views of every request (the compiled loop's trace for a built-in
-policy, Python steps for a policy written in Python), the cache charged, counted. Raw counters out, ratios derived
-later."""
+"""One run's per-request columns and run row: the views of every request (the compiled loop's trace, for a built-in
+policy and a policy written in Python alike), the cache charged, counted. Raw counters out, ratios derived later."""
 
 from __future__ import annotations
 
@@ -13,19 +12,16 @@ from replay.metrics.cost import summary_cost
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.model import KINDS
-from replay.policies.base import AnyPolicy, Budget, CompiledPolicy, Policy
+from replay.policies.base import AnyPolicy, Budget
 from replay.policies.view import ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
-from replay.simulator.idle import request_times
-from replay.simulator.kernels.caches import CacheState
-from replay.simulator.kernels.packed import model_codes, static_row
+from replay.simulator.kernels.packed import static_row
 from replay.simulator.kernels.trace import trace_run
 from replay.simulator.request_costs import plan, run_costs
 from replay.simulator.run_output import summary_hits_cache
 from replay.simulator.run_rows import COUNTERS, first_row, run_columns
-from replay.simulator.run_start import split_tail
 
 REQUEST_COLUMNS = (
     "k",
@@ -44,18 +40,6 @@ REQUEST_COLUMNS = (
     "recorded_prompt",
     "recorded_cache_read",
 ) + tuple(f"tok_{k}" for k in KINDS)
-
-
-class PolicyResultError(TypeError):
-    """A policy returned something other than one View for the request asked."""
-
-
-def _check(view: object, k: int, end: int) -> View:
-    if not isinstance(view, View):
-        raise PolicyResultError(f"request {k}: policy returned {type(view).__name__}, expected View")
-    if view.k != k or view.end != end:
-        raise PolicyResultError(f"request {k}: view is for request {view.k} with {view.end} items, expected {end}")
-    return view
 
 
 def simulate_run(
@@ -93,42 +77,6 @@ def simulate_run_by_tool(
     return cols, row, by_tool
 
 
-def _python_steps(run: RunArrays, policy: Policy, cache: CacheState) -> Iterator[tuple[View, int, int]]:
-    """(view, cached, written) per request of a policy written in Python."""
-    models, caps = model_codes(run), run.cache_caps
-    sent, done = request_times(run)
-    for k in range(run.n_requests):
-        end = int(run.req_end[k])
-        view = _check(policy.step(k), k, end)
-        if k > 0 and models[k] != models[k - 1]:
-            cache.switch_model()
-        cumtok = np.zeros(end + 1, dtype=np.int64)
-        np.cumsum(view.seg_tokens, out=cumtok[1:])
-        dirty = view.dirty_from if k else _first_rewrite(view, run.tokens)
-        dirty = cache.cap(dirty, min(run.first_body, end), int(caps[k]))
-        yield (
-            view,
-            *cache.request(
-                dirty,
-                end,
-                min(run.first_body, end),
-                float(run.req_ts[k]),
-                cumtok,
-                view.summary_at,
-                view.summary_tokens if view.summary_at >= 0 else 0,
-                float(sent[k]),
-                float(done[k]),
-            ),
-        )
-
-
-def _first_rewrite(view: View, tokens: np.ndarray) -> int:
-    """Where the first request's view first differs from the log (as the compiled loop's ``first_rewrite``)."""
-    end = view.end if view.summary_at < 0 else min(view.summary_at, view.end)
-    changed = np.flatnonzero((view.forms[:end] != ORIGINAL) | (view.seg_tokens[:end] != tokens[:end]))
-    return int(changed[0]) if len(changed) else end
-
-
 def charged_views(
     run: RunArrays,
     policy: AnyPolicy,
@@ -138,16 +86,11 @@ def charged_views(
     overhead: int = 0,
 ) -> tuple[Iterator[tuple[View, int, int]], np.ndarray]:
     """((view, cached, written) per request, the item costs as the policy sees the history) of ``run`` under
-    ``policy``, charged by ``bill``'s cache model: the compiled loop's trace for a built-in policy, Python steps
-    with the same compiled cache models for a policy written in Python. Either way the run starts with its warm
-    prefix, and its views hold the prefix item without the tail (``replay.simulator.run_start.split_tail``)."""
-    if isinstance(policy, CompiledPolicy):
-        trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead)
-        return zip(trace.views(), trace.cached.tolist(), trace.written.tolist(), strict=True), trace.ftok[ORIGINAL]
-    split = split_tail(run)
-    policy.reset(split, budget)
-    cache = CacheState(bill.cache, bill.model, run.n_requests, overhead, run.warm, split.tokens)
-    return _python_steps(split, policy, cache), policy.ftok[ORIGINAL]
+    ``policy`` (built-in or written in Python), charged by ``bill``'s cache model: the compiled loop's trace. The
+    run starts with its warm prefix, and its views hold the prefix item without the tail
+    (``replay.simulator.run_start.split_tail``)."""
+    trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead)
+    return zip(trace.views(), trace.cached.tolist(), trace.written.tolist(), strict=True), trace.ftok[ORIGINAL]
 
 
 def _simulate(

@@ -1,9 +1,10 @@
 """Sweep rows of one point over many runs: from the compiled loop (every packed run under the point, as the run rows
-``replay.simulator.run.simulate_run`` gives: the same loop, counters only), or request by request
-(``evaluate_runs``) for a policy written in Python.
+``replay.simulator.run.simulate_run`` gives: the same loop, counters only), or run by run (``evaluate_runs``) for a
+policy written in Python.
 
 ``point_columns`` returns None when the point's policy is written in Python (a user policy by import path): the
-caller then steps it request by request, which is much slower and says so.
+caller then simulates each run (the same compiled loop, calling back into Python for each request's decision),
+which is much slower and says so.
 """
 
 from __future__ import annotations

@@ -154,8 +154,8 @@ def run_sweep(
     validate_points(spec)
     if not _compiled(spec.policy):
         (note or print_note)(
-            f"policy {spec.policy} is written in Python: every point steps it request by request, "
-            "far slower than the compiled built-in policies"
+            f"policy {spec.policy} is written in Python: every point calls back into Python for "
+            "each request's decision, far slower than the compiled built-in policies"
         )
     sid = spec.sweep_id
     results.register_sweep(con, sid, spec.name, spec.policy, spec.__dict__, spec.n_points, n_runs)

@@ -9,7 +9,7 @@ import replay.policies.dispatch as dispatch
 from replay.errors import ReplayError
 from replay.policies import Policy, generate, make_policy, registry
 from replay.simulator.caches import make_cache
-from replay.simulator.run import PolicyResultError, simulate_run
+from replay.simulator.run import simulate_run
 from replay.testing import check_policy, synth_run
 from replay.testing.conformance import check_acts
 
@@ -41,15 +41,26 @@ def test_a_policy_left_out_of_the_dispatch_fails_loudly(monkeypatch, tmp_path):
         check_acts(make_policy("masking"), synth_run(120, seed=3))
 
 
-def test_bad_result_type_is_caught():
+def test_an_error_in_a_python_policy_surfaces_with_its_request():
+    """The compiled loop calls back into a policy written in Python; the policy's own error reaches the caller,
+    naming the request and the run, and the loop does not call the policy again after it."""
+    calls = []
+
     class Broken(Policy):
         name = "broken"
 
-        def step(self, k):
-            return None
+        def stages(self):
+            return [(lambda: True, self.fail)]
 
-    with pytest.raises(PolicyResultError, match="expected View"):
-        simulate_run(synth_run(5), Broken(), make_cache("none"))
+        def fail(self):
+            calls.append(self.k)
+            if self.k == 3:
+                raise ValueError("bad decision")
+
+    with pytest.raises(ValueError, match="bad decision") as raised:
+        simulate_run(synth_run(8), Broken(), make_cache("none"))
+    assert "at request 3" in raised.value.__notes__ and calls == [0, 1, 2, 3]
+    assert any("raised by policy broken" in note for note in raised.value.__notes__)
 
 
 def test_user_policy_by_import_path():

@@ -8,7 +8,7 @@ import pytest
 
 from replay.errors import ReplayError
 from replay.simulator.caches import make_cache
-from replay.simulator.kernels.caches import CacheState
+from tests.simulator.cache_state import CacheState
 
 SIZES = np.array([3000, 500, 700, 900, 1100, 1300], dtype=np.int64)  # request k holds items 0..k
 

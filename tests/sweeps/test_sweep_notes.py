@@ -37,8 +37,8 @@ class NoCompute(executors.Executor):
             PYTHON_POLICY,
             {},
             [
-                f"policy {PYTHON_POLICY} is written in Python: every point steps it request by request, "
-                "far slower than the compiled built-in policies"
+                f"policy {PYTHON_POLICY} is written in Python: every point calls back into Python for "
+                "each request's decision, far slower than the compiled built-in policies"
             ],
         ),
         ("seed_a", {"protect": [8000, 12000]}, []),

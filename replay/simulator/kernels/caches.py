@@ -1,5 +1,5 @@
-"""The cache models, compiled: the only definition of what each charges, used by the loop of the built-in policies
-and, request by request, by policies written in Python (``CacheState``).
+"""The cache models, compiled: the only definition of what each charges, used by the request loop every policy runs
+in (``replay.simulator.kernels.driver``).
 
 Entries are (pos, tokens, expiry) rows in ``pos``/``tok``/``exp``, ``n[0]`` of them live; ``n[1]``/``n[2]`` are
 the position and tokens of what was warm before the run (``warm_entry``; tokens 0: nothing). A request is given as
@@ -264,65 +264,3 @@ def drop_entries(n):
     """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them
     (a switch back within the TTL would find the first model's entries again; not modelled)."""
     n[0] = n[1] = n[2] = 0
-
-
-class CacheState:
-    """One run's cache entries, charged request by request from Python (the per-request loop of a policy written
-    in Python); the same compiled cache models as the loop of the built-in policies."""
-
-    def __init__(
-        self, cache: CacheModel, model: str | None, n_requests: int, overhead: int, warm: int, tokens: np.ndarray
-    ) -> None:
-        self.params = cache_params(cache, model)
-        cap = 2 * n_requests + 12
-        self.pos, self.tok = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
-        self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
-        self.overhead = overhead
-        warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
-
-    def cap(self, dirty: int, prefix_end: int, cap: int) -> int:
-        """``dirty`` for a request with a ``cache_cap`` (>= 0): no later than the end of the prefix item, whose
-        entries keep ``cap`` tokens at most, where ``server_resets``."""
-        if cap < 0 or not server_resets(self.params):
-            return dirty
-        dirty = min(dirty, prefix_end)
-        cap_entries(self.tok, self.pos, self.n, dirty, cap)
-        return dirty
-
-    def switch_model(self) -> None:
-        """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""
-        if switch_drops(self.params):
-            drop_entries(self.n)
-
-    def request(
-        self,
-        dirty_from: int,
-        end: int,
-        system_end: int,
-        ts: float,
-        cumtok: np.ndarray,
-        summary_at: int,
-        summary_tokens: int,
-        sent: float = math.nan,
-        done: float = math.nan,
-    ) -> tuple[int, int]:
-        """(cached, written) for one request: ``cumtok[p]`` real tokens of the items before position p; ``sent``
-        and ``done``: when it was sent and its response ended (replay.simulator.idle), NaN unknown."""
-        hit, written = cache_request(
-            self.params,
-            self.pos,
-            self.tok,
-            self.exp,
-            self.n,
-            dirty_from,
-            end,
-            system_end,
-            ts,
-            cumtok,
-            self.overhead,
-            summary_at,
-            summary_tokens,
-            sent,
-            done,
-        )
-        return int(hit), int(written)

@@ -1,10 +1,12 @@
-"""The compiled request loop every built-in policy runs in: one run, one configuration, every request.
+"""The compiled request loop every policy runs in, built-in or written in Python: one run, one configuration, every
+request.
 
 Before each request the loop appends the new items (a result whose call is gone is dropped with it), drops what the
-server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.policies.dispatch``, generated), then
-charges the cache (``replay.simulator.kernels.caches``) and counts. ``trace`` also records, per request, the view's
-scalars and every change of an item's form or cost, from which ``replay.simulator.kernels.trace`` rebuilds the View
-of each request: the per-request path and the sweep path are this one loop.
+server no longer counts (``RunArrays.gone_at``), lets the policy decide (``replay.policies.dispatch``, generated; a
+policy written in Python through ``replay.policies.python_kernel``), then charges the cache
+(``replay.simulator.kernels.caches``) and counts. ``trace`` also records, per request, the view's scalars and every
+change of an item's form or cost, from which ``replay.simulator.kernels.trace`` rebuilds the View of each request:
+the per-request path and the sweep path are this one loop.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from replay.policies.kernel import (
     State,
     estimate_chars,
 )
+from replay.policies.python_kernel import P_REPLAYS_RECORDED, PYTHON
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.run_arrays import TOOL_RESULT
 from replay.simulator.kernels.caches import (
@@ -135,7 +138,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     st = _initial_state(p, r)
     s, forms, ftok, fest = st.s, st.forms, st.ftok, st.fest
     setup(code, p, r, st)
-    if code != RECORDED:  # the harness's own summaries and re-sent copies are not this policy's
+    # the harness's own summaries and re-sent copies are not this policy's
+    if code != RECORDED and not (code == PYTHON and p[P_REPLAYS_RECORDED]):
         for q in range(n):
             if r.recorded_only[q]:
                 ftok[:, q] = 0

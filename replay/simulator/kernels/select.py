@@ -2,7 +2,8 @@
 
 The loop's entry points take the policy code as a compile-time constant (``numba.literally``), so numba compiles
 (and caches) one loop per policy with only that policy's code in it: a command compiles what it runs, not every
-policy. The tables are generated from the registry (``replay.policies.dispatch``).
+policy. The tables are generated from the registry (``replay.policies.dispatch``); code ``PYTHON`` is every policy
+written in Python, whose loop calls back into the policy object (``replay.policies.python_kernel``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
 
+from replay.policies import python_kernel
 from replay.policies.dispatch import DECIDES, SETUPS
 
 
@@ -31,6 +33,8 @@ def _pick(table: dict, code, what: str):
             "call it from a function that calls numba.literally(code) first"
         )
     fn = table.get(code.literal_value)
+    if code.literal_value == python_kernel.PYTHON:  # every policy written in Python: a call back into it
+        fn = python_kernel.setup if what == "setup" else python_kernel.decide
     if fn is None:
 
         def nothing(code, p, r, st):

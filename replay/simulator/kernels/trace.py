@@ -10,6 +10,7 @@ import numpy as np
 
 from replay.policies.base import AnyPolicy, Budget, CompiledPolicy
 from replay.policies.kernel import P_NEAR_MARGIN, P_OVERHEAD, SUMMARY_MADE
+from replay.policies.python_kernel import PYTHON, hosting
 from replay.policies.view import View
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel
@@ -29,7 +30,8 @@ from replay.simulator.kernels.driver import (
     T_WINDOW,
     T_WRITTEN,
 )
-from replay.simulator.kernels.packed import pack
+from replay.simulator.kernels.packed import PackedRuns, pack
+from replay.simulator.run_start import split_tail
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,24 +83,41 @@ class Trace:
 
 def trace_run(
     run: RunArrays,
-    policy: CompiledPolicy,
+    policy: AnyPolicy,
     budget: Budget,
     cache: CacheModel | None = None,
     model: str | None = None,
     near_margin: float = 0.05,
     overhead: int = 0,
 ) -> Trace:
-    """Run ``run`` under ``policy`` in the compiled loop, charging ``cache`` (None: no cache) for a run of
-    ``model``; ``overhead`` as in replay.simulator.run.simulate_run; the run starts with its own warm prefix and
-    tail (``RunArrays.warm``/``tail``), the views' prefix item without the tail."""
+    """Run ``run`` under ``policy`` (a built-in, or a policy written in Python: the same loop, calling back into it
+    for each decision) in the compiled loop, charging ``cache`` (None: no cache) for a run of ``model``;
+    ``overhead`` as in replay.simulator.run.simulate_run; the run starts with its own warm prefix and tail
+    (``RunArrays.warm``/``tail``), the views' prefix item without the tail."""
     packed = pack([run])
-    p = kernel_params(policy, budget)
-    p[P_NEAR_MARGIN], p[P_OVERHEAD] = near_margin, overhead
     cp = cache_params(cache if cache is not None else CacheModel(), model)
-    tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
-    counters, columns, log, ftok, fest = call_policy_kernel(
-        trace_kernel, policy.code, policy.name, p, cp, packed.arrays, tflag, 0
-    )
+    if isinstance(policy, CompiledPolicy):
+        p = kernel_params(policy, budget)
+        tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
+        return _trace(run, packed, policy.code, policy.name, p, cp, tflag, near_margin, overhead)
+    with hosting(policy, split_tail(run), budget) as p:  # the policy sees the run as the loop does
+        tflag = packed.tool_flags(np.zeros(len(packed.tool_names), dtype=np.int8))
+        return _trace(run, packed, PYTHON, "policies written in Python", p, cp, tflag, near_margin, overhead)
+
+
+def _trace(
+    run: RunArrays,
+    packed: PackedRuns,
+    code: int,
+    name: str,
+    p: np.ndarray,
+    cp: np.ndarray,
+    tflag: np.ndarray,
+    near_margin: float,
+    overhead: int,
+) -> Trace:
+    p[P_NEAR_MARGIN], p[P_OVERHEAD] = near_margin, overhead
+    counters, columns, log, ftok, fest = call_policy_kernel(trace_kernel, code, name, p, cp, packed.arrays, tflag, 0)
     return Trace(run, columns, log, counters, ftok, fest)
 
 
@@ -113,9 +132,5 @@ class Views:
 
 def views_of(run: RunArrays, policy: AnyPolicy, budget: Budget) -> Views:
     """The views of ``run`` under ``policy`` (compiled, or a policy written in Python), no cache."""
-    if isinstance(policy, CompiledPolicy):
-        trace = trace_run(run, policy, budget)
-        return Views(list(trace.views()), trace.ftok, trace.fest)
-    policy.reset(run, budget)
-    views = [policy.step(k) for k in range(run.n_requests)]
-    return Views(views, policy.ftok, policy.fest)
+    trace = trace_run(run, policy, budget)
+    return Views(list(trace.views()), trace.ftok, trace.fest)
