@@ -309,6 +309,26 @@ def disk_full(exc: BaseException) -> str | None:
 PATH_FAULTS = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT)
 
 
+def output_folder(path: Path, option: str) -> Path:
+    """Refuse, before any work, an output folder that is a file or lies under one (the work would be done and
+    then lost); a missing folder is made when written."""
+    blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ReplayError(
+            f"{option} {for_terminal(path_text(path))}: {for_terminal(path_text(blocker))} is a file, not a "
+            "folder; give a folder path"
+        )
+    return path
+
+
+def output_file(path: Path, option: str) -> Path:
+    """Refuse, before any work, an output file path that is a folder or lies under a file."""
+    if path.is_dir():
+        raise ReplayError(f"{option} {for_terminal(path_text(path))}: is a folder; give a file path in it")
+    output_folder(path.parent, option)
+    return path
+
+
 def path_fault(exc: BaseException) -> str | None:
     """One line for an error of the file system on a named path (an output folder that is a file, a missing or
     read-only folder, no permission), or None when ``exc`` is not one."""

@@ -21,6 +21,7 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    output_folder,
     warnings_block,
 )
 from replay.errors import ReplayError
@@ -90,6 +91,7 @@ def tune(
     workers = sweep_workers(workers, 0, note) if executor != "ray" else workers
     pricing = pricing_from_options(prices, price, model)  # a bad price file fails before any counting
     tune_grid(policy, window, points, reserve)  # an unknown policy or a bad window fails before any counting
+    output_folder(out, "--out")
     con = open_store(db)
     tok = resolve_given(con, tokenizer)
     if tok.counted:
