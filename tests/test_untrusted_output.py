@@ -144,10 +144,12 @@ def test_notes_warnings_and_errors_show_log_text_inert(capsys: pytest.CaptureFix
 
     from replay.cli.common import _error_line, note, warnings_block
 
-    note(f"no price for {HOSTILE_ID}")
-    _error_line(f"/logs/{HOSTILE_ID}.jsonl: unreadable\nsecond line")
+    note(f"no price for {HOSTILE_ID}\n# injected line")
     err = capsys.readouterr().err
-    assert not CONTROL.search(err.replace("\n", "")) and "\\x1b]52" in err and "second line" in err
+    assert not CONTROL.search(err.replace("\n", "")) and "\\x0a# injected" in err.replace("\n", "")
+    _error_line(f"/logs/{HOSTILE_ID}.jsonl: harness a\n# injected line")  # an error is one line, whatever it names
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not CONTROL.search(err.replace("\n", "")) and "\\x1b]52" in err
     out = io.StringIO()
     warnings_block([f"cost covers 1 of 2 runs; no price for {HOSTILE_MODEL}"], Console(file=out, width=400))
     assert not CONTROL.search(out.getvalue().replace("\n", "")) and "\\x1b[2J" in out.getvalue()

@@ -341,9 +341,9 @@ def path_fault(exc: BaseException) -> str | None:
 
 
 def _error_line(message: str) -> None:
-    """``error: message`` on stderr as one line (a terminal may fold it; rich does not wrap it); a file name or
-    other log text in it has its controls made visible (its own line breaks are kept)."""
-    message = "\n".join(for_terminal(line) for line in message.split("\n"))
+    """``error: message`` on stderr as one line (a terminal may fold it; rich does not wrap it); a file name, run
+    id or harness name from a log in it has its controls, line breaks included, made visible."""
+    message = for_terminal(message)
     Console(stderr=True, soft_wrap=True).print(Text.assemble(("error:", "bold red"), f" {message}"), highlight=False)
 
 
