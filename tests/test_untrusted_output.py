@@ -214,3 +214,23 @@ def test_tune_lines_and_policy_files_from_a_hostile_log(hostile_db: Path, tmp_pa
     for toml in (tmp_path / "t").glob("*.toml"):
         text = toml.read_text(encoding="utf-8")
         assert tomllib.loads(text) and not CONTROL.search(text.replace("\n", ""))
+
+
+def test_placeholders_csv_file_from_a_hostile_log(tmp_path: Path) -> None:
+    """placeholders --csv FILE (with --by-run, the run id from a hostile file name): a CSV as --format csv writes."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+    from tests.metrics.test_placeholders import PLACEHOLDER_ACTIONS, swe_traj
+
+    db = tmp_path / "s.duckdb"
+    con = open_store(db)
+    ingest(con, [swe_traj(tmp_path / "=cmd|' \x1b]0;t\x07'!A0.traj", PLACEHOLDER_ACTIONS, keep_last=1)])
+    con.close()
+    out = tmp_path / "rates.csv"
+    res = CliRunner().invoke(app, ["placeholders", "--by-run", "--db", str(db), "--csv", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert rows and all("cmd|" in r["run_id"] for r in rows)
+    for row in rows:
+        for cell in row.values():
+            assert not cell.startswith(("=", "+", "-", "@")) and not CONTROL.search(cell), cell
