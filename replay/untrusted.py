@@ -66,6 +66,16 @@ def script_json(value: object) -> str:
     )
 
 
+def json_text(document: str) -> str:
+    """A JSON document as text safe on a terminal: the characters JSON may hold raw in a string but a terminal acts
+    on (C1 controls, DEL, direction overrides, line separators; JSON already escapes C0) written as ``\\uNNNN``
+    escapes. Outside strings a valid document holds none of them, so the parsed value is unchanged."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", document)
+
+
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
 def for_xml(text: str) -> str:
     """Text an XML 1.0 document can hold (the serializer escapes ``<``, ``&`` and quotes): the characters XML
     forbids shown as visible escapes, other controls too."""

@@ -23,6 +23,7 @@ from replay.untrusted import (
     for_markdown,
     for_terminal,
     for_xml,
+    json_text,
     script_json,
     toml_comment,
     toml_string,
@@ -47,8 +48,9 @@ HOSTILE = [
     "-2+3",
     'quote " and back\\slash',
     "\ud800 lone surrogate",
+    "\x7f DEL, \u2028 line and \u2029 paragraph separators",
 ]
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 @pytest.mark.parametrize("text", HOSTILE)
@@ -77,6 +79,15 @@ def test_html_and_script_json_hold_only_text(text: str) -> None:
 
 
 @pytest.mark.parametrize("text", HOSTILE)
+def test_json_documents_hold_no_raw_control_and_parse_unchanged(text: str) -> None:
+    if "\ud800" in text:  # no JSON encoder writes a lone surrogate raw
+        return
+    document = json.dumps({"run_id": text, "rows": [text]}, ensure_ascii=False)  # as polars and DuckDB write JSON
+    safe = json_text(document)
+    assert not CONTROL.search(safe) and json.loads(safe) == json.loads(document)
+
+
+@pytest.mark.parametrize("text", HOSTILE)
 def test_xml_toml_and_csv_parse_whatever_the_text(text: str) -> None:
     root = ET.Element("testsuite", name=for_xml(text))
     ET.SubElement(root, "failure", message=for_xml(text))
@@ -90,7 +101,8 @@ def test_xml_toml_and_csv_parse_whatever_the_text(text: str) -> None:
     assert not cell.startswith(("=", "+", "-", "@")) and not CONTROL.search(cell)
 
 
-HOSTILE_ID = 'sample\x1b]52;c;ZXZpbA==\x07<iframe srcdoc="<script>x</script>">|![i](http://e.example/i.png)'
+HOSTILE_ID = 'sample\x1b]52;c;ZXZpbA==\x07<iframe srcdoc="<script>x</script>">|![i](http://e.example/i.png)\x9b2J\u202e'
+HOSTILE_MODEL = "unpriced-model\x1b[2J\x9b6n\u2066"  # no price: named in warnings
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +115,7 @@ def hostile_db(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("hostile")
     lines = (root / "data" / "sample" / "sample-long-1.jsonl").read_text().splitlines()
     head = json.loads(lines[0])
-    head["run"], head["model"] = HOSTILE_ID, "claude-sonnet-4-5\x1b[2J"
+    head["run"], head["model"] = HOSTILE_ID, HOSTILE_MODEL
     (folder / "hostile.jsonl").write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     con = open_store(folder / "s.duckdb")
     ingest(con, [folder / "hostile.jsonl"])
@@ -111,12 +123,36 @@ def hostile_db(tmp_path_factory) -> Path:
     return folder / "s.duckdb"
 
 
-def test_tables_and_csv_from_a_hostile_log(hostile_db: Path) -> None:
+def test_tables_json_and_csv_from_a_hostile_log(hostile_db: Path) -> None:
+    """Tables, CSV and JSON (JSON is read on terminals too: a C1 CSI or a direction override in it acts there)."""
     runner = CliRunner()
-    for args in (["runs"], ["runs", "--format", "csv"], ["fidelity"], ["fidelity", "--format", "csv"]):
-        res = runner.invoke(app, [*args, "--db", str(hostile_db)])
-        assert res.exit_code == 0, res.output
-        assert "\x1b" not in res.stdout and "\x07" not in res.stdout, args
+    for cmd in (["runs"], ["runs", "--by", "model"], ["runs", "--compact"], ["fidelity"], ["quarantine"]):
+        for fmt in ("table", "csv", "json"):
+            res = runner.invoke(app, [*cmd, "--format", fmt, "--db", str(hostile_db)])
+            assert res.exit_code == 0, res.output
+            assert not CONTROL.search(res.stdout.replace("\n", "")), (cmd, fmt)
+            if fmt == "json":
+                assert isinstance(json.loads(res.stdout), list)
+    res = runner.invoke(app, ["sql", "SELECT run_id, model FROM runs", "--format", "json", "--db", str(hostile_db)])
+    assert res.exit_code == 0 and not CONTROL.search(res.stdout.replace("\n", ""))
+    assert {r["model"] for r in json.loads(res.stdout)} >= {HOSTILE_MODEL}  # the value itself unchanged
+
+
+def test_notes_warnings_and_errors_show_log_text_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    """The lines around the tables (notices, warning blocks, error lines) carry run ids, models and file names."""
+    from rich.console import Console
+
+    from replay.cli.common import _error_line, note, warnings_block
+
+    note(f"no price for {HOSTILE_ID}\n# injected line")
+    err = capsys.readouterr().err
+    assert not CONTROL.search(err.replace("\n", "")) and "\\x0a# injected" in err.replace("\n", "")
+    _error_line(f"/logs/{HOSTILE_ID}.jsonl: harness a\n# injected line")  # an error is one line, whatever it names
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and not CONTROL.search(err.replace("\n", "")) and "\\x1b]52" in err
+    out = io.StringIO()
+    warnings_block([f"cost covers 1 of 2 runs; no price for {HOSTILE_MODEL}"], Console(file=out, width=400))
+    assert not CONTROL.search(out.getvalue().replace("\n", "")) and "\\x1b[2J" in out.getvalue()
 
 
 def test_check_markdown_and_junit_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
@@ -157,3 +193,44 @@ def test_run_page_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
     assert "&lt;iframe srcdoc" in text and "\x1b" not in text
     data = re.search(r'<script type="application/json" id="data">(.*?)</script>', text, re.S)
     assert data is not None and json.loads(data[1])["run_id"].endswith(HOSTILE_ID)  # the JSON keeps it exactly
+
+
+def test_tune_lines_and_policy_files_from_a_hostile_log(hostile_db: Path, tmp_path: Path) -> None:
+    """tune names runs that still overflow and models it has no price for (summary, warnings, ANSWER) and writes
+    them into recommended.toml's header: inert on the terminal, and every policy file parses."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(hostile_db.read_bytes())
+    con = open_store(db)  # a priced run beside the hostile one: tune warns that the hostile model has no price
+    ingest(con, [Path(__file__).resolve().parents[1] / "data" / "sample" / "sample-short-1.jsonl"])
+    con.close()
+    args = ["tune", "-t", "o200k", "-p", "seed_a", "--window", "30000", "--reserve", "4096", "--points", "2"]
+    res = CliRunner().invoke(app, [*args, "--executor", "serial", "--out", str(tmp_path / "t"), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "\\x1b]52" in res.stdout or "\\x1b[2J" in res.stdout  # log text is there, made visible
+    assert not CONTROL.search(res.stdout.replace("\n", ""))
+    for toml in (tmp_path / "t").glob("*.toml"):
+        text = toml.read_text(encoding="utf-8")
+        assert tomllib.loads(text) and not CONTROL.search(text.replace("\n", ""))
+
+
+def test_placeholders_csv_file_from_a_hostile_log(tmp_path: Path) -> None:
+    """placeholders --csv FILE (with --by-run, the run id from a hostile file name): a CSV as --format csv writes."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+    from tests.metrics.test_placeholders import PLACEHOLDER_ACTIONS, swe_traj
+
+    db = tmp_path / "s.duckdb"
+    con = open_store(db)
+    ingest(con, [swe_traj(tmp_path / "=cmd|' \x1b]0;t\x07'!A0.traj", PLACEHOLDER_ACTIONS, keep_last=1)])
+    con.close()
+    out = tmp_path / "rates.csv"
+    res = CliRunner().invoke(app, ["placeholders", "--by-run", "--db", str(db), "--csv", str(out)])
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
+    assert rows and all("cmd|" in r["run_id"] for r in rows)
+    for row in rows:
+        for cell in row.values():
+            assert not cell.startswith(("=", "+", "-", "@")) and not CONTROL.search(cell), cell

@@ -23,6 +23,7 @@ from replay.cli.common import (
     emit,
 )
 from replay.errors import ReplayError
+from replay.untrusted import for_terminal
 
 if TYPE_CHECKING:
     from replay.behaviour.table import BandSettings
@@ -119,7 +120,8 @@ def band_settings(cap: int, costs: dict, harness: dict, calibration: Path | None
     cal = read_calibration(calibration) if calibration else None
     if cal is not None and cal.harness not in set(harness.values()):
         console.print(
-            f"note: the calibration is for harness {cal.harness}; none of these runs is, so no point is given",
+            f"note: the calibration is for harness {for_terminal(cal.harness)}; none of these runs is, so no point "
+            "is given",
             highlight=False,
             markup=False,
         )
@@ -201,9 +203,10 @@ def calibrate(
     )
     write_calibration(cal, out)
     console.print(
-        f"{out}: harness {harness}, hazard {prop.hazard:.4g} per recurring blind use, ratio {observed:.3f} reproduced "
-        f"as {cal.provenance['reproduced_ratio']:.3f}; held out: predicted {check.predicted:.3f} "
-        f"[{check.lo:.3f}, {check.hi:.3f}] for observed {check.observed:.3f} "
+        f"{out}: harness {for_terminal(harness)}, hazard {prop.hazard:.4g} per recurring blind use, "
+        f"ratio {observed:.3f} reproduced as {cal.provenance['reproduced_ratio']:.3f}; "
+        f"held out: predicted {check.predicted:.3f} [{check.lo:.3f}, {check.hi:.3f}] "
+        f"for observed {check.observed:.3f} "
         f"({'inside' if check.inside else 'OUTSIDE'})",
         highlight=False,
         markup=False,

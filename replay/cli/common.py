@@ -21,7 +21,7 @@ from rich.text import Text
 
 from replay.errors import Interrupted, ReplayError
 from replay.store import DEFAULT_DB
-from replay.untrusted import for_csv, for_terminal, path_text
+from replay.untrusted import for_csv, for_terminal, json_text, path_text
 from replay.worker_limits import check_workers
 
 
@@ -110,8 +110,8 @@ def finite_seconds(value: float) -> float:
 
 
 def note(line: str) -> None:
-    """A one-line notice on stderr (stdout stays the command's output)."""
-    Console(stderr=True, markup=False, highlight=False).print(line, style="yellow")
+    """A one-line notice on stderr (stdout stays the command's output); text from a log in it is shown inert."""
+    Console(stderr=True, markup=False, highlight=False).print(for_terminal(line), style="yellow")
 
 
 def flat_for_csv(frame: pl.DataFrame) -> pl.DataFrame:
@@ -141,7 +141,7 @@ def emit(
     where a command without --format finds every column; ``label_room``: the first column (a label: a run id, a
     model) takes the room the others leave."""
     if fmt == "json":
-        sys.stdout.write(frame.write_json() + "\n")
+        sys.stdout.write(json_text(frame.write_json()) + "\n")
     elif fmt == "csv":
         sys.stdout.write(flat_for_csv(frame).write_csv())
     elif fmt == "table":
@@ -203,7 +203,7 @@ def _fold_text_to_fit(frame: pl.DataFrame, widths: dict[str, int], must: list[st
 
 def warnings_block(lines: list[str], out: Console | None = None, title: str = "WARNINGS") -> None:
     """The warnings under a table, as one short block: a header and one bullet per warning, folded at the
-    terminal's width (text from a log made safe by the caller)."""
+    terminal's width (text from a log, such as run ids and model names, with its controls made visible)."""
     if not lines:
         return
     out = out or console
@@ -211,7 +211,7 @@ def warnings_block(lines: list[str], out: Console | None = None, title: str = "W
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
     for line in lines:
-        grid.add_row("-", Text(line))
+        grid.add_row("-", Text(for_terminal(line)))
     out.print(Text(f"{title} ({len(lines)}):", style="bold yellow"))
     out.print(grid, style="yellow")
 
@@ -309,6 +309,26 @@ def disk_full(exc: BaseException) -> str | None:
 PATH_FAULTS = (errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT)
 
 
+def output_folder(path: Path, option: str) -> Path:
+    """Refuse, before any work, an output folder that is a file or lies under one (the work would be done and
+    then lost); a missing folder is made when written."""
+    blocker = next((p for p in (path, *path.parents) if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise ReplayError(
+            f"{option} {for_terminal(path_text(path))}: {for_terminal(path_text(blocker))} is a file, not a "
+            "folder; give a folder path"
+        )
+    return path
+
+
+def output_file(path: Path, option: str) -> Path:
+    """Refuse, before any work, an output file path that is a folder or lies under a file."""
+    if path.is_dir():
+        raise ReplayError(f"{option} {for_terminal(path_text(path))}: is a folder; give a file path in it")
+    output_folder(path.parent, option)
+    return path
+
+
 def path_fault(exc: BaseException) -> str | None:
     """One line for an error of the file system on a named path (an output folder that is a file, a missing or
     read-only folder, no permission), or None when ``exc`` is not one."""
@@ -321,7 +341,9 @@ def path_fault(exc: BaseException) -> str | None:
 
 
 def _error_line(message: str) -> None:
-    """``error: message`` on stderr as one line (a terminal may fold it; rich does not wrap it)."""
+    """``error: message`` on stderr as one line (a terminal may fold it; rich does not wrap it); a file name, run
+    id or harness name from a log in it has its controls, line breaks included, made visible."""
+    message = for_terminal(message)
     Console(stderr=True, soft_wrap=True).print(Text.assemble(("error:", "bold red"), f" {message}"), highlight=False)
 
 

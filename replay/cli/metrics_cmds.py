@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit
+from replay.cli.common import DEFAULT_DB_PATH, DbOption, FormatOption, console, emit, flat_for_csv, output_file
 from replay.errors import ReplayError
 from replay.metrics.placeholders import DEFAULT_K, SCOPES, recall_rates
 from replay.store import open_store
@@ -39,6 +39,8 @@ def placeholders(
         raise ReplayError(f"--k {k}: watch at least one call")
     if baseline not in SCOPES:
         raise ReplayError(f"--baseline {baseline!r}: choose one of {', '.join(SCOPES)}")
+    if csv is not None:
+        output_file(csv, "--csv")
     con = open_store(db, read_only=True)
     if not has_relation(con, "placeholders"):
         con.close()
@@ -51,8 +53,9 @@ def placeholders(
         table = recall_rates(con, k, baseline, by_run)
     finally:
         con.close()
-    if csv is not None:
-        table.write_csv(csv)
+    if csv is not None:  # wordings and run ids come from the logs: cells as a spreadsheet shows text
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        flat_for_csv(table).write_csv(csv)
     if not table.height:
         if fmt != "table":  # still one parseable (empty) document on stdout; the reason on stderr
             emit(table, fmt)

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import DEFAULT_DB_PATH, MAX_TOKENS, DbOption, TokenizerOption, console
+from replay.cli.common import DEFAULT_DB_PATH, MAX_TOKENS, DbOption, TokenizerOption, console, output_folder
 from replay.errors import ReplayError
 from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
 
@@ -25,6 +25,7 @@ def report(
     executor: Annotated[str, typer.Option(help="serial, local or ray.")] = "local",
 ) -> None:
     """Run the sweeps the charts need and write the report."""
+    output_folder(out, "--out")
     from replay.reports.build import ReportConfig, build_report
     from replay.simulator.load import run_ids
     from replay.store import open_store

@@ -20,6 +20,7 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    output_folder,
     warnings_block,
 )
 from replay.store import open_store
@@ -94,6 +95,7 @@ def sweep(
     if show_config:
         console.print_json(data={"sweep_id": spec.sweep_id, **spec.__dict__, "points": spec.n_points})
         return
+    output_folder(out, "--out")
     con = open_store(db)
     # The spec holds the resolved id, so the sweep id is the same whether the tokenizer came by name or path.
     spec = replace(spec, tokenizer=resolve_tokenizer(con, spec.tokenizer))

@@ -21,10 +21,12 @@ from replay.cli.common import (
     console,
     emit,
     note,
+    output_folder,
     warnings_block,
 )
 from replay.errors import ReplayError
 from replay.policies import tunable
+from replay.untrusted import for_terminal
 
 SHOWN = 15
 TUNABLE_HELP = (
@@ -89,13 +91,14 @@ def tune(
     workers = sweep_workers(workers, 0, note) if executor != "ray" else workers
     pricing = pricing_from_options(prices, price, model)  # a bad price file fails before any counting
     tune_grid(policy, window, points, reserve)  # an unknown policy or a bad window fails before any counting
+    output_folder(out, "--out")
     con = open_store(db)
     tok = resolve_given(con, tokenizer)
     if tok.counted:
         console.print(f"{tok.tokenizer_id}: counted {tok.counted:,} new content hashes", highlight=False)
     early = fit_warnings(policy, window, reserve)
     for line in early:
-        console.print(line, style="bold yellow", highlight=False, markup=False)
+        console.print(for_terminal(line), style="bold yellow", highlight=False, markup=False)
     opts = BehaviourOptions(cap, calibration) if behaviour else None
     res = run(
         con,
@@ -131,9 +134,9 @@ def tune(
             keep=("overflow_incidents", "cost_usd", "fails_on"),
             all_in="points.parquet has all",
         )
-    for line in lines:
+    for line in lines:  # run ids and model names from the logs among them
         if not line.startswith("WARNING"):
-            console.print(line, highlight=False, markup=False)
+            console.print(for_terminal(line), highlight=False, markup=False)
     console.print(
         f"wrote {res.files['policy']} and {res.files['defaults']} (gate: replay check "
         f"{res.files['defaults']} {res.files['policy']}), {res.files['front_csv']}, "
@@ -145,7 +148,7 @@ def tune(
     warnings_block(
         [(res.why if line == whole else line).removeprefix("WARNING: ") for line in lines if line.startswith("WARNING")]
     )
-    console.print(answer(res), style="bold", highlight=False, markup=False)
+    console.print(for_terminal(answer(res)), style="bold", highlight=False, markup=False)
 
 
 KEY_COLUMNS = ("summaries_per_100", "cache_hit_%", "cost_usd", "overflow_incidents")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -13,10 +14,18 @@ from replay.reports.show_html import write_page
 from replay.run_arrays import RunArrays
 from replay.simulator.prompt import prompt_models
 
+NAME_CHARS = 80  # a run id's characters kept in its page's name (file names are at most 255 bytes)
+
 
 def page_name(run_id: str) -> str:
-    """A file name for a run's page (run ids may hold slashes)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", run_id) + ".html"
+    """A file name for a run's page: the run id itself when it is a short plain name; else its plain characters
+    (at most NAME_CHARS) and a hash of the whole id, so two ids never share a page (``a/b`` and ``a_b``) and a
+    long id still makes a file name the file system takes."""
+    plain = re.sub(r"[^A-Za-z0-9._-]+", "_", run_id)
+    if plain == run_id and len(run_id) <= NAME_CHARS and not run_id.startswith("."):
+        return run_id + ".html"
+    digest = hashlib.blake2b(run_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    return f"{plain[:NAME_CHARS].strip('._-') or 'run'}-{digest}.html"
 
 
 def write_run_pages(

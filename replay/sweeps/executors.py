@@ -8,6 +8,7 @@ path; the runner turns a batch of them into one frame. Workers never build frame
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import signal
@@ -102,23 +103,30 @@ def _init(started: Any = None) -> None:
 
 
 def _work_many(items: list[tuple[str, Task]]) -> list[Result]:
-    """A chunk of points in a pool worker, in order."""
-    return [_work(item) for item in items]
+    """A chunk of points in a pool worker, in order. The worker's marker file names the points it holds (the chunk,
+    whose results go back together) and the one it is computing, so a worker that dies is known by what it held."""
+    if not items:
+        return []
+    marker = _marker(os.path.dirname(items[0][0]), os.getpid())
+    held = [task[0] for _, task in items]
+    _write_marker(marker, None, held)
+    results = []
+    for item in items:
+        results.append(_work(item, marker, held))
+    return results
 
 
-def _work(item: tuple[str, Task]) -> Result:
-    """One point in a pool worker; a task of a new shard replaces the worker's shard by the one in its file. The point
-    is named in the worker's marker file while it runs, so a worker that dies in it is known by its point."""
+def _work(item: tuple[str, Task], marker: str, held: list[str]) -> Result:
+    """One point in a pool worker; a task of a new shard replaces the worker's shard by the one in its file."""
     global _CTX
     path, task = item
     if _CTX is None or _CTX[0] != path:
         _CTX = None  # the old shard goes before the new one comes: one shard in memory
         with open(path, "rb") as f:
             _CTX = (path, pickle.load(f))
-    marker = _marker(os.path.dirname(path), os.getpid())
-    _write_marker(marker, task[0])
+    _write_marker(marker, task[0], held)
     result = point_rows(_CTX[1], task)
-    _write_marker(marker, "")
+    _write_marker(marker, None, held)
     return result
 
 
@@ -126,9 +134,11 @@ def _marker(folder: str, pid: int) -> str:
     return os.path.join(folder, f"at-{pid}")
 
 
-def _write_marker(marker: str, point_id: str) -> None:
-    with open(marker, "w") as f:
-        f.write(point_id)
+def _write_marker(marker: str, point_id: str | None, held: list[str]) -> None:
+    """The point the worker computes (None between points) and the points it holds, replaced whole (a rename)."""
+    with open(marker + ".new", "w") as f:
+        json.dump({"at": point_id, "held": held}, f)
+    os.replace(marker + ".new", marker)
 
 
 class Executor:
@@ -199,10 +209,17 @@ class Pool(Executor):
                 for result in self._watched(current[1]):
                     done.add(result[0])
                     yield result
-            except _WorkerDied as died:  # its point fails; the rest of both windows runs on a new pool
-                yield from (failed.rows(task) for _, task in current[0] if task[0] in died.points)
-                left = [t for t in current[0] if t[1][0] not in done and t[1][0] not in died.points]
-                windows = chain(_windows(iter(left + (following[0] if following else [])), len(first)), windows)
+            except _WorkerDied as died:  # what it held fails; the rest of both windows runs on a new pool
+                pending = current[0] + (following[0] if following else [])
+                for result in _ready(current[1], *([following[1]] if following else [])):  # came back before it died
+                    done.add(result[0])
+                    yield result
+                lost = {p for p in died.held if p not in done} | died.points
+                for _, task in pending:
+                    if task[0] in lost:
+                        yield failed.rows(task, in_point=task[0] in died.points)
+                left = [t for t in pending if t[1][0] not in done and t[1][0] not in lost]
+                windows = chain(_windows(iter(left), len(first)), windows)
                 self.pool = self._new_pool(self.size)
                 following = submit(next(windows, None))
             current = following
@@ -210,8 +227,9 @@ class Pool(Executor):
 
     def _watched(self, results: Any) -> Iterator[Result]:
         """The results of one window. A worker that died (a policy that exits, a crash in compiled code, the system
-        killing it for memory) raises _WorkerDied naming the points it was computing, the pool stopped: before, the
-        pool started a new worker and waited on the lost point forever. Past MAX_DEATHS the sweep fails."""
+        killing it for memory, in a point or between points) raises _WorkerDied naming the point it was computing
+        and the points it held, the pool stopped: before, the pool started a new worker and waited on the lost
+        points forever. Past MAX_DEATHS the sweep fails."""
         import multiprocessing as mp
 
         while True:
@@ -222,26 +240,28 @@ class Pool(Executor):
             except mp.TimeoutError:
                 if self.started is None or self.started.value <= self.size:
                     continue
-                points = self._lost_points()
+                points, held = self._lost_points()
                 self._stop_pool()
                 self._clear_markers()  # the stopped workers' points run again: never blamed on a later death
                 self.deaths += 1
-                if self.deaths > MAX_DEATHS or not points:
+                if self.deaths > MAX_DEATHS:
                     self.close()
                     raise ReplayError(
-                        f"a sweep worker process died {'again ' if self.deaths > 1 else ''}while computing a point "
-                        "(a policy that exits or crashes its process, or the system killed it for memory); points "
+                        f"sweep worker processes died {self.deaths} times, in points or between them (a policy that "
+                        "exits or crashes its process, or the system killing them for memory); points "
                         "finished so far are kept: fix the policy or lower --workers, then rerun to continue"
                     ) from None
-                raise _WorkerDied(points) from None
+                raise _WorkerDied(points, held) from None
 
-    def _lost_points(self) -> set[str]:
-        """The points that workers no longer alive were computing (read from their marker files)."""
+    def _lost_points(self) -> tuple[set[str], set[str]]:
+        """The points that workers no longer alive were computing, and the points they held (their chunks, whose
+        results had not gone back), read from their marker files."""
         lost: set[str] = set()
+        held: set[str] = set()
         if self.folder is None:
-            return lost
+            return lost, held
         for name in os.listdir(self.folder.name):
-            if not name.startswith("at-"):
+            if not name.startswith("at-") or name.endswith(".new"):
                 continue
             marker = os.path.join(self.folder.name, name)
             try:
@@ -252,11 +272,12 @@ class Pool(Executor):
             except (PermissionError, ValueError):
                 continue
             with open(marker) as f:
-                point = f.read()
+                state = json.load(f)
             os.unlink(marker)
-            if point:
-                lost.add(point)
-        return lost
+            if state["at"] is not None:
+                lost.add(state["at"])
+            held.update(state["held"])
+        return lost, held - lost
 
     def _clear_markers(self) -> None:
         if self.folder is not None:
@@ -303,15 +324,17 @@ class Pool(Executor):
             self.folder = None
 
 
-MAX_DEATHS = 8  # workers that may die in a point (each failing it) before the sweep stops: a policy that always dies
+MAX_DEATHS = 8  # worker deaths (each failing what it held) before the sweep stops: a policy that always dies
 
 
 class _WorkerDied(Exception):
-    """Pool workers died computing ``points``; the pool is stopped."""
+    """Pool workers died computing ``points`` and holding ``held`` (points of their chunks not computing when they
+    died; none when an idle worker died); the pool is stopped."""
 
-    def __init__(self, points: set[str]) -> None:
-        super().__init__(points)
+    def __init__(self, points: set[str], held: Iterable[str] = ()) -> None:
+        super().__init__(points, held)
         self.points = points
+        self.held = set(held)
 
 
 @dataclass(frozen=True)
@@ -322,15 +345,31 @@ class _Failed:
     session: str
     run_ids: tuple[str, ...]
 
-    def rows(self, task: Task) -> Result:
+    def rows(self, task: Task, in_point: bool = True) -> Result:
+        """The point failed, every run with an error saying where its worker died."""
         pid, params = task
         error = (
             "the worker process died while computing this point (the policy exited or crashed its process, or the "
             "system killed it for memory); the other points ran"
+            if in_point
+            else "the worker process holding this point died between points (the system killed it, for memory or "
+            "by a signal, or it could not load its shard of runs) before its result came back; the other points ran"
         )
         base = {"sweep_id": self.sweep_id, "point_id": pid, "session": self.session}
         base.update({f"param_{k}": v for k, v in params.items()})
         return pid, [{**base, "run_id": run_id, "error": error} for run_id in self.run_ids]
+
+
+def _ready(*results: Any) -> Iterator[Result]:
+    """The results already received from the pool (it may be stopped), without waiting for any other."""
+    import multiprocessing as mp
+
+    for chunks in results:
+        while True:
+            try:
+                yield from chunks.next(timeout=0)
+            except (StopIteration, mp.TimeoutError):
+                break
 
 
 def _windows(tasks: Iterator, size: int) -> Iterator[list]:

@@ -25,6 +25,7 @@ from replay.sweeps.adapter import effective_config
 from replay.sweeps.executors import Context, get_executor
 from replay.sweeps.shards import SHARD_ITEMS
 from replay.sweeps.spec import SweepSpec, point_id
+from replay.untrusted import for_terminal
 
 Note = Callable[[str], None]
 DB_MEMORY_MB = 128  # DuckDB's memory limit while a sweep writes and sums its results. DuckDB keeps the blocks it
@@ -301,7 +302,7 @@ def print_note(line: str) -> None:
     """A note on stderr, once per process (tune runs two sweeps with the same --workers)."""
     if line not in _noted:
         _noted.add(line)
-        print(line, file=sys.stderr, flush=True)
+        print(for_terminal(line), file=sys.stderr, flush=True)
 
 
 def print_commit(done: int, total: int, shards: int = 1) -> None:

@@ -223,3 +223,51 @@ def test_a_db_that_is_not_a_file_is_one_line(tmp_path, kind):
     for opener in (open_store, lambda p: open_store(p, read_only=True), open_sandboxed):
         with pytest.raises(ReplayError, match="not a regular file"):
             opener(path)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["placeholders", "--csv", "{folder}"],
+        ["placeholders", "--csv", "{file}/p.csv"],
+        [
+            "tune",
+            "-t",
+            "o200k",
+            "-p",
+            "seed_a",
+            "--window",
+            "30000",
+            "--reserve",
+            "4096",
+            "--points",
+            "2",
+            "--out",
+            "{file}",
+        ],
+        ["report", "--executor", "serial", "--out", "{file}"],
+        ["report", "--executor", "serial", "--out", "{file}/sub"],
+        ["sweep", str(ROOT / "examples" / "sweep.toml"), "--out", "{file}"],
+    ],
+)
+def test_output_paths_are_checked_before_the_work(args, sample_db_path, tmp_path):
+    """An output folder that is a file, or a CSV path that is a folder: one line before any work (placeholders
+    --csv on a folder was a traceback; tune and report computed every point, report for minutes, then failed)."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "afile").write_text("")
+    db = tmp_path / "s.duckdb"
+    db.write_bytes(sample_db_path.read_bytes())
+    args = [a.format(folder=tmp_path / "folder", file=tmp_path / "afile") for a in args]
+    res = CliRunner().invoke(app, [*args, "--db", str(db)])
+    assert res.exit_code != 0 and isinstance(res.exception, ReplayError), res.output
+    assert str(tmp_path) in str(res.exception) and (
+        "is a file" in str(res.exception) or "is a folder" in str(res.exception)
+    )
+    del res
+    with open_store(db, read_only=True) as con:  # refused before the work: no token counted, no point computed
+        assert con.execute("SELECT count(*) FROM sweep_results").fetchone() == (0,)
+        assert con.execute("SELECT count(*) FROM token_counts").fetchone() == (0,)

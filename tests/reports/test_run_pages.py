@@ -32,3 +32,15 @@ def test_report_links_run_pages(tmp_path: Path) -> None:
         text = path.read_text()
         assert text.count('<g id="series-') == 2
         assert len(re.findall(r'<tr data-k="\d+">', text)) == run.n_requests
+
+
+def test_page_names_are_short_distinct_and_plain() -> None:
+    """A run id of any length or content gives a file name the file system takes (a 5,000-character id made
+    `replay report` stop with a traceback), and ids that differ only in unsafe characters get different pages."""
+    from replay.reports.run_pages import page_name
+
+    ids = ["sample-long-1", "a/b", "a_b", "a b", "x" * 5000, "x" * 5000 + "y", "\x1b]0;t\x07<b>\udcff", "..", ".x"]
+    names = [page_name(i) for i in ids]
+    assert names[0] == "sample-long-1.html" and len(set(names)) == len(ids)
+    for name in names:
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*\.html", name) and len(name.encode()) < 120, name
