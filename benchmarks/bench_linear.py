@@ -4,7 +4,8 @@ Synthetic canonical runs (replay.synth.long_run: one tool call and its result pe
 characters) of each size are simulated one run at a time under each policy's defaults. Printed per policy:
 request-configurations/s at each size, the growth exponent of total time from the smallest to the largest size
 (1.0 is linear), and the throughput as a ratio to ``full``'s on the largest size (and on a stored corpus with
---db). Ratios and exponents are measured in one process on one machine; absolute rates depend on its load.
+--db), ``full`` timed alternately with the policy in the same rounds. Ratios and exponents are measured in one
+process on one machine; absolute rates depend on its load.
 
     python benchmarks/bench_linear.py                       # 1,000 / 4,000 / 16,000 requests, every policy
     python benchmarks/bench_linear.py --db /tmp/y.duckdb    # plus the ratio to full over the stored corpus
@@ -26,20 +27,23 @@ from replay.synth.long_run import long_run
 SIZES = (1_000, 4_000, 16_000)
 
 
-def seconds(packed: PackedRuns, policy: str, min_time: float, repeats: int = 3) -> float:
-    """Best time of one ``point_frame`` of ``policy`` over ``packed``, after one call not timed (prices and
-    cache models looked up once), repeated at least ``repeats`` times and for at least ``min_time`` s. The time is
-    this process's CPU time (the loop is single-threaded): on a shared, loaded machine wall time mostly measures the
-    other processes."""
-    point = resolve(policy, {}, "auto")
-    point_frame(packed, point)
-    best, spent, n = math.inf, 0.0, 0
-    while spent < min_time or n < repeats:
-        n += 1
-        t0 = time.process_time()
+def best_times(packed: PackedRuns, policies: list[str], min_time: float, repeats: int = 3) -> list[float]:
+    """Best time of one ``point_frame`` of each policy over ``packed``, after one call each not timed (prices and
+    cache models looked up once). The policies are timed in turn, round after round (at least ``repeats`` rounds and
+    ``min_time`` s per policy), so a ratio between them is measured under the same load. The time is this process's
+    CPU time (the loop is single-threaded): on a shared, loaded machine wall time mostly measures the other
+    processes."""
+    points = [resolve(policy, {}, "auto") for policy in policies]
+    for point in points:
         point_frame(packed, point)
-        took = time.process_time() - t0
-        best, spent = min(best, took), spent + took
+    best, spent, n = [math.inf] * len(points), 0.0, 0
+    while spent < min_time * len(points) or n < repeats:
+        n += 1
+        for i, point in enumerate(points):
+            t0 = time.process_time()
+            point_frame(packed, point)
+            took = time.process_time() - t0
+            best[i], spent = min(best[i], took), spent + took
     return best
 
 
@@ -64,15 +68,17 @@ def measure(
     out: dict[str, dict] = {}
     for policy in names:
         warm_up(policy)
-        times = [seconds(packs[n], policy, min_time, repeats) for n in sizes]
+        # each policy beside full, alternately: the x full ratios come from the same rounds
+        pair = ["full"] if policy == "full" else ["full", policy]
+        timed = [best_times(packs[n], pair, min_time, repeats) for n in sizes]
+        times = [t[-1] for t in timed]
         row = {"rate": [n / t for n, t in zip(sizes, times, strict=True)], "exponent": exponent(sizes, times)}
+        row["ratio"] = timed[-1][0] / timed[-1][-1]
         if corpus is not None:
-            row["corpus_rate"] = corpus.n_requests / seconds(corpus, policy, min_time, repeats)
+            both = best_times(corpus, pair, min_time, repeats)
+            row["corpus_rate"] = corpus.n_requests / both[-1]
+            row["corpus_ratio"] = both[0] / both[-1]
         out[policy] = row
-    for row in out.values():
-        row["ratio"] = row["rate"][-1] / out["full"]["rate"][-1]
-        if corpus is not None:
-            row["corpus_ratio"] = row["corpus_rate"] / out["full"]["corpus_rate"]
     return {p: out[p] for p in names if p in policies or p == "full"}
 
 

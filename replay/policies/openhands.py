@@ -218,9 +218,11 @@ class OpenHandsRecent(_Condenser):
 def setup(p, r, st):
     """Event ids and weights; the harness's own summaries and re-sent copies are not events here."""
     ids = event_ids(r.kind, r.step, r.first_body)
-    st.aux[A_EVENT, :] = ids
     w = event_weights(r.kind, ids, np.int64(p[P_ATTACHMENT_EVENTS]))
-    st.aux[A_WEIGHT, : len(w)] = w
+    for q in range(len(ids)):  # element by element: an array assigned to a slice compiles numba's shape-error
+        st.aux[A_EVENT, q] = ids[q]  # formatting, ~2 s of a first compile
+    for e in range(len(w)):
+        st.aux[A_WEIGHT, e] = w[e]
     drop_artefacts(r, st)
 
 

@@ -27,12 +27,16 @@ from replay.policies.kernel import P_RESERVE, P_WINDOW, S_K, S_POLICY, S_TOT_TOK
 from replay.policies.view import OMITTED, ORIGINAL
 
 NEVER = np.iinfo(np.int64).max
+# the eviction heap orders items by one int64 key per place, (next need << 32) | tokens (larger goes first), so a
+# comparison reads two neighbouring keys and not each item's need and size; a need never comes (NEVER) is KEY_NEVER
+KEY_NEVER = (1 << 31) - 1
+KEY_TOKENS = 1 << 32
 # scalars: first repeat read decided at this request or later; items in the eviction heap; items offered to it so far
 (S_NEXT_READ, S_HEAP_N, S_OFFERED) = range(S_POLICY, S_POLICY + 3)
 # aux rows: per item its next need (a request, NEVER none); per repeat read the next unchanged one of its item;
-# per item its first unchanged repeat read (setup only); the eviction heap (positions); per item its place in the
-# heap (-1: not in it)
-(A_NEXT, A_CHAIN, A_LATER, A_HEAP, A_PLACE) = range(5)
+# per item its first unchanged repeat read (setup only); the eviction heap (items by place); per item its place in
+# the heap (-1: not in it); the heap's keys by place
+(A_NEXT, A_CHAIN, A_LATER, A_HEAP, A_PLACE, A_KEY) = range(6)
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,11 @@ def setup(p, r, st):
     """An omitted item costs nothing. Next needs: per item the request of its first unchanged repeat read (NEVER
     if none), and per repeat read the next unchanged one of the same item (-1 none); a repeat read is decided by
     one read call, so there are fewer of them than items."""
+    big = len(r.req_end) >= KEY_NEVER
+    for q in range(len(r.tokens)):
+        big |= r.tokens[q] >= KEY_TOKENS
+    if big:
+        raise ValueError("oracle: a run of 2**31 requests or an item of 2**32 tokens is past its heap keys")
     st.ftok[OMITTED, :] = 0
     st.fest[OMITTED, :] = 0
     st.aux[A_NEXT, :] = NEVER
@@ -67,59 +76,64 @@ def setup(p, r, st):
 
 
 @compiled(borrowed=True)
-def evicts_before(st, a, b):
-    """Item a goes before item b: farther next need (never needed: first), then larger, then older."""
-    na, nb = st.aux[A_NEXT, a], st.aux[A_NEXT, b]
-    if na != nb:
-        return na > nb
-    sa, sb = st.ftok[ORIGINAL, a], st.ftok[ORIGINAL, b]
-    return sa > sb if sa != sb else a < b
+def key_of(st, q):
+    """Item q's heap key: farther next need (never needed: farthest), then larger, goes first."""
+    need = st.aux[A_NEXT, q]
+    return (KEY_NEVER if need == NEVER else need) * KEY_TOKENS + st.ftok[ORIGINAL, q]
 
 
 @compiled(borrowed=True)
-def heap_put(st, i, q):
-    """Item q at place i of the heap."""
+def goes_before(heap, keys, i, j):
+    """The item at place i of the heap goes before the one at place j: larger key, then older."""
+    return (keys[i] > keys[j]) | ((keys[i] == keys[j]) & (heap[i] < heap[j]))
+
+
+@compiled(borrowed=True)
+def heap_put(st, i, q, key):
+    """Item q with ``key`` at place i of the heap."""
     st.aux[A_HEAP, i] = q
+    st.aux[A_KEY, i] = key
     st.aux[A_PLACE, q] = i
 
 
 @compiled(borrowed=True)
 def sift_up(st, i):
     """Move the item at place i up while it goes before its parent."""
-    heap = st.aux[A_HEAP]
-    q = heap[i]
+    heap, keys = st.aux[A_HEAP], st.aux[A_KEY]
+    q, key = heap[i], keys[i]
     while i > 0:
         parent = (i - 1) // 2
-        if not evicts_before(st, q, heap[parent]):
+        if not ((key > keys[parent]) | ((key == keys[parent]) & (q < heap[parent]))):
             break
-        heap_put(st, i, heap[parent])
+        heap_put(st, i, heap[parent], keys[parent])
         i = parent
-    heap_put(st, i, q)
+    heap_put(st, i, q, key)
 
 
 @compiled(borrowed=True)
 def sift_down(st, i):
     """Move the item at place i down while a child goes before it."""
-    heap, n = st.aux[A_HEAP], st.s[S_HEAP_N]
-    q = heap[i]
+    heap, keys, n = st.aux[A_HEAP], st.aux[A_KEY], st.s[S_HEAP_N]
+    q, key = heap[i], keys[i]
     while True:
         child = 2 * i + 1
         if child >= n:
             break
-        if child + 1 < n and evicts_before(st, heap[child + 1], heap[child]):
-            child += 1
-        if not evicts_before(st, heap[child], q):
+        if child + 1 < n:
+            if goes_before(heap, keys, child + 1, child):
+                child += 1
+        if not ((keys[child] > key) | ((keys[child] == key) & (heap[child] < q))):
             break
-        heap_put(st, i, heap[child])
+        heap_put(st, i, heap[child], keys[child])
         i = child
-    heap_put(st, i, q)
+    heap_put(st, i, q, key)
 
 
 @compiled(borrowed=True)
 def heap_push(st, q):
     n = st.s[S_HEAP_N]
     st.s[S_HEAP_N] = n + 1
-    heap_put(st, n, q)
+    heap_put(st, n, q, key_of(st, q))
     sift_up(st, n)
 
 
@@ -132,7 +146,7 @@ def heap_pop(st):
     n = st.s[S_HEAP_N] - 1
     st.s[S_HEAP_N] = n
     if n > 0:
-        heap_put(st, 0, heap[n])
+        heap_put(st, 0, heap[n], st.aux[A_KEY, n])
         sift_down(st, 0)
     return top
 
@@ -147,8 +161,10 @@ def expire_needs(r, st):
             later = st.aux[A_CHAIN, e]
             q = r.rr_prev[e]
             st.aux[A_NEXT, q] = r.rr_decide[later] if later >= 0 else NEVER
-            if st.aux[A_PLACE, q] >= 0:  # a later need only moves an item towards eviction
-                sift_up(st, st.aux[A_PLACE, q])
+            place = st.aux[A_PLACE, q]
+            if place >= 0:  # a later need only moves an item towards eviction
+                st.aux[A_KEY, place] = key_of(st, q)
+                sift_up(st, place)
         e += 1
     st.s[S_NEXT_READ] = e
 

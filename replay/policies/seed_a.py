@@ -204,7 +204,9 @@ def setup(p, r, st):
         t, c = r.tokens[q], r.chars[q]
         st.ftok[PLACEHOLDER, q], st.fest[PLACEHOLDER, q] = text_cost(t, c, min(c, keep), wording, estimator)
         st.ftok[SHRUNK, q], st.fest[SHRUNK, q] = text_cost(t, c, 0, APPLIED_CHARS, estimator)
-    st.aux[A_MESSAGE, :] = opens_message(r.kind, r.req_end)
+    starts = opens_message(r.kind, r.req_end)
+    for q in range(len(starts)):  # element by element: an array assigned to a slice compiles numba's shape-error
+        st.aux[A_MESSAGE, q] = starts[q]  # formatting, ~2 s of a first compile
 
 
 @compiled
