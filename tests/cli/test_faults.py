@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -148,7 +149,9 @@ def test_out_of_memory_is_one_line(error, sample_db_path, tmp_path, monkeypatch,
         raise error
 
     monkeypatch.setattr(resolve, "resolve", fail)
-    monkeypatch.setattr(sys, "argv", ["replay", "tokens", "-t", "o200k", "--db", str(sample_db_path)])
+    db = tmp_path / "s.duckdb"  # a copy: the failing command's store stays open in this process until collected
+    shutil.copy(sample_db_path, db)
+    monkeypatch.setattr(sys, "argv", ["replay", "tokens", "-t", "o200k", "--db", str(db)])
     previous = signal.getsignal(signal.SIGINT)
     with pytest.raises(SystemExit) as stop:
         run_app(app)
