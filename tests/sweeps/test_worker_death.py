@@ -134,11 +134,11 @@ class _TrappedContext(Context):
     trap: object = None
 
 
-def test_a_worker_dying_between_points_fails_only_what_it_held(sample_db_path: Path, tmp_path: Path):
+def test_a_worker_dying_between_points_fails_only_what_it_held(sample_store: Path, tmp_path: Path):
     from replay.simulator.load import load_runs
     from replay.store import open_store
 
-    con = open_store(sample_db_path, read_only=True)
+    con = open_store(sample_store, read_only=True)
     runs = tuple(load_runs(con))
     con.close()
     ctx = _TrappedContext("sw", "full", "auto", "s1", runs, trap=_Trap(str(tmp_path / "died")))
