@@ -13,6 +13,15 @@ import time
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = (  # headless, no sandbox (containers), nothing fetched in the background
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 
 
 class Browser:
@@ -33,13 +42,7 @@ class Browser:
         self.proc = subprocess.Popen(
             [
                 CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
+                *FLAGS,
                 "--remote-debugging-pipe",
                 f"--user-data-dir={profile}",
                 "about:blank",

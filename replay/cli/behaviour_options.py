@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from replay.errors import ReplayError
+from replay.sweeps.behaviour_points import SUMMED
 
 BehaviourFlag = Annotated[
     bool,
@@ -24,15 +25,7 @@ CalibrationOption = Annotated[
     Path | None,
     typer.Option(help="With --behaviour --cap: a calibration file (behaviour calibrate), the point for its harness."),
 ]
-BEHAVIOUR_COLUMNS = [
-    "blind_repeats",
-    "pressured_requests",
-    "blind_uses",
-    "loop_exposure",
-    "mech_requests",
-    "mech_prompt_tokens",
-    "loop_episodes",
-]
+BEHAVIOUR_COLUMNS = [c for c in SUMMED if c != "requests"]  # the counts, in the order sweeps sum them
 BAND_SHOWN = ["loop_p_lo", "loop_p_hi", "turns_lo", "turns_hi", "cost_lo", "cost_hi"]
 POINT_SHOWN = ["turns_point", "cost_point"]
 

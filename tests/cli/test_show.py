@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from replay.cli import app
 from replay.errors import ReplayError
-from tests.headless import Browser
+from tests.headless import CHROMIUM, FLAGS, Browser
 
 CLAUDE = "claude-code/ccs-livecd-gen-155c3456.jsonl"
 SWE = "swe-agent/swea-lgetter-sympy__sympy-16792.traj"
@@ -128,21 +128,9 @@ def test_page_is_self_contained(page):
     )
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_page_renders_in_headless_chromium(page, db, tmp_path):
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
+    flags = [*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(
         [CHROMIUM, *flags, "--dump-dom", page.as_uri()],
         capture_output=True,
