@@ -120,7 +120,7 @@ def summariser_prompt(r, st, e):
     wrote = 0
     for q in range(end):  # the summary the call wrote: the log's own summary item of this request
         if (r.kind[q] == SUMMARY) & (r.step[q] == st.s[S_K]) & (r.recorded_only[q] != 0):
-            wrote += r.tokens[q]
+            wrote += max(r.tokens[q] - r.framing[q], 0)  # its text
     set_summariser_prompt(st, INSTRUCTION[c] + sent, WRITTEN[c], wrote)
 
 
