@@ -137,6 +137,13 @@ class RunArrays:
     # None for the run's, (uncached, read, 5 min writes, 1 h writes, output)); and how many its events made in all
     summariser_calls: tuple[tuple[int, str | None, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
     summariser_made: int = 0
+    # the harness's condenser, whose summariser prompt the recorded policy charges (replay.policies.condenser_prompt
+    # codes, by the log's format): 0 none known (the summariser reads the whole previous prompt)
+    condenser: int = 0
+    # per item: the tokens the prompt model adds for it as a message of its own beyond its text (its framing,
+    # replay.simulator.prompt.PromptModel.framing); None: 0 everywhere. A summariser shown the item's text in one
+    # message of its own does not send them (replay.policies.condenser_prompt)
+    framing: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -150,6 +157,13 @@ class RunArrays:
         """``harness_est`` with one entry per item (0 where none is given)."""
         if self.harness_est is not None and len(self.harness_est) == self.n_items:
             return self.harness_est.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def framings(self) -> np.ndarray:
+        """``framing`` with one entry per item (0 where none is given)."""
+        if self.framing is not None and len(self.framing) == self.n_items:
+            return self.framing.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
 
     @property

@@ -17,9 +17,14 @@ def summary_cost(
     input_rate: ArrayLike,
     output_rate: ArrayLike,
     read_rate: ArrayLike | None = None,
+    written_tokens: ArrayLike = 0,
+    write_rate: ArrayLike = 0.0,
 ) -> ArrayLike:
-    """USD for the summarisation calls: each reads the history it summarises and writes the summary as output.
-    The history is uncached input unless ``read_rate`` is given (a policy whose summary calls hit the cache):
-    a summary call carries no tools and OpenHands turns caching off for it, so its prefix differs."""
+    """USD for the summarisation calls: each reads its prompt and writes the summary as output. ``history_tokens``
+    are the prompts sent uncached (at ``input_rate``, or ``read_rate`` when given: a policy whose summary calls hit
+    the cache); ``written_tokens`` the prompts the harness writes to the cache (at ``write_rate``: OpenHands' V1
+    SDK condenser keeps prompt caching on). What a call's prompt is, the policy says (the kernel's
+    ``set_summariser_prompt``): the whole previous prompt for Claude Code's and Codex's compaction, the forgotten
+    events for OpenHands' condensers (replay.policies.condenser_prompt)."""
     history_rate = input_rate if read_rate is None else read_rate
-    return (history_tokens * history_rate + summary_tokens * output_rate) / 1e6
+    return (history_tokens * history_rate + written_tokens * write_rate + summary_tokens * output_rate) / 1e6

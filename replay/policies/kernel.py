@@ -11,9 +11,11 @@ State. ``forms[q]`` is item q's form (``replay.policies.view``), ``ftok``/``fest
 form (``DROPPED`` is 0). ``s`` holds the scalars (``S_*``): the request ``k``, the history ``end``, the first
 position changed since the previous view (``dirty``; ``changed_from``: the first whose form or cost was set,
 even to no effect on the cache, which the per-request trace starts from), the running totals of the view over
-[0, end), the summary segment, the flags of this request, and from ``S_POLICY`` on the policy's own scalars.
-``aux`` rows are the policy's own per-item arrays. Change forms and costs only through the helpers below: they keep
-the totals, ``dirty`` and ``changed_from`` right.
+[0, end), the summary segment, the flags of this request, the prompt of the summariser call made at this request
+(``S_SUM_READ``, -1: the whole previous prompt; ``S_SUM_WRITE``: 1 when that prompt is written to the cache;
+``S_SUM_OUT``: what it wrote, -1: the summary segment; see ``set_summariser_prompt``), and from ``S_POLICY`` on
+the policy's own scalars. ``aux`` rows are the policy's own per-item arrays. Change forms and costs only through
+the helpers below: they keep the totals, ``dirty`` and ``changed_from`` right.
 
 Parameters ``p`` (float64): ``P_*`` common to every policy, the policy's own from ``P_POLICY`` on (each module owns
 that layout and fills it in its ``params``).
@@ -52,8 +54,11 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
     S_WINDOW,
     S_SENT_EST,
     S_CHANGED_FROM,
-) = range(15)
-S_POLICY = 16
+    S_SUM_READ,
+    S_SUM_WRITE,
+    S_SUM_OUT,
+) = range(18)
+S_POLICY = 19
 N_SCALARS = 40
 N_AUX = 6
 
@@ -120,6 +125,11 @@ Run = namedtuple(
         # per request: when it was sent and when its response ended (replay.simulator.idle); NaN unknown
         "req_sent",
         "req_done",
+        # the harness's own summariser prompt (replay.policies.condenser_prompt; RunArrays.condenser): what the
+        # recorded policy charges the log's summariser calls
+        "condenser",
+        # per item: tokens beyond its text that its own message costs (RunArrays.framing)
+        "framing",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))
@@ -204,6 +214,20 @@ def set_summary(st, at, real, est):
     s[S_SUM_AT], s[S_SUM_TOK], s[S_SUM_EST] = at, real, est
     s[S_SUM_ID] += 1
     s[S_SUMMARISED] |= SUMMARY_MADE
+
+
+@compiled(inline="always")
+def set_summariser_prompt(st, tokens, written, output):
+    """The summariser call made at this request sends ``tokens`` and writes ``output`` (-1: the summary segment),
+    each added to what another event of the same request's call did; ``written``: the harness caches that prompt
+    (cache writes), else it is uncached input. A policy that never calls this is charged the whole previous
+    prompt, uncached, and the summary segment as output (Claude Code, Codex: the summariser gets the whole
+    conversation)."""
+    s = st.s
+    s[S_SUM_READ] = tokens + max(s[S_SUM_READ], 0)
+    s[S_SUM_WRITE] = written
+    if output >= 0:
+        s[S_SUM_OUT] = output + max(s[S_SUM_OUT], 0)
 
 
 @compiled(borrowed=True)

@@ -31,6 +31,7 @@ from replay.errors import ReplayError
 from replay.jit import compiled
 from replay.policies.auto_compact import drop_artefacts
 from replay.policies.base import Budget, CompiledPolicy
+from replay.policies.condenser_prompt import EVENT_CHARS, INSTRUCTION, V0, V1_SDK, WRITTEN, add_item, event_ids
 from replay.policies.config import PolicyConfig, knob
 from replay.policies.kernel import (
     P_POLICY,
@@ -39,40 +40,20 @@ from replay.policies.kernel import (
     S_POLICY,
     S_PREV_END,
     S_SUM_AT,
+    S_SUM_TOK,
     drop,
     est_of,
     est_total,
     pair_safe_start,
     prefix_end,
+    set_summariser_prompt,
     set_summary,
 )
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED
-from replay.run_arrays import KIND_CODE, TOOL_CALL
+from replay.run_arrays import KIND_CODE
 
-THOUGHT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"])
 ATTACHMENT = KIND_CODE["attachment"]
-
-
-@compiled
-def event_ids(kind, step, first_body):
-    """OpenHands event index of each item (non-decreasing): the prefix is event 0 when there is one; a thought
-    joins the first tool call of its response; a response without a call is one message event."""
-    n = len(kind)
-    ids = np.zeros(n, np.int64)
-    cur = 0 if first_body > 0 else -1
-    p = first_body
-    while p < n:
-        q = p + 1
-        if kind[p] in THOUGHT:
-            while q < n and kind[q] in THOUGHT and step[q] == step[p]:
-                q += 1
-            if q < n and kind[q] == TOOL_CALL and step[q] == step[p]:
-                q += 1  # the thought rides on its call: one action event
-        cur += 1
-        ids[p:q] = cur
-        p = q
-    return ids
 
 
 @compiled
@@ -98,6 +79,9 @@ class OpenHandsConfig(PolicyConfig):
     summary_tokens: int = knob(1_000, 0, 1_000_000, "size of the summary event, tokens (at most its input)")
     max_event_length: int = knob(10_000, 1, 10_000_000, "characters of each event given to the summariser")
     attachment_events: int = knob(1, 0, 2, "events per attachment item (V0 recall: 2; V1 extended content: 0)")
+    prompt: int = knob(
+        V0, V0, V1_SDK, "the summariser's prompt as OpenHands builds it: 1 the V0 server's, 2 the V1 SDK's"
+    )
 
     def validate(self) -> None:
         if self.max_size // 2 - self.keep_first - 1 < 1:
@@ -118,6 +102,9 @@ class OpenHandsTokensConfig(PolicyConfig):
     summary_tokens: int = knob(1_000, 0, 1_000_000, "size of the summary event, tokens (at most its input)")
     max_event_length: int = knob(10_000, 1, 10_000_000, "characters of each event given to the summariser")
     attachment_events: int = knob(1, 0, 2, "events per attachment item (V0 recall: 2; V1 extended content: 0)")
+    prompt: int = knob(
+        V1_SDK, V0, V1_SDK, "the summariser's prompt as OpenHands builds it: 1 the V0 server's, 2 the V1 SDK's"
+    )
 
 
 @dataclass(frozen=True)
@@ -137,9 +124,9 @@ class OpenHandsRecentConfig(PolicyConfig):
 
 # parameters: the trigger (events, or tokens for openhands_tokens), keep_first, events kept in the tail (the token
 # variant computes its own), the summary's cap (-1: no summary), characters per event given to the summariser,
-# events per attachment, the trigger counts tokens (1) or events (0)
-(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS, P_BY_TOKENS) = range(
-    P_POLICY, P_POLICY + 7
+# events per attachment, the trigger counts tokens (1) or events (0), the summariser's prompt (condenser_prompt)
+(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS, P_BY_TOKENS, P_PROMPT) = (
+    range(P_POLICY, P_POLICY + 8)
 )
 S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
 S_EVENTS = S_POLICY + 1  # live body events (by weight) as last counted
@@ -155,9 +142,12 @@ class _Condenser(CompiledPolicy):
     summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
     by_tokens: ClassVar[bool] = False  # the trigger counts tokens, not events
 
-    def common(self, p: np.ndarray, keep_first: int, attachment_events: int, summary_tokens: int, chars: int) -> None:
-        """The parameters every condenser sets: ``summary_tokens``/``chars`` are ignored when it writes no summary."""
-        p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS] = keep_first, attachment_events
+    def common(
+        self, p: np.ndarray, keep_first: int, attachment_events: int, summary_tokens: int, chars: int, prompt: int
+    ) -> None:
+        """The parameters every condenser sets: ``summary_tokens``/``chars``/``prompt`` are ignored when it writes
+        no summary."""
+        p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS], p[P_PROMPT] = keep_first, attachment_events, prompt
         p[P_SUMMARY_TOKENS] = summary_tokens if self.summarise else -1
         p[P_EVENT_CHARS] = chars if self.summarise else 0
         p[P_BY_TOKENS] = self.by_tokens
@@ -176,7 +166,7 @@ class OpenHands(_Condenser):
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.max_size // 2 - c.keep_first - 1
-        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length)
+        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
 
 
 class OpenHandsTokens(_Condenser):
@@ -195,7 +185,7 @@ class OpenHandsTokens(_Condenser):
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX] = c.max_tokens or budget.usable
-        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length)
+        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
 
 
 class OpenHandsRecent(_Condenser):
@@ -211,7 +201,7 @@ class OpenHandsRecent(_Condenser):
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX], p[P_TAIL_EVENTS] = c.max_events, c.max_events - c.keep_first
-        self.common(p, c.keep_first, c.attachment_events, 0, 0)
+        self.common(p, c.keep_first, c.attachment_events, 0, 0, V0)
 
 
 @compiled
@@ -384,15 +374,21 @@ def forget(r, st, q):
 @compiled(borrowed=True)
 def cut(p, r, st, head, tail):
     """Forget the live items of [head, tail) (with their partners); the summary, when this condenser writes one,
-    folds their truncated text in and stands before ``tail``."""
+    folds their truncated text in and stands before ``tail``, and the summariser call is charged the prompt the
+    condenser sends (``condenser_prompt``: the instruction, the previous summary, the forgotten events)."""
     folded = 0
-    gone = False
     chars = np.int64(p[P_EVENT_CHARS])
+    condenser = np.int64(p[P_PROMPT])
+    shown = chars if condenser == V0 else EVENT_CHARS[condenser]
+    acc = (np.int64(0), np.int64(-1), np.int64(0))  # the forgotten events as the summariser is sent them
+    gone = False
     for a, b in outside_gap(st, head, tail):
         for q in range(a, b):
             if st.forms[q] != DROPPED:
                 gone = True
                 folded += (min(r.chars[q], chars) + 3) // 4
+                if r.recorded_only[q] == 0:  # the harness's own summary is no event of this replay
+                    acc = add_item(r, st.aux[A_EVENT], q, condenser, shown, acc)
     if not gone:
         return
     for a, b in outside_gap(st, head, tail):
@@ -405,6 +401,9 @@ def cut(p, r, st, head, tail):
     else:
         s[S_GAP_LO], s[S_GAP_HI] = head, tail
     if p[P_SUMMARY_TOKENS] >= 0:
+        previous = s[S_SUM_TOK] if s[S_SUM_AT] >= 0 else 0
+        sent = INSTRUCTION[condenser] + previous + acc[0]
+        set_summariser_prompt(st, sent, WRITTEN[condenser], -1)
         st.s[S_FOLDED] += folded
         size = min(np.int64(p[P_SUMMARY_TOKENS]), st.s[S_FOLDED])
         set_summary(st, tail, size, size)

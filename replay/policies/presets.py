@@ -59,7 +59,9 @@ tests/policies/test_presets_corpus.py):
   SDK's default preset builds it (49cbde95, 2025-09-23; the class defaults were 120/4 until 2025-12-28, #1523, and
   240/2 since): past max_size events in the view it keeps the first keep_first and the newest
   max_size // 2 - keep_first - 1, and one summary. A V1 log records the settings it ran with
-  (``runs.metadata.condenser``); attachments are a message's extended content, no event of their own.
+  (``runs.metadata.condenser``); attachments are a message's extended content, no event of their own. Its
+  summariser is sent the SDK's prompt (``replay.policies.condenser_prompt``: 500-character event previews, cache
+  written); openhands-v0's the V0 server's (events cut to 10,000 characters, uncached).
 - cline: Cline's default context management (``replay.policies.cline``, read in Cline 3.57): past the max
   allowed size of the last usage (160,000 for a 200,000 window) duplicate file reads are replaced, and unless that
   saves 30% of the text the older half of the conversation after the first exchange is truncated. The window is
@@ -72,6 +74,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from replay.policies.condenser_prompt import V1_SDK
 from replay.readers.cline_dedup import cline_window  # noqa: F401  (Cline's window: re-exported for the presets)
 
 
@@ -267,7 +270,7 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "openhands-v1",
             "openhands",
-            {"max_size": 80, "keep_first": 4, "attachment_events": 0},
+            {"max_size": 80, "keep_first": 4, "attachment_events": 0, "prompt": V1_SDK},
             "OpenHands V1 SDK default agent: summarising condenser, max_size 80 events, keep_first 4",
         ),
         Preset(

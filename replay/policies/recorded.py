@@ -13,14 +13,32 @@ import numpy as np
 
 from replay.jit import compiled
 from replay.policies.base import CompiledPolicy
+from replay.policies.condenser_prompt import (
+    EVENT_CHARS,
+    INSTRUCTION,
+    NO_CONDENSER,
+    SUMMARY,
+    WRITTEN,
+    add_item,
+    event_ids,
+)
 from replay.policies.config import PolicyConfig
-from replay.policies.kernel import S_END, S_K, S_SUMMARISED, SUMMARY_CLEARED, SUMMARY_MADE, drop, set_form
+from replay.policies.kernel import (
+    S_END,
+    S_K,
+    S_SUMMARISED,
+    SUMMARY_CLEARED,
+    SUMMARY_MADE,
+    drop,
+    set_form,
+    set_summariser_prompt,
+)
 from replay.policies.masking import token_ratio
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER
 
 # aux rows: a recorded placeholder's real tokens and characters (last recorded wins); request + 1 at which the
-# item is a placeholder now
-(A_SHOWN, A_CHARS, A_NOW) = range(3)
+# item is a placeholder now; the item's event id as the run's condenser counts events (condenser_prompt)
+(A_SHOWN, A_CHARS, A_NOW, A_EVENT) = range(4)
 
 
 @dataclass(frozen=True)
@@ -40,7 +58,12 @@ class Recorded(CompiledPolicy):
 @compiled
 def setup(p, r, st):
     """A recorded placeholder's tokens: its characters at the run's own tokens per character (the wording's text
-    is not stored, only its length), never above the item; estimated at chars/4."""
+    is not stored, only its length), never above the item; estimated at chars/4. A run whose harness's condenser
+    is known gets its event ids."""
+    if r.condenser != NO_CONDENSER:
+        ids = event_ids(r.kind, r.step, r.first_body)
+        for q in range(len(ids)):
+            st.aux[A_EVENT, q] = ids[q]
     if len(r.mask_pos) == 0:
         return
     ratio = token_ratio(r)
@@ -57,10 +80,13 @@ def setup(p, r, st):
 @compiled
 def decide(p, r, st):
     """Events recorded at this request drop their items present (with call/result partners: the API needs both);
-    this request's recorded placeholders replace the previous request's."""
+    this request's recorded placeholders replace the previous request's. A summary made by a known condenser is
+    charged the prompt that condenser sends (``summariser_prompt``), else the whole previous prompt."""
     k, end = st.s[S_K], st.s[S_END]
     for e in range(len(r.ev_step)):
         if r.ev_step[e] == k or (k == 0 and r.ev_step[e] < 0):
+            if r.ev_summary[e] and r.condenser != NO_CONDENSER:
+                summariser_prompt(r, st, e)
             for j in range(r.ev_drop_off[e], r.ev_drop_off[e + 1]):
                 if r.ev_drop[j] < end:
                     drop(r, st, r.ev_drop[j])
@@ -76,6 +102,26 @@ def decide(p, r, st):
         q = r.mask_pos[i]
         if r.mask_step[i] == k and st.forms[q] != DROPPED:
             set_form(st, q, PLACEHOLDER)
+
+
+@compiled
+def summariser_prompt(r, st, e):
+    """Charge event ``e``'s summariser call the prompt the run's condenser sends: its instruction, the previous
+    summary and the events the event forgets (its items still in the view, before it drops them)."""
+    end = st.s[S_END]
+    lo, hi = r.ev_drop_off[e], r.ev_drop_off[e + 1]
+    gone = np.sort(r.ev_drop[lo:hi])
+    c = r.condenser
+    acc = (np.int64(0), np.int64(-1), np.int64(0))
+    for q in gone:
+        if q < end and st.forms[q] != DROPPED:
+            acc = add_item(r, st.aux[A_EVENT], q, c, EVENT_CHARS[c], acc)
+    sent = acc[0]
+    wrote = 0
+    for q in range(end):  # the summary the call wrote: the log's own summary item of this request
+        if (r.kind[q] == SUMMARY) & (r.step[q] == st.s[S_K]) & (r.recorded_only[q] != 0):
+            wrote += max(r.tokens[q] - r.framing[q], 0)  # its text
+    set_summariser_prompt(st, INSTRUCTION[c] + sent, WRITTEN[c], wrote)
 
 
 POLICIES = (Recorded,)

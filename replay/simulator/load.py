@@ -11,6 +11,7 @@ import numpy as np
 
 from replay.errors import ReplayError
 from replay.metrics.summariser_calls import recorded_calls
+from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.idle import inferred_ttl
@@ -81,6 +82,7 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     counted = prompt.item_tokens(raw, [it["role"] for it in items], [it["kind"] for it in items])
     for it, n in zip(items, counted, strict=True):
         it["tokens"] = int(n)
+        it["framing"] = min(prompt.framing(it["role"]), int(n))  # beyond its text (RunArrays.framing)
     out = _prefix_segments(prompt)
     pending = sorted(u for u in prompt.unlogged if u[2] not in PREFIX_CHANGES)
     segments = [seg for seg in out if seg["step"] > 0]
@@ -249,13 +251,17 @@ def load_many(
 
 
 def _with_caches(con: duckdb.DuckDBPyConnection, ids: list[str], runs: list[RunArrays]) -> list[RunArrays]:
-    """Each run with its cache model calibrated from its recorded reads (replay.simulator.cache_fit)."""
+    """Each run with its cache model calibrated from its recorded reads (replay.simulator.cache_fit) and its
+    harness's condenser by the log's format (replay.policies.condenser_prompt)."""
     from replay.simulator.cache_fit import fit_caches
 
     formats = dict(
         con.execute("SELECT run_id, format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
     )
-    return fit_caches(runs, formats)
+    return [
+        replace(r, condenser=CONDENSERS.get(formats.get(r.run_id) or "", NO_CONDENSER))
+        for r in fit_caches(runs, formats)
+    ]
 
 
 def _assemble(
@@ -298,6 +304,7 @@ def _assemble(
         recorded=events,
         server_gone=_gone_at(items, reqs, exact),
         harness_est=harness_estimates(items, metadata),
+        framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
         dup_chars=dup_chars,

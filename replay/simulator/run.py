@@ -17,8 +17,9 @@ from replay.policies.view import ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
+from replay.simulator.kernels.driver import O_SUMMARY_HISTORY, O_SUMMARY_OUT, O_SUMMARY_WRITTEN
 from replay.simulator.kernels.packed import static_row
-from replay.simulator.kernels.trace import trace_run
+from replay.simulator.kernels.trace import Trace, trace_run
 from replay.simulator.request_costs import plan, run_costs
 from replay.simulator.run_output import summary_hits_cache
 from replay.simulator.run_rows import COUNTERS, first_row, run_columns
@@ -89,7 +90,11 @@ def charged_views(
     ``policy`` (built-in or written in Python), charged by ``bill``'s cache model: the compiled loop's trace. The
     run starts with its warm prefix, and its views hold the prefix item without the tail
     (``replay.simulator.run_start.split_tail``)."""
-    trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead)
+    return _charged(trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead))
+
+
+def _charged(trace: Trace) -> tuple[Iterator[tuple[View, int, int]], np.ndarray]:
+    """:func:`charged_views` of a trace."""
     return zip(trace.views(), trace.cached.tolist(), trace.written.tolist(), strict=True), trace.ftok[ORIGINAL]
 
 
@@ -105,7 +110,8 @@ def _simulate(
 ) -> tuple[dict[str, np.ndarray], dict]:
     budget = budget or Budget()
     bill = billing_for(run.model, cache, pricing, run.cache_ttl, run.cache_fit)
-    steps, seen = charged_views(run, policy, budget, bill, near_margin, overhead)
+    trace = trace_run(run, policy, budget, bill.cache, bill.model, near_margin, overhead)
+    steps, seen = _charged(trace)
     tail = run.tail
     m = run.n_requests
     cols = {c: np.zeros(m, dtype=np.int64) for c in REQUEST_COLUMNS}
@@ -159,13 +165,15 @@ def _simulate(
         plan([run]), 1, [bill], cols["prompt_tokens"], cols["cached_tokens"], cols["written_tokens"], pricing
     )  # each request at its own model, day and write durations
     summ = np.flatnonzero(cols["summarised"])
-    history = int(cols["prompt_tokens"][summ[summ > 0] - 1].sum())
+    o = trace.counters  # the summariser calls' prompts (uncached, written) and output, as the policy gives them
     s_cost = summary_cost(
-        history,
-        int(cols["summary_tokens"][summ].sum()),
+        int(o[O_SUMMARY_HISTORY]),
+        int(o[O_SUMMARY_OUT]),
         r.input,
         r.output,
         r.cache_read if summary_hits_cache(policy) else None,
+        int(o[O_SUMMARY_WRITTEN]),
+        r.cache_write,
     )
     counters = {
         "requests": len(cols["k"]),

@@ -7,6 +7,7 @@ import numpy as np
 
 from replay.model import KINDS
 from replay.policies.base import AnyPolicy
+from replay.policies.condenser_prompt import NO_CONDENSER
 from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import MIN_WRITE, unexplained_losses
@@ -102,12 +103,13 @@ SUMMARY_TOLERANCE = 0.03  # the comparison's own target: within 3% of the bill
 
 def summariser_reads(run: RunArrays) -> str:
     """Why the replay's summarisation calls cannot cost what the log's recorded ones did, when the log shows they
-    read another prompt than the one a replay charges them ("" when it does not): a replay's call reads the whole
-    history the request before it sent (replay.metrics.cost.summary_cost); the log's calls' own prompts (uncached +
-    read + written) differ from that by more than the comparison's 3%. OpenHands' LLMSummarizingCondenser sends
-    only the events it forgets (as text) and the previous summary, as one user message."""
+    read another prompt than the one a replay charges them ("" when it does not). A run whose harness's condenser
+    is known (``RunArrays.condenser``: OpenHands V0 and V1) is charged the prompt that condenser sends
+    (replay.policies.condenser_prompt): no such gap. Otherwise a replay's call reads the whole history the request
+    before it sent (replay.metrics.cost.summary_cost), and the gap is there when the log's calls' own prompts
+    (uncached + read + written) differ from that by more than the comparison's 3%."""
     steps = [step for step, _, _ in run.summariser_calls]
-    if not steps or len(run.rec_prompt) != run.n_requests:
+    if not steps or len(run.rec_prompt) != run.n_requests or run.condenser != NO_CONDENSER:
         return ""
     before = [int(run.rec_prompt[k - 1]) if 0 < k <= run.n_requests else -1 for k in steps]
     if min(before) <= 0:

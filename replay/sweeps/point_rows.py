@@ -46,6 +46,7 @@ from replay.simulator.kernels.driver import (
     O_SUMMARIES,
     O_SUMMARY_HISTORY,
     O_SUMMARY_OUT,
+    O_SUMMARY_WRITTEN,
     O_TRIMMED,
     O_VISIBLE,
     O_VISIBLE_TOK,
@@ -116,6 +117,8 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         rate["input"],
         rate["output"],
         rate["cache_read"] if summary_hits_cache(point.policy) else None,
+        o[O_SUMMARY_WRITTEN],
+        rate["cache_write"],
     )
     counters = {
         "requests": np.diff(packed.req_off),

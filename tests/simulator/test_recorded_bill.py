@@ -150,7 +150,8 @@ def test_what_the_bill_cannot_hold_is_compared_apart(runs, part, calls, unbilled
 
 def test_recorded_condenser_calls_are_compared_with_the_replays(runs):
     """ohv1-bench-swe-sonnet4 records its 4 condenser calls (108 agent requests + 4 condenser calls): the bill holds
-    them, and the replay's summarisation calls are compared with them, not left out."""
+    them, and the replay's summarisation calls are compared with them, not left out. They are charged the prompt
+    the SDK's condenser sends (tests/simulator/test_condenser_prompt.py): the whole run is within 3% of its bill."""
     run = _one(runs, "ohv1-bench-swe-sonnet4")
     assert run.summariser_made == len(run.summariser_calls) == 4
     row = _recorded(run)
@@ -159,17 +160,7 @@ def test_recorded_condenser_calls_are_compared_with_the_replays(runs):
     assert row["recorded_summary_cost_usd"] == pytest.approx(0.11499675, rel=1e-6)  # the SDK's condenser cost
     requests = row["billed_cost_usd"] - row["summary_cost_usd"]
     assert abs(requests / (row["recorded_cost_usd"] - row["recorded_summary_cost_usd"]) - 1) <= 0.03
-    # the condenser sends the events it forgets, not the history: the log's calls sent far less than the requests
-    # before them, so the replay's calls (the whole history, uncached) cost more; bill_gap says so from the file
-    sent = sum(sum(counts[:4]) for _, _, counts in run.summariser_calls)
-    before = sum(int(run.rec_prompt[step - 1]) for step, _, _ in run.summariser_calls)
-    assert sent == 21_761 and sent < before / 4
-    assert (
-        f"the log's 4 summariser calls sent {sent:,} prompt tokens in all where the requests before them sent "
-        + (f"{before:,}")
-        in row["bill_gap"]
-    ), row["bill_gap"]
-    assert row["summary_cost_usd"] > 4 * row["recorded_summary_cost_usd"]
+    assert abs(_like(row)) <= 0.03, _like(row)
 
 
 def test_sweep_rows_compare_with_the_bill_as_simulate_does(runs):

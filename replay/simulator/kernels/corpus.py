@@ -59,6 +59,8 @@ def run_at(pk, tflag, i):
         pk.cache_cap[c:d],
         pk.req_sent[c:d],
         pk.req_done[c:d],
+        pk.condenser[i],
+        pk.framing[a:b],
     )
 
 

@@ -34,7 +34,10 @@ from replay.policies.kernel import (
     S_SUM_AT,
     S_SUM_EST,
     S_SUM_ID,
+    S_SUM_OUT,
+    S_SUM_READ,
     S_SUM_TOK,
+    S_SUM_WRITE,
     S_SUMMARISED,
     S_TOT_EST,
     S_TOT_TOK,
@@ -83,8 +86,9 @@ from replay.simulator.kernels.select import decide, setup
     O_FAILURE_TOK,
     O_SUMMARY_HISTORY,
     O_SUMMARY_OUT,
-) = range(23)
-N_OUT = 23
+    O_SUMMARY_WRITTEN,
+) = range(24)
+N_OUT = 24  # O_SUMMARY_HISTORY: the summariser calls' prompts sent uncached; O_SUMMARY_WRITTEN: written to the cache
 # per-request trace columns (int64)
 (
     T_PROMPT,
@@ -99,8 +103,10 @@ N_OUT = 23
     T_SUM_TOK,
     T_SUM_EST,
     T_WINDOW,
-) = range(12)
-N_TRACE = 12
+    T_SUM_READ,
+    T_SUM_WRITE,
+) = range(14)
+N_TRACE = 14  # T_SUM_READ: the prompt of the summariser call made at the request (0: none); T_SUM_WRITE: written
 
 
 @compiled
@@ -162,7 +168,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             err_pos[n_err] = q
             n_err += 1
     hidden = np.zeros(n_err, np.bool_)
-    cols = np.zeros((m if trace else 0, 12), np.int64)
+    cols = np.zeros((m if trace else 0, N_TRACE), np.int64)
     log = np.zeros((n + 16 if trace else 0, 5), np.int64)
     n_log = 0
     shown = np.zeros((3, n if trace else 0), np.int64)  # form, tokens, estimate last emitted
@@ -176,7 +182,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             gone_next[q], gone_first[g] = gone_first[g], q
     for k in range(m):
         s[S_K] = k
-        s[S_EMERGENCY] = s[S_SUMMARISED] = s[S_WINDOW] = 0
+        s[S_EMERGENCY] = s[S_SUMMARISED] = s[S_WINDOW] = s[S_SUM_WRITE] = 0
+        s[S_SUM_READ] = s[S_SUM_OUT] = -1  # none given: the call reads the whole previous prompt, writes the summary
         end, new_end = s[S_END], r.req_end[k]
         for q in range(end, new_end):
             pq = r.pair[q]
@@ -259,8 +266,11 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
                 out[O_FIRST_SUMMARY] = k
             out[O_LAST_SUMMARY] = k
             out[O_PROMPT_AFTER_SUMMARY] += prompt
-            out[O_SUMMARY_HISTORY] += prev_prompt
-            out[O_SUMMARY_OUT] += s_tok
+            sum_read = s[S_SUM_READ] if s[S_SUM_READ] >= 0 else prev_prompt
+            out[O_SUMMARY_WRITTEN if s[S_SUM_WRITE] else O_SUMMARY_HISTORY] += sum_read
+            out[O_SUMMARY_OUT] += s[S_SUM_OUT] if s[S_SUM_OUT] >= 0 else s_tok
+            if trace:
+                cols[k, T_SUM_READ], cols[k, T_SUM_WRITE] = sum_read, s[S_SUM_WRITE]
         prev_prompt = prompt
         out[O_PROMPT] += prompt
         out[O_EST] += est

@@ -66,6 +66,8 @@ Packed = namedtuple(
         "cache_cap",
         "req_sent",
         "req_done",
+        "condenser",
+        "framing",
     ),
 )
 
@@ -120,6 +122,8 @@ class PackedRuns:
     cache_cap: np.ndarray  # per request: the most the server's cache gives it, -1 no limit (RunArrays.cache_cap)
     req_sent: np.ndarray  # per request: when it was sent (replay.simulator.idle), NaN unknown
     req_done: np.ndarray  # per request: when its response ended, NaN unknown
+    condenser: np.ndarray  # per run: the harness's summariser prompt (RunArrays.condenser)
+    framing: np.ndarray  # per item: tokens beyond its text (RunArrays.framing)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -274,6 +278,8 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "cache_cap": _cat([r.cache_caps for r in runs], np.int64),
         "req_sent": _cat([request_times(r)[0] for r in runs], np.float64),
         "req_done": _cat([request_times(r)[1] for r in runs], np.float64),
+        "condenser": np.array([r.condenser for r in runs], dtype=np.int64),
+        "framing": _cat([r.framings for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
