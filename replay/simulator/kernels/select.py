@@ -53,6 +53,9 @@ def _setup(code, p, r, st):
     return _pick(SETUPS, code, "setup")
 
 
-@overload(decide, prefer_literal=True, inline="always")
+# decide runs before every request: its wrapper is a function of its own compiled without reference counting
+# (``replay.jit.compiled``'s ``borrowed``). Inlined into the loop, as setup is, it copied the Run and the State, an
+# incref and a decref of every array in them (some 45) around each call: most of a cheap decide's cost.
+@overload(decide, prefer_literal=True, jit_options={"_nrt": False})
 def _decide(code, p, r, st):
     return _pick(DECIDES, code, "decide")
