@@ -235,7 +235,7 @@ class AutoCompact(CompiledPolicy):
         return np.array([TF_MICRO * (t in tools) for t in tool_names], dtype=np.int8)
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """The harness's artefacts out of the view; the recorded summaries' sizes when the summaries follow the log."""
     drop_artefacts(r, st)
@@ -259,7 +259,7 @@ def setup(p, r, st):
                     )
 
 
-@compiled
+@compiled(borrowed=True)
 def live_from(r, st):
     """First position after the prefix that is not dropped (the history's end if none). Everything before it is
     summarised, so the passes over the history start here: their work is the live view, not every item so far."""
@@ -270,7 +270,7 @@ def live_from(r, st):
     return q
 
 
-@compiled
+@compiled(borrowed=True)
 def micro_pass(p, r, st, apply):
     """Tokens (chars/4, as Claude Code sizes them) microcompact would save now; with ``apply`` clear them. The
     candidates are the live calls of the microcompact tools whose result is not cleared yet, oldest first; the newest
@@ -303,7 +303,7 @@ def micro_pass(p, r, st, apply):
     return saved
 
 
-@compiled
+@compiled(borrowed=True)
 def microcompact(p, r, st):
     """Claude Code's automatic microcompact: once the last prompt is within micro_warning of the limit, clear the
     old tool results if that saves at least micro_min_saved."""
@@ -314,7 +314,7 @@ def microcompact(p, r, st):
         st.s[S_SUMMARISED] |= SUMMARY_CLEARED
 
 
-@compiled
+@compiled(borrowed=True)
 def reported(r, st):
     """What the server counted beyond this policy's estimate of the last request (the run's ``usage_offset``:
     recorded - replayed, given by ``replay fidelity``; 0 otherwise): the harness reads the usage the server
@@ -323,7 +323,7 @@ def reported(r, st):
     return r.usage_offset[k - 1] if 0 < k <= len(r.usage_offset) else np.int64(0)
 
 
-@compiled
+@compiled(borrowed=True)
 def last_usage(r, st):
     """The last response's usage as Claude Code adds it up: its prompt (input, cache read and write) and its
     output, i.e. the previous request's prompt plus the assistant items added since (0 before the first)."""
@@ -336,7 +336,7 @@ def last_usage(r, st):
     return st.s[S_SENT_EST] + out + reported(r, st)
 
 
-@compiled
+@compiled(borrowed=True)
 def new_chars4(r, st):
     """The messages added since the last response other than its own output, at chars/4 rounded (Claude Code's
     estimate of what the last usage does not count yet)."""
@@ -347,7 +347,7 @@ def new_chars4(r, st):
     return n
 
 
-@compiled
+@compiled(borrowed=True)
 def earlier_reasoning(r, st):
     """codex-rs's own estimate of the encrypted reasoning items before the newest user message, of those not
     summarised by a compaction (the server no longer counts them; codex-rs adds them to its usage)."""
@@ -361,7 +361,7 @@ def earlier_reasoning(r, st):
     return n
 
 
-@compiled
+@compiled(borrowed=True)
 def due(p, r, st):
     mode = p[P_PREVIOUS]
     if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
@@ -375,7 +375,7 @@ def due(p, r, st):
     return est_total(st) + reported(r, st) > p[P_LIMIT]
 
 
-@compiled
+@compiled(borrowed=True)
 def kept_users(p, r, st, lo, start):
     """(oldest kept, truncated) of the newest live user messages in [lo, start) within keep_user_tokens by estimate:
     every live user message from the oldest kept on is kept, the oldest one truncated to fit (its SHRUNK cost);
@@ -401,7 +401,7 @@ def kept_users(p, r, st, lo, start):
     return oldest, shrunk
 
 
-@compiled
+@compiled(borrowed=True)
 def fraction_start(p, r, st, lo, end):
     """First item kept when the newest keep_fraction of the live history's characters stays: the first user
     message with the rest's share of the characters before it, else the last user message; ``end`` (all is
@@ -426,7 +426,7 @@ def fraction_start(p, r, st, lo, end):
     return last_split
 
 
-@compiled
+@compiled(borrowed=True)
 def summary_size(p, st):
     """The n-th summary is the n-th recorded one's size (summary_from_log), else summary_tokens."""
     n = st.s[S_COMPACTIONS]
@@ -435,7 +435,7 @@ def summary_size(p, st):
     return np.int64(p[P_SUMMARY_TOKENS])
 
 
-@compiled
+@compiled(borrowed=True)
 def compact(p, r, st):
     """Compact now; the kept part by keep_fraction or keep_last."""
     lo, end = prefix_end(r, st), st.s[S_END]
@@ -446,7 +446,7 @@ def compact(p, r, st):
     compact_before(p, r, st, start)
 
 
-@compiled
+@compiled(borrowed=True)
 def compact_before(p, r, st, start):
     """Everything live before ``start`` becomes the summary, but the newest user messages kept;
     ``reattach_tokens`` ride on the summary when a summarised item read or wrote a file (Claude Code re-reads the
@@ -479,7 +479,7 @@ def compact_before(p, r, st, start):
         cut_kept_results(p, r, st, start)
 
 
-@compiled
+@compiled(borrowed=True)
 def cut_kept_results(p, r, st, start):
     """Newest first, once the kept tool results pass cut_results_after tokens (chars/4), each one longer than
     cut_chars shows only that many characters (its tokens in proportion)."""
@@ -497,7 +497,7 @@ def cut_kept_results(p, r, st, start):
             used += est
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     if st.s[S_PENDING] > 0:  # a background summary of the history as it was replaces that part now
         checkpoint = st.s[S_PENDING] - 1

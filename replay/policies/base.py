@@ -30,6 +30,7 @@ from replay.policies.kernel import (
     S_SUMMARISED,
     S_TOT_EST,
     S_TOT_TOK,
+    S_VIEW_TOK,
     SUMMARY_MADE,
 )
 from replay.policies.space import Knob
@@ -168,7 +169,7 @@ class Policy(PolicyBase):
             if trigger():
                 decide()
         e = self.end
-        s[S_TOT_TOK] = int(self.ftok[self.forms[:e], self.idx[:e]].sum())
+        s[S_TOT_TOK] = s[S_VIEW_TOK] = int(self.ftok[self.forms[:e], self.idx[:e]].sum())
         s[S_TOT_EST] = int(self.seg_est().sum())
         s[S_DIRTY] = self.dirty
         s[S_CHANGED_FROM] = 0  # the view is compared whole: a form may have been set without a helper

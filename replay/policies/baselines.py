@@ -67,7 +67,7 @@ class DropOldest(CompiledPolicy):
         p[P_MARGIN], p[P_KEEP_FIRST] = self.config.margin, self.config.keep_first
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """Over (window - reserve) / (1 + margin) by estimate: drop from the oldest item after the prefix and the first
     ``keep_first`` items, with call/result partners, until the excess is gone; never the newest output's call.

@@ -109,7 +109,7 @@ class ClearToolUses(CompiledPolicy):
         )
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """Placeholder and cleared-input costs (the wordings at the run's tokens per character); results' positions;
     per item its tool's flags, a result also its call's."""
@@ -128,18 +128,18 @@ def setup(p, r, st):
     st.s[S_N_RESULTS] = n_res
 
 
-@compiled
+@compiled(borrowed=True)
 def input_cleared(p, st, call):
     return (call >= 0) & ((p[P_ALL_INPUTS] > 0) | (st.aux[A_FLAG, max(call, 0)] & TF_CLEAR_INPUT != 0))
 
 
-@compiled
+@compiled(borrowed=True)
 def clearable(st, q):
     """A live result of a tool not excluded."""
     return (st.forms[q] != DROPPED) & (st.aux[A_FLAG, q] & TF_EXCLUDED == 0)
 
 
-@compiled
+@compiled(borrowed=True)
 def freed_by(p, r, st, q):
     """Estimated tokens clearing result q (and its call's input, when cleared) frees."""
     freed = max(st.fest[ORIGINAL, q] - st.fest[PLACEHOLDER, q], 0)
@@ -149,14 +149,14 @@ def freed_by(p, r, st, q):
     return freed
 
 
-@compiled
+@compiled(borrowed=True)
 def lift(st, q):
     """How much less than its original item q shows in a cleared form (else 0)."""
     f = st.forms[q]
     return st.fest[ORIGINAL, q] - st.fest[f, q] if f == PLACEHOLDER or f == SHRUNK else 0
 
 
-@compiled
+@compiled(borrowed=True)
 def show(r, st, q, cleared):
     """Item q shows its cleared form, or its original again if it was cleared (and is not dropped)."""
     before = lift(st, q)
@@ -168,7 +168,7 @@ def show(r, st, q, cleared):
     st.s[S_LIFT] += lift(st, q) - before
 
 
-@compiled
+@compiled(borrowed=True)
 def count_results(r, st, rebuild):
     """Advance over the results the history now holds; with ``rebuild`` (the loop dropped an item already shown)
     recount everything from scratch. Then extend the old part to the oldest (live - keep) live results."""
@@ -183,7 +183,7 @@ def count_results(r, st, rebuild):
         s[S_SEEN] += 1
 
 
-@compiled
+@compiled(borrowed=True)
 def extend_old(p, r, st):
     """The old part grows to the oldest (live - keep) live results, with what clearing it would free."""
     s, res = st.s, st.aux[A_RESULTS]
@@ -199,7 +199,7 @@ def extend_old(p, r, st):
             s[S_FREED] += freed_by(p, r, st, q)
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """The server's clearing, afresh on every request: the old part cleared when the full history is past the
     trigger and that frees clear_at_least, else every cleared item shown again. Only what changed since the

@@ -92,7 +92,7 @@ class Cline(CompiledPolicy):
         )
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """The harness's own artefacts out of the view; no request is truncated yet."""
     drop_artefacts(r, st)
@@ -107,7 +107,7 @@ def message(r, q):
     return 2 * k - 1 if out else 2 * k
 
 
-@compiled
+@compiled(borrowed=True)
 def kept_chars(r, st, rest):
     """Characters of the text Cline weighs savings against: the first pair and the messages from ``rest`` on."""
     total = np.int64(0)
@@ -166,7 +166,7 @@ def dedup(p, r, st, rest):
     return saved
 
 
-@compiled
+@compiled(borrowed=True)
 def truncate(r, st, rest, quarter):
     """Drop the older half (three quarters) of the request pairs from ``rest`` on; the new first kept request."""
     k = st.s[S_K]
@@ -183,7 +183,7 @@ def truncate(r, st, rest, quarter):
     return after
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     usage = last_usage(r, st)
     if st.s[S_K] == 0 or usage < p[P_LIMIT]:

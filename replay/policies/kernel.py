@@ -11,11 +11,13 @@ State. ``forms[q]`` is item q's form (``replay.policies.view``), ``ftok``/``fest
 form (``DROPPED`` is 0). ``s`` holds the scalars (``S_*``): the request ``k``, the history ``end``, the first
 position changed since the previous view (``dirty``; ``changed_from``: the first whose form or cost was set,
 even to no effect on the cache, which the per-request trace starts from), the running totals of the view over
-[0, end), the summary segment, the flags of this request, the prompt of the summariser call made at this request
-(``S_SUM_READ``, -1: the whole previous prompt; ``S_SUM_WRITE``: 1 when that prompt is written to the cache;
-``S_SUM_OUT``: what it wrote, -1: the summary segment; see ``set_summariser_prompt``), and from ``S_POLICY`` on
-the policy's own scalars. ``aux`` rows are the policy's own per-item arrays. Change forms and costs only through
-the helpers below: they keep the totals, ``dirty`` and ``changed_from`` right.
+[0, end) (``S_TOT_TOK`` as the policy counts the prompt; ``S_VIEW_TOK`` the real tokens of the items in their
+forms, whatever the policy counts, which the driver's prefix sums for the cache end with), the summary segment, the
+flags of this request, the prompt of the summariser call made at this request (``S_SUM_READ``, -1: the whole
+previous prompt; ``S_SUM_WRITE``: 1 when that prompt is written to the cache; ``S_SUM_OUT``: what it wrote, -1: the
+summary segment; see ``set_summariser_prompt``), and from ``S_POLICY`` on the policy's own scalars. ``aux`` rows are
+the policy's own per-item arrays. Change forms and costs only through the helpers below: they keep the totals,
+``dirty`` and ``changed_from`` right.
 
 Parameters ``p`` (float64): ``P_*`` common to every policy, the policy's own from ``P_POLICY`` on (each module owns
 that layout and fills it in its ``params``).
@@ -57,7 +59,8 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
     S_SUM_READ,
     S_SUM_WRITE,
     S_SUM_OUT,
-) = range(18)
+    S_VIEW_TOK,
+) = range(19)
 S_POLICY = 19
 N_SCALARS = 40
 N_AUX = 6
@@ -172,6 +175,7 @@ def set_form(st, q, form):
     if q < s[S_END]:
         s[S_TOT_EST] += st.fest[form, q] - st.fest[old, q]
         s[S_TOT_TOK] += st.ftok[form, q] - st.ftok[old, q]
+        s[S_VIEW_TOK] += st.ftok[form, q] - st.ftok[old, q]
     st.forms[q] = form
     if q < s[S_DIRTY]:
         s[S_DIRTY] = q
@@ -186,6 +190,7 @@ def set_cost(st, form, q, tok, est):
     if st.forms[q] == form and q < s[S_END]:
         s[S_TOT_EST] += est - st.fest[form, q]
         s[S_TOT_TOK] += tok - st.ftok[form, q]
+        s[S_VIEW_TOK] += tok - st.ftok[form, q]
         if st.ftok[form, q] != tok and q < s[S_DIRTY]:
             s[S_DIRTY] = q
     if q < s[S_CHANGED_FROM]:

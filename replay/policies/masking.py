@@ -24,13 +24,13 @@ SWE_AGENT_WORDING = "Old environment output: ({n} lines omitted)"
 USER_TEXT = KIND_CODE["user_text"]
 
 
-@compiled
+@compiled(borrowed=True)
 def token_ratio(r):
     """The run's overall real tokens per character."""
     return r.tokens.sum() / max(r.chars.sum(), 1)
 
 
-@compiled
+@compiled(borrowed=True)
 def wording_cost(r, q, chars, ratio, estimator):
     """(real, est) tokens of a placeholder wording of ``chars`` characters standing for item q: at the run's tokens
     per character ``ratio`` (chars/4 when the run's counts are estimates), never more than the item itself."""
@@ -41,7 +41,7 @@ def wording_cost(r, q, chars, ratio, estimator):
     return real, estimate_chars(chars, estimator)
 
 
-@compiled
+@compiled(borrowed=True)
 def digits(n):
     """Decimal digits of n >= 0 (1 for 0)."""
     d = 1
@@ -112,7 +112,7 @@ class LastN(CompiledPolicy):
         return self.config.wording.format(n=int(run.lines[position]))
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """Placeholder costs (last_n: the wording with each item's line count); the results' positions; whether the
     first user message (the instance template) comes before the first result."""
@@ -133,7 +133,7 @@ def setup(p, r, st):
     st.s[S_TEMPLATE] = template >= 0 and (first_result < 0 or template < first_result)
 
 
-@compiled
+@compiled(borrowed=True)
 def masked_range(p, st, seen):
     """Result indices [a, b) shown as placeholders when the history holds ``seen`` results."""
     keep = np.int64(p[P_KEEP])
@@ -145,7 +145,7 @@ def masked_range(p, st, seen):
     return (0, max(last_removed - 1, 0)) if st.s[S_TEMPLATE] else (1, last_removed)
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """When any result of the masked range is still original, the whole range shows placeholders.
 

@@ -55,7 +55,7 @@ class Recorded(CompiledPolicy):
     replays_recorded = True
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """A recorded placeholder's tokens: its characters at the run's own tokens per character (the wording's text
     is not stored, only its length), never above the item; estimated at chars/4. A run whose harness's condenser
@@ -77,7 +77,7 @@ def setup(p, r, st):
             st.fest[PLACEHOLDER, q] = (st.aux[A_CHARS, q] + 3) // 4
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     """Events recorded at this request drop their items present (with call/result partners: the API needs both);
     this request's recorded placeholders replace the previous request's. A summary made by a known condenser is

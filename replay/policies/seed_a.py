@@ -195,7 +195,7 @@ class SeedA(CompiledPolicy):
         p[P_SUMMARY_SIZE], p[P_MARGIN] = c.summary_tokens + c.task_list_tokens, c.margin
 
 
-@compiled
+@compiled(borrowed=True)
 def setup(p, r, st):
     """Placeholder (head and tail kept plus the wording) and shrunk-write ('applied' note) costs; message starts."""
     estimator = int(p[P_ESTIMATOR])
@@ -209,19 +209,19 @@ def setup(p, r, st):
         st.aux[A_MESSAGE, q] = starts[q]  # formatting, ~2 s of a first compile
 
 
-@compiled
+@compiled(borrowed=True)
 def shrinkable(p, r, st, q):
     """A completed, successful write/edit call (a failed write applied nothing) still original."""
     return (p[P_SHRINK] > 0) & (st.forms[q] == ORIGINAL) & completed_write(r, st, q) & ~r.is_error[max(r.pair[q], 0)]
 
 
-@compiled
+@compiled(borrowed=True)
 def placeable(st, r, q):
     """An original tool result whose placeholder is smaller."""
     return (r.kind[q] == TOOL_RESULT) & (st.forms[q] == ORIGINAL) & (st.fest[PLACEHOLDER, q] < st.fest[ORIGINAL, q])
 
 
-@compiled
+@compiled(borrowed=True)
 def may_gain(p, r, st, q):
     """Item q is placeable or shrinkable now or may become so later (a write call whose result is still to come)."""
     pair = r.pair[q]
@@ -237,7 +237,7 @@ def may_gain(p, r, st, q):
     )
 
 
-@compiled
+@compiled(borrowed=True)
 def settled_to(p, r, st, lo):
     """First position (at least ``lo``) from which an item may still be placed or shrunk; moves the pointer on."""
     q, end = max(st.s[S_SETTLED], lo), st.s[S_END]
@@ -247,7 +247,7 @@ def settled_to(p, r, st, lo):
     return q
 
 
-@compiled
+@compiled(borrowed=True)
 def tier1(p, r, st, lo):
     """Placeholders outside the protected recent range, committed only when they reclaim the floor."""
     end, window = st.s[S_END], p[P_WINDOW]
@@ -286,7 +286,7 @@ def tier1(p, r, st, lo):
                 set_form(st, q, SHRUNK)
 
 
-@compiled
+@compiled(borrowed=True)
 def tail_from(p, r, st, lo):
     """Start of the verbatim tail: whole live chat messages, at most ``tail_messages`` of them and at most
     ``tail_fraction`` of the window by estimate (0: that cap is off), at least the newest message; moved back so
@@ -306,7 +306,7 @@ def tail_from(p, r, st, lo):
     return pair_safe_start(r, st, start)
 
 
-@compiled
+@compiled(borrowed=True)
 def tier2(p, r, st, lo):
     """Everything before the verbatim tail becomes the summary (with the task list)."""
     start = tail_from(p, r, st, lo)
@@ -319,7 +319,7 @@ def tier2(p, r, st, lo):
     set_summary(st, start, size, size)
 
 
-@compiled
+@compiled(borrowed=True)
 def emergency(p, r, st, lo):
     """Trim inside the protected range too, oldest first, only as needed, never the newest output."""
     st.s[S_EMERGENCY] = 1
@@ -335,7 +335,7 @@ def emergency(p, r, st, lo):
                 break
 
 
-@compiled
+@compiled(borrowed=True)
 def decide(p, r, st):
     lo = prefix_end(r, st)
     if st.s[S_END] > 0:

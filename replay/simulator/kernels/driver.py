@@ -41,6 +41,7 @@ from replay.policies.kernel import (
     S_SUMMARISED,
     S_TOT_EST,
     S_TOT_TOK,
+    S_VIEW_TOK,
     S_WINDOW,
     SUMMARY_MADE,
     State,
@@ -157,7 +158,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
     warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn)
-    cumtok = np.zeros(n + 1, np.int64)
+    cumtok = np.zeros(n + 1, np.int64)  # cumtok[: summed + 1] are the prefix sums of the current view
+    summed = 0
     n_err = 0
     for q in range(n):
         n_err += r.is_error[q] and r.kind[q] == TOOL_RESULT
@@ -193,12 +195,14 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
                 forms[q] = DROPPED
             s[S_TOT_EST] += fest[forms[q], q]
             s[S_TOT_TOK] += ftok[forms[q], q]
+            s[S_VIEW_TOK] += ftok[forms[q], q]
         s[S_END] = end = new_end
         q = gone_first[k]
         while q >= 0:  # the server no longer counts it (an earlier turn's reasoning); dropped on arrival if later
             if q < end and forms[q] != DROPPED:
                 s[S_TOT_EST] -= fest[forms[q], q]
                 s[S_TOT_TOK] -= ftok[forms[q], q]
+                s[S_VIEW_TOK] -= ftok[forms[q], q]
                 forms[q] = DROPPED
                 s[S_DIRTY] = min(s[S_DIRTY], q)
             q = gone_next[q]
@@ -208,8 +212,6 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         shown_from = 0 if k == 0 else min(s[S_CHANGED_FROM], dirty_from)  # what the trace compares
         s[S_CHANGED_FROM] = end
         s[S_PREV_END], s[S_DIRTY] = end, end
-        for q in range(dirty_from, end):
-            cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
         s_at = s[S_SUM_AT]
         s_tok = s[S_SUM_TOK] if s_at >= 0 else 0
         est = s[S_TOT_EST] + (s[S_SUM_EST] if s_at >= 0 else 0)
@@ -221,6 +223,13 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
+        # the cache reads the prefix sums at cdirty or before, at the system breakpoint and at the end: extend them
+        # from where they are still this view's to there, and take the end's from the running total
+        summed = min(summed, dirty_from)
+        for q in range(summed, max(cdirty, min(r.first_body, end))):
+            cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
+            summed = q + 1
+        cumtok[end] = s[S_VIEW_TOK]
         cached, written = cache_request(
             cp,
             cpos,

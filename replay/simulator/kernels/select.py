@@ -8,6 +8,8 @@ written in Python, whose loop calls back into the policy object (``replay.polici
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload
@@ -53,6 +55,9 @@ def _setup(code, p, r, st):
     return _pick(SETUPS, code, "setup")
 
 
-@overload(decide, prefer_literal=True, inline="always")
+# decide runs before every request: its wrapper is a function of its own compiled without reference counting
+# (``replay.jit.compiled``'s ``borrowed``). Inlined into the loop, as setup is, it copied the Run and the State, an
+# incref and a decref of every array in them (some 45) around each call: most of a cheap decide's cost.
+@overload(decide, prefer_literal=True, jit_options=cast(Any, {"_nrt": False}))  # numba's typed options omit _nrt
 def _decide(code, p, r, st):
     return _pick(DECIDES, code, "decide")
