@@ -18,15 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-GRID = """[sweep]
-policy = "seed_a"
-batch = 16
-[fixed]
-window = 130000
-reserve = 8000
-[grid]
-summary_at = {summary_at}
-"""
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grids import SEED_A_SWEEP  # noqa: E402
 
 
 def tree(root: int) -> list[int]:
@@ -73,7 +66,7 @@ def main() -> None:
         db = Path(tmp) / "s.duckdb"
         shutil.copy(args.db, db)
         grid = Path(tmp) / "grid.toml"
-        grid.write_text(GRID.format(summary_at=[40_000 + 2_000 * i for i in range(args.points)]))
+        grid.write_text(SEED_A_SWEEP.format(values=[40_000 + 2_000 * i for i in range(args.points)]))
         cmd = [
             sys.executable,
             "-m",

@@ -24,16 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from grids import SEED_A_SWEEP  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
-GRID = """[sweep]
-policy = "seed_a"
-batch = 16
-[fixed]
-window = 130000
-reserve = 8000
-[grid]
-summary_at = {values}
-"""
 
 
 def peak_kb() -> int:
@@ -85,7 +79,7 @@ def measure(store: Path, rows: int, n_runs: int, tmp: Path) -> dict:
         db = work / "s.duckdb"
         shutil.copy(store, db)
         grid = work / "grid.toml"
-        grid.write_text(GRID.format(values=[40_000 + i for i in range(points)]))
+        grid.write_text(SEED_A_SWEEP.format(values=[40_000 + i for i in range(points)]))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         t0 = time.perf_counter()
         proc = subprocess.run(

@@ -35,3 +35,15 @@ def grid(policy: str, points: int) -> list[dict]:
     axes = grid_axes(policy, points)
     combos = itertools.islice(itertools.product(*axes.values()), points)
     return [{"reserve": 4_096, **dict(zip(axes, combo, strict=True))} for combo in combos]
+
+
+# a seed_a sweep file over summary_at alone (the memory benchmarks): fill in `values`, a TOML list
+SEED_A_SWEEP = """[sweep]
+policy = "seed_a"
+batch = 16
+[fixed]
+window = 130000
+reserve = 8000
+[grid]
+summary_at = {values}
+"""
