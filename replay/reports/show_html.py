@@ -88,6 +88,7 @@ def chart(series: list[list[ShownView]]) -> tuple[Markup, tuple[float, float, fl
 
 
 def totals(views: list[ShownView]) -> dict:
+    """One policy's counts over the run, for the page's summary line."""
     return {
         "policy": views[0].policy,
         "overflows": sum(v.overflow for v in views),
