@@ -74,6 +74,7 @@ class ClineConfig(PolicyConfig):
 
 (P_LIMIT, P_SHARE, P_READ_CHARS, P_WRITE_CHARS) = range(P_POLICY, P_POLICY + 4)
 S_REST = S_POLICY  # the first request whose messages are kept after the deleted range (1 before any truncation)
+S_KEYED = S_POLICY + 1  # 1 when the reader gave Cline's own duplicate keys and sizes anywhere in the run (a Cline log)
 
 
 class Cline(CompiledPolicy):
@@ -97,6 +98,10 @@ def setup(p, r, st):
     """The harness's own artefacts out of the view; no request is truncated yet."""
     drop_artefacts(r, st)
     st.s[S_REST] = 1
+    keyed = False
+    for q in range(len(r.dup_key)):
+        keyed |= r.dup_key[q] >= 0
+    st.s[S_KEYED] = 1 if keyed else 0
 
 
 @compiled(inline="always")
@@ -126,27 +131,30 @@ def dedup(p, r, st, rest):
     """Replace all but the newest file read of each file among the first results of the kept user messages;
     the characters saved (0 when none)."""
     end, k = st.s[S_END], st.s[S_K]
-    keyed = False  # the reader gave Cline's own keys and sizes anywhere in the run (a Cline log)
-    for q in range(len(r.dup_key)):
-        keyed |= r.dup_key[q] >= 0
+    keyed = st.s[S_KEYED] != 0
     n_key = 0
     for q in range(end):
         n_key = max(n_key, (r.dup_key[q] if keyed else r.resource[q]) + 1)
     newest = np.full(n_key + 1, -1, np.int64)
+    first = np.full(k + 1, -1, np.int64)  # the user message of request j: its first tool result, in one pass
+    for q in range(r.first_body, end):
+        j = r.step[q]
+        if (j >= rest) & (j <= k) & (r.kind[q] == TOOL_RESULT) and first[j] < 0:
+            first[j] = q
     cand = np.full(k + 1, -1, np.int64)
-    for j in range(rest, k + 1):  # the user message of request j: its first tool result
-        for q in range(r.first_body, end):
-            if (r.step[q] == j) & (r.kind[q] == TOOL_RESULT):
-                if keyed:
-                    usable = (st.forms[q] == ORIGINAL) & (r.dup_key[q] >= 0)
-                else:
-                    flags = r.tflag[q]
-                    usable = (st.forms[q] == ORIGINAL) & (r.resource[q] >= 0) & (not r.is_error[q])
-                    usable &= (flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0
-                if usable:
-                    cand[j] = q
-                    newest[r.dup_key[q] if keyed else r.resource[q]] = q
-                break
+    for j in range(rest, k + 1):
+        q = first[j]
+        if q < 0:
+            continue
+        if keyed:
+            usable = (st.forms[q] == ORIGINAL) & (r.dup_key[q] >= 0)
+        else:
+            flags = r.tflag[q]
+            usable = (st.forms[q] == ORIGINAL) & (r.resource[q] >= 0) & (not r.is_error[q])
+            usable &= (flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0
+        if usable:
+            cand[j] = q
+            newest[r.dup_key[q] if keyed else r.resource[q]] = q
     ratio = token_ratio(r)
     saved = np.int64(0)
     for j in range(rest, k + 1):
