@@ -23,10 +23,24 @@ ESTIMATE_S = {"corpus_kernel": 25, "trace_kernel": 25}
 _READY: set[tuple[str, int]] = set()
 
 
+def ready_dir() -> Path:
+    cache_dir = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # numba.config sets its names at run time
+    return Path(cache_dir) / "replay-ready"
+
+
 def marker(entry: str, code: int) -> Path:
     """The file saying that ``entry`` is compiled for policy ``code`` in numba's cache."""
-    cache_dir = numba.config.CACHE_DIR  # type: ignore[attr-defined]  # numba.config sets its names at run time
-    return Path(cache_dir) / "replay-ready" / f"{source_hash()}-{entry}-{code}"
+    return ready_dir() / f"{source_hash()}-{entry}-{code}"
+
+
+def expected(entry: str) -> str:
+    """How long a compile of ``entry`` should take: what the last one on this machine took (it is kept beside the
+    markers, whatever the sources), else the figure measured on an unloaded 2-core machine."""
+    try:
+        seconds = float((ready_dir() / f"seconds-{entry}").read_text())
+        return f"~{seconds:.0f} s here last time"
+    except (OSError, ValueError):
+        return f"~{ESTIMATE_S.get(entry, 30)} s on 2 idle cores"
 
 
 def is_ready(entry: str, code: int) -> bool:
@@ -35,24 +49,26 @@ def is_ready(entry: str, code: int) -> bool:
 
 def call_policy_kernel(kernel, code: int, name: str, *args: Any):
     """``kernel(code, *args)`` for policy ``name``; when that loop is not compiled yet, a line on stderr first
-    ("compiling seed_a (once per install, ~25 s)") and the time it took after."""
+    ("compiling seed_a (once per install, ~31 s here last time)") and the time it took after."""
     entry = kernel.py_func.__name__
     if (entry, code) in _READY:
         direct = compiled_entry(kernel, code, args)
         return kernel(code, *args) if direct is None else direct(code, *args)
     cold = not marker(entry, code).exists()
     if cold:
-        sys.stderr.write(f"compiling {name} (once per install, ~{ESTIMATE_S.get(entry, 30)} s) ...\n")
+        sys.stderr.write(f"compiling {name} (once per install, {expected(entry)}) ...\n")
         sys.stderr.flush()
     start = time.perf_counter()
     out = kernel(code, *args)
     _READY.add((entry, code))
     if cold:
-        sys.stderr.write(f"compiled {name} in {time.perf_counter() - start:.0f} s\n")
+        took = time.perf_counter() - start
+        sys.stderr.write(f"compiled {name} in {took:.0f} s\n")
         try:
             path = marker(entry, code)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.touch()
+            (path.parent / f"seconds-{entry}").write_text(f"{took:.1f}")
         except OSError:  # a read-only cache: the line is shown again next time, nothing else changes
             pass
     return out
