@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_losses import MIN_LOSS, held_after, idle_before, ttl_of
+from replay.simulator.cache_losses import MIN_LOSS, held_after, idle_before, requests_phrase, ttl_of
 from replay.simulator.run_start import warm_tokens
 
 
@@ -42,21 +42,15 @@ class CacheKept:
         if len(self.past_ttl):
             out.append(
                 f"the server's cache kept {int(self.past_ttl_tokens.sum()):,} cached tokens past its TTL at "
-                f"{_requests(self.past_ttl)}: the bill reads them, a replay's cache has expired them"
+                f"{requests_phrase(self.past_ttl)}: the bill reads them, a replay's cache has expired them"
             )
         if len(self.beyond):
             out.append(
                 f"the server read {int(self.beyond_tokens.sum()):,} tokens more than the run had cached at "
-                f"{_requests(self.beyond)} (a request this log does not hold wrote them: another session with the "
-                "same prefix, or a retried attempt): the bill reads them, a replay of the run alone cannot"
+                f"{requests_phrase(self.beyond)} (a request this log does not hold wrote them: another session with "
+                "the same prefix, or a retried attempt): the bill reads them, a replay of the run alone cannot"
             )
         return out
-
-
-def _requests(at: np.ndarray) -> str:
-    n = len(at)
-    shown = ", ".join(str(int(k)) for k in at[:6]) + (", ..." if n > 6 else "")
-    return f"{n} request{'s' if n > 1 else ''} ({shown})"
 
 
 def cache_kept(run: RunArrays) -> CacheKept:

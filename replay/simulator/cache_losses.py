@@ -51,7 +51,6 @@ class CacheLosses:
         n = len(self.requests)
         if not n:
             return ""
-        shown = ", ".join(str(int(k)) for k in self.requests[:6]) + (", ..." if n > 6 else "")
         if self.endpoint:
             return (
                 f"the server's cache gave back less than the previous request left cached at {n} of the "
@@ -59,10 +58,17 @@ class CacheLosses:
                 "log: an endpoint that does not keep what it cached; the bill writes them again, a replay reads them"
             )
         return (
-            f"the server's cache lost {self.total:,} cached tokens at {n} request{'s' if n > 1 else ''} ({shown}) "
+            f"the server's cache lost {self.total:,} cached tokens at {requests_phrase(self.requests)} "
             "within its TTL, with no model switch, thinking or tool-list change or context event in the log: the bill "
             "pays for them again, a replay reads them"
         )
+
+
+def requests_phrase(at: np.ndarray) -> str:
+    """'3 requests (4, 10, 12)': how many, and the first six request numbers, for a ``bill_gap`` sentence."""
+    n = len(at)
+    shown = ", ".join(str(int(k)) for k in at[:6]) + (", ..." if n > 6 else "")
+    return f"{n} request{'s' if n > 1 else ''} ({shown})"
 
 
 def ttl_of(run: RunArrays) -> float:

@@ -10,7 +10,7 @@ from replay.policies.base import AnyPolicy
 from replay.policies.condenser_prompt import NO_CONDENSER
 from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
-from replay.simulator.cache_losses import MIN_WRITE, unexplained_losses
+from replay.simulator.cache_losses import MIN_WRITE, requests_phrase, unexplained_losses
 from replay.simulator.request_costs import writes_unbilled
 from replay.simulator.run_start import uncached_floor
 
@@ -90,11 +90,9 @@ def uncached_extra(run: RunArrays) -> list[str]:
     at = at[at > 0]
     if not len(at):
         return []
-    shown = ", ".join(str(int(k)) for k in at[:6]) + (", ..." if len(at) > 6 else "")
-    n = len(at)
     return [
-        f"{int(extra[at].sum()):,} tokens sent after the last cache breakpoint at {n} request{'s' if n > 1 else ''} "
-        f"({shown}): the bill pays them as input and the next request writes them, a replay caches them at once"
+        f"{int(extra[at].sum()):,} tokens sent after the last cache breakpoint at {requests_phrase(at)}: the bill "
+        "pays them as input and the next request writes them, a replay caches them at once"
     ]
 
 
