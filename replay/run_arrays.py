@@ -125,6 +125,9 @@ class RunArrays:
     # and the item's characters once rewritten (``runs.metadata.duplicate_candidates``); None: no such item
     dup_key: np.ndarray | None = field(default=None, repr=False)
     dup_chars: np.ndarray | None = field(default=None, repr=False)
+    # per item: characters of the media data it stands for (an image's base64, which Cline weighs as text), from
+    # ``runs.metadata.media_chars``; None: 0 everywhere
+    media_chars: np.ndarray | None = field(default=None, repr=False)
     system_tokens: int = 0  # tokens up to the system-prompt breakpoint when shorter than the prefix item, 0: all of it
     # per request: the log shows the harness's tool list changed before it (replay.simulator.tool_loads); empty: none
     tools_change: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
@@ -178,6 +181,13 @@ class RunArrays:
         """``dup_chars`` with one entry per item (0 where none is given)."""
         if self.dup_chars is not None and len(self.dup_chars) == self.n_items:
             return self.dup_chars.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def media_chars_of(self) -> np.ndarray:
+        """``media_chars`` with one entry per item (0 where none is given)."""
+        if self.media_chars is not None and len(self.media_chars) == self.n_items:
+            return self.media_chars.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
 
     @property

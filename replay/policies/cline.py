@@ -16,10 +16,12 @@ one file are two keys, as in Cline). On a Cline log the reader gives each such r
 once rewritten (``RunArrays.dup_key`` / ``dup_chars``); on other logs the pass keys by the call's resource and
 sizes the notice by ``read_notice_chars`` (the header and the notice) or ``write_notice_chars`` (the wording around
 it). The characters the savings are weighed against are the text of the kept messages, tool calls included where
-they are text (Cline's XML format, ``RunArrays.text_tools``), reasoning (thinking blocks) not. A truncation keeps
-the results opening the first kept user message where tool calls are text (the kernel's ``drop``). Files mentioned
-in user text (``<file_content>``) and the truncation notice on the first assistant message (a few hundred
-characters) are not modelled. A truncation sets the kernel's "cleared without a summary" flag.
+they are text (Cline's XML format, ``RunArrays.text_tools``), reasoning (thinking blocks) not, and the base64 data
+of their images (``RunArrays.media_chars``: one screenshot of 128 k characters outweighs much of a conversation).
+A truncation keeps the results opening the first kept user message where tool calls are text (the kernel's
+``drop``). Files mentioned in user text (``<file_content>``) and the truncation notice that replaces the first
+assistant message's text (a few hundred characters) are not modelled. A truncation sets the kernel's "cleared
+without a summary" flag.
 """
 
 from __future__ import annotations
@@ -121,8 +123,10 @@ def kept_chars(r, st, rest):
         kind = r.kind[q]
         text = (kind == TEXT[0]) | (kind == TEXT[1]) | (kind == TEXT[2]) | (kind == TEXT[3])
         text |= (kind == TOOL_CALL) & r.text_tools
-        if text & (st.forms[q] != DROPPED) & ((m < 2) | (m >= 2 * rest)):
-            total += st.aux[0, q] if st.forms[q] == PLACEHOLDER else r.chars[q]
+        if (st.forms[q] != DROPPED) & ((m < 2) | (m >= 2 * rest)):
+            if text:
+                total += st.aux[0, q] if st.forms[q] == PLACEHOLDER else r.chars[q]
+            total += r.media_chars[q]
     return total
 
 

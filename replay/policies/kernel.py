@@ -116,6 +116,8 @@ Run = namedtuple(
         # characters once rewritten (RunArrays.dup_key, dup_chars; Cline)
         "dup_key",
         "dup_chars",
+        # per item: characters of the media data it stands for (RunArrays.media_chars; an image's base64)
+        "media_chars",
         # how the run starts (replay.simulator.run_start): tokens cached before its first request; tokens sent after
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",

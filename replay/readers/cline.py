@@ -15,7 +15,8 @@ previous response; ``<environment_details>`` becomes an attachment; the rest (ta
 Model output: ``reasoning`` -> reasoning, ``text`` / ``completion_result`` / ``plan_mode_respond`` /
 ``followup`` -> assistant_text, ``tool`` / ``command`` / ``use_mcp_server`` messages -> tool calls (Cline's
 API tool names). ``command_output``, ``user_feedback``, ``task`` and the like are UI copies of what the next
-request text carries, and are not read twice.
+request text carries, and are not read twice, but for their images: those go with the next user message, as image
+items whose base64 size Cline weighs (``runs.metadata.media_chars``).
 
 With ``api_conversation_history.json`` beside it (Anthropic messages, the ones actually sent) the items come from
 it instead: before the k-th assistant message, the request with the k-th api_req_started's usage. Tool calls are
@@ -69,6 +70,7 @@ UI_TOOL_NAMES = {  # ClineSayTool.tool -> the API tool that produced it
     "useSkill": "use_skill",
 }
 OUTPUT_TEXT = {"text", "completion_result", "plan_mode_respond", "followup"}
+USER_INPUT = {"task", "user_feedback"}  # the user's words; their images go with the next user message
 XML_TOOLS = (
     "execute_command",
     "read_file",
@@ -178,6 +180,7 @@ class _Task:
         self.passed: tuple[int, int] | None = None  # (request, messages then) of the latest pass
         self.prev_total: float | None = None  # the previous request's tokens in, out and cached, as Cline sums them
         self.native: bool | None = None  # tool calls sent natively (None: no tool call seen)
+        self.images: list[int] = []  # base64 sizes of the images the user gave, sent with the next user message
 
     # --- shared ---------------------------------------------------------------------------------------------
     def usage(self, info: dict) -> dict[str, Any]:
@@ -274,6 +277,12 @@ class _Task:
             self.b.add("attachment", "user", e, tool_name="environment_details", line=line, ts=ts)
         return opening
 
+    def image(self, data_chars: int, line: int, ts: str | None) -> None:
+        """An image block of a user message; Cline weighs it by the characters of its base64 data
+        (``runs.metadata.media_chars``: [[seq, chars], ...])."""
+        item = self.b.add("image", "user", "[image]", line=line, ts=ts)
+        self.b.run.metadata.setdefault("media_chars", []).append([item.seq, data_chars])
+
     def finish(self) -> Iterator[Record]:
         if self.native is not None:
             self.b.run.metadata["tool_calls"] = "native" if self.native else "text"
@@ -309,12 +318,17 @@ class _Task:
                 if self.pending:  # results of the previous response's calls: as blocks or as text
                     self.native = bool(self.native) or bool(NATIVE_RESULT_RE.search(request))
                 opening = self.sent_text(request, line, ts)
+                for size in self.images:
+                    self.image(size, line, ts)
+                self.images.clear()
                 if opening is not None and (found := first_result(*opening)) is not None:
                     self.first[len(self.msg_start) - 1] = found
                 self.managed(info, self.b.step, line)
                 self.pending.clear()
                 self.b.request(line=line, ts=ts, model=(m.get("modelInfo") or {}).get("modelId"), **self.usage(info))
                 self.msg_start.append(self.b.seq)  # the assistant message it produced
+            elif kind in USER_INPUT and isinstance(m.get("images"), list):
+                self.images += [_base64_chars(u) for u in m["images"] if isinstance(u, str)]
             elif kind == "reasoning" and text:
                 self.b.add("reasoning", "assistant", text, line=line, ts=ts)
             elif kind in OUTPUT_TEXT and text:
@@ -389,7 +403,9 @@ class _Task:
                     is_error=bool(block.get("is_error")),
                 )
             elif block.get("type") == "image":
-                self.b.add("image", "user", "[image]", line=n, ts=ts)
+                source = block.get("source")
+                data = source.get("data") if isinstance(source, dict) else None
+                self.image(len(data) if isinstance(data, str) else 0, n, ts)
             elif block.get("type") == "text":
                 self.sent_text(str(block.get("text") or ""), n, ts)
 
@@ -427,6 +443,12 @@ def _max_allowed(model: Any) -> int | None:
     """Cline's max allowed size for the model's window (None when the log does not let us know the window)."""
     window = cline_window(model if isinstance(model, str) else None)
     return cline_max_allowed(window) if window else None
+
+
+def _base64_chars(url: str) -> int:
+    """Characters of the base64 data of an image as the UI keeps it (``data:image/png;base64,<data>``), which is
+    what the API message's image block carries."""
+    return len(url) - url.find(",") - 1 if url.startswith("data:") and "," in url else len(url)
 
 
 def _iso(ts: Any) -> str | None:

@@ -303,7 +303,8 @@ def _assemble(
         unreconstructable=caveat,
         recorded=events,
         server_gone=_gone_at(items, reqs, exact),
-        harness_est=harness_estimates(items, metadata),
+        harness_est=per_item(items, metadata, "harness_estimates"),
+        media_chars=per_item(items, metadata, "media_chars"),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
@@ -327,12 +328,13 @@ def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray 
     return np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)
 
 
-def harness_estimates(items: list[dict], metadata: dict) -> np.ndarray | None:
-    """Per item, the tokens the harness's own trigger count gives it where the reader recorded that estimate
-    (``runs.metadata.harness_estimates``: [[seq, tokens], ...]); None when it recorded none."""
+def per_item(items: list[dict], metadata: dict, key: str) -> np.ndarray | None:
+    """Per item, the number a reader recorded for some items as ``runs.metadata[key]`` ([[seq, n], ...]; 0 for the
+    others): ``harness_estimates`` (the tokens the harness's own trigger count gives the item), ``media_chars`` (the
+    characters of the media data it stands for); None when it recorded none."""
     given = {
         int(p[0]): int(p[1])
-        for p in metadata.get("harness_estimates") or []
+        for p in metadata.get(key) or []
         if isinstance(p, list) and len(p) == 2 and all(isinstance(v, int) for v in p)
     }
     if not given:

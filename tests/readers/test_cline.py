@@ -256,3 +256,25 @@ def test_a_tool_message_whose_text_is_json_but_not_an_object_is_kept_as_text(tmp
     (folder / "ui_messages.json").write_text(json.dumps(ui))
     calls = [i for i in of(read(folder), Item) if i.kind == "tool_call"]
     assert len(calls) == 1 and calls[0].tool_name == "tool" and json.loads(calls[0].args or "")["raw"] == ui[2]["text"]
+
+
+def test_images_carry_the_base64_size_cline_weighs(corpus: Path, tmp_path: Path) -> None:
+    """Cline weighs an image block by the length of its base64 data when it decides whether its duplicate-read
+    pass saved enough (OptimizationMetrics). The corpus task's user feedback before request 51 has a screenshot
+    of 128,482 characters as a data URL, 128,460 of them the data; it goes with that request's user message."""
+    records = read(corpus / "cline" / "cline-xray-opus46-task_sample.ui_messages.json")
+    (run,) = of(records, Run)
+    items = {i.seq: i for i in of(records, Item)}
+    sizes = run.metadata["media_chars"]
+    assert [(items[seq].kind, items[seq].step, chars) for seq, chars in sizes] == [("image", 51, 128_460)]
+    # the API history's image block: the data's own length
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "ui_messages.json").write_text(json.dumps([{"ts": 1, "type": "say", "say": "task", "text": "look"}]))
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "QUJD" * 10}}
+    api = [{"role": "user", "content": [{"type": "text", "text": "look"}, image]}]
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    records = read(folder)
+    (run,) = of(records, Run)
+    (img,) = [i for i in of(records, Item) if i.kind == "image"]
+    assert run.metadata["media_chars"] == [[img.seq, 40]]

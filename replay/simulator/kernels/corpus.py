@@ -53,6 +53,7 @@ def run_at(pk, tflag, i):
         pk.text_tools[i],
         pk.dup_key[a:b],
         pk.dup_chars[a:b],
+        pk.media_chars[a:b],
         pk.warm[i],
         pk.tail[i],
         pk.req_model[c:d],

@@ -60,6 +60,7 @@ Packed = namedtuple(
         "text_tools",
         "dup_key",
         "dup_chars",
+        "media_chars",
         "warm",
         "tail",
         "req_model",
@@ -116,6 +117,7 @@ class PackedRuns:
     text_tools: np.ndarray  # per run: tool calls are text, not API pairs (replay.run_arrays.RunArrays.text_tools)
     dup_key: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_key)
     dup_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_chars)
+    media_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.media_chars)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
@@ -272,6 +274,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "text_tools": np.array([r.text_tools for r in runs], dtype=np.bool_),
         "dup_key": _cat([r.dup_keys for r in runs], np.int64),
         "dup_chars": _cat([r.dup_chars_after for r in runs], np.int64),
+        "media_chars": _cat([r.media_chars_of for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
