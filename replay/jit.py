@@ -69,8 +69,12 @@ def compiled(fn=None, *, borrowed: bool = False, **options):
     the structs it is passed, are borrowed for the call. Numba otherwise increfs and decrefs every one of them on
     each call and at every inlined helper taking them (a Run is some 25 arrays: ~50 atomic operations), which was
     most of the per-request cost of the policies. Such a function must not allocate an array, return one or keep
-    one beyond the call (compilation fails on an allocation); what it calls is compiled as that callee says."""
+    one beyond the call (compilation fails on an allocation); what it calls is compiled as that callee says. It is
+    called from compiled code only: numba makes it no entry point from Python (unboxing its arguments, a Run's ~40
+    arrays, there was a tenth of a policy's compile time)."""
     options["_nrt"] = not borrowed  # explicit: numba's callees otherwise inherit it from their caller
+    if borrowed:
+        options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     if fn is None:
         return lambda f: njit(cache=True, **options)(f)
     return njit(cache=True, **options)(fn)
