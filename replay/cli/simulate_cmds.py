@@ -431,6 +431,12 @@ def warm(
             "written in Python shares); default: every built-in policy."
         ),
     ] = None,
+    per_request: Annotated[
+        bool,
+        typer.Option(
+            "--per-request", help="Only the per-request loop (simulate, show, the reports), not the sweep loop."
+        ),
+    ] = False,
 ) -> None:
     """Compile the simulation loop of each policy into numba's on-disk cache now, so that the first simulate,
     sweep or report using it starts at once (a fresh install compiles a policy's loop on first use)."""
@@ -443,7 +449,7 @@ def warm(
     run = long_run(2)
     for name in chosen:
         policy = make_policy(name)
-        if isinstance(policy, CompiledPolicy):
+        if isinstance(policy, CompiledPolicy) and not per_request:
             warm_up(name)  # the sweep loop (a policy written in Python sweeps run by run, in the loop below)
         trace_run(run, policy, Budget(200_000, 0))  # the per-request loop of simulate, show and the reports
         typer.echo(f"{name}: compiled and cached")

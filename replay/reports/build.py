@@ -83,6 +83,10 @@ def _table(df: pl.DataFrame) -> str:
     return "\n".join(rows)
 
 
+# the policies the prompt-over-run chart compares (label -> policy)
+PROMPT_POLICIES = {"full history": "full", "seed A": "seed_a", "auto-compact": "auto_compact"}
+
+
 def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfig | None = None) -> Path:
     """Every chart as PNG + SVG under out_dir/charts, and out_dir/report.md + report.html embedding them."""
     from replay.simulator.load import load_runs
@@ -92,11 +96,7 @@ def build_report(con: duckdb.DuckDBPyConnection, out_dir: Path, cfg: ReportConfi
         cfg.arrays = load_runs(con, cfg.tokenizer, cfg.runs)
     charts, w, r = out_dir / "charts", cfg.window, cfg.reserve
     longest = max(cfg.arrays, key=lambda a: a.n_requests)
-    policies = {
-        "full history": ("full", {"window": w, "reserve": r}),
-        "seed A": ("seed_a", {"window": w, "reserve": r}),
-        "auto-compact": ("auto_compact", {"window": w, "reserve": r}),
-    }
+    policies = {label: (name, {"window": w, "reserve": r}) for label, name in PROMPT_POLICIES.items()}
     with _step(cfg, "prompt over the longest run (compiles the simulator on first use)"):
         series = extract.prompt_series(longest, policies)
     tokens = plots.token_label(longest.token_source)

@@ -69,3 +69,20 @@ def test_warm_compiles_the_named_policy(name):
 def test_warm_refuses_unknown_policy():
     res = CliRunner().invoke(app, ["warm", "no_such_policy"])
     assert res.exit_code != 0
+
+
+def test_compile_in_background_leaves_the_loop_cached(tmp_path, monkeypatch):
+    """The demo compiles the report's other policies in a child process while it works on seed_a: the child
+    writes numba's cache and the markers this process reads, and nothing is started for a compiled loop."""
+    from replay.policies import policy_class
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiling, "_READY", set())
+    monkeypatch.setattr(compiling.os, "cpu_count", lambda: 1)
+    assert compiling.compile_in_background(["full"]) is None  # no spare core: this process compiles as it goes
+    monkeypatch.setattr(compiling.os, "cpu_count", lambda: 2)
+    child = compiling.compile_in_background(["full"])
+    assert child is not None and child.wait(timeout=600) == 0
+    assert compiling.is_ready("trace_kernel", policy_class("full").code)
+    assert compiling.compile_in_background(["full"]) is None

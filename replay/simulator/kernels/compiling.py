@@ -8,6 +8,8 @@ remembered by a marker file beside numba's cache, named by the sources' hash, th
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ import numba
 from numba import typeof, types
 
 from replay.jit import source_hash
+from replay.policies import policy_class
 
 # seconds to compile one policy's loop, measured on a fresh cache (2 cores, unloaded): per entry point
 ESTIMATE_S = {"corpus_kernel": 25, "trace_kernel": 25}
@@ -84,3 +87,14 @@ def compiled_entry(kernel, code: int, args: tuple):
         return None
     cres = overloads.get((types.literal(code), *(typeof(a) for a in args)))
     return None if cres is None else cres.entry_point
+
+
+def compile_in_background(names: list[str]) -> subprocess.Popen | None:
+    """Start ``replay warm --per-request`` in a child process for those of the policies ``names`` whose per-request
+    loop is not compiled yet, so that a spare core compiles them while this process works on; None when every one
+    is compiled or the machine has one core. The child writes numba's on-disk cache, which this process then reads."""
+    todo = [n for n in names if not is_ready("trace_kernel", policy_class(n).code)]
+    if not todo or (os.cpu_count() or 1) < 2:
+        return None
+    cmd = [sys.executable, "-m", "replay", "warm", "--per-request", *todo]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
