@@ -42,6 +42,7 @@ from replay.policies import PRESETS, Budget, aliases_of, make_policy, parse_sets
 from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
 from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
+from replay.simulator.kernels.compiling import compile_beside_the_fit
 from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
@@ -148,6 +149,7 @@ def simulate(
 
     con = open_store(db, read_only=not store and not (tokenizer or tokenizer_id))
     tokenizer_id = resolve_tokenizer(con, tokenizer or tokenizer_id)  # never chars/4 for a name it cannot load
+    compile_beside_the_fit(policy)
     arrays = load_runs(con, tokenizer_id, runs, overhead=overhead)
     if not arrays:
         if runs:

@@ -86,3 +86,18 @@ def test_compile_in_background_leaves_the_loop_cached(tmp_path, monkeypatch):
     assert child is not None and child.wait(timeout=600) == 0
     assert compiling.is_ready("trace_kernel", policy_class("full").code)
     assert compiling.compile_in_background(["full"]) is None
+
+
+def test_a_policy_compiles_beside_the_fit_only_when_the_fit_compiles_too(tmp_path, monkeypatch):
+    from replay.policies import policy_class
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(compiling, "compile_in_background", started.append)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiling, "_READY", set())
+    compiling.compile_beside_the_fit("seed_a")  # nothing compiled: recorded's loop here, seed_a's in a child
+    compiling.compile_beside_the_fit("recorded")  # the fit's own policy: one loop, compiled here
+    compiling.marker("trace_kernel", policy_class("recorded").code).parent.mkdir(parents=True)
+    compiling.marker("trace_kernel", policy_class("recorded").code).touch()
+    compiling.compile_beside_the_fit("masking")  # the fit's loop is cached: masking's alone, compiled here
+    assert started == [["seed_a"]]

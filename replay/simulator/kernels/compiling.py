@@ -20,10 +20,12 @@ from numba import typeof, types
 
 from replay.jit import source_hash
 from replay.policies import policy_class
+from replay.policies.dispatch import RECORDED
 
 # seconds to compile one policy's loop, measured on a fresh cache (2 cores, unloaded): per entry point
 ESTIMATE_S = {"corpus_kernel": 25, "trace_kernel": 25}
 _READY: set[tuple[str, int]] = set()
+_PENDING: dict[tuple[str, int], subprocess.Popen] = {}  # loops a child process is compiling (compile_in_background)
 
 
 def ready_dir() -> Path:
@@ -54,6 +56,11 @@ def call_policy_kernel(kernel, code: int, name: str, *args: Any):
     """``kernel(code, *args)`` for policy ``name``; when that loop is not compiled yet, a line on stderr first
     ("compiling seed_a (once per install, ~31 s here last time)") and the time it took after."""
     entry = kernel.py_func.__name__
+    child = _PENDING.pop((entry, code), None)
+    if child is not None and child.poll() is None:
+        sys.stderr.write(f"waiting for {name}'s loop, compiling in the background ...\n")
+        sys.stderr.flush()
+        child.wait()  # it has cached the loop (or failed: then it compiles here, saying so below)
     if (entry, code) in _READY:
         direct = compiled_entry(kernel, code, args)
         return kernel(code, *args) if direct is None else direct(code, *args)
@@ -93,8 +100,19 @@ def compile_in_background(names: list[str]) -> subprocess.Popen | None:
     """Start ``replay warm --per-request`` in a child process for those of the policies ``names`` whose per-request
     loop is not compiled yet, so that a spare core compiles them while this process works on; None when every one
     is compiled or the machine has one core. The child writes numba's on-disk cache, which this process then reads."""
-    todo = [n for n in names if not is_ready("trace_kernel", policy_class(n).code)]
+    codes = {n: policy_class(n).code for n in names}
+    todo = [n for n in names if not is_ready("trace_kernel", codes[n])]
     if not todo or (os.cpu_count() or 1) < 2:
         return None
     cmd = [sys.executable, "-m", "replay", "warm", "--per-request", *todo]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _PENDING.update({("trace_kernel", codes[n]): child for n in todo})
+    return child
+
+
+def compile_beside_the_fit(name: str) -> None:
+    """Before a command that simulates policy ``name`` per request: when the recorded policy's loop, which the
+    cache fit runs (``replay.simulator.cache_fit``), is not compiled either, ``name``'s compiles in a child process
+    meanwhile (the first call of it waits for that child)."""
+    if policy_class(name).code != RECORDED and not is_ready("trace_kernel", RECORDED):
+        compile_in_background([name])
