@@ -1,5 +1,5 @@
 """Cline 4.x sessions, as the Cline SDK (``@cline/core``) persists them for the VS Code extension 4.x and the CLI
-(``apps/cli``, 3.0.30 on). Facts from cline/cline at 21cb8d2525 (VS Code 4.1.13, SDK 0.0.78), checked against
+(``apps/cli``, 3.0 on). Facts from cline/cline at 21cb8d2525 (VS Code 4.1.13, SDK 0.0.78), checked against
 v4.0.0 (b5388e5c8d). Under ``sdk/packages/core``: ``src/services/session-artifacts.ts``,
 ``src/services/session-data.ts``, ``src/session/stores/session-manifest-store.ts``,
 ``src/session/models/session-compaction.ts``, ``src/runtime/config/agent-message-codec.ts``,
@@ -28,12 +28,14 @@ Compaction. 4.1 (VS Code 4.1.0, CLI 3.0.39 on) keeps ``messages.json`` whole and
 ``<id>.compaction.json`` sidecar ``{version: 1, updated_at, source_message_count, source_prefix_hash, messages[],
 system_prompt?}``: every later request sends the sidecar's messages, then the transcript from
 ``source_message_count`` on. Only the latest compaction is on disk (a later one replaces the file). It becomes a
-recorded context event (kind "compaction") before the transcript's message ``source_message_count``: ``drop`` = the
+recorded context event (kind "compaction") before the transcript's message ``source_message_count`` (or earlier,
+where the summary's ``generatedAt`` puts it: replay/readers/cline_sdk_sidecar.py): ``drop`` = the
 transcript so far, then the sidecar's messages as items, its ``compaction_summary`` message (agentic strategy,
 ``tokensBefore`` a chars/3 estimate) the ``summary`` item, the rest ``resent``. The basic strategy has no summary: its
 first message carries ``metadata.kind = "compaction"`` {reason, messagesRemoved}. The summariser's call is not logged.
-4.0.x replaced the transcript itself: a file whose messages carry a compaction marker holds only what the last
-compaction kept (``runs.metadata.history_compacted``); its summary is a ``summary`` item, earlier requests are gone.
+4.0.x (CLI before 3.0.39) replaced the transcript itself: a file whose messages carry a compaction marker holds only
+what the last compaction kept (``runs.metadata.history_compacted``); its summary is a ``summary`` item, earlier
+requests are gone.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document
 from replay.readers.builder import RunBuilder, seq_ranges, validate_usage
+from replay.readers.cline_sdk_sidecar import Placement, placement
 from replay.readers.json_fields import sub_dict, sub_list
 from replay.readers.openai_messages import top_keys
 
@@ -185,16 +188,16 @@ class _Session:
         if isinstance(doc.get("system_prompt"), str) and doc["system_prompt"]:
             b.add("system", "system", doc["system_prompt"])
         messages = doc["messages"]
-        cut = self._cut(sidecar, len(messages))
+        place = self._place(sidecar, messages)
         for n, message in enumerate(messages):
-            if n == cut and sidecar is not None:
-                self._compaction(sidecar, n)
+            if place is not None and n == place.at:
+                self._compaction(sidecar or {}, place)
             if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
                 self.bad.append(BadRecord(n, f"{self.name}: messages[{n}] is not a user or assistant message", ""))
                 continue
             self._message(message, n, requests=True)
-        if cut == len(messages) and sidecar is not None:
-            self._compaction(sidecar, len(messages))
+        if place is not None and place.at == len(messages):
+            self._compaction(sidecar or {}, place)
         self._finish(messages)
         yield from b
         yield from self.bad
@@ -212,19 +215,15 @@ class _Session:
             model=manifest.get("model") if isinstance(manifest.get("model"), str) else None,
         )
 
-    def _cut(self, sidecar: dict | None, n_messages: int) -> int | None:
-        """The transcript index the sidecar's compaction stands before, or None when it cannot apply."""
+    def _place(self, sidecar: dict | None, messages: list) -> Placement | None:
+        """Where the sidecar's compaction stands in the transcript (None: no sidecar, or one that cannot apply)."""
         if sidecar is None:
             return None
-        count = sidecar.get("source_message_count")
-        if not isinstance(count, int) or isinstance(count, bool) or not 0 < count <= n_messages:
-            self.b.warn(
-                None,
-                f"compaction sidecar's source_message_count {count!r} does not fit the {n_messages} messages of "
-                f"{self.name}: Cline would not apply it; the compaction is not recorded",
-            )
+        found = placement(sidecar, messages)
+        if isinstance(found, str):
+            self.b.warn(None, f"compaction sidecar of {self.name}: {found}; the compaction is not recorded")
             return None
-        return count
+        return found
 
     def _message(self, message: dict, n: int, requests: bool) -> None:
         """A transcript message's items (and, for an assistant message of the transcript, its request first)."""
@@ -314,13 +313,15 @@ class _Session:
             for media in images:
                 b.add("image", "tool", f"[image {media}]".replace(" ]", "]"), line=n, ts=ts)
 
-    def _compaction(self, sidecar: dict, n: int) -> None:
-        """The sidecar's compacted view, sent from the request after transcript message ``n`` on."""
-        b = self.b
+    def _compaction(self, sidecar: dict, place: Placement) -> None:
+        """The sidecar's compacted view, sent from the request after transcript message ``place.at`` on (its last
+        ``place.copies`` messages are the transcript's own from there: read from the transcript)."""
+        b, n = self.b, place.at
         start, before = b.body_start(), b.seq
         summary_seq, resent_from = None, b.seq
         marker: dict = {}
-        for k, message in enumerate(sub_list(sidecar, "messages")):
+        compacted = sub_list(sidecar, "messages")
+        for k, message in enumerate(compacted[: len(compacted) - place.copies]):
             if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
                 where = f"{self.name.removesuffix(MESSAGES)}{SIDECAR}: messages[{k}]"
                 self.bad.append(BadRecord(k, f"{where} is not a user or assistant message", ""))
@@ -335,7 +336,7 @@ class _Session:
         reason = marker.get("reason")
         extra: dict[str, Any] = {
             "strategy": "agentic" if marker.get("kind") == "compaction_summary" else "basic" if marker else None,
-            "source_message_count": n,
+            "source_message_count": place.count,
             "updated_at": sidecar.get("updated_at"),
         }
         if isinstance(marker.get("tokensBefore"), int | float):

@@ -127,6 +127,34 @@ def test_compaction_sidecar_is_a_recorded_event() -> None:
     assert reqs[3].prompt_tokens < reqs[2].prompt_tokens  # the usage agrees: the prompt fell there
 
 
+def test_sidecar_rewritten_on_restart_keeps_the_compactions_place(tmp_path: Path) -> None:
+    """The CLI restarting a session rewrites the sidecar over every message so far (the compacted view plus the
+    transcript since, copied): the summary's generatedAt still places the compaction before message 7."""
+    folder = copy_session(tmp_path)
+    transcript = json.loads((folder / f"{SID}.messages.json").read_text())["messages"]
+
+    def restart(doc: dict) -> None:
+        doc["messages"] += [dict(m, id=f"re_{m['id']}") for m in transcript[7:10]]  # ids minted again
+        doc["source_message_count"] = 10
+
+    edit(folder / f"{SID}.compaction.json", restart)
+    run, items, _ = lead(read(folder))
+    (event,) = run.metadata["context_events"]
+    assert (event["step"], event["line"], event["source_message_count"]) == (3, 7, 10)
+    assert [i.kind for i in prompt_at(run, items, 4)] == [
+        *["system", "summary", "assistant_text", "user_text"],
+        *["tool_call", "tool_result"],  # read once, from the transcript
+    ]
+
+    def diverge(doc: dict) -> None:
+        doc["messages"][-1]["content"] = [{"type": "text", "text": "something else"}]
+
+    edit(folder / f"{SID}.compaction.json", diverge)  # not the transcript's tail: only the count places it
+    run, _, _ = lead(read(folder))
+    (event,) = run.metadata["context_events"]
+    assert (event["step"], event["line"]) == (5, 10)
+
+
 def test_subagent_is_a_child_run() -> None:
     records = read(FIXTURE)
     lead_run, sub = of(records, Run)
