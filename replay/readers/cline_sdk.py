@@ -22,7 +22,9 @@ content (a string, content blocks, or structured output), is_error}, ``file`` {p
 Requests: one per assistant message (the runtime appends one message per model call and stamps it with that call's
 usage delta). ``inputTokens`` is the provider's whole input (the SDK's own cost is ``inputTokens - cacheRead -
 cacheWrite`` at the input price), so prompt_tokens = inputTokens and the uncached input is the difference. A message
-without ``metrics`` is a request without usage. The request's ``ts`` is the message's (the call's end).
+without ``metrics`` is a request without usage. The request's ``ts`` is the message's (the call's end). A 3.x task
+resumed in VS Code 4.x starts with its converted history, up to a user message with the legacy-conversation warning
+(apps/vscode/src/sdk/legacy-task-handling.ts): those assistant messages are items, not requests of the run.
 
 Compaction. 4.1 (VS Code 4.1.0, CLI 3.0.39 on) keeps ``messages.json`` whole and writes the compacted view to the
 ``<id>.compaction.json`` sidecar ``{version: 1, updated_at, source_message_count, source_prefix_hash, messages[],
@@ -60,6 +62,7 @@ SIDECAR = ".compaction.json"
 MESSAGE_KEYS = frozenset({"sessionId", "agent", "messages", "updated_at"})
 SIDECAR_KEYS = frozenset({"source_message_count", "messages"})
 MARKER_KINDS = ("compaction", "compaction_summary")
+LEGACY_WARNING = "Warning: this is a legacy conversation, which means tool names may have changed."
 TRIGGERS = {"manual_compaction": "manual", "auto_compaction": "auto", "overflow_recovery_compaction": "auto"}
 
 
@@ -168,6 +171,7 @@ class _Session:
             Run(run_id=run_id, format=fmt, source_path=str(ctx.path), harness="cline", parent_run_id=parent)
         )
         self.bad: list[BadRecord] = []
+        self.imported = 0  # leading messages converted from a 3.x task's api_conversation_history
 
     def read(self, doc: dict, manifest: dict | None = None, sidecar: dict | None = None) -> Iterator[Record]:
         b, meta = self.b, self.b.run.metadata
@@ -188,6 +192,9 @@ class _Session:
         if isinstance(doc.get("system_prompt"), str) and doc["system_prompt"]:
             b.add("system", "system", doc["system_prompt"])
         messages = doc["messages"]
+        self.imported = _imported(messages)
+        if self.imported:
+            meta["legacy_messages"] = self.imported  # a 3.x task resumed in 4.x: its history, not this run's requests
         place = self._place(sidecar, messages)
         for n, message in enumerate(messages):
             if place is not None and n == place.at:
@@ -195,7 +202,7 @@ class _Session:
             if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
                 self.bad.append(BadRecord(n, f"{self.name}: messages[{n}] is not a user or assistant message", ""))
                 continue
-            self._message(message, n, requests=True)
+            self._message(message, n, copy=False)
         if place is not None and place.at == len(messages):
             self._compaction(sidecar or {}, place)
         self._finish(messages)
@@ -225,8 +232,9 @@ class _Session:
             return None
         return found
 
-    def _message(self, message: dict, n: int, requests: bool) -> None:
-        """A transcript message's items (and, for an assistant message of the transcript, its request first)."""
+    def _message(self, message: dict, n: int, copy: bool) -> None:
+        """A message's items; an assistant message of the transcript opens its request first. ``copy``: a compacted
+        copy re-sent from the sidecar (no request, no turn); a message imported from a 3.x task is no request."""
         b, ts = self.b, _iso(message.get("ts"))
         blocks = message.get("content")
         if isinstance(blocks, str):
@@ -235,7 +243,7 @@ class _Session:
             self.bad.append(BadRecord(n, f"{self.name}: messages[{n}] content is neither text nor blocks", ""))
             blocks = []
         if message["role"] == "assistant":
-            if requests:
+            if not copy and n >= self.imported:
                 info = sub_dict(message, "modelInfo")
                 model = info.get("id") if isinstance(info.get("id"), str) else None
                 b.request(line=n, ts=ts, model=model, **self._usage(message, n))
@@ -245,7 +253,7 @@ class _Session:
         if _kind(message) == "compaction_summary":
             b.add("summary", "user", _text(blocks), line=n, ts=ts)
             return
-        if requests and any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks):
+        if not copy and any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks):
             b.new_turn()  # a typed message of the transcript (a compacted copy opens no turn)
         for block in blocks:
             self._user_block(block, n, ts)
@@ -294,6 +302,8 @@ class _Session:
         elif kind == "tool_use":
             name = block["name"] if isinstance(block.get("name"), str) else ""
             add_call(b, name, block.get("input") or {}, block.get("id"), line=n, ts=ts)
+        elif kind == "tool_result":  # a provider-executed tool's result (web search): in the assistant's message
+            self._user_block(block, n, ts)
 
     def _user_block(self, block: Any, n: int, ts: str | None) -> None:
         if not isinstance(block, dict):
@@ -329,7 +339,7 @@ class _Session:
             if _kind(message) in MARKER_KINDS and not marker:
                 marker = sub_dict(message, "metadata")
             seq = b.seq
-            self._message(message, n, requests=False)
+            self._message(message, n, copy=True)
             if _kind(message) == "compaction_summary" and summary_seq is None:
                 summary_seq = seq
         resent = seq_ranges(s for s in range(resent_from, b.seq) if s != summary_seq)
@@ -376,6 +386,16 @@ class _Session:
         if b.run.started_at is None:
             first = next((_iso(m.get("ts")) for m in messages if isinstance(m, dict) and _iso(m.get("ts"))), None)
             b.run = b.records[0] = replace(b.run, started_at=first)
+
+
+def _imported(messages: list) -> int:
+    """How many leading messages VS Code 4.x converted from a 3.x task it resumed (apps/vscode/src/sdk/
+    legacy-task-handling.ts): they end with the user message carrying its legacy-conversation warning."""
+    for n in range(len(messages) - 1, -1, -1):
+        m = messages[n]
+        if isinstance(m, dict) and m.get("role") == "user" and LEGACY_WARNING in json.dumps(m.get("content")):
+            return n + 1
+    return 0
 
 
 def _preserved(message: dict) -> bool:

@@ -190,6 +190,28 @@ def test_in_place_compaction_of_4_0(tmp_path: Path) -> None:
     assert [i.kind for i in items[:3]] == ["system", "summary", "assistant_text"] and len(reqs) == 3
 
 
+def test_resumed_3x_task_history_is_not_requests(tmp_path: Path) -> None:
+    """VS Code 4.x resuming a 3.x task converts its API history (no metrics) and appends its warning."""
+    doc = json.loads((FIXTURE / f"{SID}.messages.json").read_text())
+    legacy = [
+        {"id": "l1", "role": "user", "content": [{"type": "text", "text": "<task>fix it</task>"}]},
+        {"id": "l2", "role": "assistant", "content": [{"type": "text", "text": "On it."}]},
+        {
+            "id": "l3",
+            "role": "user",
+            "content": "Warning: this is a legacy conversation, which means tool names may have changed. Please "
+            "use the most up-to-date tools you are aware of.",
+        },
+    ]
+    doc["messages"] = legacy + doc["messages"]
+    path = tmp_path / f"{SID}.messages.json"
+    path.write_text(json.dumps(doc, indent=2))
+    run, items, reqs = lead(read(path))
+    assert run.metadata["legacy_messages"] == 3 and len(reqs) == 5  # the converted reply is no request
+    assert [i.text for i in items[1:4]] == ["<task>fix it</task>", "On it.", legacy[2]["content"]]
+    assert all(i.step == 0 for i in items[:4])  # sent with the resumed session's first request
+
+
 def test_damaged_messages_file_names_the_file(tmp_path: Path) -> None:
     folder = copy_session(tmp_path)
     path = folder / f"{SID}.messages.json"
