@@ -13,6 +13,7 @@ from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import ReadContext
 from replay.readers.cline_sdk import READER
+from replay.simulator.fidelity import harness_version
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cline-sdk" / "1785000000000_ab1cd"
 SID = FIXTURE.name
@@ -84,6 +85,7 @@ def test_requests_carry_each_calls_metrics() -> None:
         "2026-08-20T10:00:00.000Z",
     )
     assert run.metadata["cline_version"] == "4.1.13" and run.metadata["source"] == "vscode"
+    assert harness_version(run.metadata) == "4.1.13"  # what fidelity names
     assert [q.prompt_tokens for q in reqs] == [12000, 12600, 12900, 3100, 3200]  # inputTokens: the whole input
     assert [(q.cache_read, q.cache_write, q.input_tokens) for q in reqs[:2]] == [(0, 11990, 10), (11990, 600, 10)]
     assert [q.output_tokens for q in reqs] == [150, 220, 40, 60, 30]
