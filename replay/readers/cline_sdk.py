@@ -155,7 +155,10 @@ class ClineSdkReader:
         if not path.is_file():
             return None
         if path.name.endswith(SIDECAR):
-            return cls._load(ctx, path)
+            found = cls._load(ctx, path)
+            if isinstance(found, BadRecord):
+                return replace(found, reason=f"{found.reason}; the session is read without its compaction")
+            return found
         doc = load_json_document(replace(ctx, path=path))
         if isinstance(doc, BadRecord):
             return replace(doc, reason=f"{path.name}: {doc.reason}; the session is read without it")
