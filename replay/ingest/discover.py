@@ -61,7 +61,7 @@ HARNESSES: tuple[Harness, ...] = (
             for base in (".config", "Library/Application Support")
             for flavour in VSCODE_FLAVOURS
         )
-        + (".cline/data/tasks",),
+        + (".cline/data/tasks", ".cline/data/sessions"),  # 3.x CLI tasks; 4.x SDK sessions (VS Code and CLI)
         folders=True,
     ),
 )

@@ -34,6 +34,7 @@ READER_MODULES = [
     "openhands",
     "gemini_cli",
     "copilot_cli",
+    "cline_sdk",
     "cline",
     "inspect_ai",
     "aider",

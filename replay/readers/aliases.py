@@ -39,6 +39,10 @@ ALIASES: dict[str, str | None] = {
     "attempt_completion": None,
     "ask_followup_question": None,
     "plan_mode_respond": None,
+    # Cline 4.x (SDK tools: editor {path, old_text, new_text, insert_line?})
+    "editor": "write_file",
+    "ask_question": None,
+    "submit_and_exit": None,
 }
 
 

@@ -129,8 +129,9 @@ def harness_preset(
 
 
 def harness_version(metadata: dict) -> str | None:
-    """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``), else None."""
-    for key in ("cc_version", "cli_version"):
+    """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``, the Cline SDK
+    session's client version), else None."""
+    for key in ("cc_version", "cli_version", "cline_version"):
         if isinstance(metadata.get(key), str) and metadata[key]:
             return metadata[key]
     return None

@@ -126,6 +126,26 @@ def test_cli_ingests_what_it_finds(corpus, tmp_path, monkeypatch):
     assert "1 files: 0 ingested, 1 unchanged" in result.output
 
 
+def test_cline_4_sessions_are_found_and_ingested(tmp_path, monkeypatch):
+    """Cline 4.x (VS Code 4.x, CLI 3.0.30+) keeps SDK sessions in ~/.cline/data/sessions/<id>/: each folder is one
+    unit (the lead transcript, its compaction sidecar, manifest and subagent transcripts)."""
+    fixture = Path(__file__).parents[1] / "readers" / "fixtures" / "cline-sdk" / "1785000000000_ab1cd"
+    folder = tmp_path / ".cline/data/sessions" / fixture.name
+    shutil.copytree(fixture, folder)
+    (tmp_path / ".cline/data/sessions/sessions.index.json").write_text('{"version": 1, "sessions": {}}')
+    (found,) = discover(["cline"], env={"HOME": str(tmp_path)})
+    assert found.logs == [folder]
+    monkeypatch.setenv("HOME", str(tmp_path))
+    db = tmp_path / "s.duckdb"
+    result = CliRunner().invoke(app, ["ingest", "--db", str(db), "--harness", "cline"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    con = open_store(db, read_only=True)
+    runs = con.execute("SELECT format, parent_run_id IS NULL FROM runs ORDER BY run_id").fetchall()
+    assert runs == [("cline-sdk", True), ("cline-sdk", False)]  # the lead session and its subagent
+    assert con.execute("SELECT count(*) FROM requests").fetchone()[0] == 6
+    con.close()
+
+
 def test_cli_with_no_logs_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     for var in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_DATA_DIR"):
