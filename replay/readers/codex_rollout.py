@@ -16,7 +16,16 @@ that call is not an agent request, so its usage goes into a context event (``run
 initial context (developer instructions, environment context) and the summary (a user message starting with the
 summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item). The reader emits
 the summary item, then the other replacement items, at the step of the next request; the event drops everything
-after the session's base instructions (sent as ``instructions`` with every request) up to the summary.
+after the session's base instructions (sent as ``instructions`` with every request) up to the summary. Remote
+compaction v2 ends its replacement history with an encrypted ``context_compaction`` item and keeps other agents'
+``agent_message`` items.
+
+Later codex-rs (protocol/src/models.rs, rollout/src/policy.rs) also logs, and the reader reads: ``agent_message``
+items and ``inter_agent_communication`` lines (another agent's message, model input; an encrypted payload's seq goes
+to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definitions added mid-session,
+``tool_defs``), tool outputs as content items (their ``input_image`` parts are images, not text), the turn's
+``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
+refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
 """
 
 from __future__ import annotations
@@ -32,7 +41,22 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder
 
-LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+LINE_TYPES = {
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    # codex-rs 0.14x rollout lines (RolloutItemWire): an inter-agent message is model input; the others are
+    # bookkeeping the model never sees (world-state baselines, risk scores, realtime facts, per-response usage
+    # records kept beside the token_count events)
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "world_state",
+    "security_risk_score",
+    "realtime_item",
+    "token_usage_record",
+}
 CALLS = {
     "function_call": "arguments",
     "custom_tool_call": "input",
@@ -41,6 +65,9 @@ CALLS = {
     "web_search_call": "action",
 }
 OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output"}
+# the server's opaque stand-in for the history it summarised: ``compaction`` (alias ``compaction_summary``) from the
+# remote compact endpoint, ``context_compaction`` from remote compaction v2 (codex-rs protocol/src/models.rs)
+ENCRYPTED_SUMMARIES = {"compaction", "compaction_summary", "context_compaction"}
 
 
 def codex_reasoning_estimate(encrypted: str) -> int:
@@ -118,6 +145,59 @@ def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
     return False
 
 
+def window_filled(info: dict) -> bool:
+    """Whether a token_count is codex-rs's marker that a request failed with ContextWindowExceeded
+    (``TokenUsageInfo::fill_to_context_window``, sent by ``set_total_tokens_full``): the totals set to the window
+    with no input or output tokens, the last usage counting none either. No response was served, so it is not a
+    request (read as one, it was a call of unknown usage)."""
+    window, total, last = (info.get(k) for k in ("model_context_window", "total_token_usage", "last_token_usage"))
+    if not (isinstance(window, int) and window > 0 and isinstance(total, dict) and isinstance(last, dict)):
+        return False
+    counted = ("input_tokens", "cached_input_tokens", "output_tokens")
+    return total.get("total_tokens") == window and not any(total.get(k) or last.get(k) for k in counted)
+
+
+def agent_message_text(content: Any) -> tuple[str, int]:
+    """An ``agent_message`` item's model-visible text (its ``input_text`` parts) and the number of its
+    ``encrypted_content`` parts, whose size the log does not give."""
+    parts = [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+    text = "\n".join(c["text"] for c in parts if c.get("type") == "input_text" and isinstance(c.get("text"), str))
+    return text, sum(1 for c in parts if c.get("type") == "encrypted_content")
+
+
+def inter_agent_text(p: dict) -> tuple[str, int]:
+    """What an ``inter_agent_communication`` line puts in the model's context: codex-rs records the message
+    into history as an ``agent_message`` item (``InterAgentCommunication::to_model_input_item``) and logs only this
+    line. A plain message is its ``content``; an encrypted one is a header naming its kind, recipient and sender,
+    then the encrypted payload (one unsized part)."""
+    if isinstance(p.get("encrypted_content"), str):
+        kind = "NEW_TASK" if p.get("trigger_turn") else "MESSAGE"
+        header = f"Message Type: {kind}\nTask name: {p.get('recipient')}\nSender: {p.get('author')}\nPayload:\n"
+        return header, 1
+    return (p["content"] if isinstance(p.get("content"), str) else ""), 0
+
+
+def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any]) -> None:
+    """Add another agent's message to this agent's context; an encrypted payload is noted
+    (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size)."""
+    item = b.add("user_text", "user", text, ts=at.get("ts"), line=at.get("line"))
+    if encrypted:
+        b.run.metadata.setdefault("encrypted_inputs", []).append(item.seq)
+
+
+def output_sent(out: Any) -> tuple[str, int]:
+    """A tool output's text as the model was sent it and its number of images. An output is a string or a list of
+    content items (``input_text`` parts; ``input_image`` parts, e.g. view_image's, go as images, their base64 not
+    text); tool_search_output's tool list, which has no text parts, goes as JSON."""
+    if isinstance(out, str):
+        return out, 0
+    images = (
+        sum(1 for c in out if isinstance(c, dict) and c.get("type") == "input_image") if isinstance(out, list) else 0
+    )
+    text = text_of(out)
+    return (text if text or images else json.dumps(out, ensure_ascii=False)), images
+
+
 def _replacement_text(entry: dict) -> str:
     return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and c.get("type") != "input_image"])
 
@@ -134,9 +214,9 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
         ),
         None,
     )  # the last one: Codex appends it
-    encrypted = summary_at is None and not message and any(e.get("type") == "compaction" for e in history)
+    encrypted = summary_at is None and not message and any(e.get("type") in ENCRYPTED_SUMMARIES for e in history)
     if encrypted:
-        summary_at = next(k for k, e in enumerate(history) if e.get("type") == "compaction")
+        summary_at = next(k for k, e in enumerate(history) if e.get("type") in ENCRYPTED_SUMMARIES)
     drop = [[keep, b.seq]] if keep < b.seq else []
     summary_seq = None
     if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
@@ -144,7 +224,12 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
     at = {"ts": ts, "line": line}
     first_resent = b.seq
     for k, e in enumerate(history):
-        if k == summary_at or e.get("type") != "message":
+        if k == summary_at:
+            continue
+        if e.get("type") == "agent_message":  # remote compaction v2 keeps other agents' messages
+            add_agent_input(b, *agent_message_text(e.get("content")), at)
+            continue
+        if e.get("type") != "message":
             continue  # ghost snapshots and other bookkeeping entries are not sent to the model
         role, text = e.get("role") or "user", _replacement_text(e)
         if role in ("developer", "system"):
@@ -167,7 +252,9 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
 
 class CodexRolloutReader:
     format = "codex-rollout"
-    version = 2  # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt)
+    # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt); 3: later codex-rs lines
+    # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests)
+    version = 3
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -221,6 +308,13 @@ class CodexRolloutReader:
                 if isinstance(window, int) and window > 0:  # the window auto-compaction is measured on
                     b.run.metadata["model_context_window"] = window
                 total = info.get("total_token_usage")
+                if window_filled(info):  # a request the server refused: not a call the run paid for
+                    if held:
+                        d.request(**held)
+                        held = None
+                    b.run.metadata.setdefault("window_exceeded", []).append(line)
+                    last_total = total
+                    continue
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
                     if held:
                         d.request(**held)
@@ -234,6 +328,13 @@ class CodexRolloutReader:
                         **call_usage(last),
                     }
                 last_total = total
+            elif kind == "event_msg" and p.get("type") == "task_started":
+                window = p.get("model_context_window")  # the turn's window (codex-rs TurnStartedEvent)
+                if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                    b.run.metadata["model_context_window"] = window
+            elif kind == "inter_agent_communication":
+                text, encrypted = inter_agent_text(p)
+                d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}))
             elif kind == "response_item":
                 self._item(b, d, p, line, ts)
         if held:
@@ -298,11 +399,24 @@ class CodexRolloutReader:
             name = p.get("name") or t.removesuffix("_call")
             d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))
         elif t in OUTPUTS:
-            out = p.get("output") if "output" in p else p.get("tools")
-            text = out if isinstance(out, str) else text_of(out) or json.dumps(out, ensure_ascii=False)
-            d.after_output(lambda: b.result(text, p.get("call_id"), **at))
+            sent, n_images = output_sent(p.get("output") if "output" in p else p.get("tools"))
+
+            def add_result() -> None:
+                b.result(sent, p.get("call_id"), **at)
+                for _ in range(n_images):
+                    b.add("image", "tool", "[image]", **at)
+
+            d.after_output(add_result)
         elif t == "image_generation_call":
             d.output(lambda: b.add("image", "assistant", "[generated image]", **at))
+        elif t == "agent_message":  # another agent's message in this agent's history (multi-agent v2)
+            text, encrypted = agent_message_text(p.get("content"))
+            d.input(partial(add_agent_input, b, text, encrypted, at))
+        elif t == "additional_tools":  # tool definitions the harness adds to the history mid-session
+            tools = json.dumps(p.get("tools"), ensure_ascii=False)
+            d.input(lambda: b.add("tool_defs", "system", tools, **at))
+        elif t in ENCRYPTED_SUMMARIES:  # outside a `compacted` line: what it replaced is not in the log
+            b.warn(line, f"{t} item outside a compacted line: its effect on later prompts is not read")
 
 
 READER = CodexRolloutReader()
