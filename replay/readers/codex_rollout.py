@@ -198,8 +198,19 @@ def output_sent(out: Any) -> tuple[str, int]:
     return (text if text or images else json.dumps(out, ensure_ascii=False)), images
 
 
+# what codex-rs persists in a later compaction's replacement history (window_number > 1) in place of an inline
+# base64 image the model was still sent (rollout_payload.rs, PRUNED_INLINE_IMAGE_TEXT)
+PRUNED_IMAGE_TEXT = "[inline base64 image payload pruned after repeated context compaction]"
+
+
+def _is_image(part: dict) -> bool:
+    return part.get("type") == "input_image" or (
+        part.get("type") == "input_text" and part.get("text") == PRUNED_IMAGE_TEXT
+    )
+
+
 def _replacement_text(entry: dict) -> str:
-    return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and c.get("type") != "input_image"])
+    return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and not _is_image(c)])
 
 
 def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None) -> None:
@@ -240,7 +251,7 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
             if text:
                 b.add("user_text", "user", text, **at)
             for c in e.get("content") or []:
-                if isinstance(c, dict) and c.get("type") == "input_image":
+                if isinstance(c, dict) and _is_image(c):
                     b.add("image", "user", "[image]", **at)
     extra: dict[str, Any] = {"usage": usage} if usage else {}
     if b.seq > first_resent:  # the replacement history: sent again after the summary, not new content

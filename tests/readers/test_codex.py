@@ -643,3 +643,27 @@ def test_tui_log_without_protocol_events_says_so(tmp_path: Path) -> None:
     assert detect(path) is TUI
     (bad,) = read(TUI, path)
     assert isinstance(bad, BadRecord) and bad.line == 1 and "rollout" in bad.reason
+
+
+def test_pruned_replacement_image_is_still_an_image(tmp_path: Path) -> None:
+    """From the second compaction on (``window_number`` > 1) codex-rs persists a kept user message's inline base64
+    image as a fixed text (rollout_payload.rs PRUNED_INLINE_IMAGE_TEXT); the model was still sent the image. It was
+    read as a ~70-character text."""
+    pruned = "[inline base64 image payload pruned after repeated context compaction]"
+    kept = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "what is on this screen?"}, {"type": "input_text", "text": pruned}],
+    }
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "hi")),
+            tokens(100, 90),
+            ("compacted", {"message": "S", "replacement_history": [kept, message("user", "S")], "window_number": 2}),
+            tokens(200, 60),
+        ],
+    )
+    items = [(i.kind, i.text) for i in of(read(ROLLOUT, path), Item) if i.line == 4]
+    assert items == [("summary", "S"), ("user_text", "what is on this screen?"), ("image", "[image]")]
