@@ -362,10 +362,28 @@ class CodexRolloutReader:
         meta.update(
             {
                 k: p[k]
-                for k in ("id", "cwd", "cli_version", "originator", "model_provider", "source")
+                for k in (
+                    "id",
+                    "cwd",
+                    "cli_version",
+                    "originator",
+                    "model_provider",
+                    "source",
+                    "forked_from_id",
+                    "history_mode",
+                    "history_base",
+                )
                 if p.get(k) is not None
             }
         )
+        base = p.get("history_base")
+        if isinstance(base, dict):  # a paginated thread's prefix lives in another rollout (SessionMeta.history_base)
+            b.warn(
+                line,
+                f"inherits rollout {base.get('thread_id')} up to ordinal {base.get('end_ordinal_exclusive')}, which"
+                " this file does not hold: its first prompts carry context no item here stands for; ingest that"
+                " rollout too",
+            )
         meta["session_id"] = p.get("id")
         b.run = b.records[0] = replace(b.run, started_at=p.get("timestamp") or ts, metadata=meta)
         instructions = text_of(p.get("base_instructions"))

@@ -667,3 +667,14 @@ def test_pruned_replacement_image_is_still_an_image(tmp_path: Path) -> None:
     )
     items = [(i.kind, i.text) for i in of(read(ROLLOUT, path), Item) if i.line == 4]
     assert items == [("summary", "S"), ("user_text", "what is on this screen?"), ("image", "[image]")]
+
+
+def test_inherited_history_base_is_flagged(tmp_path: Path) -> None:
+    """A paginated thread (SessionMeta ``history_mode`` "paginated") may inherit another rollout's prefix
+    (``history_base``: that rollout's id, ordinal and byte offset); the prompts then hold context this file lacks."""
+    base = {"thread_id": "019f-parent", "end_ordinal_exclusive": 42, "end_byte_offset": 9000}
+    meta = {"id": "s", "history_mode": "paginated", "history_base": base, "forked_from_id": "019f-parent"}
+    path = rollout(tmp_path, [("session_meta", meta), ("response_item", message("user", "go on")), tokens(100, 90)])
+    run = of(read(ROLLOUT, path), Run)[0]
+    assert run.metadata["history_base"] == base and run.metadata["forked_from_id"] == "019f-parent"
+    assert any("019f-parent" in str(w) and "ordinal 42" in str(w) for w in run.metadata["warnings"])
