@@ -117,13 +117,18 @@ class Deferred:
 
 
 def openai_usage(u: dict) -> dict[str, Any]:
-    """Request fields from an OpenAI-style usage dict (input_tokens includes the cached part)."""
+    """Request fields from a codex-rs TokenUsage: ``input_tokens`` is the whole prompt, its cached part and (later
+    codex-rs, ``input_tokens_details.cache_write_tokens``) its cache-written part both inside it (codex-api's own
+    test: 100 input = 40 cached + 60 written, total 110 with 10 output), so the uncached unwritten rest is the
+    prompt less both."""
     prompt, cached = u.get("input_tokens"), u.get("cached_input_tokens") or 0
+    written = u.get("cache_write_input_tokens")
+    rest = prompt - cached - (written if isinstance(written, int) else 0) if isinstance(prompt, int) else None
     return {
         "prompt_tokens": prompt,
         "cache_read": cached,
-        "cache_write": u.get("cache_write_input_tokens"),
-        "input_tokens": prompt - cached if isinstance(prompt, int) else None,
+        "cache_write": written,
+        "input_tokens": rest,
         "output_tokens": u.get("output_tokens"),
     }
 

@@ -678,3 +678,29 @@ def test_inherited_history_base_is_flagged(tmp_path: Path) -> None:
     run = of(read(ROLLOUT, path), Run)[0]
     assert run.metadata["history_base"] == base and run.metadata["forked_from_id"] == "019f-parent"
     assert any("019f-parent" in str(w) and "ordinal 42" in str(w) for w in run.metadata["warnings"])
+
+
+def test_cache_writes_are_inside_the_prompt(tmp_path: Path) -> None:
+    """codex-rs's TokenUsage takes ``cache_write_input_tokens`` from ``input_tokens_details.cache_write_tokens``:
+    like the cached part, inside ``input_tokens`` (codex-api's test: 100 input = 40 cached + 60 written, total 110
+    with 10 output). The uncached input was read as 60, not 0: the written tokens billed twice."""
+    last = {
+        "input_tokens": 100,
+        "cached_input_tokens": 40,
+        "cache_write_input_tokens": 60,
+        "output_tokens": 10,
+        "reasoning_output_tokens": 5,
+        "total_tokens": 110,
+    }
+    count = {"type": "token_count", "info": {"total_token_usage": last, "last_token_usage": last}}
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "hi")),
+            ("event_msg", count),
+        ],
+    )
+    (req,) = of(read(ROLLOUT, path), Request)
+    assert (req.prompt_tokens, req.cache_read, req.cache_write, req.input_tokens) == (100, 40, 60, 0)
+    assert req.input_tokens + req.cache_read + req.cache_write == req.prompt_tokens
