@@ -218,10 +218,35 @@ def _replacement_text(entry: dict) -> str:
     return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and not _is_image(c)])
 
 
-def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None) -> None:
+def replacement_history(b: RunBuilder, p: dict, line: int, logged: dict[str, dict]) -> list[dict]:
+    """A ``compacted`` line's replacement history: ``replacement_history`` (items inline), else
+    ``replacement_history_entries`` (codex-rs CompactedHistoryEntry: ``inline`` with the ``item``, or ``reference`` /
+    ``reference_v2`` naming by ``item_id`` a response item logged earlier, found in ``logged`` by its ``id``). A
+    reference to no logged item is warned about: the prompt after it holds an item the reader cannot show."""
+    if isinstance(p.get("replacement_history"), list):
+        return [e for e in p["replacement_history"] if isinstance(e, dict)]
+    history, missing = [], []
+    for entry in p.get("replacement_history_entries") or []:
+        if not isinstance(entry, dict):
+            continue
+        item = entry.get("item") if entry.get("type") == "inline" else logged.get(str(entry.get("item_id")))
+        if isinstance(item, dict):
+            history.append(item)
+        else:
+            missing.append(str(entry.get("item_id")))
+    if missing:
+        b.warn(
+            line, f"replacement history names {len(missing)} item(s) not logged before it ({', '.join(missing[:3])})"
+        )
+    return history
+
+
+def compaction(
+    b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None, logged: dict[str, dict]
+) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event."""
     message = p["message"] if isinstance(p.get("message"), str) else ""
-    history = [e for e in p.get("replacement_history") or [] if isinstance(e, dict)]
+    history = replacement_history(b, p, line, logged)
     summary_at = next(
         (
             k
@@ -282,6 +307,7 @@ class CodexRolloutReader:
         d, last_total, model = Deferred(b), None, None
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
+        logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 if held:  # an unreadable line after a call is a line between it and any `compacted`, as a readable
@@ -302,7 +328,7 @@ class CodexRolloutReader:
                     "prompt": held.get("prompt_tokens"),
                 }
                 held = None
-                d.input(partial(compaction, b, p, line, ts, keep, usage))
+                d.input(partial(compaction, b, p, line, ts, keep, usage, logged))
                 continue
             if held and not (kind == "event_msg" and p.get("type") == "token_count"):
                 d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
@@ -317,7 +343,7 @@ class CodexRolloutReader:
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
-                d.input(partial(compaction, b, p, line, ts, keep, None))
+                d.input(partial(compaction, b, p, line, ts, keep, None, logged))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
                 window = info.get("model_context_window")
@@ -352,6 +378,8 @@ class CodexRolloutReader:
                 text, encrypted = inter_agent_text(p)
                 d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}))
             elif kind == "response_item":
+                if isinstance(p.get("id"), str):
+                    logged[p["id"]] = p
                 self._item(b, d, p, line, ts)
         if held:
             d.request(**held)

@@ -704,3 +704,30 @@ def test_cache_writes_are_inside_the_prompt(tmp_path: Path) -> None:
     (req,) = of(read(ROLLOUT, path), Request)
     assert (req.prompt_tokens, req.cache_read, req.cache_write, req.input_tokens) == (100, 40, 60, 0)
     assert req.input_tokens + req.cache_read + req.cache_write == req.prompt_tokens
+
+
+def test_replacement_history_by_reference(tmp_path: Path) -> None:
+    """codex-rs's CompactedHistoryEntry (``inline`` with the item, or ``reference`` / ``reference_v2`` naming an
+    earlier logged item by id) can stand for the replacement history; with no ``replacement_history`` the kept
+    messages were lost. A reference to nothing logged is warned about."""
+    kept = {**message("user", "build it"), "id": "msg_1"}
+    entries = [
+        {"type": "reference_v2", "item_id": "msg_1", "source_digest": "sha256-response-item-envelope-v1:" + "0" * 64},
+        {"type": "inline", "item": message("user", "S")},
+        {"type": "reference", "item_id": "msg_gone"},
+    ]
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", kept),
+            tokens(100, 90),
+            ("compacted", {"message": "S", "replacement_history_entries": entries}),
+            tokens(200, 60),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    run = of(records, Run)[0]
+    assert [(i.kind, i.text) for i in of(records, Item) if i.line == 4] == [("summary", "S"), ("user_text", "build it")]
+    assert run.metadata["context_events"][0]["resent"] == [[3, 4]]
+    assert any("msg_gone" in str(w) for w in run.metadata["warnings"])
