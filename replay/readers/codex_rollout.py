@@ -182,9 +182,12 @@ def inter_agent_text(p: dict) -> tuple[str, int]:
     return (p["content"] if isinstance(p.get("content"), str) else ""), 0
 
 
-def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any]) -> None:
+def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any], turn: bool = False) -> None:
     """Add another agent's message to this agent's context; an encrypted payload is noted
-    (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size)."""
+    (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size). ``turn``: it starts a
+    turn, as codex-rs counts an ``inter_agent_communication`` line as a user-turn boundary."""
+    if turn:
+        b.new_turn()
     item = b.add("user_text", "user", text, ts=at.get("ts"), line=at.get("line"))
     if encrypted:
         b.run.metadata.setdefault("encrypted_inputs", []).append(item.seq)
@@ -376,7 +379,7 @@ class CodexRolloutReader:
                     b.run.metadata["model_context_window"] = window
             elif kind == "inter_agent_communication":
                 text, encrypted = inter_agent_text(p)
-                d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}))
+                d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}, True))
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
