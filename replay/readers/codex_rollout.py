@@ -185,7 +185,8 @@ def inter_agent_text(p: dict) -> tuple[str, int]:
 def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any], turn: bool = False) -> None:
     """Add another agent's message to this agent's context; an encrypted payload is noted
     (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size). ``turn``: it starts a
-    turn, as codex-rs counts an ``inter_agent_communication`` line as a user-turn boundary."""
+    turn, as codex-rs counts an agent message as a user-turn boundary (context_manager/history.rs
+    ``is_user_turn_boundary``; an ``inter_agent_communication`` line likewise)."""
     if turn:
         b.new_turn()
     item = b.add("user_text", "user", text, ts=at.get("ts"), line=at.get("line"))
@@ -476,7 +477,7 @@ class CodexRolloutReader:
             d.output(lambda: b.add("image", "assistant", "[generated image]", **at))
         elif t == "agent_message":  # another agent's message in this agent's history (multi-agent v2)
             text, encrypted = agent_message_text(p.get("content"))
-            d.input(partial(add_agent_input, b, text, encrypted, at))
+            d.input(partial(add_agent_input, b, text, encrypted, at, True))
         elif t == "additional_tools":  # tool definitions the harness adds to the history mid-session
             tools = json.dumps(p.get("tools"), ensure_ascii=False)
             d.input(lambda: b.add("tool_defs", "system", tools, **at))

@@ -466,10 +466,10 @@ def test_inter_agent_messages_are_model_input(tmp_path: Path) -> None:
     )
     records = read(ROLLOUT, path)
     agent = [(i.seq, i.kind, i.text, i.step, i.turn) for i in of(records, Item) if i.seq > 0]
-    assert agent == [  # an inter_agent_communication line is a user-turn boundary in codex-rs
+    assert agent == [  # another agent's message is a user-turn boundary in codex-rs
         (1, "user_text", "review the diff", 0, 1),
         (2, "user_text", "Message Type: MESSAGE\nTask name: /root\nSender: /root/worker\nPayload:\n", 1, 2),
-        (3, "user_text", "found two bugs", 1, 2),
+        (3, "user_text", "found two bugs", 1, 3),
     ]
     assert of(records, Run)[0].metadata["encrypted_inputs"] == [2, 3]
     assert ROLLOUT.sniff(path.read_text().split("\n", 2)[1], path), "a new line type alone is a rollout line"
