@@ -40,6 +40,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.codex_truncation import history_budget, truncate_parts, truncate_text
 
 LINE_TYPES = {
     "session_meta",
@@ -194,15 +195,18 @@ def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any]
         b.run.metadata.setdefault("encrypted_inputs", []).append(item.seq)
 
 
-def output_sent(out: Any) -> tuple[str, int]:
+def output_sent(out: Any, budget: tuple[str, int] | None = None) -> tuple[str, int]:
     """A tool output's text as the model was sent it and its number of images. An output is a string or a list of
     content items (``input_text`` parts; ``input_image`` parts, e.g. view_image's, go as images, their base64 not
-    text); tool_search_output's tool list, which has no text parts, goes as JSON."""
+    text); tool_search_output's tool list, which has no text parts, goes as JSON. ``budget``: the turn's
+    truncation budget (``codex_truncation.history_budget``) codex-rs cut a function or custom tool output to."""
     if isinstance(out, str):
-        return out, 0
-    images = (
-        sum(1 for c in out if isinstance(c, dict) and c.get("type") == "input_image") if isinstance(out, list) else 0
-    )
+        return (truncate_text(out, *budget) if budget else out), 0
+    parts = [c for c in out if isinstance(c, dict)] if isinstance(out, list) else []
+    images = sum(1 for c in parts if c.get("type") == "input_image")
+    texts = [c["text"] for c in parts if c.get("type") == "input_text" and isinstance(c.get("text"), str)]
+    if budget and texts:
+        return "\n".join(truncate_parts(texts, *budget)), images
     text = text_of(out)
     return (text if text or images else json.dumps(out, ensure_ascii=False)), images
 
@@ -312,6 +316,7 @@ class CodexRolloutReader:
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
+        budget: tuple[str, int] | None = None  # the turn's tool-output truncation (codex_truncation)
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 if held:  # an unreadable line after a call is a line between it and any `compacted`, as a readable
@@ -343,6 +348,7 @@ class CodexRolloutReader:
                 if first:
                     keep = b.seq
             elif kind == "turn_context" and p.get("model"):
+                budget = history_budget(p.get("truncation_policy"))
                 model = p["model"]
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
@@ -384,7 +390,7 @@ class CodexRolloutReader:
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
-                self._item(b, d, p, line, ts)
+                self._item(b, d, p, line, ts, budget)
         if held:
             d.request(**held)
         d.flush()
@@ -428,7 +434,7 @@ class CodexRolloutReader:
             d.input(lambda: b.add("system", "system", instructions, ts=ts, line=line))
 
     @staticmethod
-    def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
+    def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None, budget: tuple[str, int] | None) -> None:
         t = p.get("type")
         at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "message":
@@ -465,7 +471,8 @@ class CodexRolloutReader:
             name = p.get("name") or t.removesuffix("_call")
             d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))
         elif t in OUTPUTS:
-            sent, n_images = output_sent(p.get("output") if "output" in p else p.get("tools"))
+            cut = budget if t in ("function_call_output", "custom_tool_call_output") else None  # process_item's
+            sent, n_images = output_sent(p.get("output") if "output" in p else p.get("tools"), cut)
 
             def add_result() -> None:
                 b.result(sent, p.get("call_id"), **at)

@@ -731,3 +731,63 @@ def test_replacement_history_by_reference(tmp_path: Path) -> None:
     assert [(i.kind, i.text) for i in of(records, Item) if i.line == 4] == [("summary", "S"), ("user_text", "build it")]
     assert run.metadata["context_events"][0]["resent"] == [[3, 4]]
     assert any("msg_gone" in str(w) for w in run.metadata["warnings"])
+
+
+def test_tool_output_cut_to_the_turns_truncation_policy(tmp_path: Path) -> None:
+    """codex-rs records a tool output into the model's history cut to the turn's ``truncation_policy`` x 1.2
+    (ContextManager::process_item), while the rollout keeps it whole: 4 bytes a token, half the budget from each
+    end, a ``…N tokens truncated…`` marker between. Read whole, a long MCP output was counted in full."""
+    long = "x" * 30 + "y" * 40 + "z" * 30  # 100 bytes against 10 x 1.2 = 12 tokens = 48 bytes
+    items = [
+        {"type": "input_text", "text": "a" * 20},  # 5 tokens of 12
+        {"type": "input_text", "text": "b" * 40},  # 10 tokens: cut to the 7 left (28 bytes)
+        {"type": "input_text", "text": "c" * 8},  # nothing left: omitted
+        {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+    ]
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("turn_context", {"model": "gpt-5.2-codex", "truncation_policy": {"mode": "tokens", "limit": 10}}),
+            ("response_item", message("user", "call the tools")),
+            ("response_item", {"type": "function_call", "name": "mcp__db__dump", "arguments": "{}", "call_id": "c1"}),
+            ("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": "x", "call_id": "c2"}),
+            ("response_item", {"type": "tool_search_call", "call_id": "c3", "execution": "client", "arguments": {}}),
+            tokens(100, 90),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": long}),
+            ("response_item", {"type": "custom_tool_call_output", "call_id": "c2", "output": items}),
+            (
+                "response_item",
+                {
+                    "type": "tool_search_output",
+                    "call_id": "c3",
+                    "status": "completed",
+                    "execution": "client",
+                    "tools": [{"name": long}],
+                },
+            ),
+            tokens(300, 190),
+        ],
+    )
+    results = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
+    assert results[0] == "x" * 24 + "…13 tokens truncated…" + "z" * 24
+    assert results[1] == "\n".join(
+        ["a" * 20, "b" * 14 + "…3 tokens truncated…" + "b" * 14, "[omitted 1 text items ...]"]
+    )
+    assert long in results[2], "process_item cuts function and custom tool outputs only"
+
+
+def test_byte_truncation_policy_keeps_whole_characters(tmp_path: Path) -> None:
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("turn_context", {"model": "gpt-4.1", "truncation_policy": {"mode": "bytes", "limit": 10}}),
+            ("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+            tokens(100, 90),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "é" * 30}),
+            tokens(200, 150),
+        ],
+    )
+    (result,) = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
+    assert result == "é" * 3 + "…24 chars truncated…" + "é" * 3  # 12 bytes kept: 6 from each end
