@@ -16,7 +16,16 @@ that call is not an agent request, so its usage goes into a context event (``run
 initial context (developer instructions, environment context) and the summary (a user message starting with the
 summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item). The reader emits
 the summary item, then the other replacement items, at the step of the next request; the event drops everything
-after the session's base instructions (sent as ``instructions`` with every request) up to the summary.
+after the session's base instructions (sent as ``instructions`` with every request) up to the summary. Remote
+compaction v2 ends its replacement history with an encrypted ``context_compaction`` item and keeps other agents'
+``agent_message`` items.
+
+Later codex-rs (protocol/src/models.rs, rollout/src/policy.rs) also logs, and the reader reads: ``agent_message``
+items and ``inter_agent_communication`` lines (another agent's message, model input; an encrypted payload's seq goes
+to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definitions added mid-session,
+``tool_defs``), tool outputs as content items (their ``input_image`` parts are images, not text), the turn's
+``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
+refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
 """
 
 from __future__ import annotations
@@ -31,8 +40,24 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.codex_truncation import history_budget, truncate_parts, truncate_text
 
-LINE_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+LINE_TYPES = {
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    # codex-rs 0.14x rollout lines (RolloutItemWire): an inter-agent message is model input; the others are
+    # bookkeeping the model never sees (world-state baselines, risk scores, realtime facts, per-response usage
+    # records kept beside the token_count events)
+    "inter_agent_communication",
+    "inter_agent_communication_metadata",
+    "world_state",
+    "security_risk_score",
+    "realtime_item",
+    "token_usage_record",
+}
 CALLS = {
     "function_call": "arguments",
     "custom_tool_call": "input",
@@ -41,6 +66,9 @@ CALLS = {
     "web_search_call": "action",
 }
 OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_output", "tool_search_output"}
+# the server's opaque stand-in for the history it summarised: ``compaction`` (alias ``compaction_summary``) from the
+# remote compact endpoint, ``context_compaction`` from remote compaction v2 (codex-rs protocol/src/models.rs)
+ENCRYPTED_SUMMARIES = {"compaction", "compaction_summary", "context_compaction"}
 
 
 def codex_reasoning_estimate(encrypted: str) -> int:
@@ -90,13 +118,18 @@ class Deferred:
 
 
 def openai_usage(u: dict) -> dict[str, Any]:
-    """Request fields from an OpenAI-style usage dict (input_tokens includes the cached part)."""
+    """Request fields from a codex-rs TokenUsage: ``input_tokens`` is the whole prompt, its cached part and (later
+    codex-rs, ``input_tokens_details.cache_write_tokens``) its cache-written part both inside it (codex-api's own
+    test: 100 input = 40 cached + 60 written, total 110 with 10 output), so the uncached unwritten rest is the
+    prompt less both."""
     prompt, cached = u.get("input_tokens"), u.get("cached_input_tokens") or 0
+    written = u.get("cache_write_input_tokens")
+    rest = prompt - cached - (written if isinstance(written, int) else 0) if isinstance(prompt, int) else None
     return {
         "prompt_tokens": prompt,
         "cache_read": cached,
-        "cache_write": u.get("cache_write_input_tokens"),
-        "input_tokens": prompt - cached if isinstance(prompt, int) else None,
+        "cache_write": written,
+        "input_tokens": rest,
         "output_tokens": u.get("output_tokens"),
     }
 
@@ -118,14 +151,110 @@ def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
     return False
 
 
+def window_filled(info: dict) -> bool:
+    """Whether a token_count is codex-rs's marker that a request failed with ContextWindowExceeded
+    (``TokenUsageInfo::fill_to_context_window``, sent by ``set_total_tokens_full``): the totals set to the window
+    with no input or output tokens, the last usage counting none either. No response was served, so it is not a
+    request (read as one, it was a call of unknown usage)."""
+    window, total, last = (info.get(k) for k in ("model_context_window", "total_token_usage", "last_token_usage"))
+    if not (isinstance(window, int) and window > 0 and isinstance(total, dict) and isinstance(last, dict)):
+        return False
+    counted = ("input_tokens", "cached_input_tokens", "output_tokens")
+    return total.get("total_tokens") == window and not any(total.get(k) or last.get(k) for k in counted)
+
+
+def agent_message_text(content: Any) -> tuple[str, int]:
+    """An ``agent_message`` item's model-visible text (its ``input_text`` parts) and the number of its
+    ``encrypted_content`` parts, whose size the log does not give."""
+    parts = [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
+    text = "\n".join(c["text"] for c in parts if c.get("type") == "input_text" and isinstance(c.get("text"), str))
+    return text, sum(1 for c in parts if c.get("type") == "encrypted_content")
+
+
+def inter_agent_text(p: dict) -> tuple[str, int]:
+    """What an ``inter_agent_communication`` line puts in the model's context: codex-rs records the message
+    into history as an ``agent_message`` item (``InterAgentCommunication::to_model_input_item``) and logs only this
+    line. A plain message is its ``content``; an encrypted one is a header naming its kind, recipient and sender,
+    then the encrypted payload (one unsized part)."""
+    if isinstance(p.get("encrypted_content"), str):
+        kind = "NEW_TASK" if p.get("trigger_turn") else "MESSAGE"
+        header = f"Message Type: {kind}\nTask name: {p.get('recipient')}\nSender: {p.get('author')}\nPayload:\n"
+        return header, 1
+    return (p["content"] if isinstance(p.get("content"), str) else ""), 0
+
+
+def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any], turn: bool = False) -> None:
+    """Add another agent's message to this agent's context; an encrypted payload is noted
+    (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size). ``turn``: it starts a
+    turn, as codex-rs counts an agent message as a user-turn boundary (context_manager/history.rs
+    ``is_user_turn_boundary``; an ``inter_agent_communication`` line likewise)."""
+    if turn:
+        b.new_turn()
+    item = b.add("user_text", "user", text, ts=at.get("ts"), line=at.get("line"))
+    if encrypted:
+        b.run.metadata.setdefault("encrypted_inputs", []).append(item.seq)
+
+
+def output_sent(out: Any, budget: tuple[str, int] | None = None) -> tuple[str, int]:
+    """A tool output's text as the model was sent it and its number of images. An output is a string or a list of
+    content items (``input_text`` parts; ``input_image`` parts, e.g. view_image's, go as images, their base64 not
+    text); tool_search_output's tool list, which has no text parts, goes as JSON. ``budget``: the turn's
+    truncation budget (``codex_truncation.history_budget``) codex-rs cut a function or custom tool output to."""
+    if isinstance(out, str):
+        return (truncate_text(out, *budget) if budget else out), 0
+    parts = [c for c in out if isinstance(c, dict)] if isinstance(out, list) else []
+    images = sum(1 for c in parts if c.get("type") == "input_image")
+    texts = [c["text"] for c in parts if c.get("type") == "input_text" and isinstance(c.get("text"), str)]
+    if budget and texts:
+        return "\n".join(truncate_parts(texts, *budget)), images
+    text = text_of(out)
+    return (text if text or images else json.dumps(out, ensure_ascii=False)), images
+
+
+# what codex-rs persists in a later compaction's replacement history (window_number > 1) in place of an inline
+# base64 image the model was still sent (rollout_payload.rs, PRUNED_INLINE_IMAGE_TEXT)
+PRUNED_IMAGE_TEXT = "[inline base64 image payload pruned after repeated context compaction]"
+
+
+def _is_image(part: dict) -> bool:
+    return part.get("type") == "input_image" or (
+        part.get("type") == "input_text" and part.get("text") == PRUNED_IMAGE_TEXT
+    )
+
+
 def _replacement_text(entry: dict) -> str:
-    return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and c.get("type") != "input_image"])
+    return text_of([c for c in entry.get("content") or [] if isinstance(c, dict) and not _is_image(c)])
 
 
-def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None) -> None:
+def replacement_history(b: RunBuilder, p: dict, line: int, logged: dict[str, dict]) -> list[dict]:
+    """A ``compacted`` line's replacement history: ``replacement_history`` (items inline), else
+    ``replacement_history_entries`` (codex-rs CompactedHistoryEntry: ``inline`` with the ``item``, or ``reference`` /
+    ``reference_v2`` naming by ``item_id`` a response item logged earlier, found in ``logged`` by its ``id``). A
+    reference to no logged item is warned about: the prompt after it holds an item the reader cannot show."""
+    if isinstance(p.get("replacement_history"), list):
+        return [e for e in p["replacement_history"] if isinstance(e, dict)]
+    history, missing = [], []
+    for entry in p.get("replacement_history_entries") or []:
+        if not isinstance(entry, dict):
+            continue
+        item = entry.get("item") if entry.get("type") == "inline" else logged.get(str(entry.get("item_id")))
+        if isinstance(item, dict):
+            history.append(item)
+        else:
+            missing.append(str(entry.get("item_id")))
+    if missing:
+        b.warn(
+            line, f"replacement history names {len(missing)} item(s) not logged before it ({', '.join(missing[:3])})"
+        )
+    return history
+
+
+def compaction(
+    b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None, logged: dict[str, dict]
+) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event."""
     message = p["message"] if isinstance(p.get("message"), str) else ""
-    history = [e for e in p.get("replacement_history") or [] if isinstance(e, dict)]
+    history = replacement_history(b, p, line, logged)
     summary_at = next(
         (
             k
@@ -134,9 +263,9 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
         ),
         None,
     )  # the last one: Codex appends it
-    encrypted = summary_at is None and not message and any(e.get("type") == "compaction" for e in history)
+    encrypted = summary_at is None and not message and any(e.get("type") in ENCRYPTED_SUMMARIES for e in history)
     if encrypted:
-        summary_at = next(k for k, e in enumerate(history) if e.get("type") == "compaction")
+        summary_at = next(k for k, e in enumerate(history) if e.get("type") in ENCRYPTED_SUMMARIES)
     drop = [[keep, b.seq]] if keep < b.seq else []
     summary_seq = None
     if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
@@ -144,7 +273,12 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
     at = {"ts": ts, "line": line}
     first_resent = b.seq
     for k, e in enumerate(history):
-        if k == summary_at or e.get("type") != "message":
+        if k == summary_at:
+            continue
+        if e.get("type") == "agent_message":  # remote compaction v2 keeps other agents' messages
+            add_agent_input(b, *agent_message_text(e.get("content")), at)
+            continue
+        if e.get("type") != "message":
             continue  # ghost snapshots and other bookkeeping entries are not sent to the model
         role, text = e.get("role") or "user", _replacement_text(e)
         if role in ("developer", "system"):
@@ -155,7 +289,7 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
             if text:
                 b.add("user_text", "user", text, **at)
             for c in e.get("content") or []:
-                if isinstance(c, dict) and c.get("type") == "input_image":
+                if isinstance(c, dict) and _is_image(c):
                     b.add("image", "user", "[image]", **at)
     extra: dict[str, Any] = {"usage": usage} if usage else {}
     if b.seq > first_resent:  # the replacement history: sent again after the summary, not new content
@@ -167,7 +301,9 @@ def compaction(b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usa
 
 class CodexRolloutReader:
     format = "codex-rollout"
-    version = 2  # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt)
+    # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt); 3: later codex-rs lines
+    # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests)
+    version = 3
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -179,6 +315,8 @@ class CodexRolloutReader:
         d, last_total, model = Deferred(b), None, None
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
+        logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
+        budget: tuple[str, int] | None = None  # the turn's tool-output truncation (codex_truncation)
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 if held:  # an unreadable line after a call is a line between it and any `compacted`, as a readable
@@ -199,7 +337,7 @@ class CodexRolloutReader:
                     "prompt": held.get("prompt_tokens"),
                 }
                 held = None
-                d.input(partial(compaction, b, p, line, ts, keep, usage))
+                d.input(partial(compaction, b, p, line, ts, keep, usage, logged))
                 continue
             if held and not (kind == "event_msg" and p.get("type") == "token_count"):
                 d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
@@ -210,17 +348,25 @@ class CodexRolloutReader:
                 if first:
                     keep = b.seq
             elif kind == "turn_context" and p.get("model"):
+                budget = history_budget(p.get("truncation_policy"))
                 model = p["model"]
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
-                d.input(partial(compaction, b, p, line, ts, keep, None))
+                d.input(partial(compaction, b, p, line, ts, keep, None, logged))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
                 window = info.get("model_context_window")
                 if isinstance(window, int) and window > 0:  # the window auto-compaction is measured on
                     b.run.metadata["model_context_window"] = window
                 total = info.get("total_token_usage")
+                if window_filled(info):  # a request the server refused: not a call the run paid for
+                    if held:
+                        d.request(**held)
+                        held = None
+                    b.run.metadata.setdefault("window_exceeded", []).append(line)
+                    last_total = total
+                    continue
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
                     if held:
                         d.request(**held)
@@ -234,8 +380,17 @@ class CodexRolloutReader:
                         **call_usage(last),
                     }
                 last_total = total
+            elif kind == "event_msg" and p.get("type") == "task_started":
+                window = p.get("model_context_window")  # the turn's window (codex-rs TurnStartedEvent)
+                if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                    b.run.metadata["model_context_window"] = window
+            elif kind == "inter_agent_communication":
+                text, encrypted = inter_agent_text(p)
+                d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}, True))
             elif kind == "response_item":
-                self._item(b, d, p, line, ts)
+                if isinstance(p.get("id"), str):
+                    logged[p["id"]] = p
+                self._item(b, d, p, line, ts, budget)
         if held:
             d.request(**held)
         d.flush()
@@ -250,10 +405,28 @@ class CodexRolloutReader:
         meta.update(
             {
                 k: p[k]
-                for k in ("id", "cwd", "cli_version", "originator", "model_provider", "source")
+                for k in (
+                    "id",
+                    "cwd",
+                    "cli_version",
+                    "originator",
+                    "model_provider",
+                    "source",
+                    "forked_from_id",
+                    "history_mode",
+                    "history_base",
+                )
                 if p.get(k) is not None
             }
         )
+        base = p.get("history_base")
+        if isinstance(base, dict):  # a paginated thread's prefix lives in another rollout (SessionMeta.history_base)
+            b.warn(
+                line,
+                f"inherits rollout {base.get('thread_id')} up to ordinal {base.get('end_ordinal_exclusive')}, which"
+                " this file does not hold: its first prompts carry context no item here stands for; ingest that"
+                " rollout too",
+            )
         meta["session_id"] = p.get("id")
         b.run = b.records[0] = replace(b.run, started_at=p.get("timestamp") or ts, metadata=meta)
         instructions = text_of(p.get("base_instructions"))
@@ -261,7 +434,7 @@ class CodexRolloutReader:
             d.input(lambda: b.add("system", "system", instructions, ts=ts, line=line))
 
     @staticmethod
-    def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
+    def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None, budget: tuple[str, int] | None) -> None:
         t = p.get("type")
         at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "message":
@@ -298,11 +471,25 @@ class CodexRolloutReader:
             name = p.get("name") or t.removesuffix("_call")
             d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))
         elif t in OUTPUTS:
-            out = p.get("output") if "output" in p else p.get("tools")
-            text = out if isinstance(out, str) else text_of(out) or json.dumps(out, ensure_ascii=False)
-            d.after_output(lambda: b.result(text, p.get("call_id"), **at))
+            cut = budget if t in ("function_call_output", "custom_tool_call_output") else None  # process_item's
+            sent, n_images = output_sent(p.get("output") if "output" in p else p.get("tools"), cut)
+
+            def add_result() -> None:
+                b.result(sent, p.get("call_id"), **at)
+                for _ in range(n_images):
+                    b.add("image", "tool", "[image]", **at)
+
+            d.after_output(add_result)
         elif t == "image_generation_call":
             d.output(lambda: b.add("image", "assistant", "[generated image]", **at))
+        elif t == "agent_message":  # another agent's message in this agent's history (multi-agent v2)
+            text, encrypted = agent_message_text(p.get("content"))
+            d.input(partial(add_agent_input, b, text, encrypted, at, True))
+        elif t == "additional_tools":  # tool definitions the harness adds to the history mid-session
+            tools = json.dumps(p.get("tools"), ensure_ascii=False)
+            d.input(lambda: b.add("tool_defs", "system", tools, **at))
+        elif t in ENCRYPTED_SUMMARIES:  # outside a `compacted` line: what it replaced is not in the log
+            b.warn(line, f"{t} item outside a compacted line: its effect on later prompts is not read")
 
 
 READER = CodexRolloutReader()

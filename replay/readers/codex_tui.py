@@ -5,6 +5,12 @@
 results; a command's result is what the model was sent, ``exec_model_text``) and token_count (one model request
 each). The user's prompts are not in this log. A
 ``session_configured`` event after the first (e.g. after ``/new``) starts a new run.
+
+token_count changed shape in codex-rs: the TUI-log era's flat usage (``input_tokens`` ... at the top), later a
+``TokenCountEvent`` (``info``: cumulative ``total_token_usage``, the call's ``last_token_usage``,
+``model_context_window``; ``rate_limits``), sent again unchanged for rate-limit updates. A request is then an
+``info`` whose total moved, as in the rollout reader. Later codex-rs TUIs log only UI events and ops (no
+``codex_event``): such a log holds no model call, and the reader says so instead of yielding an empty run.
 """
 
 from __future__ import annotations
@@ -17,14 +23,33 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
-from replay.readers.codex_rollout import Deferred, openai_usage, sniff_json_lines
+from replay.readers.codex_rollout import Deferred, openai_usage, sniff_json_lines, window_filled
 from replay.readers.json_fields import sub_dict
 
 TUI_KINDS = {"session_start", "codex_event", "app_event", "key_event", "insert_history", "log_line", "op"}
+NO_EVENTS = (
+    "a Codex TUI session log without codex_event records: this codex-rs TUI logs only UI events and ops, no model"
+    " call or usage; read the session's rollout file (~/.codex/sessions/**/rollout-*.jsonl) instead"
+)
+
+
+def flat_token_count(msg: dict, last_total: Any) -> dict | None:
+    """A token_count as the flat usage ``_event`` reads, or None when it is no new model call. A
+    ``TokenCountEvent`` (``info``/``rate_limits``) is a call when its cumulative total moved and it is not the
+    context-window-exceeded marker; the call's usage is its ``last_token_usage``."""
+    if "info" not in msg and "rate_limits" not in msg:
+        return msg  # the TUI-log era's flat shape: every token_count is a call
+    info = msg.get("info")
+    if not isinstance(info, dict) or not isinstance(info.get("last_token_usage"), dict) or window_filled(info):
+        return None
+    if info.get("total_token_usage") == last_total:
+        return None
+    return {"type": "token_count", **info["last_token_usage"]}
 
 
 class CodexTuiReader:
     format = "codex-tui"
+    version = 2  # 2: TokenCountEvent-shaped token_counts; a log with no protocol event is reported
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(head, lambda o: {"ts", "dir", "kind"} <= o.keys() and o.get("kind") in TUI_KINDS)
@@ -33,6 +58,8 @@ class CodexTuiReader:
         runs: list[RunBuilder] = []
         d: Deferred | None = None
         start: dict[str, Any] = {}
+        last_total: Any = None  # the run's latest cumulative usage (TokenCountEvent)
+        first_line: tuple[int, str] | None = None
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
                 yield entry
@@ -40,6 +67,7 @@ class CodexTuiReader:
             line, obj = entry
             if not isinstance(obj, dict):
                 continue
+            first_line = first_line or (line, json.dumps(obj, ensure_ascii=False)[:200])
             if obj.get("kind") == "session_start":
                 start = {k: obj[k] for k in ("cwd", "model", "model_provider_id") if k in obj}
                 start["started_at"] = obj.get("ts")
@@ -64,9 +92,23 @@ class CodexTuiReader:
                 )
                 runs.append(RunBuilder(run))
                 d = Deferred(runs[-1])
+                last_total = None
                 if t == "session_configured":
                     continue
+            if t == "token_count":
+                flat = flat_token_count(msg, last_total)
+                info = msg.get("info")
+                if isinstance(info, dict):
+                    last_total = info.get("total_token_usage", last_total)
+                    window = info.get("model_context_window")
+                    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+                        d.b.run.metadata["model_context_window"] = window
+                if flat is None:
+                    continue
+                msg = flat
             self._event(d, t, msg, line, ts)
+        if d is None and first_line is not None:
+            yield BadRecord(first_line[0], NO_EVENTS, first_line[1])
         if d is not None:
             d.flush()
         for b in runs:

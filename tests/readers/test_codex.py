@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from replay.model import Item, Request, Run
+from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
 from replay.readers.codex_rollout import READER as ROLLOUT
@@ -369,3 +369,425 @@ def test_tui_command_result_is_what_the_model_was_sent(corpus: Path) -> None:
     assert sent["output"] == "" and sent["metadata"]["exit_code"] == 0 and sent["metadata"]["duration_seconds"] > 0
     failed = [json.loads(i.text) for i in items if i.kind == "tool_result" and i.is_error and i.line > 0]
     assert failed and all(f["output"] and f["metadata"]["exit_code"] != 0 for f in failed)  # failures: stderr
+
+
+# Later codex-rs rollout schema (openai/codex protocol/src/models.rs ResponseItem, protocol.rs TokenUsageInfo and
+# TurnStartedEvent, the rollout crate's RolloutItemWire); each test writes the lines as that writer serialises them.
+
+
+def usage(input_tokens: int, output_tokens: int, total: int) -> dict:
+    return {
+        "input_tokens": input_tokens,
+        "cached_input_tokens": 0,
+        "output_tokens": output_tokens,
+        "reasoning_output_tokens": 0,
+        "total_tokens": total,
+    }
+
+
+def test_window_filled_token_count_is_not_a_request(tmp_path: Path) -> None:
+    """A request refused with ContextWindowExceeded makes codex-rs send a token_count filled to the window
+    (TokenUsageInfo::fill_to_context_window: total_tokens = the window, every other count 0; last = the rest). It
+    was read as a request of unknown usage: one request too many, and an unbilled one."""
+    window = 258_400
+    filled = {
+        "type": "token_count",
+        "info": {
+            "total_token_usage": usage(0, 0, window),
+            "last_token_usage": usage(0, 0, window - 250_010),
+            "model_context_window": window,
+        },
+        "rate_limits": None,
+    }
+    after = {
+        "type": "token_count",
+        "info": {
+            "total_token_usage": usage(9_000, 40, window + 9_040),
+            "last_token_usage": usage(9_000, 40, 9_040),
+            "model_context_window": window,
+        },
+        "rate_limits": None,
+    }
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "read everything")),
+            tokens(250_010, 250_000),
+            ("event_msg", filled),
+            ("event_msg", {"type": "turn_aborted", "turn_id": "t1", "reason": "interrupted"}),
+            ("response_item", message("user", "try again")),
+            ("event_msg", after),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    assert [(r.line, r.prompt_tokens) for r in of(records, Request)] == [(3, 250_000), (7, 9_000)]
+    assert of(records, Run)[0].metadata["window_exceeded"] == [4]
+
+
+def test_inter_agent_messages_are_model_input(tmp_path: Path) -> None:
+    """codex-rs records another agent's message into history as an ``agent_message`` item but logs only the
+    ``inter_agent_communication`` line; an encrypted one is sent as a header and the encrypted payload
+    (InterAgentCommunication::to_model_input_item). Both were skipped: text the model read, missing."""
+    plain = {
+        "author": "/root",
+        "recipient": "/root/worker",
+        "other_recipients": [],
+        "content": "review the diff",
+        "trigger_turn": True,
+    }
+    encrypted = {
+        "author": "/root/worker",
+        "recipient": "/root",
+        "other_recipients": [],
+        "content": "",
+        "encrypted_content": "gAAAA-opaque",
+        "trigger_turn": False,
+    }
+    agent_item = {
+        "type": "agent_message",
+        "author": "/root/reviewer",
+        "recipient": "/root",
+        "content": [
+            {"type": "input_text", "text": "found two bugs"},
+            {"type": "encrypted_content", "encrypted_content": "gAAAA-more"},
+        ],
+    }
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("inter_agent_communication", plain),
+            tokens(100, 90),
+            ("inter_agent_communication", encrypted),
+            ("response_item", agent_item),
+            tokens(200, 150),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    agent = [(i.seq, i.kind, i.text, i.step, i.turn) for i in of(records, Item) if i.seq > 0]
+    assert agent == [  # another agent's message is a user-turn boundary in codex-rs
+        (1, "user_text", "review the diff", 0, 1),
+        (2, "user_text", "Message Type: MESSAGE\nTask name: /root\nSender: /root/worker\nPayload:\n", 1, 2),
+        (3, "user_text", "found two bugs", 1, 3),
+    ]
+    assert of(records, Run)[0].metadata["encrypted_inputs"] == [2, 3]
+    assert ROLLOUT.sniff(path.read_text().split("\n", 2)[1], path), "a new line type alone is a rollout line"
+
+
+def test_additional_tools_and_tool_output_images(tmp_path: Path) -> None:
+    """``additional_tools`` puts tool definitions in the history (they are sent); a tool output given as content
+    items sends its ``input_image`` parts as images (view_image). Both were missed: the definitions not read at
+    all, the image neither counted as one nor its base64 kept out of the text."""
+    tools = [{"type": "function", "name": "lookup_ticket", "description": "Look up a ticket", "parameters": {}}]
+    image = "data:image/png;base64," + "A" * 400
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "look at the screenshot")),
+            ("response_item", {"type": "additional_tools", "role": "developer", "tools": tools}),
+            ("response_item", {"type": "function_call", "name": "view_image", "arguments": "{}", "call_id": "c1"}),
+            tokens(100, 90),
+            (
+                "response_item",
+                {
+                    "type": "function_call_output",
+                    "call_id": "c1",
+                    "output": [
+                        {"type": "input_text", "text": "screenshot.png"},
+                        {"type": "input_image", "image_url": image},
+                    ],
+                },
+            ),
+            ("response_item", {"type": "function_call", "name": "view_image", "arguments": "{}", "call_id": "c2"}),
+            tokens(300, 190),
+            (
+                "response_item",
+                {
+                    "type": "custom_tool_call_output",
+                    "call_id": "c2",
+                    "output": [{"type": "input_image", "image_url": image}],
+                },
+            ),
+            tokens(500, 260),
+        ],
+    )
+    items = [(i.kind, i.text) for i in of(read(ROLLOUT, path), Item)]
+    assert items[2] == ("tool_defs", json.dumps(tools))
+    assert items[3:] == [
+        ("tool_call", ""),
+        ("tool_result", "screenshot.png"),
+        ("image", "[image]"),
+        ("tool_call", ""),
+        ("tool_result", ""),
+        ("image", "[image]"),
+    ]
+
+
+def test_remote_compaction_v2_replacement_history(tmp_path: Path) -> None:
+    """Remote compaction v2 (codex-rs build_v2_compacted_history) keeps user and agent messages and appends the
+    server's encrypted ``context_compaction`` item last; ``message`` is empty. The summary was not found (only a
+    ``compaction`` item was), so the event had no summary and the kept agent message was dropped."""
+    history = [
+        message("user", "build it"),
+        {
+            "type": "agent_message",
+            "author": "/root/worker",
+            "recipient": "/root",
+            "content": [{"type": "input_text", "text": "done: 3 files"}],
+        },
+        {"type": "context_compaction", "encrypted_content": "gAAAA-summary"},
+    ]
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "build it")),
+            tokens(100, 90),
+            ("compacted", {"message": "", "replacement_history": history, "window_number": 2}),
+            tokens(200, 60),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    assert event["summary_encrypted"] is True and event["summary_seq"] == 2
+    items = {i.seq: (i.kind, i.text) for i in of(records, Item)}
+    assert [items[s] for s in range(2, 5)] == [
+        ("summary", ""),
+        ("user_text", "build it"),
+        ("user_text", "done: 3 files"),
+    ]
+    assert event["resent"] == [[3, 5]] and event["drop"] == [[1, 2]]
+
+
+def test_context_compaction_outside_compacted_line_is_flagged(tmp_path: Path) -> None:
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "hi")),
+            ("response_item", {"type": "context_compaction", "encrypted_content": "gAAAA"}),
+            tokens(100, 90),
+        ],
+    )
+    warnings = of(read(ROLLOUT, path), Run)[0].metadata["warnings"]
+    assert any("context_compaction" in str(w) and "not read" in str(w) for w in warnings)
+
+
+def test_turn_started_gives_the_window(tmp_path: Path) -> None:
+    """TurnStartedEvent (``task_started``) carries the turn's model_context_window; a run whose token_counts carry
+    none (or were zeroed) still gets the window the codex-rs trigger is measured on."""
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("event_msg", {"type": "task_started", "turn_id": "t1", "model_context_window": 258_400}),
+            ("response_item", message("user", "hi")),
+            tokens(100, 90),
+        ],
+    )
+    assert of(read(ROLLOUT, path), Run)[0].metadata["model_context_window"] == 258_400
+
+
+def tui(tmp_path: Path, records: list[dict]) -> Path:
+    path = tmp_path / "session.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def test_tui_token_count_event_shape(tmp_path: Path) -> None:
+    """codex-rs later wraps token_count as TokenCountEvent (``info`` with the cumulative total and the call's
+    ``last_token_usage``; ``rate_limits``) and sends it again unchanged on rate-limit updates. Read flat, every one
+    was a request with no usage."""
+
+    def event(msg: dict) -> dict:
+        return {
+            "ts": "2026-01-01T00:00:01Z",
+            "dir": "to_tui",
+            "kind": "codex_event",
+            "payload": {"id": "1", "msg": msg},
+        }
+
+    first = {"total_token_usage": usage(6_000, 50, 6_050), "last_token_usage": usage(6_000, 50, 6_050)}
+    second = {"total_token_usage": usage(13_000, 80, 13_080), "last_token_usage": usage(7_000, 30, 7_030)}
+    path = tui(
+        tmp_path,
+        [
+            {"ts": "2026-01-01T00:00:00Z", "dir": "meta", "kind": "session_start", "model": "gpt-5"},
+            event({"type": "session_configured", "session_id": "s", "model": "gpt-5"}),
+            event({"type": "token_count", "info": None, "rate_limits": {"primary": None}}),
+            event({"type": "token_count", "info": {**first, "model_context_window": 258_400}, "rate_limits": None}),
+            event({"type": "agent_message", "message": "hello"}),
+            event({"type": "token_count", "info": {**first, "model_context_window": 258_400}, "rate_limits": {}}),
+            event({"type": "token_count", "info": {**second, "model_context_window": 258_400}, "rate_limits": None}),
+        ],
+    )
+    records = read(TUI, path)
+    assert [(r.prompt_tokens, r.output_tokens) for r in of(records, Request)] == [(6_000, 50), (7_000, 30)]
+    assert of(records, Run)[0].metadata["model_context_window"] == 258_400
+
+
+def test_tui_log_without_protocol_events_says_so(tmp_path: Path) -> None:
+    """Later codex-rs TUI session logs (tui/src/session_log.rs) hold only UI events and ops: no model call. The
+    reader yielded nothing at all; it now says why and where the calls are."""
+    path = tui(
+        tmp_path,
+        [
+            {"ts": "2026-01-01T00:00:00Z", "dir": "meta", "kind": "session_start", "model": "gpt-5.4"},
+            {"ts": "2026-01-01T00:00:01Z", "dir": "to_tui", "kind": "insert_history_cell", "lines": 3},
+            {"ts": "2026-01-01T00:00:02Z", "dir": "from_tui", "kind": "op", "payload": {"type": "interrupt"}},
+            {"ts": "2026-01-01T00:00:03Z", "dir": "meta", "kind": "session_end"},
+        ],
+    )
+    assert detect(path) is TUI
+    (bad,) = read(TUI, path)
+    assert isinstance(bad, BadRecord) and bad.line == 1 and "rollout" in bad.reason
+
+
+def test_pruned_replacement_image_is_still_an_image(tmp_path: Path) -> None:
+    """From the second compaction on (``window_number`` > 1) codex-rs persists a kept user message's inline base64
+    image as a fixed text (rollout_payload.rs PRUNED_INLINE_IMAGE_TEXT); the model was still sent the image. It was
+    read as a ~70-character text."""
+    pruned = "[inline base64 image payload pruned after repeated context compaction]"
+    kept = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "what is on this screen?"}, {"type": "input_text", "text": pruned}],
+    }
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "hi")),
+            tokens(100, 90),
+            ("compacted", {"message": "S", "replacement_history": [kept, message("user", "S")], "window_number": 2}),
+            tokens(200, 60),
+        ],
+    )
+    items = [(i.kind, i.text) for i in of(read(ROLLOUT, path), Item) if i.line == 4]
+    assert items == [("summary", "S"), ("user_text", "what is on this screen?"), ("image", "[image]")]
+
+
+def test_inherited_history_base_is_flagged(tmp_path: Path) -> None:
+    """A paginated thread (SessionMeta ``history_mode`` "paginated") may inherit another rollout's prefix
+    (``history_base``: that rollout's id, ordinal and byte offset); the prompts then hold context this file lacks."""
+    base = {"thread_id": "019f-parent", "end_ordinal_exclusive": 42, "end_byte_offset": 9000}
+    meta = {"id": "s", "history_mode": "paginated", "history_base": base, "forked_from_id": "019f-parent"}
+    path = rollout(tmp_path, [("session_meta", meta), ("response_item", message("user", "go on")), tokens(100, 90)])
+    run = of(read(ROLLOUT, path), Run)[0]
+    assert run.metadata["history_base"] == base and run.metadata["forked_from_id"] == "019f-parent"
+    assert any("019f-parent" in str(w) and "ordinal 42" in str(w) for w in run.metadata["warnings"])
+
+
+def test_cache_writes_are_inside_the_prompt(tmp_path: Path) -> None:
+    """codex-rs's TokenUsage takes ``cache_write_input_tokens`` from ``input_tokens_details.cache_write_tokens``:
+    like the cached part, inside ``input_tokens`` (codex-api's test: 100 input = 40 cached + 60 written, total 110
+    with 10 output). The uncached input was read as 60, not 0: the written tokens billed twice."""
+    last = {
+        "input_tokens": 100,
+        "cached_input_tokens": 40,
+        "cache_write_input_tokens": 60,
+        "output_tokens": 10,
+        "reasoning_output_tokens": 5,
+        "total_tokens": 110,
+    }
+    count = {"type": "token_count", "info": {"total_token_usage": last, "last_token_usage": last}}
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", message("user", "hi")),
+            ("event_msg", count),
+        ],
+    )
+    (req,) = of(read(ROLLOUT, path), Request)
+    assert (req.prompt_tokens, req.cache_read, req.cache_write, req.input_tokens) == (100, 40, 60, 0)
+    assert req.input_tokens + req.cache_read + req.cache_write == req.prompt_tokens
+
+
+def test_replacement_history_by_reference(tmp_path: Path) -> None:
+    """codex-rs's CompactedHistoryEntry (``inline`` with the item, or ``reference`` / ``reference_v2`` naming an
+    earlier logged item by id) can stand for the replacement history; with no ``replacement_history`` the kept
+    messages were lost. A reference to nothing logged is warned about."""
+    kept = {**message("user", "build it"), "id": "msg_1"}
+    entries = [
+        {"type": "reference_v2", "item_id": "msg_1", "source_digest": "sha256-response-item-envelope-v1:" + "0" * 64},
+        {"type": "inline", "item": message("user", "S")},
+        {"type": "reference", "item_id": "msg_gone"},
+    ]
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("response_item", kept),
+            tokens(100, 90),
+            ("compacted", {"message": "S", "replacement_history_entries": entries}),
+            tokens(200, 60),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    run = of(records, Run)[0]
+    assert [(i.kind, i.text) for i in of(records, Item) if i.line == 4] == [("summary", "S"), ("user_text", "build it")]
+    assert run.metadata["context_events"][0]["resent"] == [[3, 4]]
+    assert any("msg_gone" in str(w) for w in run.metadata["warnings"])
+
+
+def test_tool_output_cut_to_the_turns_truncation_policy(tmp_path: Path) -> None:
+    """codex-rs records a tool output into the model's history cut to the turn's ``truncation_policy`` x 1.2
+    (ContextManager::process_item), while the rollout keeps it whole: 4 bytes a token, half the budget from each
+    end, a ``…N tokens truncated…`` marker between. Read whole, a long MCP output was counted in full."""
+    long = "x" * 30 + "y" * 40 + "z" * 30  # 100 bytes against 10 x 1.2 = 12 tokens = 48 bytes
+    items = [
+        {"type": "input_text", "text": "a" * 20},  # 5 tokens of 12
+        {"type": "input_text", "text": "b" * 40},  # 10 tokens: cut to the 7 left (28 bytes)
+        {"type": "input_text", "text": "c" * 8},  # nothing left: omitted
+        {"type": "input_image", "image_url": "data:image/png;base64,AAAA"},
+    ]
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("turn_context", {"model": "gpt-5.2-codex", "truncation_policy": {"mode": "tokens", "limit": 10}}),
+            ("response_item", message("user", "call the tools")),
+            ("response_item", {"type": "function_call", "name": "mcp__db__dump", "arguments": "{}", "call_id": "c1"}),
+            ("response_item", {"type": "custom_tool_call", "name": "apply_patch", "input": "x", "call_id": "c2"}),
+            ("response_item", {"type": "tool_search_call", "call_id": "c3", "execution": "client", "arguments": {}}),
+            tokens(100, 90),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": long}),
+            ("response_item", {"type": "custom_tool_call_output", "call_id": "c2", "output": items}),
+            (
+                "response_item",
+                {
+                    "type": "tool_search_output",
+                    "call_id": "c3",
+                    "status": "completed",
+                    "execution": "client",
+                    "tools": [{"name": long}],
+                },
+            ),
+            tokens(300, 190),
+        ],
+    )
+    results = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
+    assert results[0] == "x" * 24 + "…13 tokens truncated…" + "z" * 24
+    assert results[1] == "\n".join(
+        ["a" * 20, "b" * 14 + "…3 tokens truncated…" + "b" * 14, "[omitted 1 text items ...]"]
+    )
+    assert long in results[2], "process_item cuts function and custom tool outputs only"
+
+
+def test_byte_truncation_policy_keeps_whole_characters(tmp_path: Path) -> None:
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "base_instructions": {"text": "You are Codex"}}),
+            ("turn_context", {"model": "gpt-4.1", "truncation_policy": {"mode": "bytes", "limit": 10}}),
+            ("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}),
+            tokens(100, 90),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "é" * 30}),
+            tokens(200, 150),
+        ],
+    )
+    (result,) = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
+    assert result == "é" * 3 + "…24 chars truncated…" + "é" * 3  # 12 bytes kept: 6 from each end

@@ -1,0 +1,77 @@
+"""What codex-rs sends the model of a tool output the rollout logs whole.
+
+codex-rs records a tool output into the model's history through ``ContextManager::process_item``
+(core/src/context_manager/history.rs), which cuts it to the turn's ``truncation_policy`` (logged on
+``turn_context``: ``{"mode": "tokens" | "bytes", "limit": N}``) times 1.2, the allowance for serialisation
+(``with_serialization_allowance``), while the rollout keeps the output as the tool produced it. The cut
+(utils/string ``truncate_middle_with_token_budget`` / ``truncate_middle_chars``) keeps the first and last halves of
+the budget, at 4 bytes a token for a token budget, with a ``…N tokens truncated…`` (``…N chars truncated…``)
+marker between them; an output of content items spends one budget on its text parts in order
+(utils/output-truncation ``truncate_function_output_items_with_policy``), later ones cut or omitted.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+BYTES_PER_TOKEN = 4  # codex-rs APPROX_BYTES_PER_TOKEN
+ALLOWANCE = 1.2  # with_serialization_allowance
+
+
+def history_budget(policy: Any) -> tuple[str, int] | None:
+    """``(mode, limit)`` of a logged ``truncation_policy`` with the serialisation allowance, or None when the log
+    gives none (the output is then taken as sent)."""
+    if not isinstance(policy, dict) or policy.get("mode") not in ("tokens", "bytes"):
+        return None
+    limit = policy.get("limit")
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        return None
+    return policy["mode"], math.ceil(limit * ALLOWANCE)
+
+
+def approx_tokens(text: str) -> int:
+    """codex-rs ``approx_token_count``: UTF-8 bytes / 4, rounded up."""
+    return -(-len(text.encode()) // BYTES_PER_TOKEN)
+
+
+def _cut(data: bytes, keep: int) -> tuple[str, str]:
+    """The first ``keep // 2`` and last ``keep - keep // 2`` bytes, each shortened to whole characters."""
+    head, tail = data[: keep // 2], data[len(data) - (keep - keep // 2) :]
+    return head.decode(errors="ignore"), tail.decode(errors="ignore")
+
+
+def truncate_text(text: str, mode: str, budget: int) -> str:
+    """``text`` as codex-rs cuts it to ``budget`` tokens (``mode`` "tokens") or bytes ("bytes")."""
+    data = text.encode()
+    keep = budget * BYTES_PER_TOKEN if mode == "tokens" else budget
+    if len(data) <= keep or not text:
+        return text
+    head, tail = _cut(data, keep)
+    if mode == "tokens":
+        marker = f"…{-(-(len(data) - keep) // BYTES_PER_TOKEN)} tokens truncated…"
+    else:
+        marker = f"…{len(text) - len(head) - len(tail)} chars truncated…"
+    return f"{head}{marker}{tail}"
+
+
+def truncate_parts(parts: list[str], mode: str, budget: int) -> list[str]:
+    """Text parts of a content-items output as sent: each kept while the budget lasts, the one that overruns it
+    cut to what is left, later ones dropped and counted in a closing ``[omitted N text items ...]`` part."""
+    out, remaining, omitted = [], budget, 0
+    for text in parts:
+        if not text:
+            continue
+        if remaining == 0:
+            omitted += 1
+            continue
+        cost = approx_tokens(text) if mode == "tokens" else len(text.encode())
+        if cost <= remaining:
+            out.append(text)
+            remaining -= cost
+            continue
+        out.append(truncate_text(text, mode, remaining))
+        remaining = 0
+    if omitted:
+        out.append(f"[omitted {omitted} text items ...]")
+    return out
