@@ -4,9 +4,17 @@ Two layouts, as the CLI's ChatRecordingService writes them:
 - JSON (<= 0.3x): one object ``{sessionId, projectHash, startTime, lastUpdated, messages[], kind?}``;
 - JSONL (>= 0.40): line 1 is the metadata record, then MessageRecords, ``{"$set": {...}}`` metadata patches and
   ``{"$rewindTo": id}`` (drop that message and everything after it). A message is appended again with the same
-  ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first. A ``$set``
-  holding ``messages`` is the CLI rewriting the model's history (>= 0.44 writes one after chat compression): a
-  recorded context event (kind "compaction", docs/canonical-format.md), the summary it adds a ``summary`` item.
+  ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first, except
+  that a tool result is the one its call first finished with (0.39-0.43 persisted tool output masking by
+  appending every gemini message with tool calls again; a changed result there is a rewrite, below).
+- 0.44 on (updateMessagesFromHistory) a ``$set`` holding ``messages`` is the model's whole history: it opens every
+  session with the environment context (history sent from then on, no event); after chat compression it drops
+  messages and adds the snapshot: a recorded context event (kind "compaction", docs/canonical-format.md), the
+  snapshot a ``summary`` item; one that only cuts the history's tail is a cancelled or failed request rolled back
+  (0.54 on), read like ``$rewindTo``. Results a ``$set`` holds rewritten (tool output masking, on by default from
+  0.33; compression's cut of old function responses) are ``cleared`` from the next request on: in the compaction
+  event, else in ``runs.metadata.context_rewrites``. The function responses the CLI sends are also recorded as a
+  ``user`` message (0.44 on): those are the results of the calls, not a user turn.
 
 Chat compression before 0.44 leaves only an ``info`` note: "Context compressed from X% to Y%." (0.33 on; the
 percentages are of the model's token limit) or, earlier, "... compressed from: N to M tokens)." The CLI replaced
@@ -151,9 +159,12 @@ class _Replay:
     def __init__(self, ctx: ReadContext, fmt: str, meta: dict, ops: list[tuple[str, int, Any]]) -> None:
         self.ops = ops
         self.last: dict[str, tuple[int, dict]] = {}
+        self.types: dict[str, Any] = {}  # message id -> its type, from its records and the $set lists holding it
         for op, line, value in ops:
             if op == "msg":
                 self.last[value["id"]] = (line, value)
+            for m in [value] if op == "msg" else value if op == "set" else []:
+                self.types[m["id"]] = m.get("type")
         self.rewound = self._rewound()
         info = {
             k: meta[k]
@@ -180,6 +191,9 @@ class _Replay:
         self.b = RunBuilder(run)
         self.seqs: dict[str, list[int]] = {}  # message id -> its item seqs
         self.events: list[dict] = []
+        self.rewrites: list[dict] = []  # tool results the CLI rewrote in place (tool output masking)
+        self.first_done = first_finished_calls(ops)
+        self.results: dict[str, tuple[int, str]] = {}  # call id -> (its result item's seq, the text sent now)
 
     def _rewound(self) -> set[str]:
         """Ids removed by a ``$rewindTo`` (from the target on; an unknown target clears everything)."""
@@ -189,7 +203,9 @@ class _Replay:
             if op == "msg":
                 live[value["id"]] = None
             elif op == "set":
-                live = dict.fromkeys(m["id"] for m in value)
+                cut = self._rolled_back(live, value)
+                gone.update(cut)
+                live = {mid: None for mid in live if mid not in cut} if cut else dict.fromkeys(m["id"] for m in value)
             elif op == "rewind":
                 ids = list(live)
                 cut = ids[ids.index(value) :] if value in live else ids
@@ -198,12 +214,23 @@ class _Replay:
                     del live[mid]
         return gone - set(live)
 
+    def _rolled_back(self, live: dict[str, None], messages: list[dict]) -> list[str]:
+        """Ids a ``$set`` removes by cutting the tail of the history and nothing else (0.54 on rolls a request
+        back so when it is cancelled or fails; the history holds only user and gemini messages), else []."""
+        history = [mid for mid in live if self.types.get(mid) in ("user", "gemini")]
+        ids = [m["id"] for m in messages]
+        if len(ids) >= len(history) or history[: len(ids)] != ids:
+            return []
+        return history[len(ids) :]
+
     def run(self) -> Iterator[Record]:
         live: dict[str, None] = {}
         for op, line, value in self.ops:
             if op == "msg" and value["id"] not in self.rewound:
                 if value["id"] not in self.seqs:
                     self.message(*self.last[value["id"]])
+                elif cleared := self.revised([value]):
+                    self.rewrite_results(cleared, line)
                 live[value["id"]] = None
             elif op == "rewind":
                 ids = list(live)
@@ -219,38 +246,78 @@ class _Replay:
             }
         if self.events:
             meta["context_events"] = self.events
+        if self.rewrites:
+            meta["context_rewrites"] = self.rewrites
         yield from self.b
 
     def rewrite(self, live: dict[str, None], messages: list[dict], line: int) -> dict[str, None]:
-        """A ``$set`` of the whole history: drop what it no longer holds, append what it adds."""
+        """A ``$set`` of the whole history (0.44 on). Messages it no longer holds and the summary it adds are a
+        compaction event; results it holds rewritten (tool output masking, compression's cut of old function
+        responses) are ``cleared`` from the next request on; messages it only adds (the environment context
+        the CLI opens every history with) are history the model is sent from then on, no event."""
         kept = {m["id"] for m in messages}
-        dropped = sorted(s for mid in live if mid not in kept for s in self.seqs.get(mid, []))
+        keep_seqs = {s for mid in kept for s in self.seqs.get(mid, [])}
+        dropped = sorted({s for mid in live if mid not in kept for s in self.seqs.get(mid, [])} - keep_seqs)
         added = [m for m in messages if m["id"] not in self.seqs]
-        if not dropped and not added:
+        cleared = self.revised([m for m in messages if m["id"] in self.seqs])
+        if not dropped:
+            for m in added:
+                self.history_message(m, line)
+            if cleared:
+                self.rewrite_results(cleared, line)
             return dict.fromkeys(m["id"] for m in messages)
+        snapshot = next(
+            (m for m in added if m.get("type") == "user" and "<state_snapshot>" in _content_text(m.get("content"))),
+            next((m for m in added if m.get("type") == "user"), None),
+        )
         summary_seq = None
         for m in added:
             start = self.b.seq
             text = _content_text(m.get("content"))
-            if m.get("type") == "user" and summary_seq is None:
+            if m is snapshot:
                 summary_seq = self.b.add("summary", "user", text, line=line, ts=m.get("timestamp")).seq
             elif m.get("type") in ("user", "gemini"):
                 kind, role = ("user_text", "user") if m["type"] == "user" else ("assistant_text", "assistant")
                 self.b.add(kind, role, text, line=line, ts=m.get("timestamp"))
             self.seqs[m["id"]] = list(range(start, self.b.seq))
-        drop = seq_ranges(dropped)
-        self.events.append(
-            {
-                "kind": "compaction",
-                "step": self.b.step,
-                "drop": drop,
-                "summary_seq": summary_seq,
-                "trigger": None,
-                "pre_tokens": None,
-                "line": line,
-            }
-        )
+        event: dict[str, Any] = {
+            "kind": "compaction",
+            "step": self.b.step,
+            "drop": seq_ranges(dropped),
+            "summary_seq": summary_seq,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": line,
+        }
+        if cleared:
+            event["cleared"] = cleared
+        self.events.append(event)
         return dict.fromkeys(m["id"] for m in messages)
+
+    def revised(self, messages: list[dict]) -> list[list[int]]:
+        """``[[seq, chars], ...]``: the finished tool results these copies of messages already read hold with
+        another text (their function responses: a gemini message's ``toolCalls`` results, from 0.44 also the
+        user message that sends them), now the text sent."""
+        out: dict[int, int] = {}
+        for msg in messages:
+            for call_id, text in _finished_results(msg):
+                if call_id in self.results and self.results[call_id][1] != text:
+                    seq = self.results[call_id][0]
+                    self.results[call_id] = (seq, text)
+                    out[seq] = len(text)
+        return [[seq, chars] for seq, chars in out.items()]
+
+    def rewrite_results(self, cleared: list[list[int]], line: int) -> None:
+        """Results rewritten in place outside a compaction (tool output masking, 0.29 on, by default from 0.33):
+        a rewrite from the next request on (``context_rewrites``); the CLI logs no event of its own for it."""
+        last = self.rewrites[-1] if self.rewrites else None
+        if last is not None and last["step"] == self.b.step:  # the same pass re-appends message after message
+            now = {seq: chars for seq, chars in last["cleared"]} | {seq: chars for seq, chars in cleared}
+            last["cleared"] = [[seq, now[seq]] for seq in sorted(now)]
+            return
+        self.rewrites.append(
+            {"step": self.b.step, "harness_kind": "tool output masking", "cleared": sorted(cleared), "line": line}
+        )
 
     def compression_note(self, text: str, line: int) -> None:
         """An ``info`` note of chat compression: the history split as the compression service splits it."""
@@ -308,12 +375,96 @@ class _Replay:
             b.run.metadata.setdefault("notes", []).append(note)
             if kind == "info":
                 self.compression_note(note["text"], line)
+        elif kind == "user" and is_function_response(msg):
+            self.seqs[msg["id"]] = self.function_responses(msg, line)
+            return
         elif kind == "user":
             b.new_turn()
             b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
         else:
-            _gemini(b, msg, line, ts)
+            calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+            first = [self.first_done.get(c["id"], c) if isinstance(c.get("id"), str) else c for c in calls]
+            _gemini(b, {**msg, "toolCalls": first} if calls else msg, line, ts)
+            for it in reversed(b.records):
+                if isinstance(it, Item) and it.seq < start:
+                    break
+                if isinstance(it, Item) and it.kind == "tool_result" and it.call_id:
+                    self.results.setdefault(it.call_id, (it.seq, it.text))
         self.seqs[msg["id"]] = list(range(start, b.seq))
+
+    def history_message(self, msg: dict, line: int) -> None:
+        """A message a ``$set`` puts in the history without a turn or a model call of its own (the environment
+        context every history opens with, a bootstrapped history)."""
+        start, kind = self.b.seq, msg.get("type")
+        if kind == "user" and is_function_response(msg):
+            self.seqs[msg["id"]] = self.function_responses(msg, line)
+            return
+        if kind in ("user", "gemini"):
+            role = "user" if kind == "user" else "assistant"
+            self.b.add(f"{role}_text", role, _content_text(msg.get("content")), line=line, ts=msg.get("timestamp"))
+        self.seqs[msg["id"]] = list(range(start, self.b.seq))
+
+    def function_responses(self, msg: dict, line: int) -> list[int]:
+        """A user message of function responses (0.44 on the CLI records the tool results it sends as one): the
+        results its gemini message's ``toolCalls`` already gave are those items; any other is a result here."""
+        seqs = []
+        for part in msg.get("content") or []:
+            fr = part.get("functionResponse") if isinstance(part, dict) else None
+            if not isinstance(fr, dict):
+                continue
+            call_id = fr.get("id") if isinstance(fr.get("id"), str) else None
+            if call_id is not None and call_id in self.results:
+                seqs.append(self.results[call_id][0])
+                continue
+            text = _result_text([part])
+            item = self.b.result(text, call_id, fr.get("name"), line=line, ts=msg.get("timestamp"))
+            if call_id is not None:
+                self.results[call_id] = (item.seq, text)
+            seqs.append(item.seq)
+        return seqs
+
+
+def is_function_response(msg: dict) -> bool:
+    """A user message that sends function responses (the CLI's isFunctionResponse: any part is one)."""
+    content = msg.get("content")
+    return isinstance(content, list) and any(isinstance(p, dict) and "functionResponse" in p for p in content)
+
+
+def _finished_results(msg: dict) -> list[tuple[str, str]]:
+    """(call id, result text) of each function response a message holds: a gemini message's finished
+    ``toolCalls``, a user message's ``functionResponse`` parts."""
+    if msg.get("type") == "user" and is_function_response(msg):
+        parts = [p for p in msg["content"] if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        return [
+            (p["functionResponse"]["id"], _result_text([p]))
+            for p in parts
+            if isinstance(p["functionResponse"].get("id"), str)
+        ]
+    if msg.get("type") != "gemini":
+        return []
+    return [
+        (c["id"], _result_text(c.get("result")))
+        for c in msg.get("toolCalls") or []
+        if isinstance(c, dict) and isinstance(c.get("id"), str) and _finished(c)
+    ]
+
+
+def _finished(call: dict) -> bool:
+    return call.get("result") is not None or call.get("status") in ("error", "cancelled")
+
+
+def first_finished_calls(ops: list[tuple[str, int, Any]]) -> dict[str, dict]:
+    """Call id -> the tool call as its first finished copy records it. The CLI appends a message again when it
+    changes; a later copy may hold a result rewritten after it was sent (tool output masking re-appends every
+    gemini message with tool calls, 0.39 to 0.43), which the request that first saw it did not get."""
+    out: dict[str, dict] = {}
+    for op, _, value in ops:
+        if op != "msg" or value.get("type") != "gemini":
+            continue
+        for call in value.get("toolCalls") or []:
+            if isinstance(call, dict) and isinstance(call.get("id"), str) and _finished(call):
+                out.setdefault(call["id"], call)
+    return out
 
 
 def compress_split(items: list[Item], fraction: float) -> int:
