@@ -623,14 +623,22 @@ class _Conversation:
         self.b.result(text, ev.get("tool_call_id"), ev.get("tool_name"), line=line, ts=ts, is_error=error)
 
     def condensation(self, ev: dict, line: int, ts: str | None) -> None:
-        """The SDK's view (``View.from_events``) leaves out the forgotten events and shows one summary, the newest
-        condensation's that has one (with its ``summary_offset``): a new summary replaces the previous one."""
-        forgotten = [s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, [])]
+        """The SDK's view (``View.from_events``) leaves out the forgotten events. Until multi-summary views
+        (d616ab07, 2026-01-22) it showed one summary, the newest condensation's that has one (with its
+        ``summary_offset``): a new summary replaced the previous one. Since, every summary stays (its event id is
+        the condensation's with ``-summary``) until a condensation forgets it by that id; a condensation naming
+        any such id is read that way."""
+        ids = [eid for eid in ev.get("forgotten_event_ids") or [] if isinstance(eid, str)]
+        forgotten = [s for eid in ids for s in self.event_seqs.get(eid, [])]
+        multi = any(eid.endswith("-summary") for eid in ids)
         summary_seq = None
         if ev.get("summary") and ev.get("summary_offset", 0) is not None:
-            if self.summary_seq is not None:
+            if self.summary_seq is not None and not multi and self.summary_seq not in forgotten:
                 forgotten.append(self.summary_seq)
             summary_seq = self.summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+            if isinstance(ev.get("id"), str):
+                self.event_seqs[f"{ev['id']}-summary"] = [summary_seq]
+        forgotten.sort()
         drop = seq_ranges(forgotten)
         event: dict[str, Any] = {
             "kind": "condensation",

@@ -47,6 +47,17 @@ def test_preset_from_the_log(fmt, metadata, model, expected):
     assert (got[0], got[1].window) == expected if expected else got is None
 
 
+def test_openhands_v1_preset_takes_the_recorded_condenser() -> None:
+    """base_state.json records the agent's condenser (openhands-sdk LLMSummarizingCondenser: max_size 240,
+    keep_first 2 as the class defaults from 2025-12-28): the preset replays those, not the default agent's 80/4."""
+    recorded = {"condenser": {"kind": "LLMSummarizingCondenser", "max_size": 240, "keep_first": 2, "max_tokens": 0}}
+    assert harness_preset("openhands-v1", recorded)[2] == {"max_size": 240, "keep_first": 2}
+    assert harness_preset("openhands-v1", {})[2] == {}
+    assert harness_preset("openhands-v1", {"condenser": {"kind": "NoOpCondenser"}})[2] == {}
+    bad = {"condenser": {"kind": "LLMSummarizingCondenser", "max_size": 8, "keep_first": 4}}
+    assert harness_preset("openhands-v1", bad)[2] == {}
+
+
 def test_source_limits():
     assert [cline_max_allowed(w) for w in (64_000, 128_000, 200_000, 1_000_000)] == [37_000, 98_000, 160_000, 960_000]
     assert PRESETS["codex-rs"].params["threshold"] * 272_000 == pytest.approx(244_800)  # (window * 9) / 10

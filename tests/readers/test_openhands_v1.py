@@ -456,3 +456,47 @@ def test_rejections_and_extended_content_read_as_sent(tmp_path: Path) -> None:
     results = {i.call_id: i for i in of(read(path), Item) if i.kind == "tool_result"}
     assert results["c1"].text == "body 1\n<hint>"
     assert results["c2"].text == "Action rejected: not that file" and results["c2"].is_error
+
+
+def test_multi_summary_views_keep_a_summary_until_it_is_forgotten_by_id(tmp_path: Path) -> None:
+    """Multi-summary views (openhands-sdk d616ab07, 2026-01-22): a condensation's summary event has its id plus
+    ``-summary`` and stays in the view until a later condensation forgets that id; before them the newest summary
+    replaced the previous one. Condensations written as the SDK's Condensation model serialises them."""
+
+    def condensation(cid: str, forgotten: list[str], summary: str | None, rid: str) -> dict:
+        return {
+            "kind": "Condensation",
+            "id": cid,
+            "source": "environment",
+            "forgotten_event_ids": forgotten,
+            "summary": summary,
+            "summary_offset": 1,
+            "llm_response_id": rid,
+        }
+
+    def message(mid: str, text: str, rid: str) -> dict:
+        return {
+            "kind": "MessageEvent",
+            "id": mid,
+            "source": "agent",
+            "llm_response_id": rid,
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        }
+
+    base = _events()[:6]
+    summaries = {}
+    for name, second in (
+        ("kept", condensation("k2", ["a2", "o2"], "viewed f2", "cond-2")),  # names no summary: new semantics
+        ("forgot", condensation("k2", ["a2", "o2", "k1-summary"], None, "cond-2")),  # summary-less (empty reply)
+    ):
+        events = [*base, condensation("k1", ["a1", "o1"], "viewed f1", "cond-1"), message("m1", "next", "r2")]
+        events += [second, message("m2", "done", "r3")]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+        records = read(path)
+        first, later = of(records, Run)[0].metadata["context_events"]
+        summaries[name] = (first["summary_seq"], later)
+    k1, later = summaries["forgot"]
+    assert k1 in {q for lo, hi in later["drop"] for q in range(lo, hi)}  # forgotten by its id
+    k1, later = summaries["kept"]
+    assert k1 in {q for lo, hi in later["drop"] for q in range(lo, hi)}  # no -summary id: the older SDK's rule
