@@ -12,8 +12,10 @@ assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> on
 arguments; before the SDK's own MessageToolCall, LiteLLM's ``{"function": {"name", "arguments"}}``), its
 ``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation / AgentErrorEvent -> tool
 results linked by ``tool_call_id``; Condensation -> a recorded context event (EVENTS.md), its summary a
-``summary`` item. The agent's condenser settings, as ``base_state.json`` records them, go to
-``runs.metadata.condenser``.
+``summary`` item. As the SDK's view does, an action no observation ever answers is not sent, nor the rest of its
+response's actions and their observations (``runs.metadata.unmatched_tool_calls``), and a second observation-like
+event for one call (crash recovery) is not sent (``duplicate_observations``). The agent's condenser settings,
+as ``base_state.json`` records them, go to ``runs.metadata.condenser``.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
 response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
@@ -106,6 +108,28 @@ def state_folder(path: Path) -> Path | None:
         return None
     cid = conversation_id(inner)
     return inner if cid and cid not in inner.name.replace("-", "").lower() else None
+
+
+OBSERVATION_KINDS = ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent")
+
+
+def _call_id(ev: dict) -> str | None:
+    call_id = ev.get("tool_call_id") or sub_dict(ev, "tool_call").get("id")
+    return call_id if isinstance(call_id, str) else None
+
+
+def unmatched_calls(events: list[dict]) -> set[str]:
+    """Tool call ids the SDK's view never sends (View: ToolCallMatchingProperty, BatchAtomicityProperty): an
+    action no observation-like event ever answers (a call interrupted before it ran) is left out with every other
+    action of its response, and so are those actions' observations."""
+    observed = {e.get("tool_call_id") for e in events if e.get("kind") in OBSERVATION_KINDS}
+    actions = [(_call_id(e), e.get("llm_response_id")) for e in events if e.get("kind") == "ActionEvent"]
+    open_responses = {rid for cid, rid in actions if cid is not None and cid not in observed}
+    return {
+        cid
+        for cid, rid in actions
+        if cid is not None and (cid not in observed or rid is not None and rid in open_responses)
+    }
 
 
 def condenser_config(agent: Any) -> dict[str, Any] | None:
@@ -374,8 +398,12 @@ class _Conversation:
         self.condenser_used: set[str] = set()  # condenser response ids given to an event
         self.condenser_calls: list[dict] = []  # in a stream: each change of the condenser's cumulative usage
         self.summary_seq: int | None = None  # the summary the view shows now
+        self.unsent_calls: set[str] = set()  # tool call ids no view holds (unmatched_calls)
+        self.observed: set[str] = set()  # tool call ids whose observation-like event was read
+        self.duplicates = 0  # observation-like events for a call already observed (not in the view)
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
+        self.unsent_calls = unmatched_calls([e for _, e in events if isinstance(e, dict)])
         for n, (where, event) in enumerate(events):
             at = line if line is not None else where
             if not isinstance(event, dict):
@@ -395,6 +423,10 @@ class _Conversation:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
         self.pair_condensations()
         self.settle_usage()
+        if self.unsent_calls:
+            self.b.run.metadata["unmatched_tool_calls"] = len(self.unsent_calls)
+        if self.duplicates:
+            self.b.run.metadata["duplicate_observations"] = self.duplicates
         if self.events:
             self.b.run.metadata["context_events"] = self.events
         self.b.scan_clips()
@@ -588,6 +620,9 @@ class _Conversation:
             self.b.add("reasoning", "assistant", text, line=line, ts=ts)
 
     def action(self, ev: dict, line: int, ts: str | None) -> None:
+        if _call_id(ev) in self.unsent_calls:  # the view leaves the action out: a response, nothing sent
+            self.response(ev, line)
+            return
         if self.response(ev, line):  # thought and reasoning belong to the response, logged on its first action
             self.reasoning(ev, line, ts)
         if thought := text_of(ev.get("thought")):
@@ -608,6 +643,12 @@ class _Conversation:
         add_call(self.b, name, args, ev.get("tool_call_id") or call.get("id"), line=line, ts=ts)
 
     def observation(self, ev: dict, kind: str, line: int, ts: str | None) -> None:
+        call_id = ev.get("tool_call_id")
+        if isinstance(call_id, str) and (call_id in self.unsent_calls or call_id in self.observed):
+            self.duplicates += call_id in self.observed  # ObservationUniquenessProperty: the first one stays
+            return
+        if isinstance(call_id, str) and call_id:
+            self.observed.add(call_id)
         obs = sub_dict(ev, "observation")
         if kind == "UserRejectObservation":  # the SDK sends "Action rejected: <reason>"
             text, error = f"Action rejected: {ev.get('rejection_reason') or 'rejected by the user'}", True

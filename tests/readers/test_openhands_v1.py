@@ -500,3 +500,71 @@ def test_multi_summary_views_keep_a_summary_until_it_is_forgotten_by_id(tmp_path
     assert k1 in {q for lo, hi in later["drop"] for q in range(lo, hi)}  # forgotten by its id
     k1, later = summaries["kept"]
     assert k1 in {q for lo, hi in later["drop"] for q in range(lo, hi)}  # no -summary id: the older SDK's rule
+
+
+def test_view_leaves_out_unanswered_calls_and_duplicate_observations(tmp_path: Path) -> None:
+    """The SDK's view (context/view/properties): an action no observation-like event answers is not sent, nor
+    are the other actions of its response and their observations (ToolCallMatching, BatchAtomicity); a second
+    observation-like event for one tool call (crash recovery's AgentErrorEvent, then the late observation) is not
+    sent (ObservationUniqueness, 0feb33b0). Events as the SDK serialises them."""
+
+    def action(n: int, rid: str) -> dict:
+        return {
+            "kind": "ActionEvent",
+            "id": f"a{n}",
+            "source": "agent",
+            "tool_name": "terminal",
+            "tool_call_id": f"c{n}",
+            "tool_call": {"id": f"c{n}", "name": "terminal", "arguments": json.dumps({"command": f"cmd {n}"})},
+            "llm_response_id": rid,
+            "thought": [{"type": "text", "text": f"thinking {n}"}],
+        }
+
+    def observation(n: int, text: str) -> dict:
+        return {
+            "kind": "ObservationEvent",
+            "id": f"o{n}-{text}",
+            "source": "environment",
+            "tool_name": "terminal",
+            "tool_call_id": f"c{n}",
+            "action_id": f"a{n}",
+            "observation": {"content": [{"type": "text", "text": text}]},
+        }
+
+    system, user = _events()[:2]
+    error = {
+        "kind": "AgentErrorEvent",
+        "id": "e3",
+        "source": "agent",
+        "tool_name": "terminal",
+        "tool_call_id": "c3",
+        "error": "server restarted while the tool ran",
+    }
+    events = [
+        system,
+        user,
+        action(1, "r1"),
+        action(2, "r1"),  # c1 is answered, c2 never (interrupted): the whole batch is out
+        observation(1, "out 1"),
+        {**user, "id": "u2", "llm_message": {"role": "user", "content": [{"type": "text", "text": "go on"}]}},
+        action(3, "r2"),
+        error,
+        observation(3, "late out 3"),
+        {
+            "kind": "MessageEvent",
+            "id": "m",
+            "source": "agent",
+            "llm_response_id": "r3",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        },
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    records = read(path)
+    items = of(records, Item)
+    assert [i.call_id for i in items if i.kind == "tool_call"] == ["c3"]
+    assert [i.text for i in items if i.kind == "tool_result"] == ["server restarted while the tool ran"]
+    assert "thinking 1" not in {i.text for i in items}
+    assert len(of(records, Request)) == 3  # the left-out batch was still a model call
+    meta = of(records, Run)[0].metadata
+    assert (meta["unmatched_tool_calls"], meta["duplicate_observations"]) == (2, 1)
