@@ -14,7 +14,9 @@ arguments; before the SDK's own MessageToolCall, LiteLLM's ``{"function": {"name
 results linked by ``tool_call_id``; Condensation -> a recorded context event (EVENTS.md), its summary a
 ``summary`` item. As the SDK's view does, an action no observation ever answers is not sent, nor the rest of its
 response's actions and their observations (``runs.metadata.unmatched_tool_calls``), and a second observation-like
-event for one call (crash recovery) is not sent (``duplicate_observations``). The agent's condenser settings,
+event for one call (crash recovery) is not sent (``duplicate_observations``). In a conversation tree (events
+with ``parent_id``, SDK 2026-07 on) only the branch leading to the HEAD is read (``off_branch``;
+``runs.metadata.abandoned`` counts the rest, as Gemini CLI's ``rewound``). The agent's condenser settings,
 as ``base_state.json`` records them, go to ``runs.metadata.condenser``.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
@@ -111,6 +113,34 @@ def state_folder(path: Path) -> Path | None:
 
 
 OBSERVATION_KINDS = ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent")
+ROOT_PARENT_ID = "__root__"  # openhands-sdk event.types: an explicit root of the conversation tree
+
+
+def off_branch(events: list[dict], leaf: Any, head_is_empty: Any = None) -> set[str]:
+    """Ids of the events no request of the active branch sees (the SDK's conversation tree, 657553455,
+    2026-07-02): each event's ``parent_id`` (none: the event before it, the legacy chain) leads back from the HEAD
+    (``base_state.json`` ``leaf_event_id``, else the last event that is no ConversationStateUpdateEvent, which never
+    becomes HEAD); events off that path were a branch the user navigated away from, their requests included.
+    Empty for a conversation without parent ids."""
+    if not any(isinstance(e.get("parent_id"), str) for e in events):
+        return set()
+    nodes = [e for e in events if isinstance(e.get("id"), str)]
+    parent: dict[str, str | None] = {}
+    for i, e in enumerate(nodes):
+        p = e.get("parent_id")
+        parent[e["id"]] = (
+            None if p == ROOT_PARENT_ID else p if isinstance(p, str) else nodes[i - 1]["id"] if i else None
+        )
+    tree = [e["id"] for e in nodes if e.get("kind") != "ConversationStateUpdateEvent"]
+    if head_is_empty:
+        cur = None
+    else:
+        cur = leaf if isinstance(leaf, str) and leaf in parent else tree[-1] if tree else None
+    path: set[str] = set()
+    while cur is not None and cur not in path:
+        path.add(cur)
+        cur = parent.get(cur)
+    return {eid for eid in tree if eid not in path}
 
 
 def _call_id(ev: dict) -> str | None:
@@ -348,6 +378,8 @@ class OpenHandsV1Reader:
                         "execution_status": doc.get("execution_status") or doc.get("agent_status"),  # older name
                         "condenser": condenser_config(agent_doc),
                         "usage_totals": totals or None,
+                        "leaf_event_id": doc.get("leaf_event_id"),  # the conversation tree's HEAD (2026-07 on)
+                        "head_is_empty": doc.get("head_is_empty") or None,
                     }
                     if isinstance(doc, dict)
                     else {}
@@ -403,8 +435,17 @@ class _Conversation:
         self.duplicates = 0  # observation-like events for a call already observed (not in the view)
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
-        self.unsent_calls = unmatched_calls([e for _, e in events if isinstance(e, dict)])
+        meta = self.b.run.metadata
+        off = off_branch(
+            [e for _, e in events if isinstance(e, dict)], meta.get("leaf_event_id"), meta.get("head_is_empty")
+        )
+        self.unsent_calls = unmatched_calls([e for _, e in events if isinstance(e, dict) and e.get("id") not in off])
+        abandoned: set[str] = set()
         for n, (where, event) in enumerate(events):
+            if isinstance(event, dict) and event.get("id") in off:  # another branch of the conversation tree
+                if isinstance(event.get("llm_response_id"), str) and event.get("source") == "agent":
+                    abandoned.add(event["llm_response_id"])
+                continue
             at = line if line is not None else where
             if not isinstance(event, dict):
                 yield BadRecord(at, f"event {n} is not an object", str(event)[:2000])
@@ -423,6 +464,8 @@ class _Conversation:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
         self.pair_condensations()
         self.settle_usage()
+        if off:
+            meta["abandoned"] = {"events": len(off), "requests": len(abandoned - set(self.responses))}
         if self.unsent_calls:
             self.b.run.metadata["unmatched_tool_calls"] = len(self.unsent_calls)
         if self.duplicates:

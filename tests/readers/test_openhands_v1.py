@@ -568,3 +568,60 @@ def test_view_leaves_out_unanswered_calls_and_duplicate_observations(tmp_path: P
     assert len(of(records, Request)) == 3  # the left-out batch was still a model call
     meta = of(records, Run)[0].metadata
     assert (meta["unmatched_tool_calls"], meta["duplicate_observations"]) == (2, 1)
+
+
+def test_conversation_tree_reads_the_active_branch(tmp_path: Path) -> None:
+    """The SDK's conversation tree (657553455, 2026-07-02): every event is stamped with ``parent_id`` (the HEAD
+    when it was appended); after ``navigate_to`` a new event is a sibling, and the abandoned branch drops out of
+    every later view. Its events and requests are left out and counted, as Gemini CLI's ``$rewindTo``."""
+    system, user, a1, _, o1 = _events()[:5]
+    tree = [
+        {**system, "parent_id": None},
+        {**user, "parent_id": "s"},
+        {**a1, "parent_id": "u"},
+        {**o1, "parent_id": "a1"},
+        {
+            "kind": "ConversationStateUpdateEvent",
+            "id": "st",
+            "key": "execution_status",
+            "value": "idle",
+            "parent_id": "o1",
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "m1",
+            "source": "agent",
+            "llm_response_id": "r2",
+            "parent_id": "o1",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "old answer"}]},
+        },
+        {  # navigate_to("u") then a new message: a sibling of a1
+            **user,
+            "id": "u2",
+            "parent_id": "u",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "no, do this"}]},
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "m2",
+            "source": "agent",
+            "llm_response_id": "r3",
+            "parent_id": "u2",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "new answer"}]},
+        },
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in tree) + "\n")
+    records = read(path)
+    items = of(records, Item)
+    assert [i.text for i in items if i.kind in ("user_text", "assistant_text")] == [
+        "fix it",
+        "no, do this",
+        "new answer",
+    ]
+    assert not [i for i in items if i.kind in ("tool_call", "tool_result")]
+    assert len(of(records, Request)) == 1
+    assert of(records, Run)[0].metadata["abandoned"] == {"events": 3, "requests": 2}
+    # without parent ids (SDK before the tree) the same events are one linear history
+    path.write_text("\n".join(json.dumps({k: v for k, v in e.items() if k != "parent_id"}) for e in tree) + "\n")
+    assert len(of(read(path), Request)) == 3
