@@ -443,7 +443,7 @@ def _finished_results(msg: dict) -> list[tuple[str, str]]:
     if msg.get("type") != "gemini":
         return []
     return [
-        (c["id"], _result_text(c.get("result")))
+        (c["id"], call_result_text(c))
         for c in msg.get("toolCalls") or []
         if isinstance(c, dict) and isinstance(c.get("id"), str) and _finished(c)
     ]
@@ -546,7 +546,7 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
         if call.get("result") is None and call.get("status") not in ("error", "cancelled"):
             continue  # not finished when the file was written
         b.result(
-            _result_text(call.get("result")),
+            call_result_text(call),
             call.get("id"),
             call.get("name"),
             line=line,
@@ -568,6 +568,25 @@ def _content_text(content: Any) -> str:
                 parts.append(part)
         return "\n".join(p for p in parts if p)
     return text_of(content)
+
+
+def call_result_text(call: dict) -> str:
+    """A tool call's result as sent: its own function response. 0.44 on, when a ``$set`` finds the history's
+    function-response turn differs from a call's result, it stores the whole turn as the result, so a call of a
+    parallel batch then holds its siblings' responses too (updateMessagesFromHistory)."""
+    result, own = call.get("result"), call.get("id")
+    if isinstance(result, list) and isinstance(own, str):
+        result = [
+            p
+            for p in result
+            if not (
+                isinstance(p, dict)
+                and isinstance(p.get("functionResponse"), dict)
+                and isinstance(p["functionResponse"].get("id"), str)
+                and p["functionResponse"]["id"] != own
+            )
+        ]
+    return _result_text(result)
 
 
 def _result_text(result: Any) -> str:

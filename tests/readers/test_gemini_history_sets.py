@@ -177,3 +177,27 @@ def test_rollback_set_is_no_compaction(tmp_path: Path) -> None:
     assert "context_events" not in meta
     assert [i.text for i in items(records) if i.kind == "user_text"][1:] == ["read /a", "other ask"]
     assert meta["rewound"] == {"messages": 1, "requests": 0}
+
+
+def test_set_storing_the_whole_turn_as_each_result_is_no_rewrite(tmp_path: Path) -> None:
+    """updateMessagesFromHistory stores the whole function-response turn as the result of a call whose result
+    differs from it: each call of a parallel batch then holds both responses. Each call still sent its own."""
+    both = [response("c1", "out 1"), response("c2", "out 2")]
+    g1 = msg("g1", "gemini", "", model="gemini-3-pro-preview", tokens=TOKENS)
+    g1 = {**g1, "toolCalls": [call("c1", "out 1"), call("c2", "out 2")]}
+    stored = {**g1, "toolCalls": [{**c, "result": both} for c in g1["toolCalls"]]}
+    u1, r1 = msg("u1", "user", [{"text": "read two"}]), msg("r1", "user", both)
+    g2 = msg("g2", "gemini", "read them", model="gemini-3-pro-preview", tokens=TOKENS)
+    lines = [
+        {"sessionId": "s", "projectHash": "p"},
+        {"$set": {"messages": [ENV]}},
+        u1,
+        g1,
+        r1,
+        g2,
+        {"$set": {"messages": [ENV, u1, stored, r1, g2]}},
+    ]
+    records = write(tmp_path, lines)
+    meta = next(r for r in records if isinstance(r, Run)).metadata
+    assert "context_rewrites" not in meta and "context_events" not in meta
+    assert [i.text for i in items(records) if i.kind == "tool_result"] == ["out 1", "out 2"]
