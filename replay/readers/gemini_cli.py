@@ -14,7 +14,9 @@ Two layouts, as the CLI's ChatRecordingService writes them:
   (0.54 on), read like ``$rewindTo``. Results a ``$set`` holds rewritten (tool output masking, on by default from
   0.33; compression's cut of old function responses) are ``cleared`` from the next request on: in the compaction
   event, else in ``runs.metadata.context_rewrites``. The function responses the CLI sends are also recorded as a
-  ``user`` message (0.44 on): those are the results of the calls, not a user turn.
+  ``user`` message (0.44 on): those are the results of the calls, not a user turn. A result whose only copy is
+  already masked (0.30-0.38 rewrote the JSON file) is counted in ``runs.metadata.masked_in_log`` with a warning:
+  the requests before the masking were sent the whole output, which the log no longer holds.
 
 Chat compression before 0.44 leaves only an ``info`` note: "Context compressed from X% to Y%." (0.33 on; the
 percentages are of the model's token limit) or, earlier, "... compressed from: N to M tokens)." The CLI replaced
@@ -61,6 +63,7 @@ COMPRESSED_TOKENS_RE = re.compile(r"compressed from: (\d+|unknown) to (\d+|unkno
 KEEP_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD: the newest share of the history's characters kept verbatim
 RESPONSE_BUDGET = 50_000  # COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: newest function responses kept whole
 TRUNCATE_CHARS = 40_000  # DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: a truncated response keeps this many characters
+MASKED_TAG = "<tool_output_masked>"  # toolOutputMaskingService's snippet (MASKING_INDICATOR_TAG)
 GEMINI_LINE_RE = re.compile(r'^\{"id":"[^"]+","timestamp":"[^"]+","type":"(?:user|gemini|info)"', re.M)
 
 
@@ -194,6 +197,7 @@ class _Replay:
         self.rewrites: list[dict] = []  # tool results the CLI rewrote in place (tool output masking)
         self.first_done = first_finished_calls(ops)
         self.results: dict[str, tuple[int, str]] = {}  # call id -> (its result item's seq, the text sent now)
+        self.masked_first: list[tuple[int, int]] = []  # (seq, line) of results first read already masked
 
     def _rewound(self) -> set[str]:
         """Ids removed by a ``$rewindTo`` (from the target on; an unknown target clears everything)."""
@@ -248,6 +252,15 @@ class _Replay:
             meta["context_events"] = self.events
         if self.rewrites:
             meta["context_rewrites"] = self.rewrites
+        masked = [(seq, line) for seq, line in self.masked_first if seq not in self.rewritten()]
+        if masked:
+            meta["masked_in_log"] = len(masked)
+            self.b.warn(
+                masked[0][1],
+                f"{len(masked)} tool result(s) are logged only as tool output masking left them "
+                "(<tool_output_masked>): the requests before the masking were sent the whole output, which the "
+                "log does not hold, so their prompts read low",
+            )
         yield from self.b
 
     def rewrite(self, live: dict[str, None], messages: list[dict], line: int) -> dict[str, None]:
@@ -293,6 +306,9 @@ class _Replay:
             event["cleared"] = cleared
         self.events.append(event)
         return dict.fromkeys(m["id"] for m in messages)
+
+    def rewritten(self) -> set[int]:
+        return {seq for rw in [*self.rewrites, *self.events] for seq, _ in rw.get("cleared") or []}
 
     def revised(self, messages: list[dict]) -> list[list[int]]:
         """``[[seq, chars], ...]``: the finished tool results these copies of messages already read hold with
@@ -390,6 +406,8 @@ class _Replay:
                     break
                 if isinstance(it, Item) and it.kind == "tool_result" and it.call_id:
                     self.results.setdefault(it.call_id, (it.seq, it.text))
+                    if MASKED_TAG in it.text:
+                        self.masked_first.append((it.seq, line))
         self.seqs[msg["id"]] = list(range(start, b.seq))
 
     def history_message(self, msg: dict, line: int) -> None:
@@ -420,6 +438,8 @@ class _Replay:
             item = self.b.result(text, call_id, fr.get("name"), line=line, ts=msg.get("timestamp"))
             if call_id is not None:
                 self.results[call_id] = (item.seq, text)
+            if MASKED_TAG in text:
+                self.masked_first.append((item.seq, line))
             seqs.append(item.seq)
         return seqs
 

@@ -201,3 +201,25 @@ def test_set_storing_the_whole_turn_as_each_result_is_no_rewrite(tmp_path: Path)
     meta = next(r for r in records if isinstance(r, Run)).metadata
     assert "context_rewrites" not in meta and "context_events" not in meta
     assert [i.text for i in items(records) if i.kind == "tool_result"] == ["out 1", "out 2"]
+
+
+def test_result_logged_only_masked_is_flagged(tmp_path: Path) -> None:
+    """0.30 to 0.38 rewrote the whole JSON file when masking: a result's only copy is the masked snippet, which the
+    requests before the masking were not sent. The run says so (a warning naming the line, a count)."""
+    doc = {
+        "sessionId": "s",
+        "projectHash": "p",
+        "startTime": "2026-03-01T00:00:00.000Z",
+        "lastUpdated": "2026-03-01T00:10:00.000Z",
+        "messages": [
+            msg("u1", "user", [{"text": "read /a"}]),
+            msg("g1", "gemini", "", model="gemini-2.5-pro", toolCalls=[call("c1", MASKED)], tokens=TOKENS),
+            msg("g2", "gemini", "read it", model="gemini-2.5-pro", tokens=TOKENS),
+        ],
+    }
+    path = tmp_path / "session-2026-03-01T00-00-abcd1234.json"
+    path.write_text(json.dumps(doc, indent=2))
+    meta = next(r for r in READER.read(ReadContext(path=path, file_hash="0" * 32)) if isinstance(r, Run)).metadata
+    assert meta["masked_in_log"] == 1
+    ((warning),) = meta["warnings"]
+    assert warning["line"] == 1 and "<tool_output_masked>" in warning["message"]
