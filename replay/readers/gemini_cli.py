@@ -307,6 +307,17 @@ class _Replay:
         self.events.append(event)
         return dict.fromkeys(m["id"] for m in messages)
 
+    def next_prompt(self, line: int) -> int | None:
+        """The recorded prompt of the first request logged after ``line`` (its message's last copy), else None."""
+        for op, at, value in self.ops:
+            if op != "msg" or at <= line or value.get("type") != "gemini" or value["id"] in self.rewound:
+                continue
+            tokens = sub_dict(self.last[value["id"]][1], "tokens")
+            prompt = tokens.get("input")
+            if isinstance(prompt, int) and not isinstance(prompt, bool):
+                return prompt
+        return None
+
     def rewritten(self) -> set[int]:
         return {seq for rw in [*self.rewrites, *self.events] for seq, _ in rw.get("cleared") or []}
 
@@ -336,14 +347,23 @@ class _Replay:
         )
 
     def compression_note(self, text: str, line: int) -> None:
-        """An ``info`` note of chat compression: the history split as the compression service splits it."""
+        """An ``info`` note of chat compression: the history split as the compression service splits it. An empty
+        one is ``/compress`` (0.18 on its result item is recorded as an ``info`` without text): a manual
+        compression when the next recorded prompt is below the last one (it may also have had nothing to do)."""
         pct, tokens = COMPRESSED_PCT_RE.match(text.strip()), COMPRESSED_TOKENS_RE.search(text)
-        if not (pct or tokens):
+        manual = not text.strip()
+        if not (pct or tokens or manual):
             return
         b = self.b
-        if self.events and self.events[-1]["step"] == b.step:
+        if self.events and self.events[-1]["step"] == b.step and "note_line" not in self.events[-1]:
             self.events[-1]["note_line"] = line  # the $set rewrite of this compression is already the event
+            self.events[-1]["trigger"] = "manual" if manual else "auto"
             return
+        last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
+        if manual:
+            before, after = (last.prompt_tokens if last else None), self.next_prompt(line)
+            if before is None or after is None or after >= before:
+                return
         start = b.body_start()
         dropped = set().union(*(range(lo, hi) for ev in self.events for lo, hi in ev["drop"]))
         items = [r for r in b.records if isinstance(r, Item) and r.seq >= start and r.seq not in dropped]
@@ -362,13 +382,12 @@ class _Replay:
                 line=line,
                 ts=it.ts,
             )
-        last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
         event: dict[str, Any] = {
             "kind": "compaction",
             "step": b.step,
             "drop": drop,
             "summary_seq": None,
-            "trigger": "auto",
+            "trigger": "manual" if manual else "auto",
             "pre_tokens": last.prompt_tokens if last else None,
             "line": line,
             "summary_logged": False,
@@ -377,10 +396,10 @@ class _Replay:
             event["resent"] = [[first, b.seq]]
         if pct:
             event["pct_before"], event["pct_after"] = int(pct.group(1)), int(pct.group(2))
-        else:
-            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]  # pct or tokens matched
-            event["tokens_before"] = int(before) if before.isdigit() else None
-            event["tokens_after"] = int(after) if after.isdigit() else None
+        elif tokens:
+            said = tokens.group(1), tokens.group(2)
+            event["tokens_before"] = int(said[0]) if said[0].isdigit() else None
+            event["tokens_after"] = int(said[1]) if said[1].isdigit() else None
         self.events.append(event)
 
     def message(self, line: int, msg: dict) -> None:
