@@ -14,7 +14,10 @@ Two layouts, as the CLI's ChatRecordingService writes them:
   (0.54 on), read like ``$rewindTo``. Results a ``$set`` holds rewritten (tool output masking, on by default from
   0.33; compression's cut of old function responses) are ``cleared`` from the next request on: in the compaction
   event, else in ``runs.metadata.context_rewrites``. The function responses the CLI sends are also recorded as a
-  ``user`` message (0.44 on): those are the results of the calls, not a user turn. A result whose only copy is
+  ``user`` message (0.44 on): those are the results of the calls, not a user turn. setHistory given a history
+  without ids (masking, the truncation fallback) appends it again message by message under new ids before the
+  ``$set``: those copies stand for the messages they copy; compression gives the kept messages new ids, re-sent
+  after the snapshot (the event's ``resent``). A result whose only copy is
   already masked (0.30-0.38 rewrote the JSON file) is counted in ``runs.metadata.masked_in_log`` with a warning:
   the requests before the masking were sent the whole output, which the log no longer holds.
 
@@ -163,11 +166,13 @@ class _Replay:
         self.ops = ops
         self.last: dict[str, tuple[int, dict]] = {}
         self.types: dict[str, Any] = {}  # message id -> its type, from its records and the $set lists holding it
+        self.first_seen: dict[str, dict] = {}  # message id -> its first record or $set entry
         for op, line, value in ops:
             if op == "msg":
                 self.last[value["id"]] = (line, value)
             for m in [value] if op == "msg" else value if op == "set" else []:
                 self.types[m["id"]] = m.get("type")
+                self.first_seen.setdefault(m["id"], m)
         self.rewound = self._rewound()
         info = {
             k: meta[k]
@@ -229,7 +234,10 @@ class _Replay:
 
     def run(self) -> Iterator[Record]:
         live: dict[str, None] = {}
-        for op, line, value in self.ops:
+        copies = history_copies(self.ops)
+        for i, (op, line, value) in enumerate(self.ops):
+            if i in copies:  # the history setHistory re-records, read with the $set that lists it
+                continue
             if op == "msg" and value["id"] not in self.rewound:
                 if value["id"] not in self.seqs:
                     self.message(*self.last[value["id"]])
@@ -268,6 +276,7 @@ class _Replay:
         compaction event; results it holds rewritten (tool output masking, compression's cut of old function
         responses) are ``cleared`` from the next request on; messages it only adds (the environment context
         the CLI opens every history with) are history the model is sent from then on, no event."""
+        self.alias_copies(live, messages)
         kept = {m["id"] for m in messages}
         keep_seqs = {s for mid in kept for s in self.seqs.get(mid, [])}
         dropped = sorted({s for mid in live if mid not in kept for s in self.seqs.get(mid, [])} - keep_seqs)
@@ -283,16 +292,16 @@ class _Replay:
             (m for m in added if m.get("type") == "user" and "<state_snapshot>" in _content_text(m.get("content"))),
             next((m for m in added if m.get("type") == "user"), None),
         )
-        summary_seq = None
+        summary_seq, first = None, self.b.seq
         for m in added:
             start = self.b.seq
-            text = _content_text(m.get("content"))
             if m is snapshot:
+                text = _content_text(m.get("content"))
                 summary_seq = self.b.add("summary", "user", text, line=line, ts=m.get("timestamp")).seq
-            elif m.get("type") in ("user", "gemini"):
-                kind, role = ("user_text", "user") if m["type"] == "user" else ("assistant_text", "assistant")
-                self.b.add(kind, role, text, line=line, ts=m.get("timestamp"))
+            else:
+                copy_message(self.b, m, line)
             self.seqs[m["id"]] = list(range(start, self.b.seq))
+        resent = seq_ranges(q for q in range(first, self.b.seq) if q != summary_seq)
         event: dict[str, Any] = {
             "kind": "compaction",
             "step": self.b.step,
@@ -304,8 +313,29 @@ class _Replay:
         }
         if cleared:
             event["cleared"] = cleared
+        if resent:  # the acknowledgement and the kept messages under new ids: the compression's, not the agent's
+            event["resent"] = resent
         self.events.append(event)
         return dict.fromkeys(m["id"] for m in messages)
+
+    def alias_copies(self, live: dict[str, None], messages: list[dict]) -> None:
+        """A ``$set`` that holds the live history message for message under new ids (setHistory re-records a
+        history given without ids: tool output masking, compression's truncation fallback) holds the same items:
+        each new id stands for its counterpart's; changed results are then ``revised``."""
+        old = [mid for mid in live if self.types.get(mid) in ("user", "gemini")]
+        if len(old) != len(messages) or all(m["id"] in self.seqs for m in messages):
+            return
+        if any(self.types.get(o) != m.get("type") for o, m in zip(old, messages, strict=True)):
+            return
+        if any(
+            m["id"] not in self.seqs and not same_turn(self.last_copy(o), m) for o, m in zip(old, messages, strict=True)
+        ):
+            return
+        for o, m in zip(old, messages, strict=True):
+            self.seqs.setdefault(m["id"], self.seqs.get(o, []))
+
+    def last_copy(self, mid: str) -> dict:
+        return self.last[mid][1] if mid in self.last else self.first_seen.get(mid, {})
 
     def next_prompt(self, line: int) -> int | None:
         """The recorded prompt of the first request logged after ``line`` (its message's last copy), else None."""
@@ -461,6 +491,65 @@ class _Replay:
                 self.masked_first.append((item.seq, line))
             seqs.append(item.seq)
         return seqs
+
+
+def history_copies(ops: list[tuple[str, int, Any]]) -> set[int]:
+    """Indexes of the message records setHistory writes before a ``$set`` that lists them (0.44 on, a history given
+    without ids is recorded message by message under new ids): a run of new messages just before the ``$set``
+    that holds every message of its list."""
+    out: set[int] = set()
+    seen: set[str] = set()
+    pending: list[int] = []
+    for i, (op, _, value) in enumerate(ops):
+        if op == "msg":
+            if value["id"] not in seen:
+                pending.append(i)
+            seen.add(value["id"])
+        elif op == "set":
+            listed, run = {m["id"] for m in value}, []
+            for j in reversed(pending):
+                if ops[j][2]["id"] not in listed:
+                    break
+                run.append(j)
+            if listed and listed <= {ops[j][2]["id"] for j in run}:  # the whole list was just recorded, anew
+                out.update(run)
+            pending = []
+            seen.update(listed)
+        else:
+            pending = []
+    return out
+
+
+def same_turn(old: dict, new: dict) -> bool:
+    """A re-recorded copy of a message: a function-response turn answering the same calls, a user message of the
+    same text, any gemini message (the copy holds its parts, the record its text and calls)."""
+    if is_function_response(new) or is_function_response(old):
+        ids = [{c for c, _ in _finished_results(m)} for m in (old, new)]
+        return is_function_response(new) and is_function_response(old) and ids[0] == ids[1]
+    if new.get("type") == "gemini":
+        return True
+    return _content_text(old.get("content")).strip() == _content_text(new.get("content")).strip()
+
+
+def copy_message(b: RunBuilder, msg: dict, line: int) -> None:
+    """Items of a message a compression's ``$set`` re-sends under a new id: its text, calls and function
+    responses (not a turn, not a request)."""
+    ts, content = msg.get("timestamp"), msg.get("content")
+    parts: list[Any] = content if isinstance(content, list) else [{"text": text_of(content)}]
+    calls: list[dict] = []
+    role = "user" if msg.get("type") == "user" else "assistant"
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("functionResponse"), dict):
+            fr = part["functionResponse"]
+            b.result(_result_text([part]), fr.get("id"), fr.get("name"), line=line, ts=ts)
+        elif isinstance(part.get("functionCall"), dict):
+            calls.append(part["functionCall"])
+        elif part.get("text") and not part.get("thought"):
+            b.add(f"{role}_text", role, str(part["text"]), line=line, ts=ts)
+    for fc in calls:
+        add_call(b, fc.get("name") or "", fc.get("args") or {}, fc.get("id"), line=line, ts=ts)
 
 
 def is_function_response(msg: dict) -> bool:

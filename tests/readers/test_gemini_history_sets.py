@@ -223,3 +223,81 @@ def test_result_logged_only_masked_is_flagged(tmp_path: Path) -> None:
     assert meta["masked_in_log"] == 1
     ((warning),) = meta["warnings"]
     assert warning["line"] == 1 and "<tool_output_masked>" in warning["message"]
+
+
+def recorded_again(mid: str, kind: str, parts: list) -> list[dict]:
+    """setHistory given a history without ids (getHistory's Content[]): recordSyntheticMessage appends each turn
+    under a new id (no model, no tokens), then a ``$set`` of lastUpdated."""
+    extra = {"thoughts": [], "tokens": None} if kind == "gemini" else {}
+    return [msg(mid, kind, parts, **extra), {"$set": {"lastUpdated": "2026-06-01T00:00:09.000Z"}}]
+
+
+def test_masking_through_set_history_records_the_history_again(tmp_path: Path) -> None:
+    """HEAD's tryMaskToolOutputs passes getHistory() (no ids) to setHistory: the whole history is appended again
+    under new ids, the masked response among it, then a ``$set`` lists those ids. No request, no turn, no event:
+    the one masked result is a rewrite from the next request on."""
+    lines = opening()
+    call_part = {"functionCall": {"id": "c1", "name": "read_file", "args": {"file_path": "/a"}}}
+    copies = [
+        ("n0", "user", ENV["content"]),
+        ("n1", "user", [{"text": "read /a"}]),
+        ("n2", "gemini", [call_part]),
+        ("n3", "user", [response("c1", MASKED)]),
+        ("n4", "gemini", [{"text": "read it"}]),
+    ]
+    for mid, kind, parts in copies:
+        lines += recorded_again(mid, kind, parts)
+    lines.append({"$set": {"messages": [msg(m, k, p) for m, k, p in copies]}})
+    lines += [msg("u2", "user", [{"text": "go on"}]), msg("g3", "gemini", "ok", model="gemini-3-pro", tokens=TOKENS)]
+    records = write(tmp_path, lines)
+    meta = next(r for r in records if isinstance(r, Run)).metadata
+    its = items(records)
+    (result,) = [i for i in its if i.kind == "tool_result"]
+    assert len([r for r in records if isinstance(r, Request)]) == 3
+    assert [i.text for i in its if i.kind == "user_text"][1:] == ["read /a", "go on"]
+    assert "context_events" not in meta
+    ((rewrite),) = meta["context_rewrites"]
+    assert (rewrite["step"], rewrite["cleared"]) == (2, [[result.seq, len(MASKED)]])
+
+
+def test_compression_set_gives_kept_messages_new_ids(tmp_path: Path) -> None:
+    """HEAD's compression keeps the newest 30% as Content without ids (truncateHistoryToBudget of getHistory):
+    startChat gives them new ids, so the ``$set`` drops every old message but the environment context and adds
+    the snapshot, the acknowledgement and the kept messages again: those are ``resent``, their cut responses
+    tool results."""
+    lines = opening()
+    lines += [
+        msg("u2", "user", [{"text": "next"}]),
+        msg("g3", "gemini", "", model="gemini-3-pro-preview", toolCalls=[call("c2", BODY)], tokens=TOKENS),
+        msg("r2", "user", [response("c2", BODY)]),
+        msg("g4", "gemini", "done", model="gemini-3-pro-preview", tokens=TOKENS),
+    ]
+    cut = "Output too large. Showing first 8,000 and last 32,000 characters. [...]"
+    new = [
+        ENV,
+        msg("s1", "user", [{"text": "<state_snapshot>read /a</state_snapshot>"}]),
+        msg("s2", "gemini", [{"text": "Got it. Thanks for the additional context!"}]),
+        msg("k1", "user", [{"text": "next"}]),
+        msg("k2", "gemini", [{"functionCall": {"id": "c2", "name": "read_file", "args": {"file_path": "/a"}}}]),
+        msg("k3", "user", [response("c2", cut)]),
+        msg("k4", "gemini", [{"text": "done"}]),
+    ]
+    lines += [{"$set": {"messages": new}}, msg("u3", "user", [{"text": "more"}])]
+    lines.append(msg("g5", "gemini", "ok", model="gemini-3-pro-preview", tokens=TOKENS))
+    records = write(tmp_path, lines)
+    its = items(records)
+    (event,) = next(r for r in records if isinstance(r, Run)).metadata["context_events"]
+    summary = next(i for i in its if i.kind == "summary")
+    dropped = {q for lo, hi in event["drop"] for q in range(lo, hi)}
+    resent = {q for lo, hi in event["resent"] for q in range(lo, hi)}
+    assert its[0].seq not in dropped and {i.seq for i in its if i.step < 4 and i.seq > 0} <= dropped
+    assert event["summary_seq"] == summary.seq and summary.seq not in resent
+    assert [i.text for i in its if i.seq in resent and i.kind == "tool_result"] == [cut]
+    assert [i.kind for i in its if i.seq in resent] == [
+        "assistant_text",
+        "user_text",
+        "tool_call",
+        "tool_result",
+        "assistant_text",
+    ]
+    assert len([r for r in records if isinstance(r, Request)]) == 5
