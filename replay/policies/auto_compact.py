@@ -16,7 +16,9 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   has bit 2 of the kernel's summarised flag set (bit 1: a summary was made).
 - Gemini CLI: the last response's prompt against a fraction of the model's token limit; the oldest 70% of the
   history's characters (up to a user message) become the summary, the newest 30% stay verbatim
-  (``keep_fraction``), as chatCompressionService does.
+  (``keep_fraction``), as chatCompressionService does. Its tool output masking (0.30 on) is the microcompact pass
+  with other knobs: before every request (``micro_warning`` past the limit), every tool's results but the
+  newest 50,000 tokens of them are replaced by a snippet once that frees 30,000 (toolOutputMaskingService).
 - Copilot CLI: messages plus tool definitions before a request against 0.8 of the model's prompt limit start a
   background compaction whose summary replaces, at the next request, what was there when it started
   (``background_until``: at 0.95 it waits and applies at once).
@@ -158,12 +160,19 @@ class AutoCompactConfig(PolicyConfig):
         "tokens of the files re-attached after the summary when the summarised part read or wrote a file (Claude Code)",
     )
     microcompact: bool = knob(False, doc="clear old tool results before compacting (Claude Code 2.x)")
-    micro_tools: tuple[str, ...] = knob(MICRO_TOOLS, doc="tools whose results microcompact clears (comma separated)")
+    micro_tools: tuple[str, ...] = knob(
+        MICRO_TOOLS, doc="tools whose results microcompact clears (comma separated; * for every tool)"
+    )
+    micro_exempt: tuple[str, ...] = knob((), doc="tools whose results are never cleared (with micro_tools *)")
     micro_warning: int = knob(20_000, 0, 10_000_000, "microcompact once the last prompt is this close to the limit")
     micro_keep: int = knob(3, 0, 100_000, "newest calls of those tools never cleared")
     micro_keep_tokens: int = knob(40_000, 0, 10_000_000, "clear oldest first while the results add up to more")
     micro_min_saved: int = knob(20_000, 0, 10_000_000, "clear only if it saves at least this many (chars/4)")
     micro_note_chars: int = knob(200, 0, 100_000, "characters of the note a cleared result is replaced with")
+    micro_after: bool = knob(False, doc="clear after the compaction check, not before (Gemini CLI's masking)")
+    micro_skip_new: bool = knob(
+        False, doc="results this request sends for the first time are neither cleared nor counted (Gemini CLI)"
+    )
 
     def validate(self) -> None:
         if self.threshold <= 0:
@@ -188,7 +197,9 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_KEEP_TOKENS,
     P_MICRO_MIN_SAVED,
     P_MICRO_NOTE,
-) = range(P_POLICY, P_POLICY + 17)
+    P_MICRO_AFTER,
+    P_MICRO_NEW,
+) = range(P_POLICY, P_POLICY + 19)
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
@@ -228,11 +239,15 @@ class AutoCompact(CompiledPolicy):
         )
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
-        p[P_MICRO_NOTE] = c.micro_note_chars
+        p[P_MICRO_NOTE], p[P_MICRO_AFTER], p[P_MICRO_NEW] = c.micro_note_chars, c.micro_after, c.micro_skip_new
 
     def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
-        tools = set(self.config.micro_tools) if self.config.microcompact else set()
-        return np.array([TF_MICRO * (t in tools) for t in tool_names], dtype=np.int8)
+        c = self.config
+        tools = set(c.micro_tools) if c.microcompact else set()
+        every = "*" in tools
+        return np.array(
+            [TF_MICRO * ((every or t in tools) and t not in c.micro_exempt) for t in tool_names], dtype=np.int8
+        )
 
 
 @compiled(borrowed=True)
@@ -271,6 +286,21 @@ def live_from(r, st):
 
 
 @compiled(borrowed=True)
+def new_result(p, r, st, res):
+    """With ``micro_skip_new``: a result this request sends for the first time (or none yet), which Gemini CLI's
+    masking does not see (it masks the history before the function responses it sends join it)."""
+    return p[P_MICRO_NEW] > 0 and (res < 0 or r.step[res] >= st.s[S_K])
+
+
+@compiled(borrowed=True)
+def micro_size(r, st, res):
+    """A result's size as the clearing pass counts it: chars/4, or what a compaction's cut left of it."""
+    if st.forms[res] == SHRUNK:
+        return np.int64(st.fest[SHRUNK, res])
+    return np.int64((r.chars[res] + 2) // 4)
+
+
+@compiled(borrowed=True)
 def micro_pass(p, r, st, apply):
     """Tokens (chars/4, as Claude Code sizes them) microcompact would save now; with ``apply`` clear them. The
     candidates are the live calls of the microcompact tools whose result is not cleared yet, oldest first; the newest
@@ -281,11 +311,11 @@ def micro_pass(p, r, st, apply):
     for q in range(lo, end):
         if r.kind[q] == TOOL_CALL and st.aux[A_MICRO, q] > 0 and st.forms[q] != DROPPED:
             res = r.pair[q]
-            if 0 <= res < end and st.forms[res] == PLACEHOLDER:
+            if 0 <= res < end and st.forms[res] == PLACEHOLDER or new_result(p, r, st, res):
                 continue
             n += 1
             if 0 <= res < end and st.forms[res] != DROPPED:
-                total += (r.chars[res] + 2) // 4
+                total += micro_size(r, st, res)
     saved, i = np.int64(0), 0
     for q in range(lo, end):
         if i >= n - np.int64(p[P_MICRO_KEEP]):
@@ -293,11 +323,11 @@ def micro_pass(p, r, st, apply):
         if not (r.kind[q] == TOOL_CALL and st.aux[A_MICRO, q] > 0 and st.forms[q] != DROPPED):
             continue
         res = r.pair[q]
-        if 0 <= res < end and st.forms[res] == PLACEHOLDER:
+        if 0 <= res < end and st.forms[res] == PLACEHOLDER or new_result(p, r, st, res):
             continue
         i += 1
         if total - saved > p[P_MICRO_KEEP_TOKENS] and 0 <= res < end and st.forms[res] != DROPPED:
-            saved += (r.chars[res] + 2) // 4
+            saved += micro_size(r, st, res)
             if apply:
                 set_form(st, res, PLACEHOLDER)
     return saved
@@ -505,12 +535,15 @@ def decide(p, r, st):
         compact_before(p, r, st, pair_safe_start(r, st, max(checkpoint, prefix_end(r, st))))
         return
     fire = due(p, r, st)  # Claude Code checks the usage the last response reported: a microcompact now does not count
-    microcompact(p, r, st)
+    if p[P_MICRO_AFTER] <= 0:
+        microcompact(p, r, st)
     if fire:
         if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < p[P_BACKGROUND_LIMIT]:
             st.s[S_PENDING] = st.s[S_END] + 1
         else:
             compact(p, r, st)
+    if p[P_MICRO_AFTER] > 0:  # Gemini CLI masks the history the compression left
+        microcompact(p, r, st)
 
 
 POLICIES = [AutoCompact]

@@ -44,8 +44,10 @@ tests/policies/test_presets_corpus.py):
   0.5 x the model's token limit (``tokenLimit``: 1,048,576 for Gemini models, 256,000 for gemma-4-*-it from 0.41);
   the oldest 70% of the history's characters become a ``<state_snapshot>`` summary, the newest 30% stay (from a
   user message on), their tool results past the newest 50,000 tokens of them cut to 40,000 characters (0.26 on).
-  0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The summary's size is not
-  logged before 0.44: 2,000 tokens unless a logged summary sizes it.
+  From 0.30 tool output masking (on by default) also replaces every tool's results but the newest 50,000
+  tokens of them by a ~700-character snippet once that frees 30,000 (``GEMINI_MASKING``; ``gemini-cli-0.29``
+  without it). 0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The
+  summary's size is not logged before 0.44: 2,000 tokens unless a logged summary sizes it.
 - copilot-cli: GitHub Copilot CLI (1.0.34) background compaction: before a request, messages plus tool
   definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
   summary replaces the history up to that point at the next request (at once past 0.95,
@@ -105,6 +107,23 @@ GEMINI = {
     "summary_from_log": True,
     "cut_results_after": 50_000,
     "cut_chars": 40_000,
+}
+# Gemini CLI tool output masking (toolOutputMaskingService, on by default from 0.30): before each request, past the
+# newest 50,000 estimated tokens of function responses (DEFAULT_TOOL_PROTECTION_THRESHOLD; the part crossing it is
+# masked too), once those add up to 30,000 (DEFAULT_MIN_PRUNABLE_TOKENS_THRESHOLD) each is replaced by a
+# <tool_output_masked> snippet: 250 + 250 characters of preview, the saved file's path, about 700 characters.
+# EXEMPT_TOOLS are never masked.
+GEMINI_MASKING = {
+    "microcompact": True,
+    "micro_tools": ("*",),
+    "micro_exempt": ("activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode"),
+    "micro_warning": 10_000_000,  # no closeness to the limit needed: masking runs before every request
+    "micro_keep": 0,
+    "micro_keep_tokens": 50_000,
+    "micro_min_saved": 30_000,
+    "micro_note_chars": 700,
+    "micro_after": True,  # client.ts: tryCompressChat, then tryMaskToolOutputs on what it left
+    "micro_skip_new": True,  # the function responses being sent are not in the history it masks
 }
 CODEX_EFFECTIVE_PERCENT = 95  # codex-rs default effective_context_window_percent: model_context_window's share
 # codex-rs's built-in model families (find_model_info_for_slug, by slug prefix, first match): the window when the
@@ -233,6 +252,13 @@ PRESETS: dict[str, Preset] = {
             },
             "codex-rs default auto-compact: 0.9 x the model's window (the logged model_context_window / 0.95)",
         ),
+        Preset(
+            "gemini-cli",
+            "auto_compact",
+            {**GEMINI, "threshold": 0.5, **GEMINI_MASKING},
+            "Gemini CLI 0.30 on: chat compression at 0.5 of the model's token limit, newest 30% of the history "
+            "kept; tool output masking past the newest 50k tokens of results",
+        ),
         *(
             Preset(
                 name,
@@ -240,7 +266,7 @@ PRESETS: dict[str, Preset] = {
                 {**GEMINI, "threshold": share},
                 f"Gemini CLI chat compression at {share} of the model's token limit; newest 30% of the history kept",
             )
-            for name, share in (("gemini-cli", 0.5), ("gemini-cli-0.12", 0.2), ("gemini-cli-0.11", 0.7))
+            for name, share in (("gemini-cli-0.29", 0.5), ("gemini-cli-0.12", 0.2), ("gemini-cli-0.11", 0.7))
         ),
         Preset(
             "copilot-cli",

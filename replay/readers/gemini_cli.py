@@ -4,9 +4,22 @@ Two layouts, as the CLI's ChatRecordingService writes them:
 - JSON (<= 0.3x): one object ``{sessionId, projectHash, startTime, lastUpdated, messages[], kind?}``;
 - JSONL (>= 0.40): line 1 is the metadata record, then MessageRecords, ``{"$set": {...}}`` metadata patches and
   ``{"$rewindTo": id}`` (drop that message and everything after it). A message is appended again with the same
-  ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first. A ``$set``
-  holding ``messages`` is the CLI rewriting the model's history (>= 0.44 writes one after chat compression): a
-  recorded context event (kind "compaction", docs/canonical-format.md), the summary it adds a ``summary`` item.
+  ``id`` when it changes (e.g. its tool calls finish): the last copy wins, at the place of the first, except
+  that a tool result is the one its call first finished with (0.39-0.43 persisted tool output masking by
+  appending every gemini message with tool calls again; a changed result there is a rewrite, below).
+- 0.44 on (updateMessagesFromHistory) a ``$set`` holding ``messages`` is the model's whole history: it opens every
+  session with the environment context (history sent from then on, no event); after chat compression it drops
+  messages and adds the snapshot: a recorded context event (kind "compaction", docs/canonical-format.md), the
+  snapshot a ``summary`` item; one that only cuts the history's tail is a cancelled or failed request rolled back
+  (0.54 on), read like ``$rewindTo``. Results a ``$set`` holds rewritten (tool output masking, on by default from
+  0.33; compression's cut of old function responses) are ``cleared`` from the next request on: in the compaction
+  event, else in ``runs.metadata.context_rewrites``. The function responses the CLI sends are also recorded as a
+  ``user`` message (0.44 on): those are the results of the calls, not a user turn. setHistory given a history
+  without ids (masking, the truncation fallback) appends it again message by message under new ids before the
+  ``$set``: those copies stand for the messages they copy; compression gives the kept messages new ids, re-sent
+  after the snapshot (the event's ``resent``). A result whose only copy is
+  already masked (0.30-0.38 rewrote the JSON file) is counted in ``runs.metadata.masked_in_log`` with a warning:
+  the requests before the masking were sent the whole output, which the log no longer holds.
 
 Chat compression before 0.44 leaves only an ``info`` note: "Context compressed from X% to Y%." (0.33 on; the
 percentages are of the model's token limit) or, earlier, "... compressed from: N to M tokens)." The CLI replaced
@@ -53,6 +66,7 @@ COMPRESSED_TOKENS_RE = re.compile(r"compressed from: (\d+|unknown) to (\d+|unkno
 KEEP_FRACTION = 0.3  # COMPRESSION_PRESERVE_THRESHOLD: the newest share of the history's characters kept verbatim
 RESPONSE_BUDGET = 50_000  # COMPRESSION_FUNCTION_RESPONSE_TOKEN_BUDGET: newest function responses kept whole
 TRUNCATE_CHARS = 40_000  # DEFAULT_TRUNCATE_TOOL_OUTPUT_THRESHOLD: a truncated response keeps this many characters
+MASKED_TAG = "<tool_output_masked>"  # toolOutputMaskingService's snippet (MASKING_INDICATOR_TAG)
 GEMINI_LINE_RE = re.compile(r'^\{"id":"[^"]+","timestamp":"[^"]+","type":"(?:user|gemini|info)"', re.M)
 
 
@@ -151,9 +165,14 @@ class _Replay:
     def __init__(self, ctx: ReadContext, fmt: str, meta: dict, ops: list[tuple[str, int, Any]]) -> None:
         self.ops = ops
         self.last: dict[str, tuple[int, dict]] = {}
+        self.types: dict[str, Any] = {}  # message id -> its type, from its records and the $set lists holding it
+        self.first_seen: dict[str, dict] = {}  # message id -> its first record or $set entry
         for op, line, value in ops:
             if op == "msg":
                 self.last[value["id"]] = (line, value)
+            for m in [value] if op == "msg" else value if op == "set" else []:
+                self.types[m["id"]] = m.get("type")
+                self.first_seen.setdefault(m["id"], m)
         self.rewound = self._rewound()
         info = {
             k: meta[k]
@@ -180,6 +199,10 @@ class _Replay:
         self.b = RunBuilder(run)
         self.seqs: dict[str, list[int]] = {}  # message id -> its item seqs
         self.events: list[dict] = []
+        self.rewrites: list[dict] = []  # tool results the CLI rewrote in place (tool output masking)
+        self.first_done = first_finished_calls(ops)
+        self.results: dict[str, tuple[int, str]] = {}  # call id -> (its result item's seq, the text sent now)
+        self.masked_first: list[tuple[int, int]] = []  # (seq, line) of results first read already masked
 
     def _rewound(self) -> set[str]:
         """Ids removed by a ``$rewindTo`` (from the target on; an unknown target clears everything)."""
@@ -189,7 +212,9 @@ class _Replay:
             if op == "msg":
                 live[value["id"]] = None
             elif op == "set":
-                live = dict.fromkeys(m["id"] for m in value)
+                cut = self._rolled_back(live, value)
+                gone.update(cut)
+                live = {mid: None for mid in live if mid not in cut} if cut else dict.fromkeys(m["id"] for m in value)
             elif op == "rewind":
                 ids = list(live)
                 cut = ids[ids.index(value) :] if value in live else ids
@@ -198,12 +223,26 @@ class _Replay:
                     del live[mid]
         return gone - set(live)
 
+    def _rolled_back(self, live: dict[str, None], messages: list[dict]) -> list[str]:
+        """Ids a ``$set`` removes by cutting the tail of the history and nothing else (0.54 on rolls a request
+        back so when it is cancelled or fails; the history holds only user and gemini messages), else []."""
+        history = [mid for mid in live if self.types.get(mid) in ("user", "gemini")]
+        ids = [m["id"] for m in messages]
+        if len(ids) >= len(history) or history[: len(ids)] != ids:
+            return []
+        return history[len(ids) :]
+
     def run(self) -> Iterator[Record]:
         live: dict[str, None] = {}
-        for op, line, value in self.ops:
+        copies = history_copies(self.ops)
+        for i, (op, line, value) in enumerate(self.ops):
+            if i in copies:  # the history setHistory re-records, read with the $set that lists it
+                continue
             if op == "msg" and value["id"] not in self.rewound:
                 if value["id"] not in self.seqs:
                     self.message(*self.last[value["id"]])
+                elif cleared := self.revised([value]):
+                    self.rewrite_results(cleared, line)
                 live[value["id"]] = None
             elif op == "rewind":
                 ids = list(live)
@@ -219,48 +258,142 @@ class _Replay:
             }
         if self.events:
             meta["context_events"] = self.events
+        if self.rewrites:
+            meta["context_rewrites"] = self.rewrites
+        masked = [(seq, line) for seq, line in self.masked_first if seq not in self.rewritten()]
+        if masked:
+            meta["masked_in_log"] = len(masked)
+            self.b.warn(
+                masked[0][1],
+                f"{len(masked)} tool result(s) are logged only as tool output masking left them "
+                "(<tool_output_masked>): the requests before the masking were sent the whole output, which the "
+                "log does not hold, so their prompts read low",
+            )
         yield from self.b
 
     def rewrite(self, live: dict[str, None], messages: list[dict], line: int) -> dict[str, None]:
-        """A ``$set`` of the whole history: drop what it no longer holds, append what it adds."""
+        """A ``$set`` of the whole history (0.44 on). Messages it no longer holds and the summary it adds are a
+        compaction event; results it holds rewritten (tool output masking, compression's cut of old function
+        responses) are ``cleared`` from the next request on; messages it only adds (the environment context
+        the CLI opens every history with) are history the model is sent from then on, no event."""
+        self.alias_copies(live, messages)
         kept = {m["id"] for m in messages}
-        dropped = sorted(s for mid in live if mid not in kept for s in self.seqs.get(mid, []))
+        keep_seqs = {s for mid in kept for s in self.seqs.get(mid, [])}
+        dropped = sorted({s for mid in live if mid not in kept for s in self.seqs.get(mid, [])} - keep_seqs)
         added = [m for m in messages if m["id"] not in self.seqs]
-        if not dropped and not added:
+        cleared = self.revised([m for m in messages if m["id"] in self.seqs])
+        if not dropped:
+            for m in added:
+                self.history_message(m, line)
+            if cleared:
+                self.rewrite_results(cleared, line)
             return dict.fromkeys(m["id"] for m in messages)
-        summary_seq = None
+        snapshot = next(
+            (m for m in added if m.get("type") == "user" and "<state_snapshot>" in _content_text(m.get("content"))),
+            next((m for m in added if m.get("type") == "user"), None),
+        )
+        summary_seq, first = None, self.b.seq
         for m in added:
             start = self.b.seq
-            text = _content_text(m.get("content"))
-            if m.get("type") == "user" and summary_seq is None:
+            if m is snapshot:
+                text = _content_text(m.get("content"))
                 summary_seq = self.b.add("summary", "user", text, line=line, ts=m.get("timestamp")).seq
-            elif m.get("type") in ("user", "gemini"):
-                kind, role = ("user_text", "user") if m["type"] == "user" else ("assistant_text", "assistant")
-                self.b.add(kind, role, text, line=line, ts=m.get("timestamp"))
+            else:
+                copy_message(self.b, m, line)
             self.seqs[m["id"]] = list(range(start, self.b.seq))
-        drop = seq_ranges(dropped)
-        self.events.append(
-            {
-                "kind": "compaction",
-                "step": self.b.step,
-                "drop": drop,
-                "summary_seq": summary_seq,
-                "trigger": None,
-                "pre_tokens": None,
-                "line": line,
-            }
-        )
+        resent = seq_ranges(q for q in range(first, self.b.seq) if q != summary_seq)
+        event: dict[str, Any] = {
+            "kind": "compaction",
+            "step": self.b.step,
+            "drop": seq_ranges(dropped),
+            "summary_seq": summary_seq,
+            "trigger": None,
+            "pre_tokens": None,
+            "line": line,
+        }
+        if cleared:
+            event["cleared"] = cleared
+        if resent:  # the acknowledgement and the kept messages under new ids: the compression's, not the agent's
+            event["resent"] = resent
+        self.events.append(event)
         return dict.fromkeys(m["id"] for m in messages)
 
+    def alias_copies(self, live: dict[str, None], messages: list[dict]) -> None:
+        """A ``$set`` that holds the live history message for message under new ids (setHistory re-records a
+        history given without ids: tool output masking, compression's truncation fallback) holds the same items:
+        each new id stands for its counterpart's; changed results are then ``revised``."""
+        old = [mid for mid in live if self.types.get(mid) in ("user", "gemini")]
+        if len(old) != len(messages) or all(m["id"] in self.seqs for m in messages):
+            return
+        if any(self.types.get(o) != m.get("type") for o, m in zip(old, messages, strict=True)):
+            return
+        if any(
+            m["id"] not in self.seqs and not same_turn(self.last_copy(o), m) for o, m in zip(old, messages, strict=True)
+        ):
+            return
+        for o, m in zip(old, messages, strict=True):
+            self.seqs.setdefault(m["id"], self.seqs.get(o, []))
+
+    def last_copy(self, mid: str) -> dict:
+        return self.last[mid][1] if mid in self.last else self.first_seen.get(mid, {})
+
+    def next_prompt(self, line: int) -> int | None:
+        """The recorded prompt of the first request logged after ``line`` (its message's last copy), else None."""
+        for op, at, value in self.ops:
+            if op != "msg" or at <= line or value.get("type") != "gemini" or value["id"] in self.rewound:
+                continue
+            tokens = sub_dict(self.last[value["id"]][1], "tokens")
+            prompt = tokens.get("input")
+            if isinstance(prompt, int) and not isinstance(prompt, bool):
+                return prompt
+        return None
+
+    def rewritten(self) -> set[int]:
+        return {seq for rw in [*self.rewrites, *self.events] for seq, _ in rw.get("cleared") or []}
+
+    def revised(self, messages: list[dict]) -> list[list[int]]:
+        """``[[seq, chars], ...]``: the finished tool results these copies of messages already read hold with
+        another text (their function responses: a gemini message's ``toolCalls`` results, from 0.44 also the
+        user message that sends them), now the text sent."""
+        out: dict[int, int] = {}
+        for msg in messages:
+            for call_id, text in _finished_results(msg):
+                if call_id in self.results and self.results[call_id][1] != text:
+                    seq = self.results[call_id][0]
+                    self.results[call_id] = (seq, text)
+                    out[seq] = len(text)
+        return [[seq, chars] for seq, chars in out.items()]
+
+    def rewrite_results(self, cleared: list[list[int]], line: int) -> None:
+        """Results rewritten in place outside a compaction (tool output masking, 0.29 on, by default from 0.33):
+        a rewrite from the next request on (``context_rewrites``); the CLI logs no event of its own for it."""
+        last = self.rewrites[-1] if self.rewrites else None
+        if last is not None and last["step"] == self.b.step:  # the same pass re-appends message after message
+            now = {seq: chars for seq, chars in last["cleared"]} | {seq: chars for seq, chars in cleared}
+            last["cleared"] = [[seq, now[seq]] for seq in sorted(now)]
+            return
+        self.rewrites.append(
+            {"step": self.b.step, "harness_kind": "tool output masking", "cleared": sorted(cleared), "line": line}
+        )
+
     def compression_note(self, text: str, line: int) -> None:
-        """An ``info`` note of chat compression: the history split as the compression service splits it."""
+        """An ``info`` note of chat compression: the history split as the compression service splits it. An empty
+        one is ``/compress`` (0.18 on its result item is recorded as an ``info`` without text): a manual
+        compression when the next recorded prompt is below the last one (it may also have had nothing to do)."""
         pct, tokens = COMPRESSED_PCT_RE.match(text.strip()), COMPRESSED_TOKENS_RE.search(text)
-        if not (pct or tokens):
+        manual = not text.strip()
+        if not (pct or tokens or manual):
             return
         b = self.b
-        if self.events and self.events[-1]["step"] == b.step:
+        if self.events and self.events[-1]["step"] == b.step and "note_line" not in self.events[-1]:
             self.events[-1]["note_line"] = line  # the $set rewrite of this compression is already the event
+            self.events[-1]["trigger"] = "manual" if manual else "auto"
             return
+        last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
+        if manual:
+            before, after = (last.prompt_tokens if last else None), self.next_prompt(line)
+            if before is None or after is None or after >= before:
+                return
         start = b.body_start()
         dropped = set().union(*(range(lo, hi) for ev in self.events for lo, hi in ev["drop"]))
         items = [r for r in b.records if isinstance(r, Item) and r.seq >= start and r.seq not in dropped]
@@ -279,13 +412,12 @@ class _Replay:
                 line=line,
                 ts=it.ts,
             )
-        last = next((r for r in reversed(b.records) if isinstance(r, Request)), None)
         event: dict[str, Any] = {
             "kind": "compaction",
             "step": b.step,
             "drop": drop,
             "summary_seq": None,
-            "trigger": "auto",
+            "trigger": "manual" if manual else "auto",
             "pre_tokens": last.prompt_tokens if last else None,
             "line": line,
             "summary_logged": False,
@@ -294,10 +426,10 @@ class _Replay:
             event["resent"] = [[first, b.seq]]
         if pct:
             event["pct_before"], event["pct_after"] = int(pct.group(1)), int(pct.group(2))
-        else:
-            before, after = tokens.group(1), tokens.group(2)  # type: ignore[union-attr]  # pct or tokens matched
-            event["tokens_before"] = int(before) if before.isdigit() else None
-            event["tokens_after"] = int(after) if after.isdigit() else None
+        elif tokens:
+            said = tokens.group(1), tokens.group(2)
+            event["tokens_before"] = int(said[0]) if said[0].isdigit() else None
+            event["tokens_after"] = int(said[1]) if said[1].isdigit() else None
         self.events.append(event)
 
     def message(self, line: int, msg: dict) -> None:
@@ -308,12 +440,159 @@ class _Replay:
             b.run.metadata.setdefault("notes", []).append(note)
             if kind == "info":
                 self.compression_note(note["text"], line)
+        elif kind == "user" and is_function_response(msg):
+            self.seqs[msg["id"]] = self.function_responses(msg, line)
+            return
         elif kind == "user":
             b.new_turn()
             b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
         else:
-            _gemini(b, msg, line, ts)
+            calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+            first = [self.first_done.get(c["id"], c) if isinstance(c.get("id"), str) else c for c in calls]
+            _gemini(b, {**msg, "toolCalls": first} if calls else msg, line, ts)
+            for it in reversed(b.records):
+                if isinstance(it, Item) and it.seq < start:
+                    break
+                if isinstance(it, Item) and it.kind == "tool_result" and it.call_id:
+                    self.results.setdefault(it.call_id, (it.seq, it.text))
+                    if MASKED_TAG in it.text:
+                        self.masked_first.append((it.seq, line))
         self.seqs[msg["id"]] = list(range(start, b.seq))
+
+    def history_message(self, msg: dict, line: int) -> None:
+        """A message a ``$set`` puts in the history without a turn or a model call of its own (the environment
+        context every history opens with, a bootstrapped history)."""
+        start, kind = self.b.seq, msg.get("type")
+        if kind == "user" and is_function_response(msg):
+            self.seqs[msg["id"]] = self.function_responses(msg, line)
+            return
+        if kind in ("user", "gemini"):
+            role = "user" if kind == "user" else "assistant"
+            self.b.add(f"{role}_text", role, _content_text(msg.get("content")), line=line, ts=msg.get("timestamp"))
+        self.seqs[msg["id"]] = list(range(start, self.b.seq))
+
+    def function_responses(self, msg: dict, line: int) -> list[int]:
+        """A user message of function responses (0.44 on the CLI records the tool results it sends as one): the
+        results its gemini message's ``toolCalls`` already gave are those items; any other is a result here."""
+        seqs = []
+        for part in msg.get("content") or []:
+            fr = part.get("functionResponse") if isinstance(part, dict) else None
+            if not isinstance(fr, dict):
+                continue
+            call_id = fr.get("id") if isinstance(fr.get("id"), str) else None
+            if call_id is not None and call_id in self.results:
+                seqs.append(self.results[call_id][0])
+                continue
+            text = _result_text([part])
+            item = self.b.result(text, call_id, fr.get("name"), line=line, ts=msg.get("timestamp"))
+            if call_id is not None:
+                self.results[call_id] = (item.seq, text)
+            if MASKED_TAG in text:
+                self.masked_first.append((item.seq, line))
+            seqs.append(item.seq)
+        return seqs
+
+
+def history_copies(ops: list[tuple[str, int, Any]]) -> set[int]:
+    """Indexes of the message records setHistory writes before a ``$set`` that lists them (0.44 on, a history given
+    without ids is recorded message by message under new ids): a run of new messages just before the ``$set``
+    that holds every message of its list."""
+    out: set[int] = set()
+    seen: set[str] = set()
+    pending: list[int] = []
+    for i, (op, _, value) in enumerate(ops):
+        if op == "msg":
+            if value["id"] not in seen:
+                pending.append(i)
+            seen.add(value["id"])
+        elif op == "set":
+            listed, run = {m["id"] for m in value}, []
+            for j in reversed(pending):
+                if ops[j][2]["id"] not in listed:
+                    break
+                run.append(j)
+            if listed and listed <= {ops[j][2]["id"] for j in run}:  # the whole list was just recorded, anew
+                out.update(run)
+            pending = []
+            seen.update(listed)
+        else:
+            pending = []
+    return out
+
+
+def same_turn(old: dict, new: dict) -> bool:
+    """A re-recorded copy of a message: a function-response turn answering the same calls, a user message of the
+    same text, any gemini message (the copy holds its parts, the record its text and calls)."""
+    if is_function_response(new) or is_function_response(old):
+        ids = [{c for c, _ in _finished_results(m)} for m in (old, new)]
+        return is_function_response(new) and is_function_response(old) and ids[0] == ids[1]
+    if new.get("type") == "gemini":
+        return True
+    return _content_text(old.get("content")).strip() == _content_text(new.get("content")).strip()
+
+
+def copy_message(b: RunBuilder, msg: dict, line: int) -> None:
+    """Items of a message a compression's ``$set`` re-sends under a new id: its text, calls and function
+    responses (not a turn, not a request)."""
+    ts, content = msg.get("timestamp"), msg.get("content")
+    parts: list[Any] = content if isinstance(content, list) else [{"text": text_of(content)}]
+    calls: list[dict] = []
+    role = "user" if msg.get("type") == "user" else "assistant"
+    for part in parts:
+        if not isinstance(part, dict):
+            continue
+        if isinstance(part.get("functionResponse"), dict):
+            fr = part["functionResponse"]
+            b.result(_result_text([part]), fr.get("id"), fr.get("name"), line=line, ts=ts)
+        elif isinstance(part.get("functionCall"), dict):
+            calls.append(part["functionCall"])
+        elif part.get("text") and not part.get("thought"):
+            b.add(f"{role}_text", role, str(part["text"]), line=line, ts=ts)
+    for fc in calls:
+        add_call(b, fc.get("name") or "", fc.get("args") or {}, fc.get("id"), line=line, ts=ts)
+
+
+def is_function_response(msg: dict) -> bool:
+    """A user message that sends function responses (the CLI's isFunctionResponse: any part is one)."""
+    content = msg.get("content")
+    return isinstance(content, list) and any(isinstance(p, dict) and "functionResponse" in p for p in content)
+
+
+def _finished_results(msg: dict) -> list[tuple[str, str]]:
+    """(call id, result text) of each function response a message holds: a gemini message's finished
+    ``toolCalls``, a user message's ``functionResponse`` parts."""
+    if msg.get("type") == "user" and is_function_response(msg):
+        parts = [p for p in msg["content"] if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]
+        return [
+            (p["functionResponse"]["id"], _result_text([p]))
+            for p in parts
+            if isinstance(p["functionResponse"].get("id"), str)
+        ]
+    if msg.get("type") != "gemini":
+        return []
+    return [
+        (c["id"], call_result_text(c))
+        for c in msg.get("toolCalls") or []
+        if isinstance(c, dict) and isinstance(c.get("id"), str) and _finished(c)
+    ]
+
+
+def _finished(call: dict) -> bool:
+    return call.get("result") is not None or call.get("status") in ("error", "cancelled")
+
+
+def first_finished_calls(ops: list[tuple[str, int, Any]]) -> dict[str, dict]:
+    """Call id -> the tool call as its first finished copy records it. The CLI appends a message again when it
+    changes; a later copy may hold a result rewritten after it was sent (tool output masking re-appends every
+    gemini message with tool calls, 0.39 to 0.43), which the request that first saw it did not get."""
+    out: dict[str, dict] = {}
+    for op, _, value in ops:
+        if op != "msg" or value.get("type") != "gemini":
+            continue
+        for call in value.get("toolCalls") or []:
+            if isinstance(call, dict) and isinstance(call.get("id"), str) and _finished(call):
+                out.setdefault(call["id"], call)
+    return out
 
 
 def compress_split(items: list[Item], fraction: float) -> int:
@@ -395,7 +674,7 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
         if call.get("result") is None and call.get("status") not in ("error", "cancelled"):
             continue  # not finished when the file was written
         b.result(
-            _result_text(call.get("result")),
+            call_result_text(call),
             call.get("id"),
             call.get("name"),
             line=line,
@@ -417,6 +696,25 @@ def _content_text(content: Any) -> str:
                 parts.append(part)
         return "\n".join(p for p in parts if p)
     return text_of(content)
+
+
+def call_result_text(call: dict) -> str:
+    """A tool call's result as sent: its own function response. 0.44 on, when a ``$set`` finds the history's
+    function-response turn differs from a call's result, it stores the whole turn as the result, so a call of a
+    parallel batch then holds its siblings' responses too (updateMessagesFromHistory)."""
+    result, own = call.get("result"), call.get("id")
+    if isinstance(result, list) and isinstance(own, str):
+        result = [
+            p
+            for p in result
+            if not (
+                isinstance(p, dict)
+                and isinstance(p.get("functionResponse"), dict)
+                and isinstance(p["functionResponse"].get("id"), str)
+                and p["functionResponse"]["id"] != own
+            )
+        ]
+    return _result_text(result)
 
 
 def _result_text(result: Any) -> str:

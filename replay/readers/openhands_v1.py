@@ -12,8 +12,12 @@ assistant_text (+ reasoning, extended_content as attachments); ActionEvent -> on
 arguments; before the SDK's own MessageToolCall, LiteLLM's ``{"function": {"name", "arguments"}}``), its
 ``thought`` and reasoning once per response; ObservationEvent / UserRejectObservation / AgentErrorEvent -> tool
 results linked by ``tool_call_id``; Condensation -> a recorded context event (EVENTS.md), its summary a
-``summary`` item. The agent's condenser settings, as ``base_state.json`` records them, go to
-``runs.metadata.condenser``.
+``summary`` item. As the SDK's view does, an action no observation ever answers is not sent, nor the rest of its
+response's actions and their observations (``runs.metadata.unmatched_tool_calls``), and a second observation-like
+event for one call (crash recovery) is not sent (``duplicate_observations``). In a conversation tree (events
+with ``parent_id``, SDK 2026-07 on) only the branch leading to the HEAD is read (``off_branch``;
+``runs.metadata.abandoned`` counts the rest, as Gemini CLI's ``rewound``). The agent's condenser settings,
+as ``base_state.json`` records them, go to ``runs.metadata.condenser``.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
 response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
@@ -106,6 +110,56 @@ def state_folder(path: Path) -> Path | None:
         return None
     cid = conversation_id(inner)
     return inner if cid and cid not in inner.name.replace("-", "").lower() else None
+
+
+OBSERVATION_KINDS = ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent")
+ROOT_PARENT_ID = "__root__"  # openhands-sdk event.types: an explicit root of the conversation tree
+
+
+def off_branch(events: list[dict], leaf: Any, head_is_empty: Any = None) -> set[str]:
+    """Ids of the events no request of the active branch sees (the SDK's conversation tree, 657553455,
+    2026-07-02): each event's ``parent_id`` (none: the event before it, the legacy chain) leads back from the HEAD
+    (``base_state.json`` ``leaf_event_id``, else the last event that is no ConversationStateUpdateEvent, which never
+    becomes HEAD); events off that path were a branch the user navigated away from, their requests included.
+    Empty for a conversation without parent ids."""
+    if not any(isinstance(e.get("parent_id"), str) for e in events):
+        return set()
+    nodes = [e for e in events if isinstance(e.get("id"), str)]
+    parent: dict[str, str | None] = {}
+    for i, e in enumerate(nodes):
+        p = e.get("parent_id")
+        parent[e["id"]] = (
+            None if p == ROOT_PARENT_ID else p if isinstance(p, str) else nodes[i - 1]["id"] if i else None
+        )
+    tree = [e["id"] for e in nodes if e.get("kind") != "ConversationStateUpdateEvent"]
+    if head_is_empty:
+        cur = None
+    else:
+        cur = leaf if isinstance(leaf, str) and leaf in parent else tree[-1] if tree else None
+    path: set[str] = set()
+    while cur is not None and cur not in path:
+        path.add(cur)
+        cur = parent.get(cur)
+    return {eid for eid in tree if eid not in path}
+
+
+def _call_id(ev: dict) -> str | None:
+    call_id = ev.get("tool_call_id") or sub_dict(ev, "tool_call").get("id")
+    return call_id if isinstance(call_id, str) else None
+
+
+def unmatched_calls(events: list[dict]) -> set[str]:
+    """Tool call ids the SDK's view never sends (View: ToolCallMatchingProperty, BatchAtomicityProperty): an
+    action no observation-like event ever answers (a call interrupted before it ran) is left out with every other
+    action of its response, and so are those actions' observations."""
+    observed = {e.get("tool_call_id") for e in events if e.get("kind") in OBSERVATION_KINDS}
+    actions = [(_call_id(e), e.get("llm_response_id")) for e in events if e.get("kind") == "ActionEvent"]
+    open_responses = {rid for cid, rid in actions if cid is not None and cid not in observed}
+    return {
+        cid
+        for cid, rid in actions
+        if cid is not None and (cid not in observed or rid is not None and rid in open_responses)
+    }
 
 
 def condenser_config(agent: Any) -> dict[str, Any] | None:
@@ -324,6 +378,8 @@ class OpenHandsV1Reader:
                         "execution_status": doc.get("execution_status") or doc.get("agent_status"),  # older name
                         "condenser": condenser_config(agent_doc),
                         "usage_totals": totals or None,
+                        "leaf_event_id": doc.get("leaf_event_id"),  # the conversation tree's HEAD (2026-07 on)
+                        "head_is_empty": doc.get("head_is_empty") or None,
                     }
                     if isinstance(doc, dict)
                     else {}
@@ -374,9 +430,22 @@ class _Conversation:
         self.condenser_used: set[str] = set()  # condenser response ids given to an event
         self.condenser_calls: list[dict] = []  # in a stream: each change of the condenser's cumulative usage
         self.summary_seq: int | None = None  # the summary the view shows now
+        self.unsent_calls: set[str] = set()  # tool call ids no view holds (unmatched_calls)
+        self.observed: set[str] = set()  # tool call ids whose observation-like event was read
+        self.duplicates = 0  # observation-like events for a call already observed (not in the view)
 
     def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
+        meta = self.b.run.metadata
+        off = off_branch(
+            [e for _, e in events if isinstance(e, dict)], meta.get("leaf_event_id"), meta.get("head_is_empty")
+        )
+        self.unsent_calls = unmatched_calls([e for _, e in events if isinstance(e, dict) and e.get("id") not in off])
+        abandoned: set[str] = set()
         for n, (where, event) in enumerate(events):
+            if isinstance(event, dict) and event.get("id") in off:  # another branch of the conversation tree
+                if isinstance(event.get("llm_response_id"), str) and event.get("source") == "agent":
+                    abandoned.add(event["llm_response_id"])
+                continue
             at = line if line is not None else where
             if not isinstance(event, dict):
                 yield BadRecord(at, f"event {n} is not an object", str(event)[:2000])
@@ -395,6 +464,12 @@ class _Conversation:
                 self.event_seqs.setdefault(event["id"], []).extend(range(start, self.b.seq))
         self.pair_condensations()
         self.settle_usage()
+        if off:
+            meta["abandoned"] = {"events": len(off), "requests": len(abandoned - set(self.responses))}
+        if self.unsent_calls:
+            self.b.run.metadata["unmatched_tool_calls"] = len(self.unsent_calls)
+        if self.duplicates:
+            self.b.run.metadata["duplicate_observations"] = self.duplicates
         if self.events:
             self.b.run.metadata["context_events"] = self.events
         self.b.scan_clips()
@@ -588,6 +663,9 @@ class _Conversation:
             self.b.add("reasoning", "assistant", text, line=line, ts=ts)
 
     def action(self, ev: dict, line: int, ts: str | None) -> None:
+        if _call_id(ev) in self.unsent_calls:  # the view leaves the action out: a response, nothing sent
+            self.response(ev, line)
+            return
         if self.response(ev, line):  # thought and reasoning belong to the response, logged on its first action
             self.reasoning(ev, line, ts)
         if thought := text_of(ev.get("thought")):
@@ -608,6 +686,12 @@ class _Conversation:
         add_call(self.b, name, args, ev.get("tool_call_id") or call.get("id"), line=line, ts=ts)
 
     def observation(self, ev: dict, kind: str, line: int, ts: str | None) -> None:
+        call_id = ev.get("tool_call_id")
+        if isinstance(call_id, str) and (call_id in self.unsent_calls or call_id in self.observed):
+            self.duplicates += call_id in self.observed  # ObservationUniquenessProperty: the first one stays
+            return
+        if isinstance(call_id, str) and call_id:
+            self.observed.add(call_id)
         obs = sub_dict(ev, "observation")
         if kind == "UserRejectObservation":  # the SDK sends "Action rejected: <reason>"
             text, error = f"Action rejected: {ev.get('rejection_reason') or 'rejected by the user'}", True
@@ -623,14 +707,22 @@ class _Conversation:
         self.b.result(text, ev.get("tool_call_id"), ev.get("tool_name"), line=line, ts=ts, is_error=error)
 
     def condensation(self, ev: dict, line: int, ts: str | None) -> None:
-        """The SDK's view (``View.from_events``) leaves out the forgotten events and shows one summary, the newest
-        condensation's that has one (with its ``summary_offset``): a new summary replaces the previous one."""
-        forgotten = [s for eid in ev.get("forgotten_event_ids") or [] for s in self.event_seqs.get(eid, [])]
+        """The SDK's view (``View.from_events``) leaves out the forgotten events. Until multi-summary views
+        (d616ab07, 2026-01-22) it showed one summary, the newest condensation's that has one (with its
+        ``summary_offset``): a new summary replaced the previous one. Since, every summary stays (its event id is
+        the condensation's with ``-summary``) until a condensation forgets it by that id; a condensation naming
+        any such id is read that way."""
+        ids = [eid for eid in ev.get("forgotten_event_ids") or [] if isinstance(eid, str)]
+        forgotten = [s for eid in ids for s in self.event_seqs.get(eid, [])]
+        multi = any(eid.endswith("-summary") for eid in ids)
         summary_seq = None
         if ev.get("summary") and ev.get("summary_offset", 0) is not None:
-            if self.summary_seq is not None:
+            if self.summary_seq is not None and not multi and self.summary_seq not in forgotten:
                 forgotten.append(self.summary_seq)
             summary_seq = self.summary_seq = self.b.add("summary", "user", str(ev["summary"]), line=line, ts=ts).seq
+            if isinstance(ev.get("id"), str):
+                self.event_seqs[f"{ev['id']}-summary"] = [summary_seq]
+        forgotten.sort()
         drop = seq_ranges(forgotten)
         event: dict[str, Any] = {
             "kind": "condensation",

@@ -47,6 +47,17 @@ def test_preset_from_the_log(fmt, metadata, model, expected):
     assert (got[0], got[1].window) == expected if expected else got is None
 
 
+def test_openhands_v1_preset_takes_the_recorded_condenser() -> None:
+    """base_state.json records the agent's condenser (openhands-sdk LLMSummarizingCondenser: max_size 240,
+    keep_first 2 as the class defaults from 2025-12-28): the preset replays those, not the default agent's 80/4."""
+    recorded = {"condenser": {"kind": "LLMSummarizingCondenser", "max_size": 240, "keep_first": 2, "max_tokens": 0}}
+    assert harness_preset("openhands-v1", recorded)[2] == {"max_size": 240, "keep_first": 2}
+    assert harness_preset("openhands-v1", {})[2] == {}
+    assert harness_preset("openhands-v1", {"condenser": {"kind": "NoOpCondenser"}})[2] == {}
+    bad = {"condenser": {"kind": "LLMSummarizingCondenser", "max_size": 8, "keep_first": 4}}
+    assert harness_preset("openhands-v1", bad)[2] == {}
+
+
 def test_source_limits():
     assert [cline_max_allowed(w) for w in (64_000, 128_000, 200_000, 1_000_000)] == [37_000, 98_000, 160_000, 960_000]
     assert PRESETS["codex-rs"].params["threshold"] * 272_000 == pytest.approx(244_800)  # (window * 9) / 10
@@ -117,6 +128,41 @@ def test_gemini_preset_cuts_old_large_kept_results(tmp_path: Path) -> None:
     expected = prompts[3] - summary + PRESETS["gemini-cli"].params["summary_tokens"]
     assert abs(cols["prompt_tokens"][3] - expected) <= 0.03 * expected
     whole, _ = simulate_run(
-        run, make_policy("gemini-cli", {"cut_results_after": 0}), make_cache("none"), Budget(window)
+        run,
+        make_policy("gemini-cli", {"cut_results_after": 0, "microcompact": False}),
+        make_cache("none"),
+        Budget(window),
     )
     assert whole["prompt_tokens"][3] - cols["prompt_tokens"][3] > 19_000  # the 80,000 characters cut off
+
+
+def test_gemini_preset_masks_old_tool_outputs(tmp_path: Path) -> None:
+    """Gemini CLI's tool output masking (toolOutputMaskingService, on by default from 0.30): before each request
+    the history it already holds (not the function responses being sent) keeps the newest 50,000 estimated tokens
+    of results, the one crossing that line and all older ones are masked once they add up to 30,000. One 40,000-
+    character (10,000-token) read per request: at request 9 the 8 older results hold 80,000, the oldest 3 go;
+    at 12 the next 3. ``gemini-cli-0.29`` has no masking."""
+    import json
+
+    from replay.ingest import ingest
+    from replay.store import open_store
+    from tests.readers.gemini_fixture import message as msg
+    from tests.readers.gemini_fixture import read_call
+
+    lines = [{"sessionId": "s", "projectHash": "p"}, msg("u0", "user", [{"text": "read all"}])]
+    for k in range(14):
+        tokens = {"input": 1_000 + 10_000 * k, "output": 10, "cached": 0, "thoughts": 0}
+        call = read_call(f"c{k}", 40_000)
+        lines.append(msg(f"g{k}", "gemini", "", toolCalls=[call], tokens=tokens, model="gemini-2.5-pro"))
+    path = tmp_path / "session-m.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    con = open_store(tmp_path / "m.duckdb")
+    ingest(con, [path])
+    (run,) = load_runs(con, None)
+    masked, _ = simulate_run(run, make_policy("gemini-cli"), make_cache("none"), Budget(1_048_576))
+    whole, _ = simulate_run(run, make_policy("gemini-cli-0.29"), make_cache("none"), Budget(1_048_576))
+    freed = whole["prompt_tokens"] - masked["prompt_tokens"]
+    assert np.flatnonzero(np.diff(freed, prepend=0) > 0).tolist() == [9, 12]
+    snippet = PRESETS["gemini-cli"].params["micro_note_chars"]
+    # three 10,000-token results, each now a snippet of about 700 characters (3 to 5 characters a token)
+    assert 30_000 - 3 * snippet // 3 <= freed[9] <= 30_000 - 3 * snippet // 5

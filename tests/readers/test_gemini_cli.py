@@ -201,3 +201,26 @@ def test_compression_cuts_old_large_function_responses(tmp_path: Path) -> None:
     assert copy.kind == "tool_result" and copy.step == event["step"] == 3
     assert abs(len(copy.text) - 40_000) < 100 and copy.text[:100] == results["b"].text[:100]
     assert copy.text.endswith(results["b"].text[-1000:])
+
+
+def test_empty_info_note_is_a_manual_compression_when_the_prompt_falls(tmp_path: Path) -> None:
+    """``/compress`` records its result item as an ``info`` message without text (useHistoryManager, 0.18 on): a
+    manual compression, split as the automatic one, when the next recorded prompt is below the last; an empty note
+    the prompt does not follow down (nothing to compress) is no event."""
+    from readers.gemini_fixture import write_jsonl
+
+    path, prompts, facts = write_jsonl(tmp_path / "session-auto.jsonl")
+    (auto,) = of(read(path), Run)[0].metadata["context_events"]
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    for rec in lines:
+        if rec.get("type") == "info":
+            rec["content"] = ""
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    (event,) = of(read(path), Run)[0].metadata["context_events"]
+    assert event["trigger"] == "manual" and event["drop"] == auto["drop"] and event["step"] == auto["step"]
+    at = facts["compressed_at"]
+    for rec in lines:  # the request after the note as large as the one before: /compress had nothing to do
+        if rec.get("type") == "gemini" and rec["tokens"]["input"] == prompts[at]:
+            rec["tokens"]["input"] = prompts[at - 1] + 50
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert "context_events" not in of(read(path), Run)[0].metadata

@@ -456,3 +456,172 @@ def test_rejections_and_extended_content_read_as_sent(tmp_path: Path) -> None:
     results = {i.call_id: i for i in of(read(path), Item) if i.kind == "tool_result"}
     assert results["c1"].text == "body 1\n<hint>"
     assert results["c2"].text == "Action rejected: not that file" and results["c2"].is_error
+
+
+def test_multi_summary_views_keep_a_summary_until_it_is_forgotten_by_id(tmp_path: Path) -> None:
+    """Multi-summary views (openhands-sdk d616ab07, 2026-01-22): a condensation's summary event has its id plus
+    ``-summary`` and stays in the view until a later condensation forgets that id; before them the newest summary
+    replaced the previous one. Condensations written as the SDK's Condensation model serialises them."""
+
+    def condensation(cid: str, forgotten: list[str], summary: str | None, rid: str) -> dict:
+        return {
+            "kind": "Condensation",
+            "id": cid,
+            "source": "environment",
+            "forgotten_event_ids": forgotten,
+            "summary": summary,
+            "summary_offset": 1,
+            "llm_response_id": rid,
+        }
+
+    def message(mid: str, text: str, rid: str) -> dict:
+        return {
+            "kind": "MessageEvent",
+            "id": mid,
+            "source": "agent",
+            "llm_response_id": rid,
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": text}]},
+        }
+
+    base = _events()[:6]
+    summaries = {}
+    for name, second in (
+        ("kept", condensation("k2", ["a2", "o2"], "viewed f2", "cond-2")),  # names no summary: new semantics
+        ("forgot", condensation("k2", ["a2", "o2", "k1-summary"], None, "cond-2")),  # summary-less (empty reply)
+    ):
+        events = [*base, condensation("k1", ["a1", "o1"], "viewed f1", "cond-1"), message("m1", "next", "r2")]
+        events += [second, message("m2", "done", "r3")]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+        records = read(path)
+        first, later = of(records, Run)[0].metadata["context_events"]
+        summaries[name] = (first["summary_seq"], later)
+    k1, later = summaries["forgot"]
+    assert k1 in {q for lo, hi in later["drop"] for q in range(lo, hi)}  # forgotten by its id
+    k1, later = summaries["kept"]
+    assert k1 in {q for lo, hi in later["drop"] for q in range(lo, hi)}  # no -summary id: the older SDK's rule
+
+
+def test_view_leaves_out_unanswered_calls_and_duplicate_observations(tmp_path: Path) -> None:
+    """The SDK's view (context/view/properties): an action no observation-like event answers is not sent, nor
+    are the other actions of its response and their observations (ToolCallMatching, BatchAtomicity); a second
+    observation-like event for one tool call (crash recovery's AgentErrorEvent, then the late observation) is not
+    sent (ObservationUniqueness, 0feb33b0). Events as the SDK serialises them."""
+
+    def action(n: int, rid: str) -> dict:
+        return {
+            "kind": "ActionEvent",
+            "id": f"a{n}",
+            "source": "agent",
+            "tool_name": "terminal",
+            "tool_call_id": f"c{n}",
+            "tool_call": {"id": f"c{n}", "name": "terminal", "arguments": json.dumps({"command": f"cmd {n}"})},
+            "llm_response_id": rid,
+            "thought": [{"type": "text", "text": f"thinking {n}"}],
+        }
+
+    def observation(n: int, text: str) -> dict:
+        return {
+            "kind": "ObservationEvent",
+            "id": f"o{n}-{text}",
+            "source": "environment",
+            "tool_name": "terminal",
+            "tool_call_id": f"c{n}",
+            "action_id": f"a{n}",
+            "observation": {"content": [{"type": "text", "text": text}]},
+        }
+
+    system, user = _events()[:2]
+    error = {
+        "kind": "AgentErrorEvent",
+        "id": "e3",
+        "source": "agent",
+        "tool_name": "terminal",
+        "tool_call_id": "c3",
+        "error": "server restarted while the tool ran",
+    }
+    events = [
+        system,
+        user,
+        action(1, "r1"),
+        action(2, "r1"),  # c1 is answered, c2 never (interrupted): the whole batch is out
+        observation(1, "out 1"),
+        {**user, "id": "u2", "llm_message": {"role": "user", "content": [{"type": "text", "text": "go on"}]}},
+        action(3, "r2"),
+        error,
+        observation(3, "late out 3"),
+        {
+            "kind": "MessageEvent",
+            "id": "m",
+            "source": "agent",
+            "llm_response_id": "r3",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+        },
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    records = read(path)
+    items = of(records, Item)
+    assert [i.call_id for i in items if i.kind == "tool_call"] == ["c3"]
+    assert [i.text for i in items if i.kind == "tool_result"] == ["server restarted while the tool ran"]
+    assert "thinking 1" not in {i.text for i in items}
+    assert len(of(records, Request)) == 3  # the left-out batch was still a model call
+    meta = of(records, Run)[0].metadata
+    assert (meta["unmatched_tool_calls"], meta["duplicate_observations"]) == (2, 1)
+
+
+def test_conversation_tree_reads_the_active_branch(tmp_path: Path) -> None:
+    """The SDK's conversation tree (657553455, 2026-07-02): every event is stamped with ``parent_id`` (the HEAD
+    when it was appended); after ``navigate_to`` a new event is a sibling, and the abandoned branch drops out of
+    every later view. Its events and requests are left out and counted, as Gemini CLI's ``$rewindTo``."""
+    system, user, a1, _, o1 = _events()[:5]
+    tree = [
+        {**system, "parent_id": None},
+        {**user, "parent_id": "s"},
+        {**a1, "parent_id": "u"},
+        {**o1, "parent_id": "a1"},
+        {
+            "kind": "ConversationStateUpdateEvent",
+            "id": "st",
+            "key": "execution_status",
+            "value": "idle",
+            "parent_id": "o1",
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "m1",
+            "source": "agent",
+            "llm_response_id": "r2",
+            "parent_id": "o1",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "old answer"}]},
+        },
+        {  # navigate_to("u") then a new message: a sibling of a1
+            **user,
+            "id": "u2",
+            "parent_id": "u",
+            "llm_message": {"role": "user", "content": [{"type": "text", "text": "no, do this"}]},
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "m2",
+            "source": "agent",
+            "llm_response_id": "r3",
+            "parent_id": "u2",
+            "llm_message": {"role": "assistant", "content": [{"type": "text", "text": "new answer"}]},
+        },
+    ]
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in tree) + "\n")
+    records = read(path)
+    items = of(records, Item)
+    assert [i.text for i in items if i.kind in ("user_text", "assistant_text")] == [
+        "fix it",
+        "no, do this",
+        "new answer",
+    ]
+    assert not [i for i in items if i.kind in ("tool_call", "tool_result")]
+    assert len(of(records, Request)) == 1
+    assert of(records, Run)[0].metadata["abandoned"] == {"events": 3, "requests": 2}
+    # without parent ids (SDK before the tree) the same events are one linear history
+    path.write_text("\n".join(json.dumps({k: v for k, v in e.items() if k != "parent_id"}) for e in tree) + "\n")
+    assert len(of(read(path), Request)) == 3
