@@ -22,6 +22,13 @@ A truncation keeps the results opening the first kept user message where tool ca
 ``drop``). Files mentioned in user text (``<file_content>``) and the truncation notice that replaces the first
 assistant message's text (a few hundred characters) are not modelled. A truncation sets the kernel's "cleared
 without a summary" flag.
+
+Past the limit the pass runs at every request, so what it needs is kept between requests rather than read off the
+view: the kept characters as a running total (each item's share in an aux row, updated where an item comes, where
+this policy replaces or drops it and where the server drops it), the newest read of each file left as it is, and
+how far the view has been looked at. A request's work is then its new items, the reads it replaces and the items
+a truncation drops (each item is looked at by at most two truncations). Only ``setup`` is superlinear: two sorts
+(files into dense codes, server drops by request), O(n log n) once per run.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from replay.policies.kernel import (
     set_cost,
     set_form,
 )
-from replay.policies.masking import token_ratio, wording_cost
+from replay.policies.masking import wording_cost
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER
 from replay.readers.cline_dedup import cline_max_allowed
 from replay.run_arrays import KIND_CODE, TOOL_CALL, TOOL_RESULT
@@ -77,6 +84,17 @@ class ClineConfig(PolicyConfig):
 (P_LIMIT, P_SHARE, P_READ_CHARS, P_WRITE_CHARS) = range(P_POLICY, P_POLICY + 4)
 S_REST = S_POLICY  # the first request whose messages are kept after the deleted range (1 before any truncation)
 S_KEYED = S_POLICY + 1  # 1 when the reader gave Cline's own duplicate keys and sizes anywhere in the run (a Cline log)
+S_KEPT = S_POLICY + 2  # the kept text's characters, as counted so far (the sum of the A_COUNTED row)
+S_COUNTED_TO = S_POLICY + 3  # the items from first_body up to here are counted
+S_GONE_NEXT, S_N_GONE = S_POLICY + 4, S_POLICY + 5  # next entry of the A_GONE list to count; its length
+S_READS_TO = S_POLICY + 6  # the duplicate-read pass has seen the first results up to here
+S_REST_FROM = S_POLICY + 7  # the items from first_body up to here are of requests before S_REST
+S_TOKENS, S_CHARS = S_POLICY + 8, S_POLICY + 9  # the run's tokens and characters (its tokens per character)
+A_CHARS = 0  # aux row: characters of a replaced read (its notice)
+A_COUNTED = 1  # aux row: what the item adds to S_KEPT
+A_FILE = 2  # aux row: the file of a first result the pass may replace (dense code), -1 for any other item
+A_NEWEST = 3  # aux row, per file code: the newest read of the file left as it is (-1 none)
+A_GONE = 4  # aux row: the items with text or media the server drops (RunArrays.gone_at), in the order they go
 
 
 class Cline(CompiledPolicy):
@@ -95,15 +113,68 @@ class Cline(CompiledPolicy):
         )
 
 
-@compiled(borrowed=True)
+@compiled
 def setup(p, r, st):
-    """The harness's own artefacts out of the view; no request is truncated yet."""
+    """The harness's own artefacts out of the view; no request is truncated yet; the files of the reads the pass may
+    replace and the order the server drops text in, once (sorts: O(n log n) per run)."""
     drop_artefacts(r, st)
+    for q in range(1, len(r.kind)):
+        if r.step[q] < r.step[q - 1]:
+            raise ValueError("cline: a run's item steps must not decrease (replay.run_arrays.from_items checks it)")
     st.s[S_REST] = 1
     keyed = False
     for q in range(len(r.dup_key)):
         keyed |= r.dup_key[q] >= 0
     st.s[S_KEYED] = 1 if keyed else 0
+    st.s[S_TOKENS], st.s[S_CHARS] = r.tokens.sum(), r.chars.sum()
+    st.s[S_COUNTED_TO] = st.s[S_READS_TO] = st.s[S_REST_FROM] = r.first_body
+    file_codes(r, st, keyed)
+    gone_order(r, st)
+
+
+@compiled
+def file_codes(r, st, keyed):
+    """A_FILE: for the first tool result of each request's user message that the pass may replace, its file (the
+    reader's key on a Cline log, else the call's resource) as a code 0, 1, ...; -1 for every other item."""
+    n = len(r.kind)
+    st.aux[A_FILE, :] = -1
+    st.aux[A_NEWEST, :] = -1
+    pos, key = np.empty(n, np.int64), np.empty(n, np.int64)
+    found, seen, last = 0, False, np.int64(0)
+    for q in range(r.first_body, n):
+        if (r.kind[q] != TOOL_RESULT) or (seen and r.step[q] == last):
+            continue  # not a result, or not its request's first (the steps never decrease)
+        seen, last = True, r.step[q]
+        if keyed:
+            usable = r.dup_key[q] >= 0
+        else:
+            flags = r.tflag[q]
+            usable = (r.resource[q] >= 0) & (not r.is_error[q]) & ((flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0)
+        if usable:
+            pos[found], key[found] = q, r.dup_key[q] if keyed else r.resource[q]
+            found += 1
+    order = np.argsort(key[:found], kind="mergesort")
+    code = -1
+    for i in range(found):
+        if i == 0 or key[order[i]] != key[order[i - 1]]:
+            code += 1
+        st.aux[A_FILE, pos[order[i]]] = code
+
+
+@compiled
+def gone_order(r, st):
+    """A_GONE: the text items the server drops at some request, by that request (S_N_GONE of them)."""
+    n = len(r.kind)
+    pos, at = np.empty(n, np.int64), np.empty(n, np.int64)
+    found = 0
+    for q in range(r.first_body, n):
+        if (r.gone_at[q] >= 0) & (is_text(r, q) | (r.media_chars[q] != 0)):
+            pos[found], at[found] = q, r.gone_at[q]
+            found += 1
+    order = np.argsort(at[:found], kind="mergesort")
+    for i in range(found):
+        st.aux[A_GONE, i] = pos[order[i]]
+    st.s[S_N_GONE] = found
 
 
 @compiled(inline="always")
@@ -114,85 +185,115 @@ def message(r, q):
     return 2 * k - 1 if out else 2 * k
 
 
+@compiled(inline="always")
+def is_text(r, q):
+    """Item q is text Cline weighs savings against: user and assistant text, results, tool calls where they are
+    text (reasoning is not)."""
+    kind = r.kind[q]
+    text = (kind == TEXT[0]) | (kind == TEXT[1]) | (kind == TEXT[2]) | (kind == TEXT[3])
+    return text | ((kind == TOOL_CALL) & r.text_tools)
+
+
 @compiled(borrowed=True)
-def kept_chars(r, st, rest):
-    """Characters of the text Cline weighs savings against: the first pair and the messages from ``rest`` on."""
-    total = np.int64(0)
-    for q in range(r.first_body, st.s[S_END]):
-        m = message(r, q)
-        kind = r.kind[q]
-        text = (kind == TEXT[0]) | (kind == TEXT[1]) | (kind == TEXT[2]) | (kind == TEXT[3])
-        text |= (kind == TOOL_CALL) & r.text_tools
-        if (st.forms[q] != DROPPED) & ((m < 2) | (m >= 2 * rest)):
-            if text:
-                total += st.aux[0, q] if st.forms[q] == PLACEHOLDER else r.chars[q]
-            total += r.media_chars[q]
-    return total
+def recount(r, st, q):
+    """Item q's characters in S_KEPT follow its form and the kept range: the first pair and the messages from
+    S_REST on, a replaced read at its notice's size, an image's base64 data whatever its kind."""
+    m = message(r, q)
+    kept = (st.forms[q] != DROPPED) & ((m < 2) | (m >= 2 * st.s[S_REST]))
+    chars = np.int64(0)
+    if kept:
+        if is_text(r, q):
+            chars += st.aux[A_CHARS, q] if st.forms[q] == PLACEHOLDER else r.chars[q]
+        chars += r.media_chars[q]
+    st.s[S_KEPT] += chars - st.aux[A_COUNTED, q]
+    st.aux[A_COUNTED, q] = chars
 
 
-@compiled
+@compiled(borrowed=True)
+def count_new(r, st):
+    """S_KEPT brought up to the view: the items added since it was last counted and those the server dropped since
+    (a form the policy sets is counted where it sets it)."""
+    end, k = st.s[S_END], st.s[S_K]
+    for q in range(max(st.s[S_COUNTED_TO], r.first_body), end):
+        recount(r, st, q)
+    st.s[S_COUNTED_TO] = max(st.s[S_COUNTED_TO], end)
+    i = st.s[S_GONE_NEXT]
+    while (i < st.s[S_N_GONE]) and (r.gone_at[st.aux[A_GONE, i]] <= k):
+        if st.aux[A_GONE, i] < end:  # one still to come is dropped when it comes
+            recount(r, st, st.aux[A_GONE, i])
+        i += 1
+    st.s[S_GONE_NEXT] = i
+
+
+@compiled(borrowed=True)
+def replace_read(p, r, st, q, keyed, ratio):
+    """Item q becomes Cline's notice; the characters saved."""
+    if keyed:
+        chars = r.dup_chars[q]
+    else:
+        chars = np.int64(p[P_READ_CHARS] if (r.tflag[q] & TF_FILE_READ) != 0 else p[P_WRITE_CHARS])
+    chars = min(chars, r.chars[q])
+    st.aux[A_CHARS, q] = chars
+    tok, est = wording_cost(r, q, chars, ratio, np.int64(p[P_ESTIMATOR]))
+    set_cost(st, PLACEHOLDER, q, tok, est)
+    set_form(st, q, PLACEHOLDER)
+    recount(r, st, q)
+    return r.chars[q] - chars
+
+
+@compiled(borrowed=True)
 def dedup(p, r, st, rest):
     """Replace all but the newest file read of each file among the first results of the kept user messages;
-    the characters saved (0 when none)."""
+    the characters saved (0 when none).
+
+    Each file's newest read left as it is (A_NEWEST) stays from one pass to the next, so a pass looks only at the
+    first results added since the last one (an older read was replaced then, or is no longer in the view as it
+    was); a read of a request still to come (its step past this request) waits for a later pass."""
     end, k = st.s[S_END], st.s[S_K]
     keyed = st.s[S_KEYED] != 0
-    n_key = 0
-    for q in range(end):
-        n_key = max(n_key, (r.dup_key[q] if keyed else r.resource[q]) + 1)
-    newest = np.full(n_key + 1, -1, np.int64)
-    first = np.full(k + 1, -1, np.int64)  # the user message of request j: its first tool result, in one pass
-    for q in range(r.first_body, end):
-        j = r.step[q]
-        if (j >= rest) & (j <= k) & (r.kind[q] == TOOL_RESULT) and first[j] < 0:
-            first[j] = q
-    cand = np.full(k + 1, -1, np.int64)
-    for j in range(rest, k + 1):
-        q = first[j]
-        if q < 0:
-            continue
-        if keyed:
-            usable = (st.forms[q] == ORIGINAL) & (r.dup_key[q] >= 0)
-        else:
-            flags = r.tflag[q]
-            usable = (st.forms[q] == ORIGINAL) & (r.resource[q] >= 0) & (not r.is_error[q])
-            usable &= (flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0
-        if usable:
-            cand[j] = q
-            newest[r.dup_key[q] if keyed else r.resource[q]] = q
-    ratio = token_ratio(r)
+    ratio = st.s[S_TOKENS] / max(st.s[S_CHARS], 1)  # the run's tokens per character (masking.token_ratio)
     saved = np.int64(0)
-    for j in range(rest, k + 1):
-        q = cand[j]
-        if (q < 0) or (newest[r.dup_key[q] if keyed else r.resource[q]] == q):
-            continue
-        if keyed:
-            chars = r.dup_chars[q]
-        else:
-            chars = np.int64(p[P_READ_CHARS] if (r.tflag[q] & TF_FILE_READ) != 0 else p[P_WRITE_CHARS])
-        chars = min(chars, r.chars[q])
-        saved += r.chars[q] - chars
-        st.aux[0, q] = chars
-        tok, est = wording_cost(r, q, chars, ratio, np.int64(p[P_ESTIMATOR]))
-        set_cost(st, PLACEHOLDER, q, tok, est)
-        set_form(st, q, PLACEHOLDER)
+    q = st.s[S_READS_TO]
+    while (q < end) and (r.step[q] <= k):
+        f = st.aux[A_FILE, q]
+        if (f >= 0) & (r.step[q] >= rest) & (st.forms[q] == ORIGINAL):
+            older = st.aux[A_NEWEST, f]
+            if (older >= 0) and (st.forms[older] == ORIGINAL) & (r.step[older] >= rest):
+                saved += replace_read(p, r, st, older, keyed, ratio)
+            st.aux[A_NEWEST, f] = q
+        q += 1
+    st.s[S_READS_TO] = q
     return saved
 
 
 @compiled(borrowed=True)
 def truncate(r, st, rest, quarter):
-    """Drop the older half (three quarters) of the request pairs from ``rest`` on; the new first kept request."""
-    k = st.s[S_K]
+    """Drop the older half (three quarters) of the request pairs from ``rest`` on (S_REST moves past them).
+
+    The items of those requests are found from S_REST_FROM on (the steps never decrease), so each item is looked
+    at by at most two truncations."""
+    k, end = st.s[S_K], st.s[S_END]
     n = 2 * k + 1 - 2 * rest  # API messages after the deleted range, this request's user message included
     removed = (n * 3 // 4 // 2) * 2 if quarter else (n // 4) * 2
     if removed <= 0:
-        return rest
+        return
     after = rest + removed // 2
-    for q in range(r.first_body, st.s[S_END]):
-        m = message(r, q)
-        if (m >= 2 * rest) & (m <= 2 * after - 1) & (st.forms[q] != DROPPED):
-            drop(r, st, q)
+    st.s[S_REST] = after
+    q, start = st.s[S_REST_FROM], np.int64(-1)
+    while (q < end) and (r.step[q] <= after):
+        if (start < 0) & (r.step[q] >= after):
+            start = q
+        if r.step[q] >= rest:
+            m = message(r, q)
+            if (m >= 2 * rest) & (m <= 2 * after - 1) & (st.forms[q] != DROPPED):
+                drop(r, st, q)
+                partner = r.pair[q]
+                if (partner >= r.first_body) & (partner < end):
+                    recount(r, st, partner)
+            recount(r, st, q)
+        q += 1
+    st.s[S_REST_FROM] = start if start >= 0 else q
     st.s[S_SUMMARISED] |= SUMMARY_CLEARED
-    return after
 
 
 @compiled(borrowed=True)
@@ -201,11 +302,12 @@ def decide(p, r, st):
     if st.s[S_K] == 0 or usage < p[P_LIMIT]:
         return
     rest = st.s[S_REST]
-    before = kept_chars(r, st, rest)
+    count_new(r, st)
+    before = st.s[S_KEPT]
     saved = dedup(p, r, st, rest)
     if saved > 0 and saved >= p[P_SHARE] * before:
         return
-    st.s[S_REST] = truncate(r, st, rest, usage / 2 > p[P_LIMIT])
+    truncate(r, st, rest, usage / 2 > p[P_LIMIT])
 
 
 POLICIES = (Cline,)
