@@ -27,8 +27,9 @@ Past the limit the pass runs at every request, so what it needs is kept between 
 view: the kept characters as a running total (each item's share in an aux row, updated where an item comes, where
 this policy replaces or drops it and where the server drops it), the newest read of each file left as it is, and
 how far the view has been looked at. A request's work is then its new items, the reads it replaces and the items
-a truncation drops (each item is looked at by at most two truncations). Only ``setup`` is superlinear: two sorts
-(files into dense codes, server drops by request), O(n log n) once per run.
+a truncation drops (each item is looked at by at most two truncations). Only ``setup`` may be superlinear, once per
+run: a sort of the files where the reader numbers them past the run's length, and one of the text the server drops
+by request (O(n log n)).
 """
 
 from __future__ import annotations
@@ -116,32 +117,42 @@ class Cline(CompiledPolicy):
 @compiled
 def setup(p, r, st):
     """The harness's own artefacts out of the view; no request is truncated yet; the files of the reads the pass may
-    replace and the order the server drops text in, once (sorts: O(n log n) per run)."""
+    replace and the order the server drops text in, once (sorts, O(n log n), only where the reader numbers files past
+    the run's length or the server drops text)."""
     drop_artefacts(r, st)
-    for q in range(1, len(r.kind)):
-        if r.step[q] < r.step[q - 1]:
-            raise ValueError("cline: a run's item steps must not decrease (replay.run_arrays.from_items checks it)")
     st.s[S_REST] = 1
     keyed = False
     for q in range(len(r.dup_key)):
         keyed |= r.dup_key[q] >= 0
     st.s[S_KEYED] = 1 if keyed else 0
-    st.s[S_TOKENS], st.s[S_CHARS] = r.tokens.sum(), r.chars.sum()
     st.s[S_COUNTED_TO] = st.s[S_READS_TO] = st.s[S_REST_FROM] = r.first_body
-    file_codes(r, st, keyed)
-    gone_order(r, st)
+    top, ordered = scan(r, st, keyed)
+    if not ordered:
+        raise ValueError("cline: a run's item steps must not decrease (replay.run_arrays.from_items checks it)")
+    if top >= len(r.kind):
+        dense_codes(r, st)
+    if st.s[S_N_GONE] > 0:
+        gone_order(r, st)
 
 
-@compiled
-def file_codes(r, st, keyed):
-    """A_FILE: for the first tool result of each request's user message that the pass may replace, its file (the
-    reader's key on a Cline log, else the call's resource) as a code 0, 1, ...; -1 for every other item."""
+@compiled(borrowed=True)
+def scan(r, st, keyed):
+    """One pass over the run: its tokens and characters (S_TOKENS, S_CHARS), the items with text or media the server
+    drops (S_N_GONE), and A_FILE: for the first tool result of each request's user message that the pass may
+    replace, its file (the reader's key on a Cline log, else the call's resource), -1 for every other item. The
+    largest file key, and whether the steps never decrease."""
     n = len(r.kind)
-    st.aux[A_FILE, :] = -1
-    st.aux[A_NEWEST, :] = -1
-    pos, key = np.empty(n, np.int64), np.empty(n, np.int64)
-    found, seen, last = 0, False, np.int64(0)
-    for q in range(r.first_body, n):
+    top, seen, last, ordered = np.int64(-1), False, np.int64(0), True
+    tokens, chars, gone = np.int64(0), np.int64(0), np.int64(0)
+    for q in range(n):
+        if q > 0:
+            ordered &= r.step[q] >= r.step[q - 1]
+        tokens += r.tokens[q]
+        chars += r.chars[q]
+        st.aux[A_FILE, q] = st.aux[A_NEWEST, q] = -1
+        if q < r.first_body:
+            continue
+        gone += (r.gone_at[q] >= 0) & weighs(r, q)
         if (r.kind[q] != TOOL_RESULT) or (seen and r.step[q] == last):
             continue  # not a result, or not its request's first (the steps never decrease)
         seen, last = True, r.step[q]
@@ -151,11 +162,20 @@ def file_codes(r, st, keyed):
             flags = r.tflag[q]
             usable = (r.resource[q] >= 0) & (not r.is_error[q]) & ((flags & (TF_FILE_READ | TF_FILE_WRITE)) != 0)
         if usable:
-            pos[found], key[found] = q, r.dup_key[q] if keyed else r.resource[q]
-            found += 1
-    order = np.argsort(key[:found], kind="mergesort")
+            st.aux[A_FILE, q] = r.dup_key[q] if keyed else np.int64(r.resource[q])
+            top = max(top, st.aux[A_FILE, q])
+    st.s[S_TOKENS], st.s[S_CHARS], st.s[S_N_GONE] = tokens, chars, gone
+    return top, ordered
+
+
+@compiled
+def dense_codes(r, st):
+    """A_FILE's keys renumbered 0, 1, ... in their order (keys past the run's length: a reader's own numbering)."""
+    pos = np.flatnonzero(st.aux[A_FILE] >= 0)
+    key = st.aux[A_FILE][pos]
+    order = np.argsort(key, kind="mergesort")
     code = -1
-    for i in range(found):
+    for i in range(len(pos)):
         if i == 0 or key[order[i]] != key[order[i - 1]]:
             code += 1
         st.aux[A_FILE, pos[order[i]]] = code
@@ -163,18 +183,16 @@ def file_codes(r, st, keyed):
 
 @compiled
 def gone_order(r, st):
-    """A_GONE: the text items the server drops at some request, by that request (S_N_GONE of them)."""
-    n = len(r.kind)
-    pos, at = np.empty(n, np.int64), np.empty(n, np.int64)
+    """A_GONE: the items with text or media the server drops at some request (S_N_GONE of them), by that request."""
+    pos, at = np.empty(st.s[S_N_GONE], np.int64), np.empty(st.s[S_N_GONE], np.int64)
     found = 0
-    for q in range(r.first_body, n):
-        if (r.gone_at[q] >= 0) & (is_text(r, q) | (r.media_chars[q] != 0)):
+    for q in range(r.first_body, len(r.kind)):
+        if (r.gone_at[q] >= 0) & weighs(r, q):
             pos[found], at[found] = q, r.gone_at[q]
             found += 1
-    order = np.argsort(at[:found], kind="mergesort")
+    order = np.argsort(at, kind="mergesort")
     for i in range(found):
         st.aux[A_GONE, i] = pos[order[i]]
-    st.s[S_N_GONE] = found
 
 
 @compiled(inline="always")
@@ -192,6 +210,12 @@ def is_text(r, q):
     kind = r.kind[q]
     text = (kind == TEXT[0]) | (kind == TEXT[1]) | (kind == TEXT[2]) | (kind == TEXT[3])
     return text | ((kind == TOOL_CALL) & r.text_tools)
+
+
+@compiled(inline="always")
+def weighs(r, q):
+    """Item q can count in the kept characters: text, or an image's base64 data."""
+    return is_text(r, q) | (r.media_chars[q] != 0)
 
 
 @compiled(borrowed=True)
