@@ -93,7 +93,7 @@ S_REST_FROM = S_POLICY + 7  # the items from first_body up to here are of reques
 S_TOKENS, S_CHARS = S_POLICY + 8, S_POLICY + 9  # the run's tokens and characters (its tokens per character)
 A_CHARS = 0  # aux row: characters of a replaced read (its notice)
 A_COUNTED = 1  # aux row: what the item adds to S_KEPT
-A_FILE = 2  # aux row: the file of a first result the pass may replace (dense code), -1 for any other item
+A_FILE = 2  # aux row: the file of a first result the pass may replace (a code below n), -1 for any other item
 A_NEWEST = 3  # aux row, per file code: the newest read of the file left as it is (-1 none)
 A_GONE = 4  # aux row: the items with text or media the server drops (RunArrays.gone_at), in the order they go
 
