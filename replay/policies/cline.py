@@ -28,8 +28,8 @@ view: the kept characters as a running total (each item's share in an aux row, u
 this policy replaces or drops it and where the server drops it), the newest read of each file left as it is, and
 how far the view has been looked at. A request's work is then its new items, the reads it replaces and the items
 a truncation drops (each item is looked at by at most two truncations). Only ``setup`` may be superlinear, once per
-run: a sort of the files where the reader numbers them past the run's length, and one of the text the server drops
-by request (O(n log n)).
+run: a sort of the files where the reader numbers them past the run's length, and one of the text and images the
+server drops, by request (O(n log n)).
 """
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ class Cline(CompiledPolicy):
 @compiled
 def setup(p, r, st):
     """The harness's own artefacts out of the view; no request is truncated yet; the files of the reads the pass may
-    replace and the order the server drops text in, once (sorts, O(n log n), only where the reader numbers files past
-    the run's length or the server drops text)."""
+    replace and the order the server drops what they weigh in, once (sorts, O(n log n), only where the reader numbers
+    files past the run's length or the server drops text or images)."""
     drop_artefacts(r, st)
     st.s[S_REST] = 1
     keyed = False
