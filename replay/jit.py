@@ -24,8 +24,10 @@ COMPILED_SOURCES = ("policies", "simulator/kernels")
 
 @cache
 def source_hash() -> str:
-    """Hash of every source file compiled code lives in (what the on-disk cache is keyed by)."""
-    digest = hashlib.sha256()
+    """Hash of every source file compiled code lives in and of the folder they are in (what the on-disk cache is
+    keyed by): numba finds a cached compilation by its source file's path, so a second checkout of the same code
+    compiles again, and must say so (``replay.simulator.kernels.compiling``'s markers carry this hash)."""
+    digest = hashlib.sha256(str(PACKAGE).encode())
     for folder in COMPILED_SOURCES:
         for path in sorted((PACKAGE / folder).glob("*.py")):
             digest.update(path.name.encode())

@@ -101,3 +101,24 @@ def test_a_policy_compiles_beside_the_fit_only_when_the_fit_compiles_too(tmp_pat
     compiling.marker("trace_kernel", policy_class("recorded").code).touch()
     compiling.compile_beside_the_fit("masking")  # the fit's loop is cached: masking's alone, compiled here
     assert started == [["seed_a"]]
+
+
+def test_a_second_checkout_of_the_same_code_is_keyed_apart(tmp_path, monkeypatch):
+    """numba finds a cached loop by its source file's path: another checkout of identical sources compiles again,
+    so its markers (and cache folder) must not say it is compiled."""
+    import shutil
+
+    from replay import jit
+
+    here = jit.source_hash()
+    copy = tmp_path / "replay"
+    for folder in jit.COMPILED_SOURCES:
+        shutil.copytree(jit.PACKAGE / folder, copy / folder)
+    monkeypatch.setattr(jit, "PACKAGE", copy)
+    jit.source_hash.cache_clear()
+    try:
+        assert jit.source_hash() != here
+    finally:
+        monkeypatch.undo()
+        jit.source_hash.cache_clear()
+    assert jit.source_hash() == here
