@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
@@ -148,11 +148,12 @@ def _call_id(ev: dict) -> str | None:
     return call_id if isinstance(call_id, str) else None
 
 
-def unmatched_calls(events: list[dict]) -> set[str]:
+def unmatched_calls(events: list[dict], maybe_observed: set[str] | None = None) -> set[str]:
     """Tool call ids the SDK's view never sends (View: ToolCallMatchingProperty, BatchAtomicityProperty): an
     action no observation-like event ever answers (a call interrupted before it ran) is left out with every other
-    action of its response, and so are those actions' observations."""
-    observed = {e.get("tool_call_id") for e in events if e.get("kind") in OBSERVATION_KINDS}
+    action of its response, and so are those actions' observations. ``maybe_observed``: calls an unreadable event
+    after them may answer, taken as answered (a damaged line costs only itself)."""
+    observed = {e.get("tool_call_id") for e in events if e.get("kind") in OBSERVATION_KINDS} | (maybe_observed or set())
     actions = [(_call_id(e), e.get("llm_response_id")) for e in events if e.get("kind") == "ActionEvent"]
     open_responses = {rid for cid, rid in actions if cid is not None and cid not in observed}
     return {
@@ -313,9 +314,11 @@ class OpenHandsV1Reader:
             yield from _Conversation(ctx, ctx.run_id(), {}).run([(i, e) for i, e in enumerate(doc)])
             return
         stream: list[tuple[int, Any]] = []
+        damaged: list[int] = []  # lines that could not be read
         used: set[str] = set()  # run id suffixes of eval lines so far
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
+                damaged.append(entry.line)
                 yield entry
                 continue
             line, obj = entry
@@ -331,7 +334,7 @@ class OpenHandsV1Reader:
                     str(obj)[:2000],
                 )
         if stream:
-            yield from _Conversation(ctx, ctx.run_id(), {}).run(stream)
+            yield from _Conversation(ctx, ctx.run_id(), {}).run(stream, damaged=damaged)
 
     def _eval_line(self, ctx: ReadContext, line: int, obj: dict, used: set[str]) -> Iterator[Record]:
         meta = sub_dict(obj, "metadata")
@@ -361,10 +364,12 @@ class OpenHandsV1Reader:
         meta: dict[str, Any] = {}
         model = None
         events: list[tuple[int, Any]] = []
+        damaged: list[int] = []  # indexes of event files that could not be read
         for f in files:
             idx = int(m.group(1)) if (m := EVENT_FILE_RE.match(f.name)) else None
             doc = load_json_document(replace(ctx, path=f))
             if isinstance(doc, BadRecord):
+                damaged += [idx] if idx is not None else []
                 yield replace(doc, reason=f"{f.name}: {doc.reason}")
                 continue
             if idx is None:  # base_state.json
@@ -389,7 +394,7 @@ class OpenHandsV1Reader:
         # the run is named after the conversation, also when its state folder is what was named
         named = ctx.path.parent if state_folder(ctx.path.parent) == ctx.path else ctx.path
         run_id = replace(ctx, path=named).run_id()
-        yield from _Conversation(ctx, run_id, meta, agent, condenser, model=model).run(events)
+        yield from _Conversation(ctx, run_id, meta, agent, condenser, model=model).run(events, damaged=damaged)
 
 
 class _Conversation:
@@ -434,12 +439,21 @@ class _Conversation:
         self.observed: set[str] = set()  # tool call ids whose observation-like event was read
         self.duplicates = 0  # observation-like events for a call already observed (not in the view)
 
-    def run(self, events: list[tuple[int, Any]], line: int | None = None) -> Iterator[Record]:
+    def run(
+        self, events: list[tuple[int, Any]], line: int | None = None, damaged: Sequence[int] = ()
+    ) -> Iterator[Record]:
+        """The conversation's records from its events (position, event); ``damaged``: positions of events that
+        could not be read (quarantined by the caller)."""
         meta = self.b.run.metadata
         off = off_branch(
             [e for _, e in events if isinstance(e, dict)], meta.get("leaf_event_id"), meta.get("head_is_empty")
         )
-        self.unsent_calls = unmatched_calls([e for _, e in events if isinstance(e, dict) and e.get("id") not in off])
+        last_damage = max([*damaged, *(w for w, e in events if not isinstance(e, dict))], default=-1)
+        actions = [(w, _call_id(e)) for w, e in events if isinstance(e, dict) and e.get("kind") == "ActionEvent"]
+        maybe = {c for w, c in actions if c is not None and w < last_damage}
+        self.unsent_calls = unmatched_calls(
+            [e for _, e in events if isinstance(e, dict) and e.get("id") not in off], maybe
+        )
         abandoned: set[str] = set()
         for n, (where, event) in enumerate(events):
             if isinstance(event, dict) and event.get("id") in off:  # another branch of the conversation tree

@@ -625,3 +625,19 @@ def test_conversation_tree_reads_the_active_branch(tmp_path: Path) -> None:
     # without parent ids (SDK before the tree) the same events are one linear history
     path.write_text("\n".join(json.dumps({k: v for k, v in e.items() if k != "parent_id"}) for e in tree) + "\n")
     assert len(of(read(path), Request)) == 3
+
+
+def test_a_damaged_line_may_hold_an_observation(tmp_path: Path) -> None:
+    """An action whose observation is on a line that cannot be read is not taken as unanswered: the damaged line
+    costs only itself (it is quarantined), not its action and the rest of that response."""
+    events = _events()[:6]  # system, user, two actions of response r1, their two observations
+    lines = [json.dumps(e) for e in events]
+    lines[4] = lines[4][: len(lines[4]) // 2]  # o1's line cut short
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    records = read(path)
+    assert len(of(records, BadRecord)) == 1
+    items = of(records, Item)
+    assert [i.call_id for i in items if i.kind == "tool_call"] == ["c1", "c2"]
+    assert [i.text for i in items if i.kind == "tool_result"] == ["body 2"]
+    assert "unmatched_tool_calls" not in of(records, Run)[0].metadata
