@@ -22,7 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_losses import MIN_LOSS, held_after, idle_before, requests_phrase, ttl_of
+from replay.simulator.cache_losses import MIN_LOSS, held_after, requests_phrase, ttl_of
+from replay.simulator.idle import idle_before
 from replay.simulator.run_start import warm_tokens
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
-from replay.simulator.idle import MIN_CACHEABLE, request_times
+from replay.simulator.idle import MIN_CACHEABLE, idle_before
 from replay.simulator.request_costs import writes_unbilled
 
 MIN_LOSS = MIN_CACHEABLE  # tokens: Anthropic's largest minimum cacheable prefix
@@ -84,15 +84,6 @@ def held_after(run: RunArrays) -> np.ndarray:
     if writes_unbilled(run):
         return np.where(run.rec_prompt >= 0, run.rec_prompt - run.tail, -1)
     return np.where((read >= 0) & (write >= 0), read + write, -1)
-
-
-def idle_before(run: RunArrays) -> np.ndarray:
-    """Per request, the idle time since the end of the previous response (NaN for the first and where the log
-    dates neither): replay.simulator.idle."""
-    sent, done = request_times(run)
-    gap = np.full(run.n_requests, np.nan)
-    gap[1:] = sent[1:] - done[:-1]
-    return gap
 
 
 def explained_changes(run: RunArrays) -> np.ndarray:

@@ -45,6 +45,15 @@ def request_times(run: RunArrays) -> tuple[np.ndarray, np.ndarray]:
     return sent, done
 
 
+def idle_before(run: RunArrays) -> np.ndarray:
+    """Per request, the idle time since the end of the previous response (NaN for the first and where the log
+    dates neither)."""
+    sent, done = request_times(run)
+    gap = np.full(run.n_requests, np.nan)
+    gap[1:] = sent[1:] - done[:-1]
+    return gap
+
+
 def inferred_ttl(run: RunArrays) -> float:
     """The TTL of a Claude Code log whose usage splits its writes by duration but leaves the split at zero (an
     Anthropic-compatible endpoint: ``ccb-android-avd-*``): 1 h when a request sent more than 5 minutes after the
@@ -55,8 +64,7 @@ def inferred_ttl(run: RunArrays) -> float:
     m = run.n_requests
     if m < 2 or len(run.rec_cache_read) != m:
         return FIVE_MINUTES
-    sent, done = request_times(run)
-    idle = sent[1:] - done[:-1]
+    idle = idle_before(run)[1:]
     warm = max(int(run.rec_cache_read[0]), 0)
     own = run.rec_cache_read[1:] - warm >= MIN_CACHEABLE
     return HOUR if bool((np.isfinite(idle) & (idle > FIVE_MINUTES) & own).any()) else FIVE_MINUTES

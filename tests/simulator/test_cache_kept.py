@@ -11,7 +11,8 @@ import pytest
 from replay.policies import Budget, make_policy
 from replay.run_arrays import build
 from replay.simulator.cache_kept import cache_kept
-from replay.simulator.cache_losses import MIN_LOSS, idle_before, ttl_of, unexplained_losses
+from replay.simulator.cache_losses import MIN_LOSS, ttl_of, unexplained_losses
+from replay.simulator.idle import idle_before
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.simulator.run_start import warm_tokens
