@@ -671,7 +671,7 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
     for call in calls:
         add_call(b, call.get("name") or "", call.get("args") or {}, call.get("id"), line=line, ts=call.get("timestamp"))
     for call in calls:
-        if call.get("result") is None and call.get("status") not in ("error", "cancelled"):
+        if not _finished(call):
             continue  # not finished when the file was written
         b.result(
             call_result_text(call),
