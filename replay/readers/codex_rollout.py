@@ -163,6 +163,13 @@ def window_filled(info: dict) -> bool:
     return total.get("total_tokens") == window and not any(total.get(k) or last.get(k) for k in counted)
 
 
+def note_window(b: RunBuilder, window: Any) -> None:
+    """Keep a logged ``model_context_window`` (token_count's, task_started's), the window codex-rs measures
+    auto-compaction on, when it is a positive integer."""
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        b.run.metadata["model_context_window"] = window
+
+
 def agent_message_text(content: Any) -> tuple[str, int]:
     """An ``agent_message`` item's model-visible text (its ``input_text`` parts) and the number of its
     ``encrypted_content`` parts, whose size the log does not give."""
@@ -356,9 +363,7 @@ class CodexRolloutReader:
                 d.input(partial(compaction, b, p, line, ts, keep, None, logged))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
-                window = info.get("model_context_window")
-                if isinstance(window, int) and window > 0:  # the window auto-compaction is measured on
-                    b.run.metadata["model_context_window"] = window
+                note_window(b, info.get("model_context_window"))
                 total = info.get("total_token_usage")
                 if window_filled(info):  # a request the server refused: not a call the run paid for
                     if held:
@@ -381,9 +386,7 @@ class CodexRolloutReader:
                     }
                 last_total = total
             elif kind == "event_msg" and p.get("type") == "task_started":
-                window = p.get("model_context_window")  # the turn's window (codex-rs TurnStartedEvent)
-                if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-                    b.run.metadata["model_context_window"] = window
+                note_window(b, p.get("model_context_window"))  # the turn's window (codex-rs TurnStartedEvent)
             elif kind == "inter_agent_communication":
                 text, encrypted = inter_agent_text(p)
                 d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}, True))

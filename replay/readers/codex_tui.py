@@ -23,7 +23,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
-from replay.readers.codex_rollout import Deferred, openai_usage, sniff_json_lines, window_filled
+from replay.readers.codex_rollout import Deferred, note_window, openai_usage, sniff_json_lines, window_filled
 from replay.readers.json_fields import sub_dict
 
 TUI_KINDS = {"session_start", "codex_event", "app_event", "key_event", "insert_history", "log_line", "op"}
@@ -100,9 +100,7 @@ class CodexTuiReader:
                 info = msg.get("info")
                 if isinstance(info, dict):
                     last_total = info.get("total_token_usage", last_total)
-                    window = info.get("model_context_window")
-                    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-                        d.b.run.metadata["model_context_window"] = window
+                    note_window(d.b, info.get("model_context_window"))
                 if flat is None:
                     continue
                 msg = flat
