@@ -64,8 +64,13 @@ if not os.environ.get("NUMBA_CACHE_DIR"):
     numba.config.CACHE_DIR = _cache_dir()  # type: ignore[attr-defined]  # numba.config sets its names at run time
 
 
-def compiled(fn=None, *, borrowed: bool = False, **options):
-    """``njit(cache=True)``; ``@compiled``, ``@compiled(inline="always")`` or ``@compiled(borrowed=True)``.
+def compiled(fn=None, *, borrowed: bool = False, internal: bool = False, **options):
+    """``njit(cache=True)``; ``@compiled``, ``@compiled(inline="always")``, ``@compiled(internal=True)`` or
+    ``@compiled(borrowed=True)``.
+
+    ``internal``: called from compiled code only, so numba makes it no entry point from Python (no CPython or C
+    wrapper: unboxing a Run's ~40 arrays and boxing what it returns is code numba would type, optimise and emit
+    for nothing; calling it from Python fails).
 
     ``borrowed``: compiled without reference counting (numba's NRT off), so the arrays it is passed, and those of
     the structs it is passed, are borrowed for the call. Numba otherwise increfs and decrefs every one of them on
@@ -75,7 +80,7 @@ def compiled(fn=None, *, borrowed: bool = False, **options):
     called from compiled code only: numba makes it no entry point from Python (unboxing its arguments, a Run's ~40
     arrays, there was a tenth of a policy's compile time)."""
     options["_nrt"] = not borrowed  # explicit: numba's callees otherwise inherit it from their caller
-    if borrowed:
+    if borrowed or internal:
         options.update(no_cpython_wrapper=True, no_cfunc_wrapper=True)
     if fn is None:
         return lambda f: njit(cache=True, **options)(f)

@@ -104,13 +104,13 @@ def decide(p, r, st):
             set_form(st, q, PLACEHOLDER)
 
 
-@compiled
+@compiled(internal=True)
 def summariser_prompt(r, st, e):
     """Charge event ``e``'s summariser call the prompt the run's condenser sends: its instruction, the previous
     summary and the events the event forgets (its items still in the view, before it drops them)."""
     end = st.s[S_END]
     lo, hi = r.ev_drop_off[e], r.ev_drop_off[e + 1]
-    gone = np.sort(r.ev_drop[lo:hi])
+    gone = r.ev_drop[lo:hi]  # ascending (replay.simulator.kernels.packed)
     c = r.condenser
     acc = (np.int64(0), np.int64(-1), np.int64(0))
     for q in gone:

@@ -38,7 +38,6 @@ from replay.policies import Budget, make_compiled
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
 from replay.simulator.kernels.caches import cache_params
-from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
@@ -119,9 +118,7 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column
     return [
-        call_policy_kernel(
-            trace_kernel, policy.code, policy.name, p, cache_params(c, run.model), packed.arrays, tflag, 0
-        )[1][:, col].copy()
+        trace_kernel(policy.code, policy.name, p, cache_params(c, run.model), packed.arrays, tflag, 0)[1][:, col].copy()
         for c in caches
     ]
 

@@ -24,17 +24,23 @@ def test_tables_hold_each_compiled_policy_under_its_code():
 
 
 class FakeKernel:
-    """Stands for a compiled entry point: records its calls."""
+    """Stands for a numba dispatcher: compiling it by signature gives an entry point that records its calls."""
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
+        self.overloads: dict = {}
+        self.signatures: list[tuple] = []
 
         def fake_entry(code, *args):
             return code
 
         self.py_func = fake_entry
 
-    def __call__(self, code, *args):
+    def compile(self, sig):
+        self.signatures.append(sig)
+        return self.entry_point
+
+    def entry_point(self, code, *args):
         self.calls.append((code, *args))
         return code
 
@@ -56,6 +62,10 @@ def test_first_call_says_it_compiles_then_never_again(tmp_path, monkeypatch, cap
     compiling.call_policy_kernel(kernel, 3, "seed_a", 1.0)
     assert capsys.readouterr().err == ""
     assert len(kernel.calls) == 4
+    # the policy code is given as a compile-time constant: numba never types the loop with a plain integer first
+    assert all(
+        sig[0] == numba.types.literal(code) for sig, (code, *_) in zip(kernel.signatures, kernel.calls, strict=True)
+    )
 
 
 @pytest.mark.parametrize("name", ["masking", "examples.policies.keep_recent:KeepRecent"])
@@ -84,7 +94,7 @@ def test_compile_in_background_leaves_the_loop_cached(tmp_path, monkeypatch):
     monkeypatch.setattr(compiling.os, "cpu_count", lambda: 2)
     child = compiling.compile_in_background(["full"])
     assert child is not None and child.wait(timeout=600) == 0
-    assert compiling.is_ready("trace_kernel", policy_class("full").code)
+    assert compiling.is_ready("run_kernel", policy_class("full").code)
     assert compiling.compile_in_background(["full"]) is None
 
 
@@ -97,8 +107,8 @@ def test_a_policy_compiles_beside_the_fit_only_when_the_fit_compiles_too(tmp_pat
     monkeypatch.setattr(compiling, "_READY", set())
     compiling.compile_beside_the_fit("seed_a")  # nothing compiled: recorded's loop here, seed_a's in a child
     compiling.compile_beside_the_fit("recorded")  # the fit's own policy: one loop, compiled here
-    compiling.marker("trace_kernel", policy_class("recorded").code).parent.mkdir(parents=True)
-    compiling.marker("trace_kernel", policy_class("recorded").code).touch()
+    compiling.marker("run_kernel", policy_class("recorded").code).parent.mkdir(parents=True)
+    compiling.marker("run_kernel", policy_class("recorded").code).touch()
     compiling.compile_beside_the_fit("masking")  # the fit's loop is cached: masking's alone, compiled here
     assert started == [["seed_a"]]
 

@@ -153,7 +153,7 @@ def _cacheable(tokens, min_tokens, step, full):
     return min(tokens // step * step, full)
 
 
-@compiled
+@compiled(internal=True)
 def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, s_tok, code):
     """Expected cached tokens of one request under an automatic prefix cache (OpenAI, Gemini, DeepSeek), best
     effort: with probability ``hit_rate`` (q) the request reaches the server holding the conversation, which last
@@ -205,7 +205,7 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
     return hit
 
 
-@compiled
+@compiled(internal=True)
 def first_rewrite(forms, ftok, tokens, end, s_at):
     """The first position of the first request's view that differs from the log (a form other than the original,
     another cost, or the summary), ``end`` if none: what was warm before the run is valid up to there."""

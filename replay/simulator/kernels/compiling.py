@@ -23,7 +23,7 @@ from replay.policies import policy_class
 from replay.policies.dispatch import RECORDED
 
 # seconds to compile one policy's loop, measured on a fresh cache (2 cores, unloaded): per entry point
-ESTIMATE_S = {"corpus_kernel": 15, "trace_kernel": 15}
+ESTIMATE_S = {"corpus_kernel": 15, "run_kernel": 15}
 _READY: set[tuple[str, int]] = set()
 _PENDING: dict[tuple[str, int], subprocess.Popen] = {}  # loops a child process is compiling (compile_in_background)
 
@@ -62,14 +62,13 @@ def call_policy_kernel(kernel, code: int, name: str, *args: Any):
         sys.stderr.flush()
         child.wait()  # it has cached the loop (or failed: then it compiles here, saying so below)
     if (entry, code) in _READY:
-        direct = compiled_entry(kernel, code, args)
-        return kernel(code, *args) if direct is None else direct(code, *args)
+        return compiled_entry(kernel, code, args)(code, *args)
     cold = not marker(entry, code).exists()
     if cold:
         sys.stderr.write(f"compiling {name} (once per install, {expected(entry)}) ...\n")
         sys.stderr.flush()
     start = time.perf_counter()
-    out = kernel(code, *args)
+    out = compiled_entry(kernel, code, args)(code, *args)
     _READY.add((entry, code))
     if cold:
         took = time.perf_counter() - start
@@ -85,15 +84,13 @@ def call_policy_kernel(kernel, code: int, name: str, *args: Any):
 
 
 def compiled_entry(kernel, code: int, args: tuple):
-    """The machine code compiled for exactly these argument types under policy ``code`` (None if there is none).
-    Called through the dispatcher, a literal argument makes numba type the call again each time (~13 ms); the
-    compiled entry point is looked up by the arguments' exact types instead, so it is only ever given what it was
-    compiled for."""
-    overloads = getattr(kernel, "overloads", None)
-    if not overloads:
-        return None
-    cres = overloads.get((types.literal(code), *(typeof(a) for a in args)))
-    return None if cres is None else cres.entry_point
+    """The machine code of ``kernel`` for exactly these argument types under policy ``code``, loaded from numba's
+    on-disk cache or compiled now. Called through the dispatcher, the policy code would be typed as a plain integer
+    first: numba would analyse and type the whole loop until its ``literally`` asks for the constant (~0.5 s a
+    process), then type the call again on every call (~13 ms); the signature with the constant is given instead."""
+    sig = (types.literal(code), *(typeof(a) for a in args))
+    cres = kernel.overloads.get(sig)
+    return kernel.compile(sig) if cres is None else cres.entry_point
 
 
 def compile_in_background(names: list[str]) -> subprocess.Popen | None:
@@ -101,12 +98,12 @@ def compile_in_background(names: list[str]) -> subprocess.Popen | None:
     loop is not compiled yet, so that a spare core compiles them while this process works on; None when every one
     is compiled or the machine has one core. The child writes numba's on-disk cache, which this process then reads."""
     codes = {n: policy_class(n).code for n in names}
-    todo = [n for n in names if not is_ready("trace_kernel", codes[n])]
+    todo = [n for n in names if not is_ready("run_kernel", codes[n])]
     if not todo or (os.cpu_count() or 1) < 2:
         return None
     cmd = [sys.executable, "-m", "replay", "warm", "--per-request", *todo]
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _PENDING.update({("trace_kernel", codes[n]): child for n in todo})
+    _PENDING.update({("run_kernel", codes[n]): child for n in todo})
     return child
 
 
@@ -114,5 +111,5 @@ def compile_beside_the_fit(name: str) -> None:
     """Before a command that simulates policy ``name`` per request: when the recorded policy's loop, which the
     cache fit runs (``replay.simulator.cache_fit``), is not compiled either, ``name``'s compiles in a child process
     meanwhile (the first call of it waits for that child)."""
-    if policy_class(name).code != RECORDED and not is_ready("trace_kernel", RECORDED):
+    if policy_class(name).code != RECORDED and not is_ready("run_kernel", RECORDED):
         compile_in_background([name])

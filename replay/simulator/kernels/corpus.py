@@ -8,10 +8,12 @@ from numba import literally
 
 from replay.jit import compiled
 from replay.policies.kernel import Run
+from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.driver import N_OUT, run_kernel
+from replay.simulator.kernels.packed import Packed
 
 
-@compiled
+@compiled(internal=True)
 def run_at(pk, tflag, i):
     """Run ``i`` of the packed runs as the compiled policies see it."""
     a, b = pk.item_off[i], pk.item_off[i + 1]
@@ -80,14 +82,15 @@ def corpus_kernel(code, p, cps, pk, tflag):
     return out, charged
 
 
-@compiled
-def trace_kernel(code, p, cp, pk, tflag, i):
-    """Run ``i`` under one configuration of policy ``code`` (compiled per policy): counters, per-request columns,
-    change log, final form costs."""
-    literally(code)
+def trace_kernel(code: int, name: str, p: np.ndarray, cp: np.ndarray, pk: Packed, tflag: np.ndarray, i: int):
+    """Run ``i`` under one configuration of policy ``code`` (named ``name``; compiled per policy): counters,
+    per-request columns, change log, final form costs. The run is unpacked here and ``run_kernel`` is the entry point
+    itself: a compiled wrapper around it had numba optimise and emit the whole loop a second time, a tenth of a
+    policy's compile."""
     out = np.zeros(N_OUT, np.int64)
-    c, d = pk.req_off[i], pk.req_off[i + 1]
-    cols, log, ftok, fest = run_kernel(
-        code, p, cp, run_at(pk, tflag, i), pk.req_ts[c:d], out, True, np.zeros((0, 3), np.int64)
+    run = run_at.py_func(pk, tflag, i)
+    req_ts = pk.req_ts[pk.req_off[i] : pk.req_off[i + 1]]
+    cols, log, ftok, fest = call_policy_kernel(
+        run_kernel, code, name, p, cp, run, req_ts, out, True, np.zeros((0, 3), np.int64)
     )
     return out, cols, log, ftok, fest

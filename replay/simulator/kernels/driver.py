@@ -110,7 +110,7 @@ N_OUT = 24  # O_SUMMARY_HISTORY: the summariser calls' prompts sent uncached; O_
 N_TRACE = 14  # T_SUM_READ: the prompt of the summariser call made at the request (0: none); T_SUM_WRITE: written
 
 
-@compiled
+@compiled(internal=True)
 def _initial_state(p, r):
     """Forms all original; every form costs the item until the policy defines it; DROPPED costs 0."""
     n = len(r.kind)

@@ -108,7 +108,7 @@ class PackedRuns:
     ev_step: np.ndarray  # request at which each recorded event takes effect
     ev_summary: np.ndarray  # per event: it made a summary (not one of arrays.CLEARING_EVENTS)
     ev_drop_off: np.ndarray  # absolute offsets into ev_drop, per run n_events + 1 of them
-    ev_drop: np.ndarray  # run-local positions each recorded event drops
+    ev_drop: np.ndarray  # run-local positions each recorded event drops, ascending per event
     mask_step: np.ndarray
     mask_pos: np.ndarray
     mask_chars: np.ndarray
@@ -265,7 +265,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "ev_step": _cat([ev.step for ev in recorded], np.int64),
         "ev_summary": _cat([np.array([k not in CLEARING_EVENTS for k in ev.kind], bool) for ev in recorded], np.bool_),
         "ev_drop_off": _cat(drop_off, np.int64),
-        "ev_drop": _cat([d for ev in recorded for d in ev.drop], np.int64),
+        "ev_drop": _cat([np.sort(d) for ev in recorded for d in ev.drop], np.int64),
         "mask_step": _cat([ev.mask_step for ev in recorded], np.int64),
         "mask_pos": _cat([ev.mask_pos for ev in recorded], np.int64),
         "mask_chars": _cat([ev.mask_chars for ev in recorded], np.int64),

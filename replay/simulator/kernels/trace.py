@@ -15,7 +15,6 @@ from replay.policies.view import View
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel
 from replay.simulator.kernels.caches import cache_params
-from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import (
@@ -117,7 +116,7 @@ def _trace(
     overhead: int,
 ) -> Trace:
     p[P_NEAR_MARGIN], p[P_OVERHEAD] = near_margin, overhead
-    counters, columns, log, ftok, fest = call_policy_kernel(trace_kernel, code, name, p, cp, packed.arrays, tflag, 0)
+    counters, columns, log, ftok, fest = trace_kernel(code, name, p, cp, packed.arrays, tflag, 0)
     return Trace(run, columns, log, counters, ftok, fest)
 
 
