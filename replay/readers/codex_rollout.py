@@ -26,6 +26,9 @@ to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definit
 ``tool_defs``), tool outputs as content items (their ``input_image`` parts are images, not text), the turn's
 ``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
 refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
+
+A ``thread_rolled_back`` event (the user undid the last ``num_turns`` turns) takes those turns' items out of every
+later prompt by codex-rs's rule (``codex_history``); what it took goes to ``runs.metadata.rollbacks``.
 """
 
 from __future__ import annotations

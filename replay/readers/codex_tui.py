@@ -11,6 +11,7 @@ token_count changed shape in codex-rs: the TUI-log era's flat usage (``input_tok
 ``model_context_window``; ``rate_limits``), sent again unchanged for rate-limit updates. A request is then an
 ``info`` whose total moved, as in the rollout reader. Later codex-rs TUIs log only UI events and ops (no
 ``codex_event``): such a log holds no model call, and the reader says so instead of yielding an empty run.
+A ``thread_rolled_back`` event is read as in the rollout reader, each turn starting at its task_started.
 """
 
 from __future__ import annotations
