@@ -73,7 +73,7 @@ TURN_2 += ["reasoning", "assistant_text"]
 
 
 def test_rollback_drops_the_last_turn_and_the_context_update_above_it() -> None:
-    # hand-written after codex-rs 0.77's writer: three injected context messages, turn 1, an environment update and
+    # hand-written to codex-rs's rollout schema: three injected context messages, turn 1, an environment update and
     # turn 2 (two calls), `thread_rolled_back` with num_turns 1, then turn 3
     records = read(ROLLOUT, FIXTURE)
     (run,) = [r for r in records if isinstance(r, Run)]
