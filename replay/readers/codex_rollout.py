@@ -26,6 +26,9 @@ to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definit
 ``tool_defs``), tool outputs as content items (their ``input_image`` parts are images, not text), the turn's
 ``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
 refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
+
+A ``thread_rolled_back`` event (the user undid the last ``num_turns`` turns) takes those turns' items out of every
+later prompt by codex-rs's rule (``codex_history``); what it took goes to ``runs.metadata.rollbacks``.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from typing import Any
 
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
-from replay.readers.builder import RunBuilder
+from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.codex_history import TURN, History, message_mark
 from replay.readers.codex_truncation import history_budget, truncate_parts, truncate_text
 
 LINE_TYPES = {
@@ -257,9 +261,17 @@ def replacement_history(b: RunBuilder, p: dict, line: int, logged: dict[str, dic
 
 
 def compaction(
-    b: RunBuilder, p: dict, line: int, ts: str | None, keep: int, usage: dict | None, logged: dict[str, dict]
+    b: RunBuilder,
+    p: dict,
+    line: int,
+    ts: str | None,
+    keep: int,
+    usage: dict | None,
+    logged: dict[str, dict],
+    live: History,
 ) -> None:
-    """Add a ``compacted`` line's summary and replacement history after the current items, and its event."""
+    """Add a ``compacted`` line's summary and replacement history after the current items, and its event; ``live``
+    becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it)."""
     message = p["message"] if isinstance(p.get("message"), str) else ""
     history = replacement_history(b, p, line, logged)
     summary_at = next(
@@ -274,30 +286,31 @@ def compaction(
     if encrypted:
         summary_at = next(k for k, e in enumerate(history) if e.get("type") in ENCRYPTED_SUMMARIES)
     drop = [[keep, b.seq]] if keep < b.seq else []
-    summary_seq = None
+    start, summary_seq = b.seq, None
     if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
         summary_seq = b.add("summary", "user", message, ts=ts, line=line).seq
+        live.mark(summary_seq, summary_seq + 1, None if encrypted else TURN)  # a user message, unless encrypted
     at = {"ts": ts, "line": line}
     first_resent = b.seq
+    order: list[int] = []  # the reader's seqs in the replacement history's order
     for k, e in enumerate(history):
+        lo = b.seq
         if k == summary_at:
+            order.extend([] if summary_seq is None else [summary_seq])
             continue
         if e.get("type") == "agent_message":  # remote compaction v2 keeps other agents' messages
             add_agent_input(b, *agent_message_text(e.get("content")), at)
+            live.mark(lo, b.seq, TURN)
+            order.extend(range(lo, b.seq))
             continue
         if e.get("type") != "message":
             continue  # ghost snapshots and other bookkeeping entries are not sent to the model
-        role, text = e.get("role") or "user", _replacement_text(e)
-        if role in ("developer", "system"):
-            b.add("system", "system", text, **at)
-        elif role == "assistant":
-            b.add("assistant_text", "assistant", text, **at)
-        else:
-            if text:
-                b.add("user_text", "user", text, **at)
-            for c in e.get("content") or []:
-                if isinstance(c, dict) and _is_image(c):
-                    b.add("image", "user", "[image]", **at)
+        _replacement_entry(b, e, at)
+        live.mark(lo, b.seq, message_mark(e.get("role") or "user", e.get("content")))
+        order.extend(range(lo, b.seq))
+    if summary_seq is not None and summary_at is None:
+        order.append(summary_seq)
+    live.replace(keep, start, order, b.seq)
     extra: dict[str, Any] = {"usage": usage} if usage else {}
     if b.seq > first_resent:  # the replacement history: sent again after the summary, not new content
         extra["resent"] = [[first_resent, b.seq]]
@@ -306,11 +319,56 @@ def compaction(
     b.context_event("compaction", drop=drop, summary_seq=summary_seq, line=line, **extra)
 
 
+def _replacement_entry(b: RunBuilder, e: dict, at: dict[str, Any]) -> None:
+    """Add one message of a replacement history."""
+    role, text = e.get("role") or "user", _replacement_text(e)
+    if role in ("developer", "system"):
+        b.add("system", "system", text, **at)
+    elif role == "assistant":
+        b.add("assistant_text", "assistant", text, **at)
+    else:
+        if text:
+            b.add("user_text", "user", text, **at)
+        for c in e.get("content") or []:
+            if isinstance(c, dict) and _is_image(c):
+                b.add("image", "user", "[image]", **at)
+
+
+def agent_turn(b: RunBuilder, live: History, text: str, encrypted: int, at: dict[str, Any]) -> None:
+    """Another agent's message that starts a turn (``add_agent_input``), marked as one for a rollback."""
+    lo = b.seq
+    add_agent_input(b, text, encrypted, at, True)
+    live.mark(lo, b.seq, TURN)
+
+
+def rollback(b: RunBuilder, live: History, turns: Any, line: int) -> None:
+    """A ``thread_rolled_back`` event: the items of the last ``turns`` user turns (``codex_history``) leave the
+    prompt from the next request on, whatever the context policy (``runs.metadata.rollbacks``: the request, the
+    line, the turns asked and found, the dropped seqs as ranges). A rollback that reaches into the history a
+    compaction rebuilt is warned about: from codex-rs PR #13615 (March 2026) on, undoing the turn a compaction
+    ran in rebuilds the history from before it, which no item here stands for."""
+    if not isinstance(turns, int) or isinstance(turns, bool) or turns < 0:
+        b.warn(line, f"thread_rolled_back with num_turns {turns!r}, not a count of turns: the turns it undid stay")
+        return
+    dropped, found = live.rollback(b.seq, turns)
+    b.run.metadata.setdefault("rollbacks", []).append(
+        {"step": b.step, "line": line, "turns": turns, "found": found, "drop": seq_ranges(dropped)}
+    )
+    if any(q in live.rebuilt for q in dropped):
+        b.warn(
+            line,
+            f"rollback of {turns} turn(s) reaches into the history the last compaction rebuilt: read as codex-rs"
+            " before March 2026 applied it (cut from that history); later versions restore the history from before"
+            " the compaction, which this log gives no items for, so later prompts may read low",
+        )
+
+
 class CodexRolloutReader:
     format = "codex-rollout"
     # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt); 3: later codex-rs lines
-    # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests)
-    version = 3
+    # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests);
+    # 4: thread rollbacks (``runs.metadata.rollbacks``)
+    version = 4
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -322,6 +380,7 @@ class CodexRolloutReader:
         d, last_total, model = Deferred(b), None, None
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
+        live = History()  # what Codex's history holds, for a thread rollback
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
         budget: tuple[str, int] | None = None  # the turn's tool-output truncation (codex_truncation)
         for entry in iter_json_lines(ctx):
@@ -344,7 +403,7 @@ class CodexRolloutReader:
                     "prompt": held.get("prompt_tokens"),
                 }
                 held = None
-                d.input(partial(compaction, b, p, line, ts, keep, usage, logged))
+                d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live))
                 continue
             if held and not (kind == "event_msg" and p.get("type") == "token_count"):
                 d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
@@ -360,7 +419,9 @@ class CodexRolloutReader:
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
-                d.input(partial(compaction, b, p, line, ts, keep, None, logged))
+                d.input(partial(compaction, b, p, line, ts, keep, None, logged, live))
+            elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
+                d.input(partial(rollback, b, live, p.get("num_turns"), line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
                 note_window(b, info.get("model_context_window"))
@@ -389,11 +450,11 @@ class CodexRolloutReader:
                 note_window(b, p.get("model_context_window"))  # the turn's window (codex-rs TurnStartedEvent)
             elif kind == "inter_agent_communication":
                 text, encrypted = inter_agent_text(p)
-                d.input(partial(add_agent_input, b, text, encrypted, {"ts": ts, "line": line}, True))
+                d.input(partial(agent_turn, b, live, text, encrypted, {"ts": ts, "line": line}))
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
-                self._item(b, d, p, line, ts, budget)
+                self._item(b, d, live, p, line, ts, budget)
         if held:
             d.request(**held)
         d.flush()
@@ -437,7 +498,9 @@ class CodexRolloutReader:
             d.input(lambda: b.add("system", "system", instructions, ts=ts, line=line))
 
     @staticmethod
-    def _item(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None, budget: tuple[str, int] | None) -> None:
+    def _item(
+        b: RunBuilder, d: Deferred, live: History, p: dict, line: int, ts: str | None, budget: tuple[str, int] | None
+    ) -> None:
         t = p.get("type")
         at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "message":
@@ -449,14 +512,16 @@ class CodexRolloutReader:
             images = [c for c in p.get("content") or [] if isinstance(c, dict) and c.get("type") == "input_image"]
 
             def add_input() -> None:
+                lo = b.seq
                 if role in ("developer", "system"):
                     b.add("system", "system", text, **at)
-                    return
-                b.new_turn()
-                if text:
-                    b.add("user_text", "user", text, **at)
-                for _ in images:
-                    b.add("image", "user", "[image]", **at)
+                else:
+                    b.new_turn()
+                    if text:
+                        b.add("user_text", "user", text, **at)
+                    for _ in images:
+                        b.add("image", "user", "[image]", **at)
+                live.mark(lo, b.seq, message_mark(role, p.get("content")))
 
             d.input(add_input)
         elif t == "reasoning":
@@ -487,7 +552,7 @@ class CodexRolloutReader:
             d.output(lambda: b.add("image", "assistant", "[generated image]", **at))
         elif t == "agent_message":  # another agent's message in this agent's history (multi-agent v2)
             text, encrypted = agent_message_text(p.get("content"))
-            d.input(partial(add_agent_input, b, text, encrypted, at, True))
+            d.input(partial(agent_turn, b, live, text, encrypted, at))
         elif t == "additional_tools":  # tool definitions the harness adds to the history mid-session
             tools = json.dumps(p.get("tools"), ensure_ascii=False)
             d.input(lambda: b.add("tool_defs", "system", tools, **at))

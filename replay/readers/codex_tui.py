@@ -11,19 +11,22 @@ token_count changed shape in codex-rs: the TUI-log era's flat usage (``input_tok
 ``model_context_window``; ``rate_limits``), sent again unchanged for rate-limit updates. A request is then an
 ``info`` whose total moved, as in the rollout reader. Later codex-rs TUIs log only UI events and ops (no
 ``codex_event``): such a log holds no model call, and the reader says so instead of yielding an empty run.
+A ``thread_rolled_back`` event is read as in the rollout reader, each turn starting at its task_started.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines
 from replay.readers.builder import RunBuilder
-from replay.readers.codex_rollout import Deferred, note_window, openai_usage, sniff_json_lines, window_filled
+from replay.readers.codex_history import TURN, History
+from replay.readers.codex_rollout import Deferred, note_window, openai_usage, rollback, sniff_json_lines, window_filled
 from replay.readers.json_fields import sub_dict
 
 TUI_KINDS = {"session_start", "codex_event", "app_event", "key_event", "insert_history", "log_line", "op"}
@@ -49,7 +52,7 @@ def flat_token_count(msg: dict, last_total: Any) -> dict | None:
 
 class CodexTuiReader:
     format = "codex-tui"
-    version = 2  # 2: TokenCountEvent-shaped token_counts; a log with no protocol event is reported
+    version = 3  # 2: TokenCountEvent-shaped token_counts; a log with no protocol event is reported; 3: rollbacks
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(head, lambda o: {"ts", "dir", "kind"} <= o.keys() and o.get("kind") in TUI_KINDS)
@@ -59,6 +62,7 @@ class CodexTuiReader:
         d: Deferred | None = None
         start: dict[str, Any] = {}
         last_total: Any = None  # the run's latest cumulative usage (TokenCountEvent)
+        live = History()  # what Codex's history holds, for a thread rollback
         first_line: tuple[int, str] | None = None
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -92,7 +96,7 @@ class CodexTuiReader:
                 )
                 runs.append(RunBuilder(run))
                 d = Deferred(runs[-1])
-                last_total = None
+                last_total, live = None, History()
                 if t == "session_configured":
                     continue
             if t == "token_count":
@@ -104,6 +108,9 @@ class CodexTuiReader:
                 if flat is None:
                     continue
                 msg = flat
+            if t == "thread_rolled_back":
+                d.input(partial(tui_rollback, d.b, live, msg.get("num_turns"), line))
+                continue
             self._event(d, t, msg, line, ts)
         if d is None and first_line is not None:
             yield BadRecord(first_line[0], NO_EVENTS, first_line[1])
@@ -143,6 +150,17 @@ class CodexTuiReader:
             d.after_output(lambda: b.result(text, msg.get("call_id"), is_error=failed, **at))
         elif t == "task_started":
             b.new_turn()
+
+
+def tui_rollback(b: RunBuilder, live: History, turns: Any, line: int) -> None:
+    """A ``thread_rolled_back`` event (``codex_rollout.rollback``); the log holds no user prompt, so each turn
+    starts at its task_started: its first item is the boundary."""
+    last = 0
+    for rec in b.records:
+        if isinstance(rec, Item) and rec.turn != last:
+            live.mark(rec.seq, rec.seq + 1, TURN)
+            last = rec.turn
+    rollback(b, live, turns, line)
 
 
 def _joined(msg: dict) -> str:

@@ -18,7 +18,7 @@ from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.simulator.thinking import thinking_switches
 from replay.simulator.tool_loads import tool_list_changes
-from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes
+from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes, rollback_drops
 
 _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
@@ -116,13 +116,16 @@ def _prefix_segments(prompt: PromptModel) -> list[dict]:
     return out
 
 
-def _gone_at(items: list[dict], reqs: list[dict], exact: dict[int, int]) -> np.ndarray | None:
+def _gone_at(
+    items: list[dict], reqs: list[dict], exact: dict[int, int], undone: list[tuple[int, np.ndarray]]
+) -> np.ndarray | None:
     """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's
     ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
     encrypted reasoning, Gemini's thoughts): the server counts it within its own turn only (the Responses API
-    drops earlier turns' reasoning); -1 for every other item."""
+    drops earlier turns' reasoning); the first request after a rollback that undid its turn (``undone``:
+    ``usage_metadata.rollback_drops``; the earlier of the two when both apply); -1 for every other item."""
     segments = [p for p, it in enumerate(items) if it.get("gone_at", -1) >= 0]
-    if not exact and not segments:
+    if not exact and not segments and not undone:
         return None
     step = np.array([it["step"] for it in items], dtype=np.int64)
     turn = np.array([it["turn"] or 0 for it in items], dtype=np.int64)
@@ -139,6 +142,15 @@ def _gone_at(items: list[dict], reqs: list[dict], exact: dict[int, int]) -> np.n
             out[p] = int(later[0]) if len(later) else -1
     for p in segments:  # a prefix segment the harness stopped sending (replay.simulator.load._prefix_segments)
         out[p] = items[p]["gone_at"]
+    pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
+    for from_step, seqs in undone:  # the user's rollback: from the first request after it, when there is one
+        k = int(np.searchsorted(req_steps, from_step, side="left"))
+        if k >= len(reqs):
+            continue
+        for q in seqs.tolist():
+            at = pos.get(q)
+            if at is not None:
+                out[at] = k if out[at] < 0 else min(out[at], k)
     return out
 
 
@@ -302,7 +314,7 @@ def _assemble(
         prompt_source=prompt_source,
         unreconstructable=caveat,
         recorded=events,
-        server_gone=_gone_at(items, reqs, exact),
+        server_gone=_gone_at(items, reqs, exact, rollback_drops(metadata)),
         harness_est=per_item(items, metadata, "harness_estimates"),
         media_chars=per_item(items, metadata, "media_chars"),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),

@@ -42,7 +42,7 @@ from replay.tokens.counting import count_items
 from replay.tokens.log_checks import check_growth, check_history, check_run, check_shrinks, check_unlogged
 from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
-from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_dict, resolutions
+from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_dict, resolutions, rollback_drops
 
 MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (scale 1)
 MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
@@ -91,10 +91,11 @@ def visible(
     drop_reasoning: bool = False,
     exact: dict[int, int] | None = None,
     drops: list[tuple[int, np.ndarray]] | None = None,
+    undone: list[tuple[int, np.ndarray]] | None = None,
 ) -> Prompts:
     """What each request's prompt holds: items with step <= s, less what the recorded context events ``drops``
     ((from step, item seqs) from ``runs.metadata.context_events``) removed by then; without events, since the
-    latest summary.
+    latest summary. ``undone`` (same form: ``usage_metadata.rollback_drops``) is what the user's rollbacks took out.
 
     ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning): such an item is in the
     prompt only within its own turn (the Responses API drops earlier turns' reasoning) and is not scaled.
@@ -124,6 +125,9 @@ def visible(
             sums = vis & summary
             if sums.any():
                 vis &= seq >= seq[sums].max()
+        for from_step, rolled_back in undone or ():
+            if from_step <= s:
+                vis &= ~np.isin(seq, rolled_back)
         vis &= keep
         if is_exact.any() and vis.any():
             vis &= ~is_exact | (turn == turn[vis].max())
@@ -292,14 +296,15 @@ def fit_usage(
         metadata = metadata_dict(req["metadata"][0])
         exact = exact_sizes(metadata)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
-        f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, context_drops(metadata))
+        drops, undone = context_drops(metadata), rollback_drops(metadata)
+        f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, drops, undone)
         check_shrinks(check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata)
         check_growth(check, steps, recorded, prompts.total)
         check_unlogged(check, steps, metadata)
         check_history(check, run_items, steps, metadata)
         half = resolutions(metadata, steps)
         oos = walk_forward(
-            visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact, context_drops(metadata)),
+            visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact, drops, undone),
             recorded,
             steps,
             check.boundaries,
@@ -396,12 +401,13 @@ def _best_fit(
     boundaries: dict[int, str],
     exact: dict[int, int] | None = None,
     drops: list[tuple[int, np.ndarray]] | None = None,
+    undone: list[tuple[int, np.ndarray]] | None = None,
 ) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
     Exact tokens are taken off the recorded figure before the fit and added back to the prediction."""
 
     def attempt(drop: bool) -> tuple[float, Fit, Prompts]:
-        p = visible(items, steps, overhead, drop, exact, drops)
+        p = visible(items, steps, overhead, drop, exact, drops, undone)
         target = recorded - p.exact
         f = fit(p.tokens, target, p.messages, steps, sorted(boundaries), overhead.fixed, signed(boundaries))
         return float(np.sum((f.predict(p.tokens, p.messages, steps) - target) ** 2)), f, p

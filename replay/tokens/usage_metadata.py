@@ -32,6 +32,17 @@ def context_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
     return out
 
 
+def rollback_drops(metadata: dict) -> list[tuple[int, np.ndarray]]:
+    """(from step, item seqs) of each rollback the log records (``runs.metadata.rollbacks``: Codex's thread
+    rollback): the user undid those turns, so the harness no longer sends their items, whatever its context policy."""
+    out = []
+    for rb in metadata.get("rollbacks") or []:
+        if isinstance(rb, dict) and isinstance(rb.get("step"), int):
+            seqs = [q for lo, hi in rb.get("drop") or [] for q in range(int(lo), int(hi))]
+            out.append((rb["step"], np.array(seqs, dtype=np.int64)))
+    return out
+
+
 def events_and_rewrites(metadata: dict) -> list:
     """The recorded context events and the rewrites a reader derived from the log (``context_rewrites``: a
     harness's pass that changes items without a trace of its own, such as Cline's duplicate-file-read pass); a
