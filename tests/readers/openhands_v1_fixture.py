@@ -5,10 +5,11 @@ The agent (``openai/gpt-4o``, which LiteLLM counts with o200k_base) runs one ter
 output about ``OUTPUT`` tokens. Its condenser is LLMSummarizingCondenser(max_size=240, keep_first=2,
 max_tokens=``MAX_TOKENS``): 240 events are never reached. The writer plays the SDK: before each step it counts the
 view as ``get_total_token_count`` does (LiteLLM's count for OpenAI models: each message's tokens plus 3, 3 to prime
-the reply, and the tools), and past ``MAX_TOKENS`` condenses as ``_get_forgotten_events`` does for Reason.TOKENS:
-it forgets the shortest run of events after the first keep_first whose tokens exceed the view's less
-max_tokens // 2, moved forward off an action/observation pair, and puts the summary after the head. The server's
-``prompt_tokens`` for a request are the same count of the view it was sent.
+the reply, and the tools), and past ``MAX_TOKENS`` condenses as ``_get_forgotten_events`` does for Reason.TOKENS: it
+forgets the shortest run of events after the first keep_first whose tokens exceed the view's less max_tokens // 2,
+moved forward off an action/observation pair, and puts the summary after the head. On a CondensationRequest (the
+agent's, after the model refused a request for its context window) it keeps len(view) // 2 - keep_first - 1 newest
+events. The server's ``prompt_tokens`` for a request are the same count of the view it was sent.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def _output(i: int) -> str:
 class _Writer:
     """The SDK's events and usage as the conversation runs; ``count`` is the agent LLM's tokenizer."""
 
-    def __init__(self, count: Callable[[str], int]) -> None:
-        self.count = count
+    def __init__(self, count: Callable[[str], int], max_tokens: int | None) -> None:
+        self.count, self.max_tokens = count, max_tokens
         self.events: list[dict] = []
         self.view: list[dict] = []  # the events the next request sends, in order (a summary as its own event)
         self.usages: list[dict] = []
@@ -75,7 +76,7 @@ class _Writer:
     def add(self, ev: dict) -> dict:
         ev = {"id": ev.get("id") or f"e{len(self.events)}", "timestamp": _ts(len(self.events)), **ev}
         self.events.append(ev)
-        if ev["kind"] != "Condensation":
+        if ev["kind"] not in ("Condensation", "CondensationRequest"):  # not sent to the model
             self.view.append(ev)
         return ev
 
@@ -88,17 +89,23 @@ class _Writer:
              "response_id": rid}
         )  # fmt: skip
 
-    def condense_if_due(self) -> None:
-        """LLMSummarizingCondenser past max_tokens: forget the shortest run after the head exceeding the excess."""
+    def condense_if_due(self, requested: bool = False) -> None:
+        """LLMSummarizingCondenser: past max_tokens forget the shortest run after the head whose tokens exceed the
+        excess over max_tokens // 2; on a CondensationRequest keep len(view) // 2 - keep_first - 1 newest events;
+        both: the fewer newest events."""
         total = self.view_tokens(self.view)
-        if total <= MAX_TOKENS:
+        by_tokens = self.max_tokens is not None and total > self.max_tokens
+        if not (by_tokens or requested):
             return
         head, rest = self.view[:KEEP_FIRST], self.view[KEEP_FIRST:]
-        reduce, base = total - MAX_TOKENS // 2, self.view_tokens(head)
-        prefix = next(
-            (m for m in range(1, len(rest) + 1) if self.view_tokens(head + rest[:m]) - base > reduce), len(rest)
-        )
-        end = KEEP_FIRST + prefix
+        tails = [len(self.view) // 2 - KEEP_FIRST - 1] if requested else []
+        if by_tokens:
+            reduce, base = total - (self.max_tokens or 0) // 2, self.view_tokens(head)
+            prefix = next(
+                (m for m in range(1, len(rest) + 1) if self.view_tokens(head + rest[:m]) - base > reduce), len(rest)
+            )
+            tails.append(len(rest) - prefix)
+        end = len(self.view) - min(tails)
         while end < len(self.view) and self.view[end]["kind"] == "ObservationEvent":  # never split a call
             end += 1
         forgotten = self.view[KEEP_FIRST:end]
@@ -126,9 +133,13 @@ class _Writer:
         self.view += [e for e in rest if e not in forgotten]
 
 
-def conversation(count: Callable[[str], int], steps: int = 14) -> tuple[list[dict], dict]:
-    """(events, base_state) of a conversation of ``steps`` agent requests, each but the last running a command."""
-    w = _Writer(count)
+def conversation(
+    count: Callable[[str], int], steps: int = 14, max_tokens: int | None = MAX_TOKENS, window_error_at: int = -1
+) -> tuple[list[dict], dict]:
+    """(events, base_state) of a conversation of ``steps`` agent requests, each but the last running a command.
+    ``window_error_at``: the request the model refuses for its context window (no usage is recorded for it): the
+    agent writes a CondensationRequest, and the condenser condenses before the request is sent again."""
+    w = _Writer(count, max_tokens)
     w.add(
         {
             "kind": "SystemPromptEvent",
@@ -148,6 +159,9 @@ def conversation(count: Callable[[str], int], steps: int = 14) -> tuple[list[dic
     )
     for k in range(steps):
         w.condense_if_due()
+        if k == window_error_at:
+            w.add({"kind": "CondensationRequest", "source": "environment"})
+            w.condense_if_due(requested=True)
         rid = f"resp-{k}"
         w.request(rid)
         if k == steps - 1:
@@ -194,7 +208,7 @@ def conversation(count: Callable[[str], int], steps: int = 14) -> tuple[list[dic
         "kind": "LLMSummarizingCondenser",
         "llm": {"model": MODEL, "usage_id": "condenser"},
         "max_size": MAX_SIZE,
-        "max_tokens": MAX_TOKENS,
+        "max_tokens": max_tokens,
         "keep_first": KEEP_FIRST,
         "minimum_progress": 0.1,
         "hard_context_reset_max_retries": 5,
@@ -209,9 +223,9 @@ def conversation(count: Callable[[str], int], steps: int = 14) -> tuple[list[dic
     return w.events, state
 
 
-def write(folder: Path, count: Callable[[str], int], steps: int = 14) -> list[dict]:
-    """The conversation as the SDK saves it under ``folder``; its events."""
-    events, state = conversation(count, steps)
+def write(folder: Path, count: Callable[[str], int], **options) -> list[dict]:
+    """The conversation (``conversation``'s options) as the SDK saves it under ``folder``; its events."""
+    events, state = conversation(count, **options)
     (folder / "events").mkdir(parents=True)
     (folder / "base_state.json").write_text(json.dumps(state, indent=2))
     for n, e in enumerate(events):
