@@ -111,6 +111,23 @@ def test_token_variant_keeps_the_longest_tail_below_half_the_cap():
             assert kept + est[newest].sum() >= 28_000  # the longest such tail
 
 
+def test_openhands_condenses_on_tokens_or_events_whichever_comes_first():
+    """max_tokens on the event-counting condenser (SDK 3bd0250ab): it fires past either limit, and past the token
+    limit keeps the events below half of it; without max_tokens the views are the events rule's alone."""
+    run = synth_run(120, seed=3, result_chars=(1_000, 12_000), parallel=False)
+    events_only = {"max_size": "60", "keep_first": "2"}
+    _, by_events = run_views("openhands", run, params=events_only)
+    _, unset = run_views("openhands", run, params={**events_only, "max_tokens": "0"})
+    _, both = run_views("openhands", run, params={**events_only, "max_tokens": "30000"})
+    assert [v.summarised for v in unset] == [v.summarised for v in by_events]
+    first = {name: next(v.k for v in views if v.summarised) for name, views in (("events", by_events), ("both", both))}
+    assert first["both"] < first["events"]
+    for v in both:
+        assert v.est_tokens <= 30_000 and events(run, v) <= 60
+        if v.summarised:
+            assert v.est_tokens - v.summary_est < 15_000
+
+
 def test_recent_keeps_first_and_newest_events():
     run = synth_run(80, seed=2, parallel=False)
     _, views = run_views("openhands_recent", run, params={"keep_first": "2", "max_events": "20"})
