@@ -15,8 +15,14 @@ forgotten too.
   and never more than its input, each event of which is truncated to ``max_event_length`` characters as OpenHands
   does when it builds the summarisation prompt (the view itself is not truncated). Presets: ``openhands-v0`` (the
   V0 server's default pipeline: keep_first 4, max_size 120) and ``openhands-v1`` (the V1 SDK default agent: 80/4).
-- ``openhands_tokens``: the token-triggered variant (newer SDK): past ``max_tokens`` by the estimate (0: the
-  budget, window - reserve), keep the head plus a tail that targets half of the cap.
+  ``max_tokens`` (0: none) adds the SDK's token trigger (LLMSummarizingCondenser.max_tokens, software-agent-sdk
+  3bd0250ab, 2025-12-23): past max_tokens tokens of the view by the policy's estimate (the SDK counts the view
+  itself with the agent LLM's token counter, messages and, from a7f6d8fb9 of 2026-05-31, tools; never the usage
+  the server reported), it keeps the first keep_first events plus the longest run of newest events whose tokens,
+  with the head's, stay below max_tokens // 2; the new summary is not reserved for. Past both limits the fewer
+  newest events of the two rules are kept.
+- ``openhands_tokens``: that condenser with the token trigger alone, ``max_tokens`` 0 being the budget's
+  window - reserve (the SDK caps max_tokens by the agent LLM's input limit from c11602d12, 2026-08-13).
 - ``openhands_recent``: keep the first ``keep_first`` events and the newest ``max_events`` - keep_first; no summary.
 """
 
@@ -75,6 +81,9 @@ class OpenHandsConfig(PolicyConfig):
     kind = "openhands"
     estimator: Literal["chars/4", "chars/3", "real"] = "real"
     max_size: int = knob(100, 3, 1_000_000, "events in the view that trigger a condensation")
+    max_tokens: int = knob(
+        0, 0, 100_000_000, "tokens of the view (the policy's estimate) that also trigger one; 0: no token limit"
+    )
     keep_first: int = knob(1, 0, 1_000_000, "leading events always kept")
     summary_tokens: int = knob(1_000, 0, 1_000_000, "size of the summary event, tokens (at most its input)")
     max_event_length: int = knob(10_000, 1, 10_000_000, "characters of each event given to the summariser")
@@ -122,10 +131,10 @@ class OpenHandsRecentConfig(PolicyConfig):
             raise ReplayError(f"{self.kind}: max_events must exceed keep_first")
 
 
-# parameters: the trigger (events, or tokens for openhands_tokens), keep_first, events kept in the tail (the token
-# variant computes its own), the summary's cap (-1: no summary), characters per event given to the summariser,
-# events per attachment, the trigger counts tokens (1) or events (0), the summariser's prompt (condenser_prompt)
-(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS, P_BY_TOKENS, P_PROMPT) = (
+# parameters: the events that trigger (0: none), keep_first, events kept in the tail past the events trigger, the
+# summary's cap (-1: no summary), characters per event given to the summariser, events per attachment, the tokens
+# that trigger (0: none; the tail past it is computed), the summariser's prompt (condenser_prompt)
+(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS, P_MAX_TOKENS, P_PROMPT) = (
     range(P_POLICY, P_POLICY + 8)
 )
 S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
@@ -140,7 +149,6 @@ class _Condenser(CompiledPolicy):
     """What the three condensers share: one compiled definition, told apart by their parameters."""
 
     summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
-    by_tokens: ClassVar[bool] = False  # the trigger counts tokens, not events
 
     def common(
         self, p: np.ndarray, keep_first: int, attachment_events: int, summary_tokens: int, chars: int, prompt: int
@@ -150,7 +158,6 @@ class _Condenser(CompiledPolicy):
         p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS], p[P_PROMPT] = keep_first, attachment_events, prompt
         p[P_SUMMARY_TOKENS] = summary_tokens if self.summarise else -1
         p[P_EVENT_CHARS] = chars if self.summarise else 0
-        p[P_BY_TOKENS] = self.by_tokens
 
 
 class OpenHands(_Condenser):
@@ -163,9 +170,13 @@ class OpenHands(_Condenser):
         Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
     )
 
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        return [("max_tokens", self.config.max_tokens)] if self.config.max_tokens else []
+
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.max_size // 2 - c.keep_first - 1
+        p[P_MAX_TOKENS] = c.max_tokens
         self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
 
 
@@ -177,14 +188,13 @@ class OpenHandsTokens(_Condenser):
         Knob("max_tokens", 0.4, 0.95, 0.7, integer=True, relative=True, weight=3, usable=True),
         Knob("keep_first", 1, 4, 1, integer=True, weight=1, step=1),
     )
-    by_tokens = True
 
     def limits(self, window: int) -> list[tuple[str, float]]:
         return [("max_tokens", self.config.max_tokens)] if self.config.max_tokens else []
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
-        p[P_MAX] = c.max_tokens or budget.usable
+        p[P_MAX], p[P_MAX_TOKENS] = 0, c.max_tokens or budget.usable
         self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
 
 
@@ -200,7 +210,7 @@ class OpenHandsRecent(_Condenser):
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
-        p[P_MAX], p[P_TAIL_EVENTS] = c.max_events, c.max_events - c.keep_first
+        p[P_MAX], p[P_TAIL_EVENTS], p[P_MAX_TOKENS] = c.max_events, c.max_events - c.keep_first, 0
         self.common(p, c.keep_first, c.attachment_events, 0, 0, V0)
 
 
@@ -338,13 +348,15 @@ def tail_start(r, st, start):
 
 @compiled(borrowed=True)
 def token_tail(p, r, st, ids, first, head):
-    """openhands_tokens: events of the newest live events whose estimate, with the head, the prefix and a summary,
-    fits half the cap."""
+    """Events of the newest live events kept past the token limit, as LLMSummarizingCondenser picks them: it forgets
+    the shortest run after the head whose tokens exceed the view's less max_tokens // 2, so it keeps the longest run
+    of newest events whose tokens stay below max_tokens // 2 less the head's (the prefix and keep_first events);
+    the summary it writes is not counted."""
     ev, w = st.aux[A_EVENT], st.aux[A_WEIGHT]
-    fixed = np.int64(p[P_SUMMARY_TOKENS])
+    fixed = np.int64(0)
     for q in range(head):
         fixed += est_of(st, q)
-    room = p[P_MAX] / 2 - fixed
+    room = np.int64(p[P_MAX_TOKENS]) // 2 - fixed
     i = len(ids) - 1  # the newest event; its items from its first live one to the next event's
     q = st.s[S_END] - 1
     acc = kept = 0
@@ -353,7 +365,7 @@ def token_tail(p, r, st, ids, first, head):
             if ev[q] == ids[i] and st.forms[q] != DROPPED:
                 acc += est_of(st, q)
             q -= 1
-        if acc > room:
+        if acc >= room:
             break
         kept += w[ids[i]]
         i -= 1
@@ -410,15 +422,18 @@ def cut(p, r, st, head, tail):
 
 
 @compiled(borrowed=True)
-def condense(p, r, st):
-    """Keep the head and the newest events of the tail; forget (or summarise) the middle."""
+def condense(p, r, st, by_events, by_tokens):
+    """Keep the head and the newest events of the tail; forget (or summarise) the middle. Past both limits the
+    stricter rule wins (the fewer newest events), as the SDK takes the least of its reasons' tails."""
     n = live_events(r, st)
     ids, first = st.aux[A_IDS, :n], st.aux[A_FIRST, :n]
     head = head_end(p, r, st, ids)
     if len(ids) == 0:
         return
-    tokens = p[P_BY_TOKENS] > 0
-    keep = max(token_tail(p, r, st, ids, first, head) if tokens else np.int64(p[P_TAIL_EVENTS]), 1)
+    keep = np.int64(p[P_TAIL_EVENTS]) if by_events else np.int64(1 << 62)
+    if by_tokens:
+        keep = min(keep, token_tail(p, r, st, ids, first, head))
+    keep = max(keep, 1)
     w = st.aux[A_WEIGHT]
     i, acc = len(ids) - 1, w[ids[len(ids) - 1]]  # the newest events, until they hold keep
     while acc < keep and i > 0:
@@ -431,13 +446,14 @@ def condense(p, r, st):
 
 @compiled(borrowed=True)
 def decide(p, r, st):
-    if p[P_BY_TOKENS] > 0:
-        due = est_total(st) > p[P_MAX]
-    else:
+    """Past max_size events or past max_tokens tokens of the view (each 0: no such limit), condense."""
+    by_tokens = (p[P_MAX_TOKENS] > 0) & (est_total(st) > p[P_MAX_TOKENS])
+    by_events = False
+    if p[P_MAX] > 0:
         recount(r, st)
-        due = events(r, st) > p[P_MAX]
-    if due:
-        condense(p, r, st)
+        by_events = events(r, st) > p[P_MAX]
+    if by_events | by_tokens:
+        condense(p, r, st, by_events, by_tokens)
 
 
 POLICIES = [OpenHands, OpenHandsTokens, OpenHandsRecent]

@@ -61,7 +61,9 @@ tests/policies/test_presets_corpus.py):
   SDK's default preset builds it (49cbde95, 2025-09-23; the class defaults were 120/4 until 2025-12-28, #1523, and
   240/2 since): past max_size events in the view it keeps the first keep_first and the newest
   max_size // 2 - keep_first - 1, and one summary. A V1 log records the settings it ran with
-  (``runs.metadata.condenser``); attachments are a message's extended content, no event of their own. Its
+  (``runs.metadata.condenser``), ``max_tokens`` among them from 2025-12-23 (3bd0250ab): the preset then also
+  condenses past that many tokens of the view as the SDK counts it (``replay.policies.openhands``); a log without
+  it, or with null, had no token limit; attachments are a message's extended content, no event of their own. Its
   summariser is sent the SDK's prompt (``replay.policies.condenser_prompt``: 500-character event previews, cache
   written); openhands-v0's the V0 server's (events cut to 10,000 characters, uncached).
 - cline: Cline's default context management (``replay.policies.cline``, read in Cline 3.57): past the max

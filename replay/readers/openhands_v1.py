@@ -17,7 +17,10 @@ response's actions and their observations (``runs.metadata.unmatched_tool_calls`
 event for one call (crash recovery) is not sent (``duplicate_observations``). In a conversation tree (events
 with ``parent_id``, SDK 2026-07 on) only the branch leading to the HEAD is read (``off_branch``;
 ``runs.metadata.abandoned`` counts the rest, as Gemini CLI's ``rewound``). The agent's condenser settings,
-as ``base_state.json`` records them, go to ``runs.metadata.condenser``.
+as ``base_state.json`` records them (``max_size``, ``keep_first``, ``max_tokens``...), go to
+``runs.metadata.condenser``. A Condensation after a CondensationRequest has trigger ``manual``: the SDK writes
+that request alike when the user asks (``conversation.condense()``) and when the agent's LLM call failed on the
+context window (or, from 2026-04-06, on a malformed history), so it marks no threshold of the condenser's.
 
 Request rule: one request per distinct ``llm_response_id`` of agent events (parallel calls share one
 response). Usage: ``base_state.json`` ``stats.usage_to_metrics`` (older ``service_to_metrics``)
@@ -163,13 +166,24 @@ def unmatched_calls(events: list[dict], maybe_observed: set[str] | None = None) 
     }
 
 
-def condenser_config(agent: Any) -> dict[str, Any] | None:
+def condenser_config(agent: Any) -> tuple[dict[str, Any] | None, str | None]:
     """The agent's condenser as ``base_state.json`` records it: its ``kind`` and scalar settings (``max_size``,
-    ``keep_first``, ...), without its LLM; None when there is none."""
+    ``keep_first``, ``max_tokens`` from SDK 3bd0250ab of 2025-12-23, ...), without its LLM; None when there is
+    none. Second: why a ``max_tokens`` that is neither null nor a token count was left out (the SDK writes
+    ``int | None``), else None."""
     c = agent.get("condenser") if isinstance(agent, dict) else None
     if not isinstance(c, dict):
-        return None
-    return {k: v for k, v in c.items() if not isinstance(v, dict | list)} or None
+        return None, None
+    kept = {k: v for k, v in c.items() if not isinstance(v, dict | list)}
+    tokens = kept.get("max_tokens")
+    if tokens is None or (type(tokens) is int and tokens >= 0):
+        return kept or None, None
+    del kept["max_tokens"]
+    why = (
+        f"agent.condenser.max_tokens={tokens!r:.40} is not a token count (the SDK writes an integer or null): "
+        "left out, so no token limit is replayed for this run; fix the value to replay it"
+    )
+    return kept or None, why
 
 
 def is_condenser(usage_id: str) -> bool:
@@ -375,13 +389,16 @@ class OpenHandsV1Reader:
             if idx is None:  # base_state.json
                 agent, condenser, totals = _token_usages(doc.get("stats") if isinstance(doc, dict) else None)
                 agent_doc = doc.get("agent") if isinstance(doc, dict) else None
+                settings, bad_setting = condenser_config(agent_doc)
+                if bad_setting:
+                    yield BadRecord(1, f"{f.name}: {bad_setting}", repr(settings)[:2000])
                 llm = agent_doc.get("llm") if isinstance(agent_doc, dict) else None
                 model = llm.get("model") if isinstance(llm, dict) else None
                 meta = (
                     {
                         "conversation_id": doc.get("id"),
                         "execution_status": doc.get("execution_status") or doc.get("agent_status"),  # older name
-                        "condenser": condenser_config(agent_doc),
+                        "condenser": settings,
                         "usage_totals": totals or None,
                         "leaf_event_id": doc.get("leaf_event_id"),  # the conversation tree's HEAD (2026-07 on)
                         "head_is_empty": doc.get("head_is_empty") or None,

@@ -132,14 +132,19 @@ def recorded_condenser(metadata: dict) -> dict:
     """The knobs an OpenHands V1 log's own condenser settings set (``runs.metadata.condenser``, from
     ``base_state.json``): ``max_size`` and ``keep_first`` of an LLMSummarizingCondenser, which the SDK's class
     defaults (120/4, then 240/2 from 2025-12-28) or the agent-server settings may give instead of the default
-    agent's 80/4; {} when the log records none."""
+    agent's 80/4, and its ``max_tokens`` (software-agent-sdk 3bd0250ab, 2025-12-23 on; None, or no such field before,
+    is no token limit); {} when the log records none."""
     c = metadata.get("condenser")
     if not isinstance(c, dict) or c.get("kind") != "LLMSummarizingCondenser":
         return {}
     size, first = c.get("max_size"), c.get("keep_first")
     if type(size) is not int or type(first) is not int or not 0 <= first < size // 2 - 1:
         return {}  # not settings the SDK accepts (keep_first < max_size // 2 leaves room for the tail)
-    return {"max_size": size, "keep_first": first}
+    knobs = {"max_size": size, "keep_first": first}
+    tokens = c.get("max_tokens")  # the reader keeps only an integer (0, like null, set no limit until c11602d12)
+    if type(tokens) is int and tokens > 0:
+        knobs["max_tokens"] = tokens
+    return knobs
 
 
 def harness_version(metadata: dict) -> str | None:

@@ -91,16 +91,41 @@ def test_keep_first_must_leave_a_tail():
         make_policy("openhands_recent", {"max_events": "3", "keep_first": "3"})
 
 
-def test_token_variant_targets_half_the_cap():
-    run = synth_run(100, seed=4, result_chars=(1_000, 12_000))
-    _, views = run_views("openhands_tokens", run, Budget(60_000, 4_000), {"keep_first": "2"})
-    fired = [v for v in views if v.summarised]
-    assert fired
-    for v in views:
+def test_token_variant_keeps_the_longest_tail_below_half_the_cap():
+    """LLMSummarizingCondenser past max_tokens (software-agent-sdk 3bd0250ab) forgets the shortest run after the
+    head whose tokens exceed the view's less max_tokens // 2: the events it keeps (the new summary not counted) are
+    below half the cap, and with the newest forgotten call and its result they would not be."""
+    run = synth_run(100, seed=4, result_chars=(1_000, 12_000), parallel=False)
+    vs = views_of(run, make_policy("openhands_tokens", {"keep_first": "2"}), Budget(60_000, 4_000))
+    est = vs.fest[ORIGINAL]
+    fired = [v for v in vs.views if v.summarised]
+    assert len(fired) >= 2
+    for v in vs.views:
         assert v.est_tokens <= 56_000
         if v.summarised:
-            assert v.est_tokens <= 28_000  # half the cap
+            kept = v.est_tokens - v.summary_est
+            assert kept < 28_000  # half the cap
             assert v.forms[run.first_body] == ORIGINAL  # keep_first 2: the system prompt and the task
+            newest = np.flatnonzero(v.forms[: v.summary_at] == DROPPED)[-2:]
+            assert run.pair[newest[0]] == newest[1]  # a call and its result
+            assert kept + est[newest].sum() >= 28_000  # the longest such tail
+
+
+def test_openhands_condenses_on_tokens_or_events_whichever_comes_first():
+    """max_tokens on the event-counting condenser (SDK 3bd0250ab): it fires past either limit, and past the token
+    limit keeps the events below half of it; without max_tokens the views are the events rule's alone."""
+    run = synth_run(120, seed=3, result_chars=(1_000, 12_000), parallel=False)
+    events_only = {"max_size": "60", "keep_first": "2"}
+    _, by_events = run_views("openhands", run, params=events_only)
+    _, unset = run_views("openhands", run, params={**events_only, "max_tokens": "0"})
+    _, both = run_views("openhands", run, params={**events_only, "max_tokens": "30000"})
+    assert [v.summarised for v in unset] == [v.summarised for v in by_events]
+    first = {name: next(v.k for v in views if v.summarised) for name, views in (("events", by_events), ("both", both))}
+    assert first["both"] < first["events"]
+    for v in both:
+        assert v.est_tokens <= 30_000 and events(run, v) <= 60
+        if v.summarised:
+            assert v.est_tokens - v.summary_est < 15_000
 
 
 def test_recent_keeps_first_and_newest_events():

@@ -641,3 +641,22 @@ def test_a_damaged_line_may_hold_an_observation(tmp_path: Path) -> None:
     assert [i.call_id for i in items if i.kind == "tool_call"] == ["c1", "c2"]
     assert [i.text for i in items if i.kind == "tool_result"] == ["body 2"]
     assert "unmatched_tool_calls" not in of(records, Run)[0].metadata
+
+
+def test_condenser_token_limit_is_kept_and_a_bad_one_is_named(tmp_path: Path) -> None:
+    """``max_tokens`` (SDK 3bd0250ab, 2025-12-23, ``int | None``) goes to the run's condenser settings with the
+    rest; a value the SDK cannot have written is left out with a record naming base_state.json."""
+    settings = {"kind": "LLMSummarizingCondenser", "llm": {"model": "m"}, "max_size": 240, "keep_first": 2}
+    for limit, kept, bad in ((32_000, 32_000, False), (None, None, False), ("32k", "absent", True)):
+        folder = tmp_path / f"c-{limit}"
+        _state(folder, "0123456789abcdef0123456789abcdef", _events())
+        state = {"id": "x", "stats": {}, "agent": {"condenser": {**settings, "max_tokens": limit}}}
+        (folder / "base_state.json").write_text(json.dumps(state))
+        records = read(folder)
+        (run,) = of(records, Run)
+        assert run.metadata["condenser"].get("max_tokens", "absent") == kept
+        assert run.metadata["condenser"]["max_size"] == 240 and "llm" not in run.metadata["condenser"]
+        named = [
+            b for b in of(records, BadRecord) if b.reason.startswith("base_state.json: agent.condenser.max_tokens")
+        ]
+        assert len(named) == bad
