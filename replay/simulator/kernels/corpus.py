@@ -76,9 +76,12 @@ def corpus_kernel(code, p, cps, pk, tflag):
     n_runs = len(pk.item_off) - 1
     out = np.zeros((n_runs, N_OUT), np.int64)
     charged = np.zeros((pk.req_off[n_runs], 3), np.int64)
+    # a flag, not the constant False: numba would compile the whole loop again for a literal argument, where the
+    # per-request path (trace_kernel) has compiled it for a runtime flag already
+    trace = np.bool_(False)
     for i in range(n_runs):
         c, d = pk.req_off[i], pk.req_off[i + 1]
-        run_kernel(code, p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], False, charged[c:d])
+        run_kernel(code, p, cps[i], run_at(pk, tflag, i), pk.req_ts[c:d], out[i], trace, charged[c:d])
     return out, charged
 
 
