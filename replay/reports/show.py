@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 
 import duckdb
 
@@ -87,8 +88,13 @@ class ShownView:
         return asdict(self)
 
 
+@lru_cache(maxsize=1 << 16)  # a run's items recur in every view that keeps them
 def clean(text: str, limit: int = PREVIEW) -> str:
     """One line of plain text: newlines and tabs as visible marks, other control characters escaped, cut."""
+    end = limit + 1  # every character shows as one or more, so what lies past here is cut anyway
+    while end < len(text) and text[end - 1] == "\r":  # never half of a \r\n
+        end += 1
+    text = text[:end]
     out = text.replace("\r\n", "\n").replace("\n", "⏎ ").replace("\t", " ")
     out = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in out)
     return out if len(out) <= limit else out[: limit - 1] + "…"

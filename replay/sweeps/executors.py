@@ -48,6 +48,11 @@ class Context:
         """The runs packed for the compiled kernels, built once per worker."""
         return pack(self.runs)
 
+    @cached_property
+    def requests(self) -> int:
+        """Requests in the shard: what one point simulates."""
+        return sum(r.n_requests for r in self.runs)
+
 
 def point_rows(ctx: Context, task: Task) -> Result:
     """All runs under one point: one row per run with param_ columns, metrics and the effective config."""
@@ -164,10 +169,16 @@ class Executor:
 Serial = Executor
 
 WINDOW = 64  # points per worker handed to the pool at a time: the tasks and results in flight stay bounded
+# Request-configurations a shard's points may come to and still run in this process: the compiled loops simulate
+# ~1 M a second on a core, and starting the pool (a forkserver importing the package, each worker loading the
+# compiled loops) costs 2-3 s, so below this the pool would only be slower (the report's 5-point sweeps took 1.5-3 s
+# each on it, a few milliseconds here).
+IN_PROCESS = 2_000_000
 
 
 class Pool(Executor):
-    """A process pool over all cores (or ``workers``), started by the first shard with two points or more. Each
+    """A process pool over all cores (or ``workers``), started by the first shard with two points or more and more
+    work than ``IN_PROCESS`` (a smaller shard runs in this process, as it would on a one-core machine). Each
     shard's context is written once to a file that every worker reads on its first task of the shard. ``tasks`` are
     consumed a window at a time (the next window queued behind the current one, so no worker waits), never all."""
 
@@ -183,9 +194,13 @@ class Pool(Executor):
     def map(self, ctx: Context, tasks: Iterable[Task]) -> Iterator[Result]:
         tasks = iter(tasks)
         first = list(islice(tasks, WINDOW * self.workers))
-        if self.pool is None and (self.workers <= 1 or len(first) <= 1):
-            yield from super().map(ctx, chain(first, tasks))
-            return
+        if self.pool is None:
+            more = list(islice(tasks, 1))
+            tasks = chain(more, tasks)
+            small = not more and len(first) * ctx.requests <= IN_PROCESS
+            if self.workers <= 1 or len(first) <= 1 or small:
+                yield from super().map(ctx, chain(first, tasks))
+                return
         if self.pool is None:
             self.pool = self._start(ctx.policy, min(self.workers, len(first)))
         path = self._write(ctx)

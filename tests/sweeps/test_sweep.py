@@ -136,3 +136,32 @@ def test_points_are_recomputed_when_runs_are_added(sample_db, corpus: Path) -> N
     assert again.runs > first.runs and (again.skipped, again.computed) == (0, 2)
     frame = sweep_frame(sample_db, again.sweep_id)
     assert frame.height == 2 * again.runs and frame.select("point_id", "run_id").is_unique().all()
+
+
+def test_local_runs_a_small_shard_here_and_a_big_one_on_the_pool(sample_db, monkeypatch) -> None:
+    """Starting the pool costs seconds: a shard whose points come to little work runs in this process (the same
+    rows), one over ``IN_PROCESS`` request-configurations starts the pool."""
+    from replay.sweeps import executors
+
+    started: list[int] = []
+    real_start = executors.Pool._start
+
+    def start(self, policy: str, n: int):
+        started.append(n)
+        return real_start(self, policy, n)
+
+    monkeypatch.setattr(executors.Pool, "_start", start)
+    grid = {"protect": [4000, 20000], "summary_at": [20000, 40000]}
+    serial = run_sweep(sample_db, spec(grid, name="s"), executor="serial", progress=False)
+    shard_requests = sweep_frame(sample_db, serial.sweep_id)["requests"].sum() // 4  # one point's
+    monkeypatch.setattr(executors, "IN_PROCESS", 4 * shard_requests)  # the four points exactly fit
+    small = run_sweep(sample_db, spec(grid, name="small"), executor="local", workers=2, progress=False)
+    assert started == []
+    monkeypatch.setattr(executors, "IN_PROCESS", 4 * shard_requests - 1)
+    big = run_sweep(sample_db, spec(grid, name="big"), executor="local", workers=2, progress=False)
+    assert started == [2]
+    cols = ["point_id", "run_id", "prompt_tokens", "cached_tokens", "summaries", "overflow_incidents"]
+    frames = [
+        sweep_frame(sample_db, o.sweep_id).select(cols).sort(["point_id", "run_id"]) for o in (serial, small, big)
+    ]
+    assert frames[0].height == 8 and frames[0].equals(frames[1]) and frames[0].equals(frames[2])
