@@ -154,11 +154,13 @@ class History:
 def open_turn(b: RunBuilder, live: History) -> None:
     """Start a user turn at a boundary about to be added: the contextual messages just above it, with no request
     between, join it, as a rollback would take them with it (never above the first turn, whose context stays
-    before every turn)."""
+    before every turn, nor a compaction's replacement history, in which the summary is last)."""
     b.new_turn()
     if b.turn == 1:
         return
     k = len(b.records) - 1
     while k > 0 and isinstance(rec := b.records[k], Item) and live.marks.get(rec.seq) == CONTEXT:
+        if rec.seq in live.rebuilt:
+            break
         b.records[k] = replace(rec, turn=b.turn)
         k -= 1
