@@ -9,15 +9,28 @@ boundary. The cut then moves back over contextual messages just above it (``trim
 never past the first boundary. Everything from the cut on leaves the history: the user message, the reasoning,
 calls, outputs and answers after it.
 
-A boundary (``is_user_turn_boundary``) is a user message that is not contextual, or another agent's message; a
+A boundary (``is_user_turn_boundary``) is a user message that is not contextual, or another agent's message (an
+``agent_message`` item, or an assistant message whose one text part is an ``InterAgentCommunication`` as JSON); a
 contextual user message is one with an ``input_text`` part that is an injected fragment (the start and end markers
 of ``CONTEXTUAL_USER``); a contextual developer message has a part starting with one of ``CONTEXTUAL_DEVELOPER``.
+
+The same boundary numbers the readers' turns (``Item.turn``, ``open_turn``): codex-rs injects contextual messages
+(an environment update, the note that the user interrupted a turn, a sub-agent's notification in the middle of a
+turn) without starting a user turn, and its estimate of what the server counts (``get_non_last_reasoning_items_tokens``)
+leaves out only the encrypted reasoning above the last boundary, so a turn's reasoning stays in its prompts across
+them. Contextual messages sent just above a boundary, with no request between, belong to the turn it opens (a
+rollback takes them with it); any other joins the turn it is sent in.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
+
+from replay.model import Item
+from replay.readers.builder import RunBuilder
 
 TURN, CONTEXT = "turn", "context"
 
@@ -62,9 +75,25 @@ def _contextual_user_text(text: str) -> bool:
     return t.startswith(CONTEXTUAL_USER_OPENING) or any(t.startswith(a) and t.endswith(b) for a, b in CONTEXTUAL_USER)
 
 
+def inter_agent_message(content: Any) -> bool:
+    """Whether an assistant message is another agent's (protocol ``InterAgentCommunication::from_message_content``):
+    exactly one text part holding the message as a JSON object with its required fields."""
+    parts = _texts(content) if isinstance(content, list) and len(content) == 1 else []
+    try:
+        obj = json.loads(parts[0]) if parts else None
+    except (ValueError, RecursionError):  # not JSON: the assistant's own text
+        return False
+    if not isinstance(obj, dict):
+        return False
+    named = all(isinstance(obj.get(k), str) for k in ("author", "recipient", "content"))
+    return named and isinstance(obj.get("trigger_turn"), bool)
+
+
 def message_mark(role: str, content: Any) -> str | None:
     """``TURN`` for a message that starts a user turn, ``CONTEXT`` for one a rollback trims above its cut, None for
     any other message."""
+    if role == "assistant":
+        return TURN if inter_agent_message(content) else None
     if role == "user":
         return CONTEXT if any(_contextual_user_text(t) for t in _texts(content)) else TURN
     if role == "developer":
@@ -120,3 +149,18 @@ class History:
         dropped = self.seqs[cut:]
         del self.seqs[cut:]
         return dropped, n
+
+
+def open_turn(b: RunBuilder, live: History) -> None:
+    """Start a user turn at a boundary about to be added: the contextual messages just above it, with no request
+    between, join it, as a rollback would take them with it (never above the first turn, whose context stays
+    before every turn, nor a compaction's replacement history, in which the summary is last)."""
+    b.new_turn()
+    if b.turn == 1:
+        return
+    k = len(b.records) - 1
+    while k > 0 and isinstance(rec := b.records[k], Item) and live.marks.get(rec.seq) == CONTEXT:
+        if rec.seq in live.rebuilt:
+            break
+        b.records[k] = replace(rec, turn=b.turn)
+        k -= 1

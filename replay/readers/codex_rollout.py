@@ -27,6 +27,10 @@ to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definit
 ``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
 refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
 
+A user turn starts where codex-rs's does (``codex_history``): at a user message that is not injected context, or at
+another agent's message; injected context (environment updates, a turn-aborted note, a sub-agent's notification)
+opens none, so a turn's encrypted reasoning stays in its prompts across a notification sent in the middle of it.
+
 A ``thread_rolled_back`` event (the user undid the last ``num_turns`` turns) takes those turns' items out of every
 later prompt by codex-rs's rule (``codex_history``); what it took goes to ``runs.metadata.rollbacks``.
 """
@@ -43,7 +47,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
-from replay.readers.codex_history import TURN, History, message_mark
+from replay.readers.codex_history import TURN, History, message_mark, open_turn
 from replay.readers.codex_truncation import history_budget, truncate_parts, truncate_text
 
 LINE_TYPES = {
@@ -194,13 +198,9 @@ def inter_agent_text(p: dict) -> tuple[str, int]:
     return (p["content"] if isinstance(p.get("content"), str) else ""), 0
 
 
-def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any], turn: bool = False) -> None:
+def add_agent_input(b: RunBuilder, text: str, encrypted: int, at: dict[str, Any]) -> None:
     """Add another agent's message to this agent's context; an encrypted payload is noted
-    (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size). ``turn``: it starts a
-    turn, as codex-rs counts an agent message as a user-turn boundary (context_manager/history.rs
-    ``is_user_turn_boundary``; an ``inter_agent_communication`` line likewise)."""
-    if turn:
-        b.new_turn()
+    (``runs.metadata.encrypted_inputs``: seqs whose text lacks a payload of unknown size)."""
     item = b.add("user_text", "user", text, ts=at.get("ts"), line=at.get("line"))
     if encrypted:
         b.run.metadata.setdefault("encrypted_inputs", []).append(item.seq)
@@ -335,9 +335,11 @@ def _replacement_entry(b: RunBuilder, e: dict, at: dict[str, Any]) -> None:
 
 
 def agent_turn(b: RunBuilder, live: History, text: str, encrypted: int, at: dict[str, Any]) -> None:
-    """Another agent's message that starts a turn (``add_agent_input``), marked as one for a rollback."""
+    """Another agent's message (``add_agent_input``): codex-rs counts it as a user-turn boundary
+    (context_manager/history.rs ``is_user_turn_boundary``; an ``inter_agent_communication`` line likewise)."""
+    open_turn(b, live)
     lo = b.seq
-    add_agent_input(b, text, encrypted, at, True)
+    add_agent_input(b, text, encrypted, at)
     live.mark(lo, b.seq, TURN)
 
 
@@ -367,8 +369,8 @@ class CodexRolloutReader:
     format = "codex-rollout"
     # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt); 3: later codex-rs lines
     # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests);
-    # 4: thread rollbacks (``runs.metadata.rollbacks``)
-    version = 4
+    # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only
+    version = 5
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -506,22 +508,26 @@ class CodexRolloutReader:
         if t == "message":
             role = p.get("role") or "user"
             text = text_of(p.get("content"))
-            if role == "assistant":
+            mark = message_mark(role, p.get("content"))
+            if role == "assistant" and mark != TURN:
                 d.output(lambda: b.add("assistant_text", "assistant", text, **at))
                 return
             images = [c for c in p.get("content") or [] if isinstance(c, dict) and c.get("type") == "input_image"]
 
             def add_input() -> None:
                 lo = b.seq
+                if mark == TURN:  # codex-rs's user-turn boundary (codex_history.open_turn)
+                    open_turn(b, live)
                 if role in ("developer", "system"):
                     b.add("system", "system", text, **at)
+                elif role == "assistant":  # another agent's message, in the assistant role (input, not output)
+                    b.add("assistant_text", "assistant", text, **at)
                 else:
-                    b.new_turn()
                     if text:
                         b.add("user_text", "user", text, **at)
                     for _ in images:
                         b.add("image", "user", "[image]", **at)
-                live.mark(lo, b.seq, message_mark(role, p.get("content")))
+                live.mark(lo, b.seq, mark)
 
             d.input(add_input)
         elif t == "reasoning":
