@@ -383,7 +383,10 @@ def ingest_units(
     return _run(con, units, progress, max_line_bytes, replace_older, workers)
 
 
-POOL_MIN_BYTES = 1 << 20  # below this a process pool costs more to start than it saves
+# Below this a process pool costs more to start than it saves: one core parses ~6-7 MB/s, and starting the pool (a
+# forkserver importing the readers and DuckDB) takes 0.5-1 s, which two workers make up only past ~7-13 MB (the
+# bundled 2.6 MB sample: 0.4 s here, 0.5-1.7 s on the pool)
+POOL_MIN_BYTES = 8 << 20
 
 
 def store_files(con: duckdb.DuckDBPyConnection) -> set[Path]:

@@ -13,13 +13,17 @@ from tests.store_dump import dump_store
 
 @pytest.fixture(scope="module")
 def sample(corpus):
-    """Files of several formats (claude-code, codex, aider, cline, openhands, ...) over the pool threshold."""
+    """Files of several formats (claude-code, codex, aider, cline, openhands, ...) over the pool threshold: one of
+    each format, then the largest others until the threshold is passed."""
     files = [f for f in expand_paths([corpus]) if f.is_file()]
     by_format: dict[str, list] = {}
     for f in files:
         by_format.setdefault(f.parent.name, []).append(f)
     picked = [fs[0] for fs in by_format.values()]
-    assert len(picked) >= 6 and sum(f.stat().st_size for f in picked) > POOL_MIN_BYTES
+    rest = sorted(set(files) - set(picked), key=lambda f: -f.stat().st_size)
+    while sum(f.stat().st_size for f in picked) <= POOL_MIN_BYTES:
+        picked.append(rest.pop(0))
+    assert len(by_format) >= 6
     return picked
 
 
