@@ -22,6 +22,7 @@ from typing import Any
 
 from replay.errors import ReplayError
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.policies import CompiledPolicy, policy_class
 from replay.run_arrays import RunArrays
 from replay.simulator.kernels.packed import PackedRuns, pack
 from replay.sweeps.adapter import config_json, evaluate_point, resolve
@@ -52,6 +53,11 @@ class Context:
     def requests(self) -> int:
         """Requests in the shard: what one point simulates."""
         return sum(r.n_requests for r in self.runs)
+
+
+def runs_compiled(policy: str) -> bool:
+    """True for a policy the compiled request loop runs (the built-ins), False for one written in Python."""
+    return issubclass(policy_class(policy), CompiledPolicy)
 
 
 def point_rows(ctx: Context, task: Task) -> Result:
@@ -178,7 +184,7 @@ IN_PROCESS = 2_000_000
 
 class Pool(Executor):
     """A process pool over all cores (or ``workers``), started by the first shard with two points or more and more
-    work than ``IN_PROCESS`` (a smaller shard runs in this process, as it would on a one-core machine). Each
+    work than ``IN_PROCESS`` (a smaller shard of a built-in policy runs in this process). Each
     shard's context is written once to a file that every worker reads on its first task of the shard. ``tasks`` are
     consumed a window at a time (the next window queued behind the current one, so no worker waits), never all."""
 
@@ -197,7 +203,9 @@ class Pool(Executor):
         if self.pool is None:
             more = list(islice(tasks, 1))
             tasks = chain(more, tasks)
-            small = not more and len(first) * ctx.requests <= IN_PROCESS
+            # a policy written in Python always runs on the pool: its code may exit or crash, which costs a worker
+            # and the point it was on, never the sweep
+            small = not more and len(first) * ctx.requests <= IN_PROCESS and runs_compiled(ctx.policy)
             if self.workers <= 1 or len(first) <= 1 or small:
                 yield from super().map(ctx, chain(first, tasks))
                 return

@@ -22,7 +22,7 @@ from replay.errors import ReplayError
 from replay.store.memory import bounded_db_memory
 from replay.sweeps import results, shards
 from replay.sweeps.adapter import effective_config
-from replay.sweeps.executors import Context, get_executor
+from replay.sweeps.executors import Context, get_executor, runs_compiled
 from replay.sweeps.shards import SHARD_ITEMS
 from replay.sweeps.spec import SweepSpec, point_id
 from replay.untrusted import for_terminal
@@ -153,7 +153,7 @@ def run_sweep(
         workers = sweep_workers(workers, max(s.array_bytes for s in plan), note)
     n_runs = sum(len(s.run_ids) for s in plan)
     validate_points(spec)
-    if not _compiled(spec.policy):
+    if not runs_compiled(spec.policy):
         (note or print_note)(
             f"policy {spec.policy} is written in Python: every point calls back into Python for "
             "each request's decision, far slower than the compiled built-in policies"
@@ -248,13 +248,6 @@ def _export(con: duckdb.DuckDBPyConnection, sweep_id: str, path: Path) -> Path:
         if path.parent.is_dir() and shutil.disk_usage(path.parent).free < FULL_BELOW:
             raise OSError(errno.ENOSPC, "No space left on device", str(path)) from exc
         raise
-
-
-def _compiled(policy: str) -> bool:
-    """True for a policy the compiled request loop runs (the built-ins), False for one written in Python."""
-    from replay.policies import CompiledPolicy, policy_class
-
-    return issubclass(policy_class(policy), CompiledPolicy)
 
 
 class _Count:

@@ -165,3 +165,8 @@ def test_local_runs_a_small_shard_here_and_a_big_one_on_the_pool(sample_db, monk
         sweep_frame(sample_db, o.sweep_id).select(cols).sort(["point_id", "run_id"]) for o in (serial, small, big)
     ]
     assert frames[0].height == 8 and frames[0].equals(frames[1]) and frames[0].equals(frames[2])
+    # a policy written in Python is kept on the pool however small: its code may exit or crash its process
+    monkeypatch.setattr(executors, "IN_PROCESS", 1 << 62)
+    python = spec({"keep": [1, 2]}, name="py", policy="examples.policies.keep_recent:KeepRecent")
+    run_sweep(sample_db, python, executor="local", workers=2, progress=False)
+    assert started == [2, 2]
