@@ -1,5 +1,6 @@
-"""Entry points of the compiled loop over packed runs: counters of every run under one configuration (sweeps), or
-one run's per-request trace (the views of ``simulate``, ``show`` and the reports)."""
+"""The compiled loop over packed runs: counters of every run under one configuration (sweeps: ``corpus_kernel``),
+or one run's per-request trace (the views of ``simulate``, ``show`` and the reports: ``trace_kernel``, which calls
+the loop, ``run_kernel``, directly)."""
 
 from __future__ import annotations
 
