@@ -53,6 +53,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document
 from replay.readers.builder import RunBuilder, seq_ranges, validate_usage
+from replay.readers.cline_sdk_estimate import message_estimate
 from replay.readers.cline_sdk_sidecar import Placement, placement
 from replay.readers.json_fields import sub_dict, sub_list
 from replay.readers.openai_messages import top_keys
@@ -238,6 +239,13 @@ class _Session:
     def _message(self, message: dict, n: int, copy: bool) -> None:
         """A message's items; an assistant message of the transcript opens its request first. ``copy``: a compacted
         copy re-sent from the sidecar (no request, no turn); a message imported from a 3.x task is no request."""
+        first = self.b.seq
+        self._items(message, n, copy)
+        if self.b.seq > first and (not copy or _kind(message) == "compaction_summary"):
+            # the SDK's own estimate of the message, on its first item (replay.readers.cline_sdk_estimate)
+            self.b.run.metadata.setdefault("harness_estimates", []).append([first, message_estimate(message)])
+
+    def _items(self, message: dict, n: int, copy: bool) -> None:
         b, ts = self.b, _iso(message.get("ts"))
         blocks = message.get("content")
         if isinstance(blocks, str):

@@ -1,0 +1,247 @@
+"""Cline 4.x (Cline SDK) automatic compaction, its default agentic strategy (cline/cline 21cb8d2525 = VS Code
+4.1.13, the same rule from v4.1.0; sdk/packages/core/src/extensions/context/compaction.ts, agentic-compaction.ts,
+compaction-shared.ts; facts only).
+
+Trigger. Before every request (``createContextCompactionPrepareTurn``) the SDK estimates the request it is about
+to send: ceil(characters / 3) of the JSON of its system prompt, messages and tool definitions
+(``estimateRequestInputTokens``), and compacts once that reaches 0.9 x the model's input limit
+(``COMPACTION_TRIGGER_RATIO``; the limit is ``context_window`` here, replay.policies.cline_sdk_models). No
+output reserve and no server usage enter it. After a compaction it estimates the compacted view (the summary
+message and the messages kept) plus what came since, and compacts that again the same way.
+
+The messages' part is the reader's: each message's own estimate (replay.readers.cline_sdk_estimate, on its first
+item, ``RunArrays.harness_est``), so a dropped message takes its estimate with it; items without one (logs of
+other harnesses) count their characters / 3. The system prompt and the tool definitions are not in the log: their
+part (``overhead_est``; -1: derived) is the run's prefix tokens at the run's own characters per token, / 3.
+
+Kept part (``findCutIndex``): from the newest message back, whole messages until they add up to
+``preserve_tokens`` (20,000 by that estimate; fewer when half the input limit less the overhead is smaller:
+``resolveAutoRequestTargetTokens`` for a conversation of five exchanges or more); the cut moves back to the latest
+typed user message when that is later than the first message, then back to a message that starts a turn (an
+assistant message, or a user message that is not only tool results): a tool call and its results stay together.
+The first user message (the task) is summarised like the rest. When the cut falls on the first message (on the
+summary, after a compaction) nothing is compacted and the request goes out whole. The summary replaces the
+messages before the cut: one user message ``Context summary:`` with the summary, and in its metadata the summary
+again with the files read and changed (``buildSummaryMessage``), so the SDK's estimate of it is about twice its
+text's; the n-th summary is sized like the log's n-th (its tokens and the reader's estimate of its message), one
+past the log's is ``summary_tokens`` with twice that as its estimate. The summariser is a model call the log does
+not record; it is charged as the kernel's default (the previous prompt, uncached), though the SDK sends it the
+folded messages as text with tool results cut to 2,000 characters.
+
+Not modelled: manual ``/compact``, overflow recovery (the basic strategy, after the provider refused a request),
+a custom compactor or summariser model, and the builder's rewrite of stale re-read results (replay.readers
+.cline_sdk_estimate).
+
+Linear per request: the estimate is a running total (each item counted once on arrival, taken off when a compaction
+drops it), the latest typed user message is tracked as items arrive, and the kept part is found from the end back
+over no more than ``preserve_tokens`` of messages and the stretch to a turn's start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from replay.errors import ReplayError
+from replay.jit import compiled
+from replay.policies.auto_compact import OUTPUT, SUMMARY, drop_artefacts
+from replay.policies.base import Budget, CompiledPolicy
+from replay.policies.config import PolicyConfig, knob
+from replay.policies.kernel import P_OVERHEAD, P_POLICY, S_END, S_POLICY, set_form, set_summary
+from replay.policies.view import DROPPED
+
+REQUEST_TARGET_SHARE = 0.5  # LONG_CONVERSATION_TARGET_RATIO: the compacted request's target, of the input limit
+
+
+@dataclass(frozen=True)
+class ClineSdkConfig(PolicyConfig):
+    """Past 0.9 x the input limit by the SDK's chars/3 estimate of the request, the older messages become a summary;
+    the newest 20,000 estimated tokens of messages (from a turn's start) stay."""
+
+    kind = "cline_sdk"
+    estimator: Literal["chars/4", "chars/3", "real"] = "real"
+    threshold: float = knob(0.9, 0.0, 1.0, "share of the input limit the request's estimate triggers at (>0)")
+    context_window: int = knob(0, 0, 100_000_000, "the model's input limit (0: the budget window)")
+    preserve_tokens: int = knob(20_000, 1, 10_000_000, "newest messages kept, by the SDK's estimate")
+    overhead_est: int = knob(
+        -1,
+        -1,
+        100_000_000,
+        "the SDK's estimate of the system prompt and tools (-1: the prefix at the run's chars per token / 3)",
+    )
+    summary_tokens: int = knob(2_000, 0, 1_000_000, "size of a summary past the log's")
+    summary_from_log: bool = knob(True, doc="size the n-th summary like the run's n-th recorded summary")
+
+    def validate(self) -> None:
+        if self.threshold <= 0:
+            raise ReplayError("cline_sdk: threshold must be in (0, 1]")
+
+
+(P_LIMIT, P_WINDOW_IN, P_PRESERVE, P_OVERHEAD_EST, P_SUMMARY_TOKENS, P_FROM_LOG) = range(P_POLICY, P_POLICY + 6)
+S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
+S_MSG_EST = S_POLICY + 2  # the SDK's estimate of the messages in the view (running total)
+S_SEEN = S_POLICY + 3  # items up to here are counted
+S_LIVE = S_POLICY + 4  # items from first_body up to here are summarised
+S_SUM_HARNESS = S_POLICY + 5  # the SDK's estimate of the current summary message (0: none)
+S_OVERHEAD_EST = S_POLICY + 6  # its estimate of the system prompt and tool definitions
+S_PRESERVE = S_POLICY + 7  # newest messages kept (preserve_tokens, capped by the request's target)
+S_LAST_TURN = S_POLICY + 8  # first item of the latest typed user message (-1 none)
+S_GIVEN = S_POLICY + 9  # 1: the reader gave the SDK's estimate of each message (a Cline SDK log)
+# aux rows: recorded summaries' tokens and estimates (the first S_RECORDED entries); per item its estimate as
+# counted, and its place in a message (M_* bits)
+A_REC_TOK, A_REC_EST, A_COUNTED, A_START = 0, 1, 2, 3
+M_START, M_SAFE, M_TURN = 1, 2, 4  # starts a message; a cut may start there; starts a typed user message
+
+
+class ClineSdk(CompiledPolicy):
+    name = "cline_sdk"
+    Config = ClineSdkConfig
+    config: ClineSdkConfig  # PolicyBase.__init__ checks the instance is a Config
+
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        c = self.config
+        return [("threshold", c.threshold * (c.context_window or window))]
+
+    def knobs(self, p: np.ndarray, budget: Budget) -> None:
+        c = self.config
+        window = c.context_window or budget.window
+        p[P_LIMIT], p[P_WINDOW_IN], p[P_PRESERVE] = c.threshold * window, window, c.preserve_tokens
+        p[P_OVERHEAD_EST], p[P_SUMMARY_TOKENS], p[P_FROM_LOG] = c.overhead_est, c.summary_tokens, c.summary_from_log
+
+
+@compiled(borrowed=True)
+def is_output(kind):
+    return (kind == OUTPUT[0]) | (kind == OUTPUT[1]) | (kind == OUTPUT[2])
+
+
+@compiled(borrowed=True)
+def message_marks(r, st, lo, n):
+    """M_* bits per body item: where a message starts (the reader's estimate sits on a message's first item; a log
+    without them: where the speaker or the turn changes), whether it is an assistant message or a typed user
+    message (a cut may start at either), and whether it opens a turn."""
+    given = False
+    for q in range(lo, n):
+        given |= r.harness_est[q] > 0
+    for q in range(lo, n):
+        out = is_output(r.kind[q])
+        new_turn = q == lo or r.turn[q] != r.turn[q - 1]
+        if given:
+            start = r.harness_est[q] > 0
+        else:
+            start = q == lo or new_turn or out != is_output(r.kind[q - 1])
+        if start:
+            turn = (not out) & new_turn
+            st.aux[A_START, q] = M_START + (M_SAFE if out | turn else 0) + (M_TURN if turn else 0)
+    st.s[S_GIVEN] = given
+
+
+@compiled(borrowed=True)
+def setup(p, r, st):
+    """The harness's artefacts out of the view; the recorded summaries' sizes; message marks; the overhead's and
+    the kept part's sizes by the SDK's estimate."""
+    drop_artefacts(r, st)
+    n_items, lo = len(r.kind), r.first_body
+    n = 0
+    for q in range(n_items):
+        if r.kind[q] == SUMMARY:
+            st.aux[A_REC_TOK, n] = r.tokens[q]
+            st.aux[A_REC_EST, n] = r.harness_est[q] if r.harness_est[q] > 0 else 2 * r.tokens[q]
+            n += 1
+    st.s[S_RECORDED] = n if p[P_FROM_LOG] > 0 else 0
+    message_marks(r, st, min(lo, n_items), n_items)
+    overhead = np.int64(p[P_OVERHEAD_EST])
+    if overhead < 0:
+        chars, tokens, prefix = np.int64(0), np.int64(0), np.int64(p[P_OVERHEAD]) + np.int64(r.tail)
+        for q in range(n_items):
+            if q < lo:
+                prefix += r.tokens[q]
+            elif not r.recorded_only[q]:
+                chars += r.chars[q]
+                tokens += r.tokens[q]
+        ratio = chars / tokens if tokens > 0 else 4.0
+        overhead = np.int64(np.ceil(prefix * ratio / 3))
+    st.s[S_OVERHEAD_EST] = overhead
+    target = min(np.int64(p[P_WINDOW_IN] * REQUEST_TARGET_SHARE), np.int64(p[P_LIMIT]) - 1)
+    st.s[S_PRESERVE] = max(1, min(np.int64(p[P_PRESERVE]), target - overhead))
+    st.s[S_SEEN] = st.s[S_LIVE] = min(lo, n_items)
+    st.s[S_LAST_TURN] = -1
+
+
+@compiled(borrowed=True)
+def count_new(r, st):
+    """Count the items that arrived since the last request: each message's estimate, or its characters / 3."""
+    for q in range(st.s[S_SEEN], st.s[S_END]):
+        if r.recorded_only[q]:
+            continue
+        est = r.harness_est[q] if st.s[S_GIVEN] else (r.chars[q] + 2) // 3
+        st.aux[A_COUNTED, q] = est
+        st.s[S_MSG_EST] += est
+        if st.aux[A_START, q] & M_TURN:
+            st.s[S_LAST_TURN] = q
+    st.s[S_SEEN] = st.s[S_END]
+
+
+@compiled(borrowed=True)
+def previous_start(st, q, lo):
+    """The message start before item q (lo at the latest)."""
+    q -= 1
+    while q > lo and not st.aux[A_START, q] & M_START:
+        q -= 1
+    return q
+
+
+@compiled(borrowed=True)
+def cut_index(st, lo, end):
+    """Where the kept part starts (``findCutIndex``); ``lo`` or before it: nothing is compacted."""
+    total, cand, q = np.int64(0), lo, end - 1
+    while q >= lo:
+        total += st.aux[A_COUNTED, q]
+        if st.aux[A_START, q] & M_START:
+            cand = q
+            if total >= st.s[S_PRESERVE]:
+                break
+        q -= 1
+    if q < lo:
+        return lo  # the whole view is under the kept size (the SDK's candidate is the first message)
+    turn = st.s[S_LAST_TURN]
+    if turn >= lo and (turn > lo or st.s[S_COMPACTIONS] > 0):
+        cand = min(cand, turn)
+    while cand > lo and not st.aux[A_START, cand] & M_SAFE:
+        cand = previous_start(st, cand, lo)
+    return cand
+
+
+@compiled(borrowed=True)
+def compact(p, r, st, lo, cut):
+    """The messages in [lo, cut) become the summary."""
+    for q in range(lo, cut):
+        if st.forms[q] != DROPPED:
+            set_form(st, q, DROPPED)
+        st.s[S_MSG_EST] -= st.aux[A_COUNTED, q]
+        st.aux[A_COUNTED, q] = 0
+    n = st.s[S_COMPACTIONS]
+    if n < st.s[S_RECORDED]:
+        tok, est = st.aux[A_REC_TOK, n], st.aux[A_REC_EST, n]
+    else:
+        tok = np.int64(p[P_SUMMARY_TOKENS])
+        est = 2 * tok
+    st.s[S_COMPACTIONS] += 1
+    st.s[S_LIVE] = cut
+    st.s[S_SUM_HARNESS] = est
+    set_summary(st, cut, tok, tok)
+
+
+@compiled(borrowed=True)
+def decide(p, r, st):
+    count_new(r, st)
+    if st.s[S_MSG_EST] + st.s[S_SUM_HARNESS] + st.s[S_OVERHEAD_EST] < p[P_LIMIT]:
+        return
+    lo, end = st.s[S_LIVE], st.s[S_END]
+    cut = cut_index(st, lo, end)
+    if cut > lo:
+        compact(p, r, st, lo, cut)
+
+
+POLICIES = [ClineSdk]

@@ -1,0 +1,49 @@
+"""Cline 4.1 (SDK) compaction, recorded in the ``<id>.compaction.json`` sidecar, against the automatically chosen
+``cline-sdk`` preset: a session written to the writer's schema (tests/readers/cline_sdk_session.py), compacted where
+the SDK's own rule compacts it. Before the preset existed these events read "not scored: no preset"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay.ingest import ingest
+from replay.simulator.fidelity import fidelity_frame
+from replay.store import open_store
+from tests.readers.cline_sdk_session import session
+
+
+def _event(tmp_path: Path, name: str, **kw) -> tuple[dict, dict]:
+    found = session(tmp_path / name, **kw)
+    con = open_store(tmp_path / f"{name}.duckdb")
+    ingest(con, [tmp_path / name / next((tmp_path / name).iterdir()).name])
+    rows = fidelity_frame(con, None).to_dicts()
+    (event,) = [r for r in rows if r["kind"] != "run"]
+    return event, found
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory) -> tuple[dict, dict]:
+    return _event(tmp_path_factory.mktemp("plain"), "plain")
+
+
+def test_preset_fires_where_the_sdk_compacted(first):
+    event, found = first
+    assert event["kind"] == "compaction" and event["preset"] == "cline-sdk@200000"
+    assert event["recorded_request"] == found["request"] and event["recorded_after"] == found["after"]
+    assert event["reason"] is None, event["reason"]
+    assert abs(event["simulated_request"] - event["recorded_request"]) <= 3, event
+    assert abs(event["simulated_after"] - event["recorded_after"]) <= 0.10 * event["recorded_after"], event
+    assert event["within"]
+
+
+def test_latest_typed_message_and_what_follows_it_stay(first, tmp_path):
+    """A follow-up typed 20 calls before the compaction is older than the newest 20,000 estimated tokens: the SDK
+    keeps everything from it on, and so does the preset (the prompt after is about twice the plain case's)."""
+    plain, found = first
+    event, kept = _event(tmp_path, "follow", follow_up=found["request"] - 20)
+    assert kept["request"] <= found["request"] and kept["after"] > 1.5 * plain["recorded_after"]
+    assert abs(event["simulated_request"] - event["recorded_request"]) <= 3, event
+    assert abs(event["simulated_after"] - event["recorded_after"]) <= 0.10 * event["recorded_after"], event
+    assert event["within"]
