@@ -26,6 +26,9 @@ TOOLS = [
     for name in ("read_files", "editor", "run_commands", "search_codebase", "fetch_web_content", "ask_question")
 ]
 PREFIX_TOKENS = (len(SYSTEM) + len(json.dumps(TOOLS))) // 4
+OVERHEAD_EST = math.ceil(
+    len(json.dumps({"systemPrompt": SYSTEM, "messages": [], "tools": TOOLS}, separators=(",", ":"))) / 3
+)
 T0 = 1_786_000_000_000
 
 
@@ -68,8 +71,9 @@ def _served(view: list[dict]) -> int:
 
 def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dict:
     """Write the session under ``folder``/SID: ``turns`` tool calls reading about 6,000 characters each, a typed
-    user message before call ``follow_up`` (None: none); returns where the SDK compacted (``request``: the
-    request, counted from 0, it compacted before; ``after``: that request's inputTokens)."""
+    user message before call ``follow_up`` (None: none); returns where the SDK last compacted (``request``: the
+    request, counted from 0, it compacted before; ``after``: that request's inputTokens; ``requests``: every
+    request it compacted before; the sidecar holds the last compaction)."""
     messages: list[dict] = []
     view: list[dict] = []  # what the next request sends: the transcript, or the compacted view and what followed
     summary: dict | None = None
@@ -88,13 +92,12 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dic
         if k == follow_up:
             add({"id": f"f{k}", "role": "user", "content": [{"type": "text", "text": "Also check the tests."}]})
         request = _estimate({"systemPrompt": SYSTEM, "messages": view, "tools": TOOLS})
-        if summary is None and request >= 0.9 * LIMIT:
-            cut = _cut(view)
-            assert cut > 0, "the rule found nothing to compact"
+        cut = _cut(view) if request >= 0.9 * LIMIT else 0
+        if cut > (1 if summary is not None else 0):  # something to fold beyond an earlier summary
             text = "## Goal\nFix the build.\n\n## State\n- Done: read the sources\n" + "Notes. " * 300
             ts += 500
             summary = {
-                "id": "summary1",
+                "id": f"summary{k}",
                 "role": "user",
                 "content": [{"type": "text", "text": f"Context summary:\n\n{text}"}],
                 "metadata": {
@@ -103,7 +106,7 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dic
                     "userRunSpan": 1,
                     "summary": text,
                     "details": {"readFiles": [], "modifiedFiles": []},
-                    "tokensBefore": sum(_estimate(m) for m in view),
+                    "tokensBefore": sum(_estimate(m) for m in view),  # the projection, when it compacts again
                     "generatedAt": ts,
                 },
             }
@@ -116,7 +119,7 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dic
                 "messages": [summary, *kept],
             }
             view[:] = [summary, *kept]
-            found = {"request": k, "after": _served(view), "cut": cut}
+            found = {"request": k, "after": _served(view), "cut": cut, "requests": [*found.get("requests", []), k]}
         text = "".join(f"line {k}.{n}: const value = compute({n});\n" for n in range(170))
         add(
             {
