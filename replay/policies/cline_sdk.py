@@ -24,9 +24,10 @@ summary, after a compaction) nothing is compacted and the request goes out whole
 messages before the cut: one user message ``Context summary:`` with the summary, and in its metadata the summary
 again with the files read and changed (``buildSummaryMessage``), so the SDK's estimate of it is about twice its
 text's; the n-th summary is sized like the log's n-th (its tokens and the reader's estimate of its message), one
-past the log's is ``summary_tokens`` with twice that as its estimate. The summariser is a model call the log does
-not record; it is charged as the kernel's default (the previous prompt, uncached), though the SDK sends it the
-folded messages as text with tool results cut to 2,000 characters.
+past the log's like its last (Cline keeps only its latest compaction on disk, so a log's one summary is usually
+not its first), and in a log without one ``summary_tokens``, with twice that as its estimate. The summariser is a
+model call the log does not record; it is charged as the kernel's default (the previous prompt, uncached), though
+the SDK sends it the folded messages as text with tool results cut to 2,000 characters.
 
 Not modelled: manual ``/compact``, overflow recovery (the basic strategy, after the provider refused a request),
 a custom compactor or summariser model, and the builder's rewrite of stale re-read results (replay.readers
@@ -71,8 +72,10 @@ class ClineSdkConfig(PolicyConfig):
         100_000_000,
         "the SDK's estimate of the system prompt and tools (-1: the prefix at the run's chars per token / 3)",
     )
-    summary_tokens: int = knob(2_000, 0, 1_000_000, "size of a summary past the log's")
-    summary_from_log: bool = knob(True, doc="size the n-th summary like the run's n-th recorded summary")
+    summary_tokens: int = knob(2_000, 0, 1_000_000, "size of a summary when the log has none")
+    summary_from_log: bool = knob(
+        True, doc="size the n-th summary like the run's n-th recorded one (past it: the last)"
+    )
 
     def validate(self) -> None:
         if self.threshold <= 0:
@@ -221,8 +224,8 @@ def compact(p, r, st, lo, cut):
             set_form(st, q, DROPPED)
         st.s[S_MSG_EST] -= st.aux[A_COUNTED, q]
         st.aux[A_COUNTED, q] = 0
-    n = st.s[S_COMPACTIONS]
-    if n < st.s[S_RECORDED]:
+    n = min(st.s[S_COMPACTIONS], st.s[S_RECORDED] - 1)  # past the log's summaries, its last one's size
+    if n >= 0:
         tok, est = st.aux[A_REC_TOK, n], st.aux[A_REC_EST, n]
     else:
         tok = np.int64(p[P_SUMMARY_TOKENS])

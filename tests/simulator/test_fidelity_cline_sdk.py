@@ -47,3 +47,16 @@ def test_latest_typed_message_and_what_follows_it_stay(first, tmp_path):
     assert abs(event["simulated_request"] - event["recorded_request"]) <= 3, event
     assert abs(event["simulated_after"] - event["recorded_after"]) <= 0.10 * event["recorded_after"], event
     assert event["within"]
+
+
+def test_earlier_compaction_not_on_disk(tmp_path):
+    """Compacted twice (before requests 71 and 132): the sidecar holds only the second. The first leaves its trace
+    in the usage only, so the run is flagged with the request, the prompt fit learns from the requests outside it
+    (fitted on all of them the prefix came out at 32,173 tokens instead of about 2,200, and the preset compacted
+    every 17-19 requests from request 20), and the preset fires at both, as the SDK did."""
+    event, found = _event(tmp_path, "twice", turns=160)
+    assert found["requests"] == [71, 132]
+    assert event["unreconstructable"].startswith("compactions outside the log") and " 71 " in event["unreconstructable"]
+    assert event["recorded_request"] == 132 and event["simulated_request"] == 132, event
+    assert abs(event["simulated_after"] - event["recorded_after"]) <= 0.10 * event["recorded_after"], event
+    assert event["within"]
