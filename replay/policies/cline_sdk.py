@@ -9,10 +9,12 @@ to send: ceil(characters / 3) of the JSON of its system prompt, messages and too
 output reserve and no server usage enter it. After a compaction it estimates the compacted view (the summary
 message and the messages kept) plus what came since, and compacts that again the same way.
 
-The messages' part is the reader's: each message's own estimate (replay.readers.cline_sdk_estimate, on its first
-item, ``RunArrays.harness_est``), so a dropped message takes its estimate with it; items without one (logs of
-other harnesses) count their characters / 3. The system prompt and the tool definitions are not in the log: their
-part (``overhead_est``; -1: derived) is the run's prefix tokens at the run's own characters per token, / 3.
+The messages' part is the reader's: each message's own estimate as sent (replay.readers.cline_sdk_estimate, on its
+first item, ``RunArrays.harness_est``), so a dropped message takes its estimate with it; the cut below counts a
+message as stored (``RunArrays.harness_keep``, where its long tool results make that larger); items without
+either (logs of other harnesses) count their characters / 3. The system prompt and the tool definitions are not
+in the log: their part (``overhead_est``; -1: derived) is the run's prefix tokens at the run's own characters per
+token, / 3.
 
 Kept part (``findCutIndex``): from the newest message back, whole messages until they add up to
 ``preserve_tokens`` (20,000 by that estimate; fewer when half the input limit less the overhead is smaller:
@@ -128,6 +130,8 @@ def message_marks(r, st, lo, n):
     for q in range(lo, n):
         given |= r.harness_est[q] > 0
     for q in range(lo, n):
+        if r.recorded_only[q]:
+            continue
         out = is_output(r.kind[q])
         new_turn = q == lo or r.turn[q] != r.turn[q - 1]
         if given:
@@ -196,11 +200,11 @@ def previous_start(st, q, lo):
 
 
 @compiled(borrowed=True)
-def cut_index(st, lo, end):
+def cut_index(r, st, lo, end):
     """Where the kept part starts (``findCutIndex``); ``lo`` or before it: nothing is compacted."""
     total, cand, q = np.int64(0), lo, end - 1
     while q >= lo:
-        total += st.aux[A_COUNTED, q]
+        total += r.harness_keep[q] if r.harness_keep[q] > 0 else st.aux[A_COUNTED, q]
         if st.aux[A_START, q] & M_START:
             cand = q
             if total >= st.s[S_PRESERVE]:
@@ -242,7 +246,7 @@ def decide(p, r, st):
     if st.s[S_MSG_EST] + st.s[S_SUM_HARNESS] + st.s[S_OVERHEAD_EST] < p[P_LIMIT]:
         return
     lo, end = st.s[S_LIVE], st.s[S_END]
-    cut = cut_index(st, lo, end)
+    cut = cut_index(r, st, lo, end)
     if cut > lo:
         compact(p, r, st, lo, cut)
 

@@ -59,7 +59,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document
 from replay.readers.builder import RunBuilder, seq_ranges, validate_usage
-from replay.readers.cline_sdk_estimate import message_estimate
+from replay.readers.cline_sdk_estimate import message_estimate, sent_file, sent_result, stored_estimate
 from replay.readers.cline_sdk_sidecar import Placement, placement
 from replay.readers.json_fields import sub_dict, sub_list
 from replay.readers.openai_messages import top_keys
@@ -253,7 +253,10 @@ class _Session:
         self._items(message, n, copy)
         if self.b.seq > first and (not copy or _kind(message) == "compaction_summary"):
             # the SDK's own estimate of the message, on its first item (replay.readers.cline_sdk_estimate)
-            self.b.run.metadata.setdefault("harness_estimates", []).append([first, message_estimate(message)])
+            meta, sent, held = self.b.run.metadata, message_estimate(message), stored_estimate(message)
+            meta.setdefault("harness_estimates", []).append([first, sent])
+            if held != sent:  # its cut counts the message as stored (long tool results whole)
+                meta.setdefault("harness_keep_estimates", []).append([first, held])
 
     def _items(self, message: dict, n: int, copy: bool) -> None:
         b, ts = self.b, _iso(message.get("ts"))
@@ -352,12 +355,13 @@ class _Session:
         if kind == "text" and block.get("text"):
             b.add("user_text", "user", str(block["text"]), line=n, ts=ts)
         elif kind == "file":
-            text = f'<file_content path="{block.get("path")}">\n{block.get("content") or ""}\n</file_content>'
+            content = sent_file(str(block.get("content") or ""))  # cut as sent
+            text = f'<file_content path="{block.get("path")}">\n{content}\n</file_content>'
             b.add("attachment", "user", text, tool_name="file", line=n, ts=ts)
         elif kind == "image":
             b.add("image", "user", f"[image {block.get('mediaType') or ''}]".replace(" ]", "]"), line=n, ts=ts)
         elif kind == "tool_result":
-            content, images = _result_text(block.get("content"))
+            content, images = _result_text(sent_result(block.get("content")))  # long strings cut, as sent
             name = block.get("name") if isinstance(block.get("name"), str) else None
             b.result(content, block.get("tool_use_id"), name, line=n, ts=ts, is_error=block.get("is_error") is True)
             for media in images:

@@ -1,15 +1,20 @@
-"""The Cline SDK's own size estimate of a message, which its compaction triggers and cuts on (cline/cline 21cb8d2525,
-the same in v4.1.0): ``estimateTokens`` (sdk/packages/shared/src/llms/tokens.ts) is max(1, ceil(characters / 3));
-``createTokenEstimator`` (core extensions/context/compaction-shared.ts) applies it to ``JSON.stringify(message)``,
-and the trigger to the JSON of the request's messages as ``MessageBuilder.buildForApi`` sends them
-(core session/services/message-builder.ts): every string of a tool result longer than 8,000 characters cut in the
-middle around a ``[truncated N chars]`` marker. The message is the one the runtime holds (agent-message-codec.ts:
-id, role, content, ts, metadata, modelInfo, metrics), which is what ``<id>.messages.json`` stores. Characters are
-JavaScript's: UTF-16 code units of the compact JSON.
+"""The Cline SDK's own size estimate of a message, which its compaction triggers and cuts on, and what its request
+builder sends of it (cline/cline 21cb8d2525, the same in v4.1.0).
 
-Not modelled (the estimate is larger there than the SDK's): the builder's rewrite of re-read files' older results
-to ``[outdated - see the latest file content]`` once 64 KB of them are stale, and its 200,000-character cap on
-assistant text and 50,000 on attached files.
+``estimateTokens`` (sdk/packages/shared/src/llms/tokens.ts) is max(1, ceil(characters / 3));
+``createTokenEstimator`` (core extensions/context/compaction-shared.ts) applies it to ``JSON.stringify(message)``.
+The trigger counts the request's messages as ``MessageBuilder.buildForApi`` sends them (core session/services/
+message-builder.ts: every string of a tool result longer than 8,000 characters, and an attached file's content
+longer than 50,000, cut in the middle around a ``[truncated N chars]`` marker); the cut (``findCutIndex``) and
+``tokensBefore`` count them as stored. The message is the one the runtime holds (agent-message-codec.ts: id, role,
+content, ts, metadata, modelInfo, metrics), which is what ``<id>.messages.json`` stores. Characters are
+JavaScript's: UTF-16 code units of the compact JSON. On the writer's own fixture (sdk/packages/core/fixtures/
+session/session.messages.json, 32 messages) the stored estimates add up to 21,919, the ``tokensBefore`` its
+agentic.compaction.json records.
+
+Not modelled (the estimate and what is sent are larger there than the SDK's): the builder's rewrite of re-read
+files' older results to ``[outdated - see the latest file content]`` once 64 KB of them are stale, its
+200,000-character cap on assistant text, and its 6 MB budget for the whole request's text.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 CHARS_PER_TOKEN = 3
 MAX_TOOL_RESULT_CHARS = 8_000
+MAX_FILE_CONTENT_CHARS = 50_000
 FIELDS = ("id", "role", "content", "ts", "metadata", "modelInfo", "metrics")
 
 
@@ -57,7 +63,7 @@ def _cut_strings(value: Any) -> Any:
     return value
 
 
-def _api_result(content: Any) -> Any:
+def sent_result(content: Any) -> Any:
     """A tool result's content as the builder sends it (``truncateToolResultContent``)."""
     if isinstance(content, str):
         return truncate_middle(content)
@@ -75,21 +81,42 @@ def _api_result(content: Any) -> Any:
     return out
 
 
+def sent_file(content: str) -> str:
+    """An attached file's content as the builder sends it."""
+    return truncate_middle(content, MAX_FILE_CONTENT_CHARS)
+
+
+def _sent_block(block: Any) -> Any:
+    if isinstance(block, dict) and block.get("type") == "tool_result" and "content" in block:
+        return {**block, "content": sent_result(block["content"])}
+    if isinstance(block, dict) and block.get("type") == "file" and isinstance(block.get("content"), str):
+        return {**block, "content": sent_file(block["content"])}
+    return block
+
+
+def held_message(message: dict) -> dict:
+    """The message's fields the runtime holds."""
+    return {k: message[k] for k in FIELDS if message.get(k) is not None}
+
+
 def api_message(message: dict) -> dict:
-    """The message's fields the runtime holds, its tool results as the builder sends them."""
-    out = {k: message[k] for k in FIELDS if message.get(k) is not None}
-    blocks = out.get("content")
-    if isinstance(blocks, list):
-        out["content"] = [
-            {**b, "content": _api_result(b["content"])}
-            if isinstance(b, dict) and b.get("type") == "tool_result" and "content" in b
-            else b
-            for b in blocks
-        ]
+    """The message as the builder sends it: its tool results and attached files cut."""
+    out = held_message(message)
+    if isinstance(out.get("content"), list):
+        out["content"] = [_sent_block(b) for b in out["content"]]
     return out
 
 
-def message_estimate(message: dict) -> int:
-    """The SDK's estimate of ``message`` in its tokens: max(1, ceil(JSON characters / 3))."""
-    text = json.dumps(api_message(message), ensure_ascii=False, separators=(",", ":"))
+def _estimate(value: dict) -> int:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return max(1, math.ceil(js_length(text) / CHARS_PER_TOKEN))
+
+
+def message_estimate(message: dict) -> int:
+    """The SDK's estimate of ``message`` as sent (the trigger's), in its tokens: max(1, ceil(JSON characters / 3))."""
+    return _estimate(api_message(message))
+
+
+def stored_estimate(message: dict) -> int:
+    """The SDK's estimate of ``message`` as it holds it (what its cut and ``tokensBefore`` count)."""
+    return _estimate(held_message(message))

@@ -2,8 +2,9 @@
 session-artifacts.ts, session-compaction.ts, agent-message-codec.ts), long enough that the SDK's automatic
 compaction fires, and where it fires by the writer's own rule as read there (extensions/context/compaction.ts,
 compaction-shared.ts, shared/src/llms/tokens.ts), worked out here on the messages as JSON: before each request,
-ceil(JSON characters of {systemPrompt, messages, tools} / 3) >= 0.9 x the model's input limit; the newest
-messages worth 20,000 estimated tokens stay, never before the latest typed user message, from a turn's start.
+ceil(JSON characters of {systemPrompt, messages as sent, tools} / 3) >= 0.9 x the model's input limit (a tool
+result's strings over 8,000 characters are sent cut in the middle: message-builder.ts); the newest messages worth
+20,000 estimated tokens as stored stay, never before the latest typed user message, from a turn's start.
 
 Each request's ``metrics.inputTokens`` is what a server would count: the system prompt and tool definitions
 (``PREFIX_TOKENS``) and the messages it was sent at 4 characters a token."""
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+
+from replay.readers.cline_sdk_estimate import truncate_middle
 
 SID = "1786000000000_cmp01"
 MODEL, PROVIDER, LIMIT = "claude-haiku-4-5", "anthropic", 200_000  # the SDK catalog's "anthropic" entry
@@ -38,6 +41,14 @@ def _js(value: object) -> str:
 
 def _estimate(value: object) -> int:
     return max(1, math.ceil(len(_js(value)) / 3))
+
+
+def _sent(m: dict) -> dict:
+    """The message as the request builder sends it: tool result strings over 8,000 characters cut."""
+    blocks = [
+        {**b, "content": truncate_middle(b["content"])} if b["type"] == "tool_result" else b for b in m["content"]
+    ]
+    return {**m, "content": blocks}
 
 
 def _typed(m: dict) -> bool:
@@ -66,14 +77,14 @@ def _cut(view: list[dict]) -> int:
 
 
 def _served(view: list[dict]) -> int:
-    return PREFIX_TOKENS + sum(len(_js(m["content"])) // 4 for m in view)
+    return PREFIX_TOKENS + sum(len(_js(_sent(m)["content"])) // 4 for m in view)
 
 
-def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dict:
-    """Write the session under ``folder``/SID: ``turns`` tool calls reading about 6,000 characters each, a typed
-    user message before call ``follow_up`` (None: none); returns where the SDK last compacted (``request``: the
-    request, counted from 0, it compacted before; ``after``: that request's inputTokens; ``requests``: every
-    request it compacted before; the sidecar holds the last compaction)."""
+def session(folder: Path, turns: int = 100, follow_up: int | None = None, big: int = 0) -> dict:
+    """Write the session under ``folder``/SID: ``turns`` tool calls reading about 6,000 characters each (every
+    fourth ``big`` characters, when given), a typed user message before call ``follow_up`` (None: none); returns
+    where the SDK last compacted (``request``: the request, counted from 0, it compacted before; ``after``: that
+    request's inputTokens; ``requests``: every request it compacted before; the sidecar holds the last)."""
     messages: list[dict] = []
     view: list[dict] = []  # what the next request sends: the transcript, or the compacted view and what followed
     summary: dict | None = None
@@ -91,7 +102,7 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dic
     for k in range(turns):
         if k == follow_up:
             add({"id": f"f{k}", "role": "user", "content": [{"type": "text", "text": "Also check the tests."}]})
-        request = _estimate({"systemPrompt": SYSTEM, "messages": view, "tools": TOOLS})
+        request = _estimate({"systemPrompt": SYSTEM, "messages": [_sent(m) for m in view], "tools": TOOLS})
         cut = _cut(view) if request >= 0.9 * LIMIT else 0
         if cut > (1 if summary is not None else 0):  # something to fold beyond an earlier summary
             text = "## Goal\nFix the build.\n\n## State\n- Done: read the sources\n" + "Notes. " * 300
@@ -120,7 +131,8 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None) -> dic
             }
             view[:] = [summary, *kept]
             found = {"request": k, "after": _served(view), "cut": cut, "requests": [*found.get("requests", []), k]}
-        text = "".join(f"line {k}.{n}: const value = compute({n});\n" for n in range(170))
+        lines = big // 38 if big and k % 4 == 3 else 170
+        text = "".join(f"line {k}.{n}: const value = compute({n});\n" for n in range(lines))
         add(
             {
                 "id": f"a{k}",

@@ -5,7 +5,7 @@ to 21,919, the ``tokensBefore`` its agentic.compaction.json records."""
 
 from __future__ import annotations
 
-from replay.readers.cline_sdk_estimate import js_length, message_estimate, truncate_middle
+from replay.readers.cline_sdk_estimate import js_length, message_estimate, stored_estimate, truncate_middle
 
 
 def test_compact_json_characters_over_three_rounded_up() -> None:
@@ -33,3 +33,14 @@ def test_tool_results_cut_to_8000_characters_as_sent() -> None:
     assert 2_900 < sent < 3_000  # about 8,900 JSON characters (newlines escaped), not the whole result's 22,000
     both = {**result, "content": [{"type": "text", "text": text}, {"query": "ls", "result": text}]}
     assert abs(message_estimate({"role": "user", "content": [both]}) - 2 * sent) < 40  # each string cut
+
+
+def test_sent_and_stored_estimates_differ_by_the_cuts() -> None:
+    """The trigger counts a message as sent, the cut and ``tokensBefore`` as stored; an attached file is cut at
+    50,000 characters."""
+    text = "x" * 20_000
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": text}]}
+    assert stored_estimate(result) == 6_694  # the whole string and 82 characters of JSON around it: 20,082 / 3
+    assert message_estimate(result) == 2_695  # cut to 7,999, its marker's four newlines escaped: 8,085 / 3
+    attached = {"role": "user", "content": [{"type": "file", "path": "a.ts", "content": "y" * 60_000}]}
+    assert (stored_estimate(attached), message_estimate(attached)) == (20_024, 16_691)  # 60,072 and 50,073 / 3

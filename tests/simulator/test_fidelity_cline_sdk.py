@@ -60,3 +60,13 @@ def test_earlier_compaction_not_on_disk(tmp_path):
     assert event["recorded_request"] == 132 and event["simulated_request"] == 132, event
     assert abs(event["simulated_after"] - event["recorded_after"]) <= 0.10 * event["recorded_after"], event
     assert event["within"]
+
+
+def test_long_tool_results_sent_cut_kept_whole(tmp_path):
+    """Every fourth result 40,000 characters: the SDK sends it cut to 8,000 (the reader's items, the trigger's
+    estimate) but chooses what to keep by the messages as stored, so it keeps fewer of them; counted as sent, the
+    preset kept 19,719 tokens after the compaction where the SDK kept 12,275."""
+    event, found = _event(tmp_path, "big", big=40_000)
+    assert event["recorded_request"] == found["request"] == event["simulated_request"], event
+    assert abs(event["simulated_after"] - event["recorded_after"]) <= 0.10 * event["recorded_after"], event
+    assert event["within"]
