@@ -5,7 +5,9 @@ model's info: its ``maxInputTokens`` capped by its ``contextWindow``, else 0.9 x
 SDK knows nothing of the model. The info comes from the SDK's model catalog (sdk/packages/llms/src/catalog/
 catalog.generated.ts, refreshed from models.dev at run time): the "anthropic" provider's own entries, and for the
 "cline" provider OpenRouter's (providers/builtins.ts ``buildClineModels``), as for "openrouter". Only the families
-below are carried over; for another model the log does not say which limit its run had (no preset is chosen).
+below are carried over; for another model the log does not say which limit its run had (no preset is chosen). The
+Claude and GPT-5 entries read the same in v4.1.0 and v4.1.5's catalogs; a catalog refreshed at run time may
+differ, which the log does not record.
 """
 
 from __future__ import annotations
