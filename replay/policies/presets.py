@@ -74,8 +74,9 @@ tests/policies/test_presets_corpus.py):
   model's input limit (no output reserve); the older messages become one summary message, the newest 20,000
   estimated tokens of messages stay, from a turn's start and never before the latest typed user message. The
   limit is the SDK's model catalog's (``cline_sdk_input_limit``: the "anthropic" provider's own entries,
-  OpenRouter's for "cline" and "openrouter"); a model not carried there gets no preset. 4.0.x (no sidecar) counted
-  the messages alone against the limit (200,000 when the model had none) and is not reproduced.
+  OpenRouter's for "cline" and "openrouter"); a model not carried there gets no preset. 4.0.x (no sidecar; v4.0.0)
+  counted the messages alone, past the smaller of 0.9 x the limit and the limit less a reserve, and compacted with
+  the basic strategy by default: not reproduced.
 - anthropic-clear-tool-uses: ``clear_tool_uses_20250919`` with its defaults (100,000 input tokens, keep 3).
 """
 
