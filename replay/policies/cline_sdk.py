@@ -28,8 +28,8 @@ again with the files read and changed (``buildSummaryMessage``), so the SDK's es
 text's; the n-th summary is sized like the log's n-th (its tokens and the reader's estimate of its message), one
 past the log's like its last (Cline keeps only its latest compaction on disk, so a log's one summary is usually
 not its first), and in a log without one ``summary_tokens``, with twice that as its estimate. The summariser is a
-model call the log does not record; it is charged as the kernel's default (the previous prompt, uncached), though
-the SDK sends it the folded messages as text with tool results cut to 2,000 characters.
+model call the log does not record; it is charged what the SDK sends it (``summariser_prompt``, uncached): the
+folded messages as text, tool results, files and thinking cut to 2,000 characters, with the previous summary.
 
 Not modelled: manual ``/compact``, overflow recovery (the basic strategy, after the provider refused a request),
 a custom compactor or summariser model, and the builder's rewrite of stale re-read results (replay.readers
@@ -52,10 +52,27 @@ from replay.jit import compiled
 from replay.policies.auto_compact import OUTPUT, SUMMARY, drop_artefacts
 from replay.policies.base import Budget, CompiledPolicy
 from replay.policies.config import PolicyConfig, knob
-from replay.policies.kernel import P_OVERHEAD, P_POLICY, S_END, S_POLICY, set_form, set_summary
+from replay.policies.kernel import (
+    P_OVERHEAD,
+    P_POLICY,
+    S_END,
+    S_POLICY,
+    S_SUM_AT,
+    S_SUM_TOK,
+    set_form,
+    set_summariser_prompt,
+    set_summary,
+)
 from replay.policies.view import DROPPED
+from replay.run_arrays import KIND_CODE, TOOL_RESULT
 
 REQUEST_TARGET_SHARE = 0.5  # LONG_CONVERSATION_TARGET_RATIO: the compacted request's target, of the input limit
+# the summariser's request (agentic-compaction.ts generateSummary, compaction-shared.ts buildSummaryRequest): its
+# system line, the request's headings and the "Previous summary:" / "Conversation:" labels, about 500 characters;
+# each folded message serialised with tool results, attached files and thinking cut to 2,000 characters
+# (TOOL_RESULT_CHAR_LIMIT, FILE_CONTENT_CHAR_LIMIT) plus a "...[truncated N chars]" line, and a label per block
+SUMMARY_REQUEST_CHARS, SERIALISED_CUT, CUT_LINE_CHARS, LABEL_CHARS = 500, 2_000, 24, 12
+CUT_KINDS = (TOOL_RESULT, KIND_CODE["reasoning"], KIND_CODE["attachment"])
 
 
 @dataclass(frozen=True)
@@ -94,6 +111,7 @@ S_OVERHEAD_EST = S_POLICY + 6  # its estimate of the system prompt and tool defi
 S_PRESERVE = S_POLICY + 7  # newest messages kept (preserve_tokens, capped by the request's target)
 S_LAST_TURN = S_POLICY + 8  # first item of the latest typed user message (-1 none)
 S_GIVEN = S_POLICY + 9  # 1: the reader gave the SDK's estimate of each message (a Cline SDK log)
+S_CHARS, S_TOKENS = S_POLICY + 10, S_POLICY + 11  # the run's body characters and tokens (its chars per token)
 # aux rows: recorded summaries' tokens and estimates (the first S_RECORDED entries); per item its estimate as
 # counted, and its place in a message (M_* bits)
 A_REC_TOK, A_REC_EST, A_COUNTED, A_START = 0, 1, 2, 3
@@ -170,6 +188,12 @@ def setup(p, r, st):
         ratio = chars / tokens if tokens > 0 else 4.0
         overhead = np.int64(np.ceil(prefix * ratio / 3))
     st.s[S_OVERHEAD_EST] = overhead
+    chars, tokens = np.int64(0), np.int64(0)
+    for q in range(lo, n_items):
+        if not r.recorded_only[q]:
+            chars += r.chars[q]
+            tokens += r.tokens[q]
+    st.s[S_CHARS], st.s[S_TOKENS] = max(chars, 1), max(tokens, 1)
     target = min(np.int64(p[P_WINDOW_IN] * REQUEST_TARGET_SHARE), np.int64(p[P_LIMIT]) - 1)
     st.s[S_PRESERVE] = max(1, min(np.int64(p[P_PRESERVE]), target - overhead))
     st.s[S_SEEN] = st.s[S_LIVE] = min(lo, n_items)
@@ -221,8 +245,28 @@ def cut_index(r, st, lo, end):
 
 
 @compiled(borrowed=True)
+def summariser_prompt(r, st, lo, cut):
+    """Tokens of the summariser's request folding [lo, cut): each item as serialised (long tool results, files and
+    thinking cut, at the item's own tokens per character; a label each), the previous summary and the request's
+    own text (at the run's tokens per character). Uncached: a request of its own."""
+    chars = SUMMARY_REQUEST_CHARS + (cut - lo) * LABEL_CHARS
+    tokens = st.s[S_SUM_TOK] if st.s[S_SUM_AT] >= 0 else np.int64(0)
+    for q in range(lo, cut):
+        if r.recorded_only[q]:
+            continue
+        cut_kind = (r.kind[q] == CUT_KINDS[0]) | (r.kind[q] == CUT_KINDS[1]) | (r.kind[q] == CUT_KINDS[2])
+        if cut_kind & (r.chars[q] > SERIALISED_CUT):
+            tokens += np.int64(np.ceil(SERIALISED_CUT * r.tokens[q] / r.chars[q]))
+            chars += CUT_LINE_CHARS
+        else:
+            tokens += r.tokens[q]
+    return tokens + np.int64(np.ceil(chars * st.s[S_TOKENS] / st.s[S_CHARS]))
+
+
+@compiled(borrowed=True)
 def compact(p, r, st, lo, cut):
     """The messages in [lo, cut) become the summary."""
+    set_summariser_prompt(st, summariser_prompt(r, st, lo, cut), 0, -1)
     for q in range(lo, cut):
         if st.forms[q] != DROPPED:
             set_form(st, q, DROPPED)

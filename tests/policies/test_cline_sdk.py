@@ -9,7 +9,7 @@ import numpy as np
 
 from replay.ingest import ingest
 from replay.policies import Budget, make_compiled
-from replay.simulator.kernels.driver import T_PROMPT, T_SUMMARISED
+from replay.simulator.kernels.driver import T_PROMPT, T_SUM_READ, T_SUMMARISED
 from replay.simulator.kernels.trace import trace_run
 from replay.simulator.load import load_runs
 from replay.store import open_store
@@ -18,8 +18,14 @@ from tests.readers.cline_sdk_session import OVERHEAD_EST, session
 
 
 def summaries(run, params: dict, window: int) -> tuple[list[int], np.ndarray]:
+    return traced(run, params, window)[:2]
+
+
+def traced(run, params: dict, window: int) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """Requests the policy summarised at, every request's prompt, and the summariser's prompt at each."""
     trace = trace_run(run, make_compiled("cline-sdk", params), Budget(window, 0))
-    return [int(k) for k in np.flatnonzero(trace.columns[:, T_SUMMARISED])], trace.columns[:, T_PROMPT]
+    cols = trace.columns
+    return [int(k) for k in np.flatnonzero(cols[:, T_SUMMARISED])], cols[:, T_PROMPT], cols[:, T_SUM_READ]
 
 
 def test_declines_while_the_newest_messages_reach_back_to_the_task():
@@ -54,3 +60,16 @@ def test_session_compacts_where_the_sdk_did(tmp_path: Path):
     (run,) = load_runs(con, None, prompt=False)
     steps, _ = summaries(run, {"overhead_est": OVERHEAD_EST}, 200_000)
     assert len(found["requests"]) == 2 and steps == found["requests"]
+
+
+def test_summariser_is_sent_the_folded_messages_with_long_results_cut():
+    """What the SDK sends its summariser (buildSummaryRequest, serializeMessage): at request 5 only the task is
+    folded, 60,000 tokens, plus the request's own ~500 characters and a label (128 at the run's 4 characters a
+    token); at 22 the first summary and the 17 round trips before the five kept, each 12,000-character result
+    cut to 2,000 (500 tokens) with a truncation line: a sixth of the previous prompt (66,210)."""
+    run = loop_run([3_000] * 40, prefix=1_000, user=60_000)
+    steps, prompt, sent = traced(run, {"context_window": 100_000}, 100_000)
+    assert steps[:2] == [5, 22]
+    assert sent[5] == 60_000 + 128
+    assert sent[22] == 2_000 + 17 * (10 + 500) + -(-(500 + 34 * 12 + 17 * 24) // 4)
+    assert prompt[21] == 66_210 and sent[22] < prompt[21] / 6
