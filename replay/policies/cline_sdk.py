@@ -1,6 +1,9 @@
 """Cline 4.x (Cline SDK) automatic compaction, its default agentic strategy (cline/cline 21cb8d2525 = VS Code
 4.1.13, the same rule from v4.1.0; sdk/packages/core/src/extensions/context/compaction.ts, agentic-compaction.ts,
-compaction-shared.ts; facts only).
+compaction-shared.ts; facts only). It is on by default with this strategy: VS Code's ``useAutoCondense`` defaults
+to true (apps/vscode/src/sdk/cline-session-factory.ts) and the strategy to "agentic" (core services/
+global-settings.ts ``readCompactionStrategyGlobally``); the CLI's ``--compaction`` defaults to agentic
+(apps/cli/src/utils/compaction-mode.ts).
 
 Trigger. Before every request (``createContextCompactionPrepareTurn``) the SDK estimates the request it is about
 to send: ceil(characters / 3) of the JSON of its system prompt, messages and tool definitions
@@ -31,9 +34,9 @@ not its first), and in a log without one ``summary_tokens``, with twice that as 
 model call the log does not record; it is charged what the SDK sends it (``summariser_prompt``, uncached): the
 folded messages as text, tool results, files and thinking cut to 2,000 characters, with the previous summary.
 
-Not modelled: manual ``/compact``, overflow recovery (the basic strategy, after the provider refused a request),
-a custom compactor or summariser model, and the builder's rewrite of stale re-read results (replay.readers
-.cline_sdk_estimate).
+Not modelled: manual ``/compact``, the basic strategy (chosen in the settings, or run after the provider refused a
+request as too long; its sidecar marker says so: the event's ``strategy``), a custom compactor or summariser
+model, and the builder's rewrite of stale re-read results (replay.readers.cline_sdk_estimate).
 
 Linear per request: the estimate is a running total (each item counted once on arrival, taken off when a compaction
 drops it), the latest typed user message is tracked as items arrive, and the kept part is found from the end back
