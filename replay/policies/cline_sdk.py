@@ -179,24 +179,20 @@ def setup(p, r, st):
             n += 1
     st.s[S_RECORDED] = n if p[P_FROM_LOG] > 0 else 0
     message_marks(r, st, min(lo, n_items), n_items)
-    overhead = np.int64(p[P_OVERHEAD_EST])
-    if overhead < 0:
-        chars, tokens, prefix = np.int64(0), np.int64(0), np.int64(p[P_OVERHEAD]) + np.int64(r.tail)
-        for q in range(n_items):
-            if q < lo:
-                prefix += r.tokens[q]
-            elif not r.recorded_only[q]:
-                chars += r.chars[q]
-                tokens += r.tokens[q]
-        ratio = chars / tokens if tokens > 0 else 4.0
-        overhead = np.int64(np.ceil(prefix * ratio / 3))
-    st.s[S_OVERHEAD_EST] = overhead
-    chars, tokens = np.int64(0), np.int64(0)
-    for q in range(lo, n_items):
-        if not r.recorded_only[q]:
+    chars, tokens, prefix = np.int64(0), np.int64(0), np.int64(p[P_OVERHEAD]) + np.int64(r.tail)
+    for q in range(n_items):
+        if q < lo:
+            prefix += r.tokens[q]
+        elif not r.recorded_only[q]:
             chars += r.chars[q]
             tokens += r.tokens[q]
-    st.s[S_CHARS], st.s[S_TOKENS] = max(chars, 1), max(tokens, 1)
+    if tokens <= 0:  # nothing to take the run's characters per token from: 4, as chars/4 counts
+        chars, tokens = np.int64(4), np.int64(1)
+    st.s[S_CHARS], st.s[S_TOKENS] = chars, tokens
+    overhead = np.int64(p[P_OVERHEAD_EST])
+    if overhead < 0:
+        overhead = np.int64(np.ceil(prefix * chars / tokens / 3))
+    st.s[S_OVERHEAD_EST] = overhead
     target = min(np.int64(p[P_WINDOW_IN] * REQUEST_TARGET_SHARE), np.int64(p[P_LIMIT]) - 1)
     st.s[S_PRESERVE] = max(1, min(np.int64(p[P_PRESERVE]), target - overhead))
     st.s[S_SEEN] = st.s[S_LIVE] = min(lo, n_items)
