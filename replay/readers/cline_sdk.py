@@ -38,8 +38,9 @@ its first message carries ``metadata.kind = "compaction"`` {reason, messagesRemo
 logged. The compactions before the latest leave only a trace in the usage: a request whose inputTokens fell below
 half the previous one's with no compaction on disk between is noted (``runs.metadata.unrecorded_compactions``, a
 warning), which calibration reports as unreconstructable. Each message's first item carries the SDK's own estimate
-of the message (``runs.metadata.harness_estimates``; replay.readers.cline_sdk_estimate), which its compaction
-triggers and cuts on.
+of the message as sent (``runs.metadata.harness_estimates``), which its compaction triggers on, and where larger
+as stored (``harness_keep_estimates``), which it cuts on (replay.readers.cline_sdk_estimate). Tool results over
+8,000 characters and attached files over 50,000 are read cut in the middle, as the SDK's request builder sends them.
 4.0.x (CLI before 3.0.39) replaced the transcript itself: a file whose messages carry a compaction marker holds only
 what the last compaction kept (``runs.metadata.history_compacted``); its summary is a ``summary`` item, earlier
 requests are gone.
