@@ -147,6 +147,10 @@ class RunArrays:
     # replay.simulator.prompt.PromptModel.framing); None: 0 everywhere. A summariser shown the item's text in one
     # message of its own does not send them (replay.policies.condenser_prompt)
     framing: np.ndarray | None = field(default=None, repr=False)
+    # per item: the harness's own size of it where it chooses what to keep, when that is not what its trigger counts
+    # (``harness_est``): the Cline SDK cuts on a message as stored, triggers on it as sent, its long tool results cut
+    # (``runs.metadata.harness_keep_estimates``); None: 0 everywhere
+    harness_keep: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def usage_offsets(self) -> np.ndarray:
@@ -160,6 +164,13 @@ class RunArrays:
         """``harness_est`` with one entry per item (0 where none is given)."""
         if self.harness_est is not None and len(self.harness_est) == self.n_items:
             return self.harness_est.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def harness_keeps(self) -> np.ndarray:
+        """``harness_keep`` with one entry per item (0 where none is given)."""
+        if self.harness_keep is not None and len(self.harness_keep) == self.n_items:
+            return self.harness_keep.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
 
     @property

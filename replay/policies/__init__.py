@@ -26,6 +26,7 @@ POLICY_MODULES = [
     "openhands",
     "cline",
     "recorded",
+    "cline_sdk",
 ]
 
 

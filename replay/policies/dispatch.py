@@ -10,6 +10,7 @@ from replay.policies import (
     baselines,
     clear_tool_uses,
     cline,
+    cline_sdk,
     masking,
     openhands,
     oracle,
@@ -37,6 +38,7 @@ DISPATCHED = {
     "openhands_recent": 13,
     "cline": 14,
     "recorded": 15,
+    "cline_sdk": 16,
 }
 RECORDED = 15  # the policy that replays the log's own context events
 
@@ -57,6 +59,7 @@ SETUPS = {
     13: openhands.setup,
     14: cline.setup,
     15: recorded.setup,
+    16: cline_sdk.setup,
 }
 
 DECIDES = {
@@ -75,4 +78,5 @@ DECIDES = {
     13: openhands.decide,
     14: cline.decide,
     15: recorded.decide,
+    16: cline_sdk.decide,
 }

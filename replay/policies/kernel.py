@@ -135,6 +135,9 @@ Run = namedtuple(
         "condenser",
         # per item: tokens beyond its text that its own message costs (RunArrays.framing)
         "framing",
+        # per item: the harness's own size of it where it chooses what to keep, if not its trigger's
+        # (RunArrays.harness_keep; the Cline SDK: a message before its request builder cut its tool results)
+        "harness_keep",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

@@ -70,6 +70,15 @@ tests/policies/test_presets_corpus.py):
   allowed size of the last usage (160,000 for a 200,000 window) duplicate file reads are replaced, and unless that
   saves 30% of the text the older half of the conversation after the first exchange is truncated. The window is
   Cline's model table's: 200,000 for every Claude model but the ``:1m`` variants (1,000,000); ``cline_window``.
+- cline-sdk: Cline 4.x, the Cline SDK's automatic compaction (``replay.policies.cline_sdk``, read in cline/cline
+  21cb8d2525 = VS Code 4.1.13, the same from 4.1.0, whose compactions the ``<id>.compaction.json`` sidecar records):
+  before a request, ceil(characters / 3) of the JSON of the system prompt, messages and tools against 0.9 x the
+  model's input limit (no output reserve); the older messages become one summary message, the newest 20,000
+  estimated tokens of messages stay, from a turn's start and never before the latest typed user message. The
+  limit is the SDK's model catalog's (``cline_sdk_input_limit``: the "anthropic" provider's own entries,
+  OpenRouter's for "cline" and "openrouter"); a model not carried there gets no preset. 4.0.x (no sidecar; v4.0.0)
+  counted the messages alone, past the smaller of 0.9 x the limit and the limit less a reserve, and compacted with
+  the basic strategy by default: not reproduced.
 - anthropic-clear-tool-uses: ``clear_tool_uses_20250919`` with its defaults (100,000 input tokens, keep 3).
 """
 
@@ -306,6 +315,13 @@ PRESETS: dict[str, Preset] = {
             "cline",
             {},
             "Cline default: past window - 40k of the last usage, duplicate reads out, else the older half truncated",
+        ),
+        Preset(
+            "cline-sdk",
+            "cline_sdk",
+            {},
+            "Cline 4.1 (SDK): at 0.9 x the input limit by chars/3 of the request's JSON, older messages summarised, "
+            "the newest 20k estimated tokens kept from a turn's start",
         ),
         Preset(
             "anthropic-clear-tool-uses",

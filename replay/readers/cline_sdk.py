@@ -33,8 +33,14 @@ system_prompt?}``: every later request sends the sidecar's messages, then the tr
 recorded context event (kind "compaction") before the transcript's message ``source_message_count`` (or earlier,
 where the summary's ``generatedAt`` puts it: replay/readers/cline_sdk_sidecar.py): ``drop`` = the
 transcript so far, then the sidecar's messages as items, its ``compaction_summary`` message (agentic strategy,
-``tokensBefore`` a chars/3 estimate) the ``summary`` item, the rest ``resent``. The basic strategy has no summary: its
-first message carries ``metadata.kind = "compaction"`` {reason, messagesRemoved}. The summariser's call is not logged.
+``tokensBefore`` a chars/3 estimate) the ``summary`` item, the rest ``resent``. The basic strategy has no summary:
+its first message carries ``metadata.kind = "compaction"`` {reason, messagesRemoved}. The summariser's call is not
+logged. The compactions before the latest leave only a trace in the usage: a request whose inputTokens fell below
+half the previous one's with no compaction on disk between is noted (``runs.metadata.unrecorded_compactions``, a
+warning), which calibration reports as unreconstructable. Each message's first item carries the SDK's own estimate
+of the message as sent (``runs.metadata.harness_estimates``), which its compaction triggers on, and where larger
+as stored (``harness_keep_estimates``), which it cuts on (replay.readers.cline_sdk_estimate). Tool results over
+8,000 characters and attached files over 50,000 are read cut in the middle, as the SDK's request builder sends them.
 4.0.x (CLI before 3.0.39) replaced the transcript itself: a file whose messages carry a compaction marker holds only
 what the last compaction kept (``runs.metadata.history_compacted``); its summary is a ``summary`` item, earlier
 requests are gone.
@@ -42,6 +48,7 @@ requests are gone.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import replace
@@ -53,6 +60,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document
 from replay.readers.builder import RunBuilder, seq_ranges, validate_usage
+from replay.readers.cline_sdk_estimate import message_estimate, sent_file, sent_result, stored_estimate
 from replay.readers.cline_sdk_sidecar import Placement, placement
 from replay.readers.json_fields import sub_dict, sub_list
 from replay.readers.openai_messages import top_keys
@@ -63,6 +71,7 @@ MESSAGE_KEYS = frozenset({"sessionId", "agent", "messages", "updated_at"})
 SIDECAR_KEYS = frozenset({"source_message_count", "messages"})
 MARKER_KINDS = ("compaction", "compaction_summary")
 LEGACY_WARNING = "Warning: this is a legacy conversation, which means tool names may have changed."
+UNRECORDED_DROP = 0.5  # a prompt below this share of the previous one's: a compaction happened between
 TRIGGERS = {"manual_compaction": "manual", "auto_compaction": "auto", "overflow_recovery_compaction": "auto"}
 
 
@@ -175,6 +184,9 @@ class _Session:
         )
         self.bad: list[BadRecord] = []
         self.imported = 0  # leading messages converted from a 3.x task's api_conversation_history
+        # per request: (step, inputTokens, message, a compaction on disk comes before it and after the previous one)
+        self.prompts: list[tuple[int, int | None, int, bool]] = []
+        self.compacted = False
 
     def read(self, doc: dict, manifest: dict | None = None, sidecar: dict | None = None) -> Iterator[Record]:
         b, meta = self.b, self.b.run.metadata
@@ -238,6 +250,16 @@ class _Session:
     def _message(self, message: dict, n: int, copy: bool) -> None:
         """A message's items; an assistant message of the transcript opens its request first. ``copy``: a compacted
         copy re-sent from the sidecar (no request, no turn); a message imported from a 3.x task is no request."""
+        first = self.b.seq
+        self._items(message, n, copy)
+        if self.b.seq > first and (not copy or _kind(message) == "compaction_summary"):
+            # the SDK's own estimate of the message, on its first item (replay.readers.cline_sdk_estimate)
+            meta, sent, held = self.b.run.metadata, message_estimate(message), stored_estimate(message)
+            meta.setdefault("harness_estimates", []).append([first, sent])
+            if held != sent:  # its cut counts the message as stored (long tool results whole)
+                meta.setdefault("harness_keep_estimates", []).append([first, held])
+
+    def _items(self, message: dict, n: int, copy: bool) -> None:
         b, ts = self.b, _iso(message.get("ts"))
         blocks = message.get("content")
         if isinstance(blocks, str):
@@ -249,7 +271,9 @@ class _Session:
             if not copy and n >= self.imported:
                 info = sub_dict(message, "modelInfo")
                 model = info.get("id") if isinstance(info.get("id"), str) else None
-                b.request(line=n, ts=ts, model=model, **self._usage(message, n))
+                req = b.request(line=n, ts=ts, model=model, **self._usage(message, n))
+                self.prompts.append((req.step, req.prompt_tokens, n, self.compacted))
+                self.compacted = False
             for block in blocks:
                 self._assistant_block(block, n, ts)
             return
@@ -294,6 +318,23 @@ class _Session:
             meta["recorded_cost"] = round(meta.get("recorded_cost", 0.0) + float(cost), 10)
         return clean
 
+    def _unrecorded(self) -> None:
+        """Requests whose prompt fell below half the previous one's, with no compaction on disk between: the
+        compactions before the latest (4.1's sidecar keeps only the latest; nothing else takes messages out of the
+        request), noted in ``runs.metadata.unrecorded_compactions`` (request steps), with a warning."""
+        meta = self.b.run.metadata
+        for (_, last, _, _), (step, prompt, n, compacted) in itertools.pairwise(self.prompts):
+            if compacted or prompt is None or last is None or prompt >= last * UNRECORDED_DROP:
+                continue
+            if not meta.get("unrecorded_compactions"):
+                self.b.warn(
+                    n,
+                    f"{self.name}: the prompt fell from {last:,} to {prompt:,} tokens at request {step} with no "
+                    "compaction on disk: Cline keeps only its latest compaction (the sidecar), so the prompts before "
+                    "that one cannot be replayed from the log",
+                )
+            meta.setdefault("unrecorded_compactions", []).append(step)
+
     def _assistant_block(self, block: Any, n: int, ts: str | None) -> None:
         if not isinstance(block, dict):
             return
@@ -315,12 +356,13 @@ class _Session:
         if kind == "text" and block.get("text"):
             b.add("user_text", "user", str(block["text"]), line=n, ts=ts)
         elif kind == "file":
-            text = f'<file_content path="{block.get("path")}">\n{block.get("content") or ""}\n</file_content>'
+            content = sent_file(str(block.get("content") or ""))  # cut as sent
+            text = f'<file_content path="{block.get("path")}">\n{content}\n</file_content>'
             b.add("attachment", "user", text, tool_name="file", line=n, ts=ts)
         elif kind == "image":
             b.add("image", "user", f"[image {block.get('mediaType') or ''}]".replace(" ]", "]"), line=n, ts=ts)
         elif kind == "tool_result":
-            content, images = _result_text(block.get("content"))
+            content, images = _result_text(sent_result(block.get("content")))  # long strings cut, as sent
             name = block.get("name") if isinstance(block.get("name"), str) else None
             b.result(content, block.get("tool_use_id"), name, line=n, ts=ts, is_error=block.get("is_error") is True)
             for media in images:
@@ -358,6 +400,7 @@ class _Session:
             extra["messages_removed"] = marker["messagesRemoved"]
         if isinstance(reason, str):
             extra["reason"] = reason
+        self.compacted = True  # the prompt after it falls for a reason the log holds
         b.context_event(
             "compaction",
             drop=[[start, before]] if start < before else [],
@@ -380,12 +423,14 @@ class _Session:
         if served:
             b.run = b.records[0] = replace(b.run, model=max(served, key=lambda k: served[k]))
         if any(isinstance(m, dict) and (_kind(m) in MARKER_KINDS or _preserved(m)) for m in messages):
-            meta["history_compacted"] = True
+            meta["history_compacted"] = True  # the compaction the prompt falls at is this file's own
             b.warn(
                 None,
                 f"{self.name} holds the history as a compaction left it (Cline 4.0.x rewrote the transcript): the "
                 "requests before it, and their usage, are not in the file",
             )
+        else:
+            self._unrecorded()
         if b.run.started_at is None:
             first = next((_iso(m.get("ts")) for m in messages if isinstance(m, dict) and _iso(m.get("ts"))), None)
             b.run = b.records[0] = replace(b.run, started_at=first)

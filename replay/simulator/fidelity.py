@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from replay.policies import Budget, make_compiled, make_policy
+from replay.policies.cline_sdk_models import cline_sdk_input_limit
 from replay.policies.kernel import SUMMARY_CLEARED
 from replay.policies.presets import (
     claude_code_preset,
@@ -35,8 +36,10 @@ from replay.simulator.run_output import cache_reasons
 BIG = Budget(10**9, 0)
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
-# presets whose trigger reads the usage the server reported for the last request (codex-rs: last_token_usage)
+# presets whose trigger reads the usage the server reported for the last request (codex-rs: last_token_usage); by
+# name prefix, but cline-sdk's, which estimates the request from its characters
 READS_USAGE = ("claude-code", "cline", "codex")
+OWN_ESTIMATE = ("cline-sdk",)
 CLEARS_ONLY = ("cline",)  # presets whose events clear history without a summary (Cline's truncation)
 COLUMNS = {
     "file": pl.String,
@@ -119,6 +122,9 @@ def harness_preset(
     if fmt == "cline":
         limit = cline_window(model)
         return ("cline", Budget(limit, 0), {}) if limit else None
+    if fmt == "cline-sdk":
+        limit = cline_sdk_input_limit(metadata.get("provider"), model)
+        return ("cline-sdk", Budget(limit, 0), {}) if limit else None
     if fmt == "openhands":
         return "openhands-v0", BIG, {}
     if fmt == "openhands-v1":
@@ -253,7 +259,8 @@ def event_rows(
     micro_steps, micro_prompt = sim_steps, sim_steps
     sim_cols = None
     if preset is not None and len(ev.step):
-        harness_run = with_reported_usage(run, cols) if preset[0].startswith(READS_USAGE) else run
+        reads = preset[0].startswith(READS_USAGE) and preset[0] not in OWN_ESTIMATE
+        harness_run = with_reported_usage(run, cols) if reads else run
         sim_cols, _ = replay_recorded(harness_run, cache, *preset)
         sim_steps = np.flatnonzero(sim_cols["summarised"])
         if "microcompact" in ev.kind or preset[0] in CLEARS_ONLY:

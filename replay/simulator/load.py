@@ -316,6 +316,7 @@ def _assemble(
         recorded=events,
         server_gone=_gone_at(items, reqs, exact, rollback_drops(metadata)),
         harness_est=per_item(items, metadata, "harness_estimates"),
+        harness_keep=per_item(items, metadata, "harness_keep_estimates"),
         media_chars=per_item(items, metadata, "media_chars"),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
@@ -342,7 +343,8 @@ def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray 
 
 def per_item(items: list[dict], metadata: dict, key: str) -> np.ndarray | None:
     """Per item, the number a reader recorded for some items as ``runs.metadata[key]`` ([[seq, n], ...]; 0 for the
-    others): ``harness_estimates`` (the tokens the harness's own trigger count gives the item), ``media_chars`` (the
+    others): ``harness_estimates`` (the tokens the harness's own trigger count gives the item),
+    ``harness_keep_estimates`` (its own size where it chooses what to keep, when not that), ``media_chars`` (the
     characters of the media data it stands for); None when it recorded none."""
     given = {
         int(p[0]): int(p[1])

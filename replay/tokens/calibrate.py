@@ -16,10 +16,12 @@ other vendors (MiniMax) drop thinking blocks from the history; Claude keeps them
 A run is marked *unreconstructable*, with the reason, when a mechanical check on the log names why it cannot give
 the server's prompt: content comes and goes outside the log (the recorded prompt shrinks with no compaction or
 other boundary in the log), the recorded prompt grows far more than the log's items, content the log never holds
-comes and goes often (reader notes marked ``varies``: Aider's files in the chat), or the log's history is far
-over the size at which the harness summarises it (``runs.metadata.history_limit``). The checks read the recorded
-usage and the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity
-shows it (replay.tokens.log_checks). What readers record in ``runs.metadata`` is read by replay.tokens.usage_metadata,
+comes and goes often (reader notes marked ``varies``: Aider's files in the chat), the log's history is far
+over the size at which the harness summarises it (``runs.metadata.history_limit``), or the reader found
+compactions the log does not hold (``runs.metadata.unrecorded_compactions``: Cline 4.1 keeps only its latest; the
+fit then learns only from the requests outside them, :func:`learnable`). The checks read the recorded usage and
+the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity shows it
+(replay.tokens.log_checks). What readers record in ``runs.metadata`` is read by replay.tokens.usage_metadata,
 and the results are written by replay.store.calibrations.
 
 A recorded prompt the harness printed rounded ("11k") is an interval, not a point: ``runs.metadata
@@ -39,7 +41,14 @@ from scipy.optimize import lsq_linear
 from replay.store import frame
 from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
-from replay.tokens.log_checks import check_growth, check_history, check_run, check_shrinks, check_unlogged
+from replay.tokens.log_checks import (
+    check_growth,
+    check_history,
+    check_run,
+    check_shrinks,
+    check_unlogged,
+    check_unrecorded,
+)
 from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
 from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_dict, resolutions, rollback_drops
@@ -297,11 +306,14 @@ def fit_usage(
         exact = exact_sizes(metadata)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         drops, undone = context_drops(metadata), rollback_drops(metadata)
-        f, prompts = _best_fit(run_items, steps, recorded, overhead, check.boundaries, exact, drops, undone)
+        f, prompts = _best_fit(
+            run_items, steps, recorded, overhead, check.boundaries, exact, drops, undone, learnable(steps, metadata)
+        )
         check_shrinks(check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata)
         check_growth(check, steps, recorded, prompts.total)
         check_unlogged(check, steps, metadata)
         check_history(check, run_items, steps, metadata)
+        check_unrecorded(check, metadata)
         half = resolutions(metadata, steps)
         oos = walk_forward(
             visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact, drops, undone),
@@ -402,15 +414,18 @@ def _best_fit(
     exact: dict[int, int] | None = None,
     drops: list[tuple[int, np.ndarray]] | None = None,
     undone: list[tuple[int, np.ndarray]] | None = None,
+    learn: np.ndarray | None = None,
 ) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
-    Exact tokens are taken off the recorded figure before the fit and added back to the prediction."""
+    Exact tokens are taken off the recorded figure before the fit and added back to the prediction. ``learn``: the
+    requests the fit learns from (all when None); the prompts are every request's."""
 
     def attempt(drop: bool) -> tuple[float, Fit, Prompts]:
         p = visible(items, steps, overhead, drop, exact, drops, undone)
         target = recorded - p.exact
-        f = fit(p.tokens, target, p.messages, steps, sorted(boundaries), overhead.fixed, signed(boundaries))
-        return float(np.sum((f.predict(p.tokens, p.messages, steps) - target) ** 2)), f, p
+        m = np.ones(len(steps), dtype=bool) if learn is None else learn
+        f = fit(p.tokens[m], target[m], p.messages[m], steps[m], sorted(boundaries), overhead.fixed, signed(boundaries))
+        return float(np.sum((f.predict(p.tokens[m], p.messages[m], steps[m]) - target[m]) ** 2)), f, p
 
     sse, f, p = attempt(False)
     counted = items.filter(pl.col("kind") == "reasoning")
@@ -421,6 +436,24 @@ def _best_fit(
         if sse2 < DROP_REASONING_GAIN * sse:  # dropping must clearly explain the usage better, not fit noise
             return Fit(f2.overhead, f2.scale, f2.per_message, f2.offsets, reasoning_in_prompt=False), p2
     return f, p
+
+
+def learnable(steps: np.ndarray, metadata: dict) -> np.ndarray | None:
+    """The requests a fit may learn from: None (all) but where the reader found compactions the log does not hold
+    (``runs.metadata.unrecorded_compactions``): then not those from the first of them up to the next compaction
+    the log holds, whose prompts the log cannot give (Cline 4.1 keeps only its latest compaction)."""
+    lost = [s for s in metadata.get("unrecorded_compactions") or [] if isinstance(s, int)]
+    if not lost:
+        return None
+    first = min(lost)
+    held = [
+        ev["step"]
+        for ev in metadata.get("context_events") or []
+        if isinstance(ev, dict) and isinstance(ev.get("step"), int) and ev["step"] > first
+    ]
+    until = min(held) if held else int(steps.max()) + 1
+    keep = (steps < first) | (steps >= until)
+    return keep if keep.sum() >= MIN_FIT else None
 
 
 def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:

@@ -105,6 +105,20 @@ def check_unlogged(check: RunCheck, steps: np.ndarray, metadata: dict) -> None:
         )
 
 
+def check_unrecorded(check: RunCheck, metadata: dict) -> None:
+    """Add a reason when the reader found compactions the log does not hold (``runs.metadata
+    .unrecorded_compactions``, request steps: Cline 4.1 keeps only its latest compaction on disk, and its prompt
+    fell by half or more at these with nothing in the log to say what went)."""
+    steps = [s for s in metadata.get("unrecorded_compactions") or [] if isinstance(s, int)]
+    if steps:
+        at = ", ".join(str(s) for s in steps[:5]) + (", ..." if len(steps) > 5 else "")
+        check.reasons.append(
+            f"compactions outside the log: the recorded prompt fell by half or more at request(s) {at} with no "
+            "compaction in the log (the harness keeps only its latest); what they dropped and their summaries "
+            "are not in it"
+        )
+
+
 HISTORY_MARGIN = 2.0  # the log's history must exceed the harness's summarising size this many times over
 
 

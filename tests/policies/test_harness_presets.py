@@ -40,6 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         ("cline", {}, "claude-opus-4-6", ("cline", 200_000)),  # Cline's table: every Claude model 200k
         ("cline", {}, "claude-opus-4-6:1m", ("cline", 1_000_000)),
         ("cline", {}, "some-local-model", None),  # a window the log does not let us know: no preset
+        # Cline 4.x (SDK): the catalog's input limit per provider; "cline" takes OpenRouter's entries
+        ("cline-sdk", {"provider": "anthropic"}, "claude-haiku-4-5", ("cline-sdk", 200_000)),
+        ("cline-sdk", {"provider": "anthropic"}, "claude-sonnet-4-5", ("cline-sdk", 1_000_000)),
+        ("cline-sdk", {"provider": "cline"}, "openai/gpt-5.2", ("cline-sdk", 272_000)),  # maxInputTokens < window
+        ("cline-sdk", {"provider": "cline"}, "claude-haiku-4-5", None),  # not the id that provider lists
+        ("cline-sdk", {"provider": "lmstudio"}, "qwen3-coder-30b", None),
     ],
 )
 def test_preset_from_the_log(fmt, metadata, model, expected):

@@ -14,6 +14,7 @@ from replay.readers import detect
 from replay.readers.base import ReadContext
 from replay.readers.cline_sdk import READER
 from replay.simulator.fidelity import harness_version
+from tests.readers.cline_sdk_session import session
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cline-sdk" / "1785000000000_ab1cd"
 SID = FIXTURE.name
@@ -259,3 +260,30 @@ def test_sidecar_that_cannot_apply_is_not_an_event(tmp_path: Path) -> None:
 def test_lone_sidecar_is_refused_with_what_to_do() -> None:
     (bad,) = read(FIXTURE / f"{SID}.compaction.json")
     assert isinstance(bad, BadRecord) and "ingest its session folder" in bad.reason
+
+
+def test_each_message_carries_the_sdks_estimate(tmp_path: Path) -> None:
+    """On its first item (replay.readers.cline_sdk_estimate): every message of the transcript, and the sidecar's
+    summary but not its copies of the messages kept."""
+    session(tmp_path, turns=4)
+    run, items, _ = lead(read(next(tmp_path.iterdir())))
+    firsts = {min(i.seq for i in items if i.line == n) for n in {i.line for i in items if i.kind != "system"}}
+    assert {seq for seq, _ in run.metadata["harness_estimates"]} == firsts and len(firsts) == 9  # task + 4 x 2
+    run, items, _ = lead(read(FIXTURE))
+    summary = next(i for i in items if i.kind == "summary")
+    copies = {s for lo, hi in run.metadata["context_events"][0]["resent"] for s in range(lo, hi)}
+    estimated = {seq for seq, _ in run.metadata["harness_estimates"]}
+    assert summary.seq in estimated and not estimated & copies
+
+
+def test_compactions_before_the_latest_are_noted(tmp_path: Path) -> None:
+    """Compacted before requests 71 and 132 (tests/readers/cline_sdk_session.py); the sidecar holds the second."""
+    found = session(tmp_path, turns=160)
+    run, _, reqs = lead(read(next(tmp_path.iterdir())))
+    assert found["requests"] == [71, 132]
+    assert run.metadata["unrecorded_compactions"] == [71]
+    assert reqs[71].prompt_tokens < reqs[70].prompt_tokens / 2
+    assert any("request 71 with no compaction on disk" in w["message"] for w in run.metadata["warnings"])
+    once = tmp_path / "once"
+    session(once)
+    assert "unrecorded_compactions" not in lead(read(next(once.iterdir())))[0].metadata

@@ -65,6 +65,7 @@ def run_at(pk, tflag, i):
         pk.req_done[c:d],
         pk.condenser[i],
         pk.framing[a:b],
+        pk.harness_keep[a:b],
     )
 
 

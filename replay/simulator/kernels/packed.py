@@ -69,6 +69,7 @@ Packed = namedtuple(
         "req_done",
         "condenser",
         "framing",
+        "harness_keep",
     ),
 )
 
@@ -126,6 +127,7 @@ class PackedRuns:
     req_done: np.ndarray  # per request: when its response ended, NaN unknown
     condenser: np.ndarray  # per run: the harness's summariser prompt (RunArrays.condenser)
     framing: np.ndarray  # per item: tokens beyond its text (RunArrays.framing)
+    harness_keep: np.ndarray  # per item (replay.run_arrays.RunArrays.harness_keep)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -283,6 +285,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_done": _cat([request_times(r)[1] for r in runs], np.float64),
         "condenser": np.array([r.condenser for r in runs], dtype=np.int64),
         "framing": _cat([r.framings for r in runs], np.int64),
+        "harness_keep": _cat([r.harness_keeps for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
