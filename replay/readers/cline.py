@@ -49,6 +49,7 @@ from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
+from replay.readers.json_fields import epoch_ms_iso
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -111,6 +112,7 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
+    version = 2  # 2: a JSON true is no time (it read as 1970)
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -164,7 +166,7 @@ class _Task:
             source_path=str(ctx.path),
             harness="cline",
             model=info.get("modelId"),
-            started_at=_iso(started),
+            started_at=epoch_ms_iso(started),
             metadata={k: v for k, v in {"provider": info.get("providerId"), "mode": info.get("mode")}.items() if v},
         )
         self.b = RunBuilder(run)
@@ -302,7 +304,7 @@ class _Task:
     # --- ui_messages only -----------------------------------------------------------------------------------
     def from_ui(self) -> Iterator[Record]:
         for line, m in self.messages:
-            kind, ts = m.get("say") or m.get("ask"), _iso(m.get("ts"))
+            kind, ts = m.get("say") or m.get("ask"), epoch_ms_iso(m.get("ts"))
             kind = kind if isinstance(kind, str) else None  # a damaged type of any JSON value is no known kind
             self.deleted_range(m, line)
             text = m.get("text") if isinstance(m.get("text"), str) else ""
@@ -360,7 +362,7 @@ class _Task:
             if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
                 yield BadRecord(n, f"{API_FILE}[{n}] is not a user/assistant message", str(msg)[:2000])
                 continue
-            ts = _iso(msg.get("ts"))
+            ts = epoch_ms_iso(msg.get("ts"))
             blocks: list[Any] = (
                 msg["content"]
                 if isinstance(msg.get("content"), list)
@@ -449,18 +451,6 @@ def _base64_chars(url: str) -> int:
     """Characters of the base64 data of an image as the UI keeps it (``data:image/png;base64,<data>``), which is
     what the API message's image block carries."""
     return len(url) - url.find(",") - 1 if url.startswith("data:") and "," in url else len(url)
-
-
-def _iso(ts: Any) -> str | None:
-    """Cline's millisecond epoch as an ISO-8601 UTC string (one out of range is passed on as it is)."""
-    if not isinstance(ts, int | float):
-        return None
-    from datetime import UTC, datetime
-
-    try:
-        return datetime.fromtimestamp(ts / 1000, UTC).isoformat().replace("+00:00", "Z")
-    except (OverflowError, OSError, ValueError):
-        return ts  # type: ignore[return-value]  # out of range: ingest quarantines the field, naming the line
 
 
 READER = ClineReader()

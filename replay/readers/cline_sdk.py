@@ -52,7 +52,6 @@ import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,7 @@ from replay.readers.base import ReadContext, load_json_document
 from replay.readers.builder import RunBuilder, seq_ranges, validate_usage
 from replay.readers.cline_sdk_estimate import message_estimate, sent_file, sent_result, stored_estimate
 from replay.readers.cline_sdk_sidecar import Placement, placement
-from replay.readers.json_fields import sub_dict, sub_list
+from replay.readers.json_fields import epoch_ms_iso, sub_dict, sub_list
 from replay.readers.openai_messages import top_keys
 
 MESSAGES = ".messages.json"
@@ -73,12 +72,6 @@ MARKER_KINDS = ("compaction", "compaction_summary")
 LEGACY_WARNING = "Warning: this is a legacy conversation, which means tool names may have changed."
 UNRECORDED_DROP = 0.5  # a prompt below this share of the previous one's: a compaction happened between
 TRIGGERS = {"manual_compaction": "manual", "auto_compaction": "auto", "overflow_recovery_compaction": "auto"}
-
-
-def _iso(ms: Any) -> str | None:
-    if isinstance(ms, int | float) and not isinstance(ms, bool) and 0 < ms < 1e14:
-        return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
-    return None
 
 
 def _json(value: Any) -> str:
@@ -92,6 +85,9 @@ def _kind(message: dict) -> Any:
 
 class ClineSdkReader:
     format = "cline-sdk"
+    version = (
+        2  # 2: results and files as the request builder sends them, the SDK's estimates; unplaceable times to ingest
+    )
 
     def sniff(self, head: str, path: Path) -> bool:
         body = head.lstrip()
@@ -260,7 +256,7 @@ class _Session:
                 meta.setdefault("harness_keep_estimates", []).append([first, held])
 
     def _items(self, message: dict, n: int, copy: bool) -> None:
-        b, ts = self.b, _iso(message.get("ts"))
+        b, ts = self.b, epoch_ms_iso(message.get("ts"))
         blocks = message.get("content")
         if isinstance(blocks, str):
             blocks = [{"type": "text", "text": blocks}]
@@ -432,7 +428,9 @@ class _Session:
         else:
             self._unrecorded()
         if b.run.started_at is None:
-            first = next((_iso(m.get("ts")) for m in messages if isinstance(m, dict) and _iso(m.get("ts"))), None)
+            first = next(
+                (epoch_ms_iso(m.get("ts")) for m in messages if isinstance(m, dict) and epoch_ms_iso(m.get("ts"))), None
+            )
             b.run = b.records[0] = replace(b.run, started_at=first)
 
 

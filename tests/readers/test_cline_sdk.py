@@ -9,16 +9,17 @@ from pathlib import Path
 
 import pytest
 
+from replay.ingest import ingest
 from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import ReadContext
 from replay.readers.cline_sdk import READER
 from replay.simulator.fidelity import harness_version
+from replay.store import open_store
 from tests.readers.cline_sdk_session import session
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cline-sdk" / "1785000000000_ab1cd"
 SID = FIXTURE.name
-CORPUS = Path("/work/shared/corpus")
 
 
 def read(path: Path) -> list:
@@ -68,9 +69,8 @@ def test_detects_the_folder_and_its_files() -> None:
     assert READER.members(FIXTURE.parent) is None
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="corpus not present")
-def test_takes_no_corpus_file_from_another_reader() -> None:
-    for path in sorted(p for d in CORPUS.iterdir() if d.is_dir() for p in d.iterdir()):
+def test_takes_no_corpus_file_from_another_reader(corpus: Path) -> None:
+    for path in sorted(p for d in corpus.iterdir() if d.is_dir() for p in d.iterdir()):
         found = detect(path)
         assert found is None or found.format != "cline-sdk", path
 
@@ -172,6 +172,22 @@ def test_lone_messages_file_is_one_run_without_the_sidecar() -> None:
     (run,) = of(records, Run)
     assert len(of(records, Request)) == 5 and "context_events" not in run.metadata
     assert run.started_at == "2026-08-20T10:00:00Z"  # the first message's ts when no manifest is read
+
+
+def test_a_time_no_date_holds_is_handed_to_ingest(tmp_path: Path) -> None:
+    """A message's ``ts`` past what a date can hold goes on as it is (ingest quarantines the field, naming the
+    line), as the classic Cline reader does; a JSON true is no time at all."""
+    folder = copy_session(tmp_path)
+    messages = folder / f"{SID}.messages.json"
+    edit(messages, lambda doc: doc["messages"][1].update(ts=1e300))
+    edit(messages, lambda doc: doc["messages"][2].update(ts=True))
+    stamps = [i.ts for i in of(read(folder), Item) if i.run_id == of(read(folder), Run)[0].run_id]
+    assert 1e300 in stamps and True not in stamps
+    con = open_store(tmp_path / "s.duckdb")
+    (outcome,) = ingest(con, [folder], workers=1)
+    assert outcome.status == "ingested"
+    [(line, reason)] = con.execute("SELECT line, reason FROM quarantine").fetchall()
+    assert line == 1 and "timestamp 1e+300" in reason and "record kept without it" in reason
 
 
 def test_in_place_compaction_of_4_0(tmp_path: Path) -> None:
