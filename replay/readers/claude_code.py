@@ -96,7 +96,8 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 2  # 2: a usage whose prompt counts no token is no usage (a zeroed counter)
+    version = 3  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    # in the cache_creation breakdown are counted
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -161,6 +162,22 @@ def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
             int(split.get("ephemeral_5m_input_tokens") or 0),
             int(split.get("ephemeral_1h_input_tokens") or 0),
         ]
+
+
+def _cache_write(usage: dict) -> Any:
+    """A response's cache writes: ``cache_creation_input_tokens``, or the sum of its ``cache_creation`` breakdown
+    when that field says 0 (or is missing) and the breakdown does not. Claude Code before 2.1.152 logged 0 there when
+    the API reported the writes only in the breakdown (CHANGELOG.md 2.1.152: "Fixed cache_creation_input_tokens
+    reporting as 0 in transcript and result usage when the API reports cache writes only via the nested
+    cache_creation breakdown"); the server wrote, and billed, those tokens all the same."""
+    total = usage.get("cache_creation_input_tokens")
+    split = usage.get("cache_creation")
+    if total not in (0, None) or not isinstance(split, dict):
+        return total
+    parts = [split.get(k) for k in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")]
+    if not all(p is None or (type(p) is int and p >= 0) for p in parts) or not any(parts):
+        return total
+    return sum(p or 0 for p in parts)
 
 
 def _write_1h(usage: dict) -> int | None:
@@ -433,7 +450,7 @@ class _Session:
         if model and not b.run.model:
             _set_run(b, model=model)
         u = sub_dict(msg, "usage")
-        parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+        parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens")] + [_cache_write(u)]
         usage = {
             "input_tokens": parts[0],
             "cache_read": parts[1],
