@@ -18,7 +18,9 @@ tests/policies/test_presets_corpus.py):
     (cli.js runs it before every request; these versions do not log it).
   - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages since
     at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
-  - claude-code-2 (2.1.33 on): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model.
+  - claude-code-2 (2.1.33 on): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M one.
+  W is 1,000,000 for the models CHANGELOG.md gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Fable
+  5, Sonnet 5, Opus 5), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window).
   Microcompact (all but claude-code-1.0): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
@@ -344,17 +346,31 @@ def max_output(model: str) -> int:
     return 32_000
 
 
+# Models Claude Code gives their native 1M-token window without a "[1m]" choice, from the version its CHANGELOG.md
+# says so (anthropics/claude-code): Opus 4.7 from 2.1.117 ("Claude Code was computing against a 200K context window
+# instead of Opus 4.7's native 1M": before it, 200K), Fable 5 from 2.1.170 (2.1.173: "Fable 5 includes 1M context by
+# default"), Sonnet 5 from 2.1.197 ("native 1M-token context window"), Opus 5 from 2.1.219 ("1M context"). Opus
+# 4.6/4.8 and Sonnet 4.x get 1M by plan or a "[1m]" pick, which the log does not record.
+NATIVE_1M = (("opus-4-7", (2, 1, 117)), ("fable-5", (2, 1, 170)), ("sonnet-5", (2, 1, 197)), ("opus-5", (2, 1, 219)))
+
+
+def native_1m(version: tuple[int, ...], model: str) -> bool:
+    """Whether Claude Code ``version`` runs ``model`` against a 1,000,000-token window whatever the plan."""
+    name = model.lower()
+    return any(key in name and version >= first for key, first in NATIVE_1M)
+
+
 def claude_code_preset(
     version: str, model: str | None, long_context: bool = False
 ) -> tuple[str, dict[str, Any], int] | None:
     """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
     not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
     1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded
-    prompt past 200,000 shows it)."""
+    prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless."""
     v = version_tuple(version)
     if v is None:
         return None
     name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)
     reserve = min(cap, max_output(model or ""))
     params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
-    return name, params, 1_000_000 if long_context else 200_000
+    return name, params, 1_000_000 if long_context or native_1m(v, model or "") else 200_000

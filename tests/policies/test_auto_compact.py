@@ -139,7 +139,14 @@ def test_presets_are_policies_with_overridable_knobs():
         ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
         ("2.1.32", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
         ("2.1.33", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
-        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2", {}, 200_000)),
+        # Opus 4.7's native 1M window from 2.1.117 (CHANGELOG.md 2.1.117); 200K before it, as 2.1.116 computed
+        ("2.1.116", "claude-opus-4-7", False, ("claude-code-2", {}, 200_000)),
+        ("2.1.117", "claude-opus-4-7", False, ("claude-code-2", {}, 1_000_000)),
+        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2", {}, 1_000_000)),
+        ("2.1.197", "claude-sonnet-5", False, ("claude-code-2", {}, 1_000_000)),
+        # Opus 4.6/4.8: 1M by plan or a "[1m]" pick, not logged: 200K unless a recorded prompt passed it
+        ("2.1.167", "claude-opus-4-8", False, ("claude-code-2", {}, 200_000)),
+        ("2.1.167", "claude-opus-4-8", True, ("claude-code-2", {}, 1_000_000)),
         ("unknown", "claude-opus-4-7", False, None),
     ],
 )
