@@ -29,6 +29,9 @@ Model switch (``/model``): each request keeps its own model; the run's model is 
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
 is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on.
 
+Fast mode (``/fast``): a response whose ``usage.speed`` is "fast" is noted in ``runs.metadata.fast_requests`` with
+a warning; its bill is at standard rates (fast mode's multiplier is not priced).
+
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
 so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
@@ -180,6 +183,21 @@ def _cache_write(usage: dict) -> Any:
     return sum(p or 0 for p in parts)
 
 
+def _fast(b: RunBuilder, step: int, line: int) -> None:
+    """Note a request served in fast mode (``usage.speed`` "fast", logged from Claude Code 2.1.x) in
+    ``runs.metadata.fast_requests``; the first one warns that the bill prices it at standard rates, which fast mode
+    multiplies (by model: platform.claude.com/docs/en/build-with-claude/fast-mode; 2x on Opus 4.8 per Claude
+    Code's CHANGELOG.md 2.1.154)."""
+    steps = b.run.metadata.setdefault("fast_requests", [])
+    if not steps:
+        b.warn(
+            line,
+            'a request ran in fast mode (usage.speed "fast"): replay prices it at the model\'s standard rates, '
+            "which fast mode multiplies, so this run's bill is a lower bound (runs.metadata.fast_requests lists them)",
+        )
+    steps.append(step)
+
+
 def _write_1h(usage: dict) -> int | None:
     """The 1 hour part of a response's cache writes (``cache_creation.ephemeral_1h_input_tokens``), None when the
     usage does not split writes by duration. Writes the split leaves out (some Anthropic-compatible endpoints
@@ -257,7 +275,7 @@ def _fork_to_event(b: RunBuilder) -> None:
         return
     call = reqs[-1]
     b.records = [replace(r, step=0) if isinstance(r, Item) else r for r in b.records if not isinstance(r, Request)]
-    for key in ("cache_writes", "unlogged"):
+    for key in ("cache_writes", "unlogged", "fast_requests"):
         b.run.metadata.pop(key, None)
     b.run.metadata["forked_requests"] = len(reqs) - 1
     b.step = 0
@@ -470,6 +488,8 @@ class _Session:
             req = b.request(ts=ts, model=model, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
             _cache_writes(b, req.step, u)
+            if u.get("speed") == "fast":
+                _fast(b, req.step, line)
         elif rid and rid in self.open_request and u:
             # a later line of the same response: its usage is the final one. Claude repeats the same figures on
             # every line; MiniMax's Anthropic-compatible endpoint logs the streaming start (uncached count, output

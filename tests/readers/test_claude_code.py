@@ -512,3 +512,17 @@ def test_cache_writes_logged_only_in_the_breakdown_are_counted(tmp_path: Path) -
     assert (first.cache_write, first.cache_write_1h, first.prompt_tokens) == (5_500, 4_000, 25_503)
     assert (second.cache_write, second.cache_write_1h, second.prompt_tokens) == (700, 0, 703)
     assert not of(records, BadRecord)
+
+
+def test_fast_mode_requests_are_noted_with_a_warning(tmp_path: Path) -> None:
+    """``usage.speed`` "fast" (Claude Code's /fast) is billed at a multiple of the standard rates, which replay does
+    not price: the requests are listed and the run warns, never a silent standard-rate bill."""
+    fast = assistant("a2", "r2", "ok", 30)
+    fast["message"]["usage"]["speed"] = "fast"
+    standard = assistant("a1", "r1", "ok", 20)
+    standard["message"]["usage"]["speed"] = "standard"
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go"}}
+    records = read(write_log(tmp_path, [user, standard, {**user, "uuid": "u2", "parentUuid": "a1"}, fast]))
+    run = of(records, Run)[0]
+    assert run.metadata["fast_requests"] == [1]  # the second request (steps from 0)
+    assert [w["message"][:40] for w in run.metadata["warnings"]] == ["a request ran in fast mode (usage.speed "]
