@@ -365,7 +365,9 @@ def max_output(model: str) -> int:
 # says so (anthropics/claude-code): Opus 4.7 from 2.1.117 ("Claude Code was computing against a 200K context window
 # instead of Opus 4.7's native 1M": before it, 200K), Fable 5 from 2.1.170 (2.1.173: "Fable 5 includes 1M context by
 # default"), Sonnet 5 from 2.1.197 ("native 1M-token context window"), Opus 5 from 2.1.219 ("1M context"). Opus
-# 4.6/4.8 and Sonnet 4.x get 1M by plan or a "[1m]" pick, which the log does not record.
+# 4.6/4.8 and Sonnet 4.x get 1M by plan or a "[1m]" pick, which the log does not record. In the 2.1.148 binary
+# Opus 4.7's native 1M holds on the first-party API, Claude Platform on AWS and Mantle, not on Bedrock or Vertex
+# without "[1m]"; the log does not name the provider, so a Bedrock/Vertex Opus 4.7 run is taken as first-party.
 NATIVE_1M = (("opus-4-7", (2, 1, 117)), ("fable-5", (2, 1, 170)), ("sonnet-5", (2, 1, 197)), ("opus-5", (2, 1, 219)))
 
 
