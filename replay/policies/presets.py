@@ -18,9 +18,8 @@ tests/policies/test_presets_corpus.py):
     (cli.js runs it before every request; these versions do not log it).
   - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages since
     at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
-  - claude-code-2 (2.1.33 on): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M one.
-  W is 1,000,000 for the models CHANGELOG.md gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Fable
-  5, Sonnet 5, Opus 5), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window).
+  - claude-code-2 (2.1.33 to 2.1.68): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
+    one; microcompact.
   - claude-code-2.1.69 (2.1.69 on): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
     ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has both); in 2.1.110 the
     microcompact step returns the messages unchanged, and what is left (2.1.110, 2.1.148: keep the newest 5
@@ -29,6 +28,8 @@ tests/policies/test_presets_corpus.py):
     W - min(R, 20,000) - 13,000 (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it; neither it nor
     ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is logged); a flagged "precompute" limit of 0.8 x (W - R) for 1M models
     is off by default (``tengu_cobalt_raccoon``).
+  W is 1,000,000 for the models CHANGELOG.md gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Fable
+  5, Sonnet 5, Opus 5), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window).
   Microcompact (claude-code-1.0.80 to claude-code-2): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
@@ -236,7 +237,7 @@ PRESETS: dict[str, Preset] = {
             "claude-code-2",
             "auto_compact",
             {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
-            "Claude Code 2.1.33 on: 200k - 20k output - 13k buffer = 167k of the prompt about to be sent; microcompact",
+            "Claude Code 2.1.33-2.1.68: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
         ),
         Preset(
             "claude-code-2.1.69",
