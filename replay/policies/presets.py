@@ -18,8 +18,19 @@ tests/policies/test_presets_corpus.py):
     (cli.js runs it before every request; these versions do not log it).
   - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages since
     at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
-  - claude-code-2 (2.1.33 on): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model.
-  Microcompact (all but claude-code-1.0): once the last usage is within 20,000 of the limit, the results of
+  - claude-code-2 (2.1.33 to 2.1.68): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
+    one; microcompact.
+  - claude-code-2.1.69 (2.1.69 on): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
+    ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has both); in 2.1.110 the
+    microcompact step returns the messages unchanged, and what is left (2.1.110, 2.1.148: keep the newest 5
+    results when the API rejects a ``context_hint``) is behind a feature flag that is off by default
+    (``tengu_hazel_osprey``) and logs no ``microcompact_boundary``. The limit in 2.1.148 is still
+    W - min(R, 20,000) - 13,000 (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it; neither it nor
+    ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is logged); a flagged "precompute" limit of 0.8 x (W - R) for 1M models
+    is off by default (``tengu_cobalt_raccoon``).
+  W is 1,000,000 for the models CHANGELOG.md gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Fable
+  5, Sonnet 5, Opus 5), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window).
+  Microcompact (claude-code-1.0.80 to claude-code-2): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
   characters (a path under ~/.claude/projects to the saved result).
@@ -235,7 +246,13 @@ PRESETS: dict[str, Preset] = {
             "claude-code-2",
             "auto_compact",
             {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
-            "Claude Code 2.1.33 on: 200k - 20k output - 13k buffer = 167k of the prompt about to be sent; microcompact",
+            "Claude Code 2.1.33-2.1.68: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
+        ),
+        Preset(
+            "claude-code-2.1.69",
+            "auto_compact",
+            {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new", "microcompact": False},
+            "Claude Code 2.1.69 on: 167k of the prompt about to be sent (967k on a 1M window); no microcompact",
         ),
         Preset(
             "codex",
@@ -339,6 +356,7 @@ CLAUDE_CODE_VERSIONS = (
     ((1, 0, 80), "claude-code-1.0.80", 32_000),
     ((2, 1, 3), "claude-code-2.1.3", 32_000),
     ((2, 1, 33), "claude-code-2", 20_000),
+    ((2, 1, 69), "claude-code-2.1.69", 20_000),
 )
 
 
@@ -360,17 +378,33 @@ def max_output(model: str) -> int:
     return 32_000
 
 
+# Models Claude Code gives their native 1M-token window without a "[1m]" choice, from the version its CHANGELOG.md
+# says so (anthropics/claude-code): Opus 4.7 from 2.1.117 ("Claude Code was computing against a 200K context window
+# instead of Opus 4.7's native 1M": before it, 200K), Fable 5 from 2.1.170 (2.1.173: "Fable 5 includes 1M context by
+# default"), Sonnet 5 from 2.1.197 ("native 1M-token context window"), Opus 5 from 2.1.219 ("1M context"). Opus
+# 4.6/4.8 and Sonnet 4.x get 1M by plan or a "[1m]" pick, which the log does not record. In the 2.1.148 binary
+# Opus 4.7's native 1M holds on the first-party API, Claude Platform on AWS and Mantle, not on Bedrock or Vertex
+# without "[1m]"; the log does not name the provider, so a Bedrock/Vertex Opus 4.7 run is taken as first-party.
+NATIVE_1M = (("opus-4-7", (2, 1, 117)), ("fable-5", (2, 1, 170)), ("sonnet-5", (2, 1, 197)), ("opus-5", (2, 1, 219)))
+
+
+def native_1m(version: tuple[int, ...], model: str) -> bool:
+    """Whether Claude Code ``version`` runs ``model`` against a 1,000,000-token window whatever the plan."""
+    name = model.lower()
+    return any(key in name and version >= first for key, first in NATIVE_1M)
+
+
 def claude_code_preset(
     version: str, model: str | None, long_context: bool = False
 ) -> tuple[str, dict[str, Any], int] | None:
     """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
     not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
     1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded
-    prompt past 200,000 shows it)."""
+    prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless."""
     v = version_tuple(version)
     if v is None:
         return None
     name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)
     reserve = min(cap, max_output(model or ""))
     params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
-    return name, params, 1_000_000 if long_context else 200_000
+    return name, params, 1_000_000 if long_context or native_1m(v, model or "") else 200_000

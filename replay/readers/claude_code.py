@@ -29,6 +29,9 @@ Model switch (``/model``): each request keeps its own model; the run's model is 
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
 is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on.
 
+Fast mode (``/fast``): a response whose ``usage.speed`` is "fast" is noted in ``runs.metadata.fast_requests`` with
+a warning; its bill is at standard rates (fast mode's multiplier is not priced).
+
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
 so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
@@ -96,7 +99,8 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 2  # 2: a usage whose prompt counts no token is no usage (a zeroed counter)
+    version = 3  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    # in the cache_creation breakdown are counted
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -161,6 +165,37 @@ def _cache_writes(b: RunBuilder, step: int, usage: dict) -> None:
             int(split.get("ephemeral_5m_input_tokens") or 0),
             int(split.get("ephemeral_1h_input_tokens") or 0),
         ]
+
+
+def _cache_write(usage: dict) -> Any:
+    """A response's cache writes: ``cache_creation_input_tokens``, or the sum of its ``cache_creation`` breakdown
+    when that field says 0 (or is missing) and the breakdown does not. Claude Code before 2.1.152 logged 0 there when
+    the API reported the writes only in the breakdown (CHANGELOG.md 2.1.152: "Fixed cache_creation_input_tokens
+    reporting as 0 in transcript and result usage when the API reports cache writes only via the nested
+    cache_creation breakdown"); the server wrote, and billed, those tokens all the same."""
+    total = usage.get("cache_creation_input_tokens")
+    split = usage.get("cache_creation")
+    if total not in (0, None) or not isinstance(split, dict):
+        return total
+    parts = [split.get(k) for k in ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")]
+    if not all(p is None or (type(p) is int and p >= 0) for p in parts) or not any(parts):
+        return total
+    return sum(p or 0 for p in parts)
+
+
+def _fast(b: RunBuilder, step: int, line: int) -> None:
+    """Note a request served in fast mode (``usage.speed`` "fast", logged from Claude Code 2.1.x) in
+    ``runs.metadata.fast_requests``; the first one warns that the bill prices it at standard rates, which fast mode
+    multiplies (by model: platform.claude.com/docs/en/build-with-claude/fast-mode; 2x on Opus 4.8 per Claude
+    Code's CHANGELOG.md 2.1.154)."""
+    steps = b.run.metadata.setdefault("fast_requests", [])
+    if not steps:
+        b.warn(
+            line,
+            'a request ran in fast mode (usage.speed "fast"): replay prices it at the model\'s standard rates, '
+            "which fast mode multiplies, so this run's bill is a lower bound (runs.metadata.fast_requests lists them)",
+        )
+    steps.append(step)
 
 
 def _write_1h(usage: dict) -> int | None:
@@ -240,7 +275,7 @@ def _fork_to_event(b: RunBuilder) -> None:
         return
     call = reqs[-1]
     b.records = [replace(r, step=0) if isinstance(r, Item) else r for r in b.records if not isinstance(r, Request)]
-    for key in ("cache_writes", "unlogged"):
+    for key in ("cache_writes", "unlogged", "fast_requests"):
         b.run.metadata.pop(key, None)
     b.run.metadata["forked_requests"] = len(reqs) - 1
     b.step = 0
@@ -433,7 +468,7 @@ class _Session:
         if model and not b.run.model:
             _set_run(b, model=model)
         u = sub_dict(msg, "usage")
-        parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")]
+        parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens")] + [_cache_write(u)]
         usage = {
             "input_tokens": parts[0],
             "cache_read": parts[1],
@@ -453,6 +488,8 @@ class _Session:
             req = b.request(ts=ts, model=model, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
             _cache_writes(b, req.step, u)
+            if u.get("speed") == "fast":
+                _fast(b, req.step, line)
         elif rid and rid in self.open_request and u:
             # a later line of the same response: its usage is the final one. Claude repeats the same figures on
             # every line; MiniMax's Anthropic-compatible endpoint logs the streaming start (uncached count, output

@@ -62,6 +62,15 @@ def test_claude_code_microcompact_clears_old_results_once_near_the_limit():
     assert not (views(run, "claude-code-2", {"micro_tools": "Bash"})[6].forms == PLACEHOLDER).any()
 
 
+def test_claude_code_2_1_69_compacts_at_the_same_limit_without_microcompact():
+    """cli.js 2.1.69 dropped the client-side microcompact: the loop that claude-code-2 keeps under the limit by
+    clearing old results is compacted instead, at the same request as claude-code-2 with microcompact off."""
+    run = loop_run([10_000] * 12, prefix=100_000)
+    vs = views(run, "claude-code-2.1.69")
+    assert not any((v.forms == PLACEHOLDER).any() for v in vs)
+    assert fired(vs) == fired(views(run, "claude-code-2", {"microcompact": False})) and fired(vs)[0] == 7
+
+
 def test_window_comes_from_the_budget_unless_set():
     run = loop_run([10_000] * 12, prefix=50_000)
     small = views(run, "claude-code-1.0", budget=Budget(130_000))  # 0.92 x 98,000 = 90,160
@@ -139,7 +148,17 @@ def test_presets_are_policies_with_overridable_knobs():
         ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
         ("2.1.32", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
         ("2.1.33", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
-        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2", {}, 200_000)),
+        # cli.js 2.1.68 is the last with the client-side microcompact (tengu_microcompact, compactedToolIds)
+        ("2.1.68", "claude-opus-4-6", False, ("claude-code-2", {}, 200_000)),
+        ("2.1.69", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
+        # Opus 4.7's native 1M window from 2.1.117 (CHANGELOG.md 2.1.117); 200K before it, as 2.1.116 computed
+        ("2.1.116", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.117", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.197", "claude-sonnet-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        # Opus 4.6/4.8: 1M by plan or a "[1m]" pick, not logged: 200K unless a recorded prompt passed it
+        ("2.1.167", "claude-opus-4-8", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.167", "claude-opus-4-8", True, ("claude-code-2.1.69", {}, 1_000_000)),
         ("unknown", "claude-opus-4-7", False, None),
     ],
 )

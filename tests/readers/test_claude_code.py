@@ -491,3 +491,38 @@ def test_calibrate_and_the_prompt_model_agree_on_where_the_prefix_changes() -> N
     from replay.tokens.calibrate import SIGNED_BOUNDARIES
 
     assert set(PREFIX_CHANGES) == set(SIGNED_BOUNDARIES)
+
+
+def test_cache_writes_logged_only_in_the_breakdown_are_counted(tmp_path: Path) -> None:
+    """Claude Code before 2.1.152 wrote ``cache_creation_input_tokens: 0`` when the API reported the writes only in
+    the nested ``cache_creation`` breakdown (its CHANGELOG, 2.1.152): the prompt still held them."""
+    line = assistant("a1", "r1", "ok", 3)
+    line["message"]["usage"] |= {
+        "cache_read_input_tokens": 20_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1_500, "ephemeral_1h_input_tokens": 4_000},
+    }
+    kept = assistant("a2", "r2", "ok", 3)
+    kept["message"]["usage"] |= {
+        "cache_creation_input_tokens": 700,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+    }
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go"}}
+    records = read(write_log(tmp_path, [user, line, {**user, "uuid": "u2", "parentUuid": "a1"}, kept]))
+    first, second = of(records, Request)
+    assert (first.cache_write, first.cache_write_1h, first.prompt_tokens) == (5_500, 4_000, 25_503)
+    assert (second.cache_write, second.cache_write_1h, second.prompt_tokens) == (700, 0, 703)
+    assert not of(records, BadRecord)
+
+
+def test_fast_mode_requests_are_noted_with_a_warning(tmp_path: Path) -> None:
+    """``usage.speed`` "fast" (Claude Code's /fast) is billed at a multiple of the standard rates, which replay does
+    not price: the requests are listed and the run warns, never a silent standard-rate bill."""
+    fast = assistant("a2", "r2", "ok", 30)
+    fast["message"]["usage"]["speed"] = "fast"
+    standard = assistant("a1", "r1", "ok", 20)
+    standard["message"]["usage"]["speed"] = "standard"
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go"}}
+    records = read(write_log(tmp_path, [user, standard, {**user, "uuid": "u2", "parentUuid": "a1"}, fast]))
+    run = of(records, Run)[0]
+    assert run.metadata["fast_requests"] == [1]  # the second request (steps from 0)
+    assert [w["message"][:40] for w in run.metadata["warnings"]] == ["a request ran in fast mode (usage.speed "]
