@@ -23,7 +23,7 @@ from replay.policies import policy_class
 from replay.policies.dispatch import RECORDED
 
 # seconds to compile one policy's loop, measured on a fresh cache (2 cores, unloaded): per entry point
-ESTIMATE_S = {"corpus_kernel": 15, "run_kernel": 15}
+ESTIMATE_S = {"corpus_kernel": 15, "run_kernel": 12}
 _READY: set[tuple[str, int]] = set()
 _PENDING: dict[tuple[str, int], subprocess.Popen] = {}  # loops a child process is compiling (compile_in_background)
 
