@@ -17,7 +17,7 @@ from replay.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-SETUP = ["python -m venv .venv && . .venv/bin/activate", "pip install -e . && replay demo"]
+SETUP = ["python -m venv .venv && . .venv/bin/activate", "pip install --no-compile -e . && replay demo"]
 TEST_COMMAND = 'pip install -e ".[test]" && python -m pytest'
 
 
