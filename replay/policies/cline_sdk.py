@@ -240,7 +240,16 @@ def cut_index(r, st, lo, end):
         cand = min(cand, turn)
     while cand > lo and not st.aux[A_START, cand] & M_SAFE:
         cand = previous_start(st, cand, lo)
-    return cand
+    # never a kept item whose call or result is folded: the SDK's transcript keeps a result right after its call,
+    # other logs may not (late results, parallel calls), and the view sends no result without its call
+    while True:
+        early = cand
+        for q in range(cand, end):
+            if (r.pair[q] >= lo) & (r.pair[q] < early):
+                early = r.pair[q]
+        if early == cand:
+            return cand
+        cand = early
 
 
 @compiled(borrowed=True)

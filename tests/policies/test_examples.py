@@ -5,6 +5,7 @@ then matches the Python policy request by request."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,7 +100,9 @@ def test_compiled_example_is_one_file_plus_registration() -> None:
     shutil.copy2(ROOT / "examples" / "policies" / "keep_recent_compiled.py", pkg / "policies" / "keep_recent.py")
     init = pkg / "policies" / "__init__.py"
     text = init.read_text(encoding="utf-8")
-    init.write_text(text.replace('    "recorded",\n]', '    "recorded",\n    "keep_recent",\n]'), encoding="utf-8")
+    registered, n = re.subn(r"(POLICY_MODULES = \[\n(?:    \"\w+\",\n)*)\]", r'\1    "keep_recent",\n]', text)
+    assert n == 1, "POLICY_MODULES not found in replay/policies/__init__.py"
+    init.write_text(registered, encoding="utf-8")
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     stale = subprocess.run(
         [sys.executable, "-m", "replay.policies.generate", "--check"], cwd=tmp_path, env=env, capture_output=True
