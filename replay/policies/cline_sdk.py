@@ -62,6 +62,7 @@ from replay.policies.kernel import (
     S_POLICY,
     S_SUM_AT,
     S_SUM_TOK,
+    pair_safe_start,
     set_form,
     set_summariser_prompt,
     set_summary,
@@ -242,14 +243,7 @@ def cut_index(r, st, lo, end):
         cand = previous_start(st, cand, lo)
     # never a kept item whose call or result is folded: the SDK's transcript keeps a result right after its call,
     # other logs may not (late results, parallel calls), and the view sends no result without its call
-    while True:
-        early = cand
-        for q in range(cand, end):
-            if (r.pair[q] >= lo) & (r.pair[q] < early):
-                early = r.pair[q]
-        if early == cand:
-            return cand
-        cand = early
+    return pair_safe_start(r, st, cand, lo)
 
 
 @compiled(borrowed=True)

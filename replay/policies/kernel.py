@@ -252,13 +252,14 @@ def clear_summary(st):
 
 # -- positions ---------------------------------------------------------------------------------------------------------
 @compiled(borrowed=True)
-def pair_safe_start(r, st, start):
-    """Move a cut at ``start`` back until no item in [start, end) has its call/result partner before it."""
+def pair_safe_start(r, st, start, lo=0):
+    """Move a cut at ``start`` back until no item in [start, end) has its call/result partner in [lo, start) (a
+    partner before ``lo`` is already out of the view)."""
     end = st.s[S_END]
     while True:
         early = start
         for q in range(start, end):
-            if (r.pair[q] >= 0) & (r.pair[q] < early):
+            if (r.pair[q] >= lo) & (r.pair[q] < early):
                 early = r.pair[q]
         if early == start:
             return start
