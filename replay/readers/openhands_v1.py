@@ -302,7 +302,8 @@ def terminal_text(obs: dict) -> str:
 
 class OpenHandsV1Reader:
     format = "openhands-v1"
-    version = 2  # 2: a condensation's event names the condenser's model (``summariser_model``)
+    version = 3  # 2: a condensation's event names the condenser's model (``summariser_model``); 3: an action
+    # before a line that reads as no event (no kind) may have been answered there
 
     def sniff(self, head: str, path: Path) -> bool:
         return bool(EVENT_KIND_RE.search(head)) and '"source"' in head
@@ -328,7 +329,7 @@ class OpenHandsV1Reader:
             yield from _Conversation(ctx, ctx.run_id(), {}).run([(i, e) for i, e in enumerate(doc)])
             return
         stream: list[tuple[int, Any]] = []
-        damaged: list[int] = []  # lines that could not be read
+        damaged: list[int] = []  # lines that could not be read as events
         used: set[str] = set()  # run id suffixes of eval lines so far
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -341,6 +342,7 @@ class OpenHandsV1Reader:
             elif isinstance(obj, dict) and obj.get("kind"):
                 stream.append((line, obj))
             else:
+                damaged.append(line)  # it may have been the event that answered an action before it
                 yield BadRecord(
                     line,
                     "OpenHands V1 line that is neither an event (no 'kind') nor an eval output "
@@ -465,7 +467,10 @@ class _Conversation:
         off = off_branch(
             [e for _, e in events if isinstance(e, dict)], meta.get("leaf_event_id"), meta.get("head_is_empty")
         )
-        last_damage = max([*damaged, *(w for w, e in events if not isinstance(e, dict))], default=-1)
+        # an event that could not be read, or read as no event (an object without a kind: its line damaged), may
+        # have answered any action before it
+        unusable = (w for w, e in events if not isinstance(e, dict) or not isinstance(e.get("kind"), str))
+        last_damage = max([*damaged, *unusable], default=-1)
         actions = [(w, _call_id(e)) for w, e in events if isinstance(e, dict) and e.get("kind") == "ActionEvent"]
         maybe = {c for w, c in actions if c is not None and w < last_damage}
         self.unsent_calls = unmatched_calls(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from replay.metrics.prices import DEFAULT_PRICING
 from replay.model import BadRecord, Item, Request, Run
 from replay.policies.presets import PRESETS
@@ -627,16 +629,22 @@ def test_conversation_tree_reads_the_active_branch(tmp_path: Path) -> None:
     assert len(of(read(path), Request)) == 3
 
 
-def test_a_damaged_line_may_hold_an_observation(tmp_path: Path) -> None:
-    """An action whose observation is on a line that cannot be read is not taken as unanswered: the damaged line
-    costs only itself (it is quarantined), not its action and the rest of that response."""
+@pytest.mark.parametrize("damage", ["cut short", "no kind", "no kind in an array"])
+def test_a_damaged_line_may_hold_an_observation(tmp_path: Path, damage: str) -> None:
+    """An action whose observation is on a line that cannot be read, or reads as no event (an object without a
+    kind), is not taken as unanswered: the damaged line costs only itself (a JSONL line is quarantined), not its
+    action and the rest of that response."""
     events = _events()[:6]  # system, user, two actions of response r1, their two observations
     lines = [json.dumps(e) for e in events]
-    lines[4] = lines[4][: len(lines[4]) // 2]  # o1's line cut short
-    path = tmp_path / "events.jsonl"
-    path.write_text("\n".join(lines) + "\n")
+    lines[4] = lines[4][: len(lines[4]) // 2] if damage == "cut short" else "{}"  # o1's line
+    if damage == "no kind in an array":
+        path = tmp_path / "events.json"
+        path.write_text(json.dumps([*events[:4], {}, events[5]]))
+    else:
+        path = tmp_path / "events.jsonl"
+        path.write_text("\n".join(lines) + "\n")
     records = read(path)
-    assert len(of(records, BadRecord)) == 1
+    assert len(of(records, BadRecord)) == (damage != "no kind in an array")
     items = of(records, Item)
     assert [i.call_id for i in items if i.kind == "tool_call"] == ["c1", "c2"]
     assert [i.text for i in items if i.kind == "tool_result"] == ["body 2"]
