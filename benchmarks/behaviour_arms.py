@@ -16,6 +16,7 @@ the view ends on the newest observation, so M events hold ceil(M/2) observations
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import tempfile
 from pathlib import Path
@@ -34,7 +35,9 @@ from replay.store import open_store
 ARM = Path(__file__).resolve().parents[2] / "shared" / "behaviour" / "complexity_trap_arms_given.csv"
 POOL = "%corpus/openhands%"
 CAP = 250
-SUMMARY = ("openhands", {"max_size": 62, "keep_first": 1})  # N + M = 31 turns of two events; see the note
+# The study summarises when N + M = 31 turns (two events each) have come since the last summary and keeps the newest
+# M = 10 turns; the head is the system prompt and the task: max_size = head + summary + 62 events, tail 20 events.
+SUMMARY = ("openhands", {"max_size": 65, "keep_first": 2, "keep_tail": 20})
 REFERENCE = "gemini_2.5_flash-agent"  # the given SWE-agent arm whose calibration fits h = 0: the no-loop spread
 
 
@@ -108,7 +111,7 @@ def main() -> None:
         curve = flags.curve()
         point = ratio(r, curve, CAP, prop)
         lo, hi = interval(r, flags, CAP, reps)
-        plo, phi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(1.0))
+        plo, phi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(math.inf))
         blo, bhi = arm_band(r, flags, CAP, spread)
         inside = "yes" if olo <= point <= ohi else "no"
         covers = "contains" if blo <= olo and ohi <= bhi else ("overlaps" if olo <= bhi and blo <= ohi else "apart")

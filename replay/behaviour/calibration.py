@@ -1,19 +1,20 @@
 """Calibrating the loop propensity on one paired arm, and predicting another arm's turn ratio from it.
 
 A paired arm is a table of tasks with their turns under the raw agent and under a policy setting. With the pool's
-exposure curve under that setting (``replay.behaviour.pool``) each task's expected recurring blind uses follow from
-its raw length, and the band model (``replay.behaviour.band``) gives its expected turns for a propensity. The fit:
-the hazard ``h`` that reproduces the arm's turn ratio (sum of policy turns over sum of raw turns), every extra turn
-put down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of its ratio. Its
-uncertainty: the same fit on bootstrap resamples of the tasks and, paired with each, a resample of the pool's runs
-(``replay.behaviour.pool.pool_draws``); a prediction uses the same pool resample with each replicate, so a thin pool
-shows as a wide interval. Its held-out check: fitted on one half of the tasks (split by a hash of the task name),
-predicted on the other."""
+exposure curve under that setting (``replay.behaviour.pool``) each task's expected recurring blind uses follow from its
+raw length, and the band model (``replay.behaviour.band``) gives its expected turns for a propensity. The fit: the
+propensity (as the rate ``-ln(1 - h)``) that reproduces the arm's turn ratio (sum of policy turns over sum of raw
+turns), every extra turn put down to loops; an arm shorter than its raw one gets ``h = 0`` and the shortening ``s`` of
+its ratio. Its uncertainty: the same fit on bootstrap resamples of the tasks and, paired with each, a resample of the
+pool's runs (``replay.behaviour.pool.pool_draws``); a prediction uses the same pool resample with each replicate, so a
+thin pool shows as a wide interval. Its held-out check: fitted on one half of the tasks (split by a hash of the task
+name), predicted on the other."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,29 +77,36 @@ def read_lengths(path: Path) -> np.ndarray:
 
 
 def ratio(lengths: np.ndarray, curve: PressureCurve, cap: int, prop: Propensity) -> float:
-    """Predicted turn ratio (sum of expected policy turns over sum of raw turns)."""
-    return float(turns(lengths, curve.expected(lengths), cap, prop).sum() / lengths.sum())
+    """Predicted turn ratio (sum of expected policy turns, the policy's summariser calls included, over sum of raw
+    turns)."""
+    policy_turns = turns(lengths, curve.expected(lengths), cap, prop, curve.expected_calls(lengths))
+    return float(policy_turns.sum() / lengths.sum())
 
 
 def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int, clamp: bool = False) -> Propensity:
     """The propensity that reproduces the arm's ratio. An arm beyond what the curve can give even at ``h = 1`` is
     refused, or with ``clamp`` (a bootstrap replicate whose pool resample shows too little exposure) gets
-    ``h = 1``, the most the model allows."""
+    ``h = 1``, the most the model allows. The rate is bracketed by doubling, then bisected."""
     s = 1.0
     target = float(policy.sum() / raw.sum())
-    lo, hi = 0.0, 1.0
     if ratio(raw, curve, cap, Propensity(0.0, s)) >= target:  # no loops needed: all of it is shortening
         return Propensity(0.0, target)
-    if ratio(raw, curve, cap, Propensity(1.0, s)) < target:
+    most = ratio(raw, curve, cap, Propensity(math.inf, s))
+    if most < target:
         if clamp:
-            return Propensity(1.0, s)
+            return Propensity(math.inf, s)
         raise ReplayError(
             f"the arm's turn ratio {target:.3f} is more than the pool's pressure can give even if every recurring "
-            f"blind use tipped a loop ({ratio(raw, curve, cap, Propensity(1.0, s)):.3f} at cap {cap}); check --cap "
-            "and that the pool (--runs) is of the arm's harness"
+            f"blind use tipped a loop ({most:.3f} at cap {cap}); check --cap and that the pool (--runs) is of the "
+            "arm's harness"
         )
-    for _ in range(100):
+    lo, hi = 0.0, 1.0
+    while ratio(raw, curve, cap, Propensity(hi, s)) < target and hi < 1e300:
+        lo, hi = hi, hi * 2
+    for _ in range(200):
         mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
         lo, hi = (mid, hi) if ratio(raw, curve, cap, Propensity(mid, s)) < target else (lo, mid)
     return Propensity((lo + hi) / 2, s)
 

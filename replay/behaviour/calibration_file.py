@@ -12,7 +12,9 @@ from replay.behaviour.calibration import Calibration
 from replay.errors import ReplayError
 from replay.untrusted import toml_comment, toml_string
 
-COUNTS = "loop_exposure"  # what the hazard is per: a file fitted per pressured request (before) is refused
+# What the rate is per: a recurring blind use with the recurrence over all of a run's revisits. A file fitted per
+# pressured request, or on the recurrence from each setting's first hide ("loop_exposure"), is refused.
+COUNTS = "revisit_share_exposure"
 HEADER = (
     "replay behaviour calibration: the loop propensity of one harness (and model) under a context policy, fitted "
     "on one paired arm (raw turns and policy turns of the same tasks). Turn counts only: nothing here says "
@@ -40,6 +42,7 @@ def write_calibration(cal: Calibration, path: Path) -> None:
         "model": cal.model,
         "policy": cal.policy,
         "cap": cal.cap,
+        "rate": cal.fit.rate,
         "hazard": cal.fit.hazard,
         "hazard_per": COUNTS,
         "shortening": cal.fit.shortening,
@@ -47,7 +50,7 @@ def write_calibration(cal: Calibration, path: Path) -> None:
     lines = [toml_comment(HEADER), ""]
     lines += _table("calibration", head) + _table("calibration.settings", cal.settings)
     lines += _table("provenance", cal.provenance) + _table("held_out", cal.check)
-    reps = {"hazard": [p.hazard for p in cal.reps], "shortening": [p.shortening for p in cal.reps]}
+    reps = {"rate": [p.rate for p in cal.reps], "shortening": [p.shortening for p in cal.reps]}
     lines += _table("replicates", reps)
     try:
         path.write_text("\n".join(lines), encoding="utf-8")
@@ -68,7 +71,7 @@ def read_calibration(path: Path) -> Calibration:
     if per != COUNTS:
         raise ReplayError(
             f"{path}: its hazard is per {per or 'pressured request'}, this replay's per {COUNTS} (recurring blind "
-            "uses); calibrate again with `replay behaviour calibrate`"
+            "uses, recurrence over all revisits); calibrate again with `replay behaviour calibrate`"
         )
     try:
         head, reps = doc["calibration"], doc["replicates"]
@@ -78,8 +81,8 @@ def read_calibration(path: Path) -> Calibration:
             policy=head["policy"],
             settings=dict(head.get("settings", {})),
             cap=int(head["cap"]),
-            fit=Propensity(float(head["hazard"]), float(head["shortening"])),
-            reps=[Propensity(h, s) for h, s in zip(reps["hazard"], reps["shortening"], strict=True)],
+            fit=Propensity(float(head["rate"]), float(head["shortening"])),
+            reps=[Propensity(float(r), float(s)) for r, s in zip(reps["rate"], reps["shortening"], strict=True)],
             provenance=dict(doc.get("provenance", {})),
             check=dict(doc.get("held_out", {})),
         )

@@ -33,6 +33,7 @@ RUN_COLUMNS = (
     "mech_prompt_tokens",
     "blind_uses",
     "loop_exposure",
+    "summaries",
 )
 EPISODE_COLUMNS = (
     "run_id",
@@ -125,6 +126,6 @@ def behaviour(run: RunArrays, policy: AnyPolicy, budget: Budget) -> tuple[dict, 
     ws = working_set(run, views(run, policy, budget))
     rereads = mech(run, lambda r: views(r, policy, budget))
     values = (run.run_id, run.n_requests, len(events.call), stale, int(hidden.sum()), len(eps), int(ws.pressured.sum()))
-    exposure = (int(ws.blind.sum()), round(ws.loop_exposure, 6))
+    exposure = (int(ws.blind.sum()), round(ws.loop_exposure, 6), ws.summaries)
     row = dict(zip(RUN_COLUMNS, (*values, rereads.requests, rereads.prompt_tokens, *exposure), strict=True))
     return row, rows

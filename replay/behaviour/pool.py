@@ -30,7 +30,8 @@ POOL_SEED = 2  # the pool resamples of the replicates (replay.behaviour.calibrat
 @dataclass(frozen=True)
 class PressureCurve:
     """``rate[t]``: blind-use share at request t (t < len(rate)); ``tail``: the rate at later positions from
-    ``start`` on; ``recurrence``: the pool's blind uses over its uses from each run's ``start``."""
+    ``start`` on; ``recurrence``: the pool's blind uses over its uses; ``calls[t]`` and ``calls_tail``: the same
+    for the policy's summariser calls (applied from the first position that has any)."""
 
     rate: np.ndarray
     tail: float
@@ -38,14 +39,24 @@ class PressureCurve:
     requests: int
     start: int = 0
     recurrence: float = 1.0
+    calls: np.ndarray | None = None
+    calls_tail: float = 0.0
+
+    @staticmethod
+    def _sum(rate: np.ndarray, tail: float, start: int, lengths: np.ndarray) -> np.ndarray:
+        cum = np.concatenate([[0.0], np.cumsum(rate)])
+        lengths = np.asarray(lengths, dtype=np.int64)
+        return cum[np.minimum(lengths, len(rate))] + np.maximum(lengths - max(len(rate), start), 0) * tail
 
     def expected(self, lengths: np.ndarray) -> np.ndarray:
         """Expected recurring blind uses of tasks of ``lengths`` requests."""
-        cum = np.concatenate([[0.0], np.cumsum(self.rate)])
-        lengths = np.asarray(lengths, dtype=np.int64)
-        inside = np.minimum(lengths, len(self.rate))
-        blind = cum[inside] + np.maximum(lengths - max(len(self.rate), self.start), 0) * self.tail
-        return blind * self.recurrence
+        return self._sum(self.rate, self.tail, self.start, lengths) * self.recurrence
+
+    def expected_calls(self, lengths: np.ndarray) -> np.ndarray:
+        """Expected summariser calls of tasks of ``lengths`` requests."""
+        if self.calls is None or not self.calls.any():
+            return np.zeros(len(np.atleast_1d(lengths)))
+        return self._sum(self.calls, self.calls_tail, int(np.argmax(self.calls > 0)), lengths)
 
 
 @dataclass(frozen=True)
@@ -59,20 +70,24 @@ class PoolFlags:
         """The curve of the pool, or of the resample ``draw`` (indices into the runs, repeats allowed)."""
         picked = [self.sets[i] for i in (range(len(self.sets)) if draw is None else draw.tolist())]
         longest = max(len(w.blind) for w in picked)
-        hits, reach = np.zeros(longest), np.zeros(longest)
+        hits, reach, calls = np.zeros(longest), np.zeros(longest), np.zeros(longest)
         uses = blind = 0
         for w in picked:
             hits[: len(w.blind)] += w.blind
             reach[: len(w.blind)] += 1
-            uses += int(w.uses[w.start :].sum())
-            blind += int(w.blind[w.start :].sum())
+            if w.summarised is not None:
+                calls[: len(w.blind)] += w.summarised
+            uses += int(w.uses.sum())
+            blind += int(w.blind.sum())
         enough = np.flatnonzero(reach >= min(MIN_RUNS, len(picked)))
         last = int(enough[-1]) + 1 if len(enough) else 1
         start = min((w.start for w in picked if w.start < len(w.blind)), default=longest)  # none hid: no tail
-        later = slice(max(last // 2, start), longest)
-        tail = float(hits[later].sum() / max(reach[later].sum(), 1))
-        rate = hits[:last] / np.maximum(reach[:last], 1)
-        return PressureCurve(rate, tail, len(picked), int(reach.sum()), start, blind / uses if uses else 0.0)
+        later = slice(last // 2, longest)
+        per_run = max(reach[later].sum(), 1)
+        tail, calls_tail = float(hits[later].sum() / per_run), float(calls[later].sum() / per_run)
+        rate, call_rate = hits[:last] / np.maximum(reach[:last], 1), calls[:last] / np.maximum(reach[:last], 1)
+        recurrence = blind / uses if uses else 0.0
+        return PressureCurve(rate, tail, len(picked), int(reach.sum()), start, recurrence, call_rate, calls_tail)
 
 
 def pool_draws(runs: int, n: int) -> np.ndarray:

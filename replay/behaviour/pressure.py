@@ -31,18 +31,26 @@ LOOKS = (ACCESS_CODE["read"], ACCESS_CODE["search"])
 @dataclass(frozen=True)
 class WorkingSet:
     """Per request of one run under one policy: ``pressured``, ``uses``, ``blind`` (see the module); ``start``:
-    the first request whose view hides a read or search result (the run's length when none does)."""
+    the first request whose view hides a read or search result (the run's length when none does); ``summarised``:
+    the policy called its summariser before the request (a model call of its own, a step where the harness counts
+    it as one: OpenHands' condensation is an agent step)."""
 
     pressured: np.ndarray
     uses: np.ndarray
     blind: np.ndarray
     start: int
+    summarised: np.ndarray | None = None
+
+    @property
+    def summaries(self) -> int:
+        return 0 if self.summarised is None else int(self.summarised.sum())
 
     @property
     def recurrence(self) -> float:
-        """Share of uses that are blind from ``start`` on (0 when the policy never hides a look)."""
-        used = int(self.uses[self.start :].sum())
-        return float(self.blind[self.start :].sum() / used) if used else 0.0
+        """Share of the run's uses that are blind: of its revisits, those whose gap the view hides (0 without
+        uses). Over every use, so a wider window never raises it."""
+        used = int(self.uses.sum())
+        return float(self.blind.sum() / used) if used else 0.0
 
     @property
     def loop_exposure(self) -> float:
@@ -74,10 +82,12 @@ def working_set(run: RunArrays, views: Iterable[View]) -> WorkingSet:
     latest = np.full(len(again), -1, dtype=np.int64)  # per resource: its latest read/search result so far
     n = run.n_requests
     pressed, uses, blind = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    summarised = np.zeros(n, dtype=bool)
     start = n
     i = j = 0
     for k, view in enumerate(views):
         end = int(view.end)
+        summarised[k] = view.summarised
         while i < len(results) and results[i] < end:
             latest[run.resource[calls[i]]] = results[i]
             i += 1
@@ -97,7 +107,7 @@ def working_set(run: RunArrays, views: Iterable[View]) -> WorkingSet:
         mine = mine[mine >= 0]
         uses[k] = bool(len(mine))
         blind[k] = bool((view.forms[mine] != ORIGINAL).any())
-    return WorkingSet(pressed, uses, blind, start)
+    return WorkingSet(pressed, uses, blind, start, summarised)
 
 
 def pressured(run: RunArrays, views: Iterable[View]) -> np.ndarray:

@@ -18,6 +18,7 @@ are resampled); the pool is a sample (it is resampled). The low end: the 2.5th p
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,8 +83,10 @@ def arm_band(
     lows, highs = [], []
     for d in pool_draws(len(pool.sets), n):
         raw = lengths[rng.integers(0, len(lengths), len(lengths))]
+        curve = pool.curve(d)
         rerun = np.minimum(spread.draw(raw, rng) * raw, np.maximum(cap, raw))  # the task's turns with no loop
-        q = loop_p(pool.curve(d).expected(raw), 1.0)
+        rerun = rerun + curve.expected_calls(raw)  # and the policy's summariser calls
+        q = loop_p(curve.expected(raw), math.inf)
         lows.append(rerun.sum() / raw.sum())
         highs.append(((1 - q) * rerun + q * np.maximum(cap, raw)).sum() / raw.sum())
     tail = (1 - LEVEL) / 2 * 100

@@ -41,7 +41,10 @@ def behaviour_rows(
             cal = settings.calibration if settings.covers(run) else None
             fit = cal.fit if cal is not None else None
             cost = settings.costs.get(run.run_id)
-            row.update(cap=settings.cap, **band(run.n_requests, row["loop_exposure"], settings.cap, cost, fit))
+            calls = row["summaries"]
+            row.update(
+                cap=settings.cap, **band(run.n_requests, row["loop_exposure"], settings.cap, cost, fit, calls=calls)
+            )
             row["calibration"] = settings.source if cal is not None else None
         run_rows.append(row)
         ep_rows.extend(eps)

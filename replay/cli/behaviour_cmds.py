@@ -4,6 +4,7 @@ and the turn band; ``calibrate`` and ``predict`` for the loop propensity of one 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -273,7 +274,7 @@ def predict(
         "ratio_point": round(ratio(raw, curve, cap, cal.fit), 4),
         "ratio_interval_95": [round(lo, 4), round(hi, 4)],
         "band_ratio_lo": round(ratio(raw, curve, cap, Propensity(0.0)), 4),
-        "band_ratio_hi": round(ratio(raw, curve, cap, Propensity(1.0)), 4),
+        "band_ratio_hi": round(ratio(raw, curve, cap, Propensity(math.inf)), 4),
         "band_95": band_95,
         "band_assumes": (
             f"h from 0 to 1; tasks and pool runs resampled; each task's no-loop turns spread as in {reference} "

@@ -10,17 +10,19 @@ backwards when that would forget the newest event. A result that arrives after i
 forgotten too.
 
 - ``openhands``: past ``max_size`` events in the view, keep the first ``keep_first`` events plus a tail that brings
-  the view to about max_size/2 (tail = max_size // 2 - keep_first - 1, the 1 being the summary event) and summarise
-  the middle, rolling (the previous summary is folded into the next). The summary is ``summary_tokens`` at most
-  and never more than its input, each event of which is truncated to ``max_event_length`` characters as OpenHands
-  does when it builds the summarisation prompt (the view itself is not truncated). Presets: ``openhands-v0`` (the
-  V0 server's default pipeline: keep_first 4, max_size 120) and ``openhands-v1`` (the V1 SDK default agent: 80/4).
-  ``max_tokens`` (0: none) adds the SDK's token trigger (LLMSummarizingCondenser.max_tokens, software-agent-sdk
-  3bd0250ab, 2025-12-23): past max_tokens tokens of the view by the policy's estimate (the SDK counts the view
-  itself with the agent LLM's token counter, messages and, from a7f6d8fb9 of 2026-05-31, tools; never the usage
-  the server reported), it keeps the first keep_first events plus the longest run of newest events whose tokens,
-  with the head's, stay below max_tokens // 2; the new summary is not reserved for. Past both limits the fewer
-  newest events of the two rules are kept.
+  the view to about max_size/2 (tail = max_size // 2 - keep_first - 1, the 1 being the summary event) and summarise the
+  middle, rolling (the previous summary is folded into the next). ``keep_tail`` sets the tail instead, for condensers
+  that keep a fixed recent range (the Complexity Trap study's OpenHands summary: summarise when N + M turns have come
+  since the last summary, keep the newest M; a turn is an action and its observation, two events). The summary is
+  ``summary_tokens`` at most and never more than its input, each event of which is truncated to ``max_event_length``
+  characters as OpenHands does when it builds the summarisation prompt (the view itself is not truncated). Presets:
+  ``openhands-v0`` (the V0 server's default pipeline: keep_first 4, max_size 120) and ``openhands-v1`` (the V1 SDK
+  default agent: 80/4). ``max_tokens`` (0: none) adds the SDK's token trigger (LLMSummarizingCondenser.max_tokens,
+  software-agent-sdk 3bd0250ab, 2025-12-23): past max_tokens tokens of the view by the policy's estimate (the SDK counts
+  the view itself with the agent LLM's token counter, messages and, from a7f6d8fb9 of 2026-05-31, tools; never the usage
+  the server reported), it keeps the first keep_first events plus the longest run of newest events whose tokens, with
+  the head's, stay below max_tokens // 2; the new summary is not reserved for. Past both limits the fewer newest events
+  of the two rules are kept.
 - ``openhands_tokens``: that condenser with the token trigger alone, ``max_tokens`` 0 being the budget's
   window - reserve (the SDK caps max_tokens by the agent LLM's input limit from c11602d12, 2026-08-13).
 - ``openhands_recent``: keep the first ``keep_first`` events and the newest ``max_events`` - keep_first; no summary.
@@ -85,6 +87,9 @@ class OpenHandsConfig(PolicyConfig):
         0, 0, 100_000_000, "tokens of the view (the policy's estimate) that also trigger one; 0: no token limit"
     )
     keep_first: int = knob(1, 0, 1_000_000, "leading events always kept")
+    keep_tail: int = knob(
+        0, 0, 1_000_000, "newest events kept past the events trigger; 0: OpenHands' max_size // 2 - keep_first - 1"
+    )
     summary_tokens: int = knob(1_000, 0, 1_000_000, "size of the summary event, tokens (at most its input)")
     max_event_length: int = knob(10_000, 1, 10_000_000, "characters of each event given to the summariser")
     attachment_events: int = knob(1, 0, 2, "events per attachment item (V0 recall: 2; V1 extended content: 0)")
@@ -92,11 +97,21 @@ class OpenHandsConfig(PolicyConfig):
         V0, V0, V1_SDK, "the summariser's prompt as OpenHands builds it: 1 the V0 server's, 2 the V1 SDK's"
     )
 
+    @property
+    def tail(self) -> int:
+        """Events kept after the head and the summary when the events trigger fires."""
+        return self.keep_tail or self.max_size // 2 - self.keep_first - 1
+
     def validate(self) -> None:
-        if self.max_size // 2 - self.keep_first - 1 < 1:
+        if self.tail < 1:
             raise ReplayError(
                 f"{self.kind}: keep_first={self.keep_first} leaves no tail under "
-                f"max_size={self.max_size} (need max_size // 2 - keep_first - 1 >= 1)"
+                f"max_size={self.max_size} (need max_size // 2 - keep_first - 1 >= 1, or set keep_tail)"
+            )
+        if self.keep_first + 1 + self.tail >= self.max_size:
+            raise ReplayError(
+                f"{self.kind}: keep_tail={self.keep_tail} with keep_first={self.keep_first} keeps max_size="
+                f"{self.max_size} events or more: a condensation would not shrink the view; lower keep_tail"
             )
 
 
@@ -175,7 +190,7 @@ class OpenHands(_Condenser):
 
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
-        p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.max_size // 2 - c.keep_first - 1
+        p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.tail
         p[P_MAX_TOKENS] = c.max_tokens
         self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
 

@@ -223,6 +223,14 @@ def _v14_like_for_like_bill(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f'ALTER TABLE sim_runs ADD COLUMN "{col}" DOUBLE')
 
 
+def _v15_behaviour_summaries(con: duckdb.DuckDBPyConnection) -> None:
+    """``behaviour_runs`` gains ``summaries``, the policy's summariser calls in the run, which the turn band counts as
+    turns (model calls; OpenHands counts a condensation as a step). From this version ``loop_exposure`` takes the
+    run's recurrence over all its revisits, not from the first request whose view hides a look: a wider window
+    never raises it. NULL on rows stored before this version, whose exposure used the former recurrence."""
+    con.execute('ALTER TABLE behaviour_runs ADD COLUMN "summaries" INTEGER')
+
+
 MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v1_canonical,
     _v2_simulations,
@@ -238,6 +246,7 @@ MIGRATIONS: list[Callable[[duckdb.DuckDBPyConnection], None]] = [
     _v12_sweep_results_unindexed,
     _v13_behaviour_exposure,
     _v14_like_for_like_bill,
+    _v15_behaviour_summaries,
 ]
 
 

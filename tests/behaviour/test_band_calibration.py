@@ -3,6 +3,7 @@ own arm, the study's OpenHands M=10 arm fitted on the corpus's OpenHands pool.""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -38,7 +39,7 @@ def test_uncalibrated_band(n: int, pressured: int, cap: int) -> None:
     assert b["cost_lo"] is None and b["cost_hi"] is None
 
 
-@given(h=st.floats(0, 1), p=st.lists(st.integers(0, 300), min_size=2, max_size=2))
+@given(h=st.floats(0, math.inf), p=st.lists(st.integers(0, 300), min_size=2, max_size=2))
 def test_loop_chance_rises_with_pressure(h: float, p: list[int]) -> None:
     lo, hi = sorted(p)
     assert loop_p(lo, h) <= loop_p(hi, h) <= 1.0
@@ -57,7 +58,7 @@ def curve(rate: float, length: int = 60) -> PressureCurve:
 def test_a_calibration_reproduces_its_own_paired_ratio(raw: list[int], rate: float, extra: float) -> None:
     r = np.array(raw)
     c = curve(rate)
-    most = turns(r, c.expected(r), 250, Propensity(1.0))
+    most = turns(r, c.expected(r), 250, Propensity(math.inf))
     pol = np.round(r + extra * (most - r)).astype(np.int64)  # an arm the model can reach
     prop = fit(r, pol, c, 250)
     assert abs(ratio(r, c, 250, prop) - pol.sum() / r.sum()) <= 0.005
@@ -124,6 +125,70 @@ def test_pressure_and_loop_p_hi_never_rise_as_keep_last_grows(oh_pool) -> None:
             last[row["run_id"]] = now
         first = first or dict(last)
     assert any(p for p, _, _ in first.values()) and any(q > 0 for _, q, _ in first.values())
+
+
+def test_the_pools_exposure_never_rises_as_keep_last_grows(oh_pool) -> None:
+    """The pool's expected exposure for a task of any length falls (or stays) as the window widens. Measured from
+    each setting's own first hide, the corpus pool's recurrence rose from keep_last 22 to 25 (0.121 -> 0.148) and
+    with it the prediction (M=43 -> M=50 events: 1.43 -> 1.52)."""
+    lengths = np.array([10, 30, 50, 100, 150, 250])
+    last = None
+    for k in range(1, 60):
+        now = pool_flags(oh_pool, make_policy("masking", {"keep_last": k}), Budget()).curve().expected(lengths)
+        if last is not None:
+            assert (now <= last + 1e-12).all(), (k, last, now)
+        last = now
+
+
+@settings(max_examples=60, deadline=None)
+@given(gaps=st.lists(st.lists(st.integers(1, 40), min_size=1, max_size=12), min_size=1, max_size=6))
+def test_a_wider_window_never_raises_the_pools_exposure(gaps: list[list[int]]) -> None:
+    """Synthetic pool runs: a use at a revisit gap g is blind under a window w when g > w (as masking makes it)."""
+
+    def flags(w: int) -> PoolFlags:
+        sets = []
+        for run in gaps:
+            n = 4 * len(run) + 40
+            uses = np.zeros(n, dtype=bool)
+            blind = np.zeros(n, dtype=bool)
+            for i, g in enumerate(run):
+                at = min(n - 1, 3 * i + g)
+                uses[at] = True
+                blind[at] |= g > w
+            start = int(np.argmax(blind)) if blind.any() else n
+            sets.append(WorkingSet(blind, uses, blind, start))
+        return PoolFlags(tuple(f"r{i}" for i in range(len(sets))), tuple(sets))
+
+    lengths = np.array([5, 20, 60, 200])
+    before = flags(1).curve().expected(lengths)
+    for w in range(2, 42):
+        now = flags(w).curve().expected(lengths)
+        assert (now <= before + 1e-12).all(), (w, before, now)
+        before = now
+
+
+def test_summariser_calls_are_turns() -> None:
+    """OpenHands counts a condensation as a step and the study's turn counts include the summariser's calls: a run
+    that does not loop takes its turns plus the policy's summariser calls; a looping one still ends at the cap."""
+    b = band(100, 0.0, 250, 10.0, calls=4)
+    assert b["turns_lo"] == b["turns_hi"] == 104 and b["cost_lo"] == b["cost_hi"] == 10.0
+    assert band(100, 2.0, 250, None, calls=4)["turns_hi"] == 250
+    summarised = np.zeros(40, dtype=bool)
+    summarised[[10, 20, 30]] = True
+    blind = np.zeros(40, dtype=bool)
+    flags = PoolFlags(("r0",), (WorkingSet(blind, blind, blind, 40, summarised),))
+    c = flags.curve()
+    assert c.expected_calls(np.array([5, 15, 40])).tolist() == [0.0, 1.0, 3.0]
+    assert ratio(np.array([40]), c, 250, Propensity(0.0)) == pytest.approx(43 / 40)
+
+
+def test_the_openhands_summary_counts_its_calls_on_the_corpus_pool(oh_pool) -> None:
+    """The study's summary setting on the corpus pool: its condensations make the no-loop end exceed the raw turns."""
+    policy = make_policy("openhands", {"max_size": 65, "keep_first": 2, "keep_tail": 20})
+    c = pool_flags(oh_pool, policy, Budget()).curve()
+    lengths = np.array([50, 100, 200])
+    assert (np.diff(c.expected_calls(lengths)) > 0).all()
+    assert ratio(lengths, c, 250, Propensity(0.0)) > 1.0
 
 
 def test_the_tail_starts_where_the_policy_first_hides() -> None:

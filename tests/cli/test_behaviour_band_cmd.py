@@ -73,7 +73,7 @@ def test_calibration_file_states_provenance_and_held_out_check(cal, tables) -> N
     assert abs(prov["reproduced_ratio"] - prov["observed_ratio"]) <= 0.005
     held = doc["held_out"]
     assert held["fit_tasks"] + held["check_tasks"] == 500 and held["interval_lo"] < held["interval_hi"]
-    assert isinstance(held["inside"], bool) and len(doc["replicates"]["hazard"]) >= 100
+    assert isinstance(held["inside"], bool) and len(doc["replicates"]["rate"]) >= 100
 
 
 def test_predict_gives_a_ratio_with_an_interval_beside_the_band(db, cal, tables) -> None:
@@ -184,6 +184,6 @@ def test_a_pool_of_mixed_harnesses_is_refused(db, tables, tmp_path) -> None:
 
 def test_a_calibration_of_the_former_model_is_refused(db, cal, tables, tmp_path) -> None:
     old = tmp_path / "old.toml"
-    old.write_text(cal.read_text().replace('hazard_per = "loop_exposure"\n', ""))
+    old.write_text(cal.read_text().replace('hazard_per = "revisit_share_exposure"\n', 'hazard_per = "loop_exposure"\n'))
     args = ("--lengths", str(tables[1]), "--cap", "250", "--runs", OH, "--db", str(db), "--set", "keep_last=5")
     assert "calibrate again" in fails("behaviour", "predict", "--calibration", str(old), *args)

@@ -57,6 +57,22 @@ def test_summary_past_max_size_keeps_first_events_and_about_half():
     assert [v.summary_id for v in fired] == list(range(1, len(fired) + 1))  # rolling
 
 
+def test_keep_tail_keeps_that_many_newest_events():
+    """The Complexity Trap study's condenser: summarise at N + M turns since the last summary, keep the newest M
+    turns (N=21, M=10: 62 events past the head and summary, a tail of 20); condensations then come every N turns."""
+    run = synth_run(200, seed=3, parallel=False)
+    _, views = run_views("openhands", run, params={"max_size": "65", "keep_first": "2", "keep_tail": "20"})
+    _, stock = run_views("openhands", run, params={"max_size": "65", "keep_first": "2"})
+    lo, ev = run.first_body, ids_of(run)
+    fired = [v for v in views if v.summarised]
+    assert len(fired) >= 3 and sum(v.summarised for v in stock) > len(fired)  # stock keeps 29, fires more often
+    for v in fired:
+        head = len(np.unique(ev[lo + np.flatnonzero(v.forms[lo : v.summary_at] != DROPPED)]))
+        assert events(run, v) == 1 + head + 1 + 20  # system prompt, head, summary, tail
+    with pytest.raises(ReplayError, match="would not shrink"):
+        make_policy("openhands", {"max_size": "30", "keep_first": "2", "keep_tail": "27"})
+
+
 def test_cut_points_keep_parallel_batches_whole():
     run = synth_run(150, seed=8, parallel=True)
     _, views = run_views("openhands", run, params={"max_size": "30", "keep_first": "2"})
