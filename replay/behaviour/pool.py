@@ -1,11 +1,13 @@
 """The exposure curve of a pool of raw runs under one policy setting: per request position, the share of the pool's
 runs reaching it whose request there is a blind use (``replay.behaviour.pressure``), times the pool's recurrence
-(the share of uses that are blind once the policy acts). It turns a task's raw length into its expected recurring
-blind uses, for tasks the store does not hold (the paired arm, the lengths to predict).
+(the share of its uses that are blind). It turns a task's raw length into its expected recurring blind uses, for
+tasks the store does not hold (the paired arm, the lengths to predict); the pool's summariser calls per position,
+the same way, into its expected summariser calls.
 
-Beyond the positions enough pool runs reach, a tail rate stands in. It is measured only on positions from the first
-request at which the policy hides a look in some pool run (``start``), and applied only from there: below it the
-policy hides nothing (masking hides nothing before its window fills), however short the pool's runs.
+Beyond the positions enough pool runs reach, a tail rate stands in. It is measured on the pool's later positions
+(the same ones for every setting, so a wider window never raises it) and applied only from the first request at
+which the policy hides a look in some pool run (``start``): below it the policy hides nothing (masking hides
+nothing before its window fills), however short the pool's runs.
 
 The pool is a sample too: ``PoolFlags.curve`` takes a resample of its runs (``draws``), so the calibration's
 replicates carry the pool's uncertainty as well as the tasks'."""
@@ -29,8 +31,8 @@ POOL_SEED = 2  # the pool resamples of the replicates (replay.behaviour.calibrat
 
 @dataclass(frozen=True)
 class PressureCurve:
-    """``rate[t]``: blind-use share at request t (t < len(rate)); ``tail``: the rate at later positions from
-    ``start`` on; ``recurrence``: the pool's blind uses over its uses; ``calls[t]`` and ``calls_tail``: the same
+    """``rate[t]``: blind-use share at request t (t < len(rate)); ``tail``: the rate at later positions, applied
+    from ``start`` on; ``recurrence``: the pool's blind uses over its uses; ``calls[t]`` and ``calls_tail``: the same
     for the policy's summariser calls (applied from the first position that has any)."""
 
     rate: np.ndarray

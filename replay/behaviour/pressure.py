@@ -8,9 +8,9 @@
 - ``uses``: requests whose own tool call names a resource it has read or searched before (seen or not).
 
 A loop is a chain of blind uses: the agent re-fetches what it cannot see, and by its next use of that resource the
-re-fetched copy is out of view again. ``recurrence`` (blind over uses, from the first request at which the policy
-hides a look) is the chance that a use is blind once the policy acts, so ``loop_exposure`` (blind uses times
-recurrence) counts the blind uses expected to recur, assuming successive revisit gaps independent. A window wider
+re-fetched copy is out of view again. ``recurrence`` (blind uses over all uses: the share of the run's revisits
+whose gap the view hides) is the chance that a use is blind, so ``loop_exposure`` (blind uses times recurrence)
+counts the blind uses expected to recur, assuming successive revisit gaps independent. A window wider
 than the run's revisit gaps (results between a look and the next use of the same resource) leaves few blind uses
 and fewer recurring ones, whereas a resource read early and edited much later keeps every request in between
 ``pressured`` at any window shorter than that gap: pressure shows what a policy hides, exposure what it tips."""
