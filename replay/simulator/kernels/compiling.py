@@ -17,6 +17,7 @@ from typing import Any
 
 import numba
 from numba import typeof, types
+from numba._dispatcher import compute_fingerprint
 
 from replay.jit import source_hash
 from replay.policies import policy_class
@@ -26,6 +27,7 @@ from replay.policies.dispatch import RECORDED
 ESTIMATE_S = {"corpus_kernel": 15, "run_kernel": 12}
 _READY: set[tuple[str, int]] = set()
 _PENDING: dict[tuple[str, int], subprocess.Popen] = {}  # loops a child process is compiling (compile_in_background)
+_SIGNATURES: dict[tuple, tuple] = {}  # (kernel, code, each argument's class and numba fingerprint) -> signature
 
 
 def ready_dir() -> Path:
@@ -87,8 +89,13 @@ def compiled_entry(kernel, code: int, args: tuple):
     """The machine code of ``kernel`` for exactly these argument types under policy ``code``, loaded from numba's
     on-disk cache or compiled now. Called through the dispatcher, the policy code would be typed as a plain integer
     first: numba would analyse and type the whole loop until its ``literally`` asks for the constant (~0.5 s a
-    process), then type the call again on every call (~13 ms); the signature with the constant is given instead."""
-    sig = (types.literal(code), *(typeof(a) for a in args))
+    process), then type the call again on every call (~13 ms); the signature with the constant is given instead.
+    The signature is remembered by the arguments' numba fingerprints (what numba's dispatcher keys its own type
+    cache on, about a microsecond for the run's tuple where typing it takes half a millisecond)."""
+    key = (id(kernel), code, *((type(a), compute_fingerprint(a)) for a in args))
+    sig = _SIGNATURES.get(key)
+    if sig is None:
+        sig = _SIGNATURES[key] = (types.literal(code), *(typeof(a) for a in args))
     cres = kernel.overloads.get(sig)
     return kernel.compile(sig) if cres is None else cres.entry_point
 
