@@ -20,7 +20,7 @@ Request rule: one request per trajectory step, each one model call (``replay.rea
 accepted assistant entry of the history, and before it each response SWE-agent rejected and re-asked (1.0 on:
 in the trajectory, not in the history; ``run.metadata.requeried_calls``). The re-ask's own prompt also held the
 rejected output and the error message, which the history does not keep. Demonstration entries
-(``is_demo``, ``put_demos_in_history``) are prompt, never calls. A replayed demonstration whose
+(``is_demo``, ``put_demos_in_history``) are prompt text, never calls or results. A replayed demonstration whose
 ``info.model_stats.api_calls`` is 0 made no model calls, so it gets no requests. ``.traj`` files have no per-call
 usage: ``model_stats`` goes into ``run.metadata`` only.
 
@@ -119,11 +119,13 @@ class SweAgentReader:
             role, text = entry.get("role"), text_of(entry.get("content"))
             if role == "system":
                 builder.add("system", "system", text, line=idx)
+            elif entry.get("is_demo"):
+                _demonstration(builder, entry, text, idx)
             elif role == "assistant":
                 started = True
                 for _ in range(requeried.get(idx, 0)):  # responses rejected and asked again before this one
                     builder.request(line=idx)
-                if count_requests and not entry.get("is_demo"):
+                if count_requests:
                     builder.request(line=idx)
                 builder.new_turn()
                 call_id = self._assistant(builder, entry, text, idx, open_file)
@@ -179,6 +181,19 @@ class SweAgentReader:
         if item.resource is None and item.tool_name in FILE_CONTEXT_TOOLS and open_file:
             builder.records[-1] = item = replace(item, resource=open_file)
             builder._call_index[item.call_id or ""] = (item.resource, item.access)
+
+
+def _demonstration(builder: RunBuilder, entry: dict, text: str, idx: int) -> None:
+    """A demonstration entry: text the prompt shows (its calls' arguments as written), never a call or a result of
+    this run, and never elided (last_n_observations counts no demonstration)."""
+    if entry.get("role") != "assistant":
+        builder.add("user_text", "user", text, line=idx)
+        return
+    builder.add("assistant_text", "assistant", text, line=idx)
+    for call in entry.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and fn.get("arguments"):
+            builder.add("assistant_text", "assistant", text_of(fn["arguments"]), line=idx)
 
 
 def _placeholders(builder: RunBuilder, history: list[Any], trajectory: Any, plan: StepPlan | None) -> None:

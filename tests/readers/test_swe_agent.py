@@ -197,8 +197,11 @@ def test_requeried_calls_and_demonstrations(tmp_path: Path) -> None:
     assert len(reqs) == run.metadata["model_stats"]["api_calls"] == 4
     assert run.metadata["requeried_calls"] == 1 and run.metadata["swe_agent_version"] == "1.1.0"
     items = [r for r in records if isinstance(r, Item)]
-    demo_calls = [i for i in items if i.kind == "tool_call" and i.call_id.startswith("demo_")]
-    assert len(demo_calls) == 2 and all(i.step == 0 for i in demo_calls)  # in the first call's prompt
+    demo = [i for i in items if i.line in range(1, 6)]  # the demonstration: text in the first call's prompt
+    assert [i.kind for i in demo] == ["user_text", *["assistant_text", "assistant_text", "user_text"] * 2]
+    assert all(i.step == 0 for i in demo) and demo[2].text == '{"command": "ls"}'
+    assert [i.kind for i in items if i.line == 6] == ["user_text"]  # the instance template, not a result
+    assert sum(i.kind == "tool_call" for i in items) == 3
     first_output = next(i for i in items if i.kind == "tool_result" and i.call_id == "call_0")
     assert first_output.step == 1  # sent from the rejected call on
     assert _placeholder_events(run) == [(3, first_output.seq, "Old environment output: (N lines omitted)")]
