@@ -4,8 +4,9 @@ Two response shapes (mini-swe-agent 2.x ``models/``):
 - Chat Completions (``LitellmModel``, ``LitellmTextbasedModel``, OpenRouter, Portkey, Requesty): ``usage.prompt_tokens``
   with ``prompt_tokens_details.cached_tokens`` as cache reads; for Anthropic models LiteLLM adds
   ``cache_creation_input_tokens`` (newer LiteLLM also ``prompt_tokens_details.cache_creation_tokens``) as cache writes,
-  and whether its ``prompt_tokens`` counts those writes depends on the LiteLLM version (mini-swe-agent 2.x allows
-  LiteLLM >= 1.75.5, before and after the change): the run's rule is settled from its numbers
+  OpenRouter ``prompt_tokens_details.cache_write_tokens``. Whether LiteLLM's ``prompt_tokens`` counts the writes
+  depends on its version (mini-swe-agent 2.x allows LiteLLM >= 1.75.5, before and after the change): the run's rule
+  is settled from its numbers
   (``replay.readers.openhands_v1.prompt_rule``).
 - Responses API (``LitellmResponseModel``, ``OpenRouterResponseModel``, ``PortkeyResponseModel``; the response object
   itself is the assistant message, ``"object": "response"``): ``usage.input_tokens`` is the whole prompt, with
@@ -39,8 +40,9 @@ def call_usage(response: Any) -> dict[str, Any]:
     details = sub_dict(usage, "prompt_tokens_details")
     read = details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0
     write = usage.get("cache_creation_input_tokens")
-    if write is None:
-        write = details.get("cache_creation_tokens")
+    for key in ("cache_creation_tokens", "cache_write_tokens"):  # newer LiteLLM; OpenRouter's usage accounting
+        if write is None:
+            write = details.get(key)
     return _fields(usage.get("prompt_tokens"), read, write, usage.get("completion_tokens"), model)
 
 

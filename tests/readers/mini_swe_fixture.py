@@ -54,6 +54,18 @@ def chat_usage(prompt: int, read: int, write: int, output: int) -> dict[str, Any
     }
 
 
+def openrouter_usage(prompt: int, read: int, write: int, output: int) -> dict[str, Any]:
+    """OpenRouter's usage accounting (``OpenRouterModel`` keeps the response JSON as it came)."""
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": output,
+        "total_tokens": prompt + output,
+        "cost": 0.01,
+        "prompt_tokens_details": {"cached_tokens": read, "cache_write_tokens": write, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 0},
+    }
+
+
 def _chat_response(n: int, content: str, calls: list[dict], usage: dict) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{n}",

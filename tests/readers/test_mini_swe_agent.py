@@ -8,7 +8,7 @@ from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
 from replay.readers.mini_swe_agent import READER
-from tests.readers.mini_swe_fixture import chat_usage, responses_v2, textbased_v1, toolcall_v2
+from tests.readers.mini_swe_fixture import chat_usage, openrouter_usage, responses_v2, textbased_v1, toolcall_v2
 from tests.readers.test_swe_agent import manifest_rows
 
 
@@ -97,10 +97,12 @@ def test_format_error_without_response_is_counted(tmp_path: Path) -> None:
 
 
 def test_cache_writes_under_either_litellm_rule(tmp_path: Path) -> None:
-    """Cache writes are kept; a prompt_tokens that leaves them out (LiteLLM before 1.77.3) gains them."""
+    """Cache writes are kept (LiteLLM's Anthropic fields, OpenRouter's usage accounting); a prompt_tokens that
+    leaves them out (LiteLLM before 1.77.3) gains them."""
     newer = [chat_usage(3000, 0, 2990, 120), chat_usage(3400, 2990, 380, 80), chat_usage(3600, 3370, 200, 60)]
     older = [chat_usage(10, 0, 2990, 120), chat_usage(3020, 2990, 380, 80), chat_usage(3400, 3370, 200, 60)]
-    for name, usages in (("new", newer), ("old", older)):
+    openrouter = [openrouter_usage(*u) for u in ((3000, 0, 2990, 120), (3400, 2990, 380, 80), (3600, 3370, 200, 60))]
+    for name, usages in (("new", newer), ("old", older), ("openrouter", openrouter)):
         records = read(toolcall_v2(tmp_path / f"{name}.traj.json", usages, None))
         reqs = [r for r in records if isinstance(r, Request)]
         assert [(r.prompt_tokens, r.input_tokens, r.cache_read, r.cache_write) for r in reqs] == [
