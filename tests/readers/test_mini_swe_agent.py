@@ -8,6 +8,7 @@ from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
 from replay.readers.mini_swe_agent import READER
+from replay.simulator.fidelity import harness_version
 from tests.readers.mini_swe_fixture import chat_usage, openrouter_usage, responses_v2, textbased_v1, toolcall_v2
 from tests.readers.test_swe_agent import manifest_rows
 
@@ -86,6 +87,7 @@ def test_format_error_with_response_is_a_request(tmp_path: Path) -> None:
     assert first_result.step == rejected.step == 1  # the rejected call was sent the first result
     assert error.step == 2  # and the error text is first sent by the call after it
     assert "format_error_calls" not in records[0].metadata
+    assert harness_version(records[0].metadata) == "2.4.6"  # what fidelity names
 
 
 def test_format_error_without_response_is_counted(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext, text_of
 from replay.readers.swe_agent import READER
+from replay.simulator.fidelity import harness_version
 from tests.readers.swe_agent_fixture import attempt, retry_run
 
 
@@ -195,7 +196,7 @@ def test_requeried_calls_and_demonstrations(tmp_path: Path) -> None:
     assert not [r for r in records if isinstance(r, BadRecord)]
     reqs = [r for r in records if isinstance(r, Request)]
     assert len(reqs) == run.metadata["model_stats"]["api_calls"] == 4
-    assert run.metadata["requeried_calls"] == 1 and run.metadata["swe_agent_version"] == "1.1.0"
+    assert run.metadata["requeried_calls"] == 1 and harness_version(run.metadata) == "1.1.0"
     items = [r for r in records if isinstance(r, Item)]
     demo = [i for i in items if i.line in range(1, 6)]  # the demonstration: text in the first call's prompt
     assert [i.kind for i in demo] == ["user_text", *["assistant_text", "assistant_text", "user_text"] * 2]
