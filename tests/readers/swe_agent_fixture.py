@@ -74,9 +74,20 @@ def _elide(messages: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
     return sent
 
 
-def attempt(n_demo_steps: int = 2, requery: bool = True, model: str = "claude-sonnet-4-20250514") -> dict[str, Any]:
+def _last_n(history: list[dict[str, Any]], n: int = 1) -> list[dict[str, Any]]:
+    """The prompt ``last_n_observations`` (polling 1) makes of ``history``: of the non-demonstration observations,
+    all but the first (the instance template) and the last ``n`` elided."""
+    observed = [i for i, e in enumerate(history) if e["message_type"] == "observation" and not e.get("is_demo")]
+    sent = history
+    for i in observed[1 : max(0, len(observed) - n)]:
+        sent = _elide(sent, i)
+    return copy.deepcopy(sent)
+
+
+def attempt(n_demo_steps: int = 2, requery: bool = True, messages: bool = False) -> dict[str, Any]:
     """One agent run: demonstration steps in the history, step 1, a response rejected and re-asked (``requery``),
-    step 2, then ``submit``; last_n_observations with n=1 elides step 1's output in the last call's prompt."""
+    step 2, then ``submit``; last_n_observations with n=1 elides step 1's output in the last call's prompt.
+    ``messages``: as 1.0 wrote steps (``messages``, the processed history when the step was appended)."""
     history: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM, "agent": "main", "message_type": "system"}]
     history.append(
         {"role": "user", "content": "Demo task", "agent": "main", "message_type": "observation", "is_demo": True}
@@ -92,6 +103,8 @@ def attempt(n_demo_steps: int = 2, requery: bool = True, model: str = "claude-so
         query = _elide(history, len(history) - 3) if n == 2 else history
         if n == 1 and requery:
             trajectory.append(_step("I will edit it now.", "", "", query))
+            if messages:
+                trajectory[-1]["messages"] = _last_n(history)
             query = [
                 *history,
                 {"role": "assistant", "content": "I will edit it now."},
@@ -101,11 +114,16 @@ def attempt(n_demo_steps: int = 2, requery: bool = True, model: str = "claude-so
         trajectory.append(_step(text, command, output, query))
         calls += 1
         history += [_action(text, command, f"call_{n}"), _observation(f"OBSERVATION:\n{output}", f"call_{n}")]
+        if messages:
+            trajectory[-1]["messages"] = _last_n(history)
+    if messages:
+        for step in trajectory:
+            del step["query"]
     config = {
         "agent": {
             "name": "main",
             "history_processors": [{"type": "last_n_observations", "n": 1, "polling": 1}],
-            "model": {"name": model, "per_instance_cost_limit": 3.0},
+            "model": {"name": "claude-sonnet-4-20250514", "per_instance_cost_limit": 3.0},
             "max_requeries": 3,
             "type": "default",
         },

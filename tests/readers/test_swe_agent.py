@@ -208,6 +208,18 @@ def test_requeried_calls_and_demonstrations(tmp_path: Path) -> None:
     assert _placeholder_events(run) == [(3, first_output.seq, "Old environment output: (N lines omitted)")]
 
 
+def test_requeried_calls_in_v10_messages(tmp_path: Path) -> None:
+    """SWE-agent 1.0 wrote ``messages`` per step: after an accepted step, the next call's prompt; at a rejected
+    one, that call's own. The elided output is still noted at the last call (request 3), not one early."""
+    path = tmp_path / "v10.traj"
+    path.write_text(json.dumps(attempt(messages=True)))
+    records = read(path)
+    assert sum(isinstance(r, Request) for r in records) == 4
+    items = [r for r in records if isinstance(r, Item)]
+    first_output = next(i for i in items if i.kind == "tool_result" and i.call_id == "call_0")
+    assert _placeholder_events(records[0]) == [(3, first_output.seq, "Old environment output: (N lines omitted)")]
+
+
 def test_retry_agent_attempts_are_runs(tmp_path: Path) -> None:
     """A RetryAgent file: each attempt is a run of its own (the top-level copy of the chosen one is not read
     twice), with the loop's totals and choice."""
