@@ -214,8 +214,8 @@ def responses_v2(path: Path) -> Path:
 
 
 def textbased_v1(path: Path) -> Path:
-    """A 1.17.5 run (``save_traj``): messages with ``timestamp``, ```mswea_bash_command blocks, usage in
-    ``extra.response``."""
+    """A 1.17.5 run (``save_traj``): messages with ``timestamp``, ```bash blocks, usage in ``extra.response``; the
+    second response has two blocks, so the agent answers with its format error (no command run)."""
     block = "THOUGHT: look around.\n\n```mswea_bash_command\nls\n```"
     usage = {"completion_tokens": 30, "prompt_tokens": 800, "total_tokens": 830, "prompt_tokens_details": None}
     response = _chat_response(0, block, [], usage)
@@ -225,11 +225,25 @@ def textbased_v1(path: Path) -> Path:
         {"role": "assistant", "content": block, "timestamp": T0 + 5.0, "extra": {"response": response}},
         {"role": "user", "content": "<returncode>0</returncode>\n<output>\na.py\n</output>", "timestamp": T0 + 6.0},
     ]
+    two = "Both.\n\n```bash\nls\n```\n\n```bash\ncat a.py\n```"  # rejected: not exactly one action
+    messages += [
+        {
+            "role": "assistant",
+            "content": two,
+            "timestamp": T0 + 9.0,
+            "extra": {"response": _chat_response(1, two, [], usage)},
+        },
+        {
+            "role": "user",
+            "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+            "timestamp": T0 + 9.1,
+        },
+    ]
     doc = {
         "info": {
             "exit_status": "Submitted",
             "submission": "",
-            "model_stats": {"instance_cost": 0.001, "api_calls": 1},
+            "model_stats": {"instance_cost": 0.002, "api_calls": 2},
             "mini_version": "1.17.5",
             "config": {"model": {"model_name": "gpt-4o-mini"}, "model_type": "minisweagent.models.litellm_model"},
         },

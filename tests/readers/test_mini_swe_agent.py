@@ -146,7 +146,17 @@ def test_responses_api_messages(tmp_path: Path) -> None:
 def test_v1_message_timestamps(tmp_path: Path) -> None:
     """1.x writes each message's time beside its role: the request is timed."""
     records = read(textbased_v1(tmp_path / "v1.traj.json"))
-    (req,) = [r for r in records if isinstance(r, Request)]
+    req = next(r for r in records if isinstance(r, Request))
     assert req.ts == "2025-10-09T08:53:25+00:00" and req.prompt_tokens == 800
     result = next(r for r in records if isinstance(r, Item) and r.kind == "tool_result")
     assert result.ts == "2025-10-09T08:53:26+00:00"
+
+
+def test_v1_rejected_response_runs_nothing(tmp_path: Path) -> None:
+    """1.x runs a response only when it has exactly one block: two blocks are a format error, no tool call, and the
+    error message that follows is not a result."""
+    records = read(textbased_v1(tmp_path / "v1.traj.json"))
+    items = [r for r in records if isinstance(r, Item)]
+    assert sum(isinstance(r, Request) for r in records) == 2
+    assert [i.kind for i in items if i.kind in ("tool_call", "tool_result")] == ["tool_call", "tool_result"]
+    assert items[-1].kind == "user_text" and items[-1].text.startswith("Please always provide EXACTLY ONE")
