@@ -16,9 +16,17 @@ request i+1; newer versions: ``trajectory[i].query``, the prompt of request i). 
 from its history entry (e.g. "Old environment output: (N lines omitted)" from last_n_observations), the
 builder notes a placeholder for that request and item; clip markers inside observations are noted too.
 
-Request rule: one request per trajectory step (each assistant entry is one model call). A
-replayed demonstration whose ``info.model_stats.api_calls`` is 0 made no model calls, so it gets no
-requests. ``.traj`` files have no per-call usage: ``model_stats`` goes into ``run.metadata`` only.
+Request rule: one request per trajectory step, each one model call (``replay.readers.swe_agent_steps``): each
+accepted assistant entry of the history, and before it each response SWE-agent rejected and re-asked (1.0 on:
+in the trajectory, not in the history; ``run.metadata.requeried_calls``). The re-ask's own prompt also held the
+rejected output and the error message, which the history does not keep. Demonstration entries
+(``is_demo``, ``put_demos_in_history``) are prompt text, never calls or results. A replayed demonstration whose
+``info.model_stats.api_calls`` is 0 made no model calls, so it gets no requests. ``.traj`` files have no per-call
+usage: ``model_stats`` goes into ``run.metadata`` only.
+
+A ``RetryAgent`` run (``agent.type: retry``) keeps each attempt under ``attempts`` (and a copy of the chosen one,
+with the totals of every attempt and of the reviewer, at the top level): each attempt is a run of its own
+(``<run>/attempt-N``), the totals and the choice in ``run.metadata.retry_loop``.
 """
 
 from __future__ import annotations
@@ -34,16 +42,19 @@ from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.json_fields import sub_dict
+from replay.readers.swe_agent_steps import StepPlan, plan_steps, prompts
 from replay.readers.tool_targets import normalise_path
 
 OPEN_FILE_RE = re.compile(r"\(Open file: ([^)\n]+)\)\s*(?:\n|$)")
 FILE_CONTEXT_TOOLS = {"edit", "insert", "goto", "scroll_up", "scroll_down"}
 TRAJECTORY_RE = re.compile(r'"trajectory"\s*:\s*\[')
 STAT_KEYS = ("tokens_sent", "tokens_received", "api_calls", "instance_cost", "total_cost")
+LOOP_KEYS = ("best_attempt_idx", "model_stats", "rloop_model_stats")
 
 
 class SweAgentReader:
     format = "swe-agent"
+    version = 2  # 2: re-asked responses are requests, demonstrations are not; RetryAgent attempts; swe_agent_version
 
     def sniff(self, head: str, path: Path) -> bool:
         if not head.lstrip().startswith("{") or not TRAJECTORY_RE.search(head):
@@ -55,6 +66,16 @@ class SweAgentReader:
         if isinstance(doc, BadRecord):
             yield doc
             return
+        attempts = doc.get("attempts") if isinstance(doc, dict) else None
+        if isinstance(attempts, list) and attempts:
+            loop = {k: v for k, v in sub_dict(doc, "info").items() if k in LOOP_KEYS}
+            for n, attempt in enumerate(attempts):
+                yield from self._attempt(ctx, attempt, ctx.run_id(f"attempt-{n}"), {"attempt": n, "retry_loop": loop})
+            return
+        yield from self._attempt(ctx, doc, ctx.run_id(), {})
+
+    def _attempt(self, ctx: ReadContext, doc: Any, run_id: str, extra: dict[str, Any]) -> Iterator[Record]:
+        """One agent's trajectory (the file, or one attempt of a RetryAgent's)."""
         if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
             yield BadRecord(1, "not a SWE-agent trajectory: expected an object with a 'history' list", str(doc)[:2000])
             return
@@ -67,22 +88,28 @@ class SweAgentReader:
             "n_steps": len(doc.get("trajectory") or []),
             "legacy_format": "replay_config" not in doc,
         }
+        if isinstance(info.get("swe_agent_version"), str):
+            metadata["swe_agent_version"] = info["swe_agent_version"]
+        plan = plan_steps(doc["history"], doc.get("trajectory"))
+        if plan is not None and plan.rejected:
+            metadata["requeried_calls"] = len(plan.rejected)
         model = ((config.get("agent") or {}).get("model") or {}).get("name")
         run = Run(
-            run_id=ctx.run_id(),
+            run_id=run_id,
             format=self.format,
             source_path=str(ctx.path),
             model=model,
             harness="swe-agent",
-            metadata=metadata,
+            metadata=metadata | extra,
         )
         builder = RunBuilder(run)
-        self._walk(builder, doc["history"], count_requests=stats.get("api_calls") != 0)
-        _placeholders(builder, doc["history"], doc.get("trajectory"))
+        self._walk(builder, doc["history"], stats.get("api_calls") != 0, plan)
+        _placeholders(builder, doc["history"], doc.get("trajectory"), plan)
         builder.scan_clips()
         yield from builder
 
-    def _walk(self, builder: RunBuilder, history: list[Any], count_requests: bool) -> None:
+    def _walk(self, builder: RunBuilder, history: list[Any], count_requests: bool, plan: StepPlan | None) -> None:
+        requeried = plan.requeried if plan is not None and count_requests else {}
         open_file: str | None = None
         call_id: str | None = None
         started = False
@@ -92,8 +119,12 @@ class SweAgentReader:
             role, text = entry.get("role"), text_of(entry.get("content"))
             if role == "system":
                 builder.add("system", "system", text, line=idx)
+            elif entry.get("is_demo"):
+                _demonstration(builder, entry, text, idx)
             elif role == "assistant":
                 started = True
+                for _ in range(requeried.get(idx, 0)):  # responses rejected and asked again before this one
+                    builder.request(line=idx)
                 if count_requests:
                     builder.request(line=idx)
                 builder.new_turn()
@@ -109,6 +140,8 @@ class SweAgentReader:
                 call_id = None
             else:
                 builder.add("user_text", "user", text, line=idx)
+        for _ in range(requeried.get(len(history), 0)):  # re-asked after the last accepted step (a run cut short)
+            builder.request(line=len(history))
 
     def _assistant(self, builder: RunBuilder, entry: dict, text: str, idx: int, open_file: str | None) -> str | None:
         """Add what the model wrote; return the id of its (first) tool call, if any."""
@@ -150,36 +183,35 @@ class SweAgentReader:
             builder._call_index[item.call_id or ""] = (item.resource, item.access)
 
 
-def _prompts(trajectory: list[Any], n_requests: int) -> Iterator[tuple[int, list[Any]]]:
-    """(request, messages sent) for each request whose prompt the trajectory records."""
-    for k, step in enumerate(trajectory):
-        if not isinstance(step, dict):
-            continue
-        if isinstance(step.get("query"), list):
-            request, messages = k, step["query"]
-        elif isinstance(step.get("messages"), list):
-            request, messages = k + 1, step["messages"]  # the history after step k: what request k+1 sends
-        else:
-            continue
-        if request < n_requests:
-            yield request, messages
+def _demonstration(builder: RunBuilder, entry: dict, text: str, idx: int) -> None:
+    """A demonstration entry: text the prompt shows (its calls' arguments as written), never a call or a result of
+    this run, and never elided (last_n_observations counts no demonstration)."""
+    if entry.get("role") != "assistant":
+        builder.add("user_text", "user", text, line=idx)
+        return
+    builder.add("assistant_text", "assistant", text, line=idx)
+    for call in entry.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict) and fn.get("arguments"):
+            builder.add("assistant_text", "assistant", text_of(fn["arguments"]), line=idx)
 
 
-def _placeholders(builder: RunBuilder, history: list[Any], trajectory: Any) -> None:
-    """Note each history entry a request was sent in another form (aligned by position and role)."""
+def _placeholders(builder: RunBuilder, history: list[Any], trajectory: Any, plan: StepPlan | None) -> None:
+    """Note each history entry a request was sent in another form (aligned by position and role; only entries
+    already in that request's prompt: a re-ask's extra messages come after them)."""
     if not isinstance(trajectory, list) or not builder.n_requests:
         return
-    seq_of = {r.line: r.seq for r in builder.records if isinstance(r, Item) and r.role != "assistant"}
+    seen = {r.line: (r.seq, r.step) for r in builder.records if isinstance(r, Item) and r.role != "assistant"}
     full = [text_of(e.get("content")) if isinstance(e, dict) else None for e in history]
-    for request, messages in _prompts(trajectory, builder.n_requests):
+    for request, messages in prompts(trajectory, plan, builder.n_requests):
         for idx, msg in enumerate(messages[: len(history)]):
-            if not isinstance(msg, dict) or not isinstance(history[idx], dict) or idx not in seq_of:
+            if not isinstance(msg, dict) or not isinstance(history[idx], dict) or idx not in seen:
                 continue
-            if msg.get("role") != history[idx].get("role"):
+            if msg.get("role") != history[idx].get("role") or seen[idx][1] > request:
                 break  # not the same conversation from here on: do not guess
             sent = text_of(msg.get("content"))
             if sent != full[idx]:
-                builder.placeholder(request, seq_of[idx], sent)
+                builder.placeholder(request, seen[idx][0], sent)
 
 
 def _config(raw: Any) -> dict[str, Any]:

@@ -155,8 +155,9 @@ def recorded_condenser(metadata: dict) -> dict:
 
 def harness_version(metadata: dict) -> str | None:
     """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``, the Cline SDK
-    session's client version), else None."""
-    for key in ("cc_version", "cli_version", "cline_version"):
+    session's client version, mini-swe-agent's ``info.mini_version``, SWE-agent's ``info.swe_agent_version``),
+    else None."""
+    for key in ("cc_version", "cli_version", "cline_version", "mini_version", "swe_agent_version"):
         if isinstance(metadata.get(key), str) and metadata[key]:
             return metadata[key]
     return None

@@ -12,6 +12,8 @@ from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext, text_of
 from replay.readers.swe_agent import READER
+from replay.simulator.fidelity import harness_version
+from tests.readers.swe_agent_fixture import attempt, retry_run
 
 
 def manifest_rows(corpus: Path, section: str) -> dict[str, tuple[str, str]]:
@@ -177,3 +179,69 @@ def test_truncated_file_is_quarantined(corpus: Path, tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     pytest.main([__file__])
+
+
+def _placeholder_events(run: Run) -> list[tuple[int, int, str]]:
+    ph = run.metadata.get("placeholders", {"wordings": [], "events": []})
+    return [(step, seq, ph["wordings"][w]) for step, seq, w, _, _ in ph["events"]]
+
+
+def test_requeried_calls_and_demonstrations(tmp_path: Path) -> None:
+    """SWE-agent 1.1: a response rejected and asked again is a trajectory step with no history entry (a call);
+    demonstration entries are prompt, never calls. Requests = api_calls, and each step's query is its own call's."""
+    path = tmp_path / "fc.traj"
+    path.write_text(json.dumps(attempt()))
+    records = read(path)
+    run = records[0]
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    reqs = [r for r in records if isinstance(r, Request)]
+    assert len(reqs) == run.metadata["model_stats"]["api_calls"] == 4
+    assert run.metadata["requeried_calls"] == 1 and harness_version(run.metadata) == "1.1.0"
+    items = [r for r in records if isinstance(r, Item)]
+    demo = [i for i in items if i.line in range(1, 6)]  # the demonstration: text in the first call's prompt
+    assert [i.kind for i in demo] == ["user_text", *["assistant_text", "assistant_text", "user_text"] * 2]
+    assert all(i.step == 0 for i in demo) and demo[2].text == '{"command": "ls"}'
+    assert [i.kind for i in items if i.line == 6] == ["user_text"]  # the instance template, not a result
+    assert sum(i.kind == "tool_call" for i in items) == 3
+    first_output = next(i for i in items if i.kind == "tool_result" and i.call_id == "call_0")
+    assert first_output.step == 1  # sent from the rejected call on
+    assert _placeholder_events(run) == [(3, first_output.seq, "Old environment output: (N lines omitted)")]
+
+
+def test_requeried_calls_in_v10_messages(tmp_path: Path) -> None:
+    """SWE-agent 1.0 wrote ``messages`` per step: after an accepted step, the next call's prompt; at a rejected
+    one, that call's own. The elided output is still noted at the last call (request 3), not one early."""
+    path = tmp_path / "v10.traj"
+    path.write_text(json.dumps(attempt(messages=True)))
+    records = read(path)
+    assert sum(isinstance(r, Request) for r in records) == 4
+    items = [r for r in records if isinstance(r, Item)]
+    first_output = next(i for i in items if i.kind == "tool_result" and i.call_id == "call_0")
+    assert _placeholder_events(records[0]) == [(3, first_output.seq, "Old environment output: (N lines omitted)")]
+
+
+def test_retry_agent_attempts_are_runs(tmp_path: Path) -> None:
+    """A RetryAgent file: each attempt is a run of its own (the top-level copy of the chosen one is not read
+    twice), with the loop's totals and choice."""
+    path = tmp_path / "retry.traj"
+    path.write_text(json.dumps(retry_run()))
+    records = read(path)
+    runs = [r for r in records if isinstance(r, Run)]
+    assert [r.run_id.rsplit("/", 1)[-1] for r in runs] == ["attempt-0", "attempt-1"]
+    per_run = {r.run_id: 0 for r in runs}
+    for r in records:
+        if isinstance(r, Request):
+            per_run[r.run_id] += 1
+    assert list(per_run.values()) == [3, 4]
+    loop = runs[1].metadata["retry_loop"]
+    assert loop["best_attempt_idx"] == 1 and loop["model_stats"]["api_calls"] == 7 == 3 + 4
+    assert loop["rloop_model_stats"]["api_calls"] == 2
+
+
+def test_attempts_only_while_running(tmp_path: Path) -> None:
+    """While it runs, a RetryAgent's file holds only ``attempts``: still read."""
+    path = tmp_path / "running.traj"
+    path.write_text(json.dumps({"attempts": [attempt(0, False)]}))
+    records = read(path)
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    assert sum(isinstance(r, Request) for r in records) == 3 and detect(path) is READER
