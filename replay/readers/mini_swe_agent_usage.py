@@ -7,7 +7,7 @@ Two response shapes (mini-swe-agent 2.x ``models/``):
   OpenRouter ``prompt_tokens_details.cache_write_tokens``. Whether LiteLLM's ``prompt_tokens`` counts the writes
   depends on its version (mini-swe-agent 2.x allows LiteLLM >= 1.75.5, before and after the change): the run's rule
   is settled from its numbers
-  (``replay.readers.openhands_v1.prompt_rule``).
+  (``replay.readers.litellm_prompt_rule``).
 - Responses API (``LitellmResponseModel``, ``OpenRouterResponseModel``, ``PortkeyResponseModel``; the response object
   itself is the assistant message, ``"object": "response"``): ``usage.input_tokens`` is the whole prompt, with
   ``input_tokens_details.cached_tokens`` as cache reads, and ``output_tokens``.
@@ -20,7 +20,7 @@ from typing import Any
 
 from replay.model import BadRecord, Record, Request
 from replay.readers.json_fields import sub_dict
-from replay.readers.openhands_v1 import canonical, prompt_rule
+from replay.readers.litellm_prompt_rule import canonical, prompt_rule
 
 RULE_KEY = "prompt_tokens_rule"
 

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from itertools import islice
 from pathlib import Path
@@ -67,6 +67,7 @@ from replay.readers.base import (
 )
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.json_fields import sub_dict
+from replay.readers.litellm_prompt_rule import canonical, is_count, prompt_rule
 
 EVENT_KIND_RE = re.compile(r'"kind"\s*:\s*"(?:\w+Event|Condensation|CondensationRequest|UserRejectObservation)"')
 EVENT_FILE_RE = re.compile(r"^event-(\d+)-[^/]*\.json$")
@@ -199,37 +200,6 @@ def usage_fields(u: dict) -> dict[str, Any]:
         "cache_write": u.get("cache_write_tokens") or 0,
         "output_tokens": u.get("completion_tokens"),
     }
-
-
-def _count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def prompt_rule(usages: Iterable[tuple[Any, Any, Any]]) -> tuple[bool, str]:
-    """(whether ``prompt_tokens`` counts cache writes, the reason) for one run's (prompt, read, write) as written.
-
-    LiteLLM's rule is prompt = uncached input + reads, plus writes from 1.77.3 on (module docstring): uncached input
-    is never negative under either, so one usage whose prompt is below its reads + writes shows the older rule (the
-    reason counts them). When none is, the newer rule is taken (the two agree wherever no cache was written)."""
-    written = [(n, p, r, w) for n, (p, r, w) in enumerate(usages) if _count(p) and _count(r) and _count(w) and w > 0]
-    below = [(n, p, r, w) for n, p, r, w in written if p < r + w]
-    if below:
-        n, prompt, read, write = below[0]
-        return False, (
-            f"input + cache_read: cache writes are left out ({len(below)} of {len(written)} usages with "
-            f"cache writes have prompt_tokens below reads + writes; usage {n}: {prompt:,} < {read:,} + "
-            f"{write:,})"
-        )
-    return True, "input + cache_read + cache_write: no usage has prompt_tokens below its cache reads + writes"
-
-
-def canonical(prompt: int, read: int, write: int, with_writes: bool) -> dict[str, int] | None:
-    """Canonical fields (prompt = input + read + write) of usage written under the rule, or None when the rule
-    cannot give these numbers (uncached input would be negative)."""
-    uncached = prompt - read - (write if with_writes else 0)
-    if uncached < 0:
-        return None
-    return {"prompt_tokens": prompt if with_writes else prompt + write, "input_tokens": uncached}
 
 
 def _stats_map(stats: Any) -> dict[str, dict]:
@@ -572,7 +542,7 @@ class _Conversation:
         if self.condenser_delta:
             self.b.run.metadata["condenser_usage"] = self._canonical_usage(self.condenser_delta, with_writes)
         for total in (self.b.run.metadata.get("usage_totals") or {}).values():
-            if _count(total["prompt_tokens"]) and _count(total["cache_read"]) and _count(total["cache_write"]):
+            if is_count(total["prompt_tokens"]) and is_count(total["cache_read"]) and is_count(total["cache_write"]):
                 total.update(
                     canonical(total["prompt_tokens"], total["cache_read"], total["cache_write"], with_writes) or {}
                 )
@@ -581,7 +551,7 @@ class _Conversation:
     def _canonical_usage(u: dict, with_writes: bool) -> dict[str, Any] | None:
         """Canonical request fields of an SDK TokenUsage, or None when they are not counts the rule can give."""
         f = usage_fields(u)
-        if not all(_count(f[k]) for k in ("prompt_tokens", "cache_read", "cache_write")):
+        if not all(is_count(f[k]) for k in ("prompt_tokens", "cache_read", "cache_write")):
             return None
         fixed = canonical(f["prompt_tokens"], f["cache_read"], f["cache_write"], with_writes)
         return None if fixed is None else {**f, **fixed}
