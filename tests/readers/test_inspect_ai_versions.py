@@ -1,0 +1,155 @@
+"""inspect_ai logs as its newest writer (0.3.285) gives them: pooled inputs, .eval archives, compaction events,
+usage by version. Fixtures: tests/readers/inspect_fixture.py (hand-made in the writer's shape)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay.model import Item, Request, Run
+from replay.readers import detect
+from replay.readers.base import HEAD_BYTES, ReadContext, decode_head
+from replay.readers.inspect_ai import READER
+from tests.readers import inspect_fixture as F
+
+
+def read(path: Path) -> list:
+    return list(READER.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+def run_of(records: list, sid: int) -> tuple[Run, list[Item], list[Request]]:
+    run = next(r for r in records if isinstance(r, Run) and r.run_id.endswith(f"/{sid}.1"))
+    items = [r for r in records if isinstance(r, Item) and r.run_id == run.run_id]
+    reqs = [r for r in records if isinstance(r, Request) and r.run_id == run.run_id]
+    return run, items, reqs
+
+
+def prompt_at(items: list[Item], step: int, run: Run) -> list[str]:
+    """What the recorded policy sends at request ``step``: items up to it, less the compactions' drops."""
+    gone: set[int] = set()
+    for e in run.metadata.get("context_events", []):
+        if e["step"] <= step:
+            gone |= {s for lo, hi in e["drop"] for s in range(lo, hi)}
+    return [f"{i.kind}:{i.text or i.tool_name}"[:40] for i in items if i.step <= step and i.seq not in gone]
+
+
+@pytest.fixture
+def json_log(tmp_path: Path) -> Path:
+    return F.write_json(tmp_path / "fix_tests.json", [F.summary_sample(), F.edit_sample()])
+
+
+def test_pooled_inputs_are_the_prompts(json_log: Path) -> None:
+    """0.3.186 on: each model event's input is [] and input_refs point into events_data.messages. Main read every
+    prompt as empty (no system or task message at all); two "Please continue." pooled to one entry are both sent."""
+    run, items, reqs = run_of(read(json_log), 1)
+    assert len(reqs) == 6
+    first = prompt_at(items, 0, run)
+    assert first[0].startswith("tool_defs:") and first[1:] == [
+        f"system:{F.SYS['content']}"[:40],
+        f"user_text:{F.TASK['content']}"[:40],
+    ]
+    last = prompt_at(items, 5, run)
+    assert last.count("user_text:Please continue.") == 2 and last[-1] == "user_text:Please continue."
+    assert [i.kind for i in items].count("system") == 1
+
+
+def test_summary_compaction_is_a_recorded_event(json_log: Path) -> None:
+    """A CompactionEvent (0.3.170 on) between requests 1 and 2: drop = the messages request 2 no longer sends
+    (with the tool result only the summariser saw), the summary item, and the summariser's call is the event's
+    usage, not a request (main counted it as request 2 and kept every dropped message in later prompts)."""
+    run, items, reqs = run_of(read(json_log), 1)
+    [event] = run.metadata["context_events"]
+    summary = next(i for i in items if i.kind == "summary")
+    assert (event["kind"], event["step"], event["trigger"], event["pre_tokens"]) == ("compaction", 2, "auto", 2400)
+    assert event["summary_seq"] == summary.seq and F.COMPLETION in summary.text
+    assert event["usage"] == {"input": 3, "cache_read": 1500, "cache_write": 900, "output": 60}
+    dropped = [i for i in items if any(lo <= i.seq < hi for lo, hi in event["drop"])]
+    assert [i.text or i.tool_name for i in dropped] == [
+        F.A1["content"],
+        "bash",
+        F.T1["content"],
+        F.A2["content"],
+        "bash",
+        F.T2["content"],
+    ]
+    assert [r.prompt_tokens for r in reqs] == [903, 1503, 453, 493, 523, 543]
+    assert prompt_at(items, 2, run)[1:] == [
+        f"system:{F.SYS['content']}"[:40],
+        f"user_text:{F.TASK['content']}"[:40],
+        f"summary:{summary.text}"[:40],
+    ]
+
+
+def test_edit_compaction_resends_rewritten_messages(json_log: Path) -> None:
+    """CompactionEdit sends a copy of an old tool result with a new id and cleared content: the copies are resent
+    (the recorded policy sends them, others replay without), the tool result new since the last request is not."""
+    run, items, reqs = run_of(read(json_log), 2)
+    [event] = run.metadata["context_events"]
+    by_seq = {i.seq: i for i in items}
+    resent = [by_seq[s] for lo, hi in event["resent"] for s in range(lo, hi)]
+    assert [i.text or i.tool_name for i in resent] == ["(tool result cleared)", F.A2["content"], "bash"]
+    assert [by_seq[s].text for lo, hi in event["drop"] for s in range(lo, hi)][0] == F.T1["content"]
+    new = items[-3]
+    assert new.kind == "tool_result" and new.text == F.T2["content"] and new.step == 2
+    assert event["summary_seq"] is None and event["compaction_type"] == "edit"
+
+
+def test_usage_summed_over_requests_takes_the_request_size(json_log: Path) -> None:
+    """A generate call that made two requests sums their input in usage; input_context_tokens is the request's
+    size (main read 993 = the sum)."""
+    run, _, reqs = run_of(read(json_log), 1)
+    assert (reqs[3].prompt_tokens, reqs[3].cache_read, reqs[3].cache_write, reqs[3].input_tokens) == (493, 450, 40, 3)
+    assert "sums several requests" in run.metadata["warnings"][0]["message"]
+
+
+@pytest.mark.parametrize("zstd", [True, False])
+def test_eval_archive_reads_as_the_json_log(tmp_path: Path, json_log: Path, zstd: bool) -> None:
+    """The .eval zip (zstd members from 0.3.208, deflated before): found by content and read as the same log."""
+    path = F.write_eval(tmp_path / "fix_tests.eval", [F.summary_sample(), F.edit_sample()], zstd=zstd)
+    assert detect(path) is READER
+    as_json = [repr(r).replace(str(json_log), "X") for r in read(json_log)]
+    assert [repr(r).replace(str(path), "X") for r in read(path)] == as_json
+
+
+def test_eval_archive_without_header_is_a_started_log(tmp_path: Path) -> None:
+    """A log whose eval never finished has only _journal/start.json: its samples are read, status "started"."""
+    path = F.write_eval(tmp_path / "running.eval", [F.edit_sample()], zstd=False)
+    import zipfile
+
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp_path / "cut.eval", "w") as dst:
+        for info in src.infolist():
+            if info.filename != "header.json":
+                dst.writestr(info, src.read(info))
+    run, _, reqs = run_of(read(tmp_path / "cut.eval"), 2)
+    assert run.metadata["status"] == "started" and len(reqs) == 3
+
+
+def test_damaged_member_is_quarantined(tmp_path: Path) -> None:
+    path = F.write_eval(tmp_path / "bad.eval", [F.summary_sample(), F.edit_sample()], zstd=True)
+    raw = bytearray(path.read_bytes())
+    at = raw.index(b"samples/1_epoch_1.json") + len("samples/1_epoch_1.json") + 10
+    raw[at : at + 8] = b"\x00" * 8
+    path.write_bytes(bytes(raw))
+    records = read(path)
+    bad = [r for r in records if type(r).__name__ == "BadRecord"]
+    assert len(bad) == 1 and "samples/1_epoch_1.json" in bad[0].reason
+    assert len(run_of(records, 2)[2]) == 3
+
+
+def test_sniffs_an_eval_set_log(json_log: Path) -> None:
+    """In an eval set EvalSpec starts with eval_set_id (main did not recognise the log at all)."""
+    head = decode_head(json_log.read_bytes()[:HEAD_BYTES])
+    assert '"eval_set_id"' in head and READER.sniff(head, json_log) and detect(json_log) is READER
+
+
+@pytest.mark.parametrize("version", ["0.3.240", "0.3.250"])
+def test_google_thinking_by_version(tmp_path: Path, version: str) -> None:
+    """Before 0.3.245 Gemini's thinking was out of output_tokens but in total_tokens: total - output read the
+    thoughts as prompt (main: 1,600 and 1,750, output 30 and 20). From 0.3.245 output_tokens includes them. The same
+    calls read the same either way."""
+    folded = version >= "0.3.245"
+    path = F.write_json(tmp_path / "g.json", [F.google_sample(folded)], model="google/gemini-2.5-pro", version=version)
+    _, _, reqs = run_of(read(path), 1)
+    assert [r.prompt_tokens for r in reqs] == [1200, 1500] and [r.output_tokens for r in reqs] == [430, 270]
+    assert reqs[1].cache_read == 1024
