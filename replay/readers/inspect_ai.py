@@ -86,6 +86,9 @@ class InspectAIReader:
             if not isinstance(sample, dict) or not isinstance(sample.get("messages"), list):
                 yield BadRecord(index, f"sample {index} has no 'messages' list", str(sample)[:2000])
                 continue
+            transcript = sub_dict(sample, "transcript")  # logs before EvalSample.events: {events, content}
+            if "events" not in sample and transcript:
+                sample = {**sample, "events": transcript.get("events"), "attachments": transcript.get("content")}
             resolved = _resolve(sample, sub_dict(sample, "attachments"))
             yield from SampleReader(ctx, ev, meta, resolved, index, version).read()
 

@@ -5,7 +5,9 @@ The writer (inspect_ai ``log/_recorders/eval.py``) puts the log's header in ``he
 died, has only ``_journal/start.json`` (``{version, eval, plan}``). Each sample is ``samples/<id>_epoch_<n>.json``;
 a sample logged again is a second member of the same name, and the last one is the sample. Members are deflated,
 or zstd-compressed from inspect_ai 0.3.208 on (zip method 93, which Python's zipfile reads only from 3.14).
-``summaries.json`` and ``_journal/summaries/`` repeat what the samples hold and are not read.
+``summaries.json`` and ``_journal/summaries/`` repeat what the samples hold and are not read. A chunked sample
+(``samples/<id>_epoch_<n>/sample.json`` and its sequences, written only by the internal ``inspect log
+convert-chunked``) is quarantined with a note saying so.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ ZIP_MAGIC = b"PK\x03\x04"
 HEADER = "header.json"
 START = "_journal/start.json"
 SAMPLE_RE = re.compile(r"^samples/(.+)_epoch_(\d+)\.json$")
+CHUNKED_RE = re.compile(r"^samples/(.+_epoch_\d+)/sample\.json$")
 ZSTD_METHOD = 93
 LOCAL_HEADER = struct.Struct("<4s2x2x2x2x2x4x4x4xHH")  # signature, ..., file name length, extra field length
 
@@ -120,6 +123,14 @@ def read_archive(ctx: ReadContext) -> Iterator[dict[str, Any] | BadRecord]:
         yield header
         if isinstance(header, BadRecord):
             return
-        for index, name in enumerate(archive.sample_names(), start=1):
+        names = archive.sample_names()
+        for index, name in enumerate(names, start=1):
             doc = archive.member(name)
             yield BadRecord(index, doc.reason, doc.raw) if isinstance(doc, BadRecord) else doc
+        for index, name in enumerate(sorted(n for n in archive.infos if CHUNKED_RE.match(n)), start=len(names) + 1):
+            yield BadRecord(
+                index,
+                f"{name}: a chunked sample (inspect_ai's internal `inspect log convert-chunked` layout) is not read; "
+                "ingest the .eval log it was converted from",
+                "",
+            )

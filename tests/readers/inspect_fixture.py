@@ -321,3 +321,7 @@ def google_sample(folded: bool, sid: int = 1) -> dict:
     for e in events:
         e["output"]["usage"] = {k: v for k, v in e["output"]["usage"].items() if v is not None}
     return sample(sid, events, [SYS, TASK, a1, T1, a2])
+
+
+def resolve(refs: list[list[int]], pool: list[dict]) -> list[dict]:
+    return [m for start, end in refs for m in pool[start:end]]

@@ -153,3 +153,36 @@ def test_google_thinking_by_version(tmp_path: Path, version: str) -> None:
     _, _, reqs = run_of(read(path), 1)
     assert [r.prompt_tokens for r in reqs] == [1200, 1500] and [r.output_tokens for r in reqs] == [430, 270]
     assert reqs[1].cache_read == 1024
+
+
+def test_generate_cache_reads_carry_no_usage(tmp_path: Path) -> None:
+    """A model event with cache "read" was served from inspect_ai's own generate cache: no provider call, so its
+    usage (a copy of the cached call's) is not this request's."""
+    s = F.edit_sample()
+    s["events"][1]["cache"] = "read"
+    run, _, reqs = run_of(read(F.write_json(tmp_path / "c.json", [s])), 2)
+    assert reqs[1].prompt_tokens is None and reqs[0].prompt_tokens == 903
+    assert run.metadata["generate_cache_reads"] == [1]
+
+
+def test_transcript_of_older_logs_is_read(tmp_path: Path) -> None:
+    """Samples written before EvalSample.events kept them in transcript {events, content}."""
+    s = F.edit_sample()
+    pool = s.pop("events_data")
+    events = [
+        {**e, "input": F.resolve(e["input_refs"], pool["messages"])} if e["event"] == "model" else e
+        for e in s.pop("events")
+    ]
+    s["transcript"] = {"events": events, "content": {}}
+    _, items, reqs = run_of(read(F.write_json(tmp_path / "t.json", [s])), 2)
+    assert len(reqs) == 3 and items[1].kind == "system"
+
+
+def test_chunked_sample_is_quarantined_with_a_note(tmp_path: Path) -> None:
+    import zipfile
+
+    path = F.write_eval(tmp_path / "ch.eval", [F.edit_sample()], zstd=False)
+    with zipfile.ZipFile(path, "a") as zf:
+        zf.writestr("samples/9_epoch_1/sample.json", "{}")
+    bad = [r for r in read(path) if type(r).__name__ == "BadRecord"]
+    assert len(bad) == 1 and "convert-chunked" in bad[0].reason
