@@ -238,11 +238,15 @@ class SampleReader:
             if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
                 out = choice["message"]
                 conv.last_output_id = key_of(out.get("id"))
-                conv.sent.append(self._add(conv, out, ts=e.get("timestamp")))
+                thoughts = sub_dict(output, "usage").get("reasoning_tokens")
+                thoughts = thoughts if type(thoughts) is int and 0 <= thoughts < 10**9 else None
+                conv.sent.append(self._add(conv, out, ts=e.get("timestamp"), thoughts=thoughts))
 
-    def _add(self, conv: _Conv, m: dict, ts: str | None = None, kind: str | None = None) -> _Sent:
+    def _add(
+        self, conv: _Conv, m: dict, ts: str | None = None, kind: str | None = None, thoughts: int | None = None
+    ) -> _Sent:
         first = conv.builder.seq
-        _message(conv.builder, m, self.index, ts=ts, kind=kind)
+        _message(conv.builder, m, self.index, ts=ts, kind=kind, thoughts=thoughts)
         seqs = list(range(first, conv.builder.seq))
         mid = key_of(m.get("id"))
         conv.seen.add(mid)
@@ -324,7 +328,8 @@ class SampleReader:
         """Messages the sample ends with that no request sent: after the main conversation's last output when the
         history holds it, else every message whose id no request sent."""
         ids = [key_of(m.get("id")) for m in messages]
-        start = ids.index(main.last_output_id) + 1 if main.last_output_id in ids else 0
+        found = main.last_output_id is not None and main.last_output_id in ids
+        start = ids.index(main.last_output_id) + 1 if found else 0
         for m in messages[start:]:
             if key_of(m.get("id")) not in main.seen:
                 self._add(main, m)
@@ -346,10 +351,20 @@ def _expand(refs: list[Any], pool: list[Any]) -> list[dict] | None:
 def _common_prefix(sent: list[_Sent], prompt: list[dict]) -> int:
     n = 0
     for s, m in zip(sent, prompt, strict=False):
-        if s.message is not m and content_key(s.message) != content_key(m):
+        if not same_message(s.message, m):
             break
         n += 1
     return n
+
+
+def same_message(a: dict, b: dict) -> bool:
+    """Whether two logged messages say the same, their ids aside (as the message pool compares them). A pooled
+    message resolves to the same object wherever it is sent, so the common case costs nothing."""
+    if a is b:
+        return True
+    if a.keys() - {"id"} != b.keys() - {"id"}:
+        return False
+    return all(k == "id" or a[k] == b[k] for k in a)
 
 
 def _calls(m: dict) -> list[dict]:
@@ -375,7 +390,13 @@ def _plain(content: Any) -> str:
     return "\n".join(text_of(p) for p in parts if not (isinstance(p, dict) and p.get("type") == "reasoning"))
 
 
-def _message(b: RunBuilder, m: dict, line: int, ts: str | None = None, kind: str | None = None) -> None:
+def _message(
+    b: RunBuilder, m: dict, line: int, ts: str | None = None, kind: str | None = None, thoughts: int | None = None
+) -> None:
+    """A message as items. Reasoning the provider returned encrypted (``redacted``: OpenAI's encrypted_content,
+    Anthropic's redacted thinking, kept in ``reasoning``) is an item holding only its readable summary; its size is
+    the call's ``reasoning_tokens`` (``thoughts``, given for a call's output: the first such part takes them all), in
+    ``runs.metadata.reasoning_tokens`` as Codex's encrypted reasoning is."""
     role, content = m.get("role"), m.get("content")
     if role == "system":
         b.add("system", "system", text_of(content), line=line, ts=ts)
@@ -398,7 +419,12 @@ def _message(b: RunBuilder, m: dict, line: int, ts: str | None = None, kind: str
         parts: list[Any] = content if isinstance(content, list) else [content]  # untrusted JSON values
         for part in parts:
             ptype = part.get("type") if isinstance(part, dict) else "text"
-            if ptype == "reasoning":
+            if ptype == "reasoning" and part.get("redacted") is True:
+                item = b.add("reasoning", "assistant", text_of(part.get("summary")), line=line, ts=ts)
+                if thoughts is not None:
+                    b.run.metadata.setdefault("reasoning_tokens", []).append([item.seq, thoughts])
+                    thoughts = 0
+            elif ptype == "reasoning":
                 b.add("reasoning", "assistant", str(part.get("reasoning") or ""), line=line, ts=ts)
             elif ptype in ("image", "audio", "video"):
                 b.add("image", role or "user", "", line=line, ts=ts)

@@ -186,3 +186,29 @@ def test_chunked_sample_is_quarantined_with_a_note(tmp_path: Path) -> None:
         zf.writestr("samples/9_epoch_1/sample.json", "{}")
     bad = [r for r in read(path) if type(r).__name__ == "BadRecord"]
     assert len(bad) == 1 and "convert-chunked" in bad[0].reason
+
+
+def test_encrypted_reasoning_is_sized_by_the_call(tmp_path: Path) -> None:
+    """OpenAI's Responses API with store=false: inspect_ai keeps the encrypted_content in ContentReasoning.reasoning
+    (redacted true, the readable summary in summary). Main read the ciphertext as the reasoning's text; it is the
+    summary, sized by the call's reasoning_tokens (as Codex's encrypted reasoning)."""
+    blob = "gAAAAB" + "Zm9vYmFy" * 500
+    reply = {
+        **F.A1,
+        "model": "gpt-5",
+        "content": [
+            {"type": "reasoning", "reasoning": blob, "summary": "Look at the files first.", "redacted": True},
+            {"type": "text", "text": "Listing files."},
+        ],
+    }
+    usage = {"usage": {"input_tokens": 900, "output_tokens": 300, "total_tokens": 1200, "reasoning_tokens": 256}}
+    events = [
+        F.model_event(1, [F.SYS, F.TASK], reply, usage, "openai/gpt-5"),
+        F.model_event(2, [F.SYS, F.TASK, reply, F.T1], F.A4, usage, "openai/gpt-5"),
+    ]
+    path = F.write_json(
+        tmp_path / "r.json", [F.sample(1, events, [F.SYS, F.TASK, reply, F.T1, F.A4])], model="openai/gpt-5"
+    )
+    run, items, _ = run_of(read(path), 1)
+    [thought] = [i for i in items if i.kind == "reasoning"]
+    assert thought.text == "Look at the files first." and run.metadata["reasoning_tokens"] == [[thought.seq, 256]]
