@@ -325,3 +325,46 @@ def google_sample(folded: bool, sid: int = 1) -> dict:
 
 def resolve(refs: list[list[int]], pool: list[dict]) -> list[dict]:
     return [m for start, end in refs for m in pool[start:end]]
+
+
+def long_agent(count: Any, n: int = 24, compact_at: int = 14) -> dict:
+    """A gpt-4o agent of ``n`` requests that the summary strategy compacts before request ``compact_at``; each
+    request's recorded prompt is what it sent, counted with ``count`` (the server's tokenizer): 4 tokens a message
+    and 3 a tool call over their text, 3 for the reply, and the tools as OpenAI declares them. Cache reads: the
+    previous prompt in 128-token blocks, from 1,024 tokens."""
+    from replay.readers.openai_tools import render_functions
+
+    tools = 3 + count(render_functions(TOOLS))
+
+    def size(m: dict) -> int:
+        calls = m.get("tool_calls") or []
+        return count(m["content"]) + 4 + sum(count(c["function"] + json.dumps(c["arguments"])) + 3 for c in calls)
+
+    def usage(prompt: int, prev: int, out: int) -> dict:
+        cached = min(prev, prompt) // 128 * 128 if prev >= 1024 else 0
+        u = {"input_tokens": prompt - cached, "output_tokens": out, "total_tokens": prompt + out}
+        return {"usage": {**u, "input_tokens_cache_read": cached}, "input_context_tokens": prompt}
+
+    sent, history, events, prev = [SYS, TASK], [SYS, TASK], [], 0
+    for i in range(n):
+        if i == compact_at:
+            ask = user("m-ask", "Summarise the conversation so far.")
+            done = ", ".join(f"f{j}.py" for j in range(i))
+            completion = f"<summary>Worked through {i} steps; files read: {done}.</summary>"
+            before = tools + sum(size(m) for m in [*sent, ask])
+            events.append(model_event(i, [*sent, ask], assistant("m-s", completion), usage(before, prev, 120)))
+            events.append(compaction_event(i, "summary", before, 300, "CompactionSummary"))
+            summary = user("m-sum", f"Summary so far:\n\n{completion}\n\nContinue.", metadata={"summary": True})
+            history.append(summary)
+            sent = [SYS, TASK, summary]
+        a = {**assistant(f"a{i}", f"Step {i}: reading f{i}.py.", (f"c{i}", "bash", {"cmd": f"cat f{i}.py"}))}
+        prompt = tools + sum(size(m) for m in sent)
+        events.append(model_event(i % 60, list(sent), a, usage(prompt, prev, 40), "openai/gpt-4o"))
+        prev = prompt
+        result = tool(f"t{i}", f"c{i}", "".join(f"def fn_{i}_{j}(x):\n    return x * {j} + {i}\n" for j in range(40)))
+        history += [a, result]
+        sent = [*sent, a, result]
+    for e in events:
+        if e["event"] == "model":
+            e["model"], e["output"]["model"] = "openai/gpt-4o", "gpt-4o"
+    return sample(1, events, history)
