@@ -75,10 +75,20 @@ class SampleReader:
     """Reads one sample's events into runs."""
 
     def __init__(
-        self, ctx: ReadContext, ev: dict, meta: dict, sample: dict, index: int, version: tuple[int, int, int] | None
+        self,
+        ctx: ReadContext,
+        ev: dict,
+        meta: dict,
+        sample: dict,
+        index: int,
+        version: tuple[int, int, int] | None,
+        attempt: tuple[int, str] | None = None,
     ) -> None:
+        """``attempt``: (n, the run id of the sample's run) for the events of an attempt that failed and was
+        retried (``error_retries[n - 1]``): a run ``<sample>-retry<n>`` under the sample's run."""
         self.ctx, self.ev, self.sample, self.index, self.version = ctx, ev, sample, index, version
-        self.name = f"{sample.get('id', index)}.{sample.get('epoch', 1)}"
+        self.name = f"{sample.get('id', index)}.{sample.get('epoch', 1)}" + (f"-retry{attempt[0]}" if attempt else "")
+        self.parent = attempt[1] if attempt else None
         self.meta = {
             **meta,
             "sample_id": sample.get("id"),
@@ -96,6 +106,7 @@ class SampleReader:
             main = next(iter(self.convs.values()), None)
             suffix = self.name if main is None else f"{self.name}-{len(self.convs)}"
             meta = self.meta if main is None else {"span": span, "sample_id": self.sample.get("id")}
+            parent = main.builder.run.run_id if main else self.parent
             run = Run(
                 run_id=self.ctx.run_id(suffix),
                 format="inspect-ai",
@@ -103,7 +114,7 @@ class SampleReader:
                 model=model if isinstance(model, str) and model else self.ev.get("model"),
                 harness="inspect_ai",
                 started_at=self.ev.get("created"),
-                parent_run_id=main.builder.run.run_id if main else None,
+                parent_run_id=parent,
                 metadata=meta,
             )
             self.convs[key] = _Conv(RunBuilder(run))
@@ -121,7 +132,10 @@ class SampleReader:
             if e.get("event") == "span_begin" and e.get("id"):
                 self.spans[key_of(e["id"])] = e.get("name") or e.get("type") or ""
         inputs = self._inputs(events)
-        messages = [m for m in self.sample["messages"] if isinstance(m, dict)]
+        messages = [m for m in sub_list(self.sample, "messages") if isinstance(m, dict)]
+        if not inputs and self.parent is not None:  # a failed attempt that made no model call
+            yield from self.bad
+            return
         if not inputs:
             yield from self.bad
             conv = self._conv(None, None, None)
@@ -155,6 +169,17 @@ class SampleReader:
                     "messages plus the new ones",
                 )
             yield from conv.builder
+        if self.parent is None:
+            yield from self._retries(main.builder.run.run_id)
+
+    def _retries(self, parent: str) -> Iterator[Record]:
+        """Attempts of the sample that failed and were retried (``error_retries``, each with the events it logged):
+        their model calls were made and billed, so each is a run under the sample's."""
+        for n, retry in enumerate(sub_list(self.sample, "error_retries"), start=1):
+            if isinstance(retry, dict) and sub_list(retry, "events"):
+                attempt = {**self.sample, "events": retry["events"], "messages": [], "error_retries": None}
+                meta = {**self.meta, "retry_error": retry.get("message")}
+                yield from SampleReader(self.ctx, self.ev, meta, attempt, self.index, self.version, (n, parent)).read()
 
     def _inputs(self, events: list[dict]) -> dict[int, list[dict]]:
         """Each model event's prompt by event index: its ``input``, or its ``input_refs`` resolved in the pool."""

@@ -212,3 +212,34 @@ def test_encrypted_reasoning_is_sized_by_the_call(tmp_path: Path) -> None:
     run, items, _ = run_of(read(path), 1)
     [thought] = [i for i in items if i.kind == "reasoning"]
     assert thought.text == "Look at the files first." and run.metadata["reasoning_tokens"] == [[thought.seq, 256]]
+
+
+def test_failed_attempts_are_runs_of_their_own(tmp_path: Path) -> None:
+    """A sample that errored and was retried keeps the failed attempt's events in error_retries: its calls were
+    made and billed (main read none of them)."""
+    s = F.edit_sample()
+    # condense_sample pools only the sample's own events: a retried attempt's keep their input
+    first = [F.model_event(1, [F.SYS, F.TASK], F.A1, F.anthropic_usage(0, 900, 3, 20))]
+    s["error_retries"] = [{"message": "sandbox died", "traceback": "", "traceback_ansi": "", "events": first}]
+    records = read(F.write_json(tmp_path / "r.json", [s]))
+    runs = [r for r in records if isinstance(r, Run)]
+    main, retry = runs[0], runs[1]
+    assert retry.run_id.endswith("/2.1-retry1") and retry.parent_run_id == main.run_id
+    assert retry.metadata["retry_error"] == "sandbox died"
+    assert [r.prompt_tokens for r in records if isinstance(r, Request) and r.run_id == retry.run_id] == [903]
+
+
+def test_model_roles_are_conversations_of_their_own(tmp_path: Path) -> None:
+    """A model role (ModelEvent.role, e.g. a critic shown the same system prompt) is its own run: main appended
+    its prompt and output to the agent's conversation, as their first messages share an id."""
+    s = F.edit_sample()
+    critique = F.assistant("m-crit", "The plan looks fine.")
+    critic = F.model_event(3, [F.SYS, F.user("m-c", "Critique the plan.")], critique, F.anthropic_usage(0, 50, 3, 9))
+    agent = F.model_event(1, [F.SYS, F.TASK], F.A1, F.anthropic_usage(0, 900, 3, 20))
+    s.pop("events_data")  # as written before pooling (0.3.186), so only the role tells the conversations apart
+    s.update(events=[agent, {**critic, "role": "critic"}], messages=[F.SYS, F.TASK, F.A1])
+    records = read(F.write_json(tmp_path / "roles.json", [s]))
+    runs = [r for r in records if isinstance(r, Run)]
+    assert len(runs) == 2 and runs[1].parent_run_id == runs[0].run_id
+    main_items = [i.text for i in records if isinstance(i, Item) and i.run_id == runs[0].run_id]
+    assert "Critique the plan." not in main_items and "The plan looks fine." not in main_items
