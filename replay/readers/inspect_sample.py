@@ -330,8 +330,9 @@ class SampleReader:
         if (s := waiting.summariser) is not None:
             out = sub_dict(s, "output")
             fields, _ = usage_fields(out, str(s.get("model") or "").split("/", 1)[0], self.version)
-            if fields.get("prompt_tokens") is not None:
+            if fields and all(type(v) is int for v in fields.values()):  # a damaged count: no usage
                 extra["usage"] = {
+                    "prompt": fields["prompt_tokens"],
                     "input": fields["input_tokens"],
                     "cache_read": fields["cache_read"],
                     "cache_write": fields["cache_write"],

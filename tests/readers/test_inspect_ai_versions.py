@@ -63,7 +63,7 @@ def test_summary_compaction_is_a_recorded_event(json_log: Path) -> None:
     summary = next(i for i in items if i.kind == "summary")
     assert (event["kind"], event["step"], event["trigger"], event["pre_tokens"]) == ("compaction", 2, "auto", 2400)
     assert event["summary_seq"] == summary.seq and F.COMPLETION in summary.text
-    assert event["usage"] == {"input": 3, "cache_read": 1500, "cache_write": 900, "output": 60}
+    assert event["usage"] == {"prompt": 2403, "input": 3, "cache_read": 1500, "cache_write": 900, "output": 60}
     dropped = [i for i in items if any(lo <= i.seq < hi for lo, hi in event["drop"])]
     assert [i.text or i.tool_name for i in dropped] == [
         F.A1["content"],
