@@ -54,6 +54,7 @@ class _Sent:
 @dataclass
 class _Conv:
     builder: RunBuilder
+    role: str | None = None
     seen: set[Any] = field(default_factory=set)  # message ids read as items
     seqs_by_id: dict[Any, list[int]] = field(default_factory=dict)
     sent: list[_Sent] = field(default_factory=list)
@@ -119,6 +120,14 @@ class SampleReader:
             )
             self.convs[key] = _Conv(RunBuilder(run))
         return self.convs[key]
+
+    def _continued(self, role: str | None, prompt: list[dict]) -> _Conv | None:
+        """The conversation of ``role`` whose last prompt and output this prompt extends, though its first message
+        has another id: ``GenerateConfig.system_message`` is a new message (a new id) at every call."""
+        last = self.by_role.get(role)
+        if last is not None and last.sent and _common_prefix(last.sent, prompt) == len(last.sent):
+            return last
+        return None
 
     def tool_text(self, tools: Any) -> str:
         """``tools`` as the model's provider puts them in the prompt (OpenAI: its function namespace)."""
@@ -229,7 +238,9 @@ class SampleReader:
         span = self.spans.get(key_of(e.get("span_id")))
         conv = self.by_role.get(role) if waiting is not None else None
         if conv is None:
-            conv = self._conv((role, key_of(prompt[0].get("id")) if prompt else None), span, e.get("model"))
+            key = (role, key_of(prompt[0].get("id")) if prompt else None)
+            conv = self.convs.get(key) or self._continued(role, prompt) or self._conv(key, span, e.get("model"))
+            conv.role = role
         self.by_role[role] = conv
         b = conv.builder
         if e.get("tools") and b.step == 0:

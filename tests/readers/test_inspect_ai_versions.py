@@ -243,3 +243,19 @@ def test_model_roles_are_conversations_of_their_own(tmp_path: Path) -> None:
     assert len(runs) == 2 and runs[1].parent_run_id == runs[0].run_id
     main_items = [i.text for i in records if isinstance(i, Item) and i.run_id == runs[0].run_id]
     assert "Critique the plan." not in main_items and "The plan looks fine." not in main_items
+
+
+def test_a_system_message_from_the_config_keeps_one_conversation(tmp_path: Path) -> None:
+    """GenerateConfig.system_message is inserted as a new message, so a new id, at every call: before pooling
+    (0.3.186) each request's first message had its own id and main made every request a run of its own."""
+    s = F.edit_sample()
+    s.pop("events_data")
+    events = []
+    for n, (prompt, reply) in enumerate([([F.TASK], F.A1), ([F.TASK, F.A1, F.T1], F.A2)], start=1):
+        fresh = {**F.SYS, "id": f"m-sys-{n}"}
+        events.append(F.model_event(n, [fresh, *prompt], reply, F.anthropic_usage(0, 900, 3, 20)))
+    s.update(events=events, messages=[F.TASK, F.A1, F.T1, F.A2])
+    records = read(F.write_json(tmp_path / "sys.json", [s]))
+    runs = [r for r in records if isinstance(r, Run)]
+    assert len(runs) == 1 and sum(isinstance(r, Request) for r in records) == 2
+    assert [i.kind for i in records if isinstance(i, Item)].count("system") == 1
