@@ -270,6 +270,9 @@ class SampleReader:
         if note:
             b.warn(self.index, f"sample {self.name}: request {b.step}: {note}")
         b.request(ts=e.get("timestamp"), model=output.get("model"), line=self.index, **usage)
+        if e.get("error"):  # the call failed: its output is the empty placeholder inspect_ai logs, not a reply
+            b.run.metadata.setdefault("failed_requests", []).append(b.step - 1)
+            return
         for choice in sub_list(output, "choices")[:1]:
             if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
                 out = choice["message"]

@@ -259,3 +259,17 @@ def test_a_system_message_from_the_config_keeps_one_conversation(tmp_path: Path)
     runs = [r for r in records if isinstance(r, Run)]
     assert len(runs) == 1 and sum(isinstance(r, Request) for r in records) == 2
     assert [i.kind for i in records if isinstance(i, Item)].count("system") == 1
+
+
+def test_a_failed_call_adds_no_reply(tmp_path: Path) -> None:
+    """A model event with an error logs an empty placeholder output (ModelOutput.from_content(model, "")): no reply
+    the next prompt sends, so that prompt still extends the conversation (main: no warning either, but an empty
+    assistant message in every later prompt it was not sent in)."""
+    s = F.edit_sample()
+    s.pop("events_data")
+    failed = F.model_event(1, [F.SYS, F.TASK], F.assistant("m-empty", ""), {})
+    failed["error"] = "overloaded"
+    events = [failed, F.model_event(2, [F.SYS, F.TASK], F.A1, F.anthropic_usage(0, 900, 3, 20))]
+    s.update(events=events, messages=[F.SYS, F.TASK, F.A1])
+    run, items, reqs = run_of(read(F.write_json(tmp_path / "err.json", [s])), 2)
+    assert len(reqs) == 2 and run.metadata["failed_requests"] == [0] and "warnings" not in run.metadata
