@@ -23,24 +23,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.model import BadRecord, Record, Run, dumps
-from replay.readers.base import ReadContext, text_of
+from replay.readers.base import ReadContext
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.inspect_messages import (
+    add_message,
+    calls_of,
+    completion_of,
+    content_key,
+    key_of,
+    same_message,
+    summary_text,
+)
 from replay.readers.inspect_usage import usage_fields
 from replay.readers.json_fields import sub_dict, sub_list
 from replay.readers.openai_tools import render_functions
 
 TRIGGERS = {"threshold": "auto", "forced": "manual"}  # CompactionEvent.metadata.trigger -> context event trigger
 SUMMARY_TAIL = 80  # characters of the summariser's completion the summary message must quote
-
-
-def key_of(value: Any) -> Any:
-    """An id as a dict or set key: a string or number as it is, any other JSON value (a damaged id) as its JSON."""
-    return value if value is None or isinstance(value, (str, int, float)) else dumps(value)
-
-
-def content_key(m: dict) -> str:
-    """A message as the message pool compares it: everything but its id."""
-    return dumps({k: v for k, v in m.items() if k != "id"})
 
 
 @dataclass
@@ -151,7 +150,7 @@ class SampleReader:
             for m in messages:
                 if m.get("role") == "assistant":
                     conv.builder.request(line=self.index)
-                _message(conv.builder, m, self.index)
+                add_message(conv.builder, m, self.index)
             yield from conv.builder
             return
         summarisers = self._summarisers(events, inputs)
@@ -223,8 +222,8 @@ class SampleReader:
         for i, e in enumerate(events):
             if e.get("event") == "compaction" and last is not None:
                 after = next((j for j in sorted(inputs) if j > i), None)
-                summary = _summary_text(inputs[after]) if after is not None else None
-                tail = _completion(events[last]).strip()[-SUMMARY_TAIL:]
+                summary = summary_text(inputs[after]) if after is not None else None
+                tail = completion_of(events[last]).strip()[-SUMMARY_TAIL:]
                 if summary and tail and tail in summary:
                     found[i] = last
                 last = None
@@ -285,7 +284,7 @@ class SampleReader:
         self, conv: _Conv, m: dict, ts: str | None = None, kind: str | None = None, thoughts: int | None = None
     ) -> _Sent:
         first = conv.builder.seq
-        _message(conv.builder, m, self.index, ts=ts, kind=kind, thoughts=thoughts)
+        add_message(conv.builder, m, self.index, ts=ts, kind=kind, thoughts=thoughts)
         seqs = list(range(first, conv.builder.seq))
         mid = key_of(m.get("id"))
         conv.seen.add(mid)
@@ -304,7 +303,7 @@ class SampleReader:
         drop = seq_ranges(s for g in gone for s in g.seqs)
         ids = {key_of(g.message.get("id")) for g in gone} - {None}
         contents = {content_key(g.message) for g in gone}
-        call_ids = {key_of(c.get("id")) for g in gone for c in _calls(g.message)} - {None}
+        call_ids = {key_of(c.get("id")) for g in gone for c in calls_of(g.message)} - {None}
         result_ids = {key_of(g.message.get("tool_call_id")) for g in gone} - {None}
         event = self._event(conv, waiting, drop=drop, resent=[])
         sent, resent = conv.sent[:kept], []
@@ -319,7 +318,7 @@ class SampleReader:
                     key_of(m.get("id")) in ids
                     or content_key(m) in contents
                     or (tool_call is not None and tool_call in result_ids)
-                    or any(key_of(c.get("id")) in call_ids for c in _calls(m))
+                    or any(key_of(c.get("id")) in call_ids for c in calls_of(m))
                 ):
                     resent.extend(item.seqs)
             sent.append(item)
@@ -395,81 +394,3 @@ def _common_prefix(sent: list[_Sent], prompt: list[dict]) -> int:
             break
         n += 1
     return n
-
-
-def same_message(a: dict, b: dict) -> bool:
-    """Whether two logged messages say the same, their ids aside (as the message pool compares them). A pooled
-    message resolves to the same object wherever it is sent, so the common case costs nothing."""
-    if a is b:
-        return True
-    if a.keys() - {"id"} != b.keys() - {"id"}:
-        return False
-    return all(k == "id" or a[k] == b[k] for k in a)
-
-
-def _calls(m: dict) -> list[dict]:
-    return [c for c in sub_list(m, "tool_calls") if isinstance(c, dict)]
-
-
-def _completion(e: dict) -> str:
-    for choice in sub_list(sub_dict(e, "output"), "choices")[:1]:
-        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
-            return _plain(choice["message"].get("content"))
-    return ""
-
-
-def _summary_text(prompt: list[dict]) -> str | None:
-    for m in prompt:
-        if sub_dict(m, "metadata").get("summary"):
-            return _plain(m.get("content"))
-    return None
-
-
-def _plain(content: Any) -> str:
-    parts: list[Any] = content if isinstance(content, list) else [content]
-    return "\n".join(text_of(p) for p in parts if not (isinstance(p, dict) and p.get("type") == "reasoning"))
-
-
-def _message(
-    b: RunBuilder, m: dict, line: int, ts: str | None = None, kind: str | None = None, thoughts: int | None = None
-) -> None:
-    """A message as items. Reasoning the provider returned encrypted (``redacted``: OpenAI's encrypted_content,
-    Anthropic's redacted thinking, kept in ``reasoning``) is an item holding only its readable summary; its size is
-    the call's ``reasoning_tokens`` (``thoughts``, given for a call's output: the first such part takes them all), in
-    ``runs.metadata.reasoning_tokens`` as Codex's encrypted reasoning is."""
-    role, content = m.get("role"), m.get("content")
-    if role == "system":
-        b.add("system", "system", text_of(content), line=line, ts=ts)
-    elif role == "tool":
-        error = m.get("error")
-        b.result(
-            text_of(content) or text_of(error),
-            m.get("tool_call_id"),
-            m.get("function"),
-            line=line,
-            ts=ts,
-            is_error=bool(error),
-        )
-    elif kind == "summary":
-        b.add("summary", role if isinstance(role, str) else "user", _plain(content), line=line, ts=ts)
-    else:
-        if role == "user":
-            b.new_turn()
-        kind = "user_text" if role == "user" else "assistant_text"
-        parts: list[Any] = content if isinstance(content, list) else [content]  # untrusted JSON values
-        for part in parts:
-            ptype = part.get("type") if isinstance(part, dict) else "text"
-            if ptype == "reasoning" and part.get("redacted") is True:
-                item = b.add("reasoning", "assistant", text_of(part.get("summary")), line=line, ts=ts)
-                if thoughts is not None:
-                    b.run.metadata.setdefault("reasoning_tokens", []).append([item.seq, thoughts])
-                    thoughts = 0
-            elif ptype == "reasoning":
-                b.add("reasoning", "assistant", str(part.get("reasoning") or ""), line=line, ts=ts)
-            elif ptype in ("image", "audio", "video"):
-                b.add("image", role or "user", "", line=line, ts=ts)
-            elif text_of(part):
-                b.add(kind, role or "user", text_of(part), line=line, ts=ts)
-        for call in m.get("tool_calls") or []:
-            if isinstance(call, dict):
-                b.call(call.get("function") or "", call.get("arguments"), call.get("id"), line=line, ts=ts)
