@@ -48,9 +48,37 @@ def summary_text(prompt: list[dict]) -> str | None:
     return None
 
 
+def native_compaction(m: dict) -> dict | None:
+    """The provider's compaction block a message carries (native compaction: a ``data`` part whose
+    ``compaction_metadata`` is Anthropic's ``anthropic_compact``, with its summary as ``content``, or OpenAI's
+    ``openai_compact``, ``encrypted_content`` only), or None."""
+    content = m.get("content")
+    for part in content if isinstance(content, list) else []:
+        if isinstance(part, dict) and part.get("type") == "data":
+            block = sub_dict(sub_dict(part, "data"), "compaction_metadata")
+            if block:
+                return block
+    return None
+
+
+def is_summary(m: dict) -> bool:
+    """Whether a message stands in for a compacted history: inspect_ai's summary (``metadata.summary``, the
+    summary strategy) or a provider's compaction block (native compaction)."""
+    return bool(sub_dict(m, "metadata").get("summary")) or native_compaction(m) is not None
+
+
 def plain(content: Any) -> str:
+    """A message's text: its text parts, a native compaction block's readable summary; no reasoning."""
     parts: list[Any] = content if isinstance(content, list) else [content]
-    return "\n".join(text_of(p) for p in parts if not (isinstance(p, dict) and p.get("type") == "reasoning"))
+    texts = []
+    for p in parts:
+        if isinstance(p, dict) and p.get("type") == "reasoning":
+            continue
+        if isinstance(p, dict) and p.get("type") == "data":
+            texts.append(text_of(sub_dict(sub_dict(p, "data"), "compaction_metadata").get("content")))
+        else:
+            texts.append(text_of(p))
+    return "\n".join(t for t in texts if t)
 
 
 def add_message(

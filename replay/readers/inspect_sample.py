@@ -30,7 +30,9 @@ from replay.readers.inspect_messages import (
     calls_of,
     completion_of,
     content_key,
+    is_summary,
     key_of,
+    native_compaction,
     same_message,
     summary_text,
 )
@@ -308,9 +310,12 @@ class SampleReader:
         event = self._event(conv, waiting, drop=drop, resent=[])
         sent, resent = conv.sent[:kept], []
         for m in prompt[kept:]:
-            if sub_dict(m, "metadata").get("summary"):
+            if is_summary(m):
                 item = self._add(conv, m, kind="summary")
                 event["summary_seq"] = item.seqs[0] if item.seqs else None
+                block = native_compaction(m)
+                if block is not None and block.get("encrypted_content"):
+                    event["summary_encrypted"] = True
             else:
                 item = self._add(conv, m)
                 tool_call = key_of(m.get("tool_call_id"))

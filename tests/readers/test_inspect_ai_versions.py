@@ -273,3 +273,31 @@ def test_a_failed_call_adds_no_reply(tmp_path: Path) -> None:
     s.update(events=events, messages=[F.SYS, F.TASK, F.A1])
     run, items, reqs = run_of(read(F.write_json(tmp_path / "err.json", [s])), 2)
     assert len(reqs) == 2 and run.metadata["failed_requests"] == [0] and "warnings" not in run.metadata
+
+
+@pytest.mark.parametrize("provider", ["anthropic_compact", "openai_compact"])
+def test_native_compaction_block_is_the_summary(tmp_path: Path, provider: str) -> None:
+    """CompactionNative logs no model call: the next request sends the system messages, the provider's compaction
+    block (a data part's compaction_metadata: Anthropic's readable content, OpenAI's encrypted_content) and, for
+    Anthropic, a user message asking to continue. The block is the summary; the task message is dropped too."""
+    block = {"type": provider}
+    block.update({"content": "Summary: listed and read a.py."} if provider == "anthropic_compact" else {})
+    block.update({"id": "cmp_1", "encrypted_content": "gAAAA" + "x" * 400} if provider == "openai_compact" else {})
+    compacted = F.assistant("m-native", "")
+    compacted["content"] = [{"type": "data", "data": {"compaction_metadata": block}}]
+    go_on = F.user("m-go", "Please continue working.")
+    u = F.anthropic_usage
+    events = [
+        F.model_event(1, [F.SYS, F.TASK], F.A1, u(0, 900, 3, 20)),
+        F.model_event(2, [F.SYS, F.TASK, F.A1, F.T1], F.A2, u(900, 600, 3, 25)),
+        F.compaction_event(3, "summary", 2400, 200, "CompactionNative"),
+        F.model_event(4, [F.SYS, compacted, go_on, F.T2], F.A3, u(0, 300, 3, 22)),
+    ]
+    s = F.sample(3, events, [F.SYS, F.TASK, F.A1, F.T1, F.A2, F.T2, compacted, go_on, F.A3])
+    run, items, reqs = run_of(read(F.write_json(tmp_path / "native.json", [s])), 3)
+    [event] = run.metadata["context_events"]
+    by_seq = {i.seq: i for i in items}
+    summary = by_seq[event["summary_seq"]]
+    assert summary.kind == "summary" and "usage" not in event and len(reqs) == 3
+    assert summary.text == block.get("content", "") and event.get("summary_encrypted", False) == ("openai" in provider)
+    assert by_seq[event["drop"][0][0]].text == F.TASK["content"]
