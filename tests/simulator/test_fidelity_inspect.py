@@ -1,6 +1,6 @@
 """An inspect_ai 0.3.285 log (pooled inputs, a summary compaction; tests/readers/inspect_fixture.py) replays as
 recorded: every prompt within 1% under o200k, the compaction at its request (main did not recognise the eval-set
-log or the .eval archive; read without eval_set_id, its prompts were empty: 45.9% median, 2,684% p95 off)."""
+log or the .eval archive; read without eval_set_id, its prompts were empty: 45.9% median, 2,854% p95 off)."""
 
 from __future__ import annotations
 
