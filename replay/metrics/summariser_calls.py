@@ -10,6 +10,7 @@ it, from each harness's writer:
 - Claude Code 2.1: a compaction fork (``subagents/agent-acompact-*.jsonl``): its last response is the call;
 - Codex: the ``token_count`` logged just before a ``compacted`` line (a compact task's own model call);
 - Copilot CLI: ``session.compaction_complete``'s ``compactionTokensUsed``.
+- inspect_ai: the summary strategy's own ``model`` event, just before its ``compaction`` event.
 
 Claude Code 1.0 and 2.0 (a ``compact_boundary`` or ``isCompactSummary`` line alone) and Gemini CLI's chat
 compression record no usage for the call: the bill cannot hold it.
