@@ -117,8 +117,10 @@ def harness_preset(
         return ("codex-rs", Budget(limit, 0), {}) if limit else None
     if fmt == "gemini-cli":
         return "gemini-cli", Budget(gemini_token_limit(model), 0), {}
-    if fmt == "copilot-cli":
-        return "copilot-cli", Budget(copilot_prompt_limit(model), 0), {}
+    if fmt == "copilot-cli":  # the window the log says its calls ran against (1.0.102 on), else the CLI's table
+        logged = metadata.get("prompt_limit")
+        limit = logged if type(logged) is int and logged > 0 else copilot_prompt_limit(model)
+        return "copilot-cli", Budget(limit, 0), {}
     if fmt == "cline":
         limit = cline_window(model)
         return ("cline", Budget(limit, 0), {}) if limit else None
@@ -155,8 +157,8 @@ def recorded_condenser(metadata: dict) -> dict:
 
 def harness_version(metadata: dict) -> str | None:
     """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``, the Cline SDK
-    session's client version), else None."""
-    for key in ("cc_version", "cli_version", "cline_version"):
+    session's client version, Copilot CLI's ``copilotVersion``), else None."""
+    for key in ("cc_version", "cli_version", "cline_version", "copilot_version"):
         if isinstance(metadata.get(key), str) and metadata[key]:
             return metadata[key]
     return None
