@@ -399,3 +399,24 @@ def test_fidelity_takes_the_window_the_log_records() -> None:
     table = harness_preset("copilot-cli", {}, "gpt-5.2")
     assert table is not None and table[1].window == 272_000
     assert harness_version({"copilot_version": "1.0.102"}) == "1.0.102"
+
+
+def test_a_changed_system_message_replaces_the_old_one(tmp_path: Path) -> None:
+    """1.0.102 re-renders its system message with the next user message (after a compaction it lists the saved
+    checkpoints): the CLI sends the new one instead of the old, so the old item leaves every later prompt."""
+    from replay.tokens.usage_metadata import rollback_drops
+
+    s = Session()
+    s.prompt("first task")
+    s.call(0, "first done")
+    s.prompt("second task")  # the same system text: nothing added
+    s.call(1, "second done")
+    s.prompt("third task", system=SYSTEM + "\n- checkpoints/: 1 prior checkpoints")
+    s.call(2, "third done")
+    records = read(s.write(tmp_path / "events.jsonl"))
+    (run,) = of(records, Run)
+    systems = [i for i in of(records, Item) if i.kind == "system"]
+    assert [(i.seq, i.step) for i in systems] == [(0, 0), (5, 2)]
+    assert run.metadata["rollbacks"] == [{"step": 2, "line": 15, "drop": [[0, 1]], "replaced": "system.message"}]
+    ((step, seqs),) = rollback_drops(run.metadata)  # the simulator's reading: gone from request 2, any policy
+    assert step == 2 and seqs.tolist() == [0]
