@@ -146,7 +146,11 @@ class _EventLog:
                 started_at=ev.get("timestamp"),
                 parent_run_id=main.run_id,
                 model=self.main.model,
-                metadata={"sidechain": True, "agent_id": key},
+                metadata={
+                    "sidechain": True,
+                    "agent_id": key,
+                    **{k: main.metadata[k] for k in ("session_id", "copilot_version") if k in main.metadata},
+                },
             )
             self.agents[key] = Conversation(run)
             self.agents[key].model = self.main.model

@@ -4,7 +4,9 @@ app.js; 1.0.102's native runtime observed through a scripted provider and its se
 
 Items: ``system.message`` -> system (again only when its text changes, and then it replaces the earlier one:
 ``runs.metadata.rollbacks``; 1.0.102 logs it after the user message it goes with, so user messages wait for it),
-``user.message`` -> user_text (``transformedContent``, the text sent, else ``content``), ``assistant.message`` ->
+``user.message`` -> user_text (``transformedContent``, the text sent, else ``content``; the content of its
+``attachments``, which the CLI reads from disk when it sends the message, is noted in ``runs.metadata.unlogged``
+after the first request, as other readers note content the log lacks), ``assistant.message`` ->
 reasoning, assistant_text and its ``toolRequests``, ``tool.execution_complete`` -> the tool result (one per call;
 none for a tool the user ran, ``tool.user_requested`` / ``isUserRequested``: the CLI never sends those),
 ``system.notification`` -> a user-role attachment (the CLI sends it as a user message),
@@ -122,6 +124,10 @@ class Conversation:
             self.b.new_turn()
             text = text_of(data.get("transformedContent") or data.get("content"))
             self.b.add("user_text", "user", text, line=line, ts=ts)
+            attached = [a.get("type") for a in data.get("attachments") or [] if isinstance(a, dict)]
+            if attached and self.b.step:  # the CLI adds what they hold (files read from disk) to the message it sends
+                note = {"step": self.b.step, "line": line, "reason": "attachments", "types": attached}
+                self.b.run.metadata.setdefault("unlogged", []).append(note)
             if not data.get("source"):  # a sub-agent's prompt (source "agent-...") is not the user's
                 self.user_texts.append(text_of(data.get("content")))
 

@@ -230,6 +230,7 @@ def test_sub_agents_are_runs_of_their_own(tmp_path: Path) -> None:
     assert child.parent_run_id == main.run_id and child.run_id == f"{main.run_id}/subagent-1"
     assert (main.model, child.model) == ("claude-sonnet-4.6", "gpt-5.4-mini")
     assert child.metadata["agent_id"] == agent and child.metadata["subagent"]["toolCallId"] == "t1"
+    assert child.metadata["copilot_version"] == "1.0.102"  # fidelity names the version for it too
     by_run: dict[str, list] = {main.run_id: [], child.run_id: []}
     for r in records:
         if isinstance(r, Item | Request):
@@ -420,3 +421,16 @@ def test_a_changed_system_message_replaces_the_old_one(tmp_path: Path) -> None:
     assert run.metadata["rollbacks"] == [{"step": 2, "line": 15, "drop": [[0, 1]], "replaced": "system.message"}]
     ((step, seqs),) = rollback_drops(run.metadata)  # the simulator's reading: gone from request 2, any policy
     assert step == 2 and seqs.tolist() == [0]
+
+
+def test_attachment_content_is_noted_as_unlogged(tmp_path: Path) -> None:
+    """A user message's attached files reach the model read from disk, not from the log: after the first request
+    that is content the prompt model must be told about (``unlogged``, a boundary the fit may add to)."""
+    s = Session()
+    s.prompt("first")
+    s.call(0, "ok")
+    s.prompt("look at this", attachments=[{"type": "file", "path": "/w/a.py", "displayName": "a.py"}])
+    s.call(1, "seen")
+    records = read(s.write(tmp_path / "events.jsonl"))
+    (run,) = of(records, Run)
+    assert run.metadata["unlogged"] == [{"step": 1, "line": 8, "reason": "attachments", "types": ["file"]}]
