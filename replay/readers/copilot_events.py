@@ -168,7 +168,8 @@ class Conversation:
         usage = sub_dict(data, "usage")
         if usage.get("interactionType") not in CONVERSATION_CALLS:  # not a call of this conversation
             side = self.b.run.metadata.setdefault("side_calls", [])
-            side.append({"line": line, "type": usage.get("interactionType"), "model": usage.get("model")})
+            counts = {"input": usage.get("inputTokens"), "output": usage.get("outputTokens")}
+            side.append({"line": line, "type": usage.get("interactionType"), "model": usage.get("model"), **counts})
             return
         fields, problem = call_usage(usage)
         ids = {str(usage[k]) for k in CALL_IDS if usage.get(k)}

@@ -166,7 +166,8 @@ def test_usage_records_are_the_requests_usage(tmp_path: Path) -> None:
     ]
     assert [q.model for q in reqs] == ["claude-sonnet-4.6", "claude-opus-4.6"]  # each call's own model
     assert run.metadata["prompt_limit"] == 168_000
-    assert run.metadata["side_calls"] == [{"line": 10, "type": "conversation-sampling", "model": "gpt-5-mini"}]
+    sampling = {"line": 10, "type": "conversation-sampling", "model": "gpt-5-mini", "input": 500, "output": 20}
+    assert run.metadata["side_calls"] == [sampling]
     items = of(records, Item)
     assert [i.kind for i in items[:2]] == ["system", "user_text"]
     assert items[0].seq == 0 and items[1].line == 2
