@@ -2,17 +2,16 @@
 routes each event). What the model sees follows the CLI's own rebuild of its messages from the events (1.0.34
 app.js; 1.0.102's native runtime observed through a scripted provider and its session-events schema).
 
-Items: ``system.message`` -> system (again only when its text changes, and then it replaces the earlier one:
-``runs.metadata.rollbacks``; 1.0.102 logs it after the user message it goes with, so user messages wait for it),
-``user.message`` -> user_text (``transformedContent``, the text sent, else ``content``; the content of its
-``attachments``, which the CLI reads from disk when it sends the message, is noted in ``runs.metadata.unlogged``
-after the first request, as other readers note content the log lacks), ``assistant.message`` ->
-reasoning, assistant_text and its ``toolRequests``, ``tool.execution_complete`` -> the tool result (one per call;
-none for a tool the user ran, ``tool.user_requested`` / ``isUserRequested``: the CLI never sends those),
-``system.notification`` -> a user-role attachment (the CLI sends it as a user message),
-``session.mode_notice_delivered`` and ``skill.context_delivered`` -> attachments with their ``content``;
-``skill.context_delivered_ref`` (1.0.102: the skill's text delivered as a user message after its ``skill`` tool
-result) -> ``prefix`` + the earlier skill content whose sha256 is ``contentId`` + ``suffix``.
+Items: ``system.message`` -> system (again only when its text changes, and then it replaces the earlier one of its
+role and name: ``runs.metadata.rollbacks``; 1.0.102 logs it after the user message it goes with, so user messages
+wait for it), ``user.message`` -> user_text (``transformedContent``, the text sent, else ``content``; what its
+``attachments`` hold, which the CLI reads from disk when it sends the message, is noted in ``runs.metadata.unlogged``
+after the first request), ``assistant.message`` -> reasoning, assistant_text and its ``toolRequests``,
+``tool.execution_complete`` -> the tool result (one per call; none for a tool the user ran, ``tool.user_requested`` /
+``isUserRequested``: the CLI never sends those), ``system.notification`` -> a user-role attachment (the CLI sends it
+as a user message), ``session.mode_notice_delivered`` and ``skill.context_delivered`` -> attachments with their
+``content``; ``skill.context_delivered_ref`` (1.0.102: the skill's text delivered as a user message after its
+``skill`` tool result) -> ``prefix`` + the earlier skill content whose sha256 is ``contentId`` + ``suffix``.
 
 Requests: one per ``assistant.turn_start``; a message or usage record of another model call (``apiCallId``,
 ``requestId``) opens another. A ``session.usage_record`` (1.0.102) gives the request its counts, model and output
@@ -75,8 +74,7 @@ class Conversation:
         self.calls: set[str | None] = set()  # tool call ids seen (None: a call logged without one)
         self.results: set[str] = set()
         self.user_run: set[str] = set()  # tool calls the user ran: neither call nor result reaches the model
-        self.system: str | None = None
-        self.system_seq: int | None = None  # the system item sent now
+        self.context: dict[tuple[str, str | None], tuple[str, int]] = {}  # (role, name) -> (text, seq) sent now
         self.held: list[tuple[int, dict, str | None]] = []  # user messages waiting for their system message
         self.checkpoint: int | None = None  # first item seq after session.compaction_start's checkpoint
         self.start: dict = {}  # that compaction_start's data
@@ -137,7 +135,7 @@ class Conversation:
             self.held.append((line, data, ts))
             return
         if kind == "system.message":
-            self.system_message(line, text_of(data.get("content")), ts)
+            self.system_message(line, data, ts)
             self.release()
             return
         self.release()
@@ -145,18 +143,26 @@ class Conversation:
         if handler is not None:
             handler(self, line, data, ts)
 
-    def system_message(self, line: int, text: str, ts: str | None) -> None:
-        """A system message whose text differs from the one sent so far replaces it (the CLI upserts its system
-        message: 1.0.102 re-renders it, e.g. listing the checkpoints a compaction saved, with the next user
-        message): the new text is an item, the old one leaves every later prompt (``runs.metadata.rollbacks``)."""
-        if text == self.system:
+    def system_message(self, line: int, data: dict, ts: str | None) -> None:
+        """A system message replaces the one of the same role and name sent so far, when its text differs (the CLI
+        upserts its system context messages by role and name; 1.0.102 re-renders the system prompt with the next
+        user message, e.g. listing the checkpoints a compaction saved): the new text is an item, the old one leaves
+        every later prompt (``runs.metadata.rollbacks``). A developer message or a named one is another message."""
+        text = text_of(data.get("content"))
+        key = (str(data.get("role") or "system"), data.get("name") if isinstance(data.get("name"), str) else None)
+        sent = self.context.get(key)
+        if sent is not None and sent[0] == text:
             return
         item = self.b.add("system", "system", text, line=line, ts=ts)
-        if self.system_seq is not None:
-            old = self.system_seq
-            replaced = {"step": self.b.step, "line": line, "drop": [[old, old + 1]], "replaced": "system.message"}
+        if sent is not None:
+            replaced = {
+                "step": self.b.step,
+                "line": line,
+                "drop": [[sent[1], sent[1] + 1]],
+                "replaced": "system.message",
+            }
             self.b.run.metadata.setdefault("rollbacks", []).append(replaced)
-        self.system, self.system_seq = text, item.seq
+        self.context[key] = (text, item.seq)
 
     def turn_start(self, line: int, data: dict, ts: str | None) -> None:
         self.open_request(line, ts, data.get("model") if isinstance(data.get("model"), str) else None)

@@ -435,3 +435,16 @@ def test_attachment_content_is_noted_as_unlogged(tmp_path: Path) -> None:
     records = read(s.write(tmp_path / "events.jsonl"))
     (run,) = of(records, Run)
     assert run.metadata["unlogged"] == [{"step": 1, "line": 8, "reason": "attachments", "types": ["file"]}]
+
+
+def test_a_developer_message_is_sent_beside_the_system_message(tmp_path: Path) -> None:
+    """The CLI replaces a system context message by role and name: a developer message is another one."""
+    s = Session()
+    s.prompt("first")
+    s.call(0, "ok")
+    s.add("system.message", role="developer", content="Follow the repository's conventions.")
+    s.call(1, "ok again")
+    records = read(s.write(tmp_path / "events.jsonl"))
+    (run,) = of(records, Run)
+    assert [i.text for i in of(records, Item) if i.kind == "system"][1] == "Follow the repository's conventions."
+    assert "rollbacks" not in run.metadata
