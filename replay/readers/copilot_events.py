@@ -309,8 +309,18 @@ class Conversation:
         self.b.run.metadata["session_usage"] = {k: data.get(k) for k in keys if data.get(k) is not None}
 
     def truncation(self, line: int, data: dict, ts: str | None) -> None:
-        numbers = {k: v for k, v in data.items() if isinstance(v, int | float)}
-        self.b.run.metadata.setdefault("truncations", []).append({"line": line, **numbers})
+        """The CLI's truncator cut messages from a request's prompt (past the window even after compaction): which
+        ones its rule picks the log does not say, so the items stay and that prompt reads high; said, with the
+        request it is before."""
+        numbers = {k: v for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+        step = self.b.step if self.turn_request is None or self.answered else self.b.step - 1
+        self.b.run.metadata.setdefault("truncations", []).append({"line": line, "step": step, **numbers})
+        removed = numbers.get("messagesRemovedDuringTruncation")
+        self.b.warn(
+            line,
+            f"session.truncation: the CLI cut {removed} message(s) from request {step}'s prompt; which ones is not "
+            "logged, so they stay in it here and its replayed prompt reads high",
+        )
 
     def prefix_tokens(self, data: dict, source: str) -> None:
         """The first breakdown the log gives of what the CLI sends besides the messages it logs."""

@@ -448,3 +448,24 @@ def test_a_developer_message_is_sent_beside_the_system_message(tmp_path: Path) -
     (run,) = of(records, Run)
     assert [i.text for i in of(records, Item) if i.kind == "system"][1] == "Follow the repository's conventions."
     assert "rollbacks" not in run.metadata
+
+
+def test_truncation_is_said_with_its_request(tmp_path: Path) -> None:
+    """``session.truncation`` (1.0.102 writes it after the turn starts, before the call) names the request whose prompt
+    the CLI cut; the reader cannot tell which messages went, and says so."""
+    s = Session()
+    s.prompt("go")
+    s.call(0, "ok")
+    turn_start = len(s.events)
+    s.call(1, "again")
+    cut = {"tokenLimit": 24_000, "preTruncationTokensInMessages": 24_632, "preTruncationMessagesLength": 12,
+           "postTruncationTokensInMessages": 21_059, "postTruncationMessagesLength": 8,
+           "tokensRemovedDuringTruncation": 3_573, "messagesRemovedDuringTruncation": 4,
+           "performedBy": "BasicTruncator"}  # fmt: skip
+    s.events.insert(turn_start + 1, {**s.events[turn_start], "type": "session.truncation", "data": cut})
+    records = read(s.write(tmp_path / "events.jsonl"))
+    (run,) = of(records, Run)
+    (cut,) = run.metadata["truncations"]
+    assert (cut["step"], cut["line"], cut["messagesRemovedDuringTruncation"]) == (1, 9, 4)
+    (warning,) = run.metadata["warnings"]
+    assert warning["line"] == 9 and "cut 4 message(s) from request 1's prompt" in warning["message"]
