@@ -303,12 +303,20 @@ def event_rows(
     return out
 
 
-def unscored_reason(row: dict, trigger: str | None, has_preset: bool) -> str:
+# automatic compactions the log says something other than the threshold caused (Copilot CLI 1.0.102's ``trigger``:
+# a switch to a model with a smaller window, a context-limit error, process memory): no threshold preset makes them
+NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure")
+
+
+def unscored_reason(row: dict, trigger: str | None, has_preset: bool, logged: str | None = None) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a manual compaction is the user's,
-    not a threshold's; without a preset, a prompt after it or a request before it there is nothing to compare."""
+    not a threshold's, nor is one whose logged cause (``logged``: ``trigger_logged``) is in ``NOT_THRESHOLD``;
+    without a preset, a prompt after it or a request before it there is nothing to compare."""
     k = row["recorded_request"]
     if trigger == "manual":
         return "manual, not a threshold: replayed as recorded"
+    if logged in NOT_THRESHOLD:
+        return f"{logged}, not the threshold: replayed as recorded"
     if not has_preset:
         return "no preset for this harness and model: the log does not give its window"
     if row["recorded_after"] is None:
@@ -398,7 +406,7 @@ def fidelity_frame(
                 }
             )
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
-            trigger = recorded_events[i].get("trigger") if i < len(recorded_events) else None
-            reason = unscored_reason(ev, trigger, preset is not None)
+            recorded = recorded_events[i] if i < len(recorded_events) else {}
+            reason = unscored_reason(ev, recorded.get("trigger"), preset is not None, recorded.get("trigger_logged"))
             rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

@@ -469,3 +469,21 @@ def test_truncation_is_said_with_its_request(tmp_path: Path) -> None:
     assert (cut["step"], cut["line"], cut["messagesRemovedDuringTruncation"]) == (1, 9, 4)
     (warning,) = run.metadata["warnings"]
     assert warning["line"] == 9 and "cut 4 message(s) from request 1's prompt" in warning["message"]
+
+
+def test_a_compaction_the_threshold_did_not_cause_is_not_scored(tmp_path: Path) -> None:
+    """1.0.102 logs why it compacted: one made for a switch to a smaller window is no threshold preset's to
+    reproduce; fidelity replays it as recorded and says why."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.store import open_store
+
+    s = compaction_session(wait=True)
+    for ev in s.events:
+        if ev["type"].startswith("session.compaction_"):
+            ev["data"]["trigger"] = "model_switch"
+    con = open_store(tmp_path / "f.duckdb")
+    ingest(con, [s.write(tmp_path / "events.jsonl")])
+    (row,) = fidelity_frame(con, None).filter(kind="compaction").to_dicts()
+    assert row["preset"] == "copilot-cli@168000" and row["harness_version"] == "1.0.102"
+    assert row["reason"] == "model_switch, not the threshold: replayed as recorded" and row["within"] is None
