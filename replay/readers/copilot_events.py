@@ -116,7 +116,7 @@ class Conversation:
         return index
 
     def release(self) -> None:
-        """Add the user messages held for a system message that did not come."""
+        """Add the user messages held back (after the system message that came, or as they are when none did)."""
         held, self.held = self.held, []
         for line, data, ts in held:
             self.b.new_turn()
