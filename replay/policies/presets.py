@@ -63,7 +63,10 @@ tests/policies/test_presets_corpus.py):
   definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
   summary replaces the history up to that point at the next request (at once past 0.95,
   ``COPILOT_BUFFER_EXHAUSTION_THRESHOLD``), what came since stays. The window per model is the CLI's own table
-  of known models (``copilot_prompt_limit``), 128,000 for others.
+  of known models (``copilot_prompt_limit``), 128,000 for others. 1.0.102 (native runtime, same two settings)
+  still does this: run against a scripted provider with a 30,000-token window it started at 0.879 of it and not
+  at 0.790 (0.823 of 28,800 started it), and its call waited for the summary at 0.968, not at 0.943. It logs each
+  call's window (``maxPromptTokens``): fidelity takes that (``runs.metadata.prompt_limit``) over the table.
 - swe-agent-last-n: SWE-agent ``last_n_observations`` with n=5 (its 0.7 config), polling 1.
 - openhands-v0: the V0 server's default pipeline's summarising condenser (keep_first 4, max_size 120); its
   conversation-window step only acts on a context-window error and its browser masking (window 2) only on

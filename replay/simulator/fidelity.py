@@ -117,8 +117,10 @@ def harness_preset(
         return ("codex-rs", Budget(limit, 0), {}) if limit else None
     if fmt == "gemini-cli":
         return "gemini-cli", Budget(gemini_token_limit(model), 0), {}
-    if fmt == "copilot-cli":
-        return "copilot-cli", Budget(copilot_prompt_limit(model), 0), {}
+    if fmt == "copilot-cli":  # the window the log says its calls ran against (1.0.102 on), else the CLI's table
+        logged = metadata.get("prompt_limit")
+        limit = logged if type(logged) is int and logged > 0 else copilot_prompt_limit(model)
+        return "copilot-cli", Budget(limit, 0), {}
     if fmt == "cline":
         limit = cline_window(model)
         return ("cline", Budget(limit, 0), {}) if limit else None
@@ -155,9 +157,9 @@ def recorded_condenser(metadata: dict) -> dict:
 
 def harness_version(metadata: dict) -> str | None:
     """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``, the Cline SDK
-    session's client version, mini-swe-agent's ``info.mini_version``, SWE-agent's ``info.swe_agent_version``),
-    else None."""
-    for key in ("cc_version", "cli_version", "cline_version", "mini_version", "swe_agent_version"):
+    session's client version, Copilot CLI's ``copilotVersion``, mini-swe-agent's ``info.mini_version``, SWE-agent's
+    ``info.swe_agent_version``), else None."""
+    for key in ("cc_version", "cli_version", "cline_version", "copilot_version", "mini_version", "swe_agent_version"):
         if isinstance(metadata.get(key), str) and metadata[key]:
             return metadata[key]
     return None
@@ -302,12 +304,20 @@ def event_rows(
     return out
 
 
-def unscored_reason(row: dict, trigger: str | None, has_preset: bool) -> str:
+# automatic compactions the log says something other than the threshold caused (Copilot CLI 1.0.102's ``trigger``:
+# a switch to a model with a smaller window, a context-limit error, process memory): no threshold preset makes them
+NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure")
+
+
+def unscored_reason(row: dict, trigger: str | None, has_preset: bool, logged: str | None = None) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a manual compaction is the user's,
-    not a threshold's; without a preset, a prompt after it or a request before it there is nothing to compare."""
+    not a threshold's, nor is one whose logged cause (``logged``: ``trigger_logged``) is in ``NOT_THRESHOLD``;
+    without a preset, a prompt after it or a request before it there is nothing to compare."""
     k = row["recorded_request"]
     if trigger == "manual":
         return "manual, not a threshold: replayed as recorded"
+    if logged in NOT_THRESHOLD:
+        return f"{logged}, not the threshold: replayed as recorded"
     if not has_preset:
         return "no preset for this harness and model: the log does not give its window"
     if row["recorded_after"] is None:
@@ -397,7 +407,7 @@ def fidelity_frame(
                 }
             )
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
-            trigger = recorded_events[i].get("trigger") if i < len(recorded_events) else None
-            reason = unscored_reason(ev, trigger, preset is not None)
+            recorded = recorded_events[i] if i < len(recorded_events) else {}
+            reason = unscored_reason(ev, recorded.get("trigger"), preset is not None, recorded.get("trigger_logged"))
             rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

@@ -275,3 +275,42 @@ def test_background_compaction_preset_and_fidelity(tmp_path: Path) -> None:
     assert row["kind"] == "compaction" and row["preset"] == "copilot-cli@64000"
     assert row["recorded_request"] == 4 and row["recorded_after"] == after
     assert row["simulated_request"] == 4 and row["within"], row
+
+
+def test_sub_agent_events_are_not_the_main_conversation(tmp_path: Path) -> None:
+    """1.0.34 writes a task sub-agent's messages and tool events into the session's file with
+    ``data.parentToolCallId`` (its own rebuild of the main messages skips them): they are a child run's, and the
+    main turn that ran the task keeps one request."""
+    out: list[dict] = []
+
+    def add(kind: str, **data) -> None:
+        out.append(_event(kind, data, len(out)))
+
+    add("session.start", sessionId="s3", version=1, producer="copilot-agent", copilotVersion="1.0.34",
+        startTime="2026-04-23T17:00:00.000Z", selectedModel="claude-sonnet-4.6", context={"cwd": "/w"})  # fmt: skip
+    add("system.message", content="You are the GitHub Copilot CLI.")
+    add("user.message", content="look around", transformedContent="look around")
+    add("assistant.turn_start", turnId="0")
+    add("assistant.message", messageId="m0", content="", outputTokens=40, requestId="r0",
+        toolRequests=[{"toolCallId": "t1", "name": "task", "arguments": {"prompt": "list src"}}])  # fmt: skip
+    add("tool.execution_start", toolCallId="t1", toolName="task", arguments={"prompt": "list src"})
+    add("subagent.started", toolCallId="t1", agentName="explore", agentDisplayName="Explore", agentDescription="x")
+    add("assistant.message", parentToolCallId="t1", messageId="s0", content="", requestId="r9",
+        toolRequests=[{"toolCallId": "s1", "name": "glob", "arguments": {"pattern": "src/*"}}])  # fmt: skip
+    add("tool.execution_start", parentToolCallId="t1", toolCallId="s1", toolName="glob", arguments={"pattern": "src/*"})
+    add("tool.execution_complete", parentToolCallId="t1", toolCallId="s1", success=True, result={"content": "a.py"})
+    add("assistant.message", parentToolCallId="t1", messageId="s1m", content="src has a.py", requestId="r10")
+    add("subagent.completed", toolCallId="t1", agentName="explore", agentDisplayName="Explore")
+    add("tool.execution_complete", toolCallId="t1", success=True, result={"content": "src has a.py"})
+    add("assistant.turn_end", turnId="0")
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in out) + "\n")
+    records = read(path)
+    main, child = of(records, Run)
+    assert child.parent_run_id == main.run_id and child.metadata["subagent"]["agentName"] == "explore"
+    main_items = [i for i in of(records, Item) if i.run_id == main.run_id]
+    assert [i.kind for i in main_items] == ["system", "user_text", "tool_call", "tool_result"]
+    assert [q.output_tokens for q in of(records, Request) if q.run_id == main.run_id] == [40]
+    child_items = [(i.kind, i.text) for i in of(records, Item) if i.run_id == child.run_id]
+    assert child_items == [("tool_call", ""), ("tool_result", "a.py"), ("assistant_text", "src has a.py")]
+    assert sum(q.run_id == child.run_id for q in of(records, Request)) == 2
