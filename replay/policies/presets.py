@@ -28,8 +28,11 @@ tests/policies/test_presets_corpus.py):
     W - min(R, 20,000) - 13,000 (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it; neither it nor
     ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is logged); a flagged "precompute" limit of 0.8 x (W - R) for 1M models
     is off by default (``tengu_cobalt_raccoon``).
-  W is 1,000,000 for the models CHANGELOG.md gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Fable
-  5, Sonnet 5, Opus 5), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window).
+  W is 1,000,000 for the models Claude Code gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Opus 4.8
+  from 2.1.154, Fable 5 and Mythos 5 from 2.1.170, Sonnet 5 from 2.1.197, Opus 5 from 2.1.219, Haiku 5.5 from
+  2.1.293), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window). Sonnet 5's default
+  auto-compact window was 967,000 until 2.1.246 (a limit of about 934K), its full 1M from 2.1.247
+  (``DEFAULT_AUTO_COMPACT_WINDOWS``).
   Microcompact (claude-code-1.0.80 to claude-code-2): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
@@ -95,6 +98,7 @@ tests/policies/test_presets_corpus.py):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -378,14 +382,33 @@ def max_output(model: str) -> int:
     return 32_000
 
 
-# Models Claude Code gives their native 1M-token window without a "[1m]" choice, from the version its CHANGELOG.md
-# says so (anthropics/claude-code): Opus 4.7 from 2.1.117 ("Claude Code was computing against a 200K context window
-# instead of Opus 4.7's native 1M": before it, 200K), Fable 5 from 2.1.170 (2.1.173: "Fable 5 includes 1M context by
-# default"), Sonnet 5 from 2.1.197 ("native 1M-token context window"), Opus 5 from 2.1.219 ("1M context"). Opus
-# 4.6/4.8 and Sonnet 4.x get 1M by plan or a "[1m]" pick, which the log does not record. In the 2.1.148 binary
-# Opus 4.7's native 1M holds on the first-party API, Claude Platform on AWS and Mantle, not on Bedrock or Vertex
-# without "[1m]"; the log does not name the provider, so a Bedrock/Vertex Opus 4.7 run is taken as first-party.
-NATIVE_1M = (("opus-4-7", (2, 1, 117)), ("fable-5", (2, 1, 170)), ("sonnet-5", (2, 1, 197)), ("opus-5", (2, 1, 219)))
+# Models Claude Code gives their native 1M-token window without a "[1m]" choice, from the first version that does
+# so: Opus 4.7 from 2.1.117 (CHANGELOG.md: "Claude Code was computing against a 200K context window instead of Opus
+# 4.7's native 1M"); Opus 4.8 from 2.1.154, its first version (the 2.1.154 binary's native-1M check names Opus 4.7
+# and 4.8; CHANGELOG.md 2.1.154 "Opus 4.8 is here!"); Fable 5 and Mythos 5 from 2.1.170 (that binary's check adds
+# both; CHANGELOG.md 2.1.170 introduces Fable 5, 2.1.173 "Fable 5 includes 1M context by default"); Sonnet 5 from
+# 2.1.197 ("native 1M-token context window"); Opus 5 from 2.1.219 ("1M context"); Haiku 5.5 from 2.1.293 (release
+# notes: "Added Claude Haiku 5.5 (claude-haiku-5-5) ... 1M context"; native_1m in the 2.1.332 model table, absent
+# from 2.1.240's). The 2.1.332 table marks every later model of these families (Sonnet 5.5, Opus 5.5, Fable and
+# Mythos 5.1/5.2) native 1M too, which the keys match. Opus 4.6 and Sonnet 4.x get 1M by plan or a "[1m]" pick,
+# which the log does not record. The native window holds on the first-party API, Claude Platform on AWS and Mantle,
+# not on Bedrock or Vertex without "[1m]"; the log does not name the provider, so a run is taken as first-party.
+NATIVE_1M = (
+    ("opus-4-7", (2, 1, 117)),
+    ("opus-4-8", (2, 1, 154)),
+    ("fable-5", (2, 1, 170)),
+    ("mythos-5", (2, 1, 170)),
+    ("sonnet-5", (2, 1, 197)),
+    ("opus-5", (2, 1, 219)),
+    ("haiku-5-5", (2, 1, 293)),
+)
+# A model's default auto-compact window below its context window, on the CLI against the first-party API: (model
+# pattern, first version, first version without it, window). Claude Code 2.1.197 (Sonnet 5's first version) to
+# 2.1.246 held Sonnet 5 at 967,000 (the binaries' per-model table: 500,000 on Cowork and desktop local-agent
+# surfaces, 967,000 elsewhere), so it compacted at about 934K; CHANGELOG.md 2.1.247: "Changed Sonnet 5's default
+# auto-compact window to its full 1M context, so sessions on the 1M window now auto-compact at about 967K tokens
+# instead of about 934K". The window the log's version and model give is the preset's W.
+DEFAULT_AUTO_COMPACT_WINDOWS = ((re.compile(r"sonnet-5(?!-\d)"), (2, 1, 197), (2, 1, 247), 967_000),)
 
 
 def native_1m(version: tuple[int, ...], model: str) -> bool:
@@ -394,17 +417,29 @@ def native_1m(version: tuple[int, ...], model: str) -> bool:
     return any(key in name and version >= first for key, first in NATIVE_1M)
 
 
+def default_auto_compact_window(version: tuple[int, ...], model: str) -> int | None:
+    """The auto-compact window Claude Code ``version`` gives ``model`` by default when it is smaller than the
+    model's window (``DEFAULT_AUTO_COMPACT_WINDOWS``), else None."""
+    name = model.lower()
+    return next(
+        (w for pat, first, until, w in DEFAULT_AUTO_COMPACT_WINDOWS if pat.search(name) and first <= version < until),
+        None,
+    )
+
+
 def claude_code_preset(
     version: str, model: str | None, long_context: bool = False
 ) -> tuple[str, dict[str, Any], int] | None:
     """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
     not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
     1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded
-    prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless."""
+    prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless; a
+    default auto-compact window below it (``DEFAULT_AUTO_COMPACT_WINDOWS``) is the window then."""
     v = version_tuple(version)
     if v is None:
         return None
     name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)
     reserve = min(cap, max_output(model or ""))
     params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
-    return name, params, 1_000_000 if long_context or native_1m(v, model or "") else 200_000
+    window = 1_000_000 if long_context or native_1m(v, model or "") else 200_000
+    return name, params, min(window, default_auto_compact_window(v, model or "") or window)
