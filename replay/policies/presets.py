@@ -62,6 +62,8 @@ tests/policies/test_presets_corpus.py):
   tokens of them by a ~700-character snippet once that frees 30,000 (``GEMINI_MASKING``; ``gemini-cli-0.29``
   without it). 0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The
   summary's size is not logged before 0.44: 2,000 tokens unless a logged summary sizes it.
+  Read again in the npm build of 0.61.0 (2026-09-24): the threshold, preserve share, function-response
+  budget, truncation, masking defaults and token limits are unchanged.
 - copilot-cli: GitHub Copilot CLI (1.0.34) background compaction: before a request, messages plus tool
   definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
   summary replaces the history up to that point at the next request (at once past 0.95,
