@@ -184,12 +184,13 @@ def codex_window(model_context_window: object, model: str | None) -> int | None:
     return next((w for prefix, w in CODEX_FAMILY_WINDOWS if (model or "").startswith(prefix)), None)
 
 
-# Gemini CLI tokenLimit(): 1,048,576 for every Gemini model it lists and by default; gemma-4 from 0.41.
+# Gemini CLI tokenLimit() as the gemini-cli preset's releases (0.30 on) have it, unchanged through 0.61.0:
+# 1,048,576 for every Gemini model and by default, 256,000 for gemma-4 (0.41 on). Up to 0.24 it gave
+# gemini-1.5-pro 2,097,152 and gemini-2.0-flash-preview-image-generation 32,000 (google-gemini/gemini-cli
+# aa480e5f, in 0.25.0, dropped both cases); a session records no CLI version, and the preset is 0.30's.
 GEMINI_TOKEN_LIMITS = {
     "gemma-4-31b-it": 256_000,
     "gemma-4-26b-a4b-it": 256_000,
-    "gemini-1.5-pro": 2_097_152,
-    "gemini-2.0-flash-preview-image-generation": 32_000,
 }
 GEMINI_DEFAULT_LIMIT = 1_048_576
 

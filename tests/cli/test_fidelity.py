@@ -392,3 +392,46 @@ def test_fidelity_takes_the_claude_code_window_from_version_and_model(
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
     assert (row["preset"], row["harness_version"]) == (f"claude-code-2.1.69@{window}", version), row
+
+
+@pytest.mark.parametrize("model", ["gemini-1.5-pro", "gemini-2.0-flash-preview-image-generation"])
+def test_fidelity_takes_the_gemini_token_limit_of_the_presets_releases(tmp_path: Path, model: str) -> None:
+    """A JSONL session (Gemini CLI 0.40 on, as its ChatRecordingService writes it): tokenLimit gives every Gemini
+    model 1,048,576 from 0.25.0 to 0.61.0; the 2,097,152 of gemini-1.5-pro and 32,000 of the image-generation preview
+    were 0.24's."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    meta = {"sessionId": "4e2a", "projectHash": "c0de", "startTime": "2026-09-30T08:00:00.000Z", "kind": "main"}
+    user = {
+        "id": "u1",
+        "timestamp": "2026-09-30T08:00:01.000Z",
+        "type": "user",
+        "content": [{"text": "List the TODOs."}],
+    }
+    tokens = {"input": 9_120, "output": 35, "cached": 0, "thoughts": 0, "tool": 0, "total": 9_155}
+    reply = {
+        "id": "g1",
+        "timestamp": "2026-09-30T08:00:04.000Z",
+        "type": "gemini",
+        "content": "There are two TODOs, both in the lexer.",
+        "thoughts": [],
+        "tokens": tokens,
+        "model": model,
+    }
+    lines = [
+        meta,
+        user,
+        {"$set": {"lastUpdated": user["timestamp"]}},
+        reply,
+        {"$set": {"lastUpdated": reply["timestamp"]}},
+    ]
+    path = tmp_path / "session-2026-09-30T08-00-4e2a.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    db = tmp_path / "g.duckdb"
+    con = open_store(db)
+    ingest(con, [path])
+    con.close()
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert {r["preset"] for r in json.loads(result.stdout)} == {"gemini-cli@1048576"}
