@@ -13,8 +13,9 @@ to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files
 whose ``compactMetadata`` lists ``preservedMessages.uuids`` (else a ``preservedSegment`` {headUuid, tailUuid}, walked
 from the tail by ``parentUuid``) kept those messages verbatim: they are not logged again, Claude Code's loader keeps
 the earlier lines and relinks them after the summary (2.1.332's compaction keeps recent messages so, and notes it in
-the summary). Their items are not dropped but sent again after the summary (the event's ``resent``); when a listed
-message is not in the log the loader gives up the relink, and so does the reader (a warning, everything dropped). A
+the summary). Their items are sent again after the summary (copies, the event's ``resent``: what the ``recorded``
+policy sends; the originals are dropped with the rest); when a listed message is not in the log the loader gives up
+the relink, and so does the reader (a warning, no copy). A
 ``microcompact_boundary`` line (2.1.x; ``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds,
 clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
 are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
@@ -481,7 +482,7 @@ class _Session:
         kept = self._preserved_seqs(b, meta, line)
         event = b.context_event(
             "compaction",
-            drop=seq_ranges(q for q in range(b.body_start(), b.seq) if q not in kept),
+            drop=_before(b, b.seq),
             trigger=raw if raw in TRIGGERS else None,
             pre_tokens=pre if isinstance(pre, int) else None,
             line=line,

@@ -545,12 +545,12 @@ def _preserved_variant(tmp_path: Path, change) -> Path:
 def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Path) -> None:
     """Claude Code 2.1.332 (hand-written session in its transcript's shape): the compact_boundary keeps the last
     user message, the Edit call and its result verbatim (``preservedMessages``/``preservedSegment``); they are not
-    logged again, the loader relinks them after the summary. Only what came before them is dropped, and their items
-    follow the summary in the next request (``resent``)."""
+    logged again, the loader relinks them after the summary. Everything before the boundary is dropped and their
+    items are sent again after the summary (``resent``), so the recorded policy sends them once, after it."""
     records = read(PRESERVED)
     items = {i.seq: i for i in of(records, Item)}
     (event,) = of(records, Run)[0].metadata["context_events"]
-    assert (event["drop"], event["summary_seq"], event["resent"]) == ([[0, 4]], 7, [[8, 11]])
+    assert (event["drop"], event["summary_seq"], event["resent"]) == ([[0, 7]], 7, [[8, 11]])
     kept = [items[q] for q in range(4, 7)]
     again = [items[q] for q in range(8, 11)]
     assert [(i.kind, i.text, i.call_id) for i in again] == [(i.kind, i.text, i.call_id) for i in kept]
