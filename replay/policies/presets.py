@@ -31,8 +31,8 @@ tests/policies/test_presets_corpus.py):
   W is 1,000,000 for the models Claude Code gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Opus 4.8
   from 2.1.154, Fable 5 and Mythos 5 from 2.1.170, Sonnet 5 from 2.1.197, Opus 5 from 2.1.219, Haiku 5.5 from
   2.1.293), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window). Sonnet 5's default
-  auto-compact window was 967,000 until 2.1.246 (a limit of about 934K), its full 1M from 2.1.247
-  (``DEFAULT_AUTO_COMPACT_WINDOWS``).
+  auto-compact window was 967,000 until 2.1.246 (a limit of about 934K), its full 1M from 2.1.247, and 500,000 on
+  the Cowork and desktop local-agent surfaces (the log's ``entrypoint``; ``DEFAULT_AUTO_COMPACT_WINDOWS``).
   Microcompact (claude-code-1.0.80 to claude-code-2): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
@@ -406,12 +406,19 @@ NATIVE_1M = (
     ("haiku-5-5", (2, 1, 293)),
 )
 # A model's default auto-compact window below its context window, on the CLI against the first-party API: (model
-# pattern, first version, first version without it, window). Claude Code 2.1.197 (Sonnet 5's first version) to
-# 2.1.246 held Sonnet 5 at 967,000 (the binaries' per-model table: 500,000 on Cowork and desktop local-agent
-# surfaces, 967,000 elsewhere), so it compacted at about 934K; CHANGELOG.md 2.1.247: "Changed Sonnet 5's default
-# auto-compact window to its full 1M context, so sessions on the 1M window now auto-compact at about 967K tokens
-# instead of about 934K". The window the log's version and model give is the preset's W.
-DEFAULT_AUTO_COMPACT_WINDOWS = ((re.compile(r"sonnet-5(?!-\d)"), (2, 1, 197), (2, 1, 247), 967_000),)
+# pattern, first version, first version without it or None, surfaces, window); surfaces None: every other one. The
+# surface is the session's entrypoint (CLAUDE_CODE_ENTRYPOINT, logged on each line). From 2.1.197 (Sonnet 5's first
+# version) the binaries' per-model table gives Sonnet 5 500,000 on the Cowork and desktop local-agent surfaces
+# ("remote_cowork", "local-agent"; still so in 2.1.332) and 967,000 elsewhere until 2.1.246, so it compacted at
+# about 934K; CHANGELOG.md 2.1.247: "Changed Sonnet 5's default auto-compact window to its full 1M context, so
+# sessions on the 1M window now auto-compact at about 967K tokens instead of about 934K".
+SONNET_5 = re.compile(r"sonnet-5(?!-\d)")
+DEFAULT_AUTO_COMPACT_WINDOWS: tuple[
+    tuple[re.Pattern[str], tuple[int, ...], tuple[int, ...] | None, frozenset[str] | None, int], ...
+] = (
+    (SONNET_5, (2, 1, 197), None, frozenset({"remote_cowork", "local-agent"}), 500_000),
+    (SONNET_5, (2, 1, 197), (2, 1, 247), None, 967_000),
+)
 
 
 def native_1m(version: tuple[int, ...], model: str) -> bool:
@@ -420,24 +427,32 @@ def native_1m(version: tuple[int, ...], model: str) -> bool:
     return any(key in name and version >= first for key, first in NATIVE_1M)
 
 
-def default_auto_compact_window(version: tuple[int, ...], model: str) -> int | None:
-    """The auto-compact window Claude Code ``version`` gives ``model`` by default when it is smaller than the
-    model's window (``DEFAULT_AUTO_COMPACT_WINDOWS``), else None."""
+def default_auto_compact_window(version: tuple[int, ...], model: str, entrypoint: str | None = None) -> int | None:
+    """The auto-compact window Claude Code ``version`` gives ``model`` by default on surface ``entrypoint`` when it
+    is smaller than the model's window (``DEFAULT_AUTO_COMPACT_WINDOWS``), else None."""
     name = model.lower()
     return next(
-        (w for pat, first, until, w in DEFAULT_AUTO_COMPACT_WINDOWS if pat.search(name) and first <= version < until),
+        (
+            w
+            for pat, first, until, surfaces, w in DEFAULT_AUTO_COMPACT_WINDOWS
+            if pat.search(name)
+            and first <= version
+            and (until is None or version < until)
+            and (surfaces is None or entrypoint in surfaces)
+        ),
         None,
     )
 
 
 def claude_code_preset(
-    version: str, model: str | None, long_context: bool = False
+    version: str, model: str | None, long_context: bool = False, entrypoint: str | None = None
 ) -> tuple[str, dict[str, Any], int] | None:
     """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
     not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
     1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded
     prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless; a
-    default auto-compact window below it (``DEFAULT_AUTO_COMPACT_WINDOWS``) is the window then."""
+    default auto-compact window below it on the session's surface (``entrypoint``, ``DEFAULT_AUTO_COMPACT_WINDOWS``)
+    is the window then."""
     v = version_tuple(version)
     if v is None:
         return None
@@ -445,4 +460,4 @@ def claude_code_preset(
     reserve = min(cap, max_output(model or ""))
     params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
     window = 1_000_000 if long_context or native_1m(v, model or "") else 200_000
-    return name, params, min(window, default_auto_compact_window(v, model or "") or window)
+    return name, params, min(window, default_auto_compact_window(v, model or "", entrypoint) or window)

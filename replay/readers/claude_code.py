@@ -106,7 +106,8 @@ def _attachment_text(att: dict) -> str:
 class ClaudeCodeReader:
     format = "claude-code"
     version = 4  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
-    # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary
+    # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
+    # the session's ``entrypoint`` (the surface Claude Code ran on) is kept
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -423,6 +424,7 @@ class _Session:
             ("agentId", "agent_id"),
             ("cwd", "cwd"),
             ("version", "cc_version"),
+            ("entrypoint", "entrypoint"),
         ):
             if obj.get(key):
                 run.metadata.setdefault(field, obj[key])

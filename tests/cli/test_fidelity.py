@@ -302,7 +302,7 @@ def test_fidelity_names_the_preset_chosen_from_the_log(tmp_path: Path) -> None:
     assert event["recorded_request"] == facts["compressed_at"] and event["simulated_request"] is None  # 2% of 1M
 
 
-def _cc_session(path: Path, version: str, model: str) -> Path:
+def _cc_session(path: Path, version: str, model: str, entrypoint: str = "cli") -> Path:
     """A short Claude Code session as its transcript writer lays it out (user and assistant lines chained by
     parentUuid, one requestId and message id per response, the response's usage): three reads."""
     sid, cwd = "5c1e0f7a-2b44-4d0e-9a61-0c3d2e8f4b11", "/home/dev/app"
@@ -316,6 +316,7 @@ def _cc_session(path: Path, version: str, model: str) -> Path:
             "sessionId": sid,
             "version": version,
             "gitBranch": "main",
+            "entrypoint": entrypoint,
             "type": kind,
             "message": message,
             "uuid": f"20000000-0000-4000-8000-{n:012d}",
@@ -368,25 +369,27 @@ def _cc_session(path: Path, version: str, model: str) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("version", "model", "window"),
+    ("version", "model", "entrypoint", "window"),
     [
-        ("2.1.240", "claude-sonnet-5", 967_000),  # Sonnet 5's default auto-compact window until 2.1.246
-        ("2.1.247", "claude-sonnet-5", 1_000_000),  # its full 1M from 2.1.247
-        ("2.1.167", "claude-opus-4-8", 1_000_000),  # Opus 4.8 native 1M from 2.1.154
-        ("2.1.293", "claude-haiku-5-5", 1_000_000),  # Haiku 5.5 native 1M from 2.1.293
+        ("2.1.240", "claude-sonnet-5", "cli", 967_000),  # Sonnet 5's default auto-compact window until 2.1.246
+        ("2.1.247", "claude-sonnet-5", "cli", 1_000_000),  # its full 1M from 2.1.247
+        ("2.1.300", "claude-sonnet-5", "local-agent", 500_000),  # 500,000 on the desktop local-agent surface
+        ("2.1.167", "claude-opus-4-8", "cli", 1_000_000),  # Opus 4.8 native 1M from 2.1.154
+        ("2.1.293", "claude-haiku-5-5", "cli", 1_000_000),  # Haiku 5.5 native 1M from 2.1.293
     ],
 )
 def test_fidelity_takes_the_claude_code_window_from_version_and_model(
-    tmp_path: Path, version: str, model: str, window: int
+    tmp_path: Path, version: str, model: str, entrypoint: str, window: int
 ) -> None:
     """The Claude Code preset's window is the one the log's version gives its model: Sonnet 5 compacted at about 934K
-    (967,000 - 20,000 - 13,000) until 2.1.246 (CHANGELOG.md 2.1.247); Opus 4.8 and Haiku 5.5 run 1M natively."""
+    (967,000 - 20,000 - 13,000) until 2.1.246 (CHANGELOG.md 2.1.247), and at 467K on the Cowork and desktop
+    local-agent surfaces (the log's entrypoint); Opus 4.8 and Haiku 5.5 run 1M natively."""
     from replay.ingest import ingest
     from replay.store import open_store
 
     db = tmp_path / "w.duckdb"
     con = open_store(db)
-    ingest(con, [_cc_session(tmp_path / "session.jsonl", version, model)])
+    ingest(con, [_cc_session(tmp_path / "session.jsonl", version, model, entrypoint)])
     con.close()
     result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
     assert result.exit_code == 0, result.output

@@ -182,6 +182,22 @@ def test_claude_code_preset_by_version_and_model(version, model, long, expected)
         assert limit.config.output_reserve == params.get("output_reserve", PRESETS[name].params["output_reserve"])
 
 
+@pytest.mark.parametrize(
+    ("version", "model", "entrypoint", "window"),
+    [
+        # Sonnet 5 on the Cowork and desktop local-agent surfaces: 500,000 from 2.1.197 (still so in 2.1.332)
+        ("2.1.197", "claude-sonnet-5", "local-agent", 500_000),
+        ("2.1.332", "claude-sonnet-5", "remote_cowork", 500_000),
+        ("2.1.332", "claude-sonnet-5", "cli", 1_000_000),
+        ("2.1.284", "claude-sonnet-5-5", "local-agent", 1_000_000),  # the table names Sonnet 5 only
+    ],
+)
+def test_claude_code_preset_by_surface(version, model, entrypoint, window):
+    from replay.policies.presets import claude_code_preset
+
+    assert claude_code_preset(version, model, False, entrypoint) == ("claude-code-2.1.69", {}, window)
+
+
 def test_claude_code_reads_the_usage_the_server_reported():
     """``usage_offset`` (what the server counted beyond the replayed prompt, per request; replay fidelity gives it)
     moves the trigger as the recorded usage would: 8,000 more reported before request 6 fires it there."""
