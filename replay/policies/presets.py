@@ -28,8 +28,11 @@ tests/policies/test_presets_corpus.py):
     W - min(R, 20,000) - 13,000 (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it; neither it nor
     ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is logged); a flagged "precompute" limit of 0.8 x (W - R) for 1M models
     is off by default (``tengu_cobalt_raccoon``).
-  W is 1,000,000 for the models CHANGELOG.md gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Fable
-  5, Sonnet 5, Opus 5), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window).
+  W is 1,000,000 for the models Claude Code gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Opus 4.8
+  from 2.1.154, Fable 5 and Mythos 5 from 2.1.170, Sonnet 5 from 2.1.197, Opus 5 from 2.1.219, Haiku 5.5 from
+  2.1.293), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window). Sonnet 5's default
+  auto-compact window was 967,000 until 2.1.246 (a limit of about 934K), its full 1M from 2.1.247, and 500,000 on
+  the Cowork and desktop local-agent surfaces (the log's ``entrypoint``; ``DEFAULT_AUTO_COMPACT_WINDOWS``).
   Microcompact (claude-code-1.0.80 to claude-code-2): once the last usage is within 20,000 of the limit, the results of
   Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write calls but the newest 3 are replaced, oldest first, while the
   uncleared ones add up to more than 40,000 (chars/4), if that saves 20,000 or more; the note is about 200
@@ -59,6 +62,8 @@ tests/policies/test_presets_corpus.py):
   tokens of them by a ~700-character snippet once that frees 30,000 (``GEMINI_MASKING``; ``gemini-cli-0.29``
   without it). 0.12-0.16 used 0.2 (``gemini-cli-0.12``), earlier releases 0.7 (``gemini-cli-0.11``). The
   summary's size is not logged before 0.44: 2,000 tokens unless a logged summary sizes it.
+  Read again in the npm build of 0.61.0 (2026-09-24): the threshold, preserve share, function-response
+  budget, truncation, masking defaults and token limits are unchanged.
 - copilot-cli: GitHub Copilot CLI (1.0.34) background compaction: before a request, messages plus tool
   definitions against 0.8 x the model's ``max_prompt_tokens`` (``COPILOT_BACKGROUND_COMPACTION_THRESHOLD``); the
   summary replaces the history up to that point at the next request (at once past 0.95,
@@ -98,6 +103,7 @@ tests/policies/test_presets_corpus.py):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,12 +187,13 @@ def codex_window(model_context_window: object, model: str | None) -> int | None:
     return next((w for prefix, w in CODEX_FAMILY_WINDOWS if (model or "").startswith(prefix)), None)
 
 
-# Gemini CLI tokenLimit(): 1,048,576 for every Gemini model it lists and by default; gemma-4 from 0.41.
+# Gemini CLI tokenLimit() as the gemini-cli preset's releases (0.30 on) have it, unchanged through 0.61.0:
+# 1,048,576 for every Gemini model and by default, 256,000 for gemma-4 (0.41 on). Up to 0.24 it gave
+# gemini-1.5-pro 2,097,152 and gemini-2.0-flash-preview-image-generation 32,000 (google-gemini/gemini-cli
+# aa480e5f, in 0.25.0, dropped both cases); a session records no CLI version, and the preset is 0.30's.
 GEMINI_TOKEN_LIMITS = {
     "gemma-4-31b-it": 256_000,
     "gemma-4-26b-a4b-it": 256_000,
-    "gemini-1.5-pro": 2_097_152,
-    "gemini-2.0-flash-preview-image-generation": 32_000,
 }
 GEMINI_DEFAULT_LIMIT = 1_048_576
 
@@ -381,14 +388,40 @@ def max_output(model: str) -> int:
     return 32_000
 
 
-# Models Claude Code gives their native 1M-token window without a "[1m]" choice, from the version its CHANGELOG.md
-# says so (anthropics/claude-code): Opus 4.7 from 2.1.117 ("Claude Code was computing against a 200K context window
-# instead of Opus 4.7's native 1M": before it, 200K), Fable 5 from 2.1.170 (2.1.173: "Fable 5 includes 1M context by
-# default"), Sonnet 5 from 2.1.197 ("native 1M-token context window"), Opus 5 from 2.1.219 ("1M context"). Opus
-# 4.6/4.8 and Sonnet 4.x get 1M by plan or a "[1m]" pick, which the log does not record. In the 2.1.148 binary
-# Opus 4.7's native 1M holds on the first-party API, Claude Platform on AWS and Mantle, not on Bedrock or Vertex
-# without "[1m]"; the log does not name the provider, so a Bedrock/Vertex Opus 4.7 run is taken as first-party.
-NATIVE_1M = (("opus-4-7", (2, 1, 117)), ("fable-5", (2, 1, 170)), ("sonnet-5", (2, 1, 197)), ("opus-5", (2, 1, 219)))
+# Models Claude Code gives their native 1M-token window without a "[1m]" choice, from the first version that does
+# so: Opus 4.7 from 2.1.117 (CHANGELOG.md: "Claude Code was computing against a 200K context window instead of Opus
+# 4.7's native 1M"); Opus 4.8 from 2.1.154, its first version (the 2.1.154 binary's native-1M check names Opus 4.7
+# and 4.8; CHANGELOG.md 2.1.154 "Opus 4.8 is here!"); Fable 5 and Mythos 5 from 2.1.170 (that binary's check adds
+# both; CHANGELOG.md 2.1.170 introduces Fable 5, 2.1.173 "Fable 5 includes 1M context by default"); Sonnet 5 from
+# 2.1.197 ("native 1M-token context window"); Opus 5 from 2.1.219 ("1M context"); Haiku 5.5 from 2.1.293 (release
+# notes: "Added Claude Haiku 5.5 (claude-haiku-5-5) ... 1M context"; native_1m in the 2.1.332 model table, absent
+# from 2.1.240's). The 2.1.332 table marks every later model of these families (Sonnet 5.5, Opus 5.5, Fable and
+# Mythos 5.1/5.2) native 1M too, which the keys match. Opus 4.6 and Sonnet 4.x get 1M by plan or a "[1m]" pick,
+# which the log does not record. The native window holds on the first-party API, Claude Platform on AWS and Mantle,
+# not on Bedrock or Vertex without "[1m]"; the log does not name the provider, so a run is taken as first-party.
+NATIVE_1M = (
+    ("opus-4-7", (2, 1, 117)),
+    ("opus-4-8", (2, 1, 154)),
+    ("fable-5", (2, 1, 170)),
+    ("mythos-5", (2, 1, 170)),
+    ("sonnet-5", (2, 1, 197)),
+    ("opus-5", (2, 1, 219)),
+    ("haiku-5-5", (2, 1, 293)),
+)
+# A model's default auto-compact window below its context window, on the CLI against the first-party API: (model
+# pattern, first version, first version without it or None, surfaces, window); surfaces None: every other one. The
+# surface is the session's entrypoint (CLAUDE_CODE_ENTRYPOINT, logged on each line). From 2.1.197 (Sonnet 5's first
+# version) the binaries' per-model table gives Sonnet 5 500,000 on the Cowork and desktop local-agent surfaces
+# ("remote_cowork", "local-agent"; still so in 2.1.332) and 967,000 elsewhere until 2.1.246, so it compacted at
+# about 934K; CHANGELOG.md 2.1.247: "Changed Sonnet 5's default auto-compact window to its full 1M context, so
+# sessions on the 1M window now auto-compact at about 967K tokens instead of about 934K".
+SONNET_5 = re.compile(r"sonnet-5(?!-\d)")
+DEFAULT_AUTO_COMPACT_WINDOWS: tuple[
+    tuple[re.Pattern[str], tuple[int, ...], tuple[int, ...] | None, frozenset[str] | None, int], ...
+] = (
+    (SONNET_5, (2, 1, 197), None, frozenset({"remote_cowork", "local-agent"}), 500_000),
+    (SONNET_5, (2, 1, 197), (2, 1, 247), None, 967_000),
+)
 
 
 def native_1m(version: tuple[int, ...], model: str) -> bool:
@@ -397,17 +430,37 @@ def native_1m(version: tuple[int, ...], model: str) -> bool:
     return any(key in name and version >= first for key, first in NATIVE_1M)
 
 
+def default_auto_compact_window(version: tuple[int, ...], model: str, entrypoint: str | None = None) -> int | None:
+    """The auto-compact window Claude Code ``version`` gives ``model`` by default on surface ``entrypoint`` when it
+    is smaller than the model's window (``DEFAULT_AUTO_COMPACT_WINDOWS``), else None."""
+    name = model.lower()
+    return next(
+        (
+            w
+            for pat, first, until, surfaces, w in DEFAULT_AUTO_COMPACT_WINDOWS
+            if pat.search(name)
+            and first <= version
+            and (until is None or version < until)
+            and (surfaces is None or entrypoint in surfaces)
+        ),
+        None,
+    )
+
+
 def claude_code_preset(
-    version: str, model: str | None, long_context: bool = False
+    version: str, model: str | None, long_context: bool = False, entrypoint: str | None = None
 ) -> tuple[str, dict[str, Any], int] | None:
     """(preset, knob overrides, window) of the Claude Code ``version`` serving ``model``; None when the version is
     not a version number. ``long_context``: the run was served with the 1M window (cli.js gives Sonnet 4 models a
     1,000,000 window under the context-1m beta or a "[1m]" model name, neither of which the log records; a recorded
-    prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless."""
+    prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless; a
+    default auto-compact window below it on the session's surface (``entrypoint``, ``DEFAULT_AUTO_COMPACT_WINDOWS``)
+    is the window then."""
     v = version_tuple(version)
     if v is None:
         return None
     name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)
     reserve = min(cap, max_output(model or ""))
     params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
-    return name, params, 1_000_000 if long_context or native_1m(v, model or "") else 200_000
+    window = 1_000_000 if long_context or native_1m(v, model or "") else 200_000
+    return name, params, min(window, default_auto_compact_window(v, model or "", entrypoint) or window)

@@ -9,7 +9,13 @@ Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigge
 ``isCompactSummary`` user line alone, becomes a context event (``run.metadata.context_events``): everything logged
 before it is dropped from the next request on, and the summary is an item of kind ``summary`` (never user text).
 What Claude Code re-attaches after it (``file`` attachments, ``compact_file_reference`` notes for files too large
-to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. A
+to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. A boundary
+whose ``compactMetadata`` lists ``preservedMessages.uuids`` (else a ``preservedSegment`` {headUuid, tailUuid}, walked
+from the tail by ``parentUuid``) kept those messages verbatim: they are not logged again, Claude Code's loader keeps
+the earlier lines and relinks them after the summary (2.1.332's compaction keeps recent messages so, and notes it in
+the summary). Their items are sent again after the summary (copies, the event's ``resent``: what the ``recorded``
+policy sends; the originals are dropped with the rest); when a listed message is not in the log the loader gives up
+the relink, and so does the reader (a warning, no copy). A
 ``microcompact_boundary`` line (2.1.x; ``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds,
 clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
 are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
@@ -99,8 +105,9 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 3  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
-    # in the cache_creation breakdown are counted
+    version = 4  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
+    # the session's ``entrypoint`` (the surface Claude Code ran on) is kept
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -291,6 +298,18 @@ def _fork_to_event(b: RunBuilder) -> None:
     b.run = b.records[0] = replace(b.run, model=call.model or b.run.model)
 
 
+def resend(b: RunBuilder, seqs: list[int]) -> list[list[int]]:
+    """Add again, at this point, the items ``seqs`` (messages a compaction kept, sent after its summary); their
+    seq ranges."""
+    wanted = set(seqs)
+    items = {r.seq: r for r in b.records if isinstance(r, Item) and r.seq in wanted}
+    first = b.seq
+    for seq in seqs:
+        b.records.append(replace(items[seq], seq=b.seq, step=b.step, turn=b.turn))
+        b.seq += 1
+    return [[first, b.seq]] if b.seq > first else []
+
+
 def _before(b: RunBuilder, seq: int) -> list[list[int]]:
     """The drop range of a compaction at ``seq``: the conversation logged before it."""
     lo = b.body_start()
@@ -323,6 +342,10 @@ class _Session:
         self.held: dict[int, list[tuple[dict, int, str | None]]] = {}
         self.result_ext: dict[str, str] = {}  # tool id -> extension of the file a microcompact saves its result to
         self.attachment_seq: dict[str, int] = {}  # attachment line uuid -> its item's seq
+        self.line_items: dict[str, tuple[int, range]] = {}  # line uuid -> (id of its builder, its items' seqs)
+        self.parent_of: dict[str, Any] = {}  # line uuid -> its parentUuid
+        # a compaction's preserved items, sent again after its summary: builder id -> (its event, their seqs)
+        self.preserved: dict[int, tuple[dict, list[int]]] = {}
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made."""
@@ -368,6 +391,8 @@ class _Session:
         parent = obj.get("parentUuid")
         if obj.get("uuid"):
             self.uuids.add(obj["uuid"])
+        if isinstance(obj.get("uuid"), str):
+            self.parent_of[obj["uuid"]] = parent
         # `summary` lines with a leafUuid are session titles (never sent to the model), wherever they sit
         if kind in TITLE_TYPES and (kind != "summary" or "leafUuid" in obj):
             titles = main.run.metadata.setdefault("titles", [])
@@ -399,6 +424,7 @@ class _Session:
             ("agentId", "agent_id"),
             ("cwd", "cwd"),
             ("version", "cc_version"),
+            ("entrypoint", "entrypoint"),
         ):
             if obj.get(key):
                 run.metadata.setdefault(field, obj[key])
@@ -416,21 +442,29 @@ class _Session:
                 added=len(att.get("addedNames") or []),
                 removed=len(att.get("removedNames") or []),
             )
+        start = b.seq
         if kind == "attachment":
             if id(b) in self.held:
                 self.held[id(b)].append((obj, line, ts))
             else:
                 self._attach(b, obj, line, ts)
-            return
-        if not obj.get("isCompactSummary"):
-            self.flush_attachments(b)
-        if kind == "assistant":
-            self._assistant(b, obj.get("message") or {}, obj, line, ts)
         else:
-            self._user(b, obj.get("message") or {}, obj, line, ts)
+            if not obj.get("isCompactSummary"):
+                self.flush_attachments(b)
+                start = b.seq
+            if kind == "assistant":
+                self._assistant(b, obj.get("message") or {}, obj, line, ts)
+            else:
+                self._user(b, obj.get("message") or {}, obj, line, ts)
+        if isinstance(obj.get("uuid"), str) and not obj.get("isCompactSummary"):
+            self.line_items[obj["uuid"]] = (id(b), range(start, b.seq))
 
     def flush_attachments(self, b: RunBuilder) -> None:
-        """Add the attachments held since a compact_boundary (after its summary, if one was logged)."""
+        """Add what follows a compact_boundary's summary (after it, if one was logged): the messages the compaction
+        preserved, then the attachments held since the boundary."""
+        if id(b) in self.preserved:
+            event, seqs = self.preserved.pop(id(b))
+            event["resent"] = resend(b, seqs)
         for obj, line, ts in self.held.pop(id(b), []):
             self._attach(b, obj, line, ts)
 
@@ -447,7 +481,8 @@ class _Session:
         raw = meta.get("trigger", obj.get("trigger"))
         pre = meta.get("preTokens")
         extra = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
-        b.context_event(
+        kept = self._preserved_seqs(b, meta, line)
+        event = b.context_event(
             "compaction",
             drop=_before(b, b.seq),
             trigger=raw if raw in TRIGGERS else None,
@@ -455,6 +490,44 @@ class _Session:
             line=line,
             **extra,
         )
+        if kept:
+            self.preserved[id(b)] = (event, sorted(kept))
+
+    def _preserved_seqs(self, b: RunBuilder, meta: dict, line: int) -> set[int]:
+        """Seqs of the items of the messages a compact_boundary says its compaction kept verbatim (Claude Code's
+        loader: ``preservedMessages.uuids``, else the ``preservedSegment`` walked from its tail to its head by
+        ``parentUuid``); empty, with a warning, when a listed message is not in the log (the loader gives up)."""
+        listed = [u for u in sub_dict(meta, "preservedMessages").get("uuids") or [] if isinstance(u, str)]
+        whole = True  # every message the boundary names is in the log
+        segment = sub_dict(meta, "preservedSegment")
+        if not listed and isinstance(segment.get("tailUuid"), str):
+            listed = self._walk(segment["tailUuid"], segment.get("headUuid"))
+            whole = bool(listed) and listed[-1] == segment.get("headUuid")
+            listed = listed or [segment["tailUuid"]]
+        if not listed:
+            return set()
+        missing = [u for u in listed if u not in self.parent_of]  # lines the log does not hold
+        if missing or not whole:
+            b.warn(
+                line,
+                f"compact_boundary says its compaction kept {len(listed)} message(s) verbatim, not all of them in "
+                f"the log (from {(missing or listed)[0][:40]!r}): read as if it kept none, as Claude Code's loader "
+                "then does",
+            )
+            return set()
+        held = [self.line_items[u] for u in listed if u in self.line_items]  # lines sent to the model
+        return {q for owner, seqs in held if owner == id(b) for q in seqs}
+
+    def _walk(self, tail: str, head: Any) -> list[str]:
+        """Uuids from ``tail`` back to ``head`` by ``parentUuid`` (tail first), as far as the log holds them."""
+        out: list[str] = []
+        at: Any = tail
+        while isinstance(at, str) and at in self.parent_of and at not in out:
+            out.append(at)
+            if at == head:
+                break
+            at = self.parent_of[at]
+        return out
 
     def _assistant(self, b: RunBuilder, msg: dict, obj: dict, line: int, ts: str | None) -> None:
         if not isinstance(msg, dict):

@@ -40,6 +40,9 @@ in ``runs.metadata.notes`` but not sent to the model.
 Usage per gemini message ``tokens``: ``input`` includes ``cached`` (prompt_tokens = input, cache_read = cached,
 input_tokens = input - cached; no cache-write count); output_tokens = output + thoughts (billed output, as
 OpenAI's completion_tokens includes reasoning).
+
+The recording (chatRecordingService, its types) is the same in the npm build of 0.61.0 (2026-09-24) as at
+google-gemini/gemini-cli 5411f113: no new record kind, field or rule.
 """
 
 from __future__ import annotations

@@ -107,7 +107,8 @@ def harness_preset(
     and Copilot CLI limits, Claude Code's output reserve are per model); ``max_prompt``: the run's largest recorded
     prompt (Claude Code: past 200,000 the run had the 1M window; replay.policies.presets.claude_code_preset)."""
     if fmt == "claude-code":
-        chosen = claude_code_preset(str(metadata.get("cc_version") or ""), model, max_prompt > 200_000)
+        surface = metadata.get("entrypoint") if isinstance(metadata.get("entrypoint"), str) else None
+        chosen = claude_code_preset(str(metadata.get("cc_version") or ""), model, max_prompt > 200_000, surface)
         if chosen is None:
             return None
         name, params, window = chosen

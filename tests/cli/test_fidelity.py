@@ -300,3 +300,141 @@ def test_fidelity_names_the_preset_chosen_from_the_log(tmp_path: Path) -> None:
     (event,) = [r for r in rows if r["kind"] == "compaction"]
     assert run["median_abs_pct"] <= 3 and run["p95_abs_pct"] <= 10, run
     assert event["recorded_request"] == facts["compressed_at"] and event["simulated_request"] is None  # 2% of 1M
+
+
+def _cc_session(path: Path, version: str, model: str, entrypoint: str = "cli") -> Path:
+    """A short Claude Code session as its transcript writer lays it out (user and assistant lines chained by
+    parentUuid, one requestId and message id per response, the response's usage): three reads."""
+    sid, cwd = "5c1e0f7a-2b44-4d0e-9a61-0c3d2e8f4b11", "/home/dev/app"
+
+    def line(n: int, parent: int | None, kind: str, message: dict, **extra) -> dict:
+        return {
+            "parentUuid": None if parent is None else f"20000000-0000-4000-8000-{parent:012d}",
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": cwd,
+            "sessionId": sid,
+            "version": version,
+            "gitBranch": "main",
+            "entrypoint": entrypoint,
+            "type": kind,
+            "message": message,
+            "uuid": f"20000000-0000-4000-8000-{n:012d}",
+            "timestamp": f"2026-09-01T10:{n:02d}:00.000Z",
+            **extra,
+        }
+
+    lines = [line(1, None, "user", {"role": "user", "content": "Why does the build fail on CI only?"})]
+    read = 24_000
+    for k in range(3):
+        n, tool = len(lines) + 1, f"toolu_01Win{k:017d}"
+        usage = {
+            "input_tokens": 4,
+            "cache_creation_input_tokens": 600,
+            "cache_read_input_tokens": read,
+            "output_tokens": 50,
+        }
+        lines.append(
+            line(
+                n,
+                n - 1,
+                "assistant",
+                {
+                    "model": model,
+                    "id": f"msg_01Win{k:019d}",
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [
+                        {"type": "tool_use", "id": tool, "name": "Read", "input": {"file_path": f"{cwd}/ci{k}.yml"}}
+                    ],
+                    "stop_reason": "tool_use",
+                    "stop_sequence": None,
+                    "usage": usage,
+                },
+                requestId=f"req_011CWin{k:017d}",
+            )
+        )
+        body = "\n".join(f"step_{k}_{i}: run make target_{i}" for i in range(60))
+        lines.append(
+            line(
+                n + 1,
+                n,
+                "user",
+                {"role": "user", "content": [{"tool_use_id": tool, "type": "tool_result", "content": body}]},
+            )
+        )
+        read += 604
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("version", "model", "entrypoint", "window"),
+    [
+        ("2.1.240", "claude-sonnet-5", "cli", 967_000),  # Sonnet 5's default auto-compact window until 2.1.246
+        ("2.1.247", "claude-sonnet-5", "cli", 1_000_000),  # its full 1M from 2.1.247
+        ("2.1.300", "claude-sonnet-5", "local-agent", 500_000),  # 500,000 on the desktop local-agent surface
+        ("2.1.167", "claude-opus-4-8", "cli", 1_000_000),  # Opus 4.8 native 1M from 2.1.154
+        ("2.1.293", "claude-haiku-5-5", "cli", 1_000_000),  # Haiku 5.5 native 1M from 2.1.293
+    ],
+)
+def test_fidelity_takes_the_claude_code_window_from_version_and_model(
+    tmp_path: Path, version: str, model: str, entrypoint: str, window: int
+) -> None:
+    """The Claude Code preset's window is the one the log's version gives its model: Sonnet 5 compacted at about 934K
+    (967,000 - 20,000 - 13,000) until 2.1.246 (CHANGELOG.md 2.1.247), and at 467K on the Cowork and desktop
+    local-agent surfaces (the log's entrypoint); Opus 4.8 and Haiku 5.5 run 1M natively."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    db = tmp_path / "w.duckdb"
+    con = open_store(db)
+    ingest(con, [_cc_session(tmp_path / "session.jsonl", version, model, entrypoint)])
+    con.close()
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    (row,) = json.loads(result.stdout)
+    assert (row["preset"], row["harness_version"]) == (f"claude-code-2.1.69@{window}", version), row
+
+
+@pytest.mark.parametrize("model", ["gemini-1.5-pro", "gemini-2.0-flash-preview-image-generation"])
+def test_fidelity_takes_the_gemini_token_limit_of_the_presets_releases(tmp_path: Path, model: str) -> None:
+    """A JSONL session (Gemini CLI 0.40 on, as its ChatRecordingService writes it): tokenLimit gives every Gemini
+    model 1,048,576 from 0.25.0 to 0.61.0; the 2,097,152 of gemini-1.5-pro and 32,000 of the image-generation preview
+    were 0.24's."""
+    from replay.ingest import ingest
+    from replay.store import open_store
+
+    meta = {"sessionId": "4e2a", "projectHash": "c0de", "startTime": "2026-09-30T08:00:00.000Z", "kind": "main"}
+    user = {
+        "id": "u1",
+        "timestamp": "2026-09-30T08:00:01.000Z",
+        "type": "user",
+        "content": [{"text": "List the TODOs."}],
+    }
+    tokens = {"input": 9_120, "output": 35, "cached": 0, "thoughts": 0, "tool": 0, "total": 9_155}
+    reply = {
+        "id": "g1",
+        "timestamp": "2026-09-30T08:00:04.000Z",
+        "type": "gemini",
+        "content": "There are two TODOs, both in the lexer.",
+        "thoughts": [],
+        "tokens": tokens,
+        "model": model,
+    }
+    lines = [
+        meta,
+        user,
+        {"$set": {"lastUpdated": user["timestamp"]}},
+        reply,
+        {"$set": {"lastUpdated": reply["timestamp"]}},
+    ]
+    path = tmp_path / "session-2026-09-30T08-00-4e2a.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    db = tmp_path / "g.duckdb"
+    con = open_store(db)
+    ingest(con, [path])
+    con.close()
+    result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert {r["preset"] for r in json.loads(result.stdout)} == {"gemini-cli@1048576"}

@@ -155,10 +155,20 @@ def test_presets_are_policies_with_overridable_knobs():
         ("2.1.116", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 200_000)),
         ("2.1.117", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
         ("2.1.148", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.197", "claude-sonnet-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        # Opus 4.6/4.8: 1M by plan or a "[1m]" pick, not logged: 200K unless a recorded prompt passed it
-        ("2.1.167", "claude-opus-4-8", False, ("claude-code-2.1.69", {}, 200_000)),
-        ("2.1.167", "claude-opus-4-8", True, ("claude-code-2.1.69", {}, 1_000_000)),
+        # Sonnet 5's default auto-compact window: 967,000 from 2.1.197 to 2.1.246, its full 1M from 2.1.247
+        ("2.1.197", "claude-sonnet-5", False, ("claude-code-2.1.69", {}, 967_000)),
+        ("2.1.246", "claude-sonnet-5", True, ("claude-code-2.1.69", {}, 967_000)),
+        ("2.1.247", "claude-sonnet-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.284", "claude-sonnet-5-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        # Opus 4.8: native 1M from its first version, 2.1.154 (that binary's native-1M check names it)
+        ("2.1.167", "claude-opus-4-8", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.153", "claude-opus-4-8", False, ("claude-code-2.1.69", {}, 200_000)),
+        # Opus 4.6: 1M by plan or a "[1m]" pick, not logged: 200K unless a recorded prompt passed it
+        ("2.1.167", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.167", "claude-opus-4-6", True, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.170", "claude-mythos-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.293", "claude-haiku-5-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.332", "claude-haiku-4-5-20251001", False, ("claude-code-2.1.69", {}, 200_000)),
         ("unknown", "claude-opus-4-7", False, None),
     ],
 )
@@ -170,6 +180,22 @@ def test_claude_code_preset_by_version_and_model(version, model, long, expected)
         name, params, window = expected
         limit = make_policy(name, params)
         assert limit.config.output_reserve == params.get("output_reserve", PRESETS[name].params["output_reserve"])
+
+
+@pytest.mark.parametrize(
+    ("version", "model", "entrypoint", "window"),
+    [
+        # Sonnet 5 on the Cowork and desktop local-agent surfaces: 500,000 from 2.1.197 (still so in 2.1.332)
+        ("2.1.197", "claude-sonnet-5", "local-agent", 500_000),
+        ("2.1.332", "claude-sonnet-5", "remote_cowork", 500_000),
+        ("2.1.332", "claude-sonnet-5", "cli", 1_000_000),
+        ("2.1.284", "claude-sonnet-5-5", "local-agent", 1_000_000),  # the table names Sonnet 5 only
+    ],
+)
+def test_claude_code_preset_by_surface(version, model, entrypoint, window):
+    from replay.policies.presets import claude_code_preset
+
+    assert claude_code_preset(version, model, False, entrypoint) == ("claude-code-2.1.69", {}, window)
 
 
 def test_claude_code_reads_the_usage_the_server_reported():

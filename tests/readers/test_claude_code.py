@@ -526,3 +526,49 @@ def test_fast_mode_requests_are_noted_with_a_warning(tmp_path: Path) -> None:
     run = of(records, Run)[0]
     assert run.metadata["fast_requests"] == [1]  # the second request (steps from 0)
     assert [w["message"][:40] for w in run.metadata["warnings"]] == ["a request ran in fast mode (usage.speed "]
+
+
+PRESERVED = Path(__file__).parent / "fixtures" / "cc-preserved-compaction.jsonl"
+
+
+def _preserved_variant(tmp_path: Path, change) -> Path:
+    """The preserved-compaction fixture with its compact_boundary's metadata changed by ``change``."""
+    lines = [json.loads(x) for x in PRESERVED.read_text().splitlines()]
+    for line in lines:
+        if line.get("subtype") == "compact_boundary":
+            change(line["compactMetadata"])
+    path = tmp_path / "session.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_messages_a_compaction_preserved_are_sent_after_its_summary(tmp_path: Path) -> None:
+    """Claude Code 2.1.332 (hand-written session in its transcript's shape): the compact_boundary keeps the last
+    user message, the Edit call and its result verbatim (``preservedMessages``/``preservedSegment``); they are not
+    logged again, the loader relinks them after the summary. Everything before the boundary is dropped and their
+    items are sent again after the summary (``resent``), so the recorded policy sends them once, after it."""
+    records = read(PRESERVED)
+    items = {i.seq: i for i in of(records, Item)}
+    (event,) = of(records, Run)[0].metadata["context_events"]
+    assert (event["drop"], event["summary_seq"], event["resent"]) == ([[0, 7]], 7, [[8, 11]])
+    kept = [items[q] for q in range(4, 7)]
+    again = [items[q] for q in range(8, 11)]
+    assert [(i.kind, i.text, i.call_id) for i in again] == [(i.kind, i.text, i.call_id) for i in kept]
+    assert {i.step for i in again} == {items[7].step} == {of(records, Request)[-1].step}
+    # the segment alone (walked from its tail to its head by parentUuid) names the same messages
+    walked = read(_preserved_variant(tmp_path, lambda meta: meta.pop("preservedMessages")))
+    assert of(walked, Run)[0].metadata["context_events"] == [event]
+
+
+def test_preserved_messages_missing_from_the_log_are_read_as_dropped(tmp_path: Path) -> None:
+    """A preserved message the log does not hold: Claude Code's loader gives the relink up; so does the reader, with a
+    warning naming it."""
+
+    def lose_one(meta: dict) -> None:
+        meta["preservedMessages"]["uuids"][0] = "30000000-0000-4000-8000-00000000dead"
+
+    records = read(_preserved_variant(tmp_path, lose_one))
+    run = of(records, Run)[0]
+    (event,) = run.metadata["context_events"]
+    assert event["drop"] == [[0, 7]] and "resent" not in event
+    assert any("kept 3 message(s) verbatim" in w["message"] for w in run.metadata["warnings"])
