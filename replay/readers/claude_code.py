@@ -35,6 +35,11 @@ Model switch (``/model``): each request keeps its own model; the run's model is 
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
 is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on.
 
+Server-side iterations (``usage.iterations``, 2.1.114 on): a response that ran several (advisor calls, API-side
+compaction, a fallback model) is the request's own first ``message`` iteration, as Claude Code counts its prompt;
+the other iterations are kept in ``runs.metadata.server_iterations`` and billed at their own model
+(replay.readers.claude_code_iterations).
+
 Fast mode (``/fast``): a response whose ``usage.speed`` is "fast" is noted in ``runs.metadata.fast_requests`` with
 a warning; its bill is at standard rates (fast mode's multiplier is not priced).
 
@@ -52,6 +57,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from replay.model import BadRecord, Item, Record, Request, Run
+from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.json_fields import sub_dict
@@ -105,9 +111,10 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 4  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 5  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
-    # the session's ``entrypoint`` (the surface Claude Code ran on) is kept
+    # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
+    # iterations is the request's own iteration, the others ``server_iterations``
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -205,6 +212,25 @@ def _fast(b: RunBuilder, step: int, line: int) -> None:
     steps.append(step)
 
 
+def _server_calls(b: RunBuilder, step: int, line: int, calls: list[dict]) -> None:
+    """Keep request ``step``'s other server-side iterations (replay.readers.claude_code_iterations) in
+    ``runs.metadata.server_iterations``, replacing what an earlier line of the same response gave; warn once when
+    one is an API-side compaction, whose change to later prompts the log does not hold."""
+    kept = [c for c in b.run.metadata.get("server_iterations", []) if c["step"] != step]
+    kept += [{"step": step, "line": line, **c} for c in calls]
+    if kept:
+        b.run.metadata["server_iterations"] = kept
+    else:
+        b.run.metadata.pop("server_iterations", None)
+    said = any("API-side compaction" in w["message"] for w in b.run.metadata.get("warnings", []))
+    if not said and any(c["type"] == "compaction" for c in calls):
+        b.warn(
+            line,
+            "the API compacted the context inside this request (a compaction iteration in usage.iterations): its "
+            "call is billed, but the prompts after it are read as the log's whole history, not the API's summary",
+        )
+
+
 def _write_1h(usage: dict) -> int | None:
     """The 1 hour part of a response's cache writes (``cache_creation.ephemeral_1h_input_tokens``), None when the
     usage does not split writes by duration. Writes the split leaves out (some Anthropic-compatible endpoints
@@ -282,7 +308,7 @@ def _fork_to_event(b: RunBuilder) -> None:
         return
     call = reqs[-1]
     b.records = [replace(r, step=0) if isinstance(r, Item) else r for r in b.records if not isinstance(r, Request)]
-    for key in ("cache_writes", "unlogged", "fast_requests"):
+    for key in ("cache_writes", "unlogged", "fast_requests", "server_iterations"):
         b.run.metadata.pop(key, None)
     b.run.metadata["forked_requests"] = len(reqs) - 1
     b.step = 0
@@ -540,7 +566,9 @@ class _Session:
             return
         if model and not b.run.model:
             _set_run(b, model=model)
-        u = sub_dict(msg, "usage")
+        whole = sub_dict(msg, "usage")
+        own = iterations.split(whole)
+        u = own[0] if own else whole  # the request's own iteration's usage, when the response ran several
         parts = [u.get(k) for k in ("input_tokens", "cache_read_input_tokens")] + [_cache_write(u)]
         usage = {
             "input_tokens": parts[0],
@@ -552,16 +580,19 @@ class _Session:
             if any(p is not None for p in parts) and all(p is None or type(p) in (int, float) for p in parts)
             else None,
         }
+        calls = own[1] if own else []  # the response's other server-side iterations
         if usage["prompt_tokens"] == 0:  # every call sends a prompt: a usage counting none was zeroed (a fixture's
             usage = dict.fromkeys(usage)  # trimmed counters), so the request's usage is unknown, not free
+            calls = []
         # a line with no id at all (an interrupted, partial reply) continues the current request
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
                 self.seen_requests.add(rid)
-            req = b.request(ts=ts, model=model, line=line, **usage)
+            req = b.request(ts=ts, model=u.get("model") or model, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
             _cache_writes(b, req.step, u)
-            if u.get("speed") == "fast":
+            _server_calls(b, req.step, line, calls)
+            if whole.get("speed") == "fast":
                 _fast(b, req.step, line)
         elif rid and rid in self.open_request and u:
             # a later line of the same response: its usage is the final one. Claude repeats the same figures on
@@ -570,7 +601,9 @@ class _Session:
             owner, index = self.open_request[rid]
             usage = owner.checked_usage(usage, line)
             updated = owner.records[index] = replace(owner.records[index], **usage)
-            _cache_writes(owner, cast(Request, updated).step, u)  # open_request holds the index of a Request
+            step = cast(Request, updated).step  # open_request holds the index of a Request
+            _cache_writes(owner, step, u)
+            _server_calls(owner, step, line, calls)
         self._content(b, msg, line, ts)
 
     def _request_key(self, b: RunBuilder, obj: dict, msg: dict, line: int) -> str | None:

@@ -572,3 +572,117 @@ def test_preserved_messages_missing_from_the_log_are_read_as_dropped(tmp_path: P
     (event,) = run.metadata["context_events"]
     assert event["drop"] == [[0, 7]] and "resent" not in event
     assert any("kept 3 message(s) verbatim" in w["message"] for w in run.metadata["warnings"])
+
+
+def _iteration(kind: str, uncached: int, read: int, write: int, out: int, **extra) -> dict:
+    """One entry of ``usage.iterations`` as the API writes it (Anthropic SDK ``Beta*IterationUsage``)."""
+    split = {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": write}
+    return {
+        "input_tokens": uncached,
+        "output_tokens": out,
+        "cache_read_input_tokens": read,
+        "cache_creation_input_tokens": write,
+        "cache_creation": split,
+        "type": kind,
+        **extra,
+    }
+
+
+def _with_iterations(its: list[dict], uuid: str = "a1", rid: str = "r1") -> dict:
+    """An assistant line whose top-level usage is the sum of its ``message`` iterations, as Claude Code 2.1 logs
+    a response that called the advisor (the advisor's own iteration is left out of the top level)."""
+    line = assistant(uuid, rid, "ok", 0, model="claude-sonnet-4-6")
+    own = [it for it in its if it["type"] == "message"]
+    total = {k: sum(it[k] for it in own) for k in ("input_tokens", "output_tokens", "cache_read_input_tokens")}
+    writes = sum(it["cache_creation_input_tokens"] for it in own)
+    line["message"]["usage"] = {
+        **total,
+        "cache_creation_input_tokens": writes,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": writes},
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+        "iterations": its,
+        "speed": "standard",
+    }
+    line["message"]["content"] = [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "advisor", "input": {}},
+        {"type": "advisor_tool_result", "tool_use_id": "srvtoolu_1", "content": {"type": "advisor_result"}},
+        {"type": "text", "text": "ok"},
+    ]
+    return {**line, "version": "2.1.170"}
+
+
+ADVISED = [
+    _iteration("message", 2, 90_000, 3_000, 120),
+    _iteration("advisor_message", 95_000, 0, 0, 1_500, model="claude-opus-4-7"),
+    _iteration("message", 2, 93_000, 2_100, 400),
+]
+
+
+def test_a_response_that_called_the_advisor_is_its_first_message_iteration(tmp_path: Path) -> None:
+    """The prompt the request sent is its first ``message`` iteration (Claude Code 2.1.332 reads a response's
+    prompt size there); the top level sums both executor iterations (186,104 where the request sent 93,002). The
+    advisor's iteration and the executor's second one are server calls of the request's step, each at its own
+    model (the second: the request's), so that the bill still holds every iteration."""
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "plan it"}}
+    records = read(write_log(tmp_path, [user, _with_iterations(ADVISED), _with_iterations(ADVISED)]))
+    (req,) = of(records, Request)
+    assert (req.input_tokens, req.cache_read, req.cache_write, req.cache_write_1h) == (2, 90_000, 3_000, 3_000)
+    assert (req.prompt_tokens, req.output_tokens, req.model) == (93_002, 120, "claude-sonnet-4-6")
+    run = of(records, Run)[0]
+    assert run.metadata["cache_writes"] == {"0": [0, 3_000]}
+    calls = run.metadata["server_iterations"]
+    assert [(c["type"], c["model"], c["input"], c["cache_read"], c["cache_write"], c["output"]) for c in calls] == [
+        ("advisor_message", "claude-opus-4-7", 95_000, 0, 0, 1_500),
+        ("message", None, 2, 93_000, 2_100, 400),
+    ]
+    assert {c["step"] for c in calls} == {0}
+    assert not run.metadata.get("warnings")
+
+
+def test_iterations_that_cannot_be_split_leave_the_top_level_usage(tmp_path: Path) -> None:
+    """One iteration (every corpus response with ``iterations``), or one whose counts are not all logged: the
+    top-level usage stands and no server call is made up."""
+    single = _with_iterations([_iteration("message", 5, 1_000, 10, 7)])
+    partial = _with_iterations([ADVISED[0], {"type": "advisor_message", "model": "claude-opus-4-7"}], "a2", "r2")
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go"}}
+    records = read(write_log(tmp_path, [user, single, {**user, "uuid": "u2", "parentUuid": "a1"}, partial]))
+    first, second = of(records, Request)
+    assert (first.prompt_tokens, first.output_tokens) == (1_015, 7)
+    assert (second.prompt_tokens, second.output_tokens) == (93_002, 120)  # the top level: the message iteration
+    assert "server_iterations" not in of(records, Run)[0].metadata
+
+
+def test_an_api_side_compaction_iteration_is_billed_and_warned_about(tmp_path: Path) -> None:
+    """A ``compaction`` iteration first (the API summarised the context before sampling): the request's prompt is
+    the ``message`` iteration after it, as Claude Code counts it; the summariser's call is billed at its own counts,
+    and the run warns that the prompts after it are not the API's compacted context."""
+    its = [_iteration("compaction", 180_000, 0, 0, 3_500), _iteration("message", 23_000, 0, 0, 1_000)]
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go on"}}
+    records = read(write_log(tmp_path, [user, _with_iterations(its)]))
+    (req,) = of(records, Request)
+    assert (req.prompt_tokens, req.output_tokens) == (23_000, 1_000)
+    run = of(records, Run)[0]
+    ((call),) = run.metadata["server_iterations"]
+    assert (call["type"], call["input"], call["output"]) == ("compaction", 180_000, 3_500)
+    assert [w["message"][:40] for w in run.metadata["warnings"]] == ["the API compacted the context inside thi"]
+
+
+def test_a_fallback_response_keeps_each_hop_at_its_own_model(tmp_path: Path) -> None:
+    """A server-side fallback: the declined hop's ``message`` iteration (its own ``model``) is the request, the
+    ``fallback_message`` that served the response is a server call at the fallback model."""
+    its = [
+        _iteration("message", 4, 50_000, 0, 0, model="claude-fable-5"),
+        _iteration("fallback_message", 4, 0, 50_000, 300, model="claude-opus-4-8"),
+    ]
+    user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go"}}
+    records = read(write_log(tmp_path, [user, _with_iterations(its)]))
+    (req,) = of(records, Request)
+    assert (req.model, req.prompt_tokens, req.output_tokens) == ("claude-fable-5", 50_004, 0)
+    ((call),) = of(records, Run)[0].metadata["server_iterations"]
+    assert (call["type"], call["model"], call["cache_write"], call["output"]) == (
+        "fallback_message",
+        "claude-opus-4-8",
+        50_000,
+        300,
+    )
