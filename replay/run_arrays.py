@@ -140,6 +140,9 @@ class RunArrays:
     # None for the run's, (uncached, read, 5 min writes, 1 h writes, output)); and how many its events made in all
     summariser_calls: tuple[tuple[int, str | None, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
     summariser_made: int = 0
+    # the server-side iterations its responses record beyond each request's own (replay.metrics.server_iterations):
+    # (step, model or None for the request's, the five counts); charged as recorded whatever the policy
+    server_calls: tuple[tuple[int, str | None, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
     # the harness's condenser, whose summariser prompt the recorded policy charges (replay.policies.condenser_prompt
     # codes, by the log's format): 0 none known (the summariser reads the whole previous prompt)
     condenser: int = 0

@@ -260,8 +260,11 @@ def runs(
     """List ingested runs: format, model, requests, what the run cost by its recorded usage (each request at its
     own model's list price on its day: uncached input, cache reads, 5 min and 1 h cache writes, long-context
     tiers, output) and the summariser calls its log records beside its requests (``summariser_calls``, their
-    cost ``summary_cost_usd``, part of ``cost_usd``), tool calls, items. A cost that cannot be computed is empty
-    and ``cost_note`` says why (a model with no price, no per-request usage); totals leave it out and name it."""
+    cost ``summary_cost_usd``, part of ``cost_usd``) and the server-side iterations its responses record beyond
+    the request's own (``server_calls``: Claude Code's advisor calls and the executor's further iterations, an
+    API-side compaction; ``server_cost_usd``, part of ``cost_usd``), tool calls, items. A cost that cannot be
+    computed is empty and ``cost_note`` says why (a model with no price, no per-request usage); totals leave it out
+    and name it."""
     con = open_store(db, read_only=True)
     bill = within_days(
         request_bill(con, pricing_from_options(prices, price)), since and since.date(), until and until.date()
@@ -275,6 +278,8 @@ def runs(
             *TOKENS,
             "summariser_calls",
             "summary_cost_usd",
+            "server_calls",
+            "server_cost_usd",
             "unpriced_requests",
             "cost_note",
         )
@@ -318,6 +323,8 @@ def runs(
             *TOKENS,
             pl.col("summariser_calls").fill_null(0),
             "summary_cost_usd",
+            pl.col("server_calls").fill_null(0),
+            "server_cost_usd",
             "unpriced_requests",
             pl.col("cost_note").fill_null("no requests"),
         )

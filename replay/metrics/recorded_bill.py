@@ -5,7 +5,10 @@ A request's model is the one its log names for it (Claude Code: the assistant me
 A summariser call the log records beside its requests (replay.metrics.summariser_calls: OpenHands V1's condenser,
 a Claude Code compaction fork, a Codex compact task, a Copilot CLI compaction) is billed too, as a row of ``call``
 "summariser" at its event's step, priced at its own model (the run's when the log names none) on the day of the
-run's request at that step.
+run's request at that step. So is each server-side iteration a response records beyond the request's own
+(replay.metrics.server_iterations: Claude Code's advisor calls, the executor's further iterations, an API-side
+compaction, a fallback model's): a row of ``call`` "advisor", "iteration" or "compaction" at its request's step and
+day, at its own model (the request's when the log names none).
 Its counts: uncached input (``input_tokens``, else ``prompt_tokens`` less reads and writes), cache reads, cache
 writes split into 5 minute and 1 hour (``cache_write_1h``; writes the log does not split are 5 minute writes, the
 API's default), output. A request with neither ``input_tokens`` nor ``prompt_tokens`` has no usage to bill: it is
@@ -24,6 +27,7 @@ import polars as pl
 
 from replay.metrics.bill import day_of, price_requests
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
+from replay.metrics.server_iterations import server_calls
 from replay.metrics.summariser_calls import recorded_calls
 from replay.store import frame
 
@@ -34,9 +38,11 @@ _SQL = """SELECT q.run_id, q.step, q.ts, r.format AS harness, coalesce(q.model, 
                  q.cache_read, q.cache_write, q.cache_write_1h, q.output_tokens
           FROM requests q JOIN runs r USING (run_id) {where} ORDER BY q.run_id, q.step"""
 
-# runs whose context events may hold a summariser call's usage (the rest have none to bill)
+# runs whose context events may hold a summariser call's usage, or that record server-side iterations (the rest
+# have no such call to bill)
 _EVENTS_SQL = """SELECT run_id, format AS harness, model, metadata FROM runs
-                 WHERE metadata LIKE '%"usage"%' {where} ORDER BY run_id"""
+                 WHERE (metadata LIKE '%"usage"%' OR metadata LIKE '%"server_iterations"%') {where}
+                 ORDER BY run_id"""
 
 
 def request_bill(
@@ -46,7 +52,7 @@ def request_bill(
     ``billed`` (it has usage), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when priced)."""
     where, params = ("WHERE q.run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
     q = frame(con, _SQL.format(where=where), params).with_columns(pl.lit("request").alias("call"))
-    q = pl.concat([q, _summariser_rows(con, q, run_ids)], how="vertical_relaxed")
+    q = pl.concat([q, _call_rows(con, q, run_ids)], how="vertical_relaxed")
     n = q.height
     if not n:
         return _empty()
@@ -89,36 +95,44 @@ def request_bill(
     )
 
 
-def _summariser_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[str] | None) -> pl.DataFrame:
-    """One row per recorded summariser call, in the columns of the request query ``q`` (``call`` "summariser"):
-    usage as uncached ``input_tokens``, the writes in ``cache_write`` with their 1 hour part, the time of the run's
-    request at the call's step (its last request before it when none is at or after it)."""
+def _call_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[str] | None) -> pl.DataFrame:
+    """One row per recorded summariser call and server-side iteration, in the columns of the request query ``q``
+    (``call`` "summariser", or the iteration's: replay.metrics.server_iterations): usage as uncached
+    ``input_tokens``, the writes in ``cache_write`` with their 1 hour part, the time of the run's request at the
+    call's step (its last request before it when none is at or after it); a server-side iteration the log names no
+    model for is its request's."""
     where, params = ("AND run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
     times: dict[str, list[tuple[int, str | None]]] = {}
-    for rid, step, ts in q.select("run_id", "step", "ts").iter_rows():
+    models: dict[str, dict[int, str | None]] = {}  # run -> step -> the request's model
+    for rid, step, ts, model in q.select("run_id", "step", "ts", "model").iter_rows():
         times.setdefault(rid, []).append((step, ts))
+        models.setdefault(rid, {})[step] = model
     rows = []
     for rid, harness, model, raw in con.execute(_EVENTS_SQL.format(where=where), params).fetchall():
         metadata = json.loads(raw) if isinstance(raw, str) else raw
-        calls, _ = recorded_calls(metadata if isinstance(metadata, dict) else {})
-        for c in calls:
-            uncached, read, write_5m, write_1h, output = c.counts
+        meta = metadata if isinstance(metadata, dict) else {}
+        calls, _ = recorded_calls(meta)
+        found = [(c.step, "summariser", c.model, c.counts) for c in calls]
+        found += [(c.step, c.call, c.model, c.counts) for c in server_calls(meta)]
+        for step_of, call, own_model, counts in found:
+            uncached, read, write_5m, write_1h, output = counts
             steps = times.get(rid, [])
-            at = next((ts for step, ts in steps if step >= c.step), steps[-1][1] if steps else None)
+            at = next((ts for step, ts in steps if step >= step_of), steps[-1][1] if steps else None)
+            request_model = models.get(rid, {}).get(step_of) if call != "summariser" else None
             rows.append(
                 {
                     "run_id": rid,
-                    "step": c.step,
+                    "step": step_of,
                     "ts": at,
                     "harness": harness,
-                    "model": c.model or model,
+                    "model": own_model or request_model or model,
                     "input_tokens": uncached,
                     "prompt_tokens": None,
                     "cache_read": read,
                     "cache_write": write_5m + write_1h,
                     "cache_write_1h": write_1h,
                     "output_tokens": output,
-                    "call": "summariser",
+                    "call": call,
                 }
             )
     return pl.DataFrame(rows, schema=q.schema) if rows else q.clear()
@@ -147,14 +161,17 @@ def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     ``cost_note`` says which (the unpriced models and why, or that the log has no per-request usage)."""
     unpriced = pl.col("billed") & pl.col("cost_usd").is_nan()
     summariser = pl.col("call") == "summariser"
+    server = ~pl.col("call").is_in(["request", "summariser"])
     out = df.group_by(keys, maintain_order=True).agg(
         pl.col("run_id").n_unique().alias("runs"),
-        (~summariser).sum().alias("requests"),
+        (pl.col("call") == "request").sum().alias("requests"),
         pl.col("billed").sum().alias("billed_requests"),
         *[pl.col(t).sum() for t in TOKENS],
         pl.when(pl.col("billed")).then(pl.col("cost_usd")).sum().alias("_cost"),
         summariser.sum().alias("summariser_calls"),
         pl.when(summariser).then(pl.col("cost_usd")).sum().alias("summary_cost_usd"),
+        server.sum().alias("server_calls"),
+        pl.when(server).then(pl.col("cost_usd")).sum().alias("server_cost_usd"),
         unpriced.sum().alias("unpriced_requests"),
         pl.struct("model", "why").filter(unpriced).unique(maintain_order=True).alias("_why"),
     )
@@ -181,7 +198,7 @@ def _note(why: list[dict], unpriced: int, billed: int) -> str:
 
 def runs_bill(df: pl.DataFrame) -> pl.DataFrame:
     """Per run: requests, billed requests, the five token counts, cost_usd, the recorded summariser calls and their
-    cost (in cost_usd), unpriced_requests, cost_note."""
+    cost, the recorded server-side iterations and their cost (both in cost_usd), unpriced_requests, cost_note."""
     return _sums(df, ["run_id"]).drop("runs")
 
 

@@ -10,6 +10,7 @@ import duckdb
 import numpy as np
 
 from replay.errors import ReplayError
+from replay.metrics.server_iterations import server_calls
 from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.tool_targets import read_span
@@ -324,6 +325,7 @@ def _assemble(
         dup_chars=dup_chars,
         summariser_calls=tuple((c.step, c.model, c.counts) for c in calls),
         summariser_made=made,
+        server_calls=tuple((c.step, c.model, c.counts) for c in server_calls(metadata)),
     )
 
 

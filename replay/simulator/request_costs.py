@@ -76,12 +76,17 @@ class RequestPlan:
     call_run_of: np.ndarray
     call_counts: np.ndarray  # (calls, 5) int64
     calls_made: np.ndarray  # per run: summariser calls its events made, recorded or not
+    # the server-side iterations the logs record (RunArrays.server_calls): (model, day) key, run, the five counts
+    server_key_of: np.ndarray
+    server_run_of: np.ndarray
+    server_counts: np.ndarray  # (calls, 5) int64
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     keys: dict[tuple[str | None, date | None], int] = {}
     key_of, run_of, share, output, recorded, billed, read_known, writes = [], [], [], [], [], [], [], []
     write_known, call_key, call_run, call_counts = [], [], [], []
+    server_key, server_run, server_counts = [], [], []
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
@@ -100,6 +105,13 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
             call_key.append(keys.setdefault((model or run.model, day), len(keys)))
             call_run.append(i)
             call_counts.append(counts)
+        for step, model, counts in run.server_calls:  # at the model and day of its own request, unless it names one
+            at = min(step, m - 1)
+            own = (models[at] if at >= 0 else None) or run.model
+            day = day_of(float(run.req_ts[at])) if at >= 0 else None
+            server_key.append(keys.setdefault((model or own, day), len(keys)))
+            server_run.append(i)
+            server_counts.append(counts)
         write_known.append(run.rec_write >= 0 if len(run.rec_write) == m else np.zeros(m, np.bool_))
         run_of.append(np.full(m, i, np.int64))
         share.append(one_hour_share(run))
@@ -128,6 +140,9 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.array(call_run, np.int64),
         np.array(call_counts, np.int64).reshape(-1, 5),
         np.array([run.summariser_made for run in runs], np.int64),
+        np.array(server_key, np.int64),
+        np.array(server_run, np.int64),
+        np.array(server_counts, np.int64).reshape(-1, 5),
     )
 
 
@@ -172,6 +187,7 @@ class RunCosts:
     billed_usd: np.ndarray  # simulated prompt and output of the requests the bill covers, priced as the bill prices
     recorded_summary_usd: np.ndarray  # the bill's recorded summariser calls (0: none recorded)
     summaries_billed: np.ndarray  # bool: the log records every summariser call its events made (at least one)
+    server_usd: np.ndarray  # the recorded server-side iterations, charged as recorded by every policy (0: none)
 
 
 def run_costs(
@@ -208,7 +224,8 @@ def run_costs(
     rec_total = np.where(p.billed, rec.total, 0.0)
     calls = np.bincount(p.call_run_of, weights=_call_bill(p, pricing, prices), minlength=n_runs).astype(np.float64)
     recorded_calls = np.bincount(p.call_run_of, minlength=n_runs)
-    rec_usd = by_run(rec_total) + calls
+    server = np.bincount(p.server_run_of, weights=_server_bill(p, pricing, prices), minlength=n_runs)
+    rec_usd = by_run(rec_total) + calls + server
     rec_usd[(by_run(p.billed.astype(np.float64)) == 0) & (recorded_calls == 0)] = np.nan
     # like for like: where the log records neither reads nor writes, the bill prices the whole prompt uncached
     blind = p.billed & ~p.read_known & ~p.write_known
@@ -225,7 +242,16 @@ def run_costs(
         by_run(np.where(p.billed, like, 0.0)),
         calls,
         (p.calls_made > 0) & (recorded_calls == p.calls_made),
+        server.astype(np.float64),
     )
+
+
+def _server_bill(p: RequestPlan, pricing: Pricing, prices: list) -> np.ndarray:
+    """USD of each recorded server-side iteration of ``p`` at its own model and day (NaN: unpriced)."""
+    if not len(p.server_run_of):
+        return np.zeros(0, np.float64)
+    uncached, read, write_5m, write_1h, output = p.server_counts.T
+    return price_keyed(p.keys, p.server_key_of, uncached, read, write_5m, write_1h, output, pricing, None, prices).total
 
 
 def _call_bill(p: RequestPlan, pricing: Pricing, prices: list) -> np.ndarray:

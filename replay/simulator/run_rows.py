@@ -68,7 +68,9 @@ def run_columns(
     Beside the recorded bill (``recorded_cost_usd``, its summariser calls ``recorded_summary_cost_usd``), what the
     replay charges for what that bill covers (``billed_cost_usd``): its requests with recorded usage, priced as
     the bill prices them, and the summarisation calls when the log records the usage of every summariser call it
-    made; otherwise they are ``unbilled_summary_cost_usd``, apart."""
+    made; otherwise they are ``unbilled_summary_cost_usd``, apart. The server-side iterations the log records beyond
+    each request's own (replay.metrics.server_iterations: advisor calls, the executor's further iterations) are no
+    call a policy changes: ``cost_usd``, ``billed_cost_usd`` and ``recorded_cost_usd`` all hold them as recorded."""
     c = counters
     n, summaries = c["requests"], c["summaries"]
     prompt, cached, written = c["prompt_tokens"], c["cached_tokens"], c["written_tokens"]
@@ -87,7 +89,7 @@ def run_columns(
         "uncached_tokens": prompt - cached - written,
         "cache_hit_rate": hit,
         **{k: c[k] for k in COUNTERS[11:]},
-        "cost_usd": p_cost + summary_usd + o_cost,
+        "cost_usd": p_cost + summary_usd + o_cost + costs.server_usd,
         "prompt_cost_usd": p_cost,
         "summary_cost_usd": summary_usd,
         "output_cost_usd": o_cost,
@@ -101,7 +103,9 @@ def run_columns(
         "cache_ttl": [getattr(b.cache, "ttl", None) for b in bills],
         "billing_note": [billing_note(b, why) for b, why in zip(bills, costs.why, strict=True)],
         **{k: [cost_row(costs, i)[k] for i in range(runs)] for k in COST_ROW},
-        "billed_cost_usd": np.where(np.isnan(costs.recorded_usd), np.nan, costs.billed_usd + billed_summaries),
+        "billed_cost_usd": np.where(
+            np.isnan(costs.recorded_usd), np.nan, costs.billed_usd + billed_summaries + costs.server_usd
+        ),
         "unbilled_summary_cost_usd": summary_usd - billed_summaries,
         "recorded_summary_cost_usd": costs.recorded_summary_usd,
         **static,

@@ -1,0 +1,53 @@
+"""The server-side iterations a log records inside its requests' responses, beyond the request's own: the calls the
+API ran for one request without the client sending another (Claude Code 2.1.114 on: ``usage.iterations``, read by
+replay.readers.claude_code_iterations into ``runs.metadata.server_iterations``).
+
+Each is billed as the API bills it: every entry of ``usage.iterations`` at its own model's rates (platform.claude.com
+docs: the advisor tool's "Usage and billing", compaction's "Understanding usage"): an ``advisor_message`` at the
+advisor's model, a ``fallback_message`` at the fallback model, the executor's further ``message`` iterations (after
+the advisor's advice) and a ``compaction`` at the request's model. No policy changes them: a replay charges them
+as recorded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# what a bill row calls each iteration type (``call`` in replay.metrics.recorded_bill)
+CALLS = {"advisor_message": "advisor", "compaction": "compaction"}
+FURTHER = "iteration"  # the executor's further ``message`` iterations and a ``fallback_message``
+
+
+@dataclass(frozen=True)
+class ServerCall:
+    """One recorded server-side iteration: the request step it belongs to, its bill row's ``call`` name, the model
+    that ran it (None: the request's) and its five billed counts (uncached input, cache reads, 5 minute writes,
+    1 hour writes, output)."""
+
+    step: int
+    call: str
+    model: str | None
+    counts: tuple[int, int, int, int, int]
+
+
+def _count(value: Any) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def server_calls(metadata: dict) -> list[ServerCall]:
+    """The server-side iterations of one run's ``runs.metadata``, in log order; an entry without a step, an input or
+    an output count is left out (nothing to bill). A 1 hour part larger than the writes is capped at them."""
+    out = []
+    for c in metadata.get("server_iterations") or []:
+        if not isinstance(c, dict) or _count(c.get("step")) is None:
+            continue
+        uncached, output = _count(c.get("input")), _count(c.get("output"))
+        if uncached is None or output is None:
+            continue
+        read, write = _count(c.get("cache_read")) or 0, _count(c.get("cache_write")) or 0
+        hour = min(_count(c.get("cache_write_1h")) or 0, write)
+        model = c.get("model") if isinstance(c.get("model"), str) and c["model"] else None
+        call = CALLS.get(str(c.get("type")), FURTHER)
+        out.append(ServerCall(c["step"], call, model, (uncached, read, write - hour, hour, output)))
+    return out
