@@ -581,14 +581,15 @@ class _Session:
             else None,
         }
         calls = own[1] if own else []  # the response's other server-side iterations
+        served = u.get("model") or model  # the model of the request's own iteration, when it names one
         if usage["prompt_tokens"] == 0:  # every call sends a prompt: a usage counting none was zeroed (a fixture's
             usage = dict.fromkeys(usage)  # trimmed counters), so the request's usage is unknown, not free
-            calls = []
+            calls, served = [], model  # and so are its iterations: the message's model stands
         # a line with no id at all (an interrupted, partial reply) continues the current request
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
                 self.seen_requests.add(rid)
-            req = b.request(ts=ts, model=u.get("model") or model, line=line, **usage)
+            req = b.request(ts=ts, model=served, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
             _cache_writes(b, req.step, u)
             _server_calls(b, req.step, line, calls)

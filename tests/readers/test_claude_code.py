@@ -686,3 +686,15 @@ def test_a_fallback_response_keeps_each_hop_at_its_own_model(tmp_path: Path) -> 
         50_000,
         300,
     )
+
+
+def test_zeroed_iterations_leave_the_message_and_its_model(corpus: Path) -> None:
+    """The corpus fixture's fallback response (a ``message`` hop at claude-fable-5, a ``fallback_message`` at
+    claude-opus-4-8) has every count trimmed to 0: no usage, no server call, and the request keeps the model its
+    message names (the one that served it), as before iterations were read."""
+    path = corpus / "claude-code" / "cc-fixture-agentsessions-small.jsonl"
+    lines = [n for n, text in enumerate(path.read_text().splitlines(), 1) if '"fallback_message"' in text]
+    records = read(path)
+    fallback = [r for r in of(records, Request) if r.line in lines]
+    assert [(r.model, r.prompt_tokens) for r in fallback] == [("claude-opus-4-8", None)]
+    assert not any("server_iterations" in r.metadata for r in of(records, Run))
