@@ -14,9 +14,13 @@ from genai_prices import Usage, calc_price
 from replay.ingest import ingest
 from replay.metrics.recorded_bill import request_bill, runs_bill
 from replay.policies import Budget, make_policy
+from replay.simulator.caches import AUTO
+from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.store import open_store
+from replay.sweeps.adapter import resolve
+from replay.sweeps.point_rows import point_frame
 from replay.tokens.counting import count_items
 from replay.tokens.loading import load_tokenizer
 
@@ -73,13 +77,26 @@ def test_every_iteration_is_billed_at_its_own_model(store):
     assert run["output_tokens"] == sum(it["output_tokens"] for it in advised + plain)
 
 
-def test_the_recorded_policy_charges_the_server_calls_as_recorded(store):
-    """No policy changes the advisor's call: ``simulate --policy recorded`` holds it in its cost as in the bill."""
+@pytest.fixture(scope="module")
+def run(store):
     tok = load_tokenizer("o200k")
     count_items(store, tok)
-    (run,) = load_runs(store, tok.tokenizer_id)
+    (only,) = load_runs(store, tok.tokenizer_id)
+    return only
+
+
+def test_the_recorded_policy_charges_the_server_calls_as_recorded(store, run):
+    """No policy changes the advisor's call: ``simulate --policy recorded`` holds it in its cost as in the bill."""
     row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))[1]
     server = runs_bill(request_bill(store)).row(0, named=True)["server_cost_usd"]
     assert row["recorded_cost_usd"] == pytest.approx(runs_bill(request_bill(store))["cost_usd"][0], rel=1e-9)
     parts = row["prompt_cost_usd"] + row["summary_cost_usd"] + row["output_cost_usd"]
     assert row["cost_usd"] == pytest.approx(parts + server, rel=1e-9)
+
+
+def test_sweep_rows_charge_them_as_simulate_does(run):
+    """The sweep kernels' run rows carry the same server calls: their cost is the per-request loop's."""
+    row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))[1]
+    frame = point_frame(pack([run]), resolve("recorded", {"window": 200_000}, AUTO))
+    for col in ("cost_usd", "recorded_cost_usd", "billed_cost_usd"):
+        assert frame[col][0] == pytest.approx(row[col], rel=1e-9), col
