@@ -621,7 +621,7 @@ ADVISED = [
 
 def test_a_response_that_called_the_advisor_is_its_first_message_iteration(tmp_path: Path) -> None:
     """The prompt the request sent is its first ``message`` iteration (Claude Code 2.1.332 reads a response's
-    prompt size there); the top level sums both executor iterations (186,104 where the request sent 93,002). The
+    prompt size there); the top level sums both executor iterations (188,104 where the request sent 93,002). The
     advisor's iteration and the executor's second one are server calls of the request's step, each at its own
     model (the second: the request's), so that the bill still holds every iteration."""
     user = {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "plan it"}}
