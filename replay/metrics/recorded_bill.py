@@ -38,10 +38,11 @@ _SQL = """SELECT q.run_id, q.step, q.ts, r.format AS harness, coalesce(q.model, 
                  q.cache_read, q.cache_write, q.cache_write_1h, q.output_tokens
           FROM requests q JOIN runs r USING (run_id) {where} ORDER BY q.run_id, q.step"""
 
-# runs whose context events may hold a summariser call's usage, or that record server-side iterations (the rest
-# have no such call to bill)
+# runs whose context events may hold a summariser call's usage, or that record server-side iterations or side calls
+# (the rest have no such call to bill)
 _EVENTS_SQL = """SELECT run_id, format AS harness, model, metadata FROM runs
-                 WHERE (metadata LIKE '%"usage"%' OR metadata LIKE '%"server_iterations"%') {where}
+                 WHERE (metadata LIKE '%"usage"%' OR metadata LIKE '%"server_iterations"%'
+                        OR metadata LIKE '%"side_calls"%') {where}
                  ORDER BY run_id"""
 
 

@@ -1,6 +1,8 @@
 """The server-side iterations a log records inside its requests' responses, beyond the request's own: the calls the
 API ran for one request without the client sending another (Claude Code 2.1.114 on: ``usage.iterations``, read by
-replay.readers.claude_code_iterations into ``runs.metadata.server_iterations``).
+replay.readers.claude_code_iterations into ``runs.metadata.server_iterations``), and the calls a harness makes
+beside the conversation that the log records with their usage (Copilot CLI 1.0.102's ``session.usage_record`` of
+another ``interactionType``, e.g. MCP sampling: ``runs.metadata.side_calls``, bill rows ``side``).
 
 Each is billed as the API bills it: every entry of ``usage.iterations`` at its own model's rates (platform.claude.com
 docs: the advisor tool's "Usage and billing", compaction's "Understanding usage"): an ``advisor_message`` at the
@@ -17,6 +19,7 @@ from typing import Any
 # what a bill row calls each iteration type (``call`` in replay.metrics.recorded_bill)
 CALLS = {"advisor_message": "advisor", "compaction": "compaction"}
 FURTHER = "iteration"  # the executor's further ``message`` iterations and a ``fallback_message``
+SIDE = "side"  # a call beside the conversation (``side_calls``)
 
 
 @dataclass(frozen=True)
@@ -39,7 +42,8 @@ def server_calls(metadata: dict) -> list[ServerCall]:
     """The server-side iterations of one run's ``runs.metadata``, in log order; an entry without a step, an input or
     an output count is left out (nothing to bill). A 1 hour part larger than the writes is capped at them."""
     out = []
-    for c in metadata.get("server_iterations") or []:
+    entries = [(c, None) for c in metadata.get("server_iterations") or []]
+    for c, side in [*entries, *((c, SIDE) for c in metadata.get("side_calls") or [])]:
         if not isinstance(c, dict) or _count(c.get("step")) is None:
             continue
         uncached, output = _count(c.get("input")), _count(c.get("output"))
@@ -48,6 +52,6 @@ def server_calls(metadata: dict) -> list[ServerCall]:
         read, write = _count(c.get("cache_read")) or 0, _count(c.get("cache_write")) or 0
         hour = min(_count(c.get("cache_write_1h")) or 0, write)
         model = c.get("model") if isinstance(c.get("model"), str) and c["model"] else None
-        call = CALLS.get(str(c.get("type")), FURTHER)
+        call = side or CALLS.get(str(c.get("type")), FURTHER)
         out.append(ServerCall(c["step"], call, model, (uncached, read, write - hour, hour, output)))
     return out

@@ -43,6 +43,13 @@ from replay.readers.builder import PREFIX_KINDS, RunBuilder, instant, seq_ranges
 from replay.readers.copilot_usage import CONVERSATION_CALLS, call_usage, compaction_usage
 from replay.readers.json_fields import sub_dict
 
+# a side call's counts in runs.metadata.side_calls (billed: replay.metrics.server_iterations), from Request fields
+SIDE_COUNTS = {
+    "input": "input_tokens",
+    "cache_read": "cache_read",
+    "cache_write": "cache_write",
+    "output": "output_tokens",
+}
 CALL_IDS = ("apiCallId", "requestId", "providerCallId", "serviceRequestId")  # names of one model call
 TRIGGERS = {"manual": "manual", "auto": "auto"}  # the rest (threshold, context_limit_retry, ...) are automatic
 
@@ -172,10 +179,19 @@ class Conversation:
 
     def usage_record(self, line: int, data: dict, ts: str | None) -> None:
         usage = sub_dict(data, "usage")
-        if usage.get("interactionType") not in CONVERSATION_CALLS:  # not a call of this conversation
+        if usage.get("interactionType") not in CONVERSATION_CALLS:  # not a call of this conversation: billed beside it
+            fields, problem = call_usage(usage)
+            counts = {"problem": problem} if problem is not None else {k: fields[v] for k, v in SIDE_COUNTS.items()}
             side = self.b.run.metadata.setdefault("side_calls", [])
-            counts = {"input": usage.get("inputTokens"), "output": usage.get("outputTokens")}
-            side.append({"line": line, "type": usage.get("interactionType"), "model": usage.get("model"), **counts})
+            side.append(
+                {
+                    "line": line,
+                    "step": max(self.b.step, 0),
+                    "type": usage.get("interactionType"),
+                    "model": usage.get("model"),
+                    **counts,
+                }
+            )
             return
         fields, problem = call_usage(usage)
         ids = {str(usage[k]) for k in CALL_IDS if usage.get(k)}

@@ -9,10 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+import pytest
+from genai_prices import Usage, calc_price
+
+from replay.ingest import ingest
+from replay.metrics.recorded_bill import request_bill, runs_bill
 from replay.model import BadRecord, Item, Request, Run
 from replay.readers.base import ReadContext
 from replay.readers.copilot_cli import READER
 from replay.simulator.fidelity import harness_preset, harness_version
+from replay.store import open_store
 
 SYSTEM = "You are the GitHub Copilot CLI, a terminal assistant built by GitHub."
 
@@ -166,8 +173,8 @@ def test_usage_records_are_the_requests_usage(tmp_path: Path) -> None:
     ]
     assert [q.model for q in reqs] == ["claude-sonnet-4.6", "claude-opus-4.6"]  # each call's own model
     assert run.metadata["prompt_limit"] == 168_000
-    sampling = {"line": 10, "type": "conversation-sampling", "model": "gpt-5-mini", "input": 500, "output": 20}
-    assert run.metadata["side_calls"] == [sampling]
+    sampling = {"line": 10, "step": 1, "type": "conversation-sampling", "model": "gpt-5-mini", "input": 500}
+    assert run.metadata["side_calls"] == [{**sampling, "cache_read": 0, "cache_write": 0, "output": 20}]
     items = of(records, Item)
     assert [i.kind for i in items[:2]] == ["system", "user_text"]
     assert items[0].seq == 0 and items[1].line == 2
@@ -487,3 +494,25 @@ def test_a_compaction_the_threshold_did_not_cause_is_not_scored(tmp_path: Path) 
     (row,) = fidelity_frame(con, None).filter(kind="compaction").to_dicts()
     assert row["preset"] == "copilot-cli@168000" and row["harness_version"] == "1.0.102"
     assert row["reason"] == "model_switch, not the threshold: replayed as recorded" and row["within"] is None
+
+
+def test_a_side_call_is_billed_at_its_own_model(tmp_path: Path) -> None:
+    """A call beside the conversation (an MCP sampling call) is no request, but the provider bills it: `replay runs`
+    carries it as a ``side`` row at its own model, priced as genai-prices prices its counts."""
+    s = Session()
+    s.prompt("fix the tests")
+    s.call(0, "reading", usage={"inputTokens": 2_000, "outputTokens": 10, "cacheReadTokens": 0,
+                                "cacheWriteTokens": 0})  # fmt: skip
+    sampling = {"model": "gpt-5-mini", "inputTokens": 5_000, "outputTokens": 200, "cacheReadTokens": 1_000}
+    s.add("session.usage_record", usage={**sampling, "interactionType": "conversation-sampling"})
+    path = s.write(tmp_path / "events.jsonl")
+    con = open_store(tmp_path / "s.duckdb")
+    ingest(con, [path])
+    bill = request_bill(con)
+    rows = bill.filter(pl.col("call") == "side")
+    assert rows.height == 1 and rows["model"][0] == "gpt-5-mini"
+    want = calc_price(
+        Usage(input_tokens=5_000, cache_read_tokens=1_000, output_tokens=200), "gpt-5-mini", provider_id="openai"
+    )
+    assert rows["cost_usd"][0] == pytest.approx(float(want.total_price))
+    assert runs_bill(bill)["server_calls"].to_list() == [1]
