@@ -7,7 +7,8 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 - Claude Code: window - output reserve - 13,000, checked against the last response's usage (to 2.1.0:
   ``trigger_on`` "last_usage") or that plus the messages since at chars/4 (2.1.3 on: "usage_and_new"); the whole
   conversation is summarised and the files it read or wrote are re-attached after the summary
-  (``reattach_tokens``; about 10.8k in the corpus run). Versions and figures: replay.policies.presets.
+  (``reattach_tokens``; about 10.8k in the corpus run). From 2.1.153 the newest round (the last response and what
+  follows it) stays verbatim after the summary (``keep_rounds``). Versions and figures: replay.policies.presets.
 - Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
   ``micro_warning`` of the limit, the results of the oldest calls of ``micro_tools`` (all but the newest
   ``micro_keep`` calls, results sized at chars/4) are replaced by a note of ``micro_note_chars`` characters, oldest
@@ -129,6 +130,13 @@ class AutoCompactConfig(PolicyConfig):
     )
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
+    keep_rounds: int = knob(
+        0,
+        0,
+        100_000,
+        "newest rounds kept verbatim after the summary, a round being one response's output and all that "
+        "follows it (Claude Code 2.1.153 on: 1); 0: keep_last decides",
+    )
     background_until: float = knob(
         0.0,
         0.0,
@@ -199,7 +207,8 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_NOTE,
     P_MICRO_AFTER,
     P_MICRO_NEW,
-) = range(P_POLICY, P_POLICY + 19)
+    P_KEEP_ROUNDS,
+) = range(P_POLICY, P_POLICY + 20)
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
@@ -232,6 +241,7 @@ class AutoCompact(CompiledPolicy):
         ]
         p[P_SUMMARY_TOKENS] = c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
+        p[P_KEEP_ROUNDS] = c.keep_rounds
         p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
         p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
         p[P_BACKGROUND_LIMIT] = (
@@ -457,6 +467,36 @@ def fraction_start(p, r, st, lo, end):
 
 
 @compiled(borrowed=True)
+def is_output(r, q):
+    """Item q is part of a response (its text, reasoning or a tool call)."""
+    return r.kind[q] == OUTPUT[0] or r.kind[q] == OUTPUT[1] or r.kind[q] == OUTPUT[2]
+
+
+@compiled(borrowed=True)
+def round_start(p, r, st, lo, end):
+    """First item of the newest keep_rounds rounds of the live history [lo, end): a round is a response's output
+    and everything after it up to the next response (the items of one request step that holds output), as Claude
+    Code groups the messages it compacts by API response. ``lo`` (nothing to summarise) when the history holds
+    fewer rounds, or no response before them (Claude Code's reactive compaction then gives up)."""
+    want, n, step = np.int64(p[P_KEEP_ROUNDS]), 0, -1
+    for q in range(end - 1, lo - 1, -1):
+        if st.forms[q] != DROPPED and is_output(r, q) and r.step[q] != step:
+            n += 1
+            step = r.step[q]
+            if n == want:
+                break
+    if n < want:
+        return lo
+    start = lo
+    while start < end and r.step[start] < step:
+        start += 1
+    for q in range(lo, start):
+        if st.forms[q] != DROPPED and is_output(r, q):
+            return pair_safe_start(r, st, start)
+    return lo
+
+
+@compiled(borrowed=True)
 def summary_size(p, st):
     """The n-th summary is the n-th recorded one's size (summary_from_log), else summary_tokens."""
     n = st.s[S_COMPACTIONS]
@@ -467,10 +507,12 @@ def summary_size(p, st):
 
 @compiled(borrowed=True)
 def compact(p, r, st):
-    """Compact now; the kept part by keep_fraction or keep_last."""
+    """Compact now; the kept part by keep_fraction, keep_rounds or keep_last."""
     lo, end = prefix_end(r, st), st.s[S_END]
     if p[P_KEEP_FRACTION] > 0:
         start = fraction_start(p, r, st, live_from(r, st), end)  # lo when none: nothing live before either
+    elif p[P_KEEP_ROUNDS] > 0:
+        start = round_start(p, r, st, live_from(r, st), end)
     else:
         start = pair_safe_start(r, st, max(end - np.int64(p[P_KEEP_LAST]), lo))
     compact_before(p, r, st, start)

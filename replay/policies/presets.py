@@ -20,7 +20,7 @@ tests/policies/test_presets_corpus.py):
     at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
   - claude-code-2 (2.1.33 to 2.1.68): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
     one; microcompact.
-  - claude-code-2.1.69 (2.1.69 on): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
+  - claude-code-2.1.69 (2.1.69 to 2.1.152): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
     ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has both); in 2.1.110 the
     microcompact step returns the messages unchanged, and what is left (2.1.110, 2.1.148: keep the newest 5
     results when the API rejects a ``context_hint``) is behind a feature flag that is off by default
@@ -28,6 +28,24 @@ tests/policies/test_presets_corpus.py):
     W - min(R, 20,000) - 13,000 (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it; neither it nor
     ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is logged); a flagged "precompute" limit of 0.8 x (W - R) for 1M models
     is off by default (``tengu_cobalt_raccoon``).
+  - claude-code-2.1.153 (2.1.153 on, a window without an auto-compact source): the linux-x64 binaries (npm
+    ``@anthropic-ai/claude-code-linux-x64``) from 2.1.153 run the threshold check of a local session (not
+    ``CLAUDE_CODE_REMOTE``) only for an auto-compact window that is set (env, settings) or, from 2.1.163, a model
+    default; 2.1.152 ran it always (its "reactive" path was behind ``tengu_cobalt_raccoon``, off by default).
+    Otherwise nothing compacts until the API refuses a prompt past the window ("prompt is too long"; 4.5 models
+    and later accept a prompt whose output would not fit), and the reactive compaction then summarises every
+    round but the newest: the messages are grouped by API response (a group: one response and what follows it
+    up to the next), the newest group stays verbatim after the summary (``keep_rounds`` 1; the boundary lists it
+    in ``preservedMessages``, and 2.1.332's summary says the messages after it were "kept verbatim"); more groups
+    only when the prompt's excess over the window (plus, in 2.1.332, the summary instructions) outweighs the
+    newest group, or the summariser's own request is refused (not modelled). Nothing is compacted with fewer than two
+    groups or no response to summarise.
+  - claude-code-2.1.153-window: the same with an auto-compact window (``MODEL_DEFAULT_WINDOWS``): the threshold
+    of claude-code-2.1.69, the compaction routed through the reactive one (``tengu_auto_compact_routed_reactive``),
+    so the newest round is kept too. Flags that change what is kept are off by default in 2.1.332 (a token budget
+    of kept rounds ``tengu_woven_tassel``, keeping the prompt's round ``tengu_partitioned_brook``); one on by
+    default, a re-compaction within three turns of the last keeping no round (``tengu_sleepy_ripple``), is not
+    modelled.
   W is 1,000,000 for the models Claude Code gives a native 1M window (``NATIVE_1M``: Opus 4.7 from 2.1.117, Opus 4.8
   from 2.1.154, Fable 5 and Mythos 5 from 2.1.170, Sonnet 5 from 2.1.197, Opus 5 from 2.1.219, Haiku 5.5 from
   2.1.293), else when a recorded prompt passes 200,000 (a plan's or a "[1m]" pick's 1M window). Sonnet 5's default
@@ -129,6 +147,8 @@ CLAUDE_CODE = {
     "reattach_tokens": 10_800,
 }
 CLAUDE_CODE_BUFFER = {**CLAUDE_CODE, "threshold": 1.0, "buffer_tokens": 13_000, "microcompact": True}
+# 2.1.153 on: every automatic compaction is the reactive one, which keeps the newest round verbatim
+CLAUDE_CODE_ROUND = {**CLAUDE_CODE_BUFFER, "microcompact": False, "keep_rounds": 1}
 
 GEMINI = {
     "trigger_on": "previous_prompt",
@@ -262,7 +282,21 @@ PRESETS: dict[str, Preset] = {
             "claude-code-2.1.69",
             "auto_compact",
             {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new", "microcompact": False},
-            "Claude Code 2.1.69 on: 167k of the prompt about to be sent (967k on a 1M window); no microcompact",
+            "Claude Code 2.1.69-2.1.152: 167k of the prompt about to be sent (967k on a 1M window); no microcompact",
+        ),
+        Preset(
+            "claude-code-2.1.153",
+            "auto_compact",
+            {**CLAUDE_CODE_ROUND, "trigger_on": "prompt", "buffer_tokens": 0, "output_reserve": 0},
+            "Claude Code 2.1.153 on, no auto-compact window: no compaction until the API refuses a prompt past the "
+            "window; then all but the newest round (the last response and what follows it) is summarised",
+        ),
+        Preset(
+            "claude-code-2.1.153-window",
+            "auto_compact",
+            {**CLAUDE_CODE_ROUND, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
+            "Claude Code 2.1.153 on with an auto-compact window (set, or the model's default): its limit as in "
+            "claude-code-2.1.69; all but the newest round is summarised",
         ),
         Preset(
             "codex",
@@ -360,14 +394,19 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-# (first version, preset, output reserve cap): the Claude Code presets in version order (see the module docstring)
-CLAUDE_CODE_VERSIONS = (
+# (first version, preset, output reserve cap; None: the limit is the window itself): the Claude Code presets in
+# version order (see the module docstring)
+CLAUDE_CODE_VERSIONS: tuple[tuple[tuple[int, ...], str, int | None], ...] = (
     ((0, 0, 0), "claude-code-1.0", 32_000),
     ((1, 0, 80), "claude-code-1.0.80", 32_000),
     ((2, 1, 3), "claude-code-2.1.3", 32_000),
     ((2, 1, 33), "claude-code-2", 20_000),
     ((2, 1, 69), "claude-code-2.1.69", 20_000),
+    ((2, 1, 153), "claude-code-2.1.153", None),
 )
+# 2.1.153 on, a session whose model has a default auto-compact window (the binaries' threshold source
+# "model-default"; the local threshold check runs only for a source other than "auto")
+CLAUDE_CODE_WINDOWED = ("claude-code-2.1.153-window", 20_000)
 
 
 def version_tuple(version: str) -> tuple[int, ...] | None:
@@ -424,6 +463,23 @@ DEFAULT_AUTO_COMPACT_WINDOWS: tuple[
 )
 
 
+# Claude Code 2.1.153 on compacts at a threshold only when the window has a source other than "auto" (the local
+# check: env, settings and, from 2.1.163, "model-default"; 2.1.223 on also "unknown-model", server-set "clientdata"
+# and "experiment", none of which the log records). A model's window is "model-default" (pattern, first version,
+# below 1M only): Sonnet 4.6 and Opus 4.6 on a window below 1M (their 200K one without a 1M plan or "[1m]" pick) from
+# 2.1.163 (2.1.162 has no such source; 2.1.240's set adds Opus 4.8 and Opus 5, below 1M only when 1M is disabled);
+# Sonnet 5 from its first version, 2.1.197 (its row of the per-model table, DEFAULT_AUTO_COMPACT_WINDOWS: the table is
+# "model-default" from 2.1.186 at the latest; at 1,000,000 from 2.1.247, where CHANGELOG.md says it then compacts
+# "at about 967K tokens"); and from 2.1.260 every model on its native 1M window (NATIVE_1M; 2.1.259 has no such
+# branch).
+MODEL_DEFAULT_WINDOWS: tuple[tuple[re.Pattern[str], tuple[int, ...], bool], ...] = (
+    (re.compile(r"sonnet-4-6"), (2, 1, 163), True),
+    (re.compile(r"opus-4-6"), (2, 1, 163), True),
+    (SONNET_5, (2, 1, 197), False),
+)
+NATIVE_1M_WINDOWED = (2, 1, 260)
+
+
 def native_1m(version: tuple[int, ...], model: str) -> bool:
     """Whether Claude Code ``version`` runs ``model`` against a 1,000,000-token window whatever the plan."""
     name = model.lower()
@@ -447,6 +503,17 @@ def default_auto_compact_window(version: tuple[int, ...], model: str, entrypoint
     )
 
 
+def model_default_window(version: tuple[int, ...], model: str, window: int) -> bool:
+    """Whether Claude Code ``version`` takes ``window`` as ``model``'s default auto-compact window (threshold source
+    "model-default", ``MODEL_DEFAULT_WINDOWS``), so that it compacts at a threshold of it rather than when the API
+    refuses the prompt."""
+    name = model.lower()
+    return any(
+        pat.search(name) and first <= version and (window < 1_000_000 or not below_1m)
+        for pat, first, below_1m in MODEL_DEFAULT_WINDOWS
+    ) or (window >= 1_000_000 and version >= NATIVE_1M_WINDOWED and native_1m(version, model))
+
+
 def claude_code_preset(
     version: str, model: str | None, long_context: bool = False, entrypoint: str | None = None
 ) -> tuple[str, dict[str, Any], int] | None:
@@ -460,7 +527,10 @@ def claude_code_preset(
     if v is None:
         return None
     name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)
-    reserve = min(cap, max_output(model or ""))
-    params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
     window = 1_000_000 if long_context or native_1m(v, model or "") else 200_000
-    return name, params, min(window, default_auto_compact_window(v, model or "", entrypoint) or window)
+    default = default_auto_compact_window(v, model or "", entrypoint)
+    if cap is None and (default is not None or model_default_window(v, model or "", window)):
+        name, cap = CLAUDE_CODE_WINDOWED
+    reserve = 0 if cap is None else min(cap, max_output(model or ""))
+    params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
+    return name, params, min(window, default or window)

@@ -394,7 +394,8 @@ def test_fidelity_takes_the_claude_code_window_from_version_and_model(
     result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.stdout)
-    assert (row["preset"], row["harness_version"]) == (f"claude-code-2.1.69@{window}", version), row
+    name = "claude-code-2.1.153" if version == "2.1.167" else "claude-code-2.1.153-window"  # see claude_code_preset
+    assert (row["preset"], row["harness_version"]) == (f"{name}@{window}", version), row
 
 
 @pytest.mark.parametrize("model", ["gemini-1.5-pro", "gemini-2.0-flash-preview-image-generation"])

@@ -71,6 +71,36 @@ def test_claude_code_2_1_69_compacts_at_the_same_limit_without_microcompact():
     assert fired(vs) == fired(views(run, "claude-code-2", {"microcompact": False})) and fired(vs)[0] == 7
 
 
+def test_claude_code_2_1_153_compacts_past_the_window_keeping_the_newest_round():
+    """2.1.153 on, a model without an auto-compact window: no compaction until the API refuses a prompt past the
+    window; the reactive compaction then summarises all but the newest round (the last response and the result
+    after it), which follows the summary verbatim."""
+    run = loop_run([10_000] * 14, prefix=100_000)
+    assert full_prompt(run, 9) < 200_000 < full_prompt(run, 10)
+    vs = views(run, "claude-code-2.1.153")
+    assert fired(vs)[0] == 10
+    after = vs[10]
+    newest = np.flatnonzero(run.step[: after.end] == 10)  # the call made after request 9 and its result
+    assert len(newest) == 2 and (after.forms[newest] == ORIGINAL).all()
+    assert (after.forms[run.first_body : newest[0]] == DROPPED).all()
+    assert after.prompt_tokens == 100_000 + 2_000 + 10_800 + 10 + 10_000  # prefix, summary, files, newest round
+    assert fired(views(run, "claude-code-2.1.69"))[0] == 7  # before 2.1.153: at 167k, all summarised
+    assert (views(run, "claude-code-2.1.69")[7].forms[run.first_body :] == DROPPED).all()
+
+
+def test_keep_rounds_keeps_whole_responses_and_what_follows():
+    """A round is a response's output (text and calls) and the results after it; two rounds kept are the last two
+    requests' additions; the 2.1.153 threshold preset keeps one round at claude-code-2.1.69's limit."""
+    run = loop_run([10_000] * 12, prefix=100_000, thought=50)
+    vs = views(run, "claude-code-2.1.69", {"keep_rounds": 2})
+    k = fired(vs)[0]
+    kept = np.flatnonzero(vs[k].forms[: vs[k].end] == ORIGINAL)
+    assert list(run.step[kept[1:]]) == [k - 1] * 3 + [k] * 3 and kept[0] == 0  # the prefix, then two rounds
+    windowed = views(run, "claude-code-2.1.153-window")
+    assert fired(windowed)[0] == fired(views(run, "claude-code-2.1.69"))[0] == k
+    assert list(run.step[np.flatnonzero(windowed[k].forms[: windowed[k].end] == ORIGINAL)[1:]]) == [k] * 3
+
+
 def test_window_comes_from_the_budget_unless_set():
     run = loop_run([10_000] * 12, prefix=50_000)
     small = views(run, "claude-code-1.0", budget=Budget(130_000))  # 0.92 x 98,000 = 90,160
@@ -155,20 +185,28 @@ def test_presets_are_policies_with_overridable_knobs():
         ("2.1.116", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 200_000)),
         ("2.1.117", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
         ("2.1.148", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        # 2.1.153 on: the local threshold check runs only for an auto-compact window of a source other than "auto";
+        # otherwise the reactive compaction when the API refuses the prompt (claude-code-2.1.153)
+        ("2.1.152", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.153", "claude-opus-4-6", False, ("claude-code-2.1.153", {}, 200_000)),
+        ("2.1.153", "claude-opus-4-8", False, ("claude-code-2.1.153", {}, 200_000)),  # native 1M from 2.1.154
+        ("2.1.332", "claude-haiku-4-5-20251001", False, ("claude-code-2.1.153", {}, 200_000)),
+        # Sonnet 4.6 and Opus 4.6 below 1M: "model-default" from 2.1.163, on 1M (by plan or "[1m]") not
+        ("2.1.162", "claude-sonnet-4-6", False, ("claude-code-2.1.153", {}, 200_000)),
+        ("2.1.163", "claude-sonnet-4-6", False, ("claude-code-2.1.153-window", {}, 200_000)),
+        ("2.1.167", "claude-opus-4-6", False, ("claude-code-2.1.153-window", {}, 200_000)),
+        ("2.1.167", "claude-opus-4-6", True, ("claude-code-2.1.153", {}, 1_000_000)),
+        # native 1M: the API's limit until 2.1.259, a "model-default" window from 2.1.260
+        ("2.1.167", "claude-opus-4-8", False, ("claude-code-2.1.153", {}, 1_000_000)),
+        ("2.1.170", "claude-mythos-5", False, ("claude-code-2.1.153", {}, 1_000_000)),
+        ("2.1.259", "claude-opus-5", False, ("claude-code-2.1.153", {}, 1_000_000)),
+        ("2.1.260", "claude-opus-5", False, ("claude-code-2.1.153-window", {}, 1_000_000)),
+        ("2.1.293", "claude-haiku-5-5", False, ("claude-code-2.1.153-window", {}, 1_000_000)),
         # Sonnet 5's default auto-compact window: 967,000 from 2.1.197 to 2.1.246, its full 1M from 2.1.247
-        ("2.1.197", "claude-sonnet-5", False, ("claude-code-2.1.69", {}, 967_000)),
-        ("2.1.246", "claude-sonnet-5", True, ("claude-code-2.1.69", {}, 967_000)),
-        ("2.1.247", "claude-sonnet-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.284", "claude-sonnet-5-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        # Opus 4.8: native 1M from its first version, 2.1.154 (that binary's native-1M check names it)
-        ("2.1.167", "claude-opus-4-8", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.153", "claude-opus-4-8", False, ("claude-code-2.1.69", {}, 200_000)),
-        # Opus 4.6: 1M by plan or a "[1m]" pick, not logged: 200K unless a recorded prompt passed it
-        ("2.1.167", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
-        ("2.1.167", "claude-opus-4-6", True, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.170", "claude-mythos-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.293", "claude-haiku-5-5", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.332", "claude-haiku-4-5-20251001", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.197", "claude-sonnet-5", False, ("claude-code-2.1.153-window", {}, 967_000)),
+        ("2.1.246", "claude-sonnet-5", True, ("claude-code-2.1.153-window", {}, 967_000)),
+        ("2.1.247", "claude-sonnet-5", False, ("claude-code-2.1.153-window", {}, 1_000_000)),
+        ("2.1.284", "claude-sonnet-5-5", False, ("claude-code-2.1.153-window", {}, 1_000_000)),
         ("unknown", "claude-opus-4-7", False, None),
     ],
 )
@@ -189,13 +227,13 @@ def test_claude_code_preset_by_version_and_model(version, model, long, expected)
         ("2.1.197", "claude-sonnet-5", "local-agent", 500_000),
         ("2.1.332", "claude-sonnet-5", "remote_cowork", 500_000),
         ("2.1.332", "claude-sonnet-5", "cli", 1_000_000),
-        ("2.1.284", "claude-sonnet-5-5", "local-agent", 1_000_000),  # the table names Sonnet 5 only
+        ("2.1.284", "claude-sonnet-5-5", "local-agent", 1_000_000),  # the table names Sonnet 5 only (native 1M)
     ],
 )
 def test_claude_code_preset_by_surface(version, model, entrypoint, window):
     from replay.policies.presets import claude_code_preset
 
-    assert claude_code_preset(version, model, False, entrypoint) == ("claude-code-2.1.69", {}, window)
+    assert claude_code_preset(version, model, False, entrypoint) == ("claude-code-2.1.153-window", {}, window)
 
 
 def test_claude_code_reads_the_usage_the_server_reported():

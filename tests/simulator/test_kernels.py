@@ -134,3 +134,15 @@ def test_a_policy_written_in_python_takes_the_per_request_path():
         point_frame(pack([synth_run(3)]), resolve("tests.simulator.test_oracle_property:LargestFirst", {}, "anthropic"))
         is None
     )
+
+
+@pytest.mark.parametrize("keep_rounds", [1, 3])
+@pytest.mark.parametrize("preset", ["claude-code-2.1.153", "claude-code-2.1.153-window"])
+def test_kept_rounds_count_the_same_in_sweeps_and_views(preset, keep_rounds):
+    """``keep_rounds`` is one kernel parameter: a compiled sweep and the per-request views keep the same rounds."""
+    runs = [synth_run(40, seed=7), synth_run(20, seed=8, parallel=False)]
+    params = {"window": 30_000, "reserve": 0, "keep_rounds": keep_rounds}
+    rows = point_frame(pack(runs), resolve(preset, params, "anthropic")).to_dicts()
+    assert sum(r["summaries"] for r in rows) > 0
+    for run, row in zip(runs, rows, strict=True):
+        assert_same(evaluate_point(run, resolve(preset, params, "anthropic")), row, f"{preset} {params}")
