@@ -272,8 +272,9 @@ def terminal_text(obs: dict) -> str:
 
 class OpenHandsV1Reader:
     format = "openhands-v1"
-    version = 3  # 2: a condensation's event names the condenser's model (``summariser_model``); 3: an action
-    # before a line that reads as no event (no kind) may have been answered there
+    version = 4  # 2: a condensation's event names the condenser's model (``summariser_model``); 3: an action
+    # before a line that reads as no event (no kind) may have been answered there; 4: a condensation naming an
+    # agent response takes no usage, and an event of another kind that forgets events is named
 
     def sniff(self, head: str, path: Path) -> bool:
         return bool(EVENT_KIND_RE.search(head)) and '"source"' in head
@@ -647,6 +648,22 @@ class _Conversation:
             self.manual_condense = True
         elif kind == "Condensation":
             self.condensation(ev, line, ts)
+        elif isinstance(ids := ev.get("forgotten_event_ids"), list) and ids:
+            self.unread_forgetting(ev, len(ids), line)
+
+    def unread_forgetting(self, ev: dict, n: int, line: int) -> None:
+        """An event of a kind this reader does not read that forgets events from the view (sources newer than
+        611629e6 have the NotesRetrievalCondenser's ``HistoryIndexEvent``, whose rendering they do not give): named,
+        as the prompts after it are read with those events still in the view."""
+        self.b.records.append(
+            BadRecord(
+                line,
+                f"event kind {str(ev.get('kind'))!r:.60} forgets {n} events, and this reader does not know how the "
+                "SDK renders it: the requests after it are read as if nothing was forgotten; leave this run out of "
+                "fidelity comparisons",
+                repr(ev)[:2000],
+            )
+        )
 
     def message(self, ev: dict, line: int, ts: str | None) -> None:
         msg = sub_dict(ev, "llm_message")
@@ -717,7 +734,9 @@ class _Conversation:
         (d616ab07, 2026-01-22) it showed one summary, the newest condensation's that has one (with its
         ``summary_offset``): a new summary replaced the previous one. Since, every summary stays (its event id is
         the condensation's with ``-summary``) until a condensation forgets it by that id; a condensation naming
-        any such id is read that way."""
+        any such id is read that way. A condensation naming a response of the agent's own (the AgentResetCondenser
+        of sources newer than 611629e6 answers the agent's ``new_context`` call so, with no summary) made no LLM
+        call: that request's usage is not its."""
         ids = [eid for eid in ev.get("forgotten_event_ids") or [] if isinstance(eid, str)]
         forgotten = [s for eid in ids for s in self.event_seqs.get(eid, [])]
         multi = any(eid.endswith("-summary") for eid in ids)
@@ -740,7 +759,9 @@ class _Conversation:
             "line": line,
         }
         rid = ev.get("llm_response_id") or ""
-        if (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
+        if rid in self.responses:  # an agent response's reset (AgentResetCondenser): no call of its own
+            pass
+        elif (u := self.condenser_usage.get(rid) or self.agent_usage.get(rid)) is not None:  # eval metrics: combined
             self.event_usage.append((event, u))
             self.condenser_used.add(rid)
         elif "llm_response_id" not in ev:

@@ -131,21 +131,27 @@ def harness_preset(
     if fmt == "openhands":
         return "openhands-v0", BIG, {}
     if fmt == "openhands-v1":
-        return "openhands-v1", BIG, recorded_condenser(metadata)
+        knobs = recorded_condenser(metadata)
+        return None if knobs is None else ("openhands-v1", BIG, knobs)
     if fmt == "swe-agent":
         return "swe-agent-last-n", BIG, {}
     return None
 
 
-def recorded_condenser(metadata: dict) -> dict:
+def recorded_condenser(metadata: dict) -> dict | None:
     """The knobs an OpenHands V1 log's own condenser settings set (``runs.metadata.condenser``, from
     ``base_state.json``): ``max_size`` and ``keep_first`` of an LLMSummarizingCondenser, which the SDK's class
     defaults (120/4, then 240/2 from 2025-12-28) or the agent-server settings may give instead of the default
     agent's 80/4, and its ``max_tokens`` (software-agent-sdk 3bd0250ab, 2025-12-23 on; None, or no such field before,
-    is no token limit); {} when the log records none."""
+    is no token limit); {} when the log records none. None when it records a condenser of another kind, which the
+    preset does not replay: a NoOpCondenser never condenses, a PipelineCondenser's steps are not recorded, and
+    the AgentResetCondenser and NotesRetrievalCondenser of sources newer than 611629e6 condense on the agent's
+    ``new_context`` call or by their own rules."""
     c = metadata.get("condenser")
-    if not isinstance(c, dict) or c.get("kind") != "LLMSummarizingCondenser":
+    if not isinstance(c, dict):
         return {}
+    if c.get("kind") != "LLMSummarizingCondenser":
+        return None
     size, first = c.get("max_size"), c.get("keep_first")
     if type(size) is not int or type(first) is not int or not 0 <= first < size // 2 - 1:
         return {}  # not settings the SDK accepts (keep_first < max_size // 2 leaves room for the tail)

@@ -59,9 +59,16 @@ def test_openhands_v1_preset_takes_the_recorded_condenser() -> None:
     recorded = {"condenser": {"kind": "LLMSummarizingCondenser", "max_size": 240, "keep_first": 2, "max_tokens": 0}}
     assert harness_preset("openhands-v1", recorded)[2] == {"max_size": 240, "keep_first": 2}
     assert harness_preset("openhands-v1", {})[2] == {}
-    assert harness_preset("openhands-v1", {"condenser": {"kind": "NoOpCondenser"}})[2] == {}
     bad = {"condenser": {"kind": "LLMSummarizingCondenser", "max_size": 8, "keep_first": 4}}
     assert harness_preset("openhands-v1", bad)[2] == {}
+
+
+@pytest.mark.parametrize("kind", ["NoOpCondenser", "PipelineCondenser", "AgentResetCondenser"])
+def test_openhands_v1_log_with_another_condenser_has_no_preset(kind: str) -> None:
+    """base_state.json records the agent's condenser by its ``kind``; one the preset does not replay (a NoOpCondenser
+    never condenses; a pipeline's steps are not recorded; the AgentResetCondenser of sources newer than 611629e6
+    condenses when the agent calls ``new_context``) gets no preset, not the default agent's 80/4."""
+    assert harness_preset("openhands-v1", {"condenser": {"kind": kind}}) is None
 
 
 def test_source_limits():

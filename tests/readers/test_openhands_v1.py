@@ -668,3 +668,68 @@ def test_condenser_token_limit_is_kept_and_a_bad_one_is_named(tmp_path: Path) ->
             b for b in of(records, BadRecord) if b.reason.startswith("base_state.json: agent.condenser.max_tokens")
         ]
         assert len(named) == bad
+
+
+def test_reset_condensation_named_after_the_agents_response_takes_no_usage(tmp_path: Path) -> None:
+    """The SDK's AgentResetCondenser (sources newer than 611629e6, 2026) answers the agent's ``new_context`` call with a
+    Condensation that names that call's ``llm_response_id`` and makes no LLM call of its own: the agent request's
+    usage is not the condensation's (it would be billed twice), and the forgotten events leave the view."""
+    call = {"kind": "ActionEvent", "source": "agent", "tool_name": "new_context", "llm_response_id": "r1"}
+    events = [
+        *_events()[:2],
+        {
+            **call,
+            "id": "a1",
+            "tool_call_id": "c1",
+            "tool_call": {"id": "c1", "name": "new_context", "arguments": json.dumps({"handoff": "fix f.py"})},
+            "thought": [],
+        },
+        {
+            "kind": "ObservationEvent",
+            "id": "o1",
+            "source": "environment",
+            "tool_name": "new_context",
+            "tool_call_id": "c1",
+            "action_id": "a1",
+            "observation": {"content": [{"type": "text", "text": "Reset after this batch."}], "input_event_id": "u"},
+        },
+        {"kind": "CondensationRequest", "id": "q", "source": "environment"},
+        {"kind": "Condensation", "id": "k", "source": "environment", "forgotten_event_ids": ["u"], "summary": None}
+        | {"summary_offset": None, "llm_response_id": "r1"},
+        _events()[-1],
+    ]
+    folder = tmp_path / "reset"
+    _state(folder, "a" * 32, events)
+    use = {"prompt_tokens": 900, "cache_read_tokens": 0, "cache_write_tokens": 0, "completion_tokens": 30}
+    usages = [{**use, "response_id": rid} for rid in ("r1", "r2")]
+    state = {"id": "a" * 32, "stats": {"usage_to_metrics": {"agent": {"token_usages": usages}}}}
+    (folder / "base_state.json").write_text(json.dumps(state))
+    records = read(folder)
+    run = of(records, Run)[0]
+    (event,) = run.metadata["context_events"]
+    assert "usage" not in event and event["trigger"] == "manual" and event["summary_seq"] is None
+    assert [r.prompt_tokens for r in of(records, Request)] == [900, 900]
+
+
+def test_an_event_of_another_kind_that_forgets_events_is_named(tmp_path: Path) -> None:
+    """Sources newer than 611629e6 have a condenser (NotesRetrievalCondenser) that writes a ``HistoryIndexEvent``
+    forgetting events, with its ids, offset and the first and last forgotten ids; how the view renders it is not
+    in them. The reader names that event rather than reading on as if nothing was forgotten."""
+    index = {
+        "kind": "HistoryIndexEvent",
+        "id": "h",
+        "source": "environment",
+        "forgotten_event_ids": ["a1", "o1"],
+        "index_offset": 2,
+        "previous_window_id": None,
+        "notes_event_id": None,
+        "first_forgotten_event_id": "a1",
+        "last_forgotten_event_id": "o1",
+    }
+    events = [e for e in _events() if e["kind"] != "Condensation"]
+    folder = tmp_path / "notes"
+    _state(folder, "b" * 32, [*events[:-1], index, events[-1]])
+    records = read(folder)
+    (bad,) = of(records, BadRecord)
+    assert bad.line == 6 and "'HistoryIndexEvent' forgets 2 events" in bad.reason
+    assert len(of(records, Request)) == 2
