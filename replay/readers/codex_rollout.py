@@ -25,7 +25,11 @@ items and ``inter_agent_communication`` lines (another agent's message, model in
 to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definitions added mid-session,
 ``tool_defs``), tool outputs as content items (their ``input_image`` parts are images, not text), the turn's
 ``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
-refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
+refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``). codex-rs 0.171 also writes
+history-only ``metadata`` beside a response item's payload: a tool output's own truncation budget
+(``fallback_token_limit_override``, ``codex_truncation``) and the mark that makes a ``configuration_update`` item (a
+reasoning-effort change sent to the model mid-session, kept as its JSON) part of the history
+(``harness_authored_configuration``; without it codex-rs drops the item).
 
 A user turn starts where codex-rs's does (``codex_history``): at a user message that is not injected context, or at
 another agent's message; injected context (environment updates, a turn-aborted note, a sub-agent's notification)
@@ -48,7 +52,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.codex_history import TURN, History, message_mark, open_turn
-from replay.readers.codex_truncation import history_budget, truncate_parts, truncate_text
+from replay.readers.codex_truncation import history_budget, override_budget, truncate_parts, truncate_text
 
 LINE_TYPES = {
     "session_meta",
@@ -369,8 +373,9 @@ class CodexRolloutReader:
     format = "codex-rollout"
     # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt); 3: later codex-rs lines
     # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests);
-    # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only
-    version = 5
+    # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only;
+    # 6: codex-rs 0.171 line metadata: a tool output's own truncation budget, configuration_update items
+    version = 6
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -456,7 +461,8 @@ class CodexRolloutReader:
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
-                self._item(b, d, live, p, line, ts, budget)
+                meta = obj.get("metadata")
+                self._item(b, d, live, p, line, ts, override_budget(meta) or budget, meta)
         if held:
             d.request(**held)
         d.flush()
@@ -501,8 +507,17 @@ class CodexRolloutReader:
 
     @staticmethod
     def _item(
-        b: RunBuilder, d: Deferred, live: History, p: dict, line: int, ts: str | None, budget: tuple[str, int] | None
+        b: RunBuilder,
+        d: Deferred,
+        live: History,
+        p: dict,
+        line: int,
+        ts: str | None,
+        budget: tuple[str, int] | None,
+        metadata: Any = None,
     ) -> None:
+        """One response item; ``budget``: the truncation codex-rs cut a function or custom tool output to (the line's
+        own override, else the turn's policy); ``metadata``: the history-only metadata logged beside it."""
         t = p.get("type")
         at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "message":
@@ -562,6 +577,10 @@ class CodexRolloutReader:
         elif t == "additional_tools":  # tool definitions the harness adds to the history mid-session
             tools = json.dumps(p.get("tools"), ensure_ascii=False)
             d.input(lambda: b.add("tool_defs", "system", tools, **at))
+        elif t == "configuration_update":  # a mid-session setting the model is sent (reasoning effort)
+            if isinstance(metadata, dict) and metadata.get("harness_authored_configuration") is True:
+                update = json.dumps({k: v for k, v in p.items() if k != "type"}, ensure_ascii=False)
+                d.input(lambda: b.add("system", "system", update, **at))
         elif t in ENCRYPTED_SUMMARIES:  # outside a `compacted` line: what it replaced is not in the log
             b.warn(line, f"{t} item outside a compacted line: its effect on later prompts is not read")
 
