@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replay.model import Item
+from replay.model import Item, Run
 from replay.readers.base import ReadContext
 from replay.readers.codex_rollout import READER as ROLLOUT
 
@@ -115,3 +115,110 @@ def test_harness_authored_configuration_update_is_sent(tmp_path: Path) -> None:
     )
     sent = [(i.kind, i.text) for i in items(path) if i.kind != "system" or i.text != "You are Codex"]
     assert sent[:2] == [("system", '{"reasoning": {"effort": "high"}}'), ("user_text", "go on")]
+
+
+def usage_record(response_id: str, prompt: int, cached: int, written: int, output: int) -> tuple[str, dict, None]:
+    """A ``token_usage_record`` line: one response's usage beside the turn's and the thread's running totals."""
+    usage = {
+        "input_tokens": prompt,
+        "cached_input_tokens": cached,
+        "cache_write_input_tokens": written,
+        "output_tokens": output,
+        "reasoning_output_tokens": 0,
+        "total_tokens": prompt + output,
+    }
+    ids = {"thread_id": "t", "turn_id": "u", "session_id": "s", "root_turn_id": "u", "response_id": response_id}
+    return "token_usage_record", {**ids, "usage": usage, "turn_token_usage": usage, "thread_token_usage": usage}, None
+
+
+def test_remote_compaction_usage_from_its_token_usage_record(tmp_path: Path) -> None:
+    """Remote compaction v2 persists its call's usage only as a ``token_usage_record`` (no token_count) and names
+    the response on the ``compacted`` line; a later one may carry the record itself (``latest_token_usage_record``).
+    Read without them, the compactions had no usage and the bill left their calls out."""
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go on"}]}
+    summary = {"type": "context_compaction", "encrypted_content": "gAAAA"}
+    _, embedded, _ = usage_record("resp_c2", 7_000, 6_000, 0, 200)
+    path = rollout_171(
+        tmp_path,
+        [
+            (
+                "session_meta",
+                {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}},
+                None,
+            ),
+            ("turn_context", {"model": "gpt-6-sol"}, None),
+            ("response_item", user, None),
+            usage_record("resp_a", 5_000, 0, 0, 100),
+            token_count(5_100, 5_000, 100),
+            usage_record("resp_c1", 5_200, 4_000, 700, 300),  # the compaction's call: no token_count follows
+            (
+                "compacted",
+                {
+                    "message": "",
+                    "replacement_history": [user, summary],
+                    "window_number": 2,
+                    "compaction_response_id": "resp_c1",
+                },
+                None,
+            ),
+            ("response_item", user, None),
+            usage_record("resp_b", 800, 0, 0, 50),
+            token_count(5_950, 800, 50),
+            ("response_item", {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}, None),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "ok"}, None),
+            (
+                "compacted",
+                {
+                    "message": "",
+                    "replacement_history": [user, summary],
+                    "window_number": 3,
+                    "compaction_response_id": "resp_c2",
+                    "latest_token_usage_record": embedded,
+                },
+                None,
+            ),
+            ("response_item", user, None),
+            token_count(6_900, 900, 50),
+        ],
+    )
+    (run,) = [r for r in ROLLOUT.read(ReadContext(path=path, file_hash="0" * 32)) if isinstance(r, Run)]
+    events = run.metadata["context_events"]
+    assert [e.get("usage") for e in events] == [
+        {"input": 500, "cache_read": 4_000, "cache_write": 700, "output": 300, "prompt": 5_200},
+        {"input": 1_000, "cache_read": 6_000, "cache_write": 0, "output": 200, "prompt": 7_000},
+    ]
+
+
+def test_summariser_token_count_keeps_its_cache_writes(tmp_path: Path) -> None:
+    """A local compaction's call logs a token_count whose ``cache_write_input_tokens`` are inside its input: the
+    event's usage keeps them (the uncached input already leaves them out, so dropping them lost their bill)."""
+    last = {
+        "input_tokens": 9_000,
+        "cached_input_tokens": 6_000,
+        "cache_write_input_tokens": 2_000,
+        "output_tokens": 400,
+        "reasoning_output_tokens": 0,
+        "total_tokens": 9_400,
+    }
+    info = {"total_token_usage": {**last, "total_tokens": 19_400}, "last_token_usage": last}
+    path = rollout_171(
+        tmp_path,
+        [
+            (
+                "session_meta",
+                {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}},
+                None,
+            ),
+            (
+                "response_item",
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]},
+                None,
+            ),
+            token_count(10_000, 9_000),
+            ("event_msg", {"type": "token_count", "info": info}, None),
+            ("compacted", {"message": "SUMMARY", "replacement_history": []}, None),
+        ],
+    )
+    (run,) = [r for r in ROLLOUT.read(ReadContext(path=path, file_hash="0" * 32)) if isinstance(r, Run)]
+    (event,) = run.metadata["context_events"]
+    assert event["usage"] == {"input": 1_000, "cache_read": 6_000, "cache_write": 2_000, "output": 400, "prompt": 9_000}
