@@ -8,7 +8,8 @@ it, from each harness's writer:
 
 - OpenHands V1: the condenser LLM's ``token_usages`` (usage id ``condenser``), one per condensation;
 - Claude Code 2.1: a compaction fork (``subagents/agent-acompact-*.jsonl``): its last response is the call;
-- Codex: the ``token_count`` logged just before a ``compacted`` line (a compact task's own model call);
+- Codex: the ``token_count`` logged just before a ``compacted`` line (a compact task's own model call); remote
+  compaction v2: the ``token_usage_record`` of the response the ``compacted`` line names;
 - Copilot CLI: ``session.compaction_complete``'s ``compactionTokensUsed``.
 - inspect_ai: the summary strategy's own ``model`` event, just before its ``compaction`` event.
 

@@ -12,6 +12,8 @@ estimates for it from the encrypted text (what its auto-compact trigger adds for
 
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
+Remote compaction v2 logs no token_count for its call: its usage is the ``token_usage_record`` line of the response
+the ``compacted`` line names (``compaction_response_id``).
 ``replacement_history`` is the whole history Codex sends from then on: the kept user messages, the re-injected
 initial context (developer instructions, environment context) and the summary (a user message starting with the
 summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item). The reader emits
@@ -25,7 +27,11 @@ items and ``inter_agent_communication`` lines (another agent's message, model in
 to ``runs.metadata.encrypted_inputs``), ``additional_tools`` items (tool definitions added mid-session,
 ``tool_defs``), tool outputs as content items (their ``input_image`` parts are images, not text), the turn's
 ``model_context_window`` on ``task_started``, and the token_count codex-rs fills to the window when a request is
-refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``).
+refused as too long (not a request; its line goes to ``runs.metadata.window_exceeded``). codex-rs 0.171 also writes
+history-only ``metadata`` beside a response item's payload: a tool output's own truncation budget
+(``fallback_token_limit_override``, ``codex_truncation``) and the mark that makes a ``configuration_update`` item (a
+reasoning-effort change sent to the model mid-session, kept as its JSON) part of the history
+(``harness_authored_configuration``; without it codex-rs drops the item).
 
 A user turn starts where codex-rs's does (``codex_history``): at a user message that is not injected context, or at
 another agent's message; injected context (environment updates, a turn-aborted note, a sub-agent's notification)
@@ -48,7 +54,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.codex_history import TURN, History, message_mark, open_turn
-from replay.readers.codex_truncation import history_budget, truncate_parts, truncate_text
+from replay.readers.codex_truncation import history_budget, override_budget, truncate_parts, truncate_text
 
 LINE_TYPES = {
     "session_meta",
@@ -147,6 +153,36 @@ def call_usage(last: dict) -> dict[str, Any]:
     sends a prompt, so that count was zeroed (a fixture's trimmed counter) and the call's usage is unknown."""
     counted = isinstance(last.get("input_tokens"), int) and last["input_tokens"] > 0
     return openai_usage(last) if counted else {}
+
+
+def event_usage(call: dict) -> dict[str, Any]:
+    """A summariser call's usage on its context event, from its request fields (``call_usage``); canonical:
+    ``input`` uncached (docs/canonical-format.md), ``cache_write`` when the log counts writes, the prompt as logged."""
+    usage = {
+        "input": call.get("input_tokens"),
+        "cache_read": call.get("cache_read"),
+        "output": call.get("output_tokens"),
+        "prompt": call.get("prompt_tokens"),
+    }
+    if isinstance(call.get("cache_write"), int):
+        usage["cache_write"] = call["cache_write"]
+    return usage
+
+
+def compaction_record_usage(p: dict, records: dict[str, dict]) -> dict[str, Any] | None:
+    """The usage of a compaction's own model call that no token_count carries: remote compaction v2 (codex-rs
+    compact_remote_v2) persists its response's usage only as a ``token_usage_record`` line
+    (``record_observed_response_completed``), and names that response on the ``compacted`` line
+    (``compaction_response_id``; ``latest_token_usage_record`` may hold the same record). None when neither is
+    logged."""
+    rid = p.get("compaction_response_id")
+    if not isinstance(rid, str):
+        return None
+    latest = p.get("latest_token_usage_record")
+    record = records.get(rid) or (latest if isinstance(latest, dict) and latest.get("response_id") == rid else None)
+    usage = record.get("usage") if record else None
+    call = call_usage(usage) if isinstance(usage, dict) else {}
+    return event_usage(call) if call else None
 
 
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
@@ -369,8 +405,10 @@ class CodexRolloutReader:
     format = "codex-rollout"
     # 2: a summariser call's usage ``input`` is its uncached input (was the whole prompt); 3: later codex-rs lines
     # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests);
-    # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only
-    version = 5
+    # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only;
+    # 6: codex-rs 0.171 line metadata: a tool output's own truncation budget, configuration_update items; a remote
+    # compaction's usage from its token_usage_record; a summariser call's cache writes
+    version = 6
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -384,6 +422,7 @@ class CodexRolloutReader:
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         live = History()  # what Codex's history holds, for a thread rollback
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
+        records: dict[str, dict] = {}  # token_usage_record lines by response id, for a compaction's own call
         budget: tuple[str, int] | None = None  # the turn's tool-output truncation (codex_truncation)
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -398,12 +437,7 @@ class CodexRolloutReader:
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
-                usage = {  # canonical: ``input`` uncached (docs/canonical-format.md), the prompt as logged beside
-                    "input": held.get("input_tokens"),
-                    "cache_read": held.get("cache_read"),
-                    "output": held.get("output_tokens"),
-                    "prompt": held.get("prompt_tokens"),
-                }
+                usage = event_usage(held)
                 held = None
                 d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live))
                 continue
@@ -421,7 +455,10 @@ class CodexRolloutReader:
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
-                d.input(partial(compaction, b, p, line, ts, keep, None, logged, live))
+                own = compaction_record_usage(p, records)
+                d.input(partial(compaction, b, p, line, ts, keep, own, logged, live))
+            elif kind == "token_usage_record" and isinstance(p.get("response_id"), str):
+                records[p["response_id"]] = p  # a response's own usage (remote compaction v2 logs no token_count)
             elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
                 d.input(partial(rollback, b, live, p.get("num_turns"), line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
@@ -456,7 +493,8 @@ class CodexRolloutReader:
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
-                self._item(b, d, live, p, line, ts, budget)
+                meta = obj.get("metadata")
+                self._item(b, d, live, p, line, ts, override_budget(meta) or budget, meta)
         if held:
             d.request(**held)
         d.flush()
@@ -501,8 +539,17 @@ class CodexRolloutReader:
 
     @staticmethod
     def _item(
-        b: RunBuilder, d: Deferred, live: History, p: dict, line: int, ts: str | None, budget: tuple[str, int] | None
+        b: RunBuilder,
+        d: Deferred,
+        live: History,
+        p: dict,
+        line: int,
+        ts: str | None,
+        budget: tuple[str, int] | None,
+        metadata: Any = None,
     ) -> None:
+        """One response item; ``budget``: the truncation codex-rs cut a function or custom tool output to (the line's
+        own override, else the turn's policy); ``metadata``: the history-only metadata logged beside it."""
         t = p.get("type")
         at: dict[str, Any] = {"ts": ts, "line": line}
         if t == "message":
@@ -562,6 +609,10 @@ class CodexRolloutReader:
         elif t == "additional_tools":  # tool definitions the harness adds to the history mid-session
             tools = json.dumps(p.get("tools"), ensure_ascii=False)
             d.input(lambda: b.add("tool_defs", "system", tools, **at))
+        elif t == "configuration_update":  # a mid-session setting the model is sent (reasoning effort)
+            if isinstance(metadata, dict) and metadata.get("harness_authored_configuration") is True:
+                update = json.dumps({k: v for k, v in p.items() if k != "type"}, ensure_ascii=False)
+                d.input(lambda: b.add("system", "system", update, **at))
         elif t in ENCRYPTED_SUMMARIES:  # outside a `compacted` line: what it replaced is not in the log
             b.warn(line, f"{t} item outside a compacted line: its effect on later prompts is not read")
 

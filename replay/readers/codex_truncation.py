@@ -8,6 +8,11 @@ codex-rs records a tool output into the model's history through ``ContextManager
 the budget, at 4 bytes a token for a token budget, with a ``…N tokens truncated…`` (``…N chars truncated…``)
 marker between them; an output of content items spends one budget on its text parts in order
 (utils/output-truncation ``truncate_function_output_items_with_policy``), later ones cut or omitted.
+
+Later codex-rs (in 0.171.0) persists history-only metadata beside a response item's payload, and a tool may set
+its own budget there: ``metadata.fallback_token_limit_override``, in tokens with the allowance already included
+(codex-rs history ``CodexHarnessMetadata``; ``record_items_with_metadata`` uses it instead of the policy x 1.2;
+MCP tools pass their server's ``output_token_limit``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,15 @@ def history_budget(policy: Any) -> tuple[str, int] | None:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         return None
     return policy["mode"], math.ceil(limit * ALLOWANCE)
+
+
+def override_budget(metadata: Any) -> tuple[str, int] | None:
+    """``("tokens", N)`` from a rollout line's ``metadata.fallback_token_limit_override`` (N tokens, allowance
+    included), or None when the line sets none."""
+    limit = metadata.get("fallback_token_limit_override") if isinstance(metadata, dict) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
+        return None
+    return "tokens", limit
 
 
 def approx_tokens(text: str) -> int:
