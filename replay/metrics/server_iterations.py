@@ -39,11 +39,12 @@ def _count(value: Any) -> int | None:
 
 
 def server_calls(metadata: dict) -> list[ServerCall]:
-    """The server-side iterations of one run's ``runs.metadata``, in log order; an entry without a step, an input or
-    an output count is left out (nothing to bill). A 1 hour part larger than the writes is capped at them."""
+    """The server-side iterations of one run's ``runs.metadata``, in log order, then its side calls; an entry without
+    a step, an input or an output count is left out (nothing to bill). A 1 hour part larger than the writes is
+    capped at them."""
     out = []
-    entries = [(c, None) for c in metadata.get("server_iterations") or []]
-    for c, side in [*entries, *((c, SIDE) for c in metadata.get("side_calls") or [])]:
+    iterations = [(c, None) for c in metadata.get("server_iterations") or []]
+    for c, side in iterations + [(c, SIDE) for c in metadata.get("side_calls") or []]:
         if not isinstance(c, dict) or _count(c.get("step")) is None:
             continue
         uncached, output = _count(c.get("input")), _count(c.get("output"))
