@@ -154,6 +154,17 @@ class RunArrays:
     # (``harness_est``): the Cline SDK cuts on a message as stored, triggers on it as sent, its long tool results cut
     # (``runs.metadata.harness_keep_estimates``); None: 0 everywhere
     harness_keep: np.ndarray | None = field(default=None, repr=False)
+    # per request: the context window of the model the log says served it, where that is not the run's own window
+    # (replay.simulator.request_windows: a session that switched model, a Codex turn with another window); 0: the
+    # run's (the budget's); empty: 0 everywhere
+    req_window: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+
+    @property
+    def req_windows(self) -> np.ndarray:
+        """``req_window`` with one entry per request (0, the budget's window, where none is given)."""
+        if len(self.req_window) == self.n_requests:
+            return self.req_window.astype(np.int64)
+        return np.zeros(self.n_requests, dtype=np.int64)
 
     @property
     def usage_offsets(self) -> np.ndarray:

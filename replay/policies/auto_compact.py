@@ -1,7 +1,9 @@
 """Harness auto-compaction: past a token limit, the conversation is replaced by a summary.
 
-The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``context_window`` (0: the budget
-window; for a Codex log give its ``model_context_window`` as the window, as ``replay fidelity`` does).
+The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``context_window`` (0: the window of
+the model serving the request where the log says it is not the run's, ``RunArrays.req_window``, as a harness takes
+its threshold from the current model's window; else the budget window; for a Codex log give its
+``model_context_window`` as the window, as ``replay fidelity`` does).
 The presets in :mod:`replay.policies.presets` set these knobs per harness and version:
 
 - Claude Code: window - output reserve - 13,000, checked against the last response's usage (to 2.1.0:
@@ -56,6 +58,7 @@ from replay.policies.kernel import (
     S_PREV_END,
     S_SENT_EST,
     S_SUMMARISED,
+    S_WINDOW,
     SUMMARY_CLEARED,
     TF_MICRO,
     drop,
@@ -208,7 +211,12 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_AFTER,
     P_MICRO_NEW,
     P_KEEP_ROUNDS,
-) = range(P_POLICY, P_POLICY + 20)
+    P_THRESHOLD,
+    P_OUT_RESERVE,
+    P_BUFFER,
+    P_FIXED_WINDOW,
+    P_BACKGROUND_SHARE,
+) = range(P_POLICY, P_POLICY + 25)
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
@@ -247,6 +255,9 @@ class AutoCompact(CompiledPolicy):
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
         )
+        # the same limits of another window: a request the log says its model served on one (``limit``)
+        p[P_THRESHOLD], p[P_OUT_RESERVE], p[P_BUFFER] = c.threshold, c.output_reserve, c.buffer_tokens
+        p[P_FIXED_WINDOW], p[P_BACKGROUND_SHARE] = c.context_window > 0, c.background_until
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
         p[P_MICRO_NOTE], p[P_MICRO_AFTER], p[P_MICRO_NEW] = c.micro_note_chars, c.micro_after, c.micro_skip_new
@@ -258,6 +269,26 @@ class AutoCompact(CompiledPolicy):
         return np.array(
             [TF_MICRO * ((every or t in tools) and t not in c.micro_exempt) for t in tool_names], dtype=np.int8
         )
+
+
+@compiled(borrowed=True)
+def limit(p, st):
+    """The limit at this request: of the window of the model serving it where the log names one (``S_WINDOW``, set
+    by the loop from ``RunArrays.req_window``: the harness takes its threshold from the current model's window),
+    else of the run's; a fixed ``context_window`` holds whatever the log says."""
+    w = st.s[S_WINDOW]
+    if w <= 0 or p[P_FIXED_WINDOW] > 0:
+        return p[P_LIMIT]
+    return p[P_THRESHOLD] * (w - p[P_OUT_RESERVE]) - p[P_BUFFER]
+
+
+@compiled(borrowed=True)
+def background_limit(p, st):
+    """``background_until``'s limit at this request, of the same window as ``limit`` (0: none)."""
+    w = st.s[S_WINDOW]
+    if w <= 0 or p[P_FIXED_WINDOW] > 0 or p[P_BACKGROUND_SHARE] <= 0:
+        return p[P_BACKGROUND_LIMIT]
+    return p[P_BACKGROUND_SHARE] * (w - p[P_OUT_RESERVE]) - p[P_BUFFER]
 
 
 @compiled(borrowed=True)
@@ -347,7 +378,7 @@ def micro_pass(p, r, st, apply):
 def microcompact(p, r, st):
     """Claude Code's automatic microcompact: once the last prompt is within micro_warning of the limit, clear the
     old tool results if that saves at least micro_min_saved."""
-    if p[P_MICRO] <= 0 or st.s[S_K] == 0 or last_usage(r, st) < p[P_LIMIT] - p[P_MICRO_WARNING]:
+    if p[P_MICRO] <= 0 or st.s[S_K] == 0 or last_usage(r, st) < limit(p, st) - p[P_MICRO_WARNING]:
         return
     if micro_pass(p, r, st, False) >= p[P_MICRO_MIN_SAVED]:
         micro_pass(p, r, st, True)
@@ -403,16 +434,16 @@ def earlier_reasoning(r, st):
 
 @compiled(borrowed=True)
 def due(p, r, st):
-    mode = p[P_PREVIOUS]
+    mode, lim = p[P_PREVIOUS], limit(p, st)
     if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
-        return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= p[P_LIMIT]
+        return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= lim
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
-        return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > p[P_LIMIT]
+        return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > lim
     if mode == 2:  # Claude Code 2.1.3 on: the last response's usage plus the messages since at chars/4
-        return st.s[S_K] > 0 and last_usage(r, st) + new_chars4(r, st) >= p[P_LIMIT]
+        return st.s[S_K] > 0 and last_usage(r, st) + new_chars4(r, st) >= lim
     if mode == 3:  # Claude Code to 2.1.0: the last response's usage (its prompt and output)
-        return st.s[S_K] > 0 and last_usage(r, st) >= p[P_LIMIT]
-    return est_total(st) + reported(r, st) > p[P_LIMIT]
+        return st.s[S_K] > 0 and last_usage(r, st) >= lim
+    return est_total(st) + reported(r, st) > lim
 
 
 @compiled(borrowed=True)
@@ -580,7 +611,7 @@ def decide(p, r, st):
     if p[P_MICRO_AFTER] <= 0:
         microcompact(p, r, st)
     if fire:
-        if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < p[P_BACKGROUND_LIMIT]:
+        if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < background_limit(p, st):
             st.s[S_PENDING] = st.s[S_END] + 1
         else:
             compact(p, r, st)

@@ -138,6 +138,9 @@ Run = namedtuple(
         # per item: the harness's own size of it where it chooses what to keep, if not its trigger's
         # (RunArrays.harness_keep; the Cline SDK: a message before its request builder cut its tool results)
         "harness_keep",
+        # per request: the window of the model serving it where the log says it is not the run's (RunArrays
+        # .req_window; 0: the budget's). The loop puts it in S_WINDOW before the policy decides
+        "req_window",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

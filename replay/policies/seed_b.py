@@ -198,8 +198,9 @@ def setup(p, r, st):
 # -- every request ---------------------------------------------------------------------------------------------------
 @compiled(inline="always")
 def window_of(p, st):
-    """The window of the model serving this request."""
-    w, fw = p[P_WINDOW], p[P_FAILOVER_WINDOW]
+    """The window of the model serving this request: the log's where it names one (``S_WINDOW`` as the loop set
+    it), else the budget's; from ``failover_at_request`` on at most ``failover_window``."""
+    w, fw = st.s[S_WINDOW] if st.s[S_WINDOW] > 0 else p[P_WINDOW], p[P_FAILOVER_WINDOW]
     return min(w, fw) if fw > 0 and st.s[S_K] >= p[P_FAILOVER_AT] else w
 
 

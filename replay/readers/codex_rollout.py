@@ -207,11 +207,19 @@ def window_filled(info: dict) -> bool:
     return total.get("total_tokens") == window and not any(total.get(k) or last.get(k) for k in counted)
 
 
-def note_window(b: RunBuilder, window: Any) -> None:
+def note_window(b: RunBuilder, window: Any, line: int | None = None) -> None:
     """Keep a logged ``model_context_window`` (token_count's, task_started's), the window codex-rs measures
-    auto-compaction on, when it is a positive integer."""
-    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
-        b.run.metadata["model_context_window"] = window
+    auto-compaction on, when it is a positive integer: the latest as the run's; with the log ``line``, each change
+    as ``context_windows`` [[line, window], ...] (a turn on a model with another window moves the limit; read per
+    request by ``replay.simulator.request_windows``)."""
+    if not (isinstance(window, int) and not isinstance(window, bool) and window > 0):
+        return
+    meta = b.run.metadata
+    if line is not None:
+        seen = meta.setdefault("context_windows", [])
+        if not seen or seen[-1][1] != window:
+            seen.append([line, window])
+    meta["model_context_window"] = window
 
 
 def agent_message_text(content: Any) -> tuple[str, int]:
@@ -463,7 +471,7 @@ class CodexRolloutReader:
                 d.input(partial(rollback, b, live, p.get("num_turns"), line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
                 info = p["info"]
-                note_window(b, info.get("model_context_window"))
+                note_window(b, info.get("model_context_window"), line)
                 total = info.get("total_token_usage")
                 if window_filled(info):  # a request the server refused: not a call the run paid for
                     if held:
@@ -486,7 +494,7 @@ class CodexRolloutReader:
                     }
                 last_total = total
             elif kind == "event_msg" and p.get("type") == "task_started":
-                note_window(b, p.get("model_context_window"))  # the turn's window (codex-rs TurnStartedEvent)
+                note_window(b, p.get("model_context_window"), line)  # the turn's window (codex-rs TurnStartedEvent)
             elif kind == "inter_agent_communication":
                 text, encrypted = inter_agent_text(p)
                 d.input(partial(agent_turn, b, live, text, encrypted, {"ts": ts, "line": line}))

@@ -104,7 +104,7 @@ class CodexTuiReader:
                 info = msg.get("info")
                 if isinstance(info, dict):
                     last_total = info.get("total_token_usage", last_total)
-                    note_window(d.b, info.get("model_context_window"))
+                    note_window(d.b, info.get("model_context_window"), line)
                 if flat is None:
                     continue
                 msg = flat

@@ -17,6 +17,7 @@ from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
+from replay.simulator.request_windows import request_windows
 from replay.simulator.thinking import thinking_switches
 from replay.simulator.tool_loads import tool_list_changes
 from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes, rollback_drops
@@ -29,9 +30,9 @@ SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
 _REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens, model,
-       cache_write_1h
+       cache_write_1h, line
 FROM requests WHERE run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY run_id, step"""
-_RUNS = "SELECT run_id, model, metadata FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
+_RUNS = "SELECT run_id, model, metadata, format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))"
 
 
 def _by_run(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> dict[str, list[dict]]:
@@ -249,17 +250,17 @@ def load_many(
     prompt model, as ``load_run`` takes it)."""
     items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
     reqs = _by_run(con, _REQS, [ids])
-    runs = {r[0]: (r[1], _metadata(r[2])) for r in con.execute(_RUNS, [ids]).fetchall()}
+    runs = {r[0]: (r[1], _metadata(r[2]), r[3] or "") for r in con.execute(_RUNS, [ids]).fetchall()}
     out = []
     for rid in ids:
         if rid not in items and rid not in reqs:
             raise ReplayError(f"run {rid!r} not in the store; see `replay runs`")
-        model, metadata = runs.get(rid, (None, {}))
-        out.append(
-            _assemble(
-                rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id, (prompts or {}).get(rid)
-            )
+        model, metadata, fmt = runs.get(rid, (None, {}, ""))
+        run = _assemble(
+            rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id, (prompts or {}).get(rid)
         )
+        lines = [r["line"] for r in reqs.get(rid, [])]
+        out.append(replace(run, req_window=request_windows(fmt, metadata, model, run.req_model, lines, run.rec_prompt)))
     return _with_caches(con, ids, out)
 
 

@@ -66,6 +66,7 @@ def run_at(pk, tflag, i):
         pk.condenser[i],
         pk.framing[a:b],
         pk.harness_keep[a:b],
+        pk.req_window[c:d],
     )
 
 

@@ -184,7 +184,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             gone_next[q], gone_first[g] = gone_first[g], q
     for k in range(m):
         s[S_K] = k
-        s[S_EMERGENCY] = s[S_SUMMARISED] = s[S_WINDOW] = s[S_SUM_WRITE] = 0
+        s[S_EMERGENCY] = s[S_SUMMARISED] = s[S_SUM_WRITE] = 0
+        s[S_WINDOW] = r.req_window[k]  # the serving model's window where the log says it is not the run's, else 0
         s[S_SUM_READ] = s[S_SUM_OUT] = -1  # none given: the call reads the whole previous prompt, writes the summary
         end, new_end = s[S_END], r.req_end[k]
         for q in range(end, new_end):

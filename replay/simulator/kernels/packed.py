@@ -70,6 +70,7 @@ Packed = namedtuple(
         "condenser",
         "framing",
         "harness_keep",
+        "req_window",
     ),
 )
 
@@ -128,6 +129,7 @@ class PackedRuns:
     condenser: np.ndarray  # per run: the harness's summariser prompt (RunArrays.condenser)
     framing: np.ndarray  # per item: tokens beyond its text (RunArrays.framing)
     harness_keep: np.ndarray  # per item (replay.run_arrays.RunArrays.harness_keep)
+    req_window: np.ndarray  # per request: its model's window, 0 the budget's (RunArrays.req_window)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -286,6 +288,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "condenser": np.array([r.condenser for r in runs], dtype=np.int64),
         "framing": _cat([r.framings for r in runs], np.int64),
         "harness_keep": _cat([r.harness_keeps for r in runs], np.int64),
+        "req_window": _cat([r.req_windows for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
