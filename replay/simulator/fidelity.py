@@ -289,7 +289,7 @@ def fidelity_frame(
     fitted = fit_usage(con, tokenizer_id, DEFAULT_OVERHEAD, ids)  # once: the prompt model and the out-of-sample score
     oos = out_of_sample_errors(fitted[0])
     rows = []
-    for run in load_runs(con, tokenizer_id, pattern, fitted=fitted, ids=ids):
+    for run in load_runs(con, tokenizer_id, pattern, fitted=fitted, ids=ids, own_windows=True):
         usage = bool((run.rec_prompt > 0).any())
         path, fmt, model, metadata = meta[run.run_id]
         metadata = json.loads(metadata) if isinstance(metadata, str) else (metadata or {})

@@ -245,9 +245,12 @@ def load_many(
     ids: list[str],
     tokenizer_id: str | None = None,
     prompts: dict[str, PromptModel] | None = None,
+    own_windows: bool = False,
 ) -> list[RunArrays]:
     """The arrays of the runs ``ids``, in that order, read with one query per table (``prompts``: each run's
-    prompt model, as ``load_run`` takes it)."""
+    prompt model, as ``load_run`` takes it; ``own_windows``: each request's window where its model's is not the
+    run's, for replaying a run on its harness's own window, as fidelity does; a window the user chooses holds for
+    every request, so elsewhere every request takes the budget's)."""
     items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
     reqs = _by_run(con, _REQS, [ids])
     runs = {r[0]: (r[1], _metadata(r[2]), r[3] or "") for r in con.execute(_RUNS, [ids]).fetchall()}
@@ -259,8 +262,10 @@ def load_many(
         run = _assemble(
             rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id, (prompts or {}).get(rid)
         )
-        lines = [r["line"] for r in reqs.get(rid, [])]
-        out.append(replace(run, req_window=request_windows(fmt, metadata, model, run.req_model, lines, run.rec_prompt)))
+        if own_windows:
+            lines = [r["line"] for r in reqs.get(rid, [])]
+            run = replace(run, req_window=request_windows(fmt, metadata, model, run.req_model, lines, run.rec_prompt))
+        out.append(run)
     return _with_caches(con, ids, out)
 
 
@@ -387,14 +392,15 @@ def load_runs(
     overhead: int | None = None,
     fitted: tuple | None = None,
     ids: list[str] | None = None,
+    own_windows: bool = False,
 ) -> list[RunArrays]:
     """Runs matching ``pattern`` (or the runs ``ids``), under the prompt model (``prompt=False``: the log's items
     only; ``overhead``: the prefix for runs with no fit of their own and no profile; ``fitted``: a ``fit_usage``
-    result for this tokenizer to reuse)."""
+    result for this tokenizer to reuse; ``own_windows``: as ``load_many``)."""
     ids = run_ids(con, pattern) if ids is None else ids
     require_counts(con, tokenizer_id, ids)
     models = prompt_models(con, tokenizer_id, ids, override=overhead, fitted=fitted) if prompt else {}
-    return load_many(con, ids, tokenizer_id, models)
+    return load_many(con, ids, tokenizer_id, models, own_windows)
 
 
 def require_counts(con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, ids: list[str]) -> None:

@@ -168,15 +168,24 @@ def cc(tmp_path: Path):
 
 
 def test_claude_code_requests_take_their_models_window(cc) -> None:
-    (run,) = load_runs(cc, None)
+    (run,) = load_runs(cc, None, own_windows=True)
     assert list(run.req_model) == [BIG_MODEL] * 3 + [SMALL_MODEL] * 2
     # the run's model is Opus 4.7 (1M): only the requests Opus 4.6 served carry a window of their own
     assert run.model == BIG_MODEL
     assert run.req_windows.tolist() == [0, 0, 0, 200_000, 200_000]
 
 
-def test_claude_code_preset_compacts_where_the_200k_threshold_says(cc) -> None:
+def test_a_window_the_user_chooses_holds_for_every_request(cc) -> None:
+    """Only a replay on the harness's own window (fidelity) takes the log's per-request windows: `simulate --window
+    W` asks what W would do, for every request."""
     (run,) = load_runs(cc, None)
+    assert not run.req_windows.any()
+    cols, _ = simulate_run(run, make_policy("recorded"), make_cache("none"), Budget(1_000_000, 199_000))
+    assert not cols["overflow"].any()
+
+
+def test_claude_code_preset_compacts_where_the_200k_threshold_says(cc) -> None:
+    (run,) = load_runs(cc, None, own_windows=True)
     fmt, metadata = cc.execute("SELECT format, metadata FROM runs").fetchone()
     name, budget, params = harness_preset(fmt, json.loads(metadata), run.model, int(run.rec_prompt.max()))
     assert (name, budget.window) == ("claude-code-2.1.69", 1_000_000)
@@ -202,7 +211,7 @@ def test_fidelity_scores_the_switch_compaction(cc) -> None:
 def test_views_show_the_serving_window(cc) -> None:
     """Every policy's per-request view (``show``, reports) and the overflow count use the serving model's window:
     Opus 4.6's 200k from the switch on, the budget's before it."""
-    (run,) = load_runs(cc, None)
+    (run,) = load_runs(cc, None, own_windows=True)
     views = views_of(run, make_policy("recorded"), Budget(1_000_000)).views
     assert [v.window for v in views] == [0, 0, 0, 200_000, 200_000]
     # a 2k prompt with 199k reserved overflows Opus 4.6's window, not the 1M budget's
@@ -212,7 +221,7 @@ def test_views_show_the_serving_window(cc) -> None:
 
 def test_codex_turn_windows_are_read_per_request(tmp_path: Path) -> None:
     con = store(tmp_path, "rollout-2026-05-01T10-00-00-019f0000-0000-7000-8000-000000000001.jsonl", codex_lines())
-    (run,) = load_runs(con, None)
+    (run,) = load_runs(con, None, own_windows=True)
     fmt, metadata = con.execute("SELECT format, metadata FROM runs").fetchone()
     metadata = json.loads(metadata)
     assert [w for _, w in metadata["context_windows"]] == [994_000, 258_400]
