@@ -443,15 +443,12 @@ def warm(
     """Compile the simulation loop of each policy into numba's on-disk cache now, so that the first simulate,
     sweep or report using it starts at once (a fresh install compiles a policy's loop on first use)."""
     from replay.policies import CompiledPolicy
-    from replay.simulator.kernels.trace import trace_run
+    from replay.simulator.kernels.warm_child import warm_per_request
     from replay.sweeps.point_rows import warm_up
-    from replay.synth.long_run import long_run
 
     chosen = names or [n for n, cls in registry().items() if issubclass(cls, CompiledPolicy)]
-    run = long_run(2)
     for name in chosen:
-        policy = make_policy(name)
-        if isinstance(policy, CompiledPolicy) and not per_request:
+        if isinstance(make_policy(name), CompiledPolicy) and not per_request:
             warm_up(name)  # the sweep loop (a policy written in Python sweeps run by run, in the loop below)
-        trace_run(run, policy, Budget(200_000, 0))  # the per-request loop of simulate, show and the reports
+        warm_per_request([name])  # the per-request loop of simulate, show and the reports
         typer.echo(f"{name}: compiled and cached")

@@ -101,14 +101,15 @@ def compiled_entry(kernel, code: int, args: tuple):
 
 
 def compile_in_background(names: list[str]) -> subprocess.Popen | None:
-    """Start ``replay warm --per-request`` in a child process for those of the policies ``names`` whose per-request
-    loop is not compiled yet, so that a spare core compiles them while this process works on; None when every one
-    is compiled or the machine has one core. The child writes numba's on-disk cache, which this process then reads."""
+    """Start a child process (``replay.simulator.kernels.warm_child``) compiling the per-request loop of those of the
+    policies ``names`` not compiled yet, so that a spare core compiles them while this process works on; None when
+    every one is compiled or the machine has one core. The child writes numba's on-disk cache, which this process
+    then reads."""
     codes = {n: policy_class(n).code for n in names}
-    todo = [n for n in names if not is_ready("run_kernel", codes[n])]
+    todo = [n for n in names if not is_ready("run_kernel", codes[n]) and ("run_kernel", codes[n]) not in _PENDING]
     if not todo or (os.cpu_count() or 1) < 2:
         return None
-    cmd = [sys.executable, "-m", "replay", "warm", "--per-request", *todo]
+    cmd = [sys.executable, "-m", "replay.simulator.kernels.warm_child", *todo]
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _PENDING.update({("run_kernel", codes[n]): child for n in todo})
     return child
