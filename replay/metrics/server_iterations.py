@@ -14,7 +14,8 @@ as recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from replay.metrics.summariser_calls import count, usage_counts
 
 # what a bill row calls each iteration type (``call`` in replay.metrics.recorded_bill)
 CALLS = {"advisor_message": "advisor", "compaction": "compaction"}
@@ -34,10 +35,6 @@ class ServerCall:
     counts: tuple[int, int, int, int, int]
 
 
-def _count(value: Any) -> int | None:
-    return value if type(value) is int and value >= 0 else None
-
-
 def server_calls(metadata: dict) -> list[ServerCall]:
     """The server-side iterations of one run's ``runs.metadata``, in log order, then its side calls; an entry without
     a step, an input or an output count is left out (nothing to bill). A 1 hour part larger than the writes is
@@ -45,14 +42,10 @@ def server_calls(metadata: dict) -> list[ServerCall]:
     out = []
     iterations = [(c, None) for c in metadata.get("server_iterations") or []]
     for c, side in iterations + [(c, SIDE) for c in metadata.get("side_calls") or []]:
-        if not isinstance(c, dict) or _count(c.get("step")) is None:
+        counts = usage_counts(c)
+        if counts is None or count(c.get("step")) is None:
             continue
-        uncached, output = _count(c.get("input")), _count(c.get("output"))
-        if uncached is None or output is None:
-            continue
-        read, write = _count(c.get("cache_read")) or 0, _count(c.get("cache_write")) or 0
-        hour = min(_count(c.get("cache_write_1h")) or 0, write)
         model = c.get("model") if isinstance(c.get("model"), str) and c["model"] else None
         call = side or CALLS.get(str(c.get("type")), FURTHER)
-        out.append(ServerCall(c["step"], call, model, (uncached, read, write - hour, hour, output)))
+        out.append(ServerCall(c["step"], call, model, counts))
     return out

@@ -35,23 +35,29 @@ class SummariserCall:
     counts: tuple[int, int, int, int, int]
 
 
-def _count(value: Any) -> int | None:
+def count(value: Any) -> int | None:
+    """A non-negative integer count, else None (a JSON ``true`` is not one)."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def event_counts(event: dict) -> tuple[int, int, int, int, int] | None:
-    """The five billed counts of an event's recorded ``usage``, or None when it records none (no ``usage``, or no
-    input or output count: a call's bill needs both). Reads and writes the usage leaves out are 0; a 1 hour part
+    """The five billed counts of an event's recorded ``usage`` (``usage_counts``)."""
+    return usage_counts(event.get("usage"))
+
+
+def usage_counts(usage: Any) -> tuple[int, int, int, int, int] | None:
+    """The five billed counts of one recorded call's canonical usage (``input`` uncached, ``cache_read``,
+    ``cache_write`` with ``cache_write_1h`` its 1 hour part, ``output``), or None when it records none (not a dict,
+    or no input or output count: a call's bill needs both). Reads and writes it leaves out are 0; a 1 hour part
     larger than the writes is capped at them."""
-    usage = event.get("usage")
     if not isinstance(usage, dict):
         return None
-    uncached, output = _count(usage.get("input")), _count(usage.get("output"))
+    uncached, output = count(usage.get("input")), count(usage.get("output"))
     if uncached is None or output is None:
         return None
-    read = _count(usage.get("cache_read")) or 0
-    write = _count(usage.get("cache_write")) or 0
-    hour = min(_count(usage.get("cache_write_1h")) or 0, write)
+    read = count(usage.get("cache_read")) or 0
+    write = count(usage.get("cache_write")) or 0
+    hour = min(count(usage.get("cache_write_1h")) or 0, write)
     return uncached, read, write - hour, hour, output
 
 
