@@ -11,6 +11,9 @@ from replay.model import Item, Run
 from replay.readers.base import ReadContext
 from replay.readers.codex_rollout import READER as ROLLOUT
 
+# the session_meta line every rollout here opens with
+META = ("session_meta", {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}}, None)
+
 
 def rollout_171(tmp_path: Path, lines: list[tuple[str, dict, dict | None]]) -> Path:
     """A rollout file: one line per (type, payload, metadata), numbered by ``ordinal``."""
@@ -50,11 +53,7 @@ def test_tool_output_cut_to_its_own_fallback_token_limit(tmp_path: Path) -> None
     path = rollout_171(
         tmp_path,
         [
-            (
-                "session_meta",
-                {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}},
-                None,
-            ),
+            META,
             ("turn_context", {"model": "gpt-6-sol", "truncation_policy": {"mode": "tokens", "limit": 10}}, None),
             (
                 "response_item",
@@ -101,11 +100,7 @@ def test_harness_authored_configuration_update_is_sent(tmp_path: Path) -> None:
     path = rollout_171(
         tmp_path,
         [
-            (
-                "session_meta",
-                {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}},
-                None,
-            ),
+            META,
             ("turn_context", {"model": "gpt-6-sol"}, None),
             ("response_item", update, {"client_authored": False, "harness_authored_configuration": True}),
             ("response_item", {**update, "reasoning": {"effort": "low"}}, {"client_authored": False}),
@@ -141,11 +136,7 @@ def test_remote_compaction_usage_from_its_token_usage_record(tmp_path: Path) -> 
     path = rollout_171(
         tmp_path,
         [
-            (
-                "session_meta",
-                {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}},
-                None,
-            ),
+            META,
             ("turn_context", {"model": "gpt-6-sol"}, None),
             ("response_item", user, None),
             usage_record("resp_a", 5_000, 0, 0, 100),
@@ -204,11 +195,7 @@ def test_summariser_token_count_keeps_its_cache_writes(tmp_path: Path) -> None:
     path = rollout_171(
         tmp_path,
         [
-            (
-                "session_meta",
-                {"id": "s", "cli_version": "0.171.0", "base_instructions": {"text": "You are Codex"}},
-                None,
-            ),
+            META,
             (
                 "response_item",
                 {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x"}]},
