@@ -55,11 +55,15 @@ def request_windows(
     peak: dict[str | None, int] = {}  # per model, its largest recorded prompt (Claude Code's 1M window shows in it)
     for m, p in zip(req_models, rec_prompt, strict=True):
         peak[m] = max(peak.get(m, 0), int(p))
+    windows: dict[tuple[str, object], int] = {}  # per (model, logged window): the window its preset gives, 0 the run's
     for k, (m, line) in enumerate(zip(req_models, req_lines, strict=True)):
         if m is None or m.startswith("<"):  # no model named, or a message the harness made itself ("<synthetic>")
             continue
-        meta = {**metadata, "model_context_window": logged_window(metadata, line)} if fmt != "claude-code" else metadata
-        chosen = harness_preset(fmt, meta, m, peak[m])
-        if chosen is not None and chosen[1].window != run[1].window:
-            out[k] = chosen[1].window
+        logged = logged_window(metadata, line) if fmt != "claude-code" else None
+        if (m, logged) not in windows:
+            meta = {**metadata, "model_context_window": logged} if fmt != "claude-code" else metadata
+            chosen = harness_preset(fmt, meta, m, peak[m])
+            differs = chosen is not None and chosen[1].window != run[1].window
+            windows[m, logged] = chosen[1].window if differs and chosen is not None else 0
+        out[k] = windows[m, logged]
     return out
