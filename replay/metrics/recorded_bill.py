@@ -4,8 +4,8 @@
 A request's model is the one its log names for it (Claude Code: the assistant message's ``model``), else the run's.
 A summariser call the log records beside its requests (replay.metrics.summariser_calls: OpenHands V1's condenser,
 a Claude Code compaction fork, a Codex compact task, a Copilot CLI compaction) is billed too, as a row of ``call``
-"summariser" at its event's step, priced at its own model (the run's when the log names none) on the day of the
-run's request at that step. So is each server-side iteration a response records beyond the request's own
+"summariser" at its event's step, priced at its own model (the request's at that step when the log names none) on
+the day of the run's request at that step. So is each server-side iteration a response records beyond the request's own
 (replay.metrics.server_iterations: Claude Code's advisor calls, the executor's further iterations, an API-side
 compaction, a fallback model's): a row of ``call`` "advisor", "iteration" or "compaction" at its request's step and
 day, at its own model (the request's when the log names none).
@@ -100,8 +100,8 @@ def _call_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[st
     """One row per recorded summariser call and server-side iteration, in the columns of the request query ``q``
     (``call`` "summariser", or the iteration's: replay.metrics.server_iterations): usage as uncached
     ``input_tokens``, the writes in ``cache_write`` with their 1 hour part, the time of the run's request at the
-    call's step (its last request before it when none is at or after it); a server-side iteration the log names no
-    model for is its request's."""
+    call's step (its last request before it when none is at or after it); a call the log names no model for is its
+    request's."""
     where, params = ("AND run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
     times: dict[str, list[tuple[int, str | None]]] = {}
     models: dict[str, dict[int, str | None]] = {}  # run -> step -> the request's model
@@ -119,7 +119,7 @@ def _call_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[st
             uncached, read, write_5m, write_1h, output = counts
             steps = times.get(rid, [])
             at = next((ts for step, ts in steps if step >= step_of), steps[-1][1] if steps else None)
-            request_model = models.get(rid, {}).get(step_of) if call != "summariser" else None
+            request_model = models.get(rid, {}).get(step_of)
             rows.append(
                 {
                     "run_id": rid,

@@ -3,8 +3,8 @@ is not a request of the run (it does not continue the conversation) but is bille
 
 The readers keep such a call's usage on its context event (``runs.metadata.context_events[].usage``, canonical:
 ``input`` uncached input, ``cache_read``, ``cache_write`` with ``cache_write_1h`` its 1 hour part, ``output``), and
-the model that served it as ``summariser_model`` when the log names one (else it is the run's). Which logs record
-it, from each harness's writer:
+the model that served it as ``summariser_model`` when the log names one (else it is the model of the run's
+request at its step). Which logs record it, from each harness's writer:
 
 - OpenHands V1: the condenser LLM's ``token_usages`` (usage id ``condenser``), one per condensation;
 - Claude Code 2.1: a compaction fork (``subagents/agent-acompact-*.jsonl``): its last response is the call;
@@ -28,7 +28,8 @@ from replay.run_arrays import CLEARING_EVENTS
 @dataclass(frozen=True)
 class SummariserCall:
     """One recorded summariser call: the request step its event takes effect at, the model that served it (None:
-    the run's) and its five billed counts (uncached input, cache reads, 5 minute writes, 1 hour writes, output)."""
+    the request's at its step) and its five billed counts (uncached input, cache reads, 5 minute writes, 1 hour
+    writes, output)."""
 
     step: int
     model: str | None

@@ -99,17 +99,12 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
                 dtype=np.int64,
             )
         )
-        for step, model, counts in run.summariser_calls:  # on the day of the run's request at its step
-            at = min(step, m - 1)
-            day = day_of(float(run.req_ts[at])) if at >= 0 else None
-            call_key.append(keys.setdefault((model or run.model, day), len(keys)))
+        for step, model, counts in run.summariser_calls:
+            call_key.append(_side_key(keys, run, models, step, model))
             call_run.append(i)
             call_counts.append(counts)
-        for step, model, counts in run.server_calls:  # at the model and day of its own request, unless it names one
-            at = min(step, m - 1)
-            own = (models[at] if at >= 0 else None) or run.model
-            day = day_of(float(run.req_ts[at])) if at >= 0 else None
-            server_key.append(keys.setdefault((model or own, day), len(keys)))
+        for step, model, counts in run.server_calls:
+            server_key.append(_side_key(keys, run, models, step, model))
             server_run.append(i)
             server_counts.append(counts)
         write_known.append(run.rec_write >= 0 if len(run.rec_write) == m else np.zeros(m, np.bool_))
@@ -144,6 +139,16 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.array(server_run, np.int64),
         np.array(server_counts, np.int64).reshape(-1, 5),
     )
+
+
+def _side_key(keys: dict, run: RunArrays, models: tuple, step: int, model: str | None) -> int:
+    """The (model, day) key of a call the log records beside the requests (a summariser call, a server-side
+    iteration): its own model, else the model of the run's request at its step, else the run's; on that request's
+    day (the last request's when the call comes after every request)."""
+    at = min(step, run.n_requests - 1)
+    own = (models[at] if at >= 0 else None) or run.model
+    day = day_of(float(run.req_ts[at])) if at >= 0 else None
+    return keys.setdefault((model or own, day), len(keys))
 
 
 def writes_unbilled(run: RunArrays) -> bool:

@@ -14,7 +14,12 @@ from genai_prices import Usage, calc_price
 from replay.ingest import ingest
 from replay.metrics.recorded_bill import request_bill, runs_bill
 from replay.metrics.summariser_calls import event_counts, recorded_calls
+from replay.policies import Budget, make_policy
+from replay.simulator.load import load_runs
+from replay.simulator.run import simulate_run
 from replay.store import open_store
+from replay.tokens.counting import count_items
+from replay.tokens.loading import load_tokenizer
 
 OHV1 = "openhands-v1/ohv1-bench-swe-sonnet4-81f92eeb"
 FORK = Path(__file__).parents[1] / "readers" / "fixtures" / "agent-acompact-7e41c2.jsonl"
@@ -92,3 +97,34 @@ def test_compaction_fork_bills_its_summariser_call(tmp_path):
     assert row["cost_usd"] == pytest.approx(float(expected), rel=1e-9)
     run = runs_bill(bill).row(0, named=True)
     assert run["requests"] == 0 and run["summariser_calls"] == 1 and run["cost_usd"] == row["cost_usd"]
+
+
+def test_a_call_naming_no_model_is_billed_at_its_requests_model(tmp_path):
+    """A summariser call whose log names no model is served by the model of the request at its step (the harness
+    summarises with the session's current model): after a switch to Opus it is priced at Opus, not at the run's
+    model, by ``replay runs`` and by ``simulate --policy recorded`` alike (both priced it at the run's before)."""
+    usage = {"input": 20_000, "cache_read": 0, "output": 2_000}
+    event = {"kind": "compaction", "step": 2, "drop": [[1, 3]], "summary_seq": 3, "trigger": "auto", "usage": usage}
+    log = [
+        {"type": "run", "format": "replay-canonical/1", "run": "r1", "model": "claude-sonnet-4-5", "harness": "h"},
+        {"type": "item", "kind": "user_text", "role": "user", "text": "first task"},
+        {"type": "request", "ts": "2026-01-01T10:00:00Z", "input_tokens": 1000, "output_tokens": 10},
+        {"type": "item", "kind": "assistant_text", "role": "assistant", "text": "done"},
+        {"type": "request", "ts": "2026-01-01T10:01:00Z", "input_tokens": 1100, "output_tokens": 10},
+        {"type": "item", "kind": "summary", "role": "user", "text": "what happened so far"},
+        {"type": "request", "ts": "2026-01-01T10:02:00Z", "input_tokens": 300, "output_tokens": 10},
+    ]
+    log[4]["model"] = log[6]["model"] = "claude-opus-4-1"
+    log[0]["metadata"] = {"context_events": [event]}
+    (tmp_path / "s.jsonl").write_text("\n".join(json.dumps(r) for r in log) + "\n")
+    con = open_store(tmp_path / "s.duckdb")
+    ingest(con, [tmp_path / "s.jsonl"])
+    call = request_bill(con).filter(call="summariser").row(0, named=True)
+    opus = calc_price(Usage(input_tokens=20_000, output_tokens=2_000), "claude-opus-4-1").total_price
+    assert call["model"] == "claude-opus-4-1" and call["cost_usd"] == pytest.approx(float(opus), rel=1e-9)
+    run = runs_bill(request_bill(con)).row(0, named=True)
+    tok = load_tokenizer("o200k")
+    count_items(con, tok)
+    (arrays,) = load_runs(con, tok.tokenizer_id)
+    row = simulate_run(arrays, make_policy("recorded"), None, Budget(200_000))[1]
+    assert row["recorded_cost_usd"] == pytest.approx(run["cost_usd"], rel=1e-9)
