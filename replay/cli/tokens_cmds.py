@@ -148,7 +148,10 @@ def calibrate(
     elif fmt == "csv":
         emit(table.with_columns(by_file["unreconstructable"]), fmt)
     ok = by_file.filter(pl.col("unreconstructable") == "")
-    med, p95 = cast(float, requests["err"].median()), cast(float, requests["err"].quantile(0.95))
+    med, p95 = (
+        cast(float, requests["err"].median()),
+        cast(float, requests["err"].quantile(0.95, interpolation="linear")),
+    )
     note = console if fmt == "table" else Console(stderr=True)  # keep json/csv output parseable
     note.print(
         f"{len(runs)} runs, {len(requests):,} requests: median |err|/recorded {med:.2%}, p95 {p95:.2%}; "

@@ -480,12 +480,12 @@ def error_by_file(requests: pl.DataFrame) -> pl.DataFrame:
             pl.col("run_id").n_unique().alias("runs"),
             pl.len().alias("requests"),
             pl.col("err").median().alias("median_err"),
-            pl.col("err").quantile(0.95).alias("p95_err"),
+            pl.col("err").quantile(0.95, interpolation="linear").alias("p95_err"),
             pl.col("raw_err").median().alias("raw_median_err"),
             *(
                 [
                     pl.col("oos_err").drop_nans().median().alias("oos_median_err"),
-                    pl.col("oos_err").drop_nans().quantile(0.95).alias("oos_p95_err"),
+                    pl.col("oos_err").drop_nans().quantile(0.95, interpolation="linear").alias("oos_p95_err"),
                     pl.col("oos_err").drop_nans().len().alias("oos_requests"),
                 ]
                 if "oos_err" in requests.columns
