@@ -114,11 +114,12 @@ tests/policies/test_presets_corpus.py):
   whose token condensation forgot too little is replayed as waiting. From v1.43.0 (c11602d12) the token limit is
   the lesser of ``max_tokens`` and the agent LLM's input limit (``agent.llm.max_input_tokens``, else LiteLLM's
   model table): no setting marks v1.43 either. A ``CondensationRequest`` (the user's, or after a context-window
-  error) keeps len(view) // 2 - keep_first - 1 events (from v1.11.0 a hard reset when that cannot be made): such
-  a condensation is replayed as recorded, not by the preset. v1.7.1 to v1.8.1 kept the event after keep_first too
-  (014c6d405, fixed by 6959cf18b) and from 2025-12-25 (518bd706d) a run of actions after one with thinking blocks
-  is cut whole (tool-loop atomicity); neither the version (below v1.11.0) nor thinking blocks apart from other
-  reasoning is read, so cuts fall on call batches (``replay.policies.openhands``) at every version.
+  error) keeps len(view) // 2 - keep_first - 1 events (from v1.11.0 a hard reset when that cannot be made): the
+  preset makes none there (``fidelity`` does not score it; the recorded policy replays it). v1.7.1 to v1.8.1
+  kept the event after keep_first too (014c6d405, fixed by 6959cf18b) and from 2025-12-25 (518bd706d) a run of
+  actions after one with thinking blocks is cut whole (tool-loop atomicity); neither the version (below v1.11.0)
+  nor thinking blocks apart from other reasoning is read, so cuts fall on call batches
+  (``replay.policies.openhands``) at every version.
 - cline: Cline's default context management (``replay.policies.cline``, read in Cline 3.57): past the max
   allowed size of the last usage (160,000 for a 200,000 window) duplicate file reads are replaced, and unless that
   saves 30% of the text the older half of the conversation after the first exchange is truncated. The window is
