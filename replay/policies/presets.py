@@ -113,7 +113,8 @@ tests/policies/test_presets_corpus.py):
   ``auth_type``, first released with it, would; the reader keeps the condenser's settings only), so a later log
   whose token condensation forgot too little is replayed as waiting. From v1.43.0 (c11602d12) the token limit is
   the lesser of ``max_tokens`` and the agent LLM's input limit (``agent.llm.max_input_tokens``, else LiteLLM's
-  model table): no setting marks v1.43 either. A ``CondensationRequest`` (the user's, or after a context-window
+  model table): no setting marks v1.43 either, nor v1.25.0 (a7f6d8fb9), before which the token count left the
+  tool definitions out (the preset counts them). A ``CondensationRequest`` (the user's, or after a context-window
   error) keeps len(view) // 2 - keep_first - 1 events (from v1.11.0 a hard reset when that cannot be made): the
   preset makes none there (``fidelity`` does not score it; the recorded policy replays it). v1.7.1 to v1.8.1
   kept the event after keep_first too (014c6d405, fixed by 6959cf18b) and from 2025-12-25 (518bd706d) a run of
