@@ -22,7 +22,10 @@ forgotten too.
   the view itself with the agent LLM's token counter, messages and, from a7f6d8fb9 of 2026-05-31, tools; never the usage
   the server reported), it keeps the first keep_first events plus the longest run of newest events whose tokens, with
   the head's, stay below max_tokens // 2; the new summary is not reserved for. Past both limits the fewer newest events
-  of the two rules are kept.
+  of the two rules are kept. ``minimum_progress`` (0: none) is the SDK's setting of that name (b9c0e1f6a, v1.11.5):
+  a condensation that would forget fewer than that share of the view's events (the previous summary among them) is
+  not made, and the next request tries again, as the SDK does for what it calls a soft requirement
+  (``replay.policies.presets`` says which hard ones it does not replay).
 - ``openhands_tokens``: that condenser with the token trigger alone, ``max_tokens`` 0 being the budget's
   window - reserve (the SDK caps max_tokens by the agent LLM's input limit from c11602d12, 2026-08-13).
 - ``openhands_recent``: keep the first ``keep_first`` events and the newest ``max_events`` - keep_first; no summary.
@@ -96,6 +99,9 @@ class OpenHandsConfig(PolicyConfig):
     prompt: int = knob(
         V0, V0, V1_SDK, "the summariser's prompt as OpenHands builds it: 1 the V0 server's, 2 the V1 SDK's"
     )
+    minimum_progress: float = knob(
+        0.0, 0.0, 1.0, "share of the view's events a condensation must forget, else none is made (0: any)"
+    )
 
     @property
     def tail(self) -> int:
@@ -129,6 +135,9 @@ class OpenHandsTokensConfig(PolicyConfig):
     prompt: int = knob(
         V1_SDK, V0, V1_SDK, "the summariser's prompt as OpenHands builds it: 1 the V0 server's, 2 the V1 SDK's"
     )
+    minimum_progress: float = knob(
+        0.0, 0.0, 1.0, "share of the view's events a condensation must forget, else none is made (0: any)"
+    )
 
 
 @dataclass(frozen=True)
@@ -148,10 +157,19 @@ class OpenHandsRecentConfig(PolicyConfig):
 
 # parameters: the events that trigger (0: none), keep_first, events kept in the tail past the events trigger, the
 # summary's cap (-1: no summary), characters per event given to the summariser, events per attachment, the tokens
-# that trigger (0: none; the tail past it is computed), the summariser's prompt (condenser_prompt)
-(P_MAX, P_KEEP_FIRST, P_TAIL_EVENTS, P_SUMMARY_TOKENS, P_EVENT_CHARS, P_ATTACHMENT_EVENTS, P_MAX_TOKENS, P_PROMPT) = (
-    range(P_POLICY, P_POLICY + 8)
-)
+# that trigger (0: none; the tail past it is computed), the summariser's prompt (condenser_prompt), the share of the
+# view's events a condensation must forget (0: any)
+(
+    P_MAX,
+    P_KEEP_FIRST,
+    P_TAIL_EVENTS,
+    P_SUMMARY_TOKENS,
+    P_EVENT_CHARS,
+    P_ATTACHMENT_EVENTS,
+    P_MAX_TOKENS,
+    P_PROMPT,
+    P_MIN_PROGRESS,
+) = range(P_POLICY, P_POLICY + 9)
 S_FOLDED = S_POLICY  # tokens of the truncated events the summariser has seen (rolling)
 S_EVENTS = S_POLICY + 1  # live body events (by weight) as last counted
 S_GAP_LO, S_GAP_HI = S_POLICY + 2, S_POLICY + 3  # every item in [lo, hi) is dropped (a cut's range)
@@ -166,11 +184,19 @@ class _Condenser(CompiledPolicy):
     summarise: ClassVar[bool] = True  # a summary of what is forgotten (the recent-events condenser writes none)
 
     def common(
-        self, p: np.ndarray, keep_first: int, attachment_events: int, summary_tokens: int, chars: int, prompt: int
+        self,
+        p: np.ndarray,
+        keep_first: int,
+        attachment_events: int,
+        summary_tokens: int,
+        chars: int,
+        prompt: int,
+        progress: float = 0.0,
     ) -> None:
         """The parameters every condenser sets: ``summary_tokens``/``chars``/``prompt`` are ignored when it writes
-        no summary."""
+        no summary; ``progress``: the share of the view's events a condensation must forget."""
         p[P_KEEP_FIRST], p[P_ATTACHMENT_EVENTS], p[P_PROMPT] = keep_first, attachment_events, prompt
+        p[P_MIN_PROGRESS] = progress
         p[P_SUMMARY_TOKENS] = summary_tokens if self.summarise else -1
         p[P_EVENT_CHARS] = chars if self.summarise else 0
 
@@ -192,7 +218,9 @@ class OpenHands(_Condenser):
         c = self.config
         p[P_MAX], p[P_TAIL_EVENTS] = c.max_size, c.tail
         p[P_MAX_TOKENS] = c.max_tokens
-        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
+        self.common(
+            p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt, c.minimum_progress
+        )
 
 
 class OpenHandsTokens(_Condenser):
@@ -210,7 +238,9 @@ class OpenHandsTokens(_Condenser):
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
         p[P_MAX], p[P_MAX_TOKENS] = 0, c.max_tokens or budget.usable
-        self.common(p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt)
+        self.common(
+            p, c.keep_first, c.attachment_events, c.summary_tokens, c.max_event_length, c.prompt, c.minimum_progress
+        )
 
 
 class OpenHandsRecent(_Condenser):
@@ -437,6 +467,22 @@ def cut(p, r, st, head, tail):
 
 
 @compiled(borrowed=True)
+def enough_progress(p, r, st, ids, first, head, tail):
+    """Whether forgetting [head, tail) forgets at least ``minimum_progress`` of the view's events, as the SDK
+    counts both: the live events there (by weight) and the previous summary when it stands there, against every
+    event of the view (``events``: the system prompt and the summary among them, as ``decide`` last counted)."""
+    share = p[P_MIN_PROGRESS]
+    if share <= 0:
+        return True
+    w = st.aux[A_WEIGHT]
+    gone = 1 if (st.s[S_SUM_AT] >= head) & (st.s[S_SUM_AT] < tail) else 0
+    for i in range(len(ids)):
+        if (first[i] >= head) & (first[i] < tail):
+            gone += w[ids[i]]
+    return gone >= share * events(r, st)
+
+
+@compiled(borrowed=True)
 def condense(p, r, st, by_events, by_tokens):
     """Keep the head and the newest events of the tail; forget (or summarise) the middle. Past both limits the
     stricter rule wins (the fewer newest events), as the SDK takes the least of its reasons' tails."""
@@ -455,7 +501,7 @@ def condense(p, r, st, by_events, by_tokens):
         i -= 1
         acc += w[ids[i]]
     tail = tail_start(r, st, max(first[i], head))
-    if tail > head:
+    if tail > head and enough_progress(p, r, st, ids, first, head, tail):
         cut(p, r, st, head, tail)
 
 
@@ -464,9 +510,9 @@ def decide(p, r, st):
     """Past max_size events or past max_tokens tokens of the view (each 0: no such limit), condense."""
     by_tokens = (p[P_MAX_TOKENS] > 0) & (est_total(st) > p[P_MAX_TOKENS])
     by_events = False
-    if p[P_MAX] > 0:
+    if (p[P_MAX] > 0) | (p[P_MIN_PROGRESS] > 0):  # the events trigger, or minimum progress, counts the view
         recount(r, st)
-        by_events = events(r, st) > p[P_MAX]
+        by_events = (p[P_MAX] > 0) & (events(r, st) > p[P_MAX])
     if by_events | by_tokens:
         condense(p, r, st, by_events, by_tokens)
 

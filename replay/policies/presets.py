@@ -103,6 +103,24 @@ tests/policies/test_presets_corpus.py):
   it, or with null, had no token limit; attachments are a message's extended content, no event of their own. Its
   summariser is sent the SDK's prompt (``replay.policies.condenser_prompt``: 500-character event previews, cache
   written); openhands-v0's the V0 server's (events cut to 10,000 characters, uncached).
+  The SDK's version shows only through the settings it writes (``exclude_none``): ``max_tokens`` when set (v1.7.1),
+  ``hard_context_reset_*`` (v1.11.0), ``minimum_progress`` (v1.11.5, b9c0e1f6a). With ``minimum_progress`` logged
+  the preset makes no condensation that would forget fewer than that share of the view's events (the previous
+  summary among them): it waits for a later request, as the SDK does for the events trigger and, up to v1.28,
+  the token trigger. Not replayed, because the log does not say enough: from v1.29.0 (a75c5ac80) the token
+  trigger is a hard requirement and such a condensation becomes a hard context reset (v1.11.0: the whole view,
+  system prompt included, summarised at offset 0); no condenser setting marks v1.29 (the agent LLM's
+  ``auth_type``, first released with it, would; the reader keeps the condenser's settings only), so a later log
+  whose token condensation forgot too little is replayed as waiting. From v1.43.0 (c11602d12) the token limit is
+  the lesser of ``max_tokens`` and the agent LLM's input limit (``agent.llm.max_input_tokens``, else LiteLLM's
+  model table): no setting marks v1.43 either, nor v1.25.0 (a7f6d8fb9), before which the token count left the
+  tool definitions out (the preset counts them). A ``CondensationRequest`` (the user's, or after a context-window
+  error) keeps len(view) // 2 - keep_first - 1 events (from v1.11.0 a hard reset when that cannot be made): the
+  preset makes none there (``fidelity`` does not score it; the recorded policy replays it). v1.7.1 to v1.8.1
+  kept the event after keep_first too (014c6d405, fixed by 6959cf18b) and from 2025-12-25 (518bd706d) a run of
+  actions after one with thinking blocks is cut whole (tool-loop atomicity); neither the version (below v1.11.0)
+  nor thinking blocks apart from other reasoning is read, so cuts fall on call batches
+  (``replay.policies.openhands``) at every version.
 - cline: Cline's default context management (``replay.policies.cline``, read in Cline 3.57): past the max
   allowed size of the last usage (160,000 for a 200,000 window) duplicate file reads are replaced, and unless that
   saves 30% of the text the older half of the conversation after the first exchange is truncated. The window is

@@ -60,11 +60,12 @@ def recorded_condenser(metadata: dict) -> dict | None:
     """The knobs an OpenHands V1 log's own condenser settings set (``runs.metadata.condenser``, from
     ``base_state.json``): ``max_size`` and ``keep_first`` of an LLMSummarizingCondenser, which the SDK's class
     defaults (120/4, then 240/2 from 2025-12-28) or the agent-server settings may give instead of the default
-    agent's 80/4, and its ``max_tokens`` (software-agent-sdk 3bd0250ab, 2025-12-23 on; None, or no such field before,
-    is no token limit); {} when the log records none. None when it records a condenser of another kind, which the
-    preset does not replay: a NoOpCondenser never condenses, a PipelineCondenser's steps are not recorded, and
-    the AgentResetCondenser and NotesRetrievalCondenser of sources newer than 611629e6 condense on the agent's
-    ``new_context`` call or by their own rules."""
+    agent's 80/4, its ``max_tokens`` (software-agent-sdk 3bd0250ab, 2025-12-23 on; None, or no such field before,
+    is no token limit) and its ``minimum_progress`` (b9c0e1f6a, v1.11.5 on, always written: no such field is an SDK
+    before it, which made any condensation); {} when the log records none. None when it records a condenser of
+    another kind, which the preset does not replay: a NoOpCondenser never condenses, a PipelineCondenser's steps
+    are not recorded, and the AgentResetCondenser and NotesRetrievalCondenser of sources newer than 611629e6
+    condense on the agent's ``new_context`` call or by their own rules."""
     c = metadata.get("condenser")
     if not isinstance(c, dict):
         return {}
@@ -73,8 +74,11 @@ def recorded_condenser(metadata: dict) -> dict | None:
     size, first = c.get("max_size"), c.get("keep_first")
     if type(size) is not int or type(first) is not int or not 0 <= first < size // 2 - 1:
         return {}  # not settings the SDK accepts (keep_first < max_size // 2 leaves room for the tail)
-    knobs = {"max_size": size, "keep_first": first}
+    knobs: dict[str, int | float] = {"max_size": size, "keep_first": first}
     tokens = c.get("max_tokens")  # the reader keeps only an integer (0, like null, set no limit until c11602d12)
     if type(tokens) is int and tokens > 0:
         knobs["max_tokens"] = tokens
+    progress = c.get("minimum_progress")  # the SDK accepts 0 < share < 1
+    if isinstance(progress, int | float) and not isinstance(progress, bool) and 0 < progress < 1:
+        knobs["minimum_progress"] = float(progress)
     return knobs

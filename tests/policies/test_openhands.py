@@ -144,6 +144,28 @@ def test_openhands_condenses_on_tokens_or_events_whichever_comes_first():
             assert v.est_tokens - v.summary_est < 15_000
 
 
+@pytest.mark.parametrize("share", [0.75, 0.9])
+def test_minimum_progress_waits_for_a_condensation_that_forgets_enough(share):
+    """LLMSummarizingCondenser.minimum_progress (SDK b9c0e1f6a, v1.11.5): every condensation forgets at least that
+    share of the view's events as they stood before it (the previous summary among the forgotten, the new one not),
+    and past max_size the view goes on growing while none would."""
+    run = synth_run(120, seed=3, parallel=False)
+    base = {"max_size": "24", "keep_first": "2"}
+    _, free = run_views("openhands", run, params=base)
+    _, views = run_views("openhands", run, params={**base, "minimum_progress": str(share)})
+    ev = ids_of(run)
+    fired = 0
+    for u, v in zip(views, views[1:], strict=False):
+        new = np.unique(ev[max(u.end, run.first_body) : v.end])
+        before = events(run, u) + len(new)
+        if v.summarised:
+            fired += 1
+            assert before - (events(run, v) - 1) >= share * before, v.k
+    assert fired > 0
+    assert max(events(run, v) for v in views) > 24  # waited past max_size
+    assert max(events(run, v) for v in free) <= 24
+
+
 def test_recent_keeps_first_and_newest_events():
     run = synth_run(80, seed=2, parallel=False)
     _, views = run_views("openhands_recent", run, params={"keep_first": "2", "max_events": "20"})

@@ -7,7 +7,11 @@ max_tokens=``MAX_TOKENS``): 240 events are never reached. The writer plays the S
 view as ``get_total_token_count`` does (LiteLLM's count for OpenAI models: each message's tokens plus 3, 3 to prime
 the reply, and the tools), and past ``MAX_TOKENS`` condenses as ``_get_forgotten_events`` does for Reason.TOKENS: it
 forgets the shortest run of events after the first keep_first whose tokens exceed the view's less max_tokens // 2,
-moved forward off an action/observation pair, and puts the summary after the head. On a CondensationRequest (the
+moved forward off an action/observation pair, and puts the summary after the head. With ``minimum_progress``
+(b9c0e1f6a, v1.11.5) a condensation forgetting fewer than that share of the view's events is not made
+(``NoCondensationAvailableException``; a token-triggered one is a soft requirement up to v1.28, so the agent goes
+on with the view as it is); None writes the settings of an SDK before v1.11.0 (no minimum progress, no hard reset
+fields). On a CondensationRequest (the
 agent's, after the model refused a request for its context window) it keeps len(view) // 2 - keep_first - 1 newest
 events. The server's ``prompt_tokens`` for a request are the same count of the view it was sent.
 """
@@ -39,16 +43,16 @@ def _text(text: str) -> list[dict]:
     return [{"type": "text", "text": text}]
 
 
-def _output(i: int) -> str:
-    """A distinct command output of ``OUTPUT`` o200k tokens less a short header."""
-    return f"$ python bench.py --case {i}\n" + " alpha" * (OUTPUT - 12)
+def _output(i: int, size: int = OUTPUT) -> str:
+    """A distinct command output of ``size`` o200k tokens less a short header."""
+    return f"$ python bench.py --case {i}\n" + " alpha" * (size - 12)
 
 
 class _Writer:
     """The SDK's events and usage as the conversation runs; ``count`` is the agent LLM's tokenizer."""
 
-    def __init__(self, count: Callable[[str], int], max_tokens: int | None) -> None:
-        self.count, self.max_tokens = count, max_tokens
+    def __init__(self, count: Callable[[str], int], max_tokens: int | None, progress: float | None) -> None:
+        self.count, self.max_tokens, self.progress = count, max_tokens, progress
         self.events: list[dict] = []
         self.view: list[dict] = []  # the events the next request sends, in order (a summary as its own event)
         self.usages: list[dict] = []
@@ -109,6 +113,8 @@ class _Writer:
         while end < len(self.view) and self.view[end]["kind"] == "ObservationEvent":  # never split a call
             end += 1
         forgotten = self.view[KEEP_FIRST:end]
+        if self.progress is not None and len(forgotten) < len(self.view) * self.progress and not requested:
+            return  # below minimum progress: the soft requirement waits for a later step
         n = len(self.condenser_usages) + 1
         cid = f"cond{n}"
         summary = f"Summary {n}: ran the benchmark cases, outputs recorded; next: compare the timings."
@@ -134,12 +140,19 @@ class _Writer:
 
 
 def conversation(
-    count: Callable[[str], int], steps: int = 14, max_tokens: int | None = MAX_TOKENS, window_error_at: int = -1
+    count: Callable[[str], int],
+    steps: int = 14,
+    max_tokens: int | None = MAX_TOKENS,
+    window_error_at: int = -1,
+    outputs: dict[int, int] | None = None,
+    minimum_progress: float | None = 0.1,
 ) -> tuple[list[dict], dict]:
     """(events, base_state) of a conversation of ``steps`` agent requests, each but the last running a command.
+    ``outputs``: tokens of the output of the command of request k, where not ``OUTPUT``; ``minimum_progress``: the
+    condenser's setting (None: an SDK before v1.11.0, which has none).
     ``window_error_at``: the request the model refuses for its context window (no usage is recorded for it): the
     agent writes a CondensationRequest, and the condenser condenses before the request is sent again."""
-    w = _Writer(count, max_tokens)
+    w = _Writer(count, max_tokens, minimum_progress)
     w.add(
         {
             "kind": "SystemPromptEvent",
@@ -196,7 +209,10 @@ def conversation(
                 "tool_name": "terminal",
                 "tool_call_id": f"call{k}",
                 "action_id": f"act{k}",
-                "observation": {"kind": "TerminalObservation", "content": _text(_output(k))},
+                "observation": {
+                    "kind": "TerminalObservation",
+                    "content": _text(_output(k, (outputs or {}).get(k, OUTPUT))),
+                },
             }
         )
 
@@ -210,10 +226,13 @@ def conversation(
         "max_size": MAX_SIZE,
         "max_tokens": max_tokens,
         "keep_first": KEEP_FIRST,
-        "minimum_progress": 0.1,
-        "hard_context_reset_max_retries": 5,
-        "hard_context_reset_context_scaling": 0.8,
     }
+    if minimum_progress is not None:  # v1.11.0 (b79d72faa) added the hard reset's settings, v1.11.5 this one
+        condenser |= {
+            "minimum_progress": minimum_progress,
+            "hard_context_reset_max_retries": 5,
+            "hard_context_reset_context_scaling": 0.8,
+        }
     state = {
         "id": CONVERSATION,
         "agent": {"kind": "Agent", "llm": {"model": MODEL, "usage_id": "agent"}, "condenser": condenser},

@@ -146,3 +146,24 @@ def test_kept_rounds_count_the_same_in_sweeps_and_views(preset, keep_rounds):
     assert sum(r["summaries"] for r in rows) > 0
     for run, row in zip(runs, rows, strict=True):
         assert_same(evaluate_point(run, resolve(preset, params, "anthropic")), row, f"{preset} {params}")
+
+
+@pytest.mark.parametrize(
+    ("policy", "params"),
+    [
+        ("openhands", {"window": 200_000, "max_size": 24, "keep_first": 2}),
+        ("openhands", {"window": 200_000, "max_size": 60, "keep_first": 2, "max_tokens": 12_000}),
+        ("openhands_tokens", {"window": 200_000, "max_tokens": 12_000, "keep_first": 2}),
+    ],
+)
+def test_minimum_progress_counts_the_same_in_sweeps_and_views(policy, params):
+    """``minimum_progress`` is one kernel parameter: a compiled sweep and the per-request views skip the same
+    condensations, and on these runs it skips some (the prompts differ from those without it)."""
+    runs = [synth_run(60, seed=11), synth_run(40, seed=12, parallel=False)]
+    strict = {**params, "minimum_progress": 0.75}
+    rows = point_frame(pack(runs), resolve(policy, strict, "anthropic")).to_dicts()
+    free = point_frame(pack(runs), resolve(policy, params, "anthropic")).to_dicts()
+    assert sum(r["summaries"] for r in rows) > 0
+    assert [r["prompt_tokens"] for r in rows] != [r["prompt_tokens"] for r in free]
+    for run, row in zip(runs, rows, strict=True):
+        assert_same(evaluate_point(run, resolve(policy, strict, "anthropic")), row, f"{policy} {strict}")
