@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from replay.errors import ReplayError
@@ -70,9 +70,13 @@ class Companion:
     harness: str
     shown: str
     tail: str
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", re.compile(r"(?:^|/)(?:" + self.tail + r")\Z"))
 
     def matches(self, path: str) -> bool:
-        return re.search(r"(?:^|/)(?:" + self.tail + r")\Z", path) is not None
+        return self.regex.search(path) is not None
 
 
 COMPANIONS: tuple[Companion, ...] = (
