@@ -44,6 +44,20 @@ the harness's own source; nothing is matched by extension alone.
   @github/copilot 1.0.102 cli-main.js (minified): the session workspace writer and ``copySessionFsOptionalFile``,
   ``checkpointIndexFromName`` |
 
+| Codex CLI | ``history.jsonl`` | codex-rs/core/src/message_history.rs ``append_entry`` (Claude Code writes its prompt
+  history under the same name in ``~/.claude``) |
+| Codex CLI | ``session_index.jsonl`` | codex-rs/core/src/rollout/session_index.rs ``append_session_index_entry`` |
+| Codex CLI | ``log/codex-tui.log`` | codex-rs/tui/src/lib.rs ``run_main`` |
+| Codex CLI | ``version.json`` | codex-rs/tui/src/updates.rs ``check_for_update``, ``dismiss_version`` |
+| Codex CLI | ``models_cache.json`` | codex-rs/models-manager/src/manager.rs ``OpenAiModelsManager::new`` (cache.rs
+  ``ModelsCacheManager::persist_cache``) |
+| Codex CLI | ``auth.json`` | codex-rs/login/src/auth/storage.rs ``FileAuthStorage::save`` |
+| Codex CLI | ``config.toml`` | codex-rs/core/src/config/edit.rs (``ConfigEdit`` persistence) |
+| Codex CLI | ``{state,logs,goals,memories}_<n>.sqlite`` (and SQLite's ``-wal``/``-shm``) | codex-rs/state/src/lib.rs
+  ``STATE_DB_FILENAME``, ``LOGS_DB_FILENAME``, ``GOALS_DB_FILENAME``, ``MEMORIES_DB_FILENAME`` |
+| Claude Code | ``<session>/subagents/agent-<id>.meta.json`` | @anthropic-ai/claude-code 2.1.328 (minified): the
+  sub-agent transcript's path with ``.jsonl`` replaced by ``.meta.json`` |
+
 Cline needs none: a task folder holding ``ui_messages.json`` is one run, read whole, so the other files
 ``disk.ts`` ``GlobalFileNames`` names there (``task_metadata.json``, ``context_history.json``) are never listed.
 """
@@ -113,6 +127,19 @@ COMPANIONS: tuple[Companion, ...] = (
     Companion(
         "Copilot CLI", "<session>/checkpoints/*.md", _UUID + r"/checkpoints/(?:index|(?:checkpoint-)?\d+[^/]*)\.md"
     ),
+    Companion("Codex CLI/Claude Code", "history.jsonl", r"history\.jsonl"),
+    Companion("Codex CLI", "session_index.jsonl", r"session_index\.jsonl"),
+    Companion("Codex CLI", "log/codex-tui.log", r"log/codex-tui\.log"),
+    Companion("Codex CLI", "version.json", r"version\.json"),
+    Companion("Codex CLI", "models_cache.json", r"models_cache\.json"),
+    Companion("Codex CLI", "auth.json", r"auth\.json"),
+    Companion("Codex CLI", "config.toml", r"config\.toml"),
+    Companion(
+        "Codex CLI",
+        "{state,logs,goals,memories}_<n>.sqlite",
+        r"(?:state|logs|goals|memories)_\d+\.sqlite(?:-wal|-shm)?",
+    ),
+    Companion("Claude Code", "<session>/subagents/agent-<id>.meta.json", r"subagents/agent-[^/]+\.meta\.json"),
 )
 
 
