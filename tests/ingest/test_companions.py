@@ -226,3 +226,23 @@ def test_no_corpus_log_is_a_companion_even_under_a_companions_name(corpus, tmp_p
                 assert companion_of(link) is None, (f, name)
         checked += 1
     assert checked >= 300
+
+
+def test_watch_says_the_companions_once(corpus, tmp_path, monkeypatch):
+    import replay.cli.store_cmds as cmds
+    from replay.ingest import watch
+
+    logs, companions, _ = LAYOUTS["mini-swe-agent"]
+    for rel, source in logs.items():
+        _log(corpus, tmp_path, rel, source)
+    _write(tmp_path, companions)
+
+    def three_polls(con, sources, interval, report=None, max_line_bytes=0):
+        watch(con, sources, 0, polls=3, report=report, max_line_bytes=max_line_bytes)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cmds, "watch_paths", three_polls)
+    code, out = _ingest(str(tmp_path / "run"), "--db", str(tmp_path / "s.duckdb"), "--watch", "--interval", "0.5")
+    assert code == 0, out
+    assert out.count("harnesses write beside their logs") == 1
+    assert out.count("ingested ") == 1 and "unknown" not in out
