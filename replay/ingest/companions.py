@@ -146,7 +146,7 @@ COMPANIONS: tuple[Companion, ...] = (
 def companion_of(path: Path) -> Companion | None:
     """The companion rule ``path`` (a file found in a folder) matches, provided no reader sniffs it as its own log;
     else None. A file that cannot be read is not a companion: ingest reports it."""
-    text = path.as_posix()
+    text = path.absolute().as_posix()  # a relative path may lack the folder names a rule needs (``<id>/<id>.patch``)
     rule = next((c for c in COMPANIONS if c.matches(text)), None)
     if rule is None:
         return None

@@ -246,3 +246,11 @@ def test_watch_says_the_companions_once(corpus, tmp_path, monkeypatch):
     assert code == 0, out
     assert out.count("harnesses write beside their logs") == 1
     assert out.count("ingested ") == 1 and "unknown" not in out
+
+
+def test_a_relative_path_is_matched_by_its_folders_too(tmp_path, monkeypatch):
+    _write(tmp_path, {"i1/i1.patch": "diff --git a/x b/x\n", "i1/notes.patch": "diff\n"})
+    monkeypatch.chdir(tmp_path / "i1")
+    found: list = []
+    assert expand_paths(["."], companions=found) == [Path("notes.patch")]
+    assert [(p, c.shown) for p, c in found] == [(Path("i1.patch"), "<id>/<id>.patch")]
