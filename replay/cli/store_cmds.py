@@ -35,6 +35,8 @@ from replay.errors import Interrupted, ReplayError
 from replay.ingest import FileOutcome, expand_paths
 from replay.ingest import ingest_units as ingest_files
 from replay.ingest import watch as watch_paths
+from replay.ingest.companions import Companion
+from replay.ingest.companions import summary as companions_summary
 from replay.ingest.discover import Found, discover, harness_names
 from replay.metrics.prices import pricing_from_options
 from replay.metrics.recorded_bill import (
@@ -134,14 +136,18 @@ def ingest(
 
         def sources() -> list[Path]:
             skipped: list[tuple[Path, str]] = []
+            beside: list[tuple[Path, Companion]] = []
             try:
-                found = expand_paths(paths, skipped)
+                found = expand_paths(paths, skipped, beside)
             except FileNotFoundError as exc:
                 raise ReplayError(f"{exc}; check the path") from exc
             for path, kind in skipped:
                 if path not in said:  # once, not at every poll of --watch
                     said.add(path)
                     _say_special(path, kind)
+            if new := [(path, rule) for path, rule in beside if path not in said]:
+                said.update(path for path, _ in new)
+                console.print(for_terminal(companions_summary(new)), highlight=False)
             return found
 
     if watch:

@@ -14,6 +14,7 @@ from typing import cast
 
 import duckdb
 
+from replay.ingest.companions import Companion, companion_of
 from replay.ingest.discover import special_kind
 from replay.ingest.memory import bounded_memory
 from replay.ingest.parse import (  # noqa: F401 (API)
@@ -48,12 +49,19 @@ class FileOutcome:
     warnings: list[BadRecord] = field(default_factory=list)  # stored, but changes a figure: printed with file, line
 
 
-def expand_paths(paths: Iterable[str | Path], skipped: list[tuple[Path, str]] | None = None) -> list[Path]:
+def expand_paths(
+    paths: Iterable[str | Path],
+    skipped: list[tuple[Path, str]] | None = None,
+    companions: list[tuple[Path, Companion]] | None = None,
+) -> list[Path]:
     """Files named directly, found under directories, or matched by globs, sorted and unique.
 
     A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
-    not as its files. FIFOs, sockets and devices are never read: each goes to ``skipped`` as (path, what it is)."""
+    not as its files. FIFOs, sockets and devices are never read: each goes to ``skipped`` as (path, what it is).
+    A file found in a folder or by a glob that a harness writes beside its logs and no reader reads
+    (:mod:`replay.ingest.companions`) is left out and goes to ``companions``; a file named literally is always kept."""
     found: set[Path] = set()
+    named: set[Path] = set()  # files given literally: read, and an error if not a log
     special: dict[Path, str] = {}
     folders: dict[Path, tuple | None] = {}  # folder -> folder_reader(folder): files named directly share folders
     for p in map(str, paths):
@@ -62,13 +70,23 @@ def expand_paths(paths: Iterable[str | Path], skipped: list[tuple[Path, str]] | 
             if m.is_dir():
                 _walk(m, found, special)
             elif m.is_file():
-                found.add(_unit_of(m, folders))
+                unit = _unit_of(m, folders)
+                found.add(unit)
+                if not glob.has_magic(p):
+                    named.add(unit)
             elif kind := special_kind(m):
                 special[m] = kind
             else:
                 raise FileNotFoundError(f"{p}: no such file, directory or glob match")
     if skipped is not None:
         skipped.extend(sorted(special.items()))
+    beside: list[tuple[Path, Companion]] = []
+    for f in sorted(found - named):
+        if f.name not in SKIP_NAMES and f.is_file() and (rule := companion_of(f)) is not None:
+            beside.append((f, rule))
+            found.discard(f)
+    if companions is not None:
+        companions.extend(beside)
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
