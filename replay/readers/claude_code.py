@@ -15,7 +15,8 @@ from the tail by ``parentUuid``) kept those messages verbatim: they are not logg
 the earlier lines and relinks them after the summary (2.1.332's compaction keeps recent messages so, and notes it in
 the summary). Their items are sent again after the summary (copies, the event's ``resent``: what the ``recorded``
 policy sends; the originals are dropped with the rest); when a listed message is not in the log the loader gives up
-the relink, and so does the reader (a warning, no copy). A
+the relink, and so does the reader (a warning, no copy). A compaction followed by the notice Claude Code appends
+after one it made while the session sat idle (2.1.283 on, ``IDLE_NOTICES``) has ``cause`` "idle". A
 ``microcompact_boundary`` line (2.1.x; ``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds,
 clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
 are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
