@@ -15,7 +15,8 @@ from the tail by ``parentUuid``) kept those messages verbatim: they are not logg
 the earlier lines and relinks them after the summary (2.1.332's compaction keeps recent messages so, and notes it in
 the summary). Their items are sent again after the summary (copies, the event's ``resent``: what the ``recorded``
 policy sends; the originals are dropped with the rest); when a listed message is not in the log the loader gives up
-the relink, and so does the reader (a warning, no copy). A
+the relink, and so does the reader (a warning, no copy). A compaction followed by the notice Claude Code appends
+after one it made while the session sat idle (2.1.283 on, ``IDLE_NOTICES``) has ``cause`` "idle". A
 ``microcompact_boundary`` line (2.1.x; ``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds,
 clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
 are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
@@ -80,6 +81,13 @@ CONTEXT_ATTACHMENTS = {
 }
 SYNTHETIC = "<synthetic>"
 TRIGGERS = ("auto", "manual")
+# the notices Claude Code appends after a compaction it made while the session sat idle (2.1.283 on; the second for
+# a summary written while idle and applied at the next turn, 2.1.300 on; later versions add a "turn off with ..."
+# suffix): the event's ``cause`` is "idle"
+IDLE_NOTICES = (
+    "Compacted while idle, before the prompt cache expired",
+    "Compacted using a summary written while you were away",
+)
 # the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach
 # what a microcompacted tool result is replaced with (cli.js 2.1.19): a note pointing at the file it was saved to
 PERSISTED_NOTE = "<persisted-output>Tool result saved to: {path}\n\nUse Read to view</persisted-output>"
@@ -87,6 +95,21 @@ FILE_REFERENCE_NOTE = (
     "Note: {name} was read before the last conversation was summarized, but the contents are too "
     "large to include. Use Read tool if you need to access it."
 )
+
+
+def _idle_notice(content: Any) -> bool:
+    """The informational line is the notice Claude Code appends after an idle compaction."""
+    return isinstance(content, str) and content.startswith(IDLE_NOTICES)
+
+
+def _idle_cause(b: RunBuilder, line: int) -> None:
+    """Mark the compaction this idle notice follows (no request between them) as made while idle: Claude Code
+    compacts so on its own, at no threshold (docs/guide.md, the Claude Code presets)."""
+    last = b.context_events[-1] if b.context_events else None
+    if last is None or last["kind"] != "compaction" or last["step"] != b.step:
+        b.warn(line, "an idle-compaction notice with no compaction just before it: ignored")
+        return
+    last["cause"] = "idle"
 
 
 def _looks_like_cc(obj: Any) -> bool:
@@ -436,6 +459,9 @@ class _Session:
             return
         if kind == "system" and obj.get("subtype") == "microcompact_boundary":
             _microcompact(self._builder(obj), obj, line, self.result_ext, self.attachment_seq)
+            return
+        if kind == "system" and obj.get("subtype") == "informational" and _idle_notice(obj.get("content")):
+            _idle_cause(self._builder(obj), line)
             return
         if kind not in CONVERSATION and kind != "attachment":
             return

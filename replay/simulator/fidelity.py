@@ -244,11 +244,24 @@ def event_rows(
 NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure")
 
 
-def unscored_reason(row: dict, trigger: str | None, has_preset: bool, logged: str | None = None) -> str:
-    """Why a recorded event is not scored against the preset ("" when it is): a manual compaction is the user's,
-    not a threshold's, nor is one whose logged cause (``logged``: ``trigger_logged``) is in ``NOT_THRESHOLD``;
-    without a preset, a prompt after it or a request before it there is nothing to compare."""
+# why a compaction Claude Code made while the session sat idle (the event's ``cause``) is not scored: it fires on
+# conditions the log does not hold (Claude Code 2.1.283-2.1.332, docs/guide.md)
+IDLE_REASON = (
+    "idle compaction, not a threshold: Claude Code made it while the session sat idle, on conditions the log "
+    "does not hold (the session still open, the user away, a setting or server flag): replayed as recorded"
+)
+
+
+def unscored_reason(
+    row: dict, trigger: str | None, has_preset: bool, logged: str | None = None, cause: str | None = None
+) -> str:
+    """Why a recorded event is not scored against the preset ("" when it is): a compaction made while the session
+    sat idle (``cause`` "idle") or a manual one is not a threshold's, nor is one whose logged cause (``logged``:
+    ``trigger_logged``) is in ``NOT_THRESHOLD``; without a preset, a prompt after it or a request before it there
+    is nothing to compare."""
     k = row["recorded_request"]
+    if cause == "idle":
+        return IDLE_REASON
     if trigger == "manual":
         return "manual, not a threshold: replayed as recorded"
     if logged in NOT_THRESHOLD:
@@ -343,6 +356,8 @@ def fidelity_frame(
             )
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
             recorded = recorded_events[i] if i < len(recorded_events) else {}
-            reason = unscored_reason(ev, recorded.get("trigger"), preset is not None, recorded.get("trigger_logged"))
+            reason = unscored_reason(
+                ev, recorded.get("trigger"), preset is not None, recorded.get("trigger_logged"), recorded.get("cause")
+            )
             rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

@@ -439,3 +439,44 @@ def test_fidelity_takes_the_gemini_token_limit_of_the_presets_releases(tmp_path:
     result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert {r["preset"] for r in json.loads(result.stdout)} == {"gemini-cli@1048576"}
+
+
+IDLE = Path(__file__).parents[1] / "readers" / "fixtures" / "cc-idle-compaction.jsonl"
+
+
+def _idle_variant(path: Path, version: str, trigger: str, notice: bool) -> Path:
+    """The idle-compaction fixture as ``version`` writes it: its compact_boundary's trigger (2.1.283-2.1.289 write
+    "manual", 2.1.290 on "auto"), with or without the notice Claude Code appends after an idle compaction."""
+    lines = [json.loads(x) for x in IDLE.read_text().splitlines()]
+    for line in lines:
+        line["version"] = version
+        if line.get("subtype") == "compact_boundary":
+            line["compactMetadata"]["trigger"] = trigger
+    kept = [x for x in lines if notice or x.get("subtype") != "informational"]
+    path.write_text("".join(json.dumps(x) + "\n" for x in kept))
+    return path
+
+
+@pytest.mark.parametrize(("version", "trigger"), [("2.1.300", "auto"), ("2.1.286", "manual")])
+def test_fidelity_does_not_score_a_compaction_made_while_idle(tmp_path: Path, version: str, trigger: str) -> None:
+    """Claude Code 2.1.283 on compacts a session that sat idle for 0.9 of its 1-hour cache's life, on conditions
+    the log does not hold (the session still open, the user away, a setting or server flag): the recorded idle
+    compaction is replayed as recorded and not scored against the threshold preset, with that reason. The same
+    compaction without the notice is scored (a miss: nothing near the threshold of the 1M window)."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import IDLE_REASON
+    from replay.store import open_store
+
+    for notice in (True, False):
+        db = tmp_path / f"i{notice}.duckdb"
+        con = open_store(db)
+        ingest(con, [_idle_variant(tmp_path / f"idle-{notice}.jsonl", version, trigger, notice)])
+        con.close()
+        result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
+        assert result.exit_code == 0, result.output
+        (event,) = [r for r in json.loads(result.stdout) if r["kind"] == "compaction"]
+        assert (event["recorded_request"], event["harness_version"]) == (5, version), event
+        if notice:
+            assert (event["reason"], event["within"]) == (IDLE_REASON, None), event
+        elif trigger == "auto":
+            assert (event["reason"], event["simulated_request"], event["within"]) == (None, None, None), event

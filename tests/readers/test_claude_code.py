@@ -698,3 +698,25 @@ def test_zeroed_iterations_leave_the_message_and_its_model(corpus: Path) -> None
     fallback = [r for r in of(records, Request) if r.line in lines]
     assert [(r.model, r.prompt_tokens) for r in fallback] == [("claude-opus-4-8", None)]
     assert not any("server_iterations" in r.metadata for r in of(records, Run))
+
+
+IDLE = Path(__file__).parent / "fixtures" / "cc-idle-compaction.jsonl"
+
+
+def test_compaction_made_while_idle_is_marked_by_its_notice(tmp_path: Path) -> None:
+    """Claude Code 2.1.300 (hand-written session in its transcript's shape): 54 minutes after the last response the
+    session compacted while idle (compact_boundary trigger "auto", the newest round kept) and appended the notice
+    "Compacted while idle, before the prompt cache expired ..."; the event's cause is "idle". The same boundary
+    without the notice is an ordinary compaction, and a notice with no compaction just before it is warned about."""
+    (event,) = of(read(IDLE), Run)[0].metadata["context_events"]
+    assert (event["trigger"], event["cause"], event["step"]) == ("auto", "idle", 5)
+    lines = IDLE.read_text().splitlines()
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text("".join(x + "\n" for x in lines if '"informational"' not in x))
+    (event,) = of(read(plain), Run)[0].metadata["context_events"]
+    assert "cause" not in event
+    stray = tmp_path / "stray.jsonl"
+    stray.write_text("".join(x + "\n" for x in lines if '"compact_boundary"' not in x and "isCompactSummary" not in x))
+    run = of(read(stray), Run)[0]
+    assert not run.metadata.get("context_events")
+    assert any("idle-compaction notice" in w["message"] for w in run.metadata["warnings"])
