@@ -295,7 +295,7 @@ def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
 
 
 def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """``df`` with a short ``verdict`` per row (within, missed, no preset, flagged [n]: unreconstructable, or for an
+    """``df`` with a short ``verdict`` per row (within, missed, flagged [n]: unreconstructable, or for an
     event not scored, not scored [n]) and the distinct reasons the [n] point to, so the verdict fits 80 columns and
     the reason is printed under the table."""
     flagged = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
@@ -310,7 +310,7 @@ def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
         elif kind != "run" and why:
             verdicts.append(f"not scored [{number[why]}]")
         else:
-            verdicts.append("no preset" if within is None else "within" if within else "missed")
+            verdicts.append("within" if within else "missed")
     return df.with_columns(pl.Series("verdict", verdicts, pl.String)), reasons
 
 

@@ -275,10 +275,11 @@ def unscored_reason(
     return ""
 
 
-def event_within(row: dict) -> bool | None:
-    """A preset's event within the targets of its recorded one (None when no preset ran)."""
-    if row["simulated_request"] is None or row["recorded_after"] is None:
-        return None
+def event_within(row: dict) -> bool:
+    """A scored recorded event (``unscored_reason`` ""): whether the preset fired within the targets of it; a preset
+    that did not fire near it missed it."""
+    if row["simulated_request"] is None:
+        return False
     close = abs(row["simulated_request"] - row["recorded_request"]) <= TARGET_EVENT_REQUESTS
     return close and abs(row["simulated_after"] - row["recorded_after"]) / row["recorded_after"] <= TARGET_EVENT_AFTER
 

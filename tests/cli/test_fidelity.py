@@ -478,5 +478,7 @@ def test_fidelity_does_not_score_a_compaction_made_while_idle(tmp_path: Path, ve
         assert (event["recorded_request"], event["harness_version"]) == (5, version), event
         if notice:
             assert (event["reason"], event["within"]) == (IDLE_REASON, None), event
-        elif trigger == "auto":
-            assert (event["reason"], event["simulated_request"], event["within"]) == (None, None, None), event
+        elif trigger == "auto":  # scored, and the preset never fired: a miss, which --strict fails on
+            assert (event["reason"], event["simulated_request"], event["within"]) == (None, None, False), event
+            strict = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--strict"])
+            assert strict.exit_code == 1 and "missed" in strict.stdout, strict.output
