@@ -1,0 +1,79 @@
+"""A model switch moves the harness's limit as that harness computes it of the serving model, not only its window
+(``RunArrays.req_limit``/``req_trigger``, replay.simulator.request_windows); views and compiled sweeps agree.
+
+- Claude Code 2.1.20 (claude-code-2.1.3: W - min(32k, max output) - 13k of the last usage plus the new messages):
+  five requests on Haiku 3.5 (max output 8,192: limit 178,808) reach 160k; ``/model`` switches to Sonnet 4.5
+  (reserve 32,000: limit 155,000) and the log compacts before its first request. The run's (Haiku's) limit never
+  fires.
+- Claude Code 2.1.170: Opus 4.8 (native 1M, no auto-compact window before 2.1.260: compacts only past the window)
+  reaches 170k; ``/model`` switches to Opus 4.6 (200k with its model-default window from 2.1.163: 167,000 of the
+  last usage and new messages) and the log compacts before its first request. The run's preset (Opus 4.8's) would
+  wait for a prompt past Opus 4.6's 200k window.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from replay.policies import make_policy
+from replay.simulator.caches import make_cache
+from replay.simulator.fidelity import fidelity_frame, harness_preset
+from replay.simulator.kernels.packed import pack
+from replay.simulator.load import load_runs
+from replay.simulator.run import simulate_run
+from replay.sweeps.adapter import evaluate_point, resolve
+from replay.sweeps.point_rows import point_frame
+from tests.simulator.cc_switch import cc_session, store
+from tests.simulator.test_kernels import assert_same
+
+SONNET, HAIKU = "claude-sonnet-4-5-20250929", "claude-3-5-haiku-20241022"
+OPUS_48, OPUS_46 = "claude-opus-4-8", "claude-opus-4-6"
+# (version, turns, the request the log compacted before, the run's preset)
+CASES = {
+    "reserve": ("2.1.20", [(HAIKU, 32_000)] * 5 + [(SONNET, 1_000)] * 3, 5, "claude-code-2.1.3"),
+    "window-source": ("2.1.170", [(OPUS_48, 34_000)] * 5 + [(OPUS_46, 1_000)] * 3, 5, "claude-code-2.1.153"),
+}
+
+
+@pytest.fixture(params=sorted(CASES))
+def case(request, tmp_path: Path):
+    version, turns, at, preset = CASES[request.param]
+    con = store(tmp_path, cc_session(version, turns, at))
+    (run,) = load_runs(con, None, own_windows=True)
+    fmt, metadata = con.execute("SELECT format, metadata FROM runs").fetchone()
+    chosen = harness_preset(fmt, json.loads(metadata), run.model, int(run.rec_prompt.max()))
+    assert chosen is not None and chosen[0] == preset
+    return con, run, chosen, at
+
+
+def fired(run, chosen) -> list[int]:
+    name, budget, params = chosen
+    cols, _ = simulate_run(run, make_policy(name, params), make_cache("none"), budget)
+    return np.flatnonzero(cols["summarised"]).tolist()
+
+
+def test_the_serving_models_limit_places_the_compaction(case) -> None:
+    _, run, chosen, at = case
+    assert fired(run, chosen) == [at]
+    # the run's model's limit (and trigger) for every request misses it
+    flat = replace(run, req_limit=np.zeros(0), req_trigger=np.zeros(0, np.int64))
+    assert fired(flat, chosen) != [at]
+
+
+def test_fidelity_scores_it_where_the_log_has_it(case) -> None:
+    con, _, _, at = case
+    (event,) = [r for r in fidelity_frame(con, None).to_dicts() if r["kind"] != "run"]
+    assert (event["recorded_request"], event["simulated_request"]) == (at, at)
+
+
+def test_sweeps_and_views_agree_on_the_switch(case) -> None:
+    _, run, (name, budget, params), _ = case
+    point = resolve(name, {**params, "window": budget.window, "reserve": budget.reserve}, "anthropic")
+    (row,) = point_frame(pack([run]), point).to_dicts()
+    assert row["summaries"] == 1
+    assert_same(evaluate_point(run, point), row, name)
