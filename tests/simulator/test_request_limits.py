@@ -28,6 +28,7 @@ from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.sweeps.adapter import evaluate_point, resolve
 from replay.sweeps.point_rows import point_frame
+from tests.readers.gemini_fixture import message
 from tests.simulator.cc_switch import cc_session, store
 from tests.simulator.test_kernels import assert_same
 
@@ -77,3 +78,40 @@ def test_sweeps_and_views_agree_on_the_switch(case) -> None:
     (row,) = point_frame(pack([run]), point).to_dicts()
     assert row["summaries"] == 1
     assert_same(evaluate_point(run, point), row, name)
+
+
+def gemini_session(tmp_path: Path):
+    """Gemini CLI (0.30 on: compression at 0.5 of ``tokenLimit`` of the turn's model, the last prompt against it):
+    five requests on gemini-2.5-pro (1,048,576: 524,288) reach 150k; the user switches to gemma-4-31b-it (256,000:
+    128,000) and the CLI compresses before its first request (the ``info`` note)."""
+    lines: list[dict] = [{"sessionId": "s", "projectHash": "p", "startTime": "2026-04-01T00:00:00.000Z"}]
+    prompt = 0
+    for k, model in enumerate(["gemini-2.5-pro"] * 5 + ["gemma-4-31b-it"] * 3):
+        if k == 5:
+            lines.append(message(f"n{k}", "info", "Context compressed from 58% to 20%."))
+            prompt = 50_000
+        text = chr(ord("a") + k) * (120_000 if k < 5 else 4_000)
+        prompt += len(text) // 4
+        lines.append(message(f"u{k}", "user", [{"text": text}]))
+        tokens = {"input": prompt, "output": 10, "cached": 0, "thoughts": 0}
+        lines.append(message(f"g{k}", "gemini", f"done {k}", tokens=tokens, model=model))
+    return store(tmp_path, lines, "session-2026-04-01T00-00-s.jsonl")
+
+
+@pytest.fixture(params=["gemini"])
+def other(request, tmp_path: Path):
+    con = {"gemini": gemini_session}[request.param](tmp_path)
+    (run,) = load_runs(con, None, own_windows=True)
+    fmt, metadata = con.execute("SELECT format, metadata FROM runs").fetchone()
+    chosen = harness_preset(fmt, json.loads(metadata), run.model, int(run.rec_prompt.max()))
+    assert chosen is not None
+    return con, run, chosen, 5
+
+
+def test_other_harnesses_follow_the_serving_model(other) -> None:
+    con, run, chosen, at = other
+    assert fired(run, chosen) == [at]
+    assert fired(replace(run, req_limit=np.zeros(0)), chosen) != [at]
+    (event,) = [r for r in fidelity_frame(con, None).to_dicts() if r["kind"] != "run"]
+    assert (event["recorded_request"], event["simulated_request"]) == (at, at)
+    test_sweeps_and_views_agree_on_the_switch((con, run, chosen, at))
