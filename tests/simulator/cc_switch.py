@@ -62,8 +62,9 @@ def cc_session(version: str, turns: list[tuple[str, int]], compact_before: int) 
 
 
 def store(tmp_path: Path, lines: list[dict], name: str = "session.jsonl"):
-    """A store holding the log ``lines`` as file ``name``."""
-    path = tmp_path / name
+    """A store holding the log ``lines`` as file ``name`` (in a folder of its own, as a harness keeps a session)."""
+    path = tmp_path / "session-state" / "s102" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     con = open_store(tmp_path / "s.duckdb")
     ingest(con, [path])

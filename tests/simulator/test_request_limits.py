@@ -29,6 +29,7 @@ from replay.simulator.run import simulate_run
 from replay.sweeps.adapter import evaluate_point, resolve
 from replay.sweeps.point_rows import point_frame
 from tests.readers.gemini_fixture import message
+from tests.readers.test_copilot_cli_1_0_102 import COMPLETE, Session
 from tests.simulator.cc_switch import cc_session, store
 from tests.simulator.test_kernels import assert_same
 
@@ -98,14 +99,43 @@ def gemini_session(tmp_path: Path):
     return store(tmp_path, lines, "session-2026-04-01T00-00-s.jsonl")
 
 
-@pytest.fixture(params=["gemini"])
+def copilot_session(tmp_path: Path):
+    """Copilot CLI 1.0.102 (background compaction from 0.8 of the request's model's ``max_prompt_tokens``, logged per
+    call as ``maxPromptTokens``): five calls on claude-sonnet-4.6 (168,000: 134,400) reach 110k; ``/model`` switches
+    to gpt-5-mini (128,000: 102,400), whose first call starts the compaction; its summary replaces the history at the
+    next call."""
+    s = Session()
+    prompt = 0
+    for k in range(8):
+        model = "claude-sonnet-4.6" if k < 5 else "gpt-5-mini"
+        if k == 5:
+            s.add("session.model_change", newModel=model)
+            s.add("session.compaction_start", compactionAttemptId="a1", model=model, systemTokens=20,
+                  conversationTokens=115_000, toolDefinitionsTokens=0, currentTokens=115_000, tokenLimit=128_000,
+                  trigger="threshold")  # fmt: skip
+        if k == 6:
+            s.add("session.compaction_complete", **{**COMPLETE, "preCompactionMessagesLength": 11})
+            prompt = 1_000
+        tokens = 22_000 if k < 5 else 6_000 if k == 5 else 500
+        s.prompt(chr(ord("a") + k) * (4 * tokens))
+        prompt += tokens
+        usage = {"inputTokens": prompt, "outputTokens": 10, "cacheReadTokens": 0, "cacheWriteTokens": 0}
+        s.call(k, f"step {k}", model=model, usage=usage)
+        s.events[-3]["data"]["usage"]["maxPromptTokens"] = 168_000 if k < 5 else 128_000
+    return store(tmp_path, s.events, "events.jsonl")
+
+
+@pytest.fixture(params=["gemini", "copilot"])
 def other(request, tmp_path: Path):
-    con = {"gemini": gemini_session}[request.param](tmp_path)
+    # the request whose view the summary first shows: Copilot CLI's background summary replaces the history at the
+    # call after the one that started it
+    session, at = {"gemini": (gemini_session, 5), "copilot": (copilot_session, 6)}[request.param]
+    con = session(tmp_path)
     (run,) = load_runs(con, None, own_windows=True)
     fmt, metadata = con.execute("SELECT format, metadata FROM runs").fetchone()
     chosen = harness_preset(fmt, json.loads(metadata), run.model, int(run.rec_prompt.max()))
     assert chosen is not None
-    return con, run, chosen, 5
+    return con, run, chosen, at
 
 
 def test_other_harnesses_follow_the_serving_model(other) -> None:
