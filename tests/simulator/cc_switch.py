@@ -61,11 +61,12 @@ def cc_session(version: str, turns: list[tuple[str, int]], compact_before: int) 
     return lines
 
 
-def store(tmp_path: Path, lines: list[dict], name: str = "session.jsonl"):
-    """A store holding the log ``lines`` as file ``name`` (in a folder of its own, as a harness keeps a session)."""
-    path = tmp_path / "session-state" / "s102" / name
+def store(tmp_path: Path, lines: list[dict], name: str = "session.jsonl", folder: str = "session-state/s102"):
+    """A store holding the log ``lines`` as file ``name`` in ``folder`` (where the harness keeps a session)."""
+    path = tmp_path / folder / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    # a .json log is one array (Cline's ui_messages.json), the others a line per record
+    path.write_text(json.dumps(lines) if name.endswith(".json") else "\n".join(json.dumps(x) for x in lines) + "\n")
     con = open_store(tmp_path / "s.duckdb")
     ingest(con, [path])
     return con

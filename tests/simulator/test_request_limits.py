@@ -54,17 +54,26 @@ def case(request, tmp_path: Path):
 
 
 def fired(run, chosen) -> list[int]:
+    """The requests at which the preset summarised, or for Cline's truncation (no summary) cut more of the history
+    (the others' trimmed tokens also count the recorded summaries they leave out)."""
     name, budget, params = chosen
     cols, _ = simulate_run(run, make_policy(name, params), make_cache("none"), budget)
+    if name == "cline":
+        trimmed = cols["trimmed_tokens"]
+        return (np.flatnonzero(trimmed[1:] > trimmed[:-1]) + 1).tolist()
     return np.flatnonzero(cols["summarised"]).tolist()
+
+
+def flat(run):
+    """The run with its own limits and triggers for every request (the run's model's preset's)."""
+    return replace(run, req_limit=np.zeros(0), req_trigger=np.zeros(0, np.int64))
 
 
 def test_the_serving_models_limit_places_the_compaction(case) -> None:
     _, run, chosen, at = case
     assert fired(run, chosen) == [at]
     # the run's model's limit (and trigger) for every request misses it
-    flat = replace(run, req_limit=np.zeros(0), req_trigger=np.zeros(0, np.int64))
-    assert fired(flat, chosen) != [at]
+    assert fired(flat(run), chosen) != [at]
 
 
 def test_fidelity_scores_it_where_the_log_has_it(case) -> None:
@@ -77,8 +86,10 @@ def test_sweeps_and_views_agree_on_the_switch(case) -> None:
     _, run, (name, budget, params), _ = case
     point = resolve(name, {**params, "window": budget.window, "reserve": budget.reserve}, "anthropic")
     (row,) = point_frame(pack([run]), point).to_dicts()
-    assert row["summaries"] == 1
     assert_same(evaluate_point(run, point), row, name)
+    # and the row is the switch's: without the per-request limits it would be another
+    (other,) = point_frame(pack([flat(run)]), point).to_dicts()
+    assert other != row
 
 
 def gemini_session(tmp_path: Path):
@@ -125,11 +136,43 @@ def copilot_session(tmp_path: Path):
     return store(tmp_path, s.events, "events.jsonl")
 
 
-@pytest.fixture(params=["gemini", "copilot"])
+def cline_session(tmp_path: Path):
+    """Cline 3.x (``ui_messages.json``; past the max allowed size of the current API handler's model, by the last
+    usage, the older half is truncated): five requests on claude-sonnet-4-5:1m (1,000,000: 960,000) reach 165k; the
+    user picks claude-sonnet-4-5 (200,000: 160,000) and Cline truncates before its first request (the deleted range
+    every message carries from then on)."""
+    ui: list[dict] = [{"ts": 1_700_000_000_000, "type": "say", "say": "task", "text": "start"}]
+    prompt = 0
+    for k in range(8):
+        model = "claude-sonnet-4-5:1m" if k < 5 else "claude-sonnet-4-5"
+        text = chr(ord("a") + k) * (4 * (33_000 if k < 5 else 500))
+        prompt = prompt + len(text) // 4 if k != 5 else 60_000
+        usage = {"tokensIn": 10, "tokensOut": 20, "cacheWrites": 0, "cacheReads": prompt - 10, "cost": 0.01}
+        # Cline says api_req_started before it manages the context: the range is on the messages after it
+        deleted = {"conversationHistoryDeletedRange": [2, 5]} if k >= 5 else {}
+        started = {"request": f"<task>{text}</task>" if k == 0 else text, **usage}
+        ui.append(
+            {
+                "ts": 1_700_000_000_000 + 2 * k + 1,
+                "type": "say",
+                "say": "api_req_started",
+                "text": json.dumps(started),
+                "modelInfo": {"modelId": model, "providerId": "anthropic", "mode": "act"},
+                "conversationHistoryIndex": 2 * k,
+                **(deleted if k > 5 else {}),
+            }
+        )
+        ui.append({"ts": 1_700_000_000_000 + 2 * k + 2, "type": "say", "say": "text", "text": f"done {k}", **deleted})
+    return store(tmp_path, ui, "ui_messages.json", "tasks/1700000000000")
+
+
+@pytest.fixture(params=["gemini", "copilot", "cline"])
 def other(request, tmp_path: Path):
     # the request whose view the summary first shows: Copilot CLI's background summary replaces the history at the
     # call after the one that started it
-    session, at = {"gemini": (gemini_session, 5), "copilot": (copilot_session, 6)}[request.param]
+    session, at = {"gemini": (gemini_session, 5), "copilot": (copilot_session, 6), "cline": (cline_session, 5)}[
+        request.param
+    ]
     con = session(tmp_path)
     (run,) = load_runs(con, None, own_windows=True)
     fmt, metadata = con.execute("SELECT format, metadata FROM runs").fetchone()
@@ -141,7 +184,7 @@ def other(request, tmp_path: Path):
 def test_other_harnesses_follow_the_serving_model(other) -> None:
     con, run, chosen, at = other
     assert fired(run, chosen) == [at]
-    assert fired(replace(run, req_limit=np.zeros(0)), chosen) != [at]
+    assert fired(flat(run), chosen) != [at]
     (event,) = [r for r in fidelity_frame(con, None).to_dicts() if r["kind"] != "run"]
     assert (event["recorded_request"], event["simulated_request"]) == (at, at)
     test_sweeps_and_views_agree_on_the_switch((con, run, chosen, at))
