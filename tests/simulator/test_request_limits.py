@@ -20,14 +20,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from replay.ingest import ingest
 from replay.policies import make_policy
 from replay.simulator.caches import make_cache
 from replay.simulator.fidelity import fidelity_frame, harness_preset
 from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
+from replay.store import open_store
 from replay.sweeps.adapter import evaluate_point, resolve
 from replay.sweeps.point_rows import point_frame
+from tests.readers.cline_sdk_session import session as cline_sdk_writer
 from tests.readers.gemini_fixture import message
 from tests.readers.test_copilot_cli_1_0_102 import COMPLETE, Session
 from tests.simulator.cc_switch import cc_session, store
@@ -166,14 +169,29 @@ def cline_session(tmp_path: Path):
     return store(tmp_path, ui, "ui_messages.json", "tasks/1700000000000")
 
 
-@pytest.fixture(params=["gemini", "copilot", "cline"])
+def cline_sdk_session(tmp_path: Path):
+    """Cline SDK 4.1 (0.9 of the turn's ``context.model`` input limit, by ceil(JSON characters / 3) of the request):
+    the session of tests/readers/cline_sdk_session.py on claude-sonnet-4-5 (1,000,000: 900,000) until the request
+    where it compacts on claude-haiku-4-5 (200,000: 180,000), then on Haiku, which compacts there."""
+    at = cline_sdk_writer(tmp_path / "probe")["request"]  # where a Haiku session compacts first
+    found = cline_sdk_writer(tmp_path / "sdk", turns=at + 8, first=(at, "claude-sonnet-4-5", 1_000_000))
+    assert found["requests"] == [at]
+    con = open_store(tmp_path / "s.duckdb")
+    ingest(con, [tmp_path / "sdk"])
+    return con, at
+
+
+@pytest.fixture(params=["gemini", "copilot", "cline", "cline-sdk"])
 def other(request, tmp_path: Path):
     # the request whose view the summary first shows: Copilot CLI's background summary replaces the history at the
     # call after the one that started it
-    session, at = {"gemini": (gemini_session, 5), "copilot": (copilot_session, 6), "cline": (cline_session, 5)}[
-        request.param
-    ]
-    con = session(tmp_path)
+    if request.param == "cline-sdk":
+        con, at = cline_sdk_session(tmp_path)
+    else:
+        session, at = {"gemini": (gemini_session, 5), "copilot": (copilot_session, 6), "cline": (cline_session, 5)}[
+            request.param
+        ]
+        con = session(tmp_path)
     (run,) = load_runs(con, None, own_windows=True)
     fmt, metadata = con.execute("SELECT format, metadata FROM runs").fetchone()
     chosen = harness_preset(fmt, json.loads(metadata), run.model, int(run.rec_prompt.max()))
