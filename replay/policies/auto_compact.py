@@ -213,12 +213,11 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_AFTER,
     P_MICRO_NEW,
     P_KEEP_ROUNDS,
-    P_THRESHOLD,
     P_OUT_RESERVE,
     P_BUFFER,
     P_FIXED_WINDOW,
     P_BACKGROUND_SHARE,
-) = range(P_POLICY, P_POLICY + 25)
+) = range(P_POLICY, P_POLICY + 24)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
@@ -257,8 +256,9 @@ class AutoCompact(CompiledPolicy):
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
         )
-        # background_until's limit of another window: a request the log says its model served on one
-        p[P_THRESHOLD], p[P_OUT_RESERVE], p[P_BUFFER] = c.threshold, c.output_reserve, c.buffer_tokens
+        # background_until's limit of another window: a request the log says its model served on one (Copilot CLI:
+        # 0.95 of the serving model's window, no reserve or buffer)
+        p[P_OUT_RESERVE], p[P_BUFFER] = c.output_reserve, c.buffer_tokens
         p[P_FIXED_WINDOW], p[P_BACKGROUND_SHARE] = c.context_window > 0, c.background_until
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved

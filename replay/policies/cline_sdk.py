@@ -315,10 +315,8 @@ def decide(p, r, st):
     lim = limit(p, r, st)
     if st.s[S_MSG_EST] + st.s[S_SUM_HARNESS] + st.s[S_OVERHEAD_EST] < lim:
         return
-    if lim != p[P_LIMIT]:  # another model's input limit: the kept size is of it too
-        st.s[S_PRESERVE] = kept_size(p, st, st.s[S_WINDOW] if st.s[S_WINDOW] > 0 else p[P_WINDOW_IN], lim)
-    else:
-        st.s[S_PRESERVE] = kept_size(p, st, p[P_WINDOW_IN], p[P_LIMIT])
+    own = lim != p[P_LIMIT] and st.s[S_WINDOW] > 0  # another model's input limit: the kept size is of it too
+    st.s[S_PRESERVE] = kept_size(p, st, st.s[S_WINDOW] if own else p[P_WINDOW_IN], lim)
     lo, end = st.s[S_LIVE], st.s[S_END]
     cut = cut_index(r, st, lo, end)
     if cut > lo:
