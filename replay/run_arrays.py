@@ -158,6 +158,13 @@ class RunArrays:
     # (replay.simulator.request_windows: a session that switched model, a Codex turn with another window); 0: the
     # run's (the budget's); empty: 0 everywhere
     req_window: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request, with req_window (the same choice): the limit the harness's preset for the model serving it
+    # compares its count with there, where that is not the run's preset's limit (its output reserve, or its threshold
+    # rule, is another model's); 0: the policy's own limit; empty: 0 everywhere
+    req_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64), repr=False)
+    # per request: the auto_compact trigger (``replay.policies.auto_compact.TRIGGERS``) of that preset where it is not
+    # the run's (Claude Code 2.1.153 on: a model with an auto-compact window, another without); -1: the policy's
+    req_trigger: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
 
     @property
     def req_windows(self) -> np.ndarray:
@@ -165,6 +172,20 @@ class RunArrays:
         if len(self.req_window) == self.n_requests:
             return self.req_window.astype(np.int64)
         return np.zeros(self.n_requests, dtype=np.int64)
+
+    @property
+    def req_limits(self) -> np.ndarray:
+        """``req_limit`` with one entry per request (0, the policy's own limit, where none is given)."""
+        if len(self.req_limit) == self.n_requests:
+            return self.req_limit.astype(np.float64)
+        return np.zeros(self.n_requests, dtype=np.float64)
+
+    @property
+    def req_triggers(self) -> np.ndarray:
+        """``req_trigger`` with one entry per request (-1, the policy's trigger, where none is given)."""
+        if len(self.req_trigger) == self.n_requests:
+            return self.req_trigger.astype(np.int64)
+        return np.full(self.n_requests, -1, dtype=np.int64)
 
     @property
     def usage_offsets(self) -> np.ndarray:

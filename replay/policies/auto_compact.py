@@ -1,9 +1,11 @@
 """Harness auto-compaction: past a token limit, the conversation is replaced by a summary.
 
-The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``context_window`` (0: the window of
-the model serving the request where the log says it is not the run's, ``RunArrays.req_window``, as a harness takes
-its threshold from the current model's window; else the budget window; for a Codex log give its
-``model_context_window`` as the window, as ``replay fidelity`` does).
+The limit is ``threshold x (W - output_reserve) - buffer_tokens`` where W is ``context_window`` (0: the budget
+window; for a Codex log give its ``model_context_window`` as the window, as ``replay fidelity`` does). Where the log
+says request k's model is not the run's and its harness preset has another limit or trigger (``RunArrays.req_limit``
+and ``req_trigger``: its window, output reserve, or Claude Code 2.1.153's choice between a threshold and the window),
+request k is checked against those, as a harness takes its threshold from the current model; a fixed
+``context_window`` holds for every request.
 The presets in :mod:`replay.policies.presets` set these knobs per harness and version:
 
 - Claude Code: window - output reserve - 13,000, checked against the last response's usage (to 2.1.0:
@@ -211,12 +213,13 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_AFTER,
     P_MICRO_NEW,
     P_KEEP_ROUNDS,
-    P_THRESHOLD,
     P_OUT_RESERVE,
     P_BUFFER,
     P_FIXED_WINDOW,
     P_BACKGROUND_SHARE,
-) = range(P_POLICY, P_POLICY + 25)
+) = range(P_POLICY, P_POLICY + 24)
+# trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
+TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
@@ -244,9 +247,7 @@ class AutoCompact(CompiledPolicy):
         c = self.config
         window = c.context_window or budget.window
         p[P_LIMIT] = c.threshold * (window - c.output_reserve) - c.buffer_tokens
-        p[P_PREVIOUS] = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}[
-            c.trigger_on
-        ]
+        p[P_PREVIOUS] = TRIGGERS[c.trigger_on]
         p[P_SUMMARY_TOKENS] = c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_KEEP_ROUNDS] = c.keep_rounds
@@ -255,8 +256,9 @@ class AutoCompact(CompiledPolicy):
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
         )
-        # the same limits of another window: a request the log says its model served on one (``limit``)
-        p[P_THRESHOLD], p[P_OUT_RESERVE], p[P_BUFFER] = c.threshold, c.output_reserve, c.buffer_tokens
+        # background_until's limit of another window: a request the log says its model served on one (Copilot CLI:
+        # 0.95 of the serving model's window, no reserve or buffer)
+        p[P_OUT_RESERVE], p[P_BUFFER] = c.output_reserve, c.buffer_tokens
         p[P_FIXED_WINDOW], p[P_BACKGROUND_SHARE] = c.context_window > 0, c.background_until
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
@@ -272,14 +274,24 @@ class AutoCompact(CompiledPolicy):
 
 
 @compiled(borrowed=True)
-def limit(p, st):
-    """The limit at this request: of the window of the model serving it where the log names one (``S_WINDOW``, set
-    by the loop from ``RunArrays.req_window``: the harness takes its threshold from the current model's window),
-    else of the run's; a fixed ``context_window`` holds whatever the log says."""
-    w = st.s[S_WINDOW]
-    if w <= 0 or p[P_FIXED_WINDOW] > 0:
+def limit(p, r, st):
+    """The limit at this request: the one the harness's preset for the model serving it has where the log says that
+    is another (``RunArrays.req_limit``: the harness takes its threshold from the current model's window and output
+    reserve), else the policy's; a fixed ``context_window`` holds whatever the log says."""
+    k = st.s[S_K]
+    if k >= len(r.req_limit) or r.req_limit[k] <= 0 or p[P_FIXED_WINDOW] > 0:
         return p[P_LIMIT]
-    return p[P_THRESHOLD] * (w - p[P_OUT_RESERVE]) - p[P_BUFFER]
+    return r.req_limit[k]
+
+
+@compiled(borrowed=True)
+def trigger(p, r, st):
+    """What the limit is checked against at this request (``TRIGGERS``): the serving model's preset's where the log
+    gives another (``RunArrays.req_trigger``), else ``trigger_on``'s."""
+    k = st.s[S_K]
+    if k >= len(r.req_trigger) or r.req_trigger[k] < 0 or p[P_FIXED_WINDOW] > 0:
+        return np.int64(p[P_PREVIOUS])
+    return r.req_trigger[k]
 
 
 @compiled(borrowed=True)
@@ -378,7 +390,7 @@ def micro_pass(p, r, st, apply):
 def microcompact(p, r, st):
     """Claude Code's automatic microcompact: once the last prompt is within micro_warning of the limit, clear the
     old tool results if that saves at least micro_min_saved."""
-    if p[P_MICRO] <= 0 or st.s[S_K] == 0 or last_usage(r, st) < limit(p, st) - p[P_MICRO_WARNING]:
+    if p[P_MICRO] <= 0 or st.s[S_K] == 0 or last_usage(r, st) < limit(p, r, st) - p[P_MICRO_WARNING]:
         return
     if micro_pass(p, r, st, False) >= p[P_MICRO_MIN_SAVED]:
         micro_pass(p, r, st, True)
@@ -434,7 +446,7 @@ def earlier_reasoning(r, st):
 
 @compiled(borrowed=True)
 def due(p, r, st):
-    mode, lim = p[P_PREVIOUS], limit(p, st)
+    mode, lim = trigger(p, r, st), limit(p, r, st)
     if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
         return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= lim
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage

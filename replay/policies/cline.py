@@ -82,7 +82,7 @@ class ClineConfig(PolicyConfig):
     )
 
 
-(P_LIMIT, P_SHARE, P_READ_CHARS, P_WRITE_CHARS) = range(P_POLICY, P_POLICY + 4)
+(P_LIMIT, P_SHARE, P_READ_CHARS, P_WRITE_CHARS, P_FIXED) = range(P_POLICY, P_POLICY + 5)
 S_REST = S_POLICY  # the first request whose messages are kept after the deleted range (1 before any truncation)
 S_KEYED = S_POLICY + 1  # 1 when the reader gave Cline's own duplicate keys and sizes anywhere in the run (a Cline log)
 S_KEPT = S_POLICY + 2  # the kept text's characters, as counted so far (the sum of the A_COUNTED row)
@@ -103,9 +103,12 @@ class Cline(CompiledPolicy):
     Config = ClineConfig
     config: ClineConfig  # PolicyBase.__init__ checks the instance is a Config
 
+    def limits(self, window: int) -> list[tuple[str, float]]:
+        return [("max_allowed", self.config.max_allowed or cline_max_allowed(window))]
+
     def knobs(self, p: np.ndarray, budget: Budget) -> None:
         c = self.config
-        p[P_LIMIT] = c.max_allowed or cline_max_allowed(budget.window)
+        p[P_LIMIT], p[P_FIXED] = c.max_allowed or cline_max_allowed(budget.window), c.max_allowed > 0
         p[P_SHARE], p[P_READ_CHARS], p[P_WRITE_CHARS] = c.dedup_share, c.read_notice_chars, c.write_notice_chars
 
     def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
@@ -321,9 +324,20 @@ def truncate(r, st, rest, quarter):
 
 
 @compiled(borrowed=True)
+def limit(p, r, st):
+    """The max allowed size at this request: of the window of the model serving it where the log says that is
+    another (``RunArrays.req_limit``; Cline takes it of the task's current API handler), else the policy's; a fixed
+    ``max_allowed`` holds for every request."""
+    k = st.s[S_K]
+    if k >= len(r.req_limit) or r.req_limit[k] <= 0 or p[P_FIXED] > 0:
+        return p[P_LIMIT]
+    return r.req_limit[k]
+
+
+@compiled(borrowed=True)
 def decide(p, r, st):
-    usage = last_usage(r, st)
-    if st.s[S_K] == 0 or usage < p[P_LIMIT]:
+    usage, lim = last_usage(r, st), limit(p, r, st)
+    if st.s[S_K] == 0 or usage < lim:
         return
     rest = st.s[S_REST]
     count_new(r, st)
@@ -331,7 +345,7 @@ def decide(p, r, st):
     saved = dedup(p, r, st, rest)
     if saved > 0 and saved >= p[P_SHARE] * before:
         return
-    truncate(r, st, rest, usage / 2 > p[P_LIMIT])
+    truncate(r, st, rest, usage / 2 > lim)
 
 
 POLICIES = (Cline,)

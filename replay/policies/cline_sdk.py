@@ -59,9 +59,11 @@ from replay.policies.kernel import (
     P_OVERHEAD,
     P_POLICY,
     S_END,
+    S_K,
     S_POLICY,
     S_SUM_AT,
     S_SUM_TOK,
+    S_WINDOW,
     pair_safe_start,
     set_form,
     set_summariser_prompt,
@@ -105,7 +107,9 @@ class ClineSdkConfig(PolicyConfig):
             raise ReplayError("cline_sdk: threshold must be in (0, 1]")
 
 
-(P_LIMIT, P_WINDOW_IN, P_PRESERVE, P_OVERHEAD_EST, P_SUMMARY_TOKENS, P_FROM_LOG) = range(P_POLICY, P_POLICY + 6)
+(P_LIMIT, P_WINDOW_IN, P_PRESERVE, P_OVERHEAD_EST, P_SUMMARY_TOKENS, P_FROM_LOG, P_FIXED_WINDOW) = range(
+    P_POLICY, P_POLICY + 7
+)
 S_COMPACTIONS, S_RECORDED = S_POLICY, S_POLICY + 1  # compactions so far; recorded summaries (summary_from_log)
 S_MSG_EST = S_POLICY + 2  # the SDK's estimate of the messages in the view (running total)
 S_SEEN = S_POLICY + 3  # items up to here are counted
@@ -136,6 +140,7 @@ class ClineSdk(CompiledPolicy):
         window = c.context_window or budget.window
         p[P_LIMIT], p[P_WINDOW_IN], p[P_PRESERVE] = c.threshold * window, window, c.preserve_tokens
         p[P_OVERHEAD_EST], p[P_SUMMARY_TOKENS], p[P_FROM_LOG] = c.overhead_est, c.summary_tokens, c.summary_from_log
+        p[P_FIXED_WINDOW] = c.context_window > 0
 
 
 @compiled(borrowed=True)
@@ -194,8 +199,7 @@ def setup(p, r, st):
     if overhead < 0:
         overhead = np.int64(np.ceil(prefix * chars / tokens / 3))
     st.s[S_OVERHEAD_EST] = overhead
-    target = min(np.int64(p[P_WINDOW_IN] * REQUEST_TARGET_SHARE), np.int64(p[P_LIMIT]) - 1)
-    st.s[S_PRESERVE] = max(1, min(np.int64(p[P_PRESERVE]), target - overhead))
+    st.s[S_PRESERVE] = kept_size(p, st, p[P_WINDOW_IN], p[P_LIMIT])
     st.s[S_SEEN] = st.s[S_LIVE] = min(lo, n_items)
     st.s[S_LAST_TURN] = -1
 
@@ -287,10 +291,32 @@ def compact(p, r, st, lo, cut):
 
 
 @compiled(borrowed=True)
+def kept_size(p, st, window, lim):
+    """The newest messages' estimate kept: preserve_tokens, capped by the compacted request's target (half the input
+    limit, below the trigger) less the system prompt and tools."""
+    target = min(np.int64(window * REQUEST_TARGET_SHARE), np.int64(lim) - 1)
+    return max(1, min(np.int64(p[P_PRESERVE]), target - st.s[S_OVERHEAD_EST]))
+
+
+@compiled(borrowed=True)
+def limit(p, r, st):
+    """The trigger at this request: the preset's of the model serving it where the log says that is another
+    (``RunArrays.req_limit``; the SDK takes it of the turn's ``context.model``), else the policy's; a fixed
+    ``context_window`` holds for every request."""
+    k = st.s[S_K]
+    if k >= len(r.req_limit) or r.req_limit[k] <= 0 or p[P_FIXED_WINDOW] > 0:
+        return p[P_LIMIT]
+    return r.req_limit[k]
+
+
+@compiled(borrowed=True)
 def decide(p, r, st):
     count_new(r, st)
-    if st.s[S_MSG_EST] + st.s[S_SUM_HARNESS] + st.s[S_OVERHEAD_EST] < p[P_LIMIT]:
+    lim = limit(p, r, st)
+    if st.s[S_MSG_EST] + st.s[S_SUM_HARNESS] + st.s[S_OVERHEAD_EST] < lim:
         return
+    own = lim != p[P_LIMIT] and st.s[S_WINDOW] > 0  # another model's input limit: the kept size is of it too
+    st.s[S_PRESERVE] = kept_size(p, st, st.s[S_WINDOW] if own else p[P_WINDOW_IN], lim)
     lo, end = st.s[S_LIVE], st.s[S_END]
     cut = cut_index(r, st, lo, end)
     if cut > lo:

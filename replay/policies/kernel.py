@@ -141,6 +141,10 @@ Run = namedtuple(
         # per request: the window of the model serving it where the log says it is not the run's (RunArrays
         # .req_window; 0: the budget's). The loop puts it in S_WINDOW before the policy decides
         "req_window",
+        # per request, by the same choice: the harness's limit where its model's preset has another (RunArrays
+        # .req_limit, 0: the policy's) and auto_compact's trigger where it has another (.req_trigger, -1: the policy's)
+        "req_limit",
+        "req_trigger",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

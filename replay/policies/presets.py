@@ -4,6 +4,15 @@ A preset name is accepted wherever a policy name is (``--policy claude-code-1.0`
 the preset's. Figures and their sources (the corpus runs the presets are checked against are in
 tests/policies/test_presets_corpus.py):
 
+Per request: a harness takes its limit of the model serving the current request, so where a session switches
+model ``replay fidelity`` (``load_runs(own_windows=True)``) checks request k against the limit, and for Claude Code
+2.1.153 on the trigger, of the preset chosen for request k's model (``replay.simulator.request_windows``: Claude
+Code's window, output reserve and window source, codex-rs's logged turn window, Gemini CLI's ``tokenLimit`` of the
+turn's active model, Copilot CLI's ``max_prompt_tokens`` of the request's model or its logged ``maxPromptTokens``,
+Cline's current API handler's window, the Cline SDK's turn model's input limit). A window or limit set on the
+command line holds for every request. The OpenHands presets' limits are the condenser's own settings (event count,
+``max_tokens`` from ``base_state.json``), SWE-agent's a count of observations: neither depends on the model.
+
 - Claude Code, from its npm package's cli.js (``@anthropic-ai/claude-code``; each preset is named after the first
   version read that behaves so; ``claude_code_preset`` picks one from a log's version and model). The limit is
   taken of W - R, W the window (200,000; 1,000,000 for a 1M-context model) and R the output reserve:

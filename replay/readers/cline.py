@@ -325,9 +325,12 @@ class _Task:
                 self.images.clear()
                 if opening is not None and (found := first_result(*opening)) is not None:
                     self.first[len(self.msg_start) - 1] = found
+                model = (m.get("modelInfo") or {}).get("modelId")
+                if (limit := _max_allowed(model)) is not None:  # the model now serving (Cline's current API handler)
+                    self.limit = limit
                 self.managed(info, self.b.step, line)
                 self.pending.clear()
-                self.b.request(line=line, ts=ts, model=(m.get("modelInfo") or {}).get("modelId"), **self.usage(info))
+                self.b.request(line=line, ts=ts, model=model, **self.usage(info))
                 self.msg_start.append(self.b.seq)  # the assistant message it produced
             elif kind in USER_INPUT and isinstance(m.get("images"), list):
                 self.images += [_base64_chars(u) for u in m["images"] if isinstance(u, str)]

@@ -15,7 +15,9 @@ as a user message), ``session.mode_notice_delivered`` and ``skill.context_delive
 
 Requests: one per ``assistant.turn_start``; a message or usage record of another model call (``apiCallId``,
 ``requestId``) opens another. A ``session.usage_record`` (1.0.102) gives the request its counts, model and output
-(replay.readers.copilot_usage); without one the request sums its messages' ``outputTokens``. The model is the
+(replay.readers.copilot_usage) and the window its call ran against (``maxPromptTokens``: ``runs.metadata
+.prompt_limit`` the run's most common, ``prompt_limits`` [[request line, limit], ...] where calls ran against more
+than one, a model switch); without one the request sums its messages' ``outputTokens``. The model is the
 call's own, else ``assistant.turn_start``'s, else the selection (``session.start``/``session.resume``
 ``selectedModel``, then ``session.model_change``); the run's is the one that served most requests.
 
@@ -89,6 +91,7 @@ class Conversation:
         self.skills: dict[str, str] = {}  # "sha256:<hex>" of an inline skill content -> the content
         self.waiting: tuple[dict, int | None, Any] | None = None  # (event, summary index, completed at)
         self.limits: dict[int, int] = {}  # maxPromptTokens -> requests
+        self.call_limits: dict[int, int] = {}  # a request's log line -> the maxPromptTokens its call ran against
 
     # --- records ----------------------------------------------------------------------------------------------
     def finish(self) -> Iterator[Record]:
@@ -101,6 +104,12 @@ class Conversation:
             self.set_run(model=max(served, key=lambda m: served[m]))
         if self.limits:
             self.b.run.metadata["prompt_limit"] = max(self.limits, key=lambda k: (self.limits[k], k))
+        changes: list[list[int]] = []  # [[request line, limit], ...] where the limit changes, in log order
+        for line, limit in sorted(self.call_limits.items()):
+            if not changes or changes[-1][1] != limit:
+                changes.append([line, limit])
+        if len(changes) > 1:  # calls against more than one limit (a model switch): read per request
+            self.b.run.metadata["prompt_limits"] = changes
         yield from self.b
 
     def set_run(self, **changes: Any) -> None:
@@ -206,6 +215,8 @@ class Conversation:
             self.with_usage.add(index)
         if _int(usage.get("maxPromptTokens")):
             self.limits[usage["maxPromptTokens"]] = self.limits.get(usage["maxPromptTokens"], 0) + 1
+            if req.line is not None:
+                self.call_limits[req.line] = usage["maxPromptTokens"]
         self.place_waiting(req, ts, usage.get("duration"))
 
     def message(self, line: int, data: dict, ts: str | None) -> None:

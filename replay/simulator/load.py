@@ -248,9 +248,10 @@ def load_many(
     own_windows: bool = False,
 ) -> list[RunArrays]:
     """The arrays of the runs ``ids``, in that order, read with one query per table (``prompts``: each run's
-    prompt model, as ``load_run`` takes it; ``own_windows``: each request's window where its model's is not the
-    run's, for replaying a run on its harness's own window, as fidelity does; a window the user chooses holds for
-    every request, so elsewhere every request takes the budget's)."""
+    prompt model, as ``load_run`` takes it; ``own_windows``: each request's window, limit and trigger where its
+    model's preset's are not the run's (replay.simulator.request_windows), for replaying a run on its harness's own
+    window, as fidelity does; a window the user chooses holds for every request, so elsewhere every request takes
+    the budget's)."""
     items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
     reqs = _by_run(con, _REQS, [ids])
     runs = {r[0]: (r[1], _metadata(r[2]), r[3] or "") for r in con.execute(_RUNS, [ids]).fetchall()}
@@ -264,7 +265,8 @@ def load_many(
         )
         if own_windows:
             lines = [r["line"] for r in reqs.get(rid, [])]
-            run = replace(run, req_window=request_windows(fmt, metadata, model, run.req_model, lines, run.rec_prompt))
+            own = request_windows(fmt, metadata, model, run.req_model, lines, run.rec_prompt)
+            run = replace(run, req_window=own.window, req_limit=own.limit, req_trigger=own.trigger)
         out.append(run)
     return _with_caches(con, ids, out)
 

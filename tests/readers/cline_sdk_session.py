@@ -80,9 +80,16 @@ def _served(view: list[dict]) -> int:
     return PREFIX_TOKENS + sum(len(_js(_sent(m)["content"])) // 4 for m in view)
 
 
-def session(folder: Path, turns: int = 100, follow_up: int | None = None, big: int = 0) -> dict:
+def session(
+    folder: Path,
+    turns: int = 100,
+    follow_up: int | None = None,
+    big: int = 0,
+    first: tuple[int, str, int] | None = None,
+) -> dict:
     """Write the session under ``folder``/SID: ``turns`` tool calls reading about 6,000 characters each (every
-    fourth ``big`` characters, when given), a typed user message before call ``follow_up`` (None: none); returns
+    fourth ``big`` characters, when given), a typed user message before call ``follow_up`` (None: none), the first
+    ``first[0]`` calls served by model ``first[1]`` of input limit ``first[2]`` (a switch to MODEL after); returns
     where the SDK last compacted (``request``: the request, counted from 0, it compacted before; ``after``: that
     request's inputTokens; ``requests``: every request it compacted before; the sidecar holds the last)."""
     messages: list[dict] = []
@@ -102,8 +109,9 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None, big: i
     for k in range(turns):
         if k == follow_up:
             add({"id": f"f{k}", "role": "user", "content": [{"type": "text", "text": "Also check the tests."}]})
+        model, limit = (first[1], first[2]) if first is not None and k < first[0] else (MODEL, LIMIT)
         request = _estimate({"systemPrompt": SYSTEM, "messages": [_sent(m) for m in view], "tools": TOOLS})
-        cut = _cut(view) if request >= 0.9 * LIMIT else 0
+        cut = _cut(view) if request >= 0.9 * limit else 0
         if cut > (1 if summary is not None else 0):  # something to fold beyond an earlier summary
             text = "## Goal\nFix the build.\n\n## State\n- Done: read the sources\n" + "Notes. " * 300
             ts += 500
@@ -141,7 +149,7 @@ def session(folder: Path, turns: int = 100, follow_up: int | None = None, big: i
                     {"type": "text", "text": f"Reading src/f{k}.ts"},
                     {"type": "tool_use", "id": f"t{k}", "name": "read_files", "input": {"files": [{"path": f"f{k}"}]}},
                 ],
-                "modelInfo": {"id": MODEL, "provider": PROVIDER},
+                "modelInfo": {"id": model, "provider": PROVIDER},
                 "metrics": {
                     "inputTokens": _served(view),
                     "outputTokens": 40,

@@ -278,3 +278,33 @@ def test_images_carry_the_base64_size_cline_weighs(corpus: Path, tmp_path: Path)
     (run,) = of(records, Run)
     (img,) = [i for i in of(records, Item) if i.kind == "image"]
     assert run.metadata["media_chars"] == [[img.seq, 40]]
+
+
+def test_duplicate_pass_runs_at_the_current_models_limit(tmp_path: Path) -> None:
+    """Cline manages the context past the max allowed size of the task's current API handler (getContextWindowInfo
+    of ``this.api``, rebuilt when the model is changed): 165k of usage is under claude-sonnet-4-5:1m's 960,000 but
+    past claude-sonnet-4-5's 160,000, so the duplicate-read pass runs before the first request on the latter."""
+    body = "".join(f"line {n}\n" for n in range(2_000))
+    ui: list[dict] = [{"ts": 1_700_000_000_000, "type": "say", "say": "task", "text": "start"}]
+    for k in range(7):
+        model = "claude-sonnet-4-5:1m" if k < 5 else "claude-sonnet-4-5"
+        request = "<task>start</task>" if k == 0 else f"[read_file for 'a.py'] Result:\n{body}" if k < 3 else "go on"
+        usage = {"tokensIn": 10, "tokensOut": 20, "cacheWrites": 0, "cacheReads": 33_000 * (k + 1), "cost": 0.01}
+        ui.append(
+            {
+                "ts": 1_700_000_000_000 + 3 * k + 1,
+                "type": "say",
+                "say": "api_req_started",
+                "text": json.dumps({"request": request, **usage}),
+                "modelInfo": {"modelId": model, "providerId": "anthropic", "mode": "act"},
+            }
+        )
+        if k < 2:
+            tool = json.dumps({"tool": "readFile", "path": "a.py", "content": "/w/a.py"})
+            ui.append({"ts": 1_700_000_000_000 + 3 * k + 2, "type": "say", "say": "tool", "text": tool})
+        else:
+            ui.append({"ts": 1_700_000_000_000 + 3 * k + 2, "type": "say", "say": "text", "text": f"done {k}"})
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(ui))
+    run = of(read(path), Run)[0]
+    assert [r["step"] for r in run.metadata["context_rewrites"]] == [5]

@@ -193,9 +193,12 @@ def test_claude_code_preset_compacts_where_the_200k_threshold_says(cc) -> None:
     # 967k on Opus 4.7 never fires; 167k on Opus 4.6 fires at its first request, where the log compacted
     assert np.flatnonzero(cols["summarised"]).tolist() == [3]
     assert cols["prompt_tokens"][3] < 20_000
-    # without the log's per-request windows the preset would not compact at all on this budget
+    # without the log's per-request windows and limits the preset would not compact at all on this budget
     flat, _ = simulate_run(
-        replace(run, req_window=np.zeros(0, np.int64)), make_policy(name, params), make_cache("none"), budget
+        replace(run, req_window=np.zeros(0, np.int64), req_limit=np.zeros(0)),
+        make_policy(name, params),
+        make_cache("none"),
+        budget,
     )
     assert not flat["summarised"].any()
 

@@ -26,8 +26,12 @@ def test_logged_window_by_line() -> None:
 def test_runs_that_do_not_switch_carry_no_window() -> None:
     meta = {"cc_version": VERSION}
     prompts = np.array([1_000, 2_000])
-    assert request_windows("claude-code", meta, BIG_MODEL, [BIG_MODEL, BIG_MODEL], [1, 2], prompts).tolist() == [0, 0]
+    assert request_windows("claude-code", meta, BIG_MODEL, [BIG_MODEL, BIG_MODEL], [1, 2], prompts).window.tolist() == [
+        0,
+        0,
+    ]
     # a model the log does not name, or one the harness made up, is the run's
     got = request_windows("claude-code", meta, BIG_MODEL, [None, "<synthetic>"], [1, 2], prompts)
-    assert got.tolist() == [0, 0]
-    assert not request_windows("gemini-cli", {}, "gemini-2.5-pro", ["gemma-4-31b-it"], [1], prompts[:1]).any()
+    assert (got.window.tolist(), got.limit.tolist(), got.trigger.tolist()) == ([0, 0], [0, 0], [-1, -1])
+    # a format whose harness takes its limit of the session, not the turn's model
+    assert not request_windows("swe-agent", {}, "gpt-4o", ["o3"], [1], prompts[:1]).window.any()

@@ -67,6 +67,8 @@ def run_at(pk, tflag, i):
         pk.framing[a:b],
         pk.harness_keep[a:b],
         pk.req_window[c:d],
+        pk.req_limit[c:d],
+        pk.req_trigger[c:d],
     )
 
 

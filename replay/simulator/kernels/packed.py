@@ -71,6 +71,8 @@ Packed = namedtuple(
         "framing",
         "harness_keep",
         "req_window",
+        "req_limit",
+        "req_trigger",
     ),
 )
 
@@ -130,6 +132,8 @@ class PackedRuns:
     framing: np.ndarray  # per item: tokens beyond its text (RunArrays.framing)
     harness_keep: np.ndarray  # per item (replay.run_arrays.RunArrays.harness_keep)
     req_window: np.ndarray  # per request: its model's window, 0 the budget's (RunArrays.req_window)
+    req_limit: np.ndarray  # per request: its model's preset's limit, 0 the policy's (RunArrays.req_limit)
+    req_trigger: np.ndarray  # per request: that preset's trigger, -1 the policy's (RunArrays.req_trigger)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -289,6 +293,8 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "framing": _cat([r.framings for r in runs], np.int64),
         "harness_keep": _cat([r.harness_keeps for r in runs], np.int64),
         "req_window": _cat([r.req_windows for r in runs], np.int64),
+        "req_limit": _cat([r.req_limits for r in runs], np.float64),
+        "req_trigger": _cat([r.req_triggers for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
