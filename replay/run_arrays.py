@@ -165,6 +165,9 @@ class RunArrays:
     # per request: the auto_compact trigger (``replay.policies.auto_compact.TRIGGERS``) of that preset where it is not
     # the run's (Claude Code 2.1.153 on: a model with an auto-compact window, another without); -1: the policy's
     req_trigger: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: the log names a model for it that has no preset of the harness, so the harness's limit there is
+    # not known (the policy's holds); empty: none such. Not the loop's: fidelity reads it
+    req_unknown_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
 
     @property
     def req_windows(self) -> np.ndarray:

@@ -11,6 +11,7 @@ cache-read share replayed vs recorded at the event request, before it (since the
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import replace
 
 import numpy as np
@@ -253,12 +254,18 @@ IDLE_REASON = (
 
 
 def unscored_reason(
-    row: dict, trigger: str | None, has_preset: bool, logged: str | None = None, cause: str | None = None
+    row: dict,
+    trigger: str | None,
+    has_preset: bool,
+    logged: str | None = None,
+    cause: str | None = None,
+    unknown_models: Collection[str] = (),
 ) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a compaction made while the session
     sat idle (``cause`` "idle") or a manual one is not a threshold's, nor is one whose logged cause (``logged``:
     ``trigger_logged``) is in ``NOT_THRESHOLD``; without a preset, a prompt after it or a request before it there
-    is nothing to compare."""
+    is nothing to compare; nor where requests that decide it were served by models the harness's presets do not
+    know (``unknown_models``: their limit is not known)."""
     k = row["recorded_request"]
     if cause == "idle":
         return IDLE_REASON
@@ -268,11 +275,21 @@ def unscored_reason(
         return f"{logged}, not the threshold: replayed as recorded"
     if not has_preset:
         return "no preset for this harness and model: the log does not give its window"
+    if unknown_models:
+        names = ", ".join(sorted(unknown_models))
+        return f"requests up to it were served by {names}, a model with no preset: the harness's limit there is unknown"
     if row["recorded_after"] is None:
         return f"no recorded prompt after it: request {k} has no usage in the log"
     if k == 0:
         return "at the first request: the threshold was crossed before the log begins"
     return ""
+
+
+def unknown_limit_models(run: RunArrays, start: int, stop: int) -> set[str]:
+    """The models the log names for requests ``start`` to ``stop`` - 1 that have no preset of the harness
+    (``RunArrays.req_unknown_limit``)."""
+    flags = run.req_unknown_limit
+    return {str(run.req_model[j]) for j in range(start, min(stop, len(flags))) if flags[j]}
 
 
 def event_within(row: dict) -> bool:
@@ -355,10 +372,18 @@ def fidelity_frame(
                     "reason": "; ".join(cache_reasons(run)) or None,  # why the cache share cannot match
                 }
             )
+        previous = 0
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
             recorded = recorded_events[i] if i < len(recorded_events) else {}
+            k = ev["recorded_request"]
             reason = unscored_reason(
-                ev, recorded.get("trigger"), preset is not None, recorded.get("trigger_logged"), recorded.get("cause")
+                ev,
+                recorded.get("trigger"),
+                preset is not None,
+                recorded.get("trigger_logged"),
+                recorded.get("cause"),
+                unknown_limit_models(run, previous, k + TARGET_EVENT_REQUESTS + 1),
             )
+            previous = k
             rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

@@ -266,7 +266,13 @@ def load_many(
         if own_windows:
             lines = [r["line"] for r in reqs.get(rid, [])]
             own = request_windows(fmt, metadata, model, run.req_model, lines, run.rec_prompt)
-            run = replace(run, req_window=own.window, req_limit=own.limit, req_trigger=own.trigger)
+            run = replace(
+                run,
+                req_window=own.window,
+                req_limit=own.limit,
+                req_trigger=own.trigger,
+                req_unknown_limit=own.unknown,
+            )
         out.append(run)
     return _with_caches(con, ids, out)
 

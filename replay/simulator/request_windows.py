@@ -43,11 +43,14 @@ LOGGED = {
 
 
 class RequestLimits(NamedTuple):
-    """Per request: window (0: the budget's), limit (0: the policy's), auto_compact trigger code (-1: the policy's)."""
+    """Per request: window (0: the budget's), limit (0: the policy's), auto_compact trigger code (-1: the policy's),
+    and whether the log names a model for it that has no preset of the harness (its limit is not known: the
+    policy's holds there, and fidelity scores no event it decides)."""
 
     window: np.ndarray
     limit: np.ndarray
     trigger: np.ndarray
+    unknown: np.ndarray
 
 
 def logged_window(
@@ -88,7 +91,7 @@ def request_windows(
     where the window or limit does, the trigger where it does. None for a format whose limit is per run, or a run
     with no preset."""
     n = len(req_models)
-    out = RequestLimits(np.zeros(n, np.int64), np.zeros(n, np.float64), np.full(n, -1, np.int64))
+    out = RequestLimits(np.zeros(n, np.int64), np.zeros(n, np.float64), np.full(n, -1, np.int64), np.zeros(n, np.bool_))
     if fmt not in PER_MODEL or n == 0:
         return out
     run_choice = harness_preset(fmt, metadata, model, int(rec_prompt.max()))
@@ -108,6 +111,7 @@ def request_windows(
             choice = harness_preset(fmt, {**metadata, key: logged} if rows_key else metadata, m, peak[m])
             chosen[m, logged] = None if choice is None else preset_limits(choice)
         own = chosen[m, logged]
+        out.unknown[k] = own is None
         if own is None or own == run:
             continue
         window, lim, trig = own

@@ -139,7 +139,7 @@ def copilot_session(tmp_path: Path):
     return store(tmp_path, s.events, "events.jsonl")
 
 
-def cline_session(tmp_path: Path):
+def cline_session(tmp_path: Path, second: str = "claude-sonnet-4-5"):
     """Cline 3.x (``ui_messages.json``; past the max allowed size of the current API handler's model, by the last
     usage, the older half is truncated): five requests on claude-sonnet-4-5:1m (1,000,000: 960,000) reach 165k; the
     user picks claude-sonnet-4-5 (200,000: 160,000) and Cline truncates before its first request (the deleted range
@@ -147,7 +147,7 @@ def cline_session(tmp_path: Path):
     ui: list[dict] = [{"ts": 1_700_000_000_000, "type": "say", "say": "task", "text": "start"}]
     prompt = 0
     for k in range(8):
-        model = "claude-sonnet-4-5:1m" if k < 5 else "claude-sonnet-4-5"
+        model = "claude-sonnet-4-5:1m" if k < 5 else second
         text = chr(ord("a") + k) * (4 * (33_000 if k < 5 else 500))
         prompt = prompt + len(text) // 4 if k != 5 else 60_000
         usage = {"tokensIn": 10, "tokensOut": 20, "cacheWrites": 0, "cacheReads": prompt - 10, "cost": 0.01}
@@ -206,3 +206,14 @@ def test_other_harnesses_follow_the_serving_model(other) -> None:
     (event,) = [r for r in fidelity_frame(con, None).to_dicts() if r["kind"] != "run"]
     assert (event["recorded_request"], event["simulated_request"]) == (at, at)
     test_sweeps_and_views_agree_on_the_switch((con, run, chosen, at))
+
+
+def test_a_model_with_no_preset_leaves_the_event_unscored(tmp_path: Path) -> None:
+    """After a switch to a model Cline's table does not hold, the limit Cline compared there is not known: the
+    truncation it made is not scored against the run's model's limit (it was, silently), and the reason names the
+    model."""
+    con = cline_session(tmp_path, "acme/unheard-of-coder")
+    (run,) = load_runs(con, None, own_windows=True)
+    assert run.req_unknown_limit.tolist() == [False] * 5 + [True] * 3
+    (event,) = [r for r in fidelity_frame(con, None).to_dicts() if r["kind"] != "run"]
+    assert event["within"] is None and "acme/unheard-of-coder, a model with no preset" in event["reason"], event
