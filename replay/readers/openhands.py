@@ -1,5 +1,9 @@
 """OpenHands event streams: a JSON array of events, or JSONL with one instance per line holding
-``history`` (eval output, resolver output); each line becomes its own run.
+``history`` (eval output, resolver output); each line becomes its own run. Eval output up to 0.9.x (OpenDevin
+included) writes ``history`` as ``[action, observation]`` pairs (``compatibility_for_eval_history_pairs`` in
+``openhands/memory/history.py``; an action with no observation gets a ``null`` one, an observation with no action a
+``null`` action): each pair is read as its two events, in order (``runs.metadata.history_pairs``). From 0.10 the
+history is the flat event list.
 
 Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs), ``think`` -> reasoning,
 ``finish`` -> assistant_text; every other agent action (run, run_ipython, read, edit, write, browse...)
@@ -59,6 +63,7 @@ NOISE_ARGS = {
 
 class OpenHandsReader:
     format = "openhands"
+    version = 2  # 2: 0.9.x eval output's [action, observation] pairs are events (were quarantined)
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -90,7 +95,10 @@ class OpenHandsReader:
                 "metrics": _metrics(obj.get("metrics")),
                 "error": obj.get("error"),
             }
-            yield from self._run(ctx, ctx.run_id(suffix), obj["history"], meta, line)
+            history, paired = _unpaired(obj["history"])
+            if paired:
+                meta["history_pairs"] = True
+            yield from self._run(ctx, ctx.run_id(suffix), history, meta, line)
 
     def _run(
         self, ctx: ReadContext, run_id: str, events: list[Any], meta: dict, line: int | None = None
@@ -234,6 +242,28 @@ class _State:
         else:
             b.add("user_text", "user", text, line=line, ts=ts, is_error=True)
         self.last_call = None
+
+
+def _unpaired(history: list[Any]) -> tuple[list[Any], bool]:
+    """The events of a history, and whether it was written as ``[action, observation]`` pairs (0.9.x and older):
+    a pair is its action then its observation. Anything else is left as it is (a bad entry stays one)."""
+    if not any(_is_pair(e) for e in history):
+        return history, False
+    events: list[Any] = []
+    for entry in history:
+        events.extend(entry if _is_pair(entry) else [entry])
+    return events, True
+
+
+def _is_pair(entry: Any) -> bool:
+    return (
+        isinstance(entry, list)
+        and len(entry) == 2
+        and isinstance(entry[0], dict)
+        and "action" in entry[0]
+        and isinstance(entry[1], dict)
+        and "observation" in entry[1]
+    )
 
 
 def _model_arguments(response: dict, call_id: Any) -> Any:

@@ -258,3 +258,40 @@ def test_items_are_what_codeact_sends(corpus: Path) -> None:
     grew = sum(tok.count(i.text or "") + tok.count(i.args or "") for i in items if i.step == 1)
     assert reqs[1].cache_write == 1158
     assert 0.8 * reqs[1].cache_write <= grew <= reqs[1].cache_write, grew
+
+
+def test_eval_output_history_pairs_of_0_9(tmp_path: Path) -> None:
+    """OpenHands 0.9.x eval output (``evaluation/swe_bench/run_infer.py``: ``history=histories`` from
+    ``state.history.compatibility_for_eval_history_pairs()``, ``openhands/memory/history.py``) writes ``history``
+    as ``[action, observation]`` pairs of ``event_to_dict`` dicts; an action with no observation gets a ``null``
+    one. Synthetic content in that shape. Main quarantined every pair ("event 0 is not an object"): 0 items,
+    0 requests."""
+    null_obs = {"message": "No observation", "observation": "null", "content": "", "extras": {}}
+    history = [
+        [
+            {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix foo.py", "images_urls": None}},
+            null_obs,
+        ],
+        [
+            {"id": 3, "source": "agent", "action": "run", "args": {"command": "ls", "thought": "Look first."}},
+            {"id": 4, "source": "agent", "cause": 3, "observation": "run", "content": "foo.py\n", "extras": {}},
+        ],
+        [{"id": 5, "source": "agent", "action": "finish", "args": {"outputs": {}, "thought": "Done."}}, null_obs],
+    ]
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps({"instance_id": "x__y-1", "history": history, "metrics": {"costs": [0.1, 0.2]}}) + "\n")
+    assert detect(path) is READER
+    records = read(path)
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    items = [r for r in records if isinstance(r, Item)]
+    assert [(i.kind, i.text) for i in items] == [
+        ("user_text", "Fix foo.py"),
+        ("assistant_text", "Look first."),
+        ("tool_call", ""),
+        ("tool_result", "foo.py\n"),
+        ("assistant_text", "Done."),
+    ]
+    assert items[3].call_id == items[2].call_id and json.loads(items[2].args or "")["command"] == "ls"
+    assert len([r for r in records if isinstance(r, Request)]) == 2  # one per agent action, as metrics.costs
+    run = next(r for r in records if isinstance(r, Run))
+    assert run.metadata["history_pairs"] is True
