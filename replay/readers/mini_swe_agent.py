@@ -1,5 +1,9 @@
 """mini-swe-agent trajectories (``*.traj.json``): ``{"info", "messages", "trajectory_format"}`` or,
-in the old format, a bare list of ``{"role", "content"}`` messages.
+in the old format, a bare list of ``{"role", "content"}`` messages. 1.0 to 1.3 write ``{"info", "messages"}`` with
+no format marker (``trajectory_format`` from 1.4, ``info.mini_version`` from 1.5): such a file is known by its
+``info.model_stats`` (``instance_cost``, ``api_calls``) beside a ``messages`` list; its messages are bare
+``{"role", "content"}`` (no per-call usage before 1.12's ``extra.response``, no model name before 1.4's
+``info.config``).
 
 Request rule: one request per model call the messages record. Each assistant message is one call, with usage
 from ``extra.response.usage`` when recorded (``replay.readers.mini_swe_agent_usage``). A response rejected as a
@@ -34,6 +38,10 @@ from replay.readers.json_fields import sub_dict
 from replay.readers.mini_swe_agent_usage import call_usage, settle
 
 MARKERS = ('"mini_version":', '"agent_type": "minisweagent', '"trajectory_format": "mini-swe-agent')
+# 1.0 to 1.3 (``run/utils/save.py`` ``save_traj``) wrote none of the markers: ``{"info": {"exit_status",
+# "submission", "model_stats": {"instance_cost", "api_calls"}, ...}, "messages": [...]}`` (plus ``instance_id``)
+V1_STATS_RE = re.compile(r'"model_stats"\s*:\s*\{\s*"instance_cost"\s*:[^{}]*"api_calls"\s*:[^{}]*\}')
+V1_MESSAGES_RE = re.compile(r'"messages"\s*:\s*\[\s*(?:\]|\{\s*"role")')
 BLOCK_RE = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.S)
 
 
@@ -44,7 +52,9 @@ class MiniSweAgentReader:
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
         if start == "{":
-            return any(key in head for key in MARKERS)
+            if any(key in head for key in MARKERS):
+                return True
+            return bool(V1_STATS_RE.search(head) and V1_MESSAGES_RE.search(head)) and '"trajectory"' not in head
         return start == "[" and '"role"' in head and "```mswea_bash_command" in head
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from replay.model import BadRecord, Item, Request, Run
@@ -160,3 +161,37 @@ def test_v1_rejected_response_runs_nothing(tmp_path: Path) -> None:
     assert sum(isinstance(r, Request) for r in records) == 2
     assert [i.kind for i in items if i.kind in ("tool_call", "tool_result")] == ["tool_call", "tool_result"]
     assert items[-1].kind == "user_text" and items[-1].text.startswith("Please always provide EXACTLY ONE")
+
+
+def test_v1_0_trajectory_without_format_marker(tmp_path: Path) -> None:
+    """mini-swe-agent 1.0.0 to 1.3.0 (``src/minisweagent/run/utils/save.py`` ``save_traj``; 1.0.x as
+    ``microsweagent``) write ``{"info": {"exit_status", "submission", "model_stats": {"instance_cost",
+    "api_calls"}}, "messages", "instance_id"}`` with ``json.dumps(indent=2)``: no ``trajectory_format`` (1.4) or
+    ``mini_version`` (1.5), messages bare ``{"role", "content"}`` (``DefaultAgent.add_message``). Synthetic
+    content. Main: "unknown format", not ingested."""
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant that can interact with a computer."},
+        {"role": "user", "content": "Please solve this issue: parse() drops the last field."},
+        {"role": "assistant", "content": "THOUGHT: look.\n\n```bash\nls\n```"},
+        {"role": "user", "content": "<returncode>0</returncode>\n<output>\nparse.py\n</output>"},
+        {"role": "assistant", "content": "Two.\n```bash\nls\n```\n```bash\npwd\n```"},
+        {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks, found 2 actions."},
+        {"role": "assistant", "content": "THOUGHT: done.\n\n```bash\necho MINI_SWE_AGENT_FINAL_OUTPUT\n```"},
+        {"role": "user", "content": "Submitted"},
+    ]
+    doc = {
+        "info": {"exit_status": "Submitted", "submission": "", "model_stats": {"instance_cost": 0.01, "api_calls": 3}},
+        "messages": messages,
+        "instance_id": "x__y-1",
+    }
+    path = tmp_path / "x__y-1.traj.json"
+    path.write_text(json.dumps(doc, indent=2))
+    assert detect(path) is READER
+    records = read(path)
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    assert sum(isinstance(r, Request) for r in records) == doc["info"]["model_stats"]["api_calls"]
+    kinds = [r.kind for r in records if isinstance(r, Item)]
+    assert kinds.count("tool_call") == 2 and kinds.count("tool_result") == 2  # the two-block reply ran nothing
+    run = next(r for r in records if isinstance(r, Run))
+    assert run.metadata["model_stats"] == {"instance_cost": 0.01, "api_calls": 3}
+    assert run.metadata["instance_id"] == "x__y-1"
