@@ -1,9 +1,10 @@
 """Cline (and forks with the same layout) tasks: ``ui_messages.json``, with ``api_conversation_history.json``.
 
-A task folder (VS Code globalStorage ``saoudrizwan.claude-dev/tasks/<id>/``) holding ``ui_messages.json`` is one
-run; a lone ``*ui_messages.json`` file is one run too. ``ui_messages.json`` is an array of ClineMessage
-``{ts, type: say|ask, say|ask: <subtype>, text, partial?, modelInfo?, conversationHistoryIndex,
-conversationHistoryDeletedRange?}``.
+A task folder (VS Code globalStorage ``saoudrizwan.claude-dev/tasks/<id>/``) holding ``ui_messages.json`` (Claude
+Dev 1.x: ``claude_messages.json``, whose usage is in separate ``api_req_finished`` messages:
+``replay.readers.cline_legacy``) is one run; a lone ``*ui_messages.json`` file is one run too.
+``ui_messages.json`` is an array of ClineMessage ``{ts, type: say|ask, say|ask: <subtype>, text, partial?,
+modelInfo?, conversationHistoryIndex, conversationHistoryDeletedRange?}``.
 
 Requests: one per ``say:"api_req_started"``; its ``text`` is JSON ``{request, tokensIn, tokensOut, cacheWrites,
 cacheReads, cost, cancelReason?}``. Anthropic semantics: tokensIn excludes cache reads and writes, so
@@ -49,6 +50,7 @@ from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
+from replay.readers.cline_legacy import LEGACY_UI_FILE, combine_finished
 from replay.readers.json_fields import epoch_ms_iso
 
 UI_FILE = "ui_messages.json"
@@ -112,7 +114,7 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
-    version = 2  # 2: a JSON true is no time (it read as 1970)
+    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -124,13 +126,14 @@ class ClineReader:
         )
 
     def members(self, path: Path) -> list[Path] | None:
-        if not (path / UI_FILE).is_file():
+        ui = _ui_file(path)
+        if ui is None:
             return None
-        return [p for p in (path / API_FILE, path / UI_FILE) if p.is_file()]
+        return [p for p in (path / API_FILE, ui) if p.is_file()]
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         folder = ctx.path.is_dir()
-        ui_path = ctx.path / UI_FILE if folder else ctx.path
+        ui_path = (_ui_file(ctx.path) or ctx.path / UI_FILE) if folder else ctx.path
         ui = load_json_document(replace(ctx, path=ui_path))
         if isinstance(ui, BadRecord) or not isinstance(ui, list):
             yield ui if isinstance(ui, BadRecord) else BadRecord(1, f"{ui_path.name}: expected a JSON array", "")
@@ -142,14 +145,17 @@ class ClineReader:
                 api = loaded
             else:
                 reason = loaded.reason if isinstance(loaded, BadRecord) else "expected a JSON array of messages"
-                yield BadRecord(0, f"{API_FILE}: {reason}; items read from {UI_FILE} instead", "")
+                yield BadRecord(0, f"{API_FILE}: {reason}; items read from {ui_path.name} instead", "")
         messages: list[tuple[int, dict]] = []
         for n, m in enumerate(ui):
             if isinstance(m, dict) and m.get("type") in ("say", "ask"):
                 messages.append((n, m))
             else:
-                yield BadRecord(n, f"{UI_FILE}[{n}] is not a ClineMessage (type say/ask)", str(m)[:2000])
+                yield BadRecord(n, f"{ui_path.name}[{n}] is not a ClineMessage (type say/ask)", str(m)[:2000])
+        messages, folded = combine_finished(messages)
         task = _Task(ctx, self.format, messages)
+        if folded:
+            task.b.run.metadata["api_req_finished"] = folded
         yield from (task.from_api(api) if api is not None else task.from_ui())
 
 
@@ -442,6 +448,11 @@ class _Task:
             pos = m.end()
         if tail := text[pos:].strip():
             self.b.add("assistant_text", "assistant", tail, line=n, ts=ts)
+
+
+def _ui_file(folder: Path) -> Path | None:
+    """The task folder's UI messages: ``ui_messages.json``, or Claude Dev 1.x's ``claude_messages.json``."""
+    return next((p for p in (folder / UI_FILE, folder / LEGACY_UI_FILE) if p.is_file()), None)
 
 
 def _max_allowed(model: Any) -> int | None:

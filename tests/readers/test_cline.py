@@ -308,3 +308,47 @@ def test_duplicate_pass_runs_at_the_current_models_limit(tmp_path: Path) -> None
     path.write_text(json.dumps(ui))
     run = of(read(path), Run)[0]
     assert [r["step"] for r in run.metadata["context_rewrites"]] == [5]
+
+
+def test_claude_dev_1_x_task_folder(tmp_path: Path) -> None:
+    """Claude Dev 1.2.2 to 1.9.7 (``src/core/ClaudeDev.ts``, ``recursivelyMakeClaudeRequests``) keep the UI
+    messages in ``claude_messages.json`` (renamed ``ui_messages.json`` in 2.0, ``Cline.getSavedClineMessages``) and
+    write the usage in a ``say: "api_req_finished"`` message after the ``api_req_started``, whose text holds only
+    ``request``; ``cache_creation_input_tokens || undefined`` leaves out a zero cache figure. Synthetic content.
+    Main: the folder is no task (each file read alone) and every request has no usage."""
+    folder = tmp_path / "1724000000000"
+    folder.mkdir()
+    finished = [
+        {"tokensIn": 1200, "tokensOut": 80, "cacheWrites": 900, "cost": 0.01},
+        {"tokensIn": 40, "tokensOut": 20, "cacheReads": 900, "cacheWrites": 300, "cost": 0.002},
+    ]
+    ui = [
+        {"ts": 1_724_000_000_000, "type": "say", "say": "text", "text": "read a.py"},
+        {"ts": 1_724_000_000_001, "type": "say", "say": "api_req_started", "text": json.dumps({"request": "read"})},
+        {"ts": 1_724_000_000_002, "type": "say", "say": "api_req_finished", "text": json.dumps(finished[0])},
+        {"ts": 1_724_000_000_003, "type": "ask", "ask": "tool", "text": json.dumps({"tool": "readFile", "path": "a"})},
+        {"ts": 1_724_000_000_004, "type": "say", "say": "api_req_started", "text": json.dumps({"request": "[r]"})},
+        {"ts": 1_724_000_000_005, "type": "say", "say": "api_req_finished", "text": json.dumps(finished[1])},
+        {"ts": 1_724_000_000_006, "type": "say", "say": "text", "text": "done"},
+    ]
+    (folder / "claude_messages.json").write_text(json.dumps(ui))
+    api = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nread a.py\n</task>"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "print(1)"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+    ]
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    reader, members = folder_reader(folder)
+    assert reader is READER and [m.name for m in members] == ["api_conversation_history.json", "claude_messages.json"]
+    for records in (read(folder), read(folder / "claude_messages.json")):  # the task folder, and the ui file alone
+        assert not of(records, BadRecord)
+        reqs = of(records, Request)
+        assert [(q.prompt_tokens, q.input_tokens, q.cache_read, q.cache_write, q.output_tokens) for q in reqs] == [
+            (2100, 1200, None, 900, 80),
+            (1240, 40, 900, 300, 20),
+        ]
+        assert of(records, Run)[0].metadata["api_req_finished"] == 2
