@@ -5,10 +5,16 @@ Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``). ``##
 (kept as ``tool_result`` items of tool ``aider``). Each ``> Tokens: N sent, [W cache write, H cache hit,] M
 received`` line is one request, placed before the assistant text it reports on ("1.2k" and "5,359" forms
 parsed); a line without cache figures records 0 reads and writes for a Claude model, unknown ones otherwise
-(``printed_cache_usage``). Assistant text with no Tokens line after it (interrupted, or no usage printed) adds no
-request. SEARCH/REPLACE blocks become ``edit`` tool calls on the file named above the block (access write); ``> Added
-<file> to the chat`` becomes a ``read`` of that file. After ``> # N SEARCH/REPLACE block failed to match``, the
-unprefixed text is aider's reflected error message to the model, so a user message, not an assistant edit.
+(``printed_cache_usage``). From 0.51 aider writes ``Cost: ...`` on a line of its own, without ``> ``, after a
+Tokens line that reports both cache figures or carries the ``--no-stream`` warning (``tokens_report + "\n" +
+cost_report``; ``io.append_chat_history`` quotes only the first line): that line is the usage report, not assistant
+text. Assistant text with no Tokens line after it (interrupted) adds no request. Aider before 0.46 prints no Tokens
+line at all (``base_coder.py`` ``calculate_and_show_tokens_and_cost`` is new in 0.46): in a session whose banner
+names such a version, or that has no banner and no Tokens line, each reply to a user (or reflected) message is one
+request without usage (``runs.metadata.usage_printed`` false). SEARCH/REPLACE blocks become ``edit`` tool calls on
+the file named above the block (access write); ``> Added <file> to the chat`` becomes a ``read`` of that file.
+After ``> # N SEARCH/REPLACE block failed to match``, the unprefixed text is aider's reflected error message to
+the model, so a user message, not an assistant edit.
 
 What the log does not hold (aider's ``base_coder``): every request also carries the repo map and the contents of
 the files in the chat, which the history names but never shows. A file joins the chat with ``> Added <file> to
@@ -19,7 +25,7 @@ sends it (calibration fits an offset there, or flags the run when it happens oft
 as ``#### <question>: <answer>`` is console, not a user message.
 
 ``runs.metadata.usage_resolution`` gives, per request, how far the printed prompt may be from the true count:
-aider >= 0.73 prints ``format_tokens`` (exact below 1,000, "4.2k" within 50, "11k" within 500); older versions print
+aider >= 0.52 prints ``format_tokens`` (exact below 1,000, "4.2k" within 50, "11k" within 500); 0.46 to 0.51 print
 the exact count ("5,359"). ``runs.metadata.history_limit`` is the chat history size above which aider summarises
 the history with its weak model, a summary the log never shows: ``--max-chat-history-tokens`` when the command
 line logs it, else the largest default of the version (2,048 before 0.71, 8,192 from it; 1/16 of the model's
@@ -50,6 +56,8 @@ HISTORY_RE = re.compile(r"--max-chat-history-tokens[ =](\d+)")
 FAILED_RE = re.compile(r"^> # \d+ SEARCH/REPLACE blocks? failed to match")
 MODEL_RE = re.compile(r"^> (?:Main model|Model|Models): (\S+)")
 VERSION_RE = re.compile(r"^> Aider v(\S+)")
+COST_RE = re.compile(r"^Cost: \$[\d.,]+ (?:message|request), \$[\d.,]+ session\.")  # a Tokens line's second line
+FIRST_USAGE_LINE = (0, 46)  # the first version that prints "Tokens: N sent, M received"
 
 
 def resolution(text: str | None) -> int:
@@ -69,6 +77,16 @@ def history_limit(version: str | None, command: str | None) -> int:
     except ValueError:
         return 8192
     return 2048 if (major, minor) < (0, 71) else 8192
+
+
+def prints_usage(version: str | None, lines: list[str]) -> bool:
+    """Whether the session's aider printed a Tokens line per request: 0.46 on; a session with no version banner
+    prints it when it has one."""
+    try:
+        major, minor = (int(p) for p in (version or "").split(".")[:2])
+    except ValueError:
+        return any(line.startswith("> Tokens:") for line in lines)
+    return (major, minor) >= FIRST_USAGE_LINE
 
 
 def printed_cache_usage(model: str | None) -> bool:
@@ -96,6 +114,7 @@ def _is_path(line: str) -> bool:
 
 class AiderReader:
     format = "aider"
+    version = 2  # 2: replies are requests before 0.46; the unquoted Cost line of 0.51 on is no assistant text
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.lstrip("\ufeff\n").splitlines()
@@ -148,6 +167,9 @@ class _Session:
                 command = line[2:].strip()
         metadata: dict = {"aider_version": version} if version else {}
         metadata["history_limit"] = history_limit(version, command)
+        self.usage_printed = prints_usage(version, lines[begin:end])
+        if not self.usage_printed:
+            metadata["usage_printed"] = False
         self.b = RunBuilder(
             Run(
                 run_id=ctx.run_id(n),
@@ -167,6 +189,8 @@ class _Session:
         self.reflect = False  # after "> # 1 SEARCH/REPLACE block failed": aider's reply to the model, a user message
         self.buf: list[str] = []
         self.buf_line = 0
+        self.after_tokens = False  # the line before was a Tokens line (its Cost line may follow unquoted)
+        self.asked = False  # a user (or reflected) message since the last request: the next reply answers it
 
     def read(self) -> Iterator[Record]:
         start = self.begin + (1 if HEADER_RE.match(self.lines[self.begin]) else 0)
@@ -181,6 +205,9 @@ class _Session:
             self.cur, self.buf_line = kind, line_no
 
     def line(self, line: str, line_no: int) -> None:
+        after_tokens, self.after_tokens = self.after_tokens, False
+        if after_tokens and COST_RE.match(line):
+            return  # the rest of the usage report, which the Tokens line's request already holds
         if self.in_block:  # inside SEARCH/REPLACE even ">>>>>>> REPLACE" belongs to the assistant
             self.buf.append(line)
             self.in_block = not line.startswith(">>>>>>> REPLACE")
@@ -216,6 +243,7 @@ class _Session:
                     input_tokens=uncached,
                 )
                 self.flush()
+                self.after_tokens = True
             elif line.startswith("> Tokens:"):  # a usage line in a form not known: still a request
                 if self.cur != "assistant":
                     self.flush()
@@ -275,9 +303,13 @@ class _Session:
         if kind == "user":
             self.b.new_turn()
             self.b.add("user_text", "user", text, line=self.buf_line)
+            self.asked = True
         elif kind == "console":
             self.b.result(text, tool_name="aider", line=self.buf_line)
         elif kind == "assistant":
+            if not self.usage_printed and self.asked:  # before 0.46: the reply is the request's only trace
+                self.b.request(line=self.buf_line)
+            self.asked = False
             self.assistant(text.split("\n"))
 
     def assistant(self, lines: list[str]) -> None:

@@ -119,3 +119,52 @@ def test_what_the_log_does_not_hold_is_noted(corpus: Path) -> None:
     assert [n["reason"].split(":")[0] for n in sonnet[0].metadata["unlogged"]] == ["file edited into the chat"]
     assert sonnet[0].metadata["history_limit"] == 2048 and run9.metadata["history_limit"] == 8192
     assert history_limit("0.85.2", "aider --max-chat-history-tokens 20000") == 20000
+
+
+def test_before_0_46_each_reply_is_a_request(tmp_path: Path) -> None:
+    """Aider 0.45 and older print no usage line (``Tokens: N sent, M received`` is new in 0.46,
+    ``aider/coders/base_coder.py`` ``calculate_and_show_tokens_and_cost``); the banner ``Aider v0.45.1`` comes from
+    ``get_announcements``. Synthetic content in 0.45's history shape. Main: 0 requests."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(
+        "\n# aider chat started at 2024-07-01 10:00:00\n\n> Aider v0.45.1  \n"
+        "> Models: claude-3-5-sonnet-20240620 with diff edit format, weak model claude-3-haiku-20240307  \n\n"
+        "#### add a docstring to util.py  \n\nutil.py\n```python\n<<<<<<< SEARCH\ndef f():\n=======\ndef f():\n"
+        '    """Nothing."""\n>>>>>>> REPLACE\n```\n\n> Applied edit to util.py  \n> Commit 1a2b3c4 docs  \n\n'
+        "#### now explain it  \n\nIt documents `f`.\n> quoted in the reply\nstill the same reply.\n"
+    )
+    records = read(path)
+    reqs = [r for r in records if isinstance(r, Request)]
+    assert [(q.step, q.prompt_tokens, q.output_tokens) for q in reqs] == [(0, None, None), (1, None, None)]
+    items = [r for r in records if isinstance(r, Item)]
+    assert [(i.kind, i.step) for i in items if i.role != "tool"][-3:] == [
+        ("user_text", 1),
+        ("assistant_text", 2),
+        ("assistant_text", 2),
+    ]
+    assert next(r for r in records if isinstance(r, Run)).metadata["usage_printed"] is False
+
+
+def test_cost_line_after_tokens_is_not_assistant_text(tmp_path: Path) -> None:
+    """From 0.51 a usage report with both cache figures (or the ``--no-stream`` warning) is ``tokens_report +
+    "\\n" + cost_report`` and ``io.append_chat_history`` quotes only its first line, so ``Cost: ...`` stands
+    unquoted (``aider/coders/base_coder.py`` ``calculate_and_show_tokens_and_cost``, 0.51.0). Synthetic content.
+    Main read each Cost line as assistant text."""
+    path = tmp_path / ".aider.chat.history.md"
+    path.write_text(
+        "\n# aider chat started at 2024-08-20 10:00:00\n\n> Aider v0.51.0  \n"
+        "> Main model: claude-3-5-sonnet-20240620 with diff edit format, prompt cache, infinite output  \n\n"
+        "#### say hi  \n\nHi!\n\n> Tokens: 2,100 sent, 1,800 cache write, 200 cache hit, 5 received.\n"
+        "Cost: $0.0075 message, $0.0075 session. Use --no-stream for accurate caching costs.  \n\n"
+        "#### bye  \n\nBye!\n\n> Tokens: 2.2k sent, 100 cache write, 2.0k cache hit, 4 received.\n"
+        "Cost: $0.0012 message, $0.0087 session.  \n"
+    )
+    records = read(path)
+    texts = [i.text for i in records if isinstance(i, Item) and i.kind == "assistant_text"]
+    assert texts == ["Hi!", "Bye!"]
+    reqs = [r for r in records if isinstance(r, Request)]
+    assert [(q.prompt_tokens, q.cache_write, q.cache_read, q.input_tokens) for q in reqs] == [
+        (2100, 1800, 200, 100),
+        (2200, 100, 2000, 100),
+    ]
+    assert "usage_printed" not in next(r for r in records if isinstance(r, Run)).metadata
