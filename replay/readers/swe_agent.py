@@ -18,7 +18,11 @@ builder notes a placeholder for that request and item; clip markers inside obser
 
 Request rule: one request per trajectory step, each one model call (``replay.readers.swe_agent_steps``): each
 accepted assistant entry of the history, and before it each response SWE-agent rejected and re-asked (1.0 on:
-in the trajectory, not in the history; ``run.metadata.requeried_calls``). The re-ask's own prompt also held the
+in the trajectory, not in the history; ``run.metadata.requeried_calls``). 0.x (``sweagent/agent/agents.py``
+``check_format_and_requery``, ``retry_after_format_fail``, ``retry_after_blocklist_fail``) re-asks from a
+temporary history and logs the call nowhere but in ``info.model_stats.api_calls``: the calls beyond the
+history's replies are ``run.metadata.unlogged_calls``, with a warning (where they fell and what they sent is not
+in the file). The re-ask's own prompt also held the
 rejected output and the error message, which the history does not keep. Demonstration entries
 (``is_demo``, ``put_demos_in_history``) are prompt text, never calls or results. A replayed demonstration whose
 ``info.model_stats.api_calls`` is 0 made no model calls, so it gets no requests. ``.traj`` files have no per-call
@@ -54,7 +58,8 @@ LOOP_KEYS = ("best_attempt_idx", "model_stats", "rloop_model_stats")
 
 class SweAgentReader:
     format = "swe-agent"
-    version = 2  # 2: re-asked responses are requests, demonstrations are not; RetryAgent attempts; swe_agent_version
+    version = 3  # 2: re-asked responses are requests, demonstrations are not; RetryAgent attempts; swe_agent_version
+    # 3: 0.x calls re-asked without a log entry are counted (unlogged_calls)
 
     def sniff(self, head: str, path: Path) -> bool:
         if not head.lstrip().startswith("{") or not TRAJECTORY_RE.search(head):
@@ -104,6 +109,8 @@ class SweAgentReader:
         )
         builder = RunBuilder(run)
         self._walk(builder, doc["history"], stats.get("api_calls") != 0, plan)
+        if metadata["legacy_format"]:
+            _unlogged_calls(builder, stats.get("api_calls"))
         _placeholders(builder, doc["history"], doc.get("trajectory"), plan)
         builder.scan_clips()
         yield from builder
@@ -212,6 +219,22 @@ def _placeholders(builder: RunBuilder, history: list[Any], trajectory: Any, plan
             sent = text_of(msg.get("content"))
             if sent != full[idx]:
                 builder.placeholder(request, seen[idx][0], sent)
+
+
+def _unlogged_calls(builder: RunBuilder, api_calls: Any) -> None:
+    """Model calls a 0.x ``model_stats`` counts beyond the requests the file shows (re-asks, never logged)."""
+    if not isinstance(api_calls, int) or isinstance(api_calls, bool) or api_calls <= builder.n_requests:
+        return
+    if builder.n_requests == 0:
+        return  # a replayed demonstration's stats, or no reply logged at all: nothing to compare
+    extra = api_calls - builder.n_requests
+    builder.run.metadata["unlogged_calls"] = extra
+    builder.warn(
+        None,
+        f"info.model_stats.api_calls is {api_calls} but the file shows {builder.n_requests} model calls: "
+        f"{extra} re-asked call(s) (a malformed or blocked reply, SWE-agent 0.x) were not logged; their prompts "
+        "and replies are not replayed, though model_stats' tokens_sent counts them",
+    )
 
 
 def _config(raw: Any) -> dict[str, Any]:

@@ -245,3 +245,32 @@ def test_attempts_only_while_running(tmp_path: Path) -> None:
     records = read(path)
     assert not [r for r in records if isinstance(r, BadRecord)]
     assert sum(isinstance(r, Request) for r in records) == 3 and detect(path) is READER
+
+
+def test_v0_requeried_calls_are_counted_not_invented(tmp_path: Path) -> None:
+    """SWE-agent 0.1.0 to 0.7.0 (``sweagent/agent/agents.py``: ``save_trajectory`` writes ``{"environment",
+    "trajectory", "history", "info"}``; ``check_format_and_requery`` re-asks a malformed reply from a temporary
+    history, ``retry_after_format_fail``) log a re-asked call nowhere but in ``info.model_stats.api_calls``
+    (``APIStats``). Synthetic content in 0.1's shape. Main: 2 requests, nothing said about the third call."""
+    reply = "I'll look.\n```\nls\n```"
+    history = [
+        {"role": "system", "content": "SETTING: You are an autonomous programmer.", "agent": "primary"},
+        {"role": "user", "content": "We're currently solving the following issue: ...", "agent": "primary"},
+        {"role": "assistant", "content": reply, "thought": "I'll look.\n", "action": "ls\n", "agent": "primary"},
+        {"role": "user", "content": "a.py\n(Open file: n/a)\n(Current directory: /repo)\nbash-$", "agent": "primary"},
+        {"role": "assistant", "content": "Done.\n```\nsubmit\n```", "thought": "Done.\n", "action": "submit\n"},
+    ]
+    trajectory = [
+        {"action": "ls\n", "observation": "a.py\n", "response": reply, "state": "{}", "thought": "I'll look.\n"},
+        {"action": "submit\n", "observation": "diff", "response": history[4]["content"], "state": "{}", "thought": ""},
+    ]
+    stats = {"total_cost": 0.2, "instance_cost": 0.2, "tokens_sent": 9000, "tokens_received": 90, "api_calls": 3}
+    doc = {"environment": "swe_main", "trajectory": trajectory, "history": history, "info": {"model_stats": stats}}
+    path = tmp_path / "x__y-1.traj"
+    path.write_text(json.dumps(doc, indent=2))
+    records = read(path)
+    run = records[0]
+    assert sum(isinstance(r, Request) for r in records) == 2 and run.metadata["legacy_format"] is True
+    assert run.metadata["unlogged_calls"] == 1
+    (warning,) = run.metadata["warnings"]
+    assert "api_calls is 3" in warning["message"] and "2 model calls" in warning["message"]
