@@ -31,9 +31,13 @@ shows which; ``ui_messages.json`` shows it in the request text, where a native r
 ``runs.metadata.tool_calls`` is "native" or "text": with text calls, a truncation keeps the results that open
 the first kept user message (Cline removes only ``tool_result`` blocks there) though their calls are gone.
 
-Context: Cline's truncation stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes, inclusive)
-on every message once it happens; each new range is a recorded context event (kind "condensation", no summary,
-``harness_kind`` "truncation") at the request whose setup applied it, dropping the items of those messages.
+Cline 2.0 to 3.0.x truncated by rewriting ``api_conversation_history.json`` in place (its first message and
+the newest half kept, no range stamped): such a history holds fewer replies than the requests answered, so the
+items come from ``ui_messages.json`` (with a warning saying why); where the cut fell is not logged.
+
+Context: Cline's truncation (3.1 on) stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes,
+inclusive) on every message once it happens; each new range is a recorded context event (kind "condensation", no
+summary, ``harness_kind`` "truncation") at the request whose setup applied it, dropping the items of those messages.
 """
 
 from __future__ import annotations
@@ -114,7 +118,7 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
-    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage
+    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -153,7 +157,11 @@ class ClineReader:
             else:
                 yield BadRecord(n, f"{ui_path.name}[{n}] is not a ClineMessage (type say/ask)", str(m)[:2000])
         messages, folded = combine_finished(messages)
+        cut = _cut_in_place(api, messages) if api is not None else None
         task = _Task(ctx, self.format, messages)
+        if cut is not None:
+            task.b.warn(None, f"{API_FILE}: {cut}; items read from {ui_path.name} instead")
+            api = None
         if folded:
             task.b.run.metadata["api_req_finished"] = folded
         yield from (task.from_api(api) if api is not None else task.from_ui())
@@ -448,6 +456,28 @@ class _Task:
             pos = m.end()
         if tail := text[pos:].strip():
             self.b.add("assistant_text", "assistant", tail, line=n, ts=ts)
+
+
+def _cut_in_place(api: list[Any], messages: list[tuple[int, dict]]) -> str | None:
+    """Why the API history cannot be paired with the requests, or None. Cline 2.0 to 3.0.x truncate by rewriting
+    ``api_conversation_history.json`` (``src/core/sliding-window`` ``truncateHalfConversation``: the first message
+    and the newest half); ``conversationHistoryDeletedRange`` (3.1 on) keeps it whole. A history with fewer
+    replies than requests that were answered, and no deleted range, was cut so: its k-th reply is no longer the
+    k-th request's."""
+    if any(m.get("conversationHistoryDeletedRange") for _, m in messages):
+        return None
+    replies = sum(1 for m in api if isinstance(m, dict) and m.get("role") == "assistant")
+    answered = 0
+    for _, m in messages:
+        if (m.get("say") or m.get("ask")) == "api_req_started":
+            info = _parse(m.get("text"))
+            answered += isinstance(info, dict) and bool(info.get("tokensOut") or info.get("cost"))
+    if replies >= answered:
+        return None
+    return (
+        f"{replies} replies for {answered} answered requests and no conversationHistoryDeletedRange: "
+        "truncated in place (Cline before 3.1)"
+    )
 
 
 def _ui_file(folder: Path) -> Path | None:

@@ -352,3 +352,44 @@ def test_claude_dev_1_x_task_folder(tmp_path: Path) -> None:
             (1240, 40, 900, 300, 20),
         ]
         assert of(records, Run)[0].metadata["api_req_finished"] == 2
+
+
+def test_cline_2_history_cut_in_place_reads_the_ui(tmp_path: Path) -> None:
+    """Cline 2.0.0 to 3.0.12 (``src/core/sliding-window/index.ts`` ``truncateHalfConversation``, called from
+    ``Cline.attemptApiRequest`` then ``overwriteApiConversationHistory``) rewrite the API history as its first
+    message plus the newest half, stamping no range (``conversationHistoryDeletedRange`` is 3.1's). Synthetic
+    content: 3 answered requests, the history cut before the third ([u0, a1, u2, a2, u3] -> [u0, a2, u3], then a3).
+    Main paired a2 with request 1's usage and a3 with request 2's, and lost a1's call and u2's result."""
+    folder = tmp_path / "1730000000000"
+    folder.mkdir()
+    usage = [{"tokensIn": 10 * k, "tokensOut": k, "cacheWrites": 0, "cacheReads": 0, "cost": 0.001} for k in (1, 2, 3)]
+    ui = [{"ts": 1_730_000_000_000, "type": "say", "say": "task", "text": "list files"}]
+    requests = ["<task>\nlist files\n</task>", "[list_files for '.'] Result:\na.py", "[list_files for '.'] Result:\nb"]
+    for k, (request, use) in enumerate(zip(requests, usage, strict=True)):
+        started = {"ts": 1_730_000_000_001 + 2 * k, "type": "say", "say": "api_req_started"}
+        ui.append({**started, "text": json.dumps({"request": request, **use})})
+        tool = json.dumps({"tool": "listFilesTopLevel", "path": "."})
+        ui.append({"ts": 1_730_000_000_002 + 2 * k, "type": "say", "say": "tool", "text": tool})
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    call = "<list_files>\n<path>.</path>\n</list_files>"
+    api = [
+        {"role": "user", "content": [{"type": "text", "text": requests[0]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": call}]},
+        {"role": "user", "content": [{"type": "text", "text": requests[2]}]},
+        {"role": "assistant", "content": [{"type": "text", "text": call}]},
+    ]
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    records = read(folder)
+    reqs = of(records, Request)
+    assert [(q.step, q.input_tokens, q.output_tokens) for q in reqs] == [(0, 10, 1), (1, 20, 2), (2, 30, 3)]
+    kinds = [(i.kind, i.step) for i in of(records, Item)]
+    # every reply's call is there (main lost the cut one: 2 calls) and each result is sent with the next request
+    assert [k for k in kinds if k[0] in ("tool_call", "tool_result")] == [
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("tool_call", 2),
+        ("tool_result", 2),
+        ("tool_call", 3),
+    ]
+    (warning,) = of(records, Run)[0].metadata["warnings"]
+    assert "2 replies for 3 answered requests" in warning["message"] and "ui_messages.json" in warning["message"]
