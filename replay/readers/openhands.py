@@ -3,7 +3,8 @@
 included) writes ``history`` as ``[action, observation]`` pairs (``compatibility_for_eval_history_pairs`` in
 ``openhands/memory/history.py``; an action with no observation gets a ``null`` one, an observation with no action a
 ``null`` action): each pair is read as its two events, in order (``runs.metadata.history_pairs``). From 0.10 the
-history is the flat event list.
+history is the flat event list. A V0 conversation folder (``sessions/<id>/events/<n>.json``, one event per file:
+``replay.readers.openhands_session``) is one run.
 
 Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs), ``think`` -> reasoning,
 ``finish`` -> assistant_text; every other agent action (run, run_ipython, read, edit, write, browse...)
@@ -33,6 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,7 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, is_json_document, iter_json_lines, load_json_document, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.json_fields import sub_dict, sub_list
+from replay.readers.openhands_session import conversation_folder, event_files, events_dir, load_events
 
 EVENT_RE = re.compile(r'"(?:observation|llm_metrics|tool_call_metadata)":\s*["{]')
 SKIP_ACTIONS = {"recall", "change_agent_state", "null"}
@@ -63,7 +66,7 @@ NOISE_ARGS = {
 
 class OpenHandsReader:
     format = "openhands"
-    version = 2  # 2: 0.9.x eval output's [action, observation] pairs are events (were quarantined)
+    version = 2  # 2: 0.9.x eval output's [action, observation] pairs are events (were quarantined); sessions
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -72,7 +75,23 @@ class OpenHandsReader:
         jsonl = start == "{" or "\n{" in head  # a damaged first line must not hide the rest
         return jsonl and '"history"' in head and '"trajectory"' not in head and bool(EVENT_RE.search(head))
 
+    def members(self, path: Path) -> list[Path] | None:
+        events = events_dir(path)
+        return event_files(events) if events is not None else None
+
     def read(self, ctx: ReadContext) -> Iterator[Record]:
+        if ctx.path.is_dir():
+            events = events_dir(ctx.path)
+            files = event_files(events) if events is not None else []
+            loaded: list[Any] = []
+            for entry in load_events(files):
+                if isinstance(entry, BadRecord):
+                    yield entry
+                else:
+                    loaded.append(entry[1])
+            run_id = replace(ctx, path=conversation_folder(ctx.path)).run_id()
+            yield from self._run(ctx, run_id, loaded, {"session_events": len(loaded)})
+            return
         if is_json_document(ctx.path):
             doc = load_json_document(ctx)
             if isinstance(doc, BadRecord) or not isinstance(doc, list):

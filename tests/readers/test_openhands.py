@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from replay.model import BadRecord, Item, Request, Run
-from replay.readers import detect
+from replay.readers import detect, folder_reader
 from replay.readers.base import HEAD_BYTES, ReadContext
 from replay.readers.openhands import READER
 from tests.readers.test_swe_agent import manifest_rows
@@ -295,3 +295,46 @@ def test_eval_output_history_pairs_of_0_9(tmp_path: Path) -> None:
     assert len([r for r in records if isinstance(r, Request)]) == 2  # one per agent action, as metrics.costs
     run = next(r for r in records if isinstance(r, Run))
     assert run.metadata["history_pairs"] is True
+
+
+def test_v0_session_folder_of_event_files(tmp_path: Path) -> None:
+    """OpenHands V0 from 0.9 stores a conversation as ``sessions/<id>/events/<n>.json``, one ``event_to_dict``
+    per file (``openhands/events/stream.py`` ``EventStream._get_filename_for_id``; 0.20 on
+    ``openhands/storage/locations.py``), later beside ``event_cache/<start>-<end>.json`` pages copying the same
+    events. Synthetic content. Main: every event file "unknown format"."""
+    folder = tmp_path / "sessions" / "5f1c0d"
+    (folder / "events").mkdir(parents=True)
+    usage = {"prompt_tokens": 900, "completion_tokens": 20, "prompt_tokens_details": {"cached_tokens": 800}}
+    call = {"id": "toolu_1", "type": "function", "function": {"name": "execute_bash", "arguments": '{"command": "ls"}'}}
+    response = {"id": "r1", "model": "claude-3-5-sonnet-20241022", "usage": usage}
+    response["choices"] = [{"message": {"role": "assistant", "content": "Look.", "tool_calls": [call]}}]
+    tcm = {"function_name": "execute_bash", "tool_call_id": "toolu_1", "model_response": response}
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "Fix foo.py"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": tcm},
+        {
+            "id": 2,
+            "source": "agent",
+            "cause": 1,
+            "observation": "run",
+            "content": "foo.py\n",
+            "tool_call_metadata": tcm,
+        },
+        {"id": 3, "source": "agent", "action": "finish", "args": {"thought": "Done.", "outputs": {}}},
+    ]
+    for event in events:
+        (folder / "events" / f"{event['id']}.json").write_text(json.dumps(event))
+    (folder / "event_cache").mkdir()
+    (folder / "event_cache" / "0-25.json").write_text(json.dumps(events))
+    (folder / "metadata.json").write_text(json.dumps({"conversation_id": "5f1c0d", "title": "t"}))
+    reader, members = folder_reader(folder)
+    assert reader is READER and [m.name for m in members] == ["0.json", "1.json", "2.json", "3.json"]
+    assert folder_reader(folder / "events") is not None
+    records = read(folder)
+    assert not [r for r in records if isinstance(r, BadRecord)]
+    run = next(r for r in records if isinstance(r, Run))
+    assert run.run_id.startswith("5f1c0d-") and run.model == "claude-3-5-sonnet-20241022"
+    reqs = [r for r in records if isinstance(r, Request)]
+    assert [(q.prompt_tokens, q.cache_read, q.output_tokens) for q in reqs] == [(900, 800, 20), (None, None, None)]
+    kinds = [i.kind for i in records if isinstance(i, Item)]
+    assert kinds == ["user_text", "tool_call", "tool_result", "assistant_text"]
