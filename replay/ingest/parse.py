@@ -27,14 +27,18 @@ from typing import Any, cast
 import pyarrow as pa
 
 from replay.errors import ReplayError
+from replay.ingest.not_runs import why_no_run
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats, reader_key
 from replay.readers.base import (
+    HEAD_BYTES,
     MAX_RECORD_BYTES,
     ReadContext,
     Reader,
+    decode_head,
     is_compressed,
     open_decompressed,
+    open_log,
     read_isolated,
 )
 from replay.readers.builder import WARNINGS_KEY
@@ -204,8 +208,11 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
         out.warnings.append(reread_warning(known[fhash], key))
     if reader is None:
         out.status = "unknown"
+        no_run = _no_run(path)
         out.bad = [
-            BadRecord(
+            BadRecord(no_run[0], no_run[1], "")
+            if no_run is not None
+            else BadRecord(
                 0,
                 f"unknown format (not one of: {', '.join(formats())}); convert it to the "
                 "canonical JSONL format described in docs/canonical-format.md",
@@ -258,6 +265,18 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
         out.status, out.bad, out.tables = "failed", [BadRecord(0, str(exc), "")], []
     out.runs = out.items = out.requests = None
     return out
+
+
+def _no_run(path: Path) -> tuple[int, str] | None:
+    """(line, reason) when ``path`` is a harness log known to hold no run (``replay.ingest.not_runs``)."""
+    if path.is_dir():
+        return None
+    try:
+        with open_log(path) as fh:
+            head = decode_head(fh.read(HEAD_BYTES))
+    except (OSError, EOFError, ValueError, ReplayError):
+        return None
+    return why_no_run(head)
 
 
 BATCH_ROWS = 50_000
