@@ -26,7 +26,8 @@ next request on, with its ``summary`` (if any) as a ``summary`` item; OpenHands 
 
 Request rule: one request per distinct ``tool_call_metadata.model_response.id`` (the observation and
 any parallel calls repeat the same response), with its ``usage``; an agent action without that
-metadata (e.g. a final message, or old streams that never record it) counts as one request itself.
+metadata (e.g. a final message, or old streams that never record it) counts as one request itself, with the
+usage its ``llm_metrics.token_usages`` gives where 0.29 to 0.32 kept the latest call's there (``_latest_usage``).
 """
 
 from __future__ import annotations
@@ -213,9 +214,11 @@ class _State:
         self.agent_started = True
         tcm = sub_dict(ev, "tool_call_metadata")
         response = sub_dict(tcm, "model_response")
-        if not response.get("id") or response["id"] not in self.responses:
-            self.responses.add(response.get("id") or "")
-            b.request(line=line, ts=ts, **_usage(response))
+        latest = {} if response else _latest_usage(ev)
+        response_id = response.get("id") or latest.get("response_id")
+        if not response_id or response_id not in self.responses:
+            self.responses.add(response_id or "")
+            b.request(line=line, ts=ts, **(_usage(response) if response else _token_usage(latest)))
         thought = text_of(args.get("thought"))
         if action == "message":
             text = text_of(args.get("content")) or ev.get("message", "")
@@ -318,6 +321,31 @@ def _usage(response: dict) -> dict[str, Any]:
         "cache_write": cache_write,
         "output_tokens": usage.get("completion_tokens"),
         "model": response.get("model"),
+    }
+
+
+def _latest_usage(ev: dict) -> dict[str, Any]:
+    """The call's usage an agent event with no model response carries in ``llm_metrics``: 0.29 to 0.32
+    (``AgentController._prepare_metrics_for_frontend``) keep the agent LLM's latest ``TokenUsage`` there
+    (``prompt_tokens``, ``completion_tokens``, ``cache_read_tokens``, ``cache_write_tokens``, ``response_id``); from
+    0.33 only the accumulated usage, which is no single call's. Empty when there is none."""
+    usages = sub_list(sub_dict(ev, "llm_metrics"), "token_usages")
+    last = usages[-1] if usages else None
+    return last if isinstance(last, dict) and isinstance(last.get("prompt_tokens"), int) else {}
+
+
+def _token_usage(usage: dict[str, Any]) -> dict[str, Any]:
+    """Request fields of an OpenHands ``TokenUsage`` (LiteLLM's prompt_tokens, cache reads and writes inside it)."""
+    if not usage:
+        return {}
+    prompt, read, write = usage["prompt_tokens"], usage.get("cache_read_tokens") or 0, usage.get("cache_write_tokens")
+    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in (read, write or 0))
+    return {
+        "prompt_tokens": prompt,
+        "input_tokens": max(prompt - read - (write or 0), 0) if numbers else None,
+        "cache_read": read,
+        "cache_write": write or 0,
+        "output_tokens": usage.get("completion_tokens"),
     }
 
 

@@ -338,3 +338,34 @@ def test_v0_session_folder_of_event_files(tmp_path: Path) -> None:
     assert [(q.prompt_tokens, q.cache_read, q.output_tokens) for q in reqs] == [(900, 800, 20), (None, None, None)]
     kinds = [i.kind for i in records if isinstance(i, Item)]
     assert kinds == ["user_text", "tool_call", "tool_result", "assistant_text"]
+
+
+def test_agent_message_usage_from_llm_metrics_of_0_29(tmp_path: Path) -> None:
+    """OpenHands 0.29 to 0.32 (``openhands/controller/agent_controller.py`` ``_prepare_metrics_for_frontend``,
+    #7082) put the agent LLM's latest ``TokenUsage`` in each agent action's ``llm_metrics.token_usages``; a reply
+    with no tool call (a ``MessageAction``) has no ``tool_call_metadata``. Synthetic content. Main: that request
+    had no usage."""
+    tcm = {
+        "tool_call_id": "t1",
+        "model_response": {"id": "r1", "usage": {"prompt_tokens": 1000, "completion_tokens": 10}},
+    }
+    latest = {"prompt_tokens": 1200, "completion_tokens": 30, "cache_read_tokens": 900, "cache_write_tokens": 250}
+    events = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "hi"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "ls"}, "tool_call_metadata": tcm},
+        {"id": 2, "source": "agent", "cause": 1, "observation": "run", "content": "a", "tool_call_metadata": tcm},
+        {
+            "id": 3,
+            "source": "agent",
+            "action": "message",
+            "args": {"content": "Which file?", "wait_for_response": True},
+            "llm_metrics": {"accumulated_cost": 0.02, "token_usages": [{**latest, "model": "m", "response_id": "r2"}]},
+        },
+    ]
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(events))
+    reqs = [r for r in read(path) if isinstance(r, Request)]
+    assert [(q.prompt_tokens, q.input_tokens, q.cache_read, q.cache_write, q.output_tokens) for q in reqs] == [
+        (1000, 1000, 0, 0, 10),
+        (1200, 50, 900, 250, 30),
+    ]
