@@ -1,10 +1,11 @@
 """OpenHands event streams: a JSON array of events, or JSONL with one instance per line holding
-``history`` (eval output, resolver output); each line becomes its own run. Eval output up to 0.9.x (OpenDevin
-included) writes ``history`` as ``[action, observation]`` pairs (``compatibility_for_eval_history_pairs`` in
-``openhands/memory/history.py``; an action with no observation gets a ``null`` one, an observation with no action a
-``null`` action): each pair is read as its two events, in order (``runs.metadata.history_pairs``). From 0.10 the
-history is the flat event list. A V0 conversation folder (``sessions/<id>/events/<n>.json``, one event per file:
-``replay.readers.openhands_session``) is one run.
+``history`` (eval output, resolver output); each line becomes its own run. Eval output of 0.6 (OpenDevin) to
+0.9.x writes ``history`` as ``[action, observation]`` pairs (``evaluation/swe_bench/run_infer.py``; 0.8 on
+through ``compatibility_for_eval_history_pairs`` in ``openhands/memory/history.py``; an action with no
+observation gets a ``null`` one, an observation with no action a ``null`` action): each pair is read as its two
+events, in order (``runs.metadata.history_pairs``). From 0.10 the history is the flat event list. A V0
+conversation folder (``sessions/<id>/events/<n>.json``, one event per file: ``replay.readers.openhands_session``)
+is one run.
 
 Actions: ``message`` -> user/assistant text, ``system`` -> system (+ tool_defs), ``think`` -> reasoning,
 ``finish`` -> assistant_text; every other agent action (run, run_ipython, read, edit, write, browse...)
