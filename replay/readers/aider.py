@@ -93,8 +93,9 @@ def printed_cache_usage(model: str | None) -> bool:
     """Whether a token line without cache figures means the request read and wrote no cache. Aider prints the
     usage's ``cache_read_input_tokens``/``cache_creation_input_tokens`` (Anthropic's) and
     ``prompt_cache_hit_tokens`` (DeepSeek's) when they are not 0, never OpenAI's ``cached_tokens``; Anthropic caches
-    only what a request marks (aider marks it with ``--cache-prompts``, from 0.50; earlier versions never do), so
-    for a Claude model no figure means none. Other models' reads are unknown (None), whatever OpenAI cached."""
+    only what a request marks (aider marks it with ``--cache-prompts``, from 0.51, the version that first prints
+    the figures; earlier versions never do), so for a Claude model no figure means none. Other models' reads are
+    unknown (None), whatever OpenAI cached."""
     name = (model or "").lower()
     return "claude" in name or name.startswith("anthropic/")
 
