@@ -12,12 +12,14 @@ prompt_tokens = tokensIn + cacheReads + cacheWrites. A cancelled request that re
 
 Items from ui_messages alone: the ``request`` text is what was sent before that request. It is split at Cline's
 tool-result headers (``[read_file for 'x'] Result:``) into tool results, paired in order with the calls of the
-previous response; ``<environment_details>`` becomes an attachment; the rest (task, feedback) is user_text.
-Model output: ``reasoning`` -> reasoning, ``text`` / ``completion_result`` / ``plan_mode_respond`` /
-``followup`` -> assistant_text, ``tool`` / ``command`` / ``use_mcp_server`` messages -> tool calls (Cline's
-API tool names). ``command_output``, ``user_feedback``, ``task`` and the like are UI copies of what the next
-request text carries, and are not read twice, but for their images: those go with the next user message, as image
-items whose base64 size Cline weighs (``runs.metadata.media_chars``).
+previous response; ``<environment_details>`` becomes an attachment; the rest (task, feedback) is user_text. The
+first message is the task, whatever its type (the webview's ``messages.at(0)``): Claude Dev 1.x to Cline 3.46 (the
+newest read) write it ``say: "text"`` (``startTask``: ``this.say("text", task, images)``), not ``say: "task"``; its
+text is the first request's, so it is read once, from there. Model output: ``reasoning`` -> reasoning, ``text`` /
+``completion_result`` / ``plan_mode_respond`` / ``followup`` -> assistant_text, ``tool`` / ``command`` /
+``use_mcp_server`` messages -> tool calls (Cline's API tool names). ``command_output``, ``user_feedback``, ``task``
+and the like are UI copies of what the next request text carries, and are not read twice, but for their images:
+those go with the next user message, as image items whose base64 size Cline weighs (``runs.metadata.media_chars``).
 
 With ``api_conversation_history.json`` beside it (Anthropic messages, the ones actually sent) the items come from
 it instead: before the k-th assistant message, the request with the k-th api_req_started's usage. Tool calls are
@@ -118,7 +120,8 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
-    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts
+    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
+    # the task said as "text" is no model output
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -317,9 +320,11 @@ class _Task:
 
     # --- ui_messages only -----------------------------------------------------------------------------------
     def from_ui(self) -> Iterator[Record]:
-        for line, m in self.messages:
+        for n, (line, m) in enumerate(self.messages):
             kind, ts = m.get("say") or m.get("ask"), epoch_ms_iso(m.get("ts"))
             kind = kind if isinstance(kind, str) else None  # a damaged type of any JSON value is no known kind
+            if n == 0 and kind == "text":
+                kind = "task"  # the task as Claude Dev 1.x to Cline 3.46 say it (see the module docstring)
             self.deleted_range(m, line)
             text = m.get("text") if isinstance(m.get("text"), str) else ""
             if kind == "api_req_started":

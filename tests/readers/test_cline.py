@@ -393,3 +393,28 @@ def test_cline_2_history_cut_in_place_reads_the_ui(tmp_path: Path) -> None:
     ]
     (warning,) = of(records, Run)[0].metadata["warnings"]
     assert "2 replies for 3 answered requests" in warning["message"] and "ui_messages.json" in warning["message"]
+
+
+def test_the_task_said_as_text_is_no_model_output(tmp_path: Path) -> None:
+    """Claude Dev 1.x to Cline 3.46 open a task with ``this.say("text", task, images)`` (``src/core/task/index.ts``
+    ``startTask``; 1.x ``src/core/ClaudeDev.ts``); the webview takes ``messages.at(0)`` as the task whatever its
+    type. Its text is the first request's. Synthetic content. Main read it as the model's assistant text too (as it
+    did in the corpus's cline-jeehunter-mcp-root file)."""
+    ui = [
+        {"ts": 1_740_000_000_000, "type": "say", "say": "text", "text": "build a server", "images": ["data:x,QUJD"]},
+        {
+            "ts": 1_740_000_000_001,
+            "type": "say",
+            "say": "api_req_started",
+            "text": json.dumps({"request": "<task>\nbuild a server\n</task>", "tokensIn": 9, "tokensOut": 2}),
+        },
+        {"ts": 1_740_000_000_002, "type": "say", "say": "text", "text": "Sure."},
+    ]
+    path = tmp_path / "ui_messages.json"
+    path.write_text(json.dumps(ui))
+    items = of(read(path), Item)
+    assert [(i.kind, i.role, i.text) for i in items] == [
+        ("user_text", "user", "<task>\nbuild a server\n</task>"),
+        ("image", "user", "[image]"),
+        ("assistant_text", "assistant", "Sure."),
+    ]
