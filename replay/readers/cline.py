@@ -467,9 +467,10 @@ def _cut_in_place(api: list[Any], messages: list[tuple[int, dict]]) -> str | Non
     """Why the API history cannot be paired with the requests, or None. Cline 2.0 to 3.0.x truncate by rewriting
     ``api_conversation_history.json`` (``src/core/sliding-window`` ``truncateHalfConversation``: the first message
     and the newest half); ``conversationHistoryDeletedRange`` (3.1 on) keeps it whole. A history with fewer
-    replies than requests that were answered, and no deleted range, was cut so: its k-th reply is no longer the
-    k-th request's."""
-    if any(m.get("conversationHistoryDeletedRange") for _, m in messages):
+    replies than requests that were answered, in a UI file of before 3.1 (3.1 stamps ``conversationHistoryIndex`` on
+    every message, with the deleted range: ``src/shared/ExtensionMessage.ts``), was cut so: its k-th reply is no
+    longer the k-th request's."""
+    if any("conversationHistoryIndex" in m or m.get("conversationHistoryDeletedRange") for _, m in messages):
         return None
     replies = sum(1 for m in api if isinstance(m, dict) and m.get("role") == "assistant")
     answered = 0

@@ -418,3 +418,19 @@ def test_the_task_said_as_text_is_no_model_output(tmp_path: Path) -> None:
         ("image", "user", "[image]"),
         ("assistant_text", "assistant", "Sure."),
     ]
+
+
+def test_a_3_1_history_with_fewer_replies_is_still_paired(tmp_path: Path) -> None:
+    """From 3.1 (``src/shared/ExtensionMessage.ts``: ``conversationHistoryIndex`` and
+    ``conversationHistoryDeletedRange``, 9de7253) Cline never rewrites the API history: a reply missing there (an
+    empty response) is no in-place cut, and the API history stays the source of the items."""
+    folder = _task(tmp_path / "t")
+    ui = json.loads((folder / "ui_messages.json").read_text())
+    for n, m in enumerate(ui):
+        m["conversationHistoryIndex"] = n // 2
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    api = json.loads((folder / "api_conversation_history.json").read_text())
+    (folder / "api_conversation_history.json").write_text(json.dumps(api[:3]))  # the last reply never saved
+    records = read(folder)
+    assert "warnings" not in of(records, Run)[0].metadata
+    assert [i.call_id for i in of(records, Item) if i.kind == "tool_call"] == ["tu1"]  # the API history's own id
