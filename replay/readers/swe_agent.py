@@ -17,16 +17,16 @@ from its history entry (e.g. "Old environment output: (N lines omitted)" from la
 builder notes a placeholder for that request and item; clip markers inside observations are noted too.
 
 Request rule: one request per trajectory step, each one model call (``replay.readers.swe_agent_steps``): each
-accepted assistant entry of the history, and before it each response SWE-agent rejected and re-asked (1.0 on:
-in the trajectory, not in the history; ``run.metadata.requeried_calls``). 0.x (``sweagent/agent/agents.py``
-``check_format_and_requery``, ``retry_after_format_fail``, ``retry_after_blocklist_fail``) re-asks from a
-temporary history and logs the call nowhere but in ``info.model_stats.api_calls``: the calls beyond the
-history's replies are ``run.metadata.unlogged_calls``, with a warning (where they fell and what they sent is not
-in the file). The re-ask's own prompt also held the
-rejected output and the error message, which the history does not keep. Demonstration entries
-(``is_demo``, ``put_demos_in_history``) are prompt text, never calls or results. A replayed demonstration whose
-``info.model_stats.api_calls`` is 0 made no model calls, so it gets no requests. ``.traj`` files have no per-call
-usage: ``model_stats`` goes into ``run.metadata`` only.
+accepted assistant entry of the history, and before it each response SWE-agent rejected and re-asked (1.0 on: in the
+trajectory, not in the history; ``run.metadata.requeried_calls``). 0.x (``sweagent/agent/agents.py``
+``check_format_and_requery``, ``retry_after_format_fail``, ``retry_after_blocklist_fail``) re-asks from a temporary
+history and logs the call nowhere but in ``info.model_stats.api_calls``: the calls beyond the history's replies are
+``run.metadata.unlogged_calls``, with a warning (where they fell and what they sent is not in the file). The
+re-ask's own prompt also held the rejected output and the error message, which the history does not keep.
+Demonstration entries (``is_demo``, ``put_demos_in_history``) are prompt text, never calls or results. A replayed
+demonstration whose ``info.model_stats.api_calls`` is 0 made no model calls, so it gets no requests. ``.traj`` files
+have no per-call usage: ``model_stats`` goes into ``run.metadata`` only. 0.x names no model: the run folder
+``run.py`` wrote it in does (``swe_agent_run_name``).
 
 A ``RetryAgent`` run (``agent.type: retry``) keeps each attempt under ``attempts`` (and a copy of the chosen one,
 with the totals of every attempt and of the reviewer, at the top level): each attempt is a run of its own
@@ -46,6 +46,7 @@ from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.json_fields import sub_dict
+from replay.readers.swe_agent_run_name import run_name_model
 from replay.readers.swe_agent_steps import StepPlan, plan_steps, prompts
 from replay.readers.tool_targets import normalise_path
 
@@ -59,7 +60,7 @@ LOOP_KEYS = ("best_attempt_idx", "model_stats", "rloop_model_stats")
 class SweAgentReader:
     format = "swe-agent"
     version = 3  # 2: re-asked responses are requests, demonstrations are not; RetryAgent attempts; swe_agent_version
-    # 3: 0.x calls re-asked without a log entry are counted (unlogged_calls)
+    # 3: 0.x calls re-asked without a log entry are counted (unlogged_calls); 0.x model from the run folder
 
     def sniff(self, head: str, path: Path) -> bool:
         if not head.lstrip().startswith("{") or not TRAJECTORY_RE.search(head):
@@ -99,6 +100,8 @@ class SweAgentReader:
         if plan is not None and plan.rejected:
             metadata["requeried_calls"] = len(plan.rejected)
         model = ((config.get("agent") or {}).get("model") or {}).get("name")
+        if model is None and metadata["legacy_format"] and (named := run_name_model(ctx.path)):
+            model, metadata["model_from"] = named, "run folder name"  # 0.x logs no model: run.py's folder names it
         run = Run(
             run_id=run_id,
             format=self.format,

@@ -274,3 +274,32 @@ def test_v0_requeried_calls_are_counted_not_invented(tmp_path: Path) -> None:
     assert run.metadata["unlogged_calls"] == 1
     (warning,) = run.metadata["warnings"]
     assert "api_calls is 3" in warning["message"] and "2 model calls" in warning["message"]
+
+
+def test_v0_model_from_the_run_folder_name(tmp_path: Path) -> None:
+    """SWE-agent 0.x ``run.py`` (``ScriptArguments.run_name``, 0.1.0 to 0.7.0) writes the trajectories of a run to
+    ``<model>__<data>__<config>__t-0.00__p-0.95__c-3.00__install-1/``; the model may be a ``SHORTCUTS`` name
+    (``sweagent/agent/models.py``: "gpt4" is gpt-4-1106-preview). The ``.traj`` names no model. Synthetic content.
+    Main: no model, so the run is priced at nothing and tokenized with no model's tokenizer."""
+    doc = {
+        "environment": "swe_main",
+        "trajectory": [{"action": "submit\n", "observation": "", "response": "x\n```\nsubmit\n```", "thought": "x\n"}],
+        "history": [
+            {"role": "system", "content": "SETTING", "agent": "primary"},
+            {"role": "user", "content": "ISSUE", "agent": "primary"},
+            {"role": "assistant", "content": "x\n```\nsubmit\n```", "thought": "x\n", "action": "submit\n"},
+        ],
+        "info": {"model_stats": {"tokens_sent": 10, "tokens_received": 2, "api_calls": 1}},
+    }
+    named = {
+        "gpt4__swe-bench-dev-easy_first_only__default__t-0.00__p-0.95__c-3.00__install-1": "gpt-4-1106-preview",
+        "azure-gpt4__SWE-bench_Lite__default__t-0.00__p-0.95__c-2.00__install-1": "gpt-4-1106-preview",
+        "claude-3-5-sonnet-20240620__lite__default__t-0.00__p-0.95__c-4.00__install-1__2": "claude-3-5-sonnet-20240620",
+        "my-trajectories": None,
+    }
+    for folder, model in named.items():
+        path = tmp_path / folder / "x__y-1.traj"
+        path.parent.mkdir()
+        path.write_text(json.dumps(doc))
+        run = read(path)[0]
+        assert run.model == model and run.metadata.get("model_from") == ("run folder name" if model else None)
