@@ -27,6 +27,7 @@ from replay.readers.base import (
 READER_MODULES = [
     "claude_code",
     "codex_rollout",
+    "codex_legacy",
     "codex_tui",
     "swe_agent",
     "mini_swe_agent",
