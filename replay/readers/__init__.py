@@ -34,6 +34,7 @@ READER_MODULES = [
     "openhands_v1",
     "openhands",
     "gemini_cli",
+    "gemini_checkpoint",
     "copilot_cli",
     "cline_sdk",
     "cline",
