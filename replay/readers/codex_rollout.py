@@ -53,6 +53,7 @@ from typing import Any
 from replay.model import BadRecord, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.codex_bridge import bridged, initial_context_kind
 from replay.readers.codex_history import TURN, History, message_mark, open_turn
 from replay.readers.codex_truncation import history_budget, override_budget, truncate_parts, truncate_text
 
@@ -313,9 +314,14 @@ def compaction(
     usage: dict | None,
     logged: dict[str, dict],
     live: History,
+    initial: dict[str, dict] | None = None,
 ) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event; ``live``
-    becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it)."""
+    becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it).
+    A line with neither form of replacement history (codex-rs before 0.63) gets the history codex-rs rebuilt
+    (``codex_bridge``) from ``initial``, the latest initial-context messages logged."""
+    if "replacement_history" not in p and "replacement_history_entries" not in p and initial is not None:
+        p = bridged(b, p, line, live, initial)
     message = p["message"] if isinstance(p.get("message"), str) else ""
     history = replacement_history(b, p, line, logged)
     summary_at = next(
@@ -415,8 +421,9 @@ class CodexRolloutReader:
     # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests);
     # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only;
     # 6: codex-rs 0.171 line metadata: a tool output's own truncation budget, configuration_update items; a remote
-    # compaction's usage from its token_usage_record; a summariser call's cache writes
-    version = 6
+    # compaction's usage from its token_usage_record; a summariser call's cache writes; 7: a ``compacted`` line
+    # without a replacement history gets the history codex-rs 0.36-0.50 rebuilt (``codex_bridge``)
+    version = 7
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -431,6 +438,7 @@ class CodexRolloutReader:
         live = History()  # what Codex's history holds, for a thread rollback
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
         records: dict[str, dict] = {}  # token_usage_record lines by response id, for a compaction's own call
+        initial: dict[str, dict] = {}  # the latest initial-context message of each kind (codex_bridge)
         budget: tuple[str, int] | None = None  # the turn's tool-output truncation (codex_truncation)
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -447,7 +455,7 @@ class CodexRolloutReader:
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
                 usage = event_usage(held)
                 held = None
-                d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live))
+                d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live, initial))
                 continue
             if held and not (kind == "event_msg" and p.get("type") == "token_count"):
                 d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
@@ -464,7 +472,7 @@ class CodexRolloutReader:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
                 own = compaction_record_usage(p, records)
-                d.input(partial(compaction, b, p, line, ts, keep, own, logged, live))
+                d.input(partial(compaction, b, p, line, ts, keep, own, logged, live, initial))
             elif kind == "token_usage_record" and isinstance(p.get("response_id"), str):
                 records[p["response_id"]] = p  # a response's own usage (remote compaction v2 logs no token_count)
             elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
@@ -501,6 +509,8 @@ class CodexRolloutReader:
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
+                if tag := initial_context_kind(p):
+                    initial[tag] = p
                 meta = obj.get("metadata")
                 self._item(b, d, live, p, line, ts, override_budget(meta) or budget, meta)
         if held:
