@@ -1,4 +1,4 @@
-"""Codex CLI rollouts of codex-rs before the line envelope (npm @openai/codex 0.1.2505x to 0.29.0, May-August 2025).
+"""Codex CLI rollouts from before the line envelope: codex-rs 0.8.0-0.29.0 (May-August 2025) and the TypeScript CLI.
 
 codex-rs ``core/src/rollout.rs`` (``RolloutRecorder``, ``rollout_writer``) wrote ``rollout-<time>-<uuid>.jsonl``:
 line 1 is the ``SessionMeta`` (``id``, ``timestamp``, ``instructions`` when set; ``git`` from 0.2x), then each
@@ -14,29 +14,51 @@ message are its output); its usage is unknown, and the run says so (a warning, `
 false). The session's ``instructions`` (the user's AGENTS.md) went into the API ``instructions`` field until
 codex-rs sent them as a ``<user_instructions>`` message (0.2x); they are an item only when no such message is
 logged, so they are counted once.
+
+The TypeScript CLI before codex-rs (npm 0.1.2504x, src/utils/storage/save-rollout.ts) saved
+``rollout-<date>-<uuid>.json``: one document ``{"session": {timestamp, id, instructions}, "items": [...]}``, the
+same ResponseItems (its UI's ``system`` notes among them, never sent), read the same way (entry n is
+``items[n - 1]``). It wrote a new file with the whole conversation at each update, so one session leaves files
+that are prefixes of each other (the warning says so).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from replay.model import BadRecord, Record, Run
-from replay.readers.base import ReadContext, iter_json_lines, text_of
+from replay.readers.base import (
+    HEAD_BYTES,
+    ReadContext,
+    decode_head,
+    iter_json_lines,
+    load_json_document,
+    open_log,
+    text_of,
+)
 from replay.readers.builder import RunBuilder
 from replay.readers.codex_history import History
 from replay.readers.codex_rollout import CALLS, OUTPUTS, CodexRolloutReader, Deferred
 
 META_KEYS = {"id", "timestamp", "instructions", "git"}
+# the TypeScript CLI's saved rollout (codex-cli src/utils/storage/save-rollout.ts): {"session": {timestamp, ...}, ...}
+TS_SAVED = re.compile(r'^\s*\{\s*"session"\s*:\s*\{\s*"timestamp"\s*:')
 # the ResponseItem variants codex-rs's legacy writer persisted (and later ones a file may hold)
 ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
 USER_INSTRUCTIONS = "<user_instructions>"
 NO_USAGE = (
     "a codex-rs rollout from before the session_meta/response_item envelope (Codex CLI <= 0.29): it logs no token"
     " usage, model or timestamps; {n} request(s) are read where the model's output starts, their usage unknown"
+)
+TS_NO_USAGE = (
+    "a Codex TypeScript CLI rollout (0.1.2504-0.1.2505, save-rollout.ts): it logs no token usage, model or timestamps;"
+    " {n} request(s) are read where the model's output starts, their usage unknown. That CLI saved the whole"
+    " conversation to a new file at every update: a session's files are prefixes of each other, ingest the longest"
 )
 
 
@@ -73,6 +95,8 @@ class CodexLegacyReader:
     format = "codex-rollout-legacy"
 
     def sniff(self, head: str, path: Path) -> bool:
+        if TS_SAVED.match(head):
+            return True
         lines = [ln for ln in head.splitlines()[:20] if ln.strip()]
         if not lines:
             return False
@@ -92,7 +116,12 @@ class CodexLegacyReader:
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
-        entries = list(iter_json_lines(ctx, identity=frozenset()))  # no line has an identity: repeats are real
+        saved = self._saved(ctx)
+        if isinstance(saved, BadRecord):
+            yield saved
+            return
+        # no JSONL line has an identity (repeats are real); a saved document's entries are numbered from 1
+        entries = saved if saved is not None else list(iter_json_lines(ctx, identity=frozenset()))
         lines = [e for e in entries if not isinstance(e, BadRecord)]
         sent_as_message = any(isinstance(o, dict) and _has_user_instructions(o) for _, o in lines)
         d, live = Deferred(b), History()
@@ -107,8 +136,8 @@ class CodexLegacyReader:
             if line == lines[0][0] and is_meta(obj):
                 self._meta(b, d, obj, line, sent_as_message)
                 continue
-            if obj.get("record_type") is not None or obj.get("type") not in ITEM_TYPES:
-                continue  # state snapshots (and anything later codex-rs added) are not model input
+            if obj.get("record_type") is not None or obj.get("type") not in ITEM_TYPES or obj.get("role") == "system":
+                continue  # state snapshots, the TypeScript CLI's own notes and what later codex-rs added: not input
             output = is_output(obj)
             if output and not in_output:  # the first output item after input: a new response
                 b.request(line=line)
@@ -116,8 +145,22 @@ class CodexLegacyReader:
             CodexRolloutReader._item(b, d, live, obj, line, None, None)
             d.flush()  # the request is known before its output here: nothing waits for it
         b.run.metadata["usage_logged"] = False
-        b.warn(1, NO_USAGE.format(n=b.step))
+        b.warn(1, (TS_NO_USAGE if saved is not None else NO_USAGE).format(n=b.step))
         yield from b
+
+    @staticmethod
+    def _saved(ctx: ReadContext) -> list[tuple[int, Any]] | BadRecord | None:
+        """A TypeScript CLI rollout's entries: its session meta (entry 0), then ``items[n - 1]`` as entry n; None
+        for a JSONL rollout."""
+        with open_log(ctx.path) as fh:
+            if not TS_SAVED.match(decode_head(fh.read(HEAD_BYTES))):
+                return None
+        doc = load_json_document(ctx)
+        if isinstance(doc, BadRecord):
+            return doc
+        if not (isinstance(doc, dict) and isinstance(doc.get("session"), dict) and isinstance(doc.get("items"), list)):
+            return BadRecord(1, "Codex TypeScript CLI rollout without a 'session' object and an 'items' list", "")
+        return [(0, doc["session"]), *enumerate(doc["items"], start=1)]
 
     @staticmethod
     def _meta(b: RunBuilder, d: Deferred, meta: dict, line: int, sent_as_message: bool) -> None:

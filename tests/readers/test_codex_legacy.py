@@ -119,3 +119,33 @@ def test_enveloped_rollout_is_not_legacy(tmp_path: Path) -> None:
     )
     reader = detect(path)
     assert reader is not None and reader.format == "codex-rollout"
+
+
+def test_typescript_cli_rollout_is_read_too(tmp_path: Path) -> None:
+    """@openai/codex 0.1.2504172351 (TypeScript, src/utils/storage/save-rollout.ts): one JSON document
+    ``{session: {timestamp, id, instructions}, items: ResponseItem[]}``; the UI's own ``system`` notes are not
+    model input. It was an unknown format."""
+    doc = {
+        "session": {"timestamp": "2025-04-20T10:00:00.000Z", "id": "8d2d8a9e", "instructions": "Prefer small diffs."},
+        "items": [
+            {**user("list the files"), "id": "msg_u1"},
+            {"type": "message", "role": "system", "content": [{"type": "input_text", "text": "Switched model"}]},
+            call("call_1"),
+            output("call_1", "a.txt\n"),
+            assistant("There is one file, a.txt."),
+        ],
+    }
+    path = tmp_path / "rollout-2025-04-20-8d2d8a9e.json"
+    path.write_text(json.dumps(doc, indent=2))
+    records = read(path)
+    items = [r for r in records if isinstance(r, Item)]
+    assert [(i.kind, i.step) for i in items] == [
+        ("system", 0),
+        ("user_text", 0),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("assistant_text", 2),
+    ]
+    assert [r.line for r in records if isinstance(r, Request)] == [3, 5]
+    run = next(r for r in records if isinstance(r, Run))
+    assert "prefixes of each other" in run.metadata["warnings"][0]["message"]
