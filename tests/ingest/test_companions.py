@@ -101,6 +101,17 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
                 [{"sessionId": "0ab8", "messageId": 0, "type": "user", "message": "hi", "timestamp": "2026"}]
             ),
             "tmp/9da8b3df/shell_history": "ls\ngit status\n",
+            # a restore point before a file edit (/restore): a copy of the conversation, not a run
+            "tmp/9da8b3df/checkpoints/2025-09-01T10-00-00_000Z-a.py-replace.json": json.dumps(
+                {
+                    "history": [{"type": "user", "text": "fix a.py", "id": 1}],
+                    "clientHistory": [{"role": "user", "parts": [{"text": "fix a.py"}]}],
+                    "toolCall": {"name": "replace", "args": {"file_path": "/p/a.py"}},
+                    "commitHash": "abc",
+                    "filePath": "/p/a.py",
+                },
+                indent=2,
+            ),
             "tmp/9da8b3df/tool-outputs/session-0ab84937/run_shell_command_abc123_k3j2x.txt": "output\n",
         },
         1,
