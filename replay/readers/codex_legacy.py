@@ -43,13 +43,11 @@ from replay.readers.base import (
 )
 from replay.readers.builder import RunBuilder
 from replay.readers.codex_history import History
-from replay.readers.codex_rollout import CALLS, OUTPUTS, CodexRolloutReader, Deferred
+from replay.readers.codex_rollout import ITEM_TYPES, CodexRolloutReader, Deferred, is_output
 
 META_KEYS = {"id", "timestamp", "instructions", "git"}
 # the TypeScript CLI's saved rollout (codex-cli src/utils/storage/save-rollout.ts): {"session": {timestamp, ...}, ...}
 TS_SAVED = re.compile(r'^\s*\{\s*"session"\s*:\s*\{\s*"timestamp"\s*:')
-# the ResponseItem variants codex-rs's legacy writer persisted (and later ones a file may hold)
-ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
 USER_INSTRUCTIONS = "<user_instructions>"
 NO_USAGE = (
     "a codex-rs rollout from before the session_meta/response_item envelope (Codex CLI <= 0.29): it logs no token"
@@ -77,14 +75,6 @@ def is_legacy_line(obj: Any) -> bool:
     if not isinstance(obj, dict) or "payload" in obj:
         return False
     return obj.get("record_type") == "state" or obj.get("type") in ITEM_TYPES
-
-
-def is_output(item: dict) -> bool:
-    """Whether a response item is the model's output (what a response returns), not input sent to it."""
-    kind = item.get("type")
-    if kind == "message":
-        return item.get("role") == "assistant"
-    return kind == "reasoning" or kind in CALLS
 
 
 def _has_user_instructions(item: dict) -> bool:

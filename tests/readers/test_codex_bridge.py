@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from replay.model import Item, Run
+from replay.model import Item, Request, Run
 from replay.readers.base import ReadContext
 from replay.readers.codex_rollout import READER as ROLLOUT
 
@@ -90,3 +90,43 @@ def test_other_versions_without_replacement_history_are_warned_about(tmp_path: P
     (event,) = run.metadata["context_events"]
     assert items[event["summary_seq"]].text == "The bug is fixed and tested."
     assert "known for 0.36-0.50 only" in run.metadata["warnings"][0]["message"]
+
+
+def test_a_rollout_whose_token_counts_carry_no_usage_still_has_its_requests(tmp_path: Path) -> None:
+    """A provider that reports no usage: codex-rs's TokenCountEvent keeps ``info`` null on every token_count
+    (protocol ``TokenCountEvent { info: Option<TokenUsageInfo> }``). It read as a run of no request at all; its
+    requests are where the model's output starts, usage unknown, and the run says so."""
+    meta = {"id": "0199", "timestamp": "2025-09-20T00:00:00Z", "cwd": "/p", "cli_version": "0.39.0"}
+    call = {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c1"}
+    null = ("event_msg", {"type": "token_count", "info": None})
+    lines: list[tuple[str, dict]] = [
+        ("session_meta", meta),
+        ("response_item", msg("user", ENV)),
+        ("turn_context", {"cwd": "/p", "model": "gpt-oss:20b"}),
+        ("response_item", msg("user", "list files")),
+        null,  # a rate-limit update before the response: not a call
+        ("response_item", call),
+        null,
+        ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}),
+        ("response_item", msg("assistant", "one file")),
+        null,
+    ]
+    path = tmp_path / "rollout-2025-09-20T00-00-00-0199.jsonl"
+    rows = [{"timestamp": f"2025-09-20T00:00:{k:02d}.000Z", "type": t, "payload": p} for k, (t, p) in enumerate(lines)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    records: list[Any] = list(ROLLOUT.read(ReadContext(path=path, file_hash="0" * 32)))
+    requests = [r for r in records if isinstance(r, Request)]
+    assert [(r.line, r.model, r.prompt_tokens) for r in requests] == [
+        (6, "gpt-oss:20b", None),
+        (9, "gpt-oss:20b", None),
+    ]
+    assert [(i.kind, i.step) for i in records if isinstance(i, Item)] == [
+        ("user_text", 0),
+        ("user_text", 0),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("assistant_text", 2),
+    ]
+    run = next(r for r in records if isinstance(r, Run))
+    assert run.metadata["usage_logged"] is False
+    assert "carries usage" in run.metadata["warnings"][0]["message"]
