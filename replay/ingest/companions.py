@@ -147,11 +147,16 @@ COMPANIONS: tuple[Companion, ...] = (
 )
 
 
+def rule_for(path: Path) -> Companion | None:
+    """The companion rule whose name ``path`` has, whatever its content (``companion_of`` also sniffs it)."""
+    text = path.absolute().as_posix()
+    return next((c for c in COMPANIONS if c.matches(text)), None)
+
+
 def companion_of(path: Path) -> Companion | None:
     """The companion rule ``path`` (a file found in a folder) matches, provided no reader sniffs it as its own log;
     else None. A file that cannot be read is not a companion: ingest reports it."""
-    text = path.absolute().as_posix()  # a relative path may lack the folder names a rule needs (``<id>/<id>.patch``)
-    rule = next((c for c in COMPANIONS if c.matches(text)), None)
+    rule = rule_for(path)  # absolute: a relative path may lack the folder names a rule needs (``<id>/<id>.patch``)
     if rule is None:
         return None
     try:

@@ -193,6 +193,17 @@ def test_a_companion_named_on_the_command_line_is_still_an_error(tmp_path):
     assert "preds.json:0: unknown format" in out and "skipped" not in out
 
 
+def test_gemini_cli_logs_json_named_says_it_holds_no_run(tmp_path):
+    """Gemini CLI before chat recording (0.1.x-0.3.x) left logs.json (Logger.logMessage: the user's prompts only);
+    named on the command line it is refused as no run, not as a format to convert."""
+    _write(tmp_path, {"tmp/9da8b3df/logs.json": LAYOUTS["gemini-cli"][1]["tmp/9da8b3df/logs.json"]})
+    code, out = _ingest(str(tmp_path / "tmp" / "9da8b3df" / "logs.json"), "--db", str(tmp_path / "s.duckdb"))
+    flat = " ".join(out.split())
+    assert code == 3
+    assert "logs.json:0: unknown format: named like inspect_ai/Gemini CLI's logs.json" in flat
+    assert "holds no run (no model call or usage" in flat and "not one of" not in flat
+
+
 def test_a_glob_expands_like_a_folder(corpus, tmp_path):
     logs, companions, _ = LAYOUTS["mini-swe-agent"]
     for rel, source in logs.items():
