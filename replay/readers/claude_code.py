@@ -98,7 +98,7 @@ FILE_REFERENCE_NOTE = (
 )
 
 
-# the opening of the summary message a compaction leaves (cli.js 0.2.126-1.0.17 write it as a plain user message, the
+# the opening of the summary message a compaction leaves (cli.js 0.2.109-1.0.17 write it as a plain user message, the
 # first of a new chain, parentUuid null; 1.0.21 on mark it ``isCompactSummary``)
 SUMMARY_OPENING = "This session is being continued from a previous conversation that ran out of context."
 FLAGGED_FROM = (1, 0, 21)  # the first version whose compaction summary carries ``isCompactSummary``
@@ -163,7 +163,7 @@ class ClaudeCodeReader:
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
-    # 0.2.126-1.0.17, logged without ``isCompactSummary``, is a compaction
+    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:

@@ -1,8 +1,8 @@
-"""Claude Code transcripts of 0.2.126-1.0.17: a compaction summary logged without ``isCompactSummary``.
+"""Claude Code transcripts of 0.2.109-1.0.17: a compaction summary logged without ``isCompactSummary``.
 
 Shapes from the npm builds' cli.js (minified; synthetic content here): ``insertMessageChain`` writes each message
 with ``parentUuid`` (null for the first of a chain), ``isSidechain``, ``userType``, ``cwd``, ``sessionId``,
-``version``. 0.2.126-1.0.3 log one assistant line per response with ``costUSD`` and ``durationMs`` and no
+``version``. 0.2.109-1.0.3 log one assistant line per response with ``costUSD`` and ``durationMs`` and no
 ``requestId`` (the response's ``message.id`` identifies it); 1.0.10 on log ``requestId``. After a compaction the
 conversation becomes ``[user message(summary), ...re-read files]``: the summary is a plain user message opening
 "This session is being continued from a previous conversation that ran out of context." with ``parentUuid`` null;
@@ -18,7 +18,7 @@ from replay.model import Item, Request, Run
 from replay.readers.base import ReadContext
 from replay.readers.claude_code import READER
 
-# cli.js 0.2.126-1.0.17, the compaction summary template's first sentence
+# cli.js 0.2.109-1.0.17, the compaction summary template's first sentence
 SUMMARY_OPENING = "This session is being continued from a previous conversation that ran out of context."
 SESSION = "8f0e2b1c-0000-4000-8000-000000000001"
 
