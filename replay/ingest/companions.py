@@ -37,6 +37,9 @@ the harness's own source; nothing is matched by extension alone.
   convert_oh_output_to_swe_json.py |
 | Gemini CLI | ``logs.json`` | packages/core/src/core/logger.ts ``Logger._updateLogFile`` |
 | Gemini CLI | ``shell_history`` | packages/cli/src/ui/hooks/useShellHistory.ts ``writeHistoryFile`` |
+| Gemini CLI | ``checkpoints/<time>-<file>-<tool>.json`` (a restore point before a file edit: a copy of the
+  conversation, not a run) | packages/cli/src/ui/hooks/useGeminiStream.ts (0.3.4; later
+  packages/core/src/utils/checkpointUtils.ts) |
 | Gemini CLI | ``tool-outputs/[session-<id>/]<tool>_<call id>_<random>.txt`` | packages/core/src/context/
   toolOutputMaskingService.ts ``ToolOutputMaskingService.mask`` |
 | Copilot CLI | ``<session uuid>/workspace.yaml``, ``plan.md``, ``autopilot-objective.json``,
@@ -115,6 +118,7 @@ COMPANIONS: tuple[Companion, ...] = (
     Companion("OpenHands", "infer_logs/instance_<id>.log", r"(?:infer_)?logs/instance_[^/]+\.log"),
     Companion("OpenHands", "*.swebench.jsonl", r"[^/]+\.swebench\.jsonl"),
     Companion("Gemini CLI", "shell_history", r"shell_history"),
+    Companion("Gemini CLI", "checkpoints/<time>-<file>-<tool>.json", r"checkpoints/[^/]+\.json"),
     Companion(
         "Gemini CLI",
         "tool-outputs/<tool>_<call>_<random>.txt",
@@ -143,11 +147,16 @@ COMPANIONS: tuple[Companion, ...] = (
 )
 
 
+def rule_for(path: Path) -> Companion | None:
+    """The companion rule whose name ``path`` has, whatever its content (``companion_of`` also sniffs it)."""
+    text = path.absolute().as_posix()
+    return next((c for c in COMPANIONS if c.matches(text)), None)
+
+
 def companion_of(path: Path) -> Companion | None:
     """The companion rule ``path`` (a file found in a folder) matches, provided no reader sniffs it as its own log;
     else None. A file that cannot be read is not a companion: ingest reports it."""
-    text = path.absolute().as_posix()  # a relative path may lack the folder names a rule needs (``<id>/<id>.patch``)
-    rule = next((c for c in COMPANIONS if c.matches(text)), None)
+    rule = rule_for(path)  # absolute: a relative path may lack the folder names a rule needs (``<id>/<id>.patch``)
     if rule is None:
         return None
     try:

@@ -27,6 +27,7 @@ from typing import Any, cast
 import pyarrow as pa
 
 from replay.errors import ReplayError
+from replay.ingest.companions import rule_for
 from replay.ingest.not_runs import why_no_run
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats, reader_key
@@ -208,17 +209,19 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
         out.warnings.append(reread_warning(known[fhash], key))
     if reader is None:
         out.status = "unknown"
-        no_run = _no_run(path)
-        out.bad = [
-            BadRecord(no_run[0], no_run[1], "")
-            if no_run is not None
-            else BadRecord(
-                0,
-                f"unknown format (not one of: {', '.join(formats())}); convert it to the "
-                "canonical JSONL format described in docs/canonical-format.md",
-                "",
-            )
-        ]
+        no_run, rule = _no_run(path), rule_for(path)
+        if no_run is not None:
+            out.bad = [BadRecord(no_run[0], no_run[1], "")]
+            return out
+        reason = (
+            f"unknown format: named like {rule.harness}'s {rule.shown}, a file written beside its logs that holds no"
+            " run (no model call or usage; docs/readers.md lists them): if it is that, ingest the session's log"
+            " instead, else convert it to the canonical JSONL format described in docs/canonical-format.md"
+            if rule
+            else f"unknown format (not one of: {', '.join(formats())}); convert it to the "
+            "canonical JSONL format described in docs/canonical-format.md"
+        )
+        out.bad = [BadRecord(0, reason, "")]
         return out
     out.format, out.reader = reader.format, reader_key(reader)
     # built-in readers decompress as they read (replay.readers.base.open_log); a plugin reader may open the path

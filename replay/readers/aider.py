@@ -11,7 +11,7 @@ cost_report``; ``io.append_chat_history`` quotes only the first line): that line
 text. Assistant text with no Tokens line after it (interrupted) adds no request. Aider before 0.46 prints no Tokens
 line at all (``base_coder.py`` ``calculate_and_show_tokens_and_cost`` is new in 0.46): in a session whose banner
 names such a version, or that has no banner and no Tokens line, each reply to a user (or reflected) message is one
-request without usage (``runs.metadata.usage_printed`` false). SEARCH/REPLACE blocks become ``edit`` tool calls on
+request without usage (``runs.metadata.usage_logged`` false). SEARCH/REPLACE blocks become ``edit`` tool calls on
 the file named above the block (access write); ``> Added <file> to the chat`` becomes a ``read`` of that file.
 After ``> # N SEARCH/REPLACE block failed to match``, the unprefixed text is aider's reflected error message to
 the model, so a user message, not an assistant edit.
@@ -170,7 +170,7 @@ class _Session:
         metadata["history_limit"] = history_limit(version, command)
         self.usage_printed = prints_usage(version, lines[begin:end])
         if not self.usage_printed:
-            metadata["usage_printed"] = False
+            metadata["usage_logged"] = False
         self.b = RunBuilder(
             Run(
                 run_id=ctx.run_id(n),

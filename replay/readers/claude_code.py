@@ -6,7 +6,8 @@ is another request (with a warning). Inline sidechain (Task subagent) lines go t
 child runs; a file that is itself a subagent transcript is one run marked ``sidechain``.
 
 Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigger, preTokens}) or, in 1.0.x, the
-``isCompactSummary`` user line alone, becomes a context event (``run.metadata.context_events``): everything logged
+``isCompactSummary`` user line alone (before 1.0.21, a user line opening a new chain with the summary's first
+sentence, ``unflagged_summary``), becomes a context event (``run.metadata.context_events``): everything logged
 before it is dropped from the next request on, and the summary is an item of kind ``summary`` (never user text).
 What Claude Code re-attaches after it (``file`` attachments, ``compact_file_reference`` notes for files too large
 to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. A boundary
@@ -97,6 +98,30 @@ FILE_REFERENCE_NOTE = (
 )
 
 
+# the opening of the summary message a compaction leaves (cli.js 0.2.109-1.0.17 write it as a plain user message, the
+# first of a new chain, parentUuid null; 1.0.21 on mark it ``isCompactSummary``)
+SUMMARY_OPENING = "This session is being continued from a previous conversation that ran out of context."
+FLAGGED_FROM = (1, 0, 21)  # the first version whose compaction summary carries ``isCompactSummary``
+
+
+def _version(text: Any) -> tuple[int, ...] | None:
+    """(major, minor, patch) of a logged ``version`` such as "1.0.17"; None when it is not one."""
+    parts = text.split(".")[:3] if isinstance(text, str) else []
+    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+
+
+def unflagged_summary(obj: dict) -> bool:
+    """A compaction summary as Claude Code before 1.0.21 logged it: a user message opening a new chain
+    (``parentUuid`` null) with the summary's opening sentence, from a version without ``isCompactSummary``."""
+    msg = obj.get("message")
+    if obj.get("type") != "user" or obj.get("parentUuid") is not None or not isinstance(msg, dict):
+        return False
+    version = _version(obj.get("version"))
+    if version is not None and version >= FLAGGED_FROM:
+        return False
+    return text_of(msg.get("content")).startswith(SUMMARY_OPENING)
+
+
 def _idle_notice(content: Any) -> bool:
     """The informational line is the notice Claude Code appends after an idle compaction."""
     return isinstance(content, str) and content.startswith(IDLE_NOTICES)
@@ -134,10 +159,11 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 5  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 6  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
-    # iterations is the request's own iteration, the others ``server_iterations``
+    # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
+    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -671,6 +697,10 @@ class _Session:
         if not isinstance(msg, dict):
             return
         content = msg.get("content")
+        if unflagged_summary(obj) and b.seq > b.body_start():  # before 1.0.21: the summary line alone marks it
+            summary = b.add("summary", "user", text_of(content), ts=ts, line=line)
+            b.context_event("compaction", drop=_before(b, summary.seq), line=line, summary_seq=summary.seq)
+            return
         if obj.get("isCompactSummary"):
             event = b.context_events[-1] if b.context_events else None
             if not (event and event["step"] == b.step and event["summary_seq"] is None):

@@ -33,6 +33,10 @@ history-only ``metadata`` beside a response item's payload: a tool output's own 
 reasoning-effort change sent to the model mid-session, kept as its JSON) part of the history
 (``harness_authored_configuration``; without it codex-rs drops the item).
 
+A rollout none of whose token_counts carries usage (``info`` null on every one: a provider that reports none) has
+its requests where the model's output starts after input, usage unknown, and says so (``runs.metadata.usage_logged``
+false, a warning); a null-info token_count in a rollout that does log usage is a rate-limit update, not a call.
+
 A user turn starts where codex-rs's does (``codex_history``): at a user message that is not injected context, or at
 another agent's message; injected context (environment updates, a turn-aborted note, a sub-agent's notification)
 opens none, so a turn's encrypted reasoning stays in its prompts across a notification sent in the middle of it.
@@ -50,9 +54,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Item, Record, Run
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.codex_bridge import bridged, initial_context_kind
 from replay.readers.codex_history import TURN, History, message_mark, open_turn
 from replay.readers.codex_truncation import history_budget, override_budget, truncate_parts, truncate_text
 
@@ -83,6 +88,22 @@ OUTPUTS = {"function_call_output", "custom_tool_call_output", "local_shell_call_
 # the server's opaque stand-in for the history it summarised: ``compaction`` (alias ``compaction_summary``) from the
 # remote compact endpoint, ``context_compaction`` from remote compaction v2 (codex-rs protocol/src/models.rs)
 ENCRYPTED_SUMMARIES = {"compaction", "compaction_summary", "context_compaction"}
+
+
+# the ResponseItem kinds that are the model's input or output (the rest: history bookkeeping)
+ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
+STRUCTURAL = (
+    "no token_count in this rollout carries usage (a provider that reports none): {n} request(s) are read where the"
+    " model's output starts after input, their usage unknown"
+)
+
+
+def is_output(item: dict) -> bool:
+    """Whether a response item is the model's output (what a response returns), not input sent to it."""
+    kind = item.get("type")
+    if kind == "message":
+        return item.get("role") == "assistant"
+    return kind == "reasoning" or kind in CALLS
 
 
 def codex_reasoning_estimate(encrypted: str) -> int:
@@ -313,9 +334,14 @@ def compaction(
     usage: dict | None,
     logged: dict[str, dict],
     live: History,
+    initial: dict[str, dict] | None = None,
 ) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event; ``live``
-    becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it)."""
+    becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it).
+    A line with neither form of replacement history (codex-rs before 0.63) gets the history codex-rs rebuilt
+    (``codex_bridge``) from ``initial``, the latest initial-context messages logged."""
+    if "replacement_history" not in p and "replacement_history_entries" not in p and initial is not None:
+        p = bridged(b, p, line, live, initial)
     message = p["message"] if isinstance(p.get("message"), str) else ""
     history = replacement_history(b, p, line, logged)
     summary_at = next(
@@ -415,8 +441,10 @@ class CodexRolloutReader:
     # (inter-agent messages, additional tools, tool-output images, v2 remote compaction, refused requests);
     # 4: thread rollbacks (``runs.metadata.rollbacks``); 5: turns start at codex-rs's user-turn boundaries only;
     # 6: codex-rs 0.171 line metadata: a tool output's own truncation budget, configuration_update items; a remote
-    # compaction's usage from its token_usage_record; a summariser call's cache writes
-    version = 6
+    # compaction's usage from its token_usage_record; a summariser call's cache writes; 7: a ``compacted`` line
+    # without a replacement history gets the history codex-rs 0.36-0.50 rebuilt (``codex_bridge``); a rollout
+    # whose token_counts carry no usage has its requests where the model's output starts
+    version = 7
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -424,13 +452,25 @@ class CodexRolloutReader:
         )
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
+        """The run; a rollout none of whose token_counts carries usage (a provider that reports none: every one has
+        ``info`` null) is read again with its requests where the model's output starts (``STRUCTURAL``)."""
+        records = list(self._read(ctx, structural=False))
+        run = next(r for r in records if isinstance(r, Run))
+        if run.metadata.get("usage_logged") is False:
+            records = list(self._read(ctx, structural=True))
+        yield from records
+
+    def _read(self, ctx: ReadContext, structural: bool) -> Iterator[Record]:
         b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
         d, last_total, model = Deferred(b), None, None
+        counted = False  # a token_count with usage was logged
+        in_output = False  # structural: the last response item was the model's output
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         live = History()  # what Codex's history holds, for a thread rollback
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
         records: dict[str, dict] = {}  # token_usage_record lines by response id, for a compaction's own call
+        initial: dict[str, dict] = {}  # the latest initial-context message of each kind (codex_bridge)
         budget: tuple[str, int] | None = None  # the turn's tool-output truncation (codex_truncation)
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -447,7 +487,7 @@ class CodexRolloutReader:
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
                 usage = event_usage(held)
                 held = None
-                d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live))
+                d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live, initial))
                 continue
             if held and not (kind == "event_msg" and p.get("type") == "token_count"):
                 d.request(**held)  # only a call logged right before a `compacted` line is the summariser's
@@ -464,12 +504,13 @@ class CodexRolloutReader:
                     b.run = b.records[0] = replace(b.run, model=model)
             elif kind == "compacted":  # no summariser call logged just before it (e.g. a manual or remote one)
                 own = compaction_record_usage(p, records)
-                d.input(partial(compaction, b, p, line, ts, keep, own, logged, live))
+                d.input(partial(compaction, b, p, line, ts, keep, own, logged, live, initial))
             elif kind == "token_usage_record" and isinstance(p.get("response_id"), str):
                 records[p["response_id"]] = p  # a response's own usage (remote compaction v2 logs no token_count)
             elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
                 d.input(partial(rollback, b, live, p.get("num_turns"), line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
+                counted = True
                 info = p["info"]
                 note_window(b, info.get("model_context_window"), line)
                 total = info.get("total_token_usage")
@@ -501,11 +542,23 @@ class CodexRolloutReader:
             elif kind == "response_item":
                 if isinstance(p.get("id"), str):
                     logged[p["id"]] = p
+                if tag := initial_context_kind(p):
+                    initial[tag] = p
                 meta = obj.get("metadata")
+                if structural and is_output(p) and not in_output:  # the first output item after input
+                    d.request(ts=ts, line=line, model=model)
+                in_output = is_output(p) if structural and p.get("type") in ITEM_TYPES else in_output
                 self._item(b, d, live, p, line, ts, override_budget(meta) or budget, meta)
+                if structural:
+                    d.flush()  # its request is known before its output here: nothing waits for it
         if held:
             d.request(**held)
         d.flush()
+        outputs = any(isinstance(r, Item) and r.role == "assistant" for r in b.records)
+        if not counted and outputs:
+            b.run.metadata["usage_logged"] = False
+            if structural:
+                b.warn(1, STRUCTURAL.format(n=b.step))
         yield from b
 
     @staticmethod

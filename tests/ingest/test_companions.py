@@ -101,6 +101,17 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
                 [{"sessionId": "0ab8", "messageId": 0, "type": "user", "message": "hi", "timestamp": "2026"}]
             ),
             "tmp/9da8b3df/shell_history": "ls\ngit status\n",
+            # a restore point before a file edit (/restore): a copy of the conversation, not a run
+            "tmp/9da8b3df/checkpoints/2025-09-01T10-00-00_000Z-a.py-replace.json": json.dumps(
+                {
+                    "history": [{"type": "user", "text": "fix a.py", "id": 1}],
+                    "clientHistory": [{"role": "user", "parts": [{"text": "fix a.py"}]}],
+                    "toolCall": {"name": "replace", "args": {"file_path": "/p/a.py"}},
+                    "commitHash": "abc",
+                    "filePath": "/p/a.py",
+                },
+                indent=2,
+            ),
             "tmp/9da8b3df/tool-outputs/session-0ab84937/run_shell_command_abc123_k3j2x.txt": "output\n",
         },
         1,
@@ -180,6 +191,17 @@ def test_a_companion_named_on_the_command_line_is_still_an_error(tmp_path):
     code, out = _ingest(str(tmp_path / "run" / "preds.json"), "--db", str(tmp_path / "s.duckdb"))
     assert code == 3
     assert "preds.json:0: unknown format" in out and "skipped" not in out
+
+
+def test_gemini_cli_logs_json_named_says_it_holds_no_run(tmp_path):
+    """Gemini CLI before chat recording (0.1.x-0.3.x) left logs.json (Logger.logMessage: the user's prompts only);
+    named on the command line it is refused as no run, not as a format to convert."""
+    _write(tmp_path, {"tmp/9da8b3df/logs.json": LAYOUTS["gemini-cli"][1]["tmp/9da8b3df/logs.json"]})
+    code, out = _ingest(str(tmp_path / "tmp" / "9da8b3df" / "logs.json"), "--db", str(tmp_path / "s.duckdb"))
+    flat = " ".join(out.split())
+    assert code == 3
+    assert "logs.json:0: unknown format: named like inspect_ai/Gemini CLI's logs.json" in flat
+    assert "holds no run (no model call or usage" in flat and "not one of" not in flat
 
 
 def test_a_glob_expands_like_a_folder(corpus, tmp_path):

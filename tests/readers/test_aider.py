@@ -142,7 +142,7 @@ def test_before_0_46_each_reply_is_a_request(tmp_path: Path) -> None:
         ("assistant_text", 2),
         ("assistant_text", 2),
     ]
-    assert next(r for r in records if isinstance(r, Run)).metadata["usage_printed"] is False
+    assert next(r for r in records if isinstance(r, Run)).metadata["usage_logged"] is False
 
 
 def test_cost_line_after_tokens_is_not_assistant_text(tmp_path: Path) -> None:
@@ -167,4 +167,4 @@ def test_cost_line_after_tokens_is_not_assistant_text(tmp_path: Path) -> None:
         (2100, 1800, 200, 100),
         (2200, 100, 2000, 100),
     ]
-    assert "usage_printed" not in next(r for r in records if isinstance(r, Run)).metadata
+    assert "usage_logged" not in next(r for r in records if isinstance(r, Run)).metadata
