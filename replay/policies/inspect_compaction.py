@@ -1,0 +1,117 @@
+"""inspect_ai's compaction rule for one run, from what its eval log records (or why the log does not give it).
+
+Read in inspect_ai's source (model/_compaction/, agent/_react.py, _util/registry.py; 0.3.209 to 0.3.285): an agent
+compacts only when given a strategy (``react(compaction=...)``, default None; ``deep_agent()`` defaults to
+``"auto"``, i.e. ``CompactionAuto()``). Before each model call the handler compares its count of the prompt about
+to be sent (the last call's ``input_context_tokens`` plus its own count of the messages since; 0.3.178 on) with
+``int(threshold)`` for a threshold above 1.0 or an int, else ``int(threshold x window)``, the window being the
+model's input capacity in inspect_ai's model database (replay.policies.inspect_models); past it
+(``tokens > limit``) it compacts. Every strategy's threshold defaults to 0.9. ``CompactionSummary`` sends the
+system messages, the sample's input messages and one summary after them (a later compaction summarises from the
+previous summary on); ``CompactionAuto`` tries the provider's native compaction and falls back to the summary,
+and the compaction event says which ran (``metadata.strategy_applied``). ``CompactionNative``'s output is the
+provider's (OpenAI keeps user messages of its own choosing), ``CompactionTrim`` keeps a share of the messages by
+count and ``CompactionEdit`` clears old tool results and thinking: these are not reproduced.
+
+The plan in the log records the agent's arguments from 0.3.209 (``_repr_params_``: type, threshold, memory and the
+strategy's own fields; "Capture compaction strategy params in eval log", CHANGELOG 0.3.209); earlier logs have
+the strategy's class name only. A compaction configured inside a solver of the task's own (or through an agent
+bridge) is not in the plan, nor is a ``set_model_info()`` window.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from replay.policies.base import Budget
+from replay.policies.inspect_models import inspect_window
+from replay.readers.inspect_usage import parse_version
+
+PARAMS_LOGGED = (0, 3, 209)
+DEFAULT_THRESHOLD = 0.9  # CompactionStrategy(threshold=0.9), CompactionAuto(threshold=0.9)
+SUMMARY = "CompactionSummary"
+PRESET = "inspect-ai-summary"
+BIG = Budget(10**9, 0)
+
+
+def strategy_of(config: Any) -> str | None:
+    """The strategy class a logged ``compaction`` argument names; "CompactionAuto or CompactionNative" when its
+    fields fit both; None when it is not a strategy."""
+    if config == "auto":
+        return "CompactionAuto"
+    if isinstance(config, str):
+        return config
+    if not isinstance(config, dict):
+        return None
+    keys = set(config)
+    if "prompt" in keys:
+        return SUMMARY
+    if "preserve" in keys:
+        return "CompactionTrim"
+    if "keep_tool_uses" in keys:
+        return "CompactionEdit"
+    if config.get("memory") == "auto":
+        return "CompactionAuto"
+    if "instructions" in keys:
+        return "CompactionAuto or CompactionNative"
+    return None
+
+
+def _threshold(config: Any) -> int | float | None:
+    if config == "auto":
+        return DEFAULT_THRESHOLD
+    value = config.get("threshold") if isinstance(config, dict) else None
+    if type(value) is int and value > 0 or type(value) is float and value > 0:
+        return value
+    return None
+
+
+def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) -> tuple[str, Budget, dict] | str:
+    """(preset, budget, knobs) of inspect_ai's compaction in a run, or why the log does not give it."""
+    version = parse_version(metadata.get("inspect_ai_version"))
+    if version is None:
+        return "the log names no inspect_ai version"
+    plan = metadata.get("compaction_plan")
+    if not isinstance(plan, list) or not plan:
+        return (
+            "the log's plan has no agent with a compaction argument (react(), deep_agent()): the strategy and "
+            "threshold were set where the log does not record them (a solver of the task's own, an agent bridge)"
+        )
+    configs = [p.get("compaction") for p in plan if isinstance(p, dict)]
+    if any(c != configs[0] for c in configs):
+        return "the plan's agents set different compaction strategies: which one compacted is not logged"
+    config = configs[0]
+    if config is None:
+        return "the plan's agent has compaction=None: these compactions came from elsewhere (not logged)"
+    if version < PARAMS_LOGGED and config != "auto":
+        return (
+            f"inspect_ai {'.'.join(map(str, version))} logs the compaction strategy ({config}) but not its "
+            "threshold (strategy arguments are logged from 0.3.209)"
+        )
+    configured = strategy_of(config)
+    applied = {
+        e.get("strategy")
+        for e in metadata.get("context_events") or []
+        if isinstance(e, dict) and e.get("kind") == "compaction" and e.get("strategy")
+    }
+    if applied - {SUMMARY} or configured not in (SUMMARY, "CompactionAuto", "CompactionAuto or CompactionNative"):
+        what = ", ".join(sorted(str(a) for a in applied - {SUMMARY})) or str(configured)
+        return f"{what}: what this strategy keeps is not reproduced (only CompactionSummary's)"
+    if configured != SUMMARY and not applied:
+        return f"{configured} without a logged compaction: native or summary not known"
+    threshold = _threshold(config)
+    if threshold is None:
+        return f"the logged compaction argument has no threshold: {config}"
+    window = None
+    if isinstance(threshold, float) and threshold <= 1.0:
+        found = inspect_window(version, model or "")
+        if found.tokens is None:
+            return f"the threshold is {threshold} of the window, and {found.why}"
+        window = found.tokens
+        if max_prompt > window:
+            return f"a recorded prompt ({max_prompt}) passes the database window ({window}): another window applied"
+        limit = int(threshold * window)
+    else:
+        limit = int(threshold)
+    budget = Budget(window, 0) if window else BIG
+    return PRESET, budget, {"threshold": 1.0, "context_window": limit}
