@@ -94,8 +94,16 @@ def replay_recorded(
 def harness_version(metadata: dict) -> str | None:
     """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``, the Cline SDK
     session's client version, Copilot CLI's ``copilotVersion``, mini-swe-agent's ``info.mini_version``, SWE-agent's
-    ``info.swe_agent_version``), else None."""
-    for key in ("cc_version", "cli_version", "cline_version", "copilot_version", "mini_version", "swe_agent_version"):
+    ``info.swe_agent_version``, the inspect_ai package that wrote an eval log), else None."""
+    for key in (
+        "cc_version",
+        "cli_version",
+        "cline_version",
+        "copilot_version",
+        "mini_version",
+        "swe_agent_version",
+        "inspect_ai_version",
+    ):
         if isinstance(metadata.get(key), str) and metadata[key]:
             return metadata[key]
     return None

@@ -53,7 +53,7 @@ def share_rows(tmp_path_factory, tok) -> list[dict]:
 def test_preset_fires_at_every_compaction(share_rows: list[dict]) -> None:
     assert len(share_rows) == 8  # four compactions in each of the two logs
     for r in share_rows:
-        assert r["preset"] == f"inspect-ai-summary@{GPT_4O_WINDOW}", r
+        assert r["preset"] == f"inspect-ai-summary@{GPT_4O_WINDOW}" and r["harness_version"] == F.VERSION, r
         assert r["reason"] is None and r["within"] is True, r
         assert abs(r["simulated_request"] - r["recorded_request"]) <= 3, r
         assert abs(r["simulated_after"] - r["recorded_after"]) / r["recorded_after"] <= 0.10, r
