@@ -341,7 +341,7 @@ class SampleReader:
             "tokens_after": e.get("tokens_after"),
             "strategy": meta.get("strategy_applied") or meta.get("strategy"),
         }
-        if logged is not None and logged not in TRIGGERS:
+        if logged is not None and logged != "threshold":  # forced: after the model refused an overflowing prompt
             extra["trigger_logged"] = logged
         if resent:
             extra["resent"] = resent

@@ -250,7 +250,8 @@ def event_rows(
 
 # automatic compactions the log says something other than the threshold caused (Copilot CLI 1.0.102's ``trigger``:
 # a switch to a model with a smaller window, a context-limit error, process memory): no threshold preset makes them
-NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure")
+# inspect_ai's ``forced``: react() compacts at once when the model stops with model_length (its prompt overflowed)
+NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure", "forced")
 
 
 # why a compaction Claude Code made while the session sat idle (the event's ``cause``) is not scored: it fires on
@@ -277,10 +278,10 @@ def unscored_reason(
     k = row["recorded_request"]
     if cause == "idle":
         return IDLE_REASON
-    if trigger == "manual":
-        return "manual, not a threshold: replayed as recorded"
     if logged in NOT_THRESHOLD:
         return f"{logged}, not the threshold: replayed as recorded"
+    if trigger == "manual":
+        return "manual, not a threshold: replayed as recorded"
     if missing is not None:
         return missing
     if unknown_models:

@@ -5,6 +5,7 @@ Fixtures: tests/readers/inspect_fixture.py ``threshold_agent`` (the handler's ru
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,15 @@ def test_preset_fires_at_every_compaction(share_rows: list[dict]) -> None:
 def test_token_threshold_and_negatives(tmp_path: Path, tok) -> None:
     """A threshold above 1 is a token count (no window needed); a plan whose threshold is not the one the run
     compacted at misses (the preset is what the log says, not fitted); a log without the strategy's arguments, or
-    from before 0.3.209 (class name only), is unscored and says what is missing."""
+    from before 0.3.209 (class name only), is unscored and says what is missing, and so is a forced compaction
+    (main: "manual, not a threshold")."""
     sample = F.threshold_agent(tok.count, 7_000)
+    forced = copy.deepcopy(sample)  # react() compacts at once when the model stops with model_length
+    for e in forced["events"]:
+        if e["event"] == "compaction":
+            e["metadata"]["trigger"] = "forced"
     logs = {
+        "forced.json": (forced, F.react_plan(F.summary_params(7_000)), F.VERSION),
         "tokens.json": (sample, F.react_plan(F.summary_params(7_000)), F.VERSION),
         "other.json": (sample, F.react_plan(F.summary_params(0.2)), F.VERSION),
         "noplan.json": (sample, None, F.VERSION),
@@ -74,10 +81,13 @@ def test_token_threshold_and_negatives(tmp_path: Path, tok) -> None:
     by_file: dict[str, list[dict]] = {}
     for r in rows:
         by_file.setdefault(r["file"], []).append(r)
-    assert all(len(v) == 4 for v in by_file.values()) and len(by_file) == 4
+    assert all(len(v) == 4 for v in by_file.values()) and len(by_file) == 5
     assert all(r["within"] is True and r["preset"] == "inspect-ai-summary@1000000000" for r in by_file["tokens.json"])
     # 0.2 of the window (25,600) is never reached: the preset makes no compaction to match
     assert all(r["within"] is not True and r["simulated_request"] is None for r in by_file["other.json"])
+    assert all(
+        r["within"] is None and r["reason"].startswith("forced, not the threshold") for r in by_file["forced.json"]
+    )
     for r in by_file["noplan.json"]:
         assert r["within"] is None and "plan has no agent with a compaction argument" in r["reason"], r
     for r in by_file["old.json"]:
