@@ -9,9 +9,12 @@ model's input capacity in inspect_ai's model database (replay.policies.inspect_m
 (``tokens > limit``) it compacts. Every strategy's threshold defaults to 0.9. ``CompactionSummary`` sends the
 system messages, the sample's input messages and one summary after them (a later compaction summarises from the
 previous summary on); ``CompactionAuto`` tries the provider's native compaction and falls back to the summary,
-and the compaction event says which ran (``metadata.strategy_applied``). ``CompactionNative``'s output is the
-provider's (OpenAI keeps user messages of its own choosing), ``CompactionTrim`` keeps a share of the messages by
-count and ``CompactionEdit`` clears old tool results and thinking: these are not reproduced.
+and the compaction event says which ran (``metadata.strategy_applied``). ``CompactionNative`` on Anthropic
+(``AnthropicAPI.compact``) sends the system messages, the assistant message holding the provider's compaction
+block and a user message "Please continue working.": the input messages are not kept. On OpenAI the compacted
+output is the server's (which user messages it keeps is not in inspect_ai's source); ``CompactionTrim`` keeps a
+share of the messages by count and ``CompactionEdit`` clears old tool results and thinking: these three are not
+reproduced.
 
 The plan in the log records the agent's arguments from 0.3.209 (``_repr_params_``: type, threshold, memory and the
 strategy's own fields; "Capture compaction strategy params in eval log", CHANGELOG 0.3.209); earlier logs have
@@ -29,8 +32,17 @@ from replay.readers.inspect_usage import parse_version
 
 PARAMS_LOGGED = (0, 3, 209)
 DEFAULT_THRESHOLD = 0.9  # CompactionStrategy(threshold=0.9), CompactionAuto(threshold=0.9)
-SUMMARY = "CompactionSummary"
-PRESET = "inspect-ai-summary"
+SUMMARY, NATIVE = "CompactionSummary", "CompactionNative"
+AUTO, AUTO_OR_NATIVE = "CompactionAuto", "CompactionAuto or CompactionNative"
+PRESET, NATIVE_PRESET = "inspect-ai-summary", "inspect-ai-native-anthropic"
+# what the events may say ran under each configured strategy (CompactionAuto: a delegate)
+COMPATIBLE = {
+    SUMMARY: {SUMMARY},
+    AUTO: {SUMMARY, NATIVE},
+    AUTO_OR_NATIVE: {SUMMARY, NATIVE},
+    "CompactionTrim": {"CompactionTrim"},
+    "CompactionEdit": {"CompactionEdit"},
+}
 BIG = Budget(10**9, 0)
 
 
@@ -38,7 +50,7 @@ def strategy_of(config: Any) -> str | None:
     """The strategy class a logged ``compaction`` argument names; "CompactionAuto or CompactionNative" when its
     fields fit both; None when it is not a strategy."""
     if config == "auto":
-        return "CompactionAuto"
+        return AUTO
     if isinstance(config, str):
         return config
     if not isinstance(config, dict):
@@ -51,10 +63,23 @@ def strategy_of(config: Any) -> str | None:
     if "keep_tool_uses" in keys:
         return "CompactionEdit"
     if config.get("memory") == "auto":
-        return "CompactionAuto"
+        return AUTO
     if "instructions" in keys:
-        return "CompactionAuto or CompactionNative"
+        return AUTO_OR_NATIVE
     return None
+
+
+def applied_strategy(event: dict) -> str | None:
+    """The strategy that made a recorded compaction: the event's (``strategy_applied``, else ``strategy``); for a
+    ``CompactionAuto`` event that does not say (before ``strategy_applied``, which 0.3.260 does not log yet), native
+    when the next request sends the provider's compaction block, else the summary when it sends inspect_ai's."""
+    if event.get("kind") != "compaction" or not isinstance(event.get("strategy"), str):
+        return None
+    if event["strategy"] != AUTO:
+        return event["strategy"]
+    if event.get("summary_native"):
+        return NATIVE
+    return SUMMARY if event.get("summary_seq") is not None else None
 
 
 def _threshold(config: Any) -> int | float | None:
@@ -89,16 +114,18 @@ def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) ->
             "threshold (strategy arguments are logged from 0.3.209)"
         )
     configured = strategy_of(config)
-    applied = {
-        e.get("strategy")
-        for e in metadata.get("context_events") or []
-        if isinstance(e, dict) and e.get("kind") == "compaction" and e.get("strategy")
-    }
-    if applied - {SUMMARY} or configured not in (SUMMARY, "CompactionAuto", "CompactionAuto or CompactionNative"):
-        what = ", ".join(sorted(str(a) for a in applied - {SUMMARY})) or str(configured)
-        return f"{what}: what this strategy keeps is not reproduced (only CompactionSummary's)"
-    if configured != SUMMARY and not applied:
-        return f"{configured} without a logged compaction: native or summary not known"
+    applied = {applied_strategy(e) for e in metadata.get("context_events") or [] if isinstance(e, dict)} - {None}
+    if len(applied) > 1:
+        return f"the run's compactions ran different strategies ({', '.join(sorted(map(str, applied)))})"
+    if applied and not applied <= COMPATIBLE.get(configured or "", set()):
+        return f"the plan sets {configured}, the events say {applied.pop()}: another agent's compaction"
+    kept = applied.pop() if applied else configured
+    if kept == NATIVE and not (model or "").startswith("anthropic/"):
+        return f"{NATIVE} on {model}: what the provider's compaction keeps is not in inspect_ai's source"
+    if kept in (AUTO, AUTO_OR_NATIVE):
+        return f"{kept} with no compaction logged: whether native or summary compaction would run is not known"
+    if kept not in (SUMMARY, NATIVE):
+        return f"{kept}: what this strategy keeps is not reproduced (only CompactionSummary's and Anthropic's native)"
     threshold = _threshold(config)
     if threshold is None:
         return f"the logged compaction argument has no threshold: {config}"
@@ -114,4 +141,4 @@ def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) ->
     else:
         limit = int(threshold)
     budget = Budget(window, 0) if window else BIG
-    return PRESET, budget, {"threshold": 1.0, "context_window": limit}
+    return NATIVE_PRESET if kept == NATIVE else PRESET, budget, {"threshold": 1.0, "context_window": limit}

@@ -150,6 +150,9 @@ command line holds for every request. The OpenHands presets' limits are the cond
   the agent started with kept, the rest summarised. The threshold is the one the log's plan records, the window the
   model's in inspect_ai's own model database of that version (``replay.policies.inspect_compaction``,
   ``replay.policies.inspect_models``); chosen automatically for inspect_ai logs.
+- inspect-ai-native-anthropic: ``CompactionNative`` (or ``CompactionAuto`` where native compaction ran) on an
+  Anthropic model: the same trigger; the system messages, the provider's compaction block (sized from the log) and
+  "Please continue working." follow; the input messages are not kept.
 """
 
 from __future__ import annotations
@@ -429,6 +432,13 @@ PRESETS: dict[str, Preset] = {
             },
             "inspect_ai CompactionSummary: past 0.9 of the window (or the logged threshold), the system and input "
             "messages kept, the rest summarised",
+        ),
+        Preset(
+            "inspect-ai-native-anthropic",
+            "auto_compact",
+            {"threshold": 0.9, "trigger_on": "prompt", "keep_last": 0, "summary_from_log": True},
+            "inspect_ai CompactionNative on Anthropic: past 0.9 of the window (or the logged threshold), the system "
+            "messages and the provider's compaction block",
         ),
         Preset(
             "anthropic-clear-tool-uses",

@@ -314,6 +314,8 @@ class SampleReader:
                 item = self._add(conv, m, kind="summary")
                 event["summary_seq"] = item.seqs[0] if item.seqs else None
                 block = native_compaction(m)
+                if block is not None:  # the provider's compaction block (native), not inspect_ai's summary
+                    event["summary_native"] = True
                 if block is not None and block.get("encrypted_content"):
                     event["summary_encrypted"] = True
             else:

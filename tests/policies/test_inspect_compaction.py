@@ -75,7 +75,14 @@ def test_auto_is_scored_where_it_fell_back_to_the_summary() -> None:
     chosen = inspect_ai_preset(meta("auto", applied=("CompactionSummary",)), "openai/gpt-4o")
     assert not isinstance(chosen, str) and chosen[2]["context_window"] == 115_200
     native = inspect_ai_preset(meta(auto, applied=("CompactionNative",)), "openai/gpt-4o")
-    assert isinstance(native, str) and native.startswith("CompactionNative: what this strategy keeps")
+    assert isinstance(native, str) and native.startswith("CompactionNative on openai/gpt-4o: what the provider")
+    chosen = inspect_ai_preset(meta(auto, applied=("CompactionNative",)), "anthropic/claude-sonnet-4-5")
+    assert not isinstance(chosen, str) and chosen[0] == "inspect-ai-native-anthropic"
+    both = inspect_ai_preset(meta(auto, applied=("CompactionNative", "CompactionSummary")), "anthropic/claude-opus-4-1")
+    assert isinstance(both, str) and "different strategies" in both
+    # the plan's strategy and the events disagree: another agent compacted
+    other = inspect_ai_preset(meta(F.summary_params(0.9), applied=("CompactionTrim",)), "openai/gpt-4o")
+    assert isinstance(other, str) and "the events say CompactionTrim" in other
 
 
 @pytest.mark.parametrize(

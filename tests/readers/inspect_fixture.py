@@ -403,13 +403,15 @@ def summary_params(threshold: float | int = 0.9) -> dict:
     }
 
 
-def threshold_agent(count: Any, limit: int, n: int = 30) -> dict:
+def threshold_agent(count: Any, limit: int, n: int = 30, native: bool = False, model: str = "openai/gpt-4o") -> dict:
     """A gpt-4o react() agent of ``n`` requests under CompactionSummary as inspect_ai runs it: before each call the
     last call's input_context_tokens plus the messages since (a fresh count after a compaction) against ``limit``;
     past it the summariser is called (system, input and history since the last summary, plus the prompt), a
     compaction event logged, and the next call sends the system and input messages and the summary. The task
     message is long (the issue text), so a compaction that dropped it would leave a far smaller prompt. Sizes are
-    counted with ``count`` as OpenAI counts a chat request (4 a message, 3 a tool call, 3 for the reply)."""
+    counted with ``count`` as OpenAI counts a chat request (4 a message, 3 a tool call, 3 for the reply).
+    ``native``: CompactionNative on Anthropic (no summariser call logged; the next call sends the system messages,
+    the provider's compaction block and "Please continue working.", as the provider's compact() returns them)."""
     from replay.readers.openai_tools import render_functions
 
     tools = 3 + count(render_functions(TOOLS))
@@ -421,7 +423,10 @@ def threshold_agent(count: Any, limit: int, n: int = 30) -> dict:
 
     def size(m: dict) -> int:
         calls = m.get("tool_calls") or []
-        return count(m["content"]) + 4 + sum(count(c["function"] + json.dumps(c["arguments"])) + 3 for c in calls)
+        content = m["content"]
+        if isinstance(content, list):  # a compaction block: its summary text
+            content = "".join(p["data"]["compaction_metadata"]["content"] for p in content)
+        return count(content) + 4 + sum(count(c["function"] + json.dumps(c["arguments"])) + 3 for c in calls)
 
     def usage(prompt: int, prev: int, out: int) -> dict:
         cached = min(prev, prompt) // 128 * 128 if prev >= 1024 else 0
@@ -434,29 +439,35 @@ def threshold_agent(count: Any, limit: int, n: int = 30) -> dict:
     for i in range(n):
         counted = baseline[0] + sum(size(m) for m in sent[baseline[1] :]) if baseline else tools + sum(map(size, sent))
         if counted > limit:
-            ask = user(f"m-ask{compactions}", SUMMARY_PROMPT)
             done = ", ".join(f"f{j}.py" for j in range(i))
             completion = f"<summary>Worked through {i} steps; files read: {done}.</summary>"
-            before = tools + sum(size(m) for m in [*sent, ask])
-            events.append(
-                model_event(i, [*sent, ask], assistant(f"m-s{compactions}", completion), usage(before, prev, 120))
-            )
-            summary = user(
-                f"m-sum{compactions}", f"Summary so far:\n\n{completion}\n\nContinue.", metadata={"summary": True}
-            )
-            sent = [SYS, issue, summary]
+            if native:
+                block = {"type": "anthropic_compact", "content": completion}
+                summary = assistant(f"m-native{compactions}", "")
+                summary["content"] = [{"type": "data", "data": {"compaction_metadata": block}}]
+                sent = [SYS, summary, user(f"m-go{compactions}", "Please continue working.")]
+            else:
+                ask = user(f"m-ask{compactions}", SUMMARY_PROMPT)
+                before = tools + sum(size(m) for m in [*sent, ask])
+                reply = assistant(f"m-s{compactions}", completion)
+                events.append(model_event(i, [*sent, ask], reply, usage(before, prev, 120)))
+                summary = user(
+                    f"m-sum{compactions}", f"Summary so far:\n\n{completion}\n\nContinue.", metadata={"summary": True}
+                )
+                sent = [SYS, issue, summary]
             after = tools + sum(map(size, sent))
-            events.append(compaction_event(i, "summary", counted, after, "CompactionSummary"))
-            history.append(summary)
+            strategy = "CompactionNative" if native else "CompactionSummary"
+            events.append(compaction_event(i, "summary", counted, after, strategy))
+            history += sent[1:] if native else [summary]
             baseline, compactions = None, compactions + 1
         a = assistant(f"a{i}", f"Step {i}: reading f{i}.py.", (f"c{i}", "bash", {"cmd": f"cat f{i}.py"}))
         prompt = tools + sum(size(m) for m in sent)
-        events.append(model_event(i % 60, list(sent), a, usage(prompt, prev, 40), "openai/gpt-4o"))
+        events.append(model_event(i % 60, list(sent), a, usage(prompt, prev, 40), model))
         prev, baseline = prompt, (prompt, len(sent))
         result = tool(f"t{i}", f"c{i}", "".join(f"def fn_{i}_{j}(x):\n    return x * {j} + {i}\n" for j in range(40)))
         history += [a, result]
         sent = [*sent, a, result]
     for e in events:
         if e["event"] == "model":
-            e["model"], e["output"]["model"] = "openai/gpt-4o", "gpt-4o"
+            e["model"], e["output"]["model"] = model, model.split("/", 1)[1]
     return sample(1, events, history)

@@ -26,14 +26,14 @@ def tok() -> Any:
     return load_tokenizer("o200k")
 
 
-def fidelity(root: Path, tok: Any, logs: dict[str, tuple[dict, dict | None, str]]) -> list[dict]:
+def fidelity(root: Path, tok: Any, logs: dict[str, tuple[dict, dict | None, str]], model: str = "openai/gpt-4o"):
     """Event rows of ``fidelity`` over logs {file name: (sample, plan, inspect_ai version)}."""
     from replay.tokens.counting import count_items
 
     (root / "logs").mkdir()
     for name, (sample, plan, version) in logs.items():
         write = F.write_eval if name.endswith(".eval") else F.write_json
-        write(root / "logs" / name, [sample], plan=plan, model="openai/gpt-4o", version=version)
+        write(root / "logs" / name, [sample], plan=plan, model=model, version=version)
     con = open_store(root / "s.duckdb")
     ingest(con, [root / "logs"])
     count_items(con, tok)
@@ -92,3 +92,31 @@ def test_token_threshold_and_negatives(tmp_path: Path, tok) -> None:
         assert r["within"] is None and "plan has no agent with a compaction argument" in r["reason"], r
     for r in by_file["old.json"]:
         assert r["within"] is None and "not its threshold" in r["reason"] and "0.3.209" in r["reason"], r
+
+
+def test_anthropic_native_compaction(tmp_path: Path, tok) -> None:
+    """CompactionNative on Anthropic (0.04 of claude-sonnet-4-5's 200,000 = 8,000): the system messages and the
+    provider's compaction block follow, the input is not kept. CompactionAuto events of a version that does not log
+    which delegate ran are native by the block the next request sends."""
+    model = "anthropic/claude-sonnet-4-5"
+    sample = F.threshold_agent(tok.count, 8_000, native=True, model=model)
+    native = {"type": "summary", "threshold": 0.04, "memory": False, "instructions": None}
+    auto = copy.deepcopy(sample)
+    for e in auto["events"]:
+        if e["event"] == "compaction":
+            e["metadata"]["strategy"] = "CompactionAuto"
+    logs = {
+        "native.json": (sample, F.react_plan(native), F.VERSION),
+        "auto.json": (auto, F.react_plan({**native, "memory": "auto"}), "0.3.250"),
+    }
+    rows = fidelity(tmp_path, tok, logs, model)
+    assert len(rows) == 4  # two compactions in each log
+    for r in rows:
+        assert r["preset"] == "inspect-ai-native-anthropic@200000" and r["within"] is True, r
+
+
+def test_openai_native_is_not_reproduced(tmp_path: Path, tok) -> None:
+    sample = F.threshold_agent(tok.count, 8_000, native=True)
+    native = {"type": "summary", "threshold": 8_000, "memory": False, "instructions": None}
+    rows = fidelity(tmp_path, tok, {"native.json": (sample, F.react_plan(native), F.VERSION)})
+    assert rows and all(r["within"] is None and "CompactionNative on openai/gpt-4o" in r["reason"] for r in rows)
