@@ -93,6 +93,11 @@ def _threshold(config: Any) -> int | float | None:
 
 def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) -> tuple[str, Budget, dict] | str:
     """(preset, budget, knobs) of inspect_ai's compaction in a run, or why the log does not give it."""
+    if "span" in metadata and "inspect_ai_version" not in metadata:
+        return (
+            "a side conversation of the sample (another model role, a subagent, a scorer): the plan's compaction "
+            "argument is the main agent's; this one's is not logged"
+        )
     version = parse_version(metadata.get("inspect_ai_version"))
     if version is None:
         return "the log names no inspect_ai version"

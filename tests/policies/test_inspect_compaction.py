@@ -103,6 +103,11 @@ def test_what_the_log_does_not_give(compaction: object, version: str, why: str) 
     assert isinstance(chosen, str) and why in chosen, chosen
 
 
+def test_side_conversation_is_not_the_plans_agent() -> None:
+    side = inspect_ai_preset({"span": "scorer", "sample_id": 1}, "openai/gpt-4o")
+    assert isinstance(side, str) and side.startswith("a side conversation of the sample")
+
+
 def test_no_plan_entry_and_a_larger_window() -> None:
     assert "plan has no agent" in str(inspect_ai_preset({"inspect_ai_version": "0.3.285"}, "openai/gpt-4o"))
     big = inspect_ai_preset(meta(F.summary_params(0.9)), "openai/gpt-4o", max_prompt=150_000)
