@@ -3,7 +3,9 @@
 Read in inspect_ai's source (model/_compaction/, agent/_react.py, _util/registry.py; 0.3.209 to 0.3.285): an agent
 compacts only when given a strategy (``react(compaction=...)``, default None; ``deep_agent()`` defaults to
 ``"auto"``, i.e. ``CompactionAuto()``). Before each model call the handler compares its count of the prompt about
-to be sent (the last call's ``input_context_tokens`` plus its own count of the messages since; 0.3.178 on) with
+to be sent (the last call's ``input_context_tokens`` plus its own count of the messages since; 0.3.178 on; from
+0.3.218, at least to 0.3.260, plus the encrypted reasoning OpenAI's usage leaves out, ``redacted_reasoning_tokens``
+in a message's metadata: such a run gets no preset) with
 ``int(threshold)`` for a threshold above 1.0 or an int, else ``int(threshold x window)``, the window being the
 model's input capacity in inspect_ai's model database (replay.policies.inspect_models); past it
 (``tokens > limit``) it compacts. Every strategy's threshold defaults to 0.9. ``CompactionSummary`` sends the
@@ -131,6 +133,11 @@ def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) ->
         return f"{kept} with no compaction logged: whether native or summary compaction would run is not known"
     if kept not in (SUMMARY, NATIVE):
         return f"{kept}: what this strategy keeps is not reproduced (only CompactionSummary's and Anthropic's native)"
+    if metadata.get("redacted_reasoning_tokens"):
+        return (
+            "inspect_ai's count adds the encrypted reasoning its messages' redacted_reasoning_tokens stamp (OpenAI "
+            "Responses, store=false; 0.3.218 on): not reproduced"
+        )
     threshold = _threshold(config)
     if threshold is None:
         return f"the logged compaction argument has no threshold: {config}"

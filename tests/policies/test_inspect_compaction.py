@@ -115,3 +115,11 @@ def test_no_plan_entry_and_a_larger_window() -> None:
     two = meta(F.summary_params(0.9))
     two["compaction_plan"].append({"solver": "react", "compaction": F.summary_params(0.5)})
     assert "different compaction strategies" in str(inspect_ai_preset(two, "openai/gpt-4o"))
+
+
+def test_redacted_reasoning_in_the_count_is_not_reproduced() -> None:
+    """0.3.218 on (to 0.3.260 at least) the handler adds the encrypted reasoning OpenAI's usage leaves out
+    (``redacted_reasoning_tokens`` stamped in a message's metadata): the reader flags it, no preset is chosen."""
+    flagged = {**meta(F.summary_params(0.9), "0.3.230"), "redacted_reasoning_tokens": True}
+    chosen = inspect_ai_preset(flagged, "openai/gpt-4o")
+    assert isinstance(chosen, str) and "redacted_reasoning_tokens" in chosen

@@ -314,3 +314,18 @@ def test_plan_compaction_argument_is_kept(tmp_path: Path) -> None:
     ]
     bare = F.write_json(tmp_path / "b.json", [F.summary_sample()])
     assert "compaction_plan" not in run_of(read(bare), 1)[0].metadata
+
+
+def test_redacted_reasoning_stamp_is_flagged(tmp_path: Path) -> None:
+    """An assistant message stamped with redacted_reasoning_tokens (0.3.218 on: inspect_ai's compaction count adds
+    them) flags the run, for the preset chooser to leave it unscored."""
+    stamped = {**F.A1, "metadata": {"redacted_reasoning_tokens": 812}}
+    u = F.anthropic_usage
+    events = [F.model_event(1, [F.SYS, F.TASK], stamped, u(0, 900, 3, 20))]
+    s = F.sample(4, events, [F.SYS, F.TASK, stamped])
+    run, _, _ = run_of(read(F.write_json(tmp_path / "r.json", [s])), 4)
+    assert run.metadata["redacted_reasoning_tokens"] is True
+    assert (
+        "redacted_reasoning_tokens"
+        not in run_of(read(F.write_json(tmp_path / "a.json", [F.summary_sample()])), 1)[0].metadata
+    )
