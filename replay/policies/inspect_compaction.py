@@ -2,21 +2,22 @@
 
 Read in inspect_ai's source (model/_compaction/, agent/_react.py, _util/registry.py; 0.3.209 to 0.3.285): an agent
 compacts only when given a strategy (``react(compaction=...)``, default None; ``deep_agent()`` defaults to
-``"auto"``, i.e. ``CompactionAuto()``). Before each model call the handler compares its count of the prompt about
-to be sent (the last call's ``input_context_tokens`` plus its own count of the messages since; 0.3.178 on; from
-0.3.218, at least to 0.3.260, plus the encrypted reasoning OpenAI's usage leaves out, ``redacted_reasoning_tokens``
-in a message's metadata: such a run gets no preset) with
-``int(threshold)`` for a threshold above 1.0 or an int, else ``int(threshold x window)``, the window being the
-model's input capacity in inspect_ai's model database (replay.policies.inspect_models); past it
-(``tokens > limit``) it compacts. Every strategy's threshold defaults to 0.9. ``CompactionSummary`` sends the
-system messages, the sample's input messages and one summary after them (a later compaction summarises from the
-previous summary on); ``CompactionAuto`` tries the provider's native compaction and falls back to the summary,
-and the compaction event says which ran (``metadata.strategy_applied``). ``CompactionNative`` on Anthropic
-(``AnthropicAPI.compact``) sends the system messages, the assistant message holding the provider's compaction
-block and a user message "Please continue working.": the input messages are not kept. On OpenAI the compacted
-output is the server's (which user messages it keeps is not in inspect_ai's source); ``CompactionTrim`` keeps a
-share of the messages by count and ``CompactionEdit`` clears old tool results and thinking: these three are not
-reproduced.
+``"auto"``, i.e. ``CompactionAuto()``). Before each model call the handler counts the prompt about to be sent (the
+last call's ``input_context_tokens`` plus its own count of the messages since; 0.3.178 on) and compacts past the
+limit (``tokens > limit``): ``int(threshold)`` for an int or a threshold above 1.0, else ``int(threshold x
+window)``, the window being the model's input capacity in inspect_ai's model database
+(replay.policies.inspect_models). Every strategy's threshold defaults to 0.9. From 0.3.218 (at least to 0.3.260)
+the count also adds the encrypted reasoning OpenAI's usage leaves out (``redacted_reasoning_tokens`` in a message's
+metadata): such a run gets no preset.
+
+``CompactionSummary`` sends the system messages, the sample's input messages and one summary after them (a later
+compaction summarises from the previous summary on); ``CompactionAuto`` tries the provider's native compaction and
+falls back to the summary, and the compaction event says which ran (``metadata.strategy_applied``).
+``CompactionNative`` on Anthropic (``AnthropicAPI.compact``) sends the system messages, the assistant message
+holding the provider's compaction block and a user message "Please continue working.": the input messages are not
+kept. On OpenAI the compacted output is the server's (which user messages it keeps is not in inspect_ai's source);
+``CompactionTrim`` keeps a share of the messages by count and ``CompactionEdit`` clears old tool results and
+thinking: these three are not reproduced.
 
 The plan in the log records the agent's arguments from 0.3.209 (``_repr_params_``: type, threshold, memory and the
 strategy's own fields; "Capture compaction strategy params in eval log", CHANGELOG 0.3.209); earlier logs have
