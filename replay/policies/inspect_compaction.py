@@ -15,9 +15,10 @@ compaction summarises from the previous summary on); ``CompactionAuto`` tries th
 falls back to the summary, and the compaction event says which ran (``metadata.strategy_applied``).
 ``CompactionNative`` on Anthropic (``AnthropicAPI.compact``) sends the system messages, the assistant message
 holding the provider's compaction block and a user message "Please continue working.": the input messages are not
-kept. On OpenAI the compacted output is the server's (which user messages it keeps is not in inspect_ai's source);
-``CompactionTrim`` keeps a share of the messages by count and ``CompactionEdit`` clears old tool results and
-thinking: these three are not reproduced.
+kept. ``CompactionTrim`` keeps the newest ``preserve`` share of the messages after those (replay.policies.
+trim_messages). On OpenAI the native compacted output is the server's (which user messages it keeps is not in
+inspect_ai's source), and ``CompactionEdit`` clears old tool results and thinking by provider-dependent rules: these
+two are not reproduced.
 
 The plan in the log records the agent's arguments from 0.3.209 (``_repr_params_``: type, threshold, memory and the
 strategy's own fields; "Capture compaction strategy params in eval log", CHANGELOG 0.3.209); earlier logs have
@@ -37,13 +38,14 @@ PARAMS_LOGGED = (0, 3, 209)
 DEFAULT_THRESHOLD = 0.9  # CompactionStrategy(threshold=0.9), CompactionAuto(threshold=0.9)
 SUMMARY, NATIVE = "CompactionSummary", "CompactionNative"
 AUTO, AUTO_OR_NATIVE = "CompactionAuto", "CompactionAuto or CompactionNative"
-PRESET, NATIVE_PRESET = "inspect-ai-summary", "inspect-ai-native-anthropic"
+TRIM = "CompactionTrim"
+PRESET, NATIVE_PRESET, TRIM_PRESET = "inspect-ai-summary", "inspect-ai-native-anthropic", "inspect-ai-trim"
 # what the events may say ran under each configured strategy (CompactionAuto: a delegate)
 COMPATIBLE = {
     SUMMARY: {SUMMARY},
     AUTO: {SUMMARY, NATIVE},
     AUTO_OR_NATIVE: {SUMMARY, NATIVE},
-    "CompactionTrim": {"CompactionTrim"},
+    TRIM: {TRIM},
     "CompactionEdit": {"CompactionEdit"},
 }
 BIG = Budget(10**9, 0)
@@ -62,7 +64,7 @@ def strategy_of(config: Any) -> str | None:
     if "prompt" in keys:
         return SUMMARY
     if "preserve" in keys:
-        return "CompactionTrim"
+        return TRIM
     if "keep_tool_uses" in keys:
         return "CompactionEdit"
     if config.get("memory") == "auto":
@@ -132,8 +134,13 @@ def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) ->
         return f"{NATIVE} on {model}: what the provider's compaction keeps is not in inspect_ai's source"
     if kept in (AUTO, AUTO_OR_NATIVE):
         return f"{kept} with no compaction logged: whether native or summary compaction would run is not known"
-    if kept not in (SUMMARY, NATIVE):
-        return f"{kept}: what this strategy keeps is not reproduced (only CompactionSummary's and Anthropic's native)"
+    if kept not in (SUMMARY, NATIVE, TRIM):
+        return f"{kept}: what this strategy keeps is not reproduced (CompactionSummary's, CompactionTrim's and "
+        "Anthropic's native are)"
+    logged = config.get("preserve") if isinstance(config, dict) else None
+    preserve = float(logged) if isinstance(logged, (int, float)) and not isinstance(logged, bool) else -1.0
+    if kept == TRIM and not 0 <= preserve <= 1:
+        return f"the logged CompactionTrim has no preserve share in [0, 1]: {logged}"
     if metadata.get("redacted_reasoning_tokens"):
         return (
             "inspect_ai's count adds the encrypted reasoning its messages' redacted_reasoning_tokens stamp (OpenAI "
@@ -154,4 +161,7 @@ def inspect_ai_preset(metadata: dict, model: str | None, max_prompt: int = 0) ->
     else:
         limit = int(threshold)
     budget = Budget(window, 0) if window else BIG
-    return NATIVE_PRESET if kept == NATIVE else PRESET, budget, {"threshold": 1.0, "context_window": limit}
+    knobs: dict[str, float | int] = {"threshold": 1.0, "context_window": limit}
+    if kept == TRIM:
+        return TRIM_PRESET, budget, {**knobs, "preserve": preserve}
+    return NATIVE_PRESET if kept == NATIVE else PRESET, budget, knobs

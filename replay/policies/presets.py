@@ -150,6 +150,9 @@ command line holds for every request. The OpenHands presets' limits are the cond
   the agent started with kept, the rest summarised. The threshold is the one the log's plan records, the window the
   model's in inspect_ai's own model database of that version (``replay.policies.inspect_compaction``,
   ``replay.policies.inspect_models``); chosen automatically for inspect_ai logs.
+- inspect-ai-trim: ``CompactionTrim``: the same trigger; the oldest ``int(n x (1 - preserve))`` of the ``n``
+  messages after the system and input ones go (preserve 0.8 by default, else the logged one), with the calls or
+  results they leave alone, again while the prompt is past the limit (``replay.policies.trim_messages``).
 - inspect-ai-native-anthropic: ``CompactionNative`` (or ``CompactionAuto`` where native compaction ran) on an
   Anthropic model: the same trigger; the system messages, the provider's compaction block (sized from the log) and
   "Please continue working." follow; the input messages are not kept.
@@ -432,6 +435,13 @@ PRESETS: dict[str, Preset] = {
             },
             "inspect_ai CompactionSummary: past 0.9 of the window (or the logged threshold), the system and input "
             "messages kept, the rest summarised",
+        ),
+        Preset(
+            "inspect-ai-trim",
+            "trim_messages",
+            {"threshold": 0.9, "preserve": 0.8},
+            "inspect_ai CompactionTrim: past 0.9 of the window (or the logged threshold), the oldest 20% of the "
+            "messages after the system and input ones dropped (or the logged preserve)",
         ),
         Preset(
             "inspect-ai-native-anthropic",

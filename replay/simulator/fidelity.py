@@ -33,7 +33,8 @@ TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 
 # name prefix, but cline-sdk's, which estimates the request from its characters
 READS_USAGE = ("claude-code", "cline", "codex", "inspect-ai")
 OWN_ESTIMATE = ("cline-sdk",)
-CLEARS_ONLY = ("cline",)  # presets whose events clear history without a summary (Cline's truncation)
+# presets whose events clear history without a summary (Cline's truncation, inspect_ai's CompactionTrim)
+CLEARS_ONLY = ("cline", "inspect-ai-trim")
 COLUMNS = {
     "file": pl.String,
     "run_id": pl.String,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from replay.policies import make_policy
+from replay.policies import Budget, make_policy
 from replay.policies.inspect_compaction import PRESET, inspect_ai_preset, strategy_of
 from replay.policies.inspect_models import inspect_window
 from tests.readers import inspect_fixture as F
@@ -88,7 +88,7 @@ def test_auto_is_scored_where_it_fell_back_to_the_summary() -> None:
 @pytest.mark.parametrize(
     ("compaction", "version", "why"),
     [
-        ({"type": "trim", "threshold": 0.9, "memory": True, "preserve": 0.8}, "0.3.285", "CompactionTrim"),
+        ({"type": "trim", "threshold": 0.9, "memory": True, "preserve": 1.5}, "0.3.285", "no preserve share"),
         (
             {"type": "edit", "threshold": 0.9, "memory": True, "keep_thinking_turns": 1, "keep_tool_uses": 3},
             "0.3.285",
@@ -101,6 +101,17 @@ def test_auto_is_scored_where_it_fell_back_to_the_summary() -> None:
 def test_what_the_log_does_not_give(compaction: object, version: str, why: str) -> None:
     chosen = inspect_ai_preset(meta(compaction, version), "openai/gpt-4o")
     assert isinstance(chosen, str) and why in chosen, chosen
+
+
+def test_trim_takes_the_logged_preserve() -> None:
+    chosen = inspect_ai_preset(
+        meta({"type": "trim", "threshold": 0.5, "memory": True, "preserve": 0.7}), "openai/gpt-4o"
+    )
+    assert chosen == (
+        "inspect-ai-trim",
+        Budget(128_000, 0),
+        {"threshold": 1.0, "context_window": 64_000, "preserve": 0.7},
+    )
 
 
 def test_side_conversation_is_not_the_plans_agent() -> None:

@@ -403,7 +403,14 @@ def summary_params(threshold: float | int = 0.9) -> dict:
     }
 
 
-def threshold_agent(count: Any, limit: int, n: int = 30, native: bool = False, model: str = "openai/gpt-4o") -> dict:
+def threshold_agent(
+    count: Any,
+    limit: int,
+    n: int = 30,
+    native: bool = False,
+    model: str = "openai/gpt-4o",
+    preserve: float | None = None,
+) -> dict:
     """A gpt-4o react() agent of ``n`` requests under CompactionSummary as inspect_ai runs it: before each call the
     last call's input_context_tokens plus the messages since (a fresh count after a compaction) against ``limit``;
     past it the summariser is called (system, input and history since the last summary, plus the prompt), a
@@ -411,7 +418,9 @@ def threshold_agent(count: Any, limit: int, n: int = 30, native: bool = False, m
     message is long (the issue text), so a compaction that dropped it would leave a far smaller prompt. Sizes are
     counted with ``count`` as OpenAI counts a chat request (4 a message, 3 a tool call, 3 for the reply).
     ``native``: CompactionNative on Anthropic (no summariser call logged; the next call sends the system messages,
-    the provider's compaction block and "Please continue working.", as the provider's compact() returns them)."""
+    the provider's compaction block and "Please continue working.", as the provider's compact() returns them).
+    ``preserve``: CompactionTrim (no summary: the newest share of the messages after the system and input ones
+    stays, a tool result without its call dropped, again while still past the limit)."""
     from replay.readers.openai_tools import render_functions
 
     tools = 3 + count(render_functions(TOOLS))
@@ -438,7 +447,23 @@ def threshold_agent(count: Any, limit: int, n: int = 30, native: bool = False, m
     compactions = 0
     for i in range(n):
         counted = baseline[0] + sum(size(m) for m in sent[baseline[1] :]) if baseline else tools + sum(map(size, sent))
-        if counted > limit:
+        if counted > limit and preserve is not None:
+            conv, total = sent[2:], counted
+            for _ in range(4):  # the first trim and up to three more while past the limit and shrinking
+                kept, calls = [], set()
+                for m in conv[int(len(conv) * (1 - preserve)) :]:
+                    if m["role"] == "assistant":
+                        calls = {c["id"] for c in m.get("tool_calls") or []}
+                    if m["role"] != "tool" or m["tool_call_id"] in calls:
+                        kept.append(m)
+                shrunk = tools + sum(map(size, [SYS, issue, *kept]))
+                progress, conv, total = shrunk < total, kept, shrunk
+                if total <= limit or not progress:
+                    break
+            sent = [SYS, issue, *conv]
+            events.append(compaction_event(i, "trim", counted, total, "CompactionTrim"))
+            baseline = None
+        elif counted > limit:
             done = ", ".join(f"f{j}.py" for j in range(i))
             completion = f"<summary>Worked through {i} steps; files read: {done}.</summary>"
             if native:

@@ -120,3 +120,15 @@ def test_openai_native_is_not_reproduced(tmp_path: Path, tok) -> None:
     native = {"type": "summary", "threshold": 8_000, "memory": False, "instructions": None}
     rows = fidelity(tmp_path, tok, {"native.json": (sample, F.react_plan(native), F.VERSION)})
     assert rows and all(r["within"] is None and "CompactionNative on openai/gpt-4o" in r["reason"] for r in rows)
+
+
+@pytest.mark.parametrize("preserve", [0.8, 0.5])
+def test_trim_compaction(tmp_path: Path, tok, preserve: float) -> None:
+    """CompactionTrim (no summary): the newest ``preserve`` share of the messages after the system and input ones
+    stays, again while past the limit; each trim is matched by the preset's (replay.policies.trim_messages)."""
+    sample = F.threshold_agent(tok.count, 6_400, preserve=preserve)
+    trim = {"type": "trim", "threshold": 0.05, "memory": True, "preserve": preserve}
+    rows = fidelity(tmp_path, tok, {"trim.json": (sample, F.react_plan(trim), F.VERSION)})
+    assert len(rows) >= 6
+    for r in rows:
+        assert r["preset"] == "inspect-ai-trim@128000" and r["reason"] is None and r["within"] is True, r
