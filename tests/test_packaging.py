@@ -44,6 +44,7 @@ def test_wheel_lists_the_sample_and_the_examples(wheel):
             assert f"replay/_data/examples/{f.relative_to(ROOT / 'examples').as_posix()}" in names
     assert "replay/cli/bundled.py" in names and "replay/cli/report_cmds.py" in names
     assert "replay/reports/templates/transcript.html.j2" in names  # show --transcript renders it
+    assert "replay/policies/inspect_models.json" in names  # inspect_ai's model windows (fidelity's preset)
 
 
 def test_installed_replay_finds_its_sample_outside_the_checkout(wheel, tmp_path):

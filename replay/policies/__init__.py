@@ -27,6 +27,7 @@ POLICY_MODULES = [
     "cline",
     "recorded",
     "cline_sdk",
+    "trim_messages",
 ]
 
 

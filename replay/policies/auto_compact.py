@@ -33,6 +33,9 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   newest user message (``RunArrays.harness_est``; the server drops those, codex-rs still counts them). The
   summary is followed by the newest user messages up to 20,000 tokens (the oldest kept one truncated to fit), as
   codex-rs ``build_compacted_history`` does.
+- inspect_ai (``CompactionSummary``): the prompt about to be sent (the last response's ``input_context_tokens``
+  plus the messages since) past ``int(threshold x window)``; the system and input messages the agent started with
+  stay before the summary (``keep_first_prompt``), the rest is summarised.
 
 Recorded harness artefacts in the run (a ``summary`` item and the attachments / user messages the harness
 re-sent with it, same step, after it; the loader's ``recorded_only`` items) are never part of this policy's
@@ -186,6 +189,9 @@ class AutoCompactConfig(PolicyConfig):
     micro_skip_new: bool = knob(
         False, doc="results this request sends for the first time are neither cleared nor counted (Gemini CLI)"
     )
+    keep_first_prompt: bool = knob(
+        False, doc="what the first request sent stays before the summary (inspect_ai: the system and input messages)"
+    )
 
     def validate(self) -> None:
         if self.threshold <= 0:
@@ -217,12 +223,15 @@ class AutoCompactConfig(PolicyConfig):
     P_BUFFER,
     P_FIXED_WINDOW,
     P_BACKGROUND_SHARE,
-) = range(P_POLICY, P_POLICY + 24)
+    P_KEEP_FIRST,
+) = range(P_POLICY, P_POLICY + 25)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
-S_LIVE_FROM = S_POLICY + 3  # items from the start of the body up to here are all dropped (a drop is for good)
+# items from the start of the body up to here are all dropped (a drop is for good), or kept for good
+# (keep_first_prompt: the first request's items)
+S_LIVE_FROM = S_POLICY + 3
 S_CUT = S_POLICY + 4  # the history's end when the last compaction was made: what it summarised lies before
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
 # microcompact tool (and its result)
@@ -263,6 +272,7 @@ class AutoCompact(CompiledPolicy):
         p[P_MICRO], p[P_MICRO_WARNING], p[P_MICRO_KEEP] = c.microcompact, c.micro_warning, c.micro_keep
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
         p[P_MICRO_NOTE], p[P_MICRO_AFTER], p[P_MICRO_NEW] = c.micro_note_chars, c.micro_after, c.micro_skip_new
+        p[P_KEEP_FIRST] = c.keep_first_prompt
 
     def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
         c = self.config
@@ -305,8 +315,12 @@ def background_limit(p, st):
 
 @compiled(borrowed=True)
 def setup(p, r, st):
-    """The harness's artefacts out of the view; the recorded summaries' sizes when the summaries follow the log."""
+    """The harness's artefacts out of the view; the recorded summaries' sizes when the summaries follow the log;
+    with keep_first_prompt the first request's items are never summarised (the passes over the history start
+    after them)."""
     drop_artefacts(r, st)
+    if p[P_KEEP_FIRST] > 0 and len(r.req_end) > 0:
+        st.s[S_LIVE_FROM] = r.req_end[0]
     n = 0
     if p[P_FROM_LOG] > 0:
         for q in range(len(r.kind)):

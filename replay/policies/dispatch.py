@@ -18,6 +18,7 @@ from replay.policies import (
     seed_a,
     seed_b,
     seed_c,
+    trim_messages,
 )
 
 # name -> code of every policy this module dispatches (CompiledPolicy.params refuses others)
@@ -39,6 +40,7 @@ DISPATCHED = {
     "cline": 14,
     "recorded": 15,
     "cline_sdk": 16,
+    "trim_messages": 17,
 }
 RECORDED = 15  # the policy that replays the log's own context events
 
@@ -60,6 +62,7 @@ SETUPS = {
     14: cline.setup,
     15: recorded.setup,
     16: cline_sdk.setup,
+    17: trim_messages.setup,
 }
 
 DECIDES = {
@@ -79,4 +82,5 @@ DECIDES = {
     14: cline.decide,
     15: recorded.decide,
     16: cline_sdk.decide,
+    17: trim_messages.decide,
 }

@@ -144,6 +144,18 @@ command line holds for every request. The OpenHands presets' limits are the cond
   counted the messages alone, past the smaller of 0.9 x the limit and the limit less a reserve, and compacted with
   the basic strategy by default: not reproduced.
 - anthropic-clear-tool-uses: ``clear_tool_uses_20250919`` with its defaults (100,000 input tokens, keep 3).
+- inspect-ai-summary: inspect_ai's ``CompactionSummary`` (``react(compaction=...)``, 0.3.209 to 0.3.285; also
+  ``CompactionAuto`` where the log says it fell back to the summary): the prompt about to be sent past
+  ``int(threshold x window)`` (0.9 by default; a threshold above 1 is a token count), the system and input messages
+  the agent started with kept, the rest summarised. The threshold is the one the log's plan records, the window the
+  model's in inspect_ai's own model database of that version (``replay.policies.inspect_compaction``,
+  ``replay.policies.inspect_models``); chosen automatically for inspect_ai logs.
+- inspect-ai-trim: ``CompactionTrim``: the same trigger; the oldest ``int(n x (1 - preserve))`` of the ``n``
+  messages after the system and input ones go (preserve 0.8 by default, else the logged one), with the calls or
+  results they leave alone, again while the prompt is past the limit (``replay.policies.trim_messages``).
+- inspect-ai-native-anthropic: ``CompactionNative`` (or ``CompactionAuto`` where native compaction ran) on an
+  Anthropic model: the same trigger; the system messages, the provider's compaction block (sized from the log) and
+  "Please continue working." follow; the input messages are not kept.
 """
 
 from __future__ import annotations
@@ -410,6 +422,33 @@ PRESETS: dict[str, Preset] = {
             {},
             "Cline 4.1 (SDK): at 0.9 x the input limit by chars/3 of the request's JSON, older messages summarised, "
             "the newest 20k estimated tokens kept from a turn's start",
+        ),
+        Preset(
+            "inspect-ai-summary",
+            "auto_compact",
+            {
+                "threshold": 0.9,
+                "trigger_on": "prompt",
+                "keep_last": 0,
+                "keep_first_prompt": True,
+                "summary_from_log": True,
+            },
+            "inspect_ai CompactionSummary: past 0.9 of the window (or the logged threshold), the system and input "
+            "messages kept, the rest summarised",
+        ),
+        Preset(
+            "inspect-ai-trim",
+            "trim_messages",
+            {"threshold": 0.9, "preserve": 0.8},
+            "inspect_ai CompactionTrim: past 0.9 of the window (or the logged threshold), the oldest 20% of the "
+            "messages after the system and input ones dropped (or the logged preserve)",
+        ),
+        Preset(
+            "inspect-ai-native-anthropic",
+            "auto_compact",
+            {"threshold": 0.9, "trigger_on": "prompt", "keep_last": 0, "summary_from_log": True},
+            "inspect_ai CompactionNative on Anthropic: past 0.9 of the window (or the logged threshold), the system "
+            "messages and the provider's compaction block",
         ),
         Preset(
             "anthropic-clear-tool-uses",

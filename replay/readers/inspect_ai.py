@@ -11,6 +11,13 @@ inspect_ai that wrote the log (``eval.packages.inspect_ai``; replay.readers.insp
 The tools of a conversation's first model event are a ``tool_defs`` item: for an ``openai/`` model as OpenAI's chat
 format declares them (``replay.readers.openai_tools``), which is what its server counts; for other providers their
 JSON.
+
+The plan's steps record each solver's arguments with their defaults (``EvalPlanStep.params``); a ``compaction``
+argument (``react()``, ``deep_agent()``) is kept in ``run.metadata["compaction_plan"]`` (one entry per such step:
+the solver and the argument): from 0.3.209 a strategy is logged as its ``_repr_params_()`` (``type``,
+``threshold``, ``memory`` and the strategy's own fields; the ``prompt`` and ``instructions`` texts are kept only as
+whether they were given), before that as its class name; ``None`` is no compaction, ``"auto"`` deep_agent()'s
+default ``CompactionAuto()``. replay.policies.inspect_compaction chooses the preset from it.
 """
 
 from __future__ import annotations
@@ -42,7 +49,9 @@ def _resolve(value: Any, attachments: dict[str, str]) -> Any:
 
 class InspectAIReader:
     format = "inspect-ai"
-    version = 2  # 2: .eval archives, pooled inputs (input_refs), compaction events, usage by inspect_ai version
+    # 2: .eval archives, pooled inputs (input_refs), compaction events, usage by inspect_ai version; 3: the plan's
+    # compaction arguments
+    version = 3
 
     def sniff(self, head: str, path: Path) -> bool:
         if is_archive_head(head):
@@ -78,6 +87,9 @@ class InspectAIReader:
             meta["inspect_ai_version"] = written_by
         if doc.get("version") is not None:
             meta["log_version"] = doc.get("version")
+        compaction = plan_compaction(doc.get("plan"))
+        if compaction:
+            meta["compaction_plan"] = compaction
         version = parse_version(written_by)
         for index, sample in enumerate(samples, start=1):
             if isinstance(sample, BadRecord):
@@ -91,6 +103,29 @@ class InspectAIReader:
                 sample = {**sample, "events": transcript.get("events"), "attachments": transcript.get("content")}
             resolved = _resolve(sample, sub_dict(sample, "attachments"))
             yield from SampleReader(ctx, ev, meta, resolved, index, version).read()
+
+
+TEXTS = ("prompt", "instructions")  # strategy fields whose text is not kept, only whether it was given
+
+
+def plan_compaction(plan: Any) -> list[dict]:
+    """The plan steps (and finish step) that take a ``compaction`` argument: [{"solver", "compaction"}, ...]."""
+    if not isinstance(plan, dict):
+        return []
+    steps = [s for s in (plan.get("steps") or []) if isinstance(s, dict)]
+    finish = plan.get("finish")
+    if isinstance(finish, dict) and finish not in steps:
+        steps.append(finish)
+    out = []
+    for step in steps:
+        params = step.get("params")
+        if not isinstance(params, dict) or "compaction" not in params:
+            continue
+        value = params["compaction"]
+        if isinstance(value, dict):
+            value = {k: (v is not None) if k in TEXTS else v for k, v in value.items()}
+        out.append({"solver": step.get("solver"), "compaction": value})
+    return out
 
 
 READER = InspectAIReader()

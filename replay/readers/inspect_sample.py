@@ -42,6 +42,9 @@ from replay.readers.openai_tools import render_functions
 
 TRIGGERS = {"threshold": "auto", "forced": "manual"}  # CompactionEvent.metadata.trigger -> context event trigger
 SUMMARY_TAIL = 80  # characters of the summariser's completion the summary message must quote
+# an assistant message's metadata: tokens of encrypted reasoning the provider's usage leaves out, which inspect_ai's
+# compaction count adds (0.3.218 to 0.3.260 at least; gone in 0.3.285)
+REDACTED = "redacted_reasoning_tokens"
 
 
 @dataclass
@@ -287,6 +290,8 @@ class SampleReader:
     ) -> _Sent:
         first = conv.builder.seq
         add_message(conv.builder, m, self.index, ts=ts, kind=kind, thoughts=thoughts)
+        if REDACTED in sub_dict(m, "metadata"):  # 0.3.218 on: the compaction count adds it (OpenAI, store=false)
+            conv.builder.run.metadata[REDACTED] = True
         seqs = list(range(first, conv.builder.seq))
         mid = key_of(m.get("id"))
         conv.seen.add(mid)
@@ -314,6 +319,8 @@ class SampleReader:
                 item = self._add(conv, m, kind="summary")
                 event["summary_seq"] = item.seqs[0] if item.seqs else None
                 block = native_compaction(m)
+                if block is not None:  # the provider's compaction block (native), not inspect_ai's summary
+                    event["summary_native"] = True
                 if block is not None and block.get("encrypted_content"):
                     event["summary_encrypted"] = True
             else:
@@ -341,7 +348,7 @@ class SampleReader:
             "tokens_after": e.get("tokens_after"),
             "strategy": meta.get("strategy_applied") or meta.get("strategy"),
         }
-        if logged is not None and logged not in TRIGGERS:
+        if logged is not None and logged != "threshold":  # forced: after the model refused an overflowing prompt
             extra["trigger_logged"] = logged
         if resent:
             extra["resent"] = resent

@@ -23,7 +23,7 @@ from replay.run_arrays import RunArrays
 from replay.simulator.cache_fit import fit_run, predictive, provider_cache
 from replay.simulator.cache_losses import ttl_of
 from replay.simulator.caches import CacheModel, make_cache
-from replay.simulator.harness_preset import BIG, harness_preset
+from replay.simulator.harness_preset import BIG, harness_preset, missing_preset
 from replay.simulator.run import simulate_run
 from replay.simulator.run_output import cache_reasons
 
@@ -31,9 +31,10 @@ TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the rec
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
 # presets whose trigger reads the usage the server reported for the last request (codex-rs: last_token_usage); by
 # name prefix, but cline-sdk's, which estimates the request from its characters
-READS_USAGE = ("claude-code", "cline", "codex")
+READS_USAGE = ("claude-code", "cline", "codex", "inspect-ai")
 OWN_ESTIMATE = ("cline-sdk",)
-CLEARS_ONLY = ("cline",)  # presets whose events clear history without a summary (Cline's truncation)
+# presets whose events clear history without a summary (Cline's truncation, inspect_ai's CompactionTrim)
+CLEARS_ONLY = ("cline", "inspect-ai-trim")
 COLUMNS = {
     "file": pl.String,
     "run_id": pl.String,
@@ -94,8 +95,16 @@ def replay_recorded(
 def harness_version(metadata: dict) -> str | None:
     """The harness version the log records (Claude Code's ``version``, Codex's ``cli_version``, the Cline SDK
     session's client version, Copilot CLI's ``copilotVersion``, mini-swe-agent's ``info.mini_version``, SWE-agent's
-    ``info.swe_agent_version``), else None."""
-    for key in ("cc_version", "cli_version", "cline_version", "copilot_version", "mini_version", "swe_agent_version"):
+    ``info.swe_agent_version``, the inspect_ai package that wrote an eval log), else None."""
+    for key in (
+        "cc_version",
+        "cli_version",
+        "cline_version",
+        "copilot_version",
+        "mini_version",
+        "swe_agent_version",
+        "inspect_ai_version",
+    ):
         if isinstance(metadata.get(key), str) and metadata[key]:
             return metadata[key]
     return None
@@ -242,7 +251,8 @@ def event_rows(
 
 # automatic compactions the log says something other than the threshold caused (Copilot CLI 1.0.102's ``trigger``:
 # a switch to a model with a smaller window, a context-limit error, process memory): no threshold preset makes them
-NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure")
+# inspect_ai's ``forced``: react() compacts at once when the model stops with model_length (its prompt overflowed)
+NOT_THRESHOLD = ("model_switch", "context_limit_retry", "memory_pressure", "forced")
 
 
 # why a compaction Claude Code made while the session sat idle (the event's ``cause``) is not scored: it fires on
@@ -256,25 +266,25 @@ IDLE_REASON = (
 def unscored_reason(
     row: dict,
     trigger: str | None,
-    has_preset: bool,
+    missing: str | None,
     logged: str | None = None,
     cause: str | None = None,
     unknown_models: Collection[str] = (),
 ) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a compaction made while the session
     sat idle (``cause`` "idle") or a manual one is not a threshold's, nor is one whose logged cause (``logged``:
-    ``trigger_logged``) is in ``NOT_THRESHOLD``; without a preset, a prompt after it or a request before it there
-    is nothing to compare; nor where requests that decide it were served by models the harness's presets do not
-    know (``unknown_models``: their limit is not known)."""
+    ``trigger_logged``) is in ``NOT_THRESHOLD``; without a preset (``missing``: why there is none), a prompt after
+    it or a request before it there is nothing to compare; nor where requests that decide it were served by models
+    the harness's presets do not know (``unknown_models``: their limit is not known)."""
     k = row["recorded_request"]
     if cause == "idle":
         return IDLE_REASON
-    if trigger == "manual":
-        return "manual, not a threshold: replayed as recorded"
     if logged in NOT_THRESHOLD:
         return f"{logged}, not the threshold: replayed as recorded"
-    if not has_preset:
-        return "no preset for this harness and model: the log does not give its window"
+    if trigger == "manual":
+        return "manual, not a threshold: replayed as recorded"
+    if missing is not None:
+        return missing
     if unknown_models:
         names = ", ".join(sorted(unknown_models))
         return f"requests up to it were served by {names}, a model with no preset: the harness's limit there is unknown"
@@ -336,7 +346,8 @@ def fidelity_frame(
         cols, row = replay_recorded(run, chosen)
         err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
-        preset = harness_preset(fmt, metadata, model, int(run.rec_prompt.max()) if run.n_requests else 0)
+        peak = int(run.rec_prompt.max()) if run.n_requests else 0
+        preset = harness_preset(fmt, metadata, model, peak)
         base = {
             "file": path.rsplit("/", 1)[-1],
             "run_id": run.run_id,
@@ -379,7 +390,7 @@ def fidelity_frame(
             reason = unscored_reason(
                 ev,
                 recorded.get("trigger"),
-                preset is not None,
+                None if preset else missing_preset(fmt, metadata, model, peak),
                 recorded.get("trigger_logged"),
                 recorded.get("cause"),
                 unknown_limit_models(run, previous, k + TARGET_EVENT_REQUESTS + 1),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from replay.policies.base import Budget
 from replay.policies.cline_sdk_models import cline_sdk_input_limit
+from replay.policies.inspect_compaction import inspect_ai_preset
 from replay.policies.presets import (
     claude_code_preset,
     cline_window,
@@ -53,7 +54,19 @@ def harness_preset(
         return None if knobs is None else ("openhands-v1", BIG, knobs)
     if fmt == "swe-agent":
         return "swe-agent-last-n", BIG, {}
+    if fmt == "inspect-ai":
+        found = inspect_ai_preset(metadata, model, max_prompt)
+        return None if isinstance(found, str) else found
     return None
+
+
+def missing_preset(fmt: str, metadata: dict, model: str | None = None, max_prompt: int = 0) -> str:
+    """Why ``harness_preset`` gives a run no preset: what its log does not record."""
+    if fmt == "inspect-ai":
+        found = inspect_ai_preset(metadata, model, max_prompt)
+        if isinstance(found, str):
+            return f"no preset: {found}"
+    return "no preset for this harness and model: the log does not give its window"
 
 
 def recorded_condenser(metadata: dict) -> dict | None:

@@ -234,18 +234,25 @@ def eval_spec(model: str = "anthropic/claude-sonnet-4-5", version: str = VERSION
     }
 
 
-def log(samples: list[dict], **spec: Any) -> dict:
-    return {"version": 2, "status": "success", "eval": eval_spec(**spec), "plan": {}, "stats": {}, "samples": samples}
+def log(samples: list[dict], plan: dict | None = None, **spec: Any) -> dict:
+    return {
+        "version": 2,
+        "status": "success",
+        "eval": eval_spec(**spec),
+        "plan": plan or {},
+        "stats": {},
+        "samples": samples,
+    }
 
 
-def write_json(path: Path, samples: list[dict], **spec: Any) -> Path:
-    path.write_text(json.dumps(log(samples, **spec), indent=2))
+def write_json(path: Path, samples: list[dict], plan: dict | None = None, **spec: Any) -> Path:
+    path.write_text(json.dumps(log(samples, plan, **spec), indent=2))
     return path
 
 
-def write_eval(path: Path, samples: list[dict], zstd: bool = True, **spec: Any) -> Path:
+def write_eval(path: Path, samples: list[dict], zstd: bool = True, plan: dict | None = None, **spec: Any) -> Path:
     """The ``.eval`` archive: start journal, samples, summaries, header (as the recorder writes them in turn)."""
-    doc = log(samples, **spec)
+    doc = log(samples, plan, **spec)
     header = {k: v for k, v in doc.items() if k != "samples"}
     members = [("_journal/start.json", {"version": 2, "eval": doc["eval"], "plan": {}})]
     members += [(f"samples/{s['id']}_epoch_{s['epoch']}.json", s) for s in samples]
@@ -367,4 +374,125 @@ def long_agent(count: Any, n: int = 24, compact_at: int = 14) -> dict:
     for e in events:
         if e["event"] == "model":
             e["model"], e["output"]["model"] = "openai/gpt-4o", "gpt-4o"
+    return sample(1, events, history)
+
+
+SUMMARY_PROMPT = "Summarise the conversation so far; keep file names and decisions."
+
+
+def react_plan(compaction: Any) -> dict:
+    """The plan of a task whose solver is ``react(compaction=...)``: one step with every argument, defaults
+    included (``EvalPlanStep.params``); ``compaction`` as the strategy's ``_repr_params_()`` gives it (0.3.209 on)."""
+    params = {"name": None, "description": None, "prompt": None, "tools": [], "model": None, "attempts": 1}
+    return {
+        "name": "plan",
+        "steps": [{"solver": "react", "params": {**params, "compaction": compaction}}],
+        "config": {},
+    }
+
+
+def summary_params(threshold: float | int = 0.9) -> dict:
+    """CompactionSummary(threshold=...)._repr_params_(): type, threshold, memory, model, instructions, prompt."""
+    return {
+        "type": "summary",
+        "threshold": threshold,
+        "memory": True,
+        "model": None,
+        "instructions": None,
+        "prompt": SUMMARY_PROMPT,
+    }
+
+
+def threshold_agent(
+    count: Any,
+    limit: int,
+    n: int = 30,
+    native: bool = False,
+    model: str = "openai/gpt-4o",
+    preserve: float | None = None,
+) -> dict:
+    """A gpt-4o react() agent of ``n`` requests under CompactionSummary as inspect_ai runs it: before each call the
+    last call's input_context_tokens plus the messages since (a fresh count after a compaction) against ``limit``;
+    past it the summariser is called (system, input and history since the last summary, plus the prompt), a
+    compaction event logged, and the next call sends the system and input messages and the summary. The task
+    message is long (the issue text), so a compaction that dropped it would leave a far smaller prompt. Sizes are
+    counted with ``count`` as OpenAI counts a chat request (4 a message, 3 a tool call, 3 for the reply).
+    ``native``: CompactionNative on Anthropic (no summariser call logged; the next call sends the system messages,
+    the provider's compaction block and "Please continue working.", as the provider's compact() returns them).
+    ``preserve``: CompactionTrim (no summary: the newest share of the messages after the system and input ones
+    stays, a tool result without its call dropped, again while still past the limit)."""
+    from replay.readers.openai_tools import render_functions
+
+    tools = 3 + count(render_functions(TOOLS))
+    issue = user(
+        "m-issue",
+        "Fix the failing tests. " + " ".join(f"Traceback line {j}: x = f({j})" for j in range(150)),
+        source="input",
+    )
+
+    def size(m: dict) -> int:
+        calls = m.get("tool_calls") or []
+        content = m["content"]
+        if isinstance(content, list):  # a compaction block: its summary text
+            content = "".join(p["data"]["compaction_metadata"]["content"] for p in content)
+        return count(content) + 4 + sum(count(c["function"] + json.dumps(c["arguments"])) + 3 for c in calls)
+
+    def usage(prompt: int, prev: int, out: int) -> dict:
+        cached = min(prev, prompt) // 128 * 128 if prev >= 1024 else 0
+        u = {"input_tokens": prompt - cached, "output_tokens": out, "total_tokens": prompt + out}
+        return {"usage": {**u, "input_tokens_cache_read": cached}, "input_context_tokens": prompt}
+
+    sent, history, events, prev = [SYS, issue], [SYS, issue], [], 0
+    baseline: tuple[int, int] | None = None  # (tokens of the last call, messages it sent)
+    compactions = 0
+    for i in range(n):
+        counted = baseline[0] + sum(size(m) for m in sent[baseline[1] :]) if baseline else tools + sum(map(size, sent))
+        if counted > limit and preserve is not None:
+            conv, total = sent[2:], counted
+            for _ in range(4):  # the first trim and up to three more while past the limit and shrinking
+                kept, calls = [], set()
+                for m in conv[int(len(conv) * (1 - preserve)) :]:
+                    if m["role"] == "assistant":
+                        calls = {c["id"] for c in m.get("tool_calls") or []}
+                    if m["role"] != "tool" or m["tool_call_id"] in calls:
+                        kept.append(m)
+                shrunk = tools + sum(map(size, [SYS, issue, *kept]))
+                progress, conv, total = shrunk < total, kept, shrunk
+                if total <= limit or not progress:
+                    break
+            sent = [SYS, issue, *conv]
+            events.append(compaction_event(i, "trim", counted, total, "CompactionTrim"))
+            baseline = None
+        elif counted > limit:
+            done = ", ".join(f"f{j}.py" for j in range(i))
+            completion = f"<summary>Worked through {i} steps; files read: {done}.</summary>"
+            if native:
+                block = {"type": "anthropic_compact", "content": completion}
+                summary = assistant(f"m-native{compactions}", "")
+                summary["content"] = [{"type": "data", "data": {"compaction_metadata": block}}]
+                sent = [SYS, summary, user(f"m-go{compactions}", "Please continue working.")]
+            else:
+                ask = user(f"m-ask{compactions}", SUMMARY_PROMPT)
+                before = tools + sum(size(m) for m in [*sent, ask])
+                reply = assistant(f"m-s{compactions}", completion)
+                events.append(model_event(i, [*sent, ask], reply, usage(before, prev, 120)))
+                summary = user(
+                    f"m-sum{compactions}", f"Summary so far:\n\n{completion}\n\nContinue.", metadata={"summary": True}
+                )
+                sent = [SYS, issue, summary]
+            after = tools + sum(map(size, sent))
+            strategy = "CompactionNative" if native else "CompactionSummary"
+            events.append(compaction_event(i, "summary", counted, after, strategy))
+            history += sent[1:] if native else [summary]
+            baseline, compactions = None, compactions + 1
+        a = assistant(f"a{i}", f"Step {i}: reading f{i}.py.", (f"c{i}", "bash", {"cmd": f"cat f{i}.py"}))
+        prompt = tools + sum(size(m) for m in sent)
+        events.append(model_event(i % 60, list(sent), a, usage(prompt, prev, 40), model))
+        prev, baseline = prompt, (prompt, len(sent))
+        result = tool(f"t{i}", f"c{i}", "".join(f"def fn_{i}_{j}(x):\n    return x * {j} + {i}\n" for j in range(40)))
+        history += [a, result]
+        sent = [*sent, a, result]
+    for e in events:
+        if e["event"] == "model":
+            e["model"], e["output"]["model"] = model, model.split("/", 1)[1]
     return sample(1, events, history)

@@ -301,3 +301,31 @@ def test_native_compaction_block_is_the_summary(tmp_path: Path, provider: str) -
     assert summary.kind == "summary" and "usage" not in event and len(reqs) == 3
     assert summary.text == block.get("content", "") and event.get("summary_encrypted", False) == ("openai" in provider)
     assert by_seq[event["drop"][0][0]].text == F.TASK["content"]
+
+
+def test_plan_compaction_argument_is_kept(tmp_path: Path) -> None:
+    """The plan's react() step records compaction=CompactionSummary(...) as its _repr_params_() (0.3.209 on): kept in
+    the run's metadata without the prompt's text (whether one was given), for the preset (main dropped the plan)."""
+    plan = F.react_plan(F.summary_params(0.05))
+    path = F.write_json(tmp_path / "a.json", [F.summary_sample()], plan=plan)
+    run, _, _ = run_of(read(path), 1)
+    assert run.metadata["compaction_plan"] == [
+        {"solver": "react", "compaction": {**F.summary_params(0.05), "prompt": True, "instructions": False}}
+    ]
+    bare = F.write_json(tmp_path / "b.json", [F.summary_sample()])
+    assert "compaction_plan" not in run_of(read(bare), 1)[0].metadata
+
+
+def test_redacted_reasoning_stamp_is_flagged(tmp_path: Path) -> None:
+    """An assistant message stamped with redacted_reasoning_tokens (0.3.218 on: inspect_ai's compaction count adds
+    them) flags the run, for the preset chooser to leave it unscored."""
+    stamped = {**F.A1, "metadata": {"redacted_reasoning_tokens": 812}}
+    u = F.anthropic_usage
+    events = [F.model_event(1, [F.SYS, F.TASK], stamped, u(0, 900, 3, 20))]
+    s = F.sample(4, events, [F.SYS, F.TASK, stamped])
+    run, _, _ = run_of(read(F.write_json(tmp_path / "r.json", [s])), 4)
+    assert run.metadata["redacted_reasoning_tokens"] is True
+    assert (
+        "redacted_reasoning_tokens"
+        not in run_of(read(F.write_json(tmp_path / "a.json", [F.summary_sample()])), 1)[0].metadata
+    )
