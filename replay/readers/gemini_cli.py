@@ -57,6 +57,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, open_log, text_of
 from replay.readers.builder import RunBuilder
+from replay.readers.gemini_tool_passes import passes_warning, recording_passes
 from replay.readers.json_fields import sub_dict
 
 # A tuple: a JSON value of any type (a damaged type, a list) tests for membership without hashing.
@@ -100,7 +101,8 @@ class GeminiCliReader:
         meta: dict[str, Any] = {}
         ops: list[tuple[str, int, Any]] = []  # ("msg", line, record) | ("rewind", line, id) | ("set", line, list)
         bad: list[BadRecord] = []
-        if self._is_document(ctx):
+        document = self._is_document(ctx)
+        if document:
             doc = load_json_document(ctx)
             if isinstance(doc, BadRecord):
                 yield doc
@@ -140,7 +142,7 @@ class GeminiCliReader:
                         )
                     )
         yield from bad
-        yield from _Replay(ctx, self.format, meta, ops).run()
+        yield from _Replay(ctx, self.format, meta, ops, document).run()
 
     @staticmethod
     def _is_document(ctx: ReadContext) -> bool:
@@ -165,8 +167,12 @@ class _Replay:
     recorded context event's ``drop``, and the messages it adds (the compression summary and the model's
     acknowledgement) are appended then, the first user one as the ``summary`` item."""
 
-    def __init__(self, ctx: ReadContext, fmt: str, meta: dict, ops: list[tuple[str, int, Any]]) -> None:
+    def __init__(
+        self, ctx: ReadContext, fmt: str, meta: dict, ops: list[tuple[str, int, Any]], document: bool = False
+    ) -> None:
         self.ops = ops
+        self.document = document  # the JSON layout (writers before 0.39, which may merge requests)
+        self.batched: list[tuple[int, int]] = []  # (line, passes) of messages whose tool calls came in batches
         self.last: dict[str, tuple[int, dict]] = {}
         self.types: dict[str, Any] = {}  # message id -> its type, from its records and the $set lists holding it
         self.first_seen: dict[str, dict] = {}  # message id -> its first record or $set entry
@@ -263,6 +269,9 @@ class _Replay:
             meta["context_events"] = self.events
         if self.rewrites:
             meta["context_rewrites"] = self.rewrites
+        if self.batched:
+            meta["tool_call_batches"] = [[line, passes] for line, passes in self.batched]
+            self.b.warn(self.batched[0][0], passes_warning(self.batched))
         masked = [(seq, line) for seq, line in self.masked_first if seq not in self.rewritten()]
         if masked:
             meta["masked_in_log"] = len(masked)
@@ -451,6 +460,8 @@ class _Replay:
             b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
         else:
             calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+            if self.document and (passes := recording_passes(calls)) > 1:
+                self.batched.append((line, passes))
             first = [self.first_done.get(c["id"], c) if isinstance(c.get("id"), str) else c for c in calls]
             _gemini(b, {**msg, "toolCalls": first} if calls else msg, line, ts)
             for it in reversed(b.records):
