@@ -35,7 +35,8 @@ after a ``$set`` rewrite of the same compression adds nothing.
 Messages: ``user`` -> user_text (``content``, what the model got, not ``displayContent``); ``gemini`` -> one
 request, then reasoning (``thoughts`` subject/description), assistant_text and, per ``toolCalls[]`` entry, a tool
 call and its result (``result[].functionResponse.response``); ``info``/``error``/``warning`` are UI notes, kept
-in ``runs.metadata.notes`` but not sent to the model.
+in ``runs.metadata.notes`` but not sent to the model. Before 0.32 a response of tool calls alone, without thoughts, has
+no message: its calls join the previous gemini message (gemini_tool_passes; flagged, not split).
 
 Usage per gemini message ``tokens``: ``input`` includes ``cached`` (prompt_tokens = input, cache_read = cached,
 input_tokens = input - cached; no cache-write count); output_tokens = output + thoughts (billed output, as
