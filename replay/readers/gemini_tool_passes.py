@@ -36,11 +36,12 @@ def recording_passes(calls: list[dict[str, Any]]) -> int:
 
 
 def passes_warning(flagged: list[tuple[int, int]]) -> str:
-    """The run's warning for ``[(line, passes), ...]`` messages recorded in more than one pass."""
-    line, passes = flagged[0]
+    """The run's warning for ``[(index, passes), ...]``: messages (by their index in the JSON document's
+    ``messages``, the reader's line there) recorded in more than one pass."""
+    index, passes = flagged[0]
     return (
-        f"{len(flagged)} gemini message(s) hold tool calls recorded at different times (the first at line {line}: "
-        f"{passes} batches): before 0.32 Gemini CLI appends the calls of a following response made of tool calls "
+        f"{len(flagged)} gemini message(s) hold tool calls recorded at different times (the first is "
+        f"messages[{index}]: {passes} batches): before 0.32 Gemini CLI appends the calls of a following response made of tool calls "
         "alone, without thoughts, to the same message, so such a message may stand for more than one request; a "
         "request merged in is not in the log and its usage is lost (the message keeps the first response's tokens). "
         "ACP sessions stamp each call apart, so it may also be one request: each is read as one request"

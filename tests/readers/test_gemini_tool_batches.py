@@ -83,7 +83,8 @@ def test_two_batches_in_one_message_are_flagged(tmp_path: Path) -> None:
     run = run_of(records)
     assert run.metadata["tool_call_batches"] == [[1, 2]]
     (warning,) = run.metadata["warnings"]
-    assert warning["line"] == 1 and "more than one request" in warning["message"]
+    assert warning["line"] == 1 and "messages[1]: 2 batches" in warning["message"]
+    assert "more than one request" in warning["message"]
     assert "usage is lost" in warning["message"]
     assert len([r for r in records if isinstance(r, Request)]) == 2  # not split: which calls were a request is unknown
     assert "unreconstructable" not in run.metadata  # ACP sessions stamp one response's calls apart too
