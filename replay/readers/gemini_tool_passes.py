@@ -41,8 +41,9 @@ def passes_warning(flagged: list[tuple[int, int]]) -> str:
     index, passes = flagged[0]
     return (
         f"{len(flagged)} gemini message(s) hold tool calls recorded at different times (the first is "
-        f"messages[{index}]: {passes} batches): before 0.32 Gemini CLI appends the calls of a following response made of tool calls "
-        "alone, without thoughts, to the same message, so such a message may stand for more than one request; a "
-        "request merged in is not in the log and its usage is lost (the message keeps the first response's tokens). "
-        "ACP sessions stamp each call apart, so it may also be one request: each is read as one request"
+        f"messages[{index}]: {passes} batches): before 0.32 Gemini CLI appends the calls of a following "
+        "response made of tool calls alone, without thoughts, to the same message, so such a message may stand "
+        "for more than one request; a request merged in is not in the log and its usage is lost (the message "
+        "keeps the first response's tokens). ACP sessions stamp each call apart, so it may also be one request: "
+        "each is read as one request"
     )
