@@ -79,17 +79,22 @@ def setup(p, r, st):
 
 @compiled(borrowed=True)
 def decide(p, r, st):
-    """Events recorded at this request drop their items present (with call/result partners: the API needs both);
+    """Events recorded at this request drop their items present (with call/result partners already sent: the API
+    needs both; a partner new in this request follows the event's re-sent copy of its call, ``_pairs``);
     this request's recorded placeholders replace the previous request's. A summary made by a known condenser is
     charged the prompt that condenser sends (``summariser_prompt``), else the whole previous prompt."""
     k, end = st.s[S_K], st.s[S_END]
+    new_from = r.req_end[k - 1] if k > 0 else 0
     for e in range(len(r.ev_step)):
         if r.ev_step[e] == k or (k == 0 and r.ev_step[e] < 0):
             if r.ev_summary[e] and r.condenser != NO_CONDENSER:
                 summariser_prompt(r, st, e)
             for j in range(r.ev_drop_off[e], r.ev_drop_off[e + 1]):
-                if r.ev_drop[j] < end:
-                    drop(r, st, r.ev_drop[j])
+                q = r.ev_drop[j]
+                if q < end and 0 <= r.pair[q] < new_from:
+                    drop(r, st, q)
+                elif q < end:  # a partner new in this request came after the event's copies: theirs, it stays
+                    set_form(st, q, DROPPED)
             st.s[S_SUMMARISED] |= SUMMARY_MADE if r.ev_summary[e] else SUMMARY_CLEARED  # a microcompact: no call
     for i in range(len(r.mask_step)):
         if r.mask_step[i] == k:
