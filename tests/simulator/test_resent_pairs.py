@@ -13,8 +13,10 @@ import numpy as np
 from replay.ingest import ingest
 from replay.policies import Budget, make_policy
 from replay.policies.view import DROPPED
+from replay.simulator.caches import make_cache
 from replay.simulator.kernels.trace import views_of
 from replay.simulator.load import load_run
+from replay.simulator.run import simulate_run
 from replay.store import open_store
 
 BIG = "x " * 2_000
@@ -94,3 +96,12 @@ def test_dropping_the_original_call_drops_its_result(tmp_path: Path) -> None:
     forms = _forms(run, "trim_messages", Budget(2_000, 0))
     kept = forms[1] != DROPPED
     assert kept[3] == kept[8], kept.tolist()
+
+
+def test_compiled_run_matches_the_views(tmp_path: Path) -> None:
+    """The pairing is data in RunArrays: the compiled replay's prompts are the per-request views' ones."""
+    run = _run(tmp_path, [EVENT])
+    for policy, budget in (("trim_messages", Budget(2_000, 0)), ("recorded", Budget(128_000, 0))):
+        views = views_of(run, make_policy(policy), budget).views
+        cols, _ = simulate_run(run, make_policy(policy), make_cache("anthropic"), budget)
+        assert cols["prompt_tokens"].tolist() == [v.prompt_tokens for v in views], policy
