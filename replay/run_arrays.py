@@ -294,16 +294,22 @@ def _ids(values: list[str | None]) -> tuple[np.ndarray, tuple[str, ...]]:
     return out, tuple(names)
 
 
-def _pairs(kinds: list[str], call_ids: list[str | None]) -> np.ndarray:
+def _pairs(kinds: list[str], call_ids: list[str | None], copies: np.ndarray | None = None) -> np.ndarray:
+    """Each tool result's position paired with its call's (-1: none): the newest open call with its id among the
+    items of the same ``copies`` generation (0: the log's own items, e + 1: what context event e sent again, see
+    ``replay.simulator.load.copy_generations``), so an original never pairs with a re-sent copy: the copy exists
+    only in the recorded replay."""
     pair = np.full(len(kinds), -1, dtype=np.int32)
-    open_calls: dict[str, int] = {}
+    gen = copies if copies is not None else np.zeros(len(kinds), dtype=np.int64)
+    open_calls: dict[tuple[int, str], int] = {}
     for i, (k, c) in enumerate(zip(kinds, call_ids, strict=False)):
         if c is None:
             continue
+        key = (int(gen[i]), c)
         if k == "tool_call":
-            open_calls[c] = i
-        elif k == "tool_result" and c in open_calls:
-            j = open_calls.pop(c)
+            open_calls[key] = i
+        elif k == "tool_result" and key in open_calls:
+            j = open_calls.pop(key)
             pair[i], pair[j] = j, i
     return pair
 
@@ -315,10 +321,12 @@ def build(
     token_source: str = ESTIMATE_LABEL,
     model: str | None = None,
     cache_ttl: float | None = None,
+    copies: np.ndarray | None = None,
 ) -> RunArrays:
     """Arrays from item dicts (step, kind, chars, tokens?, tool_name, call_id, resource, access, is_error, ts,
     turn, lines) and request dicts (step, ts, prompt_tokens, cache_read, input_tokens, cache_write,
-    cache_write_1h, output_tokens, model: else the run's ``model``)."""
+    cache_write_1h, output_tokens, model: else the run's ``model``); ``copies``: per item, which context event
+    re-sent it (0: none; calls and results pair within one generation, ``_pairs``)."""
     kinds = [it["kind"] for it in items]
     chars = np.array([it.get("chars") or 0 for it in items], dtype=np.int64)
     toks = [it.get("tokens") for it in items]
@@ -340,7 +348,7 @@ def build(
         chars=chars,
         resource=resource,
         access=np.array([ACCESS_CODE.get(it.get("access") or "none", 5) for it in items], dtype=np.int8),
-        pair=_pairs(kinds, [it.get("call_id") for it in items]),
+        pair=_pairs(kinds, [it.get("call_id") for it in items], copies),
         is_error=np.array([bool(it.get("is_error")) for it in items], dtype=bool),
         ts=np.array([epoch(it.get("ts")) for it in items], dtype=np.float64),
         tool=tool,

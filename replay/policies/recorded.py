@@ -79,17 +79,22 @@ def setup(p, r, st):
 
 @compiled(borrowed=True)
 def decide(p, r, st):
-    """Events recorded at this request drop their items present (with call/result partners: the API needs both);
+    """Events recorded at this request drop their items present (with call/result partners: the API needs both;
+    not a partner new in this request that follows the event's re-sent copy of the item: ``resent_partner``);
     this request's recorded placeholders replace the previous request's. A summary made by a known condenser is
     charged the prompt that condenser sends (``summariser_prompt``), else the whole previous prompt."""
     k, end = st.s[S_K], st.s[S_END]
+    new_from = r.req_end[k - 1] if k > 0 else 0  # the items this request adds
     for e in range(len(r.ev_step)):
         if r.ev_step[e] == k or (k == 0 and r.ev_step[e] < 0):
             if r.ev_summary[e] and r.condenser != NO_CONDENSER:
                 summariser_prompt(r, st, e)
             for j in range(r.ev_drop_off[e], r.ev_drop_off[e + 1]):
-                if r.ev_drop[j] < end:
-                    drop(r, st, r.ev_drop[j])
+                q = r.ev_drop[j]
+                if q < end and resent_partner(r, q, new_from):
+                    set_form(st, q, DROPPED)  # its partner follows the copy the event re-sent: the copy's, it stays
+                elif q < end:
+                    drop(r, st, q)
             st.s[S_SUMMARISED] |= SUMMARY_MADE if r.ev_summary[e] else SUMMARY_CLEARED  # a microcompact: no call
     for i in range(len(r.mask_step)):
         if r.mask_step[i] == k:
@@ -102,6 +107,20 @@ def decide(p, r, st):
         q = r.mask_pos[i]
         if r.mask_step[i] == k and st.forms[q] != DROPPED:
             set_form(st, q, PLACEHOLDER)
+
+
+@compiled(internal=True)
+def resent_partner(r, q, new_from):
+    """Whether item q's partner is new in this request and comes after an unpaired re-sent copy of q's kind
+    (``replay.run_arrays._pairs`` never pairs a copy with an original): in the harness's prompt it is the copy's
+    partner, not q's."""
+    partner = r.pair[q]
+    if partner < new_from:
+        return False
+    for c in range(new_from, partner):
+        if r.recorded_only[c] and r.pair[c] < 0 and r.kind[c] == r.kind[q]:
+            return True
+    return False
 
 
 @compiled(internal=True)

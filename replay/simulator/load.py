@@ -162,41 +162,58 @@ def _metadata(raw: str | dict | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> RecordedEvents:
-    """The harness's own context events (``runs.metadata.context_events``, ``placeholders``) in item positions.
+def _events(metadata: dict) -> list[dict]:
+    """The run's context events that name their request (``runs.metadata.context_events``)."""
+    return [
+        ev for ev in metadata.get("context_events") or [] if isinstance(ev, dict) and isinstance(ev.get("step"), int)
+    ]
 
-    Items that exist only because the harness's policy acted (a recorded summary, content re-sent or re-attached
-    after it, the unlogged re-attachment a compaction adds) are marked ``recorded_only``: every policy but
-    ``recorded`` replays the run without them."""
+
+def copy_generations(items: list[dict], metadata: dict) -> np.ndarray:
+    """Per item, e + 1 when context event e sent it again (its ``resent`` ranges; after its summary, at the
+    summary's step, an attachment or a copy of content first seen before the summary), else 0: the harness's own
+    copies, which only the ``recorded`` policy sends (``build`` pairs calls and results within a generation)."""
     pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
-    recorded_only = np.zeros(len(items), dtype=bool)
-    steps, kinds, drops = [], [], []
+    gen = np.zeros(len(items), dtype=np.int64)
     first_seen: dict[str, int] = {}
     for p, it in enumerate(items):
         if it["content_hash"] is not None:
             first_seen.setdefault(it["content_hash"], p)
-    for ev in metadata.get("context_events") or []:
-        if not isinstance(ev, dict) or not isinstance(ev.get("step"), int):
-            continue
-        dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
-        steps.append(min(ev["step"], max(n_requests - 1, 0)))
-        # Cline's truncation is recorded as a condensation with no summary: it makes no summariser call
-        truncation = ev.get("harness_kind") == "truncation" and ev.get("summary_seq") is None
-        kinds.append("truncation" if truncation else str(ev.get("kind") or "compaction"))
-        drops.append(np.array(sorted(dropped), dtype=np.int64))
+    for e, ev in enumerate(_events(metadata)):
         for lo, hi in ev.get("resent") or []:  # content the harness sent again after its summary
-            recorded_only[[pos[q] for q in range(int(lo), int(hi)) if q in pos]] = True
+            gen[[pos[q] for q in range(int(lo), int(hi)) if q in pos]] = e + 1
         summary = pos.get(ev.get("summary_seq"))
         if summary is None:
             continue
-        recorded_only[summary] = True
         for p in range(summary + 1, len(items)):
             it = items[p]
             if it["step"] != items[summary]["step"]:
                 break
             copy = it["content_hash"] is not None and first_seen.get(it["content_hash"], p) < summary
             if it["kind"] == "attachment" or copy:
-                recorded_only[p] = True
+                gen[p] = e + 1
+    return gen
+
+
+def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> RecordedEvents:
+    """The harness's own context events (``runs.metadata.context_events``, ``placeholders``) in item positions.
+
+    Items that exist only because the harness's policy acted (a recorded summary, content re-sent or re-attached
+    after it: ``copy_generations``, the unlogged re-attachment a compaction adds) are marked ``recorded_only``:
+    every policy but ``recorded`` replays the run without them."""
+    pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
+    recorded_only = copy_generations(items, metadata) > 0
+    steps, kinds, drops = [], [], []
+    for ev in _events(metadata):
+        dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
+        steps.append(min(ev["step"], max(n_requests - 1, 0)))
+        # Cline's truncation is recorded as a condensation with no summary: it makes no summariser call
+        truncation = ev.get("harness_kind") == "truncation" and ev.get("summary_seq") is None
+        kinds.append("truncation" if truncation else str(ev.get("kind") or "compaction"))
+        drops.append(np.array(sorted(dropped), dtype=np.int64))
+        summary = pos.get(ev.get("summary_seq"))
+        if summary is not None:
+            recorded_only[summary] = True
     for p, it in enumerate(items):
         if it.get("synthetic") == "compaction":
             recorded_only[p] = True
@@ -315,7 +332,7 @@ def _assemble(
                 it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable
     writes = metadata.get("cache_writes")
-    run = build(run_id, items, reqs, source, model, recorded_ttl(writes))
+    run = build(run_id, items, reqs, source, model, recorded_ttl(writes), copy_generations(items, metadata))
     if writes and run.cache_ttl is None:  # split by duration, left at zero: the reads say which
         run = replace(run, cache_ttl=inferred_ttl(run))
     events = recorded_events(items, metadata, len(reqs))
