@@ -169,33 +169,31 @@ class RunArrays:
     # not known (the policy's holds); empty: none such. Not the loop's: fidelity reads it
     req_unknown_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
 
+    def _per_request(self, values: np.ndarray, dtype: type, fill: float = 0) -> np.ndarray:
+        """``values`` with one entry per request, ``fill`` everywhere when the run gives none."""
+        if len(values) == self.n_requests:
+            return values.astype(dtype)
+        return np.full(self.n_requests, fill, dtype=dtype)
+
     @property
     def req_windows(self) -> np.ndarray:
-        """``req_window`` with one entry per request (0, the budget's window, where none is given)."""
-        if len(self.req_window) == self.n_requests:
-            return self.req_window.astype(np.int64)
-        return np.zeros(self.n_requests, dtype=np.int64)
+        """``req_window`` per request (0, the budget's window, where none is given)."""
+        return self._per_request(self.req_window, np.int64)
 
     @property
     def req_limits(self) -> np.ndarray:
-        """``req_limit`` with one entry per request (0, the policy's own limit, where none is given)."""
-        if len(self.req_limit) == self.n_requests:
-            return self.req_limit.astype(np.float64)
-        return np.zeros(self.n_requests, dtype=np.float64)
+        """``req_limit`` per request (0, the policy's own limit, where none is given)."""
+        return self._per_request(self.req_limit, np.float64)
 
     @property
     def req_triggers(self) -> np.ndarray:
-        """``req_trigger`` with one entry per request (-1, the policy's trigger, where none is given)."""
-        if len(self.req_trigger) == self.n_requests:
-            return self.req_trigger.astype(np.int64)
-        return np.full(self.n_requests, -1, dtype=np.int64)
+        """``req_trigger`` per request (-1, the policy's trigger, where none is given)."""
+        return self._per_request(self.req_trigger, np.int64, -1)
 
     @property
     def usage_offsets(self) -> np.ndarray:
-        """``usage_offset`` with one entry per request (0 where none is given)."""
-        if len(self.usage_offset) == self.n_requests:
-            return self.usage_offset.astype(np.int64)
-        return np.zeros(self.n_requests, dtype=np.int64)
+        """``usage_offset`` per request (0 where none is given)."""
+        return self._per_request(self.usage_offset, np.int64)
 
     @property
     def harness_estimates(self) -> np.ndarray:
