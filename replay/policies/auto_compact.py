@@ -70,6 +70,7 @@ from replay.policies.kernel import (
     est_total,
     pair_safe_start,
     prefix_end,
+    request_limit,
     set_cost,
     set_form,
     set_summary,
@@ -288,10 +289,7 @@ def limit(p, r, st):
     """The limit at this request: the one the harness's preset for the model serving it has where the log says that
     is another (``RunArrays.req_limit``: the harness takes its threshold from the current model's window and output
     reserve), else the policy's; a fixed ``context_window`` holds whatever the log says."""
-    k = st.s[S_K]
-    if k >= len(r.req_limit) or r.req_limit[k] <= 0 or p[P_FIXED_WINDOW] > 0:
-        return p[P_LIMIT]
-    return r.req_limit[k]
+    return request_limit(r, st, p[P_LIMIT], p[P_FIXED_WINDOW] > 0)
 
 
 @compiled(borrowed=True)

@@ -52,6 +52,7 @@ from replay.policies.kernel import (
     S_SUMMARISED,
     SUMMARY_CLEARED,
     drop,
+    request_limit,
     set_cost,
     set_form,
 )
@@ -324,19 +325,9 @@ def truncate(r, st, rest, quarter):
 
 
 @compiled(borrowed=True)
-def limit(p, r, st):
-    """The max allowed size at this request: of the window of the model serving it where the log says that is
-    another (``RunArrays.req_limit``; Cline takes it of the task's current API handler), else the policy's; a fixed
-    ``max_allowed`` holds for every request."""
-    k = st.s[S_K]
-    if k >= len(r.req_limit) or r.req_limit[k] <= 0 or p[P_FIXED] > 0:
-        return p[P_LIMIT]
-    return r.req_limit[k]
-
-
-@compiled(borrowed=True)
 def decide(p, r, st):
-    usage, lim = last_usage(r, st), limit(p, r, st)
+    # Cline takes the max allowed size of the task's current API handler's model; a fixed max_allowed holds
+    usage, lim = last_usage(r, st), request_limit(r, st, p[P_LIMIT], p[P_FIXED] > 0)
     if st.s[S_K] == 0 or usage < lim:
         return
     rest = st.s[S_REST]

@@ -59,12 +59,12 @@ from replay.policies.kernel import (
     P_OVERHEAD,
     P_POLICY,
     S_END,
-    S_K,
     S_POLICY,
     S_SUM_AT,
     S_SUM_TOK,
     S_WINDOW,
     pair_safe_start,
+    request_limit,
     set_form,
     set_summariser_prompt,
     set_summary,
@@ -299,20 +299,9 @@ def kept_size(p, st, window, lim):
 
 
 @compiled(borrowed=True)
-def limit(p, r, st):
-    """The trigger at this request: the preset's of the model serving it where the log says that is another
-    (``RunArrays.req_limit``; the SDK takes it of the turn's ``context.model``), else the policy's; a fixed
-    ``context_window`` holds for every request."""
-    k = st.s[S_K]
-    if k >= len(r.req_limit) or r.req_limit[k] <= 0 or p[P_FIXED_WINDOW] > 0:
-        return p[P_LIMIT]
-    return r.req_limit[k]
-
-
-@compiled(borrowed=True)
 def decide(p, r, st):
     count_new(r, st)
-    lim = limit(p, r, st)
+    lim = request_limit(r, st, p[P_LIMIT], p[P_FIXED_WINDOW] > 0)  # the turn's context.model's; a fixed window holds
     if st.s[S_MSG_EST] + st.s[S_SUM_HARNESS] + st.s[S_OVERHEAD_EST] < lim:
         return
     own = lim != p[P_LIMIT] and st.s[S_WINDOW] > 0  # another model's input limit: the kept size is of it too

@@ -221,6 +221,17 @@ def drop(r, st, q):
 
 
 @compiled(borrowed=True)
+def request_limit(r, st, own, fixed):
+    """A harness's limit at this request: its preset's for the model serving it where the log says that model's is
+    another (``RunArrays.req_limit``: the harness takes its limit of the current model), else ``own``, the
+    policy's; a limit the user fixed (``fixed``) holds for every request."""
+    k = st.s[S_K]
+    if fixed or k >= len(r.req_limit) or r.req_limit[k] <= 0:
+        return own
+    return r.req_limit[k]
+
+
+@compiled(borrowed=True)
 def set_summary(st, at, real, est):
     """The summary segment now stands before position ``at`` (at most the newest item) with (real, est) tokens."""
     s = st.s
