@@ -16,18 +16,19 @@ command line holds for every request. The OpenHands presets' limits are the cond
 - Claude Code, from its npm package's cli.js (``@anthropic-ai/claude-code``; each preset is named after the first
   version read that behaves so; ``claude_code_preset`` picks one from a log's version and model). The limit is
   taken of W - R, W the window (200,000; 1,000,000 for a 1M-context model) and R the output reserve:
-  min(32,000, the model's max output) until 2.1.32 (8,192 for 3.5 and Haiku 3 models), min(that, 20,000) from
-  2.1.33. After the summary the files read most recently are re-attached (about 10.8k tokens in
-  ccs-livecd-gen-compact-e1ffaf02: 64,368 after, less the 51,555 prefix and a 2k summary). The Claude Code
-  presets take the window from the budget (``--window``, 200,000 by default).
+  min(32,000, the model's max output) until 2.1.20 (8,192 for 3.5 and Haiku 3 models), min(that, 20,000) from
+  2.1.21 (cli.js 2.1.21 caps the reserve at 20,000; CHANGELOG.md 2.1.21: "Fixed auto-compact triggering too early
+  on models with large output token limits"). After the summary the files read most recently are re-attached
+  (about 10.8k tokens in ccs-livecd-gen-compact-e1ffaf02: 64,368 after, less the 51,555 prefix and a 2k summary).
+  The Claude Code presets take the window from the budget (``--window``, 200,000 by default).
 
   - claude-code-1.0 (1.0.51, 1.0.70): 0.92 x (W - R) = 154,560 of the last response's usage (input, cache read,
     cache write and output).
   - claude-code-1.0.80 (1.0.80 to 2.1.0): W - R - 13,000 = 155,000 of the last response's usage; microcompact
     (cli.js runs it before every request; these versions do not log it).
-  - claude-code-2.1.3 (2.1.3 to 2.1.32): the same limit against the last response's usage plus the messages since
+  - claude-code-2.1.3 (2.1.3 to 2.1.20): the same limit against the last response's usage plus the messages since
     at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
-  - claude-code-2 (2.1.33 to 2.1.68): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
+  - claude-code-2 (2.1.21 to 2.1.68): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
     one; microcompact.
   - claude-code-2.1.69 (2.1.69 to 2.1.152): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
     ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has both); in 2.1.110 the
@@ -309,13 +310,13 @@ PRESETS: dict[str, Preset] = {
             "claude-code-2.1.3",
             "auto_compact",
             {**CLAUDE_CODE_BUFFER, "output_reserve": 32_000, "trigger_on": "usage_and_new"},
-            "Claude Code 2.1.3-2.1.32: 155k of the prompt about to be sent; microcompact",
+            "Claude Code 2.1.3-2.1.20: 155k of the prompt about to be sent; microcompact",
         ),
         Preset(
             "claude-code-2",
             "auto_compact",
             {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
-            "Claude Code 2.1.33-2.1.68: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
+            "Claude Code 2.1.21-2.1.68: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
         ),
         Preset(
             "claude-code-2.1.69",
@@ -466,7 +467,7 @@ CLAUDE_CODE_VERSIONS: tuple[tuple[tuple[int, ...], str, int | None], ...] = (
     ((0, 0, 0), "claude-code-1.0", 32_000),
     ((1, 0, 80), "claude-code-1.0.80", 32_000),
     ((2, 1, 3), "claude-code-2.1.3", 32_000),
-    ((2, 1, 33), "claude-code-2", 20_000),
+    ((2, 1, 21), "claude-code-2", 20_000),
     ((2, 1, 69), "claude-code-2.1.69", 20_000),
     ((2, 1, 153), "claude-code-2.1.153", None),
 )

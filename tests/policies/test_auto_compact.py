@@ -176,8 +176,10 @@ def test_presets_are_policies_with_overridable_knobs():
         ("2.0.8", "claude-3-5-sonnet-20241022", False, ("claude-code-1.0.80", {"output_reserve": 8_192}, 200_000)),
         ("2.1.0", "claude-sonnet-4-5-20250929", False, ("claude-code-1.0.80", {}, 200_000)),
         ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
-        ("2.1.32", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
-        ("2.1.33", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
+        ("2.1.20", "claude-sonnet-4-5-20250929", True, ("claude-code-2.1.3", {}, 1_000_000)),
+        # cli.js 2.1.21 caps the output reserve at 20,000 (CHANGELOG.md 2.1.21: auto-compact triggered too early on
+        # models with large output limits); real 2.1.22 and 2.1.27 sessions compacted at 167,432 and 169,332
+        ("2.1.21", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
         # cli.js 2.1.68 is the last with the client-side microcompact (tengu_microcompact, compactedToolIds)
         ("2.1.68", "claude-opus-4-6", False, ("claude-code-2", {}, 200_000)),
         ("2.1.69", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
