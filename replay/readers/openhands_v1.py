@@ -98,11 +98,16 @@ def conversation_id(state_folder: Path) -> str | None:
     return cid.replace("-", "").lower() if isinstance(cid, str) and cid else None
 
 
+AGENT_SERVER_STATE = "event_service"  # agent_server/conversation_service.py: <conversations>/<id hex>/event_service
+
+
 def state_folder(path: Path) -> Path | None:
     """The folder holding the conversation's state (``base_state.json`` and ``events/``) when ``path`` is a
     conversation saved one level down, as the agent-server saves it: its only entry (hidden files aside) is a folder
     holding that state, and that folder is not itself named after the conversation (the SDK's own layout names the
-    state folder after the conversation id, and its parent is a folder of conversations). None otherwise."""
+    state folder after the conversation id, and its parent is a folder of conversations); the agent-server's own
+    ``event_service`` folder also when it holds events alone (a conversation whose state was never saved). None
+    otherwise."""
     try:  # two visible entries are enough to say no (a folder of many logs is not listed whole)
         entries = list(islice((e for e in path.iterdir() if not e.name.startswith(".")), 2))
     except OSError:
@@ -110,8 +115,10 @@ def state_folder(path: Path) -> Path | None:
     if len(entries) != 1 or not entries[0].is_dir() or entries[0].name == "events":
         return None
     inner = entries[0]
-    if not (inner / "base_state.json").is_file() or _events_dir(inner) is None:
+    if _events_dir(inner) is None:
         return None
+    if not (inner / "base_state.json").is_file():
+        return inner if inner.name == AGENT_SERVER_STATE else None
     cid = conversation_id(inner)
     return inner if cid and cid not in inner.name.replace("-", "").lower() else None
 
@@ -272,9 +279,10 @@ def terminal_text(obs: dict) -> str:
 
 class OpenHandsV1Reader:
     format = "openhands-v1"
-    version = 4  # 2: a condensation's event names the condenser's model (``summariser_model``); 3: an action
+    version = 5  # 2: a condensation's event names the condenser's model (``summariser_model``); 3: an action
     # before a line that reads as no event (no kind) may have been answered there; 4: a condensation naming an
-    # agent response takes no usage, and an event of another kind that forgets events is named
+    # agent response takes no usage, and an event of another kind that forgets events is named; 5: an agent-server
+    # ``event_service`` folder without ``base_state.json`` is its conversation's, named after it
 
     def sniff(self, head: str, path: Path) -> bool:
         return bool(EVENT_KIND_RE.search(head)) and '"source"' in head

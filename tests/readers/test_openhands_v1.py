@@ -269,6 +269,22 @@ def test_conversation_saved_one_level_down_is_found_by_layout_not_by_name(tmp_pa
     assert folder_reader(tmp_path / "sdk" / "conversations" / cid)[0] is READER
 
 
+def test_agent_server_folder_without_state_is_named_after_its_conversation(tmp_path: Path) -> None:
+    """The agent-server writes ``<id hex>/event_service/events/`` before any ``base_state.json`` (OpenHands/
+    benchmarks 36cfef5 holds such conversations): the run is still the conversation folder, named after it."""
+    from replay.ingest import expand_paths
+
+    cid = "35d7e326fdfb4d51a8f4b07e0d47a93a"
+    _state(tmp_path / "conversations" / cid / "event_service", cid, _events())
+    (tmp_path / "conversations" / cid / "event_service" / "base_state.json").unlink()
+    assert expand_paths([tmp_path / "conversations"]) == [tmp_path / "conversations" / cid]
+    (run,) = of(read(tmp_path / "conversations" / cid), Run)
+    assert run.run_id.startswith(f"{cid}-")
+    _state(tmp_path / "other" / cid / "anything", cid, _events())  # any other name still needs the state
+    (tmp_path / "other" / cid / "anything" / "base_state.json").unlink()
+    assert folder_reader(tmp_path / "other" / cid) is None
+
+
 def test_prompt_tokens_without_cache_writes_are_made_canonical(corpus: Path) -> None:
     """LiteLLM before 1.77.3 left cache writes out of an Anthropic prompt_tokens; every request here shows it
     (prompt < reads + writes), and a cache read never exceeds what the previous request sent only once they are
