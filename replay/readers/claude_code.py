@@ -31,7 +31,10 @@ summariser as a forked agent whose transcript is a copy of the parent's messages
 included) followed by the summary request and the summariser's one response. The copies are the parent's requests,
 not new ones: the run has no request; the summariser's call (the file's last response) is its ``compaction``
 event's ``usage`` (``{"input", "cache_read", "cache_write", "output"}``), and ``forked_requests`` says how many
-parent requests the copy held.
+parent requests the copy held. Other forks (``agent-a<label>-<hex>.jsonl``: prompt_suggestion, side_question, ...)
+may start with the parent's last response, before the fork's own prompt: such a response is the fork's context,
+not its request (``copied_responses``). A sub-agent's file (``agent-a<hex>``) may open with its own response (its
+prompt not logged), which stays a request.
 
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
@@ -53,6 +56,7 @@ so they are not items either; other synthetic text (e.g. an interrupted turn's n
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -65,6 +69,10 @@ from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.json_fields import sub_dict
 
 CONVERSATION = {"user", "assistant"}
+# a forked agent's id names its purpose, ``a<label>-<hex>`` (cli.js forkLabel: compact, prompt_suggestion,
+# speculation, side_question, session_memory); a sub-agent's is ``a<hex>``
+FORK_ID = re.compile(r"a[a-z][a-z_]*-[0-9a-f]+")
+FORK_FILE = re.compile(r"(?:^|-)agent-a[a-z][a-z_]*-[0-9a-f]+\.jsonl")
 TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
 JOURNAL_TYPES = {"started", "result"}
 # attachments Claude Code injects into the prompt (as system reminders); the rest are UI state
@@ -159,11 +167,12 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 6  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 7  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
-    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction
+    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: a sub-agent file's response before
+    # any user message is the parent's (``copied_responses``), not a request
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -349,6 +358,16 @@ def _most_served_model(b: RunBuilder) -> None:
         _set_run(b, model=max(served, key=lambda m: served[m]))
 
 
+def _copied_response(b: RunBuilder, msg: Any, line: int, ts: str | None) -> None:
+    """A response in a fork's file before the fork's prompt: the parent's response the fork was given as context (a
+    prompt-suggestion fork, 2.1.x, may start with the parent's last response, its requestId and usage included).
+    Its content is the fork's context, not a request of the fork's: counting it would bill the parent's request
+    twice (issue 21, point 4)."""
+    if isinstance(msg, dict):
+        _Session._content(b, msg, line, ts)
+        b.run.metadata["copied_responses"] = b.run.metadata.get("copied_responses", 0) + 1
+
+
 def _fork_to_event(b: RunBuilder) -> None:
     """A compaction fork's requests are the parent's (copied) and the summariser's call (the last one): none stays a
     request of this run; the last becomes its compaction event's usage. Items all precede that call (step 0)."""
@@ -402,6 +421,7 @@ class _Session:
         self.ctx, self.format, self.label = ctx, fmt, label
         self.agent_file = "agent-" in ctx.path.name or "-sub-" in ctx.path.name
         self.compaction_fork = "agent-acompact-" in ctx.path.name  # or an agentId "acompact-..." (see line())
+        self.fork = FORK_FILE.search(ctx.path.name) is not None  # or such an agentId (see line())
         meta: dict[str, Any] = {"sidechain": True} if self.agent_file else {}
         self.main = RunBuilder(
             Run(run_id=ctx.run_id(label), format=fmt, source_path=str(ctx.path), harness="claude-code", metadata=meta)
@@ -409,6 +429,7 @@ class _Session:
         self.children: dict[str, RunBuilder] = {}
         self.groups: dict[str | None, str] = {}  # uuid (None: a line without one) -> its sidechain group
         self.seen_requests: set[str] = set()
+        self.prompted = False  # a user message seen: before it, a fork's response is its parent's (a copy)
         self.message_of: dict[str, tuple[str, int]] = {}  # requestId -> (the first message.id seen with it, line)
         self.reused: set[str] = set()  # requestIds seen with more than one message.id
         self.open_request: dict[str | None, tuple[RunBuilder, int]] = {}  # request id -> where its Request is
@@ -508,6 +529,8 @@ class _Session:
                 run.metadata.setdefault(field, obj[key])
         if self.agent_file and str(obj.get("agentId") or "").startswith("acompact-"):
             self.compaction_fork = True
+        if self.agent_file and FORK_ID.fullmatch(str(obj.get("agentId") or "")):
+            self.fork = True
         ts = obj.get("timestamp")
         att = obj["attachment"] if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
         if att.get("type") == "deferred_tools_delta":
@@ -530,9 +553,12 @@ class _Session:
             if not obj.get("isCompactSummary"):
                 self.flush_attachments(b)
                 start = b.seq
-            if kind == "assistant":
+            if kind == "assistant" and self.fork and not self.prompted and not self.compaction_fork:
+                _copied_response(b, obj.get("message") or {}, line, ts)
+            elif kind == "assistant":
                 self._assistant(b, obj.get("message") or {}, obj, line, ts)
             else:
+                self.prompted = True
                 self._user(b, obj.get("message") or {}, obj, line, ts)
         if isinstance(obj.get("uuid"), str) and not obj.get("isCompactSummary"):
             self.line_items[obj["uuid"]] = (id(b), range(start, b.seq))

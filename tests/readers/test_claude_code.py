@@ -476,6 +476,34 @@ def test_compaction_fork_counts_no_parent_request_and_keeps_the_summariser_call(
     assert not of(records, BadRecord)
 
 
+def test_a_forks_copy_of_its_parents_response_is_not_its_request(tmp_path: Path) -> None:
+    """A 2.1.x prompt-suggestion fork (``subagents/agent-aprompt_suggestion-<hex>.jsonl``) may open with the parent's
+    last response, its requestId and usage included, before the suggestion prompt (4 of 45 such files in a real
+    session backup): that response is the fork's context and was billed in the parent's transcript."""
+    copy = assistant("c1", "r-parent", "Installed the plugin.", 34_719) | {"parentUuid": "p9", "isSidechain": True}
+    prompt = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": "c1",
+        "isSidechain": True,
+        "message": {"role": "user", "content": "[SUGGESTION MODE: Suggest what the user might type next.]"},
+    }
+    answer = assistant("a1", "r-fork", "/plugin list", 35_767) | {"parentUuid": "u1", "isSidechain": True}
+    fork = tmp_path / "subagents" / "agent-aprompt_suggestion-6d19a9.jsonl"
+    fork.parent.mkdir()
+    fork.write_text(
+        "\n".join(json.dumps({"sessionId": "s1", "version": "2.1.27", **x}) for x in (copy, prompt, answer))
+    )
+    records = read(fork)
+    (run,) = of(records, Run)
+    assert [r.input_tokens for r in of(records, Request)] == [35_767]
+    assert run.metadata["copied_responses"] == 1
+    assert [i.kind for i in of(records, Item)] == ["assistant_text", "user_text", "assistant_text"]
+    main = tmp_path / "session.jsonl"  # the same lines in a main session: the first response is a request
+    main.write_text(fork.read_text())
+    assert len(of(read(main), Request)) == 2
+
+
 def test_model_switch_keeps_each_requests_model_and_notes_the_new_tool_list() -> None:
     # hand-written 2.1 session: 4 requests on Opus, /model sonnet, a deferred_tools_delta attachment, 6 on Sonnet
     records = read(FIXTURES / "cc-model-switch.jsonl")
