@@ -165,6 +165,9 @@ class RunArrays:
     # per request: the auto_compact trigger (``replay.policies.auto_compact.TRIGGERS``) of that preset where it is not
     # the run's (Claude Code 2.1.153 on: a model with an auto-compact window, another without); -1: the policy's
     req_trigger: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: the TTL of the cache of the provider serving it where that is not the run's cache model (a model
+    # switch to another provider: replay.simulator.cache_fit.request_ttls); 0: the run's; empty: 0 everywhere
+    req_ttl: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64), repr=False)
     # per request: the log names a model for it that has no preset of the harness, so the harness's limit there is
     # not known (the policy's holds); empty: none such. Not the loop's: fidelity reads it
     req_unknown_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
@@ -184,6 +187,11 @@ class RunArrays:
     def req_limits(self) -> np.ndarray:
         """``req_limit`` per request (0, the policy's own limit, where none is given)."""
         return self._per_request(self.req_limit, np.float64)
+
+    @property
+    def req_ttls(self) -> np.ndarray:
+        """``req_ttl`` per request (0, the run's cache TTL, where none is given)."""
+        return self._per_request(self.req_ttl, np.float64)
 
     @property
     def req_triggers(self) -> np.ndarray:

@@ -211,12 +211,30 @@ def hit_rate_for_share(run: RunArrays, cache: OpenAIAuto, have: np.ndarray, prom
     return round(float(GRID[i - 1] + (GRID[i] - GRID[i - 1]) * (share - lo) / max(hi - lo, 1e-12)), 4)
 
 
+def request_ttls(run: RunArrays, fmt: str, name: str) -> np.ndarray:
+    """Per request, the default TTL of the cache of the provider serving its model where that is not the run's cache
+    model ``name`` (0 elsewhere; empty when no request has one): a Cline task that moved from xAI's grok to Claude
+    through one router (a real task: Anthropic's 5 minutes lost a prefix after 586 s idle that xAI's automatic cache,
+    the run's, would have kept). The cache model itself stays the run's: its entries are the same prefixes."""
+    models = run.req_model
+    if len(models) != run.n_requests:
+        return np.zeros(0, np.float64)
+    out = np.zeros(run.n_requests, np.float64)
+    for k, model in enumerate(models):
+        other = provider_cache(fmt, model) if model else name
+        if other != name:
+            out[k] = float(getattr(make_cache(other), "ttl", 0.0))
+    return out if out.any() else np.zeros(0, np.float64)
+
+
 def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
-    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; and how
-    each starts under its provider's cache (``replay.simulator.run_start``); each run from its own log alone."""
+    """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; how each
+    starts under its provider's cache (``replay.simulator.run_start``) and the TTL of the requests another provider
+    served (``request_ttls``); each run from its own log alone."""
     out = []
     for r in runs:
-        name = provider_cache(formats.get(r.run_id, ""), r.model)
-        r = with_start(r, name)
+        fmt = formats.get(r.run_id, "")
+        name = provider_cache(fmt, r.model)
+        r = replace(with_start(r, name), req_ttl=request_ttls(r, fmt, name))
         out.append(replace(r, cache_fit=fit_run(r, name) or CacheFit(name)))
     return out

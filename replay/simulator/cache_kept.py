@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
-from replay.simulator.cache_losses import MIN_LOSS, held_after, requests_phrase, ttl_of
+from replay.simulator.cache_losses import MIN_LOSS, held_after, requests_phrase, ttls_of
 from replay.simulator.idle import idle_before
 from replay.simulator.run_start import warm_tokens
 
@@ -63,7 +63,7 @@ def cache_kept(run: RunArrays) -> CacheKept:
     read, held = run.rec_cache_read, held_after(run)
     warm = warm_tokens(run)
     gap = idle_before(run)
-    expired = np.isfinite(gap) & (gap >= ttl_of(run))
+    expired = np.isfinite(gap) & (gap >= ttls_of(run))
     past = np.flatnonzero(expired & (read - warm >= MIN_LOSS))
     more = np.zeros(m, dtype=np.int64)
     more[1:] = read[1:] - np.maximum(held[:-1], warm)

@@ -16,7 +16,9 @@ Anthropic's API gives back all it held at nearly every request (at most 8 of 98 
 TTL read less, across the corpus). The Anthropic-compatible endpoint of the ``ccb-android-avd-*`` files (claude-opus-
 4-8, writes beside a zero split) reads 1-3k less at 30 of 30, 37 of 41 and 32 of 34 such requests: a loss at most
 of the requests that could read all is the endpoint's way of caching, not a change of the prompt, and every such
-loss is named however small it is."""
+loss is named however small it is. Under an automatic prefix cache a read short of the previous prompt by less
+than one of the cache's steps is its granularity, and a hit rate fitted below 1 already has the replay miss as the
+log does: neither is named (``automatic_step``)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from replay.run_arrays import RunArrays
+from replay.simulator.caches import OpenAIAuto
 from replay.simulator.idle import MIN_CACHEABLE, idle_before
 from replay.simulator.request_costs import writes_unbilled
 
@@ -72,9 +75,30 @@ def requests_phrase(at: np.ndarray) -> str:
 
 
 def ttl_of(run: RunArrays) -> float:
-    """The TTL the log's writes used (3,600 s when most were 1 h writes; inferred where the split is left at zero:
-    replay.simulator.idle.inferred_ttl), 300 s when it does not say."""
-    return float(run.cache_ttl or 300.0)
+    """The TTL of the run's cache: the one the log's writes used (3,600 s when most were 1 h writes; inferred where
+    the split is left at zero: replay.simulator.idle.inferred_ttl), else its cache model's (an automatic cache's
+    fitted from its reads or its provider's default: replay.simulator.cache_fit), 300 s when neither says."""
+    if run.cache_ttl:
+        return float(run.cache_ttl)
+    ttl = getattr(run.cache_fit.cache(), "ttl", None) if run.cache_fit is not None else None
+    return float(ttl or 300.0)
+
+
+def ttls_of(run: RunArrays) -> np.ndarray:
+    """Per request, the TTL of the cache serving it: ``ttl_of`` the run, its provider's where another provider served
+    it (``RunArrays.req_ttl``)."""
+    own = run.req_ttls
+    return np.where(own > 0, own, ttl_of(run))
+
+
+def automatic_step(run: RunArrays) -> int | None:
+    """Under an automatic prefix cache (OpenAI, Gemini, DeepSeek), the step its reads come in (a shortfall below it is
+    the cache's granularity, not a loss); 0 when its hit rate was fitted below 1 (the replay's expected reads already
+    miss as the log's do: replay.simulator.cache_fit); None under explicit breakpoints or none."""
+    cache = run.cache_fit.cache() if run.cache_fit is not None else None
+    if not isinstance(cache, OpenAIAuto):
+        return None
+    return 0 if cache.hit_rate < 1 else max(cache.step, 1)
 
 
 def held_after(run: RunArrays) -> np.ndarray:
@@ -116,14 +140,17 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     endpoint's cache does not give back what it held: ``CacheLosses.endpoint``)."""
     m = run.n_requests
     empty = CacheLosses(np.zeros(0, np.int64), np.zeros(0, np.int64))
-    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m:
+    step = automatic_step(run)
+    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_write) != m or step == 0:
         return empty
     read, held = run.rec_cache_read, held_after(run)
     gap = idle_before(run)
     explained = explained_changes(run)
     lost = np.zeros(m, dtype=np.int64)
     lost[1:] = np.where((held[:-1] >= 0) & (read[1:] >= 0), held[:-1] - read[1:], 0)
-    within = np.isfinite(gap) & (gap < ttl_of(run))
+    if step:
+        lost[lost < step] = 0
+    within = np.isfinite(gap) & (gap < ttls_of(run))
     within[0] = False
     share = np.zeros(m, dtype=np.float64)
     share[1:] = lost[1:] / np.maximum(held[:-1], 1)

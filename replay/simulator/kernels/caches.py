@@ -38,6 +38,7 @@ CODES = {
 }
 # params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity, hit_rate
 N_PARAMS = 9
+CP_TTL = 1  # the parameter a request served by another provider replaces (RunArrays.req_ttl)
 N_STATE = 3  # n: live entries, warm position, warm tokens
 RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
 

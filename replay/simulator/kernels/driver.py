@@ -51,6 +51,7 @@ from replay.policies.python_kernel import P_REPLAYS_RECORDED, PYTHON
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.run_arrays import TOOL_RESULT
 from replay.simulator.kernels.caches import (
+    CP_TTL,
     N_STATE,
     cache_request,
     cap_entries,
@@ -158,6 +159,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
     warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn)
+    cpk = cp.copy()  # the cache parameters of request k: the run's, its provider's TTL where it has another
     cumtok = np.zeros(n + 1, np.int64)  # cumtok[: summed + 1] are the prefix sums of the current view
     summed = 0
     n_err = 0
@@ -231,8 +233,9 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
             summed = q + 1
         cumtok[end] = s[S_VIEW_TOK]
+        cpk[CP_TTL] = r.req_ttl[k] if r.req_ttl[k] > 0 else cp[CP_TTL]
         cached, written = cache_request(
-            cp,
+            cpk,
             cpos,
             ctok,
             cexp,
