@@ -356,10 +356,27 @@ def _forget(
     con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord], stored: Stored | None
 ) -> None:
     """Replace what the store holds of content that holds no run (rows an earlier reader version made of it, an
-    earlier quarantine entry) with ``bad`` (none: nothing), in one transaction."""
+    earlier quarantine entry) with ``bad`` (none: nothing), in one transaction; no statement when there is nothing
+    to replace (deleting a file's rows scans the items)."""
+    if stored is not None:
+        in_files, in_quarantine = fhash in stored.files, fhash in stored.quarantined
+    else:
+        in_files, in_quarantine = cast(
+            tuple[bool, bool],
+            con.execute(
+                "SELECT (SELECT count(*) FROM files WHERE file_hash = $h) > 0, "
+                "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0",
+                {"h": fhash},
+            ).fetchone(),
+        )
+    if not (in_files or in_quarantine or bad):
+        return
     con.execute("BEGIN")
     try:
-        _delete_file(con, fhash)
+        if in_files:
+            _delete_file(con, fhash)  # its quarantine entries too
+        elif in_quarantine:
+            con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
         _quarantine(con, fhash, path, bad, datetime.now(UTC))
         con.execute("COMMIT")
     except BaseException:

@@ -201,3 +201,17 @@ def test_watch_ingests_a_session_once_its_conversation_starts(tmp_path: Path) ->
     session.write_text(NOTICES + CONVERSATION)
     assert watch(con, lambda: [session], 0, polls=1) == 1
     assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+
+
+def test_an_earlier_quarantine_entry_goes_when_its_folder_is_ingested(tmp_path: Path) -> None:
+    """Named, a snapshot-only session is quarantined with its reason; its folder ingested later (or a store whose
+    quarantine holds main's "unknown format" for it) no longer lists it."""
+    root = _tree(tmp_path / "projects", {f"{PROJECT}/s.jsonl": SNAPSHOTS, f"{PROJECT}/e.jsonl": ""})
+    db = str(tmp_path / "s.duckdb")
+    assert _ingest(str(root / PROJECT / "s.jsonl"), str(root / PROJECT / "e.jsonl"), "--db", db)[0] == 3
+    con = open_store(db)
+    assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (2,)
+    con.close()
+    code, out = _ingest(str(root), "--db", db)
+    assert code == 0 and "skipped 2 files holding no run" in out, out
+    assert open_store(db).execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
