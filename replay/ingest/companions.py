@@ -69,6 +69,11 @@ the harness's own source; nothing is matched by extension alone.
 | Claude Code | ``<session>/tool-results/[<dir>/]<tool id>.{txt,json}`` | 2.1.27 cli.js: a tool result saved to
   ``<project>/<session>/tool-results/<tool use id>`` (``.json`` for block content) when it is too large to send or
   is microcompacted; 2.1.332's cleanup also walks one folder level below |
+| Claude Code | ``<session>/{archived,ccr-tip,custom-title,precompact,sent-prefix}.json``, ``resume-head.jsonl``,
+  ``auto-mode-classifier-error.txt``; beside the transcript ``<session>.ccr-tip.json``, ``<session>.precompact.json``
+  | 2.1.332: the session folder's side files its retention cleanup lists, and the project-level siblings it names |
+| Claude Code | ``<session>/mcp-tasks/mcp-task-<id>.{meta,outcome}.json`` | 2.1.332: an MCP task's metadata and
+  outcome (``listMcpTaskMetadata``, ``listMcpTaskOutcomes``) |
 | Claude Code | ``sessions-index.json`` | 2.1.27 cli.js: the project folder's session index (``{version: 1, entries,
   originalPath}``); 2.1.332 no longer writes it |
 
@@ -171,6 +176,19 @@ COMPANIONS: tuple[Companion, ...] = (
         "Claude Code",
         "<session>/tool-results/<tool id>.{txt,json}",
         _UUID + r"/tool-results/(?:[^/]+/)?[^/]+\.(?:txt|json)",
+    ),
+    Companion(
+        "Claude Code",
+        "<session>/<side file>",
+        _UUID
+        + r"/(?:(?:archived|ccr-tip|custom-title|precompact|sent-prefix)\.json|resume-head\.jsonl"
+        + r"|auto-mode-classifier-error\.txt)",
+    ),
+    Companion("Claude Code", "<session>.{ccr-tip,precompact}.json", _UUID + r"\.(?:ccr-tip|precompact)\.json"),
+    Companion(
+        "Claude Code",
+        "<session>/mcp-tasks/mcp-task-<id>.{meta,outcome}.json",
+        _UUID + r"/mcp-tasks/mcp-task-[^/]+\.(?:meta|outcome)\.json",
     ),
     Companion("Claude Code", "sessions-index.json", r"sessions-index\.json"),
 )

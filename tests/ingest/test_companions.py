@@ -187,6 +187,10 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
             ),
             f"{CC}/tool-results/toolu_01AbC.txt": "a long build log\n" * 20,
             f"{CC}/tool-results/toolu_01DeF.json": json.dumps([{"type": "text", "text": "a long listing"}]),
+            f"{CC}/custom-title.json": json.dumps({"customTitle": "avd boot"}),
+            f"{CC}/archived.json": json.dumps({"archived": True, "at": "2026-05-01T10:00:00.000Z"}),
+            f"{CC}.precompact.json": json.dumps({"version": 7}),
+            f"{CC}/mcp-tasks/mcp-task-t1.meta.json": json.dumps({"registryId": "t1"}),
             "projects/-home-u-avd/sessions-index.json": json.dumps(
                 {"version": 1, "entries": [], "originalPath": "/home/u/avd"}, indent=2
             ),
