@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -92,7 +93,8 @@ def ingest(
     ] = False,
     interval: Annotated[float, typer.Option(help="Seconds between polls with --watch.", callback=finite_seconds)] = 2.0,
 ) -> None:
-    """Ingest agent logs (format detected by content); already ingested files are skipped.
+    """Ingest agent logs (format detected by content); already ingested files are skipped, and so are files found
+    in a folder that hold no run (empty, a session with no conversation yet), counted in one line.
 
     Exit code 0: everything read; 3: some records (or files) were quarantined, see `replay quarantine`."""
     if paths and harness:
@@ -107,6 +109,7 @@ def ingest(
     elif max_line_bytes <= 0:
         raise ReplayError(f"--max-line-bytes {max_line_bytes}: expected a positive number of bytes")
     con = open_store(db)
+    literal: set[Path] = set()  # files named on the command line: an error if one holds no run
     if not paths:
         found = discover(harness)
         for f in found:
@@ -138,7 +141,7 @@ def ingest(
             skipped: list[tuple[Path, str]] = []
             beside: list[tuple[Path, Companion]] = []
             try:
-                found = expand_paths(paths, skipped, beside)
+                found = expand_paths(paths, skipped, beside, literal)
             except FileNotFoundError as exc:
                 raise ReplayError(f"{exc}; check the path") from exc
             for path, kind in skipped:
@@ -157,7 +160,10 @@ def ingest(
         except (KeyboardInterrupt, Interrupted):
             console.print("stopped")
         return
-    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes))
+    outcomes = list(ingest_files(con, sources(), progress=True, max_line_bytes=max_line_bytes, named=literal))
+    if skipped := [o for o in outcomes if o.status == "no run" and not o.bad]:  # found in a folder
+        console.print(for_terminal(no_run_summary(skipped)), highlight=False)
+        outcomes = [o for o in outcomes if o.status != "no run" or o.bad]
     for out in outcomes:
         for warning in out.warnings[:5]:
             console.print(
@@ -186,16 +192,24 @@ def ingest(
                     f": {len(out.bad) - 5} more bad records (see `replay quarantine`)",
                 )
             )
-    counts = {s: sum(o.status == s for o in outcomes) for s in ("ingested", "unchanged", "unknown", "failed")}
+    counts = {s: sum(o.status == s for o in outcomes) for s in ("ingested", "unchanged", "no run", "unknown", "failed")}
     console.print(
         f"{len(outcomes)} files: "
-        + ", ".join(f"{n} {s}" for s, n in counts.items())
+        + ", ".join(f"{n} {s}" for s, n in counts.items() if n or s != "no run")
         + f"; {sum(o.runs for o in outcomes)} runs, {sum(o.items for o in outcomes):,} items, "
         f"{sum(o.requests for o in outcomes):,} requests, {sum(len(o.bad) for o in outcomes)} quarantined"
     )
     if any(o.bad for o in outcomes):
         con.close()  # before the exit exception, which keeps this frame (and a connection in it) alive
         raise typer.Exit(QUARANTINED_EXIT)
+
+
+def no_run_summary(skipped: list[FileOutcome]) -> str:
+    """One line: how many files found in folders were skipped as holding no run, by kind."""
+    kinds = Counter(o.no_run or "?" for o in skipped)
+    n = len(skipped)
+    parts = ", ".join(f"{kind} x{k}" if k > 1 else kind for kind, k in kinds.items())
+    return f"skipped {n} file{'s' if n != 1 else ''} holding no run ({parts})"
 
 
 def _say_special(path: Path, kind: str) -> None:
@@ -225,7 +239,7 @@ def _report_one(out: FileOutcome) -> None:
     detail = (
         f"{out.runs} runs, {out.requests} requests"
         if out.status == "ingested"
-        else (out.bad[0].reason if out.bad else "")
+        else (out.bad[0].reason if out.bad else out.no_run or "")
     )
     console.print(for_terminal(f"{out.status} {out.path} ({out.format or '?'}): {detail}"), highlight=False)
     for warning in out.warnings:

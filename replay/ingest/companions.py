@@ -58,8 +58,27 @@ the harness's own source; nothing is matched by extension alone.
 | Codex CLI | ``config.toml`` | codex-rs/core/src/config/edit.rs (``ConfigEdit`` persistence) |
 | Codex CLI | ``{state,logs,goals,memories}_<n>.sqlite`` (and SQLite's ``-wal``/``-shm``) | codex-rs/state/src/lib.rs
   ``STATE_DB_FILENAME``, ``LOGS_DB_FILENAME``, ``GOALS_DB_FILENAME``, ``MEMORIES_DB_FILENAME`` |
-| Claude Code | ``<session>/subagents/agent-<id>.meta.json`` | @anthropic-ai/claude-code 2.1.328 (minified): the
-  sub-agent transcript's path with ``.jsonl`` replaced by ``.meta.json`` |
+| Claude Code | ``<session>/subagents/[<dir>/...]agent-<id>.meta.json`` (a workflow's agents are in
+  ``subagents/workflows/<run id>/``) | @anthropic-ai/claude-code-linux-x64 2.1.332 (minified): the sub-agent
+  transcript's path (``subagents/``, the agent's transcript subfolder if it has one, ``agent-<id>.jsonl``) with
+  ``.jsonl`` replaced by ``.meta.json`` |
+| Claude Code | ``<session>/workflows/<run id>.json`` | 2.1.332: the workflow run's sidecar (``{runId, timestamp,
+  ...}``) in the session's ``workflows`` folder |
+| Claude Code | ``<session>/workflows/scripts/<name>-<n>.js`` | 2.1.332: the workflow script, in ``workflows/scripts`` |
+| Claude Code | ``<session>/remote-agents/remote-agent-<id>.meta.json`` | 2.1.332: the remote agent's metadata |
+| Claude Code | ``<session>/tool-results/[<dir>/]<tool id>.{txt,json}`` | 2.1.27 cli.js: a tool result saved to
+  ``<project>/<session>/tool-results/<tool use id>`` (``.json`` for block content) when it is too large to send or
+  is microcompacted; 2.1.332's cleanup also walks one folder level below |
+| Claude Code | ``<session>/{archived,ccr-tip,custom-title,precompact,sent-prefix}.json``, ``resume-head.jsonl``,
+  ``auto-mode-classifier-error.txt``; beside the transcript ``<session>.ccr-tip.json``, ``<session>.precompact.json``
+  | 2.1.332: the session folder's side files its retention cleanup lists, and the project-level siblings it names |
+| Claude Code | ``<session>/mcp-tasks/mcp-task-<id>.{meta,outcome}.json`` | 2.1.332: an MCP task's metadata and
+  outcome (``listMcpTaskMetadata``, ``listMcpTaskOutcomes``) |
+| Claude Code | ``sessions-index.json`` | 2.1.27 cli.js: the project folder's session index (``{version: 1, entries,
+  originalPath}``); 2.1.332 no longer writes it |
+
+The workflow journal ``<session>/subagents/workflows/<run id>/journal.jsonl`` is not one: the ``claude-code``
+reader reads it (its ``started``/``result`` entries).
 
 Cline needs none: a task folder holding ``ui_messages.json`` is one run, read whole, so the other files
 ``disk.ts`` ``GlobalFileNames`` names there (``task_metadata.json``, ``context_history.json``) are never listed.
@@ -143,7 +162,35 @@ COMPANIONS: tuple[Companion, ...] = (
         "{state,logs,goals,memories}_<n>.sqlite",
         r"(?:state|logs|goals|memories)_\d+\.sqlite(?:-wal|-shm)?",
     ),
-    Companion("Claude Code", "<session>/subagents/agent-<id>.meta.json", r"subagents/agent-[^/]+\.meta\.json"),
+    Companion(
+        "Claude Code", "<session>/subagents/.../agent-<id>.meta.json", r"subagents/(?:[^/]+/)*agent-[^/]+\.meta\.json"
+    ),
+    Companion("Claude Code", "<session>/workflows/<run id>.json", _UUID + r"/workflows/[^/]+\.json"),
+    Companion("Claude Code", "<session>/workflows/scripts/*.js", _UUID + r"/workflows/scripts/[^/]+\.js"),
+    Companion(
+        "Claude Code",
+        "<session>/remote-agents/remote-agent-<id>.meta.json",
+        _UUID + r"/remote-agents/remote-agent-[^/]+\.meta\.json",
+    ),
+    Companion(
+        "Claude Code",
+        "<session>/tool-results/<tool id>.{txt,json}",
+        _UUID + r"/tool-results/(?:[^/]+/)?[^/]+\.(?:txt|json)",
+    ),
+    Companion(
+        "Claude Code",
+        "<session>/<side file>",
+        _UUID
+        + r"/(?:(?:archived|ccr-tip|custom-title|precompact|sent-prefix)\.json|resume-head\.jsonl"
+        + r"|auto-mode-classifier-error\.txt)",
+    ),
+    Companion("Claude Code", "<session>.{ccr-tip,precompact}.json", _UUID + r"\.(?:ccr-tip|precompact)\.json"),
+    Companion(
+        "Claude Code",
+        "<session>/mcp-tasks/mcp-task-<id>.{meta,outcome}.json",
+        _UUID + r"/mcp-tasks/mcp-task-[^/]+\.(?:meta|outcome)\.json",
+    ),
+    Companion("Claude Code", "sessions-index.json", r"sessions-index\.json"),
 )
 
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from replay.errors import ReplayError
 from replay.ingest.companions import rule_for
-from replay.ingest.not_runs import why_no_run
+from replay.ingest.not_runs import NoRun, empty, no_conversation, why_no_run
 from replay.model import BadRecord, Item, Request, Run, content_hash, dumps
 from replay.readers import detect, folder_reader, formats, reader_key
 from replay.readers.base import (
@@ -100,7 +100,7 @@ class Parsed:
     """One unit as read: its status and, when read, its rows as columns in the store's column order."""
 
     path: Path
-    status: str  # ingested (read, to be written) | unchanged | unknown | failed
+    status: str  # ingested (read, to be written) | unchanged | no run | unknown | failed
     bytes: int
     file_hash: str | None = None  # None: the content could not even be hashed
     format: str | None = None
@@ -113,6 +113,7 @@ class Parsed:
     largest: int = 0  # characters of the longest item
     reader: str | None = None  # the reader that read it (replay.readers.reader_key), as files.reader_version
     reread: bool = False  # in the store already, read by an earlier version of its reader: read again
+    no_run: str | None = None  # status "no run": what holds no run (replay.ingest.not_runs.NoRun.kind)
 
 
 def members(path: Path) -> list[Path]:
@@ -207,6 +208,8 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
             return out
         out.reread = True
         out.warnings.append(reread_warning(known[fhash], key))
+    if reader is None and not path.is_dir() and (nothing := empty(path)) is not None:
+        return _holds_no_run(out, nothing)
     if reader is None:
         out.status = "unknown"
         no_run, rule = _no_run(path), rule_for(path)
@@ -257,6 +260,8 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
                 )
             ]
             return out
+    if not any(isinstance(r, Run | BadRecord) for r in records):
+        return _holds_no_run(out, no_conversation(reader.format))
     if plain != path:
         records = [replace(r, source_path=str(path)) if isinstance(r, Run) else r for r in records]
     _columns(out, records)
@@ -267,6 +272,12 @@ def parse_unit(path: Path, max_line_bytes: int = MAX_RECORD_BYTES, known: Mappin
     except ReplayError as exc:  # nothing written: the file is quarantined whole, with the reason
         out.status, out.bad, out.tables = "failed", [BadRecord(0, str(exc), "")], []
     out.runs = out.items = out.requests = None
+    return out
+
+
+def _holds_no_run(out: Parsed, why: NoRun) -> Parsed:
+    """``out`` as a unit that holds no run: skipped when found in a folder, an error (``bad``) when named."""
+    out.status, out.no_run, out.bad = "no run", why.kind, [BadRecord(0, why.reason, "")]
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -39,7 +39,7 @@ SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
 @dataclass
 class FileOutcome:
     path: Path
-    status: str  # ingested | unchanged | unknown | failed
+    status: str  # ingested | unchanged | no run | unknown | failed
     format: str | None = None
     runs: int = 0
     items: int = 0
@@ -47,19 +47,22 @@ class FileOutcome:
     bad: list[BadRecord] = field(default_factory=list)
     bytes: int = 0
     warnings: list[BadRecord] = field(default_factory=list)  # stored, but changes a figure: printed with file, line
+    no_run: str | None = None  # status "no run": what holds no run (replay.ingest.not_runs.NoRun.kind)
 
 
 def expand_paths(
     paths: Iterable[str | Path],
     skipped: list[tuple[Path, str]] | None = None,
     companions: list[tuple[Path, Companion]] | None = None,
+    literal: set[Path] | None = None,
 ) -> list[Path]:
     """Files named directly, found under directories, or matched by globs, sorted and unique.
 
     A folder that is one run (an OpenHands V1 conversation, a Cline task) is returned as the folder itself,
     not as its files. FIFOs, sockets and devices are never read: each goes to ``skipped`` as (path, what it is).
     A file found in a folder or by a glob that a harness writes beside its logs and no reader reads
-    (:mod:`replay.ingest.companions`) is left out and goes to ``companions``; a file named literally is always kept."""
+    (:mod:`replay.ingest.companions`) is left out and goes to ``companions``; a file named literally is always kept,
+    and goes to ``literal`` (ingest: an error if it holds no run, where one found in a folder is skipped)."""
     found: set[Path] = set()
     named: set[Path] = set()  # files given literally: read, and an error if not a log
     special: dict[Path, str] = {}
@@ -87,6 +90,8 @@ def expand_paths(
             found.discard(f)
     if companions is not None:
         companions.extend(beside)
+    if literal is not None:
+        literal.update(named)
     return sorted(f for f in found if f.name not in SKIP_NAMES)
 
 
@@ -264,21 +269,32 @@ def _quarantine(con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: lis
 
 
 def ingest_file(
-    con: duckdb.DuckDBPyConnection, path: Path, max_line_bytes: int = MAX_RECORD_BYTES, replace_older: bool = True
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    max_line_bytes: int = MAX_RECORD_BYTES,
+    replace_older: bool = True,
+    named: bool = True,
 ) -> FileOutcome:
     """Ingest one file (or run folder) in one transaction; a file already ingested is left alone.
 
     ``replace_older``: an earlier version of the same path (e.g. a session file that has since grown) is
-    deleted in the same transaction, so the run is replaced rather than duplicated."""
-    return store_parsed(con, parse_unit(path, max_line_bytes), replace_older)
+    deleted in the same transaction, so the run is replaced rather than duplicated. ``named``: as
+    :func:`store_parsed`."""
+    return store_parsed(con, parse_unit(path, max_line_bytes), replace_older, named=named)
 
 
 def store_parsed(
-    con: duckdb.DuckDBPyConnection, parsed: Parsed, replace_older: bool = True, stored: Stored | None = None
+    con: duckdb.DuckDBPyConnection,
+    parsed: Parsed,
+    replace_older: bool = True,
+    stored: Stored | None = None,
+    named: bool = True,
 ) -> FileOutcome:
     """Write what :func:`replay.ingest.parse.parse_unit` read: rows, or the quarantine entry saying why none.
 
-    ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file."""
+    ``stored``: what the store holds (:meth:`Stored.read`, updated here); None: looked up for this file. ``named``:
+    the unit was named on the command line; one that holds no run is then quarantined with the reason, where one
+    found in a folder is skipped (nothing stored; an earlier reading of the same content is removed)."""
     path, fhash = parsed.path, parsed.file_hash
     out = FileOutcome(
         path=path,
@@ -290,6 +306,12 @@ def store_parsed(
     )
     if fhash is None:  # not even hashable: quarantined by path
         _replace_quarantine(con, "path:" + path_text(path), path, out.bad)
+        return out
+    if parsed.status == "no run":
+        out.no_run = parsed.no_run
+        if not named:
+            out.bad = []
+        _forget(con, fhash, path, out.bad, stored)
         return out
     if parsed.status == "unchanged":
         ingested = quarantined = False
@@ -328,6 +350,41 @@ def store_parsed(
     if stored is not None:
         (stored.quarantined.add if out.bad else stored.quarantined.discard)(fhash)
     return out
+
+
+def _forget(
+    con: duckdb.DuckDBPyConnection, fhash: str, path: Path, bad: list[BadRecord], stored: Stored | None
+) -> None:
+    """Replace what the store holds of content that holds no run (rows an earlier reader version made of it, an
+    earlier quarantine entry) with ``bad`` (none: nothing), in one transaction; no statement when there is nothing
+    to replace (deleting a file's rows scans the items)."""
+    if stored is not None:
+        in_files, in_quarantine = fhash in stored.files, fhash in stored.quarantined
+    else:
+        in_files, in_quarantine = cast(
+            tuple[bool, bool],
+            con.execute(
+                "SELECT (SELECT count(*) FROM files WHERE file_hash = $h) > 0, "
+                "(SELECT count(*) FROM quarantine WHERE file_hash = $h) > 0",
+                {"h": fhash},
+            ).fetchone(),
+        )
+    if not (in_files or in_quarantine or bad):
+        return
+    con.execute("BEGIN")
+    try:
+        if in_files:
+            _delete_file(con, fhash)  # its quarantine entries too
+        elif in_quarantine:
+            con.execute("DELETE FROM quarantine WHERE file_hash = ?", [fhash])
+        _quarantine(con, fhash, path, bad, datetime.now(UTC))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    if stored is not None:
+        stored.files.pop(fhash, None)
+        (stored.quarantined.add if bad else stored.quarantined.discard)(fhash)
 
 
 def _older_versions(con: duckdb.DuckDBPyConnection, path: Path, fhash: str) -> list[tuple[str, int, int]]:
@@ -384,9 +441,10 @@ def ingest(
     """Ingest every file under ``paths``; each file commits on its own, so an interrupted ingest resumes.
 
     ``workers``: processes that parse files in parallel (0: REPLAY_WORKERS, else every core); this process
-    does every store write."""
-    files = expand_paths(paths)
-    return list(_run(con, files, progress, max_line_bytes, replace_older, workers))
+    does every store write. A file found in a folder that holds no run is skipped (status "no run")."""
+    literal: set[Path] = set()
+    files = expand_paths(paths, literal=literal)
+    return list(_run(con, files, progress, max_line_bytes, replace_older, workers, literal))
 
 
 def ingest_units(
@@ -396,9 +454,12 @@ def ingest_units(
     max_line_bytes: int = MAX_RECORD_BYTES,
     replace_older: bool = True,
     workers: int = 0,
+    named: Container[Path] | None = None,
 ) -> Iterator[FileOutcome]:
-    """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery)."""
-    return _run(con, units, progress, max_line_bytes, replace_older, workers)
+    """Ingest files and run folders already listed (e.g. by :func:`expand_paths` or discovery). ``named``: the
+    units named on the command line (:func:`expand_paths`' ``literal``; None: all of them), as
+    :func:`store_parsed`."""
+    return _run(con, units, progress, max_line_bytes, replace_older, workers, named)
 
 
 # Below this a process pool costs more to start than it saves: one core parses ~6-7 MB/s, and starting the pool (a
@@ -423,6 +484,7 @@ def _run(
     max_line_bytes: int,
     replace_older: bool = True,
     workers: int = 0,
+    named: Container[Path] | None = None,
 ) -> Iterator[FileOutcome]:
     own = store_files(con)
     files = [f for f in files if f.resolve() not in own]
@@ -443,7 +505,7 @@ def _run(
                 pb.update(task, description=f"ingest {for_terminal(f.name[:40])}")
             if memory and p.status == "ingested":
                 memory.before_file(p.largest)
-            yield store_parsed(con, p, replace_older, stored)
+            yield store_parsed(con, p, replace_older, stored, named is None or f in named)
             if pb is not None and task is not None:
                 pb.advance(task, sizes[f])
 
@@ -487,7 +549,9 @@ def watch(
                 continue
             if seen.get(path) == sig:
                 continue
-            out = ingest_file(con, path, max_line_bytes, replace_older=True)
+            # a session with no run yet is skipped until it grows into one (it is found in a folder, or named to
+            # be watched)
+            out = ingest_file(con, path, max_line_bytes, replace_older=True, named=False)
             seen[path] = sig
             if out.status == "ingested":
                 ingested += 1

@@ -48,6 +48,12 @@ the other iterations are kept in ``runs.metadata.server_iterations`` and billed 
 Fast mode (``/fast``): a response whose ``usage.speed`` is "fast" is noted in ``runs.metadata.fast_requests`` with
 a warning; its bill is at standard rates (fast mode's multiplier is not priced).
 
+A session with no conversation yet (only ``file-history-snapshot``, ``queue-operation``, titles, ``system`` notices
+such as ``away_summary`` or a model-limit warning, hook ``progress``) holds no run: the reader gives no record, and
+ingest says so (``replay.ingest.not_runs``) rather than storing an empty run. Such files are recognised by the
+envelope Claude Code writes around every entry (``parentUuid``, ``isSidechain``, ``sessionId``, ``uuid``), by the
+file-history snapshot's and the queue operation's own keys.
+
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
 so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
@@ -145,6 +151,11 @@ def _idle_cause(b: RunBuilder, line: int) -> None:
     last["cause"] = "idle"
 
 
+# the keys of the envelope Claude Code writes around every transcript entry (a system notice, a hook's progress, an
+# attachment, a message), whatever its type
+ENVELOPE = ("parentUuid", "isSidechain", "sessionId", "uuid")
+
+
 def _looks_like_cc(obj: Any) -> bool:
     if not isinstance(obj, dict):
         return False
@@ -153,6 +164,12 @@ def _looks_like_cc(obj: Any) -> bool:
         return isinstance(obj.get("message"), dict) and ("sessionId" in obj or "agentId" in obj or "uuid" in obj)
     if kind == "summary":
         return "leafUuid" in obj
+    if kind == "file-history-snapshot":  # {type, messageId, snapshot, isSnapshotUpdate} (insertFileHistorySnapshot)
+        return "messageId" in obj and isinstance(obj.get("snapshot"), dict)
+    if kind == "queue-operation":  # {type, operation, timestamp, sessionId, ...}: a prompt queued while busy
+        return "operation" in obj and "sessionId" in obj
+    if isinstance(kind, str) and all(key in obj for key in ENVELOPE):
+        return True
     return kind in JOURNAL_TYPES and "agentId" in obj and "key" in obj
 
 
@@ -167,12 +184,13 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 7  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 8  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
-    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: a sub-agent file's response before
-    # any user message is the parent's (``copied_responses``), not a request
+    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: a file with no message, attachment,
+    # summary, compaction or journal entry (titles, file-history snapshots, system notices only) makes no run;
+    # 8: a fork's response before its prompt is the parent's (``copied_responses``), not a request
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -442,9 +460,16 @@ class _Session:
         self.parent_of: dict[str, Any] = {}  # line uuid -> its parentUuid
         # a compaction's preserved items, sent again after its summary: builder id -> (its event, their seqs)
         self.preserved: dict[int, tuple[dict, list[int]]] = {}
+        # whether a line that makes a run was read (a message, an attachment, a summary, a compaction, a workflow
+        # journal entry): a session with none (titles, file-history snapshots, system notices, hook progress only)
+        # holds no run, and none is made
+        self.has_run = False
 
     def finish(self) -> Iterator[Record]:
-        """The runs read: held attachments added, each run's model set, a compaction fork's event made."""
+        """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
+        no line made a run (``has_run``)."""
+        if not self.has_run:
+            return
         builders = [self.main, *self.children.values()]
         for builder in builders:
             self.flush_attachments(builder)
@@ -495,6 +520,10 @@ class _Session:
             if (title := obj.get(TITLE_TYPES[kind])) and title not in titles:
                 titles.append(title)
             return
+        if (kind in JOURNAL_TYPES and "agentId" in obj) or kind in ("summary", "attachment", *CONVERSATION):
+            self.has_run = True
+        elif kind == "system" and obj.get("subtype") in ("compact_boundary", "microcompact_boundary"):
+            self.has_run = True
         if kind == "summary":  # no leafUuid: a summary that stands in for earlier context
             main.add("summary", "user", str(obj.get("summary") or ""), line=line)
             return

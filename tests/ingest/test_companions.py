@@ -17,6 +17,8 @@ from replay.ingest.companions import companion_of
 from replay.readers import detect
 
 SESSION = "96ef38f0-9d09-45c3-8124-6448c36090ed"
+CC_SESSION = "3e89eb15-32e7-43f8-8734-8d47310263ea"
+CC = f"projects/-home-u-avd/{CC_SESSION}"  # a Claude Code session folder
 CODEX_ROLLOUT = "codex-rollout/codex-pharma-platform-019d20aa.jsonl"
 
 
@@ -156,6 +158,42 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
             "projects/-home-u-p/ef958aa1/subagents/agent-a36efb2a1231c41e2.meta.json": json.dumps(
                 {"agentType": "general-purpose"}
             )
+        },
+        2,
+    ),
+    # Claude Code 2.1.332's session folder (linux-x64 binary, minified): a workflow's agents under
+    # subagents/workflows/<run id>/ with their .meta.json, its journal (a log: read), its sidecar and script; a
+    # remote agent's metadata; saved tool results (2.1.27 cli.js); 2.1.27's project-level sessions-index.json
+    "claude-code-2.1": (
+        {
+            f"{CC}/subagents/workflows/wf_4af3c93a-ada/agent-a340795228348a5a6.jsonl": (
+                "claude-code/ccb-android-avd-3e89eb15-sub-wf_4af3c93a-ada-agent-a340795228348a5a6.jsonl"
+            ),
+            f"{CC}/subagents/workflows/wf_9cab1d1d-783/journal.jsonl": (
+                "claude-code/ccb-android-avd-3e89eb15-sub-wf_9cab1d1d-783-journal.jsonl"
+            ),
+        },
+        {
+            f"{CC}/subagents/workflows/wf_4af3c93a-ada/agent-a340795228348a5a6.meta.json": (
+                json.dumps({"agentType": "workflow-subagent"})
+            ),
+            f"{CC}/subagents/explore/agent-a1b2c3d4e5f60718.meta.json": json.dumps({"agentType": "Explore"}),
+            f"{CC}/workflows/wf_4af3c93a-ada.json": json.dumps(
+                {"runId": "wf_4af3c93a-ada", "timestamp": "2026-05-01T10:00:00.000Z", "status": "completed"}
+            ),
+            f"{CC}/workflows/scripts/review-changes-1.js": "export default async () => 1;\n",
+            f"{CC}/remote-agents/remote-agent-r1.meta.json": json.dumps(
+                {"taskId": "r1", "remoteTaskType": "remote-agent", "title": "review"}
+            ),
+            f"{CC}/tool-results/toolu_01AbC.txt": "a long build log\n" * 20,
+            f"{CC}/tool-results/toolu_01DeF.json": json.dumps([{"type": "text", "text": "a long listing"}]),
+            f"{CC}/custom-title.json": json.dumps({"customTitle": "avd boot"}),
+            f"{CC}/archived.json": json.dumps({"archived": True, "at": "2026-05-01T10:00:00.000Z"}),
+            f"{CC}.precompact.json": json.dumps({"version": 7}),
+            f"{CC}/mcp-tasks/mcp-task-t1.meta.json": json.dumps({"registryId": "t1"}),
+            "projects/-home-u-avd/sessions-index.json": json.dumps(
+                {"version": 1, "entries": [], "originalPath": "/home/u/avd"}, indent=2
+            ),
         },
         2,
     ),
