@@ -77,6 +77,9 @@ from replay.readers.json_fields import sub_dict
 CONVERSATION = {"user", "assistant"}
 # a forked agent's id names its purpose, ``a<label>-<hex>`` (cli.js forkLabel: compact, prompt_suggestion,
 # speculation, side_question, session_memory); a sub-agent's is ``a<hex>``
+# the start of a message line as Claude Code serialises it (parentUuid, then isSidechain), for a line that does not
+# fit the head detection reads
+LONG_FIRST_LINE = re.compile(r'\{"parentUuid":(?:null|"[0-9a-f-]{36}"),"isSidechain":(?:true|false),')
 FORK_ID = re.compile(r"a[a-z][a-z_]*-[0-9a-f]+")
 FORK_FILE = re.compile(r"(?:^|-)agent-a[a-z][a-z_]*-[0-9a-f]+\.jsonl")
 TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "customTitle"}
@@ -193,13 +196,15 @@ class ClaudeCodeReader:
     # 8: a fork's response before its prompt is the parent's (``copied_responses``), not a request
 
     def sniff(self, head: str, path: Path) -> bool:
-        for line in head.splitlines()[:40]:
+        lines = head.splitlines()
+        for line in lines[:40]:
             try:
                 if _looks_like_cc(json.loads(line)):
                     return True
             except (ValueError, TypeError, RecursionError):  # unparseable or odd-typed line: look at the next
                 continue
-        return False
+        # a first line longer than the head (a pasted image): Claude Code writes every message line's envelope first
+        return len(lines) == 1 and LONG_FIRST_LINE.match(head) is not None
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         """One pass; a file where two sessions' lines interleave (a sessionId comes back after another's lines) is

@@ -748,3 +748,25 @@ def test_compaction_made_while_idle_is_marked_by_its_notice(tmp_path: Path) -> N
     run = of(read(stray), Run)[0]
     assert not run.metadata.get("context_events")
     assert any("idle-compaction notice" in w["message"] for w in run.metadata["warnings"])
+
+
+def test_a_session_whose_first_line_outgrows_the_head_is_recognised(tmp_path: Path) -> None:
+    """A pasted image makes a message line longer than the head detection reads (a real 2.0.55 session: one line of
+    855 KB); its envelope, which Claude Code writes first, still says what it is."""
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBOR" * 30_000}}
+    line = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "15eaa3ee-d16e-4fdc-b5b5-ed52c42219bb",
+        "version": "2.0.55",
+        "type": "user",
+        "uuid": "5b0f0c8e-1d4e-4c52-9a55-0c1f3f1b2a10",
+        "message": {"role": "user", "content": [{"type": "text", "text": "What is wrong here?"}, image]},
+    }
+    path = tmp_path / "15eaa3ee-d16e-4fdc-b5b5-ed52c42219bb.jsonl"
+    path.write_text(json.dumps(line, separators=(",", ":")) + "\n")
+    assert path.stat().st_size > HEAD_BYTES
+    assert detect(path) is READER
+    assert len(of(read(path), Run)) == 1
+    path.write_text('{"parentUuid":null,"other":' + '"x' * HEAD_BYTES)  # not Claude Code's envelope
+    assert detect(path) is None
