@@ -15,6 +15,7 @@ from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.simulator.harness_changes import harness_changes
 from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.simulator.request_windows import request_windows
@@ -26,6 +27,7 @@ _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
        i.access, i.is_error, i.ts, i.turn, i.content_hash,
        CASE WHEN i.kind = 'tool_call' AND i.access = 'read' THEN i.args END AS args,
+       CASE WHEN i.kind = 'tool_call' AND i.resource LIKE '%.claude/%' THEN i.args END AS config_args,
        length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
@@ -341,6 +343,7 @@ def _assemble(
     return replace(
         run,
         thinking_switch=thinking_switches(items, reqs, model),
+        harness_change=harness_changes(run, items, metadata),
         tools_change=tool_list_changes(metadata, len(reqs)),
         prefix_tokens=prefix,
         prompt_source=prompt_source,

@@ -1,0 +1,130 @@
+"""Claude Code changes its system prompt or a tool's description while a session runs, from state its transcript
+records (replay.simulator.harness_changes): a user turn that starts in another working directory, and (2.1.0 to
+2.1.22) a skill file the session writes, which the Skill tool's description lists. Anthropic's cache then keeps only
+what precedes the change. A session written the way Claude Code 2.1.22 writes its transcript: each simulated request
+reads what the log's does, and no loss is left unexplained. Fails on f816d46 (no such change modelled)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from replay.ingest import ingest
+from replay.policies import Budget, make_policy
+from replay.simulator.cache_losses import unexplained_losses
+from replay.simulator.harness_changes import lists_skills
+from replay.simulator.load import load_runs
+from replay.simulator.run import simulate_run
+from replay.store import open_store
+
+SID = "7b0e3c1d-5a2f-4e8b-9c61-2d4f6a8b0c13"
+WARM = 16_000  # the shared prefix (tools and the system prompt's first block) other sessions keep warm
+SKILL = "/home/dev/.claude/skills/deploy/SKILL.md"
+
+
+def _session(path: Path, version: str) -> Path:
+    """Turn 1 in /home/dev/app ends after a ``cd`` into a worktree; turn 2 starts there (request 2 reads only the
+    warm prefix), writes a new skill at 10:01:06 (request 3, sent with its result, reads all; request 4, sent with
+    the next result 5.5 s later, reads only the warm prefix on 2.1.22) and reads on (request 5)."""
+    lines: list[dict] = []
+
+    def add(kind: str, cwd: str, ts: str, message: dict, **extra) -> None:
+        n = len(lines) + 1
+        lines.append(
+            {
+                "parentUuid": f"30000000-0000-4000-8000-{n - 1:012d}" if n > 1 else None,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": cwd,
+                "sessionId": SID,
+                "version": version,
+                "gitBranch": "main",
+                "type": kind,
+                "message": message,
+                "uuid": f"30000000-0000-4000-8000-{n:012d}",
+                "timestamp": f"2026-01-31T10:{ts}Z",
+                **extra,
+            }
+        )
+
+    def respond(k: int, cwd: str, ts: str, content: list[dict], read: int, write: int) -> None:
+        usage = {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": write,
+            "cache_read_input_tokens": read,
+            "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": write},
+            "output_tokens": 60,
+        }
+        message = {
+            "model": "claude-opus-4-5-20251101",
+            "id": f"msg_01Harness{k:015d}",
+            "type": "message",
+            "role": "assistant",
+            "content": content,
+            "stop_reason": "tool_use" if content[-1]["type"] == "tool_use" else "end_turn",
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        add("assistant", cwd, ts, message, requestId=f"req_011CHarness{k:013d}")
+
+    def result(k: int, cwd: str, ts: str, text: str) -> None:
+        block = {"tool_use_id": f"toolu_01Harness{k:013d}", "type": "tool_result", "content": text}
+        add("user", cwd, ts, {"role": "user", "content": [block]})
+
+    def call(k: int, name: str, args: dict) -> list[dict]:
+        return [{"type": "tool_use", "id": f"toolu_01Harness{k:013d}", "name": name, "input": args}]
+
+    app, tree = "/home/dev/app", "/home/dev/app-deploy"
+    body = "\n".join(f"line {i}: deploy step {i} of the release checklist" for i in range(80))
+    add("user", app, "00:00.000", {"role": "user", "content": "Make a worktree for the deploy work."})
+    respond(0, app, "00:05.000", call(0, "Bash", {"command": f"git worktree add {tree} && cd {tree}"}), WARM, 14_000)
+    result(0, tree, "00:06.000", "Preparing worktree (new branch 'deploy')")
+    respond(1, tree, "00:09.000", [{"type": "text", "text": "The worktree is ready."}], 30_003, 300)
+    add("user", tree, "01:00.000", {"role": "user", "content": "Write a deploy skill from the checklist."})
+    skill = f"---\nname: deploy\ndescription: Release checklist for the app\n---\n\n{body}\n"
+    respond(2, tree, "01:05.000", call(2, "Write", {"file_path": SKILL, "content": skill}), WARM, 14_700)
+    result(2, tree, "01:06.000", f"File created successfully at: {SKILL}")
+    respond(3, tree, "01:06.050", call(3, "Read", {"file_path": f"{tree}/RELEASE.md"}), 30_703, 1_200)
+    result(3, tree, "01:11.500", body)
+    respond(4, tree, "01:12.000", call(4, "Read", {"file_path": f"{tree}/deploy.sh"}), WARM, 16_900)
+    result(4, tree, "01:12.500", body)
+    respond(5, tree, "01:15.000", [{"type": "text", "text": "Done."}], 32_903, 1_100)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _run(tmp_path: Path, version: str):
+    db = tmp_path / f"{version}.duckdb"
+    con = open_store(db)
+    ingest(con, [_session(tmp_path / f"{SID}.jsonl", version)])
+    (run,) = load_runs(con)
+    con.close()
+    return run
+
+
+def test_a_new_working_directory_and_a_new_skill_keep_only_the_warm_prefix(tmp_path: Path) -> None:
+    run = _run(tmp_path, "2.1.22")
+    assert np.flatnonzero(run.harness_changes).tolist() == [2, 4]
+    assert run.system_tokens == WARM and run.rec_cache_read[[2, 4]].tolist() == [WARM, WARM]
+    cols, _ = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
+    assert [int(cols["cached_tokens"][k]) for k in (2, 4)] == [WARM, WARM]
+    assert cols["cached_tokens"][3] > WARM and cols["cached_tokens"][5] > WARM  # sent too soon / after: read on
+    assert len(unexplained_losses(run).requests) == 0
+
+
+def test_from_2_1_23_the_skill_listing_is_an_attachment(tmp_path: Path) -> None:
+    """Claude Code 2.1.23 on appends the listing to the conversation (a ``skill_listing`` attachment): the new skill
+    changes no cached prefix, and request 4's loss (had the log shown one) has no cause the log gives."""
+    run = _run(tmp_path, "2.1.27")
+    assert np.flatnonzero(run.harness_changes).tolist() == [2]
+    assert unexplained_losses(run).requests.tolist() == [4]
+
+
+@pytest.mark.parametrize(
+    ("version", "listed"), [("2.0.76", False), ("2.1.0", True), ("2.1.22", True), ("2.1.23", False), (None, False)]
+)
+def test_versions_that_list_skills_in_the_tool_description(version: str | None, listed: bool) -> None:
+    assert lists_skills({"cc_version": version}) is listed
