@@ -21,16 +21,21 @@ messages). Claude Code builds both anew while a session runs, from state its tra
 
 Either change leaves cached only what precedes the changed block: the log's shortest read inside the harness prefix
 (``RunArrays.system_tokens``, the prefix other sessions keep warm), else what was warm before the run
-(replay.simulator.run_start.cache_caps). A skill another session writes changes the listing too, but only that
-session's log shows it."""
+(replay.simulator.run_start.cache_caps). A skill another session of the same user (``~/.claude``) or project
+(``<cwd>/.claude``) writes reloads the listing too, and only that session's log shows it: the store's writes are
+read together (``skill_writes``). Session c31563d5 (2.1.22) reads only 5,161 tokens at requests 29 and 38, sent
+12 s and 4-9 minutes after session 87bcc603 wrote new skills in ~/.claude/skills, and all it held at the 8
+requests between."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
+import duckdb
 import numpy as np
 
-from replay.run_arrays import RunArrays
+from replay.run_arrays import RunArrays, epoch
 from replay.simulator.idle import request_times
 
 CWD = "cwd"
@@ -72,34 +77,65 @@ def _changes_listing(tool: str, args: str | None) -> bool:
     return name in EDIT_TOOLS and args is not None and FRONT_MATTER.search(args.replace("\\n", "\n")) is not None
 
 
-def skill_listing_changes(run: RunArrays, items: list[dict], metadata: dict) -> np.ndarray:
+@dataclass(frozen=True)
+class SkillWrite:
+    """A call of a run in the store that changed a skill's listing: the file and when its result came back."""
+
+    run_id: str
+    path: str
+    at: float  # epoch seconds; NaN when the log does not date the result
+
+
+_WRITES = """
+SELECT c.run_id, c.resource, c.tool_name, c.args, r.ts
+FROM items c JOIN items r ON r.run_id = c.run_id AND r.call_id = c.call_id AND r.kind = 'tool_result'
+WHERE c.kind = 'tool_call' AND c.resource LIKE '%.claude/%' AND NOT coalesce(r.is_error, false)"""
+
+
+def skill_writes(con: duckdb.DuckDBPyConnection) -> list[SkillWrite]:
+    """Every call in the store that changed a skill's listing (``SKILL_FILE``, ``_changes_listing``)."""
+    return [
+        SkillWrite(rid, path, epoch(ts))
+        for rid, path, tool, args, ts in con.execute(_WRITES).fetchall()
+        if SKILL_FILE.search(path or "") and _changes_listing(str(tool or ""), args)
+    ]
+
+
+def _home(cwd: str) -> str:
+    """The user's home directory as ``cwd`` tells it (/Users/NAME, /home/NAME, /root), "" when it does not."""
+    parts = cwd.split("/")
+    if cwd.startswith(("/home/", "/Users/")) and len(parts) >= 3:
+        return "/".join(parts[:3])
+    return "/root" if cwd == "/root" or cwd.startswith("/root/") else ""
+
+
+def watched(path: str, cwd: str) -> bool:
+    """Whether Claude Code started in ``cwd`` watches ``path``: the user's ``~/.claude`` or the project's
+    ``.claude`` (cli.js 2.1.22 watches their ``skills`` and ``commands``)."""
+    roots = [r for r in (_home(cwd), cwd.rstrip("/")) if r]
+    return any(path.startswith(f"{root}/.claude/") for root in roots)
+
+
+def skill_listing_changes(run: RunArrays, metadata: dict, writes: list[SkillWrite]) -> np.ndarray:
     """Per request, True at the first request sent ``STABLE_S`` or more after a result of a call that changed a
-    skill's listing (``items`` as ``run`` was built from them; a call's ``config_args`` are its arguments), on a
-    version that lists skills in a tool's description. A result the log does not date changes the next request."""
+    skill's listing in a folder the run's Claude Code watches (``writes``: the store's, this run's own and those of
+    other sessions of the same user or project), on a version that lists skills in a tool's description. A result
+    the log does not date places no change (Claude Code dates every line)."""
     m = run.n_requests
     out = np.zeros(m, dtype=bool)
-    if m < 2 or not lists_skills(metadata):
+    cwd = str(metadata.get("cwd") or "")
+    if m < 2 or not lists_skills(metadata) or not cwd:
         return out
-    calls = {
-        it["call_id"]: it
-        for it in items
-        if it["kind"] == "tool_call" and it.get("call_id") and SKILL_FILE.search(str(it.get("resource") or ""))
-    }
     sent, _ = request_times(run)
-    for p, it in enumerate(items):
-        call = calls.get(it.get("call_id")) if it["kind"] == "tool_result" and not it.get("is_error") else None
-        if call is None or not _changes_listing(str(call.get("tool_name") or ""), call.get("config_args")):
-            continue
-        after = int(np.searchsorted(run.req_step, run.step[p], side="left"))  # the first request that holds it
-        if np.isfinite(run.ts[p]):
-            late = np.flatnonzero(np.isfinite(sent[after:]) & (sent[after:] >= run.ts[p] + STABLE_S))
-            after += int(late[0]) if len(late) else m
-        if 0 < after < m:
-            out[after] = True
+    for w in writes:
+        if watched(w.path, cwd) and np.isfinite(w.at):
+            late = np.flatnonzero(np.isfinite(sent) & (sent >= w.at + STABLE_S))
+            if len(late) and late[0] > 0:
+                out[late[0]] = True
     return out
 
 
-def harness_changes(run: RunArrays, items: list[dict], metadata: dict) -> np.ndarray:
+def harness_changes(run: RunArrays, metadata: dict, writes: list[SkillWrite]) -> np.ndarray:
     """Per request, whether its system prompt or a tool's description differs from the previous request's in a way
     the log shows (see the module docstring)."""
-    return working_directory_changes(metadata, run.n_requests) | skill_listing_changes(run, items, metadata)
+    return working_directory_changes(metadata, run.n_requests) | skill_listing_changes(run, metadata, writes)

@@ -123,6 +123,71 @@ def test_from_2_1_23_the_skill_listing_is_an_attachment(tmp_path: Path) -> None:
     assert unexplained_losses(run).requests.tolist() == [4]
 
 
+def _reads(path: Path, sid: str, version: str, cwd: str, calls: list[tuple[str, str, str, int]]) -> Path:
+    """A session of one turn in ``cwd``: per request, (the tool's file, its response's time, its result's time, the
+    cache read the log records); a Write when the file is a SKILL.md, else a Read."""
+    lines: list[dict] = []
+
+    def add(kind: str, ts: str, message: dict, **extra) -> None:
+        n = len(lines) + 1
+        parent = f"40000000-0000-4000-8000-{sid[:4]}{n - 1:08d}" if n > 1 else None
+        lines.append(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": cwd,
+                "sessionId": sid,
+                "version": version,
+                "type": kind,
+                "message": message,
+                "uuid": f"40000000-0000-4000-8000-{sid[:4]}{n:08d}",
+                "timestamp": f"2026-01-31T10:{ts}Z",
+                **extra,
+            }
+        )
+
+    add("user", "00:00.000", {"role": "user", "content": "Tidy the lint setup."})
+    for k, (file, asked, done, read) in enumerate(calls):
+        write = file.endswith("SKILL.md")
+        args = {"file_path": file, "content": "---\nname: lint\ndescription: Lint rules\n---\n"} if write else {}
+        tool = {"type": "tool_use", "id": f"toolu_01{sid[:4]}{k:016d}", "name": "Write" if write else "Read"}
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 500, "cache_read_input_tokens": read}
+        usage |= {"output_tokens": 40}
+        message = {"model": "claude-opus-4-5-20251101", "id": f"msg_01{sid[:4]}{k:018d}", "type": "message"}
+        message |= {"role": "assistant", "content": [tool | {"input": args or {"file_path": file}}], "usage": usage}
+        add("assistant", asked, message, requestId=f"req_011C{sid[:4]}{k:016d}")
+        result = {"tool_use_id": tool["id"], "type": "tool_result", "content": f"{file}: ok\n" * 40}
+        add("user", done, {"role": "user", "content": [result]})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_a_skill_another_session_writes_changes_the_listing(tmp_path: Path) -> None:
+    """Session A (2.1.22, /home/dev/app) sends a request every 10 s; session B (2.1.27, /home/dev/tools) writes a
+    skill in the user's ~/.claude/skills (result at 10:00:14) and one in its own project's .claude/skills (10:00:24).
+    A's Claude Code watches the first folder, not the second: its request sent at 10:00:20 reads only the warm
+    prefix, as its log would show, and the one at 10:00:30 reads on."""
+    app, tools = "/home/dev/app", "/home/dev/tools"
+    a = [
+        (f"{app}/f{k}.py", f"00:{10 * k + 5:02d}.000", f"00:{10 * k + 10:02d}.000", r)
+        for k, r in enumerate([WARM, 30_000, WARM, 31_000])
+    ]
+    b = [
+        (f"{tools}/setup.cfg", "00:05.000", "00:06.000", WARM),
+        ("/home/dev/.claude/skills/lint/SKILL.md", "00:12.000", "00:14.000", 30_000),
+        (f"{tools}/.claude/skills/fmt/SKILL.md", "00:22.000", "00:24.000", 30_600),
+    ]
+    db = tmp_path / "two.duckdb"
+    con = open_store(db)
+    ingest(con, [_reads(tmp_path / "a.jsonl", "aaaa1111-0000-4000-8000-000000000001", "2.1.22", app, a)])
+    ingest(con, [_reads(tmp_path / "b.jsonl", "bbbb2222-0000-4000-8000-000000000002", "2.1.27", tools, b)])
+    runs = {r.run_id.split("-")[0]: r for r in load_runs(con)}
+    con.close()
+    assert np.flatnonzero(runs["a"].harness_changes).tolist() == [2]
+    assert not runs["b"].harness_changes.any()  # 2.1.27: the listing is an attachment
+
+
 @pytest.mark.parametrize(
     ("version", "listed"), [("2.0.76", False), ("2.1.0", True), ("2.1.22", True), ("2.1.23", False), (None, False)]
 )
