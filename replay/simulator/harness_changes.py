@@ -7,7 +7,9 @@ messages). Claude Code builds both anew while a session runs, from state its tra
   working directory ("Working directory: ..." in cli.js 2.1.22 and 2.1.27), which a ``cd`` the Bash tool kept
   changes. The reader notes a turn that starts in another ``cwd`` than the turn before it
   (``runs.metadata.system_changes``, reason "cwd"). Claude Code 2.1.27 session cbd3578f reads only its 16,238-token
-  warm prefix at the two turns that start in another worktree (requests 31 and 48) and all it held at every other.
+  warm prefix at the two turns that start in another worktree (requests 31 and 48) and all it held at every other;
+  ccl-sample-37f83ec9 (1.0.51) reads its 10,671-token system breakpoint at request 58, whose turn starts in a
+  subdirectory.
 - **Skill listing.** Claude Code 2.1.0 to 2.1.22 lists the skills in the Skill tool's description and reloads them
   when a file under ``~/.claude/skills``, ``~/.claude/commands`` or the project's ``.claude/skills`` and
   ``.claude/commands`` changes (CHANGELOG 2.1.0, "skill hot-reload"; cli.js 2.1.22: a chokidar watcher, depth 2,
@@ -15,9 +17,9 @@ messages). Claude Code builds both anew while a session runs, from state its tra
   the run writes (``<dir>/skills/<name>/SKILL.md``, a command ``<dir>/commands/**.md``; an edit only when it
   touches the front matter the listing shows) changes the tool's description at the first request sent at least
   that long after the write's result: session 358206ea (2.1.22) reads only 5,161 tokens at 6 such requests and all
-  it held at the request sent 0.05 s after each write. From 2.1.23 the listing is a ``skill_listing`` attachment
-  appended to the conversation (cli.js 2.1.23 on), which keeps the cache: 87bcc603 (2.1.27) writes 6 new skills
-  and reads all it held.
+  it held at the request sent with each write's result. From 2.1.23 the listing is a ``skill_listing`` attachment
+  appended to the conversation (cli.js 2.1.23 on), which keeps the cache: 87bcc603 (2.1.27) writes 10 new skills
+  and reads all it held after each.
 
 Either change leaves cached only what precedes the changed block: the log's shortest read inside the harness prefix
 (``RunArrays.system_tokens``, the prefix other sessions keep warm), else what was warm before the run
@@ -41,8 +43,8 @@ from replay.simulator.idle import request_times
 CWD = "cwd"
 STABLE_S = 1.0  # seconds a written file must stay unchanged before the watcher reports it (cli.js 2.1.22)
 LISTED_FROM, LISTED_UNTIL = (2, 1, 0), (2, 1, 22)  # versions whose Skill tool description lists the skills
-SKILL_FILE = re.compile(r"(^|/)\.claude/(skills/[^/]+/SKILL\.md|commands/(.+/)?[^/]+\.md)$", re.IGNORECASE)
-FRONT_MATTER = re.compile(r"^\s*(name|description|when_to_use)\s*:", re.MULTILINE)
+SKILL_FILE = re.compile(r"(^|/)\.claude/(skills/[^/]+/SKILL\.md|commands/([^/]+/)?[^/]+\.md)$", re.IGNORECASE)
+FRONT_MATTER = re.compile(r"(^|[\n\"])\s*(name|description|when_to_use)\s*:")  # a line of it, or a string's start
 WRITE_TOOLS, EDIT_TOOLS = ("Write",), ("Edit", "MultiEdit")
 
 

@@ -15,7 +15,7 @@ import pytest
 from replay.ingest import ingest
 from replay.policies import Budget, make_policy
 from replay.simulator.cache_losses import unexplained_losses
-from replay.simulator.harness_changes import lists_skills
+from replay.simulator.harness_changes import SKILL_FILE, _changes_listing, lists_skills
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.store import open_store
@@ -234,3 +234,33 @@ def test_the_cwd_change_explains_a_loss_it_bounds(runs):
     assert 149 not in unexplained_losses(run).requests.tolist()
     cols, _ = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
     assert cols["cached_tokens"][149] == run.system_tokens == 10_359 < run.rec_cache_read[149]
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "changes"),
+    [
+        ("Write", '{"file_path":"x","content":"body"}', True),
+        ("mcp__acp__Write", None, True),  # Zed's ACP adapter writes the file itself
+        ("Edit", '{"old_string":"description: old","new_string":"description: new"}', True),
+        ("Edit", '{"old_string":"---\\nname: a\\n","new_string":"---\\nname: b\\n"}', True),
+        ("Edit", '{"old_string":"step 1","new_string":"step one"}', False),  # the body: the listing stays
+        ("Read", None, False),
+    ],
+)
+def test_which_calls_change_the_listing(tool: str, args: str | None, changes: bool) -> None:
+    assert _changes_listing(tool, args) is changes
+
+
+@pytest.mark.parametrize(
+    ("path", "listed"),
+    [
+        ("/home/dev/.claude/skills/deploy/SKILL.md", True),
+        ("/home/dev/app/.claude/commands/review.md", True),
+        ("/home/dev/app/.claude/commands/team/review.md", True),
+        ("/home/dev/.claude/skills/deploy/reference.md", False),  # a skill's other files: not its listing
+        ("/home/dev/.claude/skills/loose.md", False),  # not a skill folder
+        ("/home/dev/.claude/plans/plan.md", False),
+    ],
+)
+def test_skill_definition_files(path: str, listed: bool) -> None:
+    assert bool(SKILL_FILE.search(path)) is listed
