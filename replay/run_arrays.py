@@ -136,6 +136,9 @@ class RunArrays:
     cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
     thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
+    # per request: the harness changed its system prompt or a tool's description before it in a way its log shows
+    # (a new working directory, a new skill listing: replay.simulator.harness_changes); empty: none
+    harness_change: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
     # the summariser calls the log records beside its requests (replay.metrics.summariser_calls): (step, model or
     # None for the run's, (uncached, read, 5 min writes, 1 h writes, output)); and how many its events made in all
     summariser_calls: tuple[tuple[int, str | None, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
@@ -250,6 +253,13 @@ class RunArrays:
         """``thinking_switch`` with one entry per request (False where none is given)."""
         if len(self.thinking_switch) == self.n_requests:
             return self.thinking_switch.astype(bool)
+        return np.zeros(self.n_requests, dtype=bool)
+
+    @property
+    def harness_changes(self) -> np.ndarray:
+        """``harness_change`` with one entry per request (False where none is given)."""
+        if len(self.harness_change) == self.n_requests:
+            return self.harness_change.astype(bool)
         return np.zeros(self.n_requests, dtype=bool)
 
     @property

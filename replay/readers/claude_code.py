@@ -38,7 +38,9 @@ prompt not logged), which stays a request.
 
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
-is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on.
+is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on. A user turn that
+starts in another working directory (each line's ``cwd``) than the turn before it is noted in ``system_changes``
+(reason "cwd"): the system prompt names the working directory (replay.simulator.harness_changes).
 
 Server-side iterations (``usage.iterations``, 2.1.114 on): a response that ran several (advisor calls, API-side
 compaction, a fallback model) is the request's own first ``message`` iteration, as Claude Code counts its prompt;
@@ -187,13 +189,14 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 8  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 9  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
     # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: a file with no message, attachment,
     # summary, compaction or journal entry (titles, file-history snapshots, system notices only) makes no run;
-    # 8: a fork's response before its prompt is the parent's (``copied_responses``), not a request
+    # 8: a fork's response before its prompt is the parent's (``copied_responses``), not a request; 9: a user turn
+    # started in another working directory is noted in ``system_changes``
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -399,7 +402,7 @@ def _fork_to_event(b: RunBuilder) -> None:
         return
     call = reqs[-1]
     b.records = [replace(r, step=0) if isinstance(r, Item) else r for r in b.records if not isinstance(r, Request)]
-    for key in ("cache_writes", "unlogged", "fast_requests", "server_iterations"):
+    for key in ("cache_writes", "unlogged", "fast_requests", "server_iterations", "system_changes"):
         b.run.metadata.pop(key, None)
     b.run.metadata["forked_requests"] = len(reqs) - 1
     b.step = 0
@@ -469,6 +472,7 @@ class _Session:
         # journal entry): a session with none (titles, file-history snapshots, system notices, hook progress only)
         # holds no run, and none is made
         self.has_run = False
+        self.turn_cwd: dict[int, str] = {}  # builder id -> the working directory its latest user turn started in
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
@@ -771,6 +775,7 @@ class _Session:
         blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
         if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):
             b.new_turn()
+            self._turn_cwd(b, obj, line)
         for block in blocks:
             if not isinstance(block, dict):
                 continue
@@ -795,6 +800,19 @@ class _Session:
                 b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
             elif block.get("text"):
                 b.add("user_text", "user", block["text"], ts=ts, line=line)
+
+    def _turn_cwd(self, b: RunBuilder, obj: dict, line: int) -> None:
+        """Note, in ``runs.metadata.system_changes``, a user turn that starts in another working directory than the
+        turn before it: Claude Code builds its system prompt anew for each turn, and its environment section names
+        the working directory (cli.js 2.1.22 and 2.1.27: "Working directory: ..."), so a ``cd`` the Bash tool kept
+        changes the system prompt from the next request on."""
+        cwd = obj.get("cwd")
+        if not isinstance(cwd, str) or not cwd:
+            return
+        before = self.turn_cwd.get(id(b))
+        self.turn_cwd[id(b)] = cwd
+        if before is not None and cwd != before and b.step:
+            b.run.metadata.setdefault("system_changes", []).append({"step": b.step, "line": line, "reason": "cwd"})
 
     @staticmethod
     def _image(b: RunBuilder, block: dict, line: int, ts: str | None) -> None:

@@ -12,12 +12,18 @@ it the TTL after the response that last used it, replay.simulator.idle):
 - **read beyond what it held**: a request read at least ``MIN_LOSS`` tokens more than the previous request left
   cached and than was warm before the run: a request the log does not hold wrote them (the parallel workflow
   agents of ``ccb-android-avd-3e89eb15``, which share their parent's conversation; a retried attempt).
+- **kept past a change**: at a request whose harness prefix changed (its cache read limited:
+  replay.simulator.run_start.cache_caps) the server gave back at least ``MIN_LOSS`` tokens more than that limit,
+  the shortest prefix the log shows kept. Claude Code 2.1.23 on may cache the static part of its system prompt
+  apart from the part that names the working directory (cli.js: when its ``tengu_system_prompt_global_cache``
+  gate is on, a feature gate the log does not record): cc-jason-webtech-48244adb request 149 reads 29,257 after
+  its turn moved to another directory, where the system breakpoint is at 10,359.
 
 The bill reads those tokens, a replay writes them again (or sends them uncached)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +42,8 @@ class CacheKept:
     past_ttl_tokens: np.ndarray
     beyond: np.ndarray
     beyond_tokens: np.ndarray
+    past_change: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    past_change_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     def sentences(self) -> list[str]:
         """Lines for ``bill_gap`` (none when there is nothing to say)."""
@@ -50,6 +58,12 @@ class CacheKept:
                 f"the server read {int(self.beyond_tokens.sum()):,} tokens more than the run had cached at "
                 f"{requests_phrase(self.beyond)} (a request this log does not hold wrote them: another session with "
                 "the same prefix, or a retried attempt): the bill reads them, a replay of the run alone cannot"
+            )
+        if len(self.past_change):
+            out.append(
+                f"the server kept {int(self.past_change_tokens.sum()):,} tokens more than the shortest prefix the "
+                f"log shows kept at a change of the harness prefix, at {requests_phrase(self.past_change)}: the bill "
+                "reads them, a replay writes them again"
             )
         return out
 
@@ -70,4 +84,9 @@ def cache_kept(run: RunArrays) -> CacheKept:
     known = np.zeros(m, dtype=bool)
     known[1:] = held[:-1] >= 0
     beyond = np.flatnonzero(~expired & known & (more >= MIN_LOSS))
-    return CacheKept(past, (read[past] - warm).astype(np.int64), beyond, more[beyond])
+    caps = run.cache_caps
+    over = np.where(caps >= 0, read - caps, 0)
+    changed = np.flatnonzero(~expired & (caps >= 0) & (over >= MIN_LOSS))
+    return CacheKept(
+        past, (read[past] - warm).astype(np.int64), beyond, more[beyond], changed, over[changed].astype(np.int64)
+    )

@@ -2,13 +2,14 @@
 
 After a request the server holds its cached prefix: what it read plus what it wrote. The next request, sent within
 the cache's TTL to the same model, reads all of it back unless the prompt changed before its end. The log shows the
-causes this project models: a model switch, a change of the thinking setting (replay.simulator.thinking) or of the
-tool list (replay.simulator.tool_loads), a context event of the harness (compaction, microcompact), a change of the
-harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less than that
-(``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change the log does
-not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); so did a request
-that reads exactly what its predecessor read, when that one wrote ``MIN_WRITE`` or more (the whole write is gone,
-its earlier prefix is not: ccl-worktrees-ef958aa1, Claude Code 2.1, at 3 requests); a replay of the log
+causes this project models: a model switch, a change of the thinking setting (replay.simulator.thinking), of the
+tool list (replay.simulator.tool_loads) or of the system prompt or a tool's description (a new working directory or
+skill listing: replay.simulator.harness_changes), a context event of the harness (compaction, microcompact), a
+change of the harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less
+than that (``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change
+the log does not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); so did
+a request that reads exactly what its predecessor read, when that one wrote ``MIN_WRITE`` or more (the whole write
+is gone, its earlier prefix is not: ccl-worktrees-ef958aa1, Claude Code 2.1, at 3 requests); a replay of the log
 keeps reading it, so what the bill pays again there cannot be reproduced. A log that reads but records no cache
 write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt.
 
@@ -112,12 +113,12 @@ def held_after(run: RunArrays) -> np.ndarray:
 
 def explained_changes(run: RunArrays) -> np.ndarray:
     """Per request, whether the log shows a cause for its prompt to differ from the previous request's before its
-    end: a model switch, a thinking or tool-list change, a context event, a rewrite, a prefix change."""
+    end: a model switch, a thinking, tool-list or harness change, a context event, a rewrite, a prefix change."""
     m = run.n_requests
     models = run.req_model if len(run.req_model) == m else (None,) * m
     switched = np.array([a != b for a, b in zip(models[:-1], models[1:], strict=True)], dtype=bool)
     explained = np.zeros(m, dtype=bool)
-    explained[1:] = switched | run.thinking_switches[1:] | run.tools_changes[1:]
+    explained[1:] = switched | run.thinking_switches[1:] | run.tools_changes[1:] | run.harness_changes[1:]
     events = run.events.step
     explained[events[(events >= 0) & (events < m)]] = True
     ev = run.events  # an item the log shows rewritten from a request on (Cline's duplicate-read pass): a new prefix

@@ -15,6 +15,7 @@ from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
 from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.simulator.request_windows import request_windows
@@ -272,13 +273,14 @@ def load_many(
     items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
     reqs = _by_run(con, _REQS, [ids])
     runs = {r[0]: (r[1], _metadata(r[2]), r[3] or "") for r in con.execute(_RUNS, [ids]).fetchall()}
+    skills = skill_writes(con) if any(lists_skills(meta) for _, meta, _ in runs.values()) else []
     out = []
     for rid in ids:
         if rid not in items and rid not in reqs:
             raise ReplayError(f"run {rid!r} not in the store; see `replay runs`")
         model, metadata, fmt = runs.get(rid, (None, {}, ""))
         run = _assemble(
-            rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id, (prompts or {}).get(rid)
+            rid, items.get(rid, []), reqs.get(rid, []), model, metadata, tokenizer_id, (prompts or {}).get(rid), skills
         )
         if own_windows:
             lines = [r["line"] for r in reqs.get(rid, [])]
@@ -316,8 +318,10 @@ def _assemble(
     metadata: dict,
     tokenizer_id: str | None,
     prompt: PromptModel | None,
+    skills: list[SkillWrite] | None = None,
 ) -> RunArrays:
-    """One run's arrays from its rows (see ``load_run``)."""
+    """One run's arrays from its rows (see ``load_run``; ``skills``: the store's skill writes,
+    replay.simulator.harness_changes)."""
     for it in items:
         if it["args"] is not None:  # which lines a read shows: repeat reads are by content
             it["span"] = read_span(it["tool_name"], it["args"])
@@ -341,6 +345,7 @@ def _assemble(
     return replace(
         run,
         thinking_switch=thinking_switches(items, reqs, model),
+        harness_change=harness_changes(run, metadata, skills or []),
         tools_change=tool_list_changes(metadata, len(reqs)),
         prefix_tokens=prefix,
         prompt_source=prompt_source,

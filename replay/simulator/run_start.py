@@ -64,13 +64,15 @@ def cache_caps(run: RunArrays, cache: str, warm: int, system: int) -> np.ndarray
 
     - the thinking setting changed (replay.simulator.thinking): the system prompt and tools, ``system`` tokens
       (the whole prefix item when the log does not show that breakpoint);
-    - the tool list changed (replay.simulator.tool_loads): what was warm before the run, ``warm`` tokens."""
+    - the tool list changed (replay.simulator.tool_loads): what was warm before the run, ``warm`` tokens;
+    - the system prompt or a tool's description changed (replay.simulator.harness_changes: a new working directory,
+      a new skill listing): the shortest prefix the log shows the server keeping, ``system`` tokens, else ``warm``."""
     caps = np.full(run.n_requests, -1, dtype=np.int64)
     if cache != "anthropic":
         return caps
     caps[run.thinking_switches] = system if system > 0 else WHOLE
-    tools = run.tools_changes
-    caps[tools] = np.where(caps[tools] >= 0, np.minimum(caps[tools], warm), warm)
+    for changed, keep in ((run.tools_changes, warm), (run.harness_changes, system if system > 0 else warm)):
+        caps[changed] = np.where(caps[changed] >= 0, np.minimum(caps[changed], keep), keep)
     return caps
 
 
