@@ -33,6 +33,11 @@ not new ones: the run has no request; the summariser's call (the file's last res
 event's ``usage`` (``{"input", "cache_read", "cache_write", "output"}``), and ``forked_requests`` says how many
 parent requests the copy held.
 
+Claude Code 1.0.10-1.0.85 sends the todo list (a ``todo`` attachment, never logged) after each TodoWrite: the
+reader adds it after the call's result as an ``attachment`` item (tool_name "todo"), rebuilt from the call's input.
+Up to 2.1.39 no attachment is logged: ``runs.metadata.unlogged_attachments`` says from which step the harness
+watches a file (replay.readers.claude_code_unlogged).
+
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
 is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on.
@@ -62,6 +67,14 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.claude_code_unlogged import (
+    FILE_TOOLS,
+    clears,
+    drops_attachments,
+    sends_todo_note,
+    todo_note,
+    unlogged_attachments,
+)
 from replay.readers.json_fields import sub_dict
 
 CONVERSATION = {"user", "assistant"}
@@ -122,6 +135,14 @@ def unflagged_summary(obj: dict) -> bool:
     return text_of(msg.get("content")).startswith(SUMMARY_OPENING)
 
 
+def _file_watched(b: RunBuilder) -> None:
+    """The run's first file tool call: from the next request on, a version that does not log attachments may
+    send some (``runs.metadata.unlogged_attachments``, replay.readers.claude_code_unlogged)."""
+    version = b.run.metadata.get("cc_version")
+    if "unlogged_attachments" not in b.run.metadata and drops_attachments(_version(version)):
+        b.run.metadata["unlogged_attachments"] = unlogged_attachments(b.step, str(version))
+
+
 def _idle_notice(content: Any) -> bool:
     """The informational line is the notice Claude Code appends after an idle compaction."""
     return isinstance(content, str) and content.startswith(IDLE_NOTICES)
@@ -159,11 +180,12 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 6  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 7  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
-    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction
+    # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: the unlogged todo-list note after
+    # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.39 (claude_code_unlogged)
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:
@@ -421,6 +443,8 @@ class _Session:
         self.parent_of: dict[str, Any] = {}  # line uuid -> its parentUuid
         # a compaction's preserved items, sent again after its summary: builder id -> (its event, their seqs)
         self.preserved: dict[int, tuple[dict, list[int]]] = {}
+        self.todo_calls: dict[str, Any] = {}  # TodoWrite call id -> its todos (claude_code_unlogged)
+        self.todo_watched = True  # the harness still watches the todo file (a /clear stops it)
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made."""
@@ -676,8 +700,7 @@ class _Session:
             )
         return f"{rid}\0{mid}"
 
-    @staticmethod
-    def _content(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
+    def _content(self, b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
         content = msg.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]:
             if not isinstance(block, dict):
@@ -690,6 +713,10 @@ class _Session:
                 b.add("reasoning", "assistant", text, ts=ts, line=line)
             elif btype in ("tool_use", "server_tool_use"):
                 b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
+                if block.get("name") in FILE_TOOLS:
+                    _file_watched(b)
+                if block.get("name") == "TodoWrite" and isinstance(block.get("id"), str):
+                    self.todo_calls[block["id"]] = sub_dict(block, "input").get("todos")
             elif btype and btype.endswith("tool_result"):
                 b.result(text_of(block.get("content")), block.get("tool_use_id"), ts=ts, line=line, role="assistant")
 
@@ -709,6 +736,8 @@ class _Session:
             self.flush_attachments(b)
             return
         blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
+        if b is self.main and clears(content):
+            self.todo_watched = False
         if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):
             b.new_turn()
         for block in blocks:
@@ -722,6 +751,7 @@ class _Session:
                 b.result(
                     text_of(inner), block.get("tool_use_id"), ts=ts, line=line, is_error=bool(block.get("is_error"))
                 )
+                self._todo_note(b, obj, block, line, ts)
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
                 for part in parts:
                     if part.get("type") == "image":
@@ -735,6 +765,19 @@ class _Session:
                 b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
             elif block.get("text"):
                 b.add("user_text", "user", block["text"], ts=ts, line=line)
+
+    def _todo_note(self, b: RunBuilder, obj: dict, block: dict, line: int, ts: str | None) -> None:
+        """After a TodoWrite's result, the todo-list note the harness sent with the next request and did not log
+        (``claude_code_unlogged``): the main session's only, not a failed call's."""
+        call = block.get("tool_use_id")
+        if not isinstance(call, str) or call not in self.todo_calls or block.get("is_error"):
+            return
+        version = _version(obj.get("version"))
+        if b is not self.main or self.agent_file or not self.todo_watched or not sends_todo_note(version):
+            return
+        note = todo_note(self.todo_calls.pop(call), cast(tuple[int, ...], version))
+        if note is not None:
+            b.add("attachment", "user", note, tool_name="todo", ts=ts, line=line)
 
     @staticmethod
     def _image(b: RunBuilder, block: dict, line: int, ts: str | None) -> None:
