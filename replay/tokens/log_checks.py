@@ -185,6 +185,6 @@ def check_attachments(
         check.reasons.append(
             f"content outside the log: Claude Code {note.get('version')} does not log the attachments it sends "
             f"({note.get('kinds')}); after the first file it watched, the recorded prompt grew at {jumps} request(s) "
-            f"by more than the log's items hold, content that is {median:.0%} of the median prompt and {p95:.0%} at "
-            "p95"
+            f"by far more than the log's new items hold: content not in the log is {median:.0%} of the prompt at the "
+            f"median request, {p95:.0%} at p95"
         )
