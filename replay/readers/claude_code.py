@@ -35,7 +35,7 @@ parent requests the copy held.
 
 Claude Code 1.0.10-1.0.85 sends the todo list (a ``todo`` attachment, never logged) after each TodoWrite: the
 reader adds it after the call's result as an ``attachment`` item (tool_name "todo"), rebuilt from the call's input.
-Up to 2.1.39 no attachment is logged: ``runs.metadata.unlogged_attachments`` says from which step the harness
+Up to 2.1.96 no attachment is logged: ``runs.metadata.unlogged_attachments`` says from which step the harness
 watches a file (replay.readers.claude_code_unlogged).
 
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
@@ -185,7 +185,7 @@ class ClaudeCodeReader:
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
     # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: the unlogged todo-list note after
-    # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.39 (claude_code_unlogged)
+    # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.96 (claude_code_unlogged)
 
     def sniff(self, head: str, path: Path) -> bool:
         for line in head.splitlines()[:40]:

@@ -2,8 +2,10 @@
 
 Attachments. Claude Code turns what it notices between requests into attachments it sends as system reminders
 (the todo list, a snippet of a file it read that changed on disk since, new IDE diagnostics for a file it edited,
-nested CLAUDE.md files, ...). Up to 2.1.39 cli.js drops ``attachment`` entries from the transcript unless the user
-type is "ant" (checked in 1.0.0-2.1.39; 2.1.41 logs them): ``unlogged_attachments`` gives, for such a version, the
+nested CLAUDE.md files, ...). Up to 2.1.96 cli.js drops ``attachment`` entries from the transcript unless the user
+type is "ant" (its transcript writer's filter, checked in 1.0.0-2.1.96; 2.1.97 keeps them; from 2.1.41 a
+``hook_additional_context`` one is kept when CLAUDE_CODE_SAVE_HOOK_ADDITIONAL_CONTEXT is set, and then read as an
+item): ``unlogged_attachments`` gives, for such a version, the
 request step from which the harness holds a file it watches (the first file read or edit), after which prompts can
 grow by content this log never holds (replay.tokens.log_checks.check_attachments measures how much).
 
@@ -70,7 +72,7 @@ def clears(content: Any) -> bool:
     return CLEAR in text_of(content)
 
 
-ATTACHMENTS_LOGGED_FROM = (2, 1, 40)  # the versions before drop attachments from the transcript (2.1.39 checked)
+ATTACHMENTS_LOGGED_FROM = (2, 1, 97)  # the versions before drop attachments from the transcript (2.1.96 checked)
 # the tools after which the harness holds a file in its read-file state (it watches it for changes on disk) or
 # has a baseline of its IDE diagnostics
 FILE_TOOLS = {"Read", "Edit", "MultiEdit", "Write", "NotebookRead", "NotebookEdit"}

@@ -158,7 +158,7 @@ def check_attachments(
     targets: tuple[float, float],
 ) -> None:
     """Add a reason when the content a harness sent and did not log (``runs.metadata.unlogged_attachments``:
-    Claude Code up to 2.1.39 drops its attachments from the transcript) is alone enough to miss the per-request
+    Claude Code up to 2.1.96 drops its attachments from the transcript) is alone enough to miss the per-request
     ``targets`` (median, p95 share of the prompt). After the note's ``from_step``, every jump (the recorded
     prompt growing by over JUMP_RATIO times the log's new items, as bytes/4, plus the larger of JUMP_TOKENS and
     JUMP_SHARE of the prompt, with no boundary between) adds what the log does not explain to the prompt until the

@@ -159,8 +159,8 @@ def test_unlogged_attachments_noted_from_the_first_file_tool(tmp_path: Path) -> 
     run = next(r for r in read(edit_session("1.0.51", 0).write(tmp_path / "a.jsonl")) if isinstance(r, Run))
     assert run.metadata["unlogged_attachments"]["from_step"] == 1
     assert run.metadata["unlogged_attachments"]["version"] == "1.0.51"
-    later = next(r for r in read(edit_session("2.1.41", 0).write(tmp_path / "b.jsonl")) if isinstance(r, Run))
-    assert "unlogged_attachments" not in later.metadata  # 2.1.41 logs its attachments
+    later = next(r for r in read(edit_session("2.1.97", 0).write(tmp_path / "b.jsonl")) if isinstance(r, Run))
+    assert "unlogged_attachments" not in later.metadata  # 2.1.97 logs its attachments
 
 
 @pytest.mark.parametrize(("version", "jump", "flagged"), [("1.0.51", 4000, True), ("1.0.51", 0, False)])
