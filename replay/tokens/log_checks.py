@@ -160,9 +160,10 @@ def check_attachments(
     """Add a reason when the content a harness sent and did not log (``runs.metadata.unlogged_attachments``:
     Claude Code up to 2.1.96 drops its attachments from the transcript) is alone enough to miss the per-request
     ``targets`` (median, p95 share of the prompt). After the note's ``from_step``, every jump (the recorded
-    prompt growing by over JUMP_RATIO times the log's new items, as bytes/4, plus the larger of JUMP_TOKENS and
-    JUMP_SHARE of the prompt, with no boundary between) adds what the log does not explain to the prompt until the
-    next boundary; that content's share of each recorded prompt is scored against the targets."""
+    prompt growing, from the largest one before it, by over JUMP_RATIO times the log's items added since, as
+    bytes/4, plus the larger of JUMP_TOKENS and JUMP_SHARE of that prompt, with no boundary between) adds what the
+    log does not explain to the prompt until the next boundary; that content's share of each recorded prompt is
+    scored against the targets."""
     note = metadata.get("unlogged_attachments")
     if not isinstance(note, dict) or not isinstance(start := note.get("from_step"), int):
         return
@@ -170,15 +171,19 @@ def check_attachments(
         return
     step, size = items["step"].to_numpy(), items["bytes"].fill_null(0).to_numpy() / 4
     image = (items["kind"] == "image").to_numpy()
-    outside, share, jumps = 0.0, np.zeros(len(steps)), 0
+    outside, share, jumps, peak = 0.0, np.zeros(len(steps)), 0, 0
     for i in range(1, len(steps)):
-        if any(steps[i - 1] < b <= steps[i] for b in check.boundaries):
-            outside = 0.0  # a compaction or another fitted boundary: what entered before is accounted for there
-        elif steps[i] > start:  # a changed file or new diagnostics show up at a pass after the tool's own
-            new = (step > steps[i - 1]) & (step <= steps[i])
-            grew = recorded[i] - recorded[i - 1] - JUMP_RATIO * size[new].sum()
-            if not image[new].any() and grew > max(JUMP_TOKENS, JUMP_SHARE * recorded[i - 1]):
+        if any(steps[peak] < b <= steps[i] for b in check.boundaries):
+            outside, peak = 0.0, i  # a compaction or another fitted boundary: what entered before is accounted there
+            continue
+        if steps[i] > start:  # a changed file or new diagnostics show up at a pass after the tool's own
+            # growth from the largest prompt since the boundary: a figure logged low (MiniMax's streaming start)
+            # and the next one back at its level is no jump
+            new = (step > steps[peak]) & (step <= steps[i])
+            grew = recorded[i] - recorded[peak] - JUMP_RATIO * size[new].sum()
+            if not image[new].any() and grew > max(JUMP_TOKENS, JUMP_SHARE * recorded[peak]):
                 outside, jumps = outside + grew, jumps + 1
+        peak = i if recorded[i] >= recorded[peak] else peak
         share[i] = outside / recorded[i]
     median, p95 = float(np.median(share)), float(np.quantile(share, 0.95))
     if median > targets[0] or p95 > targets[1]:
