@@ -36,6 +36,11 @@ may start with the parent's last response, before the fork's own prompt: such a 
 not its request (``copied_responses``). A sub-agent's file (``agent-a<hex>``) may open with its own response (its
 prompt not logged), which stays a request.
 
+Claude Code 1.0.10-1.0.85 sends the todo list (a ``todo`` attachment, never logged) after each TodoWrite: the
+reader adds it after the call's result as an ``attachment`` item (tool_name "todo"), rebuilt from the call's input.
+Up to 2.1.96 no attachment is logged: ``runs.metadata.unlogged_attachments`` says from which step the harness
+watches a file (replay.readers.claude_code_unlogged).
+
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
 is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on. A user turn that
@@ -74,6 +79,14 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.claude_code_unlogged import (
+    FILE_TOOLS,
+    clears,
+    drops_attachments,
+    sends_todo_note,
+    todo_note,
+    unlogged_attachments,
+)
 from replay.readers.json_fields import sub_dict
 
 CONVERSATION = {"user", "assistant"}
@@ -108,12 +121,13 @@ IDLE_NOTICES = (
     "Compacted while idle, before the prompt cache expired",
     "Compacted using a summary written while you were away",
 )
-# the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach
 # what a microcompacted tool result is replaced with (cli.js 2.1.19): a note pointing at the file it was saved to
 PERSISTED_NOTE = "<persisted-output>Tool result saved to: {path}\n\nUse Read to view</persisted-output>"
+# the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach,
+# in this project's words, as long as the harness's (149 characters with its name field)
 FILE_REFERENCE_NOTE = (
-    "Note: {name} was read before the last conversation was summarized, but the contents are too "
-    "large to include. Use Read tool if you need to access it."
+    "Note: {name} was read before the conversation was last summarised; it is too big to attach once more "
+    "here. Read it with the Read tool if you need it."
 )
 
 
@@ -139,6 +153,14 @@ def unflagged_summary(obj: dict) -> bool:
     if version is not None and version >= FLAGGED_FROM:
         return False
     return text_of(msg.get("content")).startswith(SUMMARY_OPENING)
+
+
+def _file_watched(b: RunBuilder) -> None:
+    """The run's first file tool call: from the next request on, a version that does not log attachments may
+    send some (``runs.metadata.unlogged_attachments``, replay.readers.claude_code_unlogged)."""
+    version = b.run.metadata.get("cc_version")
+    if "unlogged_attachments" not in b.run.metadata and drops_attachments(_version(version)):
+        b.run.metadata["unlogged_attachments"] = unlogged_attachments(b.step, str(version))
 
 
 def _idle_notice(content: Any) -> bool:
@@ -189,14 +211,15 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 9  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 10  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
     # 0.2.109-1.0.17, logged without ``isCompactSummary``, is a compaction; 7: a file with no message, attachment,
     # summary, compaction or journal entry (titles, file-history snapshots, system notices only) makes no run;
     # 8: a fork's response before its prompt is the parent's (``copied_responses``), not a request; 9: a user turn
-    # started in another working directory is noted in ``system_changes``
+    # started in another working directory is noted in ``system_changes``; 10: the unlogged todo-list note after
+    # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.96 (claude_code_unlogged)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -384,16 +407,6 @@ def _most_served_model(b: RunBuilder) -> None:
         _set_run(b, model=max(served, key=lambda m: served[m]))
 
 
-def _copied_response(b: RunBuilder, msg: Any, line: int, ts: str | None) -> None:
-    """A response in a fork's file before the fork's prompt: the parent's response the fork was given as context (a
-    prompt-suggestion fork, 2.1.x, may start with the parent's last response, its requestId and usage included).
-    Its content is the fork's context, not a request of the fork's: counting it would bill the parent's request
-    twice (issue 21, point 4)."""
-    if isinstance(msg, dict):
-        _Session._content(b, msg, line, ts)
-        b.run.metadata["copied_responses"] = b.run.metadata.get("copied_responses", 0) + 1
-
-
 def _fork_to_event(b: RunBuilder) -> None:
     """A compaction fork's requests are the parent's (copied) and the summariser's call (the last one): none stays a
     request of this run; the last becomes its compaction event's usage. Items all precede that call (step 0)."""
@@ -473,6 +486,8 @@ class _Session:
         # holds no run, and none is made
         self.has_run = False
         self.turn_cwd: dict[int, str] = {}  # builder id -> the working directory its latest user turn started in
+        self.todo_calls: dict[str, Any] = {}  # TodoWrite call id -> its todos (claude_code_unlogged)
+        self.todo_watched = True  # the harness still watches the todo file (a /clear stops it)
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
@@ -592,7 +607,7 @@ class _Session:
                 self.flush_attachments(b)
                 start = b.seq
             if kind == "assistant" and self.fork and not self.prompted and not self.compaction_fork:
-                _copied_response(b, obj.get("message") or {}, line, ts)
+                self._copied_response(b, obj.get("message") or {}, line, ts)
             elif kind == "assistant":
                 self._assistant(b, obj.get("message") or {}, obj, line, ts)
             else:
@@ -740,8 +755,16 @@ class _Session:
             )
         return f"{rid}\0{mid}"
 
-    @staticmethod
-    def _content(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
+    def _copied_response(self, b: RunBuilder, msg: Any, line: int, ts: str | None) -> None:
+        """A response in a fork's file before the fork's prompt: the parent's response the fork was given as context
+        (a prompt-suggestion fork, 2.1.x, may start with the parent's last response, its requestId and usage
+        included). Its content is the fork's context, not a request of the fork's: counting it would bill the
+        parent's request twice (issue 21, point 4)."""
+        if isinstance(msg, dict):
+            self._content(b, msg, line, ts)
+            b.run.metadata["copied_responses"] = b.run.metadata.get("copied_responses", 0) + 1
+
+    def _content(self, b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
         content = msg.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]:
             if not isinstance(block, dict):
@@ -754,6 +777,10 @@ class _Session:
                 b.add("reasoning", "assistant", text, ts=ts, line=line)
             elif btype in ("tool_use", "server_tool_use"):
                 b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
+                if block.get("name") in FILE_TOOLS:
+                    _file_watched(b)
+                if block.get("name") == "TodoWrite" and isinstance(block.get("id"), str):
+                    self.todo_calls[block["id"]] = sub_dict(block, "input").get("todos")
             elif btype and btype.endswith("tool_result"):
                 b.result(text_of(block.get("content")), block.get("tool_use_id"), ts=ts, line=line, role="assistant")
 
@@ -773,6 +800,8 @@ class _Session:
             self.flush_attachments(b)
             return
         blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
+        if b is self.main and clears(content):
+            self.todo_watched = False
         if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):
             b.new_turn()
             self._turn_cwd(b, obj, line)
@@ -787,6 +816,7 @@ class _Session:
                 b.result(
                     text_of(inner), block.get("tool_use_id"), ts=ts, line=line, is_error=bool(block.get("is_error"))
                 )
+                self._todo_note(b, obj, block, line, ts)
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
                 for part in parts:
                     if part.get("type") == "image":
@@ -813,6 +843,19 @@ class _Session:
         self.turn_cwd[id(b)] = cwd
         if before is not None and cwd != before and b.step:
             b.run.metadata.setdefault("system_changes", []).append({"step": b.step, "line": line, "reason": "cwd"})
+
+    def _todo_note(self, b: RunBuilder, obj: dict, block: dict, line: int, ts: str | None) -> None:
+        """After a TodoWrite's result, the todo-list note the harness sent with the next request and did not log
+        (``claude_code_unlogged``): the main session's only, not a failed call's."""
+        call = block.get("tool_use_id")
+        if not isinstance(call, str) or call not in self.todo_calls or block.get("is_error"):
+            return
+        version = _version(obj.get("version"))
+        if b is not self.main or self.agent_file or not self.todo_watched or not sends_todo_note(version):
+            return
+        note = todo_note(self.todo_calls.pop(call), cast(tuple[int, ...], version))
+        if note is not None:
+            b.add("attachment", "user", note, tool_name="todo", ts=ts, line=line)
 
     @staticmethod
     def _image(b: RunBuilder, block: dict, line: int, ts: str | None) -> None:

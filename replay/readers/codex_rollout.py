@@ -10,6 +10,12 @@ size, the request's reasoning_output_tokens, goes to ``runs.metadata.reasoning_t
 estimates for it from the encrypted text (what its auto-compact trigger adds for earlier turns' reasoning) goes to
 ``runs.metadata.harness_estimates``.
 
+codex-rs of September 2025 (0.39: ``run_task`` records a turn's response items, each tool call with its output,
+only after ``run_turn`` returns, while the TokenCount event goes out as the response completes) logs the other way
+round: the token_count first, then the output it measured. A rollout whose first model output follows a
+token_count with usage (none between them and the input before) is read so (``runs.metadata.usage_before_output``):
+the output after a request is that request's, seen from the next one on.
+
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
 Remote compaction v2 logs no token_count for its call: its usage is the ``token_usage_record`` line of the response
@@ -120,6 +126,8 @@ class Deferred:
         self.b = builder
         self.pending: list[Callable[[], Any]] = []
         self.reasoning_tokens: int | None = None  # reasoning_output_tokens of the request being flushed
+        # the log gives a request's usage before its output (codex-rs 0.39): output is added as it comes
+        self.count_first = False
 
     def encrypted_reasoning(self, seq: int) -> None:
         """Note the real size of a reasoning item the log holds only encrypted: the reasoning tokens of the request
@@ -130,7 +138,7 @@ class Deferred:
             self.reasoning_tokens = 0
 
     def output(self, fn: Callable[[], Any]) -> None:
-        self.pending.append(fn)
+        (fn() if self.count_first else self.pending.append(fn))
 
     def after_output(self, fn: Callable[[], Any]) -> None:
         """A tool result: it follows its call, so it waits behind pending output."""
@@ -144,7 +152,8 @@ class Deferred:
         self.b.request(**usage)
         self.reasoning_tokens = reasoning_tokens
         self.flush()
-        self.reasoning_tokens = None
+        if not self.count_first:  # else the request's output, logged after it, is still to come
+            self.reasoning_tokens = None
 
     def flush(self) -> None:
         for fn in self.pending:
@@ -443,8 +452,9 @@ class CodexRolloutReader:
     # 6: codex-rs 0.171 line metadata: a tool output's own truncation budget, configuration_update items; a remote
     # compaction's usage from its token_usage_record; a summariser call's cache writes; 7: a ``compacted`` line
     # without a replacement history gets the history codex-rs 0.36-0.50 rebuilt (``codex_bridge``); a rollout
-    # whose token_counts carry no usage has its requests where the model's output starts
-    version = 7
+    # whose token_counts carry no usage has its requests where the model's output starts; 8: codex-rs 0.39's
+    # token_count before the output it measured (``usage_before_output``)
+    version = 8
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -465,6 +475,8 @@ class CodexRolloutReader:
         d, last_total, model = Deferred(b), None, None
         counted = False  # a token_count with usage was logged
         in_output = False  # structural: the last response item was the model's output
+        output_seen = False  # a model output item was logged
+        counted_since_input = False  # a request's token_count was logged after the latest input item
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         live = History()  # what Codex's history holds, for a thread rollback
@@ -484,6 +496,11 @@ class CodexRolloutReader:
             if not isinstance(p, dict):
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
+            if kind == "response_item" and not structural and p.get("type") in ITEM_TYPES:
+                if is_output(p) and not output_seen and counted_since_input:  # usage logged before its output
+                    d.count_first = b.run.metadata["usage_before_output"] = True
+                output_seen = output_seen or is_output(p)
+                counted_since_input = counted_since_input and is_output(p)
             if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
                 usage = event_usage(held)
                 held = None
@@ -522,6 +539,7 @@ class CodexRolloutReader:
                     last_total = total
                     continue
                 if total != last_total and isinstance(info.get("last_token_usage"), dict):
+                    counted_since_input = True
                     if held:
                         d.request(**held)
                     last = info["last_token_usage"]

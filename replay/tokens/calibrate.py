@@ -17,7 +17,8 @@ A run is marked *unreconstructable*, with the reason, when a mechanical check on
 the server's prompt: content comes and goes outside the log (the recorded prompt shrinks with no compaction or
 other boundary in the log), the recorded prompt grows far more than the log's items, content the log never holds
 comes and goes often (reader notes marked ``varies``: Aider's files in the chat), the log's history is far
-over the size at which the harness summarises it (``runs.metadata.history_limit``), or the reader found
+over the size at which the harness summarises it (``runs.metadata.history_limit``), content the harness sent
+and did not log is alone enough to miss the target (``runs.metadata.unlogged_attachments``), or the reader found
 compactions the log does not hold (``runs.metadata.unrecorded_compactions``: Cline 4.1 keeps only its latest; the
 fit then learns only from the requests outside them, :func:`learnable`). The checks read the recorded usage and
 the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity shows it
@@ -42,6 +43,7 @@ from replay.store import frame
 from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
 from replay.tokens.log_checks import (
+    check_attachments,
     check_growth,
     check_history,
     check_run,
@@ -277,7 +279,8 @@ def counted_items(
     return frame(
         con,
         f"""
-        SELECT i.run_id, i.seq, i.step, i.turn, i.role, i.kind, i.chars, {tokens} AS n_tokens FROM items i
+        SELECT i.run_id, i.seq, i.step, i.turn, i.role, i.kind, i.chars,
+            strlen(i.text) + coalesce(strlen(i.args), 0) AS bytes, {tokens} AS n_tokens FROM items i
         LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
         {where}""",
         [tokenizer_id or "", *(params or [])],
@@ -314,6 +317,7 @@ def fit_usage(
         check_unlogged(check, steps, metadata)
         check_history(check, run_items, steps, metadata)
         check_unrecorded(check, metadata)
+        check_attachments(check, run_items, steps, recorded, metadata, (TARGET_MEDIAN, TARGET_P95))
         half = resolutions(metadata, steps)
         oos = walk_forward(
             visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact, drops, undone),

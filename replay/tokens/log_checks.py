@@ -15,6 +15,9 @@ from replay.tokens.usage_metadata import events_and_rewrites
 SHRINK_TOKENS, SHRINK_SHARE = 1000, 0.02  # a recorded prompt falling by more than both, with no boundary between
 MIN_SHRINKS, MIN_SHRINK_SHARE = 3, 0.05  # ... this often (and in 5% of requests) means the history is not the log's
 GROWTH_RATIO, GROWTH_TOKENS = 2.0, 20_000  # the server's prompt grew this much more than the log's items did
+# a jump: a request's prompt grew by over JUMP_RATIO times what the log's new items hold (bytes/4) plus the larger
+# of JUMP_TOKENS and JUMP_SHARE of the prompt before it
+JUMP_RATIO, JUMP_TOKENS, JUMP_SHARE = 2.0, 1000, 0.05
 
 
 @dataclass
@@ -143,4 +146,50 @@ def check_history(check: RunCheck, items: pl.DataFrame, steps: np.ndarray, metad
             f"history outside the log: the harness summarises its chat history above {limit:,} tokens at most and "
             f"the log's history before request {k} is ~{history[k]:,.0f} tokens (chars/4); the summary the "
             "server got instead is not in the log"
+        )
+
+
+def check_attachments(
+    check: RunCheck,
+    items: pl.DataFrame,
+    steps: np.ndarray,
+    recorded: np.ndarray,
+    metadata: dict,
+    targets: tuple[float, float],
+) -> None:
+    """Add a reason when the content a harness sent and did not log (``runs.metadata.unlogged_attachments``:
+    Claude Code up to 2.1.96 drops its attachments from the transcript) is alone enough to miss the per-request
+    ``targets`` (median, p95 share of the prompt). After the note's ``from_step``, every jump (the recorded
+    prompt growing, from the largest one before it, by over JUMP_RATIO times the log's items added since, as
+    bytes/4, plus the larger of JUMP_TOKENS and JUMP_SHARE of that prompt, with no boundary between) adds what the
+    log does not explain to the prompt until the next boundary; that content's share of each recorded prompt is
+    scored against the targets."""
+    note = metadata.get("unlogged_attachments")
+    if not isinstance(note, dict) or not isinstance(start := note.get("from_step"), int):
+        return
+    if len(steps) < 2 or items.is_empty():
+        return
+    step, size = items["step"].to_numpy(), items["bytes"].fill_null(0).to_numpy() / 4
+    image = (items["kind"] == "image").to_numpy()
+    outside, share, jumps, peak = 0.0, np.zeros(len(steps)), 0, 0
+    for i in range(1, len(steps)):
+        if any(steps[peak] < b <= steps[i] for b in check.boundaries):
+            outside, peak = 0.0, i  # a compaction or another fitted boundary: what entered before is accounted there
+            continue
+        if steps[i] > start:  # a changed file or new diagnostics show up at a pass after the tool's own
+            # growth from the largest prompt since the boundary: a figure logged low (MiniMax's streaming start)
+            # and the next one back at its level is no jump
+            new = (step > steps[peak]) & (step <= steps[i])
+            grew = recorded[i] - recorded[peak] - JUMP_RATIO * size[new].sum()
+            if not image[new].any() and grew > max(JUMP_TOKENS, JUMP_SHARE * recorded[peak]):
+                outside, jumps = outside + grew, jumps + 1
+        peak = i if recorded[i] >= recorded[peak] else peak
+        share[i] = outside / recorded[i]
+    median, p95 = float(np.median(share)), float(np.quantile(share, 0.95))
+    if median > targets[0] or p95 > targets[1]:
+        check.reasons.append(
+            f"content outside the log: Claude Code {note.get('version')} does not log the attachments it sends "
+            f"({note.get('kinds')}); after the first file it watched, the recorded prompt grew at {jumps} request(s) "
+            f"by far more than the log's new items hold: content not in the log is {median:.0%} of the prompt at the "
+            f"median request, {p95:.0%} at p95"
         )

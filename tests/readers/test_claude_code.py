@@ -8,7 +8,7 @@ from pathlib import Path
 from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
-from replay.readers.claude_code import READER, persisted_note
+from replay.readers.claude_code import FILE_REFERENCE_NOTE, READER, persisted_note
 
 
 def manifest_rows(corpus: Path, section: str) -> dict[str, tuple[str, str]]:
@@ -212,7 +212,7 @@ def test_compact_boundary_and_reattached_files(corpus: Path) -> None:
     after = [(i.kind, i.tool_name, i.step) for i in items if i.line in (52, 53)]
     assert after == [("attachment", "file", 2), ("attachment", "compact_file_reference", 2)]
     note = next(i for i in items if i.line == 53)
-    assert note.text.startswith("Note: [trimmed for fixture] was read before the last conversation was summarized")
+    assert note.text == FILE_REFERENCE_NOTE.format(name="[trimmed for fixture]")
 
 
 def write_log(tmp_path: Path, lines: list[dict]) -> Path:

@@ -791,3 +791,65 @@ def test_byte_truncation_policy_keeps_whole_characters(tmp_path: Path) -> None:
     )
     (result,) = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
     assert result == "é" * 3 + "…24 chars truncated…" + "é" * 3  # 12 bytes kept: 6 from each end
+
+
+def test_usage_logged_before_its_output(tmp_path: Path) -> None:
+    """codex-rs 0.39 records a turn's response items (each call with its output) only after the response completed,
+    so the token_count comes first: the output after a request is that request's, in the prompt from the next one
+    on. Read the later way round, every output landed one request late and the prompt fit was 5% off."""
+    call = {"type": "function_call", "name": "shell", "arguments": '{"command":["ls"]}', "call_id": "c1"}
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "cli_version": "0.39.0", "instructions": None}),
+            ("response_item", message("user", "<environment_context>")),
+            ("response_item", message("user", "list the files")),
+            tokens(110, 100),
+            ("response_item", {"type": "reasoning", "summary": [], "content": None, "encrypted_content": None}),
+            ("response_item", message("assistant", "listing")),
+            ("response_item", call),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}),
+            tokens(250, 130),
+            ("response_item", message("assistant", "one file")),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    assert [(r.step, r.line, r.prompt_tokens) for r in of(records, Request)] == [(0, 4, 100), (1, 9, 130)]
+    assert [(i.kind, i.step) for i in of(records, Item)] == [
+        ("user_text", 0),
+        ("user_text", 0),
+        ("reasoning", 1),
+        ("assistant_text", 1),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("assistant_text", 2),
+    ]
+    assert of(records, Run)[0].metadata["usage_before_output"] is True
+
+
+def test_usage_after_its_output_is_not_read_as_before(tmp_path: Path) -> None:
+    """Later codex-rs logs the output first and its token_count after it (and again after the tool output): the
+    output is held for the request it follows, and the rollout is not marked ``usage_before_output``."""
+    call = {"type": "function_call", "name": "shell", "arguments": "{}", "call_id": "c1"}
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "cli_version": "0.116.0"}),
+            ("response_item", message("user", "list the files")),
+            ("response_item", call),
+            tokens(110, 100),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}),
+            tokens(110, 100),
+            ("response_item", message("assistant", "one file")),
+            tokens(250, 130),
+        ],
+    )
+    records = read(ROLLOUT, path)
+    assert [(r.step, r.prompt_tokens) for r in of(records, Request)] == [(0, 100), (1, 130)]
+    assert [(i.kind, i.step) for i in of(records, Item)] == [
+        ("user_text", 0),
+        ("tool_call", 1),
+        ("tool_result", 1),
+        ("assistant_text", 2),
+    ]
+    assert "usage_before_output" not in of(records, Run)[0].metadata
