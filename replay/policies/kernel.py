@@ -63,7 +63,7 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 ) = range(19)
 S_POLICY = 19
 N_SCALARS = 40
-N_AUX = 6
+N_AUX = 7
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8

@@ -26,7 +26,9 @@ _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
        i.access, i.is_error, i.ts, i.turn, i.content_hash,
        CASE WHEN i.kind = 'tool_call' AND i.access = 'read' THEN i.args END AS args,
-       length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
+       CASE WHEN i.kind = 'tool_call' AND i.access = 'write' AND coalesce(i.text, '') = ''
+            THEN (length(i.args) - length(replace(i.args, '\\n', ''))) // 2 + 1
+            ELSE length(i.text) - length(replace(i.text, chr(10), '')) + 1 END AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
 _REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens, model,
