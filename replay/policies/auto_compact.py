@@ -628,7 +628,7 @@ def compact_before(p, r, st, start):
             set_form(st, q, SHRUNK if q == shrunk else ORIGINAL)
         else:
             drop(r, st, q)
-    size = summary_size(p, st) + reattached(p, r, st)
+    size = summary_size(p, st) + reattached(p, r, st, start)
     st.s[S_COMPACTIONS] += 1
     st.s[S_CUT] = max(st.s[S_CUT], start)
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
@@ -694,9 +694,10 @@ def file_state(r, st, nres):
 
 
 @compiled(borrowed=True)
-def reattached(p, r, st):
-    """Tokens of the files the harness re-reads after a summary (Claude Code's post-compact file restore): the
-    newest ``reattach_files`` files of its read-file state (``file_state``), each one past
+def reattached(p, r, st, start):
+    """Tokens of the files the harness re-reads after a summary of what lies before ``start`` (Claude Code's
+    post-compact file restore): the newest ``reattach_files`` files of its read-file state (``file_state``) but
+    those a kept read shows (2.1.160 leaves out the files the kept messages read), each one past
     ``reattach_file_tokens`` replaced by ``reattach_note_tokens``, then kept while their chars/4 add up to no more
     than ``reattach_total``. The state is reset: what was re-read whole is all it holds after the summary."""
     nres, end = 0, st.s[S_END]
@@ -705,6 +706,10 @@ def reattached(p, r, st):
             nres = max(nres, r.resource[q] + 1)
     file_state(r, st, nres)
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
+    for q in range(start, end if nres > 0 else start):
+        kept_read = r.kind[q] == TOOL_CALL and r.access[q] == READ and r.tflag[q] & TF_FILE_STATE != 0
+        if kept_read and r.resource[q] >= 0 and st.forms[q] != DROPPED:
+            rank[r.resource[q]] = -1
     for f in range(nres):
         st.aux[A_STATE, f] = 0  # the state is reset: from here on, 1 for a file re-read whole
     st.s[S_STATE_FROM] = end

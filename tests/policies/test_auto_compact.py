@@ -84,8 +84,9 @@ def test_claude_code_2_1_153_compacts_past_the_window_keeping_the_newest_round()
     newest = np.flatnonzero(run.step[: after.end] == 10)  # the call made after request 9 and its result
     assert len(newest) == 2 and (after.forms[newest] == ORIGINAL).all()
     assert (after.forms[run.first_body : newest[0]] == DROPPED).all()
-    # prefix, summary, a 50-token note for each of the three files (past 2.x's 5,000 a file), the newest round
-    assert after.prompt_tokens == 100_000 + 2_000 + 3 * 50 + 10 + 10_000
+    # prefix, summary, a 50-token note for each file read before the kept round (past 5,000 tokens; the file the
+    # kept round reads is not re-attached, as in cli.js 2.1.160), the newest round
+    assert after.prompt_tokens == 100_000 + 2_000 + 2 * 50 + 10 + 10_000
     assert fired(views(run, "claude-code-2.1.69"))[0] == 7  # before 2.1.153: at 167k, all summarised
     assert (views(run, "claude-code-2.1.69")[7].forms[run.first_body :] == DROPPED).all()
 
