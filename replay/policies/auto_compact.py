@@ -652,6 +652,14 @@ def file_size(r, q, extra_chars):
 
 
 @compiled(borrowed=True)
+def edit_tokens(r, q):
+    """Tokens edit call q adds to its file as the Read tool shows it (``Run.edit_chars`` at q's own tokens per
+    character; negative when it removes some)."""
+    per_char = max(r.tokens[q] - r.framing[q], 0) / max(r.chars[q], 1)
+    return np.int64(np.round(r.edit_chars[q] * per_char))
+
+
+@compiled(borrowed=True)
 def file_state(r, st, nres):
     """Fill the scratch rows for ``reattached`` over the history so far: per resource id, its rank in the harness's
     read-file state (-1: not in it) and its newest known size (tokens, chars/4; -1: none known); ``A_STATE`` marks
@@ -661,8 +669,9 @@ def file_state(r, st, nres):
     after that compaction (``A_STATE``). Claude Code orders the state by the file's modification time: a file written
     in the session ranks by its newest write, above every file only read (modified before the session; those rank
     by their newest read, the log giving no time). Its size: a ``reattach_whole_tools`` call's content, or the
-    largest read since (a read with an offset or limit shows part of the file); for a file only edited, its
-    first edit's call."""
+    largest read since (a read with an offset or limit shows part of the file), changed by each edit since by what
+    the edit adds (``edit_tokens``; on the limit's count too, numbering and all); for a file only edited, its first
+    edit's call."""
     end, since = st.s[S_END], st.s[S_STATE_FROM]
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
     for f in range(nres):
@@ -685,6 +694,9 @@ def file_state(r, st, nres):
             size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS)
         elif size[f] < 0:
             size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS)
+        else:
+            grow = edit_tokens(r, q)
+            size[f], est[f], raw[f] = size[f] + grow, est[f] + r.edit_chars[q] // 4, raw[f] + grow
         rank[f] = max(rank[f], q + end if r.access[q] == WRITE else q)
         if q >= since:
             st.aux[A_STATE, f] = 1

@@ -1,11 +1,12 @@
 """What Claude Code puts back after a summary, on a transcript in its writer's shape (2.1.40).
 
 The session reads five files with the native Read tool (three small ones, ``a.md`` and one past the 5,000-token
-limit), writes ``b.md``, reads ``c.md`` through an MCP tool (``mcp__acp__Read``, which keeps no file state), and is
-compacted after a long user paste and a build's output. Claude Code (cli.js 2.1.21 ``tC2``/``fx6``, the same in
-2.1.69) then re-reads the newest five files of its read-file state by modification time: ``b.md`` (written in the
-session), then the files only read, newest first; ``big.md`` becomes a ``compact_file_reference`` note; ``x1.md``
-is the sixth and stays out; ``c.md`` is not in the state. The recorded prompt after the compaction is the harness
+limit), writes ``b.md``, reads ``c.md`` through an MCP tool (``mcp__acp__Read``, which keeps no file state), adds
+30 lines to ``a.md`` with Edit, and is compacted after a long user paste and a build's output. Claude Code (cli.js
+2.1.21 ``tC2``/``fx6``, the same in 2.1.69) then re-reads the newest five files of its read-file state by
+modification time: ``a.md`` as edited and ``b.md`` (written in the session), then the files only read, newest
+first; ``big.md`` becomes a ``compact_file_reference`` note; ``x1.md`` is the sixth and stays out; ``c.md`` is not
+in the state. The recorded prompt after the compaction is the harness
 prefix, the summary and those files as the Read tool shows them (numbered lines).
 """
 
@@ -40,6 +41,9 @@ FILES = {  # name -> raw content
     "big.md": lines_of(600, 80, "big"),
 }
 WRITTEN = lines_of(150, 60, "b")
+OLD = FILES["a.md"].split("\n")[0]  # the edit puts 30 lines after a.md's first
+NEW = OLD + "\n" + lines_of(30, 60, "e")
+EDITED = FILES["a.md"].replace(OLD, NEW, 1)
 MCP_READ = lines_of(300, 60, "c")
 
 
@@ -48,8 +52,8 @@ def tokens(text: str) -> int:
 
 
 def reattached() -> int:
-    """What cli.js 2.1.21 re-reads: b.md, big.md (a note), a.md, x3.md, x2.md."""
-    shown = [numbered(WRITTEN), numbered(FILES["a.md"]), numbered(FILES["x3.md"]), numbered(FILES["x2.md"])]
+    """What cli.js 2.1.21 re-reads: a.md as edited, b.md, big.md (a note), x3.md, x2.md."""
+    shown = [numbered(EDITED), numbered(WRITTEN), numbered(FILES["x3.md"]), numbered(FILES["x2.md"])]
     assert tokens(numbered(FILES["big.md"])) > 5_000 and all(tokens(s) < 5_000 for s in shown)
     return sum(tokens(s) for s in shown) + NOTE
 
@@ -86,6 +90,8 @@ def session() -> list[dict]:
         call(k, "Read", {"file_path": f"/w/{name}"}, numbered(FILES[name]))
     call(5, "Write", {"file_path": "/w/b.md", "content": WRITTEN}, "File created successfully at: /w/b.md")
     call(6, "mcp__acp__Read", {"file_path": "/w/c.md"}, MCP_READ)
+    edit = {"file_path": "/w/a.md", "old_string": OLD, "new_string": NEW}
+    call(10, "Edit", edit, "The file /w/a.md has been updated.")
     assistant("a7", {"type": "text", "text": "Done."}, 2)
     paste = "p" * (4 * 100_000)
     user("u8", paste, tokens(paste))
@@ -116,8 +122,9 @@ def event(tmp_path_factory) -> dict:
 
 
 def test_the_preset_re_reads_the_newest_files_of_the_native_tools(event) -> None:
-    """The prompt after the compaction within 1% of the log's (0.01%): the five newest native files, the large one as a
-    note, the MCP tool's file and the sixth file left out (a fixed 10,800 put it 14.5% high)."""
-    assert event["recorded_request"] == event["simulated_request"] == 9
+    """The prompt after the compaction within 1% of the log's (29,087 of 29,096): the five newest native files, the
+    edited one grown by its edit, the large one as a note, the MCP tool's file and the sixth file left out (main's
+    fixed 10,800: 32,768, 12.6% high)."""
+    assert event["recorded_request"] == event["simulated_request"] == 10
     assert event["reason"] is None
     assert abs(event["simulated_after"] / event["recorded_after"] - 1) <= 0.01, event

@@ -69,6 +69,7 @@ def run_at(pk, tflag, i):
         pk.req_window[c:d],
         pk.req_limit[c:d],
         pk.req_trigger[c:d],
+        pk.edit_chars[a:b],
     )
 
 
