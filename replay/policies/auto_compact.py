@@ -716,9 +716,12 @@ def reattached(p, r, st, start):
     if p[P_RE_FILES] > 0:
         for q in range(end):
             nres = max(nres, r.resource[q] + 1)
+    if nres == 0:
+        st.s[S_STATE_FROM] = end
+        return np.int64(0)
     file_state(r, st, nres)
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
-    for q in range(start, end if nres > 0 else start):
+    for q in range(start, end):
         kept_read = r.kind[q] == TOOL_CALL and r.access[q] == READ and r.tflag[q] & TF_FILE_STATE != 0
         if kept_read and r.resource[q] >= 0 and st.forms[q] != DROPPED:
             rank[r.resource[q]] = -1
