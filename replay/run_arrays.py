@@ -168,8 +168,8 @@ class RunArrays:
     # per request: the log names a model for it that has no preset of the harness, so the harness's limit there is
     # not known (the policy's holds); empty: none such. Not the loop's: fidelity reads it
     req_unknown_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
-    # per item: an edit call's change to its file's characters as the Read tool shows the file (its new string less
-    # its old one, each line numbered; replay.simulator.load.edit_growth); None: 0 everywhere
+    # per item: an edit call's change to its file's characters (its new string's less its old one's;
+    # replay.simulator.load.edit_growth); None: 0 everywhere
     edit_chars: np.ndarray | None = field(default=None, repr=False)
 
     def _per_request(self, values: np.ndarray, dtype: type, fill: float = 0) -> np.ndarray:

@@ -192,6 +192,11 @@ class AutoCompactConfig(PolicyConfig):
         10_000_000,
         "a file past this many tokens is not re-read whole (Claude Code 2.1.20 on: 5,000; 0: none)",
     )
+    reattach_count: Literal["tokens", "chars/4"] = knob(
+        "tokens",
+        doc="how a file's content is counted against reattach_file_tokens: tokens (Claude Code's token-count call), "
+        "chars/4 (its fallback when that call fails, 2.1.20 on)",
+    )
     reattach_note_tokens: int = knob(
         0, 0, 1_000_000, "tokens of what stands for a file past that (Claude Code 2.1.20 on: a note of about 50)"
     )
@@ -250,7 +255,8 @@ class AutoCompactConfig(PolicyConfig):
     P_RE_CAP,
     P_RE_NOTE,
     P_RE_TOTAL,
-) = range(P_POLICY, P_POLICY + 28)
+    P_RE_CHARS4,
+) = range(P_POLICY, P_POLICY + 29)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
@@ -292,6 +298,7 @@ class AutoCompact(CompiledPolicy):
         p[P_KEEP_FRACTION] = c.keep_fraction
         p[P_RE_FILES], p[P_RE_CAP] = c.reattach_files if c.reattach_tools else 0, c.reattach_file_tokens
         p[P_RE_NOTE], p[P_RE_TOTAL] = c.reattach_note_tokens, c.reattach_total
+        p[P_RE_CHARS4] = c.reattach_count == "chars/4"
         p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
@@ -639,28 +646,30 @@ def compact_before(p, r, st, start):
 
 
 @compiled(borrowed=True)
-def file_size(r, q, extra_chars):
-    """(tokens, chars/4, tokens of the content alone) of a file item q holds, as the Read tool shows it: q's text
-    plus ``extra_chars`` per line (the line numbering a write's content lacks, or none: a read's result has it),
-    at q's own tokens per character; its content alone without the numbering and q's message framing."""
+def file_size(r, q, extra_chars, chars4):
+    """(tokens, chars/4, content alone) of a file item q holds, as the Read tool shows it: q's text plus
+    ``extra_chars`` per line (the line numbering a write's content lacks, or none: a read's result has it), at q's
+    own tokens per character; the content alone is without the numbering and q's message framing, at chars/4 when
+    ``chars4``, else in tokens."""
     text = max(r.tokens[q] - r.framing[q], 0)
     per_char = text / max(r.chars[q], 1)
     lines = np.int64(max(r.lines[q], 1))
     tok = r.tokens[q] + np.int64(np.ceil(extra_chars * lines * per_char))
-    raw = text - np.int64(np.ceil((LINE_NUMBER_CHARS + 1 - extra_chars) * lines * per_char))
+    bare = r.chars[q] - (LINE_NUMBER_CHARS + 1 - extra_chars) * lines  # the content's characters
+    raw = (bare + 3) // 4 if chars4 else text - np.int64(np.ceil((r.chars[q] - bare) * per_char))
     return tok, (r.chars[q] + extra_chars * lines + 3) // 4, max(raw, np.int64(0))
 
 
 @compiled(borrowed=True)
 def edit_tokens(r, q):
-    """Tokens edit call q adds to its file as the Read tool shows it (``Run.edit_chars`` at q's own tokens per
-    character; negative when it removes some)."""
+    """Tokens of content edit call q adds to its file (``Run.edit_chars`` at q's own tokens per character;
+    negative when it removes some)."""
     per_char = max(r.tokens[q] - r.framing[q], 0) / max(r.chars[q], 1)
     return np.int64(np.round(r.edit_chars[q] * per_char))
 
 
 @compiled(borrowed=True)
-def file_state(r, st, nres):
+def file_state(r, st, nres, chars4):
     """Fill the scratch rows for ``reattached`` over the history so far: per resource id, its rank in the harness's
     read-file state (-1: not in it) and its newest known size (tokens, chars/4; -1: none known); ``A_STATE`` marks
     the files in that state.
@@ -669,9 +678,9 @@ def file_state(r, st, nres):
     after that compaction (``A_STATE``). Claude Code orders the state by the file's modification time: a file written
     in the session ranks by its newest write, above every file only read (modified before the session; those rank
     by their newest read, the log giving no time). Its size: a ``reattach_whole_tools`` call's content, or the
-    largest read since (a read with an offset or limit shows part of the file), changed by each edit since by what
-    the edit adds (``edit_tokens``; on the limit's count too, numbering and all); for a file only edited, its first
-    edit's call."""
+    largest read since (a read with an offset or limit shows part of the file), changed by each edit since by the
+    content it adds (``edit_tokens``; as shown, with the file's own share of line numbering); for a file only
+    edited, its first edit's call."""
     end, since = st.s[S_END], st.s[S_STATE_FROM]
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
     for f in range(nres):
@@ -687,16 +696,19 @@ def file_state(r, st, nres):
         if done and r.is_error[res] or not done and r.access[q] == READ:
             continue
         if r.access[q] == READ:
-            tok, e, content = file_size(r, res, 0)
+            tok, e, content = file_size(r, res, 0, chars4)
             if tok > size[f]:
                 size[f], est[f], raw[f] = tok, e, content
         elif r.tflag[q] & TF_WHOLE_FILE != 0:
-            size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS)
+            size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS, chars4)
         elif size[f] < 0:
-            size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS)
-        else:
+            size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS, chars4)
+        elif raw[f] > 0:  # the file as shown grows with its content, numbering in proportion
             grow = edit_tokens(r, q)
-            size[f], est[f], raw[f] = size[f] + grow, est[f] + r.edit_chars[q] // 4, raw[f] + grow
+            shown = (est[f] if chars4 else size[f]) / raw[f]
+            size[f] += np.int64(np.round(grow * shown))
+            est[f] += np.int64(np.round(r.edit_chars[q] * shown / 4))
+            raw[f] = max(raw[f] + (np.int64(np.round(r.edit_chars[q] / 4)) if chars4 else grow), np.int64(0))
         rank[f] = max(rank[f], q + end if r.access[q] == WRITE else q)
         if q >= since:
             st.aux[A_STATE, f] = 1
@@ -719,7 +731,7 @@ def reattached(p, r, st, start):
     if nres == 0:
         st.s[S_STATE_FROM] = end
         return np.int64(0)
-    file_state(r, st, nres)
+    file_state(r, st, nres, p[P_RE_CHARS4] > 0)
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
     for q in range(start, end):
         kept_read = r.kind[q] == TOOL_CALL and r.access[q] == READ and r.tflag[q] & TF_FILE_STATE != 0

@@ -145,7 +145,7 @@ Run = namedtuple(
         # .req_limit, 0: the policy's) and auto_compact's trigger where it has another (.req_trigger, -1: the policy's)
         "req_limit",
         "req_trigger",
-        # per item: an edit call's change to its file's characters as the Read tool shows it (RunArrays.edit_chars)
+        # per item: an edit call's change to its file's characters (RunArrays.edit_chars)
         "edit_chars",
     ),
 )

@@ -367,17 +367,12 @@ def _assemble(
     )
 
 
-def numbered_chars(text: str) -> int:
-    """Characters of ``text`` as Claude Code's Read tool shows it: each line after a six-wide number and an arrow."""
-    return len(text) + 7 * (text.count("\n") + 1)
-
-
 def edit_growth(items: list[dict]) -> np.ndarray | None:
     """Per item, the characters an edit call (a write whose arguments hold ``old_string`` and ``new_string``) adds
-    to its file as the Read tool shows it (negative: it removes them); None when no item is such an edit.
-    ``replace_all`` is taken as one replacement (the log does not say how many there were)."""
+    to its file (negative: it removes them); None when no item is such an edit. ``replace_all`` is taken as one
+    replacement (the log does not say how many there were)."""
     growth = [
-        numbered_chars(it["edit_new"]) - numbered_chars(it["edit_old"])
+        len(it["edit_new"]) - len(it["edit_old"])
         if it.get("edit_new") is not None and it.get("edit_old") is not None
         else 0
         for it in items
