@@ -269,7 +269,7 @@ S_STATE_FROM = S_POLICY + 5  # the history's end at the last compaction: the har
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
 # microcompact tool (and its result); per resource id, 1 for a file re-read after the last compaction (still in the
 # harness's file state), and scratch rows for ``reattached`` (per resource: its rank; tokens and chars/4 as the Read
-# tool shows it; tokens of its content alone, which the Read tool's limit is checked against)
+# tool shows it; its content alone as the Read tool's limit counts it, tokens or chars/4)
 A_RECORDED, A_MICRO, A_STATE, A_RANK, A_SIZE, A_EST, A_RAW = 0, 1, 2, 3, 4, 5, 6
 
 
