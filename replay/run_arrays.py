@@ -174,6 +174,9 @@ class RunArrays:
     # per request: the log names a model for it that has no preset of the harness, so the harness's limit there is
     # not known (the policy's holds); empty: none such. Not the loop's: fidelity reads it
     req_unknown_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
+    # per item: an edit call's change to its file's characters (its new string's less its old one's;
+    # replay.simulator.load.edit_growth); None: 0 everywhere
+    edit_chars: np.ndarray | None = field(default=None, repr=False)
 
     def _per_request(self, values: np.ndarray, dtype: type, fill: float = 0) -> np.ndarray:
         """``values`` with one entry per request, ``fill`` everywhere when the run gives none."""
@@ -239,6 +242,13 @@ class RunArrays:
         """``dup_chars`` with one entry per item (0 where none is given)."""
         if self.dup_chars is not None and len(self.dup_chars) == self.n_items:
             return self.dup_chars.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def edit_chars_of(self) -> np.ndarray:
+        """``edit_chars`` with one entry per item (0 where none is given)."""
+        if self.edit_chars is not None and len(self.edit_chars) == self.n_items:
+            return self.edit_chars.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
 
     @property

@@ -10,9 +10,10 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 
 - Claude Code: window - output reserve - 13,000, checked against the last response's usage (to 2.1.0:
   ``trigger_on`` "last_usage") or that plus the messages since at chars/4 (2.1.3 on: "usage_and_new"); the whole
-  conversation is summarised and the files it read or wrote are re-attached after the summary
-  (``reattach_tokens``; about 10.8k in the corpus run). From 2.1.153 the newest round (the last response and what
-  follows it) stays verbatim after the summary (``keep_rounds``). Versions and figures: replay.policies.presets.
+  conversation is summarised and the newest files of its read-file state (those the ``reattach_tools`` calls
+  touched: Read, Write, Edit, not MCP tools) are re-read after the summary, each up to ``reattach_file_tokens``
+  (``reattached``). From 2.1.153 the newest round (the last response and what follows it) stays verbatim after the
+  summary (``keep_rounds``). Versions and figures: replay.policies.presets.
 - Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
   ``micro_warning`` of the limit, the results of the oldest calls of ``micro_tools`` (all but the newest
   ``micro_keep`` calls, results sized at chars/4) are replaced by a note of ``micro_note_chars`` characters, oldest
@@ -85,6 +86,12 @@ ASSISTANT_TEXT = KIND_CODE["assistant_text"]
 OUTPUT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"], KIND_CODE["tool_call"])  # what a response adds
 RESENT = (ATTACHMENT, USER, SUMMARY)
 READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
+# this policy's own tool flags (the kernel's TF_* use 1 to 8; auto_compact reads only TF_MICRO of those): a call that
+# puts its file in the harness's read-file state; a call that carries the file's whole new content
+TF_FILE_STATE, TF_WHOLE_FILE = 16, 32
+# characters the Read tool's line numbering adds per line of a file beyond the JSON-escaped newline a Write call
+# holds it with: a six-wide line number and an arrow (7) less the escape's extra backslash (1)
+LINE_NUMBER_CHARS = 6
 # the tools whose results Claude Code's microcompact clears (cli.js 1.0.128 to 2.1.41: Read, Bash, Grep, Glob,
 # WebSearch, WebFetch, Edit, Write)
 MICRO_TOOLS = ("Read", "Bash", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", "Write")
@@ -170,11 +177,31 @@ class AutoCompactConfig(PolicyConfig):
         "newest share of the history's characters kept verbatim, from a "
         "user message on (Gemini CLI: 0.3); 0: keep_last decides",
     )
-    reattach_tokens: int = knob(
-        0,
+    reattach_tools: tuple[str, ...] = knob(
+        (),
+        doc="tools whose calls put their file in the harness's read-file state, whose newest files are re-read "
+        "after the summary (Claude Code: Read, Write, Edit, MultiEdit, NotebookEdit; comma separated); none: no file",
+    )
+    reattach_whole_tools: tuple[str, ...] = knob(
+        (), doc="of those, tools whose call carries the file's whole new content (Claude Code: Write)"
+    )
+    reattach_files: int = knob(5, 0, 100_000, "newest files of that state re-read after the summary (Claude Code: 5)")
+    reattach_file_tokens: int = knob(
+        5_000,
         0,
         10_000_000,
-        "tokens of the files re-attached after the summary when the summarised part read or wrote a file (Claude Code)",
+        "a file past this many tokens is not re-read whole (Claude Code 2.1.20 on: 5,000; 0: none)",
+    )
+    reattach_count: Literal["tokens", "chars/4"] = knob(
+        "tokens",
+        doc="how a file's content is counted against reattach_file_tokens: tokens (Claude Code's token-count call), "
+        "chars/4 (its fallback when that call fails, 2.1.20 on)",
+    )
+    reattach_note_tokens: int = knob(
+        0, 0, 1_000_000, "tokens of what stands for a file past that (Claude Code 2.1.20 on: a note of about 50)"
+    )
+    reattach_total: int = knob(
+        50_000, 0, 100_000_000, "re-read files are kept while they add up to no more than this (chars/4; 50,000)"
     )
     microcompact: bool = knob(False, doc="clear old tool results before compacting (Claude Code 2.x)")
     micro_tools: tuple[str, ...] = knob(
@@ -206,7 +233,7 @@ class AutoCompactConfig(PolicyConfig):
     P_FROM_LOG,
     P_KEEP_USER,
     P_KEEP_LAST,
-    P_REATTACH,
+    P_RE_FILES,
     P_KEEP_FRACTION,
     P_BACKGROUND_LIMIT,
     P_CUT_AFTER,
@@ -225,7 +252,11 @@ class AutoCompactConfig(PolicyConfig):
     P_FIXED_WINDOW,
     P_BACKGROUND_SHARE,
     P_KEEP_FIRST,
-) = range(P_POLICY, P_POLICY + 25)
+    P_RE_CAP,
+    P_RE_NOTE,
+    P_RE_TOTAL,
+    P_RE_CHARS4,
+) = range(P_POLICY, P_POLICY + 29)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
@@ -234,9 +265,12 @@ S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 # (keep_first_prompt: the first request's items)
 S_LIVE_FROM = S_POLICY + 3
 S_CUT = S_POLICY + 4  # the history's end when the last compaction was made: what it summarised lies before
+S_STATE_FROM = S_POLICY + 5  # the history's end at the last compaction: the harness's file state was reset there
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
-# microcompact tool (and its result)
-A_RECORDED, A_MICRO = 0, 1
+# microcompact tool (and its result); per resource id, 1 for a file re-read after the last compaction (still in the
+# harness's file state), and scratch rows for ``reattached`` (per resource: its rank; tokens and chars/4 as the Read
+# tool shows it; its content alone as the Read tool's limit counts it, tokens or chars/4)
+A_RECORDED, A_MICRO, A_STATE, A_RANK, A_SIZE, A_EST, A_RAW = 0, 1, 2, 3, 4, 5, 6
 
 
 class AutoCompact(CompiledPolicy):
@@ -261,7 +295,10 @@ class AutoCompact(CompiledPolicy):
         p[P_SUMMARY_TOKENS] = c.summary_tokens
         p[P_FROM_LOG], p[P_KEEP_USER], p[P_KEEP_LAST] = c.summary_from_log, c.keep_user_tokens, c.keep_last
         p[P_KEEP_ROUNDS] = c.keep_rounds
-        p[P_REATTACH], p[P_KEEP_FRACTION] = c.reattach_tokens, c.keep_fraction
+        p[P_KEEP_FRACTION] = c.keep_fraction
+        p[P_RE_FILES], p[P_RE_CAP] = c.reattach_files if c.reattach_tools else 0, c.reattach_file_tokens
+        p[P_RE_NOTE], p[P_RE_TOTAL] = c.reattach_note_tokens, c.reattach_total
+        p[P_RE_CHARS4] = c.reattach_count == "chars/4"
         p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
@@ -279,8 +316,15 @@ class AutoCompact(CompiledPolicy):
         c = self.config
         tools = set(c.micro_tools) if c.microcompact else set()
         every = "*" in tools
+        state, whole = set(c.reattach_tools), set(c.reattach_whole_tools) & set(c.reattach_tools)
         return np.array(
-            [TF_MICRO * ((every or t in tools) and t not in c.micro_exempt) for t in tool_names], dtype=np.int8
+            [
+                TF_MICRO * ((every or t in tools) and t not in c.micro_exempt)
+                | TF_FILE_STATE * (t in state)
+                | TF_WHOLE_FILE * (t in whole)
+                for t in tool_names
+            ],
+            dtype=np.int8,
         )
 
 
@@ -575,9 +619,8 @@ def compact(p, r, st):
 
 @compiled(borrowed=True)
 def compact_before(p, r, st, start):
-    """Everything live before ``start`` becomes the summary, but the newest user messages kept;
-    ``reattach_tokens`` ride on the summary when a summarised item read or wrote a file (Claude Code re-reads the
-    newest files from disk, so their size is not the logged results')."""
+    """Everything live before ``start`` becomes the summary, but the newest user messages kept; the files the
+    harness re-reads after it (``reattached``) ride on the summary."""
     lo = live_from(r, st)
     live = 0
     for q in range(lo, start):
@@ -585,10 +628,6 @@ def compact_before(p, r, st, start):
     if live == 0:
         return
     oldest, shrunk = kept_users(p, r, st, lo, start)
-    touched = False
-    for q in range(lo, start):
-        if st.forms[q] != DROPPED and not (r.kind[q] == USER and q >= oldest):
-            touched |= r.resource[q] >= 0 and (r.access[q] == READ or r.access[q] == WRITE)
     for q in range(lo, start):
         if st.forms[q] == DROPPED:
             continue
@@ -596,7 +635,7 @@ def compact_before(p, r, st, start):
             set_form(st, q, SHRUNK if q == shrunk else ORIGINAL)
         else:
             drop(r, st, q)
-    size = summary_size(p, st) + (np.int64(p[P_REATTACH]) if touched else 0)
+    size = summary_size(p, st) + reattached(p, r, st, start)
     st.s[S_COMPACTIONS] += 1
     st.s[S_CUT] = max(st.s[S_CUT], start)
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept
@@ -604,6 +643,122 @@ def compact_before(p, r, st, start):
     set_summary(st, oldest, size, size)
     if p[P_CUT_AFTER] > 0:
         cut_kept_results(p, r, st, start)
+
+
+@compiled(borrowed=True)
+def file_size(r, q, extra_chars, chars4):
+    """(tokens, chars/4, content alone) of a file item q holds, as the Read tool shows it: q's text plus
+    ``extra_chars`` per line (the line numbering a write's content lacks, or none: a read's result has it), at q's
+    own tokens per character; the content alone is without the numbering and q's message framing, at chars/4 when
+    ``chars4``, else in tokens."""
+    text = max(r.tokens[q] - r.framing[q], 0)
+    per_char = text / max(r.chars[q], 1)
+    lines = np.int64(max(r.lines[q], 1))
+    tok = r.tokens[q] + np.int64(np.ceil(extra_chars * lines * per_char))
+    bare = r.chars[q] - (LINE_NUMBER_CHARS + 1 - extra_chars) * lines  # the content's characters
+    raw = (bare + 3) // 4 if chars4 else text - np.int64(np.ceil((r.chars[q] - bare) * per_char))
+    return tok, (r.chars[q] + extra_chars * lines + 3) // 4, max(raw, np.int64(0))
+
+
+@compiled(borrowed=True)
+def edit_tokens(r, q):
+    """Tokens of content edit call q adds to its file (``Run.edit_chars`` at q's own tokens per character;
+    negative when it removes some)."""
+    per_char = max(r.tokens[q] - r.framing[q], 0) / max(r.chars[q], 1)
+    return np.int64(np.round(r.edit_chars[q] * per_char))
+
+
+@compiled(borrowed=True)
+def file_state(r, st, nres, chars4):
+    """Fill the scratch rows for ``reattached`` over the history so far: per resource id, its rank in the harness's
+    read-file state (-1: not in it) and its newest known size (tokens, chars/4; -1: none known); ``A_STATE`` marks
+    the files in that state.
+
+    A file is in the state when a ``reattach_tools`` call touched it since the last compaction, or it was re-read
+    after that compaction (``A_STATE``). Claude Code orders the state by the file's modification time: a file written
+    in the session ranks by its newest write, above every file only read (modified before the session; those rank
+    by their newest read, the log giving no time). Its size: a ``reattach_whole_tools`` call's content, or the
+    largest read since (a read with an offset or limit shows part of the file), changed by each edit since by the
+    content it adds (``edit_tokens``; as shown, with the file's own share of line numbering); for a file only
+    edited, its first edit's call."""
+    end, since = st.s[S_END], st.s[S_STATE_FROM]
+    rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
+    for f in range(nres):
+        rank[f], size[f], est[f], raw[f] = -1, -1, 0, 0
+    for q in range(end):
+        f = r.resource[q]
+        if f < 0 or r.kind[q] != TOOL_CALL or r.tflag[q] & TF_FILE_STATE == 0:
+            continue
+        if r.access[q] != READ and r.access[q] != WRITE:
+            continue
+        res = r.pair[q]
+        done = 0 <= res < end
+        if done and r.is_error[res] or not done and r.access[q] == READ:
+            continue
+        if r.access[q] == READ:
+            tok, e, content = file_size(r, res, 0, chars4)
+            if tok > size[f]:
+                size[f], est[f], raw[f] = tok, e, content
+        elif r.tflag[q] & TF_WHOLE_FILE != 0:
+            size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS, chars4)
+        elif size[f] < 0:
+            size[f], est[f], raw[f] = file_size(r, q, LINE_NUMBER_CHARS, chars4)
+        elif raw[f] > 0:  # the file as shown grows with its content, numbering in proportion
+            grow = edit_tokens(r, q)
+            shown = (est[f] if chars4 else size[f]) / raw[f]
+            size[f] += np.int64(np.round(grow * shown))
+            est[f] += np.int64(np.round(r.edit_chars[q] * shown / 4))
+            raw[f] = max(raw[f] + (np.int64(np.round(r.edit_chars[q] / 4)) if chars4 else grow), np.int64(0))
+        rank[f] = max(rank[f], q + end if r.access[q] == WRITE else q)
+        if q >= since:
+            st.aux[A_STATE, f] = 1
+    for f in range(nres):
+        if st.aux[A_STATE, f] == 0:
+            rank[f] = -1
+
+
+@compiled(borrowed=True)
+def reattached(p, r, st, start):
+    """Tokens of the files the harness re-reads after a summary of what lies before ``start`` (Claude Code's
+    post-compact file restore): the newest ``reattach_files`` files of its read-file state (``file_state``) but
+    those a kept read shows (2.1.160 leaves out the files the kept messages read), each one past
+    ``reattach_file_tokens`` replaced by ``reattach_note_tokens``, then kept while their chars/4 add up to no more
+    than ``reattach_total``. The state is reset: what was re-read whole is all it holds after the summary."""
+    nres, end = 0, st.s[S_END]
+    if p[P_RE_FILES] > 0:
+        for q in range(end):
+            nres = max(nres, r.resource[q] + 1)
+    if nres == 0:
+        st.s[S_STATE_FROM] = end
+        return np.int64(0)
+    file_state(r, st, nres, p[P_RE_CHARS4] > 0)
+    rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
+    for q in range(start, end):
+        kept_read = r.kind[q] == TOOL_CALL and r.access[q] == READ and r.tflag[q] & TF_FILE_STATE != 0
+        if kept_read and r.resource[q] >= 0 and st.forms[q] != DROPPED:
+            rank[r.resource[q]] = -1
+    for f in range(nres):
+        st.aux[A_STATE, f] = 0  # the state is reset: from here on, 1 for a file re-read whole
+    st.s[S_STATE_FROM] = end
+    total, total_est = np.int64(0), np.int64(0)
+    for _ in range(np.int64(p[P_RE_FILES])):
+        best = -1
+        for f in range(nres):
+            if rank[f] >= 0 and (best < 0 or rank[f] > rank[best]):
+                best = f
+        if best < 0:
+            break
+        rank[best] = -1
+        tok, e, whole = size[best], est[best], True
+        if tok < 0 or p[P_RE_CAP] > 0 and raw[best] > p[P_RE_CAP]:  # too large: a note at most, not re-read
+            tok, e, whole = np.int64(p[P_RE_NOTE]), np.int64(p[P_RE_NOTE]), False
+            if tok <= 0:
+                continue
+        if total_est + e <= p[P_RE_TOTAL]:
+            total += tok
+            total_est += e
+            st.aux[A_STATE, best] = whole
+    return total
 
 
 @compiled(borrowed=True)

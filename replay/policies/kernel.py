@@ -63,7 +63,7 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 ) = range(19)
 S_POLICY = 19
 N_SCALARS = 40
-N_AUX = 6
+N_AUX = 7
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
@@ -148,6 +148,8 @@ Run = namedtuple(
         # per request: the TTL of its provider's cache where it is not the run's cache model's (RunArrays.req_ttl;
         # 0: the run's). Entries it writes or refreshes live that long
         "req_ttl",
+        # per item: an edit call's change to its file's characters (RunArrays.edit_chars)
+        "edit_chars",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

@@ -18,9 +18,18 @@ command line holds for every request. The OpenHands presets' limits are the cond
   taken of W - R, W the window (200,000; 1,000,000 for a 1M-context model) and R the output reserve:
   min(32,000, the model's max output) until 2.1.20 (8,192 for 3.5 and Haiku 3 models), min(that, 20,000) from
   2.1.21 (cli.js 2.1.21 caps the reserve at 20,000; CHANGELOG.md 2.1.21: "Fixed auto-compact triggering too early
-  on models with large output token limits"). After the summary the files read most recently are re-attached
-  (about 10.8k tokens in ccs-livecd-gen-compact-e1ffaf02: 64,368 after, less the 51,555 prefix and a 2k summary).
-  The Claude Code presets take the window from the budget (``--window``, 200,000 by default).
+  on models with large output token limits"). After the summary Claude Code re-reads files (``compactConversation``:
+  the read-file state is cloned, cleared, and the newest files of the clone read again): its native Read, Write,
+  Edit, MultiEdit and NotebookEdit tools keep each file they touch in that state (MCP tools such as
+  ``mcp__acp__Read`` do not), with the file's modification time; the 5 newest by that time are read again, kept
+  while their chars/4 add up to no more than 50,000. From 2.1.20 a file past 5,000 tokens becomes a
+  ``compact_file_reference`` note; before, that limit held only when the token-counting API answered, which the log
+  does not say and the recorded sessions show it did not (``REATTACH``): no limit before 2.1.20, the fallback's
+  chars/4 count from it (2.1.20 itself falls in claude-code-2.1.3 and is replayed without a limit). The presets
+  compute this from the run's items at each compaction (``reattach_*`` knobs,
+  ``replay.policies.auto_compact.reattached``); the todo list, plan file, invoked skills and SessionStart hooks it
+  also re-sends are not modelled. The Claude Code presets take the window from the budget (``--window``, 200,000
+  by default).
 
   - claude-code-1.0 (1.0.51, 1.0.70): 0.92 x (W - R) = 154,560 of the last response's usage (input, cache read,
     cache write and output).
@@ -179,16 +188,38 @@ class Preset:
     doc: str = ""
 
 
+# Claude Code's post-compact file restore (cli.js 1.0.80, 1.0.90, 2.0.14, 2.1.3, 2.1.20, 2.1.21, 2.1.69; the 2.1.160
+# binary): the native file tools (not MCP ones) keep each file they touch in the session's read-file state; after the
+# summary the newest 5 of it (by modification time) are read again, kept while their chars/4 add up to no more than
+# 50,000. Each read has a token limit (10,000 to 1.0.84, then 5,000) counted by the token-count API call when the
+# file's chars/4 pass a quarter of it. To 2.1.19 a failed call lets the file through whole; from 2.1.20 a failed call
+# falls back to chars/4, a file past the limit becoming a compact_file_reference note ("Note: PATH was read before
+# the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to
+# access it.": about 140 characters and the path, some 50 tokens). The log does not say whether the call answered;
+# in the three recorded sessions where it decides, it did not: a file past 5,000 tokens (o200k, the run's scale) was
+# re-attached whole (ccs-livecd-gen-compact-e1ffaf02, 1.0.90: a 21,543-character CLAUDE.md, o200k 6,512;
+# cc-jason-webtech-48244adb, 2.1.19: a 21,922-character .vue file, 5,681) and, on 2.1.27, a file of about 11,500
+# characters grown by two edits (87bcc603, unseen: o200k about 5,600, chars/4 about 2,900). So the presets take no
+# limit to 2.1.19 and the chars/4 count from 2.1.20.
+REATTACH = {
+    "reattach_tools": ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit"),
+    "reattach_whole_tools": ("Write",),
+    "reattach_files": 5,
+    "reattach_total": 50_000,
+    "reattach_file_tokens": 0,
+    "reattach_note_tokens": 0,
+}
+REATTACH_2 = {**REATTACH, "reattach_file_tokens": 5_000, "reattach_note_tokens": 50, "reattach_count": "chars/4"}
 CLAUDE_CODE = {
     "trigger_on": "last_usage",
     "keep_last": 0,
     "summary_tokens": 2_000,
     "summary_from_log": True,
-    "reattach_tokens": 10_800,
+    **REATTACH,
 }
 CLAUDE_CODE_BUFFER = {**CLAUDE_CODE, "threshold": 1.0, "buffer_tokens": 13_000, "microcompact": True}
 # 2.1.153 on: every automatic compaction is the reactive one, which keeps the newest round verbatim
-CLAUDE_CODE_ROUND = {**CLAUDE_CODE_BUFFER, "microcompact": False, "keep_rounds": 1}
+CLAUDE_CODE_ROUND = {**CLAUDE_CODE_BUFFER, **REATTACH_2, "microcompact": False, "keep_rounds": 1}
 
 GEMINI = {
     "trigger_on": "previous_prompt",
@@ -315,13 +346,19 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "claude-code-2",
             "auto_compact",
-            {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
+            {**CLAUDE_CODE_BUFFER, **REATTACH_2, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
             "Claude Code 2.1.21-2.1.68: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
         ),
         Preset(
             "claude-code-2.1.69",
             "auto_compact",
-            {**CLAUDE_CODE_BUFFER, "output_reserve": 20_000, "trigger_on": "usage_and_new", "microcompact": False},
+            {
+                **CLAUDE_CODE_BUFFER,
+                **REATTACH_2,
+                "output_reserve": 20_000,
+                "trigger_on": "usage_and_new",
+                "microcompact": False,
+            },
             "Claude Code 2.1.69-2.1.152: 167k of the prompt about to be sent (967k on a 1M window); no microcompact",
         ),
         Preset(

@@ -27,7 +27,13 @@ _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
        i.access, i.is_error, i.ts, i.turn, i.content_hash,
        CASE WHEN i.kind = 'tool_call' AND i.access = 'read' THEN i.args END AS args,
-       length(i.text) - length(replace(i.text, chr(10), '')) + 1 AS lines
+       CASE WHEN i.kind = 'tool_call' AND i.access = 'write' AND json_valid(i.args)
+            THEN json_extract_string(i.args, '$.old_string') END AS edit_old,
+       CASE WHEN i.kind = 'tool_call' AND i.access = 'write' AND json_valid(i.args)
+            THEN json_extract_string(i.args, '$.new_string') END AS edit_new,
+       CASE WHEN i.kind = 'tool_call' AND i.access = 'write' AND coalesce(i.text, '') = ''
+            THEN (length(i.args) - length(replace(i.args, '\\n', ''))) // 2 + 1
+            ELSE length(i.text) - length(replace(i.text, chr(10), '')) + 1 END AS lines
 FROM items i LEFT JOIN token_counts t ON t.content_hash = i.content_hash AND t.tokenizer_id = ?
 WHERE i.run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY i.run_id, i.seq"""
 _REQS = """SELECT run_id, step, ts, prompt_tokens, input_tokens, cache_read, cache_write, output_tokens, model,
@@ -355,6 +361,7 @@ def _assemble(
         harness_est=per_item(items, metadata, "harness_estimates"),
         harness_keep=per_item(items, metadata, "harness_keep_estimates"),
         media_chars=per_item(items, metadata, "media_chars"),
+        edit_chars=edit_growth(items),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
@@ -363,6 +370,19 @@ def _assemble(
         summariser_made=made,
         server_calls=tuple((c.step, c.model, c.counts) for c in server_calls(metadata)),
     )
+
+
+def edit_growth(items: list[dict]) -> np.ndarray | None:
+    """Per item, the characters an edit call (a write whose arguments hold ``old_string`` and ``new_string``) adds
+    to its file (negative: it removes them); None when no item is such an edit. ``replace_all`` is taken as one
+    replacement (the log does not say how many there were)."""
+    growth = [
+        len(it["edit_new"]) - len(it["edit_old"])
+        if it.get("edit_new") is not None and it.get("edit_old") is not None
+        else 0
+        for it in items
+    ]
+    return np.array(growth, dtype=np.int64) if any(growth) else None
 
 
 def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray | None, np.ndarray | None]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -33,7 +35,8 @@ def test_claude_code_1_0_fires_on_the_previous_prompt_past_0_92_of_window_less_o
     assert fired(vs)[0] == 7  # Claude Code checks the last response's prompt: request 6's, before request 7
     after = vs[7]
     assert (after.forms[run.first_body :] == DROPPED).all()  # the whole conversation is summarised
-    assert after.prompt_tokens == 100_000 + 2_000 + 10_800  # prefix + summary + files re-attached
+    # prefix + summary + the three files read (10,000 each; no limit before 2.1.20), re-read after the summary
+    assert after.prompt_tokens == 100_000 + 2_000 + 3 * 10_000
     prompt_basis = views(run, "claude-code-1.0", {"trigger_on": "prompt"})
     assert fired(prompt_basis)[0] == 6
 
@@ -83,7 +86,9 @@ def test_claude_code_2_1_153_compacts_past_the_window_keeping_the_newest_round()
     newest = np.flatnonzero(run.step[: after.end] == 10)  # the call made after request 9 and its result
     assert len(newest) == 2 and (after.forms[newest] == ORIGINAL).all()
     assert (after.forms[run.first_body : newest[0]] == DROPPED).all()
-    assert after.prompt_tokens == 100_000 + 2_000 + 10_800 + 10 + 10_000  # prefix, summary, files, newest round
+    # prefix, summary, a 50-token note for each file read before the kept round (past 5,000 tokens; the file the
+    # kept round reads is not re-attached, as in cli.js 2.1.160), the newest round
+    assert after.prompt_tokens == 100_000 + 2_000 + 2 * 50 + 10 + 10_000
     assert fired(views(run, "claude-code-2.1.69"))[0] == 7  # before 2.1.153: at 167k, all summarised
     assert (views(run, "claude-code-2.1.69")[7].forms[run.first_body :] == DROPPED).all()
 
@@ -109,9 +114,27 @@ def test_window_comes_from_the_budget_unless_set():
 
 
 def test_no_reattachment_when_no_file_was_touched():
-    run = loop_run([10_000] * 12, prefix=100_000, access="exec")
-    after = views(run, "claude-code-1.0")[7]
+    """Only the tools that keep a file in Claude Code's read-file state put it back after the summary: an MCP read
+    tool, or a native one that ran a command, does not."""
+    run = loop_run([10_000] * 12, prefix=100_000)
+    after = views(run, "claude-code-1.0", {"reattach_tools": "mcp__acp__Read"})[7]
     assert after.prompt_tokens == 100_000 + 2_000
+    assert views(loop_run([10_000] * 12, prefix=100_000, access="exec"), "claude-code-1.0")[7].prompt_tokens == 102_000
+
+
+def test_claude_code_re_attaches_the_newest_five_files_within_their_limits():
+    """Claude Code 2.1.20 on: the newest 5 files of the read-file state (by modification time: written files first),
+    each counted against 5,000 at chars/4 (the presets: its fallback when the token count fails) or in tokens, a
+    file past it a 50-token note; kept while they add up to no more than 50,000 at chars/4."""
+    run = loop_run([8_000] * 20, prefix=100_000)
+    dense = replace(run, chars=np.where(run.kind == KIND_CODE["tool_result"], run.chars // 2, run.chars))
+    k = fired(views(dense, "claude-code-2.1.69"))[0]
+    # three files f0-f2, each last read whole at 8,000 tokens in 16,000 characters: 4,000 at chars/4
+    assert views(dense, "claude-code-2.1.69")[k].summary_tokens == 2_000 + 3 * 8_000
+    assert views(dense, "claude-code-2.1.69", {"reattach_count": "tokens"})[k].summary_tokens == 2_000 + 3 * 50
+    assert views(dense, "claude-code-2.1.69", {"reattach_files": "2"})[k].summary_tokens == 2_000 + 2 * 8_000
+    # the files kept add up to no more than reattach_total at chars/4 (4,000 each): one of 7,999
+    assert views(dense, "claude-code-2.1.69", {"reattach_total": "7999"})[k].summary_tokens == 2_000 + 8_000
 
 
 def test_codex_keeps_newest_user_messages_to_20k_truncating_the_oldest_kept():
@@ -148,8 +171,8 @@ def test_recorded_summary_never_in_the_view_and_sizes_the_simulated_one():
     vs = views(run, "claude-code-1.0")
     assert all(v.seg_tokens[pos[pos < v.end]].sum() == 0 for v in vs)
     k = fired(vs)[0]
-    assert vs[k].summary_tokens == 500 + 10_800  # the recorded summary's size, plus the files
-    assert views(run, "claude-code-1.0", {"summary_from_log": "false"})[k].summary_tokens == 2_000 + 10_800
+    assert vs[k].summary_tokens == 500 + 3 * 10_000  # the recorded summary's size, plus the files
+    assert views(run, "claude-code-1.0", {"summary_from_log": "false"})[k].summary_tokens == 2_000 + 3 * 10_000
 
 
 def test_presets_are_policies_with_overridable_knobs():
@@ -162,8 +185,8 @@ def test_presets_are_policies_with_overridable_knobs():
         "openhands-v1",
         "anthropic-clear-tool-uses",
     }
-    p = make_policy("claude-code-1.0", {"reattach_tokens": "5000"})
-    assert p.name == "auto_compact" and p.config.reattach_tokens == 5_000 and p.config.threshold == 0.92
+    p = make_policy("claude-code-1.0", {"reattach_file_tokens": "5000"})
+    assert p.name == "auto_compact" and p.config.reattach_file_tokens == 5_000 and p.config.threshold == 0.92
     with pytest.raises(ReplayError, match="threshold"):
         make_policy("auto_compact", {"threshold": "0"})
 

@@ -74,6 +74,7 @@ Packed = namedtuple(
         "req_limit",
         "req_trigger",
         "req_ttl",
+        "edit_chars",
     ),
 )
 
@@ -136,6 +137,7 @@ class PackedRuns:
     req_limit: np.ndarray  # per request: its model's preset's limit, 0 the policy's (RunArrays.req_limit)
     req_trigger: np.ndarray  # per request: that preset's trigger, -1 the policy's (RunArrays.req_trigger)
     req_ttl: np.ndarray  # per request: its provider's cache TTL, 0 the run's (RunArrays.req_ttl)
+    edit_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.edit_chars)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -298,6 +300,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_limit": _cat([r.req_limits for r in runs], np.float64),
         "req_trigger": _cat([r.req_triggers for r in runs], np.int64),
         "req_ttl": _cat([r.req_ttls for r in runs], np.float64),
+        "edit_chars": _cat([r.edit_chars_of for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
