@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from replay.policies.presets import version_tuple
 from replay.run_arrays import RunArrays, epoch
 from replay.simulator.idle import request_times
 
@@ -58,15 +59,10 @@ def working_directory_changes(metadata: dict, n_requests: int) -> np.ndarray:
     return out
 
 
-def _version(text: object) -> tuple[int, ...] | None:
-    parts = str(text or "").split(".")
-    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
-
-
 def lists_skills(metadata: dict) -> bool:
     """Whether the run's Claude Code version lists the skills in the Skill tool's description and reloads them while
     it runs (``LISTED_FROM`` to ``LISTED_UNTIL``)."""
-    version = _version(metadata.get("cc_version"))
+    version = version_tuple(str(metadata.get("cc_version") or ""))
     return version is not None and LISTED_FROM <= version <= LISTED_UNTIL
 
 
