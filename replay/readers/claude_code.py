@@ -22,9 +22,9 @@ after one it made while the session sat idle (2.1.283 on, ``IDLE_NOTICES``) has 
 clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
 are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
 cleared result to ``<projects dir>/<session>/tool-results/<tool id>.txt`` (``.json`` for block content) and sends
-``<persisted-output>Tool result saved to: PATH`` + a line telling the model to Read it; the event's ``cleared`` lists
+``<persisted-output>`` naming PATH + a line telling the model to Read it; the event's ``cleared`` lists
 ``[result seq, characters of that note]`` (the home directory is not logged: taken from ``cwd`` when it lies under
-/home or /Users). The note is what cli.js 2.1.19 writes (``[Old tool result content cleared]`` when saving fails).
+/home or /Users). The note is as long as the one cli.js 2.1.19 writes (a shorter fixed note when saving fails).
 
 A compaction fork (2.1.x, ``subagents/agent-acompact-<hex>.jsonl``, agentId ``acompact-<hex>``): Claude Code runs the
 summariser as a forked agent whose transcript is a copy of the parent's messages (their requestIds and usage
@@ -122,7 +122,8 @@ IDLE_NOTICES = (
     "Compacted using a summary written while you were away",
 )
 # what a microcompacted tool result is replaced with (cli.js 2.1.19): a note pointing at the file it was saved to
-PERSISTED_NOTE = "<persisted-output>Tool result saved to: {path}\n\nUse Read to view</persisted-output>"
+# (in this project's words, each part as long as the harness's: only its length reaches the replay)
+PERSISTED_NOTE = "<persisted-output>Full result saved as: {path}\n\nRead it for more</persisted-output>"
 # the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach,
 # in this project's words, as long as the harness's (149 characters with its name field)
 FILE_REFERENCE_NOTE = (

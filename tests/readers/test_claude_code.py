@@ -406,8 +406,8 @@ def test_microcompact_clears_the_listed_tool_results(tmp_path: Path) -> None:
     seqs = {i.call_id: i.seq for i in of(records, Item) if i.kind == "tool_result"}
     # the results become a note naming the file Claude Code saved them to; calls stay
     assert persisted_note("/home/me/p", "s1", "t1", "txt") == (
-        "<persisted-output>Tool result saved to: /home/me/.claude/projects/-home-me-p/s1/tool-results/t1.txt\n\n"
-        "Use Read to view</persisted-output>"
+        "<persisted-output>Full result saved as: /home/me/.claude/projects/-home-me-p/s1/tool-results/t1.txt\n\n"
+        "Read it for more</persisted-output>"
     )
     meta = of(records, Run)[0].metadata
     note = len(persisted_note(meta.get("cwd", ""), meta.get("session_id", ""), "t1", "txt"))
