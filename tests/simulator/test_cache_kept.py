@@ -13,38 +13,22 @@ from replay.run_arrays import build
 from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import MIN_LOSS, ttl_of, unexplained_losses
 from replay.simulator.idle import idle_before
-from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.simulator.run_start import warm_tokens
+from tests.simulator.corpus_runs import one_run
 
 BIG = Budget(200_000)
-
-
-@pytest.fixture(scope="module")
-def runs(corpus_db):
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
-    tok = load_tokenizer("o200k")
-    count_items(corpus_db, tok)
-    return {r.run_id: r for r in load_runs(corpus_db, tok.tokenizer_id, pattern="%claude-code%")}
-
-
-def _run(runs, part: str):
-    found = [r for rid, r in runs.items() if rid.startswith(part)]
-    assert len(found) == 1, part
-    return found[0]
 
 
 def _gap(run) -> str:
     return simulate_run(run, make_policy("recorded"), None, BIG)[1]["bill_gap"]
 
 
-def test_a_prefix_read_past_the_ttl_is_named(runs):
+def test_a_prefix_read_past_the_ttl_is_named(claude_code_runs):
     """ccl-deep-manifest request 55: sent 301.8 s after request 54's response ended (a 5 minute TTL by its writes),
     it read the whole 93,432 tokens request 54 held. Anthropic's 5 minutes are a minimum lifetime; the replay
     expires them and writes them again (+9.9% against the bill)."""
-    run = _run(runs, "ccl-deep-manifest-a7da6a22")
+    run = one_run(claude_code_runs, "ccl-deep-manifest-a7da6a22")
     gap = idle_before(run)
     assert ttl_of(run) == 300.0 and gap[55] == pytest.approx(301.8, abs=0.1)
     assert run.rec_cache_read[55] == run.rec_cache_read[54] + run.rec_write[54] == 93_432
@@ -55,11 +39,11 @@ def test_a_prefix_read_past_the_ttl_is_named(runs):
     assert "kept 80,822 cached tokens past its TTL at 1 request (55)" in _gap(run)
 
 
-def test_reads_beyond_what_the_run_held_are_named(runs):
+def test_reads_beyond_what_the_run_held_are_named(claude_code_runs):
     """ccb-android-avd-3e89eb15 workflow agent 4af3c93a: requests 1-4 each read 4-7k more than the previous one
     left cached; its sibling agents, forked from the same conversation, wrote them. The replay reads only what
     the run wrote (+10.0%)."""
-    run = _run(runs, "ccb-android-avd-3e89eb15-sub-wf_4af3c93a")
+    run = one_run(claude_code_runs, "ccb-android-avd-3e89eb15-sub-wf_4af3c93a")
     held = run.rec_cache_read + run.rec_write
     assert (run.rec_cache_read[1:5] - held[:4] >= MIN_LOSS).all()
     kept = cache_kept(run)
@@ -75,25 +59,25 @@ def test_reads_beyond_what_the_run_held_are_named(runs):
         ("ccb-android-avd-opus-c6455dae", 32, 34),
     ],
 )
-def test_an_endpoint_that_loses_part_of_its_cache_at_most_requests(runs, part, lost, could):
+def test_an_endpoint_that_loses_part_of_its_cache_at_most_requests(claude_code_runs, part, lost, could):
     """The Anthropic-compatible endpoint of the ccb-android-avd files gives back 1-3k less than it held at nearly
     every request sent within the TTL; each loss is under the per-request thresholds, together they are what the
     replay (which reads all it held) misses."""
-    run = _run(runs, part)
+    run = one_run(claude_code_runs, part)
     losses = unexplained_losses(run)
     assert losses.endpoint == could and len(losses.requests) == lost
     assert (losses.tokens > 0).all() and (losses.tokens < MIN_LOSS).mean() > 0.9
     assert f"at {lost} of the {could} requests sent within its TTL" in _gap(run)
 
 
-def test_anthropic_runs_lose_at_few_requests(runs):
+def test_anthropic_runs_lose_at_few_requests(claude_code_runs):
     """On Anthropic's own API a loss within the TTL is rare (at most 8 of 98 requests on a corpus run): no run is
     read as an endpoint that loses its cache, and runs reproduced within 1% name nothing."""
-    for rid, run in runs.items():
+    for rid, run in claude_code_runs.items():
         if rid.startswith(("ccl-", "ccs-", "ccv-", "cc-")):
             assert unexplained_losses(run).endpoint == 0, rid
     for rid in ("ccv-todo-nextjs-fe5e1c67-414fe07a", "ccs-livecd-gen-155c3456-de705619"):
-        kept = cache_kept(runs[rid])
+        kept = cache_kept(claude_code_runs[rid])
         assert kept.sentences() == [], rid
 
 
@@ -156,28 +140,28 @@ def test_fidelity_names_what_the_cache_figures_show(corpus_db):
     assert "an endpoint that does not keep what it cached" in main["reason"]
 
 
-def test_a_zero_split_takes_its_ttl_from_the_reads(runs):
+def test_a_zero_split_takes_its_ttl_from_the_reads(claude_code_runs):
     """ccb-android-avd main runs split writes by duration but leave the split at zero: their reads after 18-28
     minutes idle give 1 h (Claude Code's main thread), as fidelity and simulate both use now; its workflow agents,
     never idle 5 minutes, keep 5 minutes. ccl-deep-manifest records 5 minute writes: its 301.8 s read changes
     nothing (kept past the TTL instead)."""
-    assert _run(runs, "ccb-android-avd-opus-3e89eb15-main").cache_ttl == 3600.0
-    assert _run(runs, "ccb-android-avd-opus-c6455dae").cache_ttl == 3600.0
-    assert _run(runs, "ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b").cache_ttl == 300.0
-    assert _run(runs, "ccl-deep-manifest-a7da6a22").cache_ttl == 300.0
-    assert _run(runs, "ccl-worktrees-ef958aa1-main").cache_ttl == 3600.0  # recorded 1 h writes
+    assert one_run(claude_code_runs, "ccb-android-avd-opus-3e89eb15-main").cache_ttl == 3600.0
+    assert one_run(claude_code_runs, "ccb-android-avd-opus-c6455dae").cache_ttl == 3600.0
+    assert one_run(claude_code_runs, "ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b").cache_ttl == 300.0
+    assert one_run(claude_code_runs, "ccl-deep-manifest-a7da6a22").cache_ttl == 300.0
+    assert one_run(claude_code_runs, "ccl-worktrees-ef958aa1-main").cache_ttl == 3600.0  # recorded 1 h writes
 
 
 @pytest.mark.parametrize(
     ("part", "requests"),
     [("ccl-worktrees-ef958aa1-main", [4, 10]), ("ccl-worktrees-ef958aa1-sub-agent-ab1e6", [12])],
 )
-def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(runs, part, requests):
+def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(claude_code_runs, part, requests):
     """Claude Code 2.1 on Anthropic's API: requests 4 and 10 of the worktrees main run (2.7 s and 615 s after the
     previous response, 1 h writes) and request 12 of sub-agent ab1e6 (3.9 s) read exactly what the request before
     read; its 4,084, 3,643 and 2,691 written tokens were gone. Under the size thresholds, named all the same
     (-4.1% and -4.4% against the bill)."""
-    run = _run(runs, part)
+    run = one_run(claude_code_runs, part)
     losses = unexplained_losses(run)
     assert losses.requests.tolist() == requests and losses.endpoint == 0
     for k in requests:
@@ -185,11 +169,11 @@ def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(run
     assert f"at {len(requests)} request" in _gap(run)
 
 
-def test_tokens_sent_after_the_last_breakpoint_are_named(runs):
+def test_tokens_sent_after_the_last_breakpoint_are_named(claude_code_runs):
     """ccl-coderabbit-agent request 2 sent 3,104 tokens uncached where every other request sends at most 143; the
     next request wrote them. The replay caches them at request 2 and reads them at 3 (-4.6%)."""
-    run = _run(runs, "ccl-coderabbit-agent-ea02459f")
+    run = one_run(claude_code_runs, "ccl-coderabbit-agent-ea02459f")
     assert run.rec_input.tolist()[:4] == [3, 143, 3104, 34]
     assert "3,099 tokens sent after the last cache breakpoint at 1 request (2)" in _gap(run)
     # a run that sends nothing beyond its floor names nothing
-    assert "after the last cache breakpoint" not in _gap(runs["ccv-todo-nextjs-fe5e1c67-414fe07a"])
+    assert "after the last cache breakpoint" not in _gap(claude_code_runs["ccv-todo-nextjs-fe5e1c67-414fe07a"])

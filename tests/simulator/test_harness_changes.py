@@ -19,6 +19,7 @@ from replay.simulator.harness_changes import SKILL_FILE, _changes_listing, lists
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.store import open_store
+from tests.simulator.corpus_runs import one_run
 
 SID = "7b0e3c1d-5a2f-4e8b-9c61-2d4f6a8b0c13"
 WARM = 16_000  # the shared prefix (tools and the system prompt's first block) other sessions keep warm
@@ -195,27 +196,12 @@ def test_versions_that_list_skills_in_the_tool_description(version: str | None, 
     assert lists_skills({"cc_version": version}) is listed
 
 
-@pytest.fixture(scope="module")
-def runs(corpus_db):
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
-    tok = load_tokenizer("o200k")
-    count_items(corpus_db, tok)
-    return {r.run_id: r for r in load_runs(corpus_db, tok.tokenizer_id, pattern="%claude-code%")}
-
-
-def _one(runs, part: str):
-    (run,) = [r for rid, r in runs.items() if rid.startswith(part)]
-    return run
-
-
-def test_a_turn_in_another_directory_reads_only_the_system_prompt(runs):
+def test_a_turn_in_another_directory_reads_only_the_system_prompt(claude_code_runs):
     """ccl-sample-37f83ec9 (Claude Code 1.0.51): the turn of request 58 starts in .../claude-code-log/test, where the
     turn before started in .../claude-code-log; 6 s after a request that left 76k cached, request 58 reads 10,671
     tokens, the system prompt breakpoint. Modelled, the replay reads the same and the run's recorded-policy cost
     meets its bill (-7.9% on f816d46, when the loss was named in ``bill_gap`` with no cause)."""
-    run = _one(runs, "ccl-sample-37f83ec9")
+    run = one_run(claude_code_runs, "ccl-sample-37f83ec9")
     assert np.flatnonzero(run.harness_changes).tolist() == [58]
     assert run.rec_cache_read[58] == run.system_tokens == 10_671
     cols, row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
@@ -224,12 +210,12 @@ def test_a_turn_in_another_directory_reads_only_the_system_prompt(runs):
     assert row["bill_gap"] == ""
 
 
-def test_the_cwd_change_explains_a_loss_it_bounds(runs):
+def test_the_cwd_change_explains_a_loss_it_bounds(claude_code_runs):
     """cc-jason-webtech-48244adb (2.1.19), request 149: the turn starts in packages/app-vsaas-portal after turns in
     the repository's root, and reads 29,257 of the 73,149 tokens held: no longer an unexplained loss. The replay
     reads the 10,359-token system breakpoint there, a lower bound (Claude Code 2.1.23 on may cache the static part
     of its system prompt apart, behind a feature gate the log does not record)."""
-    run = _one(runs, "cc-jason-webtech-48244adb")
+    run = one_run(claude_code_runs, "cc-jason-webtech-48244adb")
     assert np.flatnonzero(run.harness_changes).tolist() == [149]
     assert 149 not in unexplained_losses(run).requests.tolist()
     cols, _ = simulate_run(run, make_policy("recorded"), None, Budget(200_000))

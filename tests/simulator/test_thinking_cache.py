@@ -12,10 +12,10 @@ import pytest
 from replay.policies import Budget, make_policy
 from replay.simulator.cache_losses import unexplained_losses
 from replay.simulator.idle import request_times
-from replay.simulator.load import load_runs
 from replay.simulator.request_costs import writes_unbilled
 from replay.simulator.run import simulate_run
 from replay.simulator.thinking import budgeted, thinking_switches
+from tests.simulator.corpus_runs import one_run
 
 BIG = Budget(200_000)
 
@@ -53,27 +53,17 @@ def test_budgeted_models():
         assert not budgeted(name), name
 
 
-@pytest.fixture(scope="module")
-def runs(corpus_db):
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
-    tok = load_tokenizer("o200k")
-    count_items(corpus_db, tok)
-    return {r.run_id: r for r in load_runs(corpus_db, tok.tokenizer_id, pattern="%claude-code%")}
-
-
 def _off(row: dict) -> float:
     return row["cost_usd"] / row["recorded_cost_usd"] - 1
 
 
-def test_ultrathink_turns_read_only_the_system_prompt(runs):
+def test_ultrathink_turns_read_only_the_system_prompt(claude_code_runs):
     """ccs-livecd-gen-155c3456 (Claude Code 1.0.x, Opus 4.1 then Sonnet 4): the user's messages of turns 2 and 4
     name a script build-ultrathink-*.sh, which turns thinking on for those turns. At requests 7, 32 and 36 a turn
     with thinking follows one without, or the reverse, and each reads exactly 15,617 tokens, the system prompt and
     tools, seconds after a request that left 32-43k cached. Modelled, the replay reads the same, and the run's cost
     comes within 1% of its bill (-17.9% before)."""
-    run = runs["ccs-livecd-gen-155c3456-de705619"]
+    run = claude_code_runs["ccs-livecd-gen-155c3456-de705619"]
     switches = np.flatnonzero(run.thinking_switches).tolist()
     assert switches == [7, 32, 36, 76]
     assert run.system_tokens == 15_617
@@ -85,17 +75,11 @@ def test_ultrathink_turns_read_only_the_system_prompt(runs):
     assert row["bill_gap"] == ""
 
 
-def test_adaptive_thinking_turns_switch_nothing(runs):
+def test_adaptive_thinking_turns_switch_nothing(claude_code_runs):
     """ccb-android-avd-opus (claude-opus-4-8): request 6 starts a turn whose responses carry no thinking block,
     yet it reads on past the 23k its predecessor held: the setting (adaptive) did not change."""
-    run = next(r for rid, r in runs.items() if rid.startswith("ccb-android-avd-opus-3e89eb15-main"))
+    run = next(r for rid, r in claude_code_runs.items() if rid.startswith("ccb-android-avd-opus-3e89eb15-main"))
     assert run.rec_cache_read[6] > run.rec_cache_read[5] and not run.thinking_switches.any()
-
-
-def _run(runs, part: str):
-    found = [r for rid, r in runs.items() if rid.startswith(part)]
-    assert len(found) == 1, part
-    return found[0]
 
 
 @pytest.mark.parametrize(
@@ -107,8 +91,8 @@ def _run(runs, part: str):
         ("ccl-worktrees-ef958aa1-sub-agent-ab1e6", -0.105, 0.05),  # request 2 reads 10,496
     ],
 )
-def test_first_tool_load_keeps_only_the_warm_prefix(runs, part, off_before, within):
-    run = _run(runs, part)
+def test_first_tool_load_keeps_only_the_warm_prefix(claude_code_runs, part, off_before, within):
+    run = one_run(claude_code_runs, part)
     (first,) = np.flatnonzero(run.tools_changes)
     held = run.rec_cache_read[first - 1] + run.rec_write[first - 1]  # what the previous request left cached
     assert run.rec_cache_read[first] <= run.warm + 100 < held
@@ -117,24 +101,24 @@ def test_first_tool_load_keeps_only_the_warm_prefix(runs, part, off_before, with
     assert abs(_off(row)) <= within < abs(off_before), _off(row)
 
 
-def test_idle_time_runs_from_the_end_of_a_response_to_the_next_send(runs):
+def test_idle_time_runs_from_the_end_of_a_response_to_the_next_send(claude_code_runs):
     """ccl-deep-manifest request 18 and cc-jason-webtech request 138: 298 s and 337 s between the requests' own
     timestamps, 289 s and 298 s from the end of the previous response to the sending: both read all that was
     held. ccs-livecd-gen request 76: 314 s idle, nothing read."""
     for part, k, idle in (("ccl-deep-manifest-a7da6a22", 18, 289.1), ("cc-jason-webtech", 138, 298.3)):
-        run = _run(runs, part)
+        run = one_run(claude_code_runs, part)
         sent, done = request_times(run)
         assert sent[k] - done[k - 1] == pytest.approx(idle, abs=0.1)
         assert run.rec_cache_read[k] >= run.rec_cache_read[k - 1]
-    run = runs["ccs-livecd-gen-155c3456-de705619"]
+    run = claude_code_runs["ccs-livecd-gen-155c3456-de705619"]
     sent, done = request_times(run)
     assert sent[76] - done[75] == pytest.approx(313.8, abs=0.1) and run.rec_cache_read[76] == 0
 
 
-def test_a_provider_that_records_no_write_bills_none(runs):
+def test_a_provider_that_records_no_write_bills_none(claude_code_runs):
     """ccb-avd-minimax (MiniMax-M2.7): every request records cache_creation 0 while reading up to 140k: what it
     caches is billed as input. Priced as writes (0.375 against 0.3 per million) the replay was +10.3%."""
-    run = _run(runs, "ccb-avd-minimax")
+    run = one_run(claude_code_runs, "ccb-avd-minimax")
     assert writes_unbilled(run) and (run.rec_write == 0).all() and run.rec_cache_read.max() > 100_000
     row = simulate_run(run, make_policy("recorded"), None, BIG)[1]
     assert abs(_off(row)) <= 0.02, _off(row)
@@ -151,8 +135,8 @@ def test_a_provider_that_records_no_write_bills_none(runs):
         # (tests/simulator/test_harness_changes.py)
     ],
 )
-def test_cache_losses_without_a_cause_in_the_log_are_named(runs, part, requests):
-    run = _run(runs, part)
+def test_cache_losses_without_a_cause_in_the_log_are_named(claude_code_runs, part, requests):
+    run = one_run(claude_code_runs, part)
     losses = unexplained_losses(run)
     assert losses.requests.tolist() == requests
     held = run.rec_cache_read + run.rec_write  # what each request left cached
@@ -161,13 +145,13 @@ def test_cache_losses_without_a_cause_in_the_log_are_named(runs, part, requests)
     assert "the server's cache lost" in row["bill_gap"], row["bill_gap"]
 
 
-def test_reproduced_runs_lose_nothing(runs):
+def test_reproduced_runs_lose_nothing(claude_code_runs):
     for rid in ("ccv-todo-nextjs-fe5e1c67-414fe07a", "ccs-livecd-gen-155c3456-de705619"):
-        assert unexplained_losses(runs[rid]).total == 0, rid
+        assert unexplained_losses(claude_code_runs[rid]).total == 0, rid
     # Anthropic's API gives back what it held at nearly every request: a few small losses stay under the thresholds
     for rid in (
         "ccl-worktrees-ef958aa1-sub-agent-a52886dc180afb356-3296002e",
         "ccs-livecd-gen-compact-e1ffaf02-3f1310b5",
         "ccl-worktrees-ef958aa1-sub-agent-a4ca7529859c158c2-4a775124",
     ):
-        assert unexplained_losses(runs[rid]).total == 0, rid
+        assert unexplained_losses(claude_code_runs[rid]).total == 0, rid
