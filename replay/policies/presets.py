@@ -175,6 +175,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from replay.policies.condenser_prompt import V1_SDK
+from replay.readers.base import version_tuple
 from replay.readers.cline_dedup import cline_window  # noqa: F401  (Cline's window: re-exported for the presets)
 
 
@@ -513,12 +514,6 @@ CLAUDE_CODE_VERSIONS: tuple[tuple[tuple[int, ...], str, int | None], ...] = (
 CLAUDE_CODE_WINDOWED = ("claude-code-2.1.153-window", 20_000)
 
 
-def version_tuple(version: str) -> tuple[int, ...] | None:
-    """(major, minor, patch) of a version string such as "2.1.19"; None when it is not one."""
-    parts = version.strip().split(".")[:3]
-    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
-
-
 def max_output(model: str) -> int:
     """The output limit Claude Code reserves for ``model`` before its own cap (cli.js 2.1.19)."""
     name = model.lower()
@@ -627,7 +622,7 @@ def claude_code_preset(
     prompt past 200,000 shows it). A model with a native 1M window there (``NATIVE_1M``) has it regardless; a
     default auto-compact window below it on the session's surface (``entrypoint``, ``DEFAULT_AUTO_COMPACT_WINDOWS``)
     is the window then."""
-    v = version_tuple(version)
+    v = version_tuple(version.strip())
     if v is None:
         return None
     name, cap = next((n, c) for first, n, c in reversed(CLAUDE_CODE_VERSIONS) if v >= first)

@@ -362,6 +362,13 @@ def read_isolated(reader: Reader, ctx: ReadContext) -> list[Record]:
         return [*records, *quarantined] if quarantined else records
 
 
+def version_tuple(text: Any) -> tuple[int, ...] | None:
+    """(major, minor, patch) of a logged version such as "2.1.19" (three dot-separated parts, all digits); None when
+    it is not one."""
+    parts = text.split(".")[:3] if isinstance(text, str) else []
+    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+
+
 def is_json_document(path: Path) -> bool:
     """True for a file holding one JSON array (pretty-printed or on one line), False for JSONL: an array whose first
     line is a whole JSON value (or one too deep to parse) followed by more lines is JSONL with a damaged line."""

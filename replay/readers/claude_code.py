@@ -77,7 +77,7 @@ from typing import Any, cast
 
 from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
-from replay.readers.base import ReadContext, iter_json_lines, text_of
+from replay.readers.base import ReadContext, iter_json_lines, text_of, version_tuple
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.claude_code_unlogged import (
     FILE_TOOLS,
@@ -138,19 +138,13 @@ SUMMARY_OPENING = "This session is being continued from a previous conversation 
 FLAGGED_FROM = (1, 0, 21)  # the first version whose compaction summary carries ``isCompactSummary``
 
 
-def _version(text: Any) -> tuple[int, ...] | None:
-    """(major, minor, patch) of a logged ``version`` such as "1.0.17"; None when it is not one."""
-    parts = text.split(".")[:3] if isinstance(text, str) else []
-    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
-
-
 def unflagged_summary(obj: dict) -> bool:
     """A compaction summary as Claude Code before 1.0.21 logged it: a user message opening a new chain
     (``parentUuid`` null) with the summary's opening sentence, from a version without ``isCompactSummary``."""
     msg = obj.get("message")
     if obj.get("type") != "user" or obj.get("parentUuid") is not None or not isinstance(msg, dict):
         return False
-    version = _version(obj.get("version"))
+    version = version_tuple(obj.get("version"))
     if version is not None and version >= FLAGGED_FROM:
         return False
     return text_of(msg.get("content")).startswith(SUMMARY_OPENING)
@@ -160,7 +154,7 @@ def _file_watched(b: RunBuilder) -> None:
     """The run's first file tool call: from the next request on, a version that does not log attachments may
     send some (``runs.metadata.unlogged_attachments``, replay.readers.claude_code_unlogged)."""
     version = b.run.metadata.get("cc_version")
-    if "unlogged_attachments" not in b.run.metadata and drops_attachments(_version(version)):
+    if "unlogged_attachments" not in b.run.metadata and drops_attachments(version_tuple(version)):
         b.run.metadata["unlogged_attachments"] = unlogged_attachments(b.step, str(version))
 
 
@@ -851,7 +845,7 @@ class _Session:
         call = block.get("tool_use_id")
         if not isinstance(call, str) or call not in self.todo_calls or block.get("is_error"):
             return
-        version = _version(obj.get("version"))
+        version = version_tuple(obj.get("version"))
         if b is not self.main or self.agent_file or not self.todo_watched or not sends_todo_note(version):
             return
         note = todo_note(self.todo_calls.pop(call), cast(tuple[int, ...], version))

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from replay.model import Item
-from replay.readers.base import text_of
+from replay.readers.base import text_of, version_tuple
 from replay.readers.builder import RunBuilder
 from replay.readers.codex_history import History
 
@@ -37,8 +37,7 @@ BRIDGE_VERSIONS = ((0, 36, 0), (0, 50, 0))  # the releases checked to rebuild so
 
 def cli_version(text: Any) -> tuple[int, ...] | None:
     """(major, minor, patch) of session_meta's ``cli_version``; None when it is not one."""
-    parts = text.split("-")[0].split(".")[:3] if isinstance(text, str) else []
-    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+    return version_tuple(text.split("-")[0]) if isinstance(text, str) else None
 
 
 def initial_context_kind(payload: dict) -> str | None:

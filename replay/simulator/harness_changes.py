@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from replay.policies.presets import version_tuple
+from replay.readers.base import version_tuple
 from replay.run_arrays import RunArrays, epoch
 from replay.simulator.idle import request_times
 
@@ -62,7 +62,7 @@ def working_directory_changes(metadata: dict, n_requests: int) -> np.ndarray:
 def lists_skills(metadata: dict) -> bool:
     """Whether the run's Claude Code version lists the skills in the Skill tool's description and reloads them while
     it runs (``LISTED_FROM`` to ``LISTED_UNTIL``)."""
-    version = version_tuple(str(metadata.get("cc_version") or ""))
+    version = version_tuple(metadata.get("cc_version"))
     return version is not None and LISTED_FROM <= version <= LISTED_UNTIL
 
 
