@@ -219,11 +219,11 @@ def request_ttls(run: RunArrays, fmt: str, name: str) -> np.ndarray:
     models = run.req_model
     if len(models) != run.n_requests:
         return np.zeros(0, np.float64)
-    out = np.zeros(run.n_requests, np.float64)
-    for k, model in enumerate(models):
-        other = provider_cache(fmt, model) if model else name
-        if other != name:
-            out[k] = float(getattr(make_cache(other), "ttl", 0.0))
+    ttl = {}  # per model the log names: its provider's TTL where that is not the run's cache model, else 0
+    for model in set(models) - {None, ""}:
+        other = provider_cache(fmt, model)
+        ttl[model] = float(getattr(make_cache(other), "ttl", 0.0)) if other != name else 0.0
+    out = np.array([ttl.get(model, 0.0) for model in models], dtype=np.float64)
     return out if out.any() else np.zeros(0, np.float64)
 
 
