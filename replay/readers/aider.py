@@ -24,6 +24,9 @@ chat``. Each such change after the first request is noted in ``runs.metadata.unl
 sends it (calibration fits an offset there, or flags the run when it happens often); the answer line aider echoes
 as ``#### <question>: <answer>`` is console, not a user message.
 
+Each request is priced at the main model announced last before it: ``/model`` switches it inside a session (a
+new banner, no new header); the run's model is the one that served most requests.
+
 ``runs.metadata.usage_resolution`` gives, per request, how far the printed prompt may be from the true count:
 aider >= 0.52 prints ``format_tokens`` (exact below 1,000, "4.2k" within 50, "11k" within 500); 0.46 to 0.51 print
 the exact count ("5,359"). ``runs.metadata.history_limit`` is the chat history size above which aider summarises
@@ -36,9 +39,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Record, Request, Run
 from replay.readers.base import UTF8_BOM, UTF16_BOMS, ReadContext, read_log
 from replay.readers.builder import RunBuilder
 
@@ -100,6 +104,18 @@ def printed_cache_usage(model: str | None) -> bool:
     return "claude" in name or name.startswith("anthropic/")
 
 
+def _most_served_model(b: RunBuilder) -> None:
+    """The run's model is the main model that served most of its requests (the first on a tie): ``/model`` switches
+    it inside a session (``commands.py`` ``cmd_model`` raises ``SwitchCoder``; the new coder keeps the chat and
+    announces its model again), and each request keeps its own in ``requests.model``."""
+    served: dict[str, int] = {}
+    for r in b.records:
+        if isinstance(r, Request) and r.model:
+            served[r.model] = served.get(r.model, 0) + 1
+    if served:
+        b.run = b.records[0] = replace(b.run, model=max(served, key=lambda m: served[m]))
+
+
 def parse_count(text: str | None) -> int | None:
     """'1.2k' -> 1200, '5,359' -> 5359."""
     if not text:
@@ -115,7 +131,8 @@ def _is_path(line: str) -> bool:
 
 class AiderReader:
     format = "aider"
-    version = 2  # 2: replies are requests before 0.46; the unquoted Cost line of 0.51 on is no assistant text
+    version = 3  # 2: replies are requests before 0.46; the unquoted Cost line of 0.51 on is no assistant text
+    # 3: each request at the main model announced last (/model switches it); the run's model served most
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.lstrip("\ufeff\n").splitlines()
@@ -183,6 +200,7 @@ class _Session:
             )
         )
         self.reads_printed = printed_cache_usage(model)
+        self.model: str | None = None  # the main model the last banner announced (``/model`` switches it mid-session)
         self.chat: set[str] = set()  # files in the chat: their contents are sent, never logged
         self.last_console = ""
         self.cur: str | None = None
@@ -198,6 +216,7 @@ class _Session:
         for index in range(start, self.end):
             self.line(self.lines[index].rstrip(), index + 1)
         self.flush()
+        _most_served_model(self.b)
         yield from self.b
 
     def switch(self, kind: str, line_no: int) -> None:
@@ -220,6 +239,9 @@ class _Session:
             self.buf.append(line[5:] if line.startswith("#### ") else line[4:])
         elif line.startswith(">"):
             self.reflect = bool(FAILED_RE.match(line))
+            if m := MODEL_RE.match(line):
+                self.model = m.group(1)
+                self.reads_printed = printed_cache_usage(self.model)
             if m := TOKENS_RE.match(line):
                 if self.cur != "assistant":
                     self.flush()
@@ -237,6 +259,7 @@ class _Session:
                     self.b.run.metadata.setdefault("usage_resolution", []).append([self.b.step, half])
                 self.b.request(
                     line=line_no,
+                    model=self.model,
                     prompt_tokens=sent,
                     output_tokens=received,
                     cache_read=hit,
@@ -252,7 +275,7 @@ class _Session:
                     "aider usage line not in a known form ('> Tokens: N sent, M received'); request kept without usage"
                 )
                 self.b.records.append(BadRecord(line_no, reason, line))
-                self.b.request(line=line_no)
+                self.b.request(line=line_no, model=self.model)
                 self.flush()
             elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()
@@ -309,7 +332,7 @@ class _Session:
             self.b.result(text, tool_name="aider", line=self.buf_line)
         elif kind == "assistant":
             if not self.usage_printed and self.asked:  # before 0.46: the reply is the request's only trace
-                self.b.request(line=self.buf_line)
+                self.b.request(line=self.buf_line, model=self.model)
             self.asked = False
             self.assistant(text.split("\n"))
 
