@@ -1,6 +1,7 @@
 """Aider chat history markdown (``.aider.chat.history.md``).
 
-Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``). ``#### `` lines are user input
+Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``; a history under aider's default name,
+``.aider.chat.history.md`` at the project's root, is named after the project folder). ``#### `` lines are user input
 (consecutive ones form one message), other lines are assistant prose, ``> `` lines are aider's console output
 (kept as ``tool_result`` items of tool ``aider``). Each ``> Tokens: N sent, [W cache write, H cache hit,] M
 received`` line is one request, placed before the assistant text it reports on ("1.2k" and "5,359" forms
@@ -37,6 +38,7 @@ input window, clamped).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -60,6 +62,7 @@ HISTORY_RE = re.compile(r"--max-chat-history-tokens[ =](\d+)")
 FAILED_RE = re.compile(r"^> # \d+ SEARCH/REPLACE blocks? failed to match")
 MODEL_RE = re.compile(r"^> (?:Main model|Model|Models): (\S+)")
 VERSION_RE = re.compile(r"^> Aider v(\S+)")
+DEFAULT_HISTORY = ".aider.chat.history.md"
 COST_RE = re.compile(r"^Cost: \$[\d.,]+ (?:message|request), \$[\d.,]+ session\.")  # a Tokens line's second line
 FIRST_USAGE_LINE = (0, 46)  # the first version that prints "Tokens: N sent, M received"
 
@@ -104,6 +107,15 @@ def printed_cache_usage(model: str | None) -> bool:
     return "claude" in name or name.startswith("anthropic/")
 
 
+def run_id(ctx: ReadContext, n: int) -> str:
+    """Session ``n``'s run id: after the file, or after the project folder when the file has aider's default name
+    (``aider/args.py``: ``.aider.chat.history.md`` at the git root), which every project shares."""
+    if ctx.path.name != DEFAULT_HISTORY:
+        return ctx.run_id(n)
+    folder = ctx.path.resolve().parent.name or "aider"
+    return f"{os.fsencode(folder).decode('utf-8', 'backslashreplace')}-{ctx.file_hash[:8]}/{n}"
+
+
 def _most_served_model(b: RunBuilder) -> None:
     """The run's model is the main model that served most of its requests (the first on a tie): ``/model`` switches
     it inside a session (``commands.py`` ``cmd_model`` raises ``SwitchCoder``; the new coder keeps the chat and
@@ -132,7 +144,8 @@ def _is_path(line: str) -> bool:
 class AiderReader:
     format = "aider"
     version = 3  # 2: replies are requests before 0.46; the unquoted Cost line of 0.51 on is no assistant text
-    # 3: each request at the main model announced last (/model switches it); the run's model served most
+    # 3: each request at the main model announced last (/model switches it); the run's model served most; a
+    # history under the default name is named after its project folder
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.lstrip("\ufeff\n").splitlines()
@@ -190,7 +203,7 @@ class _Session:
             metadata["usage_logged"] = False
         self.b = RunBuilder(
             Run(
-                run_id=ctx.run_id(n),
+                run_id=run_id(ctx, n),
                 format="aider",
                 source_path=str(ctx.path),
                 model=model,

@@ -206,10 +206,12 @@ Done too.
 
 > Tokens: 8.8k sent, 1.8k received. Cost: $0.0017 message, $0.0031 session.
 """
-    path = tmp_path / ".aider.chat.history.md"
+    (tmp_path / "calculator").mkdir()
+    path = tmp_path / "calculator" / ".aider.chat.history.md"
     path.write_text(text)
     records = read(path)
     (run,) = [r for r in records if isinstance(r, Run)]
+    assert run.run_id == "calculator-00000000/1"  # aider's default name: the run is named after its project
     models = [r.model for r in records if isinstance(r, Request)]
     assert models == ["gemini/gemini-2.5-pro-exp-03-25", "openai/qwen3:32b", "openai/qwen3:32b"]
     assert run.model == "openai/qwen3:32b" and records[0] is run
