@@ -198,7 +198,9 @@ class SampleReader:
 
     def _inputs(self, events: list[dict]) -> dict[int, list[dict]]:
         """Each model event's prompt by event index: its ``input``, or its ``input_refs`` resolved in the pool."""
-        pool = sub_list(sub_dict(self.sample, "events_data"), "messages")
+        # the interim shape inspect_ai 0.3.195 to 0.3.199 wrote with INSPECT_LOG_FORMAT_V3 set (log/_log.py at e1b3ff7):
+        # the pool as the sample's own ``message_pool``, before #3519 moved it into ``events_data``
+        pool = sub_list(sub_dict(self.sample, "events_data"), "messages") or sub_list(self.sample, "message_pool")
         out: dict[int, list[dict]] = {}
         for i, e in enumerate(events):
             if e.get("event") != "model" or e.get("pending") is True:
@@ -213,7 +215,8 @@ class SampleReader:
                         BadRecord(
                             self.index,
                             f"sample {self.name}: model event {i}: input_refs {dumps(refs)[:200]} are not ranges "
-                            f"within the message pool of {len(pool)} messages (events_data); the event is not read",
+                            f"within the message pool of {len(pool)} messages (events_data or message_pool); "
+                            "the event is not read",
                             dumps(e)[:2000],
                         )
                     )

@@ -359,3 +359,17 @@ def test_scorer_call_without_message_ids_is_its_own_run(tmp_path: Path) -> None:
     assert main == [persona["content"], question["content"], answer["content"]]
     assert side == [grading["content"], verdict["content"]]
     assert [sum(isinstance(r, Request) and r.run_id == run.run_id for r in records) for run in runs] == [1, 1]
+
+
+def test_interim_sample_message_pool_is_the_pool(tmp_path: Path) -> None:
+    """inspect_ai 0.3.195 to 0.3.199 with INSPECT_LOG_FORMAT_V3 set pooled inputs into the sample's own
+    ``message_pool`` (``log/_log.py`` at e1b3ff7), before #3519 moved the pools into ``events_data``. Main
+    quarantined every model event of such a log (inspect_ai's own ``log_message_deduplication.eval``: 6 of 6)."""
+    s = F.edit_sample()
+    pools = s.pop("events_data")
+    s["message_pool"], s["call_pool"] = pools["messages"], pools.get("calls", [])
+    interim = read(F.write_json(tmp_path / "interim.json", [s]))
+    current = read(F.write_json(tmp_path / "current.json", [F.edit_sample()]))
+    assert not [r for r in interim if type(r).__name__ == "BadRecord"]
+    texts = [[i.text for i in recs if isinstance(i, Item)] for recs in (interim, current)]
+    assert texts[0] == texts[1] and sum(isinstance(r, Request) for r in interim) == 3
