@@ -34,6 +34,15 @@ from replay.store.memory import db_setting
 from replay.untrusted import for_terminal, path_text
 
 SKIP_NAMES = {"MANIFEST.md", "README.md", "LICENSE"}
+# logs a harness writes under a hidden name in the project folder, found where other hidden files are passed over:
+# Aider's chat history (``aider/args.py``: ``--chat-history-file`` defaults to ``.aider.chat.history.md`` at the
+# git root, else in the working folder)
+HIDDEN_LOGS = frozenset({".aider.chat.history.md"})
+
+
+def _hidden(name: str) -> bool:
+    """Whether a folder walk or a glob passes a file over for its name: hidden, and no log a harness writes so."""
+    return name.startswith(".") and name not in HIDDEN_LOGS
 
 
 @dataclass
@@ -131,6 +140,7 @@ def expand_glob(pattern: str) -> list[str]:
     fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
     root = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else ".")
     regex = _glob_regex("/".join(parts[fixed:]))
+    dotted = parts[-1].startswith(".")
     found = []
     for folder, dirs, files in os.walk(root):  # followlinks=False: a linked folder is a name, not a way in
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # as glob: hidden folders are not entered
@@ -138,7 +148,7 @@ def expand_glob(pattern: str) -> list[str]:
         real = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]  # a linked folder is never a match
         for name in [*real, *files]:
             path = name if rel == "." else f"{rel}/{name}"
-            if regex.fullmatch(path) and not name.startswith("."):
+            if regex.fullmatch(path) and (not name.startswith(".") or dotted):  # as glob: a hidden name only by a dot
                 found.append(os.path.join(root, path) if root != "." else path)
     return sorted(found)
 
@@ -174,7 +184,7 @@ def _walk(top: Path, found: set[Path], special: dict[Path, str]) -> None:
         for child in children:
             if child.is_dir() and not child.is_symlink():  # as rglob: linked folders are not followed
                 stack.append(child)
-            elif child.is_file() and not child.name.startswith("."):
+            elif child.is_file() and not _hidden(child.name):
                 found.add(child)
             elif not child.name.startswith(".") and (kind := special_kind(child)):
                 special[child] = kind

@@ -1,6 +1,7 @@
 """Aider chat history markdown (``.aider.chat.history.md``).
 
-Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``). ``#### `` lines are user input
+Each ``# aider chat started at <ts>`` section is a run (``ctx.run_id(n)``; a history under aider's default name,
+``.aider.chat.history.md`` at the project's root, is named after the project folder). ``#### `` lines are user input
 (consecutive ones form one message), other lines are assistant prose, ``> `` lines are aider's console output
 (kept as ``tool_result`` items of tool ``aider``). Each ``> Tokens: N sent, [W cache write, H cache hit,] M
 received`` line is one request, placed before the assistant text it reports on ("1.2k" and "5,359" forms
@@ -24,6 +25,9 @@ chat``. Each such change after the first request is noted in ``runs.metadata.unl
 sends it (calibration fits an offset there, or flags the run when it happens often); the answer line aider echoes
 as ``#### <question>: <answer>`` is console, not a user message.
 
+Each request is priced at the main model announced last before it: ``/model`` switches it inside a session (a
+new banner, no new header); the run's model is the one that served most requests.
+
 ``runs.metadata.usage_resolution`` gives, per request, how far the printed prompt may be from the true count:
 aider >= 0.52 prints ``format_tokens`` (exact below 1,000, "4.2k" within 50, "11k" within 500); 0.46 to 0.51 print
 the exact count ("5,359"). ``runs.metadata.history_limit`` is the chat history size above which aider summarises
@@ -34,11 +38,13 @@ input window, clamped).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
-from replay.model import BadRecord, Record, Run
+from replay.model import BadRecord, Record, Request, Run
 from replay.readers.base import UTF8_BOM, UTF16_BOMS, ReadContext, read_log
 from replay.readers.builder import RunBuilder
 
@@ -56,6 +62,7 @@ HISTORY_RE = re.compile(r"--max-chat-history-tokens[ =](\d+)")
 FAILED_RE = re.compile(r"^> # \d+ SEARCH/REPLACE blocks? failed to match")
 MODEL_RE = re.compile(r"^> (?:Main model|Model|Models): (\S+)")
 VERSION_RE = re.compile(r"^> Aider v(\S+)")
+DEFAULT_HISTORY = ".aider.chat.history.md"
 COST_RE = re.compile(r"^Cost: \$[\d.,]+ (?:message|request), \$[\d.,]+ session\.")  # a Tokens line's second line
 FIRST_USAGE_LINE = (0, 46)  # the first version that prints "Tokens: N sent, M received"
 
@@ -100,6 +107,27 @@ def printed_cache_usage(model: str | None) -> bool:
     return "claude" in name or name.startswith("anthropic/")
 
 
+def run_id(ctx: ReadContext, n: int) -> str:
+    """Session ``n``'s run id: after the file, or after the project folder when the file has aider's default name
+    (``aider/args.py``: ``.aider.chat.history.md`` at the git root), which every project shares."""
+    if ctx.path.name != DEFAULT_HISTORY:
+        return ctx.run_id(n)
+    folder = ctx.path.resolve().parent.name or "aider"
+    return f"{os.fsencode(folder).decode('utf-8', 'backslashreplace')}-{ctx.file_hash[:8]}/{n}"
+
+
+def _most_served_model(b: RunBuilder) -> None:
+    """The run's model is the main model that served most of its requests (the first on a tie): ``/model`` switches
+    it inside a session (``commands.py`` ``cmd_model`` raises ``SwitchCoder``; the new coder keeps the chat and
+    announces its model again), and each request keeps its own in ``requests.model``."""
+    served: dict[str, int] = {}
+    for r in b.records:
+        if isinstance(r, Request) and r.model:
+            served[r.model] = served.get(r.model, 0) + 1
+    if served:
+        b.run = b.records[0] = replace(b.run, model=max(served, key=lambda m: served[m]))
+
+
 def parse_count(text: str | None) -> int | None:
     """'1.2k' -> 1200, '5,359' -> 5359."""
     if not text:
@@ -115,7 +143,9 @@ def _is_path(line: str) -> bool:
 
 class AiderReader:
     format = "aider"
-    version = 2  # 2: replies are requests before 0.46; the unquoted Cost line of 0.51 on is no assistant text
+    version = 3  # 2: replies are requests before 0.46; the unquoted Cost line of 0.51 on is no assistant text
+    # 3: each request at the main model announced last (/model switches it); the run's model served most; a
+    # history under the default name is named after its project folder
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.lstrip("\ufeff\n").splitlines()
@@ -173,7 +203,7 @@ class _Session:
             metadata["usage_logged"] = False
         self.b = RunBuilder(
             Run(
-                run_id=ctx.run_id(n),
+                run_id=run_id(ctx, n),
                 format="aider",
                 source_path=str(ctx.path),
                 model=model,
@@ -183,6 +213,7 @@ class _Session:
             )
         )
         self.reads_printed = printed_cache_usage(model)
+        self.model: str | None = None  # the main model the last banner announced (``/model`` switches it mid-session)
         self.chat: set[str] = set()  # files in the chat: their contents are sent, never logged
         self.last_console = ""
         self.cur: str | None = None
@@ -198,6 +229,7 @@ class _Session:
         for index in range(start, self.end):
             self.line(self.lines[index].rstrip(), index + 1)
         self.flush()
+        _most_served_model(self.b)
         yield from self.b
 
     def switch(self, kind: str, line_no: int) -> None:
@@ -220,6 +252,9 @@ class _Session:
             self.buf.append(line[5:] if line.startswith("#### ") else line[4:])
         elif line.startswith(">"):
             self.reflect = bool(FAILED_RE.match(line))
+            if m := MODEL_RE.match(line):
+                self.model = m.group(1)
+                self.reads_printed = printed_cache_usage(self.model)
             if m := TOKENS_RE.match(line):
                 if self.cur != "assistant":
                     self.flush()
@@ -237,6 +272,7 @@ class _Session:
                     self.b.run.metadata.setdefault("usage_resolution", []).append([self.b.step, half])
                 self.b.request(
                     line=line_no,
+                    model=self.model,
                     prompt_tokens=sent,
                     output_tokens=received,
                     cache_read=hit,
@@ -252,7 +288,7 @@ class _Session:
                     "aider usage line not in a known form ('> Tokens: N sent, M received'); request kept without usage"
                 )
                 self.b.records.append(BadRecord(line_no, reason, line))
-                self.b.request(line=line_no)
+                self.b.request(line=line_no, model=self.model)
                 self.flush()
             elif (m := ADDED_RE.match(line)) and not OUTPUT_RE.match(m.group(1).strip()):
                 self.flush()
@@ -309,7 +345,7 @@ class _Session:
             self.b.result(text, tool_name="aider", line=self.buf_line)
         elif kind == "assistant":
             if not self.usage_printed and self.asked:  # before 0.46: the reply is the request's only trace
-                self.b.request(line=self.buf_line)
+                self.b.request(line=self.buf_line, model=self.model)
             self.asked = False
             self.assistant(text.split("\n"))
 

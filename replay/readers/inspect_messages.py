@@ -20,6 +20,13 @@ def content_key(m: dict) -> str:
     return dumps({k: v for k, v in m.items() if k != "id"})
 
 
+def message_key(m: dict) -> Any:
+    """What tells a message apart from the others of its sample: its id, or its content when it has none (inspect_ai
+    before 0.3.73 gave messages no id, so a scorer's or another role's call could not be told from the main
+    conversation by an id)."""
+    return key_of(m["id"]) if m.get("id") is not None else content_key(m)
+
+
 def same_message(a: dict, b: dict) -> bool:
     """Whether two logged messages say the same, their ids aside (as the message pool compares them). A pooled
     message resolves to the same object wherever it is sent, so the common case costs nothing."""

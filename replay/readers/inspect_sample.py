@@ -5,7 +5,8 @@ input to a pool (``events_data.messages``) and leaves ``input_refs``, ranges ``[
 message is stored once per content (its ``id`` is left out of that comparison, so two messages that say the same
 share the first one's id). The prompt is therefore read by content: a request whose prompt is the previous prompt
 and its output, extended, adds the new messages. A conversation is keyed by the model role (``ModelEvent.role``)
-and the id of its first message; the first conversation is the sample's run, the others child runs.
+and the id of its first message (its content when messages carry no id, before inspect_ai 0.3.75: the model-graded
+scorer's call then starts a conversation of its own); the first conversation is the sample's run, the others child runs.
 
 A ``compaction`` event (inspect_ai 0.3.170 on: ``type`` summary, edit or trim, ``tokens_before``/``tokens_after``,
 ``metadata.trigger`` threshold or forced) precedes the first request that sends the compacted input; it is read as
@@ -32,6 +33,7 @@ from replay.readers.inspect_messages import (
     content_key,
     is_summary,
     key_of,
+    message_key,
     native_compaction,
     same_message,
     summary_text,
@@ -196,7 +198,9 @@ class SampleReader:
 
     def _inputs(self, events: list[dict]) -> dict[int, list[dict]]:
         """Each model event's prompt by event index: its ``input``, or its ``input_refs`` resolved in the pool."""
-        pool = sub_list(sub_dict(self.sample, "events_data"), "messages")
+        # the interim shape inspect_ai 0.3.195 to 0.3.199 wrote with INSPECT_LOG_FORMAT_V3 set (log/_log.py at e1b3ff7):
+        # the pool as the sample's own ``message_pool``, before #3519 moved it into ``events_data``
+        pool = sub_list(sub_dict(self.sample, "events_data"), "messages") or sub_list(self.sample, "message_pool")
         out: dict[int, list[dict]] = {}
         for i, e in enumerate(events):
             if e.get("event") != "model" or e.get("pending") is True:
@@ -211,7 +215,8 @@ class SampleReader:
                         BadRecord(
                             self.index,
                             f"sample {self.name}: model event {i}: input_refs {dumps(refs)[:200]} are not ranges "
-                            f"within the message pool of {len(pool)} messages (events_data); the event is not read",
+                            f"within the message pool of {len(pool)} messages (events_data or message_pool); "
+                            "the event is not read",
                             dumps(e)[:2000],
                         )
                     )
@@ -242,7 +247,7 @@ class SampleReader:
         span = self.spans.get(key_of(e.get("span_id")))
         conv = self.by_role.get(role) if waiting is not None else None
         if conv is None:
-            key = (role, key_of(prompt[0].get("id")) if prompt else None)
+            key = (role, message_key(prompt[0]) if prompt else None)
             conv = self.convs.get(key) or self._continued(role, prompt) or self._conv(key, span, e.get("model"))
             conv.role = role
         self.by_role[role] = conv
@@ -262,7 +267,7 @@ class SampleReader:
             conv.not_extended.append(b.step)
             sent = []
             for m in prompt:
-                mid = key_of(m.get("id"))
+                mid = message_key(m)
                 sent.append(self._add(conv, m) if mid not in conv.seen else _Sent(m, conv.seqs_by_id.get(mid, [])))
             conv.sent = sent
         output = sub_dict(e, "output")
@@ -280,7 +285,7 @@ class SampleReader:
         for choice in sub_list(output, "choices")[:1]:
             if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
                 out = choice["message"]
-                conv.last_output_id = key_of(out.get("id"))
+                conv.last_output_id = message_key(out)
                 thoughts = sub_dict(output, "usage").get("reasoning_tokens")
                 thoughts = thoughts if type(thoughts) is int and 0 <= thoughts < 10**9 else None
                 conv.sent.append(self._add(conv, out, ts=e.get("timestamp"), thoughts=thoughts))
@@ -293,7 +298,7 @@ class SampleReader:
         if REDACTED in sub_dict(m, "metadata"):  # 0.3.218 on: the compaction count adds it (OpenAI, store=false)
             conv.builder.run.metadata[REDACTED] = True
         seqs = list(range(first, conv.builder.seq))
-        mid = key_of(m.get("id"))
+        mid = message_key(m)
         conv.seen.add(mid)
         conv.seqs_by_id.setdefault(mid, seqs)
         return _Sent(m, seqs)
@@ -378,11 +383,11 @@ class SampleReader:
     def _trailing(self, main: _Conv, messages: list[dict]) -> None:
         """Messages the sample ends with that no request sent: after the main conversation's last output when the
         history holds it, else every message whose id no request sent."""
-        ids = [key_of(m.get("id")) for m in messages]
+        ids = [message_key(m) for m in messages]
         found = main.last_output_id is not None and main.last_output_id in ids
         start = ids.index(main.last_output_id) + 1 if found else 0
         for m in messages[start:]:
-            if key_of(m.get("id")) not in main.seen:
+            if message_key(m) not in main.seen:
                 self._add(main, m)
 
 

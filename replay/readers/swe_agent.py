@@ -28,6 +28,13 @@ demonstration whose ``info.model_stats.api_calls`` is 0 made no model calls, so 
 have no per-call usage: ``model_stats`` goes into ``run.metadata`` only. 0.x names no model: the run folder
 ``run.py`` wrote it in does (``swe_agent_run_name``).
 
+A call that got no reply is no request: when the context window is exceeded (SWE-agent's own count before the call,
+or the server's refusal) or the API retries run out, SWE-agent ends the run with an assistant entry it writes itself
+(0.x ``forward_with_error_check``, 1.x ``handle_error_with_autosubmission``: thought and content "Exit due to context
+window", "Exit due to retry error: ..."; exit status ``exit_context``/``exit_api``), and ``model_stats`` never
+counted the call (``_update_stats`` runs only on a reply). Other exits (cost limit, command timeouts, environment
+errors) come after a call that was made and counted, whose reply the entry replaces: still a request.
+
 A ``RetryAgent`` run (``agent.type: retry``) keeps each attempt under ``attempts`` (and a copy of the chosen one,
 with the totals of every attempt and of the reviewer, at the top level): each attempt is a run of its own
 (``<run>/attempt-N``), the totals and the choice in ``run.metadata.retry_loop``.
@@ -55,12 +62,19 @@ FILE_CONTEXT_TOOLS = {"edit", "insert", "goto", "scroll_up", "scroll_down"}
 TRAJECTORY_RE = re.compile(r'"trajectory"\s*:\s*\[')
 STAT_KEYS = ("tokens_sent", "tokens_received", "api_calls", "instance_cost", "total_cost")
 LOOP_KEYS = ("best_attempt_idx", "model_stats", "rloop_model_stats")
+# exit status -> the start of the assistant entry SWE-agent writes when that call got no reply (0.x writes the retry
+# error's content in lower case)
+NO_REPLY_EXITS = {
+    "exit_context": ("Exit due to context window",),
+    "exit_api": ("Exit due to retry error", "exit due to"),
+}
 
 
 class SweAgentReader:
     format = "swe-agent"
-    version = 3  # 2: re-asked responses are requests, demonstrations are not; RetryAgent attempts; swe_agent_version
+    version = 4  # 2: re-asked responses are requests, demonstrations are not; RetryAgent attempts; swe_agent_version
     # 3: 0.x calls re-asked without a log entry are counted (unlogged_calls); 0.x model from the run folder
+    # 4: the exit entry after a call with no reply (exit_context, exit_api) is no request
 
     def sniff(self, head: str, path: Path) -> bool:
         if not head.lstrip().startswith("{") or not TRAJECTORY_RE.search(head):
@@ -99,6 +113,9 @@ class SweAgentReader:
         plan = plan_steps(doc["history"], doc.get("trajectory"))
         if plan is not None and plan.rejected:
             metadata["requeried_calls"] = len(plan.rejected)
+        no_reply = no_reply_exit(doc["history"], info.get("exit_status"))
+        if no_reply is not None:
+            metadata["no_reply_exit"] = {"line": no_reply, "exit_status": info.get("exit_status")}
         model = ((config.get("agent") or {}).get("model") or {}).get("name")
         if model is None and metadata["legacy_format"] and (named := run_name_model(ctx.path)):
             model, metadata["model_from"] = named, "run folder name"  # 0.x logs no model: run.py's folder names it
@@ -111,14 +128,21 @@ class SweAgentReader:
             metadata=metadata | extra,
         )
         builder = RunBuilder(run)
-        self._walk(builder, doc["history"], stats.get("api_calls") != 0, plan)
+        self._walk(builder, doc["history"], stats.get("api_calls") != 0, plan, no_reply)
         if metadata["legacy_format"]:
             _unlogged_calls(builder, stats.get("api_calls"))
         _placeholders(builder, doc["history"], doc.get("trajectory"), plan)
         builder.scan_clips()
         yield from builder
 
-    def _walk(self, builder: RunBuilder, history: list[Any], count_requests: bool, plan: StepPlan | None) -> None:
+    def _walk(
+        self,
+        builder: RunBuilder,
+        history: list[Any],
+        count_requests: bool,
+        plan: StepPlan | None,
+        no_reply: int | None = None,
+    ) -> None:
         requeried = plan.requeried if plan is not None and count_requests else {}
         open_file: str | None = None
         call_id: str | None = None
@@ -135,7 +159,7 @@ class SweAgentReader:
                 started = True
                 for _ in range(requeried.get(idx, 0)):  # responses rejected and asked again before this one
                     builder.request(line=idx)
-                if count_requests:
+                if count_requests and idx != no_reply:
                     builder.request(line=idx)
                 builder.new_turn()
                 call_id = self._assistant(builder, entry, text, idx, open_file)
@@ -191,6 +215,29 @@ class SweAgentReader:
         if item.resource is None and item.tool_name in FILE_CONTEXT_TOOLS and open_file:
             builder.records[-1] = item = replace(item, resource=open_file)
             builder._call_index[item.call_id or ""] = (item.resource, item.access)
+
+
+def no_reply_exit(history: list[Any], exit_status: Any) -> int | None:
+    """The index of the history's last assistant entry when SWE-agent wrote it for a call that got no reply (the
+    exit status names such an exit and the entry is the harness's own exit text, thought and content alike), else
+    None."""
+    status = exit_status if isinstance(exit_status, str) else ""
+    starts = next((texts for name, texts in NO_REPLY_EXITS.items() if name in status), None)
+    last = next(
+        (
+            i
+            for i in range(len(history) - 1, -1, -1)
+            if isinstance(history[i], dict) and history[i].get("role") == "assistant"
+        ),
+        None,
+    )
+    if starts is None or last is None:
+        return None
+    entry = history[last]
+    text, thought = text_of(entry.get("content")), entry.get("thought")
+    if entry.get("tool_calls") or not isinstance(thought, str) or not thought.startswith(starts):
+        return None
+    return last if text.lower() == thought.lower() else None
 
 
 def _demonstration(builder: RunBuilder, entry: dict, text: str, idx: int) -> None:

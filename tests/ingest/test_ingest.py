@@ -238,3 +238,37 @@ def test_a_folder_1200_deep_is_walked(tmp_path, monkeypatch):
         for _ in range(1200):
             os.chdir("..")
             os.rmdir("d")
+
+
+AIDER_HISTORY = """
+# aider chat started at 2025-05-04 17:02:36
+
+> /usr/bin/aider --model gpt-4o
+> Aider v0.82.2
+> Main model: gpt-4o with diff edit format
+
+#### Add a README.
+
+I will add it.
+
+> Tokens: 2.1k sent, 40 received. Cost: $0.0057 message, $0.0057 session.
+"""
+
+
+def test_aiders_hidden_chat_history_is_found_in_its_project_folder(tmp_path):
+    """Aider writes its chat history as ``.aider.chat.history.md`` at the git root (``aider/args.py``,
+    ``--chat-history-file``): a folder walk passed it over as a hidden file, so ``replay ingest PROJECT`` found no
+    run. Other hidden files (``.aider.input.history``) are still passed over; a glob names a hidden file only by a
+    leading dot, as Python's glob does."""
+    project = tmp_path / "calculator"
+    project.mkdir()
+    (project / ".aider.input.history").write_text("\n# 2025-05-04 17:02:40\n+Add a README.\n")
+    history = project / ".aider.chat.history.md"
+    history.write_text(AIDER_HISTORY)
+    assert expand_paths([project]) == [history]
+    assert expand_paths([f"{tmp_path}/**/.aider.chat.history.md"]) == [history]
+    with pytest.raises(FileNotFoundError):
+        expand_paths([f"{tmp_path}/**/*.md"])
+    con = open_store(tmp_path / "s.duckdb")
+    [out] = ingest(con, [project])
+    assert out.status == "ingested" and con.execute("SELECT count(*) FROM requests").fetchone()[0] == 1

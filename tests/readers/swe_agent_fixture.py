@@ -158,3 +158,23 @@ def retry_run() -> dict[str, Any]:
     }
     data["info"]["model_stats"] = {"instance_cost": 0.1, "tokens_sent": 18000, "tokens_received": 600, "api_calls": 7}
     return data
+
+
+def ended_without_reply(doc: dict[str, Any], exit_status: str, message: str) -> dict[str, Any]:
+    """``doc`` ended as ``forward_with_handling``'s ``handle_error_with_autosubmission`` ends a run whose call got no
+    reply (1.1: thought and output the exit message, no action, then the autosubmission's observation); the call is
+    not in ``model_stats``."""
+    out = copy.deepcopy(doc)
+    entry = {"role": "assistant", "content": message, "thought": message, "action": "", "agent": "main"}
+    out["history"] += [
+        entry | {"message_type": "action"},
+        {
+            "role": "user",
+            "content": "OBSERVATION:\nExited (autosubmitted)",
+            "agent": "main",
+            "message_type": "observation",
+        },
+    ]
+    out["trajectory"].append(_step(message, "", "Exited (autosubmitted)", []))
+    out["info"]["exit_status"] = f"submitted ({exit_status})"
+    return out

@@ -168,3 +168,50 @@ def test_cost_line_after_tokens_is_not_assistant_text(tmp_path: Path) -> None:
         (2200, 100, 2000, 100),
     ]
     assert "usage_logged" not in next(r for r in records if isinstance(r, Run)).metadata
+
+
+def test_model_switch_prices_each_request_at_its_own_model(tmp_path: Path) -> None:
+    """``/model`` switches the main model inside a session (aider ``commands.py`` ``cmd_model`` raises
+    ``SwitchCoder``; the new coder keeps the chat, logs no new session header and announces "Main model: ..."
+    again). Main gave every request the session's first model (the unseen AndrewJacop/Simple-Calulator history:
+    20 requests of gemini, qwen3 and deepseek all priced as gemini). Each request now keeps the model announced last;
+    the run's is the one that served most. Synthetic content in aider 0.82's shape."""
+    text = """
+# aider chat started at 2025-05-04 17:02:36
+
+> /usr/bin/aider --model gemini/gemini-2.5-pro-exp-03-25
+> Aider v0.82.2
+> Main model: gemini/gemini-2.5-pro-exp-03-25 with diff-fenced edit format
+
+#### Summarise the repo.
+
+It is a calculator.
+
+> Tokens: 3.2k sent, 222 received.
+
+#### /model openai/qwen3:32b
+
+> Aider v0.82.2
+> Main model: openai/qwen3:32b with whole edit format
+
+#### Continue.
+
+Done.
+
+> Tokens: 7.8k sent, 971 received. Cost: $0.0014 message, $0.0014 session.
+
+#### And the README.
+
+Done too.
+
+> Tokens: 8.8k sent, 1.8k received. Cost: $0.0017 message, $0.0031 session.
+"""
+    (tmp_path / "calculator").mkdir()
+    path = tmp_path / "calculator" / ".aider.chat.history.md"
+    path.write_text(text)
+    records = read(path)
+    (run,) = [r for r in records if isinstance(r, Run)]
+    assert run.run_id == "calculator-00000000/1"  # aider's default name: the run is named after its project
+    models = [r.model for r in records if isinstance(r, Request)]
+    assert models == ["gemini/gemini-2.5-pro-exp-03-25", "openai/qwen3:32b", "openai/qwen3:32b"]
+    assert run.model == "openai/qwen3:32b" and records[0] is run

@@ -329,3 +329,47 @@ def test_redacted_reasoning_stamp_is_flagged(tmp_path: Path) -> None:
         "redacted_reasoning_tokens"
         not in run_of(read(F.write_json(tmp_path / "a.json", [F.summary_sample()])), 1)[0].metadata
     )
+
+
+def test_scorer_call_without_message_ids_is_its_own_run(tmp_path: Path) -> None:
+    """Before 0.3.73 ChatMessage had no ``id``: the model-graded scorer's call (one user message holding the grading
+    prompt) and the solver's calls all had a first message without an id, so main read the scorer's call as a
+    request of the main conversation whose prompt the conversation so far (the unseen 0.3.43 test logs of
+    inspect_ai: 69% median error). Messages in 0.3.43's shape (role, content, source; no id, no tools)."""
+
+    def bare(m: dict) -> dict:
+        return {k: v for k, v in m.items() if k not in ("id", "model")}
+
+    persona = bare(F.user("-", "Answer in the lingo of a pirate.", "input"))
+    question = bare(F.user("-", "What is the average low in February?"))
+    answer = bare(F.assistant("-", "Arr, about ten degrees."))
+    grading = bare(F.user("-", "Compare the submission with the expert answer. [Submission]: Arr, about ten."))
+    verdict = bare(F.assistant("-", "GRADE: C"))
+    usage = {"usage": {"input_tokens": 53, "output_tokens": 9, "total_tokens": 62}}
+    solver = {**F.model_event(1, [persona, question], answer, usage, "openai/gpt-4o-mini"), "tools": []}
+    scorer = {**F.model_event(2, [grading], verdict, usage, "openai/gpt-4o-mini"), "tools": []}
+    s = F.sample(1, [], [persona, question, answer])
+    s.pop("events_data")
+    s["events"] = [solver, scorer]
+    records = read(F.write_json(tmp_path / "old.json", [s], model="openai/gpt-4o-mini", version="0.3.43"))
+    runs = [r for r in records if isinstance(r, Run)]
+    assert len(runs) == 2 and runs[1].parent_run_id == runs[0].run_id
+    main = [i.text for i in records if isinstance(i, Item) and i.run_id == runs[0].run_id]
+    side = [i.text for i in records if isinstance(i, Item) and i.run_id == runs[1].run_id]
+    assert main == [persona["content"], question["content"], answer["content"]]
+    assert side == [grading["content"], verdict["content"]]
+    assert [sum(isinstance(r, Request) and r.run_id == run.run_id for r in records) for run in runs] == [1, 1]
+
+
+def test_interim_sample_message_pool_is_the_pool(tmp_path: Path) -> None:
+    """inspect_ai 0.3.195 to 0.3.199 with INSPECT_LOG_FORMAT_V3 set pooled inputs into the sample's own
+    ``message_pool`` (``log/_log.py`` at e1b3ff7), before #3519 moved the pools into ``events_data``. Main
+    quarantined every model event of such a log (inspect_ai's own ``log_message_deduplication.eval``: 6 of 6)."""
+    s = F.edit_sample()
+    pools = s.pop("events_data")
+    s["message_pool"], s["call_pool"] = pools["messages"], pools.get("calls", [])
+    interim = read(F.write_json(tmp_path / "interim.json", [s]))
+    current = read(F.write_json(tmp_path / "current.json", [F.edit_sample()]))
+    assert not [r for r in interim if type(r).__name__ == "BadRecord"]
+    texts = [[i.text for i in recs if isinstance(i, Item)] for recs in (interim, current)]
+    assert texts[0] == texts[1] and sum(isinstance(r, Request) for r in interim) == 3

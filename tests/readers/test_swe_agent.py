@@ -13,7 +13,7 @@ from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext, text_of
 from replay.readers.swe_agent import READER
 from replay.simulator.fidelity import harness_version
-from tests.readers.swe_agent_fixture import attempt, retry_run
+from tests.readers.swe_agent_fixture import attempt, ended_without_reply, retry_run
 
 
 def manifest_rows(corpus: Path, section: str) -> dict[str, tuple[str, str]]:
@@ -303,3 +303,29 @@ def test_v0_model_from_the_run_folder_name(tmp_path: Path) -> None:
         path.write_text(json.dumps(doc))
         run = read(path)[0]
         assert run.model == model and run.metadata.get("model_from") == ("run folder name" if model else None)
+
+
+def test_exit_after_a_call_with_no_reply_is_no_request(tmp_path: Path) -> None:
+    """SWE-agent 1.1 (``forward_with_handling``): a ``ContextWindowExceededError`` (its own count before the call, or
+    the server's refusal) or a ``RetryError`` ends the run with an assistant entry it writes itself; ``_update_stats``
+    never ran, so ``model_stats.api_calls`` does not count it. A cost-limit exit comes after a counted call: still a
+    request. Synthetic content in 1.1's shape (the unseen Claude 4 run sympy-13877 has 24 steps, 23 api_calls)."""
+    base = attempt(0, False)
+    calls = base["info"]["model_stats"]["api_calls"]
+    for status, message, requests in (
+        ("exit_context", "Exit due to context window", calls),
+        ("exit_api", "Exit due to retry error: RateLimitError", calls),
+        ("exit_cost", "Exit due to cost limit", calls + 1),
+    ):
+        path = tmp_path / f"{status}.traj"
+        path.write_text(json.dumps(ended_without_reply(base, status, message)))
+        records = read(path)
+        assert sum(isinstance(r, Request) for r in records) == requests, status
+        assert ("no_reply_exit" in records[0].metadata) is (requests == calls)
+    assert sum(isinstance(r, Request) for r in read_doc(tmp_path, base)) == calls
+
+
+def read_doc(tmp_path: Path, doc: dict) -> list:
+    path = tmp_path / "plain.traj"
+    path.write_text(json.dumps(doc))
+    return read(path)
