@@ -22,7 +22,7 @@ def content_key(m: dict) -> str:
 
 def message_key(m: dict) -> Any:
     """What tells a message apart from the others of its sample: its id, or its content when it has none (inspect_ai
-    before 0.3.73 gave messages no id, so a scorer's or another role's call could not be told from the main
+    before 0.3.75 gave messages no id, so a scorer's or another role's call could not be told from the main
     conversation by an id)."""
     return key_of(m["id"]) if m.get("id") is not None else content_key(m)
 

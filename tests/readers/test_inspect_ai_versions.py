@@ -332,7 +332,7 @@ def test_redacted_reasoning_stamp_is_flagged(tmp_path: Path) -> None:
 
 
 def test_scorer_call_without_message_ids_is_its_own_run(tmp_path: Path) -> None:
-    """Before 0.3.73 ChatMessage had no ``id``: the model-graded scorer's call (one user message holding the grading
+    """Before 0.3.75 ChatMessage had no ``id``: the model-graded scorer's call (one user message holding the grading
     prompt) and the solver's calls all had a first message without an id, so main read the scorer's call as a
     request of the main conversation whose prompt the conversation so far (the unseen 0.3.43 test logs of
     inspect_ai: 69% median error). Messages in 0.3.43's shape (role, content, source; no id, no tools)."""
