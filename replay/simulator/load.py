@@ -336,7 +336,9 @@ def _assemble(
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = apply_prompt(items, prompt)
-        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled,
+        exact = exact_sizes(
+            metadata, prompt.drop_reasoning
+        )  # reasoning the log gives only as a size, in the model's units: unscaled,
         for it in items:  # framed as every other item is (calibrate's model: one message more)
             if it["seq"] in exact:
                 it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])
