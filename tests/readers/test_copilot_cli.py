@@ -277,6 +277,30 @@ def test_background_compaction_preset_and_fidelity(tmp_path: Path) -> None:
     assert row["simulated_request"] == 4 and row["within"], row
 
 
+def test_compaction_without_the_size_after_is_listed_not_scored(tmp_path: Path) -> None:
+    """A completion that logs no breakdown after it (a real 2026-04 session's: success, preCompactionTokens,
+    summaryContent, checkpoint, compactionTokensUsed) on a run without usage: fidelity lists the event with the
+    request the preset fires at and why it is not scored (main dropped the run: fidelity found nothing at all)."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.store import open_store
+
+    events, _ = background_session()
+    for ev in events:
+        if ev["type"] == "session.compaction_complete":
+            for key in ("systemTokens", "conversationTokens", "toolDefinitionsTokens"):
+                del ev["data"][key]
+            ev["data"]["preCompactionTokens"] = 45_000
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    con = open_store(tmp_path / "b.duckdb")
+    ingest(con, [path])
+    (row,) = fidelity_frame(con, None).to_dicts()
+    assert row["kind"] == "compaction" and row["recorded_request"] == 4 and row["simulated_request"] == 4
+    assert row["recorded_after"] is None and row["within"] is None
+    assert row["reason"] == "no recorded prompt after it: request 4 has no usage in the log"
+
+
 def test_sub_agent_events_are_not_the_main_conversation(tmp_path: Path) -> None:
     """1.0.34 writes a task sub-agent's messages and tool events into the session's file with
     ``data.parentToolCallId`` (its own rebuild of the main messages skips them): they are a child run's, and the
