@@ -53,7 +53,8 @@ class CopilotCliReader:
     format = "copilot-cli"
     # 2: a compaction's usage ``input`` is its uncached input (was the whole prompt); 3: 1.0.102: usage records,
     # sub-agents as child runs, skill context and notifications as items, user messages after their system message;
-    # 4: the damage the CLI's writer leaves mended (NUL padding, torn and split events: replay.readers.jsonl_mend)
+    # 4: the damage the CLI's writer leaves mended (NUL padding, torn and split events: replay.readers.jsonl_mend);
+    # a truncation pass that removed nothing no longer warned of
     version = 4
 
     def sniff(self, head: str, path: Path) -> bool:
