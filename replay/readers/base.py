@@ -16,6 +16,7 @@ from typing import Any, BinaryIO, Protocol, runtime_checkable
 from replay.errors import ReplayError
 from replay.model import BadRecord, Record, Run
 from replay.readers.fastjson import loads_large, loads_line
+from replay.readers.jsonl_mend import BLANK, is_padding, joined_record, note, tail_record
 from replay.untrusted import path_text
 
 MAX_LINE_BYTES = 16 * 1024 * 1024  # the most of a first line read to recognise a format
@@ -248,19 +249,24 @@ def over_limit(what: str, size: int, limit: int) -> str:
 
 
 def iter_json_lines(
-    ctx: ReadContext, identity: frozenset[str] = IDENTITY_KEYS
+    ctx: ReadContext, identity: frozenset[str] = IDENTITY_KEYS, mend: bytes | None = None
 ) -> Iterator[tuple[int, Any] | BadRecord]:
     """Yield (line_no, object) for each JSONL line; bad lines become BadRecord.
 
     A line over ``ctx.max_line_bytes`` (the record limit) is quarantined without being read whole. An exact repeat
     of an earlier line that carries an identity (a key in ``identity``: a log written twice, a replayed event) is
     dropped and counted in ``ctx.stats["duplicate_lines"]``; lines without one (a plain message repeated on
-    purpose) are kept. Parsing reads the bytes (no decoded copy of the line unless json must parse it)."""
+    purpose) are kept. Parsing reads the bytes (no decoded copy of the line unless json must parse it).
+
+    ``mend``, the bytes every record line of the format starts with, mends the damage its writer is known to leave
+    (NUL padding, a torn record, a record split over lines: replay.readers.jsonl_mend); each mend is noted in
+    ``ctx.stats["mended"]``, the mended record given the number of its first line."""
     seen: set[bytes] = set()
     with open_log(ctx.path) as fh:
         lines = _Lines(fh, ctx.max_line_bytes)
+        back: list[tuple[bytes, int]] = []  # lines read ahead by a mend that failed, the next one last
         line_no = 0
-        while (got := lines.next()) is not None:
+        while (got := back.pop() if back else lines.next()) is not None:
             line_no += 1
             raw, size = got
             if size > ctx.max_line_bytes:
@@ -272,10 +278,47 @@ def iter_json_lines(
                 continue
             ctx.stats["line"], ctx.stats["raw"] = line_no, raw[:2000]
             entry = _parse_line(line_no, raw, seen, ctx.stats, identity)
+            if mend is not None and isinstance(entry, BadRecord):
+                entry, used = _mended(ctx, line_no, raw, mend, entry, lines, back)
+                line_no += used
             del raw, got  # the parsed value is all the reader needs: the line's bytes go now
             if entry is not None:
                 yield entry
     ctx.stats["line"] = None  # past the last line: a failure from here on is not one line's
+
+
+def _mended(
+    ctx: ReadContext,
+    line_no: int,
+    raw: bytes,
+    start: bytes,
+    bad: BadRecord,
+    lines: _Lines,
+    back: list[tuple[bytes, int]],
+) -> tuple[tuple[int, Any] | BadRecord | None, int]:
+    """The entry a line that does not parse stands for once mended (None: padding, nothing to read), else ``bad``;
+    and how many further lines the mend used (replay.readers.jsonl_mend)."""
+    if is_padding(raw):
+        note(ctx.stats, "padding", line_no, line_no)
+        return None, 0
+    tail = tail_record(raw, start)
+    if tail is not None:
+        note(ctx.stats, "padding" if is_padding(raw[: tail[1]]) else "torn", line_no, line_no)
+        return (line_no, tail[0]), 0
+    if not raw.lstrip(BLANK).startswith(start):
+        return bad, 0
+    parts, size = [raw], len(raw)
+    while (got := back.pop() if back else lines.next()) is not None:
+        if got[0].startswith(start) or got[1] > ctx.max_line_bytes or size + got[1] > ctx.max_line_bytes:
+            back.append(got)
+            break
+        parts.append(got[0])
+        size += got[1]
+        if (obj := joined_record(parts)) is not None:
+            note(ctx.stats, "split", line_no, line_no + len(parts) - 1)
+            return (line_no, obj), len(parts) - 1
+    back.extend(reversed([(p, len(p)) for p in parts[1:]]))  # not one record: each line is read as it is
+    return bad, 0
 
 
 def _parse_line(

@@ -17,6 +17,11 @@ The harness prefix the log does not hold: ``toolDefinitionsTokens`` (and ``syste
 is logged), from the first event that carries them (``session.compaction_start``/``_complete``,
 ``session.shutdown``), in ``runs.metadata.harness_prefix``: the prompt model's prefix where no usage is fitted.
 
+Damage the CLI's writer is known to leave in events.jsonl is mended, with a warning (replay.readers.jsonl_mend):
+NUL bytes after a crash or power loss (github/copilot-cli issues 2217, 2927: 1.0.10, 1.0.35), an event cut off and
+written again whole on the same line (4098: 1.0.71), a tool result written with raw line breaks over several lines
+(2649: 1.0.24). Lines no mend explains stay quarantined.
+
 Legacy JSON: OpenAI-chat ``chatMessages`` (one request before each assistant message, tool results by
 ``tool_call_id``); ``timeline`` is UI history and is not read. No usage is recorded.
 """
@@ -33,6 +38,7 @@ from replay.readers.base import ReadContext, iter_json_lines, load_json_document
 from replay.readers.builder import RunBuilder
 from replay.readers.copilot_events import Conversation, json_args
 from replay.readers.json_fields import sub_dict
+from replay.readers.jsonl_mend import describe
 
 EVENT_RE = re.compile(
     r'"type"\s*:\s*"(?:session\.start|session\.model_change|assistant\.turn_start|'
@@ -40,11 +46,16 @@ EVENT_RE = re.compile(
 )
 
 
+EVENT_START = b'{"type":'  # how the CLI writes every event line (JSON.stringify, ``type`` first)
+
+
 class CopilotCliReader:
     format = "copilot-cli"
     # 2: a compaction's usage ``input`` is its uncached input (was the whole prompt); 3: 1.0.102: usage records,
-    # sub-agents as child runs, skill context and notifications as items, user messages after their system message
-    version = 3
+    # sub-agents as child runs, skill context and notifications as items, user messages after their system message;
+    # 4: the damage the CLI's writer leaves mended (NUL padding, torn and split events: replay.readers.jsonl_mend);
+    # a truncation pass that removed nothing no longer warned of
+    version = 4
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -62,7 +73,7 @@ class CopilotCliReader:
     # --- events.jsonl ----------------------------------------------------------------------------------------
     def _events(self, ctx: ReadContext) -> Iterator[Record]:
         log = _EventLog(ctx, self.format)
-        for entry in iter_json_lines(ctx):
+        for entry in iter_json_lines(ctx, mend=EVENT_START):
             if isinstance(entry, BadRecord):
                 yield entry
                 continue
@@ -71,6 +82,8 @@ class CopilotCliReader:
                 yield BadRecord(line, "Copilot CLI event without a 'type'", str(obj)[:2000])
                 continue
             log.event(line, obj)
+        for mended in ctx.stats.pop("mended", []):
+            log.main.b.warn(mended["line"], describe(mended))
         yield from log.finish()
 
     # --- legacy session JSON ---------------------------------------------------------------------------------

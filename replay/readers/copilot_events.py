@@ -338,11 +338,14 @@ class Conversation:
     def truncation(self, line: int, data: dict, ts: str | None) -> None:
         """The CLI's truncator cut messages from a request's prompt (past the window even after compaction): which
         ones its rule picks the log does not say, so the items stay and that prompt reads high; said, with the
-        request it is before."""
+        request it is before. A pass that removed nothing (the CLI of 2025-12 logs one before every request of a
+        resumed session: 0 messages and 0 tokens removed) changes no prompt: kept, not warned of."""
         numbers = {k: v for k, v in data.items() if isinstance(v, int | float) and not isinstance(v, bool)}
         step = self.b.step if self.turn_request is None or self.answered else self.b.step - 1
         self.b.run.metadata.setdefault("truncations", []).append({"line": line, "step": step, **numbers})
         removed = numbers.get("messagesRemovedDuringTruncation")
+        if removed == 0 and numbers.get("tokensRemovedDuringTruncation") == 0:
+            return
         self.b.warn(
             line,
             f"session.truncation: the CLI cut {removed} message(s) from request {step}'s prompt; which ones is not "

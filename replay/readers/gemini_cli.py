@@ -42,6 +42,15 @@ Usage per gemini message ``tokens``: ``input`` includes ``cached`` (prompt_token
 input_tokens = input - cached; no cache-write count); output_tokens = output + thoughts (billed output, as
 OpenAI's completion_tokens includes reasoning).
 
+Thoughts: the CLI never puts a response's thought parts in its history (geminiChat's stream handling filters them
+out, since 2025-08-26); the response's other parts keep their ``thoughtSignature``, which the server may count in
+their place within the turn. Whether it does, the usage shows, not the log's records (a session of
+gemini-3.1-pro-preview-customtools, 2026-03, grew by a response's 10,849 thoughts at the next request; sessions of
+2026-04 on gemini-3-flash-preview, 3.1-pro-preview and 2.5-pro grew by none of them). So a ``reasoning`` item holds
+the thought summaries and ``runs.metadata.reasoning_tokens`` its size (``thoughts``), counted within its turn, and
+``reasoning_by_signature`` lets calibration leave it out of every prompt when the usage says so
+(replay.tokens.usage_metadata.exact_sizes).
+
 The recording (chatRecordingService, its types) is the same in the npm build of 0.61.0 (2026-09-24) as at
 google-gemini/gemini-cli 5411f113: no new record kind, field or rule.
 """
@@ -92,6 +101,7 @@ def seq_ranges(seqs) -> list[list[int]]:
 
 class GeminiCliReader:
     format = "gemini-cli"
+    version = 2  # 2: thoughts marked reasoning_by_signature (calibration may find the server counts none of them)
 
     def sniff(self, head: str, path: Path) -> bool:
         if head.lstrip()[:1] == "{" and '"sessionId"' in head and '"projectHash"' in head:
@@ -677,9 +687,10 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
     if thoughts or (isinstance(size, int) and size > 0):
         text = "\n\n".join(f"**{t.get('subject') or ''}** {t.get('description') or ''}".strip() for t in thoughts)
         item = b.add("reasoning", "assistant", text, line=line, ts=ts)
-        if isinstance(size, int) and size >= 0:  # the log keeps only thought summaries; the history resends them
-            # whole, so the item's size is the call's thoughts count (as Codex's encrypted reasoning)
+        if isinstance(size, int) and size >= 0:  # the log keeps only thought summaries; what the server may count
+            # in their place (the signatures the history keeps) is at most the call's thoughts count
             b.run.metadata.setdefault("reasoning_tokens", []).append([item.seq, size])
+            b.run.metadata["reasoning_by_signature"] = True
     if text := _content_text(msg.get("content")):
         b.add("assistant_text", "assistant", text, line=line, ts=ts)
     calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]

@@ -316,7 +316,8 @@ def fidelity_frame(
 ) -> pl.DataFrame:
     """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
     harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with no
-    per-request usage but events whose size after the harness logged has those event rows only).
+    per-request usage but recorded events has those event rows only: scored where the harness logged the size
+    after the event, else listed with why not).
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs). ``ids``: only these runs (fitted and replayed alone)."""
@@ -340,7 +341,7 @@ def fidelity_frame(
             if isinstance(ev, dict) and isinstance(ev.get("step"), int)
         ]
         logged = [ev.get("after_tokens") for ev in recorded_events]
-        if not usage and not any(isinstance(v, int) for v in logged):
+        if not usage and not recorded_events:
             continue  # nothing recorded to score against
         chosen = cache or (run.cache_fit.name if run.cache_fit is not None else provider_cache(fmt, model))
         cols, row = replay_recorded(run, chosen)

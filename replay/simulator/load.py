@@ -336,8 +336,10 @@ def _assemble(
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = apply_prompt(items, prompt)
-        exact = exact_sizes(metadata)  # reasoning the log gives only as a size, in the model's units: unscaled,
-        for it in items:  # framed as every other item is (calibrate's model: one message more)
+        # reasoning the log gives only as a size, in the model's units (none of it when the fit left it out and the
+        # harness never resends it): unscaled, framed as every other item is (calibrate's model: one message more)
+        exact = exact_sizes(metadata, prompt.drop_reasoning)
+        for it in items:
             if it["seq"] in exact:
                 it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])
         prefix, prompt_source, caveat = prompt.prefix, prompt.source, prompt.unreconstructable

@@ -286,10 +286,11 @@ def bill_notes(p: RequestPlan, n_runs: int, cached: np.ndarray) -> list[str]:
     notes = []
     for i in range(n_runs):
         parts = []
-        if 0 < billed[i] < requests[i]:
+        if billed[i] < requests[i] and (billed[i] > 0 or recorded_calls[i] > 0):  # a bill without them
             parts.append(
                 f"{int(requests[i] - billed[i])} of {int(requests[i])} requests record no usage: the bill leaves "
                 "them out, the replay prices them"
+                + ("" if billed[i] else " (the bill is the log's summariser calls alone)")
             )
         if billed[i] and unread[i] == billed[i] and replay_read[i] > 0:
             parts.append(

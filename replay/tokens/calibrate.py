@@ -306,11 +306,19 @@ def fit_usage(
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
         metadata = metadata_dict(req["metadata"][0])
-        exact = exact_sizes(metadata)
+        exact, exact_dropped = exact_sizes(metadata), exact_sizes(metadata, reasoning_dropped=True)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         drops, undone = context_drops(metadata), rollback_drops(metadata)
         f, prompts = _best_fit(
-            run_items, steps, recorded, overhead, check.boundaries, exact, drops, undone, learnable(steps, metadata)
+            run_items,
+            steps,
+            recorded,
+            overhead,
+            check.boundaries,
+            (exact, exact_dropped),
+            drops,
+            undone,
+            learnable(steps, metadata),
         )
         check_shrinks(check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata)
         check_growth(check, steps, recorded, prompts.total)
@@ -320,7 +328,15 @@ def fit_usage(
         check_attachments(check, run_items, steps, recorded, metadata, (TARGET_MEDIAN, TARGET_P95))
         half = resolutions(metadata, steps)
         oos = walk_forward(
-            visible(run_items, steps, overhead, not f.reasoning_in_prompt, exact, drops, undone),
+            visible(
+                run_items,
+                steps,
+                overhead,
+                not f.reasoning_in_prompt,
+                exact if f.reasoning_in_prompt else exact_dropped,
+                drops,
+                undone,
+            ),
             recorded,
             steps,
             check.boundaries,
@@ -415,17 +431,19 @@ def _best_fit(
     recorded: np.ndarray,
     overhead: Overhead,
     boundaries: dict[int, str],
-    exact: dict[int, int] | None = None,
+    exact: tuple[dict[int, int], dict[int, int]] = ({}, {}),
     drops: list[tuple[int, np.ndarray]] | None = None,
     undone: list[tuple[int, np.ndarray]] | None = None,
     learn: np.ndarray | None = None,
 ) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
+    ``exact``: the items the log sizes (usage_metadata.exact_sizes) with reasoning kept, and with it dropped.
     Exact tokens are taken off the recorded figure before the fit and added back to the prediction. ``learn``: the
     requests the fit learns from (all when None); the prompts are every request's."""
+    kept_exact, dropped_exact = exact
 
     def attempt(drop: bool) -> tuple[float, Fit, Prompts]:
-        p = visible(items, steps, overhead, drop, exact, drops, undone)
+        p = visible(items, steps, overhead, drop, dropped_exact if drop else kept_exact, drops, undone)
         target = recorded - p.exact
         m = np.ones(len(steps), dtype=bool) if learn is None else learn
         f = fit(p.tokens[m], target[m], p.messages[m], steps[m], sorted(boundaries), overhead.fixed, signed(boundaries))
@@ -433,9 +451,10 @@ def _best_fit(
 
     sse, f, p = attempt(False)
     counted = items.filter(pl.col("kind") == "reasoning")
-    if exact:
-        counted = counted.filter(~pl.col("seq").is_in(list(exact)))
-    if counted["n_tokens"].fill_null(0).sum() > 0:
+    if dropped_exact:  # reasoning the harness resends stays either way
+        counted = counted.filter(~pl.col("seq").is_in(list(dropped_exact)))
+    sized = sum(v for q, v in kept_exact.items() if q not in dropped_exact)  # sized reasoning the drop takes out
+    if counted["n_tokens"].fill_null(0).sum() > 0 or sized > 0:
         sse2, f2, p2 = attempt(True)
         if sse2 < DROP_REASONING_GAIN * sse:  # dropping must clearly explain the usage better, not fit noise
             return Fit(f2.overhead, f2.scale, f2.per_message, f2.offsets, reasoning_in_prompt=False), p2

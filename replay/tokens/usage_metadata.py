@@ -52,8 +52,15 @@ def events_and_rewrites(metadata: dict) -> list:
     return [*(events if isinstance(events, list) else []), *(rewrites if isinstance(rewrites, list) else [])]
 
 
-def exact_sizes(metadata: dict) -> dict[int, int]:
-    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
+def exact_sizes(metadata: dict, reasoning_dropped: bool = False) -> dict[int, int]:
+    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens).
+
+    ``reasoning_dropped``: the prompt model leaves earlier reasoning out (calibration found the usage says so). Such
+    an item then stays when the harness resends it (Codex's encrypted reasoning), but not when it stands for what
+    the harness never resends and the server may or may not count in its place (``reasoning_by_signature``: Gemini
+    CLI's thoughts, whose signatures the history keeps): none then."""
+    if reasoning_dropped and metadata.get("reasoning_by_signature") is True:
+        return {}
     out = {}
     for pair in metadata.get("reasoning_tokens") or []:
         if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):

@@ -277,6 +277,52 @@ def test_background_compaction_preset_and_fidelity(tmp_path: Path) -> None:
     assert row["simulated_request"] == 4 and row["within"], row
 
 
+def test_compaction_without_the_size_after_is_listed_not_scored(tmp_path: Path) -> None:
+    """A completion that logs no breakdown after it (a real 2026-04 session's: success, preCompactionTokens,
+    summaryContent, checkpoint, compactionTokensUsed) on a run without usage: fidelity lists the event with the
+    request the preset fires at and why it is not scored (main dropped the run: fidelity found nothing at all)."""
+    from replay.ingest import ingest
+    from replay.simulator.fidelity import fidelity_frame
+    from replay.store import open_store
+
+    events, _ = background_session()
+    for ev in events:
+        if ev["type"] == "session.compaction_complete":
+            for key in ("systemTokens", "conversationTokens", "toolDefinitionsTokens"):
+                del ev["data"][key]
+            ev["data"]["preCompactionTokens"] = 45_000
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    con = open_store(tmp_path / "b.duckdb")
+    ingest(con, [path])
+    (row,) = fidelity_frame(con, None).to_dicts()
+    assert row["kind"] == "compaction" and row["recorded_request"] == 4 and row["simulated_request"] == 4
+    assert row["recorded_after"] is None and row["within"] is None
+    assert row["reason"] == "no recorded prompt after it: request 4 has no usage in the log"
+
+
+def test_a_bill_of_the_summariser_call_alone_says_so(tmp_path: Path) -> None:
+    """No request records its prompt, the compaction records its call's usage: the recorded bill is that call alone
+    (a real 2026-04 session: $0.185 against about $0.57 at list prices for its 16 requests), and the run row says
+    the requests are left out of it (main said nothing: the note needed a billed request)."""
+    from replay.ingest import ingest
+    from replay.policies import Budget, make_policy
+    from replay.simulator.load import load_runs
+    from replay.simulator.run import simulate_run
+    from replay.store import open_store
+
+    events, _ = background_session()
+    path = tmp_path / "events.jsonl"
+    path.write_text("\n".join(json.dumps(e) for e in events) + "\n")
+    con = open_store(tmp_path / "b.duckdb")
+    ingest(con, [path])
+    (run,) = load_runs(con, None)
+    row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))[1]
+    assert row["recorded_cost_usd"] > 0  # the summariser call, priced
+    assert row["recorded_cost_note"].startswith(f"{run.n_requests} of {run.n_requests} requests record no usage")
+    assert "the bill is the log's summariser calls alone" in row["recorded_cost_note"]
+
+
 def test_sub_agent_events_are_not_the_main_conversation(tmp_path: Path) -> None:
     """1.0.34 writes a task sub-agent's messages and tool events into the session's file with
     ``data.parentToolCallId`` (its own rebuild of the main messages skips them): they are a child run's, and the

@@ -478,6 +478,24 @@ def test_truncation_is_said_with_its_request(tmp_path: Path) -> None:
     assert warning["line"] == 9 and "cut 4 message(s) from request 1's prompt" in warning["message"]
 
 
+def test_a_truncation_pass_that_removed_nothing_is_not_warned_of(tmp_path: Path) -> None:
+    """The CLI of 2025-12 logs a truncation pass before every request of a resumed session, most removing nothing
+    (0 messages, 0 tokens: a real log's three passes read as three false warnings on main)."""
+    s = Session()
+    s.prompt("go")
+    s.call(0, "ok")
+    turn_start = len(s.events)
+    s.call(1, "again")
+    kept = {"tokenLimit": 128_000, "preTruncationTokensInMessages": 20_856, "preTruncationMessagesLength": 21,
+            "postTruncationTokensInMessages": 20_856, "postTruncationMessagesLength": 21,
+            "tokensRemovedDuringTruncation": 0, "messagesRemovedDuringTruncation": 0,
+            "performedBy": "BasicTruncator"}  # fmt: skip
+    s.events.insert(turn_start + 1, {**s.events[turn_start], "type": "session.truncation", "data": kept})
+    (run,) = of(read(s.write(tmp_path / "events.jsonl")), Run)
+    assert run.metadata["truncations"][0]["preTruncationTokensInMessages"] == 20_856  # the CLI's count, kept
+    assert "warnings" not in run.metadata
+
+
 def test_a_compaction_the_threshold_did_not_cause_is_not_scored(tmp_path: Path) -> None:
     """1.0.102 logs why it compacted: one made for a switch to a smaller window is no threshold preset's to
     reproduce; fidelity replays it as recorded and says why."""
