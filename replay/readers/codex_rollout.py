@@ -47,6 +47,12 @@ A user turn starts where codex-rs's does (``codex_history``): at a user message 
 another agent's message; injected context (environment updates, a turn-aborted note, a sub-agent's notification)
 opens none, so a turn's encrypted reasoning stays in its prompts across a notification sent in the middle of it.
 
+A forked rollout (a sub-agent spawned with its parent's context, a ``thread/fork``; its session_meta names
+``forked_from_id``) first holds a copy of its parent's rollout (``Fork``): its messages and compactions are the
+child's starting history, but its token_counts are the parent's calls, not requests of this run
+(``runs.metadata.forked_requests`` counts them, ``fork_copy_line`` is the child's first own turn), and a compaction
+in it has ``cause`` "forked" and no usage (the parent paid for it).
+
 A ``thread_rolled_back`` event (the user undid the last ``num_turns`` turns) takes those turns' items out of every
 later prompt by codex-rs's rule (``codex_history``); what it took goes to ``runs.metadata.rollbacks``.
 """
@@ -252,6 +258,47 @@ def note_window(b: RunBuilder, window: Any, line: int | None = None) -> None:
     meta["model_context_window"] = window
 
 
+def uuid7_ms(value: Any) -> int | None:
+    """The creation time (Unix milliseconds) a UUIDv7 carries in its first 48 bits; None for anything else. codex-rs
+    names threads and turns by UUIDv7 (``Uuid::now_v7``), so one made later sorts later."""
+    if not isinstance(value, str) or len(value) != 36 or value[14] != "7":
+        return None
+    try:
+        return int(value[:8] + value[9:13], 16)
+    except ValueError:
+        return None
+
+
+class Fork:
+    """A forked rollout's copy of its parent (codex-rs ``spawn_forked_thread``, ``thread/fork``): the child's rollout
+    starts with its own session_meta (``forked_from_id``), then the parent's rollout items it keeps
+    (``keep_forked_rollout_item``: the parent's session_meta, its system, developer, user and final-answer messages,
+    ``compacted`` lines and every event, token_counts included; turn contexts on a full-history fork), then the
+    child's own turns. The copied token_counts are the parent's calls, billed in the parent's rollout: not requests
+    of this run. The copy ends at the first turn (``task_started`` or ``turn_context``) whose UUIDv7 ``turn_id`` was
+    made no earlier than the child thread's own id; with ids that are not UUIDv7 nothing is read as inherited."""
+
+    def __init__(self) -> None:
+        self.since: int | None = None  # the child thread's creation time (ms) while the parent's copy is being read
+        self.calls = 0  # the parent's calls seen in the copy
+
+    def start(self, p: dict) -> None:
+        """The rollout's own session_meta: a fork starts in its parent's copy."""
+        self.since = uuid7_ms(p.get("id")) if p.get("forked_from_id") else None
+
+    def turn(self, turn_id: Any) -> bool:
+        """Whether a turn with this id ends the copy (the first of the child's own turns)."""
+        made = uuid7_ms(turn_id)
+        if self.since is None or made is None or made < self.since:
+            return False
+        self.since = None
+        return True
+
+    @property
+    def copying(self) -> bool:
+        return self.since is not None
+
+
 def agent_message_text(content: Any) -> tuple[str, int]:
     """An ``agent_message`` item's model-visible text (its ``input_text`` parts) and the number of its
     ``encrypted_content`` parts, whose size the log does not give."""
@@ -344,11 +391,13 @@ def compaction(
     logged: dict[str, dict],
     live: History,
     initial: dict[str, dict] | None = None,
+    forked: bool = False,
 ) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event; ``live``
     becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it).
     A line with neither form of replacement history (codex-rs before 0.63) gets the history codex-rs rebuilt
-    (``codex_bridge``) from ``initial``, the latest initial-context messages logged."""
+    (``codex_bridge``) from ``initial``, the latest initial-context messages logged. ``forked``: the line is in a
+    fork's copy of its parent (``Fork``): the parent compacted, so the event's cause is "forked"."""
     if "replacement_history" not in p and "replacement_history_entries" not in p and initial is not None:
         p = bridged(b, p, line, live, initial)
     message = p["message"] if isinstance(p.get("message"), str) else ""
@@ -391,6 +440,8 @@ def compaction(
         order.append(summary_seq)
     live.replace(keep, start, order, b.seq)
     extra: dict[str, Any] = {"usage": usage} if usage else {}
+    if forked:
+        extra["cause"] = "forked"
     if b.seq > first_resent:  # the replacement history: sent again after the summary, not new content
         extra["resent"] = [[first_resent, b.seq]]
     if encrypted:
@@ -453,8 +504,9 @@ class CodexRolloutReader:
     # compaction's usage from its token_usage_record; a summariser call's cache writes; 7: a ``compacted`` line
     # without a replacement history gets the history codex-rs 0.36-0.50 rebuilt (``codex_bridge``); a rollout
     # whose token_counts carry no usage has its requests where the model's output starts; 8: codex-rs 0.39's
-    # token_count before the output it measured (``usage_before_output``)
-    version = 8
+    # token_count before the output it measured (``usage_before_output``); 9: a fork's copy of its parent
+    # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's
+    version = 9
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -480,6 +532,7 @@ class CodexRolloutReader:
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         live = History()  # what Codex's history holds, for a thread rollback
+        fork = Fork()  # a forked rollout's copy of its parent: its token_counts are the parent's calls
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
         records: dict[str, dict] = {}  # token_usage_record lines by response id, for a compaction's own call
         initial: dict[str, dict] = {}  # the latest initial-context message of each kind (codex_bridge)
@@ -496,6 +549,12 @@ class CodexRolloutReader:
             if not isinstance(p, dict):
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
+            if fork.copying and (kind == "turn_context" or kind == "event_msg" and p.get("type") == "task_started"):
+                if fork.turn(p.get("turn_id")):  # the child's first own turn: the copy ends here
+                    b.run.metadata.update(forked_requests=fork.calls, fork_copy_line=line)
+            if fork.copying:
+                last_total = self._copied(b, d, p, kind, line, ts, keep, logged, live, initial, fork, last_total)
+                continue
             if kind == "response_item" and not structural and p.get("type") in ITEM_TYPES:
                 if is_output(p) and not output_seen and counted_since_input:  # usage logged before its output
                     d.count_first = b.run.metadata["usage_before_output"] = True
@@ -514,6 +573,7 @@ class CodexRolloutReader:
                 self._meta(b, d, p, line, ts)
                 if first:
                     keep = b.seq
+                    fork.start(p)
             elif kind == "turn_context" and p.get("model"):
                 budget = history_budget(p.get("truncation_policy"))
                 model = p["model"]
@@ -578,6 +638,43 @@ class CodexRolloutReader:
             if structural:
                 b.warn(1, STRUCTURAL.format(n=b.step))
         yield from b
+
+    def _copied(
+        self,
+        b: RunBuilder,
+        d: Deferred,
+        p: dict,
+        kind: Any,
+        line: int,
+        ts: str | None,
+        keep: int,
+        logged: dict[str, dict],
+        live: History,
+        initial: dict[str, dict],
+        fork: Fork,
+        last_total: Any,
+    ) -> Any:
+        """One line of a fork's copy of its parent (``Fork``): its messages, compactions and rollbacks make the
+        child's starting history; its token_counts are the parent's calls (counted, not requests); its turn
+        contexts are the parent's turns (the run's model is the child's). Returns the latest total usage."""
+        if kind == "session_meta":
+            self._meta(b, d, p, line, ts)
+        elif kind == "compacted":
+            d.input(partial(compaction, b, p, line, ts, keep, None, logged, live, initial, forked=True))
+        elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
+            d.input(partial(rollback, b, live, p.get("num_turns"), line))
+        elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
+            note_window(b, p["info"].get("model_context_window"), line)
+            total = p["info"].get("total_token_usage")
+            fork.calls += total != last_total and not window_filled(p["info"])
+            return total
+        elif kind == "response_item":
+            if isinstance(p.get("id"), str):
+                logged[p["id"]] = p
+            if tag := initial_context_kind(p):
+                initial[tag] = p
+            self._item(b, d, live, p, line, ts, None, None)
+        return last_total
 
     @staticmethod
     def _meta(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
