@@ -22,7 +22,8 @@ Remote compaction v2 logs no token_count for its call: its usage is the ``token_
 the ``compacted`` line names (``compaction_response_id``).
 ``replacement_history`` is the whole history Codex sends from then on: the kept user messages, the re-injected
 initial context (developer instructions, environment context) and the summary (a user message starting with the
-summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item). The reader emits
+summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item, sized as codex-rs sizes
+it, like encrypted reasoning, in ``runs.metadata.encrypted_summary_tokens``). The reader emits
 the summary item, then the other replacement items, at the step of the next request; the event drops everything
 after the session's base instructions (sent as ``instructions`` with every request) up to the summary. Remote
 compaction v2 ends its replacement history with an encrypted ``context_compaction`` item and keeps other agents'
@@ -418,6 +419,9 @@ def compaction(
     if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
         summary_seq = b.add("summary", "user", message, ts=ts, line=line).seq
         live.mark(summary_seq, summary_seq + 1, None if encrypted else TURN)  # a user message, unless encrypted
+        if encrypted and summary_at is not None:
+            estimate = codex_reasoning_estimate(str(history[summary_at].get("encrypted_content") or ""))
+            b.run.metadata.setdefault("encrypted_summary_tokens", []).append([summary_seq, estimate])
     at = {"ts": ts, "line": line}
     first_resent = b.seq
     order: list[int] = []  # the reader's seqs in the replacement history's order
@@ -505,7 +509,8 @@ class CodexRolloutReader:
     # without a replacement history gets the history codex-rs 0.36-0.50 rebuilt (``codex_bridge``); a rollout
     # whose token_counts carry no usage has its requests where the model's output starts; 8: codex-rs 0.39's
     # token_count before the output it measured (``usage_before_output``); 9: a fork's copy of its parent
-    # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's
+    # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's; an encrypted
+    # summary's size, codex-rs's estimate (``encrypted_summary_tokens``)
     version = 9
 
     def sniff(self, head: str, path: Path) -> bool:

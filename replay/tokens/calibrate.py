@@ -108,8 +108,9 @@ def visible(
     ((from step, item seqs) from ``runs.metadata.context_events``) removed by then; without events, since the
     latest summary. ``undone`` (same form: ``usage_metadata.rollback_drops``) is what the user's rollbacks took out.
 
-    ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning): such an item is in the
-    prompt only within its own turn (the Responses API drops earlier turns' reasoning) and is not scaled.
+    ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning, a remote compaction's
+    encrypted summary): it is not scaled, and reasoning is in the prompt only within its own turn (the Responses API
+    drops earlier turns' reasoning).
     """
     items = items.sort("seq")
     step = items["step"].to_numpy()
@@ -122,7 +123,9 @@ def visible(
     cost = np.where(is_exact, 0.0, items["n_tokens"].fill_null(0).to_numpy()) + per_message
     kind = items["kind"]
     summary = (kind == "summary").to_numpy()
-    keep = ~(kind == "reasoning").to_numpy() | is_exact if drop_reasoning else np.ones(len(items), dtype=bool)
+    reasoning = (kind == "reasoning").to_numpy()
+    keep = ~reasoning | is_exact if drop_reasoning else np.ones(len(items), dtype=bool)
+    own_turn = is_exact & reasoning  # sized reasoning: counted within its own turn only
     tokens = np.empty(len(steps), dtype=np.float64)
     messages = np.empty(len(steps), dtype=np.float64)
     exact_out = np.zeros(len(steps), dtype=np.float64)
@@ -141,7 +144,7 @@ def visible(
                 vis &= ~np.isin(seq, rolled_back)
         vis &= keep
         if is_exact.any() and vis.any():
-            vis &= ~is_exact | (turn == turn[vis].max())
+            vis &= ~own_turn | (turn == turn[vis].max())
             exact_out[i] = exact_tokens[vis].sum()
         tokens[i] = cost[vis].sum() + overhead.fixed
         messages[i] = vis.sum()

@@ -53,11 +53,14 @@ def events_and_rewrites(metadata: dict) -> list:
 
 
 def exact_sizes(metadata: dict) -> dict[int, int]:
-    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens)."""
+    """Item seq -> tokens for items the log holds only as a size: reasoning in the model's units
+    (runs.metadata.reasoning_tokens) and a remote compaction's encrypted summary as the harness estimates it
+    (``encrypted_summary_tokens``: codex-rs sizes it like encrypted reasoning; no other size is logged)."""
     out = {}
-    for pair in metadata.get("reasoning_tokens") or []:
-        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
-            out[pair[0]] = pair[1]
+    for key in ("reasoning_tokens", "encrypted_summary_tokens"):
+        for pair in metadata.get(key) or []:
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
+                out[pair[0]] = pair[1]
     return out
 
 
