@@ -18,8 +18,9 @@ the output after a request is that request's, seen from the next one on.
 
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
-Remote compaction v2 logs no token_count for its call: its usage is the ``token_usage_record`` line of the response
-the ``compacted`` line names (``compaction_response_id``).
+Remote compaction (compact_remote: the server's compact endpoint, an empty ``message`` and an encrypted summary)
+logs no token_count for its call, so the token_count before it is the agent's last request; v2's usage is the
+``token_usage_record`` line of the response the ``compacted`` line names (``compaction_response_id``).
 ``replacement_history`` is the whole history Codex sends from then on: the kept user messages, the re-injected
 initial context (developer instructions, environment context) and the summary (a user message starting with the
 summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item, sized as codex-rs sizes
@@ -220,6 +221,21 @@ def compaction_record_usage(p: dict, records: dict[str, dict]) -> dict[str, Any]
     usage = record.get("usage") if record else None
     call = call_usage(usage) if isinstance(usage, dict) else {}
     return event_usage(call) if call else None
+
+
+def remote_compaction(p: dict) -> bool:
+    """Whether a ``compacted`` line is the server's (codex-rs compact_remote: the compact endpoint's output, an empty
+    ``message`` and an encrypted summary item in the replacement history; v2 names its response). codex-rs logs no
+    token_count for that call (v2: a ``token_usage_record``), so a token_count right before it is the agent's last
+    request, not a summariser call as before a local compaction."""
+    if isinstance(p.get("compaction_response_id"), str):
+        return True
+    if isinstance(p.get("message"), str) and p["message"]:
+        return False
+    entries = p.get("replacement_history")
+    if not isinstance(entries, list):
+        entries = [e.get("item") for e in p.get("replacement_history_entries") or [] if isinstance(e, dict)]
+    return any(isinstance(e, dict) and e.get("type") in ENCRYPTED_SUMMARIES for e in entries)
 
 
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
@@ -510,7 +526,8 @@ class CodexRolloutReader:
     # whose token_counts carry no usage has its requests where the model's output starts; 8: codex-rs 0.39's
     # token_count before the output it measured (``usage_before_output``); 9: a fork's copy of its parent
     # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's; an encrypted
-    # summary's size, codex-rs's estimate (``encrypted_summary_tokens``)
+    # summary's size, codex-rs's estimate (``encrypted_summary_tokens``); the token_count before a remote
+    # compaction is a request (``remote_compaction``)
     version = 9
 
     def sniff(self, head: str, path: Path) -> bool:
@@ -565,7 +582,7 @@ class CodexRolloutReader:
                     d.count_first = b.run.metadata["usage_before_output"] = True
                 output_seen = output_seen or is_output(p)
                 counted_since_input = counted_since_input and is_output(p)
-            if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
+            if held and kind == "compacted" and not remote_compaction(p):  # the summariser's call: not a request
                 usage = event_usage(held)
                 held = None
                 d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live, initial))

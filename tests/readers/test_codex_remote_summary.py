@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from replay.model import Item, Run
+from replay.model import Item, Request, Run
 from replay.readers.base import ReadContext
 from replay.readers.codex_rollout import READER as ROLLOUT
 from replay.readers.codex_rollout import codex_reasoning_estimate
@@ -35,8 +35,8 @@ ROLLOUT_LINES = [
     ("session_meta", {"id": "s", "cwd": "/w", "originator": "codex_cli_rs", "cli_version": "0.118.0"}),
     ("turn_context", {"model": "gpt-5.3-codex"}),
     ("response_item", user("fix the build")),
-    tokens(1_000, 1_000),
     ("response_item", {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}),
+    tokens(1_000, 1_000),  # the agent's request, logged after its output
     (
         "compacted",
         {
@@ -80,3 +80,34 @@ def test_a_sized_summary_stays_after_the_next_user_turn() -> None:
     )
     p = visible(items, np.arange(3), Overhead({"user": 0}, 0, "test"), exact={1: 300, 2: 1_339})
     assert p.exact.tolist() == [300, 1_339, 1_339]  # main: [300, 1339, 0]
+
+
+def read_lines(tmp_path: Path, lines: list[tuple[str, dict]]) -> list:
+    path = tmp_path / "rollout.jsonl"
+    path.write_text(
+        "\n".join(json.dumps({"timestamp": "2026-04-01T00:00:00Z", "type": t, "payload": p}) for t, p in lines)
+    )
+    return list(ROLLOUT.read(ReadContext(path=path, file_hash="0" * 32)))
+
+
+def test_the_call_before_a_remote_compaction_is_a_request(tmp_path: Path) -> None:
+    """compact_remote logs no token_count for the compact endpoint's call: the one before it was the agent's."""
+    records = read_lines(tmp_path, ROLLOUT_LINES)
+    assert [r.prompt_tokens for r in records if isinstance(r, Request)] == [1_000, 3_000]  # main: [3_000]
+    run = next(r for r in records if isinstance(r, Run))
+    (event,) = run.metadata["context_events"]
+    assert "usage" not in event and event["step"] == 1
+
+
+def test_the_call_before_a_local_compaction_is_the_summariser(tmp_path: Path) -> None:
+    summary = "Here is a summary of the conversation so far"
+    local = [
+        (t, {"message": summary, "replacement_history": [user("fix the build"), user(summary)]})
+        if t == "compacted"
+        else (t, p)
+        for t, p in ROLLOUT_LINES
+    ]
+    records = read_lines(tmp_path, local)
+    assert [r.prompt_tokens for r in records if isinstance(r, Request)] == [3_000]
+    run = next(r for r in records if isinstance(r, Run))
+    assert run.metadata["context_events"][0]["usage"]["prompt"] == 1_000
