@@ -484,6 +484,20 @@ def _replacement_entry(b: RunBuilder, e: dict, at: dict[str, Any]) -> None:
                 b.add("image", "user", "[image]", **at)
 
 
+SEARCH_NOTE = "web search results"
+
+
+def searched(b: RunBuilder, step: int, line: int) -> None:
+    """Note that request ``step``'s response ran a hosted web search (a ``web_search_call`` item): the server fed
+    the results to the model inside that response, so its usage counts input its prompt did not carry and the log
+    never holds (only the search's action is logged; later prompts do not carry the results either). The note
+    (``runs.metadata.unlogged``, ``usage_only``) keeps the request out of the prompt fit and, at enough requests,
+    flags the run."""
+    notes = b.run.metadata.setdefault("unlogged", [])
+    if step >= 0 and not any(n.get("step") == step and n.get("reason") == SEARCH_NOTE for n in notes):
+        notes.append({"step": step, "line": line, "reason": SEARCH_NOTE, "varies": True, "usage_only": True})
+
+
 def agent_turn(b: RunBuilder, live: History, text: str, encrypted: int, at: dict[str, Any]) -> None:
     """Another agent's message (``add_agent_input``): codex-rs counts it as a user-turn boundary
     (context_manager/history.rs ``is_user_turn_boundary``; an ``inter_agent_communication`` line likewise)."""
@@ -527,7 +541,8 @@ class CodexRolloutReader:
     # token_count before the output it measured (``usage_before_output``); 9: a fork's copy of its parent
     # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's; an encrypted
     # summary's size, codex-rs's estimate (``encrypted_summary_tokens``); the token_count before a remote
-    # compaction is a request (``remote_compaction``)
+    # compaction is a request (``remote_compaction``); a request whose response ran a web search is noted
+    # (``searched``)
     version = 9
 
     def sniff(self, head: str, path: Path) -> bool:
@@ -788,7 +803,13 @@ class CodexRolloutReader:
             d.output(add_reasoning)
         elif t in CALLS:
             name = p.get("name") or t.removesuffix("_call")
-            d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))
+
+            def add_call() -> None:
+                item = b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at)
+                if t == "web_search_call":
+                    searched(b, item.step - 1, line)
+
+            d.output(add_call)
         elif t in OUTPUTS:
             cut = budget if t in ("function_call_output", "custom_tool_call_output") else None  # process_item's
             sent, n_images = output_sent(p.get("output") if "output" in p else p.get("tools"), cut)

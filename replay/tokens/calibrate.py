@@ -448,19 +448,27 @@ def _best_fit(
 def learnable(steps: np.ndarray, metadata: dict) -> np.ndarray | None:
     """The requests a fit may learn from: None (all) but where the reader found compactions the log does not hold
     (``runs.metadata.unrecorded_compactions``): then not those from the first of them up to the next compaction
-    the log holds, whose prompts the log cannot give (Cline 4.1 keeps only its latest compaction)."""
+    the log holds, whose prompts the log cannot give (Cline 4.1 keeps only its latest compaction); nor requests
+    whose usage counts input their prompt did not carry (``unlogged`` notes with ``usage_only``: the results of a
+    hosted web search Codex's server ran inside the response)."""
+    keep = np.ones(len(steps), dtype=bool)
     lost = [s for s in metadata.get("unrecorded_compactions") or [] if isinstance(s, int)]
-    if not lost:
-        return None
-    first = min(lost)
-    held = [
-        ev["step"]
-        for ev in metadata.get("context_events") or []
-        if isinstance(ev, dict) and isinstance(ev.get("step"), int) and ev["step"] > first
+    if lost:
+        first = min(lost)
+        held = [
+            ev["step"]
+            for ev in metadata.get("context_events") or []
+            if isinstance(ev, dict) and isinstance(ev.get("step"), int) and ev["step"] > first
+        ]
+        until = min(held) if held else int(steps.max()) + 1
+        keep &= (steps < first) | (steps >= until)
+    inflated = [
+        n["step"]
+        for n in metadata.get("unlogged") or []
+        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
     ]
-    until = min(held) if held else int(steps.max()) + 1
-    keep = (steps < first) | (steps >= until)
-    return keep if keep.sum() >= MIN_FIT else None
+    keep &= ~np.isin(steps, inflated)
+    return keep if not keep.all() and keep.sum() >= MIN_FIT else None
 
 
 def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:
