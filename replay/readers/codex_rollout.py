@@ -112,6 +112,12 @@ STRUCTURAL = (
 )
 
 
+UNUSABLE = (
+    "token_count usage {value!r:.40} is not a TokenUsage object (the log's usage was removed, e.g. redacted): such"
+    " token_counts are read as carrying no usage"
+)
+
+
 def is_output(item: dict) -> bool:
     """Whether a response item is the model's output (what a response returns), not input sent to it."""
     kind = item.get("type")
@@ -563,6 +569,7 @@ class CodexRolloutReader:
         b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
         d, last_total, model = Deferred(b), None, None
         counted = False  # a token_count with usage was logged
+        unusable = False  # a token_count's usage was not a TokenUsage object (warned once)
         in_output = False  # structural: the last response item was the model's output
         output_seen = False  # a model output item was logged
         counted_since_input = False  # a request's token_count was logged after the latest input item
@@ -624,8 +631,13 @@ class CodexRolloutReader:
             elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
                 d.input(partial(rollback, b, live, p.get("num_turns"), line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
-                counted = True
                 info = p["info"]
+                if not isinstance(info.get("last_token_usage"), dict):  # usage removed (e.g. redacted): none
+                    if not unusable:
+                        b.warn(line, UNUSABLE.format(value=info.get("last_token_usage")))
+                    unusable = True
+                    continue
+                counted = True
                 note_window(b, info.get("model_context_window"), line)
                 total = info.get("total_token_usage")
                 if window_filled(info):  # a request the server refused: not a call the run paid for
