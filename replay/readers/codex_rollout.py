@@ -18,11 +18,13 @@ the output after a request is that request's, seen from the next one on.
 
 Compaction (codex-rs compact task): the summariser's model call logs a token_count and then the ``compacted`` line;
 that call is not an agent request, so its usage goes into a context event (``runs.metadata.context_events``).
-Remote compaction v2 logs no token_count for its call: its usage is the ``token_usage_record`` line of the response
-the ``compacted`` line names (``compaction_response_id``).
+Remote compaction (compact_remote: the server's compact endpoint, an empty ``message`` and an encrypted summary)
+logs no token_count for its call, so the token_count before it is the agent's last request; v2's usage is the
+``token_usage_record`` line of the response the ``compacted`` line names (``compaction_response_id``).
 ``replacement_history`` is the whole history Codex sends from then on: the kept user messages, the re-injected
 initial context (developer instructions, environment context) and the summary (a user message starting with the
-summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item). The reader emits
+summariser's prefix, equal to ``message``; remote compaction: an encrypted ``compaction`` item, sized as codex-rs sizes
+it, like encrypted reasoning, in ``runs.metadata.encrypted_summary_tokens``). The reader emits
 the summary item, then the other replacement items, at the step of the next request; the event drops everything
 after the session's base instructions (sent as ``instructions`` with every request) up to the summary. Remote
 compaction v2 ends its replacement history with an encrypted ``context_compaction`` item and keeps other agents'
@@ -46,6 +48,12 @@ false, a warning); a null-info token_count in a rollout that does log usage is a
 A user turn starts where codex-rs's does (``codex_history``): at a user message that is not injected context, or at
 another agent's message; injected context (environment updates, a turn-aborted note, a sub-agent's notification)
 opens none, so a turn's encrypted reasoning stays in its prompts across a notification sent in the middle of it.
+
+A forked rollout (a sub-agent spawned with its parent's context, a ``thread/fork``; its session_meta names
+``forked_from_id``) first holds a copy of its parent's rollout (``Fork``): its messages and compactions are the
+child's starting history, but its token_counts are the parent's calls, not requests of this run
+(``runs.metadata.forked_requests`` counts them, ``fork_copy_line`` is the child's first own turn), and a compaction
+in it has ``cause`` "forked" and no usage (the parent paid for it).
 
 A ``thread_rolled_back`` event (the user undid the last ``num_turns`` turns) takes those turns' items out of every
 later prompt by codex-rs's rule (``codex_history``); what it took goes to ``runs.metadata.rollbacks``.
@@ -101,6 +109,12 @@ ITEM_TYPES = {"message", "reasoning", *CALLS, *OUTPUTS}
 STRUCTURAL = (
     "no token_count in this rollout carries usage (a provider that reports none): {n} request(s) are read where the"
     " model's output starts after input, their usage unknown"
+)
+
+
+UNUSABLE = (
+    "token_count usage {value!r:.40} is not a TokenUsage object (the log's usage was removed, e.g. redacted): such"
+    " token_counts are read as carrying no usage"
 )
 
 
@@ -215,6 +229,21 @@ def compaction_record_usage(p: dict, records: dict[str, dict]) -> dict[str, Any]
     return event_usage(call) if call else None
 
 
+def remote_compaction(p: dict) -> bool:
+    """Whether a ``compacted`` line is the server's (codex-rs compact_remote: the compact endpoint's output, an empty
+    ``message`` and an encrypted summary item in the replacement history; v2 names its response). codex-rs logs no
+    token_count for that call (v2: a ``token_usage_record``), so a token_count right before it is the agent's last
+    request, not a summariser call as before a local compaction."""
+    if isinstance(p.get("compaction_response_id"), str):
+        return True
+    if isinstance(p.get("message"), str) and p["message"]:
+        return False
+    entries = p.get("replacement_history")
+    if not isinstance(entries, list):
+        entries = [e.get("item") for e in p.get("replacement_history_entries") or [] if isinstance(e, dict)]
+    return any(isinstance(e, dict) and e.get("type") in ENCRYPTED_SUMMARIES for e in entries)
+
+
 def sniff_json_lines(head: str, test: Callable[[dict], bool]) -> bool:
     for line in head.splitlines()[:20]:
         try:
@@ -250,6 +279,47 @@ def note_window(b: RunBuilder, window: Any, line: int | None = None) -> None:
         if not seen or seen[-1][1] != window:
             seen.append([line, window])
     meta["model_context_window"] = window
+
+
+def uuid7_ms(value: Any) -> int | None:
+    """The creation time (Unix milliseconds) a UUIDv7 carries in its first 48 bits; None for anything else. codex-rs
+    names threads and turns by UUIDv7 (``Uuid::now_v7``), so one made later sorts later."""
+    if not isinstance(value, str) or len(value) != 36 or value[14] != "7":
+        return None
+    try:
+        return int(value[:8] + value[9:13], 16)
+    except ValueError:
+        return None
+
+
+class Fork:
+    """A forked rollout's copy of its parent (codex-rs ``spawn_forked_thread``, ``thread/fork``): the child's rollout
+    starts with its own session_meta (``forked_from_id``), then the parent's rollout items it keeps
+    (``keep_forked_rollout_item``: the parent's session_meta, its system, developer, user and final-answer messages,
+    ``compacted`` lines and every event, token_counts included; turn contexts on a full-history fork), then the
+    child's own turns. The copied token_counts are the parent's calls, billed in the parent's rollout: not requests
+    of this run. The copy ends at the first turn (``task_started`` or ``turn_context``) whose UUIDv7 ``turn_id`` was
+    made no earlier than the child thread's own id; with ids that are not UUIDv7 nothing is read as inherited."""
+
+    def __init__(self) -> None:
+        self.since: int | None = None  # the child thread's creation time (ms) while the parent's copy is being read
+        self.calls = 0  # the parent's calls seen in the copy
+
+    def start(self, p: dict) -> None:
+        """The rollout's own session_meta: a fork starts in its parent's copy."""
+        self.since = uuid7_ms(p.get("id")) if p.get("forked_from_id") else None
+
+    def turn(self, turn_id: Any) -> bool:
+        """Whether a turn with this id ends the copy (the first of the child's own turns)."""
+        made = uuid7_ms(turn_id)
+        if self.since is None or made is None or made < self.since:
+            return False
+        self.since = None
+        return True
+
+    @property
+    def copying(self) -> bool:
+        return self.since is not None
 
 
 def agent_message_text(content: Any) -> tuple[str, int]:
@@ -344,11 +414,13 @@ def compaction(
     logged: dict[str, dict],
     live: History,
     initial: dict[str, dict] | None = None,
+    forked: bool = False,
 ) -> None:
     """Add a ``compacted`` line's summary and replacement history after the current items, and its event; ``live``
     becomes the replacement history, in its own order (the summary where Codex put it, last when it is not in it).
     A line with neither form of replacement history (codex-rs before 0.63) gets the history codex-rs rebuilt
-    (``codex_bridge``) from ``initial``, the latest initial-context messages logged."""
+    (``codex_bridge``) from ``initial``, the latest initial-context messages logged. ``forked``: the line is in a
+    fork's copy of its parent (``Fork``): the parent compacted, so the event's cause is "forked"."""
     if "replacement_history" not in p and "replacement_history_entries" not in p and initial is not None:
         p = bridged(b, p, line, live, initial)
     message = p["message"] if isinstance(p.get("message"), str) else ""
@@ -369,6 +441,9 @@ def compaction(
     if message or encrypted:  # remote compaction: the server's summary is encrypted, its size unknown
         summary_seq = b.add("summary", "user", message, ts=ts, line=line).seq
         live.mark(summary_seq, summary_seq + 1, None if encrypted else TURN)  # a user message, unless encrypted
+        if encrypted and summary_at is not None:
+            estimate = codex_reasoning_estimate(str(history[summary_at].get("encrypted_content") or ""))
+            b.run.metadata.setdefault("encrypted_summary_tokens", []).append([summary_seq, estimate])
     at = {"ts": ts, "line": line}
     first_resent = b.seq
     order: list[int] = []  # the reader's seqs in the replacement history's order
@@ -391,6 +466,8 @@ def compaction(
         order.append(summary_seq)
     live.replace(keep, start, order, b.seq)
     extra: dict[str, Any] = {"usage": usage} if usage else {}
+    if forked:
+        extra["cause"] = "forked"
     if b.seq > first_resent:  # the replacement history: sent again after the summary, not new content
         extra["resent"] = [[first_resent, b.seq]]
     if encrypted:
@@ -411,6 +488,20 @@ def _replacement_entry(b: RunBuilder, e: dict, at: dict[str, Any]) -> None:
         for c in e.get("content") or []:
             if isinstance(c, dict) and _is_image(c):
                 b.add("image", "user", "[image]", **at)
+
+
+SEARCH_NOTE = "web search results"
+
+
+def searched(b: RunBuilder, step: int, line: int) -> None:
+    """Note that request ``step``'s response ran a hosted web search (a ``web_search_call`` item): the server fed
+    the results to the model inside that response, so its usage counts input its prompt did not carry and the log
+    never holds (only the search's action is logged; later prompts do not carry the results either). The note
+    (``runs.metadata.unlogged``, ``usage_only``) keeps the request out of the prompt fit and, at enough requests,
+    flags the run."""
+    notes = b.run.metadata.setdefault("unlogged", [])
+    if step >= 0 and not any(n.get("step") == step and n.get("reason") == SEARCH_NOTE for n in notes):
+        notes.append({"step": step, "line": line, "reason": SEARCH_NOTE, "varies": True, "usage_only": True})
 
 
 def agent_turn(b: RunBuilder, live: History, text: str, encrypted: int, at: dict[str, Any]) -> None:
@@ -453,8 +544,12 @@ class CodexRolloutReader:
     # compaction's usage from its token_usage_record; a summariser call's cache writes; 7: a ``compacted`` line
     # without a replacement history gets the history codex-rs 0.36-0.50 rebuilt (``codex_bridge``); a rollout
     # whose token_counts carry no usage has its requests where the model's output starts; 8: codex-rs 0.39's
-    # token_count before the output it measured (``usage_before_output``)
-    version = 8
+    # token_count before the output it measured (``usage_before_output``); 9: a fork's copy of its parent
+    # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's; an encrypted
+    # summary's size, codex-rs's estimate (``encrypted_summary_tokens``); the token_count before a remote
+    # compaction is a request (``remote_compaction``); a request whose response ran a web search is noted
+    # (``searched``)
+    version = 9
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -474,12 +569,14 @@ class CodexRolloutReader:
         b = RunBuilder(Run(run_id=ctx.run_id(), format=self.format, source_path=str(ctx.path), harness="codex"))
         d, last_total, model = Deferred(b), None, None
         counted = False  # a token_count with usage was logged
+        unusable = False  # a token_count's usage was not a TokenUsage object (warned once)
         in_output = False  # structural: the last response item was the model's output
         output_seen = False  # a model output item was logged
         counted_since_input = False  # a request's token_count was logged after the latest input item
         held: dict[str, Any] | None = None  # the latest model call, until we know it was not the compaction's
         keep = 0  # items before this seq (the base instructions) are never replaced by a compaction
         live = History()  # what Codex's history holds, for a thread rollback
+        fork = Fork()  # a forked rollout's copy of its parent: its token_counts are the parent's calls
         logged: dict[str, dict] = {}  # response items by their id, for a replacement history given by reference
         records: dict[str, dict] = {}  # token_usage_record lines by response id, for a compaction's own call
         initial: dict[str, dict] = {}  # the latest initial-context message of each kind (codex_bridge)
@@ -496,12 +593,18 @@ class CodexRolloutReader:
             if not isinstance(p, dict):
                 continue
             kind, ts = obj.get("type"), obj.get("timestamp")
+            if fork.copying and (kind == "turn_context" or kind == "event_msg" and p.get("type") == "task_started"):
+                if fork.turn(p.get("turn_id")):  # the child's first own turn: the copy ends here
+                    b.run.metadata.update(forked_requests=fork.calls, fork_copy_line=line)
+            if fork.copying:
+                last_total = self._copied(b, d, p, kind, line, ts, keep, logged, live, initial, fork, last_total)
+                continue
             if kind == "response_item" and not structural and p.get("type") in ITEM_TYPES:
                 if is_output(p) and not output_seen and counted_since_input:  # usage logged before its output
                     d.count_first = b.run.metadata["usage_before_output"] = True
                 output_seen = output_seen or is_output(p)
                 counted_since_input = counted_since_input and is_output(p)
-            if held and kind == "compacted":  # the call just logged was the summariser's: not an agent request
+            if held and kind == "compacted" and not remote_compaction(p):  # the summariser's call: not a request
                 usage = event_usage(held)
                 held = None
                 d.input(partial(compaction, b, p, line, ts, keep, usage, logged, live, initial))
@@ -514,6 +617,7 @@ class CodexRolloutReader:
                 self._meta(b, d, p, line, ts)
                 if first:
                     keep = b.seq
+                    fork.start(p)
             elif kind == "turn_context" and p.get("model"):
                 budget = history_budget(p.get("truncation_policy"))
                 model = p["model"]
@@ -527,8 +631,13 @@ class CodexRolloutReader:
             elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
                 d.input(partial(rollback, b, live, p.get("num_turns"), line))
             elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
-                counted = True
                 info = p["info"]
+                if not isinstance(info.get("last_token_usage"), dict):  # usage removed (e.g. redacted): none
+                    if not unusable:
+                        b.warn(line, UNUSABLE.format(value=info.get("last_token_usage")))
+                    unusable = True
+                    continue
+                counted = True
                 note_window(b, info.get("model_context_window"), line)
                 total = info.get("total_token_usage")
                 if window_filled(info):  # a request the server refused: not a call the run paid for
@@ -578,6 +687,43 @@ class CodexRolloutReader:
             if structural:
                 b.warn(1, STRUCTURAL.format(n=b.step))
         yield from b
+
+    def _copied(
+        self,
+        b: RunBuilder,
+        d: Deferred,
+        p: dict,
+        kind: Any,
+        line: int,
+        ts: str | None,
+        keep: int,
+        logged: dict[str, dict],
+        live: History,
+        initial: dict[str, dict],
+        fork: Fork,
+        last_total: Any,
+    ) -> Any:
+        """One line of a fork's copy of its parent (``Fork``): its messages, compactions and rollbacks make the
+        child's starting history; its token_counts are the parent's calls (counted, not requests); its turn
+        contexts are the parent's turns (the run's model is the child's). Returns the latest total usage."""
+        if kind == "session_meta":
+            self._meta(b, d, p, line, ts)
+        elif kind == "compacted":
+            d.input(partial(compaction, b, p, line, ts, keep, None, logged, live, initial, forked=True))
+        elif kind == "event_msg" and p.get("type") == "thread_rolled_back":
+            d.input(partial(rollback, b, live, p.get("num_turns"), line))
+        elif kind == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
+            note_window(b, p["info"].get("model_context_window"), line)
+            total = p["info"].get("total_token_usage")
+            fork.calls += total != last_total and not window_filled(p["info"])
+            return total
+        elif kind == "response_item":
+            if isinstance(p.get("id"), str):
+                logged[p["id"]] = p
+            if tag := initial_context_kind(p):
+                initial[tag] = p
+            self._item(b, d, live, p, line, ts, None, None)
+        return last_total
 
     @staticmethod
     def _meta(b: RunBuilder, d: Deferred, p: dict, line: int, ts: str | None) -> None:
@@ -669,7 +815,13 @@ class CodexRolloutReader:
             d.output(add_reasoning)
         elif t in CALLS:
             name = p.get("name") or t.removesuffix("_call")
-            d.output(lambda: b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at))
+
+            def add_call() -> None:
+                item = b.call(name, p.get(CALLS[t]), p.get("call_id") or p.get("id"), **at)
+                if t == "web_search_call":
+                    searched(b, item.step - 1, line)
+
+            d.output(add_call)
         elif t in OUTPUTS:
             cut = budget if t in ("function_call_output", "custom_tool_call_output") else None  # process_item's
             sent, n_images = output_sent(p.get("output") if "output" in p else p.get("tools"), cut)

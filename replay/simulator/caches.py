@@ -72,6 +72,11 @@ class OpenAIAuto(CacheModel):
       probability hit_rate * (1 - hit_rate) ** (j - 1)); a request that spills reads only what every server keeps
       warm (the run's shared harness prefix, ``warm``). 1.0: every request reaches it (the deterministic model).
     - Cached prefixes stay after 5-10 minutes idle, up to an hour off-peak (extended retention: 24 h): ``ttl``.
+    - The response is cached with its prompt (``output_cached``): a request that resends the previous response's
+      output items whole, its reasoning first (the Responses API's encrypted reasoning, which Codex sends back and
+      its rollout sizes), right after that prompt reads them too. Codex rollouts show it on every request:
+      codex-rs 0.119 (Codex Desktop, gpt-5.4) read 55,552 and 85,248 tokens after a 47,339- and a 70,548-token
+      prompt whose responses wrote 8,270 and 14,841 output tokens (prompt + output, less under one 128-token step).
     """
 
     name = "openai"
@@ -80,6 +85,7 @@ class OpenAIAuto(CacheModel):
     ttl: float = 600.0
     read_multiplier: float = 0.1
     hit_rate: float = 1.0
+    output_cached: bool = True
 
     def min_for(self, model: str | None) -> int:
         """The shortest prompt that is cached, for a run of ``model``."""
@@ -102,6 +108,7 @@ class DeepSeekDisk(OpenAIAuto):
     min_tokens: int = 64
     step: int = 64
     ttl: float = 3600.0
+    output_cached: bool = False  # units end where a request's input ends
 
 
 def gemini_min_cacheable(model: str | None) -> int:
@@ -124,6 +131,7 @@ class GeminiImplicit(OpenAIAuto):
     min_tokens: int = 0  # 0: by model
     step: int = 1
     ttl: float = 300.0
+    output_cached: bool = False  # not documented, not measured
 
     def min_for(self, model: str | None) -> int:
         return self.min_tokens or gemini_min_cacheable(model)

@@ -263,6 +263,10 @@ IDLE_REASON = (
 )
 
 
+# why a compaction in a forked Codex rollout's copy of its parent is not scored (readers/codex_rollout.py ``Fork``)
+FORKED_REASON = "made by the parent thread before this fork (the rollout's copy of it): replayed as recorded"
+
+
 def unscored_reason(
     row: dict,
     trigger: str | None,
@@ -272,13 +276,16 @@ def unscored_reason(
     unknown_models: Collection[str] = (),
 ) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a compaction made while the session
-    sat idle (``cause`` "idle") or a manual one is not a threshold's, nor is one whose logged cause (``logged``:
+    sat idle (``cause`` "idle"), one a forked Codex rollout copied from its parent (``cause`` "forked") or a manual
+    one is not a threshold's, nor is one whose logged cause (``logged``:
     ``trigger_logged``) is in ``NOT_THRESHOLD``; without a preset (``missing``: why there is none), a prompt after
     it or a request before it there is nothing to compare; nor where requests that decide it were served by models
     the harness's presets do not know (``unknown_models``: their limit is not known)."""
     k = row["recorded_request"]
     if cause == "idle":
         return IDLE_REASON
+    if cause == "forked":
+        return FORKED_REASON
     if logged in NOT_THRESHOLD:
         return f"{logged}, not the threshold: replayed as recorded"
     if trigger == "manual":

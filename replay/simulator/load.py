@@ -146,7 +146,7 @@ def _gone_at(
     req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)
     out = np.full(len(items), -1, dtype=np.int64)
     for p, it in enumerate(items):
-        if it["seq"] in exact:
+        if it["seq"] in exact and it["kind"] == "reasoning":  # a sized summary stays
             later = np.flatnonzero((req_turn > turn[p]) & (req_steps >= step[p]))
             out[p] = int(later[0]) if len(later) else -1
     for p in segments:  # a prefix segment the harness stopped sending (replay.simulator.load._prefix_segments)
@@ -336,8 +336,8 @@ def _assemble(
     exact: dict[int, int] = {}
     if prompt is not None and prompt.source != NONE:
         items = apply_prompt(items, prompt)
-        # reasoning the log gives only as a size, in the model's units (none of it when the fit left it out and the
-        # harness never resends it): unscaled, framed as every other item is (calibrate's model: one message more)
+        # what the log gives only as a size (encrypted reasoning, a remote summary; no reasoning when the fit left it
+        # out and the harness never resends it): unscaled, framed as every other item is (calibrate: one message more)
         exact = exact_sizes(metadata, prompt.drop_reasoning)
         for it in items:
             if it["seq"] in exact:

@@ -108,8 +108,9 @@ def visible(
     ((from step, item seqs) from ``runs.metadata.context_events``) removed by then; without events, since the
     latest summary. ``undone`` (same form: ``usage_metadata.rollback_drops``) is what the user's rollbacks took out.
 
-    ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning): such an item is in the
-    prompt only within its own turn (the Responses API drops earlier turns' reasoning) and is not scaled.
+    ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning, a remote compaction's
+    encrypted summary): it is not scaled, and reasoning is in the prompt only within its own turn (the Responses API
+    drops earlier turns' reasoning).
     """
     items = items.sort("seq")
     step = items["step"].to_numpy()
@@ -122,7 +123,9 @@ def visible(
     cost = np.where(is_exact, 0.0, items["n_tokens"].fill_null(0).to_numpy()) + per_message
     kind = items["kind"]
     summary = (kind == "summary").to_numpy()
-    keep = ~(kind == "reasoning").to_numpy() | is_exact if drop_reasoning else np.ones(len(items), dtype=bool)
+    reasoning = (kind == "reasoning").to_numpy()
+    keep = ~reasoning | is_exact if drop_reasoning else np.ones(len(items), dtype=bool)
+    own_turn = is_exact & reasoning  # sized reasoning: counted within its own turn only
     tokens = np.empty(len(steps), dtype=np.float64)
     messages = np.empty(len(steps), dtype=np.float64)
     exact_out = np.zeros(len(steps), dtype=np.float64)
@@ -141,7 +144,7 @@ def visible(
                 vis &= ~np.isin(seq, rolled_back)
         vis &= keep
         if is_exact.any() and vis.any():
-            vis &= ~is_exact | (turn == turn[vis].max())
+            vis &= ~own_turn | (turn == turn[vis].max())
             exact_out[i] = exact_tokens[vis].sum()
         tokens[i] = cost[vis].sum() + overhead.fixed
         messages[i] = vis.sum()
@@ -464,19 +467,27 @@ def _best_fit(
 def learnable(steps: np.ndarray, metadata: dict) -> np.ndarray | None:
     """The requests a fit may learn from: None (all) but where the reader found compactions the log does not hold
     (``runs.metadata.unrecorded_compactions``): then not those from the first of them up to the next compaction
-    the log holds, whose prompts the log cannot give (Cline 4.1 keeps only its latest compaction)."""
+    the log holds, whose prompts the log cannot give (Cline 4.1 keeps only its latest compaction); nor requests
+    whose usage counts input their prompt did not carry (``unlogged`` notes with ``usage_only``: the results of a
+    hosted web search Codex's server ran inside the response)."""
+    keep = np.ones(len(steps), dtype=bool)
     lost = [s for s in metadata.get("unrecorded_compactions") or [] if isinstance(s, int)]
-    if not lost:
-        return None
-    first = min(lost)
-    held = [
-        ev["step"]
-        for ev in metadata.get("context_events") or []
-        if isinstance(ev, dict) and isinstance(ev.get("step"), int) and ev["step"] > first
+    if lost:
+        first = min(lost)
+        held = [
+            ev["step"]
+            for ev in metadata.get("context_events") or []
+            if isinstance(ev, dict) and isinstance(ev.get("step"), int) and ev["step"] > first
+        ]
+        until = min(held) if held else int(steps.max()) + 1
+        keep &= (steps < first) | (steps >= until)
+    inflated = [
+        n["step"]
+        for n in metadata.get("unlogged") or []
+        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
     ]
-    until = min(held) if held else int(steps.max()) + 1
-    keep = (steps < first) | (steps >= until)
-    return keep if keep.sum() >= MIN_FIT else None
+    keep &= ~np.isin(steps, inflated)
+    return keep if not keep.all() and keep.sum() >= MIN_FIT else None
 
 
 def _chars4(items: pl.DataFrame, steps: np.ndarray) -> np.ndarray:

@@ -53,18 +53,22 @@ def events_and_rewrites(metadata: dict) -> list:
 
 
 def exact_sizes(metadata: dict, reasoning_dropped: bool = False) -> dict[int, int]:
-    """Item seq -> tokens for items whose size the log gives in the model's units (runs.metadata.reasoning_tokens).
+    """Item seq -> tokens for items the log holds only as a size: reasoning in the model's units
+    (runs.metadata.reasoning_tokens) and a remote compaction's encrypted summary as the harness estimates it
+    (``encrypted_summary_tokens``: codex-rs sizes it like encrypted reasoning; no other size is logged).
 
     ``reasoning_dropped``: the prompt model leaves earlier reasoning out (calibration found the usage says so). Such
     an item then stays when the harness resends it (Codex's encrypted reasoning), but not when it stands for what
     the harness never resends and the server may or may not count in its place (``reasoning_by_signature``: Gemini
-    CLI's thoughts, whose signatures the history keeps): none then."""
+    CLI's thoughts, whose signatures the history keeps): none of the reasoning then."""
+    keys = ["reasoning_tokens", "encrypted_summary_tokens"]
     if reasoning_dropped and metadata.get("reasoning_by_signature") is True:
-        return {}
+        keys.remove("reasoning_tokens")
     out = {}
-    for pair in metadata.get("reasoning_tokens") or []:
-        if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
-            out[pair[0]] = pair[1]
+    for key in keys:
+        for pair in metadata.get(key) or []:
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
+                out[pair[0]] = pair[1]
     return out
 
 

@@ -36,9 +36,10 @@ CODES = {
     VLLMBlocks: VLLM,
     LlamaCppSlot: LLAMACPP,
 }
-# params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity, hit_rate
-N_PARAMS = 9
+# params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity, hit_rate, output_cached
+N_PARAMS = 10
 CP_TTL = 1  # the parameter a request served by another provider replaces (RunArrays.req_ttl)
+CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached)
 N_STATE = 3  # n: live entries, warm position, warm tokens
 RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
 
@@ -55,6 +56,7 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
         p[2] = cache.min_cacheable or anthropic_min_cacheable(model)
     elif isinstance(cache, OpenAIAuto):
         p[1], p[2], p[5], p[8] = cache.ttl, cache.min_for(model), cache.step, cache.hit_rate
+        p[CP_OUTPUT] = cache.output_cached
     elif isinstance(cache, VLLMBlocks):
         p[6], p[7] = cache.block, cache.capacity
     return p
@@ -204,6 +206,36 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
     pos[0], tok[0], exp[0] = end, full, now + ttl
     n[0] = keep + 1
     return hit
+
+
+@compiled
+def output_end(kind, forms, recorded_only, resent, start, end, output_kinds):
+    """Where the previous response's output items end in this view: from ``start`` (the previous request's end),
+    the items of ``output_kinds`` (its reasoning, text and tool calls, logged before the tool results and the next
+    input) still in their original form; ``start`` when there are none or when they do not open with the response's
+    reasoning (``output_kinds[0]``) sent back whole, as encrypted content the log sizes (``resent`` > 0: codex-rs's
+    estimate of it, RunArrays.harness_est). A model that reasons generates its reasoning first; a harness that does
+    not send it back (Chat Completions), or a log that keeps only its summary (the Codex TUI session log), leaves
+    the next prompt differing right after the previous one, or its size unknown."""
+    if start >= end or kind[start] != output_kinds[0] or resent[start] <= 0:
+        return start
+    q = start
+    while q < end and forms[q] == ORIGINAL and not recorded_only[q]:
+        found = False
+        for c in output_kinds:
+            found = found or kind[q] == c
+        if not found:
+            break
+        q += 1
+    return q
+
+
+@compiled
+def cache_output(pos, tok, n, prev_end, to, tokens):
+    """The server cached the previous response with its prompt: the newest entry (that prompt, ending at
+    ``prev_end``) covers the response's output items too, up to ``to`` (``tokens`` in all)."""
+    if n[0] > 0 and pos[0] == prev_end and to > prev_end:
+        pos[0], tok[0] = to, tokens
 
 
 @compiled(internal=True)

@@ -49,14 +49,18 @@ from replay.policies.kernel import (
 )
 from replay.policies.python_kernel import P_REPLAYS_RECORDED, PYTHON
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
-from replay.run_arrays import TOOL_RESULT
+from replay.run_arrays import OUTPUT_KINDS, TOOL_RESULT
 from replay.simulator.kernels.caches import (
+    CP_OUTPUT,
     CP_TTL,
     N_STATE,
+    cache_output,
     cache_request,
     cap_entries,
+    cum_at,
     drop_entries,
     first_rewrite,
+    output_end,
     server_resets,
     switch_drops,
     warm_entry,
@@ -211,7 +215,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             q = gone_next[q]
         decide(code, p, r, st)
         # emit
-        dirty_from = min(s[S_DIRTY], s[S_PREV_END])
+        prev_end = s[S_PREV_END]
+        dirty_from = min(s[S_DIRTY], prev_end)
         shown_from = 0 if k == 0 else min(s[S_CHANGED_FROM], dirty_from)  # what the trace compares
         s[S_CHANGED_FROM] = end
         s[S_PREV_END], s[S_DIRTY] = end, end
@@ -226,6 +231,10 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
+        out_to = prev_end  # the previous response's output items, cached with its prompt (OpenAI)
+        if k > 0 and cp[CP_OUTPUT] > 0 and cdirty == prev_end:
+            out_to = output_end(r.kind, forms, r.recorded_only, r.harness_est, prev_end, end, OUTPUT_KINDS)
+            cdirty = out_to
         # the cache reads the prefix sums at cdirty or before, at the system breakpoint and at the end: extend them
         # from where they are still this view's to there, and take the end's from the running total
         summed = min(summed, dirty_from)
@@ -233,6 +242,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             cumtok[q + 1] = cumtok[q] + ftok[forms[q], q]
             summed = q + 1
         cumtok[end] = s[S_VIEW_TOK]
+        if out_to > prev_end:
+            cache_output(cpos, ctok, cn, prev_end, out_to, cum_at(cumtok, out_to, overhead, s_at, s_tok))
         cpk[CP_TTL] = r.req_ttl[k] if r.req_ttl[k] > 0 else cp[CP_TTL]
         cached, written = cache_request(
             cpk,
