@@ -66,9 +66,10 @@ the harness's own source; nothing is matched by extension alone.
   ...}``) in the session's ``workflows`` folder |
 | Claude Code | ``<session>/workflows/scripts/<name>-<n>.js`` | 2.1.332: the workflow script, in ``workflows/scripts`` |
 | Claude Code | ``<session>/remote-agents/remote-agent-<id>.meta.json`` | 2.1.332: the remote agent's metadata |
-| Claude Code | ``<session>/tool-results/[<dir>/]<tool id>.{txt,json}`` | 2.1.27 cli.js: a tool result saved to
+| Claude Code | ``<session>/tool-results/[<dir>/]<file>`` | 2.1.27 cli.js: a tool result saved to
   ``<project>/<session>/tool-results/<tool use id>`` (``.json`` for block content) when it is too large to send or
-  is microcompacted; 2.1.332's cleanup also walks one folder level below |
+  is microcompacted; 2.1.97 cli.js also saves a WebFetch's binary content there
+  (``webfetch-<ms>-<random>.<ext>``, an image or a PDF); 2.1.332's cleanup also walks one folder level below |
 | Claude Code | ``<session>/{archived,ccr-tip,custom-title,precompact,sent-prefix}.json``, ``resume-head.jsonl``,
   ``auto-mode-classifier-error.txt``; beside the transcript ``<session>.ccr-tip.json``, ``<session>.precompact.json``
   | 2.1.332: the session folder's side files its retention cleanup lists, and the project-level siblings it names |
@@ -76,6 +77,8 @@ the harness's own source; nothing is matched by extension alone.
   outcome (``listMcpTaskMetadata``, ``listMcpTaskOutcomes``) |
 | Claude Code | ``sessions-index.json`` | 2.1.27 cli.js: the project folder's session index (``{version: 1, entries,
   originalPath}``); 2.1.332 no longer writes it |
+| Claude Code | ``<project>/bridge-pointer.json`` | 2.1.80 cli.js: the Remote Control bridge's pointer
+  (``{sessionId, environmentId, source}``) in the project folder |
 | Claude Code | ``projects/<project>/memory/[<dir>/...]<name>.md`` | 2.1.34 on (cli.js 2.1.38, 2.1.41, 2.1.68): auto
   memory, the project folder's ``memory`` directory (``MEMORY.md`` and the topic files the model writes; 2.1.68
   lists its ``.md`` files recursively) |
@@ -181,8 +184,8 @@ COMPANIONS: tuple[Companion, ...] = (
     ),
     Companion(
         "Claude Code",
-        "<session>/tool-results/<tool id>.{txt,json}",
-        _UUID + r"/tool-results/(?:[^/]+/)?[^/]+\.(?:txt|json)",
+        "<session>/tool-results/<file>",
+        _UUID + r"/tool-results/(?:[^/]+/)?[^/]+",
         any_content=True,
     ),
     Companion(
@@ -199,6 +202,7 @@ COMPANIONS: tuple[Companion, ...] = (
         _UUID + r"/mcp-tasks/mcp-task-[^/]+\.(?:meta|outcome)\.json",
     ),
     Companion("Claude Code", "sessions-index.json", r"sessions-index\.json"),
+    Companion("Claude Code", "<project>/bridge-pointer.json", r"bridge-pointer\.json"),
     Companion(
         "Claude Code", "projects/<project>/memory/*.md", r"projects/[^/]+/memory/(?:[^/]+/)*[^/]+\.md", any_content=True
     ),

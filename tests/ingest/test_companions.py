@@ -192,6 +192,11 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
             f"{CC}/tool-results/toolu_01GhI.txt": "diff --git a/s.jsonl b/s.jsonl\n@@ -1,2 +1,3 @@\n "
             + json.dumps({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "hi"}})
             + "\n",
+            # a WebFetch's binary content (2.1.97) beside the saved results; Remote Control's pointer (2.1.80)
+            f"{CC}/tool-results/webfetch-1777071708581-0j5rpz.jpg": "\xff\xd8\xff\xe0 JFIF",
+            "projects/-home-u-avd/bridge-pointer.json": json.dumps(
+                {"sessionId": "session_01A", "environmentId": "env_01B", "source": "repl"}
+            ),
             # auto memory (2.1.34 on): the project folder's memory directory
             "projects/-home-u-avd/memory/MEMORY.md": "- [build](build.md): how the AVD image is built\n",
             "projects/-home-u-avd/memory/build.md": "---\ndescription: the build\n---\nRun make.\n",
