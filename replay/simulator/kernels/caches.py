@@ -66,6 +66,13 @@ def cum_at(cumtok, p, overhead, s_at, s_tok):
     return overhead + cumtok[p] + (s_tok if s_at >= 0 and p > s_at else 0)
 
 
+@compiled(inline="always")
+def refreshed(exp, until):
+    """An entry's expiry once a request uses it: ``until``, but what was warm before the run (the shared harness
+    prefix other sessions keep cached: ``warm_entry``, which never expires) stays so."""
+    return exp if exp == np.inf else until
+
+
 @compiled
 def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok, sent, done):
     """(cached, written) for one request; updates the entries in place. Under Anthropic's cache an entry lives
@@ -103,7 +110,7 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
                 if b - lookback <= pos[i] <= b and tok[i] > hit:
                     hit, hit_i = tok[i], i
         if hit_i >= 0:
-            exp[hit_i] = until + ttl
+            exp[hit_i] = refreshed(exp[hit_i], until + ttl)
         written = 0
         for bi in range(nb):
             b = bps[bi]
@@ -113,12 +120,12 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             if tokens <= hit:  # a breakpoint inside the prefix read is used too: its entry lives on (Anthropic:
                 for i in range(n[0]):  # "refreshed each time the cached content is used"). cc-jason-webtech reads
                     if pos[i] == b:  # its 34,027-token system breakpoint after each compaction, long after the
-                        exp[i] = until + ttl  # request that last wrote it
+                        exp[i] = refreshed(exp[i], until + ttl)  # request that last wrote it
                 continue
             found = False
             for i in range(n[0]):
                 if pos[i] == b:
-                    exp[i] = until + ttl
+                    exp[i] = refreshed(exp[i], until + ttl)
                     found = True
                     break
             if not found:
