@@ -66,10 +66,15 @@ def cum_at(cumtok, p, overhead, s_at, s_tok):
     return overhead + cumtok[p] + (s_tok if s_at >= 0 and p > s_at else 0)
 
 
+# the expiry of a warm prefix no other session is known to keep cached: it lives until the run reads it, then as
+# the run's own entries do
+UNTIL_READ = 1e300
+
+
 @compiled(inline="always")
 def refreshed(exp, until):
-    """An entry's expiry once a request uses it: ``until``, but what was warm before the run (the shared harness
-    prefix other sessions keep cached: ``warm_entry``, which never expires) stays so."""
+    """An entry's expiry once a request uses it: ``until``, but a warm prefix other sessions keep cached
+    (``warm_entry`` with ``kept``: it never expires) stays so."""
     return exp if exp == np.inf else until
 
 
@@ -226,10 +231,12 @@ def first_rewrite(forms, ftok, tokens, end, s_at):
 
 
 @compiled
-def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
+def warm_entry(overhead, warm, tokens, pos, tok, exp, n, kept):
     """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first): one entry at
     the last item boundary they cover (or inside the first item). The automatic caches keep all of them as the warm
-    prefix (n[1], n[2]): valid while the item they end in is unchanged."""
+    prefix (n[1], n[2]): valid while the item they end in is unchanged. Under Anthropic's cache the entry lives until
+    the run reads it, then as the run's own do; with ``kept`` (other sessions keep it cached through the run's idle
+    gaps: ``RunArrays.warm_kept``) it never expires."""
     if warm <= 0:
         return
     full, at = overhead, 0
@@ -238,7 +245,7 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
             break
         full += tokens[q]
         at = q + 1
-    pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf, 1
+    pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf if kept else UNTIL_READ, 1
     n[1], n[2] = (at, full) if full >= warm or at == len(tokens) else (at + 1, warm)
 
 
