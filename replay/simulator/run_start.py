@@ -26,20 +26,22 @@ def warm_tokens(run: RunArrays) -> int:
 
 
 def warm_kept(run: RunArrays, warm: int, ttl: float) -> bool:
-    """Whether other sessions kept the warm prefix cached through the run's idle gaps, as its log shows: it read at
-    least ``warm`` tokens at every request sent more than ``ttl`` seconds after the previous response ended (the
-    run's own entries gone), on the same model, and there is at least one such request. Whether they did is not the
-    policy's doing: it holds for every policy replayed on the run. Claude Code logs show both: bradymholt/dotfiles
-    (2.0.2) reads its 10,981 warm tokens after every gap, up to 21 h; a sub-agent of corpus ccl-worktrees-ef958aa1
-    reads 0 after its one gap."""
+    """Whether other sessions kept the warm prefix cached through the run's idle gaps and on the models it switched
+    to, as its log shows: it read at least ``warm`` tokens at every request whose own entries were gone (sent more
+    than ``ttl`` seconds after the previous response ended, or the first on another model), and there is at least
+    one such request. Whether they did is not the policy's doing: it holds for every policy replayed on the run.
+    Claude Code logs show both: bradymholt/dotfiles (2.0.2) reads its 10,981 warm tokens after every gap, up to 21 h,
+    and on Opus 4.1 after a switch from Sonnet 4.5 (058a90bd); a sub-agent of corpus ccl-worktrees-ef958aa1 reads 0
+    after its one gap."""
     if warm <= 0 or run.n_requests < 2:
         return False
     sent, done = request_times(run)
-    models = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    named = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    models = [m or run.model for m in named]
     idle = [
         k
         for k in range(1, run.n_requests)
-        if sent[k] - done[k - 1] > ttl and models[k] == models[k - 1] and run.rec_cache_read[k] >= 0
+        if (sent[k] - done[k - 1] > ttl or models[k] != models[k - 1]) and run.rec_cache_read[k] >= 0
     ]
     return bool(idle) and all(run.rec_cache_read[k] >= warm for k in idle)
 

@@ -38,6 +38,7 @@ class CacheState:
         self.pos, self.tok = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
         self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
         self.overhead = overhead
+        self.warm_kept = warm_kept
         warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n, warm_kept)
 
     def cap(self, dirty: int, prefix_end: int, cap: int) -> int:
@@ -52,7 +53,7 @@ class CacheState:
     def switch_model(self) -> None:
         """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""
         if switch_drops(self.params):
-            drop_entries(self.n)
+            drop_entries(self.n, self.pos, self.tok, self.exp, self.warm_kept and server_resets(self.params))
 
     def request(
         self,

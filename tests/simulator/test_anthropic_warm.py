@@ -37,11 +37,23 @@ def test_a_kept_warm_prefix_outlives_the_runs_own_entries():
     assert _reads(0, times, kept=True) == [0, 3000, 0, 4200]  # nothing was warm
 
 
-def _run(reads: list[int], sent: list[str]):
+def test_a_kept_warm_prefix_is_read_on_the_model_switched_to():
+    """bradymholt/dotfiles 058a90bd (2.0.2): request 6, the first on Opus 4.1 after Sonnet 4.5, reads the 10,981
+    warm tokens; nothing else the run cached on Sonnet."""
+    model = "claude-sonnet-4-5-20250929"
+    for kept, after in ((True, 3000), (False, 0)):
+        state = CacheState(make_cache("anthropic"), model, 4, 0, 3000, SIZES, warm_kept=kept)
+        reads = [state.request(max(k, 1), k + 1, 1, 10.0 * k, _cum(k + 1), -1, 0)[0] for k in range(3)]
+        state.switch_model()
+        assert reads + [state.request(3, 4, 1, 30.0, _cum(4), -1, 0)[0]] == [3000, 3000, 3500, after]
+
+
+def _run(reads: list[int], sent: list[str], models: list[str | None] | None = None):
     items = [{"step": k, "kind": "user_text", "chars": 400, "ts": t} for k, t in enumerate(sent)]
+    models = models or [None] * len(reads)
     requests = [
-        {"step": k, "ts": t, "cache_read": r, "prompt_tokens": 20_000}
-        for k, (r, t) in enumerate(zip(reads, sent, strict=True))
+        {"step": k, "ts": t, "cache_read": r, "prompt_tokens": 20_000, "model": m}
+        for k, (r, t, m) in enumerate(zip(reads, sent, models, strict=True))
     ]
     return build("r", items, requests)
 
@@ -52,3 +64,8 @@ def test_the_log_says_whether_the_warm_prefix_was_kept():
     assert not warm_kept(_run([10_981, 15_711, 0, 22_687], sent), 10_981, 300.0)  # nothing
     assert not warm_kept(_run([10_981, 15_711, 10_981, 22_687], sent), 10_981, 86_400.0)  # no gap past the TTL
     assert not warm_kept(_run([0, 15_711, 0, 22_687], sent), 0, 300.0)  # nothing was warm
+    # a switch of model, its first request on the new one reading the warm prefix (or not): evidence too
+    soon = ["2026-01-06T16:24:29Z", "2026-01-06T16:24:39Z", "2026-01-06T16:25:26Z", "2026-01-06T16:25:38Z"]
+    opus = [None, None, "claude-opus-4-1-20250805", "claude-opus-4-1-20250805"]
+    assert warm_kept(_run([10_981, 15_711, 10_981, 22_687], soon, opus), 10_981, 300.0)
+    assert not warm_kept(_run([10_981, 15_711, 0, 22_687], soon, opus), 10_981, 300.0)

@@ -275,7 +275,16 @@ def cap_entries(tok, pos, n, dirty, cap):
 
 
 @compiled(inline="always")
-def drop_entries(n):
+def drop_entries(n, pos, tok, exp, keep_warm):
     """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them
-    (a switch back within the TTL would find the first model's entries again; not modelled)."""
-    n[0] = n[1] = n[2] = 0
+    (a switch back within the TTL would find the first model's entries again; not modelled). With ``keep_warm`` the
+    warm prefix other sessions keep cached (``warm_entry``'s kept entry, which never expires) stays: the log shows
+    them keeping it on every model the run used (``RunArrays.warm_kept``)."""
+    j = 0
+    if keep_warm:
+        for i in range(n[0]):
+            if exp[i] == np.inf:
+                pos[j], tok[j], exp[j] = pos[i], tok[i], exp[i]
+                j += 1
+    n[0] = j
+    n[1] = n[2] = 0
