@@ -116,6 +116,7 @@ class RunArrays:
     # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
     warm: int = 0
     tail: int = 0
+    warm_kept: bool = False  # other sessions keep the warm prefix cached through the run's idle gaps (run_start)
     # per item: tokens the harness's own trigger count adds for it beyond the server's usage (codex-rs: its estimate
     # of earlier turns' encrypted reasoning, ``runs.metadata.harness_estimates``); None: 0 everywhere
     harness_est: np.ndarray | None = field(default=None, repr=False)

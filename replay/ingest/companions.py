@@ -66,9 +66,10 @@ the harness's own source; nothing is matched by extension alone.
   ...}``) in the session's ``workflows`` folder |
 | Claude Code | ``<session>/workflows/scripts/<name>-<n>.js`` | 2.1.332: the workflow script, in ``workflows/scripts`` |
 | Claude Code | ``<session>/remote-agents/remote-agent-<id>.meta.json`` | 2.1.332: the remote agent's metadata |
-| Claude Code | ``<session>/tool-results/[<dir>/]<tool id>.{txt,json}`` | 2.1.27 cli.js: a tool result saved to
+| Claude Code | ``<session>/tool-results/[<dir>/]<file>`` | 2.1.27 cli.js: a tool result saved to
   ``<project>/<session>/tool-results/<tool use id>`` (``.json`` for block content) when it is too large to send or
-  is microcompacted; 2.1.332's cleanup also walks one folder level below |
+  is microcompacted; 2.1.97 cli.js also saves a WebFetch's binary content there
+  (``webfetch-<ms>-<random>.<ext>``, an image or a PDF); 2.1.332's cleanup also walks one folder level below |
 | Claude Code | ``<session>/{archived,ccr-tip,custom-title,precompact,sent-prefix}.json``, ``resume-head.jsonl``,
   ``auto-mode-classifier-error.txt``; beside the transcript ``<session>.ccr-tip.json``, ``<session>.precompact.json``
   | 2.1.332: the session folder's side files its retention cleanup lists, and the project-level siblings it names |
@@ -76,6 +77,14 @@ the harness's own source; nothing is matched by extension alone.
   outcome (``listMcpTaskMetadata``, ``listMcpTaskOutcomes``) |
 | Claude Code | ``sessions-index.json`` | 2.1.27 cli.js: the project folder's session index (``{version: 1, entries,
   originalPath}``); 2.1.332 no longer writes it |
+| Claude Code | ``<project>/bridge-pointer.json`` | 2.1.80 cli.js: the Remote Control bridge's pointer
+  (``{sessionId, environmentId, source}``) in the project folder |
+| Claude Code | ``projects/<project>/memory/[<dir>/...]<name>.md`` | 2.1.34 on (cli.js 2.1.38, 2.1.41, 2.1.68): auto
+  memory, the project folder's ``memory`` directory (``MEMORY.md`` and the topic files the model writes; 2.1.68
+  lists its ``.md`` files recursively) |
+
+A saved tool result and an auto-memory file hold whatever a tool printed or the model wrote, a transcript's lines
+among them (a ``git diff`` of one, say): their name alone decides (``any_content``), whatever a reader sniffs.
 
 The workflow journal ``<session>/subagents/workflows/<run id>/journal.jsonl`` is not one: the ``claude-code``
 reader reads it (its ``started``/``result`` entries).
@@ -106,6 +115,7 @@ class Companion:
     harness: str
     shown: str
     tail: str
+    any_content: bool = False  # the file holds any text (a tool's output): skipped even when a reader sniffs it
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -174,8 +184,9 @@ COMPANIONS: tuple[Companion, ...] = (
     ),
     Companion(
         "Claude Code",
-        "<session>/tool-results/<tool id>.{txt,json}",
-        _UUID + r"/tool-results/(?:[^/]+/)?[^/]+\.(?:txt|json)",
+        "<session>/tool-results/<file>",
+        _UUID + r"/tool-results/(?:[^/]+/)?[^/]+",
+        any_content=True,
     ),
     Companion(
         "Claude Code",
@@ -191,6 +202,10 @@ COMPANIONS: tuple[Companion, ...] = (
         _UUID + r"/mcp-tasks/mcp-task-[^/]+\.(?:meta|outcome)\.json",
     ),
     Companion("Claude Code", "sessions-index.json", r"sessions-index\.json"),
+    Companion("Claude Code", "<project>/bridge-pointer.json", r"bridge-pointer\.json"),
+    Companion(
+        "Claude Code", "projects/<project>/memory/*.md", r"projects/[^/]+/memory/(?:[^/]+/)*[^/]+\.md", any_content=True
+    ),
 )
 
 
@@ -201,11 +216,12 @@ def rule_for(path: Path) -> Companion | None:
 
 
 def companion_of(path: Path) -> Companion | None:
-    """The companion rule ``path`` (a file found in a folder) matches, provided no reader sniffs it as its own log;
-    else None. A file that cannot be read is not a companion: ingest reports it."""
+    """The companion rule ``path`` (a file found in a folder) matches, provided no reader sniffs it as its own log
+    (unless the rule is ``any_content``); else None. A file that cannot be read is not a companion: ingest reports
+    it."""
     rule = rule_for(path)  # absolute: a relative path may lack the folder names a rule needs (``<id>/<id>.patch``)
-    if rule is None:
-        return None
+    if rule is None or rule.any_content:
+        return rule
     try:
         return rule if detect(path) is None else None
     except (OSError, ReplayError):

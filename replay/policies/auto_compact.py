@@ -19,7 +19,9 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   ``micro_keep`` calls, results sized at chars/4) are replaced by a note of ``micro_note_chars`` characters, oldest
   first while the uncleared results add up to more than ``micro_keep_tokens``, and only when that saves at least
   ``micro_min_saved`` (cli.js: 20,000 below the limit, keep 3, 40,000, 20,000). A request that microcompacts
-  has bit 2 of the kernel's summarised flag set (bit 1: a summary was made).
+  has bit 2 of the kernel's summarised flag set (bit 1: a summary was made). With ``micro_images`` (2.1.38-2.1.68)
+  the pass also sends each image of a user message a response has followed as ``[image]``, before every request
+  whatever the limit (``clear_images``).
 - Gemini CLI: the last response's prompt against a fraction of the model's token limit; the oldest 70% of the
   history's characters (up to a user message) become the summary, the newest 30% stay verbatim
   (``keep_fraction``), as chatCompressionService does. Its tool output masking (0.30 on) is the microcompact pass
@@ -82,6 +84,7 @@ from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.run_arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
+IMAGE = KIND_CODE["image"]
 ASSISTANT_TEXT = KIND_CODE["assistant_text"]
 OUTPUT = (KIND_CODE["assistant_text"], KIND_CODE["reasoning"], KIND_CODE["tool_call"])  # what a response adds
 RESENT = (ATTACHMENT, USER, SUMMARY)
@@ -89,6 +92,10 @@ READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
 # this policy's own tool flags (the kernel's TF_* use 1 to 8; auto_compact reads only TF_MICRO of those): a call that
 # puts its file in the harness's read-file state; a call that carries the file's whole new content
 TF_FILE_STATE, TF_WHOLE_FILE = 16, 32
+# an item that names a tool (an image a tool result holds, as the Claude Code reader names it): not a user message's
+TF_TOOL = 64
+# characters of the text Claude Code 2.1.38-2.1.68 sends for an answered user-message image
+IMAGE_NOTE_CHARS = len("[image]")
 # characters the Read tool's line numbering adds per line of a file beyond the JSON-escaped newline a Write call
 # holds it with: a six-wide line number and an arrow (7) less the escape's extra backslash (1)
 LINE_NUMBER_CHARS = 6
@@ -213,6 +220,11 @@ class AutoCompactConfig(PolicyConfig):
     micro_keep_tokens: int = knob(40_000, 0, 10_000_000, "clear oldest first while the results add up to more")
     micro_min_saved: int = knob(20_000, 0, 10_000_000, "clear only if it saves at least this many (chars/4)")
     micro_note_chars: int = knob(200, 0, 100_000, "characters of the note a cleared result is replaced with")
+    micro_images: bool = knob(
+        False,
+        doc="before every request, send each image of a user message a response has followed as [image] "
+        "(Claude Code 2.1.38-2.1.68)",
+    )
     micro_after: bool = knob(False, doc="clear after the compaction check, not before (Gemini CLI's masking)")
     micro_skip_new: bool = knob(
         False, doc="results this request sends for the first time are neither cleared nor counted (Gemini CLI)"
@@ -256,7 +268,8 @@ class AutoCompactConfig(PolicyConfig):
     P_RE_NOTE,
     P_RE_TOTAL,
     P_RE_CHARS4,
-) = range(P_POLICY, P_POLICY + 29)
+    P_MICRO_IMAGES,
+) = range(P_POLICY, P_POLICY + 30)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
@@ -311,6 +324,7 @@ class AutoCompact(CompiledPolicy):
         p[P_MICRO_KEEP_TOKENS], p[P_MICRO_MIN_SAVED] = c.micro_keep_tokens, c.micro_min_saved
         p[P_MICRO_NOTE], p[P_MICRO_AFTER], p[P_MICRO_NEW] = c.micro_note_chars, c.micro_after, c.micro_skip_new
         p[P_KEEP_FIRST] = c.keep_first_prompt
+        p[P_MICRO_IMAGES] = c.micro_images
 
     def tool_flags(self, tool_names: tuple[str, ...]) -> np.ndarray:
         c = self.config
@@ -322,6 +336,7 @@ class AutoCompact(CompiledPolicy):
                 TF_MICRO * ((every or t in tools) and t not in c.micro_exempt)
                 | TF_FILE_STATE * (t in state)
                 | TF_WHOLE_FILE * (t in whole)
+                | TF_TOOL
                 for t in tool_names
             ],
             dtype=np.int8,
@@ -370,6 +385,13 @@ def setup(p, r, st):
                 st.aux[A_RECORDED, n] = r.tokens[q]
                 n += 1
     st.s[S_RECORDED] = n
+    if p[P_MICRO_IMAGES] > 0:
+        estimator, ratio = int(p[P_ESTIMATOR]), token_ratio(r)
+        for q in range(len(r.kind)):
+            if r.kind[q] == IMAGE and r.tflag[q] & TF_TOOL == 0:
+                st.ftok[PLACEHOLDER, q], st.fest[PLACEHOLDER, q] = wording_cost(
+                    r, q, np.int64(IMAGE_NOTE_CHARS), ratio, estimator
+                )
     if p[P_MICRO] > 0:
         estimator, ratio = int(p[P_ESTIMATOR]), token_ratio(r)
         for q in range(len(r.kind)):
@@ -450,6 +472,29 @@ def microcompact(p, r, st):
         return
     if micro_pass(p, r, st, False) >= p[P_MICRO_MIN_SAVED]:
         micro_pass(p, r, st, True)
+        st.s[S_SUMMARISED] |= SUMMARY_CLEARED
+
+
+@compiled(borrowed=True)
+def clear_images(p, r, st):
+    """Claude Code 2.1.38-2.1.68's microcompact, before every request whatever the limit: each image of a user
+    message that a response has followed (sent before this request) is sent as ``[image]`` from now on. Claude Code
+    logs the pass when it replaces one, and at the first request of a user turn whenever such an image is in the
+    view: a turn starts from the messages as stored (images whole), its later requests from what the pass left."""
+    if p[P_MICRO_IMAGES] <= 0:
+        return
+    k, prev, end = st.s[S_K], st.s[S_PREV_END], st.s[S_END]
+    new_turn = prev > 0 and end > prev and r.turn[end - 1] != r.turn[prev - 1]
+    logged = False
+    for q in range(live_from(r, st), end):
+        if r.kind[q] != IMAGE or r.tflag[q] & TF_TOOL != 0 or r.step[q] >= k or st.forms[q] == DROPPED:
+            continue
+        if st.forms[q] != PLACEHOLDER:
+            set_form(st, q, PLACEHOLDER)
+            logged = True
+        elif new_turn:
+            logged = True
+    if logged:
         st.s[S_SUMMARISED] |= SUMMARY_CLEARED
 
 
@@ -788,6 +833,7 @@ def decide(p, r, st):
         return
     fire = due(p, r, st)  # Claude Code checks the usage the last response reported: a microcompact now does not count
     if p[P_MICRO_AFTER] <= 0:
+        clear_images(p, r, st)
         microcompact(p, r, st)
     if fire:
         if p[P_BACKGROUND_LIMIT] > 0 and est_total(st) < background_limit(p, st):

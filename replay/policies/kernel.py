@@ -122,6 +122,8 @@ Run = namedtuple(
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",
         "tail",
+        # other sessions keep the warm prefix cached through the run's idle gaps (RunArrays.warm_kept)
+        "warm_kept",
         # per request: which model served it (run-local code); the server's cache is per model
         "req_model",
         # per request: the most the server's cache gives it, cut back to the prefix item; -1 no limit

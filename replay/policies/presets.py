@@ -37,8 +37,15 @@ command line holds for every request. The OpenHands presets' limits are the cond
     (cli.js runs it before every request; these versions do not log it).
   - claude-code-2.1.3 (2.1.3 to 2.1.20): the same limit against the last response's usage plus the messages since
     at chars/4 (``trigger_on`` "usage_and_new"); 2.1.9 on logs each microcompact (``microcompact_boundary``).
-  - claude-code-2 (2.1.21 to 2.1.68): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
+  - claude-code-2 (2.1.21 to 2.1.37): W - min(R, 20,000) - 13,000 = 167,000 for a 200k model, 967,000 for a 1M
     one; microcompact.
+  - claude-code-2.1.38 (2.1.38 to 2.1.68): claude-code-2, and the microcompact pass also sends each image of a
+    user message a response has followed as the text "[image]", before every request whatever the limit
+    (``micro_images``; cli.js 2.1.38, 2.1.41, 2.1.68; 2.1.37 has no such step). It logs a
+    ``microcompact_boundary`` (no ``compactedToolIds``, 2,000 ``tokensSaved`` per image) when it replaces one, and
+    at the first request of each user turn while such an image is in the view (the turn starts from the messages
+    as stored; its later requests from what the pass left). From 2.1.47 it also sends a user message's documents
+    as "[document]" (not modelled: the reader keeps a document as an attachment).
   - claude-code-2.1.69 (2.1.69 to 2.1.152): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
     ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has both); in 2.1.110 the
     microcompact step returns the messages unchanged, and what is left (2.1.110, 2.1.148: keep the newest 5
@@ -348,7 +355,20 @@ PRESETS: dict[str, Preset] = {
             "claude-code-2",
             "auto_compact",
             {**CLAUDE_CODE_BUFFER, **REATTACH_2, "output_reserve": 20_000, "trigger_on": "usage_and_new"},
-            "Claude Code 2.1.21-2.1.68: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
+            "Claude Code 2.1.21-2.1.37: 200k - 20k output - 13k buffer = 167k of the prompt to be sent; microcompact",
+        ),
+        Preset(
+            "claude-code-2.1.38",
+            "auto_compact",
+            {
+                **CLAUDE_CODE_BUFFER,
+                **REATTACH_2,
+                "output_reserve": 20_000,
+                "trigger_on": "usage_and_new",
+                "micro_images": True,
+            },
+            "Claude Code 2.1.38-2.1.68: claude-code-2, and answered user-message images sent as [image] from the "
+            "next request on",
         ),
         Preset(
             "claude-code-2.1.69",
@@ -506,6 +526,7 @@ CLAUDE_CODE_VERSIONS: tuple[tuple[tuple[int, ...], str, int | None], ...] = (
     ((1, 0, 80), "claude-code-1.0.80", 32_000),
     ((2, 1, 3), "claude-code-2.1.3", 32_000),
     ((2, 1, 21), "claude-code-2", 20_000),
+    ((2, 1, 38), "claude-code-2.1.38", 20_000),
     ((2, 1, 69), "claude-code-2.1.69", 20_000),
     ((2, 1, 153), "claude-code-2.1.153", None),
 )

@@ -20,7 +20,9 @@ the relink, and so does the reader (a warning, no copy). A compaction followed b
 after one it made while the session sat idle (2.1.283 on, ``IDLE_NOTICES``) has ``cause`` "idle". A
 ``microcompact_boundary`` line (2.1.x; ``microcompactMetadata``: trigger, preTokens, tokensSaved, compactedToolIds,
 clearedAttachmentUUIDs) is a ``microcompact`` event: from the next request on, the results of the listed tool calls
-are sent as a short note (the calls stay), and the listed memory attachments are dropped. Claude Code saves each
+are sent as a short note (the calls stay), and the listed memory attachments are dropped; from 2.1.38 (to 2.1.68,
+the last with the pass) each image of a user message that a response has followed is sent as ``[image]`` (the
+pass logs no id for them: ``cleared`` lists every such image not cleared yet). Claude Code saves each
 cleared result to ``<projects dir>/<session>/tool-results/<tool id>.txt`` (``.json`` for block content) and sends
 ``<persisted-output>`` naming PATH + a line telling the model to Read it; the event's ``cleared`` lists
 ``[result seq, characters of that note]`` (the home directory is not logged: taken from ``cwd`` when it lies under
@@ -124,6 +126,10 @@ IDLE_NOTICES = (
 # what a microcompacted tool result is replaced with (cli.js 2.1.19): a note pointing at the file it was saved to
 # (in this project's words, each part as long as the harness's: only its length reaches the replay)
 PERSISTED_NOTE = "<persisted-output>Full result saved as: {path}\n\nRead it for more</persisted-output>"
+# Claude Code 2.1.38-2.1.68's microcompact also sends each image of a user message a response has followed as this
+# text (cli.js 2.1.38, 2.1.41, 2.1.68), logging the pass as a microcompact_boundary with no compactedToolIds
+IMAGE_NOTE = "[image]"
+CLEARS_IMAGES = (2, 1, 38)
 # the note Claude Code sends (as a system reminder) for a file read before a compaction and too large to re-attach,
 # in this project's words, as long as the harness's (149 characters with its name field)
 FILE_REFERENCE_NOTE = (
@@ -206,7 +212,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 10  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 11  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -214,7 +220,9 @@ class ClaudeCodeReader:
     # summary, compaction or journal entry (titles, file-history snapshots, system notices only) makes no run;
     # 8: a fork's response before its prompt is the parent's (``copied_responses``), not a request; 9: a user turn
     # started in another working directory is noted in ``system_changes``; 10: the unlogged todo-list note after
-    # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.96 (claude_code_unlogged)
+    # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.96 (claude_code_unlogged); 11: a
+    # microcompact of 2.1.38-2.1.68 clears the answered user-message images (``cleared``), an image a tool result
+    # holds is named after its tool
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -365,9 +373,18 @@ def persisted_note(cwd: str, session: str, tool_id: str, ext: str) -> str:
     return PERSISTED_NOTE.format(path=f"{_home(cwd)}/.claude/projects/{project}/{session}/tool-results/{tool_id}.{ext}")
 
 
-def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str], attachments: dict[str, int]) -> None:
+def _microcompact(
+    b: RunBuilder,
+    obj: dict,
+    line: int,
+    result_ext: dict[str, str],
+    attachments: dict[str, int],
+    images: list[tuple[int, int]],
+) -> None:
     """A microcompact_boundary line (2.1.x): from the next request on the results of ``compactedToolIds`` are a
-    note naming the file they were saved to (their calls stay), ``clearedAttachmentUUIDs`` are gone."""
+    note naming the file they were saved to (their calls stay), ``clearedAttachmentUUIDs`` are gone, and from 2.1.38
+    each image of a user message that a response has followed (``images``: (seq, step) of the run's user-message
+    images not cleared yet; those sent before this step were answered) is the text ``IMAGE_NOTE``."""
     meta = sub_dict(obj, "microcompactMetadata")
     ids = [i for i in meta.get("compactedToolIds") or [] if isinstance(i, str)]
     results = {r.call_id: r.seq for r in b.records if isinstance(r, Item) and r.kind == "tool_result"}
@@ -375,6 +392,11 @@ def _microcompact(b: RunBuilder, obj: dict, line: int, result_ext: dict[str, str
     cleared = [
         [results[i], len(persisted_note(cwd, session, i, result_ext.get(i, "txt")))] for i in ids if i in results
     ]
+    version = version_tuple(obj.get("version"))
+    if version is not None and version >= CLEARS_IMAGES:
+        answered = [seq for seq, step in images if step < b.step]
+        cleared.extend([seq, len(IMAGE_NOTE)] for seq in answered)
+        images[:] = [(seq, step) for seq, step in images if step >= b.step]
     gone = [attachments[u] for u in meta.get("clearedAttachmentUUIDs") or [] if isinstance(u, str) and u in attachments]
     raw, pre, saved = meta.get("trigger"), meta.get("preTokens"), meta.get("tokensSaved")
     extra: dict[str, Any] = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
@@ -483,6 +505,10 @@ class _Session:
         self.turn_cwd: dict[int, str] = {}  # builder id -> the working directory its latest user turn started in
         self.todo_calls: dict[str, Any] = {}  # TodoWrite call id -> its todos (claude_code_unlogged)
         self.todo_watched = True  # the harness still watches the todo file (a /clear stops it)
+        self.call_names: dict[str, str] = {}  # tool call id -> its tool's name
+        # builder id -> (seq, step) of each image a user message holds (not one a tool result holds), until a
+        # microcompact clears it
+        self.user_images: dict[int, list[tuple[int, int]]] = {}
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
@@ -551,9 +577,11 @@ class _Session:
             return
         if kind == "system" and obj.get("subtype") == "compact_boundary":
             self._boundary(self._builder(obj), obj, line)
+            self.user_images.pop(id(self._builder(obj)), None)  # summarised: no image is left to clear
             return
         if kind == "system" and obj.get("subtype") == "microcompact_boundary":
-            _microcompact(self._builder(obj), obj, line, self.result_ext, self.attachment_seq)
+            b = self._builder(obj)
+            _microcompact(b, obj, line, self.result_ext, self.attachment_seq, self.user_images.setdefault(id(b), []))
             return
         if kind == "system" and obj.get("subtype") == "informational" and _idle_notice(obj.get("content")):
             _idle_cause(self._builder(obj), line)
@@ -772,6 +800,8 @@ class _Session:
                 b.add("reasoning", "assistant", text, ts=ts, line=line)
             elif btype in ("tool_use", "server_tool_use"):
                 b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
+                if isinstance(block.get("id"), str):
+                    self.call_names[block["id"]] = block.get("name") or ""
                 if block.get("name") in FILE_TOOLS:
                     _file_watched(b)
                 if block.get("name") == "TodoWrite" and isinstance(block.get("id"), str):
@@ -814,13 +844,14 @@ class _Session:
                 self._todo_note(b, obj, block, line, ts)
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
                 for part in parts:
-                    if part.get("type") == "image":
-                        self._image(b, part, line, ts)
+                    if part.get("type") == "image":  # named after its tool: no user-message image
+                        self._image(b, part, line, ts, self.call_names.get(str(block.get("tool_use_id")), ""))
                 # ToolSearch: the server expands each reference into the tool's schema, which the log omits
                 if refs := [p.get("tool_name") for p in parts if p.get("type") == "tool_reference"]:
                     self.unlogged(b, line, "tool-reference", tools=refs)
             elif btype == "image":
-                self._image(b, block, line, ts)
+                image = self._image(b, block, line, ts)
+                self.user_images.setdefault(id(b), []).append((image.seq, image.step))
             elif btype == "document":
                 b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
             elif block.get("text"):
@@ -853,9 +884,11 @@ class _Session:
             b.add("attachment", "user", note, tool_name="todo", ts=ts, line=line)
 
     @staticmethod
-    def _image(b: RunBuilder, block: dict, line: int, ts: str | None) -> None:
+    def _image(b: RunBuilder, block: dict, line: int, ts: str | None, tool: str | None = None) -> Item:
+        """An image item; ``tool``: the tool whose result holds it (None: a user message holds it)."""
         source = sub_dict(block, "source")
-        b.add("image", "user", f"[image {source.get('media_type') or ''}]".replace(" ]", "]"), ts=ts, line=line)
+        text = f"[image {source.get('media_type') or ''}]".replace(" ]", "]")
+        return b.add("image", "user", text, ts=ts, line=line, tool_name=tool)
 
 
 READER = ClaudeCodeReader()

@@ -6,7 +6,12 @@ messages). Claude Code builds both anew while a session runs, from state its tra
 - **Working directory.** The system prompt is built for each user turn, and its environment section names the
   working directory ("Working directory: ..." in cli.js 2.1.22 and 2.1.27), which a ``cd`` the Bash tool kept
   changes. The reader notes a turn that starts in another ``cwd`` than the turn before it
-  (``runs.metadata.system_changes``, reason "cwd"). Claude Code 2.1.27 session cbd3578f reads only its 16,238-token
+  (``runs.metadata.system_changes``, reason "cwd"). From 2.1.53 the system prompt is built of named sections each
+  computed once a session (cli.js 2.1.53, 2.1.54, 2.1.59, 2.1.97: the environment section ``env_info_simple`` is
+  not recomputed, the working directory it names stays the one it was built in); 2.1.34-2.1.52 had that path behind
+  a feature flag off by default (``tengu_vinteuil_phrase``). So a ``cd`` changes the prompt up to 2.1.52 only:
+  4thehalibit/omarchy-backup 2b8d60c5 (2.1.97) reads all 31,289 tokens it held at a turn started in another
+  directory. Claude Code 2.1.27 session cbd3578f reads only its 16,238-token
   warm prefix at the two turns that start in another worktree (requests 31 and 48) and all it held at every other;
   ccl-sample-37f83ec9 (1.0.51) reads its 10,671-token system breakpoint at request 58, whose turn starts in a
   subdirectory.
@@ -44,14 +49,20 @@ from replay.simulator.idle import request_times
 CWD = "cwd"
 STABLE_S = 1.0  # seconds a written file must stay unchanged before the watcher reports it (cli.js 2.1.22)
 LISTED_FROM, LISTED_UNTIL = (2, 1, 0), (2, 1, 22)  # versions whose Skill tool description lists the skills
+CWD_UNTIL = (2, 1, 52)  # the last version whose system prompt names the working directory of each turn
 SKILL_FILE = re.compile(r"(^|/)\.claude/(skills/[^/]+/SKILL\.md|commands/([^/]+/)?[^/]+\.md)$", re.IGNORECASE)
 FRONT_MATTER = re.compile(r"(^|[\n\"])\s*(name|description|when_to_use)\s*:")  # a line of it, or a string's start
 WRITE_TOOLS, EDIT_TOOLS = ("Write",), ("Edit", "MultiEdit")
 
 
 def working_directory_changes(metadata: dict, n_requests: int) -> np.ndarray:
-    """Per request, True where the reader noted a user turn started in another working directory before it."""
+    """Per request, True where the reader noted a user turn started in another working directory before it, in a
+    Claude Code version that builds its system prompt anew for each turn (up to ``CWD_UNTIL``; a log without a
+    version is taken to)."""
     out = np.zeros(n_requests, dtype=bool)
+    version = version_tuple(metadata.get("cc_version"))
+    if version is not None and version > CWD_UNTIL:
+        return out
     for note in metadata.get("system_changes") or []:
         if isinstance(note, dict) and note.get("reason") == CWD and isinstance(note.get("step"), int):
             if 0 < note["step"] < n_requests:

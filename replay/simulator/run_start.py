@@ -14,13 +14,36 @@ from dataclasses import replace
 import numpy as np
 
 from replay.run_arrays import RunArrays
+from replay.simulator.idle import request_times
 
 WHOLE = 2**62  # a cap that keeps the whole prefix item
+ANTHROPIC_TTL = 300.0  # seconds: a cache entry's life where the log records no write duration
 
 
 def warm_tokens(run: RunArrays) -> int:
     """What was cached before the run started: its first request's recorded read (0 when unknown)."""
     return int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
+
+
+def warm_kept(run: RunArrays, warm: int, ttl: float) -> bool:
+    """Whether other sessions kept the warm prefix cached through the run's idle gaps and on the models it switched
+    to, as its log shows: it read at least ``warm`` tokens at every request whose own entries were gone (sent more
+    than ``ttl`` seconds after the previous response ended, or the first on another model), and there is at least
+    one such request. Whether they did is not the policy's doing: it holds for every policy replayed on the run.
+    Claude Code logs show both: bradymholt/dotfiles (2.0.2) reads its 10,981 warm tokens after every gap, up to 21 h,
+    and on Opus 4.1 after a switch from Sonnet 4.5 (058a90bd); a sub-agent of corpus ccl-worktrees-ef958aa1 reads 0
+    after its one gap."""
+    if warm <= 0 or run.n_requests < 2:
+        return False
+    sent, done = request_times(run)
+    named = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    models = [m or run.model for m in named]
+    idle = [
+        k
+        for k in range(1, run.n_requests)
+        if (sent[k] - done[k - 1] > ttl or models[k] != models[k - 1]) and run.rec_cache_read[k] >= 0
+    ]
+    return bool(idle) and all(run.rec_cache_read[k] >= warm for k in idle)
 
 
 def uncached_floor(run: RunArrays) -> int:
@@ -83,6 +106,7 @@ def with_start(run: RunArrays, cache: str) -> RunArrays:
     return replace(
         run,
         warm=warm,
+        warm_kept=cache == "anthropic" and warm_kept(run, warm, run.cache_ttl or ANTHROPIC_TTL),
         tail=tail_tokens(run, cache),
         system_tokens=system,
         cache_cap=cache_caps(run, cache, warm, system),

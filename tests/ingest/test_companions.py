@@ -163,7 +163,8 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
     ),
     # Claude Code 2.1.332's session folder (linux-x64 binary, minified): a workflow's agents under
     # subagents/workflows/<run id>/ with their .meta.json, its journal (a log: read), its sidecar and script; a
-    # remote agent's metadata; saved tool results (2.1.27 cli.js); 2.1.27's project-level sessions-index.json
+    # remote agent's metadata; saved tool results (2.1.27 cli.js); 2.1.27's project-level sessions-index.json;
+    # auto-memory files (cli.js 2.1.41)
     "claude-code-2.1": (
         {
             f"{CC}/subagents/workflows/wf_4af3c93a-ada/agent-a340795228348a5a6.jsonl": (
@@ -187,6 +188,18 @@ LAYOUTS: dict[str, tuple[dict[str, str], dict[str, str | bytes], int]] = {
             ),
             f"{CC}/tool-results/toolu_01AbC.txt": "a long build log\n" * 20,
             f"{CC}/tool-results/toolu_01DeF.json": json.dumps([{"type": "text", "text": "a long listing"}]),
+            # a saved Bash result holding a diff of a transcript: its context lines parse as Claude Code lines
+            f"{CC}/tool-results/toolu_01GhI.txt": "diff --git a/s.jsonl b/s.jsonl\n@@ -1,2 +1,3 @@\n "
+            + json.dumps({"type": "user", "sessionId": "s", "message": {"role": "user", "content": "hi"}})
+            + "\n",
+            # a WebFetch's binary content (2.1.97) beside the saved results; Remote Control's pointer (2.1.80)
+            f"{CC}/tool-results/webfetch-1777071708581-0j5rpz.jpg": "\xff\xd8\xff\xe0 JFIF",
+            "projects/-home-u-avd/bridge-pointer.json": json.dumps(
+                {"sessionId": "session_01A", "environmentId": "env_01B", "source": "repl"}
+            ),
+            # auto memory (2.1.34 on): the project folder's memory directory
+            "projects/-home-u-avd/memory/MEMORY.md": "- [build](build.md): how the AVD image is built\n",
+            "projects/-home-u-avd/memory/build.md": "---\ndescription: the build\n---\nRun make.\n",
             f"{CC}/custom-title.json": json.dumps({"customTitle": "avd boot"}),
             f"{CC}/archived.json": json.dumps({"archived": True, "at": "2026-05-01T10:00:00.000Z"}),
             f"{CC}.precompact.json": json.dumps({"version": 7}),

@@ -203,8 +203,11 @@ def test_presets_are_policies_with_overridable_knobs():
         # cli.js 2.1.21 caps the output reserve at 20,000 (CHANGELOG.md 2.1.21: auto-compact triggered too early on
         # models with large output limits); real 2.1.22 and 2.1.27 sessions compacted at 167,432 and 169,332
         ("2.1.21", "claude-opus-4-5-20251101", False, ("claude-code-2", {}, 200_000)),
-        # cli.js 2.1.68 is the last with the client-side microcompact (tengu_microcompact, compactedToolIds)
-        ("2.1.68", "claude-opus-4-6", False, ("claude-code-2", {}, 200_000)),
+        ("2.1.37", "claude-opus-4-6", False, ("claude-code-2", {}, 200_000)),
+        # cli.js 2.1.38 adds the microcompact's image step; 2.1.68 is the last with the client-side microcompact
+        # (tengu_microcompact, compactedToolIds)
+        ("2.1.38", "claude-opus-4-6", False, ("claude-code-2.1.38", {}, 200_000)),
+        ("2.1.68", "claude-opus-4-6", False, ("claude-code-2.1.38", {}, 200_000)),
         ("2.1.69", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
         # Opus 4.7's native 1M window from 2.1.117 (CHANGELOG.md 2.1.117); 200K before it, as 2.1.116 computed
         ("2.1.116", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 200_000)),

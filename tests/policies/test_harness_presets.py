@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from replay.policies import Budget, make_policy
+from replay.policies import Budget, make_compiled, make_policy
 from replay.policies.cline import cline_max_allowed
 from replay.policies.presets import PRESETS, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.caches import make_cache
@@ -179,3 +179,32 @@ def test_gemini_preset_masks_old_tool_outputs(tmp_path: Path) -> None:
     snippet = PRESETS["gemini-cli"].params["micro_note_chars"]
     # three 10,000-token results, each now a snippet of about 700 characters (3 to 5 characters a token)
     assert 30_000 - 3 * snippet // 3 <= freed[9] <= 30_000 - 3 * snippet // 5
+
+
+def test_claude_code_2_1_38_clears_answered_user_images(tmp_path: Path) -> None:
+    """The hand-written 2.1.41 session: a screenshot pasted before request 1 is answered by it; the preset sends it
+    as "[image]" from request 2 on and clears (a microcompact) at 2 and again at 3, the next user turn's first
+    request, where Claude Code logged its boundaries. The image a Read result holds stays; claude-code-2 (2.1.21 to
+    2.1.37) clears none."""
+    from replay.ingest import ingest
+    from replay.policies.kernel import SUMMARY_CLEARED
+    from replay.policies.presets import claude_code_preset
+    from replay.policies.view import ORIGINAL, PLACEHOLDER
+    from replay.run_arrays import KIND_CODE
+    from replay.simulator.kernels.driver import T_SUMMARISED
+    from replay.simulator.kernels.trace import trace_run, views_of
+    from replay.store import open_store
+
+    assert claude_code_preset("2.1.41", "claude-sonnet-4-5-20250929")[0] == "claude-code-2.1.38"
+    assert claude_code_preset("2.1.37", "claude-sonnet-4-5-20250929")[0] == "claude-code-2"
+    assert claude_code_preset("2.1.68", "claude-sonnet-4-5-20250929")[0] == "claude-code-2.1.38"
+    con = open_store(tmp_path / "i.duckdb")
+    ingest(con, [Path(__file__).parents[1] / "readers" / "fixtures" / "cc-image-microcompact.jsonl"])
+    (run,) = load_runs(con, None)
+    pasted, held = np.flatnonzero(run.kind == KIND_CODE["image"])
+    for name, cleared_at in (("claude-code-2.1.38", [2, 3]), ("claude-code-2", [])):
+        trace = trace_run(run, make_compiled(name), Budget(200_000))
+        assert np.flatnonzero(trace.columns[:, T_SUMMARISED] & SUMMARY_CLEARED).tolist() == cleared_at
+        vs = views_of(run, make_policy(name), Budget(200_000)).views
+        assert [int(v.forms[pasted]) for v in vs[1:]] == [ORIGINAL] + [PLACEHOLDER if cleared_at else ORIGINAL] * 2
+        assert all(v.forms[held] == ORIGINAL for v in vs[2:])

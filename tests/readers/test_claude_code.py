@@ -770,3 +770,26 @@ def test_a_session_whose_first_line_outgrows_the_head_is_recognised(tmp_path: Pa
     assert len(of(read(path), Run)) == 1
     path.write_text('{"parentUuid":null,"other":' + '"x' * HEAD_BYTES)  # not Claude Code's envelope
     assert detect(path) is None
+
+
+def test_microcompact_clears_answered_user_images() -> None:
+    """2.1.38-2.1.68 (cli.js 2.1.41): the microcompact pass sends each image of a user message a response has
+    followed as "[image]" and logs a boundary with no compactedToolIds; an image a tool result holds is not one (it
+    is named after its tool). The boundary the next user turn logs again clears nothing new."""
+    records = read(FIXTURES / "cc-image-microcompact.jsonl")
+    images = [i for i in of(records, Item) if i.kind == "image"]
+    assert [(i.tool_name, i.step) for i in images] == [(None, 1), ("Read", 2)]
+    events = of(records, Run)[0].metadata["context_events"]
+    assert [(e["kind"], e["step"], e["cleared"], e["tokens_saved"]) for e in events] == [
+        ("microcompact", 2, [[images[0].seq, len("[image]")]], 2000),
+        ("microcompact", 3, [], 2000),
+    ]
+
+
+def test_microcompact_before_2_1_38_clears_no_image(tmp_path: Path) -> None:
+    """cli.js 2.1.37 has no image step: a boundary of that version leaves the image whole."""
+    text = (FIXTURES / "cc-image-microcompact.jsonl").read_text().replace('"version":"2.1.41"', '"version":"2.1.37"')
+    path = tmp_path / "s.jsonl"
+    path.write_text(text)
+    events = of(read(path), Run)[0].metadata["context_events"]
+    assert [e["cleared"] for e in events] == [[], []]

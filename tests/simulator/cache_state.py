@@ -24,14 +24,22 @@ class CacheState:
     """One run's cache entries, charged request by request."""
 
     def __init__(
-        self, cache: CacheModel, model: str | None, n_requests: int, overhead: int, warm: int, tokens: np.ndarray
+        self,
+        cache: CacheModel,
+        model: str | None,
+        n_requests: int,
+        overhead: int,
+        warm: int,
+        tokens: np.ndarray,
+        warm_kept: bool = False,
     ) -> None:
         self.params = cache_params(cache, model)
         cap = 2 * n_requests + 12
         self.pos, self.tok = np.zeros(cap, np.int64), np.zeros(cap, np.int64)
         self.exp, self.n = np.zeros(cap, np.float64), np.zeros(N_STATE, np.int64)
         self.overhead = overhead
-        warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n)
+        self.warm_kept = warm_kept
+        warm_entry(overhead, warm, tokens, self.pos, self.tok, self.exp, self.n, warm_kept)
 
     def cap(self, dirty: int, prefix_end: int, cap: int) -> int:
         """``dirty`` for a request with a ``cache_cap`` (>= 0): no later than the end of the prefix item, whose
@@ -45,7 +53,7 @@ class CacheState:
     def switch_model(self) -> None:
         """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""
         if switch_drops(self.params):
-            drop_entries(self.n)
+            drop_entries(self.n, self.pos, self.tok, self.exp, self.warm_kept and server_resets(self.params))
 
     def request(
         self,

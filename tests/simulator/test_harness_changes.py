@@ -116,6 +116,16 @@ def test_a_new_working_directory_and_a_new_skill_keep_only_the_warm_prefix(tmp_p
     assert len(unexplained_losses(run).requests) == 0
 
 
+def test_from_2_1_53_a_new_working_directory_keeps_the_prompt(tmp_path: Path) -> None:
+    """Claude Code 2.1.53 on computes the system prompt's environment section once a session (cli.js 2.1.53: the
+    memoised ``env_info_simple`` section): the turn started in the worktree changes no cached prefix. 2.1.52 still
+    rebuilds it for each turn (the sectioned path behind ``tengu_vinteuil_phrase``, off by default)."""
+    assert np.flatnonzero(_run(tmp_path, "2.1.52").harness_changes).tolist() == [2]
+    run = _run(tmp_path, "2.1.53")
+    assert not run.harness_changes.any()
+    assert unexplained_losses(run).requests.tolist() == [2, 4]  # the session's reads now have no cause in the log
+
+
 def test_from_2_1_23_the_skill_listing_is_an_attachment(tmp_path: Path) -> None:
     """Claude Code 2.1.23 on appends the listing to the conversation (a ``skill_listing`` attachment): the new skill
     changes no cached prefix, and request 4's loss (had the log shown one) has no cause the log gives."""

@@ -68,6 +68,18 @@ def cum_at(cumtok, p, overhead, s_at, s_tok):
     return overhead + cumtok[p] + (s_tok if s_at >= 0 and p > s_at else 0)
 
 
+# the expiry of a warm prefix no other session is known to keep cached: it lives until the run reads it, then as
+# the run's own entries do
+UNTIL_READ = 1e300
+
+
+@compiled(inline="always")
+def refreshed(exp, until):
+    """An entry's expiry once a request uses it: ``until``, but a warm prefix other sessions keep cached
+    (``warm_entry`` with ``kept``: it never expires) stays so."""
+    return exp if exp == np.inf else until
+
+
 @compiled
 def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok, sent, done):
     """(cached, written) for one request; updates the entries in place. Under Anthropic's cache an entry lives
@@ -105,7 +117,7 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
                 if b - lookback <= pos[i] <= b and tok[i] > hit:
                     hit, hit_i = tok[i], i
         if hit_i >= 0:
-            exp[hit_i] = until + ttl
+            exp[hit_i] = refreshed(exp[hit_i], until + ttl)
         written = 0
         for bi in range(nb):
             b = bps[bi]
@@ -115,12 +127,12 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             if tokens <= hit:  # a breakpoint inside the prefix read is used too: its entry lives on (Anthropic:
                 for i in range(n[0]):  # "refreshed each time the cached content is used"). cc-jason-webtech reads
                     if pos[i] == b:  # its 34,027-token system breakpoint after each compaction, long after the
-                        exp[i] = until + ttl  # request that last wrote it
+                        exp[i] = refreshed(exp[i], until + ttl)  # request that last wrote it
                 continue
             found = False
             for i in range(n[0]):
                 if pos[i] == b:
-                    exp[i] = until + ttl
+                    exp[i] = refreshed(exp[i], until + ttl)
                     found = True
                     break
             if not found:
@@ -251,10 +263,12 @@ def first_rewrite(forms, ftok, tokens, end, s_at):
 
 
 @compiled
-def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
+def warm_entry(overhead, warm, tokens, pos, tok, exp, n, kept):
     """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first): one entry at
     the last item boundary they cover (or inside the first item). The automatic caches keep all of them as the warm
-    prefix (n[1], n[2]): valid while the item they end in is unchanged."""
+    prefix (n[1], n[2]): valid while the item they end in is unchanged. Under Anthropic's cache the entry lives until
+    the run reads it, then as the run's own do; with ``kept`` (other sessions keep it cached through the run's idle
+    gaps: ``RunArrays.warm_kept``) it never expires."""
     if warm <= 0:
         return
     full, at = overhead, 0
@@ -263,7 +277,7 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n):
             break
         full += tokens[q]
         at = q + 1
-    pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf, 1
+    pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf if kept else UNTIL_READ, 1
     n[1], n[2] = (at, full) if full >= warm or at == len(tokens) else (at + 1, warm)
 
 
@@ -293,7 +307,16 @@ def cap_entries(tok, pos, n, dirty, cap):
 
 
 @compiled(inline="always")
-def drop_entries(n):
+def drop_entries(n, pos, tok, exp, keep_warm):
     """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them
-    (a switch back within the TTL would find the first model's entries again; not modelled)."""
-    n[0] = n[1] = n[2] = 0
+    (a switch back within the TTL would find the first model's entries again; not modelled). With ``keep_warm`` the
+    warm prefix other sessions keep cached (``warm_entry``'s kept entry, which never expires) stays: the log shows
+    them keeping it on every model the run used (``RunArrays.warm_kept``)."""
+    j = 0
+    if keep_warm:
+        for i in range(n[0]):
+            if exp[i] == np.inf:
+                pos[j], tok[j], exp[j] = pos[i], tok[i], exp[i]
+                j += 1
+    n[0] = j
+    n[1] = n[2] = 0

@@ -59,6 +59,7 @@ def run_at(pk, tflag, i):
         pk.media_chars[a:b],
         pk.warm[i],
         pk.tail[i],
+        pk.warm_kept[i],
         pk.req_model[c:d],
         pk.cache_cap[c:d],
         pk.req_sent[c:d],

@@ -162,7 +162,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     cap = 2 * m + 12
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
-    warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn)
+    warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn, r.warm_kept)
     cpk = cp.copy()  # the cache parameters of request k: the run's, its provider's TTL where it has another
     cumtok = np.zeros(n + 1, np.int64)  # cumtok[: summed + 1] are the prefix sums of the current view
     summed = 0
@@ -227,7 +227,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         # the first request rewrites nothing that was warm before the run unless the policy changed it
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
         if k > 0 and r.req_model[k] != r.req_model[k - 1] and switch_drops(cp):
-            drop_entries(cn)  # another model: nothing its server cached for the previous one is read
+            # another model: nothing its server cached for the previous one is read, but a kept warm prefix
+            drop_entries(cn, cpos, ctok, cexp, r.warm_kept and server_resets(cp))
         if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
