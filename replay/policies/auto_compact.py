@@ -272,6 +272,9 @@ class AutoCompactConfig(PolicyConfig):
 ) = range(P_POLICY, P_POLICY + 30)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
+# a per-request code only (RunArrays.req_trigger): the harness compacts before this request whatever the size
+# (codex-rs when the turn's model has another comp_hash than the previous turn's; replay.simulator.request_windows)
+COMPACT_NOW = 5
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 # items from the start of the body up to here are all dropped (a drop is for good), or kept for good
@@ -548,6 +551,8 @@ def earlier_reasoning(r, st):
 @compiled(borrowed=True)
 def due(p, r, st):
     mode, lim = trigger(p, r, st), limit(p, r, st)
+    if mode == COMPACT_NOW:
+        return True
     if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
         return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= lim
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
@@ -650,10 +655,22 @@ def summary_size(p, st):
 
 
 @compiled(borrowed=True)
+def turn_start(r, st, end):
+    """First item of the newest turn of the history up to ``end`` (``end`` when empty)."""
+    q = end
+    while q > 0 and r.turn[q - 1] == r.turn[end - 1]:
+        q -= 1
+    return q
+
+
+@compiled(borrowed=True)
 def compact(p, r, st):
-    """Compact now; the kept part by keep_fraction, keep_rounds or keep_last."""
+    """Compact now; the kept part by keep_fraction, keep_rounds or keep_last, or, where the harness compacts before
+    a turn whatever the size (``COMPACT_NOW``), the turn's own items."""
     lo, end = prefix_end(r, st), st.s[S_END]
-    if p[P_KEEP_FRACTION] > 0:
+    if trigger(p, r, st) == COMPACT_NOW:  # before the turn: what it records (context updates, input) follows
+        compact_before(p, r, st, pair_safe_start(r, st, max(turn_start(r, st, end), lo)))
+    elif p[P_KEEP_FRACTION] > 0:
         start = fraction_start(p, r, st, live_from(r, st), end)  # lo when none: nothing live before either
     elif p[P_KEEP_ROUNDS] > 0:
         start = round_start(p, r, st, live_from(r, st), end)
