@@ -108,15 +108,16 @@ def comp_hash_turns(metadata: dict, req_lines: Sequence[int | None]) -> list[int
     rows = metadata.get("comp_hashes")
     if not isinstance(rows, list):
         return []
-    changes = [
-        cur[0]
-        for prev, cur in zip(rows, rows[1:], strict=False)
-        if isinstance(prev, list) and isinstance(cur, list) and prev[1] and cur[1] and prev[1] != cur[1]
-    ]
+    rows = [row for row in rows if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int)]
     out = []
-    for line in changes:
+    for i in range(1, len(rows)):
+        (_, before), (line, now) = rows[i - 1], rows[i]
+        if not (before and now and before != now):
+            continue
         k = next((k for k, at in enumerate(req_lines) if at is not None and at > line), None)
-        if k is not None and k not in out:
+        # the change governs that request only when no later turn (a fork's copy of its parent) came in between
+        later = rows[i + 1][0] if i + 1 < len(rows) else None
+        if k is not None and (later is None or later > req_lines[k]) and k not in out:
             out.append(k)
     return out
 

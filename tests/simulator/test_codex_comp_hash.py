@@ -123,6 +123,9 @@ def test_hash_changes_need_both_hashes() -> None:
     rows = {"comp_hashes": [[2, "a"], [9, None], [15, "b"], [30, "c"]]}
     assert comp_hash_turns(rows, [5, 10, 20, 40]) == [3]
     assert comp_hash_turns({}, [5]) == []
+    # a fork's copy of its parent: the parent's change (line 15) is followed by its later turns before the child's
+    # first request, which compares with the parent's last turn
+    assert comp_hash_turns({"comp_hashes": [[2, "a"], [15, "b"], [18, None]]}, [20, 30]) == []
 
 
 def test_fidelity_scores_the_comp_hash_compaction(con) -> None:
