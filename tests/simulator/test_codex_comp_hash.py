@@ -135,3 +135,36 @@ def test_fidelity_scores_the_comp_hash_compaction(con) -> None:
     assert (event["recorded_request"], event["simulated_request"]) == (2, 2)
     # the model_switch instructions and the new input follow the summary, as codex-rs records them after it
     assert event["within"] is True
+
+
+def early_rollout() -> list[dict]:
+    """Codex CLI 0.118 on gpt-5.4: one model, one hash, a compaction at 120k (0.46 of the 258,400 logged window):
+    only a limit set in config.toml, which no line records, compacts there."""
+    log = Log()
+    meta = {"id": "019d6398-6135-76e1-984e-000000000002", "cwd": "/tmp", "originator": "codex_cli_rs"}
+    log.lines.append(line("session_meta", {**meta, "cli_version": "0.118.0", "source": "cli"}))
+    log.turn("019d6398-0000-7000-8000-000000000001", "gpt-5.4", None)
+    for n, prompt in enumerate((40_000, 80_000, 120_000)):
+        log.item("user", f"step {n}")
+        log.item("assistant", "x " * 40_000)
+        log.count(prompt)
+    summary = "SUMMARY: three steps done"
+    log.item("assistant", summary)
+    log.count(120_100)
+    log.lines.append(line("compacted", {"message": summary, "replacement_history": [message("user", summary)]}))
+    log.item("user", "step 3")
+    log.item("assistant", "done")
+    log.count(1_500)
+    return log.lines
+
+
+def test_fidelity_says_a_compaction_came_below_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "rollout-2026-04-06T23-20-23-019d6398-6135-76e1-984e-000000000002.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in early_rollout()))
+    store = open_store(tmp_path / "s.duckdb")
+    ingest(store, [path])
+    (event,) = [r for r in fidelity_frame(store, None).to_dicts() if r["kind"] != "run"]
+    # still a miss (no preset can fire there), but not a silent one
+    assert event["within"] is False
+    assert "below codex-rs's limit 244,800" in event["reason"]
+    assert "config.toml" in event["reason"]
