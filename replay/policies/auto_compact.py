@@ -33,7 +33,8 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of the model's window; ``trigger_on`` "codex" adds what codex-rs adds when the server does not say it counted
   earlier reasoning (``get_total_token_usage``): its own estimate of each encrypted reasoning item before the
-  newest user message (``RunArrays.harness_est``; the server drops those, codex-rs still counts them). The
+  newest user message (``RunArrays.harness_est``; the server drops those, codex-rs still counts them); at a
+  turn's first request without what the turn added (codex-rs checks before the turn records its input). The
   summary is followed by the newest user messages up to 20,000 tokens (the oldest kept one truncated to fit), as
   codex-rs ``build_compacted_history`` does.
 - inspect_ai (``CompactionSummary``): the prompt about to be sent (the last response's ``input_context_tokens``
@@ -549,12 +550,37 @@ def earlier_reasoning(r, st):
 
 
 @compiled(borrowed=True)
+def turn_start(r, st, end):
+    """First item of the newest turn of the history up to ``end`` (``end`` when empty)."""
+    q = end
+    while q > 0 and r.turn[q - 1] == r.turn[end - 1]:
+        q -= 1
+    return q
+
+
+@compiled(borrowed=True)
+def new_turn_items(r, st):
+    """At a turn's first request, the estimate of what the turn has added to the view (its context updates and
+    input); 0 at a later request. codex-rs checks its limit before a turn records these
+    (``run_pre_sampling_compact`` runs before ``record_context_updates_and_set_reference_context_item`` and the
+    input), so the turn's first request can go out past the limit and the compaction follows it."""
+    end, prev = st.s[S_END], st.s[S_PREV_END]
+    if st.s[S_K] == 0 or prev <= 0 or end <= prev or r.turn[end - 1] == r.turn[prev - 1]:
+        return np.int64(0)
+    n = np.int64(0)
+    for q in range(turn_start(r, st, end), end):
+        if st.forms[q] != DROPPED:
+            n += st.fest[st.forms[q], q]
+    return n
+
+
+@compiled(borrowed=True)
 def due(p, r, st):
     mode, lim = trigger(p, r, st), limit(p, r, st)
     if mode == COMPACT_NOW:
         return True
     if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
-        return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= lim
+        return est_total(st) - new_turn_items(r, st) + reported(r, st) + earlier_reasoning(r, st) >= lim
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
         return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > lim
     if mode == 2:  # Claude Code 2.1.3 on: the last response's usage plus the messages since at chars/4
@@ -652,15 +678,6 @@ def summary_size(p, st):
     if n < st.s[S_RECORDED]:
         return st.aux[A_RECORDED, n]
     return np.int64(p[P_SUMMARY_TOKENS])
-
-
-@compiled(borrowed=True)
-def turn_start(r, st, end):
-    """First item of the newest turn of the history up to ``end`` (``end`` when empty)."""
-    q = end
-    while q > 0 and r.turn[q - 1] == r.turn[end - 1]:
-        q -= 1
-    return q
 
 
 @compiled(borrowed=True)
