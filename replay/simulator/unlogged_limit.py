@@ -22,13 +22,16 @@ CODEX_PRESETS = ("codex-rs",)
 def unlogged_limit_reason(run: RunArrays, row: dict, preset: tuple[str, Budget, dict] | None) -> str | None:
     """For a scored Codex compaction the preset missed (``row``: ``event_rows``'s), why: the recorded count before
     it (the last request's prompt and output) below the preset's limit there. None when the preset is not
-    codex-rs's, the count is not recorded, or it had reached the limit (then the miss is the preset's)."""
+    codex-rs's, the count is not recorded, the model changed there, or the count had reached the limit (then the miss
+    is the preset's)."""
     k = row.get("recorded_request")
     if preset is None or preset[0] not in CODEX_PRESETS or not isinstance(k, int) or k < 1:
         return None
     last = k - 1
     if last >= len(run.rec_prompt) or run.rec_prompt[last] <= 0:
         return None
+    if k < len(run.req_model) and run.req_model[k] != run.req_model[last]:
+        return None  # a model switch: a logged cause the preset should have replayed
     output = max(int(run.rec_output[last]), 0) if last < len(run.rec_output) else 0
     count = int(run.rec_prompt[last]) + output
     own = run.req_limit[last] if last < len(run.req_limit) else 0.0
