@@ -33,7 +33,8 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 - Codex: the last response's total plus the items added since (the prompt about to be sent) against a fraction
   of the model's window; ``trigger_on`` "codex" adds what codex-rs adds when the server does not say it counted
   earlier reasoning (``get_total_token_usage``): its own estimate of each encrypted reasoning item before the
-  newest user message (``RunArrays.harness_est``; the server drops those, codex-rs still counts them). The
+  newest user message (``RunArrays.harness_est``; the server drops those, codex-rs still counts them); at a
+  turn's first request without what the turn added (codex-rs checks before the turn records its input). The
   summary is followed by the newest user messages up to 20,000 tokens (the oldest kept one truncated to fit), as
   codex-rs ``build_compacted_history`` does.
 - inspect_ai (``CompactionSummary``): the prompt about to be sent (the last response's ``input_context_tokens``
@@ -272,6 +273,9 @@ class AutoCompactConfig(PolicyConfig):
 ) = range(P_POLICY, P_POLICY + 30)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
+# a per-request code only (RunArrays.req_trigger): the harness compacts before this request whatever the size
+# (codex-rs when the turn's model has another comp_hash than the previous turn's; replay.simulator.request_windows)
+COMPACT_NOW = 5
 # compactions so far; recorded summaries (summary_from_log); 1 + the history's end when a background one started
 S_COMPACTIONS, S_RECORDED, S_PENDING = S_POLICY, S_POLICY + 1, S_POLICY + 2
 # items from the start of the body up to here are all dropped (a drop is for good), or kept for good
@@ -546,10 +550,37 @@ def earlier_reasoning(r, st):
 
 
 @compiled(borrowed=True)
+def turn_start(r, st, end):
+    """First item of the newest turn of the history up to ``end`` (``end`` when empty)."""
+    q = end
+    while q > 0 and r.turn[q - 1] == r.turn[end - 1]:
+        q -= 1
+    return q
+
+
+@compiled(borrowed=True)
+def new_turn_items(r, st):
+    """At a turn's first request, the estimate of what the turn has added to the view (its context updates and
+    input); 0 at a later request. codex-rs checks its limit before a turn records these
+    (``run_pre_sampling_compact`` runs before ``record_context_updates_and_set_reference_context_item`` and the
+    input), so the turn's first request can go out past the limit and the compaction follows it."""
+    end, prev = st.s[S_END], st.s[S_PREV_END]
+    if st.s[S_K] == 0 or prev <= 0 or end <= prev or r.turn[end - 1] == r.turn[prev - 1]:
+        return np.int64(0)
+    n = np.int64(0)
+    for q in range(turn_start(r, st, end), end):
+        if st.forms[q] != DROPPED:
+            n += st.fest[st.forms[q], q]
+    return n
+
+
+@compiled(borrowed=True)
 def due(p, r, st):
     mode, lim = trigger(p, r, st), limit(p, r, st)
+    if mode == COMPACT_NOW:
+        return True
     if mode == 4:  # codex-rs: the prompt about to be sent plus its estimate of earlier turns' reasoning
-        return est_total(st) + reported(r, st) + earlier_reasoning(r, st) >= lim
+        return est_total(st) - new_turn_items(r, st) + reported(r, st) + earlier_reasoning(r, st) >= lim
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
         return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > lim
     if mode == 2:  # Claude Code 2.1.3 on: the last response's usage plus the messages since at chars/4
@@ -651,9 +682,12 @@ def summary_size(p, st):
 
 @compiled(borrowed=True)
 def compact(p, r, st):
-    """Compact now; the kept part by keep_fraction, keep_rounds or keep_last."""
+    """Compact now; the kept part by keep_fraction, keep_rounds or keep_last, or, where the harness compacts before
+    a turn whatever the size (``COMPACT_NOW``), the turn's own items."""
     lo, end = prefix_end(r, st), st.s[S_END]
-    if p[P_KEEP_FRACTION] > 0:
+    if trigger(p, r, st) == COMPACT_NOW:  # before the turn: what it records (context updates, input) follows
+        compact_before(p, r, st, pair_safe_start(r, st, max(turn_start(r, st, end), lo)))
+    elif p[P_KEEP_FRACTION] > 0:
         start = fraction_start(p, r, st, live_from(r, st), end)  # lo when none: nothing live before either
     elif p[P_KEEP_ROUNDS] > 0:
         start = round_start(p, r, st, live_from(r, st), end)

@@ -96,8 +96,14 @@ command line holds for every request. The OpenHands presets' limits are the cond
   message: (3/4 of its encrypted text's bytes - 650) / 4 (``trigger_on`` "codex"; the reader records the
   estimates). On the corpus run (0.116.0, provider "mindflow") that count first reaches 244,800 at exactly the
   two requests after which it compacted (245,328 and 245,148), where the prompt alone was only 0.83 of the
-  logged window. The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends differ by
-  model and configuration. Chosen automatically for Codex logs (``replay.simulator.fidelity.harness_preset``).
+  logged window. codex-rs checks before a turn records its context updates and input (``run_pre_sampling_compact``)
+  and after each request that needs a follow-up, so a turn's first request can go out past the limit (0.97 of the
+  logged window after a long message) and the compaction comes before the next. Before a turn whose model has
+  another ``comp_hash`` than the previous turn's (both logged in turn_context, 0.142 on) it compacts whatever the
+  size (``CompactionReason::CompHashChanged``), its context updates and input after the summary. A lower limit set
+  in config.toml (``model_auto_compact_token_limit``) is not logged: fidelity names it where a compaction came
+  below the preset's limit. The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends
+  differ by model and configuration. Chosen automatically for Codex logs (``replay.simulator.fidelity.harness_preset``).
 - gemini-cli: Gemini CLI chat compression (chatCompressionService, 0.17 on): the last response's prompt against
   0.5 x the model's token limit (``tokenLimit``: 1,048,576 for Gemini models, 256,000 for gemma-4-*-it from 0.41);
   the oldest 70% of the history's characters become a ``<state_snapshot>`` summary, the newest 30% stay (from a

@@ -281,6 +281,21 @@ def note_window(b: RunBuilder, window: Any, line: int | None = None) -> None:
     meta["model_context_window"] = window
 
 
+def note_comp_hash(b: RunBuilder, p: dict, line: int) -> None:
+    """Keep each change of a turn's ``comp_hash`` (the model's compaction compatibility hash, logged in
+    turn_context from about 0.142; None for a later turn that logs none) as ``comp_hashes`` [[line, hash], ...]:
+    codex-rs compacts before a turn whose model's hash differs from the previous turn's, both given, whatever the size
+    (``maybe_run_previous_model_inline_compact``, ``CompactionReason::CompHashChanged``; read per request by
+    ``replay.simulator.request_windows``)."""
+    value = p.get("comp_hash")
+    value = value if isinstance(value, str) and value else None
+    seen = b.run.metadata.get("comp_hashes")
+    if seen is None and value is not None:
+        seen = b.run.metadata["comp_hashes"] = []
+    if seen is not None and (not seen or seen[-1][1] != value):
+        seen.append([line, value])
+
+
 def uuid7_ms(value: Any) -> int | None:
     """The creation time (Unix milliseconds) a UUIDv7 carries in its first 48 bits; None for anything else. codex-rs
     names threads and turns by UUIDv7 (``Uuid::now_v7``), so one made later sorts later."""
@@ -619,6 +634,7 @@ class CodexRolloutReader:
                     keep = b.seq
                     fork.start(p)
             elif kind == "turn_context" and p.get("model"):
+                note_comp_hash(b, p, line)
                 budget = history_budget(p.get("truncation_policy"))
                 model = p["model"]
                 if not b.run.model:
@@ -708,6 +724,8 @@ class CodexRolloutReader:
         contexts are the parent's turns (the run's model is the child's). Returns the latest total usage."""
         if kind == "session_meta":
             self._meta(b, d, p, line, ts)
+        elif kind == "turn_context":  # the parent's turns: the child's first turn compares its hash with theirs
+            note_comp_hash(b, p, line)
         elif kind == "compacted":
             d.input(partial(compaction, b, p, line, ts, keep, None, logged, live, initial, forked=True))
         elif kind == "event_msg" and p.get("type") == "thread_rolled_back":

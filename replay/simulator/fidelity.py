@@ -26,6 +26,7 @@ from replay.simulator.caches import CacheModel, make_cache
 from replay.simulator.harness_preset import BIG, harness_preset, missing_preset
 from replay.simulator.run import simulate_run
 from replay.simulator.run_output import cache_reasons
+from replay.simulator.unlogged_limit import unlogged_limit_reason
 
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
 TARGET_EVENT_REQUESTS, TARGET_EVENT_AFTER = 3, 0.10  # a preset's event: within 3 requests, prompt after within 10%
@@ -404,5 +405,8 @@ def fidelity_frame(
                 unknown_limit_models(run, previous, k + TARGET_EVENT_REQUESTS + 1),
             )
             previous = k
-            rows.append({**base, **ev, "within": None if reason else event_within(ev), "reason": reason or None})
+            within = None if reason else event_within(ev)
+            if within is False:  # a miss the log can explain: a limit it does not record
+                reason = unlogged_limit_reason(run, ev, preset) or ""
+            rows.append({**base, **ev, "within": within, "reason": reason or None})
     return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=COLUMNS)

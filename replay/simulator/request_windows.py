@@ -7,7 +7,10 @@ it. Read in each harness's source:
 - Claude Code: the threshold is the model's window less its output reserve (``min(max output, cap)``) less 13,000,
   both of the main loop's model (2.1.332's ``gse``/``ik`` take the model); from 2.1.153 whether it compacts at that
   threshold or only when the API refuses a prompt past the window is the model's too (its window's source).
-- codex-rs: the turn's model's window (``model_context_window`` logged per turn).
+- codex-rs: the turn's model's window (``model_context_window`` logged per turn). Before a turn whose model's
+  ``comp_hash`` differs from the previous turn's, both logged, it compacts whatever the size
+  (``maybe_run_previous_model_inline_compact``, ``CompactionReason::CompHashChanged``; turn_context logs the hash,
+  ``runs.metadata.comp_hashes``): that turn's first request gets trigger ``COMPACT_NOW``.
 - Gemini CLI: ``tokenLimit`` of the turn's active model (``_getActiveModelForCurrentTurn``, 0.61.0).
 - Copilot CLI: the CompactionProcessor's ``preRequest`` takes ``max_prompt_tokens`` of the request's ``modelInfo``
   (1.0.34); 1.0.102 logs it per call (``maxPromptTokens``, ``runs.metadata.prompt_limits``).
@@ -29,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from replay.policies import make_compiled
-from replay.policies.auto_compact import TRIGGERS
+from replay.policies.auto_compact import COMPACT_NOW, TRIGGERS
 from replay.simulator.harness_preset import harness_preset
 
 # formats whose preset's limit depends on the model serving the request (the others' is the run's)
@@ -88,8 +91,47 @@ def request_windows(
 ) -> RequestLimits:
     """Per request, its model's preset's window, limit and trigger where the log names the model and they differ
     from the run's (the preset ``harness_preset`` gives the run's ``model``): the window where it differs, the limit
-    where the window or limit does, the trigger where it does. None for a format whose limit is per run, or a run
-    with no preset."""
+    where the window or limit does, the trigger where it does; for Codex, ``COMPACT_NOW`` at the first request of a
+    turn whose model's ``comp_hash`` changed (``comp_hash_turns``). Nothing for a format whose limit is per run, or a
+    run with no preset."""
+    out = _request_limits(fmt, metadata, model, req_models, req_lines, rec_prompt)
+    if fmt in ("codex-rollout", "codex-tui"):
+        for k in comp_hash_turns(metadata, req_lines):
+            out.trigger[k] = COMPACT_NOW
+    return out
+
+
+def comp_hash_turns(metadata: dict, req_lines: Sequence[int | None]) -> list[int]:
+    """The requests codex-rs compacts before whatever the size: the first request after each turn_context whose
+    ``comp_hash`` differs from the previous turn's, both logged (``runs.metadata.comp_hashes`` [[line, hash], ...],
+    one row per change; a hash compared with a turn that logged none does not compact)."""
+    rows = metadata.get("comp_hashes")
+    if not isinstance(rows, list):
+        return []
+    rows = [row for row in rows if isinstance(row, list) and len(row) == 2 and isinstance(row[0], int)]
+    out = []
+    for i in range(1, len(rows)):
+        (_, before), (line, now) = rows[i - 1], rows[i]
+        if not (before and now and before != now):
+            continue
+        k = next((k for k, at in enumerate(req_lines) if at is not None and at > line), None)
+        # the change governs that request only when no later turn (a fork's copy of its parent) came in between
+        later = rows[i + 1][0] if i + 1 < len(rows) else None
+        if k is not None and (later is None or later > req_lines[k]) and k not in out:
+            out.append(k)
+    return out
+
+
+def _request_limits(
+    fmt: str,
+    metadata: dict,
+    model: str | None,
+    req_models: Sequence[str | None],
+    req_lines: Sequence[int | None],
+    rec_prompt: np.ndarray,
+) -> RequestLimits:
+    """``request_windows`` without the per-turn compactions: each request's model's preset's window, limit and
+    trigger where they differ from the run's."""
     n = len(req_models)
     out = RequestLimits(np.zeros(n, np.int64), np.zeros(n, np.float64), np.full(n, -1, np.int64), np.zeros(n, np.bool_))
     if fmt not in PER_MODEL or n == 0:
