@@ -323,7 +323,9 @@ def fit_usage(
             undone,
             learnable(steps, metadata),
         )
-        check_shrinks(check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata)
+        check_shrinks(
+            check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata, (TARGET_MEDIAN, TARGET_P95)
+        )
         check_growth(check, steps, recorded, prompts.total)
         check_unlogged(check, steps, metadata)
         check_history(check, run_items, steps, metadata)

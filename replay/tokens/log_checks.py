@@ -45,22 +45,37 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
     return check
 
 
-def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, metadata: dict) -> None:
+def check_shrinks(
+    check: RunCheck,
+    steps: np.ndarray,
+    recorded: np.ndarray,
+    recon: np.ndarray,
+    metadata: dict,
+    targets: tuple[float, float],
+) -> None:
     """Add a reason when the recorded prompt often shrinks with no boundary between, by more than the log's own
     prompt ``recon`` shrank there (a harness dropping what the log shows dropped, such as Codex's earlier
     reasoning at a new turn, or a rewrite a reader derived, ``context_rewrites``, is no sign). ``recon`` is in the
     model's units (the tokenizer's counts times the run's fitted scale): a drop counted in a tokenizer that counts
-    a quarter fewer tokens than the model's is no quarter smaller for it."""
+    a quarter fewer tokens than the model's is no quarter smaller for it.
+
+    Fewer such drops also flag the run when they alone miss the per-request ``targets`` (median, p95): a
+    prompt model grows between boundaries as the log does, so an unexplained drop D between two requests leaves
+    one of them off by at least D over the sum of their prompts, whatever the fit; those lower bounds (one per
+    request) are scored against the targets."""
     shrinks = 0
     logged = {
         ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
     }
+    forced = np.zeros(len(steps))  # a lower bound on each request's error that the unexplained drops force
     for i in range(1, len(steps)):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
         # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
         crossed = any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged))
         if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
             shrinks += 1
+            if forced[i - 1] == 0:  # drops at neighbouring requests share one: count it once
+                forced[i] = drop / (recorded[i - 1] + recorded[i])
     if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
         provider = metadata.get("model_provider")
         via = f" (served via provider {provider!r})" if provider else ""
@@ -68,6 +83,15 @@ def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, reco
             f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
             "content the server saw comes and goes without a trace in the log"
+        )
+    elif forced.any() and (np.median(forced) > targets[0] or np.quantile(forced, 0.95) > targets[1]):
+        k = int(np.argmax(forced))
+        check.reasons.append(
+            f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens at "
+            f"request {k} (of {len(steps)}) with no compaction or other boundary in the log, which did not shrink as "
+            f"much; a prompt model that only grows between boundaries misses one of the two requests by "
+            f"{forced[k]:.0%} or more, more than the per-request targets ({targets[0]:.0%} median, "
+            f"{targets[1]:.0%} p95) allow in {len(steps)} requests"
         )
 
 
