@@ -62,7 +62,8 @@ def check_shrinks(
     Fewer such drops also flag the run when they alone miss the per-request ``targets`` (median, p95): a
     prompt model grows between boundaries as the log does, so an unexplained drop D between two requests leaves
     one of them off by at least D over the sum of their prompts, whatever the fit; those lower bounds (one per
-    request) are scored against the targets."""
+    request) are scored against the targets. A drop the next request climbs back from is a figure logged low, not
+    content gone, and is left out of this count."""
     shrinks = 0
     logged = {
         ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
@@ -74,7 +75,10 @@ def check_shrinks(
         crossed = any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged))
         if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
             shrinks += 1
-            if forced[i - 1] == 0:  # drops at neighbouring requests share one: count it once
+            # a prompt logged low once and back at its level next (MiniMax's streaming-start usage) is a figure
+            # off, not content gone; drops at neighbouring requests share one request: count it once
+            dip = i + 1 < len(steps) and recorded[i + 1] >= recorded[i - 1]
+            if not dip and forced[i - 1] == 0:
                 forced[i] = drop / (recorded[i - 1] + recorded[i])
     if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
         provider = metadata.get("model_provider")
