@@ -73,7 +73,7 @@ from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.codex_bridge import bridged, initial_context_kind
 from replay.readers.codex_history import TURN, History, message_mark, open_turn
-from replay.readers.codex_truncation import history_budget, override_budget, truncate_parts, truncate_text
+from replay.readers.codex_truncation import override_budget, truncate_parts, truncate_text, turn_budget
 
 LINE_TYPES = {
     "session_meta",
@@ -619,7 +619,7 @@ class CodexRolloutReader:
                     keep = b.seq
                     fork.start(p)
             elif kind == "turn_context" and p.get("model"):
-                budget = history_budget(p.get("truncation_policy"))
+                budget = turn_budget(p)
                 model = p["model"]
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)
