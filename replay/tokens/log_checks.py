@@ -221,3 +221,41 @@ def check_attachments(
             f"by far more than the log's new items hold: content not in the log is {median:.0%} of the prompt at the "
             f"median request, {p95:.0%} at p95"
         )
+
+
+def check_usage_only(
+    check: RunCheck,
+    steps: np.ndarray,
+    recorded: np.ndarray,
+    recon: np.ndarray,
+    metadata: dict,
+    targets: tuple[float, float],
+) -> None:
+    """Add a reason when the requests whose usage counts input their prompt did not carry (``unlogged`` notes
+    with ``usage_only``: the results of a hosted web search Codex's server ran inside the response) are alone
+    enough to miss the per-request ``targets`` (median, p95), at fewer requests than check_unlogged needs. At such
+    a request, what the recorded figure holds beyond the last request without one, less what the log's prompt
+    (``recon``, model units) grew in between, is input the log never holds; its share of each recorded figure
+    (zero elsewhere) is scored against the targets."""
+    inflated = {
+        n["step"]
+        for n in metadata.get("unlogged") or []
+        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
+    }
+    share, base = np.zeros(len(steps)), None
+    for i in range(len(steps)):
+        if int(steps[i]) not in inflated:
+            base = i
+        elif base is not None:
+            extra = recorded[i] - recorded[base] - max(recon[i] - recon[base], 0.0)
+            share[i] = max(extra, 0.0) / recorded[i]
+    if not share.any():
+        return
+    median, p95 = float(np.median(share)), float(np.quantile(share, 0.95))
+    if median > targets[0] or p95 > targets[1]:
+        k = int(np.argmax(share))
+        check.reasons.append(
+            f"usage outside the log: at {int((share > 0).sum())} of {len(steps)} requests the recorded usage "
+            f"counts input the prompt did not carry (results of a hosted web search the server ran inside the "
+            f"response, never logged): up to {share[k]:.0%} of the recorded figure (request {k}), {p95:.0%} at p95"
+        )

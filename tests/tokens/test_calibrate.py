@@ -17,7 +17,7 @@ from replay.tokens.calibrate import (
     reconstruct,
     visible,
 )
-from replay.tokens.log_checks import RunCheck, check_run, check_shrinks
+from replay.tokens.log_checks import RunCheck, check_run, check_shrinks, check_usage_only
 
 ZERO = Overhead({"user": 0}, 0, "test")
 TARGETS = (TARGET_MEDIAN, TARGET_P95)
@@ -134,6 +134,28 @@ def test_check_run_names_boundaries_and_shrinks():
     scaled = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
     check_shrinks(scaled, steps, drops, (1 / 0.75) * (0.75 * drops), {}, TARGETS)
     assert not scaled.reasons
+
+
+def test_web_search_usage_that_alone_misses_the_target_is_flagged():
+    """Codex wjmlong 10-14-05's shape: 28 requests, two of whose responses ran a hosted web search (usage_only
+    notes), recorded 11k and 22k over the request before them while the log grew by under 2k. Two notes are below
+    check_unlogged's bar; their share of the recorded figure (23%, 36%) alone puts p95 past 10%."""
+    steps = np.arange(28)
+    log = np.linspace(37_000, 82_000, 28)
+    recorded = log.copy()
+    recorded[7] += 11_000
+    recorded[8] += 21_500
+    meta = {"unlogged": [{"step": s, "reason": "web search results", "usage_only": True} for s in (7, 8)]}
+    check = RunCheck()
+    check_usage_only(check, steps, recorded, log, meta, TARGETS)
+    assert len(check.reasons) == 1 and check.reasons[0].startswith("usage outside the log: at 2 of 28 requests")
+    assert "(request 8)" in check.reasons[0]
+    # one search whose results add 2% of the figure: within what the targets allow
+    small = RunCheck()
+    recorded = log.copy()
+    recorded[7] += 0.02 * log[7]
+    check_usage_only(small, steps, recorded, log, {"unlogged": meta["unlogged"][:1]}, TARGETS)
+    assert not small.reasons
 
 
 def test_one_drop_that_alone_misses_the_target_flags_a_short_run():
