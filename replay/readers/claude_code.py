@@ -81,6 +81,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of, version_tuple
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.claude_code_relog import RelogFilter
 from replay.readers.claude_code_unlogged import (
     FILE_TOOLS,
     clears,
@@ -485,6 +486,7 @@ class _Session:
         self.children: dict[str, RunBuilder] = {}
         self.groups: dict[str | None, str] = {}  # uuid (None: a line without one) -> its sidechain group
         self.seen_requests: set[str] = set()
+        self.relog = RelogFilter()  # lines that log again a message already read (a resumed conversation)
         self.prompted = False  # a user message seen: before it, a fork's response is its parent's (a copy)
         self.message_of: dict[str, tuple[str, int]] = {}  # requestId -> (the first message.id seen with it, line)
         self.reused: set[str] = set()  # requestIds seen with more than one message.id
@@ -589,6 +591,9 @@ class _Session:
         if kind not in CONVERSATION and kind != "attachment":
             return
         b = self._builder(obj)
+        if self.relog.is_copy(kind, obj):  # the server is sent that message once
+            b.run.metadata["relogged_lines"] = self.relog.skipped
+            return
         if parent and parent not in self.uuids:  # a message the log lacks (e.g. a dropped notification)
             self.unlogged(b, line, "missing-parent")
         run = b.run

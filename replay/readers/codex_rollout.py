@@ -73,7 +73,7 @@ from replay.readers.base import ReadContext, iter_json_lines, text_of
 from replay.readers.builder import RunBuilder, seq_ranges
 from replay.readers.codex_bridge import bridged, initial_context_kind
 from replay.readers.codex_history import TURN, History, message_mark, open_turn
-from replay.readers.codex_truncation import history_budget, override_budget, truncate_parts, truncate_text
+from replay.readers.codex_truncation import override_budget, truncate_parts, truncate_text, turn_budget
 
 LINE_TYPES = {
     "session_meta",
@@ -563,8 +563,9 @@ class CodexRolloutReader:
     # (``Fork``): the parent's token_counts are not requests, its compactions are not this run's; an encrypted
     # summary's size, codex-rs's estimate (``encrypted_summary_tokens``); the token_count before a remote
     # compaction is a request (``remote_compaction``); a request whose response ran a web search is noted
-    # (``searched``)
-    version = 9
+    # (``searched``); 10: each turn's ``comp_hash`` change (a compaction before that turn); a tool output cut to the
+    # model's catalog truncation policy where the turn logs none (Codex Desktop 0.142-0.144)
+    version = 10
 
     def sniff(self, head: str, path: Path) -> bool:
         return sniff_json_lines(
@@ -635,7 +636,7 @@ class CodexRolloutReader:
                     fork.start(p)
             elif kind == "turn_context" and p.get("model"):
                 note_comp_hash(b, p, line)
-                budget = history_budget(p.get("truncation_policy"))
+                budget = turn_budget(p)
                 model = p["model"]
                 if not b.run.model:
                     b.run = b.records[0] = replace(b.run, model=model)

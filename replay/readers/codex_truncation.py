@@ -13,6 +13,11 @@ Later codex-rs (in 0.171.0) persists history-only metadata beside a response ite
 its own budget there: ``metadata.fallback_token_limit_override``, in tokens with the allowance already included
 (codex-rs history ``CodexHarnessMetadata``; ``record_items_with_metadata`` uses it instead of the policy x 1.2;
 MCP tools pass their server's ``output_token_limit``).
+
+Rollouts of codex-rs 0.142 on (Codex Desktop 0.142-0.144 seen) log ``turn_context`` without ``truncation_policy``;
+codex-rs still cuts every output to the model's policy from its model catalog (``ModelInfo.truncation_policy``).
+For a turn that logs none, the bundled catalog's policy (codex-rs/models-manager/models.json at 069e6b19) is
+used for the models listed in ``CATALOG_POLICIES``; another model's outputs are taken as sent.
 """
 
 from __future__ import annotations
@@ -22,6 +27,11 @@ from typing import Any
 
 BYTES_PER_TOKEN = 4  # codex-rs APPROX_BYTES_PER_TOKEN
 ALLOWANCE = 1.2  # with_serialization_allowance
+# model slug -> its truncation_policy in codex-rs's bundled model catalog (models-manager/models.json)
+CATALOG_POLICIES: dict[str, dict[str, Any]] = {
+    "gpt-5.5": {"mode": "tokens", "limit": 10_000},
+    "gpt-5.6-sol": {"mode": "tokens", "limit": 10_000},
+}
 
 
 def history_budget(policy: Any) -> tuple[str, int] | None:
@@ -33,6 +43,14 @@ def history_budget(policy: Any) -> tuple[str, int] | None:
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 0:
         return None
     return policy["mode"], math.ceil(limit * ALLOWANCE)
+
+
+def turn_budget(turn_context: dict) -> tuple[str, int] | None:
+    """The history budget of a ``turn_context`` payload: its logged ``truncation_policy`` (``history_budget``),
+    or, when it logs none, its model's policy in codex-rs's catalog (CATALOG_POLICIES), else None."""
+    if "truncation_policy" in turn_context and turn_context["truncation_policy"] is not None:
+        return history_budget(turn_context["truncation_policy"])
+    return history_budget(CATALOG_POLICIES.get(str(turn_context.get("model"))))
 
 
 def override_budget(metadata: Any) -> tuple[str, int] | None:

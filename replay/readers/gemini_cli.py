@@ -223,6 +223,7 @@ class _Replay:
         self.first_done = first_finished_calls(ops)
         self.results: dict[str, tuple[int, str]] = {}  # call id -> (its result item's seq, the text sent now)
         self.masked_first: list[tuple[int, int]] = []  # (seq, line) of results first read already masked
+        self.ended = False  # the last user or gemini message read is a model response with no tool call
 
     def _rewound(self) -> set[str]:
         """Ids removed by a ``$rewindTo`` (from the target on; an unknown target clears everything)."""
@@ -467,10 +468,15 @@ class _Replay:
             self.seqs[msg["id"]] = self.function_responses(msg, line)
             return
         elif kind == "user":
+            self.ended = False
             b.new_turn()
             b.add("user_text", "user", _content_text(msg.get("content")), line=line, ts=ts)
         else:
             calls = [c for c in msg.get("toolCalls") or [] if isinstance(c, dict)]
+            answered = bool(sub_dict(msg, "tokens"))
+            if self.ended and answered:
+                unrecorded_input(b, line)
+            self.ended = answered and not calls
             if self.document and (passes := recording_passes(calls)) > 1:
                 self.batched.append((line, passes))
             first = [self.first_done.get(c["id"], c) if isinstance(c.get("id"), str) else c for c in calls]
@@ -516,6 +522,19 @@ class _Replay:
                 self.masked_first.append((item.seq, line))
             seqs.append(item.seq)
         return seqs
+
+
+UNRECORDED_INPUT = "input after a model response that recorded no tool call and no user message: not in the log"
+
+
+def unrecorded_input(b: RunBuilder, line: int) -> None:
+    """Note (``runs.metadata.unlogged``, ``varies``) that the request about to be added follows a model response
+    with no tool call and no user message between: a model request is sent only with new input (a user message,
+    the function responses of the response's calls, a continuation prompt), so what this one added is not in the
+    log. Recordings whose writer does not keep tool calls (no message of the file holds ``toolCalls``) read like
+    this at every request after a tool call, and their prompt grows by the calls and results the log lacks."""
+    note = {"step": b.step, "line": line, "reason": UNRECORDED_INPUT, "varies": True}
+    b.run.metadata.setdefault("unlogged", []).append(note)
 
 
 def history_copies(ops: list[tuple[str, int, Any]]) -> set[int]:

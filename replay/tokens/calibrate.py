@@ -20,8 +20,10 @@ comes and goes often (reader notes marked ``varies``: Aider's files in the chat)
 over the size at which the harness summarises it (``runs.metadata.history_limit``), content the harness sent
 and did not log is alone enough to miss the target (``runs.metadata.unlogged_attachments``), or the reader found
 compactions the log does not hold (``runs.metadata.unrecorded_compactions``: Cline 4.1 keeps only its latest; the
-fit then learns only from the requests outside them, :func:`learnable`). The checks read the recorded usage and
-the log's structure (sizes as chars/4), so the flag is the same under every tokenizer, and fidelity shows it
+fit then learns only from the requests outside them, :func:`learnable`); or when unexplained drops of the
+recorded prompt, or usage that counts input the prompt did not carry (a hosted web search), are alone enough to
+miss the target. The checks read the recorded usage and the log's structure (sizes as chars/4), so the flag is
+the same under every tokenizer, and fidelity shows it
 (replay.tokens.log_checks). What readers record in ``runs.metadata`` is read by replay.tokens.usage_metadata,
 and the results are written by replay.store.calibrations.
 
@@ -50,6 +52,7 @@ from replay.tokens.log_checks import (
     check_shrinks,
     check_unlogged,
     check_unrecorded,
+    check_usage_only,
 )
 from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
@@ -323,9 +326,15 @@ def fit_usage(
             undone,
             learnable(steps, metadata),
         )
-        check_shrinks(check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata)
+        check_shrinks(
+            check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata, (TARGET_MEDIAN, TARGET_P95)
+        )
         check_growth(check, steps, recorded, prompts.total)
         check_unlogged(check, steps, metadata)
+        if not check.reasons:  # at enough requests check_unlogged names them already
+            check_usage_only(
+                check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata, (TARGET_MEDIAN, TARGET_P95)
+            )
         check_history(check, run_items, steps, metadata)
         check_unrecorded(check, metadata)
         check_attachments(check, run_items, steps, recorded, metadata, (TARGET_MEDIAN, TARGET_P95))

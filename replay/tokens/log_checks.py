@@ -45,22 +45,41 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
     return check
 
 
-def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, metadata: dict) -> None:
+def check_shrinks(
+    check: RunCheck,
+    steps: np.ndarray,
+    recorded: np.ndarray,
+    recon: np.ndarray,
+    metadata: dict,
+    targets: tuple[float, float],
+) -> None:
     """Add a reason when the recorded prompt often shrinks with no boundary between, by more than the log's own
     prompt ``recon`` shrank there (a harness dropping what the log shows dropped, such as Codex's earlier
     reasoning at a new turn, or a rewrite a reader derived, ``context_rewrites``, is no sign). ``recon`` is in the
     model's units (the tokenizer's counts times the run's fitted scale): a drop counted in a tokenizer that counts
-    a quarter fewer tokens than the model's is no quarter smaller for it."""
+    a quarter fewer tokens than the model's is no quarter smaller for it.
+
+    Fewer such drops also flag the run when they alone miss the per-request ``targets`` (median, p95): a
+    prompt model grows between boundaries as the log does, so an unexplained drop D between two requests leaves
+    one of them off by at least D over the sum of their prompts, whatever the fit; those lower bounds (one per
+    request) are scored against the targets. A drop the next request climbs back from is a figure logged low, not
+    content gone, and is left out of this count."""
     shrinks = 0
     logged = {
         ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
     }
+    forced = np.zeros(len(steps))  # a lower bound on each request's error that the unexplained drops force
     for i in range(1, len(steps)):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
         # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
         crossed = any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged))
         if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
             shrinks += 1
+            # a prompt logged low once and back at its level next (MiniMax's streaming-start usage) is a figure
+            # off, not content gone; drops at neighbouring requests share one request: count it once
+            dip = i + 1 < len(steps) and recorded[i + 1] >= recorded[i - 1]
+            if not dip and forced[i - 1] == 0:
+                forced[i] = drop / (recorded[i - 1] + recorded[i])
     if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
         provider = metadata.get("model_provider")
         via = f" (served via provider {provider!r})" if provider else ""
@@ -68,6 +87,15 @@ def check_shrinks(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, reco
             f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
             "content the server saw comes and goes without a trace in the log"
+        )
+    elif forced.any() and (np.median(forced) > targets[0] or np.quantile(forced, 0.95) > targets[1]):
+        k = int(np.argmax(forced))
+        check.reasons.append(
+            f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens at "
+            f"request {k} (of {len(steps)}) with no compaction or other boundary in the log, which did not shrink as "
+            f"much; a prompt model that only grows between boundaries misses one of the two requests by "
+            f"{forced[k]:.0%} or more, more than the per-request targets ({targets[0]:.0%} median, "
+            f"{targets[1]:.0%} p95) allow in {len(steps)} requests"
         )
 
 
@@ -192,4 +220,42 @@ def check_attachments(
             f"({note.get('kinds')}); after the first file it watched, the recorded prompt grew at {jumps} request(s) "
             f"by far more than the log's new items hold: content not in the log is {median:.0%} of the prompt at the "
             f"median request, {p95:.0%} at p95"
+        )
+
+
+def check_usage_only(
+    check: RunCheck,
+    steps: np.ndarray,
+    recorded: np.ndarray,
+    recon: np.ndarray,
+    metadata: dict,
+    targets: tuple[float, float],
+) -> None:
+    """Add a reason when the requests whose usage counts input their prompt did not carry (``unlogged`` notes
+    with ``usage_only``: the results of a hosted web search Codex's server ran inside the response) are alone
+    enough to miss the per-request ``targets`` (median, p95), at fewer requests than check_unlogged needs. At such
+    a request, what the recorded figure holds beyond the last request without one, less what the log's prompt
+    (``recon``, model units) grew in between, is input the log never holds; its share of each recorded figure
+    (zero elsewhere) is scored against the targets."""
+    inflated = {
+        n["step"]
+        for n in metadata.get("unlogged") or []
+        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
+    }
+    share, base = np.zeros(len(steps)), None
+    for i in range(len(steps)):
+        if int(steps[i]) not in inflated:
+            base = i
+        elif base is not None:
+            extra = recorded[i] - recorded[base] - max(recon[i] - recon[base], 0.0)
+            share[i] = max(extra, 0.0) / recorded[i]
+    if not share.any():
+        return
+    median, p95 = float(np.median(share)), float(np.quantile(share, 0.95))
+    if median > targets[0] or p95 > targets[1]:
+        k = int(np.argmax(share))
+        check.reasons.append(
+            f"usage outside the log: at {int((share > 0).sum())} of {len(steps)} requests the recorded usage "
+            f"counts input the prompt did not carry (results of a hosted web search the server ran inside the "
+            f"response, never logged): up to {share[k]:.0%} of the recorded figure (request {k}), {p95:.0%} at p95"
         )

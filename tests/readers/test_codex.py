@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from replay.model import BadRecord, Item, Request, Run
 from replay.readers import detect
 from replay.readers.base import HEAD_BYTES, ReadContext
@@ -791,6 +793,35 @@ def test_byte_truncation_policy_keeps_whole_characters(tmp_path: Path) -> None:
     )
     (result,) = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
     assert result == "é" * 3 + "…24 chars truncated…" + "é" * 3  # 12 bytes kept: 6 from each end
+
+
+@pytest.mark.parametrize(("model", "cut"), [("gpt-5.5", True), ("gpt-5.6-sol", True), ("gpt-4.1", False)])
+def test_a_turn_without_truncation_policy_is_cut_to_the_models_catalog_policy(
+    tmp_path: Path, model: str, cut: bool
+) -> None:
+    """Codex Desktop 0.142-0.144 logs ``turn_context`` without ``truncation_policy``; codex-rs still cuts each output
+    to the model's catalog policy (gpt-5.5 and gpt-5.6-sol: 10,000 tokens, x 1.2 = 48,000 bytes). Read whole, a
+    208 kB read_thread output counted 56k tokens where the recorded prompt grew by 13.5k. A model the catalog
+    table does not list keeps its output whole."""
+    body = "".join(f"{n:07d}\n" for n in range(25_000))  # 200,000 bytes
+    path = rollout(
+        tmp_path,
+        [
+            ("session_meta", {"id": "s", "cli_version": "0.142.5", "originator": "Codex Desktop"}),
+            ("turn_context", {"model": model, "cwd": "/w"}),
+            ("response_item", message("user", "read the other thread")),
+            ("response_item", {"type": "function_call", "name": "read_thread", "arguments": "{}", "call_id": "c1"}),
+            tokens(100, 90),
+            ("response_item", {"type": "function_call_output", "call_id": "c1", "output": body}),
+            tokens(12_200, 190),
+        ],
+    )
+    (result,) = [i.text for i in of(read(ROLLOUT, path), Item) if i.kind == "tool_result"]
+    if cut:
+        assert len(result.encode()) < 48_100 and "tokens truncated…" in result
+        assert result.startswith(body[:24_000]) and result.endswith(body[-24_000:])
+    else:
+        assert result == body
 
 
 def test_usage_logged_before_its_output(tmp_path: Path) -> None:

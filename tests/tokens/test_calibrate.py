@@ -17,9 +17,10 @@ from replay.tokens.calibrate import (
     reconstruct,
     visible,
 )
-from replay.tokens.log_checks import check_run, check_shrinks
+from replay.tokens.log_checks import RunCheck, check_run, check_shrinks, check_usage_only
 
 ZERO = Overhead({"user": 0}, 0, "test")
+TARGETS = (TARGET_MEDIAN, TARGET_P95)
 
 
 def test_reconstruct_drops_items_before_summary():
@@ -115,24 +116,70 @@ def test_check_run_names_boundaries_and_shrinks():
     meta = {"unlogged": [{"step": 6, "reason": "missing-parent"}]}
     check = check_run(items, steps, models, meta)
     assert check.boundaries == {3: "compaction", 5: "model switch", 6: "missing-parent"}
-    check_shrinks(check, steps, recorded, np.full(8, 100.0), meta)
+    check_shrinks(check, steps, recorded, np.full(8, 100.0), meta, TARGETS)
     assert not check.reasons  # the one shrink crosses the compaction
     saw = np.array([10_000, 13_000, 11_000, 14_000, 12_000, 15_000, 13_000, 16_000], dtype=float)
     check = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {"model_provider": "x"})
-    check_shrinks(check, steps, saw, np.full(8, 100.0), {"model_provider": "x"})
+    check_shrinks(check, steps, saw, np.full(8, 100.0), {"model_provider": "x"}, TARGETS)
     assert check.reasons and check.reasons[0].startswith("context outside the log (served via provider 'x'): 3 of 8")
     shown = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
-    check_shrinks(shown, steps, saw, saw - 5_000, {})  # the log's own prompt shrinks as much: no sign
+    check_shrinks(shown, steps, saw, saw - 5_000, {}, TARGETS)  # the log's own prompt shrinks as much: no sign
     assert not shown.reasons
     # in the model's units: a tokenizer counting 0.75 of the model's tokens sees a 20,000-token drop as 15,000;
     # scaled by the run's fitted 1/0.75 it is the same drop, no sign
     drops = np.array([80_000, 100_000, 80_000, 100_000, 80_000, 100_000, 80_000, 100_000], dtype=float)
     raw = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
-    check_shrinks(raw, steps, drops, 0.75 * drops, {})
+    check_shrinks(raw, steps, drops, 0.75 * drops, {}, TARGETS)
     assert raw.reasons  # the unscaled count leaves 5,000 tokens of each drop unexplained: 3 of 8 past the bar
     scaled = check_run(items.filter(pl.col("kind") != "summary"), steps, ["a"] * 8, {})
-    check_shrinks(scaled, steps, drops, (1 / 0.75) * (0.75 * drops), {})
+    check_shrinks(scaled, steps, drops, (1 / 0.75) * (0.75 * drops), {}, TARGETS)
     assert not scaled.reasons
+
+
+def test_web_search_usage_that_alone_misses_the_target_is_flagged():
+    """Codex wjmlong 10-14-05's shape: 28 requests, two of whose responses ran a hosted web search (usage_only
+    notes), recorded 11k and 22k over the request before them while the log grew by under 2k. Two notes are below
+    check_unlogged's bar; their share of the recorded figure (23%, 36%) alone puts p95 past 10%."""
+    steps = np.arange(28)
+    log = np.linspace(37_000, 82_000, 28)
+    recorded = log.copy()
+    recorded[7] += 11_000
+    recorded[8] += 21_500
+    meta = {"unlogged": [{"step": s, "reason": "web search results", "usage_only": True} for s in (7, 8)]}
+    check = RunCheck()
+    check_usage_only(check, steps, recorded, log, meta, TARGETS)
+    assert len(check.reasons) == 1 and check.reasons[0].startswith("usage outside the log: at 2 of 28 requests")
+    assert "(request 8)" in check.reasons[0]
+    # one search whose results add 2% of the figure: within what the targets allow
+    small = RunCheck()
+    recorded = log.copy()
+    recorded[7] += 0.02 * log[7]
+    check_usage_only(small, steps, recorded, log, {"unlogged": meta["unlogged"][:1]}, TARGETS)
+    assert not small.reasons
+
+
+def test_one_drop_that_alone_misses_the_target_flags_a_short_run():
+    """Gemini CLI c8b2cbd9's shape: 5 requests, the prompt up by 2.4k at the request after a tool call and back
+    down at the next user turn, the log growing all along. One such drop is below MIN_SHRINKS, but one of its two
+    requests is off by 2,315 / (9,032 + 6,717) = 15% whatever the fit: the run cannot meet the p95 target."""
+    steps = np.arange(5)
+    recorded = np.array([6_594, 6_625, 9_032, 6_717, 7_271], dtype=float)
+    log = np.array([6_590, 6_630, 6_700, 6_720, 7_270], dtype=float)
+    check = RunCheck()
+    check_shrinks(check, steps, recorded, log, {}, TARGETS)
+    assert len(check.reasons) == 1 and "fell by 2,315 tokens at request 3 (of 5)" in check.reasons[0]
+    assert "by 15% or more" in check.reasons[0]
+    # the same drop in a run of 40 requests: one request of 40 off by 15% is within what p95 allows
+    steps40 = np.arange(40)
+    rec40 = np.concatenate([recorded, np.linspace(7_300, 9_000, 35)])
+    log40 = np.concatenate([log, np.linspace(7_300, 9_000, 35)])
+    long = RunCheck()
+    check_shrinks(long, steps40, rec40, log40, {}, TARGETS)
+    assert not long.reasons
+    # a drop of under a fifth of the two prompts forces under 10%: no flag
+    small = RunCheck()
+    check_shrinks(small, steps, np.array([6_594, 6_625, 7_900, 6_717, 7_271], dtype=float), log, {}, TARGETS)
+    assert not small.reasons
 
 
 def test_files_with_the_same_name_stay_apart():
