@@ -141,12 +141,16 @@ class AutoCompactConfig(PolicyConfig):
     output_reserve: int = knob(0, 0, 10_000_000, "tokens taken off the window before the fraction (max output)")
     buffer_tokens: int = knob(0, 0, 10_000_000, "tokens taken off after the fraction (Claude Code 2.x: 13,000)")
     context_window: int = knob(0, 0, 100_000_000, "window the limit is taken of (0: the budget window)")
-    trigger_on: Literal["prompt", "previous_prompt", "last_usage", "usage_and_new", "codex"] = knob(
+    trigger_on: Literal[
+        "prompt", "previous_prompt", "last_usage", "usage_and_new", "codex", "usage_and_reply_text", "usage_and_reply"
+    ] = knob(
         "prompt",
         doc="prompt: the history about to be sent; previous_prompt: the last request's prompt "
         "(Gemini CLI); last_usage: that and the last response's output (Claude Code to 2.1.0); "
-        "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3 on); codex: the prompt plus "
-        "codex-rs's estimate of earlier turns' encrypted reasoning (codex-rs)",
+        "usage_and_new: that plus the messages since at chars/4 (Claude Code 2.1.3-2.1.68); usage_and_reply_text: "
+        "that plus the last response's text blocks after its first block at chars/4 (Claude Code 2.1.69-2.1.7x); "
+        "usage_and_reply: that plus all its blocks after the first, tool calls and reasoning too (Claude Code "
+        "2.1.8x on); codex: the prompt plus codex-rs's estimate of earlier turns' encrypted reasoning (codex-rs)",
     )
     summary_tokens: int = knob(3_000, 0, 1_000_000, "size of the compaction summary")
     summary_from_log: bool = knob(
@@ -272,7 +276,15 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_IMAGES,
 ) = range(P_POLICY, P_POLICY + 30)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
-TRIGGERS = {"prompt": 0, "previous_prompt": 1, "usage_and_new": 2, "last_usage": 3, "codex": 4}
+TRIGGERS = {
+    "prompt": 0,
+    "previous_prompt": 1,
+    "usage_and_new": 2,
+    "last_usage": 3,
+    "codex": 4,
+    "usage_and_reply_text": 6,
+    "usage_and_reply": 7,
+}
 # a per-request code only (RunArrays.req_trigger): the harness compacts before this request whatever the size
 # (codex-rs when the turn's model has another comp_hash than the previous turn's; replay.simulator.request_windows)
 COMPACT_NOW = 5
@@ -536,6 +548,24 @@ def new_chars4(r, st):
 
 
 @compiled(borrowed=True)
+def reply_tail_chars4(r, st, every):
+    """The last response's blocks after its first, at chars/4 rounded each (Claude Code 2.1.69 on): a response is
+    stored one record per content block, all with the response's id, and Claude Code's estimate starts after the
+    first record of the last response (it walks back over its siblings), so the blocks after that one are estimated
+    on top of the usage that already counts them as output. ``every``: text, tool calls (name and input) and
+    reasoning; else the text blocks alone (to the 2.1.7x estimator, a tool call or thinking block counts 0)."""
+    n, first = np.int64(0), True
+    for q in range(st.s[S_PREV_END], st.s[S_END]):
+        if st.forms[q] == DROPPED or not is_output(r, q):
+            continue
+        if first:
+            first = False
+        elif every or r.kind[q] == ASSISTANT_TEXT:
+            n += (r.chars[q] + 2) // 4
+    return n
+
+
+@compiled(borrowed=True)
 def earlier_reasoning(r, st):
     """codex-rs's own estimate of the encrypted reasoning items before the newest user message, of those not
     summarised by a compaction (the server no longer counts them; codex-rs adds them to its usage)."""
@@ -583,8 +613,10 @@ def due(p, r, st):
         return est_total(st) - new_turn_items(r, st) + reported(r, st) + earlier_reasoning(r, st) >= lim
     if mode == 1:  # the previous request's prompt, as the harness read it from the last response's usage
         return st.s[S_K] > 0 and st.s[S_SENT_EST] + reported(r, st) > lim
-    if mode == 2:  # Claude Code 2.1.3 on: the last response's usage plus the messages since at chars/4
+    if mode == 2:  # Claude Code 2.1.3 to 2.1.68: the last response's usage plus the messages since at chars/4
         return st.s[S_K] > 0 and last_usage(r, st) + new_chars4(r, st) >= lim
+    if mode == 6 or mode == 7:  # 2.1.69 on: and the last response's blocks after its first
+        return st.s[S_K] > 0 and last_usage(r, st) + new_chars4(r, st) + reply_tail_chars4(r, st, mode == 7) >= lim
     if mode == 3:  # Claude Code to 2.1.0: the last response's usage (its prompt and output)
         return st.s[S_K] > 0 and last_usage(r, st) >= lim
     return est_total(st) + reported(r, st) > lim

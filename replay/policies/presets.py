@@ -46,14 +46,22 @@ command line holds for every request. The OpenHands presets' limits are the cond
     at the first request of each user turn while such an image is in the view (the turn starts from the messages
     as stored; its later requests from what the pass left). From 2.1.47 it also sends a user message's documents
     as "[document]" (not modelled: the reader keeps a document as an attachment).
-  - claude-code-2.1.69 (2.1.69 to 2.1.152): claude-code-2 without microcompact. cli.js 2.1.69 has neither the
-    ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has both); in 2.1.110 the
-    microcompact step returns the messages unchanged, and what is left (2.1.110, 2.1.148: keep the newest 5
-    results when the API rejects a ``context_hint``) is behind a feature flag that is off by default
+  - claude-code-2.1.69 (2.1.69 to 2.1.73; claude-code-2.1.74 to 2.1.152): claude-code-2 without microcompact.
+    cli.js 2.1.69 has neither the ``tengu_microcompact`` pass nor any writer of ``compactedToolIds`` (2.1.68 has
+    both); in 2.1.110 the microcompact step returns the messages unchanged, and what is left (2.1.110, 2.1.148:
+    keep the newest 5 results when the API rejects a ``context_hint``) is behind a feature flag that is off by default
     (``tengu_hazel_osprey``) and logs no ``microcompact_boundary``. The limit in 2.1.148 is still
     W - min(R, 20,000) - 13,000 (``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it; neither it nor
     ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` is logged); a flagged "precompute" limit of 0.8 x (W - R) for 1M models
     is off by default (``tengu_cobalt_raccoon``).
+  - claude-code-2.1.69 and claude-code-2.1.74: from 2.1.69 the estimate added to the last usage starts after the
+    first record of the last response, not after its last (cli.js 2.1.69: the token count walks back over the
+    records of the same message id; 2.1.68 does not). A response is stored one record per content block, so its
+    later blocks are estimated (chars/4 each) on top of the usage's output that counts them already: its text
+    blocks to 2.1.73 (that estimator counts a tool call or thinking block as 0), also its tool calls (name and
+    input) and thinking from 2.1.74 (cli.js 2.1.74 to 2.1.100, the 2.1.132 binary). Eduardodmb/ClaudeWork 6277bf85
+    (2.1.143) logged preTokens 167,106 where the last usage (166,159) plus the tool results since (84) fall short
+    of 167,000, and the two Edit calls and the text after the response's thinking block add 864: 167,107.
   - claude-code-2.1.153 (2.1.153 on, a window without an auto-compact source): the linux-x64 binaries (npm
     ``@anthropic-ai/claude-code-linux-x64``) from 2.1.153 run the threshold check of a local session (not
     ``CLAUDE_CODE_REMOTE``) only for an auto-compact window that is set (env, settings) or, from 2.1.163, a model
@@ -383,10 +391,24 @@ PRESETS: dict[str, Preset] = {
                 **CLAUDE_CODE_BUFFER,
                 **REATTACH_2,
                 "output_reserve": 20_000,
-                "trigger_on": "usage_and_new",
+                "trigger_on": "usage_and_reply_text",
                 "microcompact": False,
             },
-            "Claude Code 2.1.69-2.1.152: 167k of the prompt about to be sent (967k on a 1M window); no microcompact",
+            "Claude Code 2.1.69-2.1.73: 167k of the prompt about to be sent (967k on a 1M window), the last "
+            "response's text after its first block estimated again; no microcompact",
+        ),
+        Preset(
+            "claude-code-2.1.74",
+            "auto_compact",
+            {
+                **CLAUDE_CODE_BUFFER,
+                **REATTACH_2,
+                "output_reserve": 20_000,
+                "trigger_on": "usage_and_reply",
+                "microcompact": False,
+            },
+            "Claude Code 2.1.74-2.1.152: claude-code-2.1.69, the last response's tool calls and reasoning after its "
+            "first block estimated again too",
         ),
         Preset(
             "claude-code-2.1.153",
@@ -534,6 +556,7 @@ CLAUDE_CODE_VERSIONS: tuple[tuple[tuple[int, ...], str, int | None], ...] = (
     ((2, 1, 21), "claude-code-2", 20_000),
     ((2, 1, 38), "claude-code-2.1.38", 20_000),
     ((2, 1, 69), "claude-code-2.1.69", 20_000),
+    ((2, 1, 74), "claude-code-2.1.74", 20_000),
     ((2, 1, 153), "claude-code-2.1.153", None),
 )
 # 2.1.153 on, a session whose model has a default auto-compact window (the binaries' threshold source

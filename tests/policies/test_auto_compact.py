@@ -209,13 +209,16 @@ def test_presets_are_policies_with_overridable_knobs():
         ("2.1.38", "claude-opus-4-6", False, ("claude-code-2.1.38", {}, 200_000)),
         ("2.1.68", "claude-opus-4-6", False, ("claude-code-2.1.38", {}, 200_000)),
         ("2.1.69", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
+        # cli.js 2.1.74 estimates the last response's tool calls and thinking after its first block too
+        ("2.1.73", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.74", "claude-opus-4-6", False, ("claude-code-2.1.74", {}, 200_000)),
         # Opus 4.7's native 1M window from 2.1.117 (CHANGELOG.md 2.1.117); 200K before it, as 2.1.116 computed
-        ("2.1.116", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 200_000)),
-        ("2.1.117", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
-        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2.1.69", {}, 1_000_000)),
+        ("2.1.116", "claude-opus-4-7", False, ("claude-code-2.1.74", {}, 200_000)),
+        ("2.1.117", "claude-opus-4-7", False, ("claude-code-2.1.74", {}, 1_000_000)),
+        ("2.1.148", "claude-opus-4-7", False, ("claude-code-2.1.74", {}, 1_000_000)),
         # 2.1.153 on: the local threshold check runs only for an auto-compact window of a source other than "auto";
         # otherwise the reactive compaction when the API refuses the prompt (claude-code-2.1.153)
-        ("2.1.152", "claude-opus-4-6", False, ("claude-code-2.1.69", {}, 200_000)),
+        ("2.1.152", "claude-opus-4-6", False, ("claude-code-2.1.74", {}, 200_000)),
         ("2.1.153", "claude-opus-4-6", False, ("claude-code-2.1.153", {}, 200_000)),
         ("2.1.153", "claude-opus-4-8", False, ("claude-code-2.1.153", {}, 200_000)),  # native 1M from 2.1.154
         ("2.1.332", "claude-haiku-4-5-20251001", False, ("claude-code-2.1.153", {}, 200_000)),

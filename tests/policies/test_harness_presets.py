@@ -13,7 +13,7 @@ from replay.policies import Budget, make_compiled, make_policy
 from replay.policies.cline import cline_max_allowed
 from replay.policies.presets import PRESETS, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.caches import make_cache
-from replay.simulator.fidelity import harness_preset
+from replay.simulator.fidelity import harness_preset, with_reported_usage
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 
@@ -208,3 +208,30 @@ def test_claude_code_2_1_38_clears_answered_user_images(tmp_path: Path) -> None:
         vs = views_of(run, make_policy(name), Budget(200_000)).views
         assert [int(v.forms[pasted]) for v in vs[1:]] == [ORIGINAL] + [PLACEHOLDER if cleared_at else ORIGINAL] * 2
         assert all(v.forms[held] == ORIGINAL for v in vs[2:])
+
+
+def test_claude_code_2_1_74_estimates_the_last_responses_blocks_again(tmp_path: Path) -> None:
+    """The hand-written 2.1.143 session (the shape of Eduardodmb/ClaudeWork 6277bf85): a response of four records
+    (thinking, text, two Edit calls; one message id) at a prompt of 165,500, its results, then an automatic
+    compaction. The last usage and the results since at chars/4 fall short of 167,000; from 2.1.69 Claude Code's
+    estimate starts after the response's first record, so its later blocks count again: the text alone to 2.1.73
+    (not enough here), the Edit calls too from 2.1.74, which compacts where the log's boundary is (request 1)."""
+    from replay.ingest import ingest
+    from replay.policies.presets import claude_code_preset
+    from replay.simulator.kernels.trace import views_of
+    from replay.store import open_store
+
+    assert claude_code_preset("2.1.143", "claude-sonnet-4-6")[0] == "claude-code-2.1.74"
+    assert claude_code_preset("2.1.73", "claude-sonnet-4-6")[0] == "claude-code-2.1.69"
+    con = open_store(tmp_path / "t.duckdb")
+    ingest(con, [Path(__file__).parents[1] / "readers" / "fixtures" / "cc-reply-tail-compaction.jsonl"])
+    (loaded,) = load_runs(con, None)
+    recorded, _ = simulate_run(loaded, make_policy("recorded"), make_cache("anthropic"), Budget(200_000))
+    run = with_reported_usage(loaded, recorded)  # the trigger reads the usage the server reported, as in fidelity
+
+    def fired(name: str, params: dict | None = None) -> list[int]:
+        return [v.k for v in views_of(run, make_policy(name, params), Budget(200_000)).views if v.summarised]
+
+    assert fired("claude-code-2.1.74") == [1]
+    assert fired("claude-code-2.1.69") == []
+    assert fired("claude-code-2.1.74", {"trigger_on": "usage_and_new"}) == []

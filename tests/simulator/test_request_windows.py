@@ -1,7 +1,7 @@
 """A model switch inside a session moves the harness's compaction threshold: the auto_compact presets take request
 k's limit from the window of request k's model (``RunArrays.req_window``, replay.simulator.request_windows).
 
-- Claude Code 2.1.120 (preset claude-code-2.1.69: window - 20k output - 13k buffer): three requests on Opus 4.7, on
+- Claude Code 2.1.120 (preset claude-code-2.1.74: window - 20k output - 13k buffer): three requests on Opus 4.7, on
   its native 1M window from 2.1.117 (limit 967k), reach 180k; ``/model`` then switches to Opus 4.6 (200k, limit
   167k) and the harness compacts before the first request on it, as its transcript records (compact_boundary).
 - Codex: a first turn on gpt-4.1 whose task_started and token_counts log a 994,000 ``model_context_window``
@@ -188,7 +188,7 @@ def test_claude_code_preset_compacts_where_the_200k_threshold_says(cc) -> None:
     (run,) = load_runs(cc, None, own_windows=True)
     fmt, metadata = cc.execute("SELECT format, metadata FROM runs").fetchone()
     name, budget, params = harness_preset(fmt, json.loads(metadata), run.model, int(run.rec_prompt.max()))
-    assert (name, budget.window) == ("claude-code-2.1.69", 1_000_000)
+    assert (name, budget.window) == ("claude-code-2.1.74", 1_000_000)
     cols, _ = simulate_run(run, make_policy(name, params), make_cache("none"), budget)
     # 967k on Opus 4.7 never fires; 167k on Opus 4.6 fires at its first request, where the log compacted
     assert np.flatnonzero(cols["summarised"]).tolist() == [3]
@@ -206,7 +206,7 @@ def test_claude_code_preset_compacts_where_the_200k_threshold_says(cc) -> None:
 def test_fidelity_scores_the_switch_compaction(cc) -> None:
     frame = fidelity_frame(cc, None).to_dicts()
     (event,) = [r for r in frame if r["kind"] != "run"]
-    assert event["preset"] == "claude-code-2.1.69@1000000"
+    assert event["preset"] == "claude-code-2.1.74@1000000"
     assert (event["recorded_request"], event["simulated_request"]) == (3, 3)
     assert event["reason"] is None
 
