@@ -56,7 +56,14 @@ from replay.tokens.log_checks import (
 )
 from replay.tokens.template import Overhead, template_overhead
 from replay.tokens.tokenizer import CountingTokenizer
-from replay.tokens.usage_metadata import context_drops, exact_sizes, metadata_dict, resolutions, rollback_drops
+from replay.tokens.usage_metadata import (
+    context_drops,
+    exact_sizes,
+    metadata_dict,
+    resolutions,
+    rollback_drops,
+    usage_only_steps,
+)
 
 MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (scale 1)
 MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
@@ -490,12 +497,7 @@ def learnable(steps: np.ndarray, metadata: dict) -> np.ndarray | None:
         ]
         until = min(held) if held else int(steps.max()) + 1
         keep &= (steps < first) | (steps >= until)
-    inflated = [
-        n["step"]
-        for n in metadata.get("unlogged") or []
-        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
-    ]
-    keep &= ~np.isin(steps, inflated)
+    keep &= ~np.isin(steps, list(usage_only_steps(metadata)))
     return keep if not keep.all() and keep.sum() >= MIN_FIT else None
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import polars as pl
 
-from replay.tokens.usage_metadata import events_and_rewrites
+from replay.tokens.usage_metadata import events_and_rewrites, usage_only_steps
 
 SHRINK_TOKENS, SHRINK_SHARE = 1000, 0.02  # a recorded prompt falling by more than both, with no boundary between
 MIN_SHRINKS, MIN_SHRINK_SHARE = 3, 0.05  # ... this often (and in 5% of requests) means the history is not the log's
@@ -237,11 +237,7 @@ def check_usage_only(
     a request, what the recorded figure holds beyond the last request without one, less what the log's prompt
     (``recon``, model units) grew in between, is input the log never holds; its share of each recorded figure
     (zero elsewhere) is scored against the targets."""
-    inflated = {
-        n["step"]
-        for n in metadata.get("unlogged") or []
-        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
-    }
+    inflated = usage_only_steps(metadata)
     share, base = np.zeros(len(steps)), None
     for i in range(len(steps)):
         if int(steps[i]) not in inflated:

@@ -52,6 +52,16 @@ def events_and_rewrites(metadata: dict) -> list:
     return [*(events if isinstance(events, list) else []), *(rewrites if isinstance(rewrites, list) else [])]
 
 
+def usage_only_steps(metadata: dict) -> set[int]:
+    """Steps of the requests whose usage counts input their prompt did not carry (``unlogged`` notes with
+    ``usage_only``: the results of a hosted web search Codex's server ran inside the response)."""
+    return {
+        n["step"]
+        for n in metadata.get("unlogged") or []
+        if isinstance(n, dict) and n.get("usage_only") is True and isinstance(n.get("step"), int)
+    }
+
+
 def exact_sizes(metadata: dict, reasoning_dropped: bool = False) -> dict[int, int]:
     """Item seq -> tokens for items the log holds only as a size: reasoning in the model's units
     (runs.metadata.reasoning_tokens) and a remote compaction's encrypted summary as the harness estimates it
