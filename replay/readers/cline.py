@@ -57,6 +57,7 @@ from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
 from replay.readers.cline_legacy import LEGACY_UI_FILE, combine_finished
+from replay.readers.cline_usage import metrics_usage, ui_usage
 from replay.readers.json_fields import epoch_ms_iso
 
 UI_FILE = "ui_messages.json"
@@ -120,11 +121,14 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
-    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
-    # the task said as "text" is no model output
+    version = 4  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
+    # the task said as "text" is no model output; 4: an API history alone is a run (usage from its metrics), an
+    # OpenAI-compatible provider's tokensIn already holds its cached tokens
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
+        if path.name.endswith(API_FILE):  # a task's API history alone (its UI messages not kept)
+            return start == "[" and bool(re.search(r'"role"\s*:\s*"(?:user|assistant)"', head))
         return (
             start == "["
             and '"ts"' in head
@@ -134,13 +138,16 @@ class ClineReader:
 
     def members(self, path: Path) -> list[Path] | None:
         ui = _ui_file(path)
-        if ui is None:
-            return None
+        if ui is None:  # a task folder whose UI messages are gone: its API history is the run
+            return [path / API_FILE] if (path / API_FILE).is_file() else None
         return [p for p in (path / API_FILE, ui) if p.is_file()]
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         folder = ctx.path.is_dir()
-        ui_path = (_ui_file(ctx.path) or ctx.path / UI_FILE) if folder else ctx.path
+        ui_path = _ui_file(ctx.path) if folder else (None if ctx.path.name.endswith(API_FILE) else ctx.path)
+        if ui_path is None:
+            yield from self.read_api_alone(ctx, ctx.path / API_FILE if folder else ctx.path)
+            return
         ui = load_json_document(replace(ctx, path=ui_path))
         if isinstance(ui, BadRecord) or not isinstance(ui, list):
             yield ui if isinstance(ui, BadRecord) else BadRecord(1, f"{ui_path.name}: expected a JSON array", "")
@@ -169,14 +176,34 @@ class ClineReader:
             task.b.run.metadata["api_req_finished"] = folded
         yield from (task.from_api(api) if api is not None else task.from_ui())
 
+    def read_api_alone(self, ctx: ReadContext, path: Path) -> Iterator[Record]:
+        """A task whose ``ui_messages.json`` is not there: items and usage from the API history alone (usage from
+        each reply's ``metrics``, Cline 3.39 on; truncations, stamped only on UI messages, are not known)."""
+        api = load_json_document(replace(ctx, path=path))
+        if isinstance(api, BadRecord) or not isinstance(api, list):
+            yield api if isinstance(api, BadRecord) else BadRecord(1, f"{API_FILE}: expected a JSON array", "")
+            return
+        info: dict[str, Any] = next(
+            (m["modelInfo"] for m in api if isinstance(m, dict) and isinstance(m.get("modelInfo"), dict)), {}
+        )
+        started = next((m.get("ts") for m in api if isinstance(m, dict) and m.get("ts") is not None), None)
+        task = _Task(ctx, self.format, [], info, started)
+        yield from task.from_api(api)
+
 
 class _Task:
-    def __init__(self, ctx: ReadContext, fmt: str, messages: list[tuple[int, dict]]) -> None:
+    def __init__(
+        self,
+        ctx: ReadContext,
+        fmt: str,
+        messages: list[tuple[int, dict]],
+        info: dict[str, Any] | None = None,
+        started: Any = None,
+    ) -> None:
         self.messages = messages
-        info: dict[str, Any] = (
-            next((m["modelInfo"] for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
-        )
-        started = messages[0][1].get("ts") if messages else None
+        if info is None:
+            info = next((m["modelInfo"] for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
+        started = messages[0][1].get("ts") if messages else started
         run = Run(
             run_id=ctx.run_id(),
             format=fmt,
@@ -202,22 +229,10 @@ class _Task:
         self.images: list[int] = []  # base64 sizes of the images the user gave, sent with the next user message
 
     # --- shared ---------------------------------------------------------------------------------------------
-    def usage(self, info: dict) -> dict[str, Any]:
-        parts = [info.get(k) for k in ("tokensIn", "cacheReads", "cacheWrites")]
-        if info.get("cancelReason") and not any(parts) and not info.get("tokensOut"):
-            return {}
-        if all(p is None for p in parts):
-            return {}
-        return {
-            "input_tokens": parts[0],
-            "cache_read": parts[1],
-            "cache_write": parts[2],
-            "output_tokens": info.get("tokensOut"),
-            # Cline writes numbers; any other value makes the request's usage unreadable (quarantined by the builder)
-            "prompt_tokens": sum(p or 0 for p in parts)
-            if all(type(p) in (int, float, type(None)) for p in parts)
-            else None,
-        }
+    def usage(self, info: dict, model_info: Any) -> dict[str, Any]:
+        """The usage of an ``api_req_started`` text, read by the serving provider's semantics."""
+        provider = model_info.get("providerId") if isinstance(model_info, dict) else None
+        return ui_usage(info, provider or self.b.run.metadata.get("provider"))
 
     def deleted_range(self, m: dict, line: int) -> None:
         new = m.get("conversationHistoryDeletedRange")
@@ -349,7 +364,7 @@ class _Task:
                     self.limit = limit
                 self.managed(info, self.b.step, line)
                 self.pending.clear()
-                self.b.request(line=line, ts=ts, model=model, **self.usage(info))
+                self.b.request(line=line, ts=ts, model=model, **self.usage(info, m.get("modelInfo")))
                 self.msg_start.append(self.b.seq)  # the assistant message it produced
             elif kind in USER_INPUT and isinstance(m.get("images"), list):
                 self.images += [_base64_chars(u) for u in m["images"] if isinstance(u, str)]
@@ -397,11 +412,16 @@ class _Task:
                 continue
             line, started = starts[k] if k < len(starts) else (n, {})
             k += 1
+            model_info = msg.get("modelInfo")
             self.b.request(
                 line=line,
                 ts=ts,
-                model=(msg.get("modelInfo") or {}).get("modelId"),
-                **self.usage(_parse(started.get("text")) or {}),
+                model=model_info.get("modelId") if isinstance(model_info, dict) else None,
+                **(
+                    self.usage(_parse(started.get("text")) or {}, started.get("modelInfo") or model_info)
+                    if self.messages
+                    else metrics_usage(msg)  # no UI file: the history's own metrics (Cline 3.39 on)
+                ),
             )
             until = starts[k][0] if k < len(starts) else float("inf")
             for rline, rm in ranges:  # truncations applied while setting up this request
@@ -411,7 +431,7 @@ class _Task:
             for block in blocks:
                 self.assistant_block(block, n, ts)
         for line, started in starts[k:]:  # requests with no reply in the history (e.g. cancelled)
-            self.b.request(line=line, **self.usage(_parse(started.get("text")) or {}))
+            self.b.request(line=line, **self.usage(_parse(started.get("text")) or {}, started.get("modelInfo")))
         yield from self.finish()
 
     def user_blocks(self, blocks: list, n: int, ts: str | None) -> None:
