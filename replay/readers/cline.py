@@ -57,8 +57,9 @@ from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
 from replay.readers.cline_legacy import LEGACY_UI_FILE, combine_finished
+from replay.readers.cline_truncation import next_truncation_range
 from replay.readers.cline_usage import metrics_usage, ui_usage
-from replay.readers.json_fields import epoch_ms_iso
+from replay.readers.json_fields import epoch_ms_iso, sub_dict
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -219,7 +220,8 @@ class _Task:
         self.events: list[dict] = []
         self.range: Any = None
         self.n_calls = 0
-        self.limit = _max_allowed(info.get("modelId"))  # usage at which Cline manages the context (None: unknown)
+        # usage at which Cline manages the context (None: unknown)
+        self.limit = _max_allowed(info.get("modelId"), info.get("providerId"))
         self.first: dict[int, FirstResult] = {}  # API user message -> its opening file-tool result
         self.rewritten: set[int] = set()  # messages the duplicate-read pass has rewritten
         self.rewrites: list[dict] = []
@@ -360,7 +362,8 @@ class _Task:
                 if opening is not None and (found := first_result(*opening)) is not None:
                     self.first[len(self.msg_start) - 1] = found
                 model = (m.get("modelInfo") or {}).get("modelId")
-                if (limit := _max_allowed(model)) is not None:  # the model now serving (Cline's current API handler)
+                # the model now serving (Cline's current API handler)
+                if (limit := _max_allowed(model, sub_dict(m, "modelInfo").get("providerId"))) is not None:
                     self.limit = limit
                 self.managed(info, self.b.step, line)
                 self.pending.clear()
@@ -423,6 +426,8 @@ class _Task:
                     else metrics_usage(msg)  # no UI file: the history's own metrics (Cline 3.39 on)
                 ),
             )
+            if not self.messages:
+                self.derived_truncation(api, n, msg)
             until = starts[k][0] if k < len(starts) else float("inf")
             for rline, rm in ranges:  # truncations applied while setting up this request
                 if rline < until:
@@ -433,6 +438,24 @@ class _Task:
         for line, started in starts[k:]:  # requests with no reply in the history (e.g. cancelled)
             self.b.request(line=line, **self.usage(_parse(started.get("text")) or {}, started.get("modelInfo")))
         yield from self.finish()
+
+    def derived_truncation(self, api: list, n: int, msg: dict) -> None:
+        """Without UI messages, the truncation Cline applied before the request answered by API message ``n``,
+        derived as Cline decides it (replay.readers.cline_truncation) from the previous reply's metrics and the
+        serving model's max allowed size; then this reply's sum for the next."""
+        info = sub_dict(msg, "modelInfo")
+        if (limit := _max_allowed(info.get("modelId"), info.get("providerId"))) is not None:
+            self.limit = limit
+        if self.limit is not None and self.prev_total is not None and self.prev_total >= self.limit:
+            roles = [str(m.get("role")) if isinstance(m, dict) else "" for m in api[:n]]
+            rng = next_truncation_range(roles, self.range, self.prev_total / 2 > self.limit)
+            before = len(self.events)
+            self.deleted_range({"conversationHistoryDeletedRange": rng}, n)
+            if len(self.events) > before:
+                self.events[-1]["derived"] = True
+        tokens = sub_dict(sub_dict(msg, "metrics"), "tokens")
+        parts: list[Any] = [tokens.get(k) for k in ("prompt", "completion", "cached")]
+        self.prev_total = sum(p for p in parts if type(p) in (int, float)) if tokens else None
 
     def user_blocks(self, blocks: list, n: int, ts: str | None) -> None:
         for block in blocks:
@@ -511,9 +534,9 @@ def _ui_file(folder: Path) -> Path | None:
     return next((p for p in (folder / UI_FILE, folder / LEGACY_UI_FILE) if p.is_file()), None)
 
 
-def _max_allowed(model: Any) -> int | None:
+def _max_allowed(model: Any, provider: Any = None) -> int | None:
     """Cline's max allowed size for the model's window (None when the log does not let us know the window)."""
-    window = cline_window(model if isinstance(model, str) else None)
+    window = cline_window(model if isinstance(model, str) else None, provider if isinstance(provider, str) else None)
     return cline_max_allowed(window) if window else None
 
 

@@ -505,3 +505,48 @@ def test_an_openai_compatible_tokens_in_holds_the_cache_reads(tmp_path: Path) ->
     (folder / "ui_messages.json").write_text(json.dumps(ui))
     reqs = of(read(folder), Request)
     assert [(q.prompt_tokens, q.input_tokens, q.cache_read) for q in reqs] == [(1000, 200, 800)] * 2
+
+
+def _long_api_alone(folder: Path, prompts: list[int]) -> Path:
+    """An OpenAI-compatible Cline task (window: Cline's 128,000 default, max allowed 98,000) whose UI messages are
+    gone: one text reply per request, its metrics ``prompts[k]``."""
+    folder.mkdir()
+    api: list[dict] = []
+    for k, prompt in enumerate(prompts):
+        api.append({"role": "user", "content": [{"type": "text", "text": f"turn {k}"}]})
+        api.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"reply {k}"}],
+                "modelInfo": {"modelId": "my-proxy-model", "providerId": "openai", "mode": "act"},
+                "metrics": {"tokens": {"prompt": prompt, "completion": 500, "cached": 0}},
+            }
+        )
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    return folder
+
+
+def test_truncations_of_a_task_without_ui_messages_are_derived_as_cline_decides(tmp_path: Path) -> None:
+    # the sum at request 4 (97,600 + 500) reaches 98,000: Cline truncates before request 5, keeping half
+    prompts = [20_000, 40_000, 60_000, 80_000, 97_600, 50_000, 60_000]
+    records = read(_long_api_alone(tmp_path / "t", prompts))
+    (run,) = of(records, Run)
+    (event,) = run.metadata["context_events"]
+    # request 5 is sent with API messages 0..10: half of the 9 after the first pair, in pairs: 4
+    assert event["step"] == 5 and event["api_range"] == [2, 5] and event["derived"] is True
+    assert event["kind"] == "condensation" and event["harness_kind"] == "truncation"
+    items = of(records, Item)
+    ((lo, hi),) = event["drop"]
+    assert [i.text for i in items[lo:hi]] == ["turn 1", "reply 1", "turn 2", "reply 2"]
+
+
+def test_a_sum_over_twice_the_limit_keeps_a_quarter(tmp_path: Path) -> None:
+    prompts = [20_000, 40_000, 60_000, 80_000, 90_000, 200_000, 30_000]
+    (event,) = of(read(_long_api_alone(tmp_path / "t", prompts)), Run)[0].metadata["context_events"]
+    # request 6 is sent with API messages 0..12: three quarters of the 11 after the first pair, in pairs: 8
+    assert event["step"] == 6 and event["api_range"] == [2, 9]
+
+
+def test_no_truncation_is_derived_below_the_limit(tmp_path: Path) -> None:
+    records = read(_long_api_alone(tmp_path / "t", [20_000, 40_000, 97_000, 50_000]))
+    assert "context_events" not in of(records, Run)[0].metadata
