@@ -40,6 +40,10 @@ items come from ``ui_messages.json`` (with a warning saying why); where the cut 
 Context: Cline's truncation (3.1 on) stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes,
 inclusive) on every message once it happens; each new range is a recorded context event (kind "condensation", no
 summary, ``harness_kind`` "truncation") at the request whose setup applied it, dropping the items of those messages.
+
+An API history alone (its ``ui_messages.json`` not kept: Cline 3.40 on records each reply's usage there,
+replay.readers.cline_usage) is a run too; its truncations are derived (``derived: true``) as Cline decides them,
+from the previous reply's usage and the model's max allowed size (replay.readers.cline_truncation).
 """
 
 from __future__ import annotations
@@ -179,7 +183,8 @@ class ClineReader:
 
     def read_api_alone(self, ctx: ReadContext, path: Path) -> Iterator[Record]:
         """A task whose ``ui_messages.json`` is not there: items and usage from the API history alone (usage from
-        each reply's ``metrics``, Cline 3.39 on; truncations, stamped only on UI messages, are not known)."""
+        each reply's ``metrics``, Cline 3.40 on; its truncations, stamped only on UI messages, derived as Cline
+        decides them: ``_Task.derived_truncation``)."""
         api = load_json_document(replace(ctx, path=path))
         if isinstance(api, BadRecord) or not isinstance(api, list):
             yield api if isinstance(api, BadRecord) else BadRecord(1, f"{API_FILE}: expected a JSON array", "")
@@ -423,7 +428,7 @@ class _Task:
                 **(
                     self.usage(_parse(started.get("text")) or {}, started.get("modelInfo") or model_info)
                     if self.messages
-                    else metrics_usage(msg)  # no UI file: the history's own metrics (Cline 3.39 on)
+                    else metrics_usage(msg)  # no UI file: the history's own metrics (Cline 3.40 on)
                 ),
             )
             if not self.messages:

@@ -11,7 +11,7 @@ cache writes). So the prompt is ``inputTokens`` alone for those, and ``inputToke
 rest (a provider not listed is read the Anthropic way, as every Cline task before ``modelInfo`` was).
 
 ``ui_messages.json``: each ``api_req_started`` text carries ``tokensIn`` / ``tokensOut`` / ``cacheReads`` /
-``cacheWrites`` (the sums above). ``api_conversation_history.json`` (Cline 3.39 on, ``feat: add mode and token
+``cacheWrites`` (the sums above). ``api_conversation_history.json`` (Cline 3.40 on, ``feat: add mode and token
 metrics info to storage messages``): each assistant message carries ``modelInfo {modelId, providerId, mode}`` and
 ``metrics {tokens {prompt, completion, cached}, cost}``, where ``prompt`` is ``inputTokens``, ``completion``
 ``outputTokens`` and ``cached`` the sum of cache writes and reads: the prompt is known, the split of the cached

@@ -437,7 +437,7 @@ def test_a_3_1_history_with_fewer_replies_is_still_paired(tmp_path: Path) -> Non
 
 
 def _api_alone(folder: Path) -> Path:
-    """A Cline 3.39+ task whose ui_messages.json is gone: replies carry ``modelInfo`` and ``metrics.tokens``
+    """A Cline 3.40+ task whose ui_messages.json is gone: replies carry ``modelInfo`` and ``metrics.tokens``
     (``prompt`` = the handler's inputTokens, ``cached`` = cache writes + reads)."""
     folder.mkdir()
     api = [
