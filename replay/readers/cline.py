@@ -40,6 +40,10 @@ items come from ``ui_messages.json`` (with a warning saying why); where the cut 
 Context: Cline's truncation (3.1 on) stamps ``conversationHistoryDeletedRange`` [lo, hi] (API message indexes,
 inclusive) on every message once it happens; each new range is a recorded context event (kind "condensation", no
 summary, ``harness_kind`` "truncation") at the request whose setup applied it, dropping the items of those messages.
+
+An API history alone (its ``ui_messages.json`` not kept: Cline 3.40 on records each reply's usage there,
+replay.readers.cline_usage) is a run too; its truncations are derived (``derived: true``) as Cline decides them,
+from the previous reply's usage and the model's max allowed size (replay.readers.cline_truncation).
 """
 
 from __future__ import annotations
@@ -57,7 +61,9 @@ from replay.readers.base import ReadContext, load_json_document, text_of
 from replay.readers.builder import RunBuilder
 from replay.readers.cline_dedup import FirstResult, cline_max_allowed, cline_window, duplicate_pass, first_result
 from replay.readers.cline_legacy import LEGACY_UI_FILE, combine_finished
-from replay.readers.json_fields import epoch_ms_iso
+from replay.readers.cline_truncation import next_truncation_range
+from replay.readers.cline_usage import metrics_usage, ui_usage
+from replay.readers.json_fields import epoch_ms_iso, sub_dict
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -120,11 +126,14 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
-    version = 3  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
-    # the task said as "text" is no model output
+    version = 4  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
+    # the task said as "text" is no model output; 4: an API history alone is a run (usage from its metrics), an
+    # OpenAI-compatible provider's tokensIn already holds its cached tokens
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
+        if path.name.endswith(API_FILE):  # a task's API history alone (its UI messages not kept)
+            return start == "[" and bool(re.search(r'"role"\s*:\s*"(?:user|assistant)"', head))
         return (
             start == "["
             and '"ts"' in head
@@ -134,13 +143,16 @@ class ClineReader:
 
     def members(self, path: Path) -> list[Path] | None:
         ui = _ui_file(path)
-        if ui is None:
-            return None
+        if ui is None:  # a task folder whose UI messages are gone: its API history is the run
+            return [path / API_FILE] if (path / API_FILE).is_file() else None
         return [p for p in (path / API_FILE, ui) if p.is_file()]
 
     def read(self, ctx: ReadContext) -> Iterator[Record]:
         folder = ctx.path.is_dir()
-        ui_path = (_ui_file(ctx.path) or ctx.path / UI_FILE) if folder else ctx.path
+        ui_path = _ui_file(ctx.path) if folder else (None if ctx.path.name.endswith(API_FILE) else ctx.path)
+        if ui_path is None:
+            yield from self.read_api_alone(ctx, ctx.path / API_FILE if folder else ctx.path)
+            return
         ui = load_json_document(replace(ctx, path=ui_path))
         if isinstance(ui, BadRecord) or not isinstance(ui, list):
             yield ui if isinstance(ui, BadRecord) else BadRecord(1, f"{ui_path.name}: expected a JSON array", "")
@@ -169,14 +181,35 @@ class ClineReader:
             task.b.run.metadata["api_req_finished"] = folded
         yield from (task.from_api(api) if api is not None else task.from_ui())
 
+    def read_api_alone(self, ctx: ReadContext, path: Path) -> Iterator[Record]:
+        """A task whose ``ui_messages.json`` is not there: items and usage from the API history alone (usage from
+        each reply's ``metrics``, Cline 3.40 on; its truncations, stamped only on UI messages, derived as Cline
+        decides them: ``_Task.derived_truncation``)."""
+        api = load_json_document(replace(ctx, path=path))
+        if isinstance(api, BadRecord) or not isinstance(api, list):
+            yield api if isinstance(api, BadRecord) else BadRecord(1, f"{API_FILE}: expected a JSON array", "")
+            return
+        info: dict[str, Any] = next(
+            (m["modelInfo"] for m in api if isinstance(m, dict) and isinstance(m.get("modelInfo"), dict)), {}
+        )
+        started = next((m.get("ts") for m in api if isinstance(m, dict) and m.get("ts") is not None), None)
+        task = _Task(ctx, self.format, [], info, started)
+        yield from task.from_api(api)
+
 
 class _Task:
-    def __init__(self, ctx: ReadContext, fmt: str, messages: list[tuple[int, dict]]) -> None:
+    def __init__(
+        self,
+        ctx: ReadContext,
+        fmt: str,
+        messages: list[tuple[int, dict]],
+        info: dict[str, Any] | None = None,
+        started: Any = None,
+    ) -> None:
         self.messages = messages
-        info: dict[str, Any] = (
-            next((m["modelInfo"] for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
-        )
-        started = messages[0][1].get("ts") if messages else None
+        if info is None:
+            info = next((m["modelInfo"] for _, m in messages if isinstance(m.get("modelInfo"), dict)), {}) or {}
+        started = messages[0][1].get("ts") if messages else started
         run = Run(
             run_id=ctx.run_id(),
             format=fmt,
@@ -192,7 +225,8 @@ class _Task:
         self.events: list[dict] = []
         self.range: Any = None
         self.n_calls = 0
-        self.limit = _max_allowed(info.get("modelId"))  # usage at which Cline manages the context (None: unknown)
+        # usage at which Cline manages the context (None: unknown)
+        self.limit = _max_allowed(info.get("modelId"), info.get("providerId"))
         self.first: dict[int, FirstResult] = {}  # API user message -> its opening file-tool result
         self.rewritten: set[int] = set()  # messages the duplicate-read pass has rewritten
         self.rewrites: list[dict] = []
@@ -202,22 +236,10 @@ class _Task:
         self.images: list[int] = []  # base64 sizes of the images the user gave, sent with the next user message
 
     # --- shared ---------------------------------------------------------------------------------------------
-    def usage(self, info: dict) -> dict[str, Any]:
-        parts = [info.get(k) for k in ("tokensIn", "cacheReads", "cacheWrites")]
-        if info.get("cancelReason") and not any(parts) and not info.get("tokensOut"):
-            return {}
-        if all(p is None for p in parts):
-            return {}
-        return {
-            "input_tokens": parts[0],
-            "cache_read": parts[1],
-            "cache_write": parts[2],
-            "output_tokens": info.get("tokensOut"),
-            # Cline writes numbers; any other value makes the request's usage unreadable (quarantined by the builder)
-            "prompt_tokens": sum(p or 0 for p in parts)
-            if all(type(p) in (int, float, type(None)) for p in parts)
-            else None,
-        }
+    def usage(self, info: dict, model_info: Any) -> dict[str, Any]:
+        """The usage of an ``api_req_started`` text, read by the serving provider's semantics."""
+        provider = model_info.get("providerId") if isinstance(model_info, dict) else None
+        return ui_usage(info, provider or self.b.run.metadata.get("provider"))
 
     def deleted_range(self, m: dict, line: int) -> None:
         new = m.get("conversationHistoryDeletedRange")
@@ -345,11 +367,12 @@ class _Task:
                 if opening is not None and (found := first_result(*opening)) is not None:
                     self.first[len(self.msg_start) - 1] = found
                 model = (m.get("modelInfo") or {}).get("modelId")
-                if (limit := _max_allowed(model)) is not None:  # the model now serving (Cline's current API handler)
+                # the model now serving (Cline's current API handler)
+                if (limit := _max_allowed(model, sub_dict(m, "modelInfo").get("providerId"))) is not None:
                     self.limit = limit
                 self.managed(info, self.b.step, line)
                 self.pending.clear()
-                self.b.request(line=line, ts=ts, model=model, **self.usage(info))
+                self.b.request(line=line, ts=ts, model=model, **self.usage(info, m.get("modelInfo")))
                 self.msg_start.append(self.b.seq)  # the assistant message it produced
             elif kind in USER_INPUT and isinstance(m.get("images"), list):
                 self.images += [_base64_chars(u) for u in m["images"] if isinstance(u, str)]
@@ -397,12 +420,19 @@ class _Task:
                 continue
             line, started = starts[k] if k < len(starts) else (n, {})
             k += 1
+            model_info = msg.get("modelInfo")
             self.b.request(
                 line=line,
                 ts=ts,
-                model=(msg.get("modelInfo") or {}).get("modelId"),
-                **self.usage(_parse(started.get("text")) or {}),
+                model=model_info.get("modelId") if isinstance(model_info, dict) else None,
+                **(
+                    self.usage(_parse(started.get("text")) or {}, started.get("modelInfo") or model_info)
+                    if self.messages
+                    else metrics_usage(msg)  # no UI file: the history's own metrics (Cline 3.40 on)
+                ),
             )
+            if not self.messages:
+                self.derived_truncation(api, n, msg)
             until = starts[k][0] if k < len(starts) else float("inf")
             for rline, rm in ranges:  # truncations applied while setting up this request
                 if rline < until:
@@ -411,8 +441,26 @@ class _Task:
             for block in blocks:
                 self.assistant_block(block, n, ts)
         for line, started in starts[k:]:  # requests with no reply in the history (e.g. cancelled)
-            self.b.request(line=line, **self.usage(_parse(started.get("text")) or {}))
+            self.b.request(line=line, **self.usage(_parse(started.get("text")) or {}, started.get("modelInfo")))
         yield from self.finish()
+
+    def derived_truncation(self, api: list, n: int, msg: dict) -> None:
+        """Without UI messages, the truncation Cline applied before the request answered by API message ``n``,
+        derived as Cline decides it (replay.readers.cline_truncation) from the previous reply's metrics and the
+        serving model's max allowed size; then this reply's sum for the next."""
+        info = sub_dict(msg, "modelInfo")
+        if (limit := _max_allowed(info.get("modelId"), info.get("providerId"))) is not None:
+            self.limit = limit
+        if self.limit is not None and self.prev_total is not None and self.prev_total >= self.limit:
+            roles = [str(m.get("role")) if isinstance(m, dict) else "" for m in api[:n]]
+            rng = next_truncation_range(roles, self.range, self.prev_total / 2 > self.limit)
+            before = len(self.events)
+            self.deleted_range({"conversationHistoryDeletedRange": rng}, n)
+            if len(self.events) > before:
+                self.events[-1]["derived"] = True
+        tokens = sub_dict(sub_dict(msg, "metrics"), "tokens")
+        parts: list[Any] = [tokens.get(k) for k in ("prompt", "completion", "cached")]
+        self.prev_total = sum(p for p in parts if type(p) in (int, float)) if tokens else None
 
     def user_blocks(self, blocks: list, n: int, ts: str | None) -> None:
         for block in blocks:
@@ -491,9 +539,9 @@ def _ui_file(folder: Path) -> Path | None:
     return next((p for p in (folder / UI_FILE, folder / LEGACY_UI_FILE) if p.is_file()), None)
 
 
-def _max_allowed(model: Any) -> int | None:
+def _max_allowed(model: Any, provider: Any = None) -> int | None:
     """Cline's max allowed size for the model's window (None when the log does not let us know the window)."""
-    window = cline_window(model if isinstance(model, str) else None)
+    window = cline_window(model if isinstance(model, str) else None, provider if isinstance(provider, str) else None)
     return cline_max_allowed(window) if window else None
 
 

@@ -22,9 +22,15 @@ FINAL_RE = re.compile(r'<final_file_content path="[^"]*">([\s\S]*?)</final_file_
 READ, CHANGE = ("read_file",), ("replace_in_file", "write_to_file")
 
 
-def cline_window(model: str | None) -> int | None:
-    """The context window Cline's model table gives ``model`` (Claude models: 200,000, 1,000,000 for ``:1m``);
-    None for a model whose window the log does not let us know."""
+OPENAI_COMPATIBLE_WINDOW = 128_000  # Cline's openAiModelInfoSaneDefaults.contextWindow (src/shared/api.ts)
+
+
+def cline_window(model: str | None, provider: str | None = None) -> int | None:
+    """The context window Cline gives ``model``: for its OpenAI-compatible provider (``openai``), the model info the
+    user configures, whose default is 128,000 whatever the model's name; else its model table (Claude models:
+    200,000, 1,000,000 for ``:1m``). None for a model whose window the log does not let us know."""
+    if provider == "openai":
+        return OPENAI_COMPATIBLE_WINDOW
     name = (model or "").lower()
     if not name.startswith("claude-"):
         return None

@@ -18,6 +18,8 @@ Responses API models (2.x ``*ResponseModel``) keep the response object itself as
 ``function_call_output`` item with the call's ``call_id``.
 Tool calls: ``extra.actions`` when present, else the message's ``tool_calls`` (or ``function_call`` output items),
 else the ```bash (or ```mswea_bash_command) block in the content; tool name ``bash``, args ``{"command": ...}``.
+A call written in the content (the text-based format: no ``tool_calls``) is sent once, in that text: the text
+around its block is the assistant text and the block, as written, the call's arguments.
 The ``tool`` message with the call's id, or in the text-based format the next user message, is the result.
 Timestamps: ``extra.timestamp`` (2.x) or the message's own ``timestamp`` (1.17 on, 1.x).
 """
@@ -27,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,7 +50,8 @@ BLOCK_RE = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.S)
 
 class MiniSweAgentReader:
     format = "mini-swe-agent"
-    version = 2  # 2: 2.3.1+ format-error calls are requests; Responses API messages; cache writes; 1.x timestamps
+    version = 3  # 2: 2.3.1+ format-error calls are requests; Responses API messages; cache writes; 1.x timestamps;
+    # 3: a call written in the text (```bash block) is counted once, as written
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -121,9 +125,14 @@ class _Walk:
         elif role == "assistant":
             b.request(line=idx, ts=ts, **call_usage(extra.get("response")))
             b.new_turn()
+            actions = _actions(msg, extra, text)
+            blocks = list(BLOCK_RE.finditer(text)) if not msg.get("tool_calls") else []
+            if actions and len(blocks) == len(actions):  # the text-based format: the calls are in the text
+                self.written(text, blocks, actions, idx, ts)
+                return
             if text:
                 b.add("assistant_text", "assistant", text, line=idx, ts=ts)
-            self.calls(_actions(msg, extra, text), idx, ts)
+            self.calls(actions, idx, ts)
         elif role == "tool":
             b.result(text, msg.get("tool_call_id"), "bash", line=idx, ts=ts)
             self.pending = []
@@ -165,12 +174,31 @@ class _Walk:
         actions = extra.get("actions")
         self.calls(_listed(actions) if isinstance(actions, list) and actions else calls, idx, ts)
 
-    def calls(self, actions: list[tuple[str, str | None]], idx: int, ts: str | None) -> None:
+    def calls(
+        self, actions: list[tuple[str, str | None]], idx: int, ts: str | None, written: list[str] | None = None
+    ) -> None:
+        """The message's bash calls; ``written``: each as the model wrote it in its text (sent as such, once)."""
         self.pending = []
         for n, (command, call_id) in enumerate(actions):
             call_id = call_id or f"msg-{idx}-{n}"
-            self.b.call("bash", {"command": command}, call_id, line=idx, ts=ts)
+            item = self.b.call("bash", {"command": command}, call_id, line=idx, ts=ts)
+            if written is not None:
+                self.b.records[-1] = replace(item, args=written[n])
             self.pending.append(call_id)
+
+    def written(
+        self, text: str, blocks: list[re.Match[str]], actions: list[tuple[str, str | None]], idx: int, ts: str | None
+    ) -> None:
+        """An assistant message whose calls are its ```bash blocks (the text-based format): the text around them
+        as assistant text, each block as its call's arguments as written, so the message is counted once."""
+        pos = 0
+        for block in blocks:
+            if lead := text[pos : block.start()].strip():
+                self.b.add("assistant_text", "assistant", lead, line=idx, ts=ts)
+            pos = block.end()
+        self.calls(actions, idx, ts, [m.group(0) for m in blocks])
+        if tail := text[pos:].strip():
+            self.b.add("assistant_text", "assistant", tail, line=idx, ts=ts)
 
 
 def _actions(msg: dict, extra: dict, text: str) -> list[tuple[str, str | None]]:

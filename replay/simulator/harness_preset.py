@@ -42,7 +42,8 @@ def harness_preset(
         limit = logged if type(logged) is int and logged > 0 else copilot_prompt_limit(model)
         return "copilot-cli", Budget(limit, 0), {}
     if fmt == "cline":
-        limit = cline_window(model)
+        provider = metadata.get("provider")
+        limit = cline_window(model, provider if isinstance(provider, str) else None)
         return ("cline", Budget(limit, 0), {}) if limit else None
     if fmt == "cline-sdk":
         limit = cline_sdk_input_limit(metadata.get("provider"), model)

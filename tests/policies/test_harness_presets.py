@@ -40,6 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
         ("cline", {}, "claude-opus-4-6", ("cline", 200_000)),  # Cline's table: every Claude model 200k
         ("cline", {}, "claude-opus-4-6:1m", ("cline", 1_000_000)),
         ("cline", {}, "some-local-model", None),  # a window the log does not let us know: no preset
+        # the OpenAI-compatible provider takes the model info the user configures: 128k by default, whatever the name
+        ("cline", {"provider": "openai"}, "claude_4_5_opus", ("cline", 128_000)),
         # Cline 4.x (SDK): the catalog's input limit per provider; "cline" takes OpenRouter's entries
         ("cline-sdk", {"provider": "anthropic"}, "claude-haiku-4-5", ("cline-sdk", 200_000)),
         ("cline-sdk", {"provider": "anthropic"}, "claude-sonnet-4-5", ("cline-sdk", 1_000_000)),

@@ -434,3 +434,119 @@ def test_a_3_1_history_with_fewer_replies_is_still_paired(tmp_path: Path) -> Non
     records = read(folder)
     assert "warnings" not in of(records, Run)[0].metadata
     assert [i.call_id for i in of(records, Item) if i.kind == "tool_call"] == ["tu1"]  # the API history's own id
+
+
+def _api_alone(folder: Path) -> Path:
+    """A Cline 3.40+ task whose ui_messages.json is gone: replies carry ``modelInfo`` and ``metrics.tokens``
+    (``prompt`` = the handler's inputTokens, ``cached`` = cache writes + reads)."""
+    folder.mkdir()
+    api = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>read a.py</task>"}], "ts": 1_777_000_000_000},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "tu1", "name": "read_file", "input": {"path": "a.py"}}],
+            "modelInfo": {"modelId": "claude-sonnet-4-5", "providerId": "anthropic", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 5, "completion": 7, "cached": 100}, "cost": 0.01},
+            "ts": 1_777_000_001_000,
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "tu1", "content": "print(1)"}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "done"}],
+            "modelInfo": {"modelId": "gpt-5", "providerId": "openai", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 300, "completion": 9, "cached": 40}, "cost": 0.002},
+            "ts": 1_777_000_002_000,
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "again"}],
+            "modelInfo": {"modelId": "gpt-5", "providerId": "openai", "mode": "act"},
+            "metrics": {"tokens": {"prompt": 310, "completion": 2, "cached": 0}},
+        },
+    ]
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    return folder
+
+
+def test_api_history_alone_is_a_run_with_the_usage_of_its_metrics(tmp_path: Path) -> None:
+    folder = _api_alone(tmp_path / "1777000000000")
+    reader, members = folder_reader(folder)
+    assert reader is READER and [m.name for m in members] == ["api_conversation_history.json"]
+    assert detect(folder / "api_conversation_history.json") is READER
+    records = read(folder)
+    assert not of(records, BadRecord)
+    (run,) = of(records, Run)
+    assert run.model == "claude-sonnet-4-5" and run.started_at.startswith("2026-04-24")
+    reqs = of(records, Request)
+    assert [(q.prompt_tokens, q.input_tokens, q.output_tokens, q.model) for q in reqs] == [
+        (105, 5, 7, "claude-sonnet-4-5"),  # Anthropic: inputTokens leaves out the cached tokens
+        (300, 260, 9, "gpt-5"),  # OpenAI-compatible: prompt_tokens already holds them
+        (310, 310, 2, "gpt-5"),
+    ]
+    # cached sums reads and writes: their split is not known, unless nothing was cached
+    assert [(q.cache_read, q.cache_write) for q in reqs] == [(None, None), (None, None), (0, 0)]
+    items = of(records, Item)
+    assert [(i.kind, i.step) for i in items][:3] == [("user_text", 0), ("tool_call", 1), ("tool_result", 1)]
+
+
+def test_a_lone_api_history_file_is_read_the_same_way(tmp_path: Path) -> None:
+    path = _api_alone(tmp_path / "t") / "api_conversation_history.json"
+    assert [q.prompt_tokens for q in of(read(path), Request)] == [105, 300, 310]
+
+
+def test_an_openai_compatible_tokens_in_holds_the_cache_reads(tmp_path: Path) -> None:
+    """Cline's OpenAI-compatible handler reports inputTokens = prompt_tokens (cached_tokens included)."""
+    folder = _task(tmp_path / "t", with_api=False)
+    ui = json.loads((folder / "ui_messages.json").read_text())
+    for m in ui:
+        m["modelInfo"] = {"modelId": "gpt-5", "providerId": "openai", "mode": "act"}
+        if m["say"] == "api_req_started":
+            m["text"] = json.dumps({"request": "x", "tokensIn": 1000, "tokensOut": 7, "cacheReads": 800})
+    (folder / "ui_messages.json").write_text(json.dumps(ui))
+    reqs = of(read(folder), Request)
+    assert [(q.prompt_tokens, q.input_tokens, q.cache_read) for q in reqs] == [(1000, 200, 800)] * 2
+
+
+def _long_api_alone(folder: Path, prompts: list[int]) -> Path:
+    """An OpenAI-compatible Cline task (window: Cline's 128,000 default, max allowed 98,000) whose UI messages are
+    gone: one text reply per request, its metrics ``prompts[k]``."""
+    folder.mkdir()
+    api: list[dict] = []
+    for k, prompt in enumerate(prompts):
+        api.append({"role": "user", "content": [{"type": "text", "text": f"turn {k}"}]})
+        api.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"reply {k}"}],
+                "modelInfo": {"modelId": "my-proxy-model", "providerId": "openai", "mode": "act"},
+                "metrics": {"tokens": {"prompt": prompt, "completion": 500, "cached": 0}},
+            }
+        )
+    (folder / "api_conversation_history.json").write_text(json.dumps(api))
+    return folder
+
+
+def test_truncations_of_a_task_without_ui_messages_are_derived_as_cline_decides(tmp_path: Path) -> None:
+    # the sum at request 4 (97,600 + 500) reaches 98,000: Cline truncates before request 5, keeping half
+    prompts = [20_000, 40_000, 60_000, 80_000, 97_600, 50_000, 60_000]
+    records = read(_long_api_alone(tmp_path / "t", prompts))
+    (run,) = of(records, Run)
+    (event,) = run.metadata["context_events"]
+    # request 5 is sent with API messages 0..10: half of the 9 after the first pair, in pairs: 4
+    assert event["step"] == 5 and event["api_range"] == [2, 5] and event["derived"] is True
+    assert event["kind"] == "condensation" and event["harness_kind"] == "truncation"
+    items = of(records, Item)
+    ((lo, hi),) = event["drop"]
+    assert [i.text for i in items[lo:hi]] == ["turn 1", "reply 1", "turn 2", "reply 2"]
+
+
+def test_a_sum_over_twice_the_limit_keeps_a_quarter(tmp_path: Path) -> None:
+    prompts = [20_000, 40_000, 60_000, 80_000, 90_000, 200_000, 30_000]
+    (event,) = of(read(_long_api_alone(tmp_path / "t", prompts)), Run)[0].metadata["context_events"]
+    # request 6 is sent with API messages 0..12: three quarters of the 11 after the first pair, in pairs: 8
+    assert event["step"] == 6 and event["api_range"] == [2, 9]
+
+
+def test_no_truncation_is_derived_below_the_limit(tmp_path: Path) -> None:
+    records = read(_long_api_alone(tmp_path / "t", [20_000, 40_000, 97_000, 50_000]))
+    assert "context_events" not in of(records, Run)[0].metadata

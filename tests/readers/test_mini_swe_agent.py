@@ -195,3 +195,19 @@ def test_v1_0_trajectory_without_format_marker(tmp_path: Path) -> None:
     run = next(r for r in records if isinstance(r, Run))
     assert run.metadata["model_stats"] == {"instance_cost": 0.01, "api_calls": 3}
     assert run.metadata["instance_id"] == "x__y-1"
+
+
+def test_a_call_written_in_the_text_is_counted_once(tmp_path: Path) -> None:
+    """The text-based format (1.x, 2.x ``mswea_bash_command``) sends the command once, inside the assistant's
+    text: the text around the block is assistant text and the block, as written, the call's arguments (no copy
+    of the command in the text and again as JSON)."""
+    records = read(textbased_v1(tmp_path / "v1.traj.json"))
+    items = [r for r in records if isinstance(r, Item) and r.step == 1]
+    assert [(i.kind, i.text, i.args) for i in items[:2]] == [
+        ("assistant_text", "THOUGHT: look around.", None),
+        ("tool_call", "", "```mswea_bash_command\nls\n```"),
+    ]
+    call = items[1]
+    assert call.tool_name == "bash" and call.access == "search"  # classified from the command, as before
+    rejected = [i for i in records if isinstance(i, Item) and i.step == 2 and i.kind == "assistant_text"]
+    assert rejected[0].text.startswith("Both.") and "cat a.py" in rejected[0].text  # no call: the text stays whole
