@@ -15,6 +15,8 @@ from replay.policies import Budget, make_policy
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 from replay.store import open_store
+from replay.tokens.counting import count_items
+from replay.tokens.loading import load_tokenizer
 
 HIDDEN = 6000  # the harness's system prompt and tools: sent, never logged
 WORDS = 1300  # o200k tokens of a user turn ("word" repeated: one token a word)
@@ -154,9 +156,6 @@ def minimax_events(path: Path, name: str, requests: int, miss_every: int) -> Pat
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
     logs = tmp_path_factory.mktemp("writers")
     files = [
         gemini_session(logs),
