@@ -13,19 +13,11 @@ from typing import TYPE_CHECKING
 
 from replay.metrics.prices import DEFAULT_PRICING, Prices, Pricing
 from replay.simulator.caches import Anthropic, CacheModel, make_cache
+from replay.simulator.provider_caches import provider_cache_of
 
 if TYPE_CHECKING:
     from replay.simulator.cache_fit import CacheFit
 
-# genai-prices provider id -> the cache model of its API (MiniMax's Anthropic-compatible API takes cache_control)
-PROVIDER_CACHE = {
-    "anthropic": "anthropic",
-    "openai": "openai",
-    "azure": "openai",
-    "deepseek": "deepseek",
-    "minimax": "anthropic",
-    "google": "gemini",
-}
 HOUR = 3600.0
 
 
@@ -57,31 +49,43 @@ class Billing:
 def own_cache(
     provider: str | None, recorded_ttl: float | None = None, fit: CacheFit | None = None
 ) -> tuple[CacheModel, str]:
-    """The cache model of ``provider``'s API (the TTL the log recorded, for Anthropic-style caches), or no cache
-    with a note when the provider has none modelled here. ``fit``: the run's cache model calibrated from its
-    recorded reads (replay.simulator.cache_fit), which wins when it is not a bare default: uncached, or an
-    automatic cache with the hit rate and TTL fitted to its own reads."""
-    if fit is not None and fit.source != "default":
-        return fit.cache(), ""
-    name = PROVIDER_CACHE.get(provider or "")
-    if name is None:
+    """The cache model of ``provider``'s API (replay.simulator.provider_caches; the TTL the log recorded, for
+    Anthropic-style caches), or no cache with a note when the provider's cache is not documented there.
+    ``fit``: the run's cache model as replay.simulator.cache_fit chose it from the same definition (its
+    provider's, the harness's breakpoints) and calibrated it from its recorded reads: its model wins, with the
+    hit rate and TTL fitted to its own reads, or served uncached, unless it is a bare default of an undocumented
+    provider."""
+    own = provider_cache_of(provider)
+    if fit is not None and (fit.source != "default" or own.documented):
+        cache = fit.cache()
+    elif not own.documented:
         who = f"provider {provider}" if provider else "an unknown provider"
         return make_cache("none"), f"no cache model for {who}: priced uncached (pass --cache to choose one)"
-    cache = make_cache(name)
-    if isinstance(cache, Anthropic) and recorded_ttl:
+    else:
+        cache = make_cache(own.automatic)
+    if isinstance(cache, Anthropic) and recorded_ttl:  # breakpoints are never fitted: the log's TTL stands
         cache = replace(cache, ttl=recorded_ttl)
     return cache, ""
 
 
+def is_own(provider: str | None, cache: CacheModel) -> bool:
+    """Whether ``cache`` is one of ``provider``'s own cache models: its listed cache prices apply, and its writes
+    are billed as writes only where the provider bills them (else as uncached input); under another model (a
+    ``--cache`` override, an undocumented provider) the model's multipliers on the input price apply."""
+    return cache.name in provider_cache_of(provider).models()
+
+
 def rates(prices: Prices, cache: CacheModel, model: str | None) -> Rates:
     """Per-token rates of ``prices`` under ``cache``'s rules (its multipliers unless it is the provider's own and
-    the price data has the cache price)."""
+    the price data has the cache price; writes at the input price where the provider bills none)."""
     cache.reset(model)  # settles per-model settings (Anthropic: 2x writes at a 1 h TTL)
-    own = PROVIDER_CACHE.get(prices.provider or "") == cache.name
+    own = is_own(prices.provider, cache)
     one_hour = getattr(cache, "ttl", 0.0) >= HOUR
     listed_write = prices.cache_write_1h if one_hour else prices.cache_write
     read = prices.cache_read if own and prices.cache_read is not None else prices.input * cache.read_multiplier
     write = listed_write if own and listed_write is not None else prices.input * cache.write_multiplier
+    if own and not provider_cache_of(prices.provider).writes_billed:
+        write = prices.input
     return Rates(prices.input, prices.output, read, write)
 
 

@@ -4,8 +4,11 @@ Which model: the one of the provider that served the run (``provider_cache``). I
 
 1. ``uncached``: every request with usage recorded a cache read of 0 where the provider's cache would have read
    something: the server had no cache (a self-hosted model, a proxy without one). Simulated with no cache.
-2. ``fit``: an automatic cache (OpenAI, Gemini, DeepSeek) with enough informative requests of its own, on a run
-   whose log gives the server's prompt (not flagged unreconstructable). Replayed under the recorded policy, each
+2. ``fit``: an automatic cache (OpenAI, Gemini, DeepSeek) with enough informative requests of its own, also on a
+   run flagged unreconstructable: its recorded reads are still the server's, and the fit matches a share of the
+   prompt, which content the log lacks moves on both sides (the provider's default hit rate of 1 is no better
+   guess: gemini-cli sessions whose CLI logs no tool calls read 0.78-0.83 of their prompts where the default
+   replays 0.94-0.95, costing 13-41% too little). Replayed under the recorded policy, each
    request k has the prefix its conversation left cached (``m_k``, every request reaching the server that holds
    it) and the warm prefix alone (``w_k``, what a request that spills reads). A request is informative when
    m_k exceeds w_k by at least one cache step; it *reached* the conversation's server when its recorded read is
@@ -34,6 +37,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from replay.metrics.prices import DEFAULT_PRICING
 from replay.policies import Budget, make_compiled
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
@@ -42,6 +46,7 @@ from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
 from replay.simulator.kernels.packed import pack
+from replay.simulator.provider_caches import provider_cache_of
 from replay.simulator.run_start import warm_tokens, with_start
 
 AUTOMATIC = ("openai", "deepseek", "gemini")
@@ -89,23 +94,16 @@ def predictive(fit: CacheFit) -> CacheFit:
 
 
 def provider_cache(fmt: str, model: str | None) -> str:
-    """The cache model of the provider that served a run: Anthropic's for Claude models and Claude Code (whose
-    requests take cache_control breakpoints, MiniMax's Anthropic-compatible endpoint included); else the model's
-    provider's in the price data (as billing chooses it), an automatic prefix cache for a provider with an
-    Anthropic-compatible API reached by another harness (MiniMax documents automatic caching besides explicit
-    breakpoints), and an automatic prefix cache (OpenAI's rules, which OpenAI-compatible servers follow) for an
-    unknown provider."""
-    from replay.metrics.prices import DEFAULT_PRICING
-    from replay.simulator.billing import PROVIDER_CACHE
-
+    """The cache model of the provider that served a run (replay.simulator.provider_caches, the one definition
+    billing prices it by): Anthropic's for Claude models; else, for a harness whose requests take ``cache_control``
+    breakpoints (Claude Code), the provider's breakpoint model where its API has one (MiniMax's
+    Anthropic-compatible endpoint; an undocumented provider is taken to honour them), otherwise the automatic
+    cache of the model's provider in the price data (OpenAI's rules for an undocumented provider)."""
     name = (model or "").lower()
-    if "claude" in name or fmt.startswith("claude") or "anthropic" in name:
+    if "claude" in name or "anthropic" in name:
         return "anthropic"
-    provider = DEFAULT_PRICING.prices(model).provider if model else None
-    chosen = PROVIDER_CACHE.get(provider or "", "openai")
-    if chosen == "anthropic" and provider != "anthropic":
-        return "openai"  # MiniMax: cache_control on its Anthropic-compatible API only; automatic caching otherwise
-    return chosen
+    own = provider_cache_of(DEFAULT_PRICING.prices(model).provider if model else None)
+    return (own.explicit or own.automatic) if fmt.startswith("claude") else own.automatic
 
 
 def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None = None) -> list[np.ndarray]:
@@ -163,7 +161,7 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
         if (mechanical[have] > 0).any() or _never_wrote(run, name, have):
             return CacheFit("none", source="uncached")
         return None
-    if name not in AUTOMATIC or run.unreconstructable:
+    if name not in AUTOMATIC:
         return None
     base = make_cache(name)
     assert isinstance(base, OpenAIAuto)

@@ -17,7 +17,8 @@ from replay.metrics.bill import RequestBill, day_of, price_keyed
 from replay.metrics.prices import Pricing
 from replay.model import KINDS
 from replay.run_arrays import RunArrays
-from replay.simulator.billing import HOUR, PROVIDER_CACHE, Billing
+from replay.simulator.billing import HOUR, Billing
+from replay.simulator.provider_caches import provider_cache_of
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
 
@@ -69,7 +70,6 @@ class RequestPlan:
     recorded: np.ndarray  # (n, 5) int64
     billed: np.ndarray
     read_known: np.ndarray  # the log records the request's cache reads (0 included)
-    writes_billed: np.ndarray  # the provider bills cache writes as such (False: as uncached input, ``writes_unbilled``)
     write_known: np.ndarray  # the log records the request's cache writes (0 included)
     # the summariser calls the logs record (RunArrays.summariser_calls): (model, day) key, run, the five counts
     call_key_of: np.ndarray
@@ -84,7 +84,7 @@ class RequestPlan:
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     keys: dict[tuple[str | None, date | None], int] = {}
-    key_of, run_of, share, output, recorded, billed, read_known, writes = [], [], [], [], [], [], [], []
+    key_of, run_of, share, output, recorded, billed, read_known = [], [], [], [], [], [], []
     write_known, call_key, call_run, call_counts = [], [], [], []
     server_key, server_run, server_counts = [], [], []
     for i, run in enumerate(runs):
@@ -115,7 +115,6 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         recorded.append(rec)
         billed.append(ok)
         read_known.append(run.rec_cache_read >= 0 if len(run.rec_cache_read) == m else np.zeros(m, np.bool_))
-        writes.append(np.full(m, not writes_unbilled(run), np.bool_))
 
     def cat(parts: list, dt: type) -> np.ndarray:
         return np.concatenate(parts).astype(dt) if parts else np.zeros(0, dt)
@@ -129,7 +128,6 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.concatenate(recorded) if recorded else np.zeros((0, 5), np.int64),
         cat(billed, np.bool_),
         cat(read_known, np.bool_),
-        cat(writes, np.bool_),
         cat(write_known, np.bool_),
         np.array(call_key, np.int64),
         np.array(call_run, np.int64),
@@ -152,14 +150,25 @@ def _side_key(keys: dict, run: RunArrays, models: tuple, step: int, model: str |
 
 
 def writes_unbilled(run: RunArrays) -> bool:
-    """Whether the run's provider bills no cache write: its log reads from the cache and records a write of 0 on
-    every request with usage (MiniMax's Anthropic-compatible API: ``cache_creation_input_tokens`` is always 0, and
-    what it caches is billed in ``input_tokens``). A replay prices its writes as uncached input, as the bill does."""
+    """Whether the run's log reads from the cache and records a write of 0 on every request with usage: its server
+    held what it read and wrote without reporting the write (MiniMax, whose writes are billed as input:
+    replay.simulator.provider_caches; an automatic cache). What the log shows the server held
+    (replay.simulator.cache_losses), not how a replay is priced: that is the provider's definition."""
     m = run.n_requests
     if len(run.rec_write) != m or len(run.rec_cache_read) != m:
         return False
     billed = run.rec_prompt >= 0
     return bool(billed.any() and (run.rec_write[billed] == 0).all() and (run.rec_cache_read[billed] > 0).any())
+
+
+def own_caches(prices: list, bills: list[Billing], key_of: np.ndarray, run_of: np.ndarray) -> np.ndarray:
+    """Per request, whether its run's cache model is one of its own model's provider's (``billing.is_own``): reads
+    and writes at the listed cache prices, writes billed only where that provider bills them."""
+    names = sorted({b.cache.name for b in bills})
+    table = np.array([[n in provider_cache_of(x.provider).models() for n in names] for x in prices], np.bool_)
+    table = table.reshape(len(prices), len(names))
+    of_run = np.array([names.index(b.cache.name) for b in bills], np.int64)
+    return table[key_of, of_run[run_of]] if len(key_of) else np.zeros(0, np.bool_)
 
 
 def recorded_counts(run: RunArrays) -> tuple[np.ndarray, np.ndarray]:
@@ -206,15 +215,14 @@ def run_costs(
 ) -> RunCosts:
     """Price every request of ``p`` (``bills[i]``: run i's cache model) and sum per run."""
     prices = [pricing.prices(model, day) for model, day in p.keys]
-    names = np.array([b.cache.name for b in bills] + [""], dtype=object)
-    key_cache = np.array([PROVIDER_CACHE.get(x.provider or "") for x in prices] + [None], dtype=object)
-    own = (key_cache[p.key_of] == names[p.run_of]).astype(bool)  # reads and writes at the listed cache prices
+    own = own_caches(prices, bills, p.key_of, p.run_of)  # reads and writes at the listed cache prices
     read_x = np.array([b.cache.read_multiplier for b in bills], np.float64)[p.run_of]
     write_x = np.array([b.cache.write_multiplier for b in bills], np.float64)[p.run_of]
     override = (np.where(own, np.nan, read_x), np.where(own, np.nan, write_x))
     hour_ttl = np.array([getattr(b.cache, "ttl", 0.0) >= HOUR for b in bills], np.float64)[p.run_of]
     share = np.where(np.isnan(p.share_1h), hour_ttl, p.share_1h)
-    written = np.where(p.writes_billed, written, 0)  # a provider that bills no write: uncached input
+    unbilled = np.array([not provider_cache_of(x.provider).writes_billed for x in prices], np.bool_)
+    written = np.where(own & unbilled[p.key_of], 0, written) if len(prices) else written  # billed as input
     w1h = written * share
     sim = price_keyed(
         p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing, override, prices

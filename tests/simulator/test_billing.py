@@ -80,6 +80,23 @@ def test_cache_override_applies_its_own_rules_to_every_run():
     assert auto.runs["cache_model"].to_list() == ["openai", "anthropic"] and auto.cache_model == "auto"
 
 
+def test_minimax_is_billed_as_its_own_cache_under_either_model():
+    """MiniMax's listed read price under its automatic cache and under breakpoints (Claude Code) alike, and no write
+    billed as one under either (replay.simulator.provider_caches); another provider's run under breakpoints pays
+    their multipliers, writes included."""
+    mm = library_prices("MiniMax-M2.7")
+    assert mm.cache_read == pytest.approx(0.2 * mm.input) and mm.cache_write == pytest.approx(1.25 * mm.input)
+    for cache in ("openai", "anthropic"):
+        cols, row = simulate_run(as_model("MiniMax-M2.7"), make_policy("full"), make_cache(cache), BIG)
+        assert row["cache_read_per_mtok"] == pytest.approx(mm.cache_read)
+        assert row["cache_write_per_mtok"] == pytest.approx(mm.input)
+        assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, mm.cache_read, mm.input, mm.input))
+    gpt = library_prices("gpt-4o")
+    cols, row = simulate_run(as_model("gpt-4o"), make_policy("full"), make_cache("anthropic"), BIG)
+    assert cols["written_tokens"].sum() > 0
+    assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, 0.1 * gpt.input, 1.25 * gpt.input, gpt.input))
+
+
 def test_unknown_model_warns_and_has_no_cost():
     cols, row = simulate_run(as_model("my-local-model-q4"), make_policy("full"), None, BIG)
     assert row["price_source"] == "unknown" and row["cost_usd"] is None and row["prompt_cost_usd"] is None

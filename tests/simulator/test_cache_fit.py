@@ -79,3 +79,13 @@ def test_a_runs_cache_comes_from_its_own_log_alone():
     together = fit_caches(runs, {})
     assert [f.cache_fit.source for f in together] == ["fit", "fit", "default"]
     assert [fit_caches([r], {})[0].cache_fit for r in runs] == [f.cache_fit for f in together]
+
+
+def test_a_run_flagged_unreconstructable_still_fits_its_own_reads():
+    """The flag says the log lacks some of the prompt, not that the server's reads are unknown: the fit matches the
+    recorded share as on any run (the documented default, every request reaching the cache, reads far more)."""
+    reads = [2048] + [(_prompt(k - 1) // 128 * 128 if k % 3 else 2048) for k in range(1, 10)]
+    flagged = replace(_run(reads), unreconstructable="content outside the log: at 9 of 10 requests")
+    fit = fit_run(flagged, "openai")
+    assert fit is not None and fit.source == "fit"
+    assert fit == fit_run(_run(reads), "openai")
