@@ -46,16 +46,15 @@ class Billing:
         return self.prices.source
 
 
-def own_cache(
-    provider: str | None, recorded_ttl: float | None = None, fit: CacheFit | None = None
-) -> tuple[CacheModel, str]:
-    """The cache model of ``provider``'s API (replay.simulator.provider_caches; the TTL the log recorded, for
-    Anthropic-style caches), or no cache with a note when the provider's cache is not documented there.
+def own_cache(prices: Prices, recorded_ttl: float | None = None, fit: CacheFit | None = None) -> tuple[CacheModel, str]:
+    """The cache model of the API of ``prices``'s provider (replay.simulator.provider_caches; the TTL the log
+    recorded, for Anthropic-style caches), or no cache with a note when the provider's cache is not documented there.
     ``fit``: the run's cache model as replay.simulator.cache_fit chose it from the same definition (its
     provider's, the harness's breakpoints) and calibrated it from its recorded reads: its model wins, with the
     hit rate and TTL fitted to its own reads, or served uncached, unless it is a bare default of an undocumented
     provider."""
-    own = provider_cache_of(provider)
+    provider = prices.provider
+    own = provider_cache_of(provider, prices.cache_read is not None)
     if fit is not None and (fit.source != "default" or own.documented):
         cache = fit.cache()
     elif not own.documented:
@@ -68,23 +67,24 @@ def own_cache(
     return cache, ""
 
 
-def is_own(provider: str | None, cache: CacheModel) -> bool:
-    """Whether ``cache`` is one of ``provider``'s own cache models: its listed cache prices apply, and its writes
-    are billed as writes only where the provider bills them (else as uncached input); under another model (a
-    ``--cache`` override, an undocumented provider) the model's multipliers on the input price apply."""
-    return cache.name in provider_cache_of(provider).models()
+def is_own(prices: Prices, cache: CacheModel) -> bool:
+    """Whether ``cache`` is one of the own cache models of ``prices``'s provider: its listed cache prices apply,
+    and its writes are billed as writes only where the provider bills them (else as uncached input); under
+    another model (a ``--cache`` override, an undocumented provider) the model's multipliers on the input price
+    apply."""
+    return cache.name in provider_cache_of(prices.provider, prices.cache_read is not None).models()
 
 
 def rates(prices: Prices, cache: CacheModel, model: str | None) -> Rates:
     """Per-token rates of ``prices`` under ``cache``'s rules (its multipliers unless it is the provider's own and
     the price data has the cache price; writes at the input price where the provider bills none)."""
     cache.reset(model)  # settles per-model settings (Anthropic: 2x writes at a 1 h TTL)
-    own = is_own(prices.provider, cache)
+    own = is_own(prices, cache)
     one_hour = getattr(cache, "ttl", 0.0) >= HOUR
     listed_write = prices.cache_write_1h if one_hour else prices.cache_write
     read = prices.cache_read if own and prices.cache_read is not None else prices.input * cache.read_multiplier
     write = listed_write if own and listed_write is not None else prices.input * cache.write_multiplier
-    if own and not provider_cache_of(prices.provider).writes_billed:
+    if own and not provider_cache_of(prices.provider, prices.cache_read is not None).writes_billed:
         write = prices.input
     return Rates(prices.input, prices.output, read, write)
 
@@ -103,7 +103,7 @@ def billing_for(
     prices = pricing.prices(model)
     notes = []
     if cache is None:
-        chosen, note = own_cache(prices.provider, recorded_ttl, None if pricing.model else fit)
+        chosen, note = own_cache(prices, recorded_ttl, None if pricing.model else fit)
         notes += [note] if note else []
     else:
         chosen = cache

@@ -102,7 +102,8 @@ def provider_cache(fmt: str, model: str | None) -> str:
     name = (model or "").lower()
     if "claude" in name or "anthropic" in name:
         return "anthropic"
-    own = provider_cache_of(DEFAULT_PRICING.prices(model).provider if model else None)
+    prices = DEFAULT_PRICING.prices(model)
+    own = provider_cache_of(prices.provider, prices.cache_read is not None)
     return (own.explicit or own.automatic) if fmt.startswith("claude") else own.automatic
 
 

@@ -20,8 +20,10 @@ From each provider's own documentation:
   does not detail beyond the 512-token minimum.
 
 A provider not listed here is served by OpenAI's rules (OpenAI-compatible servers follow them), or by breakpoints
-where its harness sends them, and has no cache prices of its own (``documented`` False): its reads and writes cost
-the cache model's multipliers on its input price.
+where its harness sends them. Where the price data lists a cache-read price for the model (xAI, Z.ai, Moonshot,
+Fireworks, OpenRouter, ...), the provider caches and bills what it lists (``PRICED``: reads at the listed price,
+writes at the listed write price, else as the cache model says); otherwise it has no cache prices of its own
+(``documented`` False): its reads and writes cost the cache model's multipliers on its input price.
 """
 
 from __future__ import annotations
@@ -57,9 +59,11 @@ PROVIDERS: dict[str, ProviderCache] = {
     "google": ProviderCache("gemini", None, writes_billed=False),
     "minimax": ProviderCache("openai", "anthropic", writes_billed=False),
 }
+PRICED = ProviderCache("openai", "anthropic", writes_billed=True)
 UNDOCUMENTED = ProviderCache("openai", "anthropic", writes_billed=True, documented=False)
 
 
-def provider_cache_of(provider: str | None) -> ProviderCache:
-    """The cache of genai-prices provider ``provider`` (``UNDOCUMENTED`` for one not listed, or None)."""
-    return PROVIDERS.get(provider or "", UNDOCUMENTED)
+def provider_cache_of(provider: str | None, listed_read: bool) -> ProviderCache:
+    """The cache of genai-prices provider ``provider``; for one not listed (or None), ``PRICED`` when the price
+    data lists a cache-read price for the model (``listed_read``), else ``UNDOCUMENTED``."""
+    return PROVIDERS.get(provider or "") or (PRICED if listed_read else UNDOCUMENTED)

@@ -165,7 +165,10 @@ def own_caches(prices: list, bills: list[Billing], key_of: np.ndarray, run_of: n
     """Per request, whether its run's cache model is one of its own model's provider's (``billing.is_own``): reads
     and writes at the listed cache prices, writes billed only where that provider bills them."""
     names = sorted({b.cache.name for b in bills})
-    table = np.array([[n in provider_cache_of(x.provider).models() for n in names] for x in prices], np.bool_)
+    table = np.array(
+        [[n in provider_cache_of(x.provider, x.cache_read is not None).models() for n in names] for x in prices],
+        np.bool_,
+    )
     table = table.reshape(len(prices), len(names))
     of_run = np.array([names.index(b.cache.name) for b in bills], np.int64)
     return table[key_of, of_run[run_of]] if len(key_of) else np.zeros(0, np.bool_)
@@ -221,7 +224,9 @@ def run_costs(
     override = (np.where(own, np.nan, read_x), np.where(own, np.nan, write_x))
     hour_ttl = np.array([getattr(b.cache, "ttl", 0.0) >= HOUR for b in bills], np.float64)[p.run_of]
     share = np.where(np.isnan(p.share_1h), hour_ttl, p.share_1h)
-    unbilled = np.array([not provider_cache_of(x.provider).writes_billed for x in prices], np.bool_)
+    unbilled = np.array(
+        [not provider_cache_of(x.provider, x.cache_read is not None).writes_billed for x in prices], np.bool_
+    )
     written = np.where(own & unbilled[p.key_of], 0, written) if len(prices) else written  # billed as input
     w1h = written * share
     sim = price_keyed(

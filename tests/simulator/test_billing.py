@@ -97,6 +97,18 @@ def test_minimax_is_billed_as_its_own_cache_under_either_model():
     assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, 0.1 * gpt.input, 1.25 * gpt.input, gpt.input))
 
 
+def test_a_provider_caching_by_its_listed_price_is_billed_at_it():
+    """A provider with no cache rules of its own here (xAI) whose price data lists a cache-read price caches and
+    bills that price: its run is simulated under the automatic cache and read at the listed price, as its bill
+    does (mini-swe-agent on grok-4-fast through OpenRouter: -19.6% of the bill when read at 0.1x input)."""
+    grok = library_prices("x-ai/grok-4-fast")
+    assert grok.provider == "x-ai" and grok.cache_read == pytest.approx(0.25 * grok.input)
+    cols, row = simulate_run(as_model("x-ai/grok-4-fast"), make_policy("full"), None, BIG)
+    assert row["cache_model"] == "openai" and cols["cached_tokens"].sum() > 0
+    assert row["cache_read_per_mtok"] == pytest.approx(grok.cache_read)
+    assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, grok.cache_read, grok.input, grok.input))
+
+
 def test_unknown_model_warns_and_has_no_cost():
     cols, row = simulate_run(as_model("my-local-model-q4"), make_policy("full"), None, BIG)
     assert row["price_source"] == "unknown" and row["cost_usd"] is None and row["prompt_cost_usd"] is None
