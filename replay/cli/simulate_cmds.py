@@ -25,6 +25,7 @@ from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
     MAX_TOKENS,
+    OWN_WINDOW_HELP,
     DbOption,
     FormatOption,
     PriceOption,
@@ -55,10 +56,6 @@ if TYPE_CHECKING:
     from replay.policies.base import AnyPolicy
     from replay.run_arrays import RunArrays
 
-OWN_WINDOW_HELP = (
-    f"Context window, tokens, for every request (default {DEFAULT_WINDOW:,}; under `recorded` or a run's own "
-    "harness preset, each request the window of the model that served it, as `replay fidelity` replays it)."
-)
 # in the order a narrow terminal keeps them (replay.cli.common.emit)
 COLUMNS = [
     "run_id",

@@ -79,3 +79,16 @@ def test_recorded_policy_runs_on_the_1m_window_a_long_session_had(tmp_path: Path
     assert row["overflow_incidents"] == 0
     row, _ = simulate(db, "-p", "recorded", "--window", "200000")
     assert row["overflow_incidents"] >= 1
+
+
+def test_show_replays_the_request_as_simulate_does(tmp_path: Path) -> None:
+    db = codex_store(tmp_path)
+    base = ["show", "019f5b77", "-k", "2", "-p", "codex-rs", "--db", str(db), "--format", "json"]
+    views = []
+    for extra in ([], ["--window", "258400"]):
+        result = CliRunner().invoke(app, [*base, *extra])
+        assert result.exit_code == 0, result.output
+        views.append(json.loads(result.stdout)["views"][0])
+    own, chosen = views
+    assert (own["summarised"], own["window"]) == (True, 272_000)  # 258,400 logged at 95% of it
+    assert (chosen["summarised"], chosen["window"]) == (False, 258_400)
