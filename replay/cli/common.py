@@ -103,8 +103,8 @@ WorkersOption = Annotated[
 MAX_TOKENS = 100_000_000  # a window or reserve past this is a typo (the largest context windows are ~10M)
 # --window of the commands that replay a run on its harness's own policy when no window is chosen
 OWN_WINDOW_HELP = (
-    f"Context window, tokens, for every request (default {DEFAULT_WINDOW:,}; under `recorded` or a run's own "
-    "harness preset, each request the window of the model that served it, as `replay fidelity` replays it)."
+    f"Context window, tokens (the same default, {DEFAULT_WINDOW:,}, in every command); not given, `recorded` or a "
+    "run's own harness preset takes each request's window as `replay fidelity` does (the serving model's)."
 )
 
 
