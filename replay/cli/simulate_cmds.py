@@ -45,7 +45,7 @@ from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.kernels.compiling import compile_beside_the_fit
 from replay.simulator.load import load_runs, prompt_sources
-from replay.simulator.own_window import OwnWindows
+from replay.simulator.own_window import OwnWindows, plain
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
@@ -179,7 +179,9 @@ def simulate(
         store_simulation(con, sim)
     shown = sim.runs.select(COLUMNS)
     if behaviour:
-        shown = with_behaviour(con, shown, arrays, pol, Budget(window, reserve), sim.runs, cap, calibration, store)
+        # the behaviour columns replay each run on the budget's window (not yet on its own: replay.simulator.own_window)
+        plain_runs = [plain(r) for r in arrays]
+        shown = with_behaviour(con, shown, plain_runs, pol, Budget(window, reserve), sim.runs, cap, calibration, store)
     emit(shown, fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)
