@@ -177,6 +177,10 @@ class RunArrays:
     # per request: the log names a model for it that has no preset of the harness, so the harness's limit there is
     # not known (the policy's holds); empty: none such. Not the loop's: fidelity reads it
     req_unknown_limit: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
+    # the preset of the harness that recorded the run, as ``req_window`` and its kin were chosen against it
+    # (replay.simulator.harness_preset: its name, window and the knobs the run's model sets); None: not loaded on its
+    # own windows, or the log does not say enough for one
+    own_preset: tuple[str, int, dict] | None = field(default=None, repr=False)
     # per item: an edit call's change to its file's characters (its new string's less its old one's;
     # replay.simulator.load.edit_growth); None: 0 everywhere
     edit_chars: np.ndarray | None = field(default=None, repr=False)

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from replay.errors import Interrupted, ReplayError
+from replay.policies.base import DEFAULT_WINDOW
 from replay.store import DEFAULT_DB
 from replay.untrusted import for_csv, for_terminal, json_text, path_text
 from replay.worker_limits import check_workers
@@ -100,6 +101,11 @@ WorkersOption = Annotated[
 
 
 MAX_TOKENS = 100_000_000  # a window or reserve past this is a typo (the largest context windows are ~10M)
+# --window of the commands that replay a run on its harness's own policy when no window is chosen
+OWN_WINDOW_HELP = (
+    f"Context window, tokens (the same default, {DEFAULT_WINDOW:,}, in every command); not given, `recorded` or a "
+    "run's own harness preset takes each request's window as `replay fidelity` does (the serving model's)."
+)
 
 
 def finite_seconds(value: float) -> float:

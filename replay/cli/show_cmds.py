@@ -10,9 +10,18 @@ from typing import Annotated
 import typer
 
 from replay.cli import app
-from replay.cli.common import CACHE_HELP, DEFAULT_DB_PATH, MAX_TOKENS, DbOption, FormatOption, TokenizerOption, console
+from replay.cli.common import (
+    CACHE_HELP,
+    DEFAULT_DB_PATH,
+    MAX_TOKENS,
+    OWN_WINDOW_HELP,
+    DbOption,
+    FormatOption,
+    TokenizerOption,
+    console,
+)
 from replay.errors import ReplayError
-from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
+from replay.policies.base import DEFAULT_WINDOW
 
 
 def find_run(con, spec: str) -> str:
@@ -46,7 +55,7 @@ def show(
     vs: Annotated[str | None, typer.Option("--vs", help="A second policy: show both views and what differs.")] = None,
     vs_sets: Annotated[list[str], typer.Option("--vs-set", help="Parameter of the --vs policy (repeatable).")] = [],  # noqa: B006
     tokenizer: TokenizerOption = None,
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
+    window: Annotated[int | None, typer.Option(min=1, max=MAX_TOKENS, help=OWN_WINDOW_HELP)] = None,
     reserve: Annotated[
         int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
     ] = 0,
@@ -85,7 +94,8 @@ def show(
     from replay.reports.show import item_infos, replay_views
     from replay.reports.show_text import render
     from replay.simulator.caches import AUTO, make_cache
-    from replay.simulator.load import load_run
+    from replay.simulator.load import load_many
+    from replay.simulator.own_window import OwnWindows
     from replay.simulator.prompt import prompt_models
     from replay.store import open_store
     from replay.tokens.resolve import resolve_tokenizer
@@ -101,18 +111,26 @@ def show(
     tid = resolve_tokenizer(con, tokenizer)
     rid = find_run(con, run)
     prompt = prompt_models(con, tid, [rid])[rid]
-    arrays = load_run(con, rid, tid, prompt)
+    specs = [(policy, sets)] + ([(vs, vs_sets)] if vs else [])
+    # no window chosen: a policy that is the run's own replays it on fidelity's windows (replay.simulator.own_window)
+    owns = [OwnWindows(name, parse_sets(knobs)) if window is None else None for name, knobs in specs]
+    own = any(o is not None and OwnWindows.can_be_own(o.policy, o.sets) for o in owns)
+    (arrays,) = load_many(con, [rid], tid, {rid: prompt}, own_windows=own)
+    window = DEFAULT_WINDOW if window is None else window
     m = arrays.n_requests
     if not -m <= k < m:
         raise ReplayError(f"-k {k}: {rid} has {m} requests (0 to {m - 1}, or -1 for the last)")
     k = k % m
     infos = item_infos(con, arrays, prompt)
-    budget = Budget(window, reserve)
-    specs = [(policy, sets)] + ([(vs, vs_sets)] if vs else [])
-    pols = [
-        (make_policy(name, parse_sets(knobs)), name + (f" ({', '.join(knobs)})" if knobs else ""))
-        for name, knobs in specs
-    ]
+    pols, runs, budgets = [], [], []
+    for (name, knobs), o in zip(specs, owns, strict=True):
+        pol = make_policy(name, parse_sets(knobs))
+        run_k, pol, budget = (
+            (arrays, pol, Budget(window, reserve)) if o is None else o.settings(arrays, pol, Budget(window, reserve))
+        )
+        pols.append((pol, name + (f" ({', '.join(knobs)})" if knobs else "")))
+        runs.append(run_k)
+        budgets.append(budget)
     if len(pols) == 2 and pols[0][1] == pols[1][1]:
         raise ReplayError(f"--vs {vs}: the same policy and knobs as --policy; change one to see a difference")
 
@@ -122,13 +140,19 @@ def show(
     if html_out is not None:
         from replay.reports.show_html import write_page
 
-        series = [replay_views(arrays, infos, p, model(), budget, label=label) for p, label in pols]
+        series = [
+            replay_views(r, infos, p, model(), b, label=label)
+            for (p, label), r, b in zip(pols, runs, budgets, strict=True)
+        ]
         write_page(html_out, series)
         console.print(f"wrote {html_out} ({len(pols)} policies x {m} requests)", highlight=False)
         views = [s[k] for s in series]
     else:
-        views = [replay_views(arrays, infos, p, model(), budget, only=k, label=label)[0] for p, label in pols]
-    warnings = [line for p, _ in pols for line in window_warnings(p, window, reserve)]
+        views = [
+            replay_views(r, infos, p, model(), b, only=k, label=label)[0]
+            for (p, label), r, b in zip(pols, runs, budgets, strict=True)
+        ]
+    warnings = [line for (p, _), b in zip(pols, budgets, strict=True) for line in window_warnings(p, b.window, reserve)]
     if fmt == "json":
         from replay.reports.show import diff_views
 

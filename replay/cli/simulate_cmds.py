@@ -25,6 +25,7 @@ from replay.cli.common import (
     CACHE_HELP,
     DEFAULT_DB_PATH,
     MAX_TOKENS,
+    OWN_WINDOW_HELP,
     DbOption,
     FormatOption,
     PriceOption,
@@ -39,11 +40,12 @@ from replay.cli.common import (
 from replay.errors import ReplayError
 from replay.metrics.prices import pricing_from_options
 from replay.policies import PRESETS, Budget, aliases_of, make_policy, parse_sets, policy_class, registry
-from replay.policies.base import DEFAULT_WINDOW, WINDOW_HELP
+from replay.policies.base import DEFAULT_WINDOW
 from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
 from replay.simulator.kernels.compiling import compile_beside_the_fit
 from replay.simulator.load import load_runs, prompt_sources
+from replay.simulator.own_window import OwnWindows, plain
 from replay.simulator.results import billing_lines, composition_totals, simulate_many, store_simulation, totals_line
 from replay.store import open_store
 from replay.untrusted import for_terminal
@@ -85,7 +87,7 @@ def simulate(
     tokenizer_id: Annotated[
         str | None, typer.Option("--tokenizer-id", hidden=True, help="Old name of --tokenizer (same resolver).")
     ] = None,
-    window: Annotated[int, typer.Option(min=1, max=MAX_TOKENS, help=WINDOW_HELP)] = DEFAULT_WINDOW,
+    window: Annotated[int | None, typer.Option(min=1, max=MAX_TOKENS, help=OWN_WINDOW_HELP)] = None,
     reserve: Annotated[
         int, typer.Option(min=0, max=MAX_TOKENS, help="Reply reserve, tokens: overflow if prompt + reserve > window.")
     ] = 0,
@@ -141,7 +143,11 @@ def simulate(
         window, reserve = budget.get("window", window), budget.get("reserve", reserve)
         cache, runs = pf.cache if cache == AUTO else cache, runs or pf.runs
         tokenizer = tokenizer or tokenizer_id or pf.tokenizer
-    pol = make_policy(policy, {**knobs, **parse_sets(sets)})
+    chosen = {**knobs, **parse_sets(sets)}
+    # no window chosen: a run replayed on its harness's own policy takes its own (replay.simulator.own_window)
+    own = OwnWindows(policy, chosen) if window is None and OwnWindows.can_be_own(policy, chosen) else None
+    window = DEFAULT_WINDOW if window is None else window
+    pol = make_policy(policy, chosen)
     if show_config:
         console.print_json(pol.config.to_json())
         return
@@ -150,7 +156,7 @@ def simulate(
     con = open_store(db, read_only=not store and not (tokenizer or tokenizer_id))
     tokenizer_id = resolve_tokenizer(con, tokenizer or tokenizer_id)  # never chars/4 for a name it cannot load
     compile_beside_the_fit(policy)
-    arrays = load_runs(con, tokenizer_id, runs, overhead=overhead)
+    arrays = load_runs(con, tokenizer_id, runs, overhead=overhead, own_windows=own is not None)
     if not arrays:
         if runs:
             raise ReplayError(
@@ -167,12 +173,15 @@ def simulate(
         Budget(window, reserve),
         tokenizer_id,
         pricing_from_options(prices, price),
+        own,
     )
     if store:
         store_simulation(con, sim)
     shown = sim.runs.select(COLUMNS)
     if behaviour:
-        shown = with_behaviour(con, shown, arrays, pol, Budget(window, reserve), sim.runs, cap, calibration, store)
+        # the behaviour columns replay each run on the budget's window (not yet on its own: replay.simulator.own_window)
+        plain_runs = [plain(r) for r in arrays]
+        shown = with_behaviour(con, shown, plain_runs, pol, Budget(window, reserve), sim.runs, cap, calibration, store)
     emit(shown, fmt, title=f"{pol.name} ({sim.sim_id})", wide=wide)
     if fmt == "table":
         console.print(f"sim_id {sim.sim_id}: {totals_line(sim)}", highlight=False, markup=False)

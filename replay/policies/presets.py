@@ -111,7 +111,7 @@ command line holds for every request. The OpenHands presets' limits are the cond
   size (``CompactionReason::CompHashChanged``), its context updates and input after the summary. A lower limit set
   in config.toml (``model_auto_compact_token_limit``) is not logged: fidelity names it where a compaction came
   below the preset's limit. The originator (CLI, VS Code, desktop app) enters no limit in codex-rs: frontends
-  differ by model and configuration. Chosen automatically for Codex logs (``replay.simulator.fidelity.harness_preset``).
+  differ by model and configuration. Chosen automatically for Codex logs (``replay.simulator.harness_preset``).
 - gemini-cli: Gemini CLI chat compression (chatCompressionService, 0.17 on): the last response's prompt against
   0.5 x the model's token limit (``tokenLimit``: 1,048,576 for Gemini models, 256,000 for gemma-4-*-it from 0.41);
   the oldest 70% of the history's characters become a ``<state_snapshot>`` summary, the newest 30% stay (from a

@@ -23,7 +23,8 @@ from replay.run_arrays import RunArrays
 from replay.simulator.cache_fit import fit_run, predictive, provider_cache
 from replay.simulator.cache_losses import ttl_of
 from replay.simulator.caches import CacheModel, make_cache
-from replay.simulator.harness_preset import BIG, harness_preset, missing_preset
+from replay.simulator.harness_preset import BIG, missing_preset
+from replay.simulator.own_window import own_choice
 from replay.simulator.run import simulate_run
 from replay.simulator.run_output import cache_reasons
 from replay.simulator.unlogged_limit import unlogged_limit_reason
@@ -356,7 +357,7 @@ def fidelity_frame(
         err = prompt_errors(cols, resolutions(metadata, np.arange(run.n_requests)))
         o = oos.get(run.run_id, np.zeros(0))
         peak = int(run.rec_prompt.max()) if run.n_requests else 0
-        preset = harness_preset(fmt, metadata, model, peak)
+        preset = own_choice(run)  # the preset its per-request windows were chosen against
         base = {
             "file": path.rsplit("/", 1)[-1],
             "run_id": run.run_id,

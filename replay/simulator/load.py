@@ -273,9 +273,10 @@ def load_many(
 ) -> list[RunArrays]:
     """The arrays of the runs ``ids``, in that order, read with one query per table (``prompts``: each run's
     prompt model, as ``load_run`` takes it; ``own_windows``: each request's window, limit and trigger where its
-    model's preset's are not the run's (replay.simulator.request_windows), for replaying a run on its harness's own
-    window, as fidelity does; a window the user chooses holds for every request, so elsewhere every request takes
-    the budget's)."""
+    model's preset's are not the run's (replay.simulator.request_windows), and the run's own preset they were chosen
+    against (``RunArrays.own_preset``), for replaying a run on its harness's own window, as fidelity and simulate
+    without ``--window`` do (replay.simulator.own_window); a window the user chooses holds for every request, so
+    elsewhere every request takes the budget's)."""
     items = _by_run(con, _ITEMS, [tokenizer_id or "", ids])
     reqs = _by_run(con, _REQS, [ids])
     runs = {r[0]: (r[1], _metadata(r[2]), r[3] or "") for r in con.execute(_RUNS, [ids]).fetchall()}
@@ -297,6 +298,7 @@ def load_many(
                 req_limit=own.limit,
                 req_trigger=own.trigger,
                 req_unknown_limit=own.unknown,
+                own_preset=None if own.preset is None else (own.preset[0], own.preset[1].window, own.preset[2]),
             )
         out.append(run)
     return _with_caches(con, ids, out)

@@ -33,6 +33,7 @@ import numpy as np
 
 from replay.policies import make_compiled
 from replay.policies.auto_compact import COMPACT_NOW, TRIGGERS
+from replay.policies.base import Budget
 from replay.simulator.harness_preset import harness_preset
 
 # formats whose preset's limit depends on the model serving the request (the others' is the run's)
@@ -48,12 +49,14 @@ LOGGED = {
 class RequestLimits(NamedTuple):
     """Per request: window (0: the budget's), limit (0: the policy's), auto_compact trigger code (-1: the policy's),
     and whether the log names a model for it that has no preset of the harness (its limit is not known: the
-    policy's holds there, and fidelity scores no event it decides)."""
+    policy's holds there, and fidelity scores no event it decides); ``preset``: the run's own (``harness_preset`` of
+    the run's model), the one the others differ from, None when the log does not say enough for one."""
 
     window: np.ndarray
     limit: np.ndarray
     trigger: np.ndarray
     unknown: np.ndarray
+    preset: tuple[str, Budget, dict] | None = None
 
 
 def logged_window(
@@ -133,11 +136,11 @@ def _request_limits(
     """``request_windows`` without the per-turn compactions: each request's model's preset's window, limit and
     trigger where they differ from the run's."""
     n = len(req_models)
-    out = RequestLimits(np.zeros(n, np.int64), np.zeros(n, np.float64), np.full(n, -1, np.int64), np.zeros(n, np.bool_))
-    if fmt not in PER_MODEL or n == 0:
-        return out
-    run_choice = harness_preset(fmt, metadata, model, int(rec_prompt.max()))
-    if run_choice is None:
+    run_choice = harness_preset(fmt, metadata, model, int(rec_prompt.max()) if n else 0)
+    out = RequestLimits(
+        np.zeros(n, np.int64), np.zeros(n, np.float64), np.full(n, -1, np.int64), np.zeros(n, np.bool_), run_choice
+    )
+    if fmt not in PER_MODEL or n == 0 or run_choice is None:
         return out
     run = preset_limits(run_choice)
     peak: dict[str | None, int] = {}  # per model, its largest recorded prompt (Claude Code's 1M window shows in it)

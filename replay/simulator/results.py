@@ -18,6 +18,7 @@ from replay.policies import Budget
 from replay.policies.base import AnyPolicy
 from replay.run_arrays import RunArrays
 from replay.simulator.caches import AUTO, CacheModel
+from replay.simulator.own_window import OwnWindows
 from replay.simulator.run import simulate_run_by_tool
 
 
@@ -44,11 +45,15 @@ def sim_id_for(
     budget: Budget,
     run_ids: list[str],
     pricing: Pricing = DEFAULT_PRICING,
+    own: bool = False,
 ) -> str:
-    """Deterministic id: same config over the same runs gives the same id (re-running replaces it)."""
+    """Deterministic id: same config over the same runs gives the same id (re-running replaces it); ``own``: runs
+    replayed on their harness's own window (replay.simulator.own_window)."""
     parts: list = [config, cache, tokenizer_id, budget.window, budget.reserve, sorted(run_ids)]
     if pricing != DEFAULT_PRICING:
         parts.append(pricing.key())
+    if own:
+        parts.append("own windows")
     key = json.dumps(parts, sort_keys=True)
     return hashlib.blake2b(key.encode(), digest_size=8).hexdigest()
 
@@ -60,15 +65,18 @@ def simulate_many(
     budget: Budget,
     tokenizer_id: str | None = None,
     pricing: Pricing = DEFAULT_PRICING,
+    own: OwnWindows | None = None,
 ) -> Simulation:
     """Run ``policy`` over every run (each under its provider's cache model when ``cache`` is None); frames of
-    per-run and per-request rows."""
+    per-run and per-request rows. ``own``: a run replayed on its harness's own policy takes its own window
+    (replay.simulator.own_window), else ``budget`` holds for every request."""
     config = policy.config.as_dict()
     cache_name = AUTO if cache is None else cache.name
-    sid = sim_id_for(config, cache_name, tokenizer_id, budget, [r.run_id for r in runs], pricing)
+    sid = sim_id_for(config, cache_name, tokenizer_id, budget, [r.run_id for r in runs], pricing, own is not None)
     run_rows, req_frames, comp_frames = [], [], []
-    for run in runs:
-        cols, row, by_tool = simulate_run_by_tool(run, policy, cache, budget, pricing=pricing)
+    for loaded in runs:
+        run, pol, bud = (loaded, policy, budget) if own is None else own.settings(loaded, policy, budget)
+        cols, row, by_tool = simulate_run_by_tool(run, pol, cache, bud, pricing=pricing)
         comp_frames.append(by_tool.frame())
         run_rows.append({"sim_id": sid, **row})
         frame = pl.DataFrame(

@@ -50,6 +50,7 @@ from replay.tokens.log_checks import (
     check_history,
     check_run,
     check_shrinks,
+    check_stalls,
     check_unlogged,
     check_unrecorded,
     check_usage_only,
@@ -345,6 +346,11 @@ def fit_usage(
         check_history(check, run_items, steps, metadata)
         check_unrecorded(check, metadata)
         check_attachments(check, run_items, steps, recorded, metadata, (TARGET_MEDIAN, TARGET_P95))
+        if not check.reasons:  # the log's sizes as chars/4, whatever the tokenizer
+            as_chars = run_items.with_columns(((pl.col("chars").fill_null(0) + 3) // 4).alias("n_tokens"))
+            sized = exact if f.reasoning_in_prompt else exact_dropped
+            log4 = visible(as_chars, steps, overhead, not f.reasoning_in_prompt, sized, drops, undone).total
+            check_stalls(check, steps, recorded, log4, (TARGET_MEDIAN, TARGET_P95))
         half = resolutions(metadata, steps)
         oos = walk_forward(
             visible(

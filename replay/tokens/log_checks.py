@@ -18,6 +18,8 @@ GROWTH_RATIO, GROWTH_TOKENS = 2.0, 20_000  # the server's prompt grew this much 
 # a jump: a request's prompt grew by over JUMP_RATIO times what the log's new items hold (bytes/4) plus the larger
 # of JUMP_TOKENS and JUMP_SHARE of the prompt before it
 JUMP_RATIO, JUMP_TOKENS, JUMP_SHARE = 2.0, 1000, 0.05
+# a stall: the log's new items hold over STALL_TOKENS while the recorded prompt grew by under STALL_SHARE of them
+STALL_TOKENS, STALL_SHARE = 1000, 0.25
 
 
 @dataclass
@@ -113,6 +115,56 @@ def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon
             f"content missing from the log: between requests the recorded prompt grew by {grew_rec:,.0f} tokens, "
             f"the log's items by {grew_log:,.0f}; the server was sent content this log does not record"
         )
+
+
+def check_stalls(
+    check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray, targets: tuple[float, float]
+) -> None:
+    """Add a reason when the log holds content the server did not count, enough to miss the per-request
+    ``targets`` (median, p95) by that alone: between requests with no boundary, the log's items (``recon``, at
+    chars/4) grew by over STALL_TOKENS while the recorded prompt grew, by under STALL_SHARE of that (a prompt that
+    fell is check_shrinks'). A prompt model grows as the log does, so from such a request on it runs ahead of the
+    recorded prompt by the uncounted content summed so far, D(k); with the best offset c for each stretch between
+    boundaries (one fitted prefix), request k is off by |c + D(k)| / recorded(k) at least. Codex Desktop 0.142-0.144
+    on a custom provider shows it: each code-mode ``exec`` call whose script applies a patch adds its script (1-5k
+    tokens) to the log while the recorded prompt grows by some 45 tokens."""
+    n = len(steps)
+    deficit, segment, at = np.zeros(n), np.zeros(n, np.int64), 0
+    for i in range(1, n):
+        crossed = any(steps[i - 1] < b <= steps[i] for b in check.boundaries)
+        grew_log, grew_rec = recon[i] - recon[i - 1], recorded[i] - recorded[i - 1]
+        segment[i] = segment[i - 1] + crossed
+        missing = 0.0
+        if not crossed and grew_log > STALL_TOKENS and 0 <= grew_rec < STALL_SHARE * grew_log:
+            missing, at = grew_log - grew_rec, at + 1
+        deficit[i] = (0.0 if crossed else deficit[i - 1]) + missing
+    if not at:
+        return
+    forced = np.zeros(n)
+    for s in np.unique(segment):
+        part = segment == s
+        forced[part] = _least_forced(deficit[part], np.maximum(recorded[part], 1.0), targets)
+    median, p95 = float(np.median(forced)), float(np.quantile(forced, 0.95))
+    if median > targets[0] or p95 > targets[1]:
+        check.reasons.append(
+            f"content the server did not count: at {at} of {n} requests the log's new items grew by over "
+            f"{STALL_TOKENS:,} tokens while the recorded prompt grew by under {STALL_SHARE:.0%} of that, with no "
+            f"compaction or other boundary between; a prompt model that grows as the log does is off by at least "
+            f"{median:.1%} median, {p95:.1%} p95 from that alone, more than the per-request targets "
+            f"({targets[0]:.0%} median, {targets[1]:.0%} p95) allow"
+        )
+
+
+def _least_forced(deficit: np.ndarray, recorded: np.ndarray, targets: tuple[float, float]) -> np.ndarray:
+    """Per request, |c + deficit| / recorded for the offset c (from -max(deficit) to 0) that keeps the median and
+    p95 nearest their ``targets``."""
+    best, out = np.inf, np.zeros(len(deficit))
+    for c in np.linspace(-float(deficit.max()), 0.0, 201):
+        err = np.abs(c + deficit) / recorded
+        score = max(float(np.median(err)) / targets[0], float(np.quantile(err, 0.95)) / targets[1])
+        if score < best:
+            best, out = score, err
+    return out
 
 
 def check_unlogged(check: RunCheck, steps: np.ndarray, metadata: dict) -> None:

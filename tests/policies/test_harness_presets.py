@@ -13,7 +13,8 @@ from replay.policies import Budget, make_compiled, make_policy
 from replay.policies.cline import cline_max_allowed
 from replay.policies.presets import PRESETS, copilot_prompt_limit, gemini_token_limit
 from replay.simulator.caches import make_cache
-from replay.simulator.fidelity import harness_preset, with_reported_usage
+from replay.simulator.fidelity import with_reported_usage
+from replay.simulator.harness_preset import harness_preset
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
 

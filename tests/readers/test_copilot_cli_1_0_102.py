@@ -18,7 +18,8 @@ from replay.metrics.recorded_bill import request_bill, runs_bill
 from replay.model import BadRecord, Item, Request, Run
 from replay.readers.base import ReadContext
 from replay.readers.copilot_cli import READER
-from replay.simulator.fidelity import harness_preset, harness_version
+from replay.simulator.fidelity import harness_version
+from replay.simulator.harness_preset import harness_preset
 from replay.store import open_store
 
 SYSTEM = "You are the GitHub Copilot CLI, a terminal assistant built by GitHub."

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.simulator.fidelity import harness_preset
+from replay.simulator.harness_preset import harness_preset
 from tests.simulator.test_fidelity_openhands_tokens import fidelity_rows
 
 STEPS = 24

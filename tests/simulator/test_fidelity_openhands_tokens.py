@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from replay.ingest import ingest
-from replay.simulator.fidelity import fidelity_frame, harness_preset
+from replay.simulator.fidelity import fidelity_frame
+from replay.simulator.harness_preset import harness_preset
 from replay.store import open_store
 from tests.readers import openhands_v1_fixture as fixture
 

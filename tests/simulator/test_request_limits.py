@@ -23,7 +23,8 @@ import pytest
 from replay.ingest import ingest
 from replay.policies import make_policy
 from replay.simulator.caches import make_cache
-from replay.simulator.fidelity import fidelity_frame, harness_preset
+from replay.simulator.fidelity import fidelity_frame
+from replay.simulator.harness_preset import harness_preset
 from replay.simulator.kernels.packed import pack
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run

@@ -21,7 +21,8 @@ import pytest
 from replay.ingest import ingest
 from replay.policies import Budget, make_policy
 from replay.simulator.caches import make_cache
-from replay.simulator.fidelity import fidelity_frame, harness_preset
+from replay.simulator.fidelity import fidelity_frame
+from replay.simulator.harness_preset import harness_preset
 from replay.simulator.kernels.trace import views_of
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
