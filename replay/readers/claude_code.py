@@ -229,7 +229,8 @@ class ClaudeCodeReader:
     # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.96 (claude_code_unlogged); 11: a
     # microcompact of 2.1.38-2.1.68 clears the answered user-message images (``cleared``), an image a tool result
     # holds is named after its tool; 12: from 2.1.77 a compaction is followed by the memory files the session
-    # created (an ``attachment`` item, tool_name "memory_reread"; claude_code_memory)
+    # created (an ``attachment`` item, tool_name "memory_reread"; claude_code_memory); a deferred_tools_delta
+    # logged right after a compaction is no ``unlogged`` prefix change
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -356,6 +357,16 @@ def _write_1h(usage: dict) -> int | None:
     if not isinstance(split, dict) or "ephemeral_1h_input_tokens" not in split:
         return None
     return split["ephemeral_1h_input_tokens"]
+
+
+def _after_compaction(b: RunBuilder) -> bool:
+    """Whether a compaction took effect at the step about to be sent (its summary and re-attachments being logged).
+
+    Claude Code 2.1.69 on (the 2.1.132 binary: the delta is built against the ``deferred_tools_delta`` attachments
+    still in the messages) announces every deferred tool again after a summary: the same list the first request's
+    announcement and any later deltas gave, which the fitted prefix and its earlier boundaries hold already."""
+    events = b.context_events
+    return bool(events) and events[-1]["kind"] == "compaction" and events[-1]["step"] == b.step
 
 
 def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> int | None:
@@ -621,9 +632,10 @@ class _Session:
             self.fork = True
         ts = obj.get("timestamp")
         att = obj["attachment"] if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
-        if att.get("type") == "deferred_tools_delta":
+        if att.get("type") == "deferred_tools_delta" and not _after_compaction(b):
             # the harness's tool list changed (after a /model switch the schemas are deferred to ToolSearch): the
-            # prefix the log does not hold differs from the next request on
+            # prefix the log does not hold differs from the next request on. Right after a compaction it is the
+            # list announced again (the announcements were summarised): the prefix already holds it
             self.unlogged(
                 b,
                 line,
