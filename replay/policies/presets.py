@@ -222,7 +222,10 @@ class Preset:
 # about 140 characters and the path, some 50 tokens). The presets count as the harness does when the call answers:
 # in the run's tokens (``reattach_count`` "tokens"). From 2.1.97 the transcript logs what was re-attached:
 # Eduardodmb/ClaudeWork 2558ae24 (2.1.132) re-attached a 22,246-character XML file whole (chars/4 5,561, o200k
-# 3,444), which the fallback's count would have made a note. Before 2.1.20 the presets take no limit: sessions of
+# 3,444), which the fallback's count would have made a note. One earlier session points the other way: Jason-liu/
+# my-claude 87bcc603 (2.1.27, attachments not logged) re-read whole an edited file of 11,164 characters (o200k 5,041,
+# chars/4 2,791), as if its call had failed; cli.js 2.1.27 counts the same way. Before 2.1.20 the presets take no
+# limit: sessions of
 # those versions re-attached files past 5,000 o200k tokens whole (ccs-livecd-gen-compact-e1ffaf02, 1.0.90: a
 # 21,543-character CLAUDE.md, o200k 6,512; cc-jason-webtech-48244adb, 2.1.19: a 21,922-character .vue file, 5,681).
 REATTACH = {
