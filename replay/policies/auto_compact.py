@@ -82,6 +82,7 @@ from replay.policies.kernel import (
 from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
+from replay.readers.claude_code_memory import MEMORY_REREAD
 from replay.run_arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
@@ -95,6 +96,9 @@ READ, WRITE = ACCESS_CODE["read"], ACCESS_CODE["write"]
 TF_FILE_STATE, TF_WHOLE_FILE = 16, 32
 # an item that names a tool (an image a tool result holds, as the Claude Code reader names it): not a user message's
 TF_TOOL = 64
+# on an attachment (never a call, which alone TF_WHOLE_FILE means there): a memory file the harness reads again after
+# every compaction (the Claude Code reader's ``memory_reread``), which the simulated compaction keeps
+TF_REREAD = TF_WHOLE_FILE
 # characters of the text Claude Code 2.1.38-2.1.68 sends for an answered user-message image
 IMAGE_NOTE_CHARS = len("[image]")
 # characters the Read tool's line numbering adds per line of a file beyond the JSON-escaped newline a Write call
@@ -106,9 +110,10 @@ MICRO_TOOLS = ("Read", "Bash", "Grep", "Glob", "WebSearch", "WebFetch", "Edit", 
 
 
 @compiled
-def harness_artefacts(kind, step):
+def harness_artefacts(kind, step, tflag):
     """Bool per item: a recorded summary, or what the harness re-sent with it (attachments and user messages of the
-    same step, after the summary): products of the recorded policy, not of the agent."""
+    same step, after the summary): products of the recorded policy, not of the agent. A memory file the harness
+    read again (``TF_REREAD``) is not one: it follows any compaction at that point."""
     n = len(kind)
     out = np.zeros(n, np.bool_)
     for s in range(n):
@@ -117,7 +122,7 @@ def harness_artefacts(kind, step):
         out[s] = True
         q = s + 1
         while q < n and step[q] == step[s] and kind[q] in RESENT:
-            out[q] = True
+            out[q] = kind[q] != ATTACHMENT or tflag[q] & TF_REREAD == 0
             q += 1
     return out
 
@@ -125,7 +130,7 @@ def harness_artefacts(kind, step):
 @compiled
 def drop_artefacts(r, st):
     """Recorded summaries, their re-sent copies and the loader's recorded-only items are never in the view."""
-    gone = harness_artefacts(r.kind, r.step)
+    gone = harness_artefacts(r.kind, r.step, r.tflag)
     for q in range(len(r.kind)):
         if gone[q] or r.recorded_only[q]:
             set_form(st, q, DROPPED)
@@ -351,7 +356,7 @@ class AutoCompact(CompiledPolicy):
             [
                 TF_MICRO * ((every or t in tools) and t not in c.micro_exempt)
                 | TF_FILE_STATE * (t in state)
-                | TF_WHOLE_FILE * (t in whole)
+                | TF_WHOLE_FILE * (t in whole or t == MEMORY_REREAD)
                 | TF_TOOL
                 for t in tool_names
             ],
@@ -731,16 +736,22 @@ def compact(p, r, st):
 @compiled(borrowed=True)
 def compact_before(p, r, st, start):
     """Everything live before ``start`` becomes the summary, but the newest user messages kept; the files the
-    harness re-reads after it (``reattached``) ride on the summary."""
+    harness re-reads after it (``reattached``) ride on the summary. The memory files the harness read again at the
+    newest recorded compaction so far (``TF_REREAD``) stay: they are what it reads after any."""
     lo = live_from(r, st)
     live = 0
+    reread = -1  # the step of the newest memory files read again
     for q in range(lo, start):
         live += st.forms[q] != DROPPED
+        if r.kind[q] == ATTACHMENT and r.tflag[q] & TF_REREAD != 0:
+            reread = r.step[q]
     if live == 0:
         return
     oldest, shrunk = kept_users(p, r, st, lo, start)
     for q in range(lo, start):
         if st.forms[q] == DROPPED:
+            continue
+        if r.kind[q] == ATTACHMENT and r.tflag[q] & TF_REREAD != 0 and r.step[q] == reread:
             continue
         if r.kind[q] == USER and q >= oldest:
             set_form(st, q, SHRUNK if q == shrunk else ORIGINAL)

@@ -22,10 +22,10 @@ command line holds for every request. The OpenHands presets' limits are the cond
   the read-file state is cloned, cleared, and the newest files of the clone read again): its native Read, Write,
   Edit, MultiEdit and NotebookEdit tools keep each file they touch in that state (MCP tools such as
   ``mcp__acp__Read`` do not), with the file's modification time; the 5 newest by that time are read again, kept
-  while their chars/4 add up to no more than 50,000. From 2.1.20 a file past 5,000 tokens becomes a
-  ``compact_file_reference`` note; before, that limit held only when the token-counting API answered, which the log
-  does not say and the recorded sessions show it did not (``REATTACH``): no limit before 2.1.20, the fallback's
-  chars/4 count from it (2.1.20 itself falls in claude-code-2.1.3 and is replayed without a limit). The presets
+  while their chars/4 add up to no more than 50,000. From 2.1.20 a file past 5,000 tokens by the API's token count
+  becomes a ``compact_file_reference`` note, counted in the run's tokens (``REATTACH_2``); before, that limit held
+  only when the token-counting API answered, which the recorded sessions show it did not (``REATTACH``): no limit
+  before 2.1.20 (2.1.20 itself falls in claude-code-2.1.3 and is replayed without a limit). The presets
   compute this from the run's items at each compaction (``reattach_*`` knobs,
   ``replay.policies.auto_compact.reattached``); the todo list, plan file, invoked skills and SessionStart hooks it
   also re-sends are not modelled. The Claude Code presets take the window from the budget (``--window``, 200,000
@@ -210,19 +210,24 @@ class Preset:
     doc: str = ""
 
 
-# Claude Code's post-compact file restore (cli.js 1.0.80, 1.0.90, 2.0.14, 2.1.3, 2.1.20, 2.1.21, 2.1.69; the 2.1.160
-# binary): the native file tools (not MCP ones) keep each file they touch in the session's read-file state; after the
-# summary the newest 5 of it (by modification time) are read again, kept while their chars/4 add up to no more than
-# 50,000. Each read has a token limit (10,000 to 1.0.84, then 5,000) counted by the token-count API call when the
-# file's chars/4 pass a quarter of it. To 2.1.19 a failed call lets the file through whole; from 2.1.20 a failed call
-# falls back to chars/4, a file past the limit becoming a compact_file_reference note ("Note: PATH was read before
-# the last conversation was summarized, but the contents are too large to include. Use Read tool if you need to
-# access it.": about 140 characters and the path, some 50 tokens). The log does not say whether the call answered;
-# in the three recorded sessions where it decides, it did not: a file past 5,000 tokens (o200k, the run's scale) was
-# re-attached whole (ccs-livecd-gen-compact-e1ffaf02, 1.0.90: a 21,543-character CLAUDE.md, o200k 6,512;
-# cc-jason-webtech-48244adb, 2.1.19: a 21,922-character .vue file, 5,681) and, on 2.1.27, a file of about 11,500
-# characters grown by two edits (87bcc603, unseen: o200k about 5,600, chars/4 about 2,900). So the presets take no
-# limit to 2.1.19 and the chars/4 count from 2.1.20.
+# Claude Code's post-compact file restore (cli.js 1.0.80, 1.0.90, 2.0.14, 2.1.3, 2.1.20, 2.1.21, 2.1.69, 2.1.79; the
+# 2.1.132 and 2.1.160 binaries): the native file tools (not MCP ones) keep each file they touch in the session's
+# read-file state; after the summary the newest 5 of it (by modification time) are read again, kept while their
+# chars/4 add up to no more than 50,000. Each read has a token limit (10,000 to 1.0.84, then 5,000): the Read tool
+# estimates the content (characters / 4; / 2 for json, jsonl, jsonc) and, past a quarter of the limit, asks the API's
+# token-count endpoint, taking the estimate only when that call fails. To 2.1.19 a failed call lets the file through
+# whole; from 2.1.20 a file past the limit (cli.js 2.1.27, 2.1.79, the 2.1.132 binary: the Read tool throws, and in
+# the compact mode the restore makes a compact_file_reference note of it: "Note: PATH was read before the last
+# conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it.",
+# about 140 characters and the path, some 50 tokens). The presets count as the harness does when the call answers:
+# in the run's tokens (``reattach_count`` "tokens"). From 2.1.97 the transcript logs what was re-attached:
+# Eduardodmb/ClaudeWork 2558ae24 (2.1.132) re-attached a 22,246-character XML file whole (chars/4 5,561, o200k
+# 3,444), which the fallback's count would have made a note. One earlier session points the other way: Jason-liu/
+# my-claude 87bcc603 (2.1.27, attachments not logged) re-read whole an edited file of 11,164 characters (o200k 5,041,
+# chars/4 2,791), as if its call had failed; cli.js 2.1.27 counts the same way. Before 2.1.20 the presets take no
+# limit: sessions of
+# those versions re-attached files past 5,000 o200k tokens whole (ccs-livecd-gen-compact-e1ffaf02, 1.0.90: a
+# 21,543-character CLAUDE.md, o200k 6,512; cc-jason-webtech-48244adb, 2.1.19: a 21,922-character .vue file, 5,681).
 REATTACH = {
     "reattach_tools": ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit"),
     "reattach_whole_tools": ("Write",),
@@ -231,7 +236,7 @@ REATTACH = {
     "reattach_file_tokens": 0,
     "reattach_note_tokens": 0,
 }
-REATTACH_2 = {**REATTACH, "reattach_file_tokens": 5_000, "reattach_note_tokens": 50, "reattach_count": "chars/4"}
+REATTACH_2 = {**REATTACH, "reattach_file_tokens": 5_000, "reattach_note_tokens": 50, "reattach_count": "tokens"}
 CLAUDE_CODE = {
     "trigger_on": "last_usage",
     "keep_last": 0,

@@ -10,7 +10,10 @@ Compaction: a ``compact_boundary`` system line (2.x; ``compactMetadata`` {trigge
 sentence, ``unflagged_summary``), becomes a context event (``run.metadata.context_events``): everything logged
 before it is dropped from the next request on, and the summary is an item of kind ``summary`` (never user text).
 What Claude Code re-attaches after it (``file`` attachments, ``compact_file_reference`` notes for files too large
-to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. A boundary
+to re-read) follows the summary as ``attachment`` items. 1.0.x re-attaches files without logging them. From 2.1.77
+the harness also reads its memory files (CLAUDE.md and kin) again, which no line logs: a memory file the session
+created is an ``attachment`` item (tool_name "memory_reread") ahead of those, its content what the log's calls made
+of it (replay.readers.claude_code_memory). A boundary
 whose ``compactMetadata`` lists ``preservedMessages.uuids`` (else a ``preservedSegment`` {headUuid, tailUuid}, walked
 from the tail by ``parentUuid``) kept those messages verbatim: they are not logged again, Claude Code's loader keeps
 the earlier lines and relinks them after the summary (2.1.332's compaction keeps recent messages so, and notes it in
@@ -81,6 +84,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of, version_tuple
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.claude_code_memory import MEMORY_REREAD, MemoryFiles, rereads_memory
 from replay.readers.claude_code_relog import RelogFilter
 from replay.readers.claude_code_unlogged import (
     FILE_TOOLS,
@@ -104,6 +108,7 @@ TITLE_TYPES = {"summary": "summary", "ai-title": "aiTitle", "custom-title": "cus
 JOURNAL_TYPES = {"started", "result"}
 # attachments Claude Code injects into the prompt (as system reminders); the rest are UI state
 CONTEXT_ATTACHMENTS = {
+    MEMORY_REREAD,
     "hook_additional_context",
     "nested_memory",
     "file",
@@ -213,7 +218,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 11  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 12  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -223,7 +228,9 @@ class ClaudeCodeReader:
     # started in another working directory is noted in ``system_changes``; 10: the unlogged todo-list note after
     # each TodoWrite of 1.0.10-1.0.85, ``unlogged_attachments`` up to 2.1.96 (claude_code_unlogged); 11: a
     # microcompact of 2.1.38-2.1.68 clears the answered user-message images (``cleared``), an image a tool result
-    # holds is named after its tool
+    # holds is named after its tool; 12: from 2.1.77 a compaction is followed by the memory files the session
+    # created (an ``attachment`` item, tool_name "memory_reread"; claude_code_memory); a deferred_tools_delta
+    # logged right after a compaction is no ``unlogged`` prefix change
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -350,6 +357,16 @@ def _write_1h(usage: dict) -> int | None:
     if not isinstance(split, dict) or "ephemeral_1h_input_tokens" not in split:
         return None
     return split["ephemeral_1h_input_tokens"]
+
+
+def _after_compaction(b: RunBuilder) -> bool:
+    """Whether a compaction took effect at the step about to be sent (its summary and re-attachments being logged).
+
+    Claude Code 2.1.69 on (the 2.1.132 binary: the delta is built against the ``deferred_tools_delta`` attachments
+    still in the messages) announces every deferred tool again after a summary: the same list the first request's
+    announcement and any later deltas gave, which the fitted prefix and its earlier boundaries hold already."""
+    events = b.context_events
+    return bool(events) and events[-1]["kind"] == "compaction" and events[-1]["step"] == b.step
 
 
 def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> int | None:
@@ -508,6 +525,7 @@ class _Session:
         self.todo_calls: dict[str, Any] = {}  # TodoWrite call id -> its todos (claude_code_unlogged)
         self.todo_watched = True  # the harness still watches the todo file (a /clear stops it)
         self.call_names: dict[str, str] = {}  # tool call id -> its tool's name
+        self.memory = MemoryFiles()  # the memory files the session created (claude_code_memory)
         # builder id -> (seq, step) of each image a user message holds (not one a tool result holds), until a
         # microcompact clears it
         self.user_images: dict[int, list[tuple[int, int]]] = {}
@@ -614,9 +632,10 @@ class _Session:
             self.fork = True
         ts = obj.get("timestamp")
         att = obj["attachment"] if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
-        if att.get("type") == "deferred_tools_delta":
+        if att.get("type") == "deferred_tools_delta" and not _after_compaction(b):
             # the harness's tool list changed (after a /model switch the schemas are deferred to ToolSearch): the
-            # prefix the log does not hold differs from the next request on
+            # prefix the log does not hold differs from the next request on. Right after a compaction it is the
+            # list announced again (the announcements were summarised): the prefix already holds it
             self.unlogged(
                 b,
                 line,
@@ -662,6 +681,10 @@ class _Session:
         """A compact_boundary line: everything logged so far leaves the prompt from the next request on."""
         self.flush_attachments(b)
         self.held[id(b)] = []
+        if rereads_memory(version_tuple(obj.get("version")), b is self.main and not self.agent_file):
+            for text in self.memory.reread():  # sent at the conversation's head: before what the log re-attaches
+                att = {"type": MEMORY_REREAD, "content": text}
+                self.held[id(b)].append(({"attachment": att}, line, obj.get("timestamp")))
         meta = sub_dict(obj, "compactMetadata")
         raw = meta.get("trigger", obj.get("trigger"))
         pre = meta.get("preTokens")
@@ -807,6 +830,9 @@ class _Session:
                 b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
                 if isinstance(block.get("id"), str):
                     self.call_names[block["id"]] = block.get("name") or ""
+                self.memory.call(
+                    block.get("id"), block.get("name") or "", block.get("input"), str(b.run.metadata.get("cwd") or "")
+                )
                 if block.get("name") in FILE_TOOLS:
                     _file_watched(b)
                 if block.get("name") == "TodoWrite" and isinstance(block.get("id"), str):
@@ -847,6 +873,7 @@ class _Session:
                     text_of(inner), block.get("tool_use_id"), ts=ts, line=line, is_error=bool(block.get("is_error"))
                 )
                 self._todo_note(b, obj, block, line, ts)
+                self.memory.result(block.get("tool_use_id"), obj.get("toolUseResult"), bool(block.get("is_error")))
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
                 for part in parts:
                     if part.get("type") == "image":  # named after its tool: no user-message image

@@ -13,6 +13,7 @@ from replay.errors import ReplayError
 from replay.metrics.server_iterations import server_calls
 from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
+from replay.readers.claude_code_memory import MEMORY_REREAD
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
@@ -179,7 +180,8 @@ def _events(metadata: dict) -> list[dict]:
 def copy_generations(items: list[dict], metadata: dict) -> np.ndarray:
     """Per item, e + 1 when context event e sent it again (its ``resent`` ranges; after its summary, at the
     summary's step, an attachment or a copy of content first seen before the summary), else 0: the harness's own
-    copies, which only the ``recorded`` policy sends (``build`` pairs calls and results within a generation)."""
+    copies, which only the ``recorded`` policy sends (``build`` pairs calls and results within a generation). A
+    memory file Claude Code read again after the summary (``memory_reread``) is no copy: every policy sends it."""
     pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
     gen = np.zeros(len(items), dtype=np.int64)
     first_seen: dict[str, int] = {}
@@ -197,7 +199,9 @@ def copy_generations(items: list[dict], metadata: dict) -> np.ndarray:
             if it["step"] != items[summary]["step"]:
                 break
             copy = it["content_hash"] is not None and first_seen.get(it["content_hash"], p) < summary
-            if it["kind"] == "attachment" or copy:
+            # a memory file the harness read again is its context from there on, whatever compacts
+            reread = it["kind"] == "attachment" and it["tool_name"] == MEMORY_REREAD
+            if (it["kind"] == "attachment" or copy) and not reread:
                 gen[p] = e + 1
     return gen
 

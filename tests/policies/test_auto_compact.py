@@ -124,17 +124,18 @@ def test_no_reattachment_when_no_file_was_touched():
 
 def test_claude_code_re_attaches_the_newest_five_files_within_their_limits():
     """Claude Code 2.1.20 on: the newest 5 files of the read-file state (by modification time: written files first),
-    each counted against 5,000 at chars/4 (the presets: its fallback when the token count fails) or in tokens, a
-    file past it a 50-token note; kept while they add up to no more than 50,000 at chars/4."""
+    each counted against 5,000 in tokens (the presets: the token count) or at chars/4 (its fallback when that call
+    fails), a file past it a 50-token note; kept while they add up to no more than 50,000 at chars/4."""
     run = loop_run([8_000] * 20, prefix=100_000)
     dense = replace(run, chars=np.where(run.kind == KIND_CODE["tool_result"], run.chars // 2, run.chars))
     k = fired(views(dense, "claude-code-2.1.69"))[0]
     # three files f0-f2, each last read whole at 8,000 tokens in 16,000 characters: 4,000 at chars/4
-    assert views(dense, "claude-code-2.1.69")[k].summary_tokens == 2_000 + 3 * 8_000
-    assert views(dense, "claude-code-2.1.69", {"reattach_count": "tokens"})[k].summary_tokens == 2_000 + 3 * 50
-    assert views(dense, "claude-code-2.1.69", {"reattach_files": "2"})[k].summary_tokens == 2_000 + 2 * 8_000
+    assert views(dense, "claude-code-2.1.69")[k].summary_tokens == 2_000 + 3 * 50
+    chars4 = {"reattach_count": "chars/4"}
+    assert views(dense, "claude-code-2.1.69", chars4)[k].summary_tokens == 2_000 + 3 * 8_000
+    assert views(dense, "claude-code-2.1.69", {**chars4, "reattach_files": "2"})[k].summary_tokens == 2_000 + 2 * 8_000
     # the files kept add up to no more than reattach_total at chars/4 (4,000 each): one of 7,999
-    assert views(dense, "claude-code-2.1.69", {"reattach_total": "7999"})[k].summary_tokens == 2_000 + 8_000
+    assert views(dense, "claude-code-2.1.69", {**chars4, "reattach_total": "7999"})[k].summary_tokens == 2_000 + 8_000
 
 
 def test_codex_keeps_newest_user_messages_to_20k_truncating_the_oldest_kept():

@@ -793,3 +793,31 @@ def test_microcompact_before_2_1_38_clears_no_image(tmp_path: Path) -> None:
     path.write_text(text)
     events = of(read(path), Run)[0].metadata["context_events"]
     assert [e["cleared"] for e in events] == [[], []]
+
+
+def test_the_tool_list_announced_again_after_a_compaction_is_no_prefix_change(tmp_path: Path) -> None:
+    """Claude Code 2.1.69 on announces every deferred tool again after a summary (the 2.1.132 binary builds the delta
+    against the announcements left in the messages): the list the prefix holds from the first request. A delta
+    mid-session (a new tool list) still marks a prefix change; the one logged after the summary does not."""
+
+    def delta(uuid: str, names: list[str]) -> dict:
+        att = {"type": "deferred_tools_delta", "addedNames": names, "addedLines": names, "removedNames": []}
+        return {"type": "attachment", "uuid": uuid, "attachment": att}
+
+    path = write_log(
+        tmp_path,
+        [
+            delta("d0", ["WebFetch", "WebSearch"]),
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
+            assistant("a1", "r1", "working", 1000),
+            delta("d1", ["mcp__x__read"]),
+            {"type": "user", "uuid": "u2", "message": {"role": "user", "content": "more"}},
+            assistant("a2", "r2", "working", 1200),
+            {"type": "system", "subtype": "compact_boundary", "uuid": "b1", "compactMetadata": {"trigger": "auto"}},
+            {"type": "user", "uuid": "s1", "isCompactSummary": True, "message": {"role": "user", "content": "summary"}},
+            delta("d2", ["WebFetch", "WebSearch", "mcp__x__read"]),
+            assistant("a3", "r3", "continuing", 300),
+        ],
+    )
+    run = of(read(path), Run)[0]
+    assert [(n["step"], n["reason"]) for n in run.metadata["unlogged"]] == [(1, "deferred-tools")]
