@@ -8,97 +8,38 @@ Eduardodmb/ClaudeWork 762cc180, 2.1.136, did with a 17,591-character CLAUDE.md).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from replay.ingest import ingest
 from replay.readers.claude_code_memory import MEMORY_REREAD, memory_file
 from replay.simulator.fidelity import fidelity_frame
-from replay.store import open_store
+from replay.tokens.counting import count_items
+from replay.tokens.loading import load_tokenizer
+from tests.simulator.cc_transcript import PREFIX, Transcript
 
-PREFIX = 20_000  # the harness's system prompt, tools and the memory files it read at start
-MODEL = "claude-opus-4-5-20251101"
 MEMORY = "\n".join(f"- rule {i}: keep the build green and the docs current for module {i}" for i in range(400))
 EDITED = MEMORY.replace("- rule 7:", "- rule 7 (updated):", 1)
 
 
-def session(count, version: str) -> list[dict]:
-    times = iter(f"2026-05-01T10:{m // 60:02d}:{m % 60:02d}.000Z" for m in range(3600))
-    base = {"sessionId": "s1", "version": version, "cwd": "/home/u/proj", "entrypoint": "cli", "userType": "external"}
-    lines: list[dict] = []
-    parent: list[str | None] = [None]
-    sent = [0]
-
-    def add(entry: dict) -> None:
-        lines.append({**base, "parentUuid": parent[0], "timestamp": next(times), **entry})
-        parent[0] = entry["uuid"]
-
-    def user(uuid: str, content: object, text: str, **extra: object) -> None:
-        sent[0] += count(text)
-        add({"type": "user", "uuid": uuid, "message": {"role": "user", "content": content}, **extra})
-
-    def assistant(uuid: str, block: dict, text: str, prompt: int | None = None) -> None:
-        prompt = PREFIX + sent[0] if prompt is None else prompt
-        usage = {"input_tokens": 10, "cache_read_input_tokens": prompt - 10, "cache_creation_input_tokens": 0}
-        message = {"id": f"m-{uuid}", "model": MODEL, "role": "assistant", "usage": {**usage, "output_tokens": 30}}
-        add({"type": "assistant", "uuid": uuid, "requestId": f"r-{uuid}", "message": {**message, "content": [block]}})
-        sent[0] += count(text)
-
-    def call(k: int, name: str, args: dict, result: str, outcome: dict) -> None:
-        assistant(f"a{k}", {"type": "tool_use", "id": f"t{k}", "name": name, "input": args}, json.dumps(args))
-        block = {"type": "tool_result", "tool_use_id": f"t{k}", "content": result}
-        user(f"r{k}", [block], result, toolUseResult=outcome)
-
+def session(count, version: str) -> Transcript:
+    t = Transcript(count, version, "/home/u/proj")
     path = "/home/u/.claude/CLAUDE.md"
-    user("u0", "Write my global instructions.", "Write my global instructions.")
+    t.user("u0", "Write my global instructions.", "Write my global instructions.")
     write = {"file_path": path, "content": MEMORY}
-    call(1, "Write", write, f"File created successfully at: {path}", {"type": "create", "filePath": path})
+    t.call(1, "Write", write, f"File created successfully at: {path}", {"type": "create", "filePath": path})
     edit = {"file_path": path, "old_string": "- rule 7:", "new_string": "- rule 7 (updated):"}
-    call(2, "Edit", edit, f"The file {path} has been updated.", {"filePath": path, "originalFile": MEMORY})
-    for k in range(3, 10):  # long pastes (20,000 tokens each): the last one takes the prompt past 167,000
-        paste = f"paste {k} " + "lorem ipsum dolor sit amet " * 4_000
-        user(f"u{k}", paste, paste)
-        if k < 9:
-            assistant(f"a{k}", {"type": "text", "text": f"Noted {k}."}, f"Noted {k}.")
-    add(
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "uuid": "b9",
-            "logicalParentUuid": parent[0],
-            "content": "Conversation compacted",
-            "compactMetadata": {"trigger": "auto", "preTokens": PREFIX + sent[0]},
-        }
-    )
-    lines[-1]["parentUuid"] = None
-    summary = "summary of the session so far " * 200
-    add(
-        {
-            "type": "user",
-            "uuid": "s9",
-            "message": {"role": "user", "content": summary},
-            "isCompactSummary": True,
-            "isVisibleInTranscriptOnly": True,
-        }
-    )
+    t.call(2, "Edit", edit, f"The file {path} has been updated.", {"filePath": path, "originalFile": MEMORY})
+    t.pastes(3, 9)
+    summary = t.compact(9)
     # the harness re-reads ~/.claude/CLAUDE.md (as edited); the re-read CLAUDE.md is the only change
-    after = PREFIX + count(summary) + count(EDITED)
-    assistant("a9", {"type": "text", "text": "On it."}, "On it.", prompt=after)
-    return lines
+    t.assistant("a9", {"type": "text", "text": "On it."}, "On it.", prompt=PREFIX + count(summary) + count(EDITED))
+    return t
 
 
 def ingested(root: Path, version: str):
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
     tok = load_tokenizer("o200k")
-    path = root / "projects" / "-home-u-proj" / "s1.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("\n".join(json.dumps(x) for x in session(tok.count, version)) + "\n")
-    con = open_store(root / "s.duckdb")
-    ingest(con, [path])
+    con = session(tok.count, version).store(root, "-home-u-proj")
     count_items(con, tok)
     return con, tok
 

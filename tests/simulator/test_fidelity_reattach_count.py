@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from replay.ingest import ingest
 from replay.simulator.fidelity import fidelity_frame
-from replay.store import open_store
+from replay.tokens.counting import count_items
+from replay.tokens.loading import load_tokenizer
+from tests.simulator.cc_transcript import PREFIX, Transcript
 
-PREFIX = 20_000  # the harness's system prompt and tools, which the transcript does not hold
-MODEL = "claude-opus-4-5-20251101"
 WORDS = "international organizations development information professional responsibilities".split()
 CONTENT = "\n".join(" ".join(WORDS[(i + j) % len(WORDS)] for j in range(8)) for i in range(290))
 
@@ -31,83 +30,30 @@ def numbered(text: str) -> str:
     return "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(text.split("\n"), 1))
 
 
-def session(count) -> list[dict]:
-    times = iter(f"2026-05-01T10:{m // 60:02d}:{m % 60:02d}.000Z" for m in range(3600))
-    base = {"sessionId": "s1", "version": "2.1.132", "cwd": "/w", "entrypoint": "cli", "userType": "external"}
-    lines: list[dict] = []
-    parent: list[str | None] = [None]
-    sent = [0]
-
-    def add(entry: dict) -> None:
-        lines.append({**base, "parentUuid": parent[0], "timestamp": next(times), **entry})
-        parent[0] = entry["uuid"]
-
-    def user(uuid: str, content: object, text: str, **extra: object) -> None:
-        sent[0] += count(text)
-        add({"type": "user", "uuid": uuid, "message": {"role": "user", "content": content}, **extra})
-
-    def assistant(uuid: str, block: dict, text: str, prompt: int | None = None) -> None:
-        prompt = PREFIX + sent[0] if prompt is None else prompt
-        usage = {"input_tokens": 10, "cache_read_input_tokens": prompt - 10, "cache_creation_input_tokens": 0}
-        message = {"id": f"m-{uuid}", "model": MODEL, "role": "assistant", "usage": {**usage, "output_tokens": 30}}
-        add({"type": "assistant", "uuid": uuid, "requestId": f"r-{uuid}", "message": {**message, "content": [block]}})
-        sent[0] += count(text)
-
-    user("u0", "Summarise the glossary.", "Summarise the glossary.")
+def session(count) -> Transcript:
+    t = Transcript(count, "2.1.132", "/w")
+    t.user("u0", "Summarise the glossary.", "Summarise the glossary.")
     args = {"file_path": "/w/glossary.txt"}
-    assistant("a1", {"type": "tool_use", "id": "t1", "name": "Read", "input": args}, str(args))
+    t.assistant("a1", {"type": "tool_use", "id": "t1", "name": "Read", "input": args}, str(args))
     shown = numbered(CONTENT)
-    user("r1", [{"type": "tool_result", "tool_use_id": "t1", "content": shown}], shown, toolUseResult={"type": "text"})
-    assistant("a2", {"type": "text", "text": "Read it."}, "Read it.")
-    for k in range(3, 10):  # long pastes (20,000 tokens each): the last one takes the prompt past 167,000
-        paste = f"paste {k} " + "lorem ipsum dolor sit amet " * 4_000
-        user(f"u{k}", paste, paste)
-        if k < 9:
-            assistant(f"a{k}", {"type": "text", "text": f"Noted {k}."}, f"Noted {k}.")
-    add(
-        {
-            "type": "system",
-            "subtype": "compact_boundary",
-            "uuid": "b9",
-            "logicalParentUuid": parent[0],
-            "content": "Conversation compacted",
-            "compactMetadata": {"trigger": "auto", "preTokens": PREFIX + sent[0]},
-        }
+    t.user(
+        "r1", [{"type": "tool_result", "tool_use_id": "t1", "content": shown}], shown, toolUseResult={"type": "text"}
     )
-    lines[-1]["parentUuid"] = None
-    summary = "summary of the session so far " * 200
-    add(
-        {
-            "type": "user",
-            "uuid": "s9",
-            "message": {"role": "user", "content": summary},
-            "isCompactSummary": True,
-            "isVisibleInTranscriptOnly": True,
-        }
-    )
+    t.assistant("a2", {"type": "text", "text": "Read it."}, "Read it.")
+    t.pastes(3, 9)
+    summary = t.compact(9)
     file = {"filePath": "/w/glossary.txt", "content": CONTENT, "numLines": 290, "startLine": 1, "totalLines": 290}
     attachment = {"type": "file", "filename": "/w/glossary.txt", "content": {"type": "text", "file": file}}
-    add({"type": "attachment", "uuid": "f9", "attachment": attachment})
-    after = PREFIX + count(summary) + count(shown)
-    assistant("a9", {"type": "text", "text": "On it."}, "On it.", prompt=after)
-    return lines
+    t.add({"type": "attachment", "uuid": "f9", "attachment": attachment})
+    t.assistant("a9", {"type": "text", "text": "On it."}, "On it.", prompt=PREFIX + count(summary) + count(shown))
+    return t
 
 
 @pytest.fixture(scope="module")
 def event(tmp_path_factory) -> dict:
-    import json
-
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
     tok = load_tokenizer("o200k")
     assert len(CONTENT) / 4 > 5_000 > tok.count(CONTENT)  # past the limit at chars/4 only
-    root = Path(tmp_path_factory.mktemp("reattach-count"))
-    path = root / "projects" / "-w" / "s1.jsonl"
-    path.parent.mkdir(parents=True)
-    path.write_text("\n".join(json.dumps(x) for x in session(tok.count)) + "\n")
-    con = open_store(root / "s.duckdb")
-    ingest(con, [path])
+    con = session(tok.count).store(Path(tmp_path_factory.mktemp("reattach-count")), "-w")
     count_items(con, tok)
     (row,) = [r for r in fidelity_frame(con, tok.tokenizer_id).to_dicts() if r["kind"] != "run"]
     con.close()
