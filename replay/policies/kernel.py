@@ -150,6 +150,9 @@ Run = namedtuple(
         # per request: the TTL of its provider's cache where it is not the run's cache model's (RunArrays.req_ttl;
         # 0: the run's). Entries it writes or refreshes live that long
         "req_ttl",
+        # per request: the hit rate of its model's cache where the run's fit has one for it (CacheFit.by_model;
+        # -1: the run's)
+        "req_hit",
         # per item: an edit call's change to its file's characters (RunArrays.edit_chars)
         "edit_chars",
     ),

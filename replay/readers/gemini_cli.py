@@ -224,6 +224,7 @@ class _Replay:
         self.results: dict[str, tuple[int, str]] = {}  # call id -> (its result item's seq, the text sent now)
         self.masked_first: list[tuple[int, int]] = []  # (seq, line) of results first read already masked
         self.ended = False  # the last user or gemini message read is a model response with no tool call
+        self.noted = False  # the last message read is a note (info, error, warning)
 
     def _rewound(self) -> set[str]:
         """Ids removed by a ``$rewindTo`` (from the target on; an unknown target clears everything)."""
@@ -459,6 +460,7 @@ class _Replay:
     def message(self, line: int, msg: dict) -> None:
         start, b = self.b.seq, self.b
         kind, ts = msg["type"], msg.get("timestamp")
+        after_note, self.noted = self.noted, kind in NOTE_TYPES
         if kind in NOTE_TYPES:
             note = {"type": kind, "line": line, "text": text_of(msg.get("content"))}
             b.run.metadata.setdefault("notes", []).append(note)
@@ -480,7 +482,8 @@ class _Replay:
             if self.document and (passes := recording_passes(calls)) > 1:
                 self.batched.append((line, passes))
             first = [self.first_done.get(c["id"], c) if isinstance(c.get("id"), str) else c for c in calls]
-            _gemini(b, {**msg, "toolCalls": first} if calls else msg, line, ts)
+            own = not (after_note and calls_only(msg) and b.n_requests)
+            _gemini(b, {**msg, "toolCalls": first} if calls else msg, line, ts, own)
             for it in reversed(b.records):
                 if isinstance(it, Item) and it.seq < start:
                     break
@@ -683,7 +686,22 @@ def over_budget(items: list[Item]) -> list[Item]:
     return out
 
 
-def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
+def calls_only(msg: dict) -> bool:
+    """A gemini message that holds nothing but tool calls: no usage, text or thoughts. ChatRecordingService's
+    ``recordToolCalls`` writes one when the last message is not a gemini one; after a note (an ``info`` "Request
+    cancelled." between the response and its calls' completion) the calls are the previous response's, not a model
+    request of their own (a session whose two cancelled calls were read as two requests priced 24% over its
+    bill). After a user message it is a response whose usage is not written yet: a request."""
+    return (
+        not sub_dict(msg, "tokens")
+        and not _content_text(msg.get("content"))
+        and not msg.get("thoughts")
+        and any(isinstance(c, dict) for c in msg.get("toolCalls") or [])
+    )
+
+
+def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None, own: bool = True) -> None:
+    """A gemini message's request (``own``: it is one; else its calls are the previous response's) and items."""
     tokens = sub_dict(msg, "tokens")
     usage: dict[str, Any] = {}
     if tokens:
@@ -700,7 +718,8 @@ def _gemini(b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
                 "input_tokens": max(prompt - cached, 0) if isinstance(prompt, int) else None,
                 "output_tokens": output,
             }
-    b.request(line=line, ts=ts, model=msg.get("model"), **usage)
+    if own:
+        b.request(line=line, ts=ts, model=msg.get("model"), **usage)
     thoughts = [t for t in msg.get("thoughts") or [] if isinstance(t, dict)]
     size = tokens.get("thoughts")
     if thoughts or (isinstance(size, int) and size > 0):

@@ -68,6 +68,15 @@ class CacheFit:
     source: str = "default"
     reached: int = 0
     informative: int = 0
+    # per model the log names that has informative requests of its own: (model, hit rate, informative requests);
+    # its requests reach their server at that rate (each model is served, and cached, apart: ``model_rates``)
+    by_model: tuple[tuple[str, float, int], ...] = ()
+
+    def request_rates(self, models: tuple[str | None, ...]) -> np.ndarray:
+        """Per request (``models``: the model each names), the hit rate of its model where ``by_model`` has one,
+        -1 (the run's ``hit_rate``) elsewhere."""
+        rates = {m: rate for m, rate, _ in self.by_model}
+        return np.array([rates.get(m, -1.0) if m else -1.0 for m in models], dtype=np.float64)
 
     def cache(self) -> CacheModel:
         """A fresh cache model with these parameters."""
@@ -82,15 +91,18 @@ class CacheFit:
             return f"{self.name} ({self.source})"
         ttl = self.ttl if self.ttl is not None else getattr(make_cache(self.name), "ttl", 0.0)
         counts = f", {self.reached}/{self.informative} reached" if self.source == "fit" else ""
-        return f"{self.name} hit_rate={self.hit_rate:.2f} ttl={ttl:g}s ({self.source}{counts})"
+        own = "".join(f", {m} {rate:.2f}" for m, rate, _ in self.by_model)
+        return f"{self.name} hit_rate={self.hit_rate:.2f}{own} ttl={ttl:g}s ({self.source}{counts})"
 
 
 def predictive(fit: CacheFit) -> CacheFit:
     """``fit`` as a prediction for requests it was not fitted on: a hit rate from fewer than MIN_PREDICTIVE
     informative requests gives way to the provider's documented one (1), its TTL kept."""
-    if fit.source != "fit" or fit.informative >= MIN_PREDICTIVE:
+    if fit.source != "fit":
         return fit
-    return replace(fit, hit_rate=1.0, source="default")
+    if fit.informative < MIN_PREDICTIVE:
+        return replace(fit, hit_rate=1.0, source="default", by_model=())
+    return replace(fit, by_model=tuple(m for m in fit.by_model if m[2] >= MIN_PREDICTIVE))
 
 
 def provider_cache(fmt: str, model: str | None) -> str:
@@ -112,7 +124,7 @@ def recorded_hits(run: RunArrays, caches: list[CacheModel], column: int | None =
     (``column``: another per-request column of the trace, replay.simulator.kernels.driver.T_*), from the warm
     prefix its log shows."""
     policy = make_compiled("recorded")
-    packed = pack([replace(run, warm=warm_tokens(run))])
+    packed = pack([replace(run, warm=warm_tokens(run), cache_fit=None)])  # each cache's own hit rate throughout
     p = kernel_params(policy, _BIG)
     tflag = packed.tool_flags(policy.tool_flags(packed.tool_names))
     col = T_CACHED if column is None else column
@@ -187,8 +199,35 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
     reached = int(_reached(rec, run.rec_prompt, cold, default, prompt)[informative].sum())
     n = int(informative.sum())
     share = float(rec[have].sum() / run.rec_prompt[have].sum())
-    rate = hit_rate_for_share(run, replace(base, ttl=ttl), have, prompt, share)
-    return CacheFit(name, rate, None if ttl == base.ttl else ttl, "fit", reached, n)
+    cache = replace(base, ttl=ttl)
+    rate = hit_rate_for_share(run, cache, have, prompt, share)
+    by_model = model_rates(run, cache, have, informative, prompt)
+    return CacheFit(name, rate, None if ttl == base.ttl else ttl, "fit", reached, n, by_model)
+
+
+def model_rates(
+    run: RunArrays, cache: OpenAIAuto, have: np.ndarray, informative: np.ndarray, prompt: np.ndarray
+) -> tuple[tuple[str, float, int], ...]:
+    """Each model's own hit rate on a run whose log names more than one (empty otherwise): the provider serves, and
+    caches, each model on servers of its own (a switch reads nothing the other model cached:
+    kernels.caches.switch_drops), so how often a request reaches the server holding its conversation is the
+    model's, not the run's. One rate over both prices the misses at the wrong model: a gemini-cli session that
+    moved from gemini-2.5-pro to gemini-2.5-flash-lite read 83% of its pro prompts and 49% of its flash-lite ones,
+    and one rate of 76% billed it 7.7% over its recorded usage. A model with fewer than MIN_INFORMATIVE
+    informative requests of its own keeps the run's rate."""
+    models = run.req_model if len(run.req_model) == run.n_requests else ()
+    names = sorted({m for m in models if m})
+    if len(names) < 2:
+        return ()
+    out = []
+    for name in names:
+        own = have & np.array([m == name for m in models])
+        n = int((own & informative).sum())
+        if n < MIN_INFORMATIVE:
+            continue
+        share = float(run.rec_cache_read[own].sum() / run.rec_prompt[own].sum())
+        out.append((name, hit_rate_for_share(run, cache, own, prompt, share), n))
+    return tuple(out)
 
 
 GRID = np.linspace(0.0, 1.0, 101)

@@ -301,3 +301,26 @@ def test_compression_set_gives_kept_messages_new_ids(tmp_path: Path) -> None:
         "assistant_text",
     ]
     assert len([r for r in records if isinstance(r, Request)]) == 5
+
+
+def test_calls_recorded_after_a_cancel_note_are_the_previous_response(tmp_path: Path) -> None:
+    """recordToolCalls after an ``info`` note (the user cancelled the call) writes a new gemini message holding only
+    the cancelled call: that call is the previous response's, not a request without usage; a gemini message with
+    only calls after a user message is a response whose usage is not written yet, a request."""
+    cancelled = {**call("c1", "Request cancelled."), "status": "cancelled"}
+    records = write(
+        tmp_path,
+        [
+            {"sessionId": "s", "projectHash": "p", "startTime": "2026-06-01T00:00:00.000Z", "kind": "main"},
+            msg("u1", "user", [{"text": "run gemini"}]),
+            msg("g1", "gemini", "I will run it.", model="gemini-3-flash-preview", thoughts=[], tokens=TOKENS),
+            msg("n1", "info", "Request cancelled."),
+            msg("g2", "gemini", "", model="gemini-3-flash-preview", thoughts=[], toolCalls=[cancelled]),
+            msg("u2", "user", [{"text": "never mind"}]),
+            msg("g3", "gemini", "", model="gemini-3-flash-preview", thoughts=[], toolCalls=[call("c2", BODY)]),
+        ],
+    )
+    requests = [r for r in records if isinstance(r, Request)]
+    assert [r.prompt_tokens for r in requests] == [5000, None]  # g1, then g3 (usage not written yet)
+    calls = [i for i in items(records) if i.kind == "tool_call"]
+    assert [(c.call_id, c.step) for c in calls] == [("c1", 1), ("c2", 2)]  # g1's call is seen by g3's request

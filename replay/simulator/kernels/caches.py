@@ -39,6 +39,7 @@ CODES = {
 # params: code, ttl, min_tokens, lookback, has_system_breakpoint, step, block, capacity, hit_rate, output_cached
 N_PARAMS = 10
 CP_TTL = 1  # the parameter a request served by another provider replaces (RunArrays.req_ttl)
+CP_HIT = 8  # the parameter a request's own model's fitted hit rate replaces (RunArrays.cache_fit.by_model)
 CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached)
 N_STATE = 3  # n: live entries, warm position, warm tokens
 RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
@@ -55,7 +56,7 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
         p[1], p[3], p[4] = cache.ttl, cache.lookback, "system" in cache.breakpoints
         p[2] = cache.min_cacheable or anthropic_min_cacheable(model)
     elif isinstance(cache, OpenAIAuto):
-        p[1], p[2], p[5], p[8] = cache.ttl, cache.min_for(model), cache.step, cache.hit_rate
+        p[1], p[2], p[5], p[CP_HIT] = cache.ttl, cache.min_for(model), cache.step, cache.hit_rate
         p[CP_OUTPUT] = cache.output_cached
     elif isinstance(cache, VLLMBlocks):
         p[6], p[7] = cache.block, cache.capacity

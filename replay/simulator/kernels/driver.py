@@ -51,6 +51,7 @@ from replay.policies.python_kernel import P_REPLAYS_RECORDED, PYTHON
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.run_arrays import OUTPUT_KINDS, TOOL_RESULT
 from replay.simulator.kernels.caches import (
+    CP_HIT,
     CP_OUTPUT,
     CP_TTL,
     N_STATE,
@@ -246,6 +247,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         if out_to > prev_end:
             cache_output(cpos, ctok, cn, prev_end, out_to, cum_at(cumtok, out_to, overhead, s_at, s_tok))
         cpk[CP_TTL] = r.req_ttl[k] if r.req_ttl[k] > 0 else cp[CP_TTL]
+        cpk[CP_HIT] = r.req_hit[k] if r.req_hit[k] >= 0 else cp[CP_HIT]
         cached, written = cache_request(
             cpk,
             cpos,

@@ -75,6 +75,7 @@ Packed = namedtuple(
         "req_limit",
         "req_trigger",
         "req_ttl",
+        "req_hit",
         "edit_chars",
     ),
 )
@@ -139,6 +140,7 @@ class PackedRuns:
     req_limit: np.ndarray  # per request: its model's preset's limit, 0 the policy's (RunArrays.req_limit)
     req_trigger: np.ndarray  # per request: that preset's trigger, -1 the policy's (RunArrays.req_trigger)
     req_ttl: np.ndarray  # per request: its provider's cache TTL, 0 the run's (RunArrays.req_ttl)
+    req_hit: np.ndarray  # per request: its model's cache hit rate, -1 the run's (request_hit_rates)
     edit_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.edit_chars)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
@@ -229,6 +231,16 @@ def model_codes(run: RunArrays) -> np.ndarray:
     return np.array([seen.setdefault(m or run.model, len(seen)) for m in names], dtype=np.int64)
 
 
+def request_hit_rates(run: RunArrays) -> np.ndarray:
+    """Per request, the hit rate its model's cache was fitted to where the run's cache fit has one for that model
+    (replay.simulator.cache_fit.CacheFit.by_model; a request naming no model is the run's model's); -1 (the run's
+    rate) elsewhere."""
+    if run.cache_fit is None or not run.cache_fit.by_model:
+        return np.full(run.n_requests, -1.0)
+    names = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
+    return run.cache_fit.request_rates(tuple(m or run.model for m in names))
+
+
 def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
     """Concatenate ``runs``; positions inside each run stay run-local; each run's tail out of its prefix item
     (``replay.simulator.run_start.split_tail``)."""
@@ -303,6 +315,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_limit": _cat([r.req_limits for r in runs], np.float64),
         "req_trigger": _cat([r.req_triggers for r in runs], np.int64),
         "req_ttl": _cat([r.req_ttls for r in runs], np.float64),
+        "req_hit": _cat([request_hit_rates(r) for r in runs], np.float64),
         "edit_chars": _cat([r.edit_chars_of for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
