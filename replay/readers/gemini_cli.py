@@ -101,7 +101,9 @@ def seq_ranges(seqs) -> list[list[int]]:
 
 class GeminiCliReader:
     format = "gemini-cli"
-    version = 2  # 2: thoughts marked reasoning_by_signature (calibration may find the server counts none of them)
+    # 2: thoughts marked reasoning_by_signature (calibration may find the server counts none of them); 3: a message of
+    # tool calls only written after a note (a cancel) holds the previous response's calls, not a request of its own
+    version = 3
 
     def sniff(self, head: str, path: Path) -> bool:
         if head.lstrip()[:1] == "{" and '"sessionId"' in head and '"projectHash"' in head:
