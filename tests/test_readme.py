@@ -18,7 +18,7 @@ from replay.cli import app
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 SETUP = ["python -m venv .venv && . .venv/bin/activate", "pip install --no-compile -e . && replay demo"]
-TEST_COMMAND = 'pip install -e ".[test]" && python -m pytest'
+TEST_COMMAND = 'pip install --no-compile -e ".[test]" && python -m pytest'
 
 
 def blocks() -> list[list[str]]:
