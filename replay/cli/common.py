@@ -5,9 +5,12 @@ from __future__ import annotations
 import errno
 import json
 import math
+import os
 import re
 import signal
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -286,8 +289,44 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # each stops a co
 def _on_sigint(signum: int, frame: object) -> None:
     if _ctrl_c:  # already stopping: a second Ctrl-C must not break the cleanup with a traceback
         return
+    if _inside(frame, _on_unraisable.__code__):  # a stop sent again (below) reached the hook before it returned
+        _send_again(signum)
+        return
     _ctrl_c.append(signum)
     raise Interrupted
+
+
+def _inside(frame: object, code: object) -> bool:
+    """Whether ``frame`` or a frame that called it runs ``code``."""
+    while frame is not None:
+        if getattr(frame, "f_code", None) is code:
+            return True
+        frame = getattr(frame, "f_back", None)
+    return False
+
+
+def _send_again(signum: int) -> None:
+    """Send ``signum`` to this process from a helper thread a moment later: the main thread takes it in the code it
+    runs then."""
+
+    def send() -> None:
+        time.sleep(0.01)
+        os.kill(os.getpid(), signum)
+
+    threading.Thread(target=send, daemon=True).start()
+
+
+_unraisable_before = [sys.unraisablehook]  # the hook run_app replaced, which every other exception goes to
+
+
+def _on_unraisable(unraisable: object) -> None:
+    """A stop raised while a finaliser ran (a ``__del__``, a weakref callback) is lost there: Python prints it as an
+    ignored exception, with a traceback, and carries on. Print nothing and send the signal again, so that it stops
+    the command in the code that runs next; pass every other exception on."""
+    if isinstance(getattr(unraisable, "exc_value", None), Interrupted) and _ctrl_c:
+        _send_again(_ctrl_c.pop())
+        return
+    _unraisable_before[0](unraisable)  # type: ignore[arg-type]
 
 
 def disk_full(exc: BaseException) -> str | None:
@@ -359,9 +398,11 @@ def run_app(app: typer.Typer) -> None:
     disk into one line and 75 (every transaction committed before it is kept; the rerun continues)."""
     _ctrl_c.clear()  # a Ctrl-C seen by an earlier run in this process (tests run the CLI in-process) is not this one's
     previous = {s: signal.signal(s, _on_sigint) for s in STOP_SIGNALS}
+    _unraisable_before[0], sys.unraisablehook = sys.unraisablehook, _on_unraisable
     try:
         _run(app)
     finally:
+        sys.unraisablehook = _unraisable_before[0]
         if not _ctrl_c:  # after a stop they stay ignored (below); otherwise the caller's handlers come back
             for s, handler in previous.items():
                 signal.signal(s, handler)

@@ -274,3 +274,42 @@ def test_output_paths_are_checked_before_the_work(args, sample_db_path, tmp_path
     with open_store(db, read_only=True) as con:  # refused before the work: no token counted, no point computed
         assert con.execute("SELECT count(*) FROM sweep_results").fetchone() == (0,)
         assert con.execute("SELECT count(*) FROM token_counts").fetchone() == (0,)
+
+
+FINALISER_APP = """
+import signal, sys, time
+import typer
+from replay.cli.common import run_app
+
+app = typer.Typer()
+
+
+class Finalised:
+    def __del__(self):
+        signal.raise_signal(signal.SIGTERM)  # the stop arrives while this finaliser runs
+        sum(range(1000))
+
+
+@app.command()
+def work() -> None:
+    Finalised()
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        sum(range(1000))
+    print("finished")
+
+
+sys.argv = ["replay"]
+run_app(app)
+"""
+
+
+def test_a_stop_that_lands_in_a_finaliser_still_stops_with_one_line():
+    """A signal whose Interrupted is raised inside a ``__del__`` is lost there (Python prints it as an ignored
+    exception and carries on): it is sent again and stops the command in the code that runs next, with no
+    traceback."""
+    res = subprocess.run([sys.executable, "-c", FINALISER_APP], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    out = res.stdout + res.stderr
+    assert res.returncode == 128 + signal.SIGTERM, out
+    assert "Traceback" not in out and "Exception ignored" not in out and "finished" not in out, out
+    assert out.count("interrupted (SIGTERM)") == 1, out
