@@ -9,12 +9,8 @@ import re
 
 import pytest
 
-from replay.ingest import ingest
-from replay.policies import Budget, make_policy
 from replay.simulator.kernels.packed import model_codes
-from replay.simulator.load import load_runs
-from replay.simulator.run import simulate_run
-from replay.store import open_store
+from tests.simulator.corpus_runs import replayed_as_recorded
 
 FILES = (
     "aider/aider-afi-core-gpt4o.md",
@@ -34,20 +30,7 @@ FILES = (
 
 @pytest.fixture(scope="module")
 def rows(corpus, tmp_path_factory):
-    from replay.tokens.counting import count_items
-    from replay.tokens.loading import load_tokenizer
-
-    con = open_store(tmp_path_factory.mktemp("bill-reproduced") / "s.duckdb")
-    ingest(con, [corpus / f for f in FILES])
-    tok = load_tokenizer("o200k")
-    count_items(con, tok)
-    runs = load_runs(con, tok.tokenizer_id)
-    con.close()
-    out = {}
-    for run in runs:
-        cols, row = simulate_run(run, make_policy("recorded", {}), None, Budget(200_000))
-        out[run.run_id] = (run, cols, row)
-    return out
+    return replayed_as_recorded([corpus / f for f in FILES], tmp_path_factory.mktemp("bill-reproduced") / "s.duckdb")
 
 
 def _named(rows, part: str) -> list:

@@ -10,13 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from replay.ingest import ingest
-from replay.policies import Budget, make_policy
-from replay.simulator.load import load_runs
-from replay.simulator.run import simulate_run
-from replay.store import open_store
-from replay.tokens.counting import count_items
-from replay.tokens.loading import load_tokenizer
+from tests.simulator.corpus_runs import replayed_as_recorded
 
 HIDDEN = 6000  # the harness's system prompt and tools: sent, never logged
 WORDS = 1300  # o200k tokens of a user turn ("word" repeated: one token a word)
@@ -162,17 +156,7 @@ def replayed(tmp_path_factory):
         minimax_events(logs, "minimax-fit", 24, 4),
         minimax_events(logs, "minimax-short", 2, 10),
     ]
-    con = open_store(tmp_path_factory.mktemp("store") / "s.duckdb")
-    ingest(con, files)
-    tok = load_tokenizer("o200k")
-    count_items(con, tok)
-    runs = load_runs(con, tok.tokenizer_id)
-    con.close()
-    out = {}
-    for run in runs:
-        cols, row = simulate_run(run, make_policy("recorded", {}), None, Budget(200_000))
-        out[run.run_id] = (run, cols, row)
-    return out
+    return replayed_as_recorded(files, tmp_path_factory.mktemp("store") / "s.duckdb")
 
 
 def _one(replayed: dict, part: str):
