@@ -137,6 +137,10 @@ class RunArrays:
     # per request: the most the server's cache can give it, cut back to the prefix item (replay.simulator.run_start
     # .cache_caps), -1: no such limit; empty: none anywhere
     cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: what the log shows the server's cache gave it where the server itself lost or kept a prefix
+    # (replay.simulator.server_cache): its entries live through the idle gap before it and hold at most this many
+    # tokens; -1: the cache model decides; empty: none anywhere
+    server_read: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
     thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
     # per request: the harness changed its system prompt or a tool's description before it in a way its log shows
@@ -292,6 +296,11 @@ class RunArrays:
         if len(self.cache_cap) == self.n_requests:
             return self.cache_cap.astype(np.int64)
         return np.full(self.n_requests, -1, dtype=np.int64)
+
+    @property
+    def server_reads(self) -> np.ndarray:
+        """``server_read`` with one entry per request (-1 where none is given)."""
+        return self._per_request(self.server_read, np.int64, -1)
 
     @property
     def gone_at(self) -> np.ndarray:

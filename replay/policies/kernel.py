@@ -129,6 +129,9 @@ Run = namedtuple(
         # per request: the most the server's cache gives it, cut back to the prefix item; -1 no limit
         # (replay.simulator.run_start.cache_caps: a thinking switch, a new tool list)
         "cache_cap",
+        # per request: what the log shows the server's cache gave it where the server lost or kept a prefix on its
+        # own (replay.simulator.server_cache); -1 none
+        "server_read",
         # per request: when it was sent and when its response ended (replay.simulator.idle); NaN unknown
         "req_sent",
         "req_done",

@@ -48,6 +48,7 @@ from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
 from replay.simulator.kernels.packed import pack
 from replay.simulator.provider_caches import provider_cache_of
 from replay.simulator.run_start import warm_tokens, with_start
+from replay.simulator.server_cache import with_server_cache
 
 AUTOMATIC = ("openai", "deepseek", "gemini")
 RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
@@ -267,12 +268,13 @@ def request_ttls(run: RunArrays, fmt: str, name: str) -> np.ndarray:
 
 def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
     """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; how each
-    starts under its provider's cache (``replay.simulator.run_start``) and the TTL of the requests another provider
-    served (``request_ttls``); each run from its own log alone."""
+    starts under its provider's cache (``replay.simulator.run_start``), the TTL of the requests another provider
+    served (``request_ttls``) and what the server's cache did on its own (``replay.simulator.server_cache``); each
+    run from its own log alone."""
     out = []
     for r in runs:
         fmt = formats.get(r.run_id, "")
         name = provider_cache(fmt, r.model)
         r = replace(with_start(r, name), req_ttl=request_ttls(r, fmt, name))
-        out.append(replace(r, cache_fit=fit_run(r, name) or CacheFit(name)))
+        out.append(with_server_cache(replace(r, cache_fit=fit_run(r, name) or CacheFit(name))))
     return out

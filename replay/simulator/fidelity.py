@@ -27,6 +27,7 @@ from replay.simulator.harness_preset import BIG, missing_preset
 from replay.simulator.own_window import own_choice
 from replay.simulator.run import simulate_run
 from replay.simulator.run_output import cache_reasons
+from replay.simulator.server_cache import replayed_phrase
 from replay.simulator.unlogged_limit import unlogged_limit_reason
 
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10  # per-request prompt error under the recorded policy
@@ -384,7 +385,10 @@ def fidelity_frame(
                     "oos_p95_abs_pct": _pct(o, 0.95),
                     "cache_share_recorded": _share(cols, 0, run.n_requests, True),
                     "cache_share_simulated": _share(cols, 0, run.n_requests, False),
-                    "cache_fit": run.cache_fit.label() if run.cache_fit is not None else None,
+                    "cache_fit": "; ".join(
+                        x for x in (run.cache_fit.label() if run.cache_fit else "", replayed_phrase(run)) if x
+                    )
+                    or None,
                     "cache_oos_recorded": oos_recorded,
                     "cache_oos_simulated": oos_simulated,
                     "within": bool(len(err))

@@ -3,6 +3,8 @@ cannot be reproduced, whether summary calls read the cache. The row itself is bu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from replay.model import KINDS
@@ -13,6 +15,7 @@ from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import MIN_WRITE, requests_phrase, unexplained_losses
 from replay.simulator.request_costs import writes_unbilled
 from replay.simulator.run_start import uncached_floor
+from replay.simulator.server_cache import replayed
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
 
@@ -47,10 +50,7 @@ def bill_gap(run: RunArrays) -> str:
       the like-for-like cost none;
     - the log's recorded summariser calls sent another prompt than the history a replay charges them for
       (:func:`summariser_reads`);
-    - requests at which the server's cache lost a prefix with no cause the log shows (replay.simulator.cache_losses):
-      the bill writes it again, a replay reads it;
-    - requests that read a prefix kept past the TTL, or more than the run had cached (replay.simulator.cache_kept):
-      the bill reads it, a replay writes it again."""
+    - what the log's cache figures show that a replay cannot reproduce (``cache_reasons``)."""
     reasons = []
     if run.unreconstructable:
         reasons.append(f"prompt not reconstructable from the log ({run.unreconstructable})")
@@ -70,9 +70,16 @@ def bill_gap(run: RunArrays) -> str:
 def cache_reasons(run: RunArrays) -> list[str]:
     """What the log's cache figures show that a replay of the run cannot reproduce: losses without a cause in the
     log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
-    (replay.simulator.cache_kept). ``bill_gap`` and ``fidelity``'s run rows give them."""
-    lost = unexplained_losses(run).sentence()
-    return ([lost] if lost else []) + cache_kept(run).sentences() + uncached_extra(run)
+    (replay.simulator.cache_kept), content sent after the last breakpoint. A run that replays its server's own
+    losses and keeps (replay.simulator.server_cache) reproduces all of the first two but the reads beyond what it
+    had cached. ``bill_gap`` and ``fidelity``'s run rows give them."""
+    kept = cache_kept(run)
+    if len(replayed(run)):
+        none = np.zeros(0, np.int64)
+        lost, kept = "", replace(kept, past_ttl=none, past_ttl_tokens=none, past_change=none, past_change_tokens=none)
+    else:
+        lost = unexplained_losses(run).sentence()
+    return ([lost] if lost else []) + kept.sentences() + uncached_extra(run)
 
 
 def uncached_extra(run: RunArrays) -> list[str]:

@@ -7,6 +7,7 @@ reads what the log's does, and no loss is left unexplained. Fails on f816d46 (no
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -14,10 +15,12 @@ import pytest
 
 from replay.ingest import ingest
 from replay.policies import Budget, make_policy
+from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import unexplained_losses
 from replay.simulator.harness_changes import SKILL_FILE, _changes_listing, lists_skills
 from replay.simulator.load import load_runs
 from replay.simulator.run import simulate_run
+from replay.simulator.run_start import with_start
 from replay.store import open_store
 from tests.simulator.corpus_runs import one_run
 
@@ -222,14 +225,20 @@ def test_a_turn_in_another_directory_reads_only_the_system_prompt(claude_code_ru
 
 def test_the_cwd_change_explains_a_loss_it_bounds(claude_code_runs):
     """cc-jason-webtech-48244adb (2.1.19), request 149: the turn starts in packages/app-vsaas-portal after turns in
-    the repository's root, and reads 29,257 of the 73,149 tokens held: no longer an unexplained loss. The replay
-    reads the 10,359-token system breakpoint there, a lower bound (Claude Code 2.1.23 on may cache the static part
-    of its system prompt apart, behind a feature gate the log does not record)."""
+    the repository's root, and reads 29,257 of the 73,149 tokens held: no longer an unexplained loss. The rule
+    bounds the read there by the 10,359-token system breakpoint; the server kept more (Claude Code 2.1.23 on may
+    cache the static part of its system prompt apart, behind a feature gate the log does not record), which the
+    replay meets as the log shows it (replay.simulator.server_cache)."""
     run = one_run(claude_code_runs, "cc-jason-webtech-48244adb")
     assert np.flatnonzero(run.harness_changes).tolist() == [149]
     assert 149 not in unexplained_losses(run).requests.tolist()
+    bounded = with_start(replace(run, server_read=np.zeros(0, np.int64)), "anthropic")
+    assert bounded.cache_caps[149] == run.system_tokens == 10_359
+    assert cache_kept(bounded).past_change.tolist() == [149]
+    cols, _ = simulate_run(bounded, make_policy("recorded"), None, Budget(200_000))
+    assert cols["cached_tokens"][149] == 10_359
     cols, _ = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
-    assert cols["cached_tokens"][149] == run.system_tokens == 10_359 < run.rec_cache_read[149]
+    assert run.cache_caps[149] == -1 and cols["cached_tokens"][149] == run.rec_cache_read[149] == 29_257
 
 
 @pytest.mark.parametrize(

@@ -115,18 +115,16 @@ def test_the_system_breakpoint_stays_cached_while_requests_read_past_it(runs):
     reads the prefix up to the system breakpoint (34,027 tokens), which no request had written for longer than the
     TTL: reading a longer prefix keeps that breakpoint's entry alive. The replay read nothing there (+5.5% like for
     like, the two requests +$0.36; +2.9% with the rule). Request 149's turn starts in another working directory
-    (replay.simulator.harness_changes): the log reads 29,257 of the 73,149 tokens held, the replay its 10,359-token
-    system breakpoint, a lower bound. The 2.9% rested on the replay reading all 73k there; priced as the log reads
-    request 149 (18,898 tokens read, not written), the run is +4.3%."""
+    (replay.simulator.harness_changes), where the log reads 29,257 of the 73,149 tokens held: more than the
+    10,359-token system breakpoint the rule bounds it by, so the server kept them, and the replay reads them as
+    it did (replay.simulator.server_cache; +1.2%)."""
     run = _one(runs, "cc-jason-webtech")
     cols, row = simulate_run(run, make_policy("recorded"), None, BIG)
     for k in (78, 142):
         assert k in run.events.step and run.rec_cache_read[k] == 34_027
         assert cols["cached_tokens"][k] >= run.rec_cache_read[k] * 0.9, (k, cols["cached_tokens"][k])
-    beyond = int(run.rec_cache_read[149] - cols["cached_tokens"][149])
-    assert beyond == 18_898
-    as_read = row["billed_cost_usd"] - beyond * (6.25 - 0.5) / 1e6  # Opus 4.5: 5 minute writes, reads per token
-    assert abs(as_read / row["recorded_cost_usd"] - 1) <= 0.045, as_read
+    assert cols["cached_tokens"][149] == run.rec_cache_read[149] == 29_257
+    assert abs(_like(row)) <= 0.015, _like(row)
 
 
 # Summariser calls the log does not record (Claude Code 1.0 / 2.1 main transcripts, a Codex fixture whose compactions

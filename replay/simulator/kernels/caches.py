@@ -132,8 +132,8 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
                 continue
             found = False
             for i in range(n[0]):
-                if pos[i] == b:
-                    exp[i] = refreshed(exp[i], until + ttl)
+                if pos[i] == b:  # written again in full: it held less (``cap_entries``, ``server_gave``)
+                    exp[i], tok[i] = refreshed(exp[i], until + ttl), tokens
                     found = True
                     break
             if not found:
@@ -305,6 +305,17 @@ def cap_entries(tok, pos, n, dirty, cap):
     for i in range(n[0]):
         if pos[i] <= dirty:
             tok[i] = min(tok[i], cap)
+
+
+@compiled
+def server_gave(tok, exp, n, ts, sent, read):
+    """The log shows what the server's cache gave a request where the server lost or kept a prefix on its own
+    (``RunArrays.server_read``): every entry lives through the idle gap before it (the request's look-up time, as
+    ``cache_request`` takes it) and holds at most ``read`` tokens."""
+    now = sent if not math.isnan(sent) else (0.0 if math.isnan(ts) else ts)
+    for i in range(n[0]):
+        exp[i] = max(exp[i], now)
+        tok[i] = min(tok[i], read)
 
 
 @compiled(inline="always")

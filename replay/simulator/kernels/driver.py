@@ -62,6 +62,7 @@ from replay.simulator.kernels.caches import (
     drop_entries,
     first_rewrite,
     output_end,
+    server_gave,
     server_resets,
     switch_drops,
     warm_entry,
@@ -233,6 +234,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
+        if r.server_read[k] >= 0 and server_resets(cp):  # the server lost or kept a prefix on its own
+            server_gave(ctok, cexp, cn, req_ts[k], r.req_sent[k], r.server_read[k])
         out_to = prev_end  # the previous response's output items, cached with its prompt (OpenAI)
         if k > 0 and cp[CP_OUTPUT] > 0 and cdirty == prev_end:
             out_to = output_end(r.kind, forms, r.recorded_only, r.harness_est, prev_end, end, OUTPUT_KINDS)

@@ -1,0 +1,84 @@
+"""What the server's cache did on its own, as the log shows it, replayed under every policy.
+
+Under explicit breakpoints (Anthropic's cache, and the providers that honour them) a run's cache is the server's: it
+holds what the run wrote and gives it back within the TTL. The log's reads show where the server did otherwise, at
+requests whose prompt the log gives no cause to change (replay.simulator.cache_losses, replay.simulator.cache_kept):
+
+- it **lost** a prefix within the TTL (an Anthropic-compatible endpoint at most requests; a turn opened from an IDE;
+  a write gone whole);
+- it **kept** a prefix past the TTL, which Anthropic documents as a minimum lifetime;
+- it **kept past a change** of the harness prefix more than the shortest prefix the log shows kept there.
+
+Those are the provider's doing at that moment, not the policy's, as the requests' times are: a replay of the run
+under any policy meets the same server. So each such request gets what the log shows it read
+(``RunArrays.server_read``): the cache's entries live through the idle gap before it and hold at most that many
+tokens (``kernels.caches.server_gave``). Under the recorded policy the replay then reads what the bill reads there;
+under another policy the server gives at most as much of that policy's own prefix.
+
+Reads the run cannot have written (a request the log does not hold wrote them: ``CacheKept.beyond``) and content
+sent after the last breakpoint stay named in ``bill_gap``: no server behaviour gives a policy's replay those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from replay.run_arrays import RunArrays
+from replay.simulator.cache_kept import cache_kept
+from replay.simulator.cache_losses import requests_phrase, unexplained_losses
+from replay.simulator.caches import Anthropic
+
+
+@dataclass(frozen=True)
+class ServerEvents:
+    """The requests (indices) at which the log shows the server's cache lost a prefix, kept one past its TTL, or kept
+    more than the shortest prefix at a change of the harness prefix."""
+
+    lost: np.ndarray
+    past_ttl: np.ndarray
+    past_change: np.ndarray
+
+    @property
+    def requests(self) -> np.ndarray:
+        """Every such request, ascending."""
+        return np.unique(np.concatenate([self.lost, self.past_ttl, self.past_change])).astype(np.int64)
+
+
+NONE = ServerEvents(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def server_events(run: RunArrays) -> ServerEvents:
+    """The requests of ``run`` at which its log shows the server's cache acting on its own (see the module
+    docstring), under explicit breakpoints only: an automatic cache's misses are its fitted hit rate."""
+    if run.cache_fit is None or not isinstance(run.cache_fit.cache(), Anthropic):
+        return NONE
+    kept = cache_kept(run)
+    return ServerEvents(unexplained_losses(run).requests, kept.past_ttl, kept.past_change)
+
+
+def with_server_cache(run: RunArrays) -> RunArrays:
+    """``run`` with what its server's cache gave at each request where it acted on its own (``server_read``); a
+    change of the harness prefix the server kept more of than the shortest prefix no longer caps the request's
+    read (``cache_cap``) there."""
+    events = server_events(run)
+    at = events.requests
+    if not len(at):
+        return run
+    read = np.full(run.n_requests, -1, dtype=np.int64)
+    read[at] = run.rec_cache_read[at]
+    caps = run.cache_caps.copy()
+    caps[events.past_change] = -1
+    return replace(run, server_read=read, cache_cap=caps)
+
+
+def replayed(run: RunArrays) -> np.ndarray:
+    """The requests at which ``run`` replays what its server's cache gave (``with_server_cache``)."""
+    return np.flatnonzero(run.server_reads >= 0)
+
+
+def replayed_phrase(run: RunArrays) -> str:
+    """For a table's cache column: the requests replayed as the server's cache gave them ("" when none)."""
+    at = replayed(run)
+    return f"the server's own cache losses and keeps replayed at {requests_phrase(at)}" if len(at) else ""
