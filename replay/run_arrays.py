@@ -141,6 +141,9 @@ class RunArrays:
     # (replay.simulator.server_cache): its entries live through the idle gap before it and hold at most this many
     # tokens; -1: the cache model decides; empty: none anywhere
     server_read: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: tokens the log shows it sent after its last cache breakpoint beyond the run's ``tail``
+    # (replay.simulator.run_start.tail_extras): billed as input, written by the next request; empty: none anywhere
+    tail_extra: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: its thinking setting differs from the previous request's (replay.simulator.thinking); empty: none
     thinking_switch: np.ndarray = field(default_factory=lambda: np.zeros(0, bool), repr=False)
     # per request: the harness changed its system prompt or a tool's description before it in a way its log shows
@@ -301,6 +304,11 @@ class RunArrays:
     def server_reads(self) -> np.ndarray:
         """``server_read`` with one entry per request (-1 where none is given)."""
         return self._per_request(self.server_read, np.int64, -1)
+
+    @property
+    def tail_extras(self) -> np.ndarray:
+        """``tail_extra`` with one entry per request (0 where none is given)."""
+        return self._per_request(self.tail_extra, np.int64)
 
     @property
     def gone_at(self) -> np.ndarray:

@@ -12,9 +12,7 @@ from replay.policies.base import AnyPolicy
 from replay.policies.condenser_prompt import NO_CONDENSER
 from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
-from replay.simulator.cache_losses import MIN_WRITE, requests_phrase, unexplained_losses
-from replay.simulator.request_costs import writes_unbilled
-from replay.simulator.run_start import uncached_floor
+from replay.simulator.cache_losses import unexplained_losses
 from replay.simulator.server_cache import replayed
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
@@ -70,37 +68,16 @@ def bill_gap(run: RunArrays) -> str:
 def cache_reasons(run: RunArrays) -> list[str]:
     """What the log's cache figures show that a replay of the run cannot reproduce: losses without a cause in the
     log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
-    (replay.simulator.cache_kept), content sent after the last breakpoint. A run that replays its server's own
-    losses and keeps (replay.simulator.server_cache) reproduces all of the first two but the reads beyond what it
-    had cached. ``bill_gap`` and ``fidelity``'s run rows give them."""
+    (replay.simulator.cache_kept). A run that replays its server's own losses and keeps (replay.simulator.
+    server_cache) reproduces all but the reads beyond what it had cached. ``bill_gap`` and ``fidelity``'s run rows
+    give them."""
     kept = cache_kept(run)
     if len(replayed(run)):
         none = np.zeros(0, np.int64)
         lost, kept = "", replace(kept, past_ttl=none, past_ttl_tokens=none, past_change=none, past_change_tokens=none)
     else:
         lost = unexplained_losses(run).sentence()
-    return ([lost] if lost else []) + kept.sentences() + uncached_extra(run)
-
-
-def uncached_extra(run: RunArrays) -> list[str]:
-    """Requests after the first that sent ``MIN_WRITE`` tokens or more uncached beyond the run's floor (the part of
-    the harness prefix every request sends after its last breakpoint, replay.simulator.run_start): content after
-    the last cache breakpoint that the next request writes (ccl-coderabbit-agent request 2: 3,104 tokens). A replay
-    caches everything up to the floor, so it writes them at once and reads them next."""
-    m = run.n_requests
-    if m < 2 or len(run.rec_input) != m or len(run.rec_write) != m or writes_unbilled(run):
-        return []
-    if not (run.rec_write > 0).any():  # no explicit breakpoints: an automatic cache leaves any part uncached
-        return []
-    extra = run.rec_input - uncached_floor(run)
-    at = np.flatnonzero(extra >= MIN_WRITE)
-    at = at[at > 0]
-    if not len(at):
-        return []
-    return [
-        f"{int(extra[at].sum()):,} tokens sent after the last cache breakpoint at {requests_phrase(at)}: the bill "
-        "pays them as input and the next request writes them, a replay caches them at once"
-    ]
+    return ([lost] if lost else []) + kept.sentences()
 
 
 SUMMARY_TOLERANCE = 0.03  # the comparison's own target: within 3% of the bill

@@ -56,6 +56,26 @@ def uncached_floor(run: RunArrays) -> int:
     return int(rec.min()) if len(rec) else 0
 
 
+MIN_EXTRA = 1024  # tokens: Anthropic's smallest minimum cacheable prefix; less beyond the floor is left alone
+
+
+def tail_extras(run: RunArrays, cache: str) -> np.ndarray:
+    """Per request after the first, under explicit breakpoints (the ``anthropic`` cache model) and a log that records
+    writes: the uncached input the server reported beyond the run's floor when it is ``MIN_EXTRA`` or more (0
+    elsewhere; empty when no request has any). Uncached input is what a request sends after its last breakpoint:
+    content the harness put there (ccl-coderabbit-agent request 2: 3,099 tokens), which the next request writes.
+    The harness's doing, whatever the policy keeps."""
+    m = run.n_requests
+    if cache != "anthropic" or m < 2 or len(run.rec_input) != m or len(run.rec_write) != m:
+        return np.zeros(0, np.int64)
+    if not (run.rec_write > 0).any():  # no write recorded: no breakpoint the log shows
+        return np.zeros(0, np.int64)
+    extra = np.where(run.rec_input >= 0, run.rec_input - uncached_floor(run), 0).astype(np.int64)
+    extra[0] = 0
+    extra[extra < MIN_EXTRA] = 0
+    return extra if extra.any() else np.zeros(0, np.int64)
+
+
 def tail_tokens(run: RunArrays, cache: str) -> int:
     """Tokens of the harness prefix sent after the last cache breakpoint: under explicit breakpoints (the
     ``anthropic`` cache model) the server's uncached floor, at most the prefix the prompt model put first; 0
@@ -100,8 +120,8 @@ def cache_caps(run: RunArrays, cache: str, warm: int, system: int) -> np.ndarray
 
 
 def with_start(run: RunArrays, cache: str) -> RunArrays:
-    """``run`` with its warm prefix, uncached tail, system-prompt breakpoint and per-request cache limits under
-    cache model ``cache`` (its provider's)."""
+    """``run`` with its warm prefix, uncached tail, system-prompt breakpoint, per-request cache limits and what each
+    request sent after its last breakpoint, under cache model ``cache`` (its provider's)."""
     warm, system = warm_tokens(run), system_tokens(run, cache)
     return replace(
         run,
@@ -110,6 +130,7 @@ def with_start(run: RunArrays, cache: str) -> RunArrays:
         tail=tail_tokens(run, cache),
         system_tokens=system,
         cache_cap=cache_caps(run, cache, warm, system),
+        tail_extra=tail_extras(run, cache),
     )
 
 

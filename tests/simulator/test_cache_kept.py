@@ -38,7 +38,7 @@ def test_a_prefix_kept_past_the_ttl_is_replayed(claude_code_runs):
     """ccl-deep-manifest request 55: sent 301.8 s after request 54's response ended (a 5 minute TTL by its writes),
     it read the whole 93,432 tokens request 54 held. Anthropic's 5 minutes are a minimum lifetime: the server kept
     them, and a replay meets the same server (before, it expired them and wrote them again: +9.9% against the
-    bill, now +0.0%)."""
+    bill, now +0.1%)."""
     run = one_run(claude_code_runs, "ccl-deep-manifest-a7da6a22")
     gap = idle_before(run)
     assert ttl_of(run) == 300.0 and gap[55] == pytest.approx(301.8, abs=0.1)
@@ -50,7 +50,7 @@ def test_a_prefix_kept_past_the_ttl_is_replayed(claude_code_runs):
     assert replayed(run).tolist() == [55]
     cols, row = _replay(run)
     assert cols["cached_tokens"][55] == 93_432 and cols["written_tokens"][55] < 1_000
-    assert abs(_like(row)) < 0.001 and "past its TTL" not in row["bill_gap"]
+    assert abs(_like(row)) < 0.005 and "past its TTL" not in row["bill_gap"]
 
 
 def test_reads_beyond_what_the_run_held_are_named(claude_code_runs):
@@ -181,7 +181,7 @@ def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(cla
     """Claude Code 2.1 on Anthropic's API: requests 4 and 10 of the worktrees main run (2.7 s and 615 s after the
     previous response, 1 h writes) and request 12 of sub-agent ab1e6 (3.9 s) read exactly what the request before
     read; its 4,084, 3,643 and 2,691 written tokens were gone. Under the size thresholds, replayed all the same
-    (-4.1% and -4.4% against the bill before; -0.7% and -1.5% now)."""
+    (-4.1% and -4.4% against the bill before; -0.4% and -1.5% now)."""
     run = one_run(claude_code_runs, part)
     losses = unexplained_losses(run)
     assert losses.requests.tolist() == requests and losses.endpoint == 0
@@ -192,11 +192,16 @@ def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(cla
     assert abs(_like(row)) <= 0.015 and "lost" not in row["bill_gap"]
 
 
-def test_tokens_sent_after_the_last_breakpoint_are_named(claude_code_runs):
+def test_tokens_sent_after_the_last_breakpoint_are_replayed(claude_code_runs):
     """ccl-coderabbit-agent request 2 sent 3,104 tokens uncached where every other request sends at most 143; the
-    next request wrote them. The replay caches them at request 2 and reads them at 3 (-4.6%)."""
+    next request wrote them. The replay sends them uncached there too and writes them at request 3 (before, it
+    cached them at 2 and read them at 3: -4.6% like for like; now -0.4%)."""
     run = one_run(claude_code_runs, "ccl-coderabbit-agent-ea02459f")
     assert run.rec_input.tolist()[:4] == [3, 143, 3104, 34]
-    assert "3,099 tokens sent after the last cache breakpoint at 1 request (2)" in _gap(run)
-    # a run that sends nothing beyond its floor names nothing
-    assert "after the last cache breakpoint" not in _gap(claude_code_runs["ccv-todo-nextjs-fe5e1c67-414fe07a"])
+    assert run.tail_extras.tolist()[:4] == [0, 0, 3_099, 0]
+    cols, row = _replay(run)
+    uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
+    assert uncached[2] == run.tail + 3_099 and abs(_like(row)) < 0.01
+    assert "after the last cache breakpoint" not in row["bill_gap"]
+    # a run that sends nothing beyond its floor has nothing to replay
+    assert not claude_code_runs["ccv-todo-nextjs-fe5e1c67-414fe07a"].tail_extras.any()

@@ -117,7 +117,7 @@ def test_the_system_breakpoint_stays_cached_while_requests_read_past_it(runs):
     like, the two requests +$0.36; +2.9% with the rule). Request 149's turn starts in another working directory
     (replay.simulator.harness_changes), where the log reads 29,257 of the 73,149 tokens held: more than the
     10,359-token system breakpoint the rule bounds it by, so the server kept them, and the replay reads them as
-    it did (replay.simulator.server_cache; +1.2%)."""
+    it did (replay.simulator.server_cache; +1.3%)."""
     run = _one(runs, "cc-jason-webtech")
     cols, row = simulate_run(run, make_policy("recorded"), None, BIG)
     for k in (78, 142):

@@ -12,7 +12,7 @@ from replay.policies import Budget, make_policy
 from replay.run_arrays import build
 from replay.simulator.cache_fit import fit_caches
 from replay.simulator.caches import make_cache
-from replay.simulator.kernels.caches import server_gave
+from replay.simulator.kernels.caches import sent_after_breakpoint, server_gave
 from replay.simulator.kernels.packed import pack
 from replay.simulator.run import simulate_run
 from replay.simulator.server_cache import replayed, server_events
@@ -45,6 +45,15 @@ def test_the_server_keeps_past_the_ttl_and_loses_within_it():
     fresh = CacheState(make_cache("anthropic"), MODEL, 4, 0, 0, SIZES)
     reads = [_request(fresh, k, t) for k, t in enumerate([0.0, 10.0, 1010.0, 1020.0])]
     assert reads == [0, 3000, 0, 4200]  # the cache model alone: expired after the gap, all of it within the TTL
+
+
+def test_what_a_request_sends_after_its_last_breakpoint_is_written_by_the_next():
+    state = CacheState(make_cache("anthropic"), MODEL, 3, 0, 0, SIZES)
+    assert _request(state, 0, 0.0) == 0
+    # request 1 writes items 0-1 (3,500) less the 400 tokens sent after its breakpoint, billed as input
+    hit, written = state.request(1, 2, 1, 10.0, _cum(2), -1, 0, sent=10.0, done=10.0)
+    assert (hit, sent_after_breakpoint(state.tok, state.pos, state.n, 2, 400, written)) == (3000, 100)
+    assert _request(state, 2, 20.0) == 3100  # the next request reads what was written and writes the rest
 
 
 def _at(seconds: float) -> str:

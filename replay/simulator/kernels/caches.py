@@ -318,6 +318,18 @@ def server_gave(tok, exp, n, ts, sent, read):
         tok[i] = min(tok[i], read)
 
 
+@compiled
+def sent_after_breakpoint(tok, pos, n, end, extra, written):
+    """The request sent ``extra`` tokens after its last breakpoint (``RunArrays.tail_extra``): the entry it wrote at
+    its end holds that much less, and its write shrinks by as much (they are billed as input); returns the write."""
+    if written <= 0:
+        return written
+    for i in range(n[0]):
+        if pos[i] == end:
+            tok[i] = max(tok[i] - extra, 0)
+    return max(written - extra, 0)
+
+
 @compiled(inline="always")
 def drop_entries(n, pos, tok, exp, keep_warm):
     """Forget every entry and the warm prefix: the request goes to another model, whose cache holds none of them

@@ -62,6 +62,7 @@ from replay.simulator.kernels.caches import (
     drop_entries,
     first_rewrite,
     output_end,
+    sent_after_breakpoint,
     server_gave,
     server_resets,
     switch_drops,
@@ -268,6 +269,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             r.req_sent[k],
             r.req_done[k],
         )
+        if r.tail_extra[k] > 0 and server_resets(cp):  # the harness sent more after its last breakpoint
+            written = sent_after_breakpoint(ctok, cpos, cn, end, r.tail_extra[k], written)
         while ev < len(r.rr_decide) and r.rr_decide[ev] == k:
             if r.rr_changed[ev]:
                 out[O_CHANGED] += 1
