@@ -117,6 +117,9 @@ class RunArrays:
     warm: int = 0
     tail: int = 0
     warm_kept: bool = False  # other sessions keep the warm prefix cached through the run's idle gaps (run_start)
+    # the harness also marks the end of the last assistant message with a cache breakpoint (Claude Code: the last two
+    # messages; replay.simulator.run_start.marks_assistant), under explicit breakpoints
+    assistant_bp: bool = False
     # per item: tokens the harness's own trigger count adds for it beyond the server's usage (codex-rs: its estimate
     # of earlier turns' encrypted reasoning, ``runs.metadata.harness_estimates``); None: 0 everywhere
     harness_est: np.ndarray | None = field(default=None, repr=False)

@@ -124,6 +124,9 @@ Run = namedtuple(
         "tail",
         # other sessions keep the warm prefix cached through the run's idle gaps (RunArrays.warm_kept)
         "warm_kept",
+        # the harness marks the end of the last assistant message with a cache breakpoint too (RunArrays
+        # .assistant_bp; Claude Code)
+        "assistant_bp",
         # per request: which model served it (run-local code); the server's cache is per model
         "req_model",
         # per request: the most the server's cache gives it, cut back to the prefix item; -1 no limit

@@ -52,7 +52,10 @@ class Anthropic(CacheModel):
     write_multiplier: float = 1.25
     read_multiplier: float = 0.1
     min_cacheable: int = 0  # 0: by model
-    lookback: int = 20
+    # positions a look-up goes back from a breakpoint: Anthropic documents "approximately 20" blocks; Claude Code logs
+    # (one breakpoint per request: 2.1.97 to 2.1.146) show requests that added 21 or 22 items reading all the
+    # previous prompt held (6 requests, 3 sessions), and ones that added 23 or 24 only the system prompt (3 requests)
+    lookback: int = 22
     breakpoints: tuple[str, ...] = ("system", "last")
 
     def reset(self, model: str | None = None) -> None:

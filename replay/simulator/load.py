@@ -16,6 +16,7 @@ from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
 from replay.readers.tool_targets import read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.simulator.claude_code_breakpoints import marks_last_two
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
 from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
@@ -360,6 +361,7 @@ def _assemble(
         run,
         thinking_switch=thinking_switches(items, reqs, model),
         harness_change=harness_changes(run, metadata, skills or []),
+        assistant_bp=marks_last_two(metadata),
         tools_change=tool_list_changes(metadata, len(reqs)),
         prefix_tokens=prefix,
         prompt_source=prompt_source,

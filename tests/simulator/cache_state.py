@@ -66,9 +66,11 @@ class CacheState:
         summary_tokens: int,
         sent: float = math.nan,
         done: float = math.nan,
+        mid: int = -1,
     ) -> tuple[int, int]:
         """(cached, written) for one request: ``cumtok[p]`` real tokens of the items before position p; ``sent``
-        and ``done``: when it was sent and its response ended (replay.simulator.idle), NaN unknown."""
+        and ``done``: when it was sent and its response ended (replay.simulator.idle), NaN unknown; ``mid``: a
+        breakpoint at the end of the last assistant message (-1: none, the end)."""
         hit, written = cache_request(
             self.params,
             self.pos,
@@ -85,5 +87,6 @@ class CacheState:
             summary_tokens,
             sent,
             done,
+            end if mid < 0 else mid,
         )
         return int(hit), int(written)

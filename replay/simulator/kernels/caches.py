@@ -14,7 +14,8 @@ import math
 import numpy as np
 
 from replay.jit import compiled
-from replay.policies.view import ORIGINAL
+from replay.policies.view import DROPPED, ORIGINAL
+from replay.run_arrays import KIND_CODE, TOOL_CALL
 from replay.simulator.caches import (
     Anthropic,
     CacheModel,
@@ -42,6 +43,7 @@ CP_TTL = 1  # the parameter a request served by another provider replaces (RunAr
 CP_HIT = 8  # the parameter a request's own model's fitted hit rate replaces (RunArrays.cache_fit.by_model)
 CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached)
 N_STATE = 3  # n: live entries, warm position, warm tokens
+REASONING, ASSISTANT_TEXT = KIND_CODE["reasoning"], KIND_CODE["assistant_text"]
 RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
 
 
@@ -82,10 +84,12 @@ def refreshed(exp, until):
 
 
 @compiled
-def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok, sent, done):
+def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, overhead, s_at, s_tok, sent, done, mid):
     """(cached, written) for one request; updates the entries in place. Under Anthropic's cache an entry lives
     ``ttl`` from the end of the response that last used it (``done``) and is looked up when the request is sent
-    (``sent``; replay.simulator.idle); the other models count from the request's own timestamp ``ts``."""
+    (``sent``; replay.simulator.idle), from each breakpoint back ``lookback`` positions: the system prompt's end,
+    the end, and ``mid`` where the harness marks the last assistant message too (``assistant_mid``; else ``end``);
+    the other models count from the request's own timestamp ``ts``."""
     code = int(cp[0])
     if code == NONE:
         return 0, 0
@@ -104,15 +108,15 @@ def cache_request(cp, pos, tok, exp, n, dirty, end, system_end, ts, cumtok, over
             # an entry more than ``lookback`` before both breakpoints can never be read again (the end only grows;
             # the system breakpoint is final once the end is past it): gone, so the entries stay few without
             # timestamps too
-            live = (pos[i] >= end - lookback) | ((pos[i] >= b0 - lookback) & (pos[i] <= b0))
+            live = (pos[i] >= min(mid, end) - lookback) | ((pos[i] >= b0 - lookback) & (pos[i] <= b0))
             if pos[i] <= dirty and not now > exp[i] and live:
                 pos[j], tok[j], exp[j] = pos[i], tok[i], exp[i]
                 j += 1
         n[0] = j
         nb = 1 if b0 == end else 2
-        bps = (min(b0, end), max(b0, end))
+        bps = (min(b0, end), max(b0, end), mid)  # the last only looked up from (see ``assistant_mid``)
         hit, hit_i = 0, -1
-        for bi in range(nb):
+        for bi in range(3):
             b = bps[bi]
             for i in range(n[0]):
                 if b - lookback <= pos[i] <= b and tok[i] > hit:
@@ -219,6 +223,30 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
     pos[0], tok[0], exp[0] = end, full, now + ttl
     n[0] = keep + 1
     return hit
+
+
+@compiled
+def assistant_mid(kind, forms, prev_end, end):
+    """Where a breakpoint on the last assistant message stands for the cache's look-up, or ``end`` when there is
+    none. Claude Code marks the last two messages with a cache breakpoint in some versions
+    (replay.simulator.claude_code_breakpoints), on the last block but a thinking block: the second-to-last message
+    is the previous response, so the look-up from it reaches the previous prompt's end when the response has no
+    more blocks than the cache looks back. The transcript interleaves a response's tool calls with their results,
+    where the API sends the calls first, so the position stands ``prev_end`` plus the response's blocks (its items
+    of an output kind still in the view) after the previous prompt, and is looked up from only. ``end`` when the
+    view ends with the response, when nothing was added, or when the response ends with its reasoning."""
+    count, last, closed = 0, -1, False
+    for q in range(prev_end, end):
+        if forms[q] == DROPPED:
+            continue
+        k = kind[q]
+        output = k == ASSISTANT_TEXT or k == TOOL_CALL or k == REASONING
+        if output:
+            count, last = count + 1, k
+        closed = not output  # the view's last item is the user's: the response is the second-to-last message
+    if count == 0 or last == REASONING or not closed:
+        return end
+    return prev_end + count
 
 
 @compiled

@@ -60,6 +60,7 @@ def run_at(pk, tflag, i):
         pk.warm[i],
         pk.tail[i],
         pk.warm_kept[i],
+        pk.assistant_bp[i],
         pk.req_model[c:d],
         pk.cache_cap[c:d],
         pk.server_read[c:d],

@@ -55,6 +55,7 @@ from replay.simulator.kernels.caches import (
     CP_OUTPUT,
     CP_TTL,
     N_STATE,
+    assistant_mid,
     cache_output,
     cache_request,
     cap_entries,
@@ -268,6 +269,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             s_tok,
             r.req_sent[k],
             r.req_done[k],
+            assistant_mid(r.kind, forms, prev_end, end) if r.assistant_bp and k > 0 else end,
         )
         if r.tail_extra[k] > 0 and server_resets(cp):  # the harness sent more after its last breakpoint
             written = sent_after_breakpoint(ctok, cpos, cn, end, r.tail_extra[k], written)

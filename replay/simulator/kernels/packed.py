@@ -63,6 +63,7 @@ Packed = namedtuple(
         "media_chars",
         "warm",
         "warm_kept",
+        "assistant_bp",
         "tail",
         "req_model",
         "cache_cap",
@@ -130,6 +131,7 @@ class PackedRuns:
     media_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.media_chars)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
     warm_kept: np.ndarray  # per run: other sessions keep those cached through its idle gaps (RunArrays.warm_kept)
+    assistant_bp: np.ndarray  # per run: a breakpoint ends the last assistant message too (RunArrays.assistant_bp)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
     cache_cap: np.ndarray  # per request: the most the server's cache gives it, -1 no limit (RunArrays.cache_cap)
@@ -307,6 +309,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "media_chars": _cat([r.media_chars_of for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
         "warm_kept": np.array([r.warm_kept for r in runs], dtype=np.bool_),
+        "assistant_bp": np.array([r.assistant_bp for r in runs], dtype=np.bool_),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
         "cache_cap": _cat([r.cache_caps for r in runs], np.int64),
