@@ -53,3 +53,22 @@ def sample_store(sample_db_path: Path, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("sample-copy") / "s.duckdb"
     shutil.copy(sample_db_path, path)
     return path
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """`replay demo --out out/demo` run once per session in a fresh folder, as the README's set-up runs it (it
+    ingests, counts, compiles, sweeps and reports: about 20 s when compiled): (the CLI result, the out folder).
+    tests/test_readme.py checks it as the set-up's command and tests/reports/test_reports.py checks what it wrote."""
+    from typer.testing import CliRunner
+
+    from replay.cli import app
+
+    here = tmp_path_factory.mktemp("demo")
+    before = Path.cwd()
+    os.chdir(here)
+    try:
+        res = CliRunner().invoke(app, ["demo", "--out", "out/demo"], env={"COLUMNS": "80"})
+    finally:
+        os.chdir(before)
+    return res, here / "out" / "demo"
