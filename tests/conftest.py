@@ -20,14 +20,29 @@ def corpus() -> Path:
 
 
 @pytest.fixture(scope="session")
-def corpus_db(corpus, tmp_path_factory):
-    """A store with the whole corpus ingested once per test session."""
+def corpus_db_path(corpus, tmp_path_factory) -> Path:
+    """The whole corpus ingested once per test session into a store nothing writes to after: copy it before writing
+    (``corpus_db`` and tests that need a store of their own do)."""
     from replay.ingest import ingest
     from replay.store import open_store
 
-    path = tmp_path_factory.mktemp("store") / "corpus.duckdb"
+    path = tmp_path_factory.mktemp("corpus-store") / "corpus.duckdb"
     con = open_store(path)
     ingest(con, [corpus])
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def corpus_db(corpus_db_path, tmp_path_factory):
+    """A store with the whole corpus, shared by the session's tests (a copy of ``corpus_db_path``)."""
+    import shutil
+
+    from replay.store import open_store
+
+    path = tmp_path_factory.mktemp("store") / "corpus.duckdb"
+    shutil.copy(corpus_db_path, path)
+    con = open_store(path)
     yield con
     con.close()
 
