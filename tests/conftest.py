@@ -1,5 +1,5 @@
-"""Shared fixtures: the real corpus (read-only, never copied), a store holding all of it, and stores of the bundled
-sample."""
+"""Shared fixtures: the real corpus (read-only, never copied), a store holding all of it (ingested once, handed out
+as copies), stores of the bundled sample, and one run of `replay demo`."""
 
 from __future__ import annotations
 
