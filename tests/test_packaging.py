@@ -120,14 +120,30 @@ def test_every_command_works_with_no_writable_home(tmp_path, sample_db_path):
     db = tmp_path / "s.duckdb"
     db.write_bytes(sample_db_path.read_bytes())
     sample = ROOT / "data" / "sample" / "sample-short-1.jsonl"
-    for args in (
+    commands = (
         ["policies"],
         ["runs", "--db", str(db)],
         ["simulate", "-p", "last_n", "--db", str(db), "--no-store"],
         ["ingest", str(sample), "--db", str(tmp_path / "new.duckdb")],
-    ):
-        res = subprocess.run(
-            [sys.executable, "-m", "replay", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600
+    )
+    started = [  # independent of one another: run side by side (each spends seconds importing)
+        subprocess.Popen(
+            [sys.executable, "-m", "replay", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=ROOT,
         )
-        assert res.returncode == 0 and "Traceback" not in res.stderr, (args, res.stderr)
-        assert "cannot be written; compiled code is cached in" in res.stderr, (args, res.stderr)
+        for args in commands
+    ]
+    try:
+        for args, proc in zip(commands, started, strict=True):
+            _, stderr = proc.communicate(timeout=600)
+            assert proc.returncode == 0 and "Traceback" not in stderr, (args, stderr)
+            assert "cannot be written; compiled code is cached in" in stderr, (args, stderr)
+    finally:
+        for proc in started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()

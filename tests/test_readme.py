@@ -54,7 +54,10 @@ def _run(args: list[str], env: dict[str, str] | None = None):
     return res
 
 
-def test_every_readme_command_runs_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_every_readme_command_runs_on_the_sample(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demo_run):
+    demo, demo_out = demo_run  # the set-up's second command, run once per session (tests/conftest.py)
+    assert demo.exit_code == 0, demo.output
+    assert (demo_out / "report.md").exists()
     monkeypatch.chdir(tmp_path)
     shutil.copytree(ROOT / "data", tmp_path / "data")
     assert len(list((tmp_path / "data" / "sample").glob("*.jsonl"))) == 7  # "Seven synthetic sessions"
@@ -62,9 +65,6 @@ def test_every_readme_command_runs_on_the_sample(tmp_path: Path, monkeypatch: py
     shutil.copytree(ROOT / "data" / "sample", home / ".claude" / "projects" / "sample")
     env = {"HOME": str(home)}
     _, _, tour, own = blocks()
-    demo = _run(["demo", "--out", "out/demo"])  # the set-up's second command
-    assert demo.exit_code == 0, demo.output
-    assert (tmp_path / "out" / "demo" / "report.md").exists()
     for line in [*tour, *own]:
         argv = shlex.split(line)
         assert argv[0] == "replay", line

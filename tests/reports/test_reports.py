@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 from matplotlib.axes import Axes
-from typer.testing import CliRunner
 
 from replay.reports import extract, plots
 
@@ -53,15 +52,13 @@ def test_renderers_return_labelled_axes(tmp_path: Path) -> None:
     assert isinstance(plots.pareto(pts, "c", "e", np.array([True, True]), "cost", "evicted", "t"), Axes)
 
 
-def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
-    from replay.cli import app
-
-    res = CliRunner().invoke(app, ["demo", "--out", str(tmp_path)])
+def test_demo_writes_report_with_counterfactual_note(demo_run) -> None:
+    res, out = demo_run  # `replay demo`, run once per session (tests/conftest.py; tests/test_readme.py runs it too)
     assert res.exit_code == 0, res.output
     # every slow step is named before it starts and timed after it (stderr is part of the output here)
     for label in ("ingesting", "counting tokens", "compiling the simulator", "sweeping", "report: sweep pareto"):
         assert f"{label}" in res.output and res.output.count(label) >= 2, (label, res.output)
-    md = (tmp_path / "report.md").read_text()
+    md = (out / "report.md").read_text()
     assert "counterfactual" in md and "not solve rates" in md
     for name in (
         "prompt_over_run",
@@ -72,11 +69,11 @@ def test_demo_writes_report_with_counterfactual_note(tmp_path: Path) -> None:
         "repeat_reads",
         "pareto",
     ):
-        assert (tmp_path / "charts" / f"{name}.png").exists() and (tmp_path / "charts" / f"{name}.svg").exists()
+        assert (out / "charts" / f"{name}.png").exists() and (out / "charts" / f"{name}.svg").exists()
         assert f"charts/{name}" in md
-    page = (tmp_path / "report.html").read_text()
+    page = (out / "report.html").read_text()
     assert "<img" in page and "<table>" in page and "|---|" not in page  # tables rendered, not raw markdown
-    assert list(tmp_path.glob("sweep-*.parquet"))
+    assert list(out.glob("sweep-*.parquet"))
     # every markdown table starts on its own line (a table glued to a sentence does not render)
     lines = md.splitlines()
     assert all(

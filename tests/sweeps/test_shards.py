@@ -37,28 +37,45 @@ def test_shards_are_bounded_by_items_and_keep_every_run_once(sample_db) -> None:
     assert all(s.items <= 500 or len(s.run_ids) == 1 for s in plan)
 
 
-@pytest.mark.parametrize(("executor", "workers"), [("serial", 1), ("local", 2)])
-def test_streamed_shards_give_the_rows_of_all_runs_in_memory(corpus_db, executor, workers) -> None:
-    """On the corpus (fitted prompt models, harness profiles): 6+ shards equal one sweep over load_runs' runs."""
-    had = {r[0] for r in corpus_db.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+def _drop_sweeps_unless(con, had: set[str]) -> None:
+    """The session's corpus store is shared: leave it as it was (no sweep tables unless it had them)."""
+    if "sweep_results" not in had:
+        con.execute("DROP TABLE IF EXISTS sweep_results; DROP TABLE IF EXISTS sweeps")
+
+
+def _tables(con) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+@pytest.fixture(scope="module")
+def whole(corpus_db):
+    """One sweep over load_runs' runs of the corpus, in memory: (its outcome, its rows), what each executor's
+    streamed shards must give (computed once for both executors below)."""
+    had = _tables(corpus_db)
     try:
-        whole = run_sweep(
-            corpus_db,
-            spec(f"whole-{executor}"),
-            executor="serial",
-            progress=False,
-            runs=load_sweep_runs(corpus_db, spec("x")),
+        outcome = run_sweep(
+            corpus_db, spec("whole"), executor="serial", progress=False, runs=load_sweep_runs(corpus_db, spec("x"))
         )
+        return outcome, sweep_frame(corpus_db, outcome.sweep_id)
+    finally:
+        _drop_sweeps_unless(corpus_db, had)
+
+
+@pytest.mark.parametrize(("executor", "workers"), [("serial", 1), ("local", 2)])
+def test_streamed_shards_give_the_rows_of_all_runs_in_memory(corpus_db, whole, executor, workers) -> None:
+    """On the corpus (fitted prompt models, harness profiles): 6+ shards equal one sweep over load_runs' runs."""
+    had = _tables(corpus_db)
+    whole_outcome, a = whole
+    try:
         assert len(shards.plan(corpus_db, "%", 1500)) >= 6
         streamed = run_sweep(
             corpus_db, spec(f"shards-{executor}"), executor=executor, workers=workers, progress=False, shard_items=1500
         )
-        assert (streamed.points, streamed.computed, streamed.runs) == (4, 4, whole.runs)
-        a, b = sweep_frame(corpus_db, whole.sweep_id), sweep_frame(corpus_db, streamed.sweep_id)
-        assert a.height == b.height == 4 * whole.runs and differing(a, b) == []
+        assert (streamed.points, streamed.computed, streamed.runs) == (4, 4, whole_outcome.runs)
+        b = sweep_frame(corpus_db, streamed.sweep_id)
+        assert a.height == b.height == 4 * whole_outcome.runs and differing(a, b) == []
     finally:
-        if "sweep_results" not in had:  # the session's corpus store is shared: leave it as it was
-            corpus_db.execute("DROP TABLE IF EXISTS sweep_results; DROP TABLE IF EXISTS sweeps")
+        _drop_sweeps_unless(corpus_db, had)
 
 
 def test_kill_in_a_later_shard_and_resume(sample_db_path: Path, tmp_path: Path) -> None:

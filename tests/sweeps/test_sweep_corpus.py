@@ -21,16 +21,17 @@ reclaim_floor = [0.0, 0.02, 0.04, 0.0625, 0.08, 0.1, 0.125, 0.15, 0.2, 0.25]
 """
 
 
-def test_thousand_points_on_the_corpus_resume_after_kill(corpus: Path, tmp_path: Path) -> None:
-    from replay.ingest import ingest
+def test_thousand_points_on_the_corpus_resume_after_kill(corpus_db_path: Path, tmp_path: Path) -> None:
+    import shutil
+
     from replay.simulator.load import run_ids
     from replay.store import open_store
     from replay.sweeps import load_spec, run_sweep
     from replay.sweeps.results import sweep_frame
 
     db = tmp_path / "corpus.duckdb"
+    shutil.copy(corpus_db_path, db)  # the whole corpus, ingested once per session
     con = open_store(db)
-    ingest(con, [corpus])
     n_runs = len(run_ids(con))
     con.close()
     grid = tmp_path / "grid.toml"

@@ -21,6 +21,12 @@ def recipe(corpus_db):
     return learn(corpus_db, SEED)
 
 
+@pytest.fixture(scope="module")
+def mixed(corpus_db):
+    """The recipe of Claude Code and Codex runs in equal parts (learned once: generate only reads a recipe)."""
+    return learn(corpus_db, SEED, mix="claude-code=1,codex-rollout=1")
+
+
 def _ingested(recipe, runs: int, folder: Path):
     generate(recipe, runs, folder / "logs")
     con = open_store(folder / "s.duckdb")
@@ -28,8 +34,7 @@ def _ingested(recipe, runs: int, folder: Path):
     return con
 
 
-def test_both_formats_ingest_without_quarantine(corpus_db, tmp_path):
-    mixed = learn(corpus_db, SEED, mix="claude-code=1,codex-rollout=1")
+def test_both_formats_ingest_without_quarantine(mixed, tmp_path):
     con = _ingested(mixed, 12, tmp_path)
     assert con.execute("SELECT count(*) FROM quarantine").fetchone()[0] == 0
     assert con.execute("SELECT count(*) FROM files WHERE n_runs = 1").fetchone()[0] == 12
@@ -53,9 +58,9 @@ def test_same_seed_same_bytes(recipe, tmp_path):
     assert all((tmp_path / "a" / p).read_bytes() == (tmp_path / "b" / p).read_bytes() for p in a)
 
 
-def test_same_bytes_whatever_the_workers(corpus_db, tmp_path):
+def test_same_bytes_whatever_the_workers(mixed, tmp_path):
     """Pool workers run in fresh interpreters (another string hash seed): nothing may depend on set order."""
-    both = learn(corpus_db, SEED, mix="claude-code=1,codex-rollout=1")
+    both = mixed
     generate(both, 6, tmp_path / "one")
     generate(both, 6, tmp_path / "two", workers=2)
     files = sorted(p.relative_to(tmp_path / "one") for p in (tmp_path / "one").rglob("*.jsonl"))

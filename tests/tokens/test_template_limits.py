@@ -3,9 +3,11 @@ limit; real templates render exactly as in Jinja's plain sandbox."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import pytest
+from jinja2 import Template
 from jinja2.exceptions import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
@@ -154,16 +156,29 @@ FILTERS = (
 )
 
 
+def _raise_exception(message: str) -> None:
+    raise TemplateError(message)
+
+
+@functools.cache
+def _plain_template(template: str) -> Template | None:
+    """``template`` compiled once in Jinja's own sandbox (the renderer before the limits), None if it does not
+    compile (a Jinja template renders any number of times)."""
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = _raise_exception
+    try:
+        return env.from_string(template)
+    except Exception:  # noqa: BLE001 - as a render that fails
+        return None
+
+
 def _plain_render(template: str, messages: list[dict], **variables: object) -> str:
     """What Jinja's own sandbox renders (the renderer before the limits), or the error's type."""
-
-    def raise_exception(message: str) -> None:
-        raise TemplateError(message)
-
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
-    env.globals["raise_exception"] = raise_exception
+    compiled = _plain_template(template)
+    if compiled is None:
+        return "error"
     try:
-        return env.from_string(template).render(messages=messages, add_generation_prompt=True, **variables)
+        return compiled.render(messages=messages, add_generation_prompt=True, **variables)
     except Exception:  # noqa: BLE001 - the template rejects the conversation
         return "error"
 
