@@ -142,7 +142,7 @@ class RunArrays:
     cache_cap: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: what the log shows the server's cache gave it where the server itself lost or kept a prefix
     # (replay.simulator.server_cache): its entries live through the idle gap before it and hold at most this many
-    # tokens; -1: the cache model decides; empty: none anywhere
+    # tokens (-2: what the request before read); -1: the cache model decides; empty: none anywhere
     server_read: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: tokens the log shows it sent after its last cache breakpoint beyond the run's ``tail``
     # (replay.simulator.run_start.tail_extras): billed as input, written by the next request; empty: none anywhere

@@ -23,7 +23,7 @@ log does: neither is named (``automatic_step``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,6 +45,8 @@ class CacheLosses:
     requests: np.ndarray
     tokens: np.ndarray
     endpoint: int = 0  # > 0: the losses are most of this many requests that could read all (no size threshold)
+    # of ``requests``, those that read exactly what the request before read: its whole write lost
+    whole: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
     def total(self) -> int:
@@ -166,4 +168,4 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     whole = np.zeros(m, dtype=bool)
     whole[1:] = (read[1:] == read[:-1]) & (read[1:] > 0) & (run.rec_write[:-1] >= MIN_WRITE)
     at = np.flatnonzero(((lost >= MIN_LOSS) & (share >= MIN_SHARE) | whole) & could)
-    return CacheLosses(at.astype(np.int64), lost[at])
+    return CacheLosses(at.astype(np.int64), lost[at], whole=np.flatnonzero(whole & could).astype(np.int64))

@@ -12,11 +12,13 @@ requests whose prompt the log gives no cause to change (replay.simulator.cache_l
 Those are the provider's doing at that moment, not the policy's, as the requests' times are: a replay of the run
 under any policy meets the same server. So each such request gets what the log shows it read
 (``RunArrays.server_read``): the cache's entries live through the idle gap before it and hold at most that many
-tokens (``kernels.caches.server_gave``). Under the recorded policy the replay then reads what the bill reads there;
-under another policy the server gives at most as much of that policy's own prefix.
+tokens (``kernels.caches.server_gave``). A request that read exactly what the one before read (that one's whole
+write lost) gets what the replay read the request before, in the replay's own count. Under the recorded policy the
+replay then reads what the bill reads there; under another policy the server gives at most as much of that
+policy's own prefix.
 
-Reads the run cannot have written (a request the log does not hold wrote them: ``CacheKept.beyond``) and content
-sent after the last breakpoint stay named in ``bill_gap``: no server behaviour gives a policy's replay those.
+Reads the run cannot have written (a request the log does not hold wrote them: ``CacheKept.beyond``) stay named in
+``bill_gap``: no server behaviour gives a policy's replay those.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import requests_phrase, unexplained_losses
 from replay.simulator.caches import Anthropic
+from replay.simulator.kernels.caches import AS_BEFORE
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,7 @@ class ServerEvents:
     lost: np.ndarray
     past_ttl: np.ndarray
     past_change: np.ndarray
+    whole: np.ndarray  # of ``lost``, those that read exactly what the request before read (its write lost)
 
     @property
     def requests(self) -> np.ndarray:
@@ -46,7 +50,7 @@ class ServerEvents:
         return np.unique(np.concatenate([self.lost, self.past_ttl, self.past_change])).astype(np.int64)
 
 
-NONE = ServerEvents(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+NONE = ServerEvents(*(np.zeros(0, np.int64),) * 4)
 
 
 def server_events(run: RunArrays) -> ServerEvents:
@@ -54,8 +58,8 @@ def server_events(run: RunArrays) -> ServerEvents:
     docstring), under explicit breakpoints only: an automatic cache's misses are its fitted hit rate."""
     if run.cache_fit is None or not isinstance(run.cache_fit.cache(), Anthropic):
         return NONE
-    kept = cache_kept(run)
-    return ServerEvents(unexplained_losses(run).requests, kept.past_ttl, kept.past_change)
+    kept, losses = cache_kept(run), unexplained_losses(run)
+    return ServerEvents(losses.requests, kept.past_ttl, kept.past_change, losses.whole)
 
 
 def with_server_cache(run: RunArrays) -> RunArrays:
@@ -68,6 +72,7 @@ def with_server_cache(run: RunArrays) -> RunArrays:
         return run
     read = np.full(run.n_requests, -1, dtype=np.int64)
     read[at] = run.rec_cache_read[at]
+    read[events.whole] = AS_BEFORE  # what the replay read the request before: its own count of that prefix
     caps = run.cache_caps.copy()
     caps[events.past_change] = -1
     return replace(run, server_read=read, cache_cap=caps)
@@ -75,7 +80,7 @@ def with_server_cache(run: RunArrays) -> RunArrays:
 
 def replayed(run: RunArrays) -> np.ndarray:
     """The requests at which ``run`` replays what its server's cache gave (``with_server_cache``)."""
-    return np.flatnonzero(run.server_reads >= 0)
+    return np.flatnonzero(run.server_reads != -1)
 
 
 def replayed_phrase(run: RunArrays) -> str:

@@ -44,6 +44,7 @@ CP_HIT = 8  # the parameter a request's own model's fitted hit rate replaces (Ru
 CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached)
 N_STATE = 3  # n: live entries, warm position, warm tokens
 REASONING, ASSISTANT_TEXT = KIND_CODE["reasoning"], KIND_CODE["assistant_text"]
+AS_BEFORE = -2  # a ``RunArrays.server_read``: the server gave what it gave the request before (a whole write lost)
 RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
 
 

@@ -51,6 +51,7 @@ from replay.policies.python_kernel import P_REPLAYS_RECORDED, PYTHON
 from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.run_arrays import OUTPUT_KINDS, TOOL_RESULT
 from replay.simulator.kernels.caches import (
+    AS_BEFORE,
     CP_HIT,
     CP_OUTPUT,
     CP_TTL,
@@ -186,7 +187,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     shown = np.zeros((3, n if trace else 0), np.int64)  # form, tokens, estimate last emitted
     out[:] = 0
     out[O_FIRST_SUMMARY] = -1
-    ev = prev_prompt = 0
+    ev = prev_prompt = prev_cached = 0
     gone_first, gone_next = np.full(m, -1, np.int64), np.empty(n, np.int64)  # per request, the items it drops
     for q in range(n - 1, -1, -1):
         g = r.gone_at[q]
@@ -236,8 +237,9 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])
-        if r.server_read[k] >= 0 and server_resets(cp):  # the server lost or kept a prefix on its own
-            server_gave(ctok, cexp, cn, req_ts[k], r.req_sent[k], r.server_read[k])
+        gave = r.server_read[k]  # the server lost or kept a prefix on its own
+        if (gave >= 0 or gave == AS_BEFORE) and server_resets(cp):
+            server_gave(ctok, cexp, cn, req_ts[k], r.req_sent[k], gave if gave >= 0 else prev_cached)
         out_to = prev_end  # the previous response's output items, cached with its prompt (OpenAI)
         if k > 0 and cp[CP_OUTPUT] > 0 and cdirty == prev_end:
             out_to = output_end(r.kind, forms, r.recorded_only, r.harness_est, prev_end, end, OUTPUT_KINDS)
@@ -306,7 +308,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             out[O_SUMMARY_OUT] += s[S_SUM_OUT] if s[S_SUM_OUT] >= 0 else s_tok
             if trace:
                 cols[k, T_SUM_READ], cols[k, T_SUM_WRITE] = sum_read, s[S_SUM_WRITE]
-        prev_prompt = prompt
+        prev_prompt, prev_cached = prompt, cached
         out[O_PROMPT] += prompt
         out[O_EST] += est
         out[O_CACHED] += cached
