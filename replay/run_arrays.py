@@ -278,30 +278,22 @@ class RunArrays:
     @property
     def thinking_switches(self) -> np.ndarray:
         """``thinking_switch`` with one entry per request (False where none is given)."""
-        if len(self.thinking_switch) == self.n_requests:
-            return self.thinking_switch.astype(bool)
-        return np.zeros(self.n_requests, dtype=bool)
+        return self._per_request(self.thinking_switch, np.bool_)
 
     @property
     def harness_changes(self) -> np.ndarray:
         """``harness_change`` with one entry per request (False where none is given)."""
-        if len(self.harness_change) == self.n_requests:
-            return self.harness_change.astype(bool)
-        return np.zeros(self.n_requests, dtype=bool)
+        return self._per_request(self.harness_change, np.bool_)
 
     @property
     def tools_changes(self) -> np.ndarray:
         """``tools_change`` with one entry per request (False where none is given)."""
-        if len(self.tools_change) == self.n_requests:
-            return self.tools_change.astype(bool)
-        return np.zeros(self.n_requests, dtype=bool)
+        return self._per_request(self.tools_change, np.bool_)
 
     @property
     def cache_caps(self) -> np.ndarray:
         """``cache_cap`` with one entry per request (-1 where none is given)."""
-        if len(self.cache_cap) == self.n_requests:
-            return self.cache_cap.astype(np.int64)
-        return np.full(self.n_requests, -1, dtype=np.int64)
+        return self._per_request(self.cache_cap, np.int64, -1)
 
     @property
     def server_reads(self) -> np.ndarray:
