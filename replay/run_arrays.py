@@ -144,6 +144,9 @@ class RunArrays:
     # (replay.simulator.server_cache): its entries live through the idle gap before it and hold at most this many
     # tokens (-2: what the request before read); -1: the cache model decides; empty: none anywhere
     server_read: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: tokens of the log's own prompt the server read though the run had not cached them (a request the
+    # log does not hold wrote them just before: replay.simulator.server_cache); -1 none; empty: none anywhere
+    foreign_read: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
     # per request: tokens the log shows it sent after its last cache breakpoint beyond the run's ``tail``
     # (replay.simulator.run_start.tail_extras): billed as input, written by the next request; empty: none anywhere
     tail_extra: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
@@ -299,6 +302,11 @@ class RunArrays:
     def server_reads(self) -> np.ndarray:
         """``server_read`` with one entry per request (-1 where none is given)."""
         return self._per_request(self.server_read, np.int64, -1)
+
+    @property
+    def foreign_reads(self) -> np.ndarray:
+        """``foreign_read`` with one entry per request (-1 where none is given)."""
+        return self._per_request(self.foreign_read, np.int64, -1)
 
     @property
     def tail_extras(self) -> np.ndarray:

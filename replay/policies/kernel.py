@@ -135,6 +135,9 @@ Run = namedtuple(
         # per request: what the log shows the server's cache gave it where the server lost or kept a prefix on its
         # own (replay.simulator.server_cache); -1 none
         "server_read",
+        # per request: tokens of the log's own prompt another session wrote just before it (replay.simulator
+        # .server_cache); -1 none
+        "foreign_read",
         # per request: tokens it sent after its last cache breakpoint beyond the run's tail, as the log shows
         # (replay.simulator.run_start.tail_extras): billed as input, not written
         "tail_extra",

@@ -19,7 +19,8 @@ it the TTL after the response that last used it, replay.simulator.idle):
   gate is on, a feature gate the log does not record): cc-jason-webtech-48244adb request 149 reads 29,257 after
   its turn moved to another directory, where the system breakpoint is at 10,359.
 
-The bill reads those tokens, a replay writes them again (or sends them uncached)."""
+The bill reads those tokens; a replay of the run's own cache would write them again (or send them uncached), so
+replay.simulator.server_cache replays them as the server gave them."""
 
 from __future__ import annotations
 

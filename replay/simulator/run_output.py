@@ -3,8 +3,6 @@ cannot be reproduced, whether summary calls read the cache. The row itself is bu
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from replay.model import KINDS
@@ -69,15 +67,11 @@ def cache_reasons(run: RunArrays) -> list[str]:
     """What the log's cache figures show that a replay of the run cannot reproduce: losses without a cause in the
     log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
     (replay.simulator.cache_kept). A run that replays its server's own losses and keeps (replay.simulator.
-    server_cache) reproduces all but the reads beyond what it had cached. ``bill_gap`` and ``fidelity``'s run rows
-    give them."""
-    kept = cache_kept(run)
+    server_cache) reproduces them all. ``bill_gap`` and ``fidelity``'s run rows give them."""
     if len(replayed(run)):
-        none = np.zeros(0, np.int64)
-        lost, kept = "", replace(kept, past_ttl=none, past_ttl_tokens=none, past_change=none, past_change_tokens=none)
-    else:
-        lost = unexplained_losses(run).sentence()
-    return ([lost] if lost else []) + kept.sentences()
+        return []
+    lost = unexplained_losses(run).sentence()
+    return ([lost] if lost else []) + cache_kept(run).sentences()
 
 
 SUMMARY_TOLERANCE = 0.03  # the comparison's own target: within 3% of the bill

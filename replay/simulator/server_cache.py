@@ -7,7 +7,10 @@ requests whose prompt the log gives no cause to change (replay.simulator.cache_l
 - it **lost** a prefix within the TTL (an Anthropic-compatible endpoint at most requests; a turn opened from an IDE;
   a write gone whole);
 - it **kept** a prefix past the TTL, which Anthropic documents as a minimum lifetime;
-- it **kept past a change** of the harness prefix more than the shortest prefix the log shows kept there.
+- it **kept past a change** of the harness prefix more than the shortest prefix the log shows kept there;
+- it **read beyond** what the run had cached: a request the log does not hold (another session with the same
+  prefix, such as a parallel agent forked from the same conversation, or a retried attempt) wrote the log's prompt
+  just before.
 
 Those are the provider's doing at that moment, not the policy's, as the requests' times are: a replay of the run
 under any policy meets the same server. So each such request gets what the log shows it read
@@ -17,8 +20,9 @@ write lost) gets what the replay read the request before, in the replay's own co
 replay then reads what the bill reads there; under another policy the server gives at most as much of that
 policy's own prefix.
 
-Reads the run cannot have written (a request the log does not hold wrote them: ``CacheKept.beyond``) stay named in
-``bill_gap``: no server behaviour gives a policy's replay those.
+A read beyond what the run held is an entry of the log's own prompt, as many tokens as the log shows read
+(``RunArrays.foreign_read``, ``kernels.caches.foreign_entry``): the recorded policy reads it as the bill does; a
+policy that rewrote an earlier item holds only the part before the rewrite, which its breakpoints may not reach.
 """
 
 from __future__ import annotations
@@ -43,14 +47,15 @@ class ServerEvents:
     past_ttl: np.ndarray
     past_change: np.ndarray
     whole: np.ndarray  # of ``lost``, those that read exactly what the request before read (its write lost)
+    beyond: np.ndarray  # read more than the run had cached (another session wrote it)
 
     @property
     def requests(self) -> np.ndarray:
         """Every such request, ascending."""
-        return np.unique(np.concatenate([self.lost, self.past_ttl, self.past_change])).astype(np.int64)
+        return np.unique(np.concatenate([self.lost, self.past_ttl, self.past_change, self.beyond])).astype(np.int64)
 
 
-NONE = ServerEvents(*(np.zeros(0, np.int64),) * 4)
+NONE = ServerEvents(*(np.zeros(0, np.int64),) * 5)
 
 
 def server_events(run: RunArrays) -> ServerEvents:
@@ -59,31 +64,37 @@ def server_events(run: RunArrays) -> ServerEvents:
     if run.cache_fit is None or not isinstance(run.cache_fit.cache(), Anthropic):
         return NONE
     kept, losses = cache_kept(run), unexplained_losses(run)
-    return ServerEvents(losses.requests, kept.past_ttl, kept.past_change, losses.whole)
+    return ServerEvents(losses.requests, kept.past_ttl, kept.past_change, losses.whole, kept.beyond)
 
 
 def with_server_cache(run: RunArrays) -> RunArrays:
-    """``run`` with what its server's cache gave at each request where it acted on its own (``server_read``); a
-    change of the harness prefix the server kept more of than the shortest prefix no longer caps the request's
-    read (``cache_cap``) there."""
+    """``run`` with what its server's cache gave at each request where it acted on its own (``server_read``; a
+    read beyond what the run held: ``foreign_read``); a change of the harness prefix the server kept more of than
+    the shortest prefix no longer caps the request's read (``cache_cap``) there."""
     events = server_events(run)
-    at = events.requests
-    if not len(at):
+    if not len(events.requests):
         return run
     read = np.full(run.n_requests, -1, dtype=np.int64)
-    read[at] = run.rec_cache_read[at]
+    gave = np.concatenate([events.lost, events.past_ttl, events.past_change]).astype(np.int64)
+    read[gave] = run.rec_cache_read[gave]
     read[events.whole] = AS_BEFORE  # what the replay read the request before: its own count of that prefix
+    foreign = np.full(run.n_requests, -1, dtype=np.int64)
+    foreign[events.beyond] = run.rec_cache_read[events.beyond]
     caps = run.cache_caps.copy()
     caps[events.past_change] = -1
-    return replace(run, server_read=read, cache_cap=caps)
+    return replace(run, server_read=read, foreign_read=foreign, cache_cap=caps)
 
 
 def replayed(run: RunArrays) -> np.ndarray:
     """The requests at which ``run`` replays what its server's cache gave (``with_server_cache``)."""
-    return np.flatnonzero(run.server_reads != -1)
+    return np.flatnonzero((run.server_reads != -1) | (run.foreign_reads >= 0))
 
 
 def replayed_phrase(run: RunArrays) -> str:
     """For a table's cache column: the requests replayed as the server's cache gave them ("" when none)."""
     at = replayed(run)
-    return f"the server's own cache losses and keeps replayed at {requests_phrase(at)}" if len(at) else ""
+    return (
+        f"the server's own cache losses, keeps and other sessions' writes replayed at {requests_phrase(at)}"
+        if len(at)
+        else ""
+    )

@@ -9,10 +9,11 @@ from datetime import UTC, datetime
 import numpy as np
 
 from replay.policies import Budget, make_policy
+from replay.policies.view import ORIGINAL, SHRUNK
 from replay.run_arrays import build
 from replay.simulator.cache_fit import fit_caches
 from replay.simulator.caches import make_cache
-from replay.simulator.kernels.caches import sent_after_breakpoint, server_gave
+from replay.simulator.kernels.caches import foreign_entry, sent_after_breakpoint, server_gave
 from replay.simulator.kernels.packed import pack
 from replay.simulator.run import simulate_run
 from replay.simulator.server_cache import replayed, server_events
@@ -91,6 +92,33 @@ def test_a_run_replays_what_its_server_kept_and_lost_under_every_policy():
         assert (other["cached_tokens"][[2, 3]] <= [20_050, 10_000]).all(), name
     # the sweep's packed runs carry the same requests
     assert pack([run]).server_read.tolist() == run.server_reads.tolist()
+
+
+def test_another_sessions_write_is_the_logs_prompt_up_to_the_nearest_item_boundary():
+    """An entry another session wrote holds the log's prompt: it ends at the item boundary nearest the tokens the
+    log shows read (3,000 + 500 + 700 = 4,200 for a read of 4,150), and no further than the view still sends the
+    log's items: a view that shrank item 2 holds only items 0-1."""
+    forms = np.full(4, ORIGINAL, np.int64)
+    ftok = np.zeros((SHRUNK + 1, 4), np.int64)
+    ftok[ORIGINAL] = SIZES
+    pos, tok, exp, n = np.zeros(8, np.int64), np.zeros(8, np.int64), np.zeros(8), np.zeros(3, np.int64)
+    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0) == 3
+    assert (n[0], pos[0], tok[0], exp[0]) == (1, 3, 4200, 100.0)
+    forms[2], ftok[SHRUNK, 2] = SHRUNK, 100
+    n[0] = 0
+    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0) == 2
+    assert (n[0], tok[0]) == (1, 3500)
+
+
+def test_a_read_another_session_wrote_is_replayed():
+    """Request 1 reads 20,050 tokens where request 0 left 10,003 cached: another session (a parallel agent forked
+    from the same conversation) sent the same prompt just before. The recorded policy reads it as the bill does."""
+    reads, writes = [0, 20_050, 20_100], [10_003, 3, 10_050]
+    run = _run(reads, writes, [0.0, 10.0, 20.0])
+    assert server_events(run).beyond.tolist() == [1] and run.foreign_reads.tolist() == [-1, 20_050, -1]
+    cols, row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
+    assert cols["cached_tokens"].tolist()[:2] == [0, 20_050] and row["bill_gap"] == ""
+    assert pack([run]).foreign_read.tolist() == run.foreign_reads.tolist()
 
 
 def test_an_automatic_cache_fits_its_misses_instead():

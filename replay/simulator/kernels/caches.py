@@ -348,6 +348,34 @@ def server_gave(tok, exp, n, ts, sent, read):
 
 
 @compiled
+def foreign_entry(pos, tok, exp, n, overhead, read, tokens, forms, ftok, end, s_at, until):
+    """A request the log does not hold (another session with the same prefix, a retried attempt) cached the log's
+    own prompt, ``read`` tokens of it, just before this request (``RunArrays.foreign_read``): one entry at the item
+    boundary nearest those tokens in the replay's own count (the server's count ends on a breakpoint, an item
+    boundary, that another tokenizer puts a little off), living ``until``; returns that boundary (0: none). It holds
+    the log's content,
+    so it reaches only as far as this view still sends what the log sent (``first_rewrite``): a view that rewrote
+    an earlier item has a shorter entry, one the request's breakpoints may no longer reach."""
+    valid = first_rewrite(forms, ftok, tokens, end, s_at)
+    full, at, held, off = overhead, 0, 0, read
+    for q in range(valid):
+        full += tokens[q]
+        if abs(full - read) < off:
+            at, held, off = q + 1, full, abs(full - read)
+        elif full > read:
+            break
+    if at == 0:
+        return 0
+    for i in range(n[0]):
+        if pos[i] == at:
+            tok[i], exp[i] = max(tok[i], held), max(exp[i], until)
+            return at
+    pos[n[0]], tok[n[0]], exp[n[0]] = at, held, until
+    n[0] += 1
+    return at
+
+
+@compiled
 def sent_after_breakpoint(tok, pos, n, end, extra, written):
     """The request sent ``extra`` tokens after its last breakpoint (``RunArrays.tail_extra``): the entry it wrote at
     its end holds that much less, and its write shrinks by as much (they are billed as input); returns the write."""

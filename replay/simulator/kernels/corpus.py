@@ -64,6 +64,7 @@ def run_at(pk, tflag, i):
         pk.req_model[c:d],
         pk.cache_cap[c:d],
         pk.server_read[c:d],
+        pk.foreign_read[c:d],
         pk.tail_extra[c:d],
         pk.req_sent[c:d],
         pk.req_done[c:d],

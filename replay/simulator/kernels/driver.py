@@ -11,6 +11,8 @@ the per-request path and the sweep path are this one loop.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import literally
 
@@ -63,6 +65,7 @@ from replay.simulator.kernels.caches import (
     cum_at,
     drop_entries,
     first_rewrite,
+    foreign_entry,
     output_end,
     sent_after_breakpoint,
     server_gave,
@@ -164,7 +167,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     full_cum = np.zeros(n + 1, np.int64)
     for q in range(n):
         full_cum[q + 1] = full_cum[q] + ftok[ORIGINAL, q]
-    cap = 2 * m + 12
+    cap = 3 * m + 12  # per request: two breakpoints' entries and one another session wrote
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
     warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn, r.warm_kept)
@@ -255,6 +258,15 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             cache_output(cpos, ctok, cn, prev_end, out_to, cum_at(cumtok, out_to, overhead, s_at, s_tok))
         cpk[CP_TTL] = r.req_ttl[k] if r.req_ttl[k] > 0 else cp[CP_TTL]
         cpk[CP_HIT] = r.req_hit[k] if r.req_hit[k] >= 0 else cp[CP_HIT]
+        if r.foreign_read[k] >= 0 and server_resets(cp) and cdirty >= prev_end:
+            # another session cached the log's prompt just before: its entry may reach past what this run sent
+            # before (the run's own entries all end there, so none of them is kept by looking that far)
+            sent = r.req_sent[k] if not math.isnan(r.req_sent[k]) else req_ts[k]
+            until = (0.0 if math.isnan(sent) else sent) + cpk[CP_TTL]
+            at = foreign_entry(
+                cpos, ctok, cexp, cn, overhead, r.foreign_read[k], r.tokens, forms, ftok, end, s_at, until
+            )
+            cdirty = max(cdirty, at)
         cached, written = cache_request(
             cpk,
             cpos,

@@ -68,6 +68,7 @@ Packed = namedtuple(
         "req_model",
         "cache_cap",
         "server_read",
+        "foreign_read",
         "tail_extra",
         "req_sent",
         "req_done",
@@ -136,6 +137,7 @@ class PackedRuns:
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
     cache_cap: np.ndarray  # per request: the most the server's cache gives it, -1 no limit (RunArrays.cache_cap)
     server_read: np.ndarray  # per request: what the log shows the server gave, -1 none (RunArrays.server_read)
+    foreign_read: np.ndarray  # per request: the log's prompt another session cached, -1 none (RunArrays.foreign_read)
     tail_extra: np.ndarray  # per request: tokens sent after its last breakpoint beyond the tail (RunArrays.tail_extra)
     req_sent: np.ndarray  # per request: when it was sent (replay.simulator.idle), NaN unknown
     req_done: np.ndarray  # per request: when its response ended, NaN unknown
@@ -314,6 +316,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
         "cache_cap": _cat([r.cache_caps for r in runs], np.int64),
         "server_read": _cat([r.server_reads for r in runs], np.int64),
+        "foreign_read": _cat([r.foreign_reads for r in runs], np.int64),
         "tail_extra": _cat([r.tail_extras for r in runs], np.int64),
         "req_sent": _cat([request_times(r)[0] for r in runs], np.float64),
         "req_done": _cat([request_times(r)[1] for r in runs], np.float64),
