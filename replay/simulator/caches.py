@@ -89,6 +89,9 @@ class OpenAIAuto(CacheModel):
     read_multiplier: float = 0.1
     hit_rate: float = 1.0
     output_cached: bool = True
+    # the response is cached as the log holds it, its reasoning as logged (else only when it opens with reasoning
+    # the harness sends back whole and sizes: ``kernels.caches.output_end``)
+    output_as_logged: bool = False
 
     def min_for(self, model: str | None) -> int:
         """The shortest prompt that is cached, for a run of ``model``."""
@@ -99,8 +102,14 @@ class OpenAIAuto(CacheModel):
 class DeepSeekDisk(OpenAIAuto):
     """DeepSeek's context caching on disk (its context-caching guide), automatic and without a write premium.
 
-    - Prefixes are stored as units at request boundaries (where the request's input ends) and in 64-token
-      storage units (a unit's tail short of 64 tokens is not cached).
+    - Prefixes are stored as units at request boundaries, where the request's input ends and where the model's
+      output ends (the guide since the V4 models), in 64-token storage units (a unit's tail short of 64 tokens is
+      not cached). The output unit is the response as generated, its reasoning first: a harness that sends the
+      response back as the log holds it (Claude Code's thinking blocks) reads it too (``output_as_logged``). The
+      olivia215215/cabinet-governance Claude Code sessions on deepseek-v4-flash and -pro show it: of 2,549
+      requests, 1,912 read past the previous request's prompt, 1,905 of them by at most the previous response's
+      output tokens plus one 64-token unit; the other 637 read the previous prompt's unit alone (the fitted hit
+      rate takes those).
     - A request hits a unit only when it holds that whole unit: a rewrite inside a stored prefix loses the unit
       for that request; the server then stores the common prefix it detected as a unit of its own, which the next
       requests can hit.
@@ -111,7 +120,7 @@ class DeepSeekDisk(OpenAIAuto):
     min_tokens: int = 64
     step: int = 64
     ttl: float = 3600.0
-    output_cached: bool = False  # units end where a request's input ends
+    output_as_logged: bool = True
 
 
 def gemini_min_cacheable(model: str | None) -> int:

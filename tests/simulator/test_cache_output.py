@@ -1,5 +1,5 @@
-"""OpenAI caches a response with its prompt: the next request reads the output items it resends, figures worked out
-here on a hand-made run."""
+"""OpenAI and DeepSeek cache a response with its prompt: the next request reads the output items it resends, figures
+worked out here on a hand-made run."""
 
 from __future__ import annotations
 
@@ -50,8 +50,13 @@ def test_openai_reads_the_previous_response_output_too():
     assert _reads("openai") == [0, 3456, 6400]
 
 
-def test_deepseek_units_end_where_the_input_ends():
-    assert _reads("deepseek") == [0, 2944, 4288]  # the previous prompt alone, in 64s
+def test_deepseek_stores_a_unit_where_the_output_ends():
+    """DeepSeek stores a unit where the model's output ends too, the response as generated, its reasoning first;
+    Claude Code sends its thinking blocks back as the log holds them, so the log sizes the reasoning whether or not
+    a harness estimates it: request 1 reads 3,000 + 300 + 200 in 64s, request 2 4,300 + 2,100 (before: the previous
+    prompt alone, 2,944 and 4,288)."""
+    assert _reads("deepseek") == [0, 3456, 6400]
+    assert _reads("deepseek", resent=False) == [0, 3456, 6400]
 
 
 def test_reasoning_the_log_does_not_size_is_not_read_past():

@@ -41,7 +41,8 @@ CODES = {
 N_PARAMS = 10
 CP_TTL = 1  # the parameter a request served by another provider replaces (RunArrays.req_ttl)
 CP_HIT = 8  # the parameter a request's own model's fitted hit rate replaces (RunArrays.cache_fit.by_model)
-CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached)
+CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached); AS_LOGGED: as the log holds it
+AS_LOGGED = 2  # a CP_OUTPUT: the response's items as logged (OpenAIAuto.output_as_logged)
 N_STATE = 3  # n: live entries, warm position, warm tokens
 REASONING, ASSISTANT_TEXT = KIND_CODE["reasoning"], KIND_CODE["assistant_text"]
 AS_BEFORE = -2  # a ``RunArrays.server_read``: the server gave what it gave the request before (a whole write lost)
@@ -60,7 +61,7 @@ def cache_params(cache: CacheModel, model: str | None) -> np.ndarray:
         p[2] = cache.min_cacheable or anthropic_min_cacheable(model)
     elif isinstance(cache, OpenAIAuto):
         p[1], p[2], p[5], p[CP_HIT] = cache.ttl, cache.min_for(model), cache.step, cache.hit_rate
-        p[CP_OUTPUT] = cache.output_cached
+        p[CP_OUTPUT] = AS_LOGGED if cache.output_as_logged else cache.output_cached
     elif isinstance(cache, VLLMBlocks):
         p[6], p[7] = cache.block, cache.capacity
     return p
@@ -251,15 +252,16 @@ def assistant_mid(kind, forms, prev_end, end):
 
 
 @compiled
-def output_end(kind, forms, recorded_only, resent, start, end, output_kinds):
+def output_end(kind, forms, recorded_only, resent, start, end, output_kinds, as_logged):
     """Where the previous response's output items end in this view: from ``start`` (the previous request's end),
     the items of ``output_kinds`` (its reasoning, text and tool calls, logged before the tool results and the next
-    input) still in their original form; ``start`` when there are none or when they do not open with the response's
-    reasoning (``output_kinds[0]``) sent back whole, as encrypted content the log sizes (``resent`` > 0: codex-rs's
-    estimate of it, RunArrays.harness_est). A model that reasons generates its reasoning first; a harness that does
-    not send it back (Chat Completions), or a log that keeps only its summary (the Codex TUI session log), leaves
-    the next prompt differing right after the previous one, or its size unknown."""
-    if start >= end or kind[start] != output_kinds[0] or resent[start] <= 0:
+    input) still in their original form. Unless ``as_logged`` (the log holds the response as the harness sends it
+    back), ``start`` when they do not open with the response's reasoning (``output_kinds[0]``) sent back whole, as
+    encrypted content the log sizes (``resent`` > 0: codex-rs's estimate of it, RunArrays.harness_est). A model
+    that reasons generates its reasoning first; a harness that does not send it back (Chat Completions), or a log
+    that keeps only its summary (the Codex TUI session log), leaves the next prompt differing right after the
+    previous one, or its size unknown."""
+    if start >= end or (not as_logged and (kind[start] != output_kinds[0] or resent[start] <= 0)):
         return start
     q = start
     while q < end and forms[q] == ORIGINAL and not recorded_only[q]:

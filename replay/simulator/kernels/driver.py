@@ -54,6 +54,7 @@ from replay.policies.view import DROPPED, N_FORMS, ORIGINAL
 from replay.run_arrays import OUTPUT_KINDS, TOOL_RESULT
 from replay.simulator.kernels.caches import (
     AS_BEFORE,
+    AS_LOGGED,
     CP_HIT,
     CP_OUTPUT,
     CP_TTL,
@@ -245,7 +246,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             server_gave(ctok, cexp, cn, req_ts[k], r.req_sent[k], gave if gave >= 0 else prev_cached)
         out_to = prev_end  # the previous response's output items, cached with its prompt (OpenAI)
         if k > 0 and cp[CP_OUTPUT] > 0 and cdirty == prev_end:
-            out_to = output_end(r.kind, forms, r.recorded_only, r.harness_est, prev_end, end, OUTPUT_KINDS)
+            logged = cp[CP_OUTPUT] == AS_LOGGED
+            out_to = output_end(r.kind, forms, r.recorded_only, r.harness_est, prev_end, end, OUTPUT_KINDS, logged)
             cdirty = out_to
         # the cache reads the prefix sums at cdirty or before, at the system breakpoint and at the end: extend them
         # from where they are still this view's to there, and take the end's from the running total
