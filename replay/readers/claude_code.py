@@ -90,6 +90,7 @@ from replay.readers.claude_code_unlogged import (
     FILE_TOOLS,
     clears,
     drops_attachments,
+    extension_turn,
     sends_todo_note,
     todo_note,
     unlogged_attachments,
@@ -218,7 +219,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 12  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 13  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -230,7 +231,9 @@ class ClaudeCodeReader:
     # microcompact of 2.1.38-2.1.68 clears the answered user-message images (``cleared``), an image a tool result
     # holds is named after its tool; 12: from 2.1.77 a compaction is followed by the memory files the session
     # created (an ``attachment`` item, tool_name "memory_reread"; claude_code_memory); a deferred_tools_delta
-    # logged right after a compaction is no ``unlogged`` prefix change
+    # logged right after a compaction is no ``unlogged`` prefix change; 13: a session the VS Code extension drove
+    # on 2.0.0-2.0.29 (an ``<ide_selection>`` or ``<ide_opened_file>`` block) is marked ``turn_attachments``: its
+    # attachments are gone from the next user message on (claude_code_unlogged)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -888,6 +891,15 @@ class _Session:
                 b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
             elif block.get("text"):
                 b.add("user_text", "user", block["text"], ts=ts, line=line)
+                self._extension(b, obj, block["text"], line)
+
+    def _extension(self, b: RunBuilder, obj: dict, text: str, line: int) -> None:
+        """Mark a main session the VS Code extension drove through Claude Code's SDK loop, whose attachments stay
+        for their own user turn only (``runs.metadata.turn_attachments``; replay.readers.claude_code_unlogged)."""
+        if b is not self.main or self.agent_file or "turn_attachments" in b.run.metadata:
+            return
+        if extension_turn(version_tuple(obj.get("version")), text):
+            b.run.metadata["turn_attachments"] = {"version": str(obj.get("version")), "line": line}
 
     def _turn_cwd(self, b: RunBuilder, obj: dict, line: int) -> None:
         """Note, in ``runs.metadata.system_changes``, a user turn that starts in another working directory than the

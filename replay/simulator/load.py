@@ -96,6 +96,7 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
         it["framing"] = min(prompt.framing(it["role"]), int(n))  # beyond its text (RunArrays.framing)
     out = _prefix_segments(prompt)
     pending = sorted(u for u in prompt.unlogged if u[2] not in PREFIX_CHANGES)
+    until = dict(prompt.until)
     segments = [seg for seg in out if seg["step"] > 0]
     out = [seg for seg in out if seg["step"] == 0]
     for it in items:
@@ -103,11 +104,20 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
             out.append(segments.pop(0))
         while pending and pending[0][0] <= it["step"]:
             step, tokens, why = pending.pop(0)
-            out.append(_synthetic(step, "attachment", tokens, why))
+            out.append(_unlogged(step, tokens, why, until))
         out.append(it)
     out.extend(segments)
-    out.extend(_synthetic(step, "attachment", tokens, why) for step, tokens, why in pending)
+    out.extend(_unlogged(step, tokens, why, until) for step, tokens, why in pending)
     return out
+
+
+def _unlogged(step: int, tokens: int, why: str, until: dict[int, int]) -> dict:
+    """Content the log does not hold, sent from ``step`` on: until the step ``until`` names for it, when it does
+    (``gone_at``: Claude Code's SDK loop drops attachments at the next user message), else to the end."""
+    item = _synthetic(step, "attachment", tokens, why)
+    if step in until:
+        item["gone_at"] = until[step]
+    return item
 
 
 def _prefix_segments(prompt: PromptModel) -> list[dict]:
@@ -130,8 +140,8 @@ def _prefix_segments(prompt: PromptModel) -> list[dict]:
 def _gone_at(
     items: list[dict], reqs: list[dict], exact: dict[int, int], undone: list[tuple[int, np.ndarray]]
 ) -> np.ndarray | None:
-    """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's
-    ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
+    """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's or unlogged
+    content's ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
     encrypted reasoning, Gemini's thoughts): the server counts it within its own turn only (the Responses API
     drops earlier turns' reasoning); the first request after a rollback that undid its turn (``undone``:
     ``usage_metadata.rollback_drops``; the earlier of the two when both apply); -1 for every other item."""
@@ -151,7 +161,7 @@ def _gone_at(
         if it["seq"] in exact and it["kind"] == "reasoning":  # a sized summary stays
             later = np.flatnonzero((req_turn > turn[p]) & (req_steps >= step[p]))
             out[p] = int(later[0]) if len(later) else -1
-    for p in segments:  # a prefix segment the harness stopped sending (replay.simulator.load._prefix_segments)
+    for p in segments:  # a prefix segment the harness stopped sending, content it dropped (_unlogged)
         out[p] = items[p]["gone_at"]
     pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
     for from_step, seqs in undone:  # the user's rollback: from the first request after it, when there is one
