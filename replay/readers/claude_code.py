@@ -44,7 +44,9 @@ prompt not logged), which stays a request.
 Claude Code 1.0.10-1.0.85 sends the todo list (a ``todo`` attachment, never logged) after each TodoWrite: the
 reader adds it after the call's result as an ``attachment`` item (tool_name "todo"), rebuilt from the call's input.
 Up to 2.1.96 no attachment is logged: ``runs.metadata.unlogged_attachments`` says from which step the harness
-watches a file (replay.readers.claude_code_unlogged).
+watches a file (replay.readers.claude_code_unlogged). A 2.0.0-2.0.29 session the VS Code extension drove (a user
+message opening with its ``<ide_selection>`` or ``<ide_opened_file>`` block) ran Claude Code's SDK loop, which
+keeps attachments for their own user turn only: ``runs.metadata.turn_attachments`` ({version, line}) marks it.
 
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)

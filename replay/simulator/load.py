@@ -14,7 +14,7 @@ from replay.metrics.server_iterations import server_calls
 from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
-from replay.readers.tool_targets import read_span
+from replay.readers.tool_targets import END, read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.claude_code_breakpoints import marks_last_two
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
@@ -382,6 +382,7 @@ def _assemble(
         harness_keep=per_item(items, metadata, "harness_keep_estimates"),
         media_chars=per_item(items, metadata, "media_chars"),
         edit_chars=edit_growth(items),
+        part_read=part_reads(items),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
@@ -403,6 +404,29 @@ def edit_growth(items: list[dict]) -> np.ndarray | None:
         for it in items
     ]
     return np.array(growth, dtype=np.int64) if any(growth) else None
+
+
+def part_reads(items: list[dict]) -> np.ndarray | None:
+    """Per item, whether a read call shows part of its file (a line range: Claude Code's Read with an ``offset`` or a
+    ``limit``, whatever their values, as its SDK loop tells a whole read; replay.readers.tool_targets.read_span);
+    None when no item is such a read."""
+    part = [
+        it.get("span") is not None and (it["span"][:2] != (1, END) or "offset" in args or "limit" in args)
+        if isinstance(args := _args(it.get("args")), dict)
+        else False
+        for it in items
+    ]
+    return np.array(part, dtype=np.bool_) if any(part) else None
+
+
+def _args(raw: object) -> object:
+    """A read call's arguments as parsed JSON (None when not JSON)."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray | None, np.ndarray | None]:

@@ -6,7 +6,9 @@ recorded ≈ overhead + scale * reconstructed [+ per_message * messages] [+ offs
 template cost. Boundaries are the points where the server's prompt gains a constant the log does not hold:
 compactions (Claude Code re-attaches recently read files after its summary without logging them), model switches,
 and what readers note in ``runs.metadata.unlogged`` (a parent message missing from the log, ToolSearch
-``tool_reference`` results the server expands into tool schemas). Each boundary costs one fitted offset, and
+``tool_reference`` results the server expands into tool schemas). Where the harness keeps attachments for one user
+turn only (``runs.metadata.turn_attachments``: Claude Code's SDK loop to 2.0.29), a compaction's offset ends at the
+first request of the next user turn (:func:`turn_ends`). Each boundary costs one fitted offset, and
 only what the prompt model can send is fitted (see :func:`fit`): content the log does not hold is never
 negative, so a prompt that shrinks with no event to explain it stays an error, as it is in simulation.
 
