@@ -197,6 +197,8 @@ class RunArrays:
     # per item: an edit call's change to its file's characters (its new string's less its old one's;
     # replay.simulator.load.edit_growth); None: 0 everywhere
     edit_chars: np.ndarray | None = field(default=None, repr=False)
+    # per item: a read call that shows part of its file (a line range; replay.simulator.load.part_reads); None: none
+    part_read: np.ndarray | None = field(default=None, repr=False)
 
     def _per_request(self, values: np.ndarray, dtype: type, fill: float = 0) -> np.ndarray:
         """``values`` with one entry per request, ``fill`` everywhere when the run gives none."""
@@ -270,6 +272,13 @@ class RunArrays:
         if self.edit_chars is not None and len(self.edit_chars) == self.n_items:
             return self.edit_chars.astype(np.int64)
         return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def part_read_of(self) -> np.ndarray:
+        """``part_read`` with one entry per item (False where none is given)."""
+        if self.part_read is not None and len(self.part_read) == self.n_items:
+            return self.part_read.astype(np.bool_)
+        return np.zeros(self.n_items, dtype=np.bool_)
 
     @property
     def media_chars_of(self) -> np.ndarray:

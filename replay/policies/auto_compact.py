@@ -12,8 +12,9 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
   ``trigger_on`` "last_usage") or that plus the messages since at chars/4 (2.1.3 on: "usage_and_new"); the whole
   conversation is summarised and the newest files of its read-file state (those the ``reattach_tools`` calls
   touched: Read, Write, Edit, not MCP tools) are re-read after the summary, each up to ``reattach_file_tokens``
-  (``reattached``). From 2.1.153 the newest round (the last response and what follows it) stays verbatim after the
-  summary (``keep_rounds``). Versions and figures: replay.policies.presets.
+  (``reattached``); its SDK loop (2.0.0-2.0.29) rebuilds that state at each user message from the files read
+  whole (``reattach_turn_files``). From 2.1.153 the newest round (the last response and what follows it) stays
+  verbatim after the summary (``keep_rounds``). Versions and figures: replay.policies.presets.
 - Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
   ``micro_warning`` of the limit, the results of the oldest calls of ``micro_tools`` (all but the newest
   ``micro_keep`` calls, results sized at chars/4) are replaced by a note of ``micro_note_chars`` characters, oldest
@@ -220,6 +221,16 @@ class AutoCompactConfig(PolicyConfig):
     reattach_total: int = knob(
         50_000, 0, 100_000_000, "re-read files are kept while they add up to no more than this (chars/4; 50,000)"
     )
+    reattach_turn_files: int = knob(
+        0,
+        0,
+        100_000,
+        "the harness rebuilds its read-file state at each user message from the newest this many files the "
+        "history reads whole (Claude Code's SDK loop to 2.0.29: 10); 0: the state lasts from the last compaction",
+    )
+    reattach_turn_writes: bool = knob(
+        False, doc="that rebuild takes the whole-content writes too (reattach_whole_tools; the SDK loop 2.0.15 on)"
+    )
     microcompact: bool = knob(False, doc="clear old tool results before compacting (Claude Code 2.x)")
     micro_tools: tuple[str, ...] = knob(
         MICRO_TOOLS, doc="tools whose results microcompact clears (comma separated; * for every tool)"
@@ -279,7 +290,9 @@ class AutoCompactConfig(PolicyConfig):
     P_RE_TOTAL,
     P_RE_CHARS4,
     P_MICRO_IMAGES,
-) = range(P_POLICY, P_POLICY + 30)
+    P_RE_TURN,
+    P_RE_TURN_WRITES,
+) = range(P_POLICY, P_POLICY + 32)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {
     "prompt": 0,
@@ -333,6 +346,7 @@ class AutoCompact(CompiledPolicy):
         p[P_RE_FILES], p[P_RE_CAP] = c.reattach_files if c.reattach_tools else 0, c.reattach_file_tokens
         p[P_RE_NOTE], p[P_RE_TOTAL] = c.reattach_note_tokens, c.reattach_total
         p[P_RE_CHARS4] = c.reattach_count == "chars/4"
+        p[P_RE_TURN], p[P_RE_TURN_WRITES] = c.reattach_turn_files, c.reattach_turn_writes
         p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
@@ -791,7 +805,7 @@ def edit_tokens(r, q):
 
 
 @compiled(borrowed=True)
-def file_state(r, st, nres, chars4):
+def file_state(p, r, st, nres, chars4):
     """Fill the scratch rows for ``reattached`` over the history so far: per resource id, its rank in the harness's
     read-file state (-1: not in it) and its newest known size (tokens, chars/4; -1: none known); ``A_STATE`` marks
     the files in that state.
@@ -802,11 +816,19 @@ def file_state(r, st, nres, chars4):
     by their newest read, the log giving no time). Its size: a ``reattach_whole_tools`` call's content, or the
     largest read since (a read with an offset or limit shows part of the file), changed by each edit since by the
     content it adds (``edit_tokens``; as shown, with the file's own share of line numbering); for a file only
-    edited, its first edit's call."""
+    edited, its first edit's call.
+
+    With ``reattach_turn_files`` (Claude Code's SDK loop to 2.0.29) the state is rebuilt at each user message:
+    the calls of the current user turn (since the last compaction) as above, and, unless a compaction in this turn
+    reset it, the newest ``reattach_turn_files`` files of the whole history read whole (``rebuilt_state``)."""
     end, since = st.s[S_END], st.s[S_STATE_FROM]
+    turn_files = np.int64(p[P_RE_TURN])
+    first = turn_start(r, st, end) if turn_files > 0 and end > 0 else 0  # the current user turn's first item
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
     for f in range(nres):
         rank[f], size[f], est[f], raw[f] = -1, -1, 0, 0
+        if turn_files > 0 and since <= first:  # rebuilt at this turn: what a compaction re-read is not in it
+            st.aux[A_STATE, f] = 0
     for q in range(end):
         f = r.resource[q]
         if f < 0 or r.kind[q] != TOOL_CALL or r.tflag[q] & TF_FILE_STATE == 0:
@@ -831,12 +853,45 @@ def file_state(r, st, nres, chars4):
             size[f] += np.int64(np.round(grow * shown))
             est[f] += np.int64(np.round(r.edit_chars[q] * shown / 4))
             raw[f] = max(raw[f] + (np.int64(np.round(r.edit_chars[q] / 4)) if chars4 else grow), np.int64(0))
-        rank[f] = max(rank[f], q + end if r.access[q] == WRITE else q)
+        if turn_files > 0 and q < first:  # an earlier turn's call: only the rebuild below brings its file back
+            continue
+        rank[f] = max(rank[f], q + 2 * end if r.access[q] == WRITE else q)
         if q >= since:
             st.aux[A_STATE, f] = 1
+    if turn_files > 0 and since <= first:
+        rebuilt_state(p, r, st, first, end, turn_files)
     for f in range(nres):
         if st.aux[A_STATE, f] == 0:
             rank[f] = -1
+
+
+@compiled(borrowed=True)
+def rebuilt_state(p, r, st, first, end, turn_files):
+    """The files Claude Code's SDK loop (2.0.0-2.0.29) puts back in its read-file state at the user message that
+    starts the turn at ``first``: walking the whole history (a compaction's summary does not stop it), the newest
+    ``turn_files`` files a successful read showed whole (no offset or limit) or, with ``reattach_turn_writes``, a
+    ``reattach_whole_tools`` call wrote (2.0.15 on). They are stamped with that message's time: each ranks below the
+    files the turn has written and above those it has only read, the newest first; a file the turn touched keeps
+    the turn's rank."""
+    rank = st.aux[A_RANK]
+    found = 0
+    for q in range(first - 1, -1, -1):
+        if found >= turn_files:
+            break
+        f = r.resource[q]
+        if f < 0 or r.kind[q] != TOOL_CALL or r.tflag[q] & TF_FILE_STATE == 0:
+            continue
+        res = r.pair[q]
+        if not 0 <= res < end:
+            continue
+        whole_read = r.access[q] == READ and not r.part_read[q] and not r.is_error[res]
+        whole_write = p[P_RE_TURN_WRITES] > 0 and r.access[q] == WRITE and r.tflag[q] & TF_WHOLE_FILE != 0
+        if not (whole_read or whole_write) or st.aux[A_STATE, f] == 2:
+            continue
+        found += 1
+        if st.aux[A_STATE, f] == 0:  # not touched this turn
+            rank[f] = end + q
+        st.aux[A_STATE, f] = 2  # in the state (2: taken by this walk)
 
 
 @compiled(borrowed=True)
@@ -853,7 +908,7 @@ def reattached(p, r, st, start):
     if nres == 0:
         st.s[S_STATE_FROM] = end
         return np.int64(0)
-    file_state(r, st, nres, p[P_RE_CHARS4] > 0)
+    file_state(p, r, st, nres, p[P_RE_CHARS4] > 0)
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
     for q in range(start, end):
         kept_read = r.kind[q] == TOOL_CALL and r.access[q] == READ and r.tflag[q] & TF_FILE_STATE != 0

@@ -167,6 +167,8 @@ Run = namedtuple(
         "req_hit",
         # per item: an edit call's change to its file's characters (RunArrays.edit_chars)
         "edit_chars",
+        # per item: a read call that shows part of its file (RunArrays.part_read)
+        "part_read",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

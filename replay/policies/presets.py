@@ -668,6 +668,23 @@ def model_default_window(version: tuple[int, ...], model: str, window: int) -> b
     ) or (window >= 1_000_000 and version >= NATIVE_1M_WINDOWED and native_1m(version, model))
 
 
+# Claude Code's SDK loop, which the VS Code extension drives (a session marked ``turn_attachments``,
+# replay.readers.claude_code_unlogged), rebuilds its read-file state at each user message from the history: the
+# newest 10 files a Read showed whole, no offset or limit (cli.js 2.0.0, 2.0.2, 2.0.14), and from 2.0.15 also the
+# files a Write wrote (2.0.15, 2.0.19, 2.0.26, 2.0.29 checked). What a compaction re-reads comes from that state.
+SDK_STATE_FILES = 10
+SDK_STATE_WRITES_FROM = (2, 0, 15)
+
+
+def sdk_read_state(version: str) -> dict[str, Any]:
+    """The auto_compact knobs of the read-file state Claude Code ``version``'s SDK loop rebuilds at each user
+    message ({} when the version is not a version number)."""
+    v = version_tuple(version.strip())
+    if v is None:
+        return {}
+    return {"reattach_turn_files": SDK_STATE_FILES, "reattach_turn_writes": v >= SDK_STATE_WRITES_FROM}
+
+
 def claude_code_preset(
     version: str, model: str | None, long_context: bool = False, entrypoint: str | None = None
 ) -> tuple[str, dict[str, Any], int] | None:

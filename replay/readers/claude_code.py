@@ -44,7 +44,9 @@ prompt not logged), which stays a request.
 Claude Code 1.0.10-1.0.85 sends the todo list (a ``todo`` attachment, never logged) after each TodoWrite: the
 reader adds it after the call's result as an ``attachment`` item (tool_name "todo"), rebuilt from the call's input.
 Up to 2.1.96 no attachment is logged: ``runs.metadata.unlogged_attachments`` says from which step the harness
-watches a file (replay.readers.claude_code_unlogged).
+watches a file (replay.readers.claude_code_unlogged). A 2.0.0-2.0.29 session the VS Code extension drove (a user
+message opening with its ``<ide_selection>`` or ``<ide_opened_file>`` block) ran Claude Code's SDK loop, which
+keeps attachments for their own user turn only: ``runs.metadata.turn_attachments`` ({version, line}) marks it.
 
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
 ``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
@@ -90,6 +92,7 @@ from replay.readers.claude_code_unlogged import (
     FILE_TOOLS,
     clears,
     drops_attachments,
+    extension_turn,
     sends_todo_note,
     todo_note,
     unlogged_attachments,
@@ -218,7 +221,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 12  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 13  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -230,7 +233,9 @@ class ClaudeCodeReader:
     # microcompact of 2.1.38-2.1.68 clears the answered user-message images (``cleared``), an image a tool result
     # holds is named after its tool; 12: from 2.1.77 a compaction is followed by the memory files the session
     # created (an ``attachment`` item, tool_name "memory_reread"; claude_code_memory); a deferred_tools_delta
-    # logged right after a compaction is no ``unlogged`` prefix change
+    # logged right after a compaction is no ``unlogged`` prefix change; 13: a session the VS Code extension drove
+    # on 2.0.0-2.0.29 (an ``<ide_selection>`` or ``<ide_opened_file>`` block) is marked ``turn_attachments``: its
+    # attachments are gone from the next user message on (claude_code_unlogged)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -888,6 +893,15 @@ class _Session:
                 b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
             elif block.get("text"):
                 b.add("user_text", "user", block["text"], ts=ts, line=line)
+                self._extension(b, obj, block["text"], line)
+
+    def _extension(self, b: RunBuilder, obj: dict, text: str, line: int) -> None:
+        """Mark a main session the VS Code extension drove through Claude Code's SDK loop, whose attachments stay
+        for their own user turn only (``runs.metadata.turn_attachments``; replay.readers.claude_code_unlogged)."""
+        if b is not self.main or self.agent_file or "turn_attachments" in b.run.metadata:
+            return
+        if extension_turn(version_tuple(obj.get("version")), text):
+            b.run.metadata["turn_attachments"] = {"version": str(obj.get("version")), "line": line}
 
     def _turn_cwd(self, b: RunBuilder, obj: dict, line: int) -> None:
         """Note, in ``runs.metadata.system_changes``, a user turn that starts in another working directory than the

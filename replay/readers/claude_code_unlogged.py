@@ -24,6 +24,18 @@ touches the file); until 1.0.43 the note also tells the model it need not call t
 writes its own agent's file, which its read-file state does not hold: no note. ``/clear`` empties the read-file
 state, the todo file with it, so a session that ran it gets no note from then on (its transcript opens with the
 command's message).
+
+Attachments for one user turn only (the SDK loop). The VS Code extension (and any SDK client) drives Claude Code
+through its stream-json query loop, not the REPL. Up to 2.0.29 that loop carries only user, assistant and
+compact-boundary messages from one user message to the next (cli.js 2.0.0, 2.0.2, 2.0.29: the prompt's own
+messages are kept when they are user messages, and of what the query yields only the messages it hands back to the
+client, attachments never): every attachment the harness adds (the files re-read after a compaction, a changed
+file's snippet, a todo reminder, an @-mentioned file) is sent with the requests of the turn it was made in and
+gone from the next user message on. 2.0.30 keeps every message the query yields, attachments included. The
+transcripts of these versions do not say which surface wrote them (no ``entrypoint``); the extension puts the
+editor's state into the user message itself, as ``<ide_selection>`` and ``<ide_opened_file>`` blocks, which
+cli.js never writes (the REPL sends the selection as an attachment of its own wording): such a block marks the
+session (``runs.metadata.turn_attachments``).
 """
 
 from __future__ import annotations
@@ -79,6 +91,21 @@ ATTACHMENTS_LOGGED_FROM = (2, 1, 97)  # the versions before drop attachments fro
 # has a baseline of its IDE diagnostics
 FILE_TOOLS = {"Read", "Edit", "MultiEdit", "Write", "NotebookRead", "NotebookEdit"}
 ATTACHMENT_KINDS = "snippets of files changed on disk, IDE diagnostics, nested memory files"
+
+
+# the versions whose SDK loop drops attachments at the next user message (2.0.0, 2.0.2 and 2.0.29 checked; 2.0.30
+# keeps them)
+TURN_ATTACHMENTS_FROM, TURN_ATTACHMENTS_TO = (2, 0, 0), (2, 0, 29)
+# the blocks the VS Code extension opens a user message's text with (the editor's selection, the file it shows)
+EXTENSION_BLOCKS = ("<ide_selection>", "<ide_opened_file>")
+
+
+def extension_turn(version: tuple[int, ...] | None, text: Any) -> bool:
+    """Whether a user message's text block, in this Claude Code version, marks a session the VS Code extension
+    drove through the SDK loop that keeps attachments for their own user turn only."""
+    if version is None or not TURN_ATTACHMENTS_FROM <= version <= TURN_ATTACHMENTS_TO:
+        return False
+    return isinstance(text, str) and text.lstrip().startswith(EXTENSION_BLOCKS)
 
 
 def drops_attachments(version: tuple[int, ...] | None) -> bool:

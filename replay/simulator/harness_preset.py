@@ -12,6 +12,7 @@ from replay.policies.presets import (
     codex_window,
     copilot_prompt_limit,
     gemini_token_limit,
+    sdk_read_state,
 )
 
 BIG = Budget(10**9, 0)
@@ -31,6 +32,8 @@ def harness_preset(
         if chosen is None:
             return None
         name, params, window = chosen
+        if isinstance(metadata.get("turn_attachments"), dict):  # the SDK loop rebuilds its read-file state per turn
+            params = {**params, **sdk_read_state(str(metadata.get("cc_version") or ""))}
         return name, Budget(window, 0), params
     if fmt in ("codex-rollout", "codex-tui"):
         limit = codex_window(metadata.get("model_context_window"), model)

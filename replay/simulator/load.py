@@ -14,7 +14,7 @@ from replay.metrics.server_iterations import server_calls
 from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
-from replay.readers.tool_targets import read_span
+from replay.readers.tool_targets import END, read_span
 from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
 from replay.simulator.claude_code_breakpoints import marks_last_two
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
@@ -96,6 +96,7 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
         it["framing"] = min(prompt.framing(it["role"]), int(n))  # beyond its text (RunArrays.framing)
     out = _prefix_segments(prompt)
     pending = sorted(u for u in prompt.unlogged if u[2] not in PREFIX_CHANGES)
+    until = dict(prompt.until)
     segments = [seg for seg in out if seg["step"] > 0]
     out = [seg for seg in out if seg["step"] == 0]
     for it in items:
@@ -103,11 +104,20 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
             out.append(segments.pop(0))
         while pending and pending[0][0] <= it["step"]:
             step, tokens, why = pending.pop(0)
-            out.append(_synthetic(step, "attachment", tokens, why))
+            out.append(_unlogged(step, tokens, why, until))
         out.append(it)
     out.extend(segments)
-    out.extend(_synthetic(step, "attachment", tokens, why) for step, tokens, why in pending)
+    out.extend(_unlogged(step, tokens, why, until) for step, tokens, why in pending)
     return out
+
+
+def _unlogged(step: int, tokens: int, why: str, until: dict[int, int]) -> dict:
+    """Content the log does not hold, sent from ``step`` on: until the step ``until`` names for it, when it does
+    (``gone_at``: Claude Code's SDK loop drops attachments at the next user message), else to the end."""
+    item = _synthetic(step, "attachment", tokens, why)
+    if step in until:
+        item["gone_at"] = until[step]
+    return item
 
 
 def _prefix_segments(prompt: PromptModel) -> list[dict]:
@@ -130,8 +140,8 @@ def _prefix_segments(prompt: PromptModel) -> list[dict]:
 def _gone_at(
     items: list[dict], reqs: list[dict], exact: dict[int, int], undone: list[tuple[int, np.ndarray]]
 ) -> np.ndarray | None:
-    """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's
-    ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
+    """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's or unlogged
+    content's ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
     encrypted reasoning, Gemini's thoughts): the server counts it within its own turn only (the Responses API
     drops earlier turns' reasoning); the first request after a rollback that undid its turn (``undone``:
     ``usage_metadata.rollback_drops``; the earlier of the two when both apply); -1 for every other item."""
@@ -151,7 +161,7 @@ def _gone_at(
         if it["seq"] in exact and it["kind"] == "reasoning":  # a sized summary stays
             later = np.flatnonzero((req_turn > turn[p]) & (req_steps >= step[p]))
             out[p] = int(later[0]) if len(later) else -1
-    for p in segments:  # a prefix segment the harness stopped sending (replay.simulator.load._prefix_segments)
+    for p in segments:  # a prefix segment the harness stopped sending, content it dropped (_unlogged)
         out[p] = items[p]["gone_at"]
     pos = {it["seq"]: p for p, it in enumerate(items) if it["seq"] is not None}
     for from_step, seqs in undone:  # the user's rollback: from the first request after it, when there is one
@@ -372,6 +382,7 @@ def _assemble(
         harness_keep=per_item(items, metadata, "harness_keep_estimates"),
         media_chars=per_item(items, metadata, "media_chars"),
         edit_chars=edit_growth(items),
+        part_read=part_reads(items),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
@@ -393,6 +404,29 @@ def edit_growth(items: list[dict]) -> np.ndarray | None:
         for it in items
     ]
     return np.array(growth, dtype=np.int64) if any(growth) else None
+
+
+def part_reads(items: list[dict]) -> np.ndarray | None:
+    """Per item, whether a read call shows part of its file (a line range: Claude Code's Read with an ``offset`` or a
+    ``limit``, whatever their values, as its SDK loop tells a whole read; replay.readers.tool_targets.read_span);
+    None when no item is such a read."""
+    part = [
+        it.get("span") is not None and (it["span"][:2] != (1, END) or "offset" in args or "limit" in args)
+        if isinstance(args := _args(it.get("args")), dict)
+        else False
+        for it in items
+    ]
+    return np.array(part, dtype=np.bool_) if any(part) else None
+
+
+def _args(raw: object) -> object:
+    """A read call's arguments as parsed JSON (None when not JSON)."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
 
 
 def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray | None, np.ndarray | None]:

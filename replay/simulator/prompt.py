@@ -50,6 +50,8 @@ class PromptModel:
     unlogged: tuple[tuple[int, int, str], ...] = ()
     unreconstructable: str = ""  # why the log cannot give the server's prompt, when calibration found it cannot
     median_err: float = 0.0  # the fit's median |error| / recorded on its own run
+    # (from step, to step): unlogged content the server no longer counts from that step on (calibrate.turn_ends)
+    until: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:
         if self.prefix < 0:
@@ -106,6 +108,7 @@ def _fits(
             unlogged,
             reasons.get(run_id, ""),
             float(errors.get(run_id, 0.0)),
+            tuple((s, e) for s, e in f.ends if any(s == u[0] for u in unlogged)),
         )
     return out
 

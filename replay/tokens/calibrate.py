@@ -6,7 +6,9 @@ recorded ≈ overhead + scale * reconstructed [+ per_message * messages] [+ offs
 template cost. Boundaries are the points where the server's prompt gains a constant the log does not hold:
 compactions (Claude Code re-attaches recently read files after its summary without logging them), model switches,
 and what readers note in ``runs.metadata.unlogged`` (a parent message missing from the log, ToolSearch
-``tool_reference`` results the server expands into tool schemas). Each boundary costs one fitted offset, and
+``tool_reference`` results the server expands into tool schemas). Where the harness keeps attachments for one user
+turn only (``runs.metadata.turn_attachments``: Claude Code's SDK loop to 2.0.29), a compaction's offset ends at the
+first request of the next user turn (:func:`turn_ends`). Each boundary costs one fitted offset, and
 only what the prompt model can send is fitted (see :func:`fit`): content the log does not hold is never
 negative, so a prompt that shrinks with no event to explain it stays an error, as it is in simulation.
 
@@ -34,7 +36,7 @@ A recorded prompt the harness printed rounded ("11k") is an interval, not a poin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
@@ -63,6 +65,7 @@ from replay.tokens.usage_metadata import (
     metadata_dict,
     resolutions,
     rollback_drops,
+    turn_attachments,
     usage_only_steps,
 )
 
@@ -79,6 +82,8 @@ class Fit:
     per_message: float = 0.0
     offsets: tuple[tuple[int, float], ...] = ()  # (from step, tokens)
     reasoning_in_prompt: bool = True
+    # (from step, to step): an offset that holds only until that step (the harness drops that content there)
+    ends: tuple[tuple[int, int], ...] = ()
 
     def predict(
         self, recon: np.ndarray, messages: np.ndarray | None = None, steps: np.ndarray | None = None
@@ -87,9 +92,17 @@ class Fit:
         if messages is not None:
             out = out + self.per_message * np.asarray(messages, dtype=np.float64)
         if steps is not None:
+            ends = dict(self.ends)
             for step, tokens in self.offsets:
-                out = out + tokens * (np.asarray(steps) >= step)
+                out = out + tokens * held(np.asarray(steps), step, ends.get(step))
         return out
+
+
+def held(steps: np.ndarray, start: int, end: int | None) -> np.ndarray:
+    """Per request step, whether content added at ``start`` is in its prompt: from ``start`` on, until ``end``
+    (None: to the end)."""
+    on = steps >= start
+    return on if end is None else on & (steps < end)
 
 
 @dataclass(frozen=True)
@@ -187,6 +200,7 @@ def fit(
     boundaries: list[int] | tuple[int, ...] = (),
     fixed: float = 0.0,
     signed: tuple[int, ...] = (),
+    ends: dict[int, int] | None = None,
 ) -> Fit:
     """Least squares recorded ≈ prefix + b * (recon - fixed) [+ c * messages] [+ offsets from boundary steps on],
     within what the prompt model can send (``replay.simulator.prompt``): the prefix (what the harness adds, with
@@ -194,7 +208,9 @@ def fit(
     >= 0, except at the boundaries in ``signed`` (a model switch changes the prefix either way). No free term
     absorbs a jump the log does not explain: calibration scores the prompt that simulation sends.
 
-    The per-message term needs MIN_PER_MESSAGE requests; a boundary needs a request on each side. With too few or
+    ``ends``: boundary step -> the step from which its content is gone again (``turn_ends``); the offset holds in
+    between. The per-message term needs MIN_PER_MESSAGE requests; a boundary needs a request on each side. With too
+    few or
     constant points, b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
     Returns ``overhead`` = prefix - b * fixed, so ``predict`` takes ``recon`` with the fixed part in it.
     """
@@ -207,7 +223,7 @@ def fit(
     starts: list[int] = []
     if steps is not None:
         for b in sorted(set(boundaries)):
-            col = (np.asarray(steps) >= b).astype(np.float64)
+            col = held(np.asarray(steps), b, (ends or {}).get(b)).astype(np.float64)
             if 0 < col.sum() < n and not any(np.array_equal(col, c) for c in ind):
                 ind.append(col)
                 starts.append(int(b))
@@ -238,6 +254,7 @@ def fit(
         float(coef[1]),
         float(coef[2]) if use_msgs else 0.0,
         tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0),
+        ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
     )
 
 
@@ -323,6 +340,7 @@ def fit_usage(
         exact, exact_dropped = exact_sizes(metadata), exact_sizes(metadata, reasoning_dropped=True)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         drops, undone = context_drops(metadata), rollback_drops(metadata)
+        ends = turn_ends(run_items, steps, check.boundaries, metadata)
         f, prompts = _best_fit(
             run_items,
             steps,
@@ -333,6 +351,7 @@ def fit_usage(
             drops,
             undone,
             learnable(steps, metadata),
+            ends,
         )
         check_shrinks(
             check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata, (TARGET_MEDIAN, TARGET_P95)
@@ -367,6 +386,7 @@ def fit_usage(
             check.boundaries,
             overhead.fixed,
             half,
+            ends,
         )
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
@@ -420,6 +440,7 @@ def walk_forward(
     boundaries: dict[int, str],
     fixed: float = 0.0,
     half: np.ndarray | None = None,
+    ends: dict[int, int] | None = None,
 ) -> np.ndarray:
     """|predicted - recorded| / recorded per request (less the recorded figure's rounding ``half``), each
     predicted by a fit on the earlier requests only (overhead and scale, plus the boundaries seen so far):
@@ -428,7 +449,7 @@ def walk_forward(
     out = np.full(len(steps), np.nan)
     for k in range(2, len(steps)):
         seen = [b for b in boundaries if b <= steps[k - 1]]
-        f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries))
+        f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries), ends)
         pred = f.predict(prompts.tokens[k : k + 1], None, steps[k : k + 1])[0] + prompts.exact[k]
         out[k] = interval_errors(np.array([pred]), recorded[k : k + 1], None if half is None else half[k : k + 1])[0]
     return out
@@ -460,6 +481,7 @@ def _best_fit(
     drops: list[tuple[int, np.ndarray]] | None = None,
     undone: list[tuple[int, np.ndarray]] | None = None,
     learn: np.ndarray | None = None,
+    ends: dict[int, int] | None = None,
 ) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
     ``exact``: the items the log sizes (usage_metadata.exact_sizes) with reasoning kept, and with it dropped.
@@ -471,7 +493,16 @@ def _best_fit(
         p = visible(items, steps, overhead, drop, dropped_exact if drop else kept_exact, drops, undone)
         target = recorded - p.exact
         m = np.ones(len(steps), dtype=bool) if learn is None else learn
-        f = fit(p.tokens[m], target[m], p.messages[m], steps[m], sorted(boundaries), overhead.fixed, signed(boundaries))
+        f = fit(
+            p.tokens[m],
+            target[m],
+            p.messages[m],
+            steps[m],
+            sorted(boundaries),
+            overhead.fixed,
+            signed(boundaries),
+            ends,
+        )
         return float(np.sum((f.predict(p.tokens[m], p.messages[m], steps[m]) - target[m]) ** 2)), f, p
 
     sse, f, p = attempt(False)
@@ -482,8 +513,34 @@ def _best_fit(
     if counted["n_tokens"].fill_null(0).sum() > 0 or sized > 0:
         sse2, f2, p2 = attempt(True)
         if sse2 < DROP_REASONING_GAIN * sse:  # dropping must clearly explain the usage better, not fit noise
-            return Fit(f2.overhead, f2.scale, f2.per_message, f2.offsets, reasoning_in_prompt=False), p2
+            return replace(f2, reasoning_in_prompt=False), p2
     return f, p
+
+
+def turn_ends(items: pl.DataFrame, steps: np.ndarray, boundaries: dict[int, str], metadata: dict) -> dict[int, int]:
+    """Compaction boundary step -> the first request step of a later user turn, for a run whose harness keeps
+    attachments for their own user turn only (``runs.metadata.turn_attachments``: Claude Code's SDK loop up to
+    2.0.29, replay.readers.claude_code_unlogged): what it re-attached after its summary, which the log does not
+    hold, is gone there. Empty for any other run."""
+    if not turn_attachments(metadata) or items.is_empty():
+        return {}
+    step = items["step"].to_numpy()
+    turn = items["turn"].fill_null(0).to_numpy()
+    order = np.argsort(step, kind="stable")
+    running = np.maximum.accumulate(turn[order])
+    upto = np.searchsorted(step[order], steps, side="right")
+    req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)  # the newest user turn a request holds
+    out = {}
+    for b, why in boundaries.items():
+        if why != "compaction":
+            continue
+        at = np.flatnonzero(steps >= b)
+        if not len(at):
+            continue
+        later = np.flatnonzero((steps > b) & (req_turn > req_turn[at[0]]))
+        if len(later):
+            out[b] = int(steps[later[0]])
+    return out
 
 
 def learnable(steps: np.ndarray, metadata: dict) -> np.ndarray | None:

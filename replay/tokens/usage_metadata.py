@@ -52,6 +52,12 @@ def events_and_rewrites(metadata: dict) -> list:
     return [*(events if isinstance(events, list) else []), *(rewrites if isinstance(rewrites, list) else [])]
 
 
+def turn_attachments(metadata: dict) -> bool:
+    """Whether the harness kept its attachments for their own user turn only (``runs.metadata.turn_attachments``:
+    Claude Code's SDK loop up to 2.0.29, which the VS Code extension drives)."""
+    return isinstance(metadata.get("turn_attachments"), dict)
+
+
 def usage_only_steps(metadata: dict) -> set[int]:
     """Steps of the requests whose usage counts input their prompt did not carry (``unlogged`` notes with
     ``usage_only``: the results of a hosted web search Codex's server ran inside the response)."""

@@ -10,7 +10,7 @@ import pytest
 from replay.errors import ReplayError
 from replay.policies import PRESETS, Budget, make_policy
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
-from replay.run_arrays import KIND_CODE
+from replay.run_arrays import KIND_CODE, RunArrays, build
 from replay.simulator.kernels.trace import views_of
 from tests.policies.handmade import loop_run
 
@@ -279,3 +279,43 @@ def test_claude_code_reads_the_usage_the_server_reported():
     more = replace(run, usage_offset=np.full(run.n_requests, 8_000, dtype=np.int64))
     assert fired(views(more, "claude-code-1.0.80", off))[0] == 6  # request 5's 150,150 + 8,000 reported
     assert fired(views(more, "claude-code-2", off))[0] == 6  # 2.1.3 on: 150,150 + 8,000 + request 6's 10,000+ new
+
+
+def turn_state_run(sdk: bool) -> RunArrays:
+    """Turn 1 reads ``a.py`` whole, ``b.py`` in part and edits ``c.py``; turn 2 (from step 4) reads ``d.py`` and
+    outputs grow past the limit. Results are 4,000 tokens each (chars = 4 x tokens); the edit adds 80 tokens."""
+    items: list[dict] = [{"step": 0, "kind": "system", "chars": 400_000, "tokens": 100_000, "turn": 0}]
+    items.append({"step": 0, "kind": "user_text", "chars": 400, "tokens": 100, "turn": 1})
+
+    def call(step: int, turn: int, name: str, res: str, access: str, size: int) -> None:
+        cid = f"c{len(items)}"
+        base = {"step": step, "call_id": cid, "resource": res, "access": access, "turn": turn}
+        items.append({**base, "kind": "tool_call", "chars": 40, "tokens": 10, "tool_name": name})
+        items.append({**base, "kind": "tool_result", "chars": 4 * size, "tokens": size, "lines": 100})
+
+    call(1, 1, "Read", "a.py", "read", 4_000)
+    call(2, 1, "Read", "b.py", "read", 4_000)  # with an offset: part of the file
+    call(3, 1, "Edit", "c.py", "write", 80)
+    items.append({"step": 4, "kind": "user_text", "chars": 400, "tokens": 100, "turn": 2})
+    call(4, 2, "Read", "d.py", "read", 4_000)
+    for step in range(5, 12):
+        call(step, 2, "Bash", "", "exec", 9_000)
+    run = build("turn-state", items, [{"step": k} for k in range(12)], "real:test")
+    part = np.array([it.get("call_id") == "c4" and it["kind"] == "tool_call" for it in items])
+    return replace(run, part_read=part) if sdk else run
+
+
+def test_sdk_loop_rebuilds_the_read_file_state_at_each_user_message():
+    """Claude Code's SDK loop (2.0.0-2.0.29) rebuilds its read-file state when a user message starts a turn: the
+    files earlier turns read whole (``a.py``) and what this turn touched (``d.py``); a file an earlier turn read in
+    part (``b.py``) or edited (``c.py``) is not re-read after the summary. The REPL keeps all four."""
+    sdk = {"reattach_turn_files": "10"}
+    run = turn_state_run(True)
+    k = fired(views(run, "claude-code-1.0.80", sdk, Budget(160_000)))[0]
+    rebuilt = views(run, "claude-code-1.0.80", sdk, Budget(160_000))[k].summary_tokens
+    kept = views(run, "claude-code-1.0.80", None, Budget(160_000))[k].summary_tokens
+    # b.py's read and c.py's edit (its call, as the Read tool would number its one line: 12): the REPL's state only
+    assert (rebuilt, kept - rebuilt) == (2_000 + 4_000 + 4_000, 4_000 + 12)
+    assert views(run, "claude-code-1.0.80", {**sdk, "reattach_files": "1"}, Budget(160_000))[k].summary_tokens == (
+        rebuilt - 4_000
+    )  # d.py (this turn's read) ranks below a.py (stamped at the user message)

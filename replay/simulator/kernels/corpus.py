@@ -77,6 +77,7 @@ def run_at(pk, tflag, i):
         pk.req_ttl[c:d],
         pk.req_hit[c:d],
         pk.edit_chars[a:b],
+        pk.part_read[a:b],
     )
 
 

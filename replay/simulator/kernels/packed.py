@@ -81,6 +81,7 @@ Packed = namedtuple(
         "req_ttl",
         "req_hit",
         "edit_chars",
+        "part_read",
     ),
 )
 
@@ -150,6 +151,7 @@ class PackedRuns:
     req_ttl: np.ndarray  # per request: its provider's cache TTL, 0 the run's (RunArrays.req_ttl)
     req_hit: np.ndarray  # per request: its model's cache hit rate, -1 the run's (request_hit_rates)
     edit_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.edit_chars)
+    part_read: np.ndarray  # per item (replay.run_arrays.RunArrays.part_read)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -329,6 +331,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_ttl": _cat([r.req_ttls for r in runs], np.float64),
         "req_hit": _cat([request_hit_rates(r) for r in runs], np.float64),
         "edit_chars": _cat([r.edit_chars_of for r in runs], np.int64),
+        "part_read": _cat([r.part_read_of for r in runs], np.bool_),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
