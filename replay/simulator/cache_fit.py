@@ -40,7 +40,7 @@ import numpy as np
 from replay.metrics.prices import DEFAULT_PRICING
 from replay.policies import Budget, make_compiled
 from replay.run_arrays import RunArrays
-from replay.simulator.caches import CacheModel, OpenAIAuto, make_cache
+from replay.simulator.caches import CacheModel, OpenAIAuto, anthropic_min_cacheable, make_cache, minimum_written
 from replay.simulator.kernels.caches import cache_params
 from replay.simulator.kernels.corpus import trace_kernel
 from replay.simulator.kernels.dispatched import kernel_params
@@ -72,6 +72,9 @@ class CacheFit:
     # per model the log names that has informative requests of its own: (model, hit rate, informative requests);
     # its requests reach their server at that rate (each model is served, and cached, apart: ``model_rates``)
     by_model: tuple[tuple[str, float, int], ...] = ()
+    # Anthropic: the minimum cacheable prefix where the log's own writes show a smaller one than the model's
+    # documented minimum (``written_minimum``); 0: the documented one
+    min_tokens: int = 0
 
     def request_rates(self, models: tuple[str | None, ...]) -> np.ndarray:
         """Per request (``models``: the model each names), the hit rate of its model where ``by_model`` has one,
@@ -82,14 +85,15 @@ class CacheFit:
     def cache(self) -> CacheModel:
         """A fresh cache model with these parameters."""
         if self.name not in AUTOMATIC:
-            return make_cache(self.name)
+            return make_cache(self.name, **({"min_cacheable": self.min_tokens} if self.min_tokens else {}))
         params = {"hit_rate": self.hit_rate} | ({"ttl": self.ttl} if self.ttl is not None else {})
         return make_cache(self.name, **params)
 
     def label(self) -> str:
         """One line for tables: model, parameters, source."""
         if self.name not in AUTOMATIC:
-            return f"{self.name} ({self.source})"
+            shown = f"; min {self.min_tokens:,} as its writes show" if self.min_tokens else ""
+            return f"{self.name} ({self.source}{shown})"
         ttl = self.ttl if self.ttl is not None else getattr(make_cache(self.name), "ttl", 0.0)
         counts = f", {self.reached}/{self.informative} reached" if self.source == "fit" else ""
         own = "".join(f", {m} {rate:.2f}" for m, rate, _ in self.by_model)
@@ -266,6 +270,21 @@ def request_ttls(run: RunArrays, fmt: str, name: str) -> np.ndarray:
     return out if out.any() else np.zeros(0, np.float64)
 
 
+def written_minimum(run: RunArrays) -> int:
+    """Anthropic's minimum cacheable prefix as the run's log shows it, when under its model's documented one (0:
+    the documented one). A request that wrote cache held a prefix of its read plus its write at its last breakpoint,
+    so the server's minimum is no more than that: the austinweitao/claude-backup workflow agents on claude-opus-4-8
+    write prefixes of 1,267 to 2,415 tokens, where the table's 4,096 for Opus 4.5 on would cache nothing."""
+    if len(run.rec_write) != run.n_requests or len(run.rec_cache_read) != run.n_requests:
+        return 0
+    wrote = run.rec_write > 0
+    if not wrote.any():
+        return 0
+    documented = anthropic_min_cacheable(run.model)
+    shown = minimum_written(documented, int((run.rec_cache_read[wrote] + run.rec_write[wrote]).min()))
+    return shown if shown < documented else 0
+
+
 def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays]:
     """``runs`` with their cache model (``RunArrays.cache_fit``): their own fit, uncached, or the default; how each
     starts under its provider's cache (``replay.simulator.run_start``), the TTL of the requests another provider
@@ -276,5 +295,8 @@ def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays
         fmt = formats.get(r.run_id, "")
         name = provider_cache(fmt, r.model)
         r = replace(with_start(r, name), req_ttl=request_ttls(r, fmt, name))
-        out.append(with_server_cache(replace(r, cache_fit=fit_run(r, name) or CacheFit(name))))
+        fit = fit_run(r, name) or CacheFit(name)
+        if fit.name == "anthropic":
+            fit = replace(fit, min_tokens=written_minimum(r))
+        out.append(with_server_cache(replace(r, cache_fit=fit)))
     return out

@@ -25,10 +25,23 @@ ANTHROPIC_MIN: tuple[tuple[str, int], ...] = (
 )
 
 
+ANTHROPIC_TIERS = (1024, 2048, 4096)  # the minimums that table documents
+
+
 def anthropic_min_cacheable(model: str | None) -> int:
     """Minimum cacheable prompt length by model (1,024 for the other Opus and Sonnet models)."""
     name = (model or "").lower()
     return next((v for k, v in ANTHROPIC_MIN if k in name), 1024)
+
+
+def minimum_written(documented: int, smallest: int) -> int:
+    """The minimum cacheable prefix when a log shows a prefix of ``smallest`` tokens written (read plus write of a
+    request that wrote): ``documented`` when that is no more, else the largest documented tier not above it (the
+    server's own count, which another tokenizer puts a few percent off, is between it and the next tier), or
+    ``smallest`` itself below them all."""
+    if smallest >= documented:
+        return documented
+    return max((t for t in ANTHROPIC_TIERS if t <= smallest), default=smallest)
 
 
 @dataclass

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from replay.run_arrays import build
-from replay.simulator.caches import make_cache
+from replay.simulator.cache_fit import fit_caches, written_minimum
+from replay.simulator.caches import make_cache, minimum_written
 from replay.simulator.run_start import warm_kept
 from tests.simulator.cache_state import CacheState
 
@@ -69,3 +70,37 @@ def test_the_log_says_whether_the_warm_prefix_was_kept():
     opus = [None, None, "claude-opus-4-1-20250805", "claude-opus-4-1-20250805"]
     assert warm_kept(_run([10_981, 15_711, 10_981, 22_687], soon, opus), 10_981, 300.0)
     assert not warm_kept(_run([10_981, 15_711, 0, 22_687], soon, opus), 10_981, 300.0)
+
+
+def test_a_warm_prefix_ending_inside_a_message_is_read_whole():
+    """The warm prefix may end at a block boundary inside one of the log's items (a first message whose last block
+    differs between the sibling agents that share the rest): austinweitao/claude-backup's workflow agents read
+    2,078 warm tokens where their first message ends at 2,324. The entry covers that item and holds the warm
+    tokens: the first request reads them all (before: only the 397 up to the item before) and writes the rest."""
+    model = "claude-sonnet-4-5-20250929"
+    state = CacheState(make_cache("anthropic", min_cacheable=1024), model, 3, 0, 3200, SIZES)
+    hit, written = state.request(2, 2, 1, 0.0, _cum(2), -1, 0)  # the first request: nothing rewritten
+    assert (hit, written) == (3200, 300)
+    assert state.request(2, 3, 1, 10.0, _cum(3), -1, 0)[0] == 3500  # what request 0 wrote at its end
+
+
+def test_the_minimum_cacheable_prefix_is_what_the_log_writes():
+    """A log whose requests write prefixes shorter than the model's documented minimum shows its server caching
+    them: the minimum is the largest documented tier not above the shortest prefix written (the server's count,
+    which another tokenizer puts a few percent off). The austinweitao/claude-backup workflow agents on
+    claude-opus-4-8 (documented: 4,096, as Opus 4.5) write prefixes of 2,415 tokens."""
+    assert minimum_written(4096, 2415) == 2048
+    assert minimum_written(4096, 1267) == 1024
+    assert minimum_written(4096, 5000) == 4096  # no evidence against the documented one
+    assert minimum_written(1024, 600) == 600  # under every tier: what the log shows
+    sent = ["2026-01-06T16:24:29Z", "2026-01-06T16:24:39Z"]
+    requests = [
+        {"step": k, "ts": t, "cache_read": r, "cache_write": w, "prompt_tokens": 20_000}
+        for k, (r, w, t) in enumerate(zip([2078, 2292], [337, 222], sent, strict=True))
+    ]
+    items = [{"step": k, "kind": "user_text", "chars": 400, "ts": t} for k, t in enumerate(sent)]
+    run = build("r", items, requests, model="claude-opus-4-8")
+    assert written_minimum(run) == 2048
+    fit = fit_caches([run], {"r": "claude-code-jsonl"})[0].cache_fit
+    assert fit is not None and fit.cache().min_cacheable == 2048 and "min 2,048 as its writes show" in fit.label()
+    assert written_minimum(build("r", items, requests, model="claude-sonnet-4-5-20250929")) == 0

@@ -309,7 +309,9 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n, kept):
             break
         full += tokens[q]
         at = q + 1
-    pos[0], tok[0], exp[0], n[0] = at, full if at > 0 else warm, np.inf if kept else UNTIL_READ, 1
+    inside = full < warm and 0 < at < len(tokens)  # they end inside item ``at``: at a block boundary within it
+    pos[0], tok[0] = (at + 1, warm) if inside else (at, full if at > 0 else warm)
+    exp[0], n[0] = np.inf if kept else UNTIL_READ, 1
     n[1], n[2] = (at, full) if full >= warm or at == len(tokens) else (at + 1, warm)
 
 
