@@ -296,11 +296,13 @@ def first_rewrite(forms, ftok, tokens, end, s_at):
 
 @compiled
 def warm_entry(overhead, warm, tokens, pos, tok, exp, n, kept):
-    """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first): one entry at
-    the last item boundary they cover (or inside the first item). The automatic caches keep all of them as the warm
-    prefix (n[1], n[2]): valid while the item they end in is unchanged. Under Anthropic's cache the entry lives until
-    the run reads it, then as the run's own do; with ``kept`` (other sessions keep it cached through the run's idle
-    gaps: ``RunArrays.warm_kept``) it never expires."""
+    """Tokens cached before the run starts, from the start of the prompt (``warm``, overhead first; ``tokens``:
+    the first request's items, which its read covers): one entry at the last item boundary they cover (or inside
+    the first item; under Anthropic's cache, covering the item they end in at a block boundary within it). The
+    automatic caches keep all of them as the warm prefix (n[1], n[2]): valid while the item they end in is
+    unchanged. Under Anthropic's cache the entry lives until the run reads it, then as the run's own do; with
+    ``kept`` (other sessions keep it cached through the run's idle gaps: ``RunArrays.warm_kept``) it never
+    expires."""
     if warm <= 0:
         return
     full, at = overhead, 0

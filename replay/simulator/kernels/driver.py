@@ -171,7 +171,8 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     cap = 3 * m + 12  # per request: two breakpoints' entries and one another session wrote
     cpos, ctok, cexp = np.zeros(cap, np.int64), np.zeros(cap, np.int64), np.zeros(cap, np.float64)
     cn = np.zeros(N_STATE, np.int64)
-    warm_entry(overhead, np.int64(r.warm), r.tokens, cpos, ctok, cexp, cn, r.warm_kept)
+    first = r.tokens[: r.req_end[0]] if m > 0 else r.tokens  # what was warm, the first request read
+    warm_entry(overhead, np.int64(r.warm), first, cpos, ctok, cexp, cn, r.warm_kept)
     cpk = cp.copy()  # the cache parameters of request k: the run's, its provider's TTL where it has another
     cumtok = np.zeros(n + 1, np.int64)  # cumtok[: summed + 1] are the prefix sums of the current view
     summed = 0
