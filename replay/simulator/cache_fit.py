@@ -48,7 +48,7 @@ from replay.simulator.kernels.driver import T_CACHED, T_PROMPT, T_WRITTEN
 from replay.simulator.kernels.packed import pack
 from replay.simulator.provider_caches import provider_cache_of
 from replay.simulator.run_start import warm_tokens, with_start
-from replay.simulator.server_cache import with_server_cache
+from replay.simulator.server_cache import with_reads_past_conversation, with_server_cache
 
 AUTOMATIC = ("openai", "deepseek", "gemini")
 RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
@@ -295,6 +295,8 @@ def fit_caches(runs: list[RunArrays], formats: dict[str, str]) -> list[RunArrays
         fmt = formats.get(r.run_id, "")
         name = provider_cache(fmt, r.model)
         r = replace(with_start(r, name), req_ttl=request_ttls(r, fmt, name))
+        if name in AUTOMATIC:  # fitted with what other requests wrote, as it is replayed
+            r = with_reads_past_conversation(r)
         fit = fit_run(r, name) or CacheFit(name)
         if fit.name == "anthropic":
             fit = replace(fit, min_tokens=written_minimum(r))

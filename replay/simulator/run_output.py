@@ -3,6 +3,8 @@ cannot be reproduced, whether summary calls read the cache. The row itself is bu
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from replay.model import KINDS
@@ -11,6 +13,7 @@ from replay.policies.condenser_prompt import NO_CONDENSER
 from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
 from replay.simulator.cache_losses import unexplained_losses
+from replay.simulator.caches import Anthropic
 from replay.simulator.server_cache import replayed
 
 OUTPUT_KINDS = np.array([KINDS.index(k) for k in ("assistant_text", "reasoning", "tool_call")])
@@ -66,12 +69,17 @@ def bill_gap(run: RunArrays) -> str:
 def cache_reasons(run: RunArrays) -> list[str]:
     """What the log's cache figures show that a replay of the run cannot reproduce: losses without a cause in the
     log (replay.simulator.cache_losses), prefixes kept past the TTL or read beyond what the run had cached
-    (replay.simulator.cache_kept). A run that replays its server's own losses and keeps (replay.simulator.
-    server_cache) reproduces them all. ``bill_gap`` and ``fidelity``'s run rows give them."""
-    if len(replayed(run)):
+    (replay.simulator.cache_kept). A run under breakpoints that replays its server's own losses and keeps
+    (replay.simulator.server_cache) reproduces them all; one under an automatic cache, the reads past its
+    conversation. ``bill_gap`` and ``fidelity``'s run rows give them."""
+    explicit = run.cache_fit is not None and isinstance(run.cache_fit.cache(), Anthropic)
+    if len(replayed(run)) and explicit:
         return []
-    lost = unexplained_losses(run).sentence()
-    return ([lost] if lost else []) + cache_kept(run).sentences()
+    lost, kept = unexplained_losses(run).sentence(), cache_kept(run)
+    if len(replayed(run)):  # an automatic cache: its reads past the conversation are replayed, the rest is not
+        none = np.zeros(0, np.int64)
+        kept = replace(kept, beyond=none, beyond_tokens=none)
+    return ([lost] if lost else []) + kept.sentences()
 
 
 SUMMARY_TOLERANCE = 0.03  # the comparison's own target: within 3% of the bill

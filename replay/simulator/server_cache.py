@@ -23,6 +23,10 @@ policy's own prefix.
 A read beyond what the run held is an entry of the log's own prompt, as many tokens as the log shows read
 (``RunArrays.foreign_read``, ``kernels.caches.foreign_entry``): the recorded policy reads it as the bill does; a
 policy that rewrote an earlier item holds only the part before the rewrite, which its breakpoints may not reach.
+Under an automatic cache (OpenAI's, DeepSeek's, Gemini's) the misses are the fitted hit rate, but a read of at least
+``MIN_LOSS`` tokens more than the previous request's prompt and response together is another request's write too
+(``read_past_conversation``): wjmlong/Codex_Sessions' gpt-5.6-terra sessions read 5-7k past them where their
+sub-agents, sent the parent's conversation, had just run.
 """
 
 from __future__ import annotations
@@ -33,8 +37,8 @@ import numpy as np
 
 from replay.run_arrays import RunArrays
 from replay.simulator.cache_kept import cache_kept
-from replay.simulator.cache_losses import requests_phrase, unexplained_losses
-from replay.simulator.caches import Anthropic
+from replay.simulator.cache_losses import MIN_LOSS, requests_phrase, unexplained_losses
+from replay.simulator.caches import Anthropic, OpenAIAuto
 from replay.simulator.kernels.caches import AS_BEFORE
 
 
@@ -58,10 +62,25 @@ class ServerEvents:
 NONE = ServerEvents(*(np.zeros(0, np.int64),) * 5)
 
 
+def read_past_conversation(run: RunArrays) -> np.ndarray:
+    """Requests that read at least ``MIN_LOSS`` tokens more than the previous request's prompt and response hold
+    (all an automatic cache can have kept of the run's own conversation): another request wrote them."""
+    m = run.n_requests
+    if m < 2 or len(run.rec_cache_read) != m or len(run.rec_prompt) != m:
+        return np.zeros(0, np.int64)
+    out = np.maximum(run.rec_output, 0) if len(run.rec_output) == m else np.zeros(m, np.int64)
+    known = (run.rec_prompt[:-1] > 0) & (run.rec_cache_read[1:] >= 0)
+    more = run.rec_cache_read[1:] - run.rec_prompt[:-1] - out[:-1]
+    return (np.flatnonzero(known & (more >= MIN_LOSS)) + 1).astype(np.int64)
+
+
 def server_events(run: RunArrays) -> ServerEvents:
     """The requests of ``run`` at which its log shows the server's cache acting on its own (see the module
-    docstring), under explicit breakpoints only: an automatic cache's misses are its fitted hit rate."""
-    if run.cache_fit is None or not isinstance(run.cache_fit.cache(), Anthropic):
+    docstring); under an automatic cache, whose misses are its fitted hit rate, only reads past the conversation."""
+    cache = run.cache_fit.cache() if run.cache_fit is not None else None
+    if isinstance(cache, OpenAIAuto):
+        return replace(NONE, beyond=read_past_conversation(run))
+    if not isinstance(cache, Anthropic):
         return NONE
     kept, losses = cache_kept(run), unexplained_losses(run)
     return ServerEvents(losses.requests, kept.past_ttl, kept.past_change, losses.whole, kept.beyond)
@@ -83,6 +102,18 @@ def with_server_cache(run: RunArrays) -> RunArrays:
     caps = run.cache_caps.copy()
     caps[events.past_change] = -1
     return replace(run, server_read=read, foreign_read=foreign, cache_cap=caps)
+
+
+def with_reads_past_conversation(run: RunArrays) -> RunArrays:
+    """``run`` with its reads past the conversation (``read_past_conversation``) as ``foreign_read``: under an
+    automatic cache they are known before its hit rate is fitted, which matches the replay's reads, these
+    included, to the log's (replay.simulator.cache_fit)."""
+    at = read_past_conversation(run)
+    if not len(at):
+        return run
+    foreign = np.full(run.n_requests, -1, dtype=np.int64)
+    foreign[at] = run.rec_cache_read[at]
+    return replace(run, foreign_read=foreign)
 
 
 def replayed(run: RunArrays) -> np.ndarray:

@@ -16,7 +16,7 @@ from replay.simulator.caches import make_cache
 from replay.simulator.kernels.caches import foreign_entry, sent_after_breakpoint, server_gave
 from replay.simulator.kernels.packed import pack
 from replay.simulator.run import simulate_run
-from replay.simulator.server_cache import replayed, server_events
+from replay.simulator.server_cache import read_past_conversation, replayed, server_events
 from tests.simulator.cache_state import CacheState
 
 SIZES = np.array([3000, 500, 700, 900], dtype=np.int64)  # the prefix item (system prompt and tools), then messages
@@ -102,11 +102,11 @@ def test_another_sessions_write_is_the_logs_prompt_up_to_the_nearest_item_bounda
     ftok = np.zeros((SHRUNK + 1, 4), np.int64)
     ftok[ORIGINAL] = SIZES
     pos, tok, exp, n = np.zeros(8, np.int64), np.zeros(8, np.int64), np.zeros(8), np.zeros(3, np.int64)
-    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0) == 3
+    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0, False) == 3
     assert (n[0], pos[0], tok[0], exp[0]) == (1, 3, 4200, 100.0)
     forms[2], ftok[SHRUNK, 2] = SHRUNK, 100
     n[0] = 0
-    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0) == 2
+    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0, False) == 2
     assert (n[0], tok[0]) == (1, 3500)
 
 
@@ -119,6 +119,37 @@ def test_a_read_another_session_wrote_is_replayed():
     cols, row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
     assert cols["cached_tokens"].tolist()[:2] == [0, 20_050] and row["bill_gap"] == ""
     assert pack([run]).foreign_read.tolist() == run.foreign_reads.tolist()
+
+
+def test_an_automatic_cache_holds_another_requests_prefix_as_far_as_it_read():
+    """Under an automatic cache a prefix ends anywhere: the entry holds exactly the tokens read (4,150 of the
+    4,200 up to item 3), ending in the item they end in."""
+    forms = np.full(4, ORIGINAL, np.int64)
+    ftok = np.zeros((SHRUNK + 1, 4), np.int64)
+    ftok[ORIGINAL] = SIZES
+    pos, tok, exp, n = np.zeros(8, np.int64), np.zeros(8, np.int64), np.zeros(8), np.zeros(3, np.int64)
+    assert foreign_entry(pos, tok, exp, n, 0, 4150, SIZES, forms, ftok, 4, -1, 100.0, True) == 3
+    assert (n[0], pos[0], tok[0]) == (1, 3, 4150)
+
+
+def test_an_automatic_cache_replays_reads_past_the_conversation():
+    """Codex sub-agents are sent the parent's conversation: a parent request then reads past its previous prompt
+    and response together (wjmlong/Codex_Sessions gpt-5.6-terra: 24,832 read after an 18,299-token prompt and a
+    1,220-token response; +7.9% like for like before, +0.3% now). Request 2 here reads 25,000 where request 1's
+    prompt (20,053) and response (50) hold 20,103; the fitted hit rate stays the misses' alone."""
+    items, reqs = [], []
+    for k, r in enumerate([0, 10_000, 25_000, 30_000]):
+        items.append({"step": k, "kind": "user_text", "tokens": 10_000, "chars": 40_000, "ts": _at(10.0 * k)})
+        items.append({"step": k + 1, "kind": "assistant_text", "tokens": 50, "chars": 200, "ts": _at(10.0 * k + 5)})
+        prompt = 10_000 * (k + 1) + 50 * k + 3
+        reqs.append({"step": k, "ts": _at(10.0 * k), "prompt_tokens": prompt, "cache_read": r, "output_tokens": 50})
+    run = fit_caches([build("synthetic", items, reqs, model="gpt-4.1")], {"synthetic": "openai-messages"})[0]
+    assert read_past_conversation(run).tolist() == [2]
+    assert replayed(run).tolist() == [2] and run.foreign_reads.tolist() == [-1, -1, 25_000, -1]
+    cols, row = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
+    assert 24_832 <= cols["cached_tokens"][2] <= 24_960  # 25,000 in 128-token steps, at the fitted hit rate
+    assert cols["cached_tokens"][1] <= 10_003  # the others read at most the conversation's own
+    assert "more than the run had cached" not in row["bill_gap"]
 
 
 def test_an_automatic_cache_fits_its_misses_instead():

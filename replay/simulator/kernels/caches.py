@@ -327,6 +327,14 @@ def switch_drops(cp):
 
 
 @compiled(inline="always")
+def shared_server(cp):
+    """Whether the cache is a provider's server that other requests' writes reach too (Anthropic's, the automatic
+    ones), not a local slot or block pool: what another session wrote is there (``foreign_entry``)."""
+    code = int(cp[0])
+    return code == ANTHROPIC or code == OPENAI or code == DEEPSEEK
+
+
+@compiled(inline="always")
 def server_resets(cp):
     """Whether a request's ``cache_cap`` applies: Anthropic's cache, where a change of the thinking setting or of
     the tool list invalidates what the log shows it does (replay.simulator.run_start.cache_caps)."""
@@ -354,19 +362,24 @@ def server_gave(tok, exp, n, ts, sent, read):
 
 
 @compiled
-def foreign_entry(pos, tok, exp, n, overhead, read, tokens, forms, ftok, end, s_at, until):
+def foreign_entry(pos, tok, exp, n, overhead, read, tokens, forms, ftok, end, s_at, until, partial):
     """A request the log does not hold (another session with the same prefix, a retried attempt) cached the log's
     own prompt, ``read`` tokens of it, just before this request (``RunArrays.foreign_read``): one entry at the item
     boundary nearest those tokens in the replay's own count (the server's count ends on a breakpoint, an item
-    boundary, that another tokenizer puts a little off), living ``until``; returns that boundary (0: none). It holds
-    the log's content,
+    boundary, that another tokenizer puts a little off), living ``until``; returns that boundary (0: none). With
+    ``partial`` (an automatic cache, whose prefixes end anywhere) it holds the ``read`` tokens, ending in the item
+    they end in. It holds the log's content,
     so it reaches only as far as this view still sends what the log sent (``first_rewrite``): a view that rewrote
     an earlier item has a shorter entry, one the request's breakpoints may no longer reach."""
     valid = first_rewrite(forms, ftok, tokens, end, s_at)
     full, at, held, off = overhead, 0, 0, read
     for q in range(valid):
         full += tokens[q]
-        if abs(full - read) < off:
+        if partial:
+            at, held = q + 1, min(full, read)
+            if full >= read:
+                break
+        elif abs(full - read) < off:
             at, held, off = q + 1, full, abs(full - read)
         elif full > read:
             break

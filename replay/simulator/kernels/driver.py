@@ -71,6 +71,7 @@ from replay.simulator.kernels.caches import (
     sent_after_breakpoint,
     server_gave,
     server_resets,
+    shared_server,
     switch_drops,
     warm_entry,
 )
@@ -261,14 +262,13 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             cache_output(cpos, ctok, cn, prev_end, out_to, cum_at(cumtok, out_to, overhead, s_at, s_tok))
         cpk[CP_TTL] = r.req_ttl[k] if r.req_ttl[k] > 0 else cp[CP_TTL]
         cpk[CP_HIT] = r.req_hit[k] if r.req_hit[k] >= 0 else cp[CP_HIT]
-        if r.foreign_read[k] >= 0 and server_resets(cp) and cdirty >= prev_end:
+        if r.foreign_read[k] >= 0 and shared_server(cp) and cdirty >= prev_end:
             # another session cached the log's prompt just before: its entry may reach past what this run sent
             # before (the run's own entries all end there, so none of them is kept by looking that far)
             sent = r.req_sent[k] if not math.isnan(r.req_sent[k]) else req_ts[k]
             until = (0.0 if math.isnan(sent) else sent) + cpk[CP_TTL]
-            at = foreign_entry(
-                cpos, ctok, cexp, cn, overhead, r.foreign_read[k], r.tokens, forms, ftok, end, s_at, until
-            )
+            read, partial = r.foreign_read[k], not server_resets(cp)
+            at = foreign_entry(cpos, ctok, cexp, cn, overhead, read, r.tokens, forms, ftok, end, s_at, until, partial)
             cdirty = max(cdirty, at)
         cached, written = cache_request(
             cpk,
