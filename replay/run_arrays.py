@@ -199,6 +199,11 @@ class RunArrays:
     edit_chars: np.ndarray | None = field(default=None, repr=False)
     # per item: a read call that shows part of its file (a line range; replay.simulator.load.part_reads); None: none
     part_read: np.ndarray | None = field(default=None, repr=False)
+    # per item: a file tool's result, what the log tells of the whole file after its call (Claude Code's
+    # toolUseResult; runs.metadata.file_chars / file_lines): its characters (0: unknown, as for a read of a line
+    # range, whose lines are known) and lines (0: unknown); None: 0 everywhere
+    file_chars: np.ndarray | None = field(default=None, repr=False)
+    file_lines: np.ndarray | None = field(default=None, repr=False)
 
     def _per_request(self, values: np.ndarray, dtype: type, fill: float = 0) -> np.ndarray:
         """``values`` with one entry per request, ``fill`` everywhere when the run gives none."""
@@ -279,6 +284,20 @@ class RunArrays:
         if self.part_read is not None and len(self.part_read) == self.n_items:
             return self.part_read.astype(np.bool_)
         return np.zeros(self.n_items, dtype=np.bool_)
+
+    @property
+    def file_chars_of(self) -> np.ndarray:
+        """``file_chars`` with one entry per item (0 where none is given)."""
+        if self.file_chars is not None and len(self.file_chars) == self.n_items:
+            return self.file_chars.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
+
+    @property
+    def file_lines_of(self) -> np.ndarray:
+        """``file_lines`` with one entry per item (0 where none is given)."""
+        if self.file_lines is not None and len(self.file_lines) == self.n_items:
+            return self.file_lines.astype(np.int64)
+        return np.zeros(self.n_items, dtype=np.int64)
 
     @property
     def media_chars_of(self) -> np.ndarray:

@@ -10,11 +10,12 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 
 - Claude Code: window - output reserve - 13,000, checked against the last response's usage (to 2.1.0:
   ``trigger_on`` "last_usage") or that plus the messages since at chars/4 (2.1.3 on: "usage_and_new"); the whole
-  conversation is summarised and the newest files of its read-file state (those the ``reattach_tools`` calls
-  touched: Read, Write, Edit, not MCP tools) are re-read after the summary, each up to ``reattach_file_tokens``
-  (``reattached``); its SDK loop (2.0.0-2.0.29) rebuilds that state at each user message from the files read
-  whole (``reattach_turn_files``). From 2.1.153 the newest round (the last response and what follows it) stays
-  verbatim after the summary (``keep_rounds``). Versions and figures: replay.policies.presets.
+  conversation is summarised and the newest files of its read-file state (those the ``reattach_tools`` calls touched:
+  Read, Write, Edit, not MCP tools) are re-read whole after the summary, each up to ``reattach_file_tokens``
+  (``reattached``; to 2.1.19 a file is as large as the log tells the whole file, ``reattach_whole_file``); its SDK loop
+  (2.0.0-2.0.29) rebuilds that state at each user message from the files read whole (``reattach_turn_files``). From
+  2.1.153 the newest round (the last response and what follows it) stays verbatim after the summary (``keep_rounds``).
+  Versions and figures: replay.policies.presets.
 - Claude Code microcompact (``microcompact``): before that check, once the last response's prompt is within
   ``micro_warning`` of the limit, the results of the oldest calls of ``micro_tools`` (all but the newest
   ``micro_keep`` calls, results sized at chars/4) are replaced by a note of ``micro_note_chars`` characters, oldest
@@ -221,6 +222,17 @@ class AutoCompactConfig(PolicyConfig):
     reattach_total: int = knob(
         50_000, 0, 100_000_000, "re-read files are kept while they add up to no more than this (chars/4; 50,000)"
     )
+    reattach_order: Literal["mtime", "touched"] = knob(
+        "mtime",
+        doc="which files of the state are the newest: mtime (the files written in the session by their newest write, "
+        "then those only read by their newest read; Claude Code 1.0.114 on), touched (by the newest call that "
+        "touched each, read or write: to 1.0.113 a read is stamped with the time of the read)",
+    )
+    reattach_whole_file: bool = knob(
+        False,
+        doc="size a re-read file as the whole file the log tells after each call (an edit's original file, a write, "
+        "a read's lines; Claude Code to 2.1.19); else by what the calls and results show",
+    )
     reattach_turn_files: int = knob(
         0,
         0,
@@ -292,7 +304,9 @@ class AutoCompactConfig(PolicyConfig):
     P_MICRO_IMAGES,
     P_RE_TURN,
     P_RE_TURN_WRITES,
-) = range(P_POLICY, P_POLICY + 32)
+    P_RE_TOUCHED,
+    P_RE_WHOLE,
+) = range(P_POLICY, P_POLICY + 34)
 # trigger_on's codes (P_PREVIOUS; RunArrays.req_trigger gives one per request)
 TRIGGERS = {
     "prompt": 0,
@@ -316,8 +330,9 @@ S_STATE_FROM = S_POLICY + 5  # the history's end at the last compaction: the har
 # aux rows: the recorded summaries' tokens, in order (the first S_RECORDED entries); per item, 1 for a call of a
 # microcompact tool (and its result); per resource id, 1 for a file re-read after the last compaction (still in the
 # harness's file state), and scratch rows for ``reattached`` (per resource: its rank; tokens and chars/4 as the Read
-# tool shows it; its content alone as the Read tool's limit counts it, tokens or chars/4)
-A_RECORDED, A_MICRO, A_STATE, A_RANK, A_SIZE, A_EST, A_RAW = 0, 1, 2, 3, 4, 5, 6
+# tool shows it; its content alone as the Read tool's limit counts it, tokens or chars/4; 1 when that size is the
+# whole file's as the log gives it, 2 when it is estimated from the file's lines)
+A_RECORDED, A_MICRO, A_STATE, A_RANK, A_SIZE, A_EST, A_RAW, A_WHOLE = 0, 1, 2, 3, 4, 5, 6, 7
 
 
 class AutoCompact(CompiledPolicy):
@@ -347,6 +362,8 @@ class AutoCompact(CompiledPolicy):
         p[P_RE_NOTE], p[P_RE_TOTAL] = c.reattach_note_tokens, c.reattach_total
         p[P_RE_CHARS4] = c.reattach_count == "chars/4"
         p[P_RE_TURN], p[P_RE_TURN_WRITES] = c.reattach_turn_files, c.reattach_turn_writes
+        p[P_RE_TOUCHED] = c.reattach_order == "touched"
+        p[P_RE_WHOLE] = c.reattach_whole_file
         p[P_CUT_AFTER], p[P_CUT_CHARS] = c.cut_results_after, c.cut_chars
         p[P_BACKGROUND_LIMIT] = (
             c.background_until * (window - c.output_reserve) - c.buffer_tokens if c.background_until > 0 else 0
@@ -797,6 +814,33 @@ def file_size(r, q, extra_chars, chars4):
 
 
 @compiled(borrowed=True)
+def whole_file_size(r, q, res, chars4):
+    """(tokens, chars/4, content alone, how known) of the whole file after file call q (its result ``res``), as the
+    Read tool shows it from disk, from what the log tells of it (``RunArrays.file_chars``, ``file_lines``): the file's
+    characters (for a read of a line range, that result's characters per line, less the line numbers, over the file's
+    lines) and lines numbered as the Read tool numbers them (6-wide and an arrow), at the tokens per character of the
+    item that holds text of it (a write's or an edit's call, a read's result). How known: 1 when the log gives the
+    file's characters, 2 when only its lines (an estimate), 0 when neither (the rest of the tuple then 0)."""
+    chars, lines = r.file_chars[res], r.file_lines[res]
+    if lines <= 0:
+        return np.int64(0), np.int64(0), np.int64(0), 0
+    how = 1
+    if r.access[q] == READ and chars <= 0:  # a line range: its content's characters per line over the file's lines
+        shown = max(r.lines[res], 1)
+        chars = np.int64(np.round(max(r.chars[res] - (LINE_NUMBER_CHARS + 1) * shown, 0) / shown * lines))
+        how = 2
+    if chars <= 0:
+        return np.int64(0), np.int64(0), np.int64(0), 0
+    holder = q if r.access[q] == WRITE else res
+    text = max(r.tokens[holder] - r.framing[holder], 0)
+    per_char = text / max(r.chars[holder], 1)
+    with_numbers = chars + (LINE_NUMBER_CHARS + 1) * lines
+    tok = r.framing[holder] + np.int64(np.ceil(with_numbers * per_char))
+    raw = (chars + 3) // 4 if chars4 else np.int64(np.ceil(chars * per_char))
+    return tok, (with_numbers + 3) // 4, raw, how
+
+
+@compiled(borrowed=True)
 def edit_tokens(r, q):
     """Tokens of content edit call q adds to its file (``Run.edit_chars`` at q's own tokens per character;
     negative when it removes some)."""
@@ -813,9 +857,14 @@ def file_state(p, r, st, nres, chars4):
     A file is in the state when a ``reattach_tools`` call touched it since the last compaction, or it was re-read
     after that compaction (``A_STATE``). Claude Code orders the state by the file's modification time: a file written
     in the session ranks by its newest write, above every file only read (modified before the session; those rank
-    by their newest read, the log giving no time). Its size: a ``reattach_whole_tools`` call's content, or the
-    largest read since (a read with an offset or limit shows part of the file), changed by each edit since by the
-    content it adds (``edit_tokens``; as shown, with the file's own share of line numbering); for a file only
+    by their newest read, the log giving no time); with ``reattach_order`` "touched" (to 1.0.113, which stamps a
+    read with the time of the read) every file ranks by the newest call that touched it. Its size, with
+    ``reattach_whole_file``, is the whole file's, as the harness reads it from disk: where the log tells it after a
+    call (``whole_file_size``: a Write's
+    content, an Edit's original file with the edit, a whole read; from a read of a line range, its lines), that,
+    an estimate from lines giving way to a size the log gives; else a ``reattach_whole_tools`` call's content, or
+    the largest read since (a read with an offset or limit shows part of the file), changed by each edit since by
+    the content it adds (``edit_tokens``; as shown, with the file's own share of line numbering); for a file only
     edited, its first edit's call.
 
     With ``reattach_turn_files`` (Claude Code's SDK loop to 2.0.29) the state is rebuilt at each user message:
@@ -825,8 +874,9 @@ def file_state(p, r, st, nres, chars4):
     turn_files = np.int64(p[P_RE_TURN])
     first = turn_start(r, st, end) if turn_files > 0 and end > 0 else 0  # the current user turn's first item
     rank, size, est, raw = st.aux[A_RANK], st.aux[A_SIZE], st.aux[A_EST], st.aux[A_RAW]
+    known = st.aux[A_WHOLE]
     for f in range(nres):
-        rank[f], size[f], est[f], raw[f] = -1, -1, 0, 0
+        rank[f], size[f], est[f], raw[f], known[f] = -1, -1, 0, 0, 0
         if turn_files > 0 and since <= first:  # rebuilt at this turn: what a compaction re-read is not in it
             st.aux[A_STATE, f] = 0
     for q in range(end):
@@ -839,7 +889,12 @@ def file_state(p, r, st, nres, chars4):
         done = 0 <= res < end
         if done and r.is_error[res] or not done and r.access[q] == READ:
             continue
-        if r.access[q] == READ:
+        tok, e, content, how = np.int64(0), np.int64(0), np.int64(0), 0
+        if done and p[P_RE_WHOLE] > 0:
+            tok, e, content, how = whole_file_size(r, q, res, chars4)
+        if how == 1 or how == 2 and known[f] != 1:  # the whole file as the log tells it (an estimate: no better)
+            size[f], est[f], raw[f], known[f] = tok, e, content, how
+        elif r.access[q] == READ:
             tok, e, content = file_size(r, res, 0, chars4)
             if tok > size[f]:
                 size[f], est[f], raw[f] = tok, e, content
@@ -855,7 +910,7 @@ def file_state(p, r, st, nres, chars4):
             raw[f] = max(raw[f] + (np.int64(np.round(r.edit_chars[q] / 4)) if chars4 else grow), np.int64(0))
         if turn_files > 0 and q < first:  # an earlier turn's call: only the rebuild below brings its file back
             continue
-        rank[f] = max(rank[f], q + 2 * end if r.access[q] == WRITE else q)
+        rank[f] = max(rank[f], q + 2 * end if r.access[q] == WRITE and p[P_RE_TOUCHED] <= 0 else q)
         if q >= since:
             st.aux[A_STATE, f] = 1
     if turn_files > 0 and since <= first:

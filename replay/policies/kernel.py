@@ -63,7 +63,7 @@ ESTIMATORS = {"chars/4": 0, "chars/3": 1, "real": 2}
 ) = range(19)
 S_POLICY = 19
 N_SCALARS = 40
-N_AUX = 7
+N_AUX = 8
 
 # per-item tool flags (``Run.tflag``): set by the policy's Python side from the run's tool names
 TF_EXCLUDED, TF_CLEAR_INPUT, TF_MEMORY, TF_MICRO = 1, 2, 4, 8
@@ -169,6 +169,10 @@ Run = namedtuple(
         "edit_chars",
         # per item: a read call that shows part of its file (RunArrays.part_read)
         "part_read",
+        # per item: a file tool's result, the characters and lines of the whole file after its call (RunArrays
+        # .file_chars, .file_lines; 0: unknown)
+        "file_chars",
+        "file_lines",
     ),
 )
 State = namedtuple("State", ("forms", "ftok", "fest", "s", "aux"))

@@ -21,15 +21,17 @@ command line holds for every request. The OpenHands presets' limits are the cond
   on models with large output token limits"). After the summary Claude Code re-reads files (``compactConversation``:
   the read-file state is cloned, cleared, and the newest files of the clone read again): its native Read, Write,
   Edit, MultiEdit and NotebookEdit tools keep each file they touch in that state (MCP tools such as
-  ``mcp__acp__Read`` do not), with the file's modification time; the 5 newest by that time are read again, kept
-  while their chars/4 add up to no more than 50,000. From 2.1.20 a file past 5,000 tokens by the API's token count
-  becomes a ``compact_file_reference`` note, counted in the run's tokens (``REATTACH_2``); before, that limit held
-  only when the token-counting API answered, which the recorded sessions show it did not (``REATTACH``): no limit
-  before 2.1.20 (2.1.20 itself falls in claude-code-2.1.3 and is replayed without a limit). The presets
-  compute this from the run's items at each compaction (``reattach_*`` knobs,
-  ``replay.policies.auto_compact.reattached``); the todo list, plan file, invoked skills and SessionStart hooks it
-  also re-sends are not modelled. The Claude Code presets take the window from the budget (``--window``, 200,000
-  by default).
+  ``mcp__acp__Read`` do not), with the file's modification time (to 1.0.113 a read with the time of the read);
+  the 5 newest are read again from disk, whole, kept while their chars/4 add up to no more than 50,000. Each
+  re-read has the Read tool's token limit on the file's content (10,000 to 1.0.84, 5,000 from 1.0.85): to 2.1.19
+  a file past it is left out (``REATTACH``, counted at chars/4), from 2.1.20 it becomes a
+  ``compact_file_reference`` note, counted in the run's tokens (``REATTACH_2``; 2.1.20 itself falls in
+  claude-code-2.1.3). The presets compute this from the run's items at each compaction (``reattach_*`` knobs,
+  ``replay.policies.auto_compact.reattached``), to 2.1.19 each file as large as the log tells the whole file
+  (``RunArrays.file_chars``, ``file_lines``: replay.readers.claude_code_files); the todo list, plan file, invoked skills
+  and SessionStart hooks it also re-sends, and the files its Bash tool put in the state (a Haiku call names the files a
+  command showed or changed, 1.0.51 to 2.1.20 at least; not logged), are not modelled. The Claude Code presets take the
+  window from the budget (``--window``, 200,000 by default).
 
   - claude-code-1.0 (1.0.51, 1.0.70): 0.92 x (W - R) = 154,560 of the last response's usage (input, cache read,
     cache write and output).
@@ -210,33 +212,53 @@ class Preset:
     doc: str = ""
 
 
-# Claude Code's post-compact file restore (cli.js 1.0.80, 1.0.90, 2.0.14, 2.1.3, 2.1.20, 2.1.21, 2.1.69, 2.1.79; the
-# 2.1.132 and 2.1.160 binaries): the native file tools (not MCP ones) keep each file they touch in the session's
-# read-file state; after the summary the newest 5 of it (by modification time) are read again, kept while their
-# chars/4 add up to no more than 50,000. Each read has a token limit (10,000 to 1.0.84, then 5,000): the Read tool
-# estimates the content (characters / 4; / 2 for json, jsonl, jsonc) and, past a quarter of the limit, asks the API's
-# token-count endpoint, taking the estimate only when that call fails. To 2.1.19 a failed call lets the file through
-# whole; from 2.1.20 a file past the limit (cli.js 2.1.27, 2.1.79, the 2.1.132 binary: the Read tool throws, and in
-# the compact mode the restore makes a compact_file_reference note of it: "Note: PATH was read before the last
-# conversation was summarized, but the contents are too large to include. Use Read tool if you need to access it.",
-# about 140 characters and the path, some 50 tokens). The presets count as the harness does when the call answers:
-# in the run's tokens (``reattach_count`` "tokens"). From 2.1.97 the transcript logs what was re-attached:
+# Claude Code's post-compact file restore (cli.js 1.0.80, 1.0.81, 1.0.89, 1.0.90, 2.0.14, 2.1.3, 2.1.20, 2.1.21, 2.1.69,
+# 2.1.79; the 2.1.132 and 2.1.160 binaries): the native file tools (not MCP ones) keep each file they touch in the
+# session's read-file state; after the summary the newest 5 of it are read again from disk, whole (no offset or
+# limit), kept while their chars/4 add up to no more than 50,000. Each read has a token limit on the file's content
+# (10,000 to 1.0.84, 5,000 from 1.0.85): the Read tool estimates the content (characters / 4) and, past a quarter of
+# the limit, asks the API's token-count endpoint. To 2.1.19 a file the count puts past the limit is not re-read (the
+# retry of its first 2,000 lines passes the same check), and one whose count call fails is re-read whole; from 2.1.20
+# a failed call falls back to the estimate, and a file past the limit (cli.js 2.1.27, 2.1.79, the 2.1.132 binary:
+# the Read tool throws, and in the compact mode the restore makes a compact_file_reference note of it: "Note: PATH
+# was read before the last conversation was summarized, but the contents are too large to include. Use Read tool if
+# you need to access it.", about 140 characters and the path, some 50 tokens). The count is of the content alone
+# (no line numbers). The logs agree: SWORDIntel/claude-backups sessions of 1.0.81 and 1.0.89 left out every file
+# whose content passes the limit (a 117,000-character script, 33,000- and 35,000-character ones) and re-read the
+# smaller ones whole; ccs-livecd-gen-compact-e1ffaf02 (1.0.90) re-read a 17,356-character CLAUDE.md (content
+# o200k 4,114) and left out a 50,217-character script (12,927); cc-jason-webtech-48244adb (2.1.19) re-read a
+# 21,922-character .vue file (content 4,702). To 2.1.19 the presets count the content at chars/4 (``reattach_count``
+# "chars/4"): the log holds a file's content only numbered (a Read's result) or JSON-escaped (a Write's call),
+# whose run tokens per character overstate the content's, so the limit fell on files the harness re-read
+# (ccs-livecd's CLAUDE.md); chars/4 is also the Read tool's own estimate, near the count for code and prose. One
+# 1.0.81 compaction (0c45b0a6, its first) re-read a 117,000-character script whole, as when the count call fails
+# (its Opus usage limit was reached a minute later); the log cannot tell such a failure. To 2.1.19 each file is as
+# large as the log tells the whole file after its calls (``reattach_whole_file``: an Edit's originalFile with the
+# edit, a Write's content, a read's totalLines); from 2.1.20 the presets count in the run's tokens and size files
+# by what the calls and results show (``REATTACH_2``): Eduardodmb/ClaudeWork's 2.1.13x sessions, whose transcripts
+# log the re-attached files whole, move 2-7% with whole-file sizes, two of them past the event target's timing
+# (their Read results number lines more compactly than the 6-wide form). From 2.1.97 the transcript logs what was
+# re-attached:
 # Eduardodmb/ClaudeWork 2558ae24 (2.1.132) re-attached a 22,246-character XML file whole (chars/4 5,561, o200k
-# 3,444), which the fallback's count would have made a note. One earlier session points the other way: Jason-liu/
-# my-claude 87bcc603 (2.1.27, attachments not logged) re-read whole an edited file of 11,164 characters (o200k 5,041,
-# chars/4 2,791), as if its call had failed; cli.js 2.1.27 counts the same way. Before 2.1.20 the presets take no
-# limit: sessions of
-# those versions re-attached files past 5,000 o200k tokens whole (ccs-livecd-gen-compact-e1ffaf02, 1.0.90: a
-# 21,543-character CLAUDE.md, o200k 6,512; cc-jason-webtech-48244adb, 2.1.19: a 21,922-character .vue file, 5,681).
+# 3,444), which the fallback's count would have made a note. Jason-liu/my-claude 87bcc603 (2.1.27, attachments
+# not logged) re-read whole an edited file of 11,164 characters (o200k 5,041 as shown, chars/4 2,791).
+# To 1.0.113 the Read tool stamps a file with the time it read it (1.0.114 on: its modification time), so the
+# newest files are the ones touched last, read or written (``reattach_order`` "touched").
 REATTACH = {
     "reattach_tools": ("Read", "Write", "Edit", "MultiEdit", "NotebookEdit"),
     "reattach_whole_tools": ("Write",),
     "reattach_files": 5,
     "reattach_total": 50_000,
-    "reattach_file_tokens": 0,
+    "reattach_file_tokens": 5_000,
     "reattach_note_tokens": 0,
+    "reattach_count": "chars/4",
+    "reattach_whole_file": True,
 }
-REATTACH_2 = {**REATTACH, "reattach_file_tokens": 5_000, "reattach_note_tokens": 50, "reattach_count": "tokens"}
+REATTACH_2 = {**REATTACH, "reattach_note_tokens": 50, "reattach_count": "tokens", "reattach_whole_file": False}
+# the first version whose Read limit is 5,000 tokens (10,000 before); the first that stamps a read with the file's
+# modification time (before: the time of the read)
+READ_LIMIT_5K_FROM = (1, 0, 85)
+READ_MTIME_FROM = (1, 0, 114)
 CLAUDE_CODE = {
     "trigger_on": "last_usage",
     "keep_last": 0,
@@ -355,7 +377,13 @@ PRESETS: dict[str, Preset] = {
         Preset(
             "claude-code-1.0",
             "auto_compact",
-            {**CLAUDE_CODE, "threshold": 0.92, "output_reserve": 32_000},
+            {
+                **CLAUDE_CODE,
+                "threshold": 0.92,
+                "output_reserve": 32_000,
+                "reattach_file_tokens": 10_000,
+                "reattach_order": "touched",
+            },
             "Claude Code 1.0.51-1.0.70 auto-compact: 0.92 x (200k - 32k output) of the last usage; files re-attached",
         ),
         Preset(
@@ -703,5 +731,18 @@ def claude_code_preset(
     if cap is None and (default is not None or model_default_window(v, model or "", window)):
         name, cap = CLAUDE_CODE_WINDOWED
     reserve = 0 if cap is None else min(cap, max_output(model or ""))
-    params = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
+    params: dict[str, Any] = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
+    params.update({k: x for k, x in read_state(v).items() if PRESETS[name].params.get(k) != x})
     return name, params, min(window, default or window)
+
+
+def read_state(version: tuple[int, ...]) -> dict[str, Any]:
+    """The auto_compact knobs of Claude Code ``version``'s post-compact file restore that differ from the presets'
+    (``REATTACH``): the Read tool's 10,000-token limit before 1.0.85, files ordered by the time of the call that
+    touched them last before 1.0.114."""
+    out: dict[str, Any] = {}
+    if version < READ_LIMIT_5K_FROM:
+        out["reattach_file_tokens"] = 10_000
+    if version < READ_MTIME_FROM:
+        out["reattach_order"] = "touched"
+    return out

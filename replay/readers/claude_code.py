@@ -86,6 +86,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of, version_tuple
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.claude_code_files import whole_file
 from replay.readers.claude_code_memory import MEMORY_REREAD, MemoryFiles, rereads_memory
 from replay.readers.claude_code_relog import RelogFilter
 from replay.readers.claude_code_unlogged import (
@@ -151,6 +152,14 @@ FILE_REFERENCE_NOTE = (
 # first of a new chain, parentUuid null; 1.0.21 on mark it ``isCompactSummary``)
 SUMMARY_OPENING = "This session is being continued from a previous conversation that ran out of context."
 FLAGGED_FROM = (1, 0, 21)  # the first version whose compaction summary carries ``isCompactSummary``
+
+# the file tools whose outcome can tell the whole file after them (claude_code_files)
+WHOLE_FILE_TOOLS = ("Read", "Write", "Edit", "MultiEdit")
+
+
+def _is_result(block: object) -> bool:
+    """A tool_result block of a user message."""
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def unflagged_summary(obj: dict) -> bool:
@@ -221,7 +230,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 13  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 14  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -235,7 +244,8 @@ class ClaudeCodeReader:
     # created (an ``attachment`` item, tool_name "memory_reread"; claude_code_memory); a deferred_tools_delta
     # logged right after a compaction is no ``unlogged`` prefix change; 13: a session the VS Code extension drove
     # on 2.0.0-2.0.29 (an ``<ide_selection>`` or ``<ide_opened_file>`` block) is marked ``turn_attachments``: its
-    # attachments are gone from the next user message on (claude_code_unlogged)
+    # attachments are gone from the next user message on (claude_code_unlogged); 14: what a file tool's
+    # ``toolUseResult`` tells of the whole file after it (``file_chars``, ``file_lines``; claude_code_files)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -530,6 +540,7 @@ class _Session:
         self.todo_calls: dict[str, Any] = {}  # TodoWrite call id -> its todos (claude_code_unlogged)
         self.todo_watched = True  # the harness still watches the todo file (a /clear stops it)
         self.call_names: dict[str, str] = {}  # tool call id -> its tool's name
+        self.file_calls: dict[str, Any] = {}  # file tool call id -> its arguments (claude_code_files)
         self.memory = MemoryFiles()  # the memory files the session created (claude_code_memory)
         # builder id -> (seq, step) of each image a user message holds (not one a tool result holds), until a
         # microcompact clears it
@@ -840,6 +851,8 @@ class _Session:
                 )
                 if block.get("name") in FILE_TOOLS:
                     _file_watched(b)
+                if block.get("name") in WHOLE_FILE_TOOLS and isinstance(block.get("id"), str):
+                    self.file_calls[block["id"]] = block.get("input")
                 if block.get("name") == "TodoWrite" and isinstance(block.get("id"), str):
                     self.todo_calls[block["id"]] = sub_dict(block, "input").get("todos")
             elif btype and btype.endswith("tool_result"):
@@ -874,9 +887,10 @@ class _Session:
                 inner = block.get("content")
                 if isinstance(block.get("tool_use_id"), str):
                     self.result_ext[block["tool_use_id"]] = "json" if isinstance(inner, list) else "txt"
-                b.result(
+                item = b.result(
                     text_of(inner), block.get("tool_use_id"), ts=ts, line=line, is_error=bool(block.get("is_error"))
                 )
+                self._whole_file(b, obj, block, item.seq, sum(_is_result(x) for x in blocks) == 1)
                 self._todo_note(b, obj, block, line, ts)
                 self.memory.result(block.get("tool_use_id"), obj.get("toolUseResult"), bool(block.get("is_error")))
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
@@ -894,6 +908,24 @@ class _Session:
             elif block.get("text"):
                 b.add("user_text", "user", block["text"], ts=ts, line=line)
                 self._extension(b, obj, block["text"], line)
+
+    def _whole_file(self, b: RunBuilder, obj: dict, block: dict, seq: int, alone: bool) -> None:
+        """Note what the line's ``toolUseResult`` says of the whole file a file tool's call left (``file_chars``,
+        ``file_lines`` per result seq; claude_code_files): only for the one result of its line, which that
+        outcome is of."""
+        call = block.get("tool_use_id")
+        if not isinstance(call, str) or call not in self.file_calls:
+            return
+        args = self.file_calls.pop(call)
+        if block.get("is_error") or not alone:
+            return
+        size = whole_file(self.call_names.get(call, ""), args, obj.get("toolUseResult"))
+        if size is None:
+            return
+        chars, lines = size
+        if chars >= 0:
+            b.run.metadata.setdefault("file_chars", []).append([seq, chars])
+        b.run.metadata.setdefault("file_lines", []).append([seq, lines])
 
     def _extension(self, b: RunBuilder, obj: dict, text: str, line: int) -> None:
         """Mark a main session the VS Code extension drove through Claude Code's SDK loop, whose attachments stay

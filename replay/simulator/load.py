@@ -383,6 +383,8 @@ def _assemble(
         media_chars=per_item(items, metadata, "media_chars"),
         edit_chars=edit_growth(items),
         part_read=part_reads(items),
+        file_chars=per_item(items, metadata, "file_chars"),
+        file_lines=per_item(items, metadata, "file_lines"),
         framing=np.array([it.get("framing", 0) for it in items], dtype=np.int64),
         text_tools=metadata.get("tool_calls") == "text",
         dup_key=dup_key,
@@ -447,7 +449,8 @@ def per_item(items: list[dict], metadata: dict, key: str) -> np.ndarray | None:
     """Per item, the number a reader recorded for some items as ``runs.metadata[key]`` ([[seq, n], ...]; 0 for the
     others): ``harness_estimates`` (the tokens the harness's own trigger count gives the item),
     ``harness_keep_estimates`` (its own size where it chooses what to keep, when not that), ``media_chars`` (the
-    characters of the media data it stands for); None when it recorded none."""
+    characters of the media data it stands for), ``file_chars`` and ``file_lines`` (the whole file after a file
+    tool's call, replay.readers.claude_code_files); None when it recorded none."""
     given = {
         int(p[0]): int(p[1])
         for p in metadata.get(key) or []

@@ -50,7 +50,7 @@ class PromptModel:
     unlogged: tuple[tuple[int, int, str], ...] = ()
     unreconstructable: str = ""  # why the log cannot give the server's prompt, when calibration found it cannot
     median_err: float = 0.0  # the fit's median |error| / recorded on its own run
-    # (from step, to step): unlogged content the server no longer counts from that step on (calibrate.turn_ends)
+    # (from step, to step): unlogged content the server no longer counts from that step on (calibrate.content_ends)
     until: tuple[tuple[int, int], ...] = ()
 
     def __post_init__(self) -> None:

@@ -8,7 +8,8 @@ compactions (Claude Code re-attaches recently read files after its summary witho
 and what readers note in ``runs.metadata.unlogged`` (a parent message missing from the log, ToolSearch
 ``tool_reference`` results the server expands into tool schemas). Where the harness keeps attachments for one user
 turn only (``runs.metadata.turn_attachments``: Claude Code's SDK loop to 2.0.29), a compaction's offset ends at the
-first request of the next user turn (:func:`turn_ends`). Each boundary costs one fitted offset, and
+first request of the next user turn (:func:`turn_ends`); any compaction's ends at the next compaction, which
+summarises it away (:func:`content_ends`). Each boundary costs one fitted offset, and
 only what the prompt model can send is fitted (see :func:`fit`): content the log does not hold is never
 negative, so a prompt that shrinks with no event to explain it stays an error, as it is in simulation.
 
@@ -208,7 +209,7 @@ def fit(
     >= 0, except at the boundaries in ``signed`` (a model switch changes the prefix either way). No free term
     absorbs a jump the log does not explain: calibration scores the prompt that simulation sends.
 
-    ``ends``: boundary step -> the step from which its content is gone again (``turn_ends``); the offset holds in
+    ``ends``: boundary step -> the step from which its content is gone again (``content_ends``); the offset holds in
     between. The per-message term needs MIN_PER_MESSAGE requests; a boundary needs a request on each side. With too
     few or
     constant points, b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
@@ -340,7 +341,7 @@ def fit_usage(
         exact, exact_dropped = exact_sizes(metadata), exact_sizes(metadata, reasoning_dropped=True)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         drops, undone = context_drops(metadata), rollback_drops(metadata)
-        ends = turn_ends(run_items, steps, check.boundaries, metadata)
+        ends = content_ends(run_items, steps, check.boundaries, metadata)
         f, prompts = _best_fit(
             run_items,
             steps,
@@ -515,6 +516,19 @@ def _best_fit(
         if sse2 < DROP_REASONING_GAIN * sse:  # dropping must clearly explain the usage better, not fit noise
             return replace(f2, reasoning_in_prompt=False), p2
     return f, p
+
+
+def content_ends(items: pl.DataFrame, steps: np.ndarray, boundaries: dict[int, str], metadata: dict) -> dict[int, int]:
+    """Compaction boundary step -> the step from which what the harness sent after that summary and the log does
+    not hold is gone: the next compaction's (the harness summarises the whole conversation again, the files it
+    re-attached the last time included: Claude Code's ``compactConversation`` replaces every message), or, where
+    the harness keeps attachments for their user turn only, the first request of a later user turn
+    (``turn_ends``), whichever comes first."""
+    out = turn_ends(items, steps, boundaries, metadata)
+    compactions = sorted(b for b, why in boundaries.items() if why == "compaction")
+    for b, after in zip(compactions, compactions[1:], strict=False):
+        out[b] = min(out.get(b, after), after)
+    return out
 
 
 def turn_ends(items: pl.DataFrame, steps: np.ndarray, boundaries: dict[int, str], metadata: dict) -> dict[int, int]:

@@ -192,11 +192,21 @@ def test_presets_are_policies_with_overridable_knobs():
         make_policy("auto_compact", {"threshold": "0"})
 
 
+TEN_K = {"reattach_file_tokens": 10_000}
+TOUCHED = {"reattach_order": "touched"}
+
+
 @pytest.mark.parametrize(
     ("version", "model", "long", "expected"),
     [
         ("1.0.51", "claude-sonnet-4-20250514", False, ("claude-code-1.0", {}, 200_000)),
-        ("1.0.90", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", {}, 200_000)),
+        # the Read tool's limit: 10,000 tokens to 1.0.84, 5,000 from 1.0.85; a read stamped with its own time to
+        # 1.0.113 (the newest files are those touched last), with the file's modification time from 1.0.114
+        ("1.0.81", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", {**TEN_K, **TOUCHED}, 200_000)),
+        ("1.0.85", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", TOUCHED, 200_000)),
+        ("1.0.90", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", TOUCHED, 200_000)),
+        ("1.0.113", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", TOUCHED, 200_000)),
+        ("1.0.114", "claude-opus-4-1-20250805", False, ("claude-code-1.0.80", {}, 200_000)),
         ("2.0.8", "claude-3-5-sonnet-20241022", False, ("claude-code-1.0.80", {"output_reserve": 8_192}, 200_000)),
         ("2.1.0", "claude-sonnet-4-5-20250929", False, ("claude-code-1.0.80", {}, 200_000)),
         ("2.1.19", "claude-opus-4-5-20251101", False, ("claude-code-2.1.3", {}, 200_000)),
@@ -319,3 +329,66 @@ def test_sdk_loop_rebuilds_the_read_file_state_at_each_user_message():
     assert views(run, "claude-code-1.0.80", {**sdk, "reattach_files": "1"}, Budget(160_000))[k].summary_tokens == (
         rebuilt - 4_000
     )  # d.py (this turn's read) ranks below a.py (stamped at the user message)
+
+
+def whole_file_run() -> RunArrays:
+    """Four files touched before outputs grow past the limit (chars = 4 x tokens, no framing): ``big.py`` and
+    ``small.py`` edited (their calls 10 tokens, their results 100), ``part.sh`` read in part (10 lines of 40
+    characters each), ``new.md`` written (its call 1,000 tokens, 40 lines). The log tells the whole files after the
+    calls (``RunArrays.file_chars``, ``file_lines``): big.py 40,000 characters in 1,000 lines, small.py 8,000 in 200,
+    part.sh 100 lines, new.md 4,000 characters in 40 lines."""
+    items: list[dict] = [{"step": 0, "kind": "system", "chars": 400_000, "tokens": 100_000, "turn": 0}]
+    items.append({"step": 0, "kind": "user_text", "chars": 400, "tokens": 100, "turn": 1})
+    whole: dict[int, tuple[int, int]] = {}
+
+    def call(step: int, name: str, res: str, access: str, size: int, lines: int, after: tuple[int, int]) -> None:
+        cid = f"c{len(items)}"
+        base = {"step": step, "call_id": cid, "resource": res, "access": access, "turn": 1}
+        tokens = 1_000 if name == "Write" else 10
+        items.append({**base, "kind": "tool_call", "chars": 4 * tokens, "tokens": tokens, "tool_name": name})
+        whole[len(items)] = after
+        items.append({**base, "kind": "tool_result", "chars": 4 * size, "tokens": size, "lines": lines})
+
+    call(1, "Edit", "big.py", "write", 100, 5, (40_000, 1_000))
+    call(2, "Edit", "small.py", "write", 100, 5, (8_000, 200))
+    call(3, "Read", "part.sh", "read", 100, 10, (0, 100))
+    call(4, "Write", "new.md", "write", 5, 1, (4_000, 40))
+    for step in range(5, 12):
+        call(step, "Bash", "", "exec", 9_000, 1, (0, 0))
+    run = build("whole-file", items, [{"step": k} for k in range(12)], "real:test")
+    chars = np.array([whole.get(q, (0, 0))[0] for q in range(len(items))], dtype=np.int64)
+    lines = np.array([whole.get(q, (0, 0))[1] for q in range(len(items))], dtype=np.int64)
+    return replace(run, file_chars=chars, file_lines=lines)
+
+
+def test_claude_code_re_reads_the_whole_file_the_log_tells_within_the_read_limit():
+    """After the summary Claude Code reads each file again from disk, whole, as the Read tool numbers it (6-wide
+    line number and an arrow per line): small.py (8,000 characters, 200 lines: 2,350 tokens), part.sh (its 10 shown
+    lines of 33 characters' content per line over its 100 lines: 1,000), new.md (4,000 in 40 lines: 1,070). big.py's
+    content (10,000 tokens) passes the 5,000-token limit (1.0.85 on): not re-read; 1.0.84's 10,000 lets it in
+    (40,000 + 7,000 characters: 11,750 tokens)."""
+    run = whole_file_run()
+    k = fired(views(run, "claude-code-1.0.80", None, Budget(160_000)))[0]
+    assert views(run, "claude-code-1.0.80", None, Budget(160_000))[k].summary_tokens == 2_000 + 2_350 + 1_000 + 1_070
+    ten = {"reattach_file_tokens": "10000"}
+    assert views(run, "claude-code-1.0.80", ten, Budget(160_000))[k].summary_tokens == (
+        2_000 + 11_750 + 2_350 + 1_000 + 1_070
+    )
+    # with nothing told of the whole files, the sizes are the log's calls and results, as before
+    bare = replace(run, file_chars=None, file_lines=None)
+    assert views(bare, "claude-code-1.0.80", None, Budget(160_000))[k].summary_tokens != (2_000 + 2_350 + 1_000 + 1_070)
+
+
+def test_claude_code_to_1_0_113_re_reads_the_files_touched_last():
+    """To 1.0.113 a read is stamped with the time of the read, so the newest file is the one touched last (part.sh
+    read after big.py and small.py were edited, new.md written after it); from 1.0.114 written files rank first
+    by their modification time (new.md, then small.py), the files only read after them."""
+    run = whole_file_run()
+    one = {"reattach_files": "1"}
+    k = fired(views(run, "claude-code-1.0.80", one, Budget(160_000)))[0]
+    assert views(run, "claude-code-1.0.80", one, Budget(160_000))[k].summary_tokens == 2_000 + 1_070
+    two = {"reattach_files": "3", "reattach_order": "touched"}
+    mtime = {"reattach_files": "3"}
+    # touched: new.md, part.sh, small.py; mtime: new.md, small.py, big.py (past the limit: not re-read)
+    assert views(run, "claude-code-1.0.80", two, Budget(160_000))[k].summary_tokens == 2_000 + 1_070 + 1_000 + 2_350
+    assert views(run, "claude-code-1.0.80", mtime, Budget(160_000))[k].summary_tokens == 2_000 + 1_070 + 2_350

@@ -78,6 +78,8 @@ def run_at(pk, tflag, i):
         pk.req_hit[c:d],
         pk.edit_chars[a:b],
         pk.part_read[a:b],
+        pk.file_chars[a:b],
+        pk.file_lines[a:b],
     )
 
 

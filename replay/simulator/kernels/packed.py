@@ -82,6 +82,8 @@ Packed = namedtuple(
         "req_hit",
         "edit_chars",
         "part_read",
+        "file_chars",
+        "file_lines",
     ),
 )
 
@@ -152,6 +154,8 @@ class PackedRuns:
     req_hit: np.ndarray  # per request: its model's cache hit rate, -1 the run's (request_hit_rates)
     edit_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.edit_chars)
     part_read: np.ndarray  # per item (replay.run_arrays.RunArrays.part_read)
+    file_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.file_chars)
+    file_lines: np.ndarray  # per item (replay.run_arrays.RunArrays.file_lines)
     static: dict[str, np.ndarray]  # per run: metrics that do not depend on the policy, as columns
     models: tuple[str | None, ...]
     tool_names: tuple[str, ...] = ()
@@ -332,6 +336,8 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_hit": _cat([request_hit_rates(r) for r in runs], np.float64),
         "edit_chars": _cat([r.edit_chars_of for r in runs], np.int64),
         "part_read": _cat([r.part_read_of for r in runs], np.bool_),
+        "file_chars": _cat([r.file_chars_of for r in runs], np.int64),
+        "file_lines": _cat([r.file_lines_of for r in runs], np.int64),
     }
     assert set(arrays) | {"run_ids", "static", "models", "tool_names", "cache_ttls", "cache_fits", "request_plan"} == {
         f.name for f in fields(PackedRuns)
