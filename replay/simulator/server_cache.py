@@ -93,15 +93,11 @@ def with_server_cache(run: RunArrays) -> RunArrays:
     events = server_events(run)
     if not len(events.requests):
         return run
-    read = np.full(run.n_requests, -1, dtype=np.int64)
-    gave = np.concatenate([events.lost, events.past_ttl, events.past_change]).astype(np.int64)
-    read[gave] = run.rec_cache_read[gave]
+    read = _reads_at(run, np.concatenate([events.lost, events.past_ttl, events.past_change]))
     read[events.whole] = AS_BEFORE  # what the replay read the request before: its own count of that prefix
-    foreign = np.full(run.n_requests, -1, dtype=np.int64)
-    foreign[events.beyond] = run.rec_cache_read[events.beyond]
     caps = run.cache_caps.copy()
     caps[events.past_change] = -1
-    return replace(run, server_read=read, foreign_read=foreign, cache_cap=caps)
+    return replace(run, server_read=read, foreign_read=_reads_at(run, events.beyond), cache_cap=caps)
 
 
 def with_reads_past_conversation(run: RunArrays) -> RunArrays:
@@ -109,11 +105,15 @@ def with_reads_past_conversation(run: RunArrays) -> RunArrays:
     automatic cache they are known before its hit rate is fitted, which matches the replay's reads, these
     included, to the log's (replay.simulator.cache_fit)."""
     at = read_past_conversation(run)
-    if not len(at):
-        return run
-    foreign = np.full(run.n_requests, -1, dtype=np.int64)
-    foreign[at] = run.rec_cache_read[at]
-    return replace(run, foreign_read=foreign)
+    return replace(run, foreign_read=_reads_at(run, at)) if len(at) else run
+
+
+def _reads_at(run: RunArrays, at: np.ndarray) -> np.ndarray:
+    """Per request, what the log shows it read at the requests ``at``, -1 elsewhere."""
+    out = np.full(run.n_requests, -1, dtype=np.int64)
+    at = at.astype(np.int64)
+    out[at] = run.rec_cache_read[at]
+    return out
 
 
 def replayed(run: RunArrays) -> np.ndarray:
