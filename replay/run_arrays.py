@@ -205,6 +205,12 @@ class RunArrays:
     file_chars: np.ndarray | None = field(default=None, repr=False)
     file_lines: np.ndarray | None = field(default=None, repr=False)
 
+    def _per_item(self, values: np.ndarray | None, dtype: type, fill: float = 0) -> np.ndarray:
+        """``values`` with one entry per item, ``fill`` everywhere when the run gives none."""
+        if values is not None and len(values) == self.n_items:
+            return values.astype(dtype)
+        return np.full(self.n_items, fill, dtype=dtype)
+
     def _per_request(self, values: np.ndarray, dtype: type, fill: float = 0) -> np.ndarray:
         """``values`` with one entry per request, ``fill`` everywhere when the run gives none."""
         if len(values) == self.n_requests:
@@ -239,72 +245,52 @@ class RunArrays:
     @property
     def harness_estimates(self) -> np.ndarray:
         """``harness_est`` with one entry per item (0 where none is given)."""
-        if self.harness_est is not None and len(self.harness_est) == self.n_items:
-            return self.harness_est.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.harness_est, np.int64)
 
     @property
     def harness_keeps(self) -> np.ndarray:
         """``harness_keep`` with one entry per item (0 where none is given)."""
-        if self.harness_keep is not None and len(self.harness_keep) == self.n_items:
-            return self.harness_keep.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.harness_keep, np.int64)
 
     @property
     def framings(self) -> np.ndarray:
         """``framing`` with one entry per item (0 where none is given)."""
-        if self.framing is not None and len(self.framing) == self.n_items:
-            return self.framing.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.framing, np.int64)
 
     @property
     def dup_keys(self) -> np.ndarray:
         """``dup_key`` with one entry per item (-1 where none is given)."""
-        if self.dup_key is not None and len(self.dup_key) == self.n_items:
-            return self.dup_key.astype(np.int64)
-        return np.full(self.n_items, -1, dtype=np.int64)
+        return self._per_item(self.dup_key, np.int64, -1)
 
     @property
     def dup_chars_after(self) -> np.ndarray:
         """``dup_chars`` with one entry per item (0 where none is given)."""
-        if self.dup_chars is not None and len(self.dup_chars) == self.n_items:
-            return self.dup_chars.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.dup_chars, np.int64)
 
     @property
     def edit_chars_of(self) -> np.ndarray:
         """``edit_chars`` with one entry per item (0 where none is given)."""
-        if self.edit_chars is not None and len(self.edit_chars) == self.n_items:
-            return self.edit_chars.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.edit_chars, np.int64)
 
     @property
     def part_read_of(self) -> np.ndarray:
         """``part_read`` with one entry per item (False where none is given)."""
-        if self.part_read is not None and len(self.part_read) == self.n_items:
-            return self.part_read.astype(np.bool_)
-        return np.zeros(self.n_items, dtype=np.bool_)
+        return self._per_item(self.part_read, np.bool_)
 
     @property
     def file_chars_of(self) -> np.ndarray:
         """``file_chars`` with one entry per item (0 where none is given)."""
-        if self.file_chars is not None and len(self.file_chars) == self.n_items:
-            return self.file_chars.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.file_chars, np.int64)
 
     @property
     def file_lines_of(self) -> np.ndarray:
         """``file_lines`` with one entry per item (0 where none is given)."""
-        if self.file_lines is not None and len(self.file_lines) == self.n_items:
-            return self.file_lines.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.file_lines, np.int64)
 
     @property
     def media_chars_of(self) -> np.ndarray:
         """``media_chars`` with one entry per item (0 where none is given)."""
-        if self.media_chars is not None and len(self.media_chars) == self.n_items:
-            return self.media_chars.astype(np.int64)
-        return np.zeros(self.n_items, dtype=np.int64)
+        return self._per_item(self.media_chars, np.int64)
 
     @property
     def thinking_switches(self) -> np.ndarray:

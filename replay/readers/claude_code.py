@@ -874,6 +874,7 @@ class _Session:
             self.flush_attachments(b)
             return
         blocks = content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]
+        one_result = sum(_is_result(x) for x in blocks) == 1  # the line's toolUseResult is that result's
         if b is self.main and clears(content):
             self.todo_watched = False
         if any(isinstance(x, dict) and x.get("type") != "tool_result" for x in blocks) and not obj.get("isMeta"):
@@ -890,7 +891,7 @@ class _Session:
                 item = b.result(
                     text_of(inner), block.get("tool_use_id"), ts=ts, line=line, is_error=bool(block.get("is_error"))
                 )
-                self._whole_file(b, obj, block, item.seq, sum(_is_result(x) for x in blocks) == 1)
+                self._whole_file(b, obj, block, item.seq, one_result)
                 self._todo_note(b, obj, block, line, ts)
                 self.memory.result(block.get("tool_use_id"), obj.get("toolUseResult"), bool(block.get("is_error")))
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []

@@ -14,6 +14,7 @@ from replay.policies.presets import (
     gemini_token_limit,
     sdk_read_state,
 )
+from replay.tokens.usage_metadata import turn_attachments
 
 BIG = Budget(10**9, 0)
 
@@ -32,7 +33,7 @@ def harness_preset(
         if chosen is None:
             return None
         name, params, window = chosen
-        if isinstance(metadata.get("turn_attachments"), dict):  # the SDK loop rebuilds its read-file state per turn
+        if turn_attachments(metadata):  # the SDK loop rebuilds its read-file state per turn
             params = {**params, **sdk_read_state(str(metadata.get("cc_version") or ""))}
         return name, Budget(window, 0), params
     if fmt in ("codex-rollout", "codex-tui"):
