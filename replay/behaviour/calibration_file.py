@@ -12,9 +12,10 @@ from replay.behaviour.calibration import Calibration
 from replay.errors import ReplayError
 from replay.untrusted import toml_comment, toml_string
 
-# What the rate is per: a recurring blind use with the recurrence over all of a run's revisits. A file fitted per
-# pressured request, or on the recurrence from each setting's first hide ("loop_exposure"), is refused.
-COUNTS = "revisit_share_exposure"
+# What the rate is per: a recurring blind use, with the recurrence of a run of the task's length. A file fitted per
+# pressured request, on the recurrence from each setting's first hide ("loop_exposure") or on the pool's overall
+# recurrence ("revisit_share_exposure") is refused.
+COUNTS = "task_length_recurrence"
 HEADER = (
     "replay behaviour calibration: the loop propensity of one harness (and model) under a context policy, fitted "
     "on one paired arm (raw turns and policy turns of the same tasks). Turn counts only: nothing here says "
@@ -71,7 +72,7 @@ def read_calibration(path: Path) -> Calibration:
     if per != COUNTS:
         raise ReplayError(
             f"{path}: its hazard is per {per or 'pressured request'}, this replay's per {COUNTS} (recurring blind "
-            "uses, recurrence over all revisits); calibrate again with `replay behaviour calibrate`"
+            "uses, recurrence of a run of the task's length); calibrate again with `replay behaviour calibrate`"
         )
     try:
         head, reps = doc["calibration"], doc["replicates"]

@@ -46,7 +46,7 @@ def test_loop_chance_rises_with_pressure(h: float, p: list[int]) -> None:
 
 
 def curve(rate: float, length: int = 60) -> PressureCurve:
-    return PressureCurve(np.full(length, rate), rate, 10, 10 * length)
+    return PressureCurve(np.full(length, rate), rate, 10, 10 * length, 0, np.full(length, rate), rate)
 
 
 @settings(max_examples=60, deadline=None)
@@ -192,8 +192,18 @@ def test_the_openhands_summary_counts_its_calls_on_the_corpus_pool(oh_pool) -> N
 
 
 def test_the_tail_starts_where_the_policy_first_hides() -> None:
-    c = PressureCurve(np.zeros(10), 0.5, 3, 30, start=20, recurrence=0.4)
-    assert c.expected(np.array([10, 20, 30])).tolist() == [0.0, 0.0, pytest.approx(10 * 0.5 * 0.4)]
+    c = PressureCurve(np.zeros(10), 0.5, 3, 30, start=20, uses=np.full(10, 0.5), uses_tail=0.5)
+    blind, uses = 10 * 0.5, 30 * 0.5
+    assert c.expected(np.array([10, 20, 30])).tolist() == [0.0, 0.0, pytest.approx(blind * blind / uses)]
+
+
+def test_the_recurrence_is_that_of_a_run_of_the_tasks_length() -> None:
+    """A pool run of 10 requests, a use at each, blind from the 6th on: half its uses are blind, but a task of 100
+    requests is blind at 95 of its 100 uses, and its blind uses recur as often."""
+    blind = np.arange(10) >= 5
+    c = PoolFlags(("r0",), (WorkingSet(blind, np.ones(10, dtype=bool), blind, 5),)).curve()
+    assert c.recurrence(np.array([10, 100])).tolist() == [0.5, pytest.approx(0.95)]
+    assert c.expected(np.array([100])).tolist() == [pytest.approx(95 * 0.95)]
 
 
 def flags_of(*blind: list[bool]) -> PoolFlags:

@@ -184,6 +184,6 @@ def test_a_pool_of_mixed_harnesses_is_refused(db, tables, tmp_path) -> None:
 
 def test_a_calibration_of_the_former_model_is_refused(db, cal, tables, tmp_path) -> None:
     old = tmp_path / "old.toml"
-    old.write_text(cal.read_text().replace('hazard_per = "revisit_share_exposure"\n', 'hazard_per = "loop_exposure"\n'))
+    old.write_text(cal.read_text().replace('hazard_per = "task_length_recurrence"\n', 'hazard_per = "loop_exposure"\n'))
     args = ("--lengths", str(tables[1]), "--cap", "250", "--runs", OH, "--db", str(db), "--set", "keep_last=5")
     assert "calibrate again" in fails("behaviour", "predict", "--calibration", str(old), *args)
