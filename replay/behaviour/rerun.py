@@ -12,8 +12,13 @@ whatever the two harnesses' typical lengths. Its turns stay within the cap (or i
 
 Assumptions, stated in the output: the no-loop spread of the reference carries to this harness and model (it is a
 property of rerunning an agent, not of its loop propensity, which never carries); the arm's tasks are a sample (they
-are resampled); the pool is a sample (it is resampled). The low end: the 2.5th percentile of the ratio with no loops
-(``h = 0``); the high end: the 97.5th with every recurring blind use tipping a loop (``h = 1``). Neither is a bound.
+are resampled); the pool is a sample (it is resampled).
+
+The band is where an arm's reported 95% interval can reach, since that is what it is held against: each replicate
+is an arm run under the model, and it reports its ratio's interval as the study does (a percentile bootstrap over
+its tasks, ``INNER`` resamples). The low end: the 2.5th percentile of those intervals' low ends with no loops
+(``h = 0``); the high end: the 97.5th of their high ends with every recurring blind use tipping a loop (``h = 1``).
+Neither is a bound.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from replay.errors import ReplayError
 
 BINS = 5
 MIN_TASKS = 20  # a reference with fewer usable tasks gives no spread worth the name
+INNER = 200  # bootstrap resamples of each replicate arm's tasks: the interval that arm would report
 
 
 @dataclass(frozen=True)
@@ -78,16 +84,18 @@ def quantile_bins(lengths: np.ndarray) -> np.ndarray:
 def arm_band(
     lengths: np.ndarray, pool: PoolFlags, cap: int, spread: NoLoopSpread, n: int = REPLICATES
 ) -> tuple[float, float]:
-    """(low, high) ends of the band of the ratio for tasks of ``lengths`` raw turns (see the module)."""
+    """(low, high) ends of the band of the ratio's interval for tasks of ``lengths`` raw turns (see the module)."""
     rng = np.random.default_rng(SEED + 3)
+    tail = (1 - LEVEL) / 2 * 100
     lows, highs = [], []
     for d in pool_draws(len(pool.sets), n):
         raw = lengths[rng.integers(0, len(lengths), len(lengths))]
         curve = pool.curve(d)
         rerun = np.minimum(spread.draw(raw, rng) * raw, np.maximum(cap, raw))  # the task's turns with no loop
         rerun = rerun + curve.expected_calls(raw)  # and the policy's summariser calls
-        q = loop_p(curve.expected(raw), math.inf)
-        lows.append(rerun.sum() / raw.sum())
-        highs.append(((1 - q) * rerun + q * np.maximum(cap, raw)).sum() / raw.sum())
-    tail = (1 - LEVEL) / 2 * 100
+        q = loop_p(curve.expected(raw), math.inf)  # 0 or 1: h = 1 tips every exposed task
+        looping = (1 - q) * rerun + q * np.maximum(cap, raw)
+        inner = rng.integers(0, len(raw), (INNER, len(raw)))
+        lows.append(np.percentile(rerun[inner].sum(1) / raw[inner].sum(1), tail))
+        highs.append(np.percentile(looping[inner].sum(1) / raw[inner].sum(1), 100 - tail))
     return float(np.percentile(lows, tail)), float(np.percentile(highs, 100 - tail))

@@ -278,7 +278,8 @@ def predict(
         "band_95": band_95,
         "band_assumes": (
             f"h from 0 to 1; tasks and pool runs resampled; each task's no-loop turns spread as in {reference} "
-            f"({spread.tasks} tasks, ratio {spread.ratio:.3f}), matched by raw-length quantile"
+            f"({spread.tasks} tasks, ratio {spread.ratio:.3f}), matched by raw-length quantile; the range an arm's "
+            "95% interval (a bootstrap over its tasks) can reach"
             if spread is not None
             else "h from 0 to 1 on these lengths, no rerun spread (give --reference for band_95): an observed "
             "arm's ratio also moves by a rerun of either arm"

@@ -46,6 +46,24 @@ def test_band_spreads_around_the_no_loop_ratio(tmp_path: Path) -> None:
     assert hi2 > 1.5
 
 
+def test_band_holds_the_interval_an_arm_run_so_reports(tmp_path: Path) -> None:
+    """The band is held against an arm's 95% interval: with no loops (the pool never hides), an arm of 50 tasks whose
+    turns move as the reference's did reports an interval inside the band, though its ends lie beyond the spread of
+    the arm's ratio alone."""
+    rng = np.random.default_rng(2)
+    ref_raw = rng.integers(5, 200, 400)
+    ref_pol = np.maximum(1, (ref_raw * rng.lognormal(0, 0.5, 400)).astype(int))
+    ref = no_loop_spread(write(tmp_path / "ref.csv", ref_raw.tolist(), ref_pol.tolist()))
+    raw = rng.integers(5, 200, 50)
+    lo, hi = arm_band(raw, pool(None), 250, ref)
+    for seed in range(5):
+        arm_rng = np.random.default_rng(10 + seed)
+        policy = np.minimum(raw * ref.draw(raw, arm_rng), 250)  # no run goes past the cap
+        i = arm_rng.integers(0, 50, (2000, 50))
+        ratios = policy[i].sum(1) / raw[i].sum(1)
+        assert lo <= np.percentile(ratios, 2.5) and np.percentile(ratios, 97.5) <= hi
+
+
 def test_a_reference_too_small_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ReplayError, match="needs at least"):
         no_loop_spread(write(tmp_path / "ref.csv", [10, 20], [9, 21]))
