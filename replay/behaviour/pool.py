@@ -2,7 +2,8 @@
 runs reaching it whose request there is a blind use (``replay.behaviour.pressure``), times the recurrence
 (the share of uses that are blind, below). It turns a task's raw length into its expected recurring blind uses, for
 tasks the store does not hold (the paired arm, the lengths to predict); the pool's summariser calls per position,
-the same way, into its expected summariser calls.
+the same way, into its expected summariser calls (their tail measured from the pool's first call, where it is
+applied: the summariser fires by size, never before).
 
 Beyond the positions enough pool runs reach, a tail rate stands in. It is measured on the pool's later positions
 (the same ones for every setting, so a wider window never raises it) and applied only from the first request at
@@ -102,7 +103,10 @@ class PoolFlags:
         later = slice(last // 2, longest)
         per_run, per_position = max(reach[later].sum(), 1), np.maximum(reach[:last], 1)
         rate, use_rate, call_rate = (x[:last] / per_position for x in (hits, used, calls))
-        tail, uses_tail, calls_tail = (float(x[later].sum() / per_run) for x in (hits, used, calls))
+        tail, uses_tail = (float(x[later].sum() / per_run) for x in (hits, used))
+        # the summariser fires by size, never before its first call: its tail is measured where it is applied
+        calls_later = slice(max(last // 2, int(np.argmax(calls > 0)) if calls.any() else longest), longest)
+        calls_tail = float(calls[calls_later].sum() / max(reach[calls_later].sum(), 1))
         return PressureCurve(
             rate, tail, len(picked), int(reach.sum()), start, use_rate, uses_tail, call_rate, calls_tail
         )

@@ -182,6 +182,17 @@ def test_summariser_calls_are_turns() -> None:
     assert ratio(np.array([40]), c, 250, Propensity(0.0)) == pytest.approx(43 / 40)
 
 
+def test_summariser_calls_past_the_pool_keep_their_rate() -> None:
+    """A summariser every 20 requests from the 60th: beyond the pool's 100 requests a task of 200 has calls at 100,
+    ..., 180, at the rate the pool shows from its first call on (not diluted by the requests before it)."""
+    summarised = np.zeros(100, dtype=bool)
+    summarised[[60, 80]] = True
+    blind = np.zeros(100, dtype=bool)
+    ws = WorkingSet(blind, blind, blind, 100, summarised)
+    c = PoolFlags(("r0", "r1", "r2"), (ws, ws, ws)).curve()
+    assert c.expected_calls(np.array([100, 200])).tolist() == [2.0, pytest.approx(7.0)]
+
+
 def test_the_openhands_summary_counts_its_calls_on_the_corpus_pool(oh_pool) -> None:
     """The study's summary setting on the corpus pool: its condensations make the no-loop end exceed the raw turns."""
     policy = make_policy("openhands", {"max_size": 65, "keep_first": 2, "keep_tail": 20})
