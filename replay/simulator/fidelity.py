@@ -199,12 +199,16 @@ def event_rows(
     preset: tuple[str, Budget, dict] | None,
     cache: str,
     logged_after: list[int | None] | None = None,
+    logged_steps: list[int] | None = None,
 ) -> list[dict]:
     """One row per recorded context event: recorded request and prompt after it; the preset's nearest event of the
     same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
     ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
-    (Copilot CLI's breakdown after a compaction). A Claude Code, Cline or Codex preset reads the usage the server
-    reported (``with_reported_usage``); a Cline preset's events are its truncations (no summary)."""
+    (Copilot CLI's breakdown after a compaction). ``logged_steps``: per event, its step as the log places it; one
+    after the last request (the session ended before another) is replayed at the last request, where its
+    summariser call is charged (``replay.simulator.load.recorded_events``), and reported after it, with no
+    prompt. A Claude Code, Cline or Codex preset reads the usage the server reported (``with_reported_usage``); a
+    Cline preset's events are its truncations (no summary)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     micro_steps, micro_prompt = sim_steps, sim_steps
@@ -221,7 +225,9 @@ def event_rows(
     bounds = [0, *(int(ev.step[e]) for e in order), run.n_requests]
     for i, e in enumerate(order):
         k, before, after = int(ev.step[e]), bounds[i], bounds[i + 2]
-        size = int(cols["recorded_prompt"][k]) if cols["recorded_prompt"][k] > 0 else None
+        last = logged_steps is not None and e < len(logged_steps) and logged_steps[e] >= run.n_requests
+        k = run.n_requests if last else k  # after the last request: no prompt shows it
+        size = None if last or cols["recorded_prompt"][k] <= 0 else int(cols["recorded_prompt"][k])
         if size is None and logged_after and e < len(logged_after):
             size = logged_after[e]
         row = {
@@ -229,7 +235,7 @@ def event_rows(
             "requests": run.n_requests,
             "recorded_request": k,
             "recorded_after": size,
-            "replayed_after": int(cols["prompt_tokens"][k]),
+            "replayed_after": None if last else int(cols["prompt_tokens"][k]),
             "cache_share_recorded": _share(cols, k, after, True),
             "cache_share_simulated": _share(cols, k, after, False),
             "cache_share_before_recorded": _share(cols, before, k, True),
@@ -298,6 +304,8 @@ def unscored_reason(
     if unknown_models:
         names = ", ".join(sorted(unknown_models))
         return f"requests up to it were served by {names}, a model with no preset: the harness's limit there is unknown"
+    if k >= row["requests"]:
+        return "after the last request: the log ends before a request that would show it"
     if row["recorded_after"] is None:
         return f"no recorded prompt after it: request {k} has no usage in the log"
     if k == 0:
@@ -398,7 +406,8 @@ def fidelity_frame(
                 }
             )
         previous = 0
-        for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged)):
+        steps = [ev["step"] for ev in recorded_events]
+        for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged, steps)):
             recorded = recorded_events[i] if i < len(recorded_events) else {}
             k = ev["recorded_request"]
             reason = unscored_reason(

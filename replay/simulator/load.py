@@ -228,6 +228,7 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
     steps, kinds, drops = [], [], []
     for ev in _events(metadata):
         dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
+        # after the last request (the session ended before another): at the last, so its summariser call is charged
         steps.append(min(ev["step"], max(n_requests - 1, 0)))
         # Cline's truncation is recorded as a condensation with no summary: it makes no summariser call
         truncation = ev.get("harness_kind") == "truncation" and ev.get("summary_seq") is None

@@ -11,7 +11,7 @@
   ``[Tool]`` result blocks in the request texts), so a truncation keeps the results that open the first kept user
   message: dropping them with their calls put the prompt after 32 and 38 14% and 10% low.
 - The agent-sessions fixtures: hand-built, 2 requests each; their events have no recorded request before them or
-  no recorded prompt after them, and say so in the ``reason`` column.
+  come after the last request, and say so in the ``reason`` column.
 """
 
 from __future__ import annotations
@@ -52,7 +52,10 @@ def test_fixture_events_say_why_they_are_not_scored(corpus_db, o200k):
     for r in cc + codex:
         assert r["within"] is None and r["reason"], r
     assert cc[0]["reason"].startswith("at the first request")  # its compact_boundary comes before any request
-    assert all(r["reason"].startswith("no recorded prompt after it") for r in codex)
+    assert all(r["reason"].startswith("no recorded prompt after it") for r in codex[:4])  # before request 1
+    # its last two follow the last of its 2 requests: not put at request 1, whose prompt came before them
+    assert [(r["recorded_request"], r["replayed_after"]) for r in codex[4:]] == [(2, None), (2, None)]
+    assert all(r["reason"].startswith("after the last request") for r in codex[4:] + cc[1:])
 
 
 def test_cline_prompt_after_truncation_follows_the_log(corpus_db, o200k):
