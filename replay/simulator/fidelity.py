@@ -205,10 +205,10 @@ def event_rows(
     same sort (a microcompact against the preset's microcompacts, any other event against its summaries).
     ``logged_after``: per event, the prompt after it as the harness counted it, for requests without usage
     (Copilot CLI's breakdown after a compaction). ``logged_steps``: per event, its step as the log places it; one
-    after the last request (the session ended before another) is replayed at the last request, where its
-    summariser call is charged (``replay.simulator.load.recorded_events``), and reported after it, with no
-    prompt. A Claude Code, Cline or Codex preset reads the usage the server reported (``with_reported_usage``); a
-    Cline preset's events are its truncations (no summary)."""
+    after the last request (the session ended on it) is charged its summariser call at the last request, dropping
+    nothing there (``replay.simulator.load.recorded_events``), and reported after it, with no prompt. A Claude Code,
+    Cline or Codex preset reads the usage the server reported (``with_reported_usage``); a Cline preset's events are
+    its truncations (no summary)."""
     ev = run.events
     sim_steps: np.ndarray = np.zeros(0, dtype=np.int64)
     micro_steps, micro_prompt = sim_steps, sim_steps

@@ -227,8 +227,11 @@ def recorded_events(items: list[dict], metadata: dict, n_requests: int) -> Recor
     recorded_only = copy_generations(items, metadata) > 0
     steps, kinds, drops = [], [], []
     for ev in _events(metadata):
-        dropped = [pos[q] for lo, hi in ev.get("drop") or [] for q in range(int(lo), int(hi)) if q in pos]
-        # after the last request (the session ended before another): at the last, so its summariser call is charged
+        # after the last request (the session ended on it): its summariser call is charged at the last request, and
+        # it drops nothing there, whose prompt came before it
+        ended = ev["step"] >= n_requests
+        ranges = [] if ended else ev.get("drop") or []
+        dropped = [pos[q] for lo, hi in ranges for q in range(int(lo), int(hi)) if q in pos]
         steps.append(min(ev["step"], max(n_requests - 1, 0)))
         # Cline's truncation is recorded as a condensation with no summary: it makes no summariser call
         truncation = ev.get("harness_kind") == "truncation" and ev.get("summary_seq") is None

@@ -86,3 +86,19 @@ def test_codex_tui_runs_within_targets_as_calibrate_scores_them(corpus_db, o200k
         c = cal[r["run_id"]]
         assert abs(100 * c["median_err"] - r["median_abs_pct"]) <= 0.5, (c, r)
         assert abs(100 * c["p95_err"] - r["p95_abs_pct"]) <= 1, (c, r)
+
+
+def test_a_compaction_the_session_ended_on_leaves_the_last_request_whole(corpus_db, o200k):
+    """cc-fixture-agentsessions-small: its second compaction follows its last request. The recorded replay charges
+    that compaction's summariser call at the last request and drops nothing there: before, the last request was
+    replayed as what the compaction left (10 tokens at chars/4, the request's own 185 gone)."""
+    from replay.policies import Budget, make_policy
+    from replay.simulator.load import load_runs
+    from replay.simulator.run import simulate_run
+
+    runs = load_runs(corpus_db, o200k, "%cc-fixture-agentsessions-small-1d506cba")
+    (run,) = [r for r in runs if "/" not in r.run_id]
+    cols, row = simulate_run(run, make_policy("recorded"), None, Budget(1_000_000))
+    assert run.n_requests == 2 and run.events.step.tolist() == [0, 1]
+    assert len(run.events.drop[1]) == 0 and row["summaries"] == 2
+    assert cols["prompt_tokens"][1] > cols["prompt_tokens"][0]
