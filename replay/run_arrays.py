@@ -29,6 +29,17 @@ def chars4(chars: np.ndarray | int) -> np.ndarray:
     return (np.asarray(chars, dtype=np.int64) + 3) // 4
 
 
+def request_turns(item_steps: np.ndarray, item_turns: np.ndarray, req_steps: np.ndarray) -> np.ndarray:
+    """Per request (``req_steps``), the user turn it is in: the latest turn among the items it holds, those up to
+    its step (-1: none)."""
+    if not len(item_steps):
+        return np.full(len(req_steps), -1, dtype=np.int64)
+    order = np.argsort(item_steps, kind="stable")
+    running = np.maximum.accumulate(item_turns[order])
+    upto = np.searchsorted(item_steps[order], req_steps, side="right")
+    return np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)
+
+
 def epoch(ts: str | None) -> float:
     """ISO timestamp -> seconds, NaN when absent or unreadable."""
     if not ts:

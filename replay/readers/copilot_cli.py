@@ -36,8 +36,8 @@ from replay.model import BadRecord, Record, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import ReadContext, iter_json_lines, load_json_document, open_log, text_of
 from replay.readers.builder import RunBuilder
-from replay.readers.copilot_events import Conversation, json_args
-from replay.readers.json_fields import sub_dict
+from replay.readers.copilot_events import Conversation
+from replay.readers.json_fields import json_args, sub_dict
 from replay.readers.jsonl_mend import describe
 
 EVENT_RE = re.compile(

@@ -32,7 +32,6 @@ past 0.95 of the window for the summary, then calls: the usage record's time les
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
@@ -43,7 +42,7 @@ from replay.readers.aliases import add_call
 from replay.readers.base import text_of
 from replay.readers.builder import PREFIX_KINDS, RunBuilder, instant, seq_ranges
 from replay.readers.copilot_usage import CONVERSATION_CALLS, call_usage, compaction_usage
-from replay.readers.json_fields import sub_dict
+from replay.readers.json_fields import json_args, sub_dict
 
 # a side call's counts in runs.metadata.side_calls (billed: replay.metrics.server_iterations), from Request fields
 SIDE_COUNTS = {
@@ -54,16 +53,6 @@ SIDE_COUNTS = {
 }
 CALL_IDS = ("apiCallId", "requestId", "providerCallId", "serviceRequestId")  # names of one model call
 TRIGGERS = {"manual": "manual", "auto": "auto"}  # the rest (threshold, context_limit_retry, ...) are automatic
-
-
-def json_args(args: Any) -> Any:
-    """Tool-call arguments logged as a JSON string, parsed (as logged when they are not JSON)."""
-    if isinstance(args, str):
-        try:
-            return json.loads(args)
-        except ValueError:
-            return args
-    return args
 
 
 def _int(value: Any) -> TypeGuard[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -28,3 +29,13 @@ def epoch_ms_iso(ms: Any) -> Any:
         return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
     except (OverflowError, OSError, ValueError):
         return ms
+
+
+def json_args(args: Any) -> Any:
+    """Tool-call arguments logged as a JSON string, parsed (as logged when they are not JSON)."""
+    if isinstance(args, str):
+        try:
+            return json.loads(args)
+        except ValueError:
+            return args
+    return args

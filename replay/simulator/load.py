@@ -14,8 +14,9 @@ from replay.metrics.server_iterations import server_calls
 from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
+from replay.readers.json_fields import json_args
 from replay.readers.tool_targets import END, read_span
-from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4
+from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4, request_turns
 from replay.simulator.claude_code_breakpoints import marks_last_two
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
 from replay.simulator.idle import inferred_ttl
@@ -151,11 +152,7 @@ def _gone_at(
     step = np.array([it["step"] for it in items], dtype=np.int64)
     turn = np.array([it["turn"] or 0 for it in items], dtype=np.int64)
     req_steps = np.array([r["step"] for r in reqs], dtype=np.int64)
-    # the user turn each request is in: the latest turn among the items it holds
-    order = np.argsort(step, kind="stable")
-    running = np.maximum.accumulate(turn[order]) if len(items) else turn
-    upto = np.searchsorted(step[order], req_steps, side="right")
-    req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)
+    req_turn = request_turns(step, turn, req_steps)
     out = np.full(len(items), -1, dtype=np.int64)
     for p, it in enumerate(items):
         if it["seq"] in exact and it["kind"] == "reasoning":  # a sized summary stays
@@ -418,21 +415,11 @@ def part_reads(items: list[dict]) -> np.ndarray | None:
     None when no item is such a read."""
     part = [
         it.get("span") is not None and (it["span"][:2] != (1, END) or "offset" in args or "limit" in args)
-        if isinstance(args := _args(it.get("args")), dict)
+        if isinstance(args := json_args(it.get("args")), dict)
         else False
         for it in items
     ]
     return np.array(part, dtype=np.bool_) if any(part) else None
-
-
-def _args(raw: object) -> object:
-    """A read call's arguments as parsed JSON (None when not JSON)."""
-    if not isinstance(raw, str):
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
 
 
 def duplicate_candidates(items: list[dict], metadata: dict) -> tuple[np.ndarray | None, np.ndarray | None]:

@@ -73,10 +73,11 @@ def cache_reasons(run: RunArrays) -> list[str]:
     (replay.simulator.server_cache) reproduces them all; one under an automatic cache, the reads past its
     conversation. ``bill_gap`` and ``fidelity``'s run rows give them."""
     explicit = run.cache_fit is not None and isinstance(run.cache_fit.cache(), Anthropic)
-    if len(replayed(run)) and explicit:
+    replays = bool(len(replayed(run)))
+    if replays and explicit:
         return []
     lost, kept = unexplained_losses(run).sentence(), cache_kept(run)
-    if len(replayed(run)):  # an automatic cache: its reads past the conversation are replayed, the rest is not
+    if replays:  # an automatic cache: its reads past the conversation are replayed, the rest is not
         none = np.zeros(0, np.int64)
         kept = replace(kept, beyond=none, beyond_tokens=none)
     return ([lost] if lost else []) + kept.sentences()

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from replay.run_arrays import request_turns
+
 # Claude models whose thinking is a fixed budget the client turns on or off (Claude 3.7 Sonnet to the 4.5 models).
 # From Opus 4.6 and Sonnet 4.6 on, Claude Code asks for adaptive thinking: the setting stays the same and the model
 # decides whether to think, so a response without a thinking block says nothing about it (ccb-android-avd-opus on
@@ -43,10 +45,7 @@ def thinking_switches(items: list[dict], reqs: list[dict], model: str | None) ->
     thinking_turns = {it["turn"] or 0 for it in items if it["kind"] == "reasoning"}
     step = np.array([it["step"] for it in items], dtype=np.int64)
     turn = np.array([it["turn"] or 0 for it in items], dtype=np.int64)
-    order = np.argsort(step, kind="stable")
-    running = np.maximum.accumulate(turn[order])
-    upto = np.searchsorted(step[order], np.array([r["step"] for r in reqs], dtype=np.int64), side="right")
-    req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)
+    req_turn = request_turns(step, turn, np.array([r["step"] for r in reqs], dtype=np.int64))
     on = np.array([int(t) in thinking_turns for t in req_turn], dtype=bool)
     claude = np.array([budgeted(r.get("model") or model) for r in reqs], dtype=bool)
     out[1:] = (on[1:] != on[:-1]) & claude[1:] & claude[:-1]

@@ -44,6 +44,7 @@ import numpy as np
 import polars as pl
 from scipy.optimize import lsq_linear
 
+from replay.run_arrays import request_turns
 from replay.store import frame
 from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
@@ -538,12 +539,7 @@ def turn_ends(items: pl.DataFrame, steps: np.ndarray, boundaries: dict[int, str]
     hold, is gone there. Empty for any other run."""
     if not turn_attachments(metadata) or items.is_empty():
         return {}
-    step = items["step"].to_numpy()
-    turn = items["turn"].fill_null(0).to_numpy()
-    order = np.argsort(step, kind="stable")
-    running = np.maximum.accumulate(turn[order])
-    upto = np.searchsorted(step[order], steps, side="right")
-    req_turn = np.where(upto > 0, running[np.maximum(upto - 1, 0)], -1)  # the newest user turn a request holds
+    req_turn = request_turns(items["step"].to_numpy(), items["turn"].fill_null(0).to_numpy(), steps)
     out = {}
     for b, why in boundaries.items():
         if why != "compaction":
