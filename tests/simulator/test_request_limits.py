@@ -62,8 +62,9 @@ def fired(run, chosen) -> list[int]:
     (the others' trimmed tokens also count the recorded summaries they leave out)."""
     name, budget, params = chosen
     cols, _ = simulate_run(run, make_policy(name, params), make_cache("none"), budget)
-    if name == "cline":
-        trimmed = cols["trimmed_tokens"]
+    if name == "cline":  # the conversation's trimmed tokens: a switch also replaces the prefix fitted per model
+        prefix = cols["tok_system"] + cols["tok_tool_defs"]
+        trimmed = cols["trimmed_tokens"] - (prefix[0] - prefix)
         return (np.flatnonzero(trimmed[1:] > trimmed[:-1]) + 1).tolist()
     return np.flatnonzero(cols["summarised"]).tolist()
 
