@@ -17,7 +17,9 @@ Which model: the one of the provider that served the run (``provider_cache``). I
    the recorded prompt the log shows read (matched in tokens: a miss on a short prompt costs less than one on a
    long prompt, a partial read is part of a hit); how many informative requests reached it is kept for the label.
    ``ttl`` is the provider's default unless a request after a longer idle gap still reached the conversation's
-   prefix; then the shortest documented retention covering that gap.
+   prefix; then the shortest documented retention covering that gap, or the gap itself past them all (DeepSeek
+   documents none: "hours to days"; olivia215215/cabinet-governance 14e0e1d0 read its 70,272-token prefix after
+   44.5 h).
 3. ``default``: the model's documented defaults (hit rate 1), also for a run with too few informative requests
    of its own: a fit pooled over other runs would depend on which runs are loaded together (a ``--runs``
    pattern, a sweep's shard), and one run's figures must not. Anthropic runs stay here: explicit breakpoints and
@@ -196,7 +198,8 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
     ttl = base.ttl
     if reached_long.any():
         longest = float(np.nanmax(gap[reached_long]))
-        ttl = next((t for t in RETENTION if t >= longest and t > base.ttl), RETENTION[-1])
+        # past every documented retention, the gap the log shows the prefix survived
+        ttl = next((t for t in RETENTION if t >= longest and t > base.ttl), longest)
         default = recorded_hits(run, [replace(base, ttl=ttl)])[0]
     informative = have & (default - cold >= step)
     if informative.sum() < MIN_INFORMATIVE:

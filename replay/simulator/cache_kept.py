@@ -78,7 +78,7 @@ def cache_kept(run: RunArrays) -> CacheKept:
     read, held = run.rec_cache_read, held_after(run)
     warm = warm_tokens(run)
     gap = idle_before(run)
-    expired = np.isfinite(gap) & (gap >= ttls_of(run))
+    expired = np.isfinite(gap) & (gap > ttls_of(run))  # as the replay expires an entry
     past = np.flatnonzero(expired & (read - warm >= MIN_LOSS))
     more = np.zeros(m, dtype=np.int64)
     more[1:] = read[1:] - np.maximum(held[:-1], warm)

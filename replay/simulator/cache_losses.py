@@ -78,13 +78,14 @@ def requests_phrase(at: np.ndarray) -> str:
 
 
 def ttl_of(run: RunArrays) -> float:
-    """The TTL of the run's cache: the one the log's writes used (3,600 s when most were 1 h writes; inferred where
-    the split is left at zero: replay.simulator.idle.inferred_ttl), else its cache model's (an automatic cache's
-    fitted from its reads or its provider's default: replay.simulator.cache_fit), 300 s when neither says."""
-    if run.cache_ttl:
-        return float(run.cache_ttl)
-    ttl = getattr(run.cache_fit.cache(), "ttl", None) if run.cache_fit is not None else None
-    return float(ttl or 300.0)
+    """The TTL of the run's cache: an automatic cache's (fitted from its reads or its provider's default:
+    replay.simulator.cache_fit), else the one the log's writes used (3,600 s when most were 1 h writes; inferred
+    where the split is left at zero: replay.simulator.idle.inferred_ttl), 300 s when neither says. A Claude Code
+    log driving DeepSeek records a write split the provider's automatic cache never made."""
+    cache = run.cache_fit.cache() if run.cache_fit is not None else None
+    if isinstance(cache, OpenAIAuto):
+        return float(cache.ttl)
+    return float(run.cache_ttl or 300.0)
 
 
 def ttls_of(run: RunArrays) -> np.ndarray:

@@ -61,6 +61,23 @@ def test_fit_lengthens_the_ttl_only_on_a_hit_after_a_long_idle_gap():
     assert fit_run(_run(reads, gaps), "openai").ttl is None
 
 
+def test_a_hit_past_every_documented_retention_sets_the_ttl_to_its_gap():
+    """olivia215215/cabinet-governance 14e0e1d0 (Claude Code driving deepseek-v4-pro) read its 70,272-token prefix
+    after 44.5 h idle; a TTL capped at 24 h expired it, and the replay billed the session 58% over its usage. The
+    kept prefix is also no loss the bill_gap explains."""
+    from replay.simulator.cache_kept import cache_kept
+
+    reads = [0] + [_prompt(k - 1) // 64 * 64 for k in range(1, 6)]
+    gaps = [10.0, 10.0, 160_200.0, 10.0, 10.0]
+    run = _run(reads, gaps, model="deepseek-v4-pro")
+    fit = fit_run(run, "deepseek")
+    assert fit.ttl == 160_200.0
+    fitted = replace(run, cache_fit=fit, cache_ttl=3600.0, rec_write=np.zeros(6, np.int64))  # a zero write split
+    cols, _ = simulate_run(fitted, make_policy("recorded"), fit.cache(), Budget(10**9))
+    assert cols["cached_tokens"][3] == reads[3]
+    assert len(cache_kept(fitted).past_ttl) == 0
+
+
 def test_a_run_that_never_read_its_cache_is_uncached():
     run = _run([0] * 6)
     fit = fit_run(run, "openai")
