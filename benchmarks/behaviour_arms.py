@@ -3,7 +3,8 @@
 interval of its turn ratio (paired percentile bootstrap over tasks, B = 10,000, the study's method; the paper itself
 reports intervals for cost and solve rate, not turns), and check that the uncalibrated band covers each interval
 (``replay.behaviour.rerun``: h from 0 to 1, tasks and pool resampled, each task's no-loop turns spread as in the
-given SWE-agent Gemini 2.5 Flash M=10 arm, whose calibration fits h = 0).
+given SWE-agent Gemini 2.5 Flash M=10 arm, whose calibration fits h = 0). The calibration and the predictions take
+each task's loop chance over the lengths a rerun of it can take, with the same spread (``replay.behaviour.spread``).
 
 The other arms are not in this repository: give the study's per-instance file
 (``auxiliary-data/experiment_instance_costs_openhands.csv`` of JetBrains-Research/the-complexity-trap).
@@ -79,12 +80,12 @@ def main() -> None:
     harness = pool_harness(con, pool, POOL)
     f10 = pool_flags(pool, make_policy("masking", {"keep_last": 5}), Budget())
     c10 = f10.curve()
-    prop, reps = fit(arm.raw, arm.policy, c10, CAP), replicates(arm, f10, CAP)
-    check = held_out(arm, f10, CAP)
+    prop = fit(arm.raw, arm.policy, c10, CAP, spread=spread)
+    reps, check = replicates(arm, f10, CAP, spread=spread), held_out(arm, f10, CAP, spread)
     print(
         f"pool {POOL}: {len(pool)} {harness} runs; calibrated on masking M=10 (keep_last 5), 500 tasks: hazard "
         f"{prop.hazard:.4f}, ratio {arm.policy.sum() / arm.raw.sum():.3f} "
-        f"reproduced {ratio(arm.raw, c10, CAP, prop):.3f}; "
+        f"reproduced {ratio(arm.raw, c10, CAP, prop, spread):.3f}; "
         f"held out {check.predicted:.3f} [{check.lo:.3f}, {check.hi:.3f}] vs {check.observed:.3f}; "
         f"no-loop spread: SWE-agent {REFERENCE} M=10, {spread.tasks} tasks, ratio {spread.ratio:.3f}\n"
     )
@@ -109,9 +110,9 @@ def main() -> None:
         obs, olo, ohi = observed_interval(r, p)
         flags = pool_flags(pool, make_policy(pname, params), Budget())
         curve = flags.curve()
-        point = ratio(r, curve, CAP, prop)
-        lo, hi = interval(r, flags, CAP, reps)
-        plo, phi = ratio(r, curve, CAP, Propensity(0.0)), ratio(r, curve, CAP, Propensity(math.inf))
+        point = ratio(r, curve, CAP, prop, spread)
+        lo, hi = interval(r, flags, CAP, reps, spread=spread)
+        plo, phi = ratio(r, curve, CAP, Propensity(0.0), spread), ratio(r, curve, CAP, Propensity(math.inf), spread)
         blo, bhi = arm_band(r, flags, CAP, spread)
         inside = "yes" if olo <= point <= ohi else "no"
         covers = "contains" if blo <= olo and ohi <= bhi else ("overlaps" if olo <= bhi and blo <= ohi else "apart")

@@ -53,7 +53,13 @@ def turns(
 ) -> np.ndarray:
     """Expected turns of runs of ``n`` recorded turns and loop exposure ``exposure`` under ``prop``; ``calls``: the
     policy's own summariser calls in a run that does not loop (a looping run's cap counts them)."""
-    q = loop_p(exposure, prop.rate)
+    return expected_turns(n, loop_p(exposure, prop.rate), cap, prop, calls)
+
+
+def expected_turns(
+    n: np.ndarray | float, q: np.ndarray | float, cap: int, prop: Propensity, calls: np.ndarray | float = 0.0
+) -> np.ndarray:
+    """Expected turns of runs of ``n`` recorded turns that loop with chance ``q`` (see ``turns``)."""
     n = np.asarray(n, dtype=np.float64)
     return (prop.shortening * n + calls) * (1 - q) + q * np.maximum(cap, n)
 

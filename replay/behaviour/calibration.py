@@ -8,7 +8,11 @@ turns), every extra turn put down to loops; an arm shorter than its raw one gets
 its ratio. Its uncertainty: the same fit on bootstrap resamples of the tasks and, paired with each, a resample of the
 pool's runs (``replay.behaviour.pool.pool_draws``); a prediction uses the same pool resample with each replicate, so a
 thin pool shows as a wide interval. Its held-out check: fitted on one half of the tasks (split by a hash of the task
-name), predicted on the other."""
+name), predicted on the other.
+
+With a no-loop spread (``replay.behaviour.spread``, from a reference arm), a task's loop chance is taken over the
+lengths a rerun of it can take, not at its raw length alone: the policy run is another run of a stochastic agent, and
+a run's exposure grows faster than its length. The calibration fits, and its predictions use, the same spread."""
 
 from __future__ import annotations
 
@@ -20,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from replay.behaviour.band import Propensity, turns
+from replay.behaviour.band import Propensity, expected_turns, loop_p
 from replay.behaviour.pool import PoolFlags, PressureCurve, pool_draws
+from replay.behaviour.spread import NoLoopSpread
 from replay.errors import ReplayError
 
 REPLICATES = 200  # bootstrap resamples for the intervals
@@ -76,22 +81,58 @@ def read_lengths(path: Path) -> np.ndarray:
     return np.array([_turns(path, i + 2, r, "raw_turns") for i, r in enumerate(rows)])
 
 
-def ratio(lengths: np.ndarray, curve: PressureCurve, cap: int, prop: Propensity) -> float:
-    """Predicted turn ratio (sum of expected policy turns, the policy's summariser calls included, over sum of raw
-    turns)."""
-    policy_turns = turns(lengths, curve.expected(lengths), cap, prop, curve.expected_calls(lengths))
-    return float(policy_turns.sum() / lengths.sum())
+@dataclass(frozen=True)
+class Exposure:
+    """Tasks of ``lengths`` raw turns under one curve: per task and rerun length (columns; one column, the raw
+    length, without a spread) its expected recurring blind uses, and its expected summariser calls."""
+
+    lengths: np.ndarray
+    blind: np.ndarray
+    calls: np.ndarray
+
+    def ratio(self, cap: int, prop: Propensity) -> float:
+        """Predicted turn ratio (sum of expected policy turns, the policy's summariser calls included, over sum of
+        raw turns)."""
+        q = loop_p(self.blind, prop.rate).mean(axis=1)
+        return float(expected_turns(self.lengths, q, cap, prop, self.calls).sum() / self.lengths.sum())
 
 
-def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int, clamp: bool = False) -> Propensity:
+def exposure(lengths: np.ndarray, curve: PressureCurve, cap: int, spread: NoLoopSpread | None) -> Exposure:
+    """The exposure of tasks of ``lengths`` raw turns; with ``spread``, at each length a rerun can take (the raw
+    length times each factor of the task's bin, within the cap or the raw length if longer)."""
+    n = np.asarray(lengths, dtype=np.float64)
+    if spread is None:
+        runs = n[:, None]
+    else:
+        runs = np.ceil(np.minimum(spread.grid(n) * n[:, None], np.maximum(cap, n)[:, None]))
+    blind = curve.expected(runs.ravel()).reshape(runs.shape)
+    return Exposure(n, blind, curve.expected_calls(n))
+
+
+def ratio(
+    lengths: np.ndarray, curve: PressureCurve, cap: int, prop: Propensity, spread: NoLoopSpread | None = None
+) -> float:
+    """Predicted turn ratio of tasks of ``lengths`` raw turns (``Exposure.ratio``)."""
+    return exposure(lengths, curve, cap, spread).ratio(cap, prop)
+
+
+def fit(
+    raw: np.ndarray,
+    policy: np.ndarray,
+    curve: PressureCurve,
+    cap: int,
+    clamp: bool = False,
+    spread: NoLoopSpread | None = None,
+) -> Propensity:
     """The propensity that reproduces the arm's ratio. An arm beyond what the curve can give even at ``h = 1`` is
     refused, or with ``clamp`` (a bootstrap replicate whose pool resample shows too little exposure) gets
     ``h = 1``, the most the model allows. The rate is bracketed by doubling, then bisected."""
     s = 1.0
     target = float(policy.sum() / raw.sum())
-    if ratio(raw, curve, cap, Propensity(0.0, s)) >= target:  # no loops needed: all of it is shortening
+    tasks = exposure(raw, curve, cap, spread)
+    if tasks.ratio(cap, Propensity(0.0, s)) >= target:  # no loops needed: all of it is shortening
         return Propensity(0.0, target)
-    most = ratio(raw, curve, cap, Propensity(math.inf, s))
+    most = tasks.ratio(cap, Propensity(math.inf, s))
     if most < target:
         if clamp:
             return Propensity(math.inf, s)
@@ -101,36 +142,43 @@ def fit(raw: np.ndarray, policy: np.ndarray, curve: PressureCurve, cap: int, cla
             "arm's harness"
         )
     lo, hi = 0.0, 1.0
-    while ratio(raw, curve, cap, Propensity(hi, s)) < target and hi < 1e300:
+    while tasks.ratio(cap, Propensity(hi, s)) < target and hi < 1e300:
         lo, hi = hi, hi * 2
     for _ in range(200):
         mid = (lo + hi) / 2
         if mid in (lo, hi):
             break
-        lo, hi = (mid, hi) if ratio(raw, curve, cap, Propensity(mid, s)) < target else (lo, mid)
+        lo, hi = (mid, hi) if tasks.ratio(cap, Propensity(mid, s)) < target else (lo, mid)
     return Propensity((lo + hi) / 2, s)
 
 
-def replicates(paired: Paired, pool: PoolFlags, cap: int, n: int = REPLICATES) -> list[Propensity]:
+def replicates(
+    paired: Paired, pool: PoolFlags, cap: int, n: int = REPLICATES, spread: NoLoopSpread | None = None
+) -> list[Propensity]:
     """The fit on ``n`` bootstrap resamples of the tasks, the i-th on the i-th resample of the pool."""
     rng = np.random.default_rng(SEED)
     draws = pool_draws(len(pool.sets), n)
     out = []
     for d in draws:
         i = rng.integers(0, len(paired.raw), len(paired.raw))
-        out.append(fit(paired.raw[i], paired.policy[i], pool.curve(d), cap, clamp=True))
+        out.append(fit(paired.raw[i], paired.policy[i], pool.curve(d), cap, clamp=True, spread=spread))
     return out
 
 
 def interval(
-    lengths: np.ndarray, pool: PoolFlags, cap: int, reps: list[Propensity], seed: int = SEED
+    lengths: np.ndarray,
+    pool: PoolFlags,
+    cap: int,
+    reps: list[Propensity],
+    seed: int = SEED,
+    spread: NoLoopSpread | None = None,
 ) -> tuple[float, float]:
     """The ``LEVEL`` interval of the predicted ratio: each replicate's propensity, on its own resample of the pool
     (under the setting to predict) and on a resample of the lengths."""
     rng = np.random.default_rng(seed + 1)
     draws = pool_draws(len(pool.sets), len(reps))
     values = [
-        ratio(lengths[rng.integers(0, len(lengths), len(lengths))], pool.curve(d), cap, p)
+        ratio(lengths[rng.integers(0, len(lengths), len(lengths))], pool.curve(d), cap, p, spread)
         for p, d in zip(reps, draws, strict=True)
     ]
     tail = (1 - LEVEL) / 2 * 100
@@ -160,7 +208,7 @@ class HeldOut:
         return self.lo <= self.observed <= self.hi
 
 
-def held_out(paired: Paired, pool: PoolFlags, cap: int) -> HeldOut:
+def held_out(paired: Paired, pool: PoolFlags, cap: int, spread: NoLoopSpread | None = None) -> HeldOut:
     """Fit on the tasks whose hash is even, predict the odd ones."""
     curve = pool.curve()
     side = np.array([half(t) for t in paired.tasks])
@@ -168,10 +216,10 @@ def held_out(paired: Paired, pool: PoolFlags, cap: int) -> HeldOut:
     if a.sum() < 2 or b.sum() < 2:
         raise ReplayError("the paired table needs at least 4 tasks for a held-out check")
     part = Paired(tuple(np.array(paired.tasks)[a]), paired.raw[a], paired.policy[a])
-    prop = fit(part.raw, part.policy, curve, cap)
-    lo, hi = interval(paired.raw[b], pool, cap, replicates(part, pool, cap))
+    prop = fit(part.raw, part.policy, curve, cap, spread=spread)
+    lo, hi = interval(paired.raw[b], pool, cap, replicates(part, pool, cap, spread=spread), spread=spread)
     observed = float(paired.policy[b].sum() / paired.raw[b].sum())
-    return HeldOut(int(a.sum()), int(b.sum()), observed, ratio(paired.raw[b], curve, cap, prop), lo, hi)
+    return HeldOut(int(a.sum()), int(b.sum()), observed, ratio(paired.raw[b], curve, cap, prop, spread), lo, hi)
 
 
 @dataclass(frozen=True)
@@ -187,3 +235,4 @@ class Calibration:
     reps: list[Propensity]
     provenance: dict = field(default_factory=dict)
     check: dict = field(default_factory=dict)
+    spread: NoLoopSpread | None = None  # the rerun spread it was fitted with (None: at raw lengths)

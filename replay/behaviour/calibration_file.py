@@ -7,8 +7,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from replay.behaviour.band import Propensity
 from replay.behaviour.calibration import Calibration
+from replay.behaviour.spread import BINS, NoLoopSpread
 from replay.errors import ReplayError
 from replay.untrusted import toml_comment, toml_string
 
@@ -53,6 +56,10 @@ def write_calibration(cal: Calibration, path: Path) -> None:
     lines += _table("provenance", cal.provenance) + _table("held_out", cal.check)
     reps = {"rate": [p.rate for p in cal.reps], "shortening": [p.shortening for p in cal.reps]}
     lines += _table("replicates", reps)
+    if cal.spread is not None:
+        sp = cal.spread
+        rerun = {"reference": sp.source, "reference_sha256": sp.sha256, "tasks": sp.tasks, "ratio": sp.ratio}
+        lines += _table("rerun", rerun | {f"bin_{b}": f.tolist() for b, f in enumerate(sp.factors)})
     try:
         path.write_text("\n".join(lines), encoding="utf-8")
     except OSError as exc:
@@ -86,11 +93,25 @@ def read_calibration(path: Path) -> Calibration:
             reps=[Propensity(float(r), float(s)) for r, s in zip(reps["rate"], reps["shortening"], strict=True)],
             provenance=dict(doc.get("provenance", {})),
             check=dict(doc.get("held_out", {})),
+            spread=_spread(doc["rerun"]) if "rerun" in doc else None,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReplayError(
             f"{path}: not a calibration file (missing or wrong {exc}); write one with `replay behaviour calibrate`"
         ) from exc
+
+
+def _spread(rerun: dict) -> NoLoopSpread:
+    bins = sorted((k for k in rerun if k.startswith("bin_")), key=lambda k: int(k[4:]))
+    if len(bins) != BINS or any(len(rerun[k]) == 0 for k in bins):
+        raise ValueError(f"rerun bins: {BINS} non-empty bin_0 .. bin_{BINS - 1} expected")
+    return NoLoopSpread(
+        tuple(np.array(rerun[k], dtype=np.float64) for k in bins),
+        int(rerun["tasks"]),
+        float(rerun["ratio"]),
+        str(rerun.get("reference", "")),
+        str(rerun.get("reference_sha256", "")),
+    )
 
 
 def check_same_harness(cal: Calibration, harness: str, where: str) -> None:

@@ -49,6 +49,13 @@ LazyDbOption = Annotated[
     ),
 ]
 CapOpt = Annotated[int, typer.Option("--cap", min=1, help="The harness's step cap (turns a loop runs to).")]
+ReferenceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="CSV task,raw_turns,policy_turns: a paired arm where the policy tipped no loop (fits h = 0); its per-task "
+        "spread is what a rerun does to a task's turns."
+    ),
+]
 
 
 @behaviour_app.callback()
@@ -138,18 +145,22 @@ def calibrate(
     policy: PolicyOpt = "masking",
     sets: SetsOpt = [],  # noqa: B006
     model: Annotated[str | None, typer.Option(help="The arm's model (the point is then for it only).")] = None,
+    reference: ReferenceOpt = None,
     tokenizer: TokenizerOption = None,
     window: WindowOpt = 200_000,
     db: DbOption = DEFAULT_DB_PATH,
 ) -> None:
     """Fit the loop propensity of the pool's harness on one paired arm: the hazard per recurring blind use that
     reproduces the arm's turn ratio, its bootstrap replicates (tasks and pool runs resampled), and a held-out check
-    (fit on half the tasks, predict the other half). The file states where it came from."""
+    (fit on half the tasks, predict the other half). With --reference, each task's loop chance is taken over the
+    lengths a rerun of it can take (the file keeps that spread; its predictions use it). The file states where it
+    came from."""
     import hashlib
 
     from replay.behaviour.calibration import Calibration, fit, held_out, pool_key, ratio, read_paired, replicates
     from replay.behaviour.calibration_file import write_calibration
     from replay.behaviour.pool import pool_flags, pool_harness
+    from replay.behaviour.rerun import no_loop_spread
     from replay.policies import Budget, make_policy, parse_sets
     from replay.simulator.load import load_runs
     from replay.store import open_store
@@ -157,6 +168,7 @@ def calibrate(
 
     pol = make_policy(policy, parse_sets(sets))
     arm = read_paired(paired)
+    spread = no_loop_spread(reference) if reference is not None else None
     con = open_store(db, read_only=True)
     try:
         pool = load_runs(con, resolve_tokenizer(con, tokenizer), runs)
@@ -165,8 +177,8 @@ def calibrate(
     finally:
         con.close()
     curve = flags.curve()
-    prop = fit(arm.raw, arm.policy, curve, cap)
-    check = held_out(arm, flags, cap)
+    prop = fit(arm.raw, arm.policy, curve, cap, spread=spread)
+    check = held_out(arm, flags, cap, spread)
     observed = float(arm.policy.sum() / arm.raw.sum())
     cal = Calibration(
         harness=harness,
@@ -175,13 +187,19 @@ def calibrate(
         settings=pol.config.as_dict(),
         cap=cap,
         fit=prop,
-        reps=replicates(arm, flags, cap),
+        reps=replicates(arm, flags, cap, spread=spread),
+        spread=spread,
         provenance={
             "paired_file": str(paired),
             "paired_sha256": hashlib.sha256(paired.read_bytes()).hexdigest(),
             "tasks": len(arm.raw),
             "observed_ratio": round(observed, 6),
-            "reproduced_ratio": round(ratio(arm.raw, curve, cap, prop), 6),
+            "reproduced_ratio": round(ratio(arm.raw, curve, cap, prop, spread), 6),
+            "rerun_lengths": (
+                f"each task's loop chance over the lengths a rerun can take, spread as in {reference}"
+                if spread is not None
+                else "each task's loop chance at its raw length (no --reference)"
+            ),
             "pool": runs,
             "pool_runs": curve.runs,
             "pool_requests": curve.requests,
@@ -222,13 +240,7 @@ def predict(
     runs: Annotated[str, typer.Option(help="The pool: LIKE pattern on stored raw runs of the calibration's harness.")],
     policy: PolicyOpt = "masking",
     sets: SetsOpt = [],  # noqa: B006
-    reference: Annotated[
-        Path | None,
-        typer.Option(
-            help="CSV task,raw_turns,policy_turns: a paired arm where the policy tipped no loop (fits h = 0); its "
-            "per-task spread widens the band to what a rerun of the arm would show."
-        ),
-    ] = None,
+    reference: ReferenceOpt = None,
     tokenizer: TokenizerOption = None,
     window: WindowOpt = 200_000,
     db: DbOption = DEFAULT_DB_PATH,
@@ -236,8 +248,8 @@ def predict(
 ) -> None:
     """Predict an arm's turn ratio (policy turns over raw turns) for tasks of the given raw lengths, with its 95%
     interval (the calibration's replicates, each on its resample of the pool and of the tasks), beside the
-    uncalibrated band (with --reference: its 95% ends over resamples of tasks and pool, with the reference's
-    no-loop spread per task)."""
+    uncalibrated band (its 95% ends over resamples of tasks and pool, with a no-loop spread per task: --reference's,
+    else the calibration's). The point and interval use the spread the calibration was fitted with."""
     from replay.behaviour.band import Propensity
     from replay.behaviour.calibration import interval, pool_key, ratio, read_lengths
     from replay.behaviour.calibration_file import check_same_harness, check_same_pool, read_calibration
@@ -249,7 +261,7 @@ def predict(
     from replay.tokens.resolve import resolve_tokenizer
 
     cal = read_calibration(calibration)
-    spread = no_loop_spread(reference) if reference is not None else None
+    spread = no_loop_spread(reference) if reference is not None else cal.spread
     pol = make_policy(policy, parse_sets(sets))
     raw = read_lengths(lengths)
     con = open_store(db, read_only=True)
@@ -262,7 +274,7 @@ def predict(
         con.close()
     check_same_pool(cal, pool_key(flags), str(calibration))
     curve = flags.curve()
-    lo, hi = interval(raw, flags, cap, cal.reps)
+    lo, hi = interval(raw, flags, cap, cal.reps, spread=cal.spread)
     band_95 = [round(x, 4) for x in arm_band(raw, flags, cap, spread)] if spread is not None else None
     out = {
         "harness": cal.harness,
@@ -271,18 +283,18 @@ def predict(
         "settings": pol.config.as_dict(),
         "cap": cap,
         "tasks": len(raw),
-        "ratio_point": round(ratio(raw, curve, cap, cal.fit), 4),
+        "ratio_point": round(ratio(raw, curve, cap, cal.fit, cal.spread), 4),
         "ratio_interval_95": [round(lo, 4), round(hi, 4)],
-        "band_ratio_lo": round(ratio(raw, curve, cap, Propensity(0.0)), 4),
-        "band_ratio_hi": round(ratio(raw, curve, cap, Propensity(math.inf)), 4),
+        "band_ratio_lo": round(ratio(raw, curve, cap, Propensity(0.0), cal.spread), 4),
+        "band_ratio_hi": round(ratio(raw, curve, cap, Propensity(math.inf), cal.spread), 4),
         "band_95": band_95,
         "band_assumes": (
-            f"h from 0 to 1; tasks and pool runs resampled; each task's no-loop turns spread as in {reference} "
+            f"h from 0 to 1; tasks and pool runs resampled; each task's no-loop turns spread as in {spread.source} "
             f"({spread.tasks} tasks, ratio {spread.ratio:.3f}), matched by raw-length quantile; the range an arm's "
             "95% interval (a bootstrap over its tasks) can reach"
             if spread is not None
-            else "h from 0 to 1 on these lengths, no rerun spread (give --reference for band_95): an observed "
-            "arm's ratio also moves by a rerun of either arm"
+            else "h from 0 to 1 on these lengths, no rerun spread (give --reference, or calibrate with one, for "
+            "band_95): an observed arm's ratio also moves by a rerun of either arm"
         ),
         "calibration": str(calibration),
         "calibrated_on": f"{cal.policy} {json.dumps(cal.settings, sort_keys=True)} cap {cal.cap}",

@@ -229,3 +229,25 @@ def test_a_pool_resample_without_the_exposed_run_predicts_no_loops() -> None:
     pool = flags_of([False] * 30, [False] * 10 + [True] * 20)
     assert pool.curve(np.array([0, 0])).expected(np.array([100])).tolist() == [0.0]
     assert pool.curve(np.array([1, 1])).expected(np.array([100]))[0] > pool.curve().expected(np.array([100]))[0] > 0
+
+
+def test_a_rerun_that_runs_past_the_window_can_loop() -> None:
+    """With a rerun spread, a task's loop chance is taken over the lengths a rerun of it can take. A task of 20
+    turns under a curve blind from request 30 on has no exposure at its raw length, but a rerun twice as long
+    (half the reference's tasks) has; a spread of factor 1 changes nothing; the fit still reproduces its arm."""
+    from replay.behaviour.calibration import exposure
+    from replay.behaviour.spread import spread_from
+
+    c = PressureCurve(np.zeros(30), 0.5, 3, 30, start=30, uses=np.full(30, 0.5), uses_tail=0.5)
+    lengths = np.full(40, 20)
+    ref = np.arange(11, 51)  # every length quantile holds halved and doubled reruns alike
+    half_double = spread_from(ref, ref * np.tile([1, 4], 20) // 2, "ref")
+    same = spread_from(ref, ref, "ref")
+    assert ratio(lengths, c, 250, Propensity(1.0)) == 1.0
+    assert ratio(lengths, c, 250, Propensity(1.0), same) == 1.0
+    doubled = exposure(lengths, c, 250, half_double)
+    assert (doubled.blind[:, : doubled.blind.shape[1] // 2] == 0).all() and (doubled.blind[:, -1] > 0).all()
+    assert ratio(lengths, c, 250, Propensity(1.0), half_double) > 1.0
+    pol = np.round(lengths * 3.0).astype(np.int64)
+    prop = fit(lengths, pol, c, 250, spread=half_double)
+    assert abs(ratio(lengths, c, 250, prop, half_double) - 3.0) <= 0.005

@@ -10,7 +10,8 @@ import pytest
 
 from replay.behaviour.pool import PoolFlags
 from replay.behaviour.pressure import WorkingSet
-from replay.behaviour.rerun import BINS, arm_band, no_loop_spread, quantile_bins
+from replay.behaviour.rerun import arm_band, no_loop_spread
+from replay.behaviour.spread import BINS, quantile_bins
 from replay.errors import ReplayError
 
 

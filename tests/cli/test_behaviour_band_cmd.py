@@ -97,6 +97,31 @@ def test_predict_band_with_a_no_loop_reference(db, cal, tables, tmp_path) -> Non
     assert lo == pytest.approx(1.0) and hi >= out["band_ratio_hi"] * 0.9 and str(ref) in out["band_assumes"]
 
 
+def test_a_calibration_with_a_rerun_spread_keeps_it_for_its_predictions(db, cal, tables, tmp_path) -> None:
+    """Calibrated with --reference (the given SWE-agent Gemini 2.5 Flash M=10 arm, whose calibration fits h = 0),
+    the file keeps the spread; predict uses it for the point and, with no --reference of its own, for band_95. A
+    wider window than the calibrated one, where the raw lengths alone see less exposure, predicts more with it."""
+    swe = pl.read_csv(ARMS).filter(pl.col("experiment").str.starts_with("gemini_2.5_flash-agent"))
+    raw = swe.filter(pl.col("strategy") == "Raw Agent").select(pl.col("instance_id").alias("task"), "turn_count")
+    pol = swe.filter(pl.col("strategy") != "Raw Agent").select(pl.col("instance_id").alias("task"), "turn_count")
+    ref = tmp_path / "ref.csv"
+    raw.join(pol, on="task").rename({"turn_count": "raw_turns", "turn_count_right": "policy_turns"}).write_csv(ref)
+    spread_cal = tmp_path / "cal.toml"
+    invoke(
+        "behaviour", "calibrate", "--paired", str(tables[0]), "--policy", "masking", "--set", "keep_last=5",
+        "--cap", "250", "--runs", OH, "--reference", str(ref), "--out", str(spread_cal), "--db", str(db),
+    )  # fmt: skip
+    doc = tomllib.loads(spread_cal.read_text())
+    assert doc["rerun"]["reference"] == str(ref) and len(doc["rerun"]["reference_sha256"]) == 64
+    assert sum(len(doc["rerun"][f"bin_{b}"]) for b in range(5)) == doc["rerun"]["tasks"]
+    assert abs(doc["provenance"]["reproduced_ratio"] - doc["provenance"]["observed_ratio"]) <= 0.005
+    args = ("--lengths", str(tables[1]), "--cap", "250", "--runs", OH, "--db", str(db), "--set", "keep_last=10")
+    with_spread = json.loads(invoke("behaviour", "predict", "--calibration", str(spread_cal), *args))
+    without = json.loads(invoke("behaviour", "predict", "--calibration", str(cal), *args))
+    assert with_spread["ratio_point"] > without["ratio_point"]
+    assert with_spread["band_95"] is not None and str(ref) in with_spread["band_assumes"]
+
+
 def test_predict_refuses_another_pool_than_the_calibrations(db, cal, tables) -> None:
     args = ("--lengths", str(tables[1]), "--cap", "250", "--db", str(db), "--set", "keep_last=5")
     assert "not the calibration's" in fails(
