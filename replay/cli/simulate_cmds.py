@@ -26,11 +26,11 @@ from replay.cli.common import (
     DEFAULT_DB_PATH,
     MAX_TOKENS,
     OWN_WINDOW_HELP,
+    TOKENIZER_HELP,
     DbOption,
     FormatOption,
     PriceOption,
     PricesOption,
-    TokenizerOption,
     WideOption,
     console,
     emit,
@@ -83,7 +83,15 @@ COLUMNS = [
 def simulate(
     policy: Annotated[str, typer.Option("--policy", "-p", help="Policy name or pkg.module:Class.")] = "full",
     sets: Annotated[list[str], typer.Option("--set", help="Policy parameter key=value (repeatable).")] = [],  # noqa: B006
-    tokenizer: TokenizerOption = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer",
+            "-t",
+            help=TOKENIZER_HELP + " 'model': each run with its model's built-in (chars/4, labelled, where none "
+            "exists). Omitted: chars/4 estimates, labelled as such.",
+        ),
+    ] = None,
     tokenizer_id: Annotated[
         str | None, typer.Option("--tokenizer-id", hidden=True, help="Old name of --tokenizer (same resolver).")
     ] = None,
@@ -154,9 +162,12 @@ def simulate(
     from replay.tokens.resolve import resolve_tokenizer
 
     con = open_store(db, read_only=not store and not (tokenizer or tokenizer_id))
-    tokenizer_id = resolve_tokenizer(con, tokenizer or tokenizer_id)  # never chars/4 for a name it cannot load
     compile_beside_the_fit(policy)
-    arrays = load_runs(con, tokenizer_id, runs, overhead=overhead, own_windows=own is not None)
+    if (tokenizer or tokenizer_id) == MODEL_TOKENIZER:
+        tokenizer_id, arrays = runs_by_model(con, runs, overhead, own is not None)
+    else:
+        tokenizer_id = resolve_tokenizer(con, tokenizer or tokenizer_id)  # never chars/4 for a name it cannot load
+        arrays = load_runs(con, tokenizer_id, runs, overhead=overhead, own_windows=own is not None)
     if not arrays:
         if runs:
             raise ReplayError(
@@ -275,18 +286,19 @@ def knob_text(v: object) -> str:
 MODEL_TOKENIZER = "model"
 
 
-def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
-    """Runs with recorded usage grouped by their model's built-in tokenizer ('' for chars/4 where the model has
-    none, said on stderr)."""
+def tokenizers_by_model(con, pattern: str | None, usage_only: bool = True) -> dict[str, list[str]]:
+    """Runs (``usage_only``: those with recorded usage) grouped by their model's built-in tokenizer ('' for chars/4
+    where the model has none, said on stderr)."""
     from replay.simulator.load import run_ids
     from replay.tokens.builtins import for_model
 
     wanted = set(run_ids(con, pattern))
     groups: dict[str, list[str]] = {}
     without: set[str] = set()
+    usage = " AND prompt_tokens > 0" if usage_only else ""
     for run_id, model in con.execute(
         "SELECT run_id, model FROM runs WHERE run_id IN (SELECT DISTINCT run_id FROM "
-        "requests WHERE prompt_tokens > 0) ORDER BY run_id"
+        f"requests WHERE TRUE{usage}) ORDER BY run_id"
     ).fetchall():
         if run_id in wanted:
             name = for_model(model) or ""
@@ -301,6 +313,23 @@ def tokenizers_by_model(con, pattern: str | None) -> dict[str, list[str]]:
             )
         )
     return groups
+
+
+def runs_by_model(
+    con: duckdb.DuckDBPyConnection, pattern: str | None, overhead: int | None, own_windows: bool
+) -> tuple[str, list[RunArrays]]:
+    """``-t model`` for simulate: the runs of ``pattern``, each counted with its model's built-in tokenizer, and the
+    label the simulation is stored under (the tokenizers used, in order)."""
+    from replay.simulator.load import load_runs
+    from replay.tokens.resolve import resolve_tokenizer
+
+    arrays: list[RunArrays] = []
+    used = []
+    for name, ids in tokenizers_by_model(con, pattern, usage_only=False).items():
+        tokenizer_id = resolve_tokenizer(con, name) if name else None
+        used.append(tokenizer_id or "chars/4")
+        arrays += load_runs(con, tokenizer_id, ids=ids, overhead=overhead, own_windows=own_windows)
+    return f"{MODEL_TOKENIZER}:{','.join(sorted(used))}", sorted(arrays, key=lambda r: r.run_id)
 
 
 def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:

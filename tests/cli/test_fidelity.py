@@ -146,6 +146,30 @@ def test_fidelity_counts_each_run_with_its_models_tokenizer(store: Path) -> None
     assert rows and {r["token_source"].split(":")[1] for r in rows} == {"claude-legacy"}
 
 
+def test_simulate_counts_each_run_with_its_models_tokenizer(corpus: Path, tmp_path_factory) -> None:
+    """`simulate -t model` as fidelity: a Claude Code session, a GPT-5 mini trajectory and a DeepSeek request log in
+    one store, each counted with its model's built-in, each bill as from one tokenizer run alone."""
+    db = ingested(
+        tmp_path_factory,
+        [
+            corpus / "claude-code" / "ccl-sample-37f83ec9.jsonl",
+            corpus / "mini-swe-agent" / "msa-live-gpt5mini-psf__requests-1142.traj.json",
+            corpus / "openai-messages" / "ohsdk-llmlog-deepseek-nonfncall-01.json",
+        ],
+    )
+    args = ["simulate", "--policy", "recorded", "--db", str(db), "--no-store", "--format", "json"]
+    res = CliRunner().invoke(app, [*args, "-t", "model"])
+    assert res.exit_code == 0, res.output
+    rows = {r["run_id"]: r for r in json.loads(res.stdout)}
+    assert sorted(r["token_source"].split(":")[1] for r in rows.values()) == ["claude-legacy", "deepseek-v3", "o200k"]
+    for name in ("claude-legacy", "deepseek-v3", "o200k"):
+        alone = CliRunner().invoke(app, [*args, "-t", name])
+        assert alone.exit_code == 0, alone.output
+        for r in json.loads(alone.stdout):
+            if name in rows[r["run_id"]]["token_source"]:
+                assert rows[r["run_id"]]["cost_usd"] == r["cost_usd"]
+
+
 @pytest.fixture(scope="module")
 def ohv1_store(corpus: Path, tmp_path_factory) -> Path:
     return ingested(
