@@ -46,23 +46,22 @@ def warm_kept(run: RunArrays, warm: int, ttl: float) -> bool:
     return bool(idle) and all(run.rec_cache_read[k] >= warm for k in idle)
 
 
+def writes_recorded(run: RunArrays) -> bool:
+    """Whether the log records a cache write: only then does a request's uncached input stop at a breakpoint. A
+    server that reports no write (MiniMax's passive cache) counts what it stored as uncached input, so that input
+    is the request's new content, not a block sent after the last breakpoint."""
+    return len(run.rec_write) == run.n_requests and bool((run.rec_write > 0).any())
+
+
 def uncached_floor(run: RunArrays) -> int:
     """Uncached input the server reported on every request after the first (its minimum); on a run of one request,
     that request's when it records a cache write (a breakpoint the server honoured).
 
     Claude Code writes each new message to the cache, so its floor is a few tokens; a harness that sends a
     block after its last breakpoint (re-sent, never cached) shows that block's size here."""
-    one = run.n_requests == 1 and len(run.rec_write) == 1 and run.rec_write[0] > 0
-    rec = run.rec_input[:1] if one else run.rec_input[1:]
+    rec = run.rec_input[:1] if run.n_requests == 1 and writes_recorded(run) else run.rec_input[1:]
     rec = rec[rec >= 0]
     return int(rec.min()) if len(rec) else 0
-
-
-def writes_recorded(run: RunArrays) -> bool:
-    """Whether the log records a cache write: only then does a request's uncached input stop at a breakpoint. A
-    server that reports no write (MiniMax's passive cache) counts what it stored as uncached input, so that input
-    is the request's new content, not a block sent after the last breakpoint."""
-    return len(run.rec_write) == run.n_requests and bool((run.rec_write > 0).any())
 
 
 MIN_EXTRA = 1024  # tokens: Anthropic's smallest minimum cacheable prefix; less beyond the floor is left alone
@@ -75,9 +74,7 @@ def tail_extras(run: RunArrays, cache: str) -> np.ndarray:
     content the harness put there (ccl-coderabbit-agent request 2: 3,099 tokens), which the next request writes.
     The harness's doing, whatever the policy keeps."""
     m = run.n_requests
-    if cache != "anthropic" or m < 2 or len(run.rec_input) != m or len(run.rec_write) != m:
-        return np.zeros(0, np.int64)
-    if not writes_recorded(run):
+    if cache != "anthropic" or m < 2 or len(run.rec_input) != m or not writes_recorded(run):
         return np.zeros(0, np.int64)
     extra = np.where(run.rec_input >= 0, run.rec_input - uncached_floor(run), 0).astype(np.int64)
     extra[0] = 0
@@ -91,7 +88,7 @@ def tail_tokens(run: RunArrays, cache: str) -> int:
     under an automatic prefix cache, which needs no breakpoint."""
     if cache != "anthropic" or run.prefix_tokens <= 0 or not run.n_items or run.kind[0] != 0:
         return 0
-    if not writes_recorded(run):
+    if not writes_recorded(run):  # no breakpoint the log shows
         return 0
     return max(min(uncached_floor(run), run.prefix_tokens), 0)
 
