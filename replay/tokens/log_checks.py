@@ -65,17 +65,20 @@ def check_shrinks(
     prompt model grows between boundaries as the log does, so an unexplained drop D between two requests leaves
     one of them off by at least D over the sum of their prompts, whatever the fit; those lower bounds (one per
     request) are scored against the targets. A drop the next request climbs back from is a figure logged low, not
-    content gone, and is left out of this count."""
+    content gone, and is left out of this count. Past those, a run with such a drop is flagged when no prompt that
+    grows as the log does between boundaries (one scale, one offset per stretch between them: ``best_quantile``)
+    can meet the targets: the drop and the log's drift around it together."""
+    n = len(steps)
     shrinks = 0
     logged = {
         ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
     }
     forced = np.zeros(len(steps))  # a lower bound on each request's error that the unexplained drops force
+    # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
+    crossed = [i > 0 and any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged)) for i in range(n)]
     for i in range(1, len(steps)):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
-        # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
-        crossed = any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged))
-        if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed:
+        if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed[i]:
             shrinks += 1
             # a prompt logged low once and back at its level next (MiniMax's streaming-start usage) is a figure
             # off, not content gone; drops at neighbouring requests share one request: count it once
@@ -99,6 +102,52 @@ def check_shrinks(
             f"{forced[k]:.0%} or more, more than the per-request targets ({targets[0]:.0%} median, "
             f"{targets[1]:.0%} p95) allow in {len(steps)} requests"
         )
+    elif forced.any():
+        stretch = np.cumsum(crossed)  # which stretch between boundaries each request is in
+        median, p95 = (best_quantile(recorded, recon, stretch, q) for q in (0.5, 0.95))
+        if median > targets[0] or p95 > targets[1]:
+            k = int(np.argmax(forced))
+            check.reasons.append(
+                f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens "
+                f"at request {k} (of {n}) with no compaction or other boundary in the log, which did not shrink as "
+                "much; with the log's own drift between boundaries, a prompt model that grows as the log does is "
+                f"off by {median:.0%} or more at the median request and {p95:.0%} at p95, more than the per-request "
+                f"targets ({targets[0]:.0%}, {targets[1]:.0%}) allow"
+            )
+
+
+SCALES = np.linspace(0.5, 2.0, 301)  # the log's scales best_quantile tries (steps of 0.005)
+
+
+def best_quantile(recorded: np.ndarray, recon: np.ndarray, stretch: np.ndarray, q: float) -> float:
+    """The smallest ``q`` quantile of per-request relative errors that a model growing as the log does can reach:
+    ``recon`` times one scale (``SCALES``) plus one offset per stretch between boundaries. For a scale, the least
+    ``t`` at which the offsets put more requests than the quantile's lower neighbour within ``t`` (a request is
+    within ``t`` of offset ``c`` when ``|recorded - scale * recon - c| <= t * recorded``; per stretch, the most such
+    requests is the deepest overlap of their intervals), bisected to 0.1%; the least over the scales."""
+    need = int(np.floor(q * (len(recorded) - 1))) + 1
+    groups = [stretch == s for s in np.unique(stretch)]
+
+    def within(excess: np.ndarray, t: float) -> int:
+        total = 0
+        for mine in groups:
+            lo, hi = excess[mine] - t * recorded[mine], excess[mine] + t * recorded[mine]
+            ends = np.concatenate([np.stack([lo, np.zeros_like(lo)], 1), np.stack([hi, np.ones_like(hi)], 1)])
+            ends = ends[np.lexsort((ends[:, 1], ends[:, 0]))]  # an opening before a closing at one point
+            total += int(np.cumsum(np.where(ends[:, 1] == 0, 1, -1)).max())
+        return total
+
+    best = 1.0
+    for scale in SCALES:
+        excess = recorded - scale * recon
+        if within(excess, best) < need:  # this scale cannot beat the best so far
+            continue
+        lo, hi = 0.0, best
+        while hi - lo > 1e-3:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if within(excess, mid) < need else (lo, mid)
+        best = lo
+    return best
 
 
 def check_growth(check: RunCheck, steps: np.ndarray, recorded: np.ndarray, recon: np.ndarray) -> None:

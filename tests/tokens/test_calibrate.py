@@ -182,6 +182,32 @@ def test_one_drop_that_alone_misses_the_target_flags_a_short_run():
     assert not small.reasons
 
 
+def test_a_drop_with_the_logs_drift_flags_what_no_offset_can_fit():
+    """CaptainRandom00/Claude-Code db754e41's shape (Claude Code 2.0.8, an unlogged microcompact): over 49 requests
+    the recorded prompt grows 21k more than the log (attachments the log does not hold), then falls by 39k with no
+    boundary, and grows with the log for 12 more. Neither drop alone (one request of 61) nor the drift alone says
+    enough; together no offset puts 95% of the requests within 10%. Without the drop, one offset fits."""
+    from replay.tokens.log_checks import best_quantile
+
+    steps = np.arange(61)
+    log = 100_000 + 400.0 * steps
+    drift = np.minimum(steps, 48) * 440.0
+    recorded = log + drift - np.where(steps >= 49, 39_000.0, 0.0)
+    check = RunCheck()
+    check_shrinks(check, steps, recorded, log, {}, TARGETS)
+    assert len(check.reasons) == 1 and "fell by 38," in check.reasons[0] and "at request 49 (of 61)" in check.reasons[0]
+    p95 = best_quantile(recorded, log, np.zeros(61, np.int64), 0.95)
+    assert p95 > TARGETS[1] and f"{p95:.0%} at p95" in check.reasons[0]
+    # the drift alone: a scale takes it up
+    smooth = RunCheck()
+    check_shrinks(smooth, steps, log + drift, log, {}, TARGETS)
+    assert not smooth.reasons
+    # the drop at a compaction the log records: a boundary, a new offset after it
+    bounded = RunCheck(boundaries={49: "compaction"})
+    check_shrinks(bounded, steps, recorded, log, {}, TARGETS)
+    assert not bounded.reasons
+
+
 def test_files_with_the_same_name_stay_apart():
     """Two ingested files named alike (SWE-agent's <instance>/<instance>.traj from two experiments) are two rows of
     the per-file table and of calibration_files, not one overwriting the other."""
