@@ -73,23 +73,23 @@ def check_shrinks(
     logged = {
         ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
     }
-    forced = np.zeros(len(steps))  # a lower bound on each request's error that the unexplained drops force
+    forced = np.zeros(n)  # a lower bound on each request's error that the unexplained drops force
     # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
     crossed = [i > 0 and any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged)) for i in range(n)]
-    for i in range(1, len(steps)):
+    for i in range(1, n):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
         if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed[i]:
             shrinks += 1
             # a prompt logged low once and back at its level next (MiniMax's streaming-start usage) is a figure
             # off, not content gone; drops at neighbouring requests share one request: count it once
-            dip = i + 1 < len(steps) and recorded[i + 1] >= recorded[i - 1]
+            dip = i + 1 < n and recorded[i + 1] >= recorded[i - 1]
             if not dip and forced[i - 1] == 0:
                 forced[i] = drop / (recorded[i - 1] + recorded[i])
-    if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * len(steps)):
+    if shrinks >= max(MIN_SHRINKS, MIN_SHRINK_SHARE * n):
         provider = metadata.get("model_provider")
         via = f" (served via provider {provider!r})" if provider else ""
         check.reasons.append(
-            f"context outside the log{via}: {shrinks} of {len(steps)} requests record a prompt smaller by "
+            f"context outside the log{via}: {shrinks} of {n} requests record a prompt smaller by "
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
             "content the server saw comes and goes without a trace in the log"
         )
@@ -97,10 +97,10 @@ def check_shrinks(
         k = int(np.argmax(forced))
         check.reasons.append(
             f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens at "
-            f"request {k} (of {len(steps)}) with no compaction or other boundary in the log, which did not shrink as "
+            f"request {k} (of {n}) with no compaction or other boundary in the log, which did not shrink as "
             f"much; a prompt model that only grows between boundaries misses one of the two requests by "
             f"{forced[k]:.0%} or more, more than the per-request targets ({targets[0]:.0%} median, "
-            f"{targets[1]:.0%} p95) allow in {len(steps)} requests"
+            f"{targets[1]:.0%} p95) allow in {n} requests"
         )
     elif forced.any():
         stretch = np.cumsum(crossed)  # which stretch between boundaries each request is in
