@@ -74,7 +74,9 @@ def check_shrinks(
         ev["step"] for ev in events_and_rewrites(metadata) if isinstance(ev, dict) and isinstance(ev.get("step"), int)
     }
     forced = np.zeros(n)  # a lower bound on each request's error that the unexplained drops force
-    # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows
+    # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows, and so is a
+    # compaction the reader found the log does not hold (check_unrecorded names those)
+    logged |= {s for s in metadata.get("unrecorded_compactions") or [] if isinstance(s, int)}
     crossed = [i > 0 and any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged)) for i in range(n)]
     for i in range(1, n):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
