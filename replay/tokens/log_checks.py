@@ -95,28 +95,28 @@ def check_shrinks(
             f">{SHRINK_TOKENS:,} tokens than the one before with no compaction or other boundary in the log; "
             "content the server saw comes and goes without a trace in the log"
         )
-    elif forced.any() and (np.median(forced) > targets[0] or np.quantile(forced, 0.95) > targets[1]):
-        k = int(np.argmax(forced))
-        check.reasons.append(
-            f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens at "
-            f"request {k} (of {n}) with no compaction or other boundary in the log, which did not shrink as "
-            f"much; a prompt model that only grows between boundaries misses one of the two requests by "
-            f"{forced[k]:.0%} or more, more than the per-request targets ({targets[0]:.0%} median, "
-            f"{targets[1]:.0%} p95) allow in {n} requests"
-        )
     elif forced.any():
-        stretch = np.cumsum(crossed)  # which stretch between boundaries each request is in
-        median, p95 = (best_quantile(recorded, recon, stretch, q) for q in (0.5, 0.95))
-        if median > targets[0] or p95 > targets[1]:
-            k = int(np.argmax(forced))
+        k = int(np.argmax(forced))
+        fell = (
+            f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens at "
+            f"request {k} (of {n}) with no compaction or other boundary in the log, which did not shrink as much; "
+        )
+        if np.median(forced) > targets[0] or np.quantile(forced, 0.95) > targets[1]:
             check.reasons.append(
-                f"content outside the log: the recorded prompt fell by {recorded[k - 1] - recorded[k]:,.0f} tokens "
-                f"at request {k} (of {n}) with no compaction or other boundary in the log, which did not shrink as "
-                "much; with the log's own drift between boundaries, a prompt that grows as the log's items do (at "
-                "any one scale, one offset per stretch between boundaries) is off by "
-                f"{median:.0%} or more at the median request and {p95:.0%} at p95, more than the per-request "
-                f"targets ({targets[0]:.0%}, {targets[1]:.0%}) allow"
+                f"{fell}a prompt model that only grows between boundaries misses one of the two requests by "
+                f"{forced[k]:.0%} or more, more than the per-request targets ({targets[0]:.0%} median, "
+                f"{targets[1]:.0%} p95) allow in {n} requests"
             )
+        else:
+            stretch = np.cumsum(crossed)  # which stretch between boundaries each request is in
+            median, p95 = (best_quantile(recorded, recon, stretch, q) for q in (0.5, 0.95))
+            if median > targets[0] or p95 > targets[1]:
+                check.reasons.append(
+                    f"{fell}with the log's own drift between boundaries, a prompt that grows as the log's items do "
+                    f"(at any one scale, one offset per stretch between boundaries) is off by {median:.0%} or more at "
+                    f"the median request and {p95:.0%} at p95, more than the per-request targets "
+                    f"({targets[0]:.0%}, {targets[1]:.0%}) allow"
+                )
 
 
 SCALES = np.linspace(0.5, 2.0, 301)  # the log's scales best_quantile tries (steps of 0.005)
