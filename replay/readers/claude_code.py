@@ -86,6 +86,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of, version_tuple
 from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.claude_code_continued import LinkScan, continued, interleave
 from replay.readers.claude_code_files import whole_file
 from replay.readers.claude_code_memory import MEMORY_REREAD, MemoryFiles, rereads_memory
 from replay.readers.claude_code_relog import RelogFilter
@@ -230,7 +231,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 14  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 15  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -245,7 +246,8 @@ class ClaudeCodeReader:
     # logged right after a compaction is no ``unlogged`` prefix change; 13: a session the VS Code extension drove
     # on 2.0.0-2.0.29 (an ``<ide_selection>`` or ``<ide_opened_file>`` block) is marked ``turn_attachments``: its
     # attachments are gone from the next user message on (claude_code_unlogged); 14: what a file tool's
-    # ``toolUseResult`` tells of the whole file after it (``file_chars``, ``file_lines``; claude_code_files)
+    # ``toolUseResult`` tells of the whole file after it (``file_chars``, ``file_lines``; claude_code_files); 15: a
+    # chain that goes on in another transcript of the folder is read with its lines (claude_code_continued)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -263,6 +265,7 @@ class ClaudeCodeReader:
         read again with each session its own run."""
         order: list[str] = []  # sessionIds, one entry per block of consecutive lines
         session = _Session(ctx, self.format)
+        scan = LinkScan()
         bad = []
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -272,9 +275,17 @@ class ClaudeCodeReader:
                 sid = obj.get("sessionId") if obj.get("type") in CONVERSATION else None  # not UI state lines
                 if isinstance(sid, str) and (not order or order[-1] != sid):
                     order.append(sid)
+                scan.see(*entry)
                 session.line(*entry)
         if len(order) == len(set(order)):
             yield from bad
+            found = None if session.agent_file else continued(ctx.path, scan)
+            if found is not None:  # the chain goes on in another transcript of the folder: read again with its lines
+                session = _Session(ctx, self.format)
+                session.resumed = found.resumed()
+                for line, obj, source in interleave(iter_json_lines(ctx), found):
+                    if isinstance(obj, dict):
+                        session.line(line, obj, source)
             yield from session.finish()
             return
         yield from self._by_session(ctx, list(dict.fromkeys(order)))
@@ -499,6 +510,16 @@ def _before(b: RunBuilder, seq: int) -> list[list[int]]:
     return [[lo, seq]] if lo < seq else []
 
 
+def _note_borrowed(b: RunBuilder, source: str) -> None:
+    """Count a line of ``source`` read as context in ``runs.metadata.continued_from`` ({file, lines} per file)."""
+    found = b.run.metadata.setdefault("continued_from", [])
+    for entry in found:
+        if entry["file"] == source:
+            entry["lines"] += 1
+            return
+    found.append({"file": source, "lines": 1})
+
+
 def _set_run(b: RunBuilder, **changes: Any) -> None:
     b.run = b.records[0] = replace(b.run, **changes)
 
@@ -545,6 +566,8 @@ class _Session:
         # builder id -> (seq, step) of each image a user message holds (not one a tool result holds), until a
         # microcompact clears it
         self.user_images: dict[int, list[tuple[int, int]]] = {}
+        # compact_boundary line -> the transcript of the folder whose history it compacted (claude_code_continued)
+        self.resumed: dict[int, str] = {}
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
@@ -588,8 +611,12 @@ class _Session:
             self.children[group] = RunBuilder(run)
         return self.children[group]
 
-    def line(self, line: int, obj: dict) -> None:
+    def line(self, line: int, obj: dict, borrowed: str | None = None) -> None:
+        """Read one line; ``borrowed``: the name of the other transcript it comes from, read as context (its
+        response is that file's request, not this run's)."""
         kind, main = obj.get("type"), self.main
+        if borrowed is not None:
+            _note_borrowed(main, borrowed)
         parent = obj.get("parentUuid")
         if obj.get("uuid"):
             self.uuids.add(obj["uuid"])
@@ -612,7 +639,7 @@ class _Session:
             main.run.metadata.setdefault("journal_agents", []).append(obj["agentId"])
             return
         if kind == "system" and obj.get("subtype") == "compact_boundary":
-            self._boundary(self._builder(obj), obj, line)
+            self._boundary(self._builder(obj), obj, line, None if borrowed else self.resumed.get(line))
             self.user_images.pop(id(self._builder(obj)), None)  # summarised: no image is left to clear
             return
         if kind == "system" and obj.get("subtype") == "microcompact_boundary":
@@ -631,7 +658,7 @@ class _Session:
         if parent and parent not in self.uuids:  # a message the log lacks (e.g. a dropped notification)
             self.unlogged(b, line, "missing-parent")
         run = b.run
-        if not run.started_at and obj.get("timestamp"):
+        if not run.started_at and obj.get("timestamp") and borrowed is None:
             _set_run(b, started_at=obj["timestamp"])
         for key, field in (
             ("sessionId", "session_id"),
@@ -640,7 +667,7 @@ class _Session:
             ("version", "cc_version"),
             ("entrypoint", "entrypoint"),
         ):
-            if obj.get(key):
+            if obj.get(key) and borrowed is None:
                 run.metadata.setdefault(field, obj[key])
         if self.agent_file and str(obj.get("agentId") or "").startswith("acompact-"):
             self.compaction_fork = True
@@ -669,7 +696,10 @@ class _Session:
             if not obj.get("isCompactSummary"):
                 self.flush_attachments(b)
                 start = b.seq
-            if kind == "assistant" and self.fork and not self.prompted and not self.compaction_fork:
+            if kind == "assistant" and borrowed is not None:
+                if isinstance(obj.get("message"), dict):
+                    self._content(b, obj["message"], line, ts)
+            elif kind == "assistant" and self.fork and not self.prompted and not self.compaction_fork:
                 self._copied_response(b, obj.get("message") or {}, line, ts)
             elif kind == "assistant":
                 self._assistant(b, obj.get("message") or {}, obj, line, ts)
@@ -693,8 +723,9 @@ class _Session:
         if seq is not None and isinstance(obj.get("uuid"), str):
             self.attachment_seq[obj["uuid"]] = seq
 
-    def _boundary(self, b: RunBuilder, obj: dict, line: int) -> None:
-        """A compact_boundary line: everything logged so far leaves the prompt from the next request on."""
+    def _boundary(self, b: RunBuilder, obj: dict, line: int, made_in: str | None = None) -> None:
+        """A compact_boundary line: everything logged so far leaves the prompt from the next request on.
+        ``made_in``: the other transcript of the folder that made the compaction (a resume logged it here)."""
         self.flush_attachments(b)
         self.held[id(b)] = []
         if rereads_memory(version_tuple(obj.get("version")), b is self.main and not self.agent_file):
@@ -704,7 +735,9 @@ class _Session:
         meta = sub_dict(obj, "compactMetadata")
         raw = meta.get("trigger", obj.get("trigger"))
         pre = meta.get("preTokens")
-        extra = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
+        extra: dict[str, Any] = {"trigger_logged": raw} if raw is not None and raw not in TRIGGERS else {}
+        if made_in is not None:
+            extra.update(cause="resumed", made_in=made_in)
         kept = self._preserved_seqs(b, meta, line)
         event = b.context_event(
             "compaction",

@@ -276,6 +276,14 @@ IDLE_REASON = (
 FORKED_REASON = "made by the parent thread before this fork (the rollout's copy of it): replayed as recorded"
 
 
+# why a compaction a resume logged again in another transcript of the folder is not scored there
+# (readers/claude_code_continued.py)
+RESUMED_REASON = (
+    "made in another transcript of the project folder, where the history it compacted is logged (scored there); "
+    "a resume logged it here again: replayed as recorded"
+)
+
+
 def unscored_reason(
     row: dict,
     trigger: str | None,
@@ -285,7 +293,8 @@ def unscored_reason(
     unknown_models: Collection[str] = (),
 ) -> str:
     """Why a recorded event is not scored against the preset ("" when it is): a compaction made while the session
-    sat idle (``cause`` "idle"), one a forked Codex rollout copied from its parent (``cause`` "forked") or a manual
+    sat idle (``cause`` "idle"), one a forked Codex rollout copied from its parent (``cause`` "forked"), one a resume
+    logged again in another Claude Code transcript (``cause`` "resumed") or a manual
     one is not a threshold's, nor is one whose logged cause (``logged``:
     ``trigger_logged``) is in ``NOT_THRESHOLD``; without a preset (``missing``: why there is none), a prompt after
     it or a request before it there is nothing to compare; nor where requests that decide it were served by models
@@ -295,6 +304,8 @@ def unscored_reason(
         return IDLE_REASON
     if cause == "forked":
         return FORKED_REASON
+    if cause == "resumed":
+        return RESUMED_REASON
     if logged in NOT_THRESHOLD:
         return f"{logged}, not the threshold: replayed as recorded"
     if trigger == "manual":

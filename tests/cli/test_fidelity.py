@@ -495,7 +495,9 @@ def test_fidelity_does_not_score_a_compaction_made_while_idle(tmp_path: Path, ve
     for notice in (True, False):
         db = tmp_path / f"i{notice}.duckdb"
         con = open_store(db)
-        ingest(con, [_idle_variant(tmp_path / f"idle-{notice}.jsonl", version, trigger, notice)])
+        folder = tmp_path / f"notice-{notice}"  # apart: the loader would join transcripts of one folder by uuid
+        folder.mkdir()
+        ingest(con, [_idle_variant(folder / "idle.jsonl", version, trigger, notice)])
         con.close()
         result = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--format", "json"])
         assert result.exit_code == 0, result.output
