@@ -562,7 +562,8 @@ def reported(r, st):
 @compiled(borrowed=True)
 def last_usage(r, st):
     """The last response's usage as Claude Code adds it up: its prompt (input, cache read and write) and its
-    output, i.e. the previous request's prompt plus the assistant items added since (0 before the first)."""
+    output, i.e. the previous request's prompt (the uncached tail of the prefix and any ``--overhead`` included: the
+    server counted them) plus the assistant items added since (0 before the first)."""
     if st.s[S_K] == 0:
         return np.int64(0)
     out = np.int64(0)

@@ -291,6 +291,18 @@ def test_claude_code_reads_the_usage_the_server_reported():
     assert fired(views(more, "claude-code-2", off))[0] == 6  # 2.1.3 on: 150,150 + 8,000 + request 6's 10,000+ new
 
 
+def test_claude_code_counts_the_uncached_tail_in_the_usage():
+    """The part of the prefix sent after the last breakpoint (``RunArrays.tail``: taken out of the prefix item for
+    the cache, replay.simulator.run_start) is in every prompt the server reports, so the usage the trigger reads
+    holds it: an 8,000-token tail moves no compaction. austinweitao/claude-backup 2c7bb7e5 (2.1.68 behind a gateway,
+    a 17,758-token tail) compacted at request 49; the preset, short of its tail, fired at 54."""
+    run = loop_run([10_000] * 12, prefix=100_000)
+    off = {"microcompact": False}
+    tailed = replace(run, tail=8_000)
+    for preset in ("claude-code-1.0.80", "claude-code-2"):
+        assert fired(views(tailed, preset, off))[0] == fired(views(run, preset, off))[0] == 7
+
+
 def turn_state_run(sdk: bool) -> RunArrays:
     """Turn 1 reads ``a.py`` whole, ``b.py`` in part and edits ``c.py``; turn 2 (from step 4) reads ``d.py`` and
     outputs grow past the limit. Results are 4,000 tokens each (chars = 4 x tokens); the edit adds 80 tokens."""

@@ -332,7 +332,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             charged[k, 0], charged[k, 1], charged[k, 2] = prompt, cached, written
         out[O_TRIMMED] += full_cum[end] - s[S_TOT_TOK]
         out[O_MAX_PROMPT] = max(out[O_MAX_PROMPT], prompt)
-        s[S_SENT_EST] = est
+        s[S_SENT_EST] = est + overhead + tail  # all the server counted: the harness reads it from the usage
         if trace:
             cols[k, T_PROMPT], cols[k, T_EST], cols[k, T_CACHED], cols[k, T_WRITTEN] = prompt, est, cached, written
             cols[k, T_EMERGENCY], cols[k, T_SUMMARISED], cols[k, T_DIRTY] = s[S_EMERGENCY], s[S_SUMMARISED], dirty_from
