@@ -13,11 +13,12 @@ From each provider's own documentation:
   input and are not reported ("new input tokens: billed at standard input price"; the usage's
   ``cache_creation_input_tokens`` is 0); reads at the listed price (0.2x input for
   M2.7). The Anthropic-compatible API also takes ``cache_control`` breakpoints, so a harness that sends them
-  (Claude Code) is simulated under breakpoints; the writes stay unbilled: MiniMax reports none (Claude Code
-  logs driving MiniMax-M2.7 and M3 record ``cache_creation_input_tokens`` 0 on every request while reading
-  up to 140k tokens), and the price data's write price for M2.7 (from the explicit-caching table) is never
-  charged. OpenAI's rules (minimum 1,024 tokens, 128-token steps) stand in for the passive cache's, which MiniMax
-  does not detail beyond the 512-token minimum.
+  (Claude Code) is simulated under breakpoints; the writes stay unbilled where MiniMax reports none (Claude Code
+  logs driving MiniMax-M2.7 and M3 mostly record ``cache_creation_input_tokens`` 0 while reading up to 140k
+  tokens). A request whose usage reports a write took the explicit path, billed at the price data's write price
+  for M2.7 (its explicit-caching table): the bill prices that request's writes as writes
+  (replay.simulator.request_costs). OpenAI's rules (minimum 1,024 tokens, 128-token steps) stand in for the
+  passive cache's, which MiniMax does not detail beyond the 512-token minimum.
 
 A provider not listed here is served by OpenAI's rules (OpenAI-compatible servers follow them), or by breakpoints
 where its harness sends them. Where the price data lists a cache-read price for the model (xAI, Z.ai, Moonshot,

@@ -227,12 +227,16 @@ def run_costs(
     unbilled = np.array(
         [not provider_cache_of(x.provider, x.cache_read is not None).writes_billed for x in prices], np.bool_
     )
-    written = np.where(own & unbilled[p.key_of], 0, written) if len(prices) else written  # billed as input
+    uncached, read, write_5m, write_1h, output = p.recorded.T
+    # a provider that bills no write reports none; a request whose usage reports one took its API's explicit path
+    # (MiniMax's cache_control breakpoints), which bills it as a write
+    reported = write_5m + write_1h > 0
+    if len(prices):
+        written = np.where(own & unbilled[p.key_of] & ~reported, 0, written)  # billed as input
     w1h = written * share
     sim = price_keyed(
         p.keys, p.key_of, prompt - cached - written, cached, written - w1h, w1h, p.output, pricing, override, prices
     )
-    uncached, read, write_5m, write_1h, output = p.recorded.T
     rec = price_keyed(p.keys, p.key_of, uncached, read, write_5m, write_1h, output, pricing=pricing, prices=prices)
     u = sim.usd
 

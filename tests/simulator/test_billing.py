@@ -97,6 +97,24 @@ def test_minimax_is_billed_as_its_own_cache_under_either_model():
     assert row["prompt_cost_usd"] == pytest.approx(prompt_usd(cols, 0.1 * gpt.input, 1.25 * gpt.input, gpt.input))
 
 
+def test_a_minimax_request_that_reports_a_write_is_billed_one():
+    """MiniMax reports no write from its passive cache; a request whose usage reports one took the explicit path of
+    its Anthropic-compatible API, which bills it at the listed write price. olivia215215/cabinet-governance 5ccf4387
+    (one request of MiniMax-M2.7 that wrote 21,949 tokens) was billed 19.4% under its recorded cost with every
+    write priced as input."""
+    mm = library_prices("MiniMax-M2.7")
+    run = as_model("MiniMax-M2.7")
+    wrote = np.zeros(run.n_requests, np.int64)
+    wrote[[0, 5]] = 1_000
+    reported = replace(run, rec_write=wrote, rec_prompt=np.full(run.n_requests, 10_000, np.int64))
+    cols, row = simulate_run(reported, make_policy("full"), make_cache("anthropic"), BIG)
+    write_price = np.where(wrote > 0, mm.cache_write, mm.input)
+    uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
+    usd = (uncached * mm.input + cols["cached_tokens"] * mm.cache_read + cols["written_tokens"] * write_price).sum()
+    assert cols["written_tokens"][[0, 5]].sum() > 0
+    assert row["prompt_cost_usd"] == pytest.approx(usd / 1e6)
+
+
 def test_a_provider_caching_by_its_listed_price_is_billed_at_it():
     """A provider with no cache rules of its own here (xAI) whose price data lists a cache-read price caches and
     bills that price: its run is simulated under the automatic cache and read at the listed price, as its bill
