@@ -85,7 +85,7 @@ from typing import Any, cast
 from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers import claude_code_iterations as iterations
 from replay.readers.base import ReadContext, iter_json_lines, text_of, version_tuple
-from replay.readers.builder import RunBuilder, seq_ranges
+from replay.readers.builder import USAGE_FIELDS, RunBuilder, seq_ranges
 from replay.readers.claude_code_continued import LinkScan, continued, interleave
 from replay.readers.claude_code_files import whole_file
 from replay.readers.claude_code_memory import MEMORY_REREAD, MemoryFiles, rereads_memory
@@ -231,7 +231,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 15  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 16  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -247,7 +247,8 @@ class ClaudeCodeReader:
     # on 2.0.0-2.0.29 (an ``<ide_selection>`` or ``<ide_opened_file>`` block) is marked ``turn_attachments``: its
     # attachments are gone from the next user message on (claude_code_unlogged); 14: what a file tool's
     # ``toolUseResult`` tells of the whole file after it (``file_chars``, ``file_lines``; claude_code_files); 15: a
-    # chain that goes on in another transcript of the folder is read with its lines (claude_code_continued)
+    # chain that goes on in another transcript of the folder is read with its lines (claude_code_continued); 16: a
+    # response logged with only its stream's opening usage, where other responses' usage settles later, has none
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -568,6 +569,11 @@ class _Session:
         self.user_images: dict[int, list[tuple[int, int]]] = {}
         # compact_boundary line -> the transcript of the folder whose history it compacted (claude_code_continued)
         self.resumed: dict[int, str] = {}
+        # responses whose lines so far carry only the stream's opening usage (output 0, no stop reason): request id
+        # -> (builder, record index, line, its prompt); ``settles``: a response's usage settled on a later line at
+        # another prompt (Claude's opening already holds the prompt; MiniMax's does not)
+        self.opening: dict[str | None, tuple[RunBuilder, int, int, Any]] = {}
+        self.settles = False
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
@@ -575,6 +581,8 @@ class _Session:
         if not self.has_run:
             return
         builders = [self.main, *self.children.values()]
+        if self.settles:
+            self.unsettled()
         for builder in builders:
             self.flush_attachments(builder)
         for builder in builders:
@@ -583,6 +591,21 @@ class _Session:
             _fork_to_event(self.main)
         for builder in builders:
             yield from builder
+
+    def unsettled(self) -> None:
+        """Requests whose settled usage the log lacks: where the endpoint's opening usage is not the prompt (MiniMax's
+        Anthropic-compatible API: its stream opens with a partial count and output 0, the usage settles on a later
+        line), a response logged with the opening alone has no usage (``runs.metadata.unsettled_usage``)."""
+        for b, index, line, _ in self.opening.values():
+            request = cast(Request, b.records[index])
+            unknown: dict[str, Any] = dict.fromkeys(USAGE_FIELDS)
+            b.records[index] = replace(request, **unknown)
+            b.run.metadata["unsettled_usage"] = b.run.metadata.get("unsettled_usage", 0) + 1
+            b.warn(
+                line,
+                "this response logged only its stream's opening usage (output 0), which this endpoint's other "
+                "responses show is not their prompt: its usage is unknown",
+            )
 
     @staticmethod
     def unlogged(b: RunBuilder, line: int, reason: str, **detail: Any) -> None:
@@ -822,6 +845,8 @@ class _Session:
                 self.seen_requests.add(rid)
             req = b.request(ts=ts, model=served, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
+            if usage["output_tokens"] == 0 and msg.get("stop_reason") is None:  # a stream's opening usage
+                self.opening[rid] = (b, len(b.records) - 1, line, usage["prompt_tokens"])
             _cache_writes(b, req.step, u)
             _server_calls(b, req.step, line, calls)
             if whole.get("speed") == "fast":
@@ -831,6 +856,9 @@ class _Session:
             # every line; MiniMax's Anthropic-compatible endpoint logs the streaming start (uncached count, output
             # 0) first and the settled usage (cache read included) last, and only the last matches the prompt.
             owner, index = self.open_request[rid]
+            opened = self.opening.pop(rid, None) if usage["output_tokens"] else None
+            if opened is not None and opened[3] != usage["prompt_tokens"]:  # the opening was not the prompt
+                self.settles = True
             usage = owner.checked_usage(usage, line)
             updated = owner.records[index] = replace(owner.records[index], **usage)
             step = cast(Request, updated).step  # open_request holds the index of a Request

@@ -9,8 +9,10 @@ It counts cache writes from the ``cache_creation`` split whenever the split is p
 ``cache_creation_input_tokens`` only when it is absent. Its cost is then its table's rates times those counts; on
 these files its rates are genai-prices' (checked by hand, docs/cost.md), so both sides are priced here by genai-prices.
 
-replay bills the last line of each response (its settled usage) and ``cache_creation_input_tokens`` as the writes.
-The two rules give the same bill except where a response's lines disagree, which is what this test counts.
+replay bills the last line of each response (its settled usage) and ``cache_creation_input_tokens`` as the writes;
+where a file's responses settle on a later line at another prompt than their stream's opening (MiniMax), a response
+logged with only its opening (output 0, no stop reason) has no usage. The two rules give the same bill except where
+a response's lines disagree or it never settled, which is what this test counts.
 """
 
 from __future__ import annotations
@@ -90,6 +92,16 @@ class Comparison:
     dropped_writes: list[int] = field(default_factory=list)  # per response: writes its settled line's split hides
     earlier_line_kept: int = 0  # responses whose kept line is not the last (settled) one
     earlier_line_usd: float = 0.0  # what keeping it changes: its price less the settled line's (writes by split)
+    unsettled: int = 0  # responses logged with only their stream's opening, in a file whose responses settle
+    unsettled_usd: float = 0.0  # what ccusage bills for them (replay: no usage)
+
+
+def _opening(m: dict) -> bool:
+    return (m["usage"].get("output_tokens") or 0) == 0 and m.get("stop_reason") is None
+
+
+def _prompt(u: dict) -> int:
+    return sum(u.get(k) or 0 for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"))
 
 
 def compare(path: Path) -> Comparison:
@@ -107,6 +119,10 @@ def compare(path: Path) -> Comparison:
             continue
         groups.setdefault((msg.get("id"), obj.get("requestId")), []).append(msg)
     out = Comparison(responses=len(groups))
+    settles = any(
+        _opening(ms[0]) and not _opening(ms[-1]) and _prompt(ms[0]["usage"]) != _prompt(ms[-1]["usage"])
+        for ms in groups.values()
+    )
     for msgs in groups.values():
         last = msgs[-1]
         kept = msgs[0]
@@ -114,9 +130,13 @@ def compare(path: Path) -> Comparison:
             if _weight(m["usage"]) > _weight(kept["usage"]):
                 kept = m
         u = last["usage"]
-        out.bill += _price(last["model"], u, u.get("cache_creation_input_tokens") or 0)
         cc = _price(kept["model"], kept["usage"], _writes_by_split(kept["usage"]))
         out.ccusage_rule += cc
+        if settles and all(_opening(m) for m in msgs):
+            out.unsettled += 1
+            out.unsettled_usd += cc
+            continue
+        out.bill += _price(last["model"], u, u.get("cache_creation_input_tokens") or 0)
         hidden = (u.get("cache_creation_input_tokens") or 0) - _writes_by_split(u)
         if hidden:
             out.dropped_writes.append(hidden)
@@ -126,13 +146,14 @@ def compare(path: Path) -> Comparison:
     return out
 
 
-# file -> (responses, responses whose writes a zero split hides, those writes, responses keeping an earlier line)
+# file -> (responses, responses whose writes a zero split hides, those writes, responses keeping an earlier line,
+# responses that never settled)
 EXPLAINED = {
-    "ccb-android-avd-3e89eb15-sub-wf_4af3c93a-ada-agent-a340795228348a5a6": (6, 6, 11_981, 5),
-    "ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b-844-agent-ab9eaae030fe399d0": (31, 30, 41_012, 22),
-    "ccb-android-avd-opus-3e89eb15-main": (43, 43, 111_055, 0),
-    "ccb-android-avd-opus-c6455dae": (35, 33, 67_460, 17),
-    "ccb-avd-minimax-2764ab64": (161, 0, 0, 94),
+    "ccb-android-avd-3e89eb15-sub-wf_4af3c93a-ada-agent-a340795228348a5a6": (6, 6, 11_981, 5, 0),
+    "ccb-android-avd-3e89eb15-sub-wf_f5b3cd7b-844-agent-ab9eaae030fe399d0": (31, 30, 41_012, 22, 0),
+    "ccb-android-avd-opus-3e89eb15-main": (43, 43, 111_055, 0, 0),
+    "ccb-android-avd-opus-c6455dae": (35, 33, 67_460, 17, 0),
+    "ccb-avd-minimax-2764ab64": (161, 0, 0, 94, 2),
 }
 
 
@@ -168,7 +189,7 @@ def test_the_rules_agree_wherever_a_response_lines_agree(corpus):
         if path.stem in EXPLAINED:
             continue
         c = compare(path)
-        assert (c.dropped_writes, c.earlier_line_kept) == ([], 0), path.name
+        assert (c.dropped_writes, c.earlier_line_kept, c.unsettled) == ([], 0, 0), path.name
         assert c.ccusage_rule == pytest.approx(c.bill, rel=1e-9, abs=1e-12), path.name
 
 
@@ -176,18 +197,20 @@ def test_the_rules_agree_wherever_a_response_lines_agree(corpus):
 def test_each_difference_is_hidden_writes_and_earlier_lines(corpus, name):
     """A: writes beside a split of zeros (an Anthropic-compatible endpoint's ``cache_creation`` of zeros) that
     ccusage counts as none. B: a response whose first lines (stream start: output 0, or MiniMax's whole prompt as
-    uncached input) outweigh its settled line, so ccusage keeps them. Together they are the whole difference."""
+    uncached input) outweigh its settled line, so ccusage keeps them. C: a MiniMax response logged with only its
+    stream's opening, which ccusage bills and replay leaves without usage. Together they are the whole difference."""
     c = compare(Path(corpus) / "claude-code" / f"{name}.jsonl")
-    responses, hidden_responses, hidden_tokens, earlier = EXPLAINED[name]
-    assert (c.responses, len(c.dropped_writes), sum(c.dropped_writes), c.earlier_line_kept) == (
+    responses, hidden_responses, hidden_tokens, earlier, unsettled = EXPLAINED[name]
+    assert (c.responses, len(c.dropped_writes), sum(c.dropped_writes), c.earlier_line_kept, c.unsettled) == (
         responses,
         hidden_responses,
         hidden_tokens,
         earlier,
+        unsettled,
     )
     write_rate = calc_price(Usage(input_tokens=10**6, cache_write_tokens=10**6), "claude-opus-4-8").total_price
     hidden_usd = sum(c.dropped_writes) * float(write_rate) / 1e6 if c.dropped_writes else 0.0
-    assert c.bill - c.ccusage_rule == pytest.approx(hidden_usd - c.earlier_line_usd, abs=1e-9)
+    assert c.bill - c.ccusage_rule == pytest.approx(hidden_usd - c.earlier_line_usd - c.unsettled_usd, abs=1e-9)
     assert abs(c.bill - c.ccusage_rule) / c.bill > 0.01  # each is a difference over 1%
 
 
