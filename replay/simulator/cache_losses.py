@@ -150,16 +150,18 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     read, held = run.rec_cache_read, held_after(run)
     gap = idle_before(run)
     explained = explained_changes(run)
-    lost = np.zeros(m, dtype=np.int64)
-    lost[1:] = np.where((held[:-1] >= 0) & (read[1:] >= 0), held[:-1] - read[1:], 0)
+    # what was held before each request: after the previous one, or after the latest before it whose usage the log
+    # has (a request of unknown usage in between sent that prefix again, and read it)
+    known = np.maximum.accumulate(np.where(held >= 0, np.arange(m), -1))
+    before = np.full(m, -1, dtype=np.int64)
+    before[1:] = np.where(known[:-1] >= 0, held[np.maximum(known[:-1], 0)], -1)
+    lost = np.where((before >= 0) & (read >= 0), before - read, 0)
     if step:
         lost[lost < step] = 0
     within = np.isfinite(gap) & (gap < ttls_of(run))
     within[0] = False
-    share = np.zeros(m, dtype=np.float64)
-    share[1:] = lost[1:] / np.maximum(held[:-1], 1)
-    could = within & ~explained
-    could[1:] &= (held[:-1] > 0) & (read[1:] >= 0)
+    share = lost / np.maximum(before, 1)
+    could = within & ~explained & (before > 0) & (read >= 0)
     some = could & (lost > 0)
     if 2 * int(some.sum()) > int(could.sum()):  # most requests: the endpoint, not a change of the prompt
         at = np.flatnonzero(some)

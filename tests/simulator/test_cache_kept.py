@@ -114,15 +114,19 @@ def _at(seconds: float) -> str:
     return datetime.fromtimestamp(1_760_000_000 + seconds, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def _synthetic(idle: float, reads: list[int], writes: list[int]):
-    """Three requests: the second sent ``idle`` s after the first response ended, the third 10 s after the second."""
-    items = [
+def _items(idle: float) -> list[dict]:
+    return [
         {"step": 0, "kind": "user_text", "ts": _at(0)},
         {"step": 1, "kind": "tool_call", "ts": _at(5)},
         {"step": 1, "kind": "tool_result", "ts": _at(5 + idle)},
         {"step": 2, "kind": "tool_call", "ts": _at(10 + idle)},
         {"step": 2, "kind": "tool_result", "ts": _at(20 + idle)},
     ]
+
+
+def _synthetic(idle: float, reads: list[int], writes: list[int]):
+    """Three requests: the second sent ``idle`` s after the first response ended, the third 10 s after the second."""
+    items = _items(idle)
     times = (1, 6 + idle, 21 + idle)
     reqs = [
         {"step": k, "ts": _at(t), "prompt_tokens": r + w + 3, "input_tokens": 3, "cache_read": r, "cache_write": w}
@@ -144,6 +148,26 @@ def test_kept_and_beyond_follow_the_idle_time_and_what_was_held():
     # a read of what was held, or of less than MIN_LOSS more, names nothing
     quiet = cache_kept(_synthetic(290.0, [0, 5_000, 6_000 + MIN_LOSS - 1], [5_000, 1_000, 500]))
     assert quiet.sentences() == []
+
+
+def test_a_loss_after_a_request_of_unknown_usage_is_named():
+    """What the server held before a request is what the latest request with usage left (one of unknown usage
+    sent that prefix again): austinweitao/claude-backup 12fcf660 (MiniMax-M2.7) read 20,544 of the 71,219 tokens
+    request 6 held at request 8, after request 7 logged no settled usage; unnamed, the replay read them all and
+    billed 5.2% under the log."""
+    run = _synthetic(10.0, [0, 20_000, 1_000], [20_000, 1_000, 500])
+    assert unexplained_losses(run).requests.tolist() == [2]
+    blind = build(
+        "synthetic",
+        _items(10.0),
+        [{"step": 0, "ts": _at(1), "prompt_tokens": 20_003, "input_tokens": 3, "cache_read": 0, "cache_write": 20_000},
+         {"step": 1, "ts": _at(16)},
+         {"step": 2, "ts": _at(31), "prompt_tokens": 21_503, "input_tokens": 3, "cache_read": 1_000,
+          "cache_write": 20_500}],
+        cache_ttl=300.0,
+    )  # fmt: skip
+    losses = unexplained_losses(blind)
+    assert losses.requests.tolist() == [2] and losses.tokens.tolist() == [19_000]
 
 
 def test_fidelity_names_what_the_cache_figures_show(corpus_db):
