@@ -14,10 +14,10 @@ The reader does the same where the chain of a file's newest message leaves the f
 past a compaction by its ``logicalParentUuid``): the lines of the other files on that chain, back to a message this
 file holds or to the chain's start (a root, a compaction), are read as context before the line whose parent they
 end with. Their items are sent; their responses are requests of the file that logs them, counted there once, not
-here. ``runs.metadata.continued_from`` names each file so read and how
-many of its lines. Sibling files are only opened when a chain leaves the file, and only those whose bytes name the
-missing ``uuid``. What is read of them is history written before this file's line that names it (a transcript is
-only appended to), so a sibling that changes later does not change this file's run.
+here. ``runs.metadata.continued_from`` names each file so read and how many of its lines. Sibling files are only
+opened when a chain leaves the file, and only those whose bytes name the missing ``uuid``. What is read of them is
+history written before this file's line that names it (a transcript is only appended to), so a sibling that changes
+later does not change this file's run.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ class Siblings:
             if found is None:
                 break
             out.append(found)
-            if found.obj.get("type") == "system" and found.obj.get("subtype") == "compact_boundary":
+            if _is_boundary(found.obj):
                 break  # the history before a compaction is not sent
             at = found.obj.get("parentUuid")
         return out[::-1]
