@@ -267,6 +267,7 @@ class ClaudeCodeReader:
         order: list[str] = []  # sessionIds, one entry per block of consecutive lines
         session = _Session(ctx, self.format)
         scan = LinkScan()
+        stats = dict(ctx.stats)  # a second pass over the file counts its duplicate and mended lines again
         bad = []
         for entry in iter_json_lines(ctx):
             if isinstance(entry, BadRecord):
@@ -282,6 +283,8 @@ class ClaudeCodeReader:
             yield from bad
             found = None if session.agent_file else continued(ctx.path, scan)
             if found is not None:  # the chain goes on in another transcript of the folder: read again with its lines
+                ctx.stats.clear()
+                ctx.stats.update(stats)
                 session = _Session(ctx, self.format)
                 session.resumed = found.resumed()
                 for line, obj, source in interleave(iter_json_lines(ctx), found):
@@ -289,6 +292,8 @@ class ClaudeCodeReader:
                         session.line(line, obj, source)
             yield from session.finish()
             return
+        ctx.stats.clear()
+        ctx.stats.update(stats)
         yield from self._by_session(ctx, list(dict.fromkeys(order)))
 
     def _by_session(self, ctx: ReadContext, ids: list[str]) -> Iterator[Record]:

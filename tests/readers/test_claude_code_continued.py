@@ -122,6 +122,16 @@ def test_a_compaction_a_resume_logged_again_is_the_other_files(tmp_path: Path) -
     assert unscored_reason({"recorded_request": 2, "requests": 3}, "auto", None, None, "resumed") == RESUMED_REASON
 
 
+def test_a_second_pass_counts_a_repeated_line_once(tmp_path: Path) -> None:
+    """The file is read again with the other transcript's lines: a line logged twice is still dropped once."""
+    path = _folder(tmp_path) / f"{B}.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:3] + [lines[2]] + lines[3:]))  # B's first response, logged twice
+    ctx = ReadContext(path, "0" * 16)
+    assert len([r for r in READER.read(ctx) if isinstance(r, Request)]) == 3
+    assert ctx.stats["duplicate_lines"] == 1
+
+
 def test_without_the_other_file_the_run_is_read_as_before(tmp_path: Path) -> None:
     run, items, requests = _read(_folder(tmp_path, with_a=False) / f"{B}.jsonl")
     assert [r.step for r in requests] == [0, 1, 2]
