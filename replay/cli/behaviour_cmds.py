@@ -22,6 +22,7 @@ from replay.cli.common import (
     _existing_store,
     console,
     emit,
+    note,
 )
 from replay.errors import ReplayError
 from replay.untrusted import for_terminal
@@ -221,6 +222,13 @@ def calibrate(
         },
     )
     write_calibration(cal, out)
+    if spread is None:
+        note(
+            "note: no --reference, so each task's loop chance is taken at its raw length, which predicts too little "
+            "for a window wider than most raw runs (the Complexity Trap's 500-task M=72 and summary arms came out "
+            "below their intervals so); --reference REF.csv, a paired arm where the policy tipped no loop, takes it "
+            "over the lengths a rerun can take (docs/behaviour.md)"
+        )
     console.print(
         f"{out}: harness {for_terminal(harness)}, hazard {prop.hazard:.4g} per recurring blind use, "
         f"ratio {observed:.3f} reproduced as {cal.provenance['reproduced_ratio']:.3f}; "

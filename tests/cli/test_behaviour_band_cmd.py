@@ -76,6 +76,19 @@ def test_calibration_file_states_provenance_and_held_out_check(cal, tables) -> N
     assert isinstance(held["inside"], bool) and len(doc["replicates"]["rate"]) >= 100
 
 
+def test_calibrate_without_a_reference_says_what_it_leaves_out(db, tables, tmp_path) -> None:
+    """Without --reference the raw lengths alone decide each task's exposure: the command says so on stderr, and
+    what a reference would change."""
+    args = ["behaviour", "calibrate", "--paired", str(tables[0]), "--set", "keep_last=5", "--cap", "250"]
+    args += ["--runs", OH, "--db", str(db)]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a.toml")], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "no --reference" in res.stderr and "no --reference" not in res.stdout
+    ref = tmp_path / "ref.csv"
+    pl.read_csv(tables[0]).with_columns(policy_turns=pl.col("raw_turns")).write_csv(ref)
+    res = CliRunner().invoke(app, [*args, "--reference", str(ref), "--out", str(tmp_path / "b.toml")])
+    assert res.exit_code == 0 and "no --reference" not in res.stderr
+
+
 def test_predict_gives_a_ratio_with_an_interval_beside_the_band(db, cal, tables) -> None:
     args = ("--lengths", str(tables[1]), "--cap", "250", "--runs", OH, "--db", str(db))
     wide = json.loads(invoke("behaviour", "predict", "--calibration", str(cal), "--set", "keep_last=40", *args))
