@@ -26,7 +26,7 @@ import numpy as np
 
 from replay.behaviour.band import Propensity, expected_turns, loop_p
 from replay.behaviour.pool import PoolFlags, PressureCurve, pool_draws
-from replay.behaviour.spread import NoLoopSpread
+from replay.behaviour.spread import NoLoopSpread, rerun_turns
 from replay.errors import ReplayError
 
 REPLICATES = 200  # bootstrap resamples for the intervals
@@ -104,7 +104,7 @@ def exposure(lengths: np.ndarray, curve: PressureCurve, cap: int, spread: NoLoop
     if spread is None:
         runs = n[:, None]
     else:
-        runs = np.ceil(np.minimum(spread.grid(n) * n[:, None], np.maximum(cap, n)[:, None]))
+        runs = np.ceil(rerun_turns(spread.grid(n), n[:, None], cap))
     blind = curve.expected(runs.ravel()).reshape(runs.shape)
     return Exposure(n, blind, curve.expected_calls(n))
 

@@ -29,7 +29,7 @@ import numpy as np
 from replay.behaviour.band import loop_p
 from replay.behaviour.calibration import LEVEL, REPLICATES, SEED, read_paired
 from replay.behaviour.pool import PoolFlags, pool_draws
-from replay.behaviour.spread import NoLoopSpread, spread_from
+from replay.behaviour.spread import NoLoopSpread, rerun_turns, spread_from
 
 INNER = 200  # bootstrap resamples of each replicate arm's tasks: the interval that arm would report
 
@@ -50,7 +50,7 @@ def arm_band(
     for d in pool_draws(len(pool.sets), n):
         raw = lengths[rng.integers(0, len(lengths), len(lengths))]
         curve = pool.curve(d)
-        rerun = np.minimum(spread.draw(raw, rng) * raw, np.maximum(cap, raw))  # the task's turns with no loop
+        rerun = rerun_turns(spread.draw(raw, rng), raw, cap)
         q = loop_p(curve.expected(np.ceil(rerun)), math.inf)  # 0 or 1: h = 1 tips every exposed run
         rerun = rerun + curve.expected_calls(raw)  # and the policy's summariser calls
         looping = (1 - q) * rerun + q * np.maximum(cap, raw)

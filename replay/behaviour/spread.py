@@ -54,6 +54,12 @@ class NoLoopSpread:
         return per_bin[where]
 
 
+def rerun_turns(factors: np.ndarray, raw: np.ndarray, cap: int) -> np.ndarray:
+    """A task's turns on a rerun with no loop: its raw turns times the factor, within the cap (or its raw turns, if
+    longer)."""
+    return np.minimum(factors * raw, np.maximum(cap, raw))
+
+
 def spread_from(raw: np.ndarray, policy: np.ndarray, where: str, sha256: str = "") -> NoLoopSpread:
     """The spread of a reference arm of ``raw`` and ``policy`` turns per task (``where``: its name in messages)."""
     keep = (raw > 0) & (policy > 0)

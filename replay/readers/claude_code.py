@@ -281,7 +281,7 @@ class ClaudeCodeReader:
                 session.line(*entry)
         if len(order) == len(set(order)):
             yield from bad
-            found = None if session.agent_file else continued(ctx.path, scan)
+            found = None if session.agent_file else continued(ctx.path, scan, session.uuids)
             if found is not None:  # the chain goes on in another transcript of the folder: read again with its lines
                 ctx.stats.clear()
                 ctx.stats.update(stats)

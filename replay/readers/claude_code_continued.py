@@ -60,34 +60,29 @@ class LinkScan:
     leaves the file: walked back by ``parentUuid``, and past a compact_boundary by its ``logicalParentUuid``."""
 
     def __init__(self) -> None:
-        self.uuids: set[str] = set()
         # uuid -> (line, the uuid before it, a boundary, its sessionId)
         self.links: dict[str, tuple[int, Any, bool, Any]] = {}
         self.leaf: str | None = None
 
     def see(self, line: int, obj: dict) -> None:
-        uuid = obj.get("uuid")
-        if not isinstance(uuid, str):
-            return
-        self.uuids.add(uuid)
-        if obj.get("isSidechain") or obj.get("type") not in ("user", "assistant", "attachment", "system"):
-            return
-        boundary = _is_boundary(obj)
-        if obj.get("type") == "system" and not boundary:
+        uuid, boundary = obj.get("uuid"), _is_boundary(obj)
+        message = boundary or obj.get("type") in ("user", "assistant", "attachment")
+        if not isinstance(uuid, str) or obj.get("isSidechain") or not message:
             return
         before = obj.get("parentUuid") or (obj.get("logicalParentUuid") if boundary else None)
         self.links.setdefault(uuid, (line, before, boundary, obj.get("sessionId")))
         self.leaf = uuid
 
-    def exit(self) -> Exit | None:
-        """Where the newest message's chain leaves the file; None when it starts in it."""
+    def exit(self, held: set[str]) -> Exit | None:
+        """Where the newest message's chain leaves the file (``held``: the uuids of its lines); None when it starts
+        in it."""
         at, seen = self.leaf, set()
         while at is not None and at in self.links and at not in seen:
             seen.add(at)
             line, before, boundary, session = self.links[at]
             if not isinstance(before, str):
                 return None
-            if before not in self.uuids:
+            if before not in held:
                 return Exit(line, before, boundary, session if isinstance(session, str) else None)
             at = before
         return None
@@ -179,14 +174,14 @@ class Continued:
         return {self.at.line: self.lines[-1].source} if self.at.boundary else {}
 
 
-def continued(path: Path, scan: LinkScan) -> Continued | None:
-    """What ``path`` takes from the other transcripts of its folder; None when its chain never leaves it or no
-    other transcript holds where it goes."""
-    at = scan.exit()
+def continued(path: Path, scan: LinkScan, held: set[str]) -> Continued | None:
+    """What ``path`` takes from the other transcripts of its folder (``held``: the uuids of its lines); None when its
+    chain never leaves it or no other transcript holds where it goes."""
+    at = scan.exit(held)
     if at is None:
         return None
     siblings = Siblings(path, f"{at.session}.jsonl" if at.session else None)
-    lines = siblings.chain(at.missing, scan.uuids)
+    lines = siblings.chain(at.missing, held)
     return Continued(at, lines, siblings) if lines else None
 
 
