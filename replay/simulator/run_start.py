@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from replay.run_arrays import RunArrays
+from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.idle import request_times
 
 WHOLE = 2**62  # a cap that keeps the whole prefix item
@@ -67,18 +67,48 @@ def uncached_floor(run: RunArrays) -> int:
 MIN_EXTRA = 1024  # tokens: Anthropic's smallest minimum cacheable prefix; less beyond the floor is left alone
 
 
+def results_after_breakpoint(run: RunArrays) -> np.ndarray:
+    """Per request, the tokens of tool results the server puts after the request's last cache breakpoint because
+    the log holds them before a result of an earlier call of the same response (0 elsewhere).
+
+    A harness marks the last block of its last message, and Claude Code sends a round's tool results in the order
+    they finished, as it logs them. The server reads them in the order of the calls, so the results of later calls
+    that finished first stand after the marked block: sent uncached, written by the next request. Across the
+    unseen Claude Code logs (2.0.8 to 2.1.146, breakpoints honoured) the request after such a round reported
+    about that much uncached input at 76 of 98 rounds (bradymholt/dotfiles d91b43b5 request 2: a 2,955-character
+    Read finished before a Grep called ahead of it; 837 tokens uncached)."""
+    m = run.n_requests
+    extra = np.zeros(m, np.int64)
+    if run.text_tools or m < 2:
+        return extra
+    for k in range(1, m):
+        start, last = int(run.req_end[k - 1]), int(run.req_end[k]) - 1
+        if last < start or run.kind[last] != TOOL_RESULT or run.pair[last] < 0:
+            continue
+        new = np.arange(start, last)
+        later = new[(run.kind[new] == TOOL_RESULT) & (run.pair[new] > run.pair[last])]
+        extra[k] = int(run.tokens[later].sum())
+    return extra
+
+
 def tail_extras(run: RunArrays, cache: str) -> np.ndarray:
     """Per request after the first, under explicit breakpoints (the ``anthropic`` cache model) and a log that records
-    writes: the uncached input the server reported beyond the run's floor when it is ``MIN_EXTRA`` or more (0
-    elsewhere; empty when no request has any). Uncached input is what a request sends after its last breakpoint:
-    content the harness put there (ccl-coderabbit-agent request 2: 3,099 tokens), which the next request writes.
-    The harness's doing, whatever the policy keeps."""
+    writes, the tokens it sent after its last breakpoint beyond the run's floor (0 elsewhere; empty when no request
+    has any), which the next request writes. The harness's doing, whatever the policy keeps:
+
+    - tool results the server orders after the marked one (``results_after_breakpoint``), where the server
+      honours the harness's breakpoints: a floor of ``MIN_EXTRA`` or more shows something between them (a
+      gateway: austinweitao/claude-backup, 2.1.68, sends 27k uncached at every request whatever the round);
+    - content the harness put there: the uncached input the server reported beyond the floor when it is
+      ``MIN_EXTRA`` or more (ccl-coderabbit-agent request 2: 3,099 tokens). The larger of the two is taken."""
     m = run.n_requests
     if cache != "anthropic" or m < 2 or len(run.rec_input) != m or not writes_recorded(run):
         return np.zeros(0, np.int64)
-    extra = np.where(run.rec_input >= 0, run.rec_input - uncached_floor(run), 0).astype(np.int64)
+    floor = uncached_floor(run)
+    reported = np.where(run.rec_input >= 0, run.rec_input - floor, 0).astype(np.int64)
+    reported[reported < MIN_EXTRA] = 0
+    extra = np.maximum(reported, results_after_breakpoint(run)) if floor < MIN_EXTRA else reported
     extra[0] = 0
-    extra[extra < MIN_EXTRA] = 0
     return extra if extra.any() else np.zeros(0, np.int64)
 
 

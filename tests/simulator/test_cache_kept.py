@@ -17,7 +17,7 @@ from replay.simulator.cache_losses import MIN_LOSS, ttl_of, unexplained_losses
 from replay.simulator.idle import idle_before
 from replay.simulator.kernels.caches import AS_BEFORE
 from replay.simulator.run import simulate_run
-from replay.simulator.run_start import warm_tokens
+from replay.simulator.run_start import MIN_EXTRA, results_after_breakpoint, uncached_floor, warm_tokens
 from replay.simulator.server_cache import replayed
 from tests.simulator.corpus_runs import one_run
 
@@ -232,14 +232,41 @@ def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(cla
 
 def test_tokens_sent_after_the_last_breakpoint_are_replayed(claude_code_runs):
     """ccl-coderabbit-agent request 2 sent 3,104 tokens uncached where every other request sends at most 143; the
-    next request wrote them. The replay sends them uncached there too and writes them at request 3 (before, it
-    cached them at 2 and read them at 3: -4.6% like for like; now -0.4%)."""
+    next request wrote them. They are the results of the round's earlier calls, logged before the result of its
+    first call, which the server puts first (``results_after_breakpoint``: 3,428 in o200k). The replay sends them
+    uncached there too and writes them at request 3 (before, it cached them at 2 and read them at 3: -4.6% like
+    for like; now +0.1%)."""
     run = one_run(claude_code_runs, "ccl-coderabbit-agent-ea02459f")
     assert run.rec_input.tolist()[:4] == [3, 143, 3104, 34]
-    assert run.tail_extras.tolist()[:4] == [0, 0, 3_099, 0]
+    assert run.tail_extras.tolist()[:4] == [0, 67, 3_428, 8]
     cols, row = _replay(run)
     uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
-    assert uncached[2] == run.tail + 3_099 and abs(_like(row)) < 0.01
+    assert uncached[2] == run.tail + 3_428 and abs(_like(row)) < 0.01
     assert "after the last cache breakpoint" not in row["bill_gap"]
-    # a run that sends nothing beyond its floor has nothing to replay
-    assert not claude_code_runs["ccv-todo-nextjs-fe5e1c67-414fe07a"].tail_extras.any()
+    # a run whose requests each end on the result of the round's last call has nothing to replay
+    assert not claude_code_runs["cc-fixture-agentsessions-small-1d506cba"].tail_extras.any()
+
+
+@pytest.mark.parametrize(
+    ("run_id", "at", "recorded", "predicted"),
+    [
+        ("ccl-coderabbit-agent-ea02459f-3566912a", 2, 3_104, 3_428),
+        ("ccl-deep-manifest-a7da6a22-d2dd3518", 1, 1_839, 1_717),
+        ("ccl-worktrees-ef958aa1-main-014b6723", 5, 1_262, 1_295),
+        ("cc-jason-webtech-48244adb-47d92912", 22, 1_982, 1_725),
+        ("ccv-todo-nextjs-fe5e1c67-414fe07a", 3, 329, 343),
+    ],
+)
+def test_results_the_server_puts_after_the_breakpoint(claude_code_runs, run_id, at, recorded, predicted):
+    """A round's results logged before the result of an earlier call of the same response stand after the
+    request's breakpoint (on the last logged block) once the server orders them by call: the request reports them
+    as uncached input (``recorded``, beyond a floor of at most 8 tokens), here within 15% of their o200k count.
+    Before, the replay cached the three below 1,024 tokens at once."""
+    run = claude_code_runs[run_id]
+    after = results_after_breakpoint(run)
+    assert int(run.rec_input[at]) == recorded and int(after[at]) == predicted
+    floor = uncached_floor(run)
+    assert floor <= 8 and abs(predicted / recorded - 1) < 0.15
+    # the replay sends them uncached: the reported input where it is MIN_EXTRA beyond the floor, else their count
+    reported = recorded - floor if recorded - floor >= MIN_EXTRA else 0
+    assert run.tail_extras[at] == max(predicted, reported)

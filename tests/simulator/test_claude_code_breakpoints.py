@@ -77,8 +77,11 @@ def test_the_cache_looks_back_22_positions():
 
 def test_a_tool_round_of_25_items_reads_through_the_response_breakpoint(claude_code_runs):
     """cc-jason-webtech-48244adb (Claude Code 2.1.19, two breakpoints): request 5 added 25 items, 5 of them the
-    response, and read 41,757 tokens, all that request 4 held and more. From the end alone the replay read 36,649."""
+    response, and read 41,757 tokens, all that request 4 held and more. From the end alone the replay read 36,649.
+    Request 4 held all it sent but the 67 tokens after its breakpoint: a result logged before that of an earlier
+    call (132 in o200k: replay.simulator.run_start.results_after_breakpoint)."""
     run = one_run(claude_code_runs, "cc-jason-webtech-48244adb")
     assert run.assistant_bp and run.req_end[5] - run.req_end[4] == 25
+    assert run.rec_input[4] == 67 and run.tail_extras[4] == 132
     cols, _ = simulate_run(run, make_policy("recorded"), None, Budget(200_000))
-    assert cols["cached_tokens"][5] == cols["prompt_tokens"][4] - run.tail
+    assert cols["cached_tokens"][5] == cols["prompt_tokens"][4] - run.tail - run.tail_extras[4]
