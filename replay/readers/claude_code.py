@@ -90,6 +90,7 @@ from replay.readers.claude_code_continued import LinkScan, continued, interleave
 from replay.readers.claude_code_files import whole_file
 from replay.readers.claude_code_memory import MEMORY_REREAD, MemoryFiles, rereads_memory
 from replay.readers.claude_code_relog import RelogFilter
+from replay.readers.claude_code_thinking import HiddenThinking
 from replay.readers.claude_code_unlogged import (
     FILE_TOOLS,
     clears,
@@ -100,6 +101,7 @@ from replay.readers.claude_code_unlogged import (
     unlogged_attachments,
 )
 from replay.readers.json_fields import sub_dict
+from replay.readers.media import pixel_size
 
 CONVERSATION = {"user", "assistant"}
 # a forked agent's id names its purpose, ``a<label>-<hex>`` (cli.js forkLabel: compact, prompt_suggestion,
@@ -231,7 +233,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 16  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 17  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -249,6 +251,8 @@ class ClaudeCodeReader:
     # ``toolUseResult`` tells of the whole file after it (``file_chars``, ``file_lines``; claude_code_files); 15: a
     # chain that goes on in another transcript of the folder is read with its lines (claude_code_continued); 16: a
     # response logged with only its stream's opening usage, where other responses' usage settles later, has none
+    # (``unsettled_usage``); 17: each image's pixel size (``image_sizes``: [[seq, width, height], ...]; tokens.images),
+    # thinking logged without its text sized from the response's output (``thinking_tokens``; claude_code_thinking)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -579,6 +583,7 @@ class _Session:
         # another prompt (Claude's opening already holds the prompt; MiniMax's does not)
         self.opening: dict[str | None, tuple[RunBuilder, int, int, Any]] = {}
         self.settles = False
+        self.thinking = HiddenThinking()  # thinking logged without its text (claude_code_thinking)
 
     def finish(self) -> Iterator[Record]:
         """The runs read: held attachments added, each run's model set, a compaction fork's event made; none when
@@ -588,6 +593,7 @@ class _Session:
         builders = [self.main, *self.children.values()]
         if self.settles:
             self.unsettled()
+        self.thinking.sized(self.open_request)
         for builder in builders:
             self.flush_attachments(builder)
         for builder in builders:
@@ -869,7 +875,8 @@ class _Session:
             step = cast(Request, updated).step  # open_request holds the index of a Request
             _cache_writes(owner, step, u)
             _server_calls(owner, step, line, calls)
-        self._content(b, msg, line, ts)
+        self.thinking.stopped(rid, b, msg.get("stop_reason"))
+        self._content(b, msg, line, ts, rid)
 
     def _request_key(self, b: RunBuilder, obj: dict, msg: dict, line: int) -> str | None:
         """What identifies the API response a line belongs to: its ``requestId`` and ``message.id`` together (the
@@ -897,7 +904,8 @@ class _Session:
             self._content(b, msg, line, ts)
             b.run.metadata["copied_responses"] = b.run.metadata.get("copied_responses", 0) + 1
 
-    def _content(self, b: RunBuilder, msg: dict, line: int, ts: str | None) -> None:
+    def _content(self, b: RunBuilder, msg: dict, line: int, ts: str | None, response: str | None = None) -> None:
+        """The items of a response's content (``response``: its key, for thinking logged without its text)."""
         content = msg.get("content")
         for block in content if isinstance(content, list) else [{"type": "text", "text": text_of(content)}]:
             if not isinstance(block, dict):
@@ -905,11 +913,15 @@ class _Session:
             btype = block.get("type")
             if btype == "text" and block.get("text"):
                 b.add("assistant_text", "assistant", block["text"], ts=ts, line=line)
+                self.thinking.visible(response, b, block)
             elif btype in ("thinking", "redacted_thinking"):
                 text = block.get("thinking") or block.get("data") or ""
-                b.add("reasoning", "assistant", text, ts=ts, line=line)
+                item = b.add("reasoning", "assistant", text, ts=ts, line=line)
+                if btype == "thinking":
+                    self.thinking.thinking(response, b, item.seq, block)
             elif btype in ("tool_use", "server_tool_use"):
                 b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
+                self.thinking.visible(response, b, block)
                 if isinstance(block.get("id"), str):
                     self.call_names[block["id"]] = block.get("name") or ""
                 self.memory.call(
@@ -1033,7 +1045,10 @@ class _Session:
         """An image item; ``tool``: the tool whose result holds it (None: a user message holds it)."""
         source = sub_dict(block, "source")
         text = f"[image {source.get('media_type') or ''}]".replace(" ]", "]")
-        return b.add("image", "user", text, ts=ts, line=line, tool_name=tool)
+        item = b.add("image", "user", text, ts=ts, line=line, tool_name=tool)
+        if (size := pixel_size(source.get("data"))) is not None:  # what the server counts for it (tokens.images)
+            b.run.metadata.setdefault("image_sizes", []).append([item.seq, *size])
+        return item
 
 
 READER = ClaudeCodeReader()

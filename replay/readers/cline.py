@@ -64,6 +64,7 @@ from replay.readers.cline_legacy import LEGACY_UI_FILE, combine_finished
 from replay.readers.cline_truncation import next_truncation_range
 from replay.readers.cline_usage import metrics_usage, ui_usage
 from replay.readers.json_fields import epoch_ms_iso, sub_dict
+from replay.readers.media import pixel_size
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -126,9 +127,10 @@ def _parse(text: Any) -> Any:
 
 class ClineReader:
     format = "cline"
-    version = 4  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
+    version = 5  # 2: a JSON true is no time (it read as 1970); 3: Claude Dev 1.x api_req_finished usage, 2.x cuts,
     # the task said as "text" is no model output; 4: an API history alone is a run (usage from its metrics), an
-    # OpenAI-compatible provider's tokensIn already holds its cached tokens
+    # OpenAI-compatible provider's tokensIn already holds its cached tokens; 5: each image's pixel size
+    # (``image_sizes``; replay.tokens.images)
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -233,7 +235,7 @@ class _Task:
         self.passed: tuple[int, int] | None = None  # (request, messages then) of the latest pass
         self.prev_total: float | None = None  # the previous request's tokens in, out and cached, as Cline sums them
         self.native: bool | None = None  # tool calls sent natively (None: no tool call seen)
-        self.images: list[int] = []  # base64 sizes of the images the user gave, sent with the next user message
+        self.images: list[str] = []  # the images the user gave (data URLs), sent with the next user message
 
     # --- shared ---------------------------------------------------------------------------------------------
     def usage(self, info: dict, model_info: Any) -> dict[str, Any]:
@@ -318,11 +320,14 @@ class _Task:
             self.b.add("attachment", "user", e, tool_name="environment_details", line=line, ts=ts)
         return opening
 
-    def image(self, data_chars: int, line: int, ts: str | None) -> None:
-        """An image block of a user message; Cline weighs it by the characters of its base64 data
-        (``runs.metadata.media_chars``: [[seq, chars], ...])."""
+    def image(self, data: object, line: int, ts: str | None) -> None:
+        """An image block of a user message (``data``: its base64, or a data URL); Cline weighs it by the
+        characters of its base64 data (``runs.metadata.media_chars``: [[seq, chars], ...]), the server by its
+        pixel size (``image_sizes``; replay.tokens.images)."""
         item = self.b.add("image", "user", "[image]", line=line, ts=ts)
-        self.b.run.metadata.setdefault("media_chars", []).append([item.seq, data_chars])
+        self.b.run.metadata.setdefault("media_chars", []).append([item.seq, _base64_chars(data)])
+        if (size := pixel_size(data)) is not None:
+            self.b.run.metadata.setdefault("image_sizes", []).append([item.seq, *size])
 
     def finish(self) -> Iterator[Record]:
         if self.native is not None:
@@ -361,8 +366,8 @@ class _Task:
                 if self.pending:  # results of the previous response's calls: as blocks or as text
                     self.native = bool(self.native) or bool(NATIVE_RESULT_RE.search(request))
                 opening = self.sent_text(request, line, ts)
-                for size in self.images:
-                    self.image(size, line, ts)
+                for url in self.images:
+                    self.image(url, line, ts)
                 self.images.clear()
                 if opening is not None and (found := first_result(*opening)) is not None:
                     self.first[len(self.msg_start) - 1] = found
@@ -375,7 +380,7 @@ class _Task:
                 self.b.request(line=line, ts=ts, model=model, **self.usage(info, m.get("modelInfo")))
                 self.msg_start.append(self.b.seq)  # the assistant message it produced
             elif kind in USER_INPUT and isinstance(m.get("images"), list):
-                self.images += [_base64_chars(u) for u in m["images"] if isinstance(u, str)]
+                self.images += [u for u in m["images"] if isinstance(u, str)]
             elif kind == "reasoning" and text:
                 self.b.add("reasoning", "assistant", text, line=line, ts=ts)
             elif kind in OUTPUT_TEXT and text:
@@ -476,8 +481,7 @@ class _Task:
                 )
             elif block.get("type") == "image":
                 source = block.get("source")
-                data = source.get("data") if isinstance(source, dict) else None
-                self.image(len(data) if isinstance(data, str) else 0, n, ts)
+                self.image(source.get("data") if isinstance(source, dict) else None, n, ts)
             elif block.get("type") == "text":
                 self.sent_text(str(block.get("text") or ""), n, ts)
 
@@ -545,9 +549,11 @@ def _max_allowed(model: Any, provider: Any = None) -> int | None:
     return cline_max_allowed(window) if window else None
 
 
-def _base64_chars(url: str) -> int:
+def _base64_chars(url: object) -> int:
     """Characters of the base64 data of an image as the UI keeps it (``data:image/png;base64,<data>``), which is
-    what the API message's image block carries."""
+    what the API message's image block carries; 0 for no text."""
+    if not isinstance(url, str):
+        return 0
     return len(url) - url.find(",") - 1 if url.startswith("data:") and "," in url else len(url)
 
 

@@ -24,7 +24,7 @@ from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_mo
 from replay.simulator.request_windows import request_windows
 from replay.simulator.thinking import thinking_switches
 from replay.simulator.tool_loads import tool_list_changes
-from replay.tokens.usage_metadata import events_and_rewrites, exact_sizes, rollback_drops
+from replay.tokens.usage_metadata import ExactSizes, events_and_rewrites, exact_sizes, rollback_drops
 
 _ITEMS = """
 SELECT i.run_id, i.seq, i.step, i.kind, i.role, i.chars, t.n_tokens AS tokens, i.tool_name, i.call_id, i.resource,
@@ -139,13 +139,14 @@ def _prefix_segments(prompt: PromptModel) -> list[dict]:
 
 
 def _gone_at(
-    items: list[dict], reqs: list[dict], exact: dict[int, int], undone: list[tuple[int, np.ndarray]]
+    items: list[dict], reqs: list[dict], exact: ExactSizes, undone: list[tuple[int, np.ndarray]]
 ) -> np.ndarray | None:
     """Per item, the request from which the server no longer counts it (-1: never): a prefix segment's or unlogged
     content's ``gone_at``; the first request of a later user turn for reasoning the log sizes (``exact``: Codex's
     encrypted reasoning, Gemini's thoughts): the server counts it within its own turn only (the Responses API
-    drops earlier turns' reasoning); the first request after a rollback that undid its turn (``undone``:
-    ``usage_metadata.rollback_drops``; the earlier of the two when both apply); -1 for every other item."""
+    drops earlier turns' reasoning), but Claude's hidden thinking (``exact.kept``); the first request after a
+    rollback that undid its turn (``undone``: ``usage_metadata.rollback_drops``; the earlier of the two when both
+    apply); -1 for every other item."""
     segments = [p for p, it in enumerate(items) if it.get("gone_at", -1) >= 0]
     if not exact and not segments and not undone:
         return None
@@ -155,7 +156,7 @@ def _gone_at(
     req_turn = request_turns(step, turn, req_steps)
     out = np.full(len(items), -1, dtype=np.int64)
     for p, it in enumerate(items):
-        if it["seq"] in exact and it["kind"] == "reasoning":  # a sized summary stays
+        if it["seq"] in exact and it["kind"] == "reasoning" and it["seq"] not in exact.kept:  # a sized summary stays
             later = np.flatnonzero((req_turn > turn[p]) & (req_steps >= step[p]))
             out[p] = int(later[0]) if len(later) else -1
     for p in segments:  # a prefix segment the harness stopped sending, content it dropped (_unlogged)
@@ -351,12 +352,12 @@ def _assemble(
             it["span"] = read_span(it["tool_name"], it["args"])
     source = token_source(items, tokenizer_id)
     prefix, prompt_source, caveat = 0, NONE, ""
-    exact: dict[int, int] = {}
+    exact = ExactSizes()
     if prompt is not None and prompt.source != NONE:
         items = apply_prompt(items, prompt)
         # what the log gives only as a size (encrypted reasoning, a remote summary; no reasoning when the fit left it
         # out and the harness never resends it): unscaled, framed as every other item is (calibrate: one message more)
-        exact = exact_sizes(metadata, prompt.drop_reasoning)
+        exact = exact_sizes(metadata, prompt.drop_reasoning, model)
         for it in items:
             if it["seq"] in exact:
                 it["tokens"] = exact[it["seq"]] + prompt.framing(it["role"])

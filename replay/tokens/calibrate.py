@@ -135,8 +135,9 @@ def visible(
     latest summary. ``undone`` (same form: ``usage_metadata.rollback_drops``) is what the user's rollbacks took out.
 
     ``exact`` maps item seq to its size in the model's units (Codex's encrypted reasoning, a remote compaction's
-    encrypted summary): it is not scaled, and reasoning is in the prompt only within its own turn (the Responses API
-    drops earlier turns' reasoning).
+    encrypted summary, Claude Code's hidden thinking, an image): it is not scaled, and reasoning is in the prompt
+    only within its own turn (the Responses API drops earlier turns' reasoning) unless the sizes keep it
+    (``ExactSizes.kept``).
     """
     items = items.sort("seq")
     step = items["step"].to_numpy()
@@ -151,7 +152,8 @@ def visible(
     summary = (kind == "summary").to_numpy()
     reasoning = (kind == "reasoning").to_numpy()
     keep = ~reasoning | is_exact if drop_reasoning else np.ones(len(items), dtype=bool)
-    own_turn = is_exact & reasoning  # sized reasoning: counted within its own turn only
+    kept = np.isin(seq, list(getattr(exact, "kept", ())))  # sized reasoning the server keeps after its turn
+    own_turn = is_exact & reasoning & ~kept  # other sized reasoning: counted within its own turn only
     tokens = np.empty(len(steps), dtype=np.float64)
     messages = np.empty(len(steps), dtype=np.float64)
     exact_out = np.zeros(len(steps), dtype=np.float64)
@@ -339,7 +341,9 @@ def fit_usage(
             continue
         steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
         metadata = metadata_dict(req["metadata"][0])
-        exact, exact_dropped = exact_sizes(metadata), exact_sizes(metadata, reasoning_dropped=True)
+        model = req["model"][0]
+        exact = exact_sizes(metadata, model=model)
+        exact_dropped = exact_sizes(metadata, reasoning_dropped=True, model=model)
         check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
         drops, undone = context_drops(metadata), rollback_drops(metadata)
         ends = content_ends(run_items, steps, check.boundaries, metadata)

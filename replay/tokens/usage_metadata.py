@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 
+from replay.tokens.images import image_tokens
+
 
 def metadata_dict(value: object) -> dict:
     """``runs.metadata`` as a dict (a JSON string parsed); empty when it is not one."""
@@ -68,23 +70,40 @@ def usage_only_steps(metadata: dict) -> set[int]:
     }
 
 
-def exact_sizes(metadata: dict, reasoning_dropped: bool = False) -> dict[int, int]:
+class ExactSizes(dict[int, int]):
+    """Item seq -> tokens (``exact_sizes``), and which sized reasoning items the server keeps after their own turn
+    (``kept``): Claude Code's thinking, which Claude Code sends back every turn (replay.readers.claude_code_thinking).
+    Other sized reasoning counts within its own turn only."""
+
+    kept: frozenset[int] = frozenset()
+
+
+def exact_sizes(metadata: dict, reasoning_dropped: bool = False, model: str | None = None) -> ExactSizes:
     """Item seq -> tokens for items the log holds only as a size: reasoning in the model's units
-    (runs.metadata.reasoning_tokens) and a remote compaction's encrypted summary as the harness estimates it
-    (``encrypted_summary_tokens``: codex-rs sizes it like encrypted reasoning; no other size is logged).
+    (runs.metadata.reasoning_tokens; Claude Code's thinking logged without its text, ``thinking_tokens``), a remote
+    compaction's encrypted summary as the harness estimates it
+    (``encrypted_summary_tokens``: codex-rs sizes it like encrypted reasoning; no other size is logged), and an image
+    whose pixel size the log gives (``image_sizes``) at what ``model``'s provider counts for it (replay.tokens.images;
+    none where that rule is not modelled).
 
     ``reasoning_dropped``: the prompt model leaves earlier reasoning out (calibration found the usage says so). Such
     an item then stays when the harness resends it (Codex's encrypted reasoning), but not when it stands for what
     the harness never resends and the server may or may not count in its place (``reasoning_by_signature``: Gemini
     CLI's thoughts, whose signatures the history keeps): none of the reasoning then."""
-    keys = ["reasoning_tokens", "encrypted_summary_tokens"]
+    keys = ["reasoning_tokens", "encrypted_summary_tokens", "thinking_tokens"]
     if reasoning_dropped and metadata.get("reasoning_by_signature") is True:
         keys.remove("reasoning_tokens")
-    out = {}
+    out = ExactSizes()
     for key in keys:
         for pair in metadata.get(key) or []:
             if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) for v in pair):
                 out[pair[0]] = pair[1]
+                if key == "thinking_tokens":
+                    out.kept |= {pair[0]}
+    for entry in metadata.get("image_sizes") or []:
+        if isinstance(entry, list) and len(entry) == 3 and all(isinstance(v, int) for v in entry):
+            if (tokens := image_tokens(model, entry[1], entry[2])) is not None:
+                out[entry[0]] = tokens
     return out
 
 

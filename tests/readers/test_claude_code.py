@@ -822,3 +822,96 @@ def test_the_tool_list_announced_again_after_a_compaction_is_no_prefix_change(tm
     )
     run = of(read(path), Run)[0]
     assert [(n["step"], n["reason"]) for n in run.metadata["unlogged"]] == [(1, "deferred-tools")]
+
+
+def test_each_images_pixel_size_is_kept(tmp_path: Path) -> None:
+    """A pasted image and one a tool result holds (an MCP screenshot) keep their pixel size (``image_sizes``), read
+    from the base64 data's header: what the server counts for them (replay.tokens.images); data that is no image
+    keeps none."""
+    import base64
+    import io
+
+    from PIL import Image
+
+    def png(width: int, height: int) -> str:
+        out = io.BytesIO()
+        Image.new("RGB", (width, height)).save(out, "PNG")
+        return base64.b64encode(out.getvalue()).decode()
+
+    def image(data: str) -> dict:
+        return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+    call = {"type": "tool_use", "id": "t1", "name": "mcp__chrome__take_screenshot", "input": {}}
+    shot = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [{"type": "text", "text": "Took it."}, image(png(2400, 2204))],
+    }
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "message": {
+                "role": "user",
+                "content": [{"type": "text", "text": "see"}, image(png(300, 200)), image("iVBOR")],
+            },
+        },
+        {**assistant("a1", "r1", "ok", 100), "parentUuid": "u1"},
+        {
+            "type": "assistant",
+            "uuid": "a2",
+            "parentUuid": "a1",
+            "requestId": "r2",
+            "message": {
+                "id": "r2",
+                "model": "claude-sonnet-4-5",
+                "role": "assistant",
+                "content": [call],
+                "usage": {"input_tokens": 120, "output_tokens": 5},
+            },
+        },
+        {"type": "user", "uuid": "u2", "parentUuid": "a2", "message": {"role": "user", "content": [shot]}},
+        {**assistant("a3", "r3", "done", 1800), "parentUuid": "u2"},
+    ]
+    records = read(write_log(tmp_path, lines))
+    images = [i for i in of(records, Item) if i.kind == "image"]
+    assert [i.tool_name for i in images] == [None, None, "mcp__chrome__take_screenshot"]
+    sizes = of(records, Run)[0].metadata["image_sizes"]
+    assert sizes == [[images[0].seq, 300, 200], [images[2].seq, 2400, 2204]]
+
+
+def test_thinking_logged_without_its_text_is_sized_from_the_output(tmp_path: Path) -> None:
+    """2.1.x logs a thinking block's signature with an empty text: its size is the response's output less its
+    visible blocks' characters / 4, at most a third of the signature's characters (claude_code_thinking); a
+    response cut at max_tokens in its thinking gets none (Claude Code asks again without it)."""
+
+    def response(uuid: str, rid: str, signature: int, visible: list[dict], output: int, stop: str) -> dict:
+        thinking = {"type": "thinking", "thinking": "", "signature": "s" * signature}
+        usage = {"input_tokens": 5, "cache_read_input_tokens": 20_000, "output_tokens": output}
+        message = {"id": rid, "model": "claude-sonnet-4-6", "role": "assistant", "stop_reason": stop}
+        return {
+            "type": "assistant",
+            "uuid": uuid,
+            "requestId": rid,
+            "message": {**message, "usage": usage, "content": [thinking, *visible]},
+        }
+
+    call = {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "x" * 4_000}}
+    lines = [
+        {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "go"}},
+        {**response("a1", "r1", 9_000, [{"type": "text", "text": "ok"}], 2_500, "end_turn"), "parentUuid": "u1"},
+        {"type": "user", "uuid": "u2", "parentUuid": "a1", "message": {"role": "user", "content": "more"}},
+        {**response("a2", "r2", 400, [call], 1_300, "tool_use"), "parentUuid": "u2"},
+        {
+            "type": "user",
+            "uuid": "u3",
+            "parentUuid": "a2",
+            "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "done"}]},
+        },
+        {**response("a3", "r3", 60_000, [], 32_000, "max_tokens"), "parentUuid": "u3"},
+    ]
+    records = read(write_log(tmp_path, lines))
+    thinking = [i.seq for i in of(records, Item) if i.kind == "reasoning"]
+    sizes = of(records, Run)[0].metadata["thinking_tokens"]
+    # 2,500 less 1 for "ok"; 1,300 less 1,006 for the call would be 294, but a 400-character signature holds 133
+    assert sizes == [[thinking[0], 2_499], [thinking[1], 133]]

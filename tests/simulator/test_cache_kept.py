@@ -252,7 +252,7 @@ def test_tokens_sent_after_the_last_breakpoint_are_replayed(claude_code_runs):
     [
         ("ccl-coderabbit-agent-ea02459f-3566912a", 2, 3_104, 3_428),
         ("ccl-deep-manifest-a7da6a22-d2dd3518", 1, 1_839, 1_717),
-        ("ccl-worktrees-ef958aa1-main-014b6723", 5, 1_262, 1_295),
+        ("ccl-worktrees-ef958aa1-main-014b6723", 5, 1_262, 1_158),
         ("cc-jason-webtech-48244adb-47d92912", 22, 1_982, 1_725),
         ("ccv-todo-nextjs-fe5e1c67-414fe07a", 3, 329, 343),
     ],
