@@ -1,12 +1,12 @@
 """Thinking Claude Code logs without its text: its size from the response's output count.
 
-From 2.1.x (2.1.129 to 2.1.150 in the unseen logs) Claude Code writes each thinking block with an empty ``thinking``
-and its ``signature`` (the encrypted thinking) only. Claude Code sends the blocks back, and the server counts the
-thinking in every later prompt, later turns included (``usage_metadata.ExactSizes.kept``): Eduardodmb/ClaudeWork
-64dd3afc (claude-sonnet-4-6, 2.1.123) grew by 14,963 tokens at request 4, 13,631 of them the output of a response
-whose thinking the log leaves empty, and its prompt never fell at a later turn. Dropping it at the next turn, as
-the Responses API does with reasoning, put 9 of that source's Sonnet 4.5 and 4.6 sessions 5-12 points under their
-recorded cache share and doubled their median prompt error; keeping it moved none of them.
+Claude Code 2.1.x (2.1.114 to 2.1.150 in the logs read) writes each thinking block with an empty ``thinking`` and its
+``signature`` (the encrypted thinking) only. Claude Code sends the blocks back, and the server counts the thinking
+in every later prompt, later turns included (``usage_metadata.ExactSizes.kept``): Eduardodmb/ClaudeWork 64dd3afc
+(claude-sonnet-4-6, 2.1.123) grew by 14,963 tokens at request 4, 13,631 of them the output of a response whose
+thinking the log leaves empty, and its prompt never fell at a later turn. Dropping earlier turns' thinking at a new
+turn, as the Responses API drops reasoning, lowered the simulated cache share of 14 of that source's Sonnet 4.5
+sessions by 4-12 points (their recorded shares did not fall) and raised their prompt errors; kept, none moved so.
 
 A response's output tokens are its thinking, text and tool calls. The thinking is the output less its visible
 blocks' characters / 4 (the log has no split), at most a third of its signatures' characters, and shared among the
