@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from replay.model import BadRecord, Item, Request, Run, dumps
+from replay.readers.media import pixel_size
 from replay.readers.tool_targets import classify_call
 
 
@@ -96,6 +97,14 @@ class RunBuilder:
         )
         self.records.append(item)
         self.seq += 1
+        return item
+
+    def image(self, role: str, text: str, data: object, **fields: Any) -> Item:
+        """An image item (``text``: its placeholder) and, when ``data`` (its base64 or a data URL) gives it, its
+        pixel size, which is what the server counts for it (``runs.metadata.image_sizes``; replay.tokens.images)."""
+        item = self.add("image", role, text, **fields)
+        if (size := pixel_size(data)) is not None:
+            self.run.metadata.setdefault("image_sizes", []).append([item.seq, *size])
         return item
 
     def call(self, tool_name: str, args: Any, call_id: str | None = None, **fields: Any) -> Item:

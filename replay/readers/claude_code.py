@@ -101,7 +101,6 @@ from replay.readers.claude_code_unlogged import (
     unlogged_attachments,
 )
 from replay.readers.json_fields import sub_dict
-from replay.readers.media import pixel_size
 
 CONVERSATION = {"user", "assistant"}
 # a forked agent's id names its purpose, ``a<label>-<hex>`` (cli.js forkLabel: compact, prompt_suggestion,
@@ -1045,10 +1044,7 @@ class _Session:
         """An image item; ``tool``: the tool whose result holds it (None: a user message holds it)."""
         source = sub_dict(block, "source")
         text = f"[image {source.get('media_type') or ''}]".replace(" ]", "]")
-        item = b.add("image", "user", text, ts=ts, line=line, tool_name=tool)
-        if (size := pixel_size(source.get("data"))) is not None:  # what the server counts for it (tokens.images)
-            b.run.metadata.setdefault("image_sizes", []).append([item.seq, *size])
-        return item
+        return b.image("user", text, source.get("data"), ts=ts, line=line, tool_name=tool)
 
 
 READER = ClaudeCodeReader()

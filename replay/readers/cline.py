@@ -64,7 +64,6 @@ from replay.readers.cline_legacy import LEGACY_UI_FILE, combine_finished
 from replay.readers.cline_truncation import next_truncation_range
 from replay.readers.cline_usage import metrics_usage, ui_usage
 from replay.readers.json_fields import epoch_ms_iso, sub_dict
-from replay.readers.media import pixel_size
 
 UI_FILE = "ui_messages.json"
 API_FILE = "api_conversation_history.json"
@@ -324,10 +323,8 @@ class _Task:
         """An image block of a user message (``data``: its base64, or a data URL); Cline weighs it by the
         characters of its base64 data (``runs.metadata.media_chars``: [[seq, chars], ...]), the server by its
         pixel size (``image_sizes``; replay.tokens.images)."""
-        item = self.b.add("image", "user", "[image]", line=line, ts=ts)
+        item = self.b.image("user", "[image]", data, line=line, ts=ts)
         self.b.run.metadata.setdefault("media_chars", []).append([item.seq, _base64_chars(data)])
-        if (size := pixel_size(data)) is not None:
-            self.b.run.metadata.setdefault("image_sizes", []).append([item.seq, *size])
 
     def finish(self) -> Iterator[Record]:
         if self.native is not None:

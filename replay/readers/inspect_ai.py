@@ -51,8 +51,9 @@ class InspectAIReader:
     format = "inspect-ai"
     # 2: .eval archives, pooled inputs (input_refs), compaction events, usage by inspect_ai version; 3: the plan's
     # compaction arguments; 4: messages without ids (before 0.3.75) keyed by content: a scorer's call is its own run;
-    # the interim sample-level message_pool (0.3.195-0.3.199 with INSPECT_LOG_FORMAT_V3) read as the pool
-    version = 4
+    # the interim sample-level message_pool (0.3.195-0.3.199 with INSPECT_LOG_FORMAT_V3) read as the pool; 5: each
+    # image's pixel size (``image_sizes``; replay.tokens.images)
+    version = 5
 
     def sniff(self, head: str, path: Path) -> bool:
         if is_archive_head(head):

@@ -124,8 +124,8 @@ def add_message(
                     thoughts = 0
             elif ptype == "reasoning":
                 b.add("reasoning", "assistant", str(part.get("reasoning") or ""), line=line, ts=ts)
-            elif ptype in ("image", "audio", "video"):
-                b.add("image", role or "user", "", line=line, ts=ts)
+            elif ptype in ("image", "audio", "video"):  # ContentImage.image: a data URL or a link
+                b.image(role or "user", "", part.get("image") if ptype == "image" else None, line=line, ts=ts)
             elif text_of(part):
                 b.add(kind, role or "user", text_of(part), line=line, ts=ts)
         for call in m.get("tool_calls") or []:

@@ -95,6 +95,7 @@ def _iso(ts: Any) -> str | None:
 
 class OpenAIMessagesReader:
     format = "openai-messages"
+    version = 2  # 2: each image's pixel size (``image_sizes``; replay.tokens.images)
 
     def sniff(self, head: str, path: Path) -> bool:
         body = head.lstrip()
@@ -170,6 +171,16 @@ class OpenAIMessagesReader:
         yield from builder
 
 
+def _image_data(part: dict) -> object:
+    """An image part's data: Chat Completions' ``image_url`` (an object with ``url``, or the URL), the Responses
+    API's ``input_image.image_url``, Anthropic's ``source.data``."""
+    url = part.get("image_url")
+    if isinstance(url, dict):
+        return url.get("url")
+    source = part.get("source")
+    return url if url is not None else source.get("data") if isinstance(source, dict) else None
+
+
 def _message(b: RunBuilder, msg: dict, line: int, requests: bool) -> None:
     """Add one message; ``requests`` is False in a per-request log, whose history holds earlier outputs."""
     role, content = msg["role"], msg.get("content")
@@ -200,7 +211,7 @@ def _message(b: RunBuilder, msg: dict, line: int, requests: bool) -> None:
                     is_error=bool(part.get("is_error")),
                 )
             elif kind in ("image", "image_url", "input_image"):
-                b.add("image", "user", "", line=line, ts=ts)
+                b.image("user", "", _image_data(part), line=line, ts=ts)
             elif text_of(part):
                 b.add("user_text", "user", text_of(part), line=line, ts=ts)
     else:
