@@ -100,7 +100,11 @@ def tail_extras(run: RunArrays, cache: str) -> np.ndarray:
       honours the harness's breakpoints: a floor of ``MIN_EXTRA`` or more shows something between them (a
       gateway: austinweitao/claude-backup, 2.1.68, sends 27k uncached at every request whatever the round);
     - content the harness put there: the uncached input the server reported beyond the floor when it is
-      ``MIN_EXTRA`` or more (ccl-coderabbit-agent request 2: 3,099 tokens). The larger of the two is taken."""
+      ``MIN_EXTRA`` or more (ccl-coderabbit-agent request 2: 3,099 tokens). The larger of the two is taken;
+    - at every request, the first included, the floor beyond the uncached tail (``tail_tokens``: at most the prefix
+      item) when it is ``MIN_EXTRA`` or more: messages a gateway sends uncached with the prefix. austinweitao/
+      claude-backup 6e42724d (claude-opus-4-8 behind a gateway) reports 32.7k uncached at each of its requests
+      against a 29.6k prefix, and each reads what the request before sent less those 32.7k."""
     m = run.n_requests
     if cache != "anthropic" or m < 2 or len(run.rec_input) != m or not writes_recorded(run):
         return np.zeros(0, np.int64)
@@ -109,6 +113,9 @@ def tail_extras(run: RunArrays, cache: str) -> np.ndarray:
     reported[reported < MIN_EXTRA] = 0
     extra = np.maximum(reported, results_after_breakpoint(run)) if floor < MIN_EXTRA else reported
     extra[0] = 0
+    beyond = floor - tail_tokens(run, cache)
+    if beyond >= MIN_EXTRA:
+        extra += beyond
     return extra if extra.any() else np.zeros(0, np.int64)
 
 

@@ -5,6 +5,7 @@ session wrote the log's prompt: replayed as an entry of the log's content)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -17,7 +18,7 @@ from replay.simulator.cache_losses import MIN_LOSS, ttl_of, unexplained_losses
 from replay.simulator.idle import idle_before
 from replay.simulator.kernels.caches import AS_BEFORE
 from replay.simulator.run import simulate_run
-from replay.simulator.run_start import MIN_EXTRA, results_after_breakpoint, uncached_floor, warm_tokens
+from replay.simulator.run_start import MIN_EXTRA, results_after_breakpoint, uncached_floor, warm_tokens, with_start
 from replay.simulator.server_cache import replayed
 from tests.simulator.corpus_runs import one_run
 
@@ -270,3 +271,44 @@ def test_results_the_server_puts_after_the_breakpoint(claude_code_runs, run_id, 
     # the replay sends them uncached: the reported input where it is MIN_EXTRA beyond the floor, else their count
     reported = recorded - floor if recorded - floor >= MIN_EXTRA else 0
     assert run.tail_extras[at] == max(predicted, reported)
+
+
+def test_a_floor_beyond_the_prefix_is_sent_uncached_at_every_request():
+    """A gateway that sends the first messages uncached with the prefix: each request reports the same uncached
+    input (22,000) over a 20,000-token prefix, and reads what the request before sent less that. The replay sends
+    the 2,000 beyond the prefix uncached at every request too (austinweitao/claude-backup 6e42724d, claude-opus-4-8:
+    32.7k uncached against a 29.6k prefix; its cost went from -3.98% to +0.40% of the bill, its cache share from
+    0.119 to 0.063, recorded 0.066)."""
+    items = [
+        {"step": 0, "kind": "system", "chars": 80_000, "tokens": 20_000},
+        {"step": 0, "kind": "user_text", "chars": 20_000, "tokens": 5_000},
+        {"step": 1, "kind": "tool_call", "chars": 400, "tokens": 100},
+        {"step": 1, "kind": "tool_result", "chars": 3_600, "tokens": 900},
+        {"step": 2, "kind": "tool_call", "chars": 400, "tokens": 100},
+        {"step": 2, "kind": "tool_result", "chars": 3_600, "tokens": 900},
+    ]
+    reads, writes = [0, 3_000, 4_000], [3_000, 1_000, 1_000]
+    reqs = [
+        {"step": k, "ts": _at(10 * k), "prompt_tokens": 22_000 + r + w, "input_tokens": 22_000, "cache_read": r,
+         "cache_write": w}
+        for k, (r, w) in enumerate(zip(reads, writes, strict=True))
+    ]  # fmt: skip
+    run = build("gateway", items, reqs, "real:test", "claude-opus-4-8", cache_ttl=300.0)
+    run = with_start(replace(run, prefix_tokens=20_000), "anthropic")
+    assert run.tail == 20_000 and run.tail_extras.tolist() == [2_000] * 3
+    cols, _ = _replay(run)
+    assert cols["cached_tokens"].tolist() == reads
+    uncached = cols["prompt_tokens"] - cols["cached_tokens"] - cols["written_tokens"]
+    assert uncached.tolist() == [22_000] * 3
+
+
+def test_the_corpus_gateway_run_sends_its_floor_uncached(claude_code_runs):
+    """ccb-android-avd-opus-3e89eb15 main (claude-opus-4-8 behind an Anthropic-compatible endpoint) reports at
+    least 31,153 tokens uncached at every request against a prefix the prompt model fits at 28,796: the 2,366
+    beyond it go uncached at every request (like for like +1.86% before, +1.20% now)."""
+    run = one_run(claude_code_runs, "ccb-android-avd-opus-3e89eb15-main")
+    beyond = uncached_floor(run) - run.tail
+    assert run.tail == run.prefix_tokens and beyond >= MIN_EXTRA
+    assert (run.tail_extras >= beyond).all()
+    _, row = _replay(run)
+    assert abs(_like(row)) < 0.015
