@@ -912,15 +912,15 @@ class _Session:
             btype = block.get("type")
             if btype == "text" and block.get("text"):
                 b.add("assistant_text", "assistant", block["text"], ts=ts, line=line)
-                self.thinking.visible(response, b, block)
+                self.thinking.visible(response, b, len(str(block["text"])))
             elif btype in ("thinking", "redacted_thinking"):
                 text = block.get("thinking") or block.get("data") or ""
                 item = b.add("reasoning", "assistant", text, ts=ts, line=line)
                 if btype == "thinking":
                     self.thinking.thinking(response, b, item.seq, block)
             elif btype in ("tool_use", "server_tool_use"):
-                b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
-                self.thinking.visible(response, b, block)
+                call = b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
+                self.thinking.visible(response, b, len(call.tool_name or "") + len(call.args or ""))
                 if isinstance(block.get("id"), str):
                     self.call_names[block["id"]] = block.get("name") or ""
                 self.memory.call(

@@ -21,7 +21,6 @@ next request holds no part of it) gets no size. Sizes go to ``runs.metadata.thin
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from replay.model import Request
@@ -53,15 +52,10 @@ class HiddenThinking:
         if key and not block.get("thinking") and isinstance(signature, str) and signature:
             self._of(key, b).blocks.append((seq, len(signature)))
 
-    def visible(self, key: str | None, b: RunBuilder, block: dict) -> None:
-        """A text or tool-call block of response ``key``: its characters as the model wrote them."""
-        if not key:
-            return
-        if block.get("type") == "text":
-            chars = len(str(block.get("text") or ""))
-        else:
-            chars = len(str(block.get("name") or "")) + len(json.dumps(block.get("input"), ensure_ascii=False))
-        self._of(key, b).visible_chars += chars
+    def visible(self, key: str | None, b: RunBuilder, chars: int) -> None:
+        """A text or tool-call block of response ``key``: its characters (a call's: its name and arguments)."""
+        if key:
+            self._of(key, b).visible_chars += chars
 
     def stopped(self, key: str | None, b: RunBuilder, reason: object) -> None:
         if key and isinstance(reason, str):

@@ -22,7 +22,7 @@ def o200k(corpus_db):
 
 
 def test_the_reader_sizes_each_empty_thinking_block(corpus_db):
-    """Its first response (line 9) wrote 2,201 output tokens, a 188-character tool call among them (47 tokens at
+    """Its first response (line 9) wrote 2,201 output tokens, a 184-character tool call among them (46 tokens at
     characters / 4), under an 8,392-character signature; the next request grew by 5,521. A response of long calls
     and a 376-character signature (line 44: 3,639 output tokens, 8,724 characters of calls) thinks at most 125."""
     (metadata,) = corpus_db.execute("SELECT metadata FROM runs WHERE run_id LIKE ?", [f"{RUN}%"]).fetchone()
@@ -33,7 +33,7 @@ def test_the_reader_sizes_each_empty_thinking_block(corpus_db):
         ).fetchall()
     )
     by_line = {lines[seq]: tokens for seq, tokens in sizes.items()}
-    assert len(sizes) == 14 and by_line[9] == 2_201 - 47 and by_line[44] == 376 // 3
+    assert len(sizes) == 14 and by_line[9] == 2_201 - 46 and by_line[44] == 376 // 3
 
 
 def test_the_prompt_follows_the_log_with_the_thinking_counted(corpus_db, o200k):
