@@ -75,7 +75,7 @@ def results_after_breakpoint(run: RunArrays) -> np.ndarray:
     they finished, as it logs them. The server reads them in the order of the calls, so the results of later calls
     that finished first stand after the marked block: sent uncached, written by the next request. Across the
     unseen Claude Code logs (2.0.8 to 2.1.146, breakpoints honoured) the request after such a round reported
-    about that much uncached input at 76 of 98 rounds (bradymholt/dotfiles d91b43b5 request 2: a 2,955-character
+    about that much uncached input at 76 of 96 rounds (bradymholt/dotfiles d91b43b5 request 2: a 2,955-character
     Read finished before a Grep called ahead of it; 837 tokens uncached)."""
     m = run.n_requests
     extra = np.zeros(m, np.int64)
