@@ -92,9 +92,10 @@ def results_after_breakpoint(run: RunArrays) -> np.ndarray:
 
 
 def tail_extras(run: RunArrays, cache: str) -> np.ndarray:
-    """Per request after the first, under explicit breakpoints (the ``anthropic`` cache model) and a log that records
-    writes, the tokens it sent after its last breakpoint beyond the run's floor (0 elsewhere; empty when no request
-    has any), which the next request writes. The harness's doing, whatever the policy keeps:
+    """Per request, under explicit breakpoints (the ``anthropic`` cache model) and a log that records writes, the
+    tokens it sent after its last breakpoint beyond the run's uncached tail (0 elsewhere; empty when no request has
+    any), which the next request writes. The harness's doing, whatever the policy keeps; the first two from the
+    second request on:
 
     - tool results the server orders after the marked one (``results_after_breakpoint``), where the server
       honours the harness's breakpoints: a floor of ``MIN_EXTRA`` or more shows something between them (a
