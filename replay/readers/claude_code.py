@@ -874,7 +874,7 @@ class _Session:
             step = cast(Request, updated).step  # open_request holds the index of a Request
             _cache_writes(owner, step, u)
             _server_calls(owner, step, line, calls)
-        self.thinking.stopped(rid, b, msg.get("stop_reason"))
+        self.thinking.stopped(rid, msg.get("stop_reason"))
         self._content(b, msg, line, ts, rid)
 
     def _request_key(self, b: RunBuilder, obj: dict, msg: dict, line: int) -> str | None:
@@ -912,15 +912,15 @@ class _Session:
             btype = block.get("type")
             if btype == "text" and block.get("text"):
                 b.add("assistant_text", "assistant", block["text"], ts=ts, line=line)
-                self.thinking.visible(response, b, len(str(block["text"])))
+                self.thinking.visible(response, len(str(block["text"])))
             elif btype in ("thinking", "redacted_thinking"):
                 text = block.get("thinking") or block.get("data") or ""
                 item = b.add("reasoning", "assistant", text, ts=ts, line=line)
                 if btype == "thinking":
-                    self.thinking.thinking(response, b, item.seq, block)
+                    self.thinking.thinking(response, item.seq, block)
             elif btype in ("tool_use", "server_tool_use"):
                 call = b.call(block.get("name") or "", block.get("input"), block.get("id"), ts=ts, line=line)
-                self.thinking.visible(response, b, len(call.tool_name or "") + len(call.args or ""))
+                self.thinking.visible(response, len(call.tool_name or "") + len(call.args or ""))
                 if isinstance(block.get("id"), str):
                     self.call_names[block["id"]] = block.get("name") or ""
                 self.memory.call(

@@ -31,7 +31,6 @@ SIGNATURE_CHARS = 3  # fewest signature characters per token of thinking (see th
 
 @dataclass
 class _Response:
-    builder: RunBuilder
     blocks: list[tuple[int, int]] = field(default_factory=list)  # (seq, signature characters)
     visible_chars: int = 0
     stop_reason: str | None = None
@@ -43,37 +42,35 @@ class HiddenThinking:
     def __init__(self) -> None:
         self.responses: dict[str, _Response] = {}
 
-    def _of(self, key: str, b: RunBuilder) -> _Response:
-        return self.responses.setdefault(key, _Response(b))
-
-    def thinking(self, key: str | None, b: RunBuilder, seq: int, block: dict) -> None:
+    def thinking(self, key: str | None, seq: int, block: dict) -> None:
         """A thinking block of response ``key``: noted when its text is empty and it carries a signature."""
         signature = block.get("signature")
         if key and not block.get("thinking") and isinstance(signature, str) and signature:
-            self._of(key, b).blocks.append((seq, len(signature)))
+            self.responses.setdefault(key, _Response()).blocks.append((seq, len(signature)))
 
-    def visible(self, key: str | None, b: RunBuilder, chars: int) -> None:
+    def visible(self, key: str | None, chars: int) -> None:
         """A text or tool-call block of response ``key``: its characters (a call's: its name and arguments)."""
         if key:
-            self._of(key, b).visible_chars += chars
+            self.responses.setdefault(key, _Response()).visible_chars += chars
 
-    def stopped(self, key: str | None, b: RunBuilder, reason: object) -> None:
+    def stopped(self, key: str | None, reason: object) -> None:
         if key and isinstance(reason, str):
-            self._of(key, b).stop_reason = reason
+            self.responses.setdefault(key, _Response()).stop_reason = reason
 
     def sized(self, requests: dict[str | None, tuple[RunBuilder, int]]) -> None:
-        """Write each response's thinking sizes into its run's metadata (``requests``: response key -> its
-        builder and the index of its request record)."""
+        """Write each response's thinking sizes into the metadata of the run that holds its request (``requests``:
+        response key -> that run's builder and the index of the request record)."""
         for key, response in self.responses.items():
-            if not response.blocks or not response.visible_chars or response.stop_reason == "max_tokens":
+            cut = response.stop_reason == "max_tokens"
+            if not response.blocks or not response.visible_chars or cut or key not in requests:
                 continue
-            b, index = requests.get(key, (None, -1))
-            record = b.records[index] if b is not None else None
+            b, index = requests[key]
+            record = b.records[index]
             output = record.output_tokens if isinstance(record, Request) else None
             if not isinstance(output, int) or output <= 0:
                 continue
             weight = sum(chars for _, chars in response.blocks)
             thinking = max(min(output - -(-response.visible_chars // 4), weight // SIGNATURE_CHARS), 0)
-            sizes = response.builder.run.metadata.setdefault("thinking_tokens", [])
+            sizes = b.run.metadata.setdefault("thinking_tokens", [])
             for seq, chars in response.blocks:
                 sizes.append([seq, round(thinking * chars / weight)])
