@@ -216,6 +216,8 @@ def _looks_like_cc(obj: Any) -> bool:
         return "messageId" in obj and isinstance(obj.get("snapshot"), dict)
     if kind == "queue-operation":  # {type, operation, timestamp, sessionId, ...}: a prompt queued while busy
         return "operation" in obj and "sessionId" in obj
+    if kind == "teleported-from":  # {type, remoteSessionId, branch, messageCount}: a web session brought here
+        return "remoteSessionId" in obj
     if isinstance(kind, str) and all(key in obj for key in ENVELOPE):
         return True
     return kind in JOURNAL_TYPES and "agentId" in obj and "key" in obj
@@ -232,7 +234,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 17  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 18  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -251,7 +253,9 @@ class ClaudeCodeReader:
     # chain that goes on in another transcript of the folder is read with its lines (claude_code_continued); 16: a
     # response logged with only its stream's opening usage, where other responses' usage settles later, has none
     # (``unsettled_usage``); 17: each image's pixel size (``image_sizes``: [[seq, width, height], ...]; tokens.images),
-    # thinking logged without its text sized from the response's output (``thinking_tokens``; claude_code_thinking)
+    # thinking logged without its text sized from the response's output (``thinking_tokens``; claude_code_thinking);
+    # 18: a deferred_tools_delta right after a compaction that defers tools never announced before is a prefix
+    # change (``unlogged``), not the list announced again; a ``teleported-from`` record alone makes no run
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -572,6 +576,7 @@ class _Session:
         self.call_names: dict[str, str] = {}  # tool call id -> its tool's name
         self.file_calls: dict[str, Any] = {}  # file tool call id -> its arguments (claude_code_files)
         self.memory = MemoryFiles()  # the memory files the session created (claude_code_memory)
+        self.deferred: dict[int, set[str]] = {}  # builder id -> the tools its deltas have deferred so far
         # builder id -> (seq, step) of each image a user message holds (not one a tool result holds), until a
         # microcompact clears it
         self.user_images: dict[int, list[tuple[int, int]]] = {}
@@ -616,6 +621,21 @@ class _Session:
                 "this response logged only its stream's opening usage (output 0), which this endpoint's other "
                 "responses show is not their prompt: its usage is unknown",
             )
+
+    def deferred_delta(self, b: RunBuilder, att: dict, line: int) -> None:
+        """A ``deferred_tools_delta``: the harness's tool list changed (after a /model switch the schemas are
+        deferred to ToolSearch), so the prefix the log does not hold differs from the next request on. Right after a
+        compaction Claude Code announces its deferred tools again (the announcements were summarised): a delta
+        there that names only tools deferred before is that list, which the prefix already holds. One that defers
+        tools never announced is a change (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: a /model switch after a compaction
+        deferred 438 tools at once; the prompt fell from 168k to 42k)."""
+        added = {str(n) for n in att.get("addedNames") or []}
+        removed = {str(n) for n in att.get("removedNames") or []}
+        known = self.deferred.setdefault(id(b), set())
+        if not (_after_compaction(b) and added <= known):
+            self.unlogged(b, line, "deferred-tools", added=len(added), removed=len(removed))
+        known |= added
+        known -= removed
 
     @staticmethod
     def unlogged(b: RunBuilder, line: int, reason: str, **detail: Any) -> None:
@@ -708,17 +728,8 @@ class _Session:
             self.fork = True
         ts = obj.get("timestamp")
         att = obj["attachment"] if kind == "attachment" and isinstance(obj.get("attachment"), dict) else {}
-        if att.get("type") == "deferred_tools_delta" and not _after_compaction(b):
-            # the harness's tool list changed (after a /model switch the schemas are deferred to ToolSearch): the
-            # prefix the log does not hold differs from the next request on. Right after a compaction it is the
-            # list announced again (the announcements were summarised): the prefix already holds it
-            self.unlogged(
-                b,
-                line,
-                "deferred-tools",
-                added=len(att.get("addedNames") or []),
-                removed=len(att.get("removedNames") or []),
-            )
+        if att.get("type") == "deferred_tools_delta":
+            self.deferred_delta(b, att, line)
         start = b.seq
         if kind == "attachment":
             if id(b) in self.held:

@@ -49,6 +49,7 @@ from replay.store import frame
 from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
 from replay.tokens.log_checks import (
+    SIGNED_BOUNDARIES,
     check_attachments,
     check_growth,
     check_history,
@@ -190,12 +191,6 @@ def reconstruct(
     return visible(items, steps, overhead, drop_reasoning, exact).total
 
 
-# where the harness prefix itself changes, so its offset may be negative: a new model (its prefix may be smaller), a
-# new tool list (Claude Code's deferred_tools_delta: schemas deferred to ToolSearch); replay.simulator.prompt's
-# PREFIX_CHANGES (this tuple) sends them as prefix segments
-SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
-
-
 def fit(
     recon: np.ndarray,
     recorded: np.ndarray,
@@ -214,8 +209,8 @@ def fit(
 
     ``ends``: boundary step -> the step from which its content is gone again (``content_ends``); the offset holds in
     between. The per-message term needs MIN_PER_MESSAGE requests; a boundary needs a request on each side. With too
-    few or
-    constant points, b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
+    few points for b beside the boundaries, b = 1 (``_offsets``); with too few or constant points and no boundary,
+    b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
     Returns ``overhead`` = prefix - b * fixed, so ``predict`` takes ``recon`` with the fixed part in it.
     """
     recon, recorded = np.asarray(recon, np.float64), np.asarray(recorded, np.float64)
@@ -231,12 +226,9 @@ def fit(
             if 0 < col.sum() < n and not any(np.array_equal(col, c) for c in ind):
                 ind.append(col)
                 starts.append(int(b))
-    use_msgs = messages is not None and n >= MIN_PER_MESSAGE
-    while len(ind) + 2 + use_msgs >= n and (ind or use_msgs):  # too many unknowns for the points
-        if ind:
-            ind, starts = ind[:-1], starts[:-1]
-        else:
-            use_msgs = False
+    use_msgs = messages is not None and n >= MIN_PER_MESSAGE and len(ind) + 3 < n
+    if ind and len(ind) + 2 >= n:  # too few points for a scale beside the boundaries: scale 1
+        return _offsets(items, recorded, fixed, ind[: n - 1], starts[: n - 1], signed, ends)
     cols = [np.ones(n), items, *([np.asarray(messages, np.float64)] if use_msgs else []), *ind]
     lower = [0.0, 1e-6, *([0.0] if use_msgs else []), *(-np.inf if s in signed else 0.0 for s in starts)]
     if len(cols) >= n:
@@ -258,6 +250,36 @@ def fit(
         float(coef[1]),
         float(coef[2]) if use_msgs else 0.0,
         tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0),
+        ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
+    )
+
+
+def _offsets(
+    items: np.ndarray,
+    recorded: np.ndarray,
+    fixed: float,
+    ind: list[np.ndarray],
+    starts: list[int],
+    signed: tuple[int, ...],
+    ends: dict[int, int] | None,
+) -> Fit:
+    """Scale 1, the prefix and one offset per boundary, for a run with too few requests to learn a scale beside
+    its boundaries: each boundary's content the log does not hold (a compaction's re-attached files) is its own
+    offset, not a scale that stretches the logged items to cover it (LAF-US/IDAHO-VAULT agent-a588949810ed5e2c5,
+    three requests and two compactions, fitted 8 tokens per o200k token). With as many unknowns as requests
+    the fit is exact; the bounds still hold (an offset is content, never negative but at a signed boundary)."""
+    cols = np.column_stack([np.ones(len(items)), *ind])
+    lower = np.array([0.0, *(-np.inf if s in signed else 0.0 for s in starts)])
+    scale = max(float(np.abs(recorded).max()), 1.0)
+    res = lsq_linear(cols, (recorded - items) / scale, bounds=(lower, np.full(len(lower), np.inf)), method="bvls")
+    coef = res.x * scale
+    if not np.all(np.isfinite(coef)):
+        return _level(items, recorded, fixed)
+    return Fit(
+        float(coef[0] - fixed),
+        1.0,
+        0.0,
+        tuple((s, float(c)) for s, c in zip(starts, coef[1:], strict=True) if c != 0.0),
         ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
     )
 

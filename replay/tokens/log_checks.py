@@ -22,6 +22,12 @@ JUMP_RATIO, JUMP_TOKENS, JUMP_SHARE = 2.0, 1000, 0.05
 STALL_TOKENS, STALL_SHARE = 1000, 0.25
 
 
+# where the harness prefix itself changes, so its offset may be negative: a new model (its prefix may be smaller), a
+# new tool list (Claude Code's deferred_tools_delta: schemas deferred to ToolSearch); replay.simulator.prompt's
+# PREFIX_CHANGES (this tuple) sends them as prefix segments
+SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
+
+
 @dataclass
 class RunCheck:
     """Why a run cannot be reconstructed from its log (empty when it can), and the boundaries fitted."""
@@ -31,7 +37,10 @@ class RunCheck:
 
 
 def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], metadata: dict) -> RunCheck:
-    """The boundaries to fit: compactions, model switches and what the reader noted as unlogged."""
+    """The boundaries to fit: compactions, model switches and what the reader noted as unlogged. A step holds one
+    boundary; a change of the prefix there (``SIGNED_BOUNDARIES``) is the one kept: a compaction's unlogged content
+    is never negative, so a prefix that shrinks at a compaction (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: a /model
+    switch right after one deferred 438 tools, 168k to 42k) fits only as the prefix change."""
     check = RunCheck()
     for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
         check.boundaries.setdefault(int(s), "compaction")
@@ -40,10 +49,14 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
             check.boundaries.setdefault(ev["step"], "compaction")
     for i in range(1, len(steps)):
         if models[i] and models[i - 1] and models[i] != models[i - 1]:
-            check.boundaries.setdefault(int(steps[i]), "model switch")
+            check.boundaries[int(steps[i])] = "model switch"
     for note in metadata.get("unlogged") or []:
         if isinstance(note, dict) and isinstance(note.get("step"), int):
-            check.boundaries.setdefault(note["step"], str(note.get("reason") or "unlogged"))
+            reason = str(note.get("reason") or "unlogged")
+            if reason in SIGNED_BOUNDARIES:
+                check.boundaries[note["step"]] = reason
+            else:
+                check.boundaries.setdefault(note["step"], reason)
     return check
 
 

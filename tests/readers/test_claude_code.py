@@ -824,6 +824,54 @@ def test_the_tool_list_announced_again_after_a_compaction_is_no_prefix_change(tm
     assert [(n["step"], n["reason"]) for n in run.metadata["unlogged"]] == [(1, "deferred-tools")]
 
 
+def test_tools_deferred_first_after_a_compaction_are_a_prefix_change(tmp_path: Path) -> None:
+    """LAF-US/IDAHO-VAULT 05541cb5 (2.1.92): every tool was loaded until a /model switch right after a compaction
+    deferred 438 of them to ToolSearch (the prompt fell from 168k to 42k). A delta after a summary that names
+    tools no earlier delta deferred is a new tool list, not the list announced again; the re-announcement after
+    the next summary is not."""
+
+    def delta(uuid: str, names: list[str]) -> dict:
+        att = {"type": "deferred_tools_delta", "addedNames": names, "addedLines": names, "removedNames": []}
+        return {"type": "attachment", "uuid": uuid, "attachment": att}
+
+    def compaction(n: int) -> list[dict]:
+        boundary = {"type": "system", "subtype": "compact_boundary", "uuid": f"b{n}", "compactMetadata": {}}
+        summary = {
+            "type": "user",
+            "uuid": f"s{n}",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "s"},
+        }
+        return [boundary, summary]
+
+    path = write_log(
+        tmp_path,
+        [
+            {"type": "user", "uuid": "u1", "message": {"role": "user", "content": "do it"}},
+            assistant("a1", "r1", "working", 168_000),
+            *compaction(1),
+            {"type": "user", "uuid": "u2", "message": {"role": "user", "content": "/model"}},
+            delta("d1", ["WebFetch", "mcp__x__read"]),
+            assistant("a2", "r2", "working", 42_000),
+            *compaction(2),
+            delta("d2", ["WebFetch", "mcp__x__read"]),
+            assistant("a3", "r3", "continuing", 40_000),
+        ],
+    )
+    run = of(read(path), Run)[0]
+    assert [(n["step"], n["reason"], n["added"]) for n in run.metadata["unlogged"]] == [(1, "deferred-tools", 2)]
+
+
+def test_a_teleported_session_marker_alone_makes_no_run(tmp_path: Path) -> None:
+    """A transcript holding only the ``teleported-from`` record (a web session brought to the CLI, nothing sent
+    yet) is Claude Code's, with no run in it; not a file of unknown format."""
+    marker = {"type": "teleported-from", "remoteSessionId": "session_01", "branch": "b", "messageCount": 0}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(marker) + "\n")
+    assert detect(path) is READER
+    assert of(read(path), Run) == []
+
+
 def test_each_images_pixel_size_is_kept(tmp_path: Path) -> None:
     """A pasted image and one a tool result holds (an MCP screenshot) keep their pixel size (``image_sizes``), read
     from the base64 data's header: what the server counts for them (replay.tokens.images); data that is no image

@@ -15,6 +15,7 @@ from replay.tokens.calibrate import (
     error_by_file,
     fit,
     reconstruct,
+    signed,
     visible,
 )
 from replay.tokens.log_checks import RunCheck, check_run, check_shrinks, check_usage_only
@@ -68,8 +69,14 @@ def test_fit_recovers_segment_offsets_and_per_message():
     assert [s for s, _ in f.offsets] == [10, 21]
     assert np.allclose([t for _, t in f.offsets], [4000, 900])
     assert np.allclose(f.predict(recon, msgs, steps), recorded)
-    few = fit(recon[:5], recorded[:5], msgs[:5], steps[:5], [1, 2, 3, 4])  # more unknowns than points: fewer offsets
-    assert len(few.offsets) < 4 and few.scale > 0
+    # too few points for a scale beside the boundaries: scale 1, each boundary its own offset (here exact)
+    few = fit(recon[:5], recorded[:5], msgs[:5], steps[:5], [1, 2, 3, 4])
+    assert few.scale == 1.0 and [s for s, _ in few.offsets] == [1, 2, 3, 4]
+    assert np.allclose(few.predict(recon[:5], None, steps[:5]), recorded[:5])
+    # an offset is content the log does not hold: never negative, so a drop at a plain boundary stays an error
+    drop = fit(recon[:3], recorded[:3] - 1000 * (steps[:3] >= 2), None, steps[:3], [1, 2], ends={1: 2})
+    assert drop.scale == 1.0 and all(t >= 0 for _, t in drop.offsets)
+    assert not np.allclose(drop.predict(recon[:3], None, steps[:3]), recorded[:3] - 1000 * (steps[:3] >= 2))
 
 
 def test_reasoning_dropped_only_when_usage_says_so():
@@ -396,3 +403,15 @@ def test_aider_runs_are_within_target_or_flagged_from_the_log(aider_db, corpus):
         line = lines[note["line"] - 1]
         assert "Add file to the chat?" in line or " to the chat" in line or line.startswith("> Applied edit to"), note
     assert sorted({n["step"] for n in meta["unlogged"]}) == [1, 2, 3, 5, 7, 8, 9, 10, 12, 13]
+
+
+def test_a_prefix_change_at_a_compaction_step_is_the_boundary_kept():
+    """A step holds one boundary. Where a compaction and a new tool list fall on the same request (LAF-US/IDAHO-VAULT
+    05541cb5, 2.1.92: a /model switch right after a compaction deferred 438 tools, 168k to 42k) the prefix change is
+    kept: a compaction's offset is content, never negative, and could not fit the fall."""
+    items = pl.DataFrame({"kind": ["message", "summary", "summary"], "step": [0, 1, 4]})
+    steps = np.arange(6)
+    notes = {"unlogged": [{"step": 4, "reason": "deferred-tools"}, {"step": 1, "reason": "tool-reference"}]}
+    check = check_run(items, steps, [None] * 6, notes)
+    assert check.boundaries == {1: "compaction", 4: "deferred-tools"}
+    assert signed(check.boundaries) == (4,)
