@@ -209,8 +209,8 @@ def fit(
 
     ``ends``: boundary step -> the step from which its content is gone again (``content_ends``); the offset holds in
     between. The per-message term needs MIN_PER_MESSAGE requests; a boundary needs a request on each side. With too
-    few points for b beside the boundaries, b = 1 (``_offsets``); with too few or constant points and no boundary,
-    b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
+    few points for b beside the boundaries, b = 1 and one offset per boundary; with too few or constant points and
+    no boundary, b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
     Returns ``overhead`` = prefix - b * fixed, so ``predict`` takes ``recon`` with the fixed part in it.
     """
     recon, recorded = np.asarray(recon, np.float64), np.asarray(recorded, np.float64)
@@ -227,59 +227,40 @@ def fit(
                 ind.append(col)
                 starts.append(int(b))
     use_msgs = messages is not None and n >= MIN_PER_MESSAGE and len(ind) + 3 < n
-    if ind and len(ind) + 2 >= n:  # too few points for a scale beside the boundaries: scale 1
-        return _offsets(items, recorded, fixed, ind[: n - 1], starts[: n - 1], signed, ends)
-    cols = [np.ones(n), items, *([np.asarray(messages, np.float64)] if use_msgs else []), *ind]
-    lower = [0.0, 1e-6, *([0.0] if use_msgs else []), *(-np.inf if s in signed else 0.0 for s in starts)]
-    if len(cols) >= n:
+    # with too few points for a scale beside the boundaries, b = 1 and each boundary's content the log does not hold
+    # (a compaction's re-attached files) is its own offset, not a scale that stretches the logged items to cover it
+    # (LAF-US/IDAHO-VAULT agent-a588949810ed5e2c5, three requests and two compactions, fitted 8 tokens per o200k
+    # token); with as many unknowns as requests that fit is exact, within the same bounds
+    free = not ind or len(ind) + 2 < n
+    ind, starts = ind[: n - 1], starts[: n - 1]
+    cols = [np.ones(n), *([items] if free else []), *([np.asarray(messages, np.float64)] if use_msgs else []), *ind]
+    lower = [
+        0.0,
+        *([1e-6] if free else []),
+        *([0.0] if use_msgs else []),
+        *(-np.inf if s in signed else 0.0 for s in starts),
+    ]
+    if free and len(cols) >= n:
         return _level(items, recorded, fixed)
+    target = recorded if free else recorded - items
     scale = max(float(np.abs(recorded).max()), 1.0)  # columns of ones next to counts in the 100k: condition it
     norms = np.array([max(float(np.abs(c).max()), 1e-9) for c in cols])
     res = lsq_linear(
         np.column_stack(cols) / norms,
-        recorded / scale,
+        target / scale,
         bounds=(np.array(lower) * norms / scale, np.full(len(cols), np.inf)),
         method="bvls",
     )
     coef = res.x * scale / norms
     if not np.all(np.isfinite(coef)):
         return _level(items, recorded, fixed)
-    k = 3 if use_msgs else 2
+    slope = float(coef[1]) if free else 1.0
+    k = 1 + free + use_msgs
     return Fit(
-        float(coef[0] - coef[1] * fixed),
-        float(coef[1]),
-        float(coef[2]) if use_msgs else 0.0,
+        float(coef[0] - slope * fixed),
+        slope,
+        float(coef[k - 1]) if use_msgs else 0.0,
         tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0),
-        ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
-    )
-
-
-def _offsets(
-    items: np.ndarray,
-    recorded: np.ndarray,
-    fixed: float,
-    ind: list[np.ndarray],
-    starts: list[int],
-    signed: tuple[int, ...],
-    ends: dict[int, int] | None,
-) -> Fit:
-    """Scale 1, the prefix and one offset per boundary, for a run with too few requests to learn a scale beside
-    its boundaries: each boundary's content the log does not hold (a compaction's re-attached files) is its own
-    offset, not a scale that stretches the logged items to cover it (LAF-US/IDAHO-VAULT agent-a588949810ed5e2c5,
-    three requests and two compactions, fitted 8 tokens per o200k token). With as many unknowns as requests
-    the fit is exact; the bounds still hold (an offset is content, never negative but at a signed boundary)."""
-    cols = np.column_stack([np.ones(len(items)), *ind])
-    lower = np.array([0.0, *(-np.inf if s in signed else 0.0 for s in starts)])
-    scale = max(float(np.abs(recorded).max()), 1.0)
-    res = lsq_linear(cols, (recorded - items) / scale, bounds=(lower, np.full(len(lower), np.inf)), method="bvls")
-    coef = res.x * scale
-    if not np.all(np.isfinite(coef)):
-        return _level(items, recorded, fixed)
-    return Fit(
-        float(coef[0] - fixed),
-        1.0,
-        0.0,
-        tuple((s, float(c)) for s, c in zip(starts, coef[1:], strict=True) if c != 0.0),
         ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
     )
 
