@@ -173,6 +173,9 @@ class RunArrays:
     # the server-side iterations its responses record beyond each request's own (replay.metrics.server_iterations):
     # (step, model or None for the request's, the five counts); charged as recorded whatever the policy
     server_calls: tuple[tuple[int, str | None, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
+    # the usage the log records for the whole run instead of per request (replay.metrics.session_totals): per model
+    # (model or None for the run's, requests counted, the five counts); the recorded bill where no request has usage
+    session_totals: tuple[tuple[str | None, int, tuple[int, int, int, int, int]], ...] = field(default=(), repr=False)
     # the harness's condenser, whose summariser prompt the recorded policy charges (replay.policies.condenser_prompt
     # codes, by the log's format): 0 none known (the summariser reads the whole previous prompt)
     condenser: int = 0

@@ -334,12 +334,12 @@ def runs_by_model(
 
 def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """``df`` with a short ``verdict`` per row (within, missed, flagged [n]: unreconstructable, or for an
-    event not scored, not scored [n]) and the distinct reasons the [n] point to, so the verdict fits 80 columns and
-    the reason is printed under the table."""
+    event not scored or a run of session totals, not scored [n]) and the distinct reasons the [n] point to, so the
+    verdict fits 80 columns and the reason is printed under the table."""
     flagged = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
     events = df.filter(pl.col("kind") != "run")  # a run row's reason is what its cache figures show (fidelity)
     unscored = sorted({r for r in events["reason"].drop_nulls() if r} - set(flagged))
-    reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"event not scored: {r}" for r in unscored)]
+    reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"not scored: {r}" for r in unscored)]
     number = {r: i for i, r in enumerate([*flagged, *unscored], 1)}
     verdicts = []
     for kind, within, reason, why in df.select("kind", "within", "unreconstructable", "reason").iter_rows():
@@ -424,7 +424,7 @@ def fidelity(
         f"fidelity under the recorded policy ({int(run_rows['within'].sum())}/{run_rows.height} runs within 3% median, "
         f"10% p95; token source {sources[0] if len(sources) == 1 else 'per run, see token_source'})"
     )
-    events = df.filter(pl.col("kind") != "run")
+    events = df.filter(~pl.col("kind").is_in(["run", "session"]))
     if events.height:
         scored = events.filter(pl.col("reason").is_null())
         title += (

@@ -8,7 +8,9 @@ a Claude Code compaction fork, a Codex compact task, a Copilot CLI compaction) i
 the day of the run's request at that step. So is each server-side iteration a response records beyond the request's own
 (replay.metrics.server_iterations: Claude Code's advisor calls, the executor's further iterations, an API-side
 compaction, a fallback model's): a row of ``call`` "advisor", "iteration" or "compaction" at its request's step and
-day, at its own model (the request's when the log names none).
+day, at its own model (the request's when the log names none). A run whose log records usage only for the whole
+session (replay.metrics.session_totals: the Copilot CLI 1.0.34's shutdown totals) is billed by those: a row of
+``call`` "session" per model at its last request, whose ``covers`` is the requests it counts.
 Its counts: uncached input (``input_tokens``, else ``prompt_tokens`` less reads and writes), cache reads, cache
 writes split into 5 minute and 1 hour (``cache_write_1h``; writes the log does not split are 5 minute writes, the
 API's default), output. A request with neither ``input_tokens`` nor ``prompt_tokens`` has no usage to bill: it is
@@ -28,6 +30,7 @@ import polars as pl
 from replay.metrics.bill import day_of, price_requests
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.server_iterations import server_calls
+from replay.metrics.session_totals import session_totals
 from replay.metrics.summariser_calls import recorded_calls
 from replay.store import frame
 
@@ -42,17 +45,21 @@ _SQL = """SELECT q.run_id, q.step, q.ts, r.format AS harness, coalesce(q.model, 
 # (the rest have no such call to bill)
 _EVENTS_SQL = """SELECT run_id, format AS harness, model, metadata FROM runs
                  WHERE (metadata LIKE '%"usage"%' OR metadata LIKE '%"server_iterations"%'
-                        OR metadata LIKE '%"side_calls"%') {where}
+                        OR metadata LIKE '%"side_calls"%' OR metadata LIKE '%"session_totals"%') {where}
                  ORDER BY run_id"""
 
 
 def request_bill(
     con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING, run_ids: list[str] | None = None
 ) -> pl.DataFrame:
-    """One row per stored request: day, model, the five counts billed (5 minute and 1 hour writes apart),
-    ``billed`` (it has usage), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when priced)."""
+    """One row per stored request and recorded call: day, model, the five counts billed (5 minute and 1 hour
+    writes apart), ``billed`` (it has usage), ``covers`` (the run's requests whose usage it bills: 1 for a request
+    with usage, a session row's count, else 0), ``cost_usd`` (NaN: unpriced or unbilled) and ``why`` (empty when
+    priced)."""
     where, params = ("WHERE q.run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
-    q = frame(con, _SQL.format(where=where), params).with_columns(pl.lit("request").alias("call"))
+    q = frame(con, _SQL.format(where=where), params).with_columns(
+        pl.lit("request").alias("call"), pl.lit(1, pl.Int64).alias("covers")
+    )
     q = pl.concat([q, _call_rows(con, q, run_ids)], how="vertical_relaxed")
     n = q.height
     if not n:
@@ -74,6 +81,7 @@ def request_bill(
     bill = price_requests(models, days, uncached, read, write - w1h, w1h, col("output_tokens"), pricing)
     why = [bill.unpriced.get(pricing.model or m or "(none)", "") for m in models]
     cost = np.where(billed, bill.total, np.nan)
+    covers = np.where(q["call"].to_numpy() == "request", billed, col("covers"))
     return pl.DataFrame(
         {
             "run_id": q["run_id"],
@@ -83,6 +91,7 @@ def request_bill(
             "harness": q["harness"],
             "model": models,
             "billed": billed,
+            "covers": covers,
             "input_tokens": np.where(billed, uncached, 0),
             "cache_read": np.where(billed, read, 0),
             "cache_write_5m": np.where(billed, write - w1h, 0),
@@ -101,21 +110,25 @@ def _call_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[st
     (``call`` "summariser", or the iteration's: replay.metrics.server_iterations): usage as uncached
     ``input_tokens``, the writes in ``cache_write`` with their 1 hour part, the time of the run's request at the
     call's step (its last request before it when none is at or after it); a call the log names no model for is its
-    request's."""
+    request's. A run's session totals are rows only where none of its requests records usage."""
     where, params = ("AND run_id IN (SELECT unnest(?))", [run_ids]) if run_ids is not None else ("", None)
     times: dict[str, list[tuple[int, str | None]]] = {}
     models: dict[str, dict[int, str | None]] = {}  # run -> step -> the request's model
     for rid, step, ts, model in q.select("run_id", "step", "ts", "model").iter_rows():
         times.setdefault(rid, []).append((step, ts))
         models.setdefault(rid, {})[step] = model
+    with_usage = set(q.filter(pl.col("input_tokens").is_not_null() | pl.col("prompt_tokens").is_not_null())["run_id"])
     rows = []
     for rid, harness, model, raw in con.execute(_EVENTS_SQL.format(where=where), params).fetchall():
         metadata = json.loads(raw) if isinstance(raw, str) else raw
         meta = metadata if isinstance(metadata, dict) else {}
         calls, _ = recorded_calls(meta)
-        found = [(c.step, "summariser", c.model, c.counts) for c in calls]
-        found += [(c.step, c.call, c.model, c.counts) for c in server_calls(meta)]
-        for step_of, call, own_model, counts in found:
+        found = [(c.step, "summariser", c.model, c.counts, 0) for c in calls]
+        found += [(c.step, c.call, c.model, c.counts, 0) for c in server_calls(meta)]
+        if rid not in with_usage and rid in times:
+            last = times[rid][-1][0]
+            found += [(last, "session", t.model, t.counts, t.requests) for t in session_totals(meta)]
+        for step_of, call, own_model, counts, covers in found:
             uncached, read, write_5m, write_1h, output = counts
             steps = times.get(rid, [])
             at = next((ts for step, ts in steps if step >= step_of), steps[-1][1] if steps else None)
@@ -134,6 +147,7 @@ def _call_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[st
                     "cache_write_1h": write_1h,
                     "output_tokens": output,
                     "call": call,
+                    "covers": covers,
                 }
             )
     return pl.DataFrame(rows, schema=q.schema) if rows else q.clear()
@@ -149,6 +163,7 @@ def _empty() -> pl.DataFrame:
             "harness": pl.String,
             "model": pl.String,
             "billed": pl.Boolean,
+            "covers": pl.Int64,
             **dict.fromkeys(TOKENS, pl.Int64),
             "cost_usd": pl.Float64,
             "why": pl.String,
@@ -162,11 +177,12 @@ def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     ``cost_note`` says which (the unpriced models and why, or that the log has no per-request usage)."""
     unpriced = pl.col("billed") & pl.col("cost_usd").is_nan()
     summariser = pl.col("call") == "summariser"
-    server = ~pl.col("call").is_in(["request", "summariser"])
+    server = ~pl.col("call").is_in(["request", "summariser", "session"])
     out = df.group_by(keys, maintain_order=True).agg(
         pl.col("run_id").n_unique().alias("runs"),
         (pl.col("call") == "request").sum().alias("requests"),
-        pl.col("billed").sum().alias("billed_requests"),
+        pl.col("covers").sum().alias("billed_requests"),
+        pl.col("billed").sum().alias("_billed"),
         *[pl.col(t).sum() for t in TOKENS],
         pl.when(pl.col("billed")).then(pl.col("cost_usd")).sum().alias("_cost"),
         summariser.sum().alias("summariser_calls"),
@@ -177,15 +193,13 @@ def _sums(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
         pl.struct("model", "why").filter(unpriced).unique(maintain_order=True).alias("_why"),
     )
     note = [
-        _note(row["_why"], row["unpriced_requests"], row["billed_requests"])
-        for row in out.select("_why", "unpriced_requests", "billed_requests").iter_rows(named=True)
+        _note(row["_why"], row["unpriced_requests"], row["_billed"])
+        for row in out.select("_why", "unpriced_requests", "_billed").iter_rows(named=True)
     ]
-    cost = (
-        pl.when((pl.col("unpriced_requests") > 0) | (pl.col("billed_requests") == 0))
-        .then(None)
-        .otherwise(pl.col("_cost"))
+    cost = pl.when((pl.col("unpriced_requests") > 0) | (pl.col("_billed") == 0)).then(None).otherwise(pl.col("_cost"))
+    return out.with_columns(cost.alias("cost_usd"), pl.Series("cost_note", note, pl.String)).drop(
+        "_cost", "_why", "_billed"
     )
-    return out.with_columns(cost.alias("cost_usd"), pl.Series("cost_note", note, pl.String)).drop("_cost", "_why")
 
 
 def _note(why: list[dict], unpriced: int, billed: int) -> str:

@@ -10,8 +10,10 @@ each sub-agent's are read by replay.readers.copilot_events, usage by replay.read
 
 Per-request usage: 1.0.102 writes each call's counts as ``session.usage_record`` (``assistant.usage`` and
 ``session.usage_info`` stay live-only, never written); 1.0.34 logs only ``outputTokens`` per message and the
-session totals of ``session.shutdown`` (``runs.metadata.session_usage``). ``runs.metadata.prompt_limit`` is the
-``maxPromptTokens`` most of the run's calls ran against (the window the CLI's compaction threshold is a share of).
+session totals of ``session.shutdown`` (``runs.metadata.session_usage``), which are then the run's bill
+(``runs.metadata.session_totals``, replay.metrics.session_totals) where they count exactly its requests.
+``runs.metadata.prompt_limit`` is the ``maxPromptTokens`` most of the run's calls ran against (the window the CLI's
+compaction threshold is a share of).
 
 The harness prefix the log does not hold: ``toolDefinitionsTokens`` (and ``systemTokens`` when no system message
 is logged), from the first event that carries them (``session.compaction_start``/``_complete``,
@@ -54,8 +56,9 @@ class CopilotCliReader:
     # 2: a compaction's usage ``input`` is its uncached input (was the whole prompt); 3: 1.0.102: usage records,
     # sub-agents as child runs, skill context and notifications as items, user messages after their system message;
     # 4: the damage the CLI's writer leaves mended (NUL padding, torn and split events: replay.readers.jsonl_mend);
-    # a truncation pass that removed nothing no longer warned of
-    version = 4
+    # a truncation pass that removed nothing no longer warned of; 5: session totals as the bill of a run without
+    # per-request usage
+    version = 5
 
     def sniff(self, head: str, path: Path) -> bool:
         start = head.lstrip()[:1]
@@ -186,6 +189,7 @@ class _EventLog:
         agent.event(line, kind, data, ts)
 
     def finish(self) -> Iterator[Record]:
+        self.main.settle_totals(len(self.agents))
         yield from self.main.finish()
         for agent in self.agents.values():
             yield from agent.finish()

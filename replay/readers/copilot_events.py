@@ -41,7 +41,7 @@ from replay.model import BadRecord, Item, Record, Request, Run
 from replay.readers.aliases import add_call
 from replay.readers.base import text_of
 from replay.readers.builder import PREFIX_KINDS, RunBuilder, instant, seq_ranges
-from replay.readers.copilot_usage import CONVERSATION_CALLS, call_usage, compaction_usage
+from replay.readers.copilot_usage import CONVERSATION_CALLS, call_usage, compaction_usage, session_totals
 from replay.readers.json_fields import json_args, sub_dict
 
 # a side call's counts in runs.metadata.side_calls (billed: replay.metrics.server_iterations), from Request fields
@@ -81,6 +81,7 @@ class Conversation:
         self.waiting: tuple[dict, int | None, Any] | None = None  # (event, summary index, completed at)
         self.limits: dict[int, int] = {}  # maxPromptTokens -> requests
         self.call_limits: dict[int, int] = {}  # a request's log line -> the maxPromptTokens its call ran against
+        self.shutdowns: list[tuple[int, Any, int]] = []  # (line, modelMetrics, requests opened before it)
 
     # --- records ----------------------------------------------------------------------------------------------
     def finish(self) -> Iterator[Record]:
@@ -323,6 +324,45 @@ class Conversation:
             "shutdownType",
         )
         self.b.run.metadata["session_usage"] = {k: data.get(k) for k in keys if data.get(k) is not None}
+        if "modelMetrics" in data:
+            self.shutdowns.append((line, data["modelMetrics"], self.requests()))
+
+    def requests(self) -> int:
+        return sum(isinstance(r, Request) for r in self.b.records)
+
+    def settle_totals(self, sub_agents: int) -> None:
+        """Make the shutdowns' session totals the run's usage (``runs.metadata.session_totals``: per model, summed
+        over the shutdowns, each covering the calls since its process started) where the log records no
+        per-request usage and the totals cover exactly the run's requests; else say why they cannot be its bill."""
+        if not self.shutdowns or self.with_usage:  # per-request usage is the bill
+            return
+        line = self.shutdowns[-1][0]
+        summed: dict[str | None, dict[str, Any]] = {}
+        for at, metrics, _ in self.shutdowns:
+            totals, problem = session_totals(metrics)
+            if problem is not None:
+                self.b.warn(at, f"session.shutdown: {problem}; the run has no recorded usage to bill")
+                return
+            for t in totals:
+                into = summed.setdefault(t["model"], dict.fromkeys(t, 0) | {"model": t["model"]})
+                for k, v in t.items():
+                    if k != "model":
+                        into[k] += v
+        counted, requests = sum(t["requests"] for t in summed.values()), self.requests()
+        if sub_agents or counted != requests:
+            why = f"{sub_agents} sub-agent run(s) share them" if sub_agents else f"the run has {requests} requests"
+            self.b.warn(
+                line,
+                f"session.shutdown totals count {counted} model calls and {why}: they are not this run's bill, "
+                "which stays without usage",
+            )
+            return
+        self.b.run.metadata["session_totals"] = {
+            "from": "session.shutdown.modelMetrics",
+            "shutdowns": len(self.shutdowns),
+            "requests": counted,
+            "models": list(summed.values()),
+        }
 
     def truncation(self, line: int, data: dict, ts: str | None) -> None:
         """The CLI's truncator cut messages from a request's prompt (past the window even after compaction): which

@@ -62,3 +62,35 @@ def compaction_usage(used: dict) -> dict[str, Any]:
     if not (_count(prompt) and _count(cached)) or cached > prompt:
         return {"input": None, "cache_read": None, "output": used.get("output"), "prompt": prompt}
     return {"input": prompt - cached, "cache_read": cached, "output": used.get("output"), "prompt": prompt}
+
+
+def session_totals(model_metrics: Any) -> tuple[list[dict[str, Any]], str | None]:
+    """A ``session.shutdown.modelMetrics`` (model -> ``{requests: {count}, usage: {inputTokens, outputTokens,
+    cacheReadTokens, cacheWriteTokens}}``) as canonical per-model totals (``model``, ``requests``, ``input`` the
+    uncached part, ``cache_read``, ``cache_write``, ``output``), and why it cannot be read (None when it can).
+
+    The CLI (1.0.34's app.js, its usage-metrics tracker) adds every ``assistant.usage`` event of the process to the
+    model's entry: one per model call, sub-agents' included, in the call-usage shape (``inputTokens`` the whole
+    prompt). Those events are never written, so a resumed session starts from zero: each shutdown's totals cover
+    the calls since the process started."""
+    if not isinstance(model_metrics, dict):
+        return [], "modelMetrics is not an object"
+    out = []
+    for model, entry in model_metrics.items():
+        entry = entry if isinstance(entry, dict) else {}
+        requests = entry["requests"].get("count") if isinstance(entry.get("requests"), dict) else None
+        usage = entry.get("usage")
+        fields, problem = call_usage(usage if isinstance(usage, dict) else {})
+        if problem is not None or not _count(requests) or fields["output_tokens"] is None:
+            return [], f"model {model!r}: {problem or 'requests.count and usage.outputTokens must be counts'}"
+        out.append(
+            {
+                "model": model or None,
+                "requests": requests,
+                "input": fields["input_tokens"],
+                "cache_read": fields["cache_read"],
+                "cache_write": fields["cache_write"],
+                "output": fields["output_tokens"],
+            }
+        )
+    return out, None

@@ -92,8 +92,8 @@ def transcript_entries(
     unpriced = sum(1 for r in requests if r["billed"] and r["cost_usd"] != r["cost_usd"])
     totals = {
         "items": items.height,
-        "requests": len(requests),
-        "billed": sum(1 for r in requests if r["billed"]),
+        "requests": sum(1 for r in requests if r["call"] == "request"),
+        "billed": sum(r["covers"] for r in requests),
         "cost": sum(priced) if priced and not unpriced else None,
         "unpriced": unpriced,
         "why": sorted({r["why"] for r in requests if r["why"]}),
@@ -117,9 +117,12 @@ def _request_entry(k: int, r: dict) -> Entry:
         if r["billed"]
         else None
     )
+    label = {"request": f"request {k}", "session": f"session totals ({r['covers']} requests)"}.get(
+        r["call"], f"{r['call']} call"
+    )
     return Entry(
         what="request",
-        label=f"request {k}",
+        label=label,
         ts="",
         request={"k": k, "step": r["step"], "model": r["model"] or "", "usage": usage},
     )

@@ -168,6 +168,24 @@ def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[floa
     return _share(cols, half, run.n_requests, True), _share(cols, half, run.n_requests, False)
 
 
+def session_row(run: RunArrays, row: dict) -> dict:
+    """The row (kind 'session') of a run whose log records usage only for the whole session
+    (replay.metrics.session_totals): no prompt to score per request; its cache-read share against the totals',
+    and in ``reason`` the sum of its prompts against theirs."""
+    recorded, simulated = row["recorded_prompt"], int(row["prompt_tokens"])
+    gap = f"{100 * (simulated / recorded - 1):+.1f}%" if recorded else "n/a"
+    return {
+        "kind": "session",
+        "requests": run.n_requests,
+        "scored": 0,
+        "cache_share_recorded": row["recorded_cache_share"],
+        "cache_share_simulated": row["cache_hit_rate"],
+        "within": None,
+        "reason": f"no per-request usage, only session totals: its {run.n_requests} prompts add up to {recorded:,} "
+        f"recorded, {simulated:,} replayed ({gap}); the cache share is theirs",
+    }
+
+
 def _pct(x: np.ndarray, q: float) -> float | None:
     return round(100 * float(np.quantile(x, q)), 2) if len(x) else None
 
@@ -343,10 +361,10 @@ def event_within(row: dict) -> bool:
 def fidelity_frame(
     con, tokenizer_id: str | None, cache: str | None = None, pattern: str | None = None, ids: list[str] | None = None
 ) -> pl.DataFrame:
-    """Rows for every run with recorded prompt usage (kind 'run') and every recorded context event, where the
-    harness's preset (``harness_preset``) is replayed to find the request it would have fired at (a run with no
-    per-request usage but recorded events has those event rows only: scored where the harness logged the size
-    after the event, else listed with why not).
+    """Rows for every run with recorded prompt usage (kind 'run') or session totals (kind 'session') and every
+    recorded context event, where the harness's preset (``harness_preset``) is replayed to find the request it
+    would have fired at (a run with no per-request usage but recorded events has those event rows only: scored
+    where the harness logged the size after the event, else listed with why not).
 
     ``cache``: one cache model for every run; None: each run under its harness's provider (Anthropic for Claude
     Code, OpenAI for Codex and OpenAI-style logs). ``ids``: only these runs (fitted and replayed alone)."""
@@ -370,7 +388,7 @@ def fidelity_frame(
             if isinstance(ev, dict) and isinstance(ev.get("step"), int)
         ]
         logged = [ev.get("after_tokens") for ev in recorded_events]
-        if not usage and not recorded_events:
+        if not usage and not recorded_events and not run.session_totals:
             continue  # nothing recorded to score against
         chosen = cache or (run.cache_fit.name if run.cache_fit is not None else provider_cache(fmt, model))
         cols, row = replay_recorded(run, chosen)
@@ -416,6 +434,8 @@ def fidelity_frame(
                     "reason": "; ".join(cache_reasons(run)) or None,  # why the cache share cannot match
                 }
             )
+        elif run.session_totals:
+            rows.append({**base, **session_row(run, row)})
         previous = 0
         steps = [ev["step"] for ev in recorded_events]
         for i, ev in enumerate(event_rows(run, cols, preset, chosen, logged, steps)):

@@ -11,6 +11,7 @@ import numpy as np
 
 from replay.errors import ReplayError
 from replay.metrics.server_iterations import server_calls
+from replay.metrics.session_totals import session_totals
 from replay.metrics.summariser_calls import recorded_calls
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
@@ -394,6 +395,7 @@ def _assemble(
         summariser_calls=tuple((c.step, c.model, c.counts) for c in calls),
         summariser_made=made,
         server_calls=tuple((c.step, c.model, c.counts) for c in server_calls(metadata)),
+        session_totals=tuple((t.model, t.requests, t.counts) for t in session_totals(metadata)),
     )
 
 

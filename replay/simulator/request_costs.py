@@ -80,6 +80,12 @@ class RequestPlan:
     server_key_of: np.ndarray
     server_run_of: np.ndarray
     server_counts: np.ndarray  # (calls, 5) int64
+    # the session totals that bill runs none of whose requests records usage (RunArrays.session_totals): (model,
+    # day) key, run, the five counts; and per run whether they bill it
+    session_key_of: np.ndarray
+    session_run_of: np.ndarray
+    session_counts: np.ndarray  # (totals, 5) int64
+    session_billed: np.ndarray  # per run
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
@@ -87,6 +93,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     key_of, run_of, share, output, recorded, billed, read_known = [], [], [], [], [], [], []
     write_known, call_key, call_run, call_counts = [], [], [], []
     server_key, server_run, server_counts = [], [], []
+    session_key, session_run, session_counts = [], [], []
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
@@ -114,6 +121,10 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         rec, ok = recorded_counts(run)
         recorded.append(rec)
         billed.append(ok)
+        for model, _, counts in run.session_totals if m and not ok.any() else ():
+            session_key.append(_side_key(keys, run, models, m - 1, model))
+            session_run.append(i)
+            session_counts.append(counts)
         read_known.append(run.rec_cache_read >= 0 if len(run.rec_cache_read) == m else np.zeros(m, np.bool_))
 
     def cat(parts: list, dt: type) -> np.ndarray:
@@ -136,6 +147,10 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.array(server_key, np.int64),
         np.array(server_run, np.int64),
         np.array(server_counts, np.int64).reshape(-1, 5),
+        np.array(session_key, np.int64),
+        np.array(session_run, np.int64),
+        np.array(session_counts, np.int64).reshape(-1, 5),
+        np.bincount(np.array(session_run, np.int64), minlength=len(runs)) > 0,
     )
 
 
@@ -244,11 +259,21 @@ def run_costs(
         return np.bincount(p.run_of, weights=v, minlength=n_runs).astype(np.float64)  # int64 when there is none
 
     rec_total = np.where(p.billed, rec.total, 0.0)
-    calls = np.bincount(p.call_run_of, weights=_call_bill(p, pricing, prices), minlength=n_runs).astype(np.float64)
+
+    def side(run_of: np.ndarray, key_of: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Per run, the USD of its rows of recorded calls or totals beside the requests (NaN: one unpriced)."""
+        if not len(key_of):
+            return np.zeros(n_runs, np.float64)
+        uncached, read, write_5m, write_1h, output = counts.T
+        usd = price_keyed(p.keys, key_of, uncached, read, write_5m, write_1h, output, pricing, None, prices).total
+        return np.bincount(run_of, weights=usd, minlength=n_runs).astype(np.float64)
+
+    calls = side(p.call_run_of, p.call_key_of, p.call_counts)
     recorded_calls = np.bincount(p.call_run_of, minlength=n_runs)
-    server = np.bincount(p.server_run_of, weights=_server_bill(p, pricing, prices), minlength=n_runs)
-    rec_usd = by_run(rec_total) + calls + server
-    rec_usd[(by_run(p.billed.astype(np.float64)) == 0) & (recorded_calls == 0)] = np.nan
+    server = side(p.server_run_of, p.server_key_of, p.server_counts)
+    session = side(p.session_run_of, p.session_key_of, p.session_counts)
+    rec_usd = by_run(rec_total) + calls + server + session
+    rec_usd[(by_run(p.billed.astype(np.float64)) == 0) & (recorded_calls == 0) & ~p.session_billed] = np.nan
     # like for like: where the log records neither reads nor writes, the bill prices the whole prompt uncached
     blind = p.billed & ~p.read_known & ~p.write_known
     flat = price_keyed(p.keys, p.key_of, prompt, 0 * prompt, 0 * prompt, 0 * prompt, p.output, pricing, None, prices)
@@ -261,27 +286,16 @@ def run_costs(
         by_run((~sim.priced).astype(np.float64)),
         _reasons(p, n_runs, sim, pricing),
         bill_notes(p, n_runs, cached),
-        by_run(np.where(p.billed, like, 0.0)),
+        by_run(np.where(covered(p), like, 0.0)),
         calls,
         (p.calls_made > 0) & (recorded_calls == p.calls_made),
         server.astype(np.float64),
     )
 
 
-def _server_bill(p: RequestPlan, pricing: Pricing, prices: list) -> np.ndarray:
-    """USD of each recorded server-side iteration of ``p`` at its own model and day (NaN: unpriced)."""
-    if not len(p.server_run_of):
-        return np.zeros(0, np.float64)
-    uncached, read, write_5m, write_1h, output = p.server_counts.T
-    return price_keyed(p.keys, p.server_key_of, uncached, read, write_5m, write_1h, output, pricing, None, prices).total
-
-
-def _call_bill(p: RequestPlan, pricing: Pricing, prices: list) -> np.ndarray:
-    """USD of each recorded summariser call of ``p`` at its own model and day (NaN: unpriced)."""
-    if not len(p.call_run_of):
-        return np.zeros(0, np.float64)
-    uncached, read, write_5m, write_1h, output = p.call_counts.T
-    return price_keyed(p.keys, p.call_key_of, uncached, read, write_5m, write_1h, output, pricing, None, prices).total
+def covered(p: RequestPlan) -> np.ndarray:
+    """Per request, whether the recorded bill holds its usage: its own, or its run's session totals."""
+    return p.billed | p.session_billed[p.run_of]
 
 
 def bill_notes(p: RequestPlan, n_runs: int, cached: np.ndarray) -> list[str]:
@@ -297,7 +311,7 @@ def bill_notes(p: RequestPlan, n_runs: int, cached: np.ndarray) -> list[str]:
 
     requests = by_run(np.ones(len(p.run_of)))
     recorded_calls = np.bincount(p.call_run_of, minlength=n_runs)
-    billed = by_run(p.billed.astype(np.float64))
+    billed = by_run(covered(p).astype(np.float64))
     unread = by_run((p.billed & ~p.read_known).astype(np.float64))
     replay_read = by_run(np.where(p.billed & ~p.read_known, cached, 0).astype(np.float64))
     notes = []

@@ -222,7 +222,7 @@ def static_row(run: RunArrays, max_reads: int) -> dict:
     """A run's row columns that do not depend on the policy: recorded usage and output, the most reads of one
     resource, where its token counts came from."""
     return {
-        **recorded_totals(run.rec_prompt, run.rec_cache_read),
+        **recorded_totals(run.rec_prompt, run.rec_cache_read, run.session_totals),
         "max_reads_one_resource": max_reads,
         **recorded_output(run),
         "token_source": run.token_source,
