@@ -10,7 +10,9 @@ per-message constant. Where each comes from, in order:
 2. ``override``: the user's ``--overhead`` (tokens) for every run without a fit.
 3. ``log:<format>``: no usage of its own, but the log gives the size of what the harness sends besides its messages
    (``runs.metadata.harness_prefix.tokens``: Copilot CLI's ``toolDefinitionsTokens``): that is the prefix,
-   counted by the harness; scale 1.
+   counted by the harness; scale 1. ``totals:<format>``: the log also gives the sum of the run's prompts (its
+   session totals, replay.metrics.session_totals): the scale that makes the prefix and the items add up to it
+   (``calibrate.fit_totals``), on both.
 4. ``profile:<format>``: no usage of its own; the median prefix and scale of the runs of the same format (harness)
    that have usage, counted with the same tokenizer.
 5. ``none``: nothing applies; the prompt is the log's items only, and outputs say so.
@@ -28,7 +30,8 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from replay.tokens.calibrate import SIGNED_BOUNDARIES, TARGET_MEDIAN, fit_usage
+from replay.metrics.session_totals import session_totals
+from replay.tokens.calibrate import SIGNED_BOUNDARIES, TARGET_MEDIAN, counted_items, fit_totals, fit_usage
 from replay.tokens.template import DEFAULT_OVERHEAD, Overhead
 
 NONE, FIT, OVERRIDE = "none", "fit", "override"
@@ -81,6 +84,37 @@ class PromptModel:
         return self.source == FIT and not self.unreconstructable and self.median_err <= TARGET_MEDIAN
 
 
+def _totals_fits(
+    con: duckdb.DuckDBPyConnection,
+    tokenizer_id: str | None,
+    overhead: Overhead,
+    logged: dict[str, int],
+    totals: dict[str, tuple[int, str | None, dict]],
+    formats: dict[str, str],
+) -> dict[str, PromptModel]:
+    """The ``totals:<format>`` prompt models (module docstring, 3) of the runs in ``totals`` (run -> the sum of its
+    prompts, its model, its metadata)."""
+    if not totals:
+        return {}
+    ids = list(totals)
+    where = "WHERE i.run_id IN (SELECT unnest(?::VARCHAR[]))"
+    items = counted_items(con, tokenizer_id, where, [ids]).partition_by("run_id", as_dict=True)
+    steps: dict[str, list[int]] = {}
+    for run_id, step in con.execute(
+        "SELECT run_id, step FROM requests WHERE run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY run_id, step", [ids]
+    ).fetchall():
+        steps.setdefault(run_id, []).append(step)
+    out = {}
+    for run_id, (total, model, metadata) in totals.items():
+        if (run_id,) not in items or run_id not in steps:
+            continue
+        at = np.array(steps[run_id], dtype=np.int64)
+        scale = fit_totals(items[(run_id,)], at, logged[run_id], total, overhead, metadata, model)
+        prefix = int(round(scale * (logged[run_id] + overhead.fixed)))
+        out[run_id] = PromptModel(prefix, scale, 0.0, False, f"totals:{formats[run_id]}", overhead)
+    return out
+
+
 def _fits(
     con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, fitted: tuple | None = None
 ) -> dict[str, PromptModel]:
@@ -124,14 +158,18 @@ def prompt_models(
     """A prompt model for every run in ``run_ids`` (see the module docstring for the order of sources);
     ``fitted``: what ``fit_usage`` already returned for this tokenizer and overhead, to not fit twice."""
     fits = _fits(con, tokenizer_id, overhead, fitted)
-    formats, logged = {}, {}
-    for run_id, fmt, metadata in con.execute("SELECT run_id, format, metadata FROM runs").fetchall():
+    formats, logged, totals = {}, {}, {}
+    for run_id, fmt, model, metadata in con.execute("SELECT run_id, format, model, metadata FROM runs").fetchall():
         formats[run_id] = fmt
         if metadata and "harness_prefix" in metadata:
-            value = json.loads(metadata) if isinstance(metadata, str) else metadata
-            tokens = ((value or {}).get("harness_prefix") or {}).get("tokens")
+            value = (json.loads(metadata) if isinstance(metadata, str) else metadata) or {}
+            tokens = (value.get("harness_prefix") or {}).get("tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
                 logged[run_id] = tokens
+                summed = sum(sum(t.counts[:4]) for t in session_totals(value))
+                if summed and run_id in run_ids and run_id not in fits:
+                    totals[run_id] = (summed, model, value)
+    fits |= _totals_fits(con, tokenizer_id, overhead, logged, totals, formats)
     by_format: dict[str, list[PromptModel]] = {}
     for run_id, pm in fits.items():
         if pm.good:  # a profile learns only from runs whose log gives the server's prompt

@@ -86,6 +86,8 @@ class RequestPlan:
     session_run_of: np.ndarray
     session_counts: np.ndarray  # (totals, 5) int64
     session_billed: np.ndarray  # per run
+    # per run: its bill reads from the cache and never records a write (:func:`writes_unreported`)
+    writes_unreported: np.ndarray
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
@@ -94,6 +96,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
     write_known, call_key, call_run, call_counts = [], [], [], []
     server_key, server_run, server_counts = [], [], []
     session_key, session_run, session_counts = [], [], []
+    unreported = []
     for i, run in enumerate(runs):
         m = run.n_requests
         models = run.req_model if len(run.req_model) == m else (None,) * m
@@ -121,10 +124,12 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         rec, ok = recorded_counts(run)
         recorded.append(rec)
         billed.append(ok)
-        for model, _, counts in run.session_totals if m and not ok.any() else ():
+        totals = run.session_totals if m and not ok.any() else ()
+        for model, _, counts in totals:
             session_key.append(_side_key(keys, run, models, m - 1, model))
             session_run.append(i)
             session_counts.append(counts)
+        unreported.append(writes_unreported(run, [counts for _, _, counts in totals]))
         read_known.append(run.rec_cache_read >= 0 if len(run.rec_cache_read) == m else np.zeros(m, np.bool_))
 
     def cat(parts: list, dt: type) -> np.ndarray:
@@ -151,6 +156,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.array(session_run, np.int64),
         np.array(session_counts, np.int64).reshape(-1, 5),
         np.bincount(np.array(session_run, np.int64), minlength=len(runs)) > 0,
+        np.array(unreported, np.bool_),
     )
 
 
@@ -162,6 +168,16 @@ def _side_key(keys: dict, run: RunArrays, models: tuple, step: int, model: str |
     own = (models[at] if at >= 0 else None) or run.model
     day = day_of(float(run.req_ts[at])) if at >= 0 else None
     return keys.setdefault((model or own, day), len(keys))
+
+
+def writes_unreported(run: RunArrays, totals: list[tuple[int, int, int, int, int]]) -> bool:
+    """Whether the run's bill reads from the cache and never records a write: its requests' usage
+    (:func:`writes_unbilled`) or the session totals that bill it (uncached, read, 5 min and 1 h writes, output;
+    the Copilot CLI's totals of Anthropic models report no write). Such a bill holds what the server wrote as
+    uncached input, so a replay is compared with it like for like by pricing its writes so."""
+    if totals:
+        return sum(t[1] for t in totals) > 0 and sum(t[2] + t[3] for t in totals) == 0
+    return writes_unbilled(run)
 
 
 def writes_unbilled(run: RunArrays) -> bool:
@@ -276,8 +292,14 @@ def run_costs(
     rec_usd[(by_run(p.billed.astype(np.float64)) == 0) & (recorded_calls == 0) & ~p.session_billed] = np.nan
     # like for like: where the log records neither reads nor writes, the bill prices the whole prompt uncached
     blind = p.billed & ~p.read_known & ~p.write_known
-    flat = price_keyed(p.keys, p.key_of, prompt, 0 * prompt, 0 * prompt, 0 * prompt, p.output, pricing, None, prices)
+    zero = 0 * prompt
+    flat = price_keyed(p.keys, p.key_of, prompt, zero, zero, zero, p.output, pricing, None, prices)
     like = np.where(blind, flat.total, sim.total)
+    # where the bill records reads and never a write, what the replay writes is priced as the bill prices it: input
+    unwritten = p.writes_unreported[p.run_of] & ~blind
+    if unwritten.any():
+        as_input = price_keyed(p.keys, p.key_of, prompt - cached, cached, zero, zero, p.output, pricing, None, prices)
+        like = np.where(unwritten, as_input.total, like)
     return RunCosts(
         by_run(u["input"] + u["cache_read"] + u["cache_write"] + u["cache_write_1h"]),
         by_run(u["output"]),

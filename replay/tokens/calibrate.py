@@ -442,6 +442,25 @@ def fit_usage(
     return requests, pl.DataFrame(per_run), fits
 
 
+def fit_totals(
+    items: pl.DataFrame,
+    steps: np.ndarray,
+    prefix: int,
+    total: int,
+    overhead: Overhead,
+    metadata: dict,
+    model: str | None,
+) -> float:
+    """The scale of a run whose log records no prompt per request but their sum (``total``: session totals,
+    replay.metrics.session_totals) beside the harness prefix it sizes (``prefix`` tokens, sent with every request):
+    total = scale * sum over requests of (prefix + what it holds), as :func:`fit_usage` reconstructs each request.
+    One figure fits one parameter: no overhead, offset or per-message term, and no check on the fit."""
+    exact = exact_sizes(metadata, model=model)
+    held = visible(items, steps, overhead, False, exact, context_drops(metadata), rollback_drops(metadata))
+    counted = float(len(steps) * prefix + held.tokens.sum())
+    return (total - float(held.exact.sum())) / counted if counted > 0 else 1.0
+
+
 def walk_forward(
     prompts: Prompts,
     recorded: np.ndarray,
