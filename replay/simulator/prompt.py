@@ -167,9 +167,9 @@ def prompt_models(
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
                 logged[run_id] = tokens
                 summed = sum(sum(t.counts[:4]) for t in session_totals(value))
-                if summed and run_id in run_ids and run_id not in fits:
+                if summed and run_id in run_ids and run_id not in fits and override is None:
                     totals[run_id] = (summed, model, value)
-    fits |= _totals_fits(con, tokenizer_id, overhead, logged, totals, formats)
+    of_totals = _totals_fits(con, tokenizer_id, overhead, logged, totals, formats)
     by_format: dict[str, list[PromptModel]] = {}
     for run_id, pm in fits.items():
         if pm.good:  # a profile learns only from runs whose log gives the server's prompt
@@ -192,6 +192,8 @@ def prompt_models(
             out[run_id] = fits[run_id]
         elif override is not None:
             out[run_id] = PromptModel(int(override), 1.0, 0.0, False, OVERRIDE, overhead)
+        elif run_id in of_totals:
+            out[run_id] = of_totals[run_id]
         elif run_id in logged:
             out[run_id] = PromptModel(logged[run_id], 1.0, 0.0, False, f"log:{formats.get(run_id, '')}", overhead)
         else:

@@ -132,7 +132,7 @@ def test_runs_without_usage_take_a_profile_or_say_none(corpus_db):
         if rid in usage:
             assert pm.source == FIT, rid
         else:
-            assert pm.source in (NONE, f"profile:{fmt[rid]}", f"log:{fmt[rid]}"), (rid, pm.source)
+            assert pm.source in (NONE, f"profile:{fmt[rid]}", f"log:{fmt[rid]}", f"totals:{fmt[rid]}"), (rid, pm.source)
     override = prompt_models(corpus_db, None, ids, override=1234)
     assert all(pm.prefix == 1234 for rid, pm in override.items() if rid not in usage)
 
