@@ -9,11 +9,13 @@ request are never charged as a cache read.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
 
 from replay.run_arrays import TOOL_RESULT, RunArrays
+from replay.simulator.caches import make_cache
 from replay.simulator.idle import request_times
 
 WHOLE = 2**62  # a cap that keeps the whole prefix item
@@ -23,6 +25,16 @@ ANTHROPIC_TTL = 300.0  # seconds: a cache entry's life where the log records no 
 def warm_tokens(run: RunArrays) -> int:
     """What was cached before the run started: its first request's recorded read (0 when unknown)."""
     return int(max(run.rec_cache_read[0], 0)) if run.n_requests else 0
+
+
+def warm_ttl(run: RunArrays, cache: str) -> float:
+    """How long the warm prefix outlives the run's last use of it under cache model ``cache``: Anthropic's write
+    duration as the log shows it; an automatic cache's TTL, its fit's when the run has one for that model."""
+    if cache == "anthropic":
+        return run.cache_ttl or ANTHROPIC_TTL
+    fit = run.cache_fit
+    own = fit.cache() if fit is not None and fit.name == cache else make_cache(cache)
+    return float(getattr(own, "ttl", math.inf))
 
 
 def warm_kept(run: RunArrays, warm: int, ttl: float) -> bool:
@@ -172,7 +184,7 @@ def with_start(run: RunArrays, cache: str) -> RunArrays:
     return replace(
         run,
         warm=warm,
-        warm_kept=cache == "anthropic" and warm_kept(run, warm, run.cache_ttl or ANTHROPIC_TTL),
+        warm_kept=warm_kept(run, warm, warm_ttl(run, cache)),
         tail=tail_tokens(run, cache),
         system_tokens=system,
         cache_cap=cache_caps(run, cache, warm, system),

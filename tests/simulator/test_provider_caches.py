@@ -51,8 +51,14 @@ def test_openai_hit_rate_weighs_the_conversation_server_and_the_warm_prefix():
     assert _grow(_state("openai", warm=2048, hit_rate=1.0), 3)[2] == 3456  # q = 1: the longest prefix
 
 
-def test_openai_idle_expiry_keeps_only_the_warm_prefix():
-    assert _grow(_state("openai", warm=2048), 3, gap=601.0)[1:] == [2048, 2048]
+def test_openai_idle_expiry_keeps_the_warm_prefix_only_where_other_sessions_keep_it():
+    """Past the TTL the run's own entries expire, and the warm prefix with them unless the log shows other
+    sessions keeping it (``warm_kept``). Before, it never expired: a Codex session of gpt-5.4 (LAF-US/IDAHO-VAULT)
+    read 5,504 tokens after 20 minutes idle where the replay read its 37,376 warm ones."""
+    assert _grow(_state("openai", warm=2048), 3, gap=601.0)[1:] == [0, 0]
+    kept = CacheState(make_cache("openai"), None, 8, 0, 2048, SIZES, warm_kept=True)
+    assert _grow(kept, 3, gap=601.0)[1:] == [2048, 2048]
+    assert _grow(_state("openai", warm=2048), 3, gap=599.0)[1:] == [2944, 3456]  # within the TTL
     assert _grow(_state("openai", warm=2048, ttl=3600), 3, gap=601.0)[1:] == [2944, 3456]
 
 
@@ -91,3 +97,26 @@ def test_gemini_minimum_by_model(model, cached):
 def test_hit_rate_is_a_share():
     with pytest.raises(ReplayError, match="between 0 and 1"):
         make_cache("openai", hit_rate=1.5)
+
+
+def test_an_automatic_caches_warm_prefix_is_kept_as_the_log_shows() -> None:
+    """``with_start`` asks the log whether other sessions kept the warm prefix through the run's idle gaps under the
+    automatic cache's own TTL, as it does under Anthropic's: a read of the warm tokens after a gap past it says
+    they did; a smaller read says they did not (the gpt-5.4 session: 5,504 of 37,376 after 20 minutes)."""
+    from replay.run_arrays import build
+    from replay.simulator.run_start import warm_ttl, with_start
+
+    sent = ["2026-04-01T03:52:34Z", "2026-04-01T03:52:46Z", "2026-04-01T03:52:58Z", "2026-04-01T04:13:06Z"]
+
+    def run(after_idle: int):
+        items = [{"step": k, "kind": "user_text", "chars": 4_000, "ts": t} for k, t in enumerate(sent)]
+        reads = [37_376, 38_016, 38_784, after_idle]
+        requests = [
+            {"step": k, "ts": t, "cache_read": r, "prompt_tokens": 41_000}
+            for k, (r, t) in enumerate(zip(reads, sent, strict=True))
+        ]
+        return build("r", items, requests, model="gpt-5.4")
+
+    assert warm_ttl(run(5_504), "openai") == make_cache("openai").ttl
+    assert not with_start(run(5_504), "openai").warm_kept
+    assert with_start(run(37_376), "openai").warm_kept
