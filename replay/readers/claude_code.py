@@ -49,8 +49,9 @@ message opening with its ``<ide_selection>`` or ``<ide_opened_file>`` block) ran
 keeps attachments for their own user turn only: ``runs.metadata.turn_attachments`` ({version, line}) marks it.
 
 Model switch (``/model``): each request keeps its own model; the run's model is the one that served most requests. A
-``deferred_tools_delta`` attachment after the first request (the tool list changed, schemas deferred to ToolSearch)
-is noted in ``unlogged`` ("deferred-tools"): the harness prefix differs from the next request on. A user turn that
+``deferred_tools_delta`` attachment after the first request (the deferred tools changed) is noted in ``unlogged``
+("deferred-tools"): at a model switch the tool list sent changes with it (the new model defers schemas to
+ToolSearch), elsewhere it is a notice in the messages (replay.tokens.log_checks.DEFERRED_NOTICE). A user turn that
 starts in another working directory (each line's ``cwd``) than the turn before it is noted in ``system_changes``
 (reason "cwd"): the system prompt names the working directory (replay.simulator.harness_changes).
 
@@ -623,12 +624,12 @@ class _Session:
             )
 
     def deferred_delta(self, b: RunBuilder, att: dict, line: int) -> None:
-        """A ``deferred_tools_delta``: the harness's tool list changed (after a /model switch the schemas are
-        deferred to ToolSearch), so the prefix the log does not hold differs from the next request on. Right after a
-        compaction Claude Code announces its deferred tools again (the announcements were summarised): a delta
-        there that names only tools deferred before is that list, which the prefix already holds. One that defers
-        tools never announced is a change (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: a /model switch after a compaction
-        deferred 438 tools at once; the prompt fell from 168k to 42k)."""
+        """A ``deferred_tools_delta``: the deferred tools changed, announced in a message the log does not hold;
+        after a /model switch the tool list sent changes with it (log_checks.check_run tells the two apart). Right
+        after a compaction Claude Code announces its deferred tools again (the announcements were summarised): a
+        delta there that names only tools deferred before is that list, which the prompt already holds. One that
+        defers tools never announced is a change (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: a /model switch after a
+        compaction deferred 438 tools at once; the prompt fell from 168k to 42k)."""
         added = {str(n) for n in att.get("addedNames") or []}
         removed = {str(n) for n in att.get("removedNames") or []}
         known = self.deferred.setdefault(id(b), set())

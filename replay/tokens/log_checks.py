@@ -26,6 +26,12 @@ STALL_TOKENS, STALL_SHARE = 1000, 0.25
 # new tool list (Claude Code's deferred_tools_delta: schemas deferred to ToolSearch); replay.simulator.prompt's
 # PREFIX_CHANGES (this tuple) sends them as prefix segments
 SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
+DEFERRED = "deferred-tools"
+# a deferred_tools_delta where the model does not switch: Claude Code announces the change of its deferred tools in a
+# message (an attachment the log names but does not hold) and sends the same tool list, so the cached prefix holds:
+# LAF-US/IDAHO-VAULT ad723d79 (2.1.111, an MCP server's 94-111 tools deferred and withdrawn at 11 requests) read the
+# whole previous prompt at each. Content from its step on, summarised away at the next compaction
+DEFERRED_NOTICE = "deferred-tools notice"
 
 
 @dataclass
@@ -40,7 +46,8 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
     """The boundaries to fit: compactions, model switches and what the reader noted as unlogged. A step holds one
     boundary; a change of the prefix there (``SIGNED_BOUNDARIES``) is the one kept: a compaction's unlogged content
     is never negative, so a prefix that shrinks at a compaction (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: a /model
-    switch right after one deferred 438 tools, 168k to 42k) fits only as the prefix change."""
+    switch right after one deferred 438 tools, 168k to 42k) fits only as the prefix change. A deferred-tools note
+    without a model switch at its step is a notice (``DEFERRED_NOTICE``), not a change of the prefix."""
     check = RunCheck()
     for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
         check.boundaries.setdefault(int(s), "compaction")
@@ -53,6 +60,8 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
     for note in metadata.get("unlogged") or []:
         if isinstance(note, dict) and isinstance(note.get("step"), int):
             reason = str(note.get("reason") or "unlogged")
+            if reason == DEFERRED and check.boundaries.get(note["step"]) != "model switch":
+                reason = DEFERRED_NOTICE
             if reason in SIGNED_BOUNDARIES:
                 check.boundaries[note["step"]] = reason
             else:

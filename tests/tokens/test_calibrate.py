@@ -412,6 +412,23 @@ def test_a_prefix_change_at_a_compaction_step_is_the_boundary_kept():
     items = pl.DataFrame({"kind": ["message", "summary", "summary"], "step": [0, 1, 4]})
     steps = np.arange(6)
     notes = {"unlogged": [{"step": 4, "reason": "deferred-tools"}, {"step": 1, "reason": "tool-reference"}]}
-    check = check_run(items, steps, [None] * 6, notes)
+    check = check_run(items, steps, ["a"] * 4 + ["b"] * 2, notes)  # the /model switch at step 4
     assert check.boundaries == {1: "compaction", 4: "deferred-tools"}
     assert signed(check.boundaries) == (4,)
+
+
+def test_a_deferred_tools_delta_changes_the_prefix_only_at_a_model_switch():
+    """Claude Code announces a change of its deferred tools in a message; the tool list it sends changes only with a
+    /model switch to a model that defers the schemas (LAF-US/IDAHO-VAULT 05541cb5: 168k to 42k). Read as a change
+    of the prefix everywhere, the 11 notices of ad723d79 (2.1.111, an MCP server's tools deferred and withdrawn)
+    each dropped the replay's cache to the system prompt where the log read the whole previous prompt: cost +61%.
+    A notice is content from its step on, until the next compaction summarises it away."""
+    from replay.tokens.calibrate import content_ends
+    from replay.tokens.log_checks import DEFERRED_NOTICE
+
+    items = pl.DataFrame({"seq": [0, 1], "step": [0, 6], "kind": ["user_text", "summary"], "n_tokens": [5, 5]})
+    steps = np.arange(8)
+    notes = [{"step": s, "reason": "deferred-tools"} for s in (2, 4)]
+    check = check_run(items, steps, ["a"] * 4 + ["b"] * 4, {"unlogged": notes})
+    assert check.boundaries == {2: DEFERRED_NOTICE, 4: "deferred-tools", 6: "compaction"}
+    assert content_ends(items, steps, check.boundaries, {}) == {2: 6}
