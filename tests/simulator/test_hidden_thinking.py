@@ -25,7 +25,7 @@ def test_the_reader_sizes_each_empty_thinking_block(corpus_db):
     """Its first response (line 9) wrote 2,201 output tokens, a 184-character tool call among them (46 tokens at
     characters / 4), under an 8,392-character signature; the next request grew by 5,521. A response of long calls
     and a 376-character signature (line 44: 3,639 output tokens, 8,724 characters of calls) thinks at most 125."""
-    (metadata,) = corpus_db.execute("SELECT metadata FROM runs WHERE run_id LIKE ?", [f"{RUN}%"]).fetchone()
+    (metadata,) = corpus_db.execute("SELECT metadata FROM runs WHERE run_id LIKE ?", [f"{RUN}%"]).fetchall()[0]
     sizes = dict(map(tuple, json.loads(metadata)["thinking_tokens"]))
     lines = dict(
         corpus_db.execute(

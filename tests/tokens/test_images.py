@@ -70,7 +70,7 @@ def test_readers_record_each_images_size(corpus_db, o200k_runs):
     """The Claude Code and Cline readers keep each image's pixel size; the run's image item then holds what
     Anthropic counts for it (its framing as every item has), not the placeholder's 5 tokens."""
     for part, sizes in SIZES.items():
-        (metadata,) = corpus_db.execute("SELECT metadata FROM runs WHERE run_id LIKE ?", [f"{part}%"]).fetchone()
+        (metadata,) = corpus_db.execute("SELECT metadata FROM runs WHERE run_id LIKE ?", [f"{part}%"]).fetchall()[0]
         assert (json.loads(metadata) if isinstance(metadata, str) else metadata)["image_sizes"] == sizes
         (run,) = [r for rid, r in o200k_runs.items() if rid.startswith(part)]
         (at,) = np.flatnonzero(run.kind == KIND_CODE["image"])
