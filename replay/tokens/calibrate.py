@@ -217,8 +217,6 @@ def fit(
     recon, recorded = np.asarray(recon, np.float64), np.asarray(recorded, np.float64)
     items = recon - fixed
     n = len(recon)
-    if n < MIN_FIT or np.ptp(recon) <= 0:
-        return _level(items, recorded, fixed)
     ind: list[np.ndarray] = []
     starts: list[int] = []
     if steps is not None:
@@ -227,12 +225,17 @@ def fit(
             if 0 < col.sum() < n and not any(np.array_equal(col, c) for c in ind):
                 ind.append(col)
                 starts.append(int(b))
+    few = n < MIN_FIT or np.ptp(recon) <= 0  # no scale to learn
+    if few and not ind:
+        return _level(items, recorded, fixed)
     use_msgs = messages is not None and n >= MIN_PER_MESSAGE and len(ind) + 3 < n
     # with too few points for a scale beside the boundaries, b = 1 and each boundary's content the log does not hold
     # (a compaction's re-attached files) is its own offset, not a scale that stretches the logged items to cover it
     # (LAF-US/IDAHO-VAULT agent-a588949810ed5e2c5, three requests and two compactions, fitted 8 tokens per o200k
-    # token); with as many unknowns as requests that fit is exact, within the same bounds
-    free = not ind or len(ind) + 2 < n
+    # token); with as many unknowns as requests that fit is exact, within the same bounds. So at two requests with a
+    # compaction between them (5c04fe06: Haiku 4.5, a 166k prefix, compacted before its second request; the
+    # prefix alone, with no offset, left both 5% off)
+    free = not few and (not ind or len(ind) + 2 < n)
     ind, starts = ind[: n - 1], starts[: n - 1]
     cols = [np.ones(n), *([items] if free else []), *([np.asarray(messages, np.float64)] if use_msgs else []), *ind]
     lower = [

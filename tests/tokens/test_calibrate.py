@@ -73,6 +73,11 @@ def test_fit_recovers_segment_offsets_and_per_message():
     few = fit(recon[:5], recorded[:5], msgs[:5], steps[:5], [1, 2, 3, 4])
     assert few.scale == 1.0 and [s for s, _ in few.offsets] == [1, 2, 3, 4]
     assert np.allclose(few.predict(recon[:5], None, steps[:5]), recorded[:5])
+    # so at two requests with a compaction between them: the prefix and the boundary's offset, exact (5c04fe06:
+    # Haiku 4.5 compacted before its second request; the prefix alone left both requests 5% off)
+    two = fit(np.array([5_408.0, 3_980.0]), np.array([176_375.0, 193_423.0]), None, np.array([0, 1]), [1, 2])
+    assert two.scale == 1.0 and [s for s, _ in two.offsets] == [1]
+    assert np.allclose(two.predict(np.array([5_408.0, 3_980.0]), None, np.array([0, 1])), [176_375, 193_423])
     # an offset is content the log does not hold: never negative, so a drop at a plain boundary stays an error
     drop = fit(recon[:3], recorded[:3] - 1000 * (steps[:3] >= 2), None, steps[:3], [1, 2], ends={1: 2})
     assert drop.scale == 1.0 and all(t >= 0 for _, t in drop.offsets)
