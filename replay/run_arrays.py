@@ -127,7 +127,7 @@ class RunArrays:
     # the start of the prompt; of the prefix item's tokens, those sent after the last cache breakpoint (never cached)
     warm: int = 0
     tail: int = 0
-    warm_kept: bool = False  # other sessions keep the warm prefix cached through the run's idle gaps (run_start)
+    warm_kept: int = 0  # tokens of the warm prefix other sessions keep cached through the run's idle gaps (run_start)
     # the harness also marks the end of the last assistant message with a cache breakpoint (Claude Code: the last two
     # messages; replay.simulator.run_start.marks_assistant), under explicit breakpoints
     assistant_bp: bool = False

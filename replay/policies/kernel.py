@@ -122,7 +122,7 @@ Run = namedtuple(
         # the last breakpoint (taken out of the prefix item, added to every prompt)
         "warm",
         "tail",
-        # other sessions keep the warm prefix cached through the run's idle gaps (RunArrays.warm_kept)
+        # tokens of the warm prefix other sessions keep cached through the run's idle gaps (RunArrays.warm_kept)
         "warm_kept",
         # the harness marks the end of the last assistant message with a cache breakpoint too (RunArrays
         # .assistant_bp; Claude Code)

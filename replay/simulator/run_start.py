@@ -37,16 +37,17 @@ def warm_ttl(run: RunArrays, cache: str) -> float:
     return float(getattr(own, "ttl", math.inf))
 
 
-def warm_kept(run: RunArrays, warm: int, ttl: float) -> bool:
-    """Whether other sessions kept the warm prefix cached through the run's idle gaps and on the models it switched
-    to, as its log shows: it read at least ``warm`` tokens at every request whose own entries were gone (sent more
-    than ``ttl`` seconds after the previous response ended, or the first on another model), and there is at least
-    one such request. Whether they did is not the policy's doing: it holds for every policy replayed on the run.
-    Claude Code logs show both: bradymholt/dotfiles (2.0.2) reads its 10,981 warm tokens after every gap, up to 21 h,
-    and on Opus 4.1 after a switch from Sonnet 4.5 (058a90bd); a sub-agent of corpus ccl-worktrees-ef958aa1 reads 0
-    after its one gap."""
+def warm_kept(run: RunArrays, warm: int, ttl: float, partial: bool = False) -> int:
+    """The tokens of the warm prefix other sessions kept cached through the run's idle gaps and on the models it
+    switched to, as its log shows at the requests whose own entries were gone (sent more than ``ttl`` seconds after
+    the previous response ended, or the first on another model): ``warm`` when each read at least that, else 0;
+    under an automatic cache (``partial``), whose prefixes survive in part, the least such a request read, up to
+    ``warm``. 0 when no request shows it. What they kept is not the policy's doing: it holds for every policy
+    replayed on the run. Claude Code logs show both: bradymholt/dotfiles (2.0.2) reads its 10,981 warm tokens after
+    every gap, up to 21 h, and on Opus 4.1 after a switch from Sonnet 4.5 (058a90bd); a sub-agent of corpus
+    ccl-worktrees-ef958aa1 reads 0 after its one gap."""
     if warm <= 0 or run.n_requests < 2:
-        return False
+        return 0
     sent, done = request_times(run)
     named = run.req_model if len(run.req_model) == run.n_requests else (None,) * run.n_requests
     models = [m or run.model for m in named]
@@ -55,7 +56,10 @@ def warm_kept(run: RunArrays, warm: int, ttl: float) -> bool:
         for k in range(1, run.n_requests)
         if (sent[k] - done[k - 1] > ttl or models[k] != models[k - 1]) and run.rec_cache_read[k] >= 0
     ]
-    return bool(idle) and all(run.rec_cache_read[k] >= warm for k in idle)
+    if not idle:
+        return 0
+    least = int(min(run.rec_cache_read[k] for k in idle))
+    return min(least, warm) if partial else warm if least >= warm else 0
 
 
 def writes_recorded(run: RunArrays) -> bool:
@@ -184,7 +188,7 @@ def with_start(run: RunArrays, cache: str) -> RunArrays:
     return replace(
         run,
         warm=warm,
-        warm_kept=warm_kept(run, warm, warm_ttl(run, cache)),
+        warm_kept=warm_kept(run, warm, warm_ttl(run, cache), partial=cache != "anthropic"),
         tail=tail_tokens(run, cache),
         system_tokens=system,
         cache_cap=cache_caps(run, cache, warm, system),

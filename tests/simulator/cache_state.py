@@ -31,7 +31,7 @@ class CacheState:
         overhead: int,
         warm: int,
         tokens: np.ndarray,
-        warm_kept: bool = False,
+        warm_kept: int = 0,
     ) -> None:
         self.params = cache_params(cache, model)
         cap = 2 * n_requests + 12
@@ -53,7 +53,7 @@ class CacheState:
     def switch_model(self) -> None:
         """The next request goes to another model: nothing cached so far is read where ``switch_drops``."""
         if switch_drops(self.params):
-            drop_entries(self.n, self.pos, self.tok, self.exp, self.warm_kept and server_resets(self.params))
+            drop_entries(self.n, self.pos, self.tok, self.exp, self.warm_kept > 0 and server_resets(self.params))
 
     def request(
         self,

@@ -25,7 +25,7 @@ def _reads(warm: int, times: list[float], kept: bool) -> list[int]:
     """Cached tokens of requests k = 0, 1, ... sent at ``times``, request k holding items 0..k (system breakpoint
     after item 0)."""
     model = "claude-sonnet-4-5-20250929"
-    state = CacheState(make_cache("anthropic"), model, len(times), 0, warm, SIZES, warm_kept=kept)
+    state = CacheState(make_cache("anthropic"), model, len(times), 0, warm, SIZES, warm_kept=warm if kept else 0)
     return [state.request(max(k, 1), k + 1, 1, t, _cum(k + 1), -1, 0)[0] for k, t in enumerate(times)]
 
 
@@ -43,7 +43,7 @@ def test_a_kept_warm_prefix_is_read_on_the_model_switched_to():
     warm tokens; nothing else the run cached on Sonnet."""
     model = "claude-sonnet-4-5-20250929"
     for kept, after in ((True, 3000), (False, 0)):
-        state = CacheState(make_cache("anthropic"), model, 4, 0, 3000, SIZES, warm_kept=kept)
+        state = CacheState(make_cache("anthropic"), model, 4, 0, 3000, SIZES, warm_kept=3000 if kept else 0)
         reads = [state.request(max(k, 1), k + 1, 1, 10.0 * k, _cum(k + 1), -1, 0)[0] for k in range(3)]
         state.switch_model()
         assert reads + [state.request(3, 4, 1, 30.0, _cum(4), -1, 0)[0]] == [3000, 3000, 3500, after]

@@ -51,14 +51,18 @@ def test_openai_hit_rate_weighs_the_conversation_server_and_the_warm_prefix():
     assert _grow(_state("openai", warm=2048, hit_rate=1.0), 3)[2] == 3456  # q = 1: the longest prefix
 
 
-def test_openai_idle_expiry_keeps_the_warm_prefix_only_where_other_sessions_keep_it():
-    """Past the TTL the run's own entries expire, and the warm prefix with them unless the log shows other
-    sessions keeping it (``warm_kept``). Before, it never expired: a Codex session of gpt-5.4 (LAF-US/IDAHO-VAULT)
-    read 5,504 tokens after 20 minutes idle where the replay read its 37,376 warm ones."""
-    assert _grow(_state("openai", warm=2048), 3, gap=601.0)[1:] == [0, 0]
-    kept = CacheState(make_cache("openai"), None, 8, 0, 2048, SIZES, warm_kept=True)
-    assert _grow(kept, 3, gap=601.0)[1:] == [2048, 2048]
-    assert _grow(_state("openai", warm=2048), 3, gap=599.0)[1:] == [2944, 3456]  # within the TTL
+def test_openai_idle_expiry_keeps_the_part_of_the_warm_prefix_other_sessions_keep():
+    """Past the TTL the run's own entries expire, and the warm prefix with them but for the part the log shows other
+    sessions keeping (``warm_kept`` tokens). Before, it never expired: a Codex session of gpt-5.4
+    (LAF-US/IDAHO-VAULT) read 5,504 tokens after 20 minutes idle where the replay read its 37,376 warm ones."""
+
+    def kept(tokens: int) -> CacheState:
+        return CacheState(make_cache("openai"), None, 8, 0, 2048, SIZES, warm_kept=tokens)
+
+    assert _grow(kept(0), 3, gap=601.0)[1:] == [0, 0]
+    assert _grow(kept(2048), 3, gap=601.0)[1:] == [2048, 2048]
+    assert _grow(kept(1100), 3, gap=601.0)[1:] == [1024, 1024]  # 1,100 kept: in 128s
+    assert _grow(kept(0), 3, gap=599.0)[1:] == [2944, 3456]  # within the TTL
     assert _grow(_state("openai", warm=2048, ttl=3600), 3, gap=601.0)[1:] == [2944, 3456]
 
 
@@ -100,9 +104,9 @@ def test_hit_rate_is_a_share():
 
 
 def test_an_automatic_caches_warm_prefix_is_kept_as_the_log_shows() -> None:
-    """``with_start`` asks the log whether other sessions kept the warm prefix through the run's idle gaps under the
-    automatic cache's own TTL, as it does under Anthropic's: a read of the warm tokens after a gap past it says
-    they did; a smaller read says they did not (the gpt-5.4 session: 5,504 of 37,376 after 20 minutes)."""
+    """``with_start`` asks the log how much of the warm prefix other sessions kept through the run's idle gaps under
+    the automatic cache's own TTL, as it does under Anthropic's: the least read after a gap past it (the gpt-5.4
+    session: 5,504 of 37,376 after 20 minutes); under Anthropic's, all of it or none."""
     from replay.run_arrays import build
     from replay.simulator.run_start import warm_ttl, with_start
 
@@ -118,5 +122,7 @@ def test_an_automatic_caches_warm_prefix_is_kept_as_the_log_shows() -> None:
         return build("r", items, requests, model="gpt-5.4")
 
     assert warm_ttl(run(5_504), "openai") == make_cache("openai").ttl
-    assert not with_start(run(5_504), "openai").warm_kept
-    assert with_start(run(37_376), "openai").warm_kept
+    assert with_start(run(5_504), "openai").warm_kept == 5_504  # a part survives under an automatic cache
+    assert with_start(run(37_376), "openai").warm_kept == 37_376
+    assert with_start(run(40_000), "openai").warm_kept == 37_376  # no more than was warm
+    assert with_start(run(5_504), "anthropic").warm_kept == 0  # all or nothing under Anthropic's

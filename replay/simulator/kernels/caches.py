@@ -43,7 +43,7 @@ CP_TTL = 1  # the parameter a request served by another provider replaces (RunAr
 CP_HIT = 8  # the parameter a request's own model's fitted hit rate replaces (RunArrays.cache_fit.by_model)
 CP_OUTPUT = 9  # the response is cached with its prompt (OpenAIAuto.output_cached); AS_LOGGED: as the log holds it
 AS_LOGGED = 2  # a CP_OUTPUT: the response's items as logged (OpenAIAuto.output_as_logged)
-N_STATE = 4  # n: live entries, warm position, warm tokens, other sessions keep the warm prefix (1) or not (0)
+N_STATE = 4  # n: live entries, warm position, warm tokens, warm tokens other sessions keep (RunArrays.warm_kept)
 REASONING, ASSISTANT_TEXT = KIND_CODE["reasoning"], KIND_CODE["assistant_text"]
 AS_BEFORE = -2  # a ``RunArrays.server_read``: the server gave what it gave the request before (a whole write lost)
 RING = 8  # automatic caches: earlier requests whose prefixes are kept beside the newest
@@ -181,9 +181,10 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
     effort: with probability ``hit_rate`` (q) the request reaches the server holding the conversation, which last
     cached the newest earlier request that reached it too (lag j, probability q(1-q)^(j-1); beyond the kept
     requests, the warm prefix); otherwise it reads the warm prefix only. q = 1: the longest cached prefix. The warm
-    prefix expires with the run's own entries (an idle gap past the TTL since the last request) unless other
-    sessions keep it cached (``warm_entry``'s ``kept``): a Codex session of gpt-5.4 read its 37,376 warm tokens at
-    four requests 12-25 s apart and 5,504 after 20 minutes idle.
+    prefix expires with the run's own entries (an idle gap past the TTL since the last request) but for the part
+    other sessions keep cached (``warm_entry``'s ``kept``): a Codex session of gpt-5.4 read its 37,376 warm tokens
+    at four requests 12-25 s apart and 5,504 after 20 minutes idle; one of gpt-5.3-codex 6,528 of its 6,656 after
+    19 minutes.
 
     Entries are the prompts of the last RING + 1 requests, newest first, each refreshed at every request (idle
     expiry ``ttl``). A rewrite at ``dirty`` shortens every longer entry to it (OpenAI, Gemini); under DeepSeek a
@@ -191,10 +192,12 @@ def auto_request(cp, pos, tok, exp, n, dirty, end, now, cumtok, overhead, s_at, 
     the warm prefix)."""
     ttl, min_tokens, step, q = cp[1], cp[2], int(cp[5]), cp[8]
     full = cum_at(cumtok, end, overhead, s_at, s_tok)
-    if n[2] > 0 and n[3] == 0 and n[0] > 0 and now > exp[0]:  # idle past the TTL: the warm prefix expired too
-        n[1] = n[2] = 0
+    if n[2] > n[3] and n[0] > 0 and now > exp[0]:  # idle past the TTL: what no other session keeps expired too
+        n[2] = n[3]
+        if n[3] == 0:
+            n[1] = 0
     if n[2] > 0 and n[1] > dirty:  # a rewrite inside the warm prefix: what precedes it is still common
-        n[1], n[2] = dirty, cum_at(cumtok, dirty, overhead, s_at, s_tok)
+        n[1], n[2] = dirty, min(n[2], cum_at(cumtok, dirty, overhead, s_at, s_tok))
     common = -1
     j = 0
     for i in range(n[0]):
@@ -305,9 +308,9 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n, kept):
     the first request's items, which its read covers): one entry at the last item boundary they cover (or inside
     the first item; under Anthropic's cache, covering the item they end in at a block boundary within it). The
     automatic caches keep all of them as the warm prefix (n[1], n[2]): valid while the item they end in is
-    unchanged, and until an idle gap past the TTL. Under Anthropic's cache the entry lives until the run reads it,
-    then as the run's own do. With ``kept`` (other sessions keep it cached through the run's idle gaps:
-    ``RunArrays.warm_kept``) neither expires."""
+    unchanged, and until an idle gap past the TTL leaves the ``kept`` tokens of it that other sessions keep cached
+    (``RunArrays.warm_kept``). Under Anthropic's cache the entry lives until the run reads it, then as the run's
+    own do; it never expires when all of it is kept."""
     if warm <= 0:
         return
     full, at = overhead, 0
@@ -318,7 +321,7 @@ def warm_entry(overhead, warm, tokens, pos, tok, exp, n, kept):
         at = q + 1
     inside = full < warm and 0 < at < len(tokens)  # they end inside item ``at``: at a block boundary within it
     pos[0], tok[0] = (at + 1, warm) if inside else (at, full if at > 0 else warm)
-    exp[0], n[0], n[3] = np.inf if kept else UNTIL_READ, 1, 1 if kept else 0
+    exp[0], n[0], n[3] = np.inf if kept >= warm else UNTIL_READ, 1, kept
     n[1], n[2] = (at, full) if full >= warm or at == len(tokens) else (at + 1, warm)
 
 

@@ -239,7 +239,7 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
         cdirty = dirty_from if k > 0 else first_rewrite(forms, ftok, r.tokens, end, s_at)
         if k > 0 and r.req_model[k] != r.req_model[k - 1] and switch_drops(cp):
             # another model: nothing its server cached for the previous one is read, but a kept warm prefix
-            drop_entries(cn, cpos, ctok, cexp, r.warm_kept and server_resets(cp))
+            drop_entries(cn, cpos, ctok, cexp, r.warm_kept > 0 and server_resets(cp))
         if r.cache_cap[k] >= 0 and server_resets(cp):  # the server's prompt changed inside the prefix item
             cdirty = min(cdirty, r.first_body, end)
             cap_entries(ctok, cpos, cn, cdirty, r.cache_cap[k])

@@ -134,7 +134,7 @@ class PackedRuns:
     dup_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.dup_chars)
     media_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.media_chars)
     warm: np.ndarray  # per run: tokens cached before its first request (replay.simulator.run_start)
-    warm_kept: np.ndarray  # per run: other sessions keep those cached through its idle gaps (RunArrays.warm_kept)
+    warm_kept: np.ndarray  # per run: tokens of those other sessions keep cached through its idle gaps (RunArrays)
     assistant_bp: np.ndarray  # per run: a breakpoint ends the last assistant message too (RunArrays.assistant_bp)
     tail: np.ndarray  # per run: tokens sent after the last breakpoint, already out of its prefix item's ``tokens``
     req_model: np.ndarray  # per request: run-local code of the model that served it (``model_codes``)
@@ -316,7 +316,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "dup_chars": _cat([r.dup_chars_after for r in runs], np.int64),
         "media_chars": _cat([r.media_chars_of for r in runs], np.int64),
         "warm": np.array([r.warm for r in runs], dtype=np.int64),
-        "warm_kept": np.array([r.warm_kept for r in runs], dtype=np.bool_),
+        "warm_kept": np.array([r.warm_kept for r in runs], dtype=np.int64),
         "assistant_bp": np.array([r.assistant_bp for r in runs], dtype=np.bool_),
         "tail": np.array([r.tail for r in runs], dtype=np.int64),
         "req_model": _cat([model_codes(r) for r in runs], np.int64),
