@@ -168,6 +168,18 @@ def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[floa
     return _share(cols, half, run.n_requests, True), _share(cols, half, run.n_requests, False)
 
 
+def exact_fit(fitted: tuple | None, requests: int) -> list[str]:
+    """What to say of a run whose prompt fit has as many terms as it has requests (``fitted``: its fit and
+    boundaries from ``fit_usage``): it meets them exactly by construction, so its prompt score shows only that the
+    fit needed no negative prefix or content."""
+    if fitted is None or fitted[0].unknowns < requests:
+        return []
+    return [
+        f"prompt fitted with {fitted[0].unknowns} terms to {requests} requests: exact by construction (its score "
+        "only shows that no prefix or content the log lacks had to be negative)"
+    ]
+
+
 def session_row(run: RunArrays, row: dict) -> dict:
     """The row (kind 'session') of a run whose log records usage only for the whole session
     (replay.metrics.session_totals): no prompt to score per request; its cache-read share against the totals',
@@ -431,7 +443,8 @@ def fidelity_frame(
                     "within": bool(len(err))
                     and float(np.median(err)) <= TARGET_MEDIAN
                     and float(np.quantile(err, 0.95)) <= TARGET_P95,
-                    "reason": "; ".join(cache_reasons(run)) or None,  # why the cache share cannot match
+                    # why the cache share cannot match; a prompt fitted exactly by construction
+                    "reason": "; ".join([*exact_fit(fitted[2].get(run.run_id), len(err)), *cache_reasons(run)]) or None,
                 }
             )
         elif run.session_totals:

@@ -88,6 +88,7 @@ class Fit:
     reasoning_in_prompt: bool = True
     # (from step, to step): an offset that holds only until that step (the harness drops that content there)
     ends: tuple[tuple[int, int], ...] = ()
+    unknowns: int = 1  # the terms fitted (prefix, scale, per-message term, boundary offsets)
 
     def predict(
         self, recon: np.ndarray, messages: np.ndarray | None = None, steps: np.ndarray | None = None
@@ -266,6 +267,7 @@ def fit(
         float(coef[k - 1]) if use_msgs else 0.0,
         tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0),
         ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
+        unknowns=len(cols),
     )
 
 

@@ -78,6 +78,11 @@ def test_fit_recovers_segment_offsets_and_per_message():
     two = fit(np.array([5_408.0, 3_980.0]), np.array([176_375.0, 193_423.0]), None, np.array([0, 1]), [1, 2])
     assert two.scale == 1.0 and [s for s, _ in two.offsets] == [1]
     assert np.allclose(two.predict(np.array([5_408.0, 3_980.0]), None, np.array([0, 1])), [176_375, 193_423])
+    # and fidelity says that such a score is no evidence: a term per request
+    from replay.simulator.fidelity import exact_fit
+
+    assert two.unknowns == 2 and "exact by construction" in exact_fit((two, {1: "compaction"}), 2)[0]
+    assert f.unknowns == 5 and exact_fit((f, {}), 30) == []
     # an offset is content the log does not hold: never negative, so a drop at a plain boundary stays an error
     drop = fit(recon[:3], recorded[:3] - 1000 * (steps[:3] >= 2), None, steps[:3], [1, 2], ends={1: 2})
     assert drop.scale == 1.0 and all(t >= 0 for _, t in drop.offsets)
