@@ -81,7 +81,7 @@ class Conversation:
         self.waiting: tuple[dict, int | None, Any] | None = None  # (event, summary index, completed at)
         self.limits: dict[int, int] = {}  # maxPromptTokens -> requests
         self.call_limits: dict[int, int] = {}  # a request's log line -> the maxPromptTokens its call ran against
-        self.shutdowns: list[tuple[int, Any, int]] = []  # (line, modelMetrics, requests opened before it)
+        self.shutdowns: list[tuple[int, Any]] = []  # (line, modelMetrics) of each session.shutdown
 
     # --- records ----------------------------------------------------------------------------------------------
     def finish(self) -> Iterator[Record]:
@@ -325,7 +325,7 @@ class Conversation:
         )
         self.b.run.metadata["session_usage"] = {k: data.get(k) for k in keys if data.get(k) is not None}
         if "modelMetrics" in data:
-            self.shutdowns.append((line, data["modelMetrics"], self.requests()))
+            self.shutdowns.append((line, data["modelMetrics"]))
 
     def requests(self) -> int:
         return sum(isinstance(r, Request) for r in self.b.records)
@@ -338,7 +338,7 @@ class Conversation:
             return
         line = self.shutdowns[-1][0]
         summed: dict[str | None, dict[str, Any]] = {}
-        for at, metrics, _ in self.shutdowns:
+        for at, metrics in self.shutdowns:
             totals, problem = session_totals(metrics)
             if problem is not None:
                 self.b.warn(at, f"session.shutdown: {problem}; the run has no recorded usage to bill")
