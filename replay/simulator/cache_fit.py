@@ -3,7 +3,8 @@
 Which model: the one of the provider that served the run (``provider_cache``). Its parameters, in this order:
 
 1. ``uncached``: every request with usage recorded a cache read of 0 where the provider's cache would have read
-   something: the server had no cache (a self-hosted model, a proxy without one). Simulated with no cache.
+   something: the server had no cache (a self-hosted model, a proxy without one). Simulated with no cache. Not
+   under explicit breakpoints whose log records a write: that server caches (``_wrote``).
 2. ``fit``: an automatic cache (OpenAI, Gemini, DeepSeek) with enough informative requests of its own, also on a
    run flagged unreconstructable: its recorded reads are still the server's, and the fit matches a share of the
    prompt, which content the log lacks moves on both sides (the provider's default hit rate of 1 is no better
@@ -158,6 +159,13 @@ def _recorded(run: RunArrays, upto: int | None) -> np.ndarray:
     return have
 
 
+def _wrote(run: RunArrays, name: str, have: np.ndarray) -> bool:
+    """Under explicit breakpoints (``anthropic``), the log records a cache write on a request with usage: the
+    server caches, though it read nothing back (LAF-US/IDAHO-VAULT 5c04fe06: two requests of Haiku 4.5 that each
+    wrote their whole prompt; replayed uncached, their writes were priced as input, -19%)."""
+    return name == "anthropic" and len(run.rec_write) == run.n_requests and bool((run.rec_write[have] > 0).any())
+
+
 def _never_wrote(run: RunArrays, name: str, have: np.ndarray) -> bool:
     """Under explicit breakpoints (``anthropic``), the log records a cache write of 0 on every request with usage
     where the cache model would have written: the harness set no breakpoint (OpenHands through a LiteLLM proxy
@@ -177,6 +185,8 @@ def fit_run(run: RunArrays, name: str, upto: int | None = None) -> CacheFit | No
         return None
     rec = run.rec_cache_read
     if not (rec[have] > 0).any():
+        if _wrote(run, name, have):  # that server caches: what it lost is the log's (replay.simulator.server_cache)
+            return None
         mechanical = recorded_hits(run, [make_cache(name)])[0]
         if (mechanical[have] > 0).any() or _never_wrote(run, name, have):
             return CacheFit("none", source="uncached")

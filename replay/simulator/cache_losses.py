@@ -8,9 +8,12 @@ skill listing: replay.simulator.harness_changes), a context event of the harness
 change of the harness prefix (a prefix segment that ends: ``RunArrays.gone_at``). A request that reads clearly less
 than that (``MIN_LOSS`` tokens and ``MIN_SHARE`` of what was held), with none of them, lost the prefix to a change
 the log does not record (Claude Code in VS Code: turns opened with an IDE note read only the system prompt); so did
-a request that reads exactly what its predecessor read, when that one wrote ``MIN_WRITE`` or more (the whole write
-is gone, its earlier prefix is not: ccl-worktrees-ef958aa1, Claude Code 2.1, at 3 requests); a replay of the log
-keeps reading it, so what the bill pays again there cannot be reproduced. A log that reads but records no cache
+one at a context event alone that reads clearly less than the harness prefix the event leaves in front of the
+messages (``prefix_kept``; LAF-US/IDAHO-VAULT 5c04fe06 and b2b82754, Haiku 4.5 after a compaction: 0 of a 171k
+prefix, 61 s after it was written); so did a request that reads exactly what its predecessor read, when that one
+wrote ``MIN_WRITE`` or more (the whole write is gone, its earlier prefix is not: ccl-worktrees-ef958aa1, Claude
+Code 2.1, at 3 requests); a replay of the log keeps reading it, so what the bill pays again there cannot be
+reproduced. A log that reads but records no cache
 write at all (MiniMax's API, replay.simulator.request_costs.writes_unbilled) held its whole prompt.
 
 Anthropic's API gives back all it held at nearly every request (at most 8 of 98 Claude Code requests within the
@@ -114,16 +117,18 @@ def held_after(run: RunArrays) -> np.ndarray:
     return np.where((read >= 0) & (write >= 0), read + write, -1)
 
 
-def explained_changes(run: RunArrays) -> np.ndarray:
+def explained_changes(run: RunArrays, events: bool = True) -> np.ndarray:
     """Per request, whether the log shows a cause for its prompt to differ from the previous request's before its
-    end: a model switch, a thinking, tool-list or harness change, a context event, a rewrite, a prefix change."""
+    end: a model switch, a thinking, tool-list or harness change, a context event (not with ``events`` False), a
+    rewrite, a prefix change."""
     m = run.n_requests
     models = run.req_model if len(run.req_model) == m else (None,) * m
     switched = np.array([a != b for a, b in zip(models[:-1], models[1:], strict=True)], dtype=bool)
     explained = np.zeros(m, dtype=bool)
     explained[1:] = switched | run.thinking_switches[1:] | run.tools_changes[1:] | run.harness_changes[1:]
-    events = run.events.step
-    explained[events[(events >= 0) & (events < m)]] = True
+    if events:
+        at = run.events.step
+        explained[at[(at >= 0) & (at < m)]] = True
     ev = run.events  # an item the log shows rewritten from a request on (Cline's duplicate-read pass): a new prefix
     if len(ev.mask_pos):
         first: dict[int, int] = {}
@@ -171,4 +176,21 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     whole = np.zeros(m, dtype=bool)
     whole[1:] = (read[1:] == read[:-1]) & (read[1:] > 0) & (run.rec_write[:-1] >= MIN_WRITE)
     at = np.flatnonzero(((lost >= MIN_LOSS) & (share >= MIN_SHARE) | whole) & could)
+    if step is None:  # explicit breakpoints: a context event rewrites the messages, not the prefix before them
+        kept = np.minimum(before, prefix_kept(run))
+        event = within & explained & ~explained_changes(run, events=False) & (kept > 0) & (read >= 0)
+        short = np.where(event, kept - read, 0)
+        at = np.union1d(at, np.flatnonzero(event & (short >= MIN_LOSS) & (short >= MIN_SHARE * kept)))
+        lost[at] = np.maximum(lost[at], short[at])
     return CacheLosses(at.astype(np.int64), lost[at], whole=np.flatnonzero(whole & could).astype(np.int64))
+
+
+def prefix_kept(run: RunArrays) -> int:
+    """What a context event leaves of the cached prefix under explicit breakpoints: the system-prompt breakpoint
+    the log shows (``RunArrays.system_tokens``), else the harness prefix item (what the log does not hold, sent
+    before every message); 0 when the run has none."""
+    if run.system_tokens > 0:
+        return int(run.system_tokens)
+    if run.prefix_tokens <= 0 or not run.n_items or run.kind[0] != 0:
+        return 0
+    return max(int(run.tokens[0]) - int(run.tail), 0)

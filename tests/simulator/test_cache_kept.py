@@ -312,3 +312,22 @@ def test_the_corpus_gateway_run_sends_its_floor_uncached(claude_code_runs):
     assert (run.tail_extras >= beyond).all()
     _, row = _replay(run)
     assert abs(_like(row)) < 0.015
+
+
+def test_a_compaction_explains_no_loss_of_the_prefix_before_the_messages(claude_code_runs):
+    """A compaction rewrites the messages, not the harness prefix in front of them: cc-jason-webtech reads its
+    34,027-token system prefix at both compactions. A request at a compaction that reads clearly less than that
+    lost it to a change the log does not record (LAF-US/IDAHO-VAULT 5c04fe06 and b2b82754, Haiku 4.5: 0 of a 171k
+    prefix 61 s after it was written); before, the compaction explained any loss there. A log that records writes
+    and no read is a server that caches (not ``uncached``): what it lost is then the log's."""
+    from replay.simulator.cache_fit import fit_run
+    from replay.simulator.cache_losses import prefix_kept
+
+    run = one_run(claude_code_runs, "cc-jason-webtech")
+    assert prefix_kept(run) > 0 and run.rec_cache_read[[78, 142]].tolist() == [34_027, 34_027]
+    assert not {78, 142} & set(unexplained_losses(run).requests.tolist())
+    read = run.rec_cache_read.copy()
+    read[78] = 0
+    assert 78 in unexplained_losses(replace(run, rec_cache_read=read)).requests.tolist()
+    silent = replace(run, rec_cache_read=np.zeros_like(read))
+    assert fit_run(silent, "anthropic") is None  # the defaults: Anthropic's cache, not "none"
