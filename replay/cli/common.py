@@ -175,9 +175,9 @@ def emit(
                 width=None if wide else widths[col],
             )
         costs = [c.endswith("cost_usd") for c in frame.columns]
-        for row in frame.iter_rows():  # an unknown cost says so; a blank could read as free
+        for row in frame.iter_rows():  # an unknown cost says so (why: its note); a blank could read as free
             table.add_row(
-                *(Text(NO_PRICE if v is None and cost else cell(v)) for v, cost in zip(row, costs, strict=True))
+                *(Text(UNKNOWN_COST if v is None and cost else cell(v)) for v, cost in zip(row, costs, strict=True))
             )
         if wide:  # every column whole, however wide the terminal: lines longer than it wrap there, not in cells
             Console(markup=False, width=max(console.width, _table_width(frame) + 4), file=console.file).print(table)
@@ -192,7 +192,8 @@ def emit(
         raise ReplayError(f"--format {fmt!r}: choose table, json or csv")
 
 
-NO_PRICE = "no price"
+# a cost the table cannot give: no price for a model, or no usage to price (the row's note or the footer says which)
+UNKNOWN_COST = "unknown"
 
 
 def _fold_text_to_fit(frame: pl.DataFrame, widths: dict[str, int], must: list[str]) -> None:
@@ -249,7 +250,7 @@ def header(col: str) -> str:
 def _column_width(frame: pl.DataFrame, col: str, fold_header: bool = False) -> int:
     """The widest cell of ``col``, and its header (its longer line when the header may take two)."""
     head = max(len(line) for line in header(col).split("\n")) if fold_header else len(col)
-    unknown = len(NO_PRICE) if col.endswith("cost_usd") and frame[col].null_count() else 0
+    unknown = len(UNKNOWN_COST) if col.endswith("cost_usd") and frame[col].null_count() else 0
     return max([head, unknown] + [len(cell(v)) for v in frame[col].to_list()])
 
 

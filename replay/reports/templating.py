@@ -16,9 +16,10 @@ TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 def usd(x: float | None) -> str:
-    """A cost as a page shows it: cents and fractions to 4 decimals, a small cost to 4 significant digits."""
+    """A cost as a page shows it: cents and fractions to 4 decimals, a small cost to 4 significant digits; "unknown"
+    where there is none (no price for its model, or no usage to price)."""
     if x is None:
-        return "no price"
+        return "unknown"
     return f"${x:,.4f}" if x >= 0.01 or x == 0 else f"${x:.4g}"
 
 

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from replay.cli import app
-from replay.cli.common import NO_PRICE, cell
+from replay.cli.common import UNKNOWN_COST, cell
 from replay.ingest import ingest
 from replay.store import open_store
 
@@ -52,7 +52,7 @@ def test_compact_keeps_every_label_and_number_whole(db, width, by):
     assert len(shown) == len(rows)
     for row, (label, numbers) in zip(rows, shown, strict=True):  # a long label folds; the numbers are whole
         assert label == ("(none)" if row[key] is None else str(row[key]))
-        cost = NO_PRICE if row["cost_usd"] is None else cell(row["cost_usd"])
+        cost = UNKNOWN_COST if row["cost_usd"] is None else cell(row["cost_usd"])
         assert numbers == [cell(row["requests"]), *cost.split()]
 
 
