@@ -43,6 +43,7 @@ from replay.policies import PRESETS, Budget, aliases_of, make_policy, parse_sets
 from replay.policies.base import DEFAULT_WINDOW
 from replay.policies.window_fit import window_warnings
 from replay.simulator.caches import AUTO, make_cache
+from replay.simulator.fidelity import EXACT
 from replay.simulator.kernels.compiling import compile_beside_the_fit
 from replay.simulator.load import load_runs, prompt_sources
 from replay.simulator.own_window import OwnWindows, plain
@@ -332,21 +333,28 @@ def runs_by_model(
     return f"{MODEL_TOKENIZER}:{','.join(sorted(used))}", sorted(arrays, key=lambda r: r.run_id)
 
 
+EXACT_NOTE = f"{EXACT}: the prompt fit has a term per request, so its score only shows that nothing had to be negative"
+
+
 def with_verdict(df: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
-    """``df`` with a short ``verdict`` per row (within, missed, flagged [n]: unreconstructable, or for an
-    event not scored or a run of session totals, not scored [n]) and the distinct reasons the [n] point to, so the
-    verdict fits 80 columns and the reason is printed under the table."""
+    """``df`` with a short ``verdict`` per row (within, missed, flagged [n]: unreconstructable, exact [n]: within
+    by construction, or for an event not scored or a run of session totals, not scored [n]) and the distinct
+    reasons the [n] point to, so the verdict fits 80 columns and the reason is printed under the table."""
     flagged = sorted({r for r in df["unreconstructable"].drop_nulls() if r})
     events = df.filter(pl.col("kind") != "run")  # a run row's reason is what its cache figures show (fidelity)
     unscored = sorted({r for r in events["reason"].drop_nulls() if r} - set(flagged))
-    reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"not scored: {r}" for r in unscored)]
-    number = {r: i for i, r in enumerate([*flagged, *unscored], 1)}
+    runs = df.filter(pl.col("kind") == "run")["reason"].drop_nulls().to_list()
+    exact = [EXACT_NOTE] if any(EXACT in r for r in runs) else []
+    reasons = [*(f"unreconstructable: {r}" for r in flagged), *(f"not scored: {r}" for r in unscored), *exact]
+    number = {r: i for i, r in enumerate([*flagged, *unscored, *exact], 1)}
     verdicts = []
     for kind, within, reason, why in df.select("kind", "within", "unreconstructable", "reason").iter_rows():
         if kind == "run" and reason:
             verdicts.append(f"flagged [{number[reason]}]")
         elif kind != "run" and why:
             verdicts.append(f"not scored [{number[why]}]")
+        elif within and why and EXACT in why:
+            verdicts.append(f"exact [{number[EXACT_NOTE]}]")
         else:
             verdicts.append("within" if within else "missed")
     return df.with_columns(pl.Series("verdict", verdicts, pl.String)), reasons

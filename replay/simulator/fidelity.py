@@ -168,6 +168,9 @@ def out_of_sample_share(run: RunArrays, cache: str, provider: str) -> tuple[floa
     return _share(cols, half, run.n_requests, True), _share(cols, half, run.n_requests, False)
 
 
+EXACT = "exact by construction"  # what a run row's reason says of a prompt fit with a term per request
+
+
 def exact_fit(fitted: tuple | None, requests: int) -> list[str]:
     """What to say of a run whose prompt fit has as many terms as it has requests (``fitted``: its fit and
     boundaries from ``fit_usage``): it meets them exactly by construction, so its prompt score shows only that the
@@ -175,8 +178,8 @@ def exact_fit(fitted: tuple | None, requests: int) -> list[str]:
     if fitted is None or fitted[0].unknowns < requests:
         return []
     return [
-        f"prompt fitted with {fitted[0].unknowns} terms to {requests} requests: exact by construction (its score "
-        "only shows that no prefix or content the log lacks had to be negative)"
+        f"prompt fitted with {fitted[0].unknowns} terms to {requests} requests: {EXACT} (its score only shows that "
+        "no prefix or content the log lacks had to be negative)"
     ]
 
 

@@ -509,3 +509,29 @@ def test_fidelity_does_not_score_a_compaction_made_while_idle(tmp_path: Path, ve
             assert (event["reason"], event["simulated_request"], event["within"]) == (None, None, False), event
             strict = CliRunner().invoke(app, ["fidelity", "--db", str(db), "-t", "o200k", "--strict"])
             assert strict.exit_code == 1 and "missed" in strict.stdout, strict.output
+
+
+def test_a_prompt_met_by_construction_reads_exact_not_within() -> None:
+    """A run whose prompt fit has a term per request meets its target whatever its log holds: the table says
+    ``exact [n]`` with the reason under it, not ``within``; a flag and an unscored event keep theirs."""
+    import polars as pl
+
+    from replay.cli.simulate_cmds import EXACT_NOTE, with_verdict
+
+    rows = pl.DataFrame(
+        {
+            "kind": ["run", "run", "run", "compaction", "session"],
+            "within": [True, True, False, None, None],
+            "unreconstructable": [None, None, "content outside the log", None, None],
+            "reason": [
+                "prompt fitted with 2 terms to 2 requests: exact by construction (...)",
+                None,
+                None,
+                "no recorded prompt after it",
+                "no per-request usage, only session totals",
+            ],
+        }
+    )
+    shown, reasons = with_verdict(rows)
+    assert shown["verdict"].to_list() == ["exact [4]", "within", "flagged [1]", "not scored [3]", "not scored [2]"]
+    assert reasons[-1] == EXACT_NOTE
