@@ -49,6 +49,10 @@ _EVENTS_SQL = """SELECT run_id, format AS harness, model, metadata FROM runs
                  ORDER BY run_id"""
 
 
+# a request the log records usage for (the rest are unbilled, never priced as 0)
+_HAS_USAGE = pl.col("input_tokens").is_not_null() | pl.col("prompt_tokens").is_not_null()
+
+
 def request_bill(
     con: duckdb.DuckDBPyConnection, pricing: Pricing = DEFAULT_PRICING, run_ids: list[str] | None = None
 ) -> pl.DataFrame:
@@ -68,7 +72,7 @@ def request_bill(
     def col(name: str) -> np.ndarray:
         return q[name].fill_null(0).to_numpy().astype(np.int64)
 
-    billed = (q["input_tokens"].is_not_null() | q["prompt_tokens"].is_not_null()).to_numpy()
+    billed = q.select(_HAS_USAGE).to_series().to_numpy()
     read, write = col("cache_read"), col("cache_write")
     w1h = np.minimum(col("cache_write_1h"), write)  # a split larger than the writes cannot be billed twice
     uncached = np.where(
@@ -117,7 +121,7 @@ def _call_rows(con: duckdb.DuckDBPyConnection, q: pl.DataFrame, run_ids: list[st
     for rid, step, ts, model in q.select("run_id", "step", "ts", "model").iter_rows():
         times.setdefault(rid, []).append((step, ts))
         models.setdefault(rid, {})[step] = model
-    with_usage = set(q.filter(pl.col("input_tokens").is_not_null() | pl.col("prompt_tokens").is_not_null())["run_id"])
+    with_usage = set(q.filter(_HAS_USAGE)["run_id"])
     rows = []
     for rid, harness, model, raw in con.execute(_EVENTS_SQL.format(where=where), params).fetchall():
         metadata = json.loads(raw) if isinstance(raw, str) else raw

@@ -117,18 +117,15 @@ def held_after(run: RunArrays) -> np.ndarray:
     return np.where((read >= 0) & (write >= 0), read + write, -1)
 
 
-def explained_changes(run: RunArrays, events: bool = True) -> np.ndarray:
-    """Per request, whether the log shows a cause for its prompt to differ from the previous request's before its
-    end: a model switch, a thinking, tool-list or harness change, a context event (not with ``events`` False), a
-    rewrite, a prefix change."""
+def explained_changes(run: RunArrays) -> np.ndarray:
+    """Per request, whether the log shows a cause for its prompt to differ from the previous request's inside
+    what a context event keeps (``event_requests`` are the others): a model switch, a thinking, tool-list or
+    harness change, a rewrite, a prefix change."""
     m = run.n_requests
     models = run.req_model if len(run.req_model) == m else (None,) * m
     switched = np.array([a != b for a, b in zip(models[:-1], models[1:], strict=True)], dtype=bool)
     explained = np.zeros(m, dtype=bool)
     explained[1:] = switched | run.thinking_switches[1:] | run.tools_changes[1:] | run.harness_changes[1:]
-    if events:
-        at = run.events.step
-        explained[at[(at >= 0) & (at < m)]] = True
     ev = run.events  # an item the log shows rewritten from a request on (Cline's duplicate-read pass): a new prefix
     if len(ev.mask_pos):
         first: dict[int, int] = {}
@@ -139,6 +136,14 @@ def explained_changes(run: RunArrays, events: bool = True) -> np.ndarray:
     gone = run.gone_at
     explained[gone[(gone >= 0) & (gone < m)]] = True
     return explained
+
+
+def event_requests(run: RunArrays) -> np.ndarray:
+    """Per request, whether a context event of the harness (compaction, microcompact) takes effect at it."""
+    out = np.zeros(run.n_requests, dtype=bool)
+    at = run.events.step
+    out[at[(at >= 0) & (at < run.n_requests)]] = True
+    return out
 
 
 def unexplained_losses(run: RunArrays) -> CacheLosses:
@@ -154,7 +159,8 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
         return empty
     read, held = run.rec_cache_read, held_after(run)
     gap = idle_before(run)
-    explained = explained_changes(run)
+    changed, at_event = explained_changes(run), event_requests(run)
+    explained = changed | at_event
     # what was held before each request: after the previous one, or after the latest before it whose usage the log
     # has (a request of unknown usage in between sent that prefix again, and read it)
     known = np.maximum.accumulate(np.where(held >= 0, np.arange(m), -1))
@@ -178,7 +184,7 @@ def unexplained_losses(run: RunArrays) -> CacheLosses:
     at = np.flatnonzero(((lost >= MIN_LOSS) & (share >= MIN_SHARE) | whole) & could)
     if step is None:  # explicit breakpoints: a context event rewrites the messages, not the prefix before them
         kept = np.minimum(before, prefix_kept(run))
-        event = within & explained & ~explained_changes(run, events=False) & (kept > 0) & (read >= 0)
+        event = within & at_event & ~changed & (kept > 0) & (read >= 0)
         short = np.where(event, kept - read, 0)
         at = np.union1d(at, np.flatnonzero(event & (short >= MIN_LOSS) & (short >= MIN_SHARE * kept)))
         lost[at] = np.maximum(lost[at], short[at])
