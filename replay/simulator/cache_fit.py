@@ -21,10 +21,13 @@ Which model: the one of the provider that served the run (``provider_cache``). I
    prefix; then the shortest documented retention covering that gap, or the gap itself past them all (DeepSeek
    documents none: "hours to days"; olivia215215/cabinet-governance 14e0e1d0 read its 70,272-token prefix after
    44.5 h).
-3. ``default``: the model's documented defaults (hit rate 1), also for a run with too few informative requests
-   of its own: a fit pooled over other runs would depend on which runs are loaded together (a ``--runs``
-   pattern, a sweep's shard), and one run's figures must not. Anthropic runs stay here: explicit breakpoints and
-   the TTL their log records (``replay.simulator.fidelity``) leave nothing to fit.
+3. ``default``: the model's documented defaults (hit rate 1), also for a run with no informative request of its
+   own: a fit pooled over other runs would depend on which runs are loaded together (a ``--runs`` pattern, a
+   sweep's shard), and one run's figures must not. One informative request is enough for a fit, as a request
+   per term is for the prompt's: gemini-cli sessions of two requests whose second missed the cache replayed at
+   the default 10-43% under their recorded usage (LAF-US/IDAHO-VAULT 2026-03-29T01-38: -10.4%, its fit 0.0%).
+   Anthropic runs stay here: explicit breakpoints and the TTL their log records (``replay.simulator.fidelity``)
+   leave nothing to fit.
 
 ``fit_run(..., upto=k)`` fits on the first k requests only: ``replay fidelity`` scores such a fit on the rest of the
 run (out of sample), so the fit cannot echo the share it is judged on. A hit rate from fewer than
@@ -55,7 +58,7 @@ from replay.simulator.server_cache import with_reads_past_conversation, with_ser
 
 AUTOMATIC = ("openai", "deepseek", "gemini")
 RETENTION = (600.0, 3600.0, 86_400.0)  # OpenAI: 5-10 min idle, up to 1 h off-peak, 24 h extended retention
-MIN_INFORMATIVE = 2  # informative requests a run needs for a fit of its own
+MIN_INFORMATIVE = 1  # informative requests a run (or a model of it) needs for a fit of its own
 MIN_PREDICTIVE = 20  # informative requests a fitted hit rate needs to predict requests it was not fitted on
 NEVER = 1e12  # a TTL no gap reaches
 _BIG = Budget(10**9, 0)
@@ -231,8 +234,8 @@ def model_rates(
     kernels.caches.switch_drops), so how often a request reaches the server holding its conversation is the
     model's, not the run's. One rate over both prices the misses at the wrong model: a gemini-cli session that
     moved from gemini-2.5-pro to gemini-2.5-flash-lite read 83% of its pro prompts and 49% of its flash-lite ones,
-    and one rate of 76% billed it 7.7% over its recorded usage. A model with fewer than MIN_INFORMATIVE
-    informative requests of its own keeps the run's rate."""
+    and one rate of 76% billed it 7.7% over its recorded usage. A model with no informative request of its own
+    keeps the run's rate."""
     models = run.req_model if len(run.req_model) == run.n_requests else ()
     names = sorted({m for m in models if m})
     if len(names) < 2:

@@ -88,14 +88,28 @@ def test_a_run_that_never_read_its_cache_is_uncached():
 
 
 def test_a_runs_cache_comes_from_its_own_log_alone():
-    """A run with too few informative reads takes the defaults, whatever other runs are loaded with it (a pooled
+    """A run with no informative read takes the defaults, whatever other runs are loaded with it (a pooled
     profile made a sweep's shards disagree with the whole sweep)."""
     full = [0] + [_prompt(k - 1) // 128 * 128 for k in range(1, 6)]
     half = [0] + [_prompt(k - 1) // 128 * 128 if k % 2 else 0 for k in range(1, 6)]
-    runs = [replace(r, run_id=f"r{i}") for i, r in enumerate([_run(full), _run(half), _run([0, 4096])])]
+    runs = [replace(r, run_id=f"r{i}") for i, r in enumerate([_run(full), _run(half), _run([2048])])]
     together = fit_caches(runs, {})
     assert [f.cache_fit.source for f in together] == ["fit", "fit", "default"]
     assert [fit_caches([r], {})[0].cache_fit for r in runs] == [f.cache_fit for f in together]
+
+
+def test_one_informative_request_is_a_fit_of_its_own():
+    """A two-request gemini-cli session whose second request missed the cache (LAF-US/IDAHO-VAULT
+    2026-03-29T01-38: both read only the warm prefix) was replayed at the documented hit rate 1 and billed 10.4%
+    under its recorded usage; its one informative request fits it: a hit rate of 0, the recorded share."""
+    reads = [2048, 2048]
+    run = _run(reads, model="gemini-2.5-pro")
+    fit = fit_run(run, "gemini")
+    assert fit is not None and (fit.source, fit.reached, fit.informative, fit.hit_rate) == ("fit", 0, 1, 0.0)
+    cols, _ = simulate_run(replace(run, warm=2048), make_policy("recorded"), fit.cache(), Budget(10**9))
+    assert cols["cached_tokens"].tolist() == reads
+    hit = fit_run(_run([2048, _prompt(0) // 128 * 128], model="gemini-2.5-pro"), "gemini")
+    assert hit is not None and (hit.reached, hit.informative) == (1, 1) and hit.hit_rate == pytest.approx(1, abs=0.005)
 
 
 def test_a_run_flagged_unreconstructable_still_fits_its_own_reads():
