@@ -20,7 +20,8 @@ ACCESS_CODE = {a: i for i, a in enumerate(ACCESS)}
 TOOL_CALL, TOOL_RESULT = KIND_CODE["tool_call"], KIND_CODE["tool_result"]
 # what a response writes: its reasoning (first), text and tool calls (what a harness resends right after the prompt)
 OUTPUT_KINDS = np.array([KIND_CODE["reasoning"], KIND_CODE["assistant_text"], TOOL_CALL], dtype=np.int8)
-PREFIX_KINDS = (KIND_CODE["system"], KIND_CODE["tool_defs"])  # the harness prefix, never trimmed
+TOOL_DEFS = KIND_CODE["tool_defs"]  # tool schemas: never trimmed wherever they stand (policies.kernel.pinned)
+PREFIX_KINDS = (KIND_CODE["system"], TOOL_DEFS)  # the harness prefix, never trimmed
 ESTIMATE_LABEL = "estimate:chars/4"
 
 

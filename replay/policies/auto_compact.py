@@ -75,6 +75,7 @@ from replay.policies.kernel import (
     drop,
     est_total,
     pair_safe_start,
+    pinned,
     prefix_end,
     request_limit,
     set_cost,
@@ -769,12 +770,13 @@ def compact(p, r, st):
 def compact_before(p, r, st, start):
     """Everything live before ``start`` becomes the summary, but the newest user messages kept; the files the
     harness re-reads after it (``reattached``) ride on the summary. The memory files the harness read again at the
-    newest recorded compaction so far (``TF_REREAD``) stay: they are what it reads after any."""
+    newest recorded compaction so far (``TF_REREAD``) stay: they are what it reads after any; so does harness
+    prefix that starts mid-run (``kernel.pinned``)."""
     lo = live_from(r, st)
     live = 0
     reread = -1  # the step of the newest memory files read again
     for q in range(lo, start):
-        live += st.forms[q] != DROPPED
+        live += st.forms[q] != DROPPED and not pinned(r, q)
         if r.kind[q] == ATTACHMENT and r.tflag[q] & TF_REREAD != 0:
             reread = r.step[q]
     if live == 0:

@@ -35,7 +35,7 @@ from replay.policies.kernel import (
 )
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED
-from replay.run_arrays import TOOL_RESULT, RunArrays
+from replay.run_arrays import TOOL_DEFS, TOOL_RESULT, RunArrays
 
 DEFAULT_WINDOW = 200_000  # every command's default context window (tokens)
 WINDOW_HELP = f"Context window, tokens (the same default, {DEFAULT_WINDOW:,}, in every command)."
@@ -244,8 +244,10 @@ class Policy(PolicyBase):
             start = int(early.min())
 
     def drop(self, positions: np.ndarray) -> None:
-        """Drop items together with their call/result partners (alone where tool calls are text)."""
+        """Drop items together with their call/result partners (alone where tool calls are text); harness prefix
+        that starts mid-run stays (``kernel.pinned``)."""
         positions = np.asarray(positions, dtype=np.int64)
+        positions = positions[self.run.kind[positions] != TOOL_DEFS]
         if self.run.text_tools:
             self.set_forms(positions, DROPPED)
             return

@@ -19,6 +19,7 @@ from replay.policies.kernel import (
     drop,
     est_of,
     est_total,
+    pinned,
     prefix_end,
 )
 from replay.policies.space import Knob
@@ -84,7 +85,7 @@ def decide(p, r, st):
     for q in range(first, end - 1):
         if excess <= 0:
             break
-        if st.forms[q] == DROPPED:
+        if st.forms[q] == DROPPED or pinned(r, q):
             continue
         partner = r.pair[q]
         cost = est_of(st, q) + (est_of(st, partner) if 0 <= partner < end and st.forms[partner] != DROPPED else 0)

@@ -64,6 +64,7 @@ from replay.policies.kernel import (
     S_SUM_TOK,
     S_WINDOW,
     pair_safe_start,
+    pinned,
     request_limit,
     set_form,
     set_summariser_prompt,
@@ -274,6 +275,8 @@ def compact(p, r, st, lo, cut):
     """The messages in [lo, cut) become the summary."""
     set_summariser_prompt(st, summariser_prompt(r, st, lo, cut), 0, -1)
     for q in range(lo, cut):
+        if pinned(r, q):
+            continue
         if st.forms[q] != DROPPED:
             set_form(st, q, DROPPED)
         st.s[S_MSG_EST] -= st.aux[A_COUNTED, q]

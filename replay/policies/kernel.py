@@ -31,7 +31,7 @@ import numpy as np
 
 from replay.jit import compiled
 from replay.policies.view import DROPPED, ORIGINAL
-from replay.run_arrays import ACCESS_CODE, TOOL_CALL, TOOL_RESULT
+from replay.run_arrays import ACCESS_CODE, TOOL_CALL, TOOL_DEFS, TOOL_RESULT
 
 # -- parameters --------------------------------------------------------------------------------------------------------
 (P_CODE, P_ESTIMATOR, P_WINDOW, P_RESERVE, P_NEAR_MARGIN, P_OVERHEAD) = range(6)
@@ -238,10 +238,21 @@ def set_cost(st, form, q, tok, est):
     st.ftok[form, q], st.fest[form, q] = tok, est
 
 
+@compiled(inline="always")
+def pinned(r, q):
+    """Whether item q is harness prefix that no context policy trims, also where it starts mid-run: tool
+    definitions, as the loader gives a model switch's own prefix and the schemas a tool search loaded
+    (replay.simulator.load). A system message logged mid-run is a message (Codex re-sends its developer
+    instructions after a compaction), which policies may drop."""
+    return r.kind[q] == TOOL_DEFS
+
+
 @compiled(borrowed=True)
 def drop(r, st, q):
     """Drop item q together with its call/result partner (when that is already in the history and the two are an
-    API pair: not for a run whose tool calls are text, ``text_tools``)."""
+    API pair: not for a run whose tool calls are text, ``text_tools``); harness prefix stays (``pinned``)."""
+    if pinned(r, q):
+        return
     set_form(st, q, DROPPED)
     partner = r.pair[q]
     if 0 <= partner < st.s[S_END] and not r.text_tools:

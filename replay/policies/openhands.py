@@ -56,6 +56,7 @@ from replay.policies.kernel import (
     est_of,
     est_total,
     pair_safe_start,
+    pinned,
     prefix_end,
     set_summariser_prompt,
     set_summary,
@@ -419,7 +420,9 @@ def token_tail(p, r, st, ids, first, head):
 
 @compiled(borrowed=True)
 def forget(r, st, q):
-    """Drop item q with its partner (``kernel.drop``), keeping the event count."""
+    """Drop item q with its partner (``kernel.drop``), keeping the event count; harness prefix stays."""
+    if pinned(r, q):
+        return
     end = st.s[S_END]
     for x in (q, r.pair[q]):
         if 0 <= x < end:

@@ -49,6 +49,7 @@ from replay.policies.kernel import (
     est_of,
     est_total,
     pair_safe_start,
+    pinned,
     prefix_end,
     set_form,
     set_summary,
@@ -296,7 +297,9 @@ def folds(r, st, q, start):
 
 @compiled(borrowed=True)
 def forget(r, st, q):
-    """Drop item q with its partner (``kernel.drop``); a marker among them no longer counts."""
+    """Drop item q with its partner (``kernel.drop``); a marker among them no longer counts; harness prefix stays."""
+    if pinned(r, q):
+        return
     unmarked(st, q)
     partner = r.pair[q]
     if 0 <= partner < st.s[S_END]:

@@ -24,7 +24,7 @@ from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.simulator.request_windows import request_windows
 from replay.simulator.thinking import thinking_switches
-from replay.simulator.tool_loads import tool_list_changes
+from replay.simulator.tool_loads import LOAD, tool_list_changes
 from replay.tokens.usage_metadata import ExactSizes, events_and_rewrites, exact_sizes, rollback_drops
 
 _ITEMS = """
@@ -70,7 +70,7 @@ def _synthetic(step: int, kind: str, tokens: int, marker: str) -> dict:
         "seq": None,
         "step": step,
         "kind": kind,
-        "role": "system" if kind == "system" else "user",
+        "role": "system" if kind in ("system", "tool_defs") else "user",
         "chars": 4 * tokens,
         "tokens": tokens,
         "tool_name": None,
@@ -115,8 +115,10 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
 
 def _unlogged(step: int, tokens: int, why: str, until: dict[int, int]) -> dict:
     """Content the log does not hold, sent from ``step`` on: until the step ``until`` names for it, when it does
-    (``gone_at``: Claude Code's SDK loop drops attachments at the next user message), else to the end."""
-    item = _synthetic(step, "attachment", tokens, why)
+    (``gone_at``: Claude Code's SDK loop drops attachments at the next user message), else to the end. The schemas
+    a tool search loaded (``tool_loads.LOAD``) are tool definitions, which no policy trims: Claude Code keeps a
+    loaded tool past a compaction (``compactMetadata.preCompactDiscoveredTools``)."""
+    item = _synthetic(step, "tool_defs" if why == LOAD else "attachment", tokens, why)
     if step in until:
         item["gone_at"] = until[step]
     return item
@@ -125,7 +127,9 @@ def _unlogged(step: int, tokens: int, why: str, until: dict[int, int]) -> dict:
 def _prefix_segments(prompt: PromptModel) -> list[dict]:
     """The prefix as items: the part every segment shares first, then, where the prefix changes (a model switch, a
     new tool list: ``PREFIX_CHANGES`` entries of ``prompt.unlogged``), each segment's own part from its first
-    request until the next change (``gone_at``)."""
+    request until the next change (``gone_at``). A segment that starts mid-run is ``tool_defs``: harness prefix,
+    which no policy trims (``policies.kernel.pinned``; a compaction left the segment of 05541cb5's /model switch
+    out of Claude Code's prompt after it, -26% at request 95)."""
     changes = sorted((s, t) for s, t, why in prompt.unlogged if why in PREFIX_CHANGES)
     starts = [0, *(s for s, _ in changes)]
     sizes = list(np.cumsum([prompt.prefix, *(t for _, t in changes)]))
@@ -133,7 +137,7 @@ def _prefix_segments(prompt: PromptModel) -> list[dict]:
     out = [_synthetic(0, "system", shared, "prefix")] if shared > 0 else []
     for i, (start, size) in enumerate(zip(starts, sizes, strict=True)):
         if size - shared > 0 and len(changes):
-            seg = _synthetic(start, "system", int(size - shared), "prefix segment")
+            seg = _synthetic(start, "tool_defs" if start else "system", int(size - shared), "prefix segment")
             seg["gone_at"] = starts[i + 1] if i + 1 < len(starts) else -1
             out.append(seg)
     return out

@@ -154,7 +154,7 @@ def replayed(tmp_path_factory):
     files = [
         gemini_session(logs),
         minimax_events(logs, "minimax-fit", 24, 4),
-        minimax_events(logs, "minimax-short", 2, 10),
+        minimax_events(logs, "minimax-short", 1, 10),  # no informative request: the defaults
     ]
     return replayed_as_recorded(files, tmp_path_factory.mktemp("store") / "s.duckdb")
 

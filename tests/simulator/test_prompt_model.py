@@ -142,3 +142,56 @@ def test_a_tokenizer_without_counts_is_an_error_not_chars4(corpus_db):
 
     with pytest.raises(ReplayError, match="no token counts for tokenizer 'o200k'"):
         load_runs(corpus_db, "o200k", "%ccl-sample%")
+
+
+def test_harness_prefix_that_starts_mid_run_outlives_every_policys_trimming():
+    """A model switch's own prefix and the schemas a tool search loaded are tool definitions sent from their step
+    on, which no policy trims: a Claude Code compaction left LAF-US/IDAHO-VAULT 05541cb5's /model-switch segment
+    (8,602 tokens) and its tool loads out of the prompt after it (-26% at request 95). A system message logged
+    mid-run is a message: a policy may drop it (Codex re-sends its developer instructions after a compaction)."""
+    from replay.policies.view import DROPPED
+    from replay.run_arrays import TOOL_DEFS, build
+    from replay.simulator.billing import billing_for
+    from replay.simulator.run import charged_views
+
+    run = synth_run(40, seed=5)
+    items = [
+        {
+            "seq": i,
+            "step": int(s),
+            "kind": "system" if i == 30 else "user_text",
+            "role": "system" if i == 30 else "user",
+            "chars": int(c),
+            "tokens": int(t),
+            "tool_name": None,
+            "call_id": None,
+            "resource": None,
+            "access": None,
+            "is_error": False,
+            "ts": None,
+            "turn": 1,
+            "content_hash": None,
+            "lines": 1,
+        }
+        for i, (s, c, t) in enumerate(zip(run.step, run.chars, run.tokens, strict=True))
+    ]
+    switch, load = int(run.step[20]), int(run.step[25])
+    model = PromptModel(
+        prefix=20_000, source=FIT, unlogged=((switch, 8_000, "model switch"), (load, 1_500, "tool-reference"))
+    )
+    placed = apply_prompt([dict(it) for it in items], model)
+    pinned = [p for p, it in enumerate(placed) if it["kind"] == "tool_defs"]
+    assert [placed[p]["tokens"] for p in pinned] == [8_000, 1_500]
+    logged_system = next(p for p, it in enumerate(placed) if it["seq"] == 30)
+    reqs = [{"step": int(k), "ts": None, "prompt_tokens": None} for k in run.req_step]
+    arrays = build("p", placed, reqs, "real:synthetic")
+    assert (arrays.kind[pinned] == TOOL_DEFS).all()
+    budget = Budget(60_000, 0)
+    for name, knobs in (("auto_compact", {"threshold": 0.5}), ("drop_oldest", {}), ("claude-code-2.1.74", {})):
+        policy = make_policy(name, knobs)
+        steps, _ = charged_views(arrays, policy, budget, billing_for(arrays.model, make_cache("none")))
+        views = [view for view, _, _ in steps]
+        assert any((v.forms[: v.end] == DROPPED).any() for v in views), name  # it trimmed
+        late = [v for v in views if v.end > max(pinned)]
+        assert late and all((v.forms[pinned] != DROPPED).all() for v in late), name
+        assert any(v.end > logged_system and v.forms[logged_system] == DROPPED for v in views), name
