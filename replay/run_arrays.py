@@ -20,6 +20,9 @@ ACCESS_CODE = {a: i for i, a in enumerate(ACCESS)}
 TOOL_CALL, TOOL_RESULT = KIND_CODE["tool_call"], KIND_CODE["tool_result"]
 # what a response writes: its reasoning (first), text and tool calls (what a harness resends right after the prompt)
 OUTPUT_KINDS = np.array([KIND_CODE["reasoning"], KIND_CODE["assistant_text"], TOOL_CALL], dtype=np.int8)
+# the tool name of the content a harness added after a recorded compaction that the log does not hold (the prompt
+# model's offset there, replay.simulator.load): a policy that compacts as the harness does adds as much
+AFTER_COMPACTION = "unlogged_after_compaction"
 TOOL_DEFS = KIND_CODE["tool_defs"]  # tool schemas: never trimmed wherever they stand (policies.kernel.pinned)
 PREFIX_KINDS = (KIND_CODE["system"], TOOL_DEFS)  # the harness prefix, never trimmed
 ESTIMATE_LABEL = "estimate:chars/4"

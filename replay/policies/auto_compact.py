@@ -46,7 +46,8 @@ The presets in :mod:`replay.policies.presets` set these knobs per harness and ve
 Recorded harness artefacts in the run (a ``summary`` item and the attachments / user messages the harness
 re-sent with it, same step, after it; the loader's ``recorded_only`` items) are never part of this policy's
 view: the simulated compaction replaces them. ``summary_from_log`` sizes the n-th simulated summary like the
-n-th recorded one.
+n-th recorded one, and what rides on it like what the log shows the n-th compaction added where that is more than
+the files the preset re-reads (``added_after``); the summariser call writes the summary alone.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from replay.policies.kernel import (
     S_POLICY,
     S_PREV_END,
     S_SENT_EST,
+    S_SUM_OUT,
     S_SUMMARISED,
     S_WINDOW,
     SUMMARY_CLEARED,
@@ -86,7 +88,7 @@ from replay.policies.masking import token_ratio, wording_cost
 from replay.policies.space import Knob
 from replay.policies.view import DROPPED, ORIGINAL, PLACEHOLDER, SHRUNK
 from replay.readers.claude_code_memory import MEMORY_REREAD
-from replay.run_arrays import ACCESS_CODE, KIND_CODE, TOOL_CALL, TOOL_RESULT
+from replay.run_arrays import ACCESS_CODE, AFTER_COMPACTION, KIND_CODE, TOOL_CALL, TOOL_RESULT
 
 SUMMARY, ATTACHMENT, USER = KIND_CODE["summary"], KIND_CODE["attachment"], KIND_CODE["user_text"]
 IMAGE = KIND_CODE["image"]
@@ -102,6 +104,9 @@ TF_TOOL = 64
 # on an attachment (never a call, which alone TF_WHOLE_FILE means there): a memory file the harness reads again after
 # every compaction (the Claude Code reader's ``memory_reread``), which the simulated compaction keeps
 TF_REREAD = TF_WHOLE_FILE
+# on an attachment (never a call, which alone TF_FILE_STATE means there): what the harness added after a recorded
+# compaction that the log does not hold (the prompt model's offset there: ``run_arrays.AFTER_COMPACTION``)
+TF_AFTER = TF_FILE_STATE
 # characters of the text Claude Code 2.1.38-2.1.68 sends for an answered user-message image
 IMAGE_NOTE_CHARS = len("[image]")
 # characters the Read tool's line numbering adds per line of a file beyond the JSON-escaped newline a Write call
@@ -389,6 +394,7 @@ class AutoCompact(CompiledPolicy):
                 TF_MICRO * ((every or t in tools) and t not in c.micro_exempt)
                 | TF_FILE_STATE * (t in state)
                 | TF_WHOLE_FILE * (t in whole or t == MEMORY_REREAD)
+                | TF_AFTER * (t == AFTER_COMPACTION)
                 | TF_TOOL
                 for t in tool_names
             ],
@@ -751,6 +757,32 @@ def summary_size(p, st):
 
 
 @compiled(borrowed=True)
+def added_after(p, r, st):
+    """With summary_from_log, what the harness added after the n-th recorded summary (past the log's summaries, the
+    last one's; else 0): the attachments the log shows at its step after it (re-read files, hook context) but the
+    memory files read again, which a compaction keeps (``TF_REREAD``), and what the log does not hold (``TF_AFTER``
+    attachments: Claude Code announces its deferred tools, MCP instructions and agents again, and to 2.1.87 logs no
+    attachment at all)."""
+    n = min(st.s[S_COMPACTIONS], st.s[S_RECORDED] - 1)
+    if p[P_FROM_LOG] <= 0 or n < 0:
+        return np.int64(0)
+    seen, total = -1, np.int64(0)
+    for q in range(len(r.kind)):
+        seen += r.kind[q] == SUMMARY
+        if seen == n and r.kind[q] == SUMMARY:
+            x = q - 1  # the step's unlogged content before the summary, then what follows it
+            while x >= 0 and r.step[x] == r.step[q]:
+                total += r.tokens[x] if r.kind[x] == ATTACHMENT and r.tflag[x] & TF_AFTER != 0 else 0
+                x -= 1
+            x = q + 1
+            while x < len(r.kind) and r.step[x] == r.step[q]:
+                total += r.tokens[x] if r.kind[x] == ATTACHMENT and r.tflag[x] & TF_REREAD == 0 else 0
+                x += 1
+            break
+    return total
+
+
+@compiled(borrowed=True)
 def compact(p, r, st):
     """Compact now; the kept part by keep_fraction, keep_rounds or keep_last, or, where the harness compacts before
     a turn whatever the size (``COMPACT_NOW``), the turn's own items."""
@@ -769,7 +801,8 @@ def compact(p, r, st):
 @compiled(borrowed=True)
 def compact_before(p, r, st, start):
     """Everything live before ``start`` becomes the summary, but the newest user messages kept; the files the
-    harness re-reads after it (``reattached``) ride on the summary. The memory files the harness read again at the
+    harness re-reads after it (``reattached``), or what the log shows it added there when more (``added_after``),
+    ride on the summary, which the summariser call writes alone. The memory files the harness read again at the
     newest recorded compaction so far (``TF_REREAD``) stay: they are what it reads after any; so does harness
     prefix that starts mid-run (``kernel.pinned``)."""
     lo = live_from(r, st)
@@ -791,7 +824,12 @@ def compact_before(p, r, st, start):
             set_form(st, q, SHRUNK if q == shrunk else ORIGINAL)
         else:
             drop(r, st, q)
-    size = summary_size(p, st) + reattached(p, r, st, start)
+    # what rides on the summary: the files the preset re-reads, or what the log shows the harness added there when
+    # that is more (LAF-US/IDAHO-VAULT ad723d79, 2.1.111: 14,055 tokens the log lacks besides its re-read files;
+    # 82e1012b, 2.1.87: 8,650 the log lacks, its re-read files, which the preset sizes at 8,784)
+    summary = summary_size(p, st)
+    size = summary + max(reattached(p, r, st, start), added_after(p, r, st))
+    st.s[S_SUM_OUT] = summary + max(st.s[S_SUM_OUT], 0)  # the summariser writes the summary alone
     st.s[S_COMPACTIONS] += 1
     st.s[S_CUT] = max(st.s[S_CUT], start)
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept

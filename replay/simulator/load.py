@@ -17,7 +17,7 @@ from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
 from replay.readers.json_fields import json_args
 from replay.readers.tool_targets import END, read_span
-from replay.run_arrays import ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4, request_turns
+from replay.run_arrays import AFTER_COMPACTION, ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4, request_turns
 from replay.simulator.claude_code_breakpoints import marks_last_two
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
 from replay.simulator.idle import inferred_ttl
@@ -119,6 +119,8 @@ def _unlogged(step: int, tokens: int, why: str, until: dict[int, int]) -> dict:
     a tool search loaded (``tool_loads.LOAD``) are tool definitions, which no policy trims: Claude Code keeps a
     loaded tool past a compaction (``compactMetadata.preCompactDiscoveredTools``)."""
     item = _synthetic(step, "tool_defs" if why == LOAD else "attachment", tokens, why)
+    if why == "compaction":
+        item["tool_name"] = AFTER_COMPACTION
     if step in until:
         item["gone_at"] = until[step]
     return item

@@ -102,3 +102,14 @@ def test_a_compaction_the_session_ended_on_leaves_the_last_request_whole(corpus_
     assert run.n_requests == 2 and run.events.step.tolist() == [0, 1]
     assert len(run.events.drop[1]) == 0 and row["summaries"] == 2
     assert cols["prompt_tokens"][1] > cols["prompt_tokens"][0]
+
+
+def test_claude_code_preset_adds_what_the_log_shows_a_compaction_added(corpus_db, o200k):
+    """ccs-livecd-gen-compact (Claude Code 1.0.90, which logs no attachment): after its compaction the prompt holds
+    12,542 tokens the log does not (the prompt model's offset at that boundary), of which the preset's own re-read
+    files made 8,275: it was 6.7% short (60,033 against 64,368). It now adds what the n-th recorded compaction added
+    beyond the log, less the files it re-reads itself (a version that logs no attachment logs none of them)."""
+    (row,) = events(corpus_db, o200k, "%ccs-livecd-gen-compact-e1ffaf02-3f1310b5")
+    assert row["recorded_request"] == row["simulated_request"] == 51
+    assert abs(row["simulated_after"] / row["recorded_after"] - 1) <= 0.01, row
+    assert row["simulated_after"] == row["replayed_after"], row  # the recorded policy's prompt there, exactly
