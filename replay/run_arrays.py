@@ -202,6 +202,9 @@ class RunArrays:
     # per request: the auto_compact trigger (``replay.policies.auto_compact.TRIGGERS``) of that preset where it is not
     # the run's (Claude Code 2.1.153 on: a model with an auto-compact window, another without); -1: the policy's
     req_trigger: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64), repr=False)
+    # per request: the first of a process that loaded the conversation to resume it (Claude Code's
+    # ``runs.metadata.resumes``), whose read-file state holds only the files the loaded messages' calls touched
+    req_resumed: np.ndarray = field(default_factory=lambda: np.zeros(0, np.bool_), repr=False)
     # per request: the TTL of the cache of the provider serving it where that is not the run's cache model (a model
     # switch to another provider: replay.simulator.cache_fit.request_ttls); 0: the run's; empty: 0 everywhere
     req_ttl: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64), repr=False)
@@ -254,6 +257,11 @@ class RunArrays:
     def req_triggers(self) -> np.ndarray:
         """``req_trigger`` per request (-1, the policy's trigger, where none is given)."""
         return self._per_request(self.req_trigger, np.int64, -1)
+
+    @property
+    def req_resumes(self) -> np.ndarray:
+        """``req_resumed`` per request (False where none is given)."""
+        return self._per_request(self.req_resumed, np.bool_)
 
     @property
     def usage_offsets(self) -> np.ndarray:

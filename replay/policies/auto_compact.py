@@ -1054,6 +1054,9 @@ def cut_kept_results(p, r, st, start):
 
 @compiled(borrowed=True)
 def decide(p, r, st):
+    k = st.s[S_K]
+    if k < len(r.req_resumed) and r.req_resumed[k]:  # a new process: its read-file state is rebuilt from the calls
+        st.aux[A_STATE, :] = 0  # the loaded messages hold (file_state), not from what a compaction re-read
     if st.s[S_PENDING] > 0:  # a background summary of the history as it was replaces that part now
         checkpoint = st.s[S_PENDING] - 1
         st.s[S_PENDING] = 0

@@ -159,6 +159,8 @@ Run = namedtuple(
         # .req_limit, 0: the policy's) and auto_compact's trigger where it has another (.req_trigger, -1: the policy's)
         "req_limit",
         "req_trigger",
+        # per request: the first of a process that loaded the conversation to resume it (RunArrays.req_resumed)
+        "req_resumed",
         # per request: the TTL of its provider's cache where it is not the run's cache model's (RunArrays.req_ttl;
         # 0: the run's). Entries it writes or refreshes live that long
         "req_ttl",

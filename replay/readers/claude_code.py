@@ -72,6 +72,10 @@ file-history snapshot's and the queue operation's own keys.
 ``<synthetic>`` assistant entries (model "<synthetic>", zero usage) are written by Claude Code itself, never by
 the model: they are not requests. API-error ones (``isApiErrorMessage``) are filtered out before every request,
 so they are not items either; other synthetic text (e.g. an interrupted turn's notice) is sent, so it is an item.
+"No response requested." is the sentinel Claude Code appends to a conversation it loads to resume in a new process
+(conversationRecovery): ``runs.metadata.resumes`` notes its step, from which that process runs. Such a process
+rebuilds its read-file state from the loaded messages' Read, Write and Edit calls (REPL and print mode alike:
+``extractReadFilesFromMessages``), so the files a compaction re-attached are no longer in it.
 """
 
 from __future__ import annotations
@@ -128,6 +132,9 @@ CONTEXT_ATTACHMENTS = {
     "compact_file_reference",
 }
 SYNTHETIC = "<synthetic>"
+# what Claude Code appends after the last user message of a conversation it loads to resume (conversationRecovery:
+# NO_RESPONSE_REQUESTED), logged as a <synthetic> response; an API error reusing the text is marked as one
+RESUMED = "No response requested."
 TRIGGERS = ("auto", "manual")
 # the notices Claude Code appends after a compaction it made while the session sat idle (2.1.283 on; the second for
 # a summary written while idle and applied at the next turn, 2.1.300 on; later versions add a "turn off with ..."
@@ -235,7 +242,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 18  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 19  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -256,7 +263,8 @@ class ClaudeCodeReader:
     # (``unsettled_usage``); 17: each image's pixel size (``image_sizes``: [[seq, width, height], ...]; tokens.images),
     # thinking logged without its text sized from the response's output (``thinking_tokens``; claude_code_thinking);
     # 18: a deferred_tools_delta right after a compaction that defers tools never announced before is a prefix
-    # change (``unlogged``), not the list announced again; a ``teleported-from`` record alone makes no run
+    # change (``unlogged``), not the list announced again; a ``teleported-from`` record alone makes no run; 19: a
+    # resumed conversation's sentinel ("No response requested.") is noted in ``resumes``
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -839,6 +847,8 @@ class _Session:
         if model == SYNTHETIC:  # written by Claude Code, not the model: no request
             if not obj.get("isApiErrorMessage"):  # API-error notices are filtered out before each request
                 self._content(b, msg, line, ts)
+                if text_of(msg.get("content")).strip() == RESUMED:
+                    b.run.metadata.setdefault("resumes", []).append({"step": b.step, "line": line})
             return
         if model and not b.run.model:
             _set_run(b, model=model)

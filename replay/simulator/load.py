@@ -382,6 +382,7 @@ def _assemble(
         harness_change=harness_changes(run, metadata, skills or []),
         assistant_bp=marks_last_two(metadata),
         tools_change=tool_list_changes(metadata, len(reqs)),
+        req_resumed=resumed_requests(metadata, reqs),
         prefix_tokens=prefix,
         prompt_source=prompt_source,
         unreconstructable=caveat,
@@ -403,6 +404,19 @@ def _assemble(
         server_calls=tuple((c.step, c.model, c.counts) for c in server_calls(metadata)),
         session_totals=tuple((t.model, t.requests, t.counts) for t in session_totals(metadata)),
     )
+
+
+def resumed_requests(metadata: dict, reqs: list[dict]) -> np.ndarray:
+    """Per request, True at the first request from each step at which the log shows a process loading the
+    conversation to resume it (``runs.metadata.resumes``); empty when there is none."""
+    steps = [r["step"] for r in reqs]
+    out = np.zeros(len(reqs), dtype=np.bool_)
+    for note in metadata.get("resumes") or []:
+        at = note.get("step") if isinstance(note, dict) else None
+        k = int(np.searchsorted(steps, at, side="left")) if isinstance(at, int) else len(reqs)
+        if k < len(reqs):
+            out[k] = True
+    return out if out.any() else np.zeros(0, dtype=np.bool_)
 
 
 def edit_growth(items: list[dict]) -> np.ndarray | None:

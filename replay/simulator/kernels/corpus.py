@@ -74,6 +74,7 @@ def run_at(pk, tflag, i):
         pk.req_window[c:d],
         pk.req_limit[c:d],
         pk.req_trigger[c:d],
+        pk.req_resumed[c:d],
         pk.req_ttl[c:d],
         pk.req_hit[c:d],
         pk.edit_chars[a:b],

@@ -78,6 +78,7 @@ Packed = namedtuple(
         "req_window",
         "req_limit",
         "req_trigger",
+        "req_resumed",
         "req_ttl",
         "req_hit",
         "edit_chars",
@@ -150,6 +151,7 @@ class PackedRuns:
     req_window: np.ndarray  # per request: its model's window, 0 the budget's (RunArrays.req_window)
     req_limit: np.ndarray  # per request: its model's preset's limit, 0 the policy's (RunArrays.req_limit)
     req_trigger: np.ndarray  # per request: that preset's trigger, -1 the policy's (RunArrays.req_trigger)
+    req_resumed: np.ndarray  # per request: a resumed process's first (RunArrays.req_resumed)
     req_ttl: np.ndarray  # per request: its provider's cache TTL, 0 the run's (RunArrays.req_ttl)
     req_hit: np.ndarray  # per request: its model's cache hit rate, -1 the run's (request_hit_rates)
     edit_chars: np.ndarray  # per item (replay.run_arrays.RunArrays.edit_chars)
@@ -332,6 +334,7 @@ def pack(runs: list[RunArrays] | tuple[RunArrays, ...]) -> PackedRuns:
         "req_window": _cat([r.req_windows for r in runs], np.int64),
         "req_limit": _cat([r.req_limits for r in runs], np.float64),
         "req_trigger": _cat([r.req_triggers for r in runs], np.int64),
+        "req_resumed": _cat([r.req_resumes for r in runs], np.bool_),
         "req_ttl": _cat([r.req_ttls for r in runs], np.float64),
         "req_hit": _cat([request_hit_rates(r) for r in runs], np.float64),
         "edit_chars": _cat([r.edit_chars_of for r in runs], np.int64),
