@@ -135,6 +135,9 @@ SYNTHETIC = "<synthetic>"
 # what Claude Code appends after the last user message of a conversation it loads to resume (conversationRecovery:
 # NO_RESPONSE_REQUESTED), logged as a <synthetic> response; an API error reusing the text is marked as one
 RESUMED = "No response requested."
+# a sub-agent computes its first attachments after its first tool results (query.ts getAttachmentMessages; its prompt
+# gets none): the deferred tools, MCP instructions and agents it may use are announced in full there, not logged
+SUBAGENT_ATTACHMENTS = "subagent attachments"
 TRIGGERS = ("auto", "manual")
 # the notices Claude Code appends after a compaction it made while the session sat idle (2.1.283 on; the second for
 # a summary written while idle and applied at the next turn, 2.1.300 on; later versions add a "turn off with ..."
@@ -242,7 +245,7 @@ def _attachment_text(att: dict) -> str:
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 19  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 20  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -264,7 +267,8 @@ class ClaudeCodeReader:
     # thinking logged without its text sized from the response's output (``thinking_tokens``; claude_code_thinking);
     # 18: a deferred_tools_delta right after a compaction that defers tools never announced before is a prefix
     # change (``unlogged``), not the list announced again; a ``teleported-from`` record alone makes no run; 19: a
-    # resumed conversation's sentinel ("No response requested.") is noted in ``resumes``
+    # resumed conversation's sentinel ("No response requested.") is noted in ``resumes``; 20: a sub-agent's first
+    # attachments, sent from its second request and never logged, are noted in ``unlogged``
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -875,6 +879,8 @@ class _Session:
         if (rid and rid not in self.seen_requests) or (not rid and b.step == 0):
             if rid:
                 self.seen_requests.add(rid)
+            if b.step == 1 and b is self.main and self.agent_file and not (self.fork or self.compaction_fork):
+                self.unlogged(b, line, SUBAGENT_ATTACHMENTS)
             req = b.request(ts=ts, model=served, line=line, **usage)
             self.open_request[rid] = (b, len(b.records) - 1)
             if usage["output_tokens"] == 0 and msg.get("stop_reason") is None:  # a stream's opening usage

@@ -49,7 +49,7 @@ from replay.store import frame
 from replay.store.calibrations import store_files, store_runs
 from replay.tokens.counting import count_items
 from replay.tokens.log_checks import (
-    DEFERRED_NOTICE,
+    NOTICES,
     SIGNED_BOUNDARIES,
     check_attachments,
     check_growth,
@@ -556,14 +556,14 @@ def content_ends(items: pl.DataFrame, steps: np.ndarray, boundaries: dict[int, s
     not hold is gone: the next compaction's (the harness summarises the whole conversation again, the files it
     re-attached the last time included: Claude Code's ``compactConversation`` replaces every message), or, where
     the harness keeps attachments for their user turn only, the first request of a later user turn
-    (``turn_ends``), whichever comes first. A deferred-tools notice (a message) ends at the next compaction too."""
+    (``turn_ends``), whichever comes first. A notice in the messages (``NOTICES``) ends at the next compaction too."""
     out = turn_ends(items, steps, boundaries, metadata)
     compactions = sorted(b for b, why in boundaries.items() if why == "compaction")
     for b, after in zip(compactions, compactions[1:], strict=False):
         out[b] = min(out.get(b, after), after)
     for b, why in boundaries.items():  # a notice in the messages is summarised away with them
         later = [c for c in compactions if c > b]
-        if why == DEFERRED_NOTICE and later:
+        if why in NOTICES and later:
             out[b] = later[0]
     return out
 

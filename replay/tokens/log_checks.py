@@ -32,6 +32,12 @@ DEFERRED = "deferred-tools"
 # LAF-US/IDAHO-VAULT ad723d79 (2.1.111, an MCP server's 94-111 tools deferred and withdrawn at 11 requests) read the
 # whole previous prompt at each. Content from its step on, summarised away at the next compaction
 DEFERRED_NOTICE = "deferred-tools notice"
+# the first attachments of a Claude Code sub-agent (replay.readers.claude_code.SUBAGENT_ATTACHMENTS), sent from its
+# second request: its deferred tools, MCP instructions and agents announced in messages, summarised away as a notice
+# is. LAF-US/IDAHO-VAULT's claude-desktop sub-agents grew 10-16k tokens there beyond their logged tool results (an
+# MCP server's many deferred tools), the corpus's ccl-worktrees sub-agents (2.1.114) about 2,750
+SUBAGENT_NOTICE = "subagent attachments"
+NOTICES = (DEFERRED_NOTICE, SUBAGENT_NOTICE)
 
 
 @dataclass

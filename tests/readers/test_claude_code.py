@@ -130,15 +130,17 @@ def test_unlogged_content_is_noted(corpus: Path) -> None:
     # 3e89eb15 main: the assistant line 61 answers a message (the second workflow's notification) the log lacks
     main = of(read(corpus / "claude-code" / "ccb-android-avd-opus-3e89eb15-main.jsonl"), Run)[0]
     assert main.metadata["unlogged"] == [{"step": 4, "line": 61, "reason": "missing-parent"}]
-    # a52886: ToolSearch results are tool_reference blocks the server expands into schemas the log omits
+    # a52886: ToolSearch results are tool_reference blocks the server expands into schemas the log omits; a
+    # sub-agent's first attachments (its deferred tools, MCP instructions, agents) come with its second request
     sub = corpus / "claude-code" / "ccl-worktrees-ef958aa1-sub-agent-a52886dc180afb356.jsonl"
     notes = of(read(sub), Run)[0].metadata["unlogged"]
     assert [(n["step"], n["line"], n["reason"]) for n in notes] == [
+        (1, 5, "subagent attachments"),
         (3, 10, "tool-reference"),
         (4, 15, "tool-reference"),
         (5, 20, "tool-reference"),
     ]
-    assert notes[1]["tools"][:2] == ["TaskCreate", "TaskList"] and len(notes[1]["tools"]) == 9
+    assert notes[2]["tools"][:2] == ["TaskCreate", "TaskList"] and len(notes[2]["tools"]) == 9
     clean = of(read(corpus / "claude-code" / "ccl-coderabbit-cb2e607c.jsonl"), Run)[0]
     assert "unlogged" not in clean.metadata
 
