@@ -70,12 +70,16 @@ def writes_recorded(run: RunArrays) -> bool:
 
 
 def uncached_floor(run: RunArrays) -> int:
-    """Uncached input the server reported on every request after the first (its minimum); on a run of one request,
-    that request's when it records a cache write (a breakpoint the server honoured).
+    """Uncached input the server reported on every request after the first, and on the first where it records a
+    cache write (a breakpoint the server honoured): its minimum.
 
     Claude Code writes each new message to the cache, so its floor is a few tokens; a harness that sends a
-    block after its last breakpoint (re-sent, never cached) shows that block's size here."""
-    rec = run.rec_input[:1] if run.n_requests == 1 and writes_recorded(run) else run.rec_input[1:]
+    block after its last breakpoint (re-sent, never cached) shows that block's size here. A first request that
+    wrote is as good a witness as any: LAF-US/IDAHO-VAULT agent-a19967 sent 3 tokens uncached there and 3,337 at
+    its one later request (results logged out of order), and a floor of 3,337 kept its second request from
+    reading the first's prompt (+12% on its bill)."""
+    wrote = len(run.rec_write) == run.n_requests and run.n_requests > 0 and run.rec_write[0] > 0
+    rec = run.rec_input if wrote else run.rec_input[1:]
     rec = rec[rec >= 0]
     return int(rec.min()) if len(rec) else 0
 

@@ -38,3 +38,13 @@ def test_no_tail_where_the_server_reports_no_write():
     assert tail_tokens(_run(passive, prefix=12_000), "anthropic") == 0
     written = [(15_618, 0, 500), (1_718, 15_680, 300), (3_795, 17_536, 400)]
     assert tail_tokens(_run(written, prefix=12_000), "anthropic") == 1_718
+
+
+def test_a_first_request_that_wrote_is_a_witness_of_the_floor():
+    """LAF-US/IDAHO-VAULT agent-a19967 (Claude Code 2.1.87, two requests) sent 3 tokens uncached on its first request,
+    which wrote, and 3,337 on its second (tool results logged out of order). The floor from the second alone was
+    3,337: the replay's second request could not read the first's prompt, and its bill came out 12% over."""
+    usage = [(3, 84_631, 578), (3_337, 85_209, 4_113)]
+    assert tail_tokens(_run(usage, prefix=85_000), "anthropic") == 3
+    unwritten = [(3, 84_631, 0), (3_337, 85_209, 4_113)]  # a first request that wrote nothing shows no breakpoint
+    assert tail_tokens(_run(unwritten, prefix=85_000), "anthropic") == 3_337
