@@ -234,9 +234,9 @@ def test_a_request_that_reads_what_its_predecessor_read_lost_that_ones_write(cla
 def test_tokens_sent_after_the_last_breakpoint_are_replayed(claude_code_runs):
     """ccl-coderabbit-agent request 2 sent 3,104 tokens uncached where every other request sends at most 143; the
     next request wrote them. They are the results of the round's earlier calls, logged before the result of its
-    first call, which the server puts first (``results_after_breakpoint``: 3,389 in o200k at the run's fitted scale). The replay sends them
-    uncached there too and writes them at request 3 (before, it cached them at 2 and read them at 3: -4.6% like
-    for like; now +0.1%)."""
+    first call, which the server puts first (``results_after_breakpoint``: 3,389 in o200k at the run's fitted
+    scale). The replay sends them uncached there too and writes them at request 3 (before, it cached them at 2 and
+    read them at 3: -4.6% like for like; now +0.1%)."""
     run = one_run(claude_code_runs, "ccl-coderabbit-agent-ea02459f")
     assert run.rec_input.tolist()[:4] == [3, 143, 3104, 34]
     assert run.tail_extras.tolist()[:4] == [0, 65, 3_389, 8]
