@@ -104,8 +104,8 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     for it in items:
         while segments and segments[0]["step"] <= it["step"]:
             out.append(segments.pop(0))
-        while pending and pending[0][0] <= it["step"]:
-            step, tokens, why = pending.pop(0)
+        while pending and pending[0][0] < it["step"]:  # after the items of its step: what the harness attaches
+            step, tokens, why = pending.pop(0)  # follows the results and messages it logs before the request
             out.append(_unlogged(step, tokens, why, until))
         out.append(it)
     out.extend(segments)

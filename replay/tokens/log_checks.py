@@ -72,6 +72,14 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
                 check.boundaries[note["step"]] = reason
             else:
                 check.boundaries.setdefault(note["step"], reason)
+    # a sub-agent's first attachments are inferred from the harness's code, not logged: their term is fitted only
+    # where the prompt's scale stays free beside it (calibrate.fit: boundaries + 2 < requests). On fewer requests it
+    # takes the scale's place and meets them by construction (Jason-liu-0219/my-claude agent-a126c7b, three
+    # requests: 0.85 / 1.04% with a scale, 3.14 / 5.40% with the term instead)
+    inferred = [b for b, why in check.boundaries.items() if why == SUBAGENT_NOTICE]
+    if inferred and len(check.boundaries) + 2 >= len(steps):
+        for b in inferred:
+            del check.boundaries[b]
     return check
 
 

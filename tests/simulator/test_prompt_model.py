@@ -195,3 +195,24 @@ def test_harness_prefix_that_starts_mid_run_outlives_every_policys_trimming():
         late = [v for v in views if v.end > max(pinned)]
         assert late and all((v.forms[pinned] != DROPPED).all() for v in late), name
         assert any(v.end > logged_system and v.forms[logged_system] == DROPPED for v in views), name
+
+
+def test_unlogged_content_follows_the_items_of_its_step():
+    """What a harness attaches before a request (a sub-agent's first attachments, a compaction's re-attached files)
+    follows the response and results logged at that step: placed before them, it cut the cached prefix of a cache
+    that holds the previous response (olivia215215/cabinet-governance agent-a8a5c2ea on DeepSeek: its second
+    request read 6,976 of the 7,424 tokens it read)."""
+    items = [
+        {"seq": i, "step": s, "kind": k, "role": "user", "chars": 400, "tokens": 100, "tool_name": None}
+        for i, (s, k) in enumerate([(0, "user_text"), (1, "assistant_text"), (1, "tool_result"), (2, "user_text")])
+    ]
+    placed = apply_prompt(items, PromptModel(prefix=1_000, source=FIT, unlogged=((1, 300, "subagent attachments"),)))
+    kinds = [(it["step"], it["kind"]) for it in placed]
+    assert kinds == [
+        (0, "system"),
+        (0, "user_text"),
+        (1, "assistant_text"),
+        (1, "tool_result"),
+        (1, "attachment"),
+        (2, "user_text"),
+    ]

@@ -442,3 +442,25 @@ def test_a_deferred_tools_delta_changes_the_prefix_only_at_a_model_switch():
     check = check_run(items, steps, ["a"] * 4 + ["b"] * 4, {"unlogged": notes})
     assert check.boundaries == {2: DEFERRED_NOTICE, 4: "deferred-tools", 6: "compaction"}
     assert content_ends(items, steps, check.boundaries, {}) == {2: 6}
+
+
+def test_a_boundary_whose_content_fits_at_nothing_gives_the_scale_back():
+    """Three requests and one boundary leave no point for a scale; where the boundary's offset comes out 0 (nothing
+    entered there), the fit is made again without it, with a scale (olivia215215/cabinet-governance agent-a636c7d3:
+    0.21% at p95 with a scale, 9.53% with an empty offset in its place)."""
+    recon = np.array([1_000.0, 2_000.0, 3_000.0])
+    recorded = 5_000 + 0.9 * recon  # a scale of 0.9 (0.906 there): content entering at step 1 would be negative
+    f = fit(recon, recorded, None, np.arange(3), [1])
+    assert f.scale == pytest.approx(0.9) and not f.offsets
+    jumped = recorded + np.array([0.0, 700.0, 700.0])  # content that did enter at step 1 keeps its offset
+    g = fit(recon, jumped, None, np.arange(3), [1])
+    assert g.scale == 1.0 and g.offsets and g.offsets[0][1] > 0
+
+
+def test_an_inferred_sub_agent_boundary_is_fitted_only_beside_a_scale():
+    """A sub-agent's first attachments are inferred from Claude Code's code, not logged: on a run too short to fit a
+    scale beside them they are no boundary (three requests: prefix and offset would meet them by construction)."""
+    items = pl.DataFrame({"seq": [0], "step": [0], "kind": ["user_text"], "n_tokens": [5]})
+    meta = {"unlogged": [{"step": 1, "reason": "subagent attachments"}]}
+    assert check_run(items, np.arange(3), ["a"] * 3, meta).boundaries == {}
+    assert check_run(items, np.arange(4), ["a"] * 4, meta).boundaries == {1: "subagent attachments"}
