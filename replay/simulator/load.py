@@ -105,20 +105,22 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
         while segments and segments[0]["step"] <= it["step"]:
             out.append(segments.pop(0))
         while pending and pending[0][0] < it["step"]:  # after the items of its step: what the harness attaches
-            step, tokens, why = pending.pop(0)  # follows the results and messages it logs before the request
-            out.append(_unlogged(step, tokens, why, until))
+            out.append(_unlogged(*pending.pop(0), until, out))  # follows the results and messages it logs
         out.append(it)
     out.extend(segments)
-    out.extend(_unlogged(step, tokens, why, until) for step, tokens, why in pending)
+    while pending:
+        out.append(_unlogged(*pending.pop(0), until, out))
     return out
 
 
-def _unlogged(step: int, tokens: int, why: str, until: dict[int, int]) -> dict:
+def _unlogged(step: int, tokens: int, why: str, until: dict[int, int], before: list[dict]) -> dict:
     """Content the log does not hold, sent from ``step`` on: until the step ``until`` names for it, when it does
-    (``gone_at``: Claude Code's SDK loop drops attachments at the next user message), else to the end. The schemas
+    (``gone_at``: Claude Code's SDK loop drops attachments at the next user message), else to the end; in the user
+    turn of the items it follows (``before``: those placed so far), which a turn's own count reads. The schemas
     a tool search loaded (``tool_loads.LOAD``) are tool definitions, which no policy trims: Claude Code keeps a
     loaded tool past a compaction (``compactMetadata.preCompactDiscoveredTools``)."""
     item = _synthetic(step, "tool_defs" if why == LOAD else "attachment", tokens, why)
+    item["turn"] = before[-1]["turn"] if before else 0  # the user turn of the items it follows (``before``)
     if why == "compaction":
         item["tool_name"] = AFTER_COMPACTION
     if step in until:
