@@ -203,11 +203,12 @@ def test_unlogged_content_follows_the_items_of_its_step():
     that holds the previous response (olivia215215/cabinet-governance agent-a8a5c2ea on DeepSeek: its second
     request read 6,976 of the 7,424 tokens it read)."""
     items = [
-        {"seq": i, "step": s, "kind": k, "role": "user", "chars": 400, "tokens": 100, "tool_name": None}
+        {"seq": i, "step": s, "kind": k, "role": "user", "chars": 400, "tokens": 100, "tool_name": None, "turn": 1}
         for i, (s, k) in enumerate([(0, "user_text"), (1, "assistant_text"), (1, "tool_result"), (2, "user_text")])
     ]
     placed = apply_prompt(items, PromptModel(prefix=1_000, source=FIT, unlogged=((1, 300, "subagent attachments"),)))
     kinds = [(it["step"], it["kind"]) for it in placed]
+    assert placed[4]["turn"] == 1  # the user turn of the items it follows
     assert kinds == [
         (0, "system"),
         (0, "user_text"),
