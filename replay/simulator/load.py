@@ -102,14 +102,14 @@ def apply_prompt(items: list[dict], prompt: PromptModel) -> list[dict]:
     segments = [seg for seg in out if seg["step"] > 0]
     out = [seg for seg in out if seg["step"] == 0]
     for it in items:
-        while segments and segments[0]["step"] <= it["step"]:
-            out.append(segments.pop(0))
         while pending and pending[0][0] < it["step"]:  # after the items of its step: what the harness attaches
             out.append(_unlogged(*pending.pop(0), until, out))  # follows the results and messages it logs
+        while segments and segments[0]["step"] <= it["step"]:
+            out.append(segments.pop(0))
         out.append(it)
-    out.extend(segments)
     while pending:
         out.append(_unlogged(*pending.pop(0), until, out))
+    out.extend(segments)
     return out
 
 

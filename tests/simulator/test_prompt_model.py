@@ -209,6 +209,13 @@ def test_unlogged_content_follows_the_items_of_its_step():
     placed = apply_prompt(items, PromptModel(prefix=1_000, source=FIT, unlogged=((1, 300, "subagent attachments"),)))
     kinds = [(it["step"], it["kind"]) for it in placed]
     assert placed[4]["turn"] == 1  # the user turn of the items it follows
+    # a prefix change at the next step comes after it: steps never decrease (LAF-US/IDAHO-VAULT's Gemini session
+    # 2026-04-03T20-32, a model switch at the step after unlogged content, failed to load)
+    switched = PromptModel(
+        prefix=1_000, source=FIT, unlogged=((1, 300, "subagent attachments"), (2, 500, "model switch"))
+    )
+    steps = [it["step"] for it in apply_prompt([dict(it) for it in items], switched)]
+    assert steps == [0, 0, 1, 1, 1, 2, 2]
     assert kinds == [
         (0, "system"),
         (0, "user_text"),
