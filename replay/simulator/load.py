@@ -120,7 +120,7 @@ def _unlogged(step: int, tokens: int, why: str, until: dict[int, int], before: l
     a tool search loaded (``tool_loads.LOAD``) are tool definitions, which no policy trims: Claude Code keeps a
     loaded tool past a compaction (``compactMetadata.preCompactDiscoveredTools``)."""
     item = _synthetic(step, "tool_defs" if why == LOAD else "attachment", tokens, why)
-    item["turn"] = before[-1]["turn"] if before else 0  # the user turn of the items it follows (``before``)
+    item["turn"] = (before[-1].get("turn") or 0) if before else 0  # the user turn of the items it follows
     if why == "compaction":
         item["tool_name"] = AFTER_COMPACTION
     if step in until:
