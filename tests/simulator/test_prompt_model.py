@@ -84,15 +84,14 @@ def test_full_history_without_the_prompt_model_is_far_below_the_server(legacy_ru
     assert np.median(prompt_errors(with_prefix)) < 0.01 < 0.3 < np.median(prompt_errors(without))
 
 
-def test_prefix_is_an_item_every_policy_budgets_against():
-    """A policy that budgets against the window counts the prefix: with it, the same run overflows and compacts."""
-    run = synth_run(30, seed=3)
-    items = [
+def _user_items(run, system_at: int = -1) -> list[dict]:
+    """Store-shaped items of a synthetic ``run``: user messages, the one at ``system_at`` a logged system message."""
+    return [
         {
             "seq": i,
             "step": int(s),
-            "kind": "user_text",
-            "role": "user",
+            "kind": "system" if i == system_at else "user_text",
+            "role": "system" if i == system_at else "user",
             "chars": int(c),
             "tokens": int(t),
             "tool_name": None,
@@ -107,6 +106,12 @@ def test_prefix_is_an_item_every_policy_budgets_against():
         }
         for i, (s, c, t) in enumerate(zip(run.step, run.chars, run.tokens, strict=True))
     ]
+
+
+def test_prefix_is_an_item_every_policy_budgets_against():
+    """A policy that budgets against the window counts the prefix: with it, the same run overflows and compacts."""
+    run = synth_run(30, seed=3)
+    items = _user_items(run)
     with_prefix = apply_prompt([dict(it) for it in items], PromptModel(prefix=40_000, source=FIT))
     assert with_prefix[0]["kind"] == "system" and with_prefix[0]["tokens"] == 40_000
     assert with_prefix[0]["chars"] == 160_000  # chars/4 sees exactly the prefix
@@ -155,26 +160,7 @@ def test_harness_prefix_that_starts_mid_run_outlives_every_policys_trimming():
     from replay.simulator.run import charged_views
 
     run = synth_run(40, seed=5)
-    items = [
-        {
-            "seq": i,
-            "step": int(s),
-            "kind": "system" if i == 30 else "user_text",
-            "role": "system" if i == 30 else "user",
-            "chars": int(c),
-            "tokens": int(t),
-            "tool_name": None,
-            "call_id": None,
-            "resource": None,
-            "access": None,
-            "is_error": False,
-            "ts": None,
-            "turn": 1,
-            "content_hash": None,
-            "lines": 1,
-        }
-        for i, (s, c, t) in enumerate(zip(run.step, run.chars, run.tokens, strict=True))
-    ]
+    items = _user_items(run, system_at=30)
     switch, load = int(run.step[20]), int(run.step[25])
     model = PromptModel(
         prefix=20_000, source=FIT, unlogged=((switch, 8_000, "model switch"), (load, 1_500, "tool-reference"))
