@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from replay.metrics.session_totals import prompt_tokens
+
 
 def recorded_totals(rec_prompt: np.ndarray, rec_cache_read: np.ndarray, session: Sequence[tuple] = ()) -> dict:
     """Recorded prompt and cache-read sums over the requests that report both, and their ratio; where none does,
@@ -14,7 +16,7 @@ def recorded_totals(rec_prompt: np.ndarray, rec_cache_read: np.ndarray, session:
     have = (rec_prompt > 0) & (rec_cache_read >= 0)
     prompt, read = int(rec_prompt[have].sum()), int(rec_cache_read[have].sum())
     if not have.any() and session:
-        prompt = sum(sum(counts[:4]) for _, _, counts in session)
+        prompt = sum(prompt_tokens(counts) for _, _, counts in session)
         read = sum(counts[1] for _, _, counts in session)
     return {
         "recorded_prompt": prompt,

@@ -25,6 +25,11 @@ class SessionTotal:
     counts: tuple[int, int, int, int, int]
 
 
+def prompt_tokens(counts: tuple[int, ...]) -> int:
+    """The prompt tokens a total's counts add up to: uncached input, cache reads and writes (not its output)."""
+    return sum(counts[:4])
+
+
 def session_totals(metadata: dict) -> list[SessionTotal]:
     """The run's session totals (``runs.metadata.session_totals``), one per model; none when it has none or one
     entry is not of the canonical shape (a partial total is no bill)."""

@@ -69,7 +69,6 @@ from replay.policies.kernel import (
     S_POLICY,
     S_PREV_END,
     S_SENT_EST,
-    S_SUM_OUT,
     S_SUMMARISED,
     S_WINDOW,
     SUMMARY_CLEARED,
@@ -82,6 +81,7 @@ from replay.policies.kernel import (
     request_limit,
     set_cost,
     set_form,
+    set_summariser_output,
     set_summary,
 )
 from replay.policies.masking import token_ratio, wording_cost
@@ -829,7 +829,7 @@ def compact_before(p, r, st, start):
     # 82e1012b, 2.1.87: 8,650 the log lacks, its re-read files, which the preset sizes at 8,784)
     summary = summary_size(p, st)
     size = summary + max(reattached(p, r, st, start), added_after(p, r, st))
-    st.s[S_SUM_OUT] = summary + max(st.s[S_SUM_OUT], 0)  # the summariser writes the summary alone
+    set_summariser_output(st, summary)  # the summariser writes the summary alone
     st.s[S_COMPACTIONS] += 1
     st.s[S_CUT] = max(st.s[S_CUT], start)
     # the summary (and the files re-attached with it) stands before the kept user messages: codex-rs puts the kept

@@ -296,7 +296,14 @@ def set_summariser_prompt(st, tokens, written, output):
     s[S_SUM_READ] = tokens + max(s[S_SUM_READ], 0)
     s[S_SUM_WRITE] = written
     if output >= 0:
-        s[S_SUM_OUT] = output + max(s[S_SUM_OUT], 0)
+        set_summariser_output(st, output)
+
+
+@compiled(inline="always")
+def set_summariser_output(st, output):
+    """The summariser call made at this request writes ``output`` tokens, added to what another event of the same
+    request's call wrote; its prompt stays as set (the whole previous prompt unless ``set_summariser_prompt``)."""
+    st.s[S_SUM_OUT] = output + max(st.s[S_SUM_OUT], 0)
 
 
 @compiled(borrowed=True)

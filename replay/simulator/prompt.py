@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from replay.metrics.session_totals import session_totals
+from replay.metrics.session_totals import prompt_tokens, session_totals
 from replay.tokens.calibrate import SIGNED_BOUNDARIES, TARGET_MEDIAN, counted_items, fit_totals, fit_usage
 from replay.tokens.template import DEFAULT_OVERHEAD, Overhead
 
@@ -166,7 +166,7 @@ def prompt_models(
             tokens = (value.get("harness_prefix") or {}).get("tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
                 logged[run_id] = tokens
-                summed = sum(sum(t.counts[:4]) for t in session_totals(value))
+                summed = sum(prompt_tokens(t.counts) for t in session_totals(value))
                 if summed and run_id in run_ids and run_id not in fits and override is None:
                     totals[run_id] = (summed, model, value)
     of_totals = _totals_fits(con, tokenizer_id, overhead, logged, totals, formats)

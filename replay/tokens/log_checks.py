@@ -25,8 +25,8 @@ STALL_TOKENS, STALL_SHARE = 1000, 0.25
 # where the harness prefix itself changes, so its offset may be negative: a new model (its prefix may be smaller), a
 # new tool list (Claude Code's deferred_tools_delta: schemas deferred to ToolSearch); replay.simulator.prompt's
 # PREFIX_CHANGES (this tuple) sends them as prefix segments
-SIGNED_BOUNDARIES = ("model switch", "deferred-tools")
 DEFERRED = "deferred-tools"
+SIGNED_BOUNDARIES = ("model switch", DEFERRED)
 # a deferred_tools_delta where the model does not switch: Claude Code announces the change of its deferred tools in a
 # message (an attachment the log names but does not hold) and sends the same tool list, so the cached prefix holds:
 # LAF-US/IDAHO-VAULT ad723d79 (2.1.111, an MCP server's 94-111 tools deferred and withdrawn at 11 requests) read the
