@@ -51,6 +51,7 @@ from replay.tokens.counting import count_items
 from replay.tokens.log_checks import (
     NOTICES,
     SIGNED_BOUNDARIES,
+    RunCheck,
     check_attachments,
     check_growth,
     check_history,
@@ -73,7 +74,10 @@ from replay.tokens.usage_metadata import (
     usage_only_steps,
 )
 
-MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (scale 1)
+MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (at the prior scale)
+# a model's prior scale: the median scale of the runs of that model fitted together with a free scale, within the
+# per-request targets, over this many requests at least, from this many runs at least
+PRIOR_MIN_REQUESTS, PRIOR_MIN_RUNS = 10, 3
 MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10
 DROP_REASONING_GAIN = 0.75  # earlier reasoning counts as dropped only when that cuts the squared error by 25%
@@ -89,6 +93,7 @@ class Fit:
     # (from step, to step): an offset that holds only until that step (the harness drops that content there)
     ends: tuple[tuple[int, int], ...] = ()
     unknowns: int = 1  # the terms fitted (prefix, scale, per-message term, boundary offsets)
+    scale_free: bool = False  # the scale was fitted (else it is the prior given to ``fit``)
 
     def predict(
         self, recon: np.ndarray, messages: np.ndarray | None = None, steps: np.ndarray | None = None
@@ -202,6 +207,7 @@ def fit(
     fixed: float = 0.0,
     signed: tuple[int, ...] = (),
     ends: dict[int, int] | None = None,
+    prior: float = 1.0,
 ) -> Fit:
     """Least squares recorded ≈ prefix + b * (recon - fixed) [+ c * messages] [+ offsets from boundary steps on],
     within what the prompt model can send (``replay.simulator.prompt``): the prefix (what the harness adds, with
@@ -211,8 +217,9 @@ def fit(
 
     ``ends``: boundary step -> the step from which its content is gone again (``content_ends``); the offset holds in
     between. The per-message term needs MIN_PER_MESSAGE requests; a boundary needs a request on each side. With too
-    few points for b beside the boundaries, b = 1 and one offset per boundary; with too few or constant points and
-    no boundary, b = 1 and the prefix is the mean residual (or b scales alone when that residual is < 0).
+    few points for b beside the boundaries, b = ``prior`` (the scale of the model's other runs, :func:`prior_scales`;
+    1 without) and one offset per boundary; with too few or constant points and no boundary, b = ``prior`` and the
+    prefix is the mean residual (or b scales alone when that residual is < 0).
     Returns ``overhead`` = prefix - b * fixed, so ``predict`` takes ``recon`` with the fixed part in it.
     """
     recon, recorded = np.asarray(recon, np.float64), np.asarray(recorded, np.float64)
@@ -228,7 +235,7 @@ def fit(
                 starts.append(int(b))
     few = n < MIN_FIT or np.ptp(recon) <= 0  # no scale to learn
     if few and not ind:
-        return _level(items, recorded, fixed)
+        return _level(items, recorded, fixed, prior)
     use_msgs = messages is not None and n >= MIN_PER_MESSAGE and len(ind) + 3 < n
     # with too few points for a scale beside the boundaries, b = 1 and each boundary's content the log does not hold
     # (a compaction's re-attached files) is its own offset, not a scale that stretches the logged items to cover it
@@ -246,8 +253,8 @@ def fit(
         *(-np.inf if s in signed else 0.0 for s in starts),
     ]
     if free and len(cols) >= n:
-        return _level(items, recorded, fixed)
-    target = recorded if free else recorded - items
+        return _level(items, recorded, fixed, prior)
+    target = recorded if free else recorded - prior * items
     scale = max(float(np.abs(recorded).max()), 1.0)  # columns of ones next to counts in the 100k: condition it
     norms = np.array([max(float(np.abs(c).max()), 1e-9) for c in cols])
     res = lsq_linear(
@@ -258,8 +265,8 @@ def fit(
     )
     coef = res.x * scale / norms
     if not np.all(np.isfinite(coef)):
-        return _level(items, recorded, fixed)
-    slope = float(coef[1]) if free else 1.0
+        return _level(items, recorded, fixed, prior)
+    slope = float(coef[1]) if free else prior
     k = 1 + free + use_msgs
     # a boundary whose content came out nothing held no content the log lacks; without it a short run may have the
     # points for a scale again (olivia215215/cabinet-governance agent-a636c7d3, three requests: its sub-agent
@@ -267,9 +274,8 @@ def fit(
     empty = {s for s, c in zip(starts, coef[k:], strict=True) if c == 0.0 and s not in signed}
     if empty and not free:
         kept = [b for b in boundaries if b not in empty]
-        return fit(
-            recon, recorded, messages, steps, kept, fixed, signed, {b: e for b, e in (ends or {}).items() if b in kept}
-        )
+        kept_ends = {b: e for b, e in (ends or {}).items() if b in kept}
+        return fit(recon, recorded, messages, steps, kept, fixed, signed, kept_ends, prior)
     return Fit(
         float(coef[0] - slope * fixed),
         slope,
@@ -277,18 +283,20 @@ def fit(
         tuple((s, float(c)) for s, c in zip(starts, coef[k:], strict=True) if c != 0.0),
         ends=tuple((s, e) for s, e in sorted((ends or {}).items()) if s in starts),
         unknowns=len(cols),
+        scale_free=free,
     )
 
 
-def _level(items: np.ndarray, recorded: np.ndarray, fixed: float) -> Fit:
-    """Scale 1 and the mean residual as the prefix; a scale alone when the log holds more than the server saw."""
+def _level(items: np.ndarray, recorded: np.ndarray, fixed: float, prior: float = 1.0) -> Fit:
+    """The prior scale and the mean residual as the prefix; a scale alone when the log holds more than the server
+    saw."""
     if not len(items):
-        return Fit(-fixed, 1.0)
-    prefix = float(np.mean(recorded - items))
+        return Fit(-prior * fixed, prior)
+    prefix = float(np.mean(recorded - prior * items))
     if prefix >= 0 or not (items > 0).any():
-        return Fit(max(prefix, 0.0) - fixed, 1.0)
+        return Fit(max(prefix, 0.0) - prior * fixed, prior)
     b = float(items @ recorded / (items @ items))
-    return Fit(-b * fixed, b)
+    return Fit(-b * fixed, b, scale_free=True)
 
 
 def _usage(con: duckdb.DuckDBPyConnection, run_ids: list[str] | None = None) -> pl.DataFrame:
@@ -340,10 +348,76 @@ def counted_items(
     )
 
 
+@dataclass(frozen=True)
+class _RunFit:
+    """One run's fit and what it was fitted from (:func:`fit_usage`)."""
+
+    steps: np.ndarray
+    recorded: np.ndarray
+    metadata: dict
+    exact: dict[int, int]
+    exact_dropped: dict[int, int]
+    drops: list[tuple[int, np.ndarray]]
+    undone: list[tuple[int, np.ndarray]]
+    check: RunCheck
+    ends: dict[int, int]
+    fit: Fit
+    prompts: Prompts
+
+    def within_targets(self) -> bool:
+        """Fitted with a free scale over PRIOR_MIN_REQUESTS requests at least, within the per-request targets."""
+        if not self.fit.scale_free or len(self.steps) < PRIOR_MIN_REQUESTS:
+            return False
+        pred = self.fit.predict(self.prompts.tokens, self.prompts.messages, self.steps) + self.prompts.exact
+        err = interval_errors(pred, self.recorded)
+        return float(np.median(err)) <= TARGET_MEDIAN and float(np.quantile(err, 0.95)) <= TARGET_P95
+
+
+def _fit_run(req: pl.DataFrame, run_items: pl.DataFrame, overhead: Overhead, prior: float | None = None) -> _RunFit:
+    """Fit one run's recorded prompts (``req``) from its items; ``prior``: its model's prior scale, if known."""
+    steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
+    metadata = metadata_dict(req["metadata"][0])
+    model = req["model"][0]
+    exact = exact_sizes(metadata, model=model)
+    exact_dropped = exact_sizes(metadata, reasoning_dropped=True, model=model)
+    check = check_run(run_items, steps, req["req_model"].to_list(), metadata, scale_known=prior is not None)
+    drops, undone = context_drops(metadata), rollback_drops(metadata)
+    ends = content_ends(run_items, steps, check.boundaries, metadata)
+    f, prompts = _best_fit(
+        run_items,
+        steps,
+        recorded,
+        overhead,
+        check.boundaries,
+        (exact, exact_dropped),
+        drops,
+        undone,
+        learnable(steps, metadata),
+        ends,
+        1.0 if prior is None else prior,
+    )
+    return _RunFit(steps, recorded, metadata, exact, exact_dropped, drops, undone, check, ends, f, prompts)
+
+
+def prior_scales(fits: dict[str, _RunFit], models: dict[str, str | None]) -> dict[str, float]:
+    """Model -> its prior scale: the median scale of its runs fitted within the per-request targets with a free
+    scale (PRIOR_MIN_RUNS of PRIOR_MIN_REQUESTS requests at least). It is what a tokenizer's count becomes in that
+    model's units on this store's logs, for the runs too short to fit a scale of their own (a Claude Code
+    sub-agent of two requests: counted with o200k, Claude's units are ~1.2 of it, so scale 1 put the first request
+    3-13% over and the second under)."""
+    by_model: dict[str, list[float]] = {}
+    for run_id, rf in fits.items():
+        model = models.get(run_id)
+        if model and rf.within_targets():
+            by_model.setdefault(model, []).append(rf.fit.scale)
+    return {m: float(np.median(v)) for m, v in by_model.items() if len(v) >= PRIOR_MIN_RUNS}
+
+
 def fit_usage(
     con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, run_ids: list[str] | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[Fit, dict[int, str]]]]:
-    """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store.
+    """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store. A run
+    too short for a scale of its own takes its model's prior (:func:`prior_scales`, from the runs fitted here).
 
     Returns per-request rows, per-run rows and, by run id, the fit and what each boundary step is."""
     usage = _usage(con, run_ids)
@@ -352,31 +426,18 @@ def fit_usage(
         where += " AND i.run_id IN (SELECT unnest(?::VARCHAR[]))"
     items = counted_items(con, tokenizer_id, where, None if run_ids is None else [list(run_ids)])
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
+    reqs = {run_id: req for (run_id,), req in usage.partition_by("run_id", as_dict=True).items() if (run_id,) in by_run}
+    first = {run_id: _fit_run(req, by_run[(run_id,)], overhead) for run_id, req in reqs.items()}
+    priors = prior_scales(first, {run_id: req["model"][0] for run_id, req in reqs.items()})
     per_request, per_run, fits = [], [], {}
-    for (run_id,), req in usage.partition_by("run_id", as_dict=True).items():
-        run_items = by_run.get((run_id,))
-        if run_items is None:
-            continue
-        steps, recorded = req["step"].to_numpy(), req["prompt_tokens"].to_numpy().astype(np.float64)
-        metadata = metadata_dict(req["metadata"][0])
-        model = req["model"][0]
-        exact = exact_sizes(metadata, model=model)
-        exact_dropped = exact_sizes(metadata, reasoning_dropped=True, model=model)
-        check = check_run(run_items, steps, req["req_model"].to_list(), metadata)
-        drops, undone = context_drops(metadata), rollback_drops(metadata)
-        ends = content_ends(run_items, steps, check.boundaries, metadata)
-        f, prompts = _best_fit(
-            run_items,
-            steps,
-            recorded,
-            overhead,
-            check.boundaries,
-            (exact, exact_dropped),
-            drops,
-            undone,
-            learnable(steps, metadata),
-            ends,
-        )
+    for run_id, req in reqs.items():
+        run_items = by_run[(run_id,)]
+        rf = first[run_id]
+        prior = priors.get(req["model"][0])
+        if prior is not None and (not rf.fit.scale_free or rf.check.crowded_out):
+            rf = _fit_run(req, run_items, overhead, prior)
+        steps, recorded, metadata, check, f, prompts = rf.steps, rf.recorded, rf.metadata, rf.check, rf.fit, rf.prompts
+        exact, exact_dropped, drops, undone, ends = rf.exact, rf.exact_dropped, rf.drops, rf.undone, rf.ends
         check_shrinks(
             check, steps, recorded, f.scale * prompts.tokens + prompts.exact, metadata, (TARGET_MEDIAN, TARGET_P95)
         )
@@ -411,6 +472,7 @@ def fit_usage(
             overhead.fixed,
             half,
             ends,
+            f.scale if rf.check.scale_known else 1.0,
         )
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total
@@ -484,15 +546,17 @@ def walk_forward(
     fixed: float = 0.0,
     half: np.ndarray | None = None,
     ends: dict[int, int] | None = None,
+    prior: float = 1.0,
 ) -> np.ndarray:
     """|predicted - recorded| / recorded per request (less the recorded figure's rounding ``half``), each
-    predicted by a fit on the earlier requests only (overhead and scale, plus the boundaries seen so far):
-    calibration scored out of sample. NaN for the first two requests, which have too little before them."""
+    predicted by a fit on the earlier requests only (overhead and scale, plus the boundaries seen so far; the
+    ``prior`` scale where they are too few for one): calibration scored out of sample. NaN for the first two
+    requests, which have too little before them."""
     target = recorded - prompts.exact
     out = np.full(len(steps), np.nan)
     for k in range(2, len(steps)):
         seen = [b for b in boundaries if b <= steps[k - 1]]
-        f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries), ends)
+        f = fit(prompts.tokens[:k], target[:k], None, steps[:k], seen, fixed, signed(boundaries), ends, prior)
         pred = f.predict(prompts.tokens[k : k + 1], None, steps[k : k + 1])[0] + prompts.exact[k]
         out[k] = interval_errors(np.array([pred]), recorded[k : k + 1], None if half is None else half[k : k + 1])[0]
     return out
@@ -525,11 +589,13 @@ def _best_fit(
     undone: list[tuple[int, np.ndarray]] | None = None,
     learn: np.ndarray | None = None,
     ends: dict[int, int] | None = None,
+    prior: float = 1.0,
 ) -> tuple[Fit, Prompts]:
     """Fit with earlier reasoning in the prompt and, when the run has counted reasoning, without: the better wins.
     ``exact``: the items the log sizes (usage_metadata.exact_sizes) with reasoning kept, and with it dropped.
     Exact tokens are taken off the recorded figure before the fit and added back to the prediction. ``learn``: the
-    requests the fit learns from (all when None); the prompts are every request's."""
+    requests the fit learns from (all when None); the prompts are every request's. ``prior``: the scale where the
+    run has too few requests for its own (``fit``)."""
     kept_exact, dropped_exact = exact
 
     def attempt(drop: bool) -> tuple[float, Fit, Prompts]:
@@ -545,6 +611,7 @@ def _best_fit(
             overhead.fixed,
             signed(boundaries),
             ends,
+            prior,
         )
         return float(np.sum((f.predict(p.tokens[m], p.messages[m], steps[m]) - target[m]) ** 2)), f, p
 

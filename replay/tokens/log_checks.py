@@ -46,15 +46,20 @@ class RunCheck:
 
     reasons: list[str] = field(default_factory=list)
     boundaries: dict[int, str] = field(default_factory=dict)
+    scale_known: bool = False  # checked with the model's prior scale at hand (calibrate.prior_scales)
+    crowded_out: bool = False  # an inferred boundary was left out for want of requests beside a free scale
 
 
-def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], metadata: dict) -> RunCheck:
+def check_run(
+    items: pl.DataFrame, steps: np.ndarray, models: list[str | None], metadata: dict, scale_known: bool = False
+) -> RunCheck:
     """The boundaries to fit: compactions, model switches and what the reader noted as unlogged. A step holds one
     boundary; a change of the prefix there (``SIGNED_BOUNDARIES``) is the one kept: a compaction's unlogged content
     is never negative, so a prefix that shrinks at a compaction (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: a /model
     switch right after one deferred 438 tools, 168k to 42k) fits only as the prefix change. A deferred-tools note
-    without a model switch at its step is a notice (``DEFERRED_NOTICE``), not a change of the prefix."""
-    check = RunCheck()
+    without a model switch at its step is a notice (``DEFERRED_NOTICE``), not a change of the prefix.
+    ``scale_known``: the model's prior scale stands in for a fitted one (``calibrate.prior_scales``)."""
+    check = RunCheck(scale_known=scale_known)
     for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
         check.boundaries.setdefault(int(s), "compaction")
     for ev in metadata.get("context_events") or []:
@@ -72,14 +77,15 @@ def check_run(items: pl.DataFrame, steps: np.ndarray, models: list[str | None], 
                 check.boundaries[note["step"]] = reason
             else:
                 check.boundaries.setdefault(note["step"], reason)
-    # a sub-agent's first attachments are inferred from the harness's code, not logged: their term is fitted only
-    # where the prompt's scale stays free beside it (calibrate.fit: boundaries + 2 < requests). On fewer requests it
-    # takes the scale's place and meets them by construction (Jason-liu-0219/my-claude agent-a126c7b, three
-    # requests: 0.85 / 1.04% with a scale, 3.14 / 5.40% with the term instead)
+    # a sub-agent's first attachments are inferred from the harness's code, not logged: their term is fitted where
+    # the model's scale is known (calibrate.prior_scales) or stays free beside it (calibrate.fit: boundaries + 2 <
+    # requests). Otherwise it takes the scale's place at scale 1 and meets them by construction (Jason-liu-0219/
+    # my-claude agent-a126c7b, three requests: 0.85 / 1.04% with a scale, 3.14 / 5.40% with the term instead)
     inferred = [b for b, why in check.boundaries.items() if why == SUBAGENT_NOTICE]
-    if inferred and len(check.boundaries) + 2 >= len(steps):
+    if inferred and len(check.boundaries) + (0 if scale_known else 2) >= len(steps):
         for b in inferred:
             del check.boundaries[b]
+        check.crowded_out = True
     return check
 
 

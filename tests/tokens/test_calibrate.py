@@ -459,8 +459,24 @@ def test_a_boundary_whose_content_fits_at_nothing_gives_the_scale_back():
 
 def test_an_inferred_sub_agent_boundary_is_fitted_only_beside_a_scale():
     """A sub-agent's first attachments are inferred from Claude Code's code, not logged: on a run too short to fit a
-    scale beside them they are no boundary (three requests: prefix and offset would meet them by construction)."""
+    scale beside them they are no boundary (three requests: a prefix and an offset at scale 1 would stand in for the
+    scale), unless the model's scale is known from its other runs (calibrate.prior_scales): then a request on each
+    side of the boundary is enough."""
     items = pl.DataFrame({"seq": [0], "step": [0], "kind": ["user_text"], "n_tokens": [5]})
     meta = {"unlogged": [{"step": 1, "reason": "subagent attachments"}]}
     assert check_run(items, np.arange(3), ["a"] * 3, meta).boundaries == {}
     assert check_run(items, np.arange(4), ["a"] * 4, meta).boundaries == {1: "subagent attachments"}
+    assert check_run(items, np.arange(2), ["a"] * 2, meta, scale_known=True).boundaries == {1: "subagent attachments"}
+    assert check_run(items, np.arange(1), ["a"], meta, scale_known=True).boundaries == {}
+
+
+def test_a_run_too_short_for_a_scale_takes_its_models_prior():
+    """With no points for a scale of its own, a fit takes the prior it is given, not 1: the prefix is what the
+    recorded prompt holds beyond the items at that scale."""
+    recon = np.array([1_000.0, 3_000.0])
+    recorded = 5_000 + 1.2 * recon
+    f = fit(recon, recorded, prior=1.2)
+    assert not f.scale_free and f.scale == 1.2 and f.overhead == pytest.approx(5_000)
+    assert fit(recon, recorded).scale == 1.0  # no prior: scale 1, both requests off
+    g = fit(recon, recorded + np.array([0.0, 700.0]), None, np.arange(2), [1], prior=1.2)
+    assert g.scale == 1.2 and g.offsets == ((1, pytest.approx(700.0)),)
