@@ -85,20 +85,22 @@ class Loader:
         return tuple(load_many(self.con, list(shard.run_ids), self.tokenizer_id, self.models()))
 
     def models(self) -> dict:
-        """Every swept run's prompt model, from fits of every run of the store, a shard of them at a time."""
+        """Every swept run's prompt model, from fits of every run of the store, a shard of them at a time, at the
+        store's prior scales."""
         if self._models is None:
             import polars as pl
 
             from replay.simulator.load import require_counts
             from replay.simulator.prompt import DEFAULT_OVERHEAD, prompt_models
-            from replay.tokens.calibrate import fit_usage
+            from replay.tokens.calibrate import fit_usage, prior_scales
 
             ids = [rid for s in self.shards for rid in s.run_ids]
             require_counts(self.con, self.tokenizer_id, ids)
             per_run: list[dict] = []
             fits: dict = {}
+            priors = prior_scales(self.con, self.tokenizer_id, DEFAULT_OVERHEAD)  # once, for every shard
             for s in plan(self.con, None, self.shard_items):
-                _, rows, fitted = fit_usage(self.con, self.tokenizer_id, DEFAULT_OVERHEAD, list(s.run_ids))
+                _, rows, fitted = fit_usage(self.con, self.tokenizer_id, DEFAULT_OVERHEAD, list(s.run_ids), priors)
                 per_run += rows.to_dicts()
                 fits |= fitted
             self._models = prompt_models(self.con, self.tokenizer_id, ids, fitted=(None, pl.DataFrame(per_run), fits))

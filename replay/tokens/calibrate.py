@@ -78,6 +78,7 @@ MIN_FIT = 3  # requests needed to fit a scale; fewer fit only the overhead (at t
 # a model's prior scale: the median scale of the runs of that model fitted together with a free scale, within the
 # per-request targets, over this many requests at least, from this many runs at least
 PRIOR_MIN_REQUESTS, PRIOR_MIN_RUNS = 10, 3
+PRIOR_CHUNK = 500  # runs fitted at a time for the store's prior scales: memory bounded by them
 MIN_PER_MESSAGE = 20  # requests needed before a per-message constant is fitted as well
 TARGET_MEDIAN, TARGET_P95 = 0.03, 0.10
 DROP_REASONING_GAIN = 0.75  # earlier reasoning counts as dropped only when that cuts the squared error by 25%
@@ -399,27 +400,52 @@ def _fit_run(req: pl.DataFrame, run_items: pl.DataFrame, overhead: Overhead, pri
     return _RunFit(steps, recorded, metadata, exact, exact_dropped, drops, undone, check, ends, f, prompts)
 
 
-def prior_scales(fits: dict[str, _RunFit], models: dict[str, str | None]) -> dict[str, float]:
-    """Model -> its prior scale: the median scale of its runs fitted within the per-request targets with a free
-    scale (PRIOR_MIN_RUNS of PRIOR_MIN_REQUESTS requests at least). It is what a tokenizer's count becomes in that
-    model's units on this store's logs, for the runs too short to fit a scale of their own (a Claude Code
-    sub-agent of two requests: counted with o200k, Claude's units are ~1.2 of it, so scale 1 put the first request
-    3-13% over and the second under)."""
-    by_model: dict[str, list[float]] = {}
-    for run_id, rf in fits.items():
-        model = models.get(run_id)
+def _model_scales(first: dict[str, _RunFit], reqs: dict[str, pl.DataFrame]) -> dict[str, list[float]]:
+    """Model -> the scales of its runs in ``first`` fitted with a free scale within the targets (``within_targets``)."""
+    out: dict[str, list[float]] = {}
+    for run_id, rf in first.items():
+        model = reqs[run_id]["model"][0]
         if model and rf.within_targets():
-            by_model.setdefault(model, []).append(rf.fit.scale)
-    return {m: float(np.median(v)) for m, v in by_model.items() if len(v) >= PRIOR_MIN_RUNS}
+            out.setdefault(model, []).append(rf.fit.scale)
+    return out
 
 
-def fit_usage(
-    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, run_ids: list[str] | None = None
-) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[Fit, dict[int, str]]]]:
-    """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store. A run
-    too short for a scale of its own takes its model's prior (:func:`prior_scales`, from the runs fitted here).
+def _priors(scales: dict[str, list[float]]) -> dict[str, float]:
+    return {m: float(np.median(v)) for m, v in scales.items() if len(v) >= PRIOR_MIN_RUNS}
 
-    Returns per-request rows, per-run rows and, by run id, the fit and what each boundary step is."""
+
+def prior_scales(
+    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, models: set[str] | None = None
+) -> dict[str, float]:
+    """Model (of ``models``, or all) -> its prior scale: the median scale of the store's runs of that model fitted
+    within the per-request targets with a free scale (PRIOR_MIN_RUNS of PRIOR_MIN_REQUESTS requests at least). It
+    is what a tokenizer's count becomes in that model's units on this store's logs, for the runs too short to fit
+    a scale of their own (a Claude Code sub-agent of two requests: counted with o200k, Claude's units are ~1.2 of
+    it, so scale 1 put the first request 3-13% over and the second under). The same whichever runs a caller fits:
+    a shard of a sweep, ``fidelity --runs`` and the whole store give a run the same prompt model."""
+    only = "" if models is None else " AND r.model IN (SELECT unnest(?::VARCHAR[]))"
+    ids = [
+        rid
+        for (rid,) in con.execute(
+            f"""SELECT q.run_id FROM requests q JOIN runs r USING (run_id)
+            WHERE q.prompt_tokens IS NOT NULL AND q.prompt_tokens > 0{only}
+            GROUP BY q.run_id HAVING count(*) >= ? ORDER BY q.run_id""",
+            [*([sorted(models)] if models is not None else []), PRIOR_MIN_REQUESTS],
+        ).fetchall()
+    ]
+    scales: dict[str, list[float]] = {}
+    for i in range(0, len(ids), PRIOR_CHUNK):
+        reqs, _, first = _first_fits(con, tokenizer_id, overhead, ids[i : i + PRIOR_CHUNK])
+        for model, v in _model_scales(first, reqs).items():
+            scales.setdefault(model, []).extend(v)
+    return _priors(scales)
+
+
+def _first_fits(
+    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, run_ids: list[str] | None
+) -> tuple[dict[str, pl.DataFrame], dict[tuple, pl.DataFrame], dict[str, _RunFit]]:
+    """The usage rows and items of every run with recorded prompt usage (or those in ``run_ids``), and each one's
+    fit without a prior."""
     usage = _usage(con, run_ids)
     where = "WHERE i.run_id IN (SELECT DISTINCT run_id FROM requests WHERE prompt_tokens > 0)"
     if run_ids is not None:  # only these runs' requests and items are read: memory bounded by them
@@ -427,8 +453,26 @@ def fit_usage(
     items = counted_items(con, tokenizer_id, where, None if run_ids is None else [list(run_ids)])
     by_run = items.partition_by("run_id", as_dict=True) if len(items) else {}
     reqs = {run_id: req for (run_id,), req in usage.partition_by("run_id", as_dict=True).items() if (run_id,) in by_run}
-    first = {run_id: _fit_run(req, by_run[(run_id,)], overhead) for run_id, req in reqs.items()}
-    priors = prior_scales(first, {run_id: req["model"][0] for run_id, req in reqs.items()})
+    return reqs, by_run, {run_id: _fit_run(req, by_run[(run_id,)], overhead) for run_id, req in reqs.items()}
+
+
+def fit_usage(
+    con: duckdb.DuckDBPyConnection,
+    tokenizer_id: str | None,
+    overhead: Overhead,
+    run_ids: list[str] | None = None,
+    priors: dict[str, float] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, tuple[Fit, dict[int, str]]]]:
+    """Fit every run with recorded prompt usage (or those in ``run_ids``) from counts already in the store. A run
+    too short for a scale of its own takes its model's prior (``priors``, or :func:`prior_scales` of the store).
+
+    Returns per-request rows, per-run rows and, by run id, the fit and what each boundary step is."""
+    reqs, by_run, first = _first_fits(con, tokenizer_id, overhead, run_ids)
+    if priors is None and run_ids is None:  # every run is here: the store's priors are these runs'
+        priors = _priors(_model_scales(first, reqs))
+    elif priors is None:
+        needed = {reqs[r]["model"][0] for r, rf in first.items() if not rf.fit.scale_free or rf.check.crowded_out}
+        priors = prior_scales(con, tokenizer_id, overhead, {m for m in needed if m}) if any(needed) else {}
     per_request, per_run, fits = [], [], {}
     for run_id, req in reqs.items():
         run_items = by_run[(run_id,)]

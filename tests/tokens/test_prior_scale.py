@@ -46,8 +46,7 @@ def fitted(corpus, tmp_path_factory):
     ingest(con, [logs])
     tok = load_tokenizer("o200k")
     count_items(con, tok)
-    requests, runs, fits = fit_usage(con, tok.tokenizer_id, DEFAULT_OVERHEAD)
-    yield requests, runs, fits
+    yield con, tok.tokenizer_id, fit_usage(con, tok.tokenizer_id, DEFAULT_OVERHEAD)
     con.close()
 
 
@@ -55,7 +54,7 @@ def test_a_three_request_sub_agent_fits_at_its_models_scale(fitted):
     """The three-request sub-agent has its first attachments (unlogged, ~2.5k tokens from request 1) and no
     requests left for a scale beside them. Fitted at scale 1 without them it was 7.6% off at the median; at the
     median scale of the session's other Opus 4.7 runs, with them, it is within the target."""
-    _, runs, fits = fitted
+    _, _, (_, runs, fits) = fitted
     short = runs.filter(runs["run_id"].str.starts_with("short-"))
     assert short["n_requests"].to_list() == [3]
     f, boundaries = fits[short["run_id"][0]]
@@ -63,3 +62,12 @@ def test_a_three_request_sub_agent_fits_at_its_models_scale(fitted):
     assert f.scale == pytest.approx(float(np.median(others["scale"].to_numpy())))
     assert not f.scale_free and list(boundaries.values()) == [SUBAGENT_NOTICE] and f.offsets[0][1] > 1_000
     assert short["median_err"][0] <= TARGET_MEDIAN
+
+
+def test_a_runs_prior_is_the_stores_whichever_runs_are_fitted_with_it(fitted):
+    """Fitted alone (``fidelity --runs``, a shard of a sweep), the short run takes the same prior from the store's
+    other runs, so its prompt model is the one the whole store's fit gives it."""
+    con, tokenizer_id, (_, runs, fits) = fitted
+    short = runs.filter(runs["run_id"].str.starts_with("short-"))["run_id"][0]
+    _, _, alone = fit_usage(con, tokenizer_id, DEFAULT_OVERHEAD, [short])
+    assert alone[short] == fits[short]
