@@ -249,10 +249,7 @@ def run_costs(
 ) -> RunCosts:
     """Price every request of ``p`` (``bills[i]``: run i's cache model) and sum per run."""
     prices = [pricing.prices(model, day) for model, day in p.keys]
-    own = own_caches(prices, bills, p.key_of, p.run_of)  # reads and writes at the listed cache prices
-    read_x = np.array([b.cache.read_multiplier for b in bills], np.float64)[p.run_of]
-    write_x = np.array([b.cache.write_multiplier for b in bills], np.float64)[p.run_of]
-    override = (np.where(own, np.nan, read_x), np.where(own, np.nan, write_x))
+    own, override = _cache_rules(p, bills, prices)
     hour_ttl = np.array([getattr(b.cache, "ttl", 0.0) >= HOUR for b in bills], np.float64)[p.run_of]
     share = np.where(np.isnan(p.share_1h), hour_ttl, p.share_1h)
     unbilled = np.array(
@@ -313,6 +310,41 @@ def run_costs(
         (p.calls_made > 0) & (recorded_calls == p.calls_made),
         server.astype(np.float64),
     )
+
+
+def _cache_rules(
+    p: RequestPlan, bills: list[Billing], prices: list
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Per request, whether its run's cache model is its provider's own, and the (read, write) multipliers on its
+    input price where it is not (NaN where it is: the listed cache prices apply)."""
+    own = own_caches(prices, bills, p.key_of, p.run_of)
+    read_x = np.array([b.cache.read_multiplier for b in bills], np.float64)[p.run_of]
+    write_x = np.array([b.cache.write_multiplier for b in bills], np.float64)[p.run_of]
+    return own, (np.where(own, np.nan, read_x), np.where(own, np.nan, write_x))
+
+
+def summary_costs(
+    p: RequestPlan,
+    n_runs: int,
+    bills: list[Billing],
+    sent: np.ndarray,
+    written: np.ndarray,
+    output: np.ndarray,
+    hits_cache: bool,
+    pricing: Pricing,
+) -> np.ndarray:
+    """Per run, the USD of the summariser calls a policy made: per request, the call made before it (its prompt
+    ``sent``, or ``written`` to the cache, and its ``output``; 0: none), at that request's model and day (the
+    harness summarises with the model it is running: a Codex session that switched to gpt-5.6-luna compacted with
+    it, and a call priced at the run's gpt-5.5 put the session 19% over its bill). The prompt sent is read from the
+    cache where ``hits_cache`` (replay.simulator.run_output.summary_hits_cache), else uncached."""
+    prices = [pricing.prices(model, day) for model, day in p.keys]
+    _, override = _cache_rules(p, bills, prices)
+    zero = np.zeros(len(sent), np.int64)
+    uncached, read = (zero, sent) if hits_cache else (sent, zero)
+    usd = price_keyed(p.keys, p.key_of, uncached, read, written, zero, output, pricing, override, prices).total
+    made = (sent + written + output) > 0  # a request with no call before it costs none, even at an unknown price
+    return np.bincount(p.run_of, weights=np.where(made, usd, 0.0), minlength=n_runs).astype(np.float64)
 
 
 def covered(p: RequestPlan) -> np.ndarray:

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 import numpy as np
 
 from replay.metrics.composition import ToolComposition
-from replay.metrics.cost import summary_cost
 from replay.metrics.prices import DEFAULT_PRICING, Pricing
 from replay.metrics.repeat_reads import classify, read_events, summarise
 from replay.model import KINDS
@@ -17,10 +16,10 @@ from replay.policies.view import ORIGINAL, View
 from replay.run_arrays import TOOL_RESULT, RunArrays
 from replay.simulator.billing import Billing, billing_for
 from replay.simulator.caches import CacheModel
-from replay.simulator.kernels.driver import O_SUMMARY_HISTORY, O_SUMMARY_OUT, O_SUMMARY_WRITTEN
+from replay.simulator.kernels.driver import T_SUM_OUT, T_SUM_READ, T_SUM_WRITE
 from replay.simulator.kernels.packed import static_row
 from replay.simulator.kernels.trace import Trace, trace_run
-from replay.simulator.request_costs import plan, run_costs
+from replay.simulator.request_costs import plan, run_costs, summary_costs
 from replay.simulator.run_output import summary_hits_cache
 from replay.simulator.run_rows import COUNTERS, first_row, run_columns
 
@@ -160,21 +159,23 @@ def _simulate(
     cols["tok_summary"] += cols["summary_tokens"]  # the policy's own summary is part of the window too
     cols["near_miss"] &= ~cols["overflow"].astype(bool)
     reads = summarise(events, classify(events, intact))
-    r = bill.rates
+    requests = plan([run])
     costs = run_costs(
-        plan([run]), 1, [bill], cols["prompt_tokens"], cols["cached_tokens"], cols["written_tokens"], pricing
+        requests, 1, [bill], cols["prompt_tokens"], cols["cached_tokens"], cols["written_tokens"], pricing
     )  # each request at its own model, day and write durations
     summ = np.flatnonzero(cols["summarised"])
-    o = trace.counters  # the summariser calls' prompts (uncached, written) and output, as the policy gives them
-    s_cost = summary_cost(
-        int(o[O_SUMMARY_HISTORY]),
-        int(o[O_SUMMARY_OUT]),
-        r.input,
-        r.output,
-        r.cache_read if summary_hits_cache(policy) else None,
-        int(o[O_SUMMARY_WRITTEN]),
-        r.cache_write,
-    )
+    t = trace.columns  # the summariser calls' prompts (sent, written) and output, as the policy gives them
+    written_call = t[:, T_SUM_WRITE] > 0
+    s_cost = summary_costs(
+        requests,
+        1,
+        [bill],
+        np.where(written_call, 0, t[:, T_SUM_READ]),
+        np.where(written_call, t[:, T_SUM_READ], 0),
+        t[:, T_SUM_OUT],
+        summary_hits_cache(policy),
+        pricing,
+    )[0]
     counters = {
         "requests": len(cols["k"]),
         "overflow_incidents": int(cols["overflow"].sum()),

@@ -91,8 +91,8 @@ def summariser_reads(run: RunArrays) -> str:
     read another prompt than the one a replay charges them ("" when it does not). A run whose harness's condenser
     is known (``RunArrays.condenser``: OpenHands V0 and V1) is charged the prompt that condenser sends
     (replay.policies.condenser_prompt): no such gap. Otherwise a replay's call reads the whole history the request
-    before it sent (replay.metrics.cost.summary_cost), and the gap is there when the log's calls' own prompts
-    (uncached + read + written) differ from that by more than the comparison's 3%."""
+    before it sent (replay.simulator.request_costs.summary_costs), and the gap is there when the log's calls' own
+    prompts (uncached + read + written) differ from that by more than the comparison's 3%."""
     steps = [step for step, _, _ in run.summariser_calls]
     if not steps or len(run.rec_prompt) != run.n_requests or run.condenser != NO_CONDENSER:
         return ""

@@ -15,7 +15,6 @@ import numpy as np
 import polars as pl
 
 from replay.errors import ReplayError
-from replay.metrics.cost import summary_cost
 from replay.metrics.prices import Pricing
 from replay.policies.base import CompiledPolicy
 from replay.policies.kernel import P_NEAR_MARGIN
@@ -27,6 +26,12 @@ from replay.simulator.kernels.compiling import call_policy_kernel
 from replay.simulator.kernels.corpus import corpus_kernel
 from replay.simulator.kernels.dispatched import kernel_params
 from replay.simulator.kernels.driver import (
+    C_CACHED,
+    C_PROMPT,
+    C_SUM_OUT,
+    C_SUM_SENT,
+    C_SUM_WRITTEN,
+    C_WRITTEN,
     O_CACHED,
     O_CHANGED,
     O_CHANGED_TOK,
@@ -44,18 +49,15 @@ from replay.simulator.kernels.driver import (
     O_PROMPT,
     O_PROMPT_AFTER_SUMMARY,
     O_SUMMARIES,
-    O_SUMMARY_HISTORY,
-    O_SUMMARY_OUT,
-    O_SUMMARY_WRITTEN,
     O_TRIMMED,
     O_VISIBLE,
     O_VISIBLE_TOK,
     O_WRITTEN,
 )
 from replay.simulator.kernels.packed import PackedRuns, pack
-from replay.simulator.request_costs import run_costs
+from replay.simulator.request_costs import run_costs, summary_costs
 from replay.simulator.run_output import summary_hits_cache
-from replay.simulator.run_rows import rate_columns, run_columns
+from replay.simulator.run_rows import run_columns
 from replay.sweeps.adapter import Point, evaluate_point, resolve
 
 NEAR_MARGIN = 0.05  # as replay.simulator.run.simulate_run's default
@@ -105,20 +107,22 @@ def point_columns(packed: PackedRuns, point: Point, constants: dict[str, Any] | 
         between = np.where(summaries > 1, (o[O_LAST_SUMMARY] - o[O_FIRST_SUMMARY]) / (summaries - 1), np.nan)
         after = np.where(summaries > 0, o[O_PROMPT_AFTER_SUMMARY] / summaries, np.nan)
     per_run = [bills[i] for i in of_run]
-    rate = rate_columns(per_run)
     if packed.request_plan is None:
         raise ReplayError("sweep: the packed runs carry no request plan; build them with pack()")
+    req = packed.request_plan
+    c = charged.T
     costs = run_costs(
-        packed.request_plan, packed.n_runs, per_run, charged[:, 0], charged[:, 1], charged[:, 2], point.pricing
+        req, packed.n_runs, per_run, c[C_PROMPT], c[C_CACHED], c[C_WRITTEN], point.pricing
     )  # each request at its own model, day and write durations
-    s_cost = summary_cost(
-        o[O_SUMMARY_HISTORY],
-        o[O_SUMMARY_OUT],
-        rate["input"],
-        rate["output"],
-        rate["cache_read"] if summary_hits_cache(point.policy) else None,
-        o[O_SUMMARY_WRITTEN],
-        rate["cache_write"],
+    s_cost = summary_costs(
+        req,
+        packed.n_runs,
+        per_run,
+        c[C_SUM_SENT],
+        c[C_SUM_WRITTEN],
+        c[C_SUM_OUT],
+        summary_hits_cache(point.policy),
+        point.pricing,
     )
     counters = {
         "requests": np.diff(packed.req_off),

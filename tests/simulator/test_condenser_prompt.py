@@ -5,16 +5,18 @@ and Codex's compaction the whole conversation, uncached, as before. Real logs, o
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from replay.metrics.cost import summary_cost
+from replay.metrics.bill import day_of
+from replay.metrics.prices import DEFAULT_PRICING
 from replay.policies import Budget, make_policy
 from replay.policies.condenser_prompt import INSTRUCTION, V1_SDK
 from replay.simulator.caches import AUTO
-from replay.simulator.kernels.driver import T_PROMPT, T_SUM_READ, T_SUM_WRITE, T_SUMMARISED
+from replay.simulator.kernels.driver import T_PROMPT, T_SUM_OUT, T_SUM_READ, T_SUM_WRITE, T_SUMMARISED
 from replay.simulator.kernels.packed import pack
 from replay.simulator.kernels.trace import trace_run
 from replay.simulator.load import load_runs
@@ -142,8 +144,9 @@ def test_openhands_presets_charge_their_condensers_prompt(runs, preset, written)
     out, row = simulate_run(run, policy, None, BIG)
     summaries = int(out["summary_tokens"][at].sum())
     uncached, cached = (0, int(sent.sum())) if written else (int(sent.sum()), 0)
-    rates = (row["price_per_mtok"], row["output_per_mtok"], None, cached, row["cache_write_per_mtok"])
-    expected = summary_cost(uncached, summaries, *rates)
+    expected = (
+        uncached * row["price_per_mtok"] + cached * row["cache_write_per_mtok"] + summaries * row["output_per_mtok"]
+    ) / 1e6
     assert row["summary_cost_usd"] == pytest.approx(expected, rel=1e-9)
 
 
@@ -180,3 +183,29 @@ def test_sweep_rows_charge_the_condenser_as_simulate_does(runs):
         for run, row in zip(chosen, frame.iter_rows(named=True), strict=True):
             alone = simulate_run(run, make_policy(name), None, BIG)[1]
             assert row["summary_cost_usd"] == pytest.approx(alone["summary_cost_usd"], rel=1e-9), (name, run.run_id)
+
+
+def test_a_summariser_call_is_priced_at_the_model_of_its_request(runs):
+    """A harness summarises with the model it runs: a session that switched model compacts with the new one (a
+    Codex session switched from gpt-5.5 to gpt-5.6-luna compacted with it; priced at the run's model, its replay
+    came out 19% over the bill). The corpus's Codex session with two compactions, as a gpt-5 session switched to
+    gpt-5-mini at the first: each summariser call costs its prompt and output at the model of the request it comes
+    before, in simulate and in a compiled sweep alike."""
+    found = _one(runs, "codex-pharma-platform")
+    first = int(np.flatnonzero(trace_run(found, make_policy("recorded"), BIG).columns[:, T_SUMMARISED])[0])
+    base = replace(found, model="gpt-5", req_model=("gpt-5",) * found.n_requests)
+    models = tuple("gpt-5" if k < first else "gpt-5-mini" for k in range(found.n_requests))
+    run = replace(base, req_model=models)
+    cols = trace_run(run, make_policy("recorded"), BIG).columns
+    at = np.flatnonzero(cols[:, T_SUMMARISED])
+    assert len(at) == 2 and at[0] == first and (cols[at, T_SUM_WRITE] == 0).all()
+    expected = 0.0
+    for k in at:
+        p = DEFAULT_PRICING.prices(models[k], day_of(float(run.req_ts[k])))
+        expected += (cols[k, T_SUM_READ] * p.input + cols[k, T_SUM_OUT] * p.output) / 1e6
+    row = simulate_run(run, make_policy("recorded"), None, BIG)[1]
+    assert row["summary_cost_usd"] == pytest.approx(expected, rel=1e-9)
+    own = simulate_run(base, make_policy("recorded"), None, BIG)[1]
+    assert row["summary_cost_usd"] < own["summary_cost_usd"] / 2  # gpt-5-mini is far cheaper than the run's model
+    swept = point_frame(pack([run]), resolve("recorded", {"window": 200_000}, AUTO)).row(0, named=True)
+    assert swept["summary_cost_usd"] == pytest.approx(expected, rel=1e-9)

@@ -10,7 +10,7 @@ from numba import literally
 from replay.jit import compiled
 from replay.policies.kernel import Run
 from replay.simulator.kernels.compiling import call_policy_kernel
-from replay.simulator.kernels.driver import N_OUT, run_kernel
+from replay.simulator.kernels.driver import N_CHARGED, N_OUT, run_kernel
 from replay.simulator.kernels.packed import Packed
 
 
@@ -87,12 +87,11 @@ def run_at(pk, tflag, i):
 @compiled
 def corpus_kernel(code, p, cps, pk, tflag):
     """Every packed run under one configuration of policy ``code`` (compiled per policy; ``cps[i]``: run i's cache
-    parameters); one row of counters each, and per request (packed order) its prompt, cache reads and cache
-    writes."""
+    parameters); one row of counters each, and per request (packed order) what it is billed for (N_CHARGED)."""
     literally(code)
     n_runs = len(pk.item_off) - 1
     out = np.zeros((n_runs, N_OUT), np.int64)
-    charged = np.zeros((pk.req_off[n_runs], 3), np.int64)
+    charged = np.zeros((pk.req_off[n_runs], N_CHARGED), np.int64)
     # a flag, not the constant False: numba would compile the whole loop again for a literal argument, where the
     # per-request path (trace_kernel) has compiled it for a runtime flag already
     trace = np.bool_(False)
@@ -111,6 +110,6 @@ def trace_kernel(code: int, name: str, p: np.ndarray, cp: np.ndarray, pk: Packed
     run = run_at.py_func(pk, tflag, i)
     req_ts = pk.req_ts[pk.req_off[i] : pk.req_off[i + 1]]
     cols, log, ftok, fest = call_policy_kernel(
-        run_kernel, code, name, p, cp, run, req_ts, out, True, np.zeros((0, 3), np.int64)
+        run_kernel, code, name, p, cp, run, req_ts, out, True, np.zeros((0, N_CHARGED), np.int64)
     )
     return out, cols, log, ftok, fest

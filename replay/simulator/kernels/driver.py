@@ -121,8 +121,14 @@ N_OUT = 24  # O_SUMMARY_HISTORY: the summariser calls' prompts sent uncached; O_
     T_WINDOW,
     T_SUM_READ,
     T_SUM_WRITE,
-) = range(14)
-N_TRACE = 14  # T_SUM_READ: the prompt of the summariser call made at the request (0: none); T_SUM_WRITE: written
+    T_SUM_OUT,
+) = range(15)
+N_TRACE = 15  # T_SUM_READ: the prompt of the summariser call made at the request (0: none); T_SUM_WRITE: written;
+# T_SUM_OUT: its output
+# what each request is billed for (the rows of ``charged``): its prompt, cache reads and writes, and the summariser
+# call made before it (its prompt sent, or written to the cache, and its output; 0: none)
+C_PROMPT, C_CACHED, C_WRITTEN, C_SUM_SENT, C_SUM_WRITTEN, C_SUM_OUT = range(6)
+N_CHARGED = 6
 
 
 @compiled(internal=True)
@@ -149,8 +155,8 @@ def _initial_state(p, r):
 @compiled
 def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     """Simulate one run under policy ``code`` (``p[P_CODE]``, a compile-time constant: one loop is compiled per
-    policy); per-run counters into ``out`` (N_OUT), and each request's prompt, cache reads and cache writes into
-    ``charged`` (m, 3) when it has rows (what the request is billed for). With ``trace``: (per-request columns
+    policy); per-run counters into ``out`` (N_OUT), and what each request is billed for into ``charged`` (m, N_CHARGED)
+    when it has rows. With ``trace``: (per-request columns
     (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and fest), else empty
     arrays."""
     literally(code)
@@ -319,17 +325,21 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             out[O_LAST_SUMMARY] = k
             out[O_PROMPT_AFTER_SUMMARY] += prompt
             sum_read = s[S_SUM_READ] if s[S_SUM_READ] >= 0 else prev_prompt
+            sum_out = s[S_SUM_OUT] if s[S_SUM_OUT] >= 0 else s_tok
             out[O_SUMMARY_WRITTEN if s[S_SUM_WRITE] else O_SUMMARY_HISTORY] += sum_read
-            out[O_SUMMARY_OUT] += s[S_SUM_OUT] if s[S_SUM_OUT] >= 0 else s_tok
+            out[O_SUMMARY_OUT] += sum_out
             if trace:
-                cols[k, T_SUM_READ], cols[k, T_SUM_WRITE] = sum_read, s[S_SUM_WRITE]
+                cols[k, T_SUM_READ], cols[k, T_SUM_WRITE], cols[k, T_SUM_OUT] = sum_read, s[S_SUM_WRITE], sum_out
+            if len(charged):
+                charged[k, C_SUM_WRITTEN if s[S_SUM_WRITE] else C_SUM_SENT] = sum_read
+                charged[k, C_SUM_OUT] = sum_out
         prev_prompt, prev_cached = prompt, cached
         out[O_PROMPT] += prompt
         out[O_EST] += est
         out[O_CACHED] += cached
         out[O_WRITTEN] += written
         if len(charged):
-            charged[k, 0], charged[k, 1], charged[k, 2] = prompt, cached, written
+            charged[k, C_PROMPT], charged[k, C_CACHED], charged[k, C_WRITTEN] = prompt, cached, written
         out[O_TRIMMED] += full_cum[end] - s[S_TOT_TOK]
         out[O_MAX_PROMPT] = max(out[O_MAX_PROMPT], prompt)
         s[S_SENT_EST] = est + overhead + tail  # all the server counted: the harness reads it from the usage
