@@ -169,6 +169,11 @@ class AutoCompactConfig(PolicyConfig):
     summary_from_log: bool = knob(
         False, doc="size the n-th summary like the run's n-th recorded summary (the knob past the last)"
     )
+    summary_reads_cache: bool = knob(
+        False,
+        doc="the summariser call reads the conversation's cached prefix (Claude Code 2.1.38 on: a fork of the "
+        "conversation); else it is sent uncached",
+    )
     keep_user_tokens: int = knob(0, 0, 10_000_000, "newest user messages kept after the summary (Codex: 20,000)")
     keep_last: int = knob(1, 0, 100_000, "newest items kept verbatim (the presets: 0, all is summarised)")
     keep_rounds: int = knob(

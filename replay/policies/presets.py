@@ -259,6 +259,11 @@ REATTACH_2 = {**REATTACH, "reattach_note_tokens": 50, "reattach_count": "tokens"
 # modification time (before: the time of the read)
 READ_LIMIT_5K_FROM = (1, 0, 85)
 READ_MTIME_FROM = (1, 0, 114)
+# the first version whose compaction's summariser call reads the conversation's cached prefix: cli.js sends it as a
+# fork of the conversation (runForkedAgent with the main thread's cache-safe parameters) from 2.1.21, behind the
+# remote gate tengu_compact_cache_prefix, whose default in code turns true in 2.1.86. The forks' transcripts
+# (subagents/agent-acompact-*.jsonl), first seen from 2.1.38, read 94-99% of their prompt from the cache
+COMPACT_FORK_FROM = (2, 1, 38)
 CLAUDE_CODE = {
     "trigger_on": "last_usage",
     "keep_last": 0,
@@ -733,6 +738,8 @@ def claude_code_preset(
     reserve = 0 if cap is None else min(cap, max_output(model or ""))
     params: dict[str, Any] = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
     params.update({k: x for k, x in read_state(v).items() if PRESETS[name].params.get(k) != x})
+    if v >= COMPACT_FORK_FROM:
+        params["summary_reads_cache"] = True
     return name, params, min(window, default or window)
 
 

@@ -336,12 +336,18 @@ def summary_costs(
     """Per run, the USD of the summariser calls a policy made: per request, the call made before it (its prompt
     ``sent``, or ``written`` to the cache, and its ``output``; 0: none), at that request's model and day (the
     harness summarises with the model it is running: a Codex session that switched to gpt-5.6-luna compacted with
-    it, and a call priced at the run's gpt-5.5 put the session 19% over its bill). The prompt sent is read from the
-    cache where ``hits_cache`` (replay.simulator.run_output.summary_hits_cache), else uncached."""
+    it, and a call priced at the run's gpt-5.5 put the session 19% over its bill).
+
+    The prompt sent is read from the cache as the run's own recorded summariser calls were (most of their prompt
+    read: Codex's remote compaction, 0.81-0.90 of it; none: Codex 0.116's local one), else where ``hits_cache``
+    (the policy's ``summary_reads_cache``: replay.simulator.run_output.summary_hits_cache), else uncached."""
     prices = [pricing.prices(model, day) for model, day in p.keys]
     _, override = _cache_rules(p, bills, prices)
+    recorded_prompt = np.bincount(p.call_run_of, weights=p.call_counts[:, :4].sum(axis=1), minlength=n_runs)
+    recorded_read = np.bincount(p.call_run_of, weights=p.call_counts[:, 1], minlength=n_runs)
+    hits = np.where(recorded_prompt > 0, 2 * recorded_read >= recorded_prompt, hits_cache)[p.run_of]
     zero = np.zeros(len(sent), np.int64)
-    uncached, read = (zero, sent) if hits_cache else (sent, zero)
+    uncached, read = np.where(hits, 0, sent), np.where(hits, sent, 0)
     usd = price_keyed(p.keys, p.key_of, uncached, read, written, zero, output, pricing, override, prices).total
     made = (sent + written + output) > 0  # a request with no call before it costs none, even at an unknown price
     return np.bincount(p.run_of, weights=np.where(made, usd, 0.0), minlength=n_runs).astype(np.float64)

@@ -114,5 +114,6 @@ def summariser_reads(run: RunArrays) -> str:
 
 def summary_hits_cache(policy: AnyPolicy) -> bool:
     """Whether the policy's summarisation calls read the cached prefix (a policy says so with a
-    ``summary_reads_cache`` attribute; by default they are uncached: no tools, a different prefix)."""
-    return bool(getattr(policy, "summary_reads_cache", False))
+    ``summary_reads_cache`` knob or attribute; by default they are uncached: no tools, a different prefix)."""
+    config = getattr(policy, "config", None)
+    return bool(getattr(config, "summary_reads_cache", False) or getattr(policy, "summary_reads_cache", False))

@@ -1,6 +1,8 @@
 """A summarisation call is charged the prompt its harness sends (replay.policies.condenser_prompt): OpenHands'
 condensers send the forgotten events and the previous summary (the V1 SDK's written to the cache), Claude Code's
-and Codex's compaction the whole conversation, uncached, as before. Real logs, o200k counts."""
+and Codex's compaction the whole conversation: read from the cache as the log's own summariser calls were, or
+where the preset says the harness forks the conversation for it (Claude Code 2.1.38 on), else uncached. Real
+logs, o200k counts."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from replay.metrics.bill import day_of
 from replay.metrics.prices import DEFAULT_PRICING
 from replay.policies import Budget, make_policy
 from replay.policies.condenser_prompt import INSTRUCTION, V1_SDK
+from replay.policies.presets import claude_code_preset
 from replay.simulator.caches import AUTO
 from replay.simulator.kernels.driver import T_PROMPT, T_SUM_OUT, T_SUM_READ, T_SUM_WRITE, T_SUMMARISED
 from replay.simulator.kernels.packed import pack
@@ -209,3 +212,41 @@ def test_a_summariser_call_is_priced_at_the_model_of_its_request(runs):
     assert row["summary_cost_usd"] < own["summary_cost_usd"] / 2  # gpt-5-mini is far cheaper than the run's model
     swept = point_frame(pack([run]), resolve("recorded", {"window": 200_000}, AUTO)).row(0, named=True)
     assert swept["summary_cost_usd"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_forked_compaction_reads_the_cached_conversation(runs):
+    """Claude Code sends its compaction's summary request as a fork of the conversation from 2.1.38 (the forks'
+    transcripts read 94-99% of their prompt from the cache): its presets say so from that version, and the
+    summariser call is then priced at the cache-read price. The corpus's 2.1.19 session with two compactions,
+    replayed with and without the knob: the prompt costs the read price instead of the input price."""
+    assert claude_code_preset("2.1.38", "claude-sonnet-4-5")[1]["summary_reads_cache"] is True
+    assert "summary_reads_cache" not in claude_code_preset("2.1.37", "claude-sonnet-4-5")[1]
+    run = _one(runs, "cc-jason-webtech")
+    rows = {}
+    for forked in (False, True):
+        policy = make_policy("auto_compact", {"summary_reads_cache": forked})
+        cols = trace_run(run, policy, BIG).columns
+        at = np.flatnonzero(cols[:, T_SUMMARISED])
+        assert len(at) >= 1
+        prices = [DEFAULT_PRICING.prices(run.req_model[k], day_of(float(run.req_ts[k]))) for k in at]
+        rate = [p.cache_read if forked else p.input for p in prices]
+        expected = sum(
+            (cols[k, T_SUM_READ] * r + cols[k, T_SUM_OUT] * p.output) / 1e6
+            for k, r, p in zip(at, rate, prices, strict=True)
+        )
+        rows[forked] = simulate_run(run, policy, None, BIG)[1]["summary_cost_usd"]
+        assert rows[forked] == pytest.approx(expected, rel=1e-9)
+    assert rows[True] < rows[False] / 3
+
+
+def test_the_logs_own_summariser_calls_say_whether_they_read_the_cache(runs):
+    """Codex 0.116's local compaction sends its prompt uncached (the corpus session records two calls that read
+    nothing): a policy that says its summariser reads the cache does not make that run's calls cached."""
+    found = _one(runs, "codex-pharma-platform")
+    run = replace(found, model="gpt-5", req_model=("gpt-5",) * found.n_requests)  # its own model has no price
+    assert run.summariser_calls and all(c[2][1] == 0 for c in run.summariser_calls)
+    costs = [
+        simulate_run(run, make_policy("auto_compact", {"summary_reads_cache": forked}), None, BIG)[1]
+        for forked in (True, False)
+    ]
+    assert costs[0]["summaries"] >= 1 and costs[0]["summary_cost_usd"] == pytest.approx(costs[1]["summary_cost_usd"])
