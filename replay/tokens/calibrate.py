@@ -364,6 +364,12 @@ class _RunFit:
     ends: dict[int, int]
     fit: Fit
     prompts: Prompts
+    prior: float | None  # the model's prior scale it was fitted with (None: none)
+
+    @property
+    def wants_prior(self) -> bool:
+        """Its scale was not fitted, or a boundary was left out for want of requests beside one."""
+        return not self.fit.scale_free or self.check.crowded_out
 
     def within_targets(self) -> bool:
         """Fitted with a free scale over PRIOR_MIN_REQUESTS requests at least, within the per-request targets."""
@@ -397,7 +403,7 @@ def _fit_run(req: pl.DataFrame, run_items: pl.DataFrame, overhead: Overhead, pri
         ends,
         1.0 if prior is None else prior,
     )
-    return _RunFit(steps, recorded, metadata, exact, exact_dropped, drops, undone, check, ends, f, prompts)
+    return _RunFit(steps, recorded, metadata, exact, exact_dropped, drops, undone, check, ends, f, prompts, prior)
 
 
 def _model_scales(first: dict[str, _RunFit], reqs: dict[str, pl.DataFrame]) -> dict[str, list[float]]:
@@ -471,14 +477,14 @@ def fit_usage(
     if priors is None and run_ids is None:  # every run is here: the store's priors are these runs'
         priors = _priors(_model_scales(first, reqs))
     elif priors is None:
-        needed = {reqs[r]["model"][0] for r, rf in first.items() if not rf.fit.scale_free or rf.check.crowded_out}
+        needed = {reqs[r]["model"][0] for r, rf in first.items() if rf.wants_prior}
         priors = prior_scales(con, tokenizer_id, overhead, {m for m in needed if m}) if any(needed) else {}
     per_request, per_run, fits = [], [], {}
     for run_id, req in reqs.items():
         run_items = by_run[(run_id,)]
         rf = first[run_id]
         prior = priors.get(req["model"][0])
-        if prior is not None and (not rf.fit.scale_free or rf.check.crowded_out):
+        if prior is not None and rf.wants_prior:
             rf = _fit_run(req, run_items, overhead, prior)
         steps, recorded, metadata, check, f, prompts = rf.steps, rf.recorded, rf.metadata, rf.check, rf.fit, rf.prompts
         exact, exact_dropped, drops, undone, ends = rf.exact, rf.exact_dropped, rf.drops, rf.undone, rf.ends
@@ -516,7 +522,7 @@ def fit_usage(
             overhead.fixed,
             half,
             ends,
-            f.scale if rf.check.scale_known else 1.0,
+            1.0 if rf.prior is None else rf.prior,
         )
         fits[run_id] = (f, check.boundaries)
         recon = prompts.total

@@ -46,7 +46,6 @@ class RunCheck:
 
     reasons: list[str] = field(default_factory=list)
     boundaries: dict[int, str] = field(default_factory=dict)
-    scale_known: bool = False  # checked with the model's prior scale at hand (calibrate.prior_scales)
     crowded_out: bool = False  # an inferred boundary was left out for want of requests beside a free scale
 
 
@@ -59,7 +58,7 @@ def check_run(
     switch right after one deferred 438 tools, 168k to 42k) fits only as the prefix change. A deferred-tools note
     without a model switch at its step is a notice (``DEFERRED_NOTICE``), not a change of the prefix.
     ``scale_known``: the model's prior scale stands in for a fitted one (``calibrate.prior_scales``)."""
-    check = RunCheck(scale_known=scale_known)
+    check = RunCheck()
     for s in items.filter(pl.col("kind") == "summary")["step"].to_list():
         check.boundaries.setdefault(int(s), "compaction")
     for ev in metadata.get("context_events") or []:

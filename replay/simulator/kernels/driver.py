@@ -100,11 +100,8 @@ from replay.simulator.kernels.select import decide, setup
     O_EVICTED_TOK,
     O_FAILURES,
     O_FAILURE_TOK,
-    O_SUMMARY_HISTORY,
-    O_SUMMARY_OUT,
-    O_SUMMARY_WRITTEN,
-) = range(24)
-N_OUT = 24  # O_SUMMARY_HISTORY: the summariser calls' prompts sent uncached; O_SUMMARY_WRITTEN: written to the cache
+) = range(21)
+N_OUT = 21
 # per-request trace columns (int64)
 (
     T_PROMPT,
@@ -155,10 +152,9 @@ def _initial_state(p, r):
 @compiled
 def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
     """Simulate one run under policy ``code`` (``p[P_CODE]``, a compile-time constant: one loop is compiled per
-    policy); per-run counters into ``out`` (N_OUT), and what each request is billed for into ``charged`` (m, N_CHARGED)
-    when it has rows. With ``trace``: (per-request columns
-    (m, N_TRACE), change log (k, position, form, tokens, estimate) rows, the final ftok and fest), else empty
-    arrays."""
+    policy); per-run counters into ``out`` (N_OUT), and what each request is billed for into ``charged``
+    (m, N_CHARGED) when it has rows. With ``trace``: (per-request columns (m, N_TRACE), change log (k, position,
+    form, tokens, estimate) rows, the final ftok and fest), else empty arrays."""
     literally(code)
     n, m = len(r.kind), len(r.req_end)
     window, reserve = p[P_WINDOW], p[P_RESERVE]
@@ -326,8 +322,6 @@ def run_kernel(code, p, cp, r, req_ts, out, trace, charged):
             out[O_PROMPT_AFTER_SUMMARY] += prompt
             sum_read = s[S_SUM_READ] if s[S_SUM_READ] >= 0 else prev_prompt
             sum_out = s[S_SUM_OUT] if s[S_SUM_OUT] >= 0 else s_tok
-            out[O_SUMMARY_WRITTEN if s[S_SUM_WRITE] else O_SUMMARY_HISTORY] += sum_read
-            out[O_SUMMARY_OUT] += sum_out
             if trace:
                 cols[k, T_SUM_READ], cols[k, T_SUM_WRITE], cols[k, T_SUM_OUT] = sum_read, s[S_SUM_WRITE], sum_out
             if len(charged):
