@@ -259,11 +259,11 @@ REATTACH_2 = {**REATTACH, "reattach_note_tokens": 50, "reattach_count": "tokens"
 # modification time (before: the time of the read)
 READ_LIMIT_5K_FROM = (1, 0, 85)
 READ_MTIME_FROM = (1, 0, 114)
-# the first version whose compaction's summariser call reads the conversation's cached prefix: cli.js sends it as a
-# fork of the conversation (runForkedAgent with the main thread's cache-safe parameters) from 2.1.21, behind the
-# remote gate tengu_compact_cache_prefix, whose default in code turns true in 2.1.86. The forks' transcripts
+# the compaction's summariser call reads the conversation's cached prefix (the presets from 2.1.38): cli.js sends it
+# as a fork of the conversation (runForkedAgent with the main thread's cache-safe parameters) from 2.1.21, behind
+# the remote gate tengu_compact_cache_prefix, whose default in code turns true in 2.1.86. The forks' transcripts
 # (subagents/agent-acompact-*.jsonl), first seen from 2.1.38, read 94-99% of their prompt from the cache
-COMPACT_FORK_FROM = (2, 1, 38)
+FORKED = {"summary_reads_cache": True}
 CLAUDE_CODE = {
     "trigger_on": "last_usage",
     "keep_last": 0,
@@ -273,7 +273,7 @@ CLAUDE_CODE = {
 }
 CLAUDE_CODE_BUFFER = {**CLAUDE_CODE, "threshold": 1.0, "buffer_tokens": 13_000, "microcompact": True}
 # 2.1.153 on: every automatic compaction is the reactive one, which keeps the newest round verbatim
-CLAUDE_CODE_ROUND = {**CLAUDE_CODE_BUFFER, **REATTACH_2, "microcompact": False, "keep_rounds": 1}
+CLAUDE_CODE_ROUND = {**CLAUDE_CODE_BUFFER, **REATTACH_2, **FORKED, "microcompact": False, "keep_rounds": 1}
 
 GEMINI = {
     "trigger_on": "previous_prompt",
@@ -415,12 +415,13 @@ PRESETS: dict[str, Preset] = {
             {
                 **CLAUDE_CODE_BUFFER,
                 **REATTACH_2,
+                **FORKED,
                 "output_reserve": 20_000,
                 "trigger_on": "usage_and_new",
                 "micro_images": True,
             },
-            "Claude Code 2.1.38-2.1.68: claude-code-2, and answered user-message images sent as [image] from the "
-            "next request on",
+            "Claude Code 2.1.38-2.1.68: claude-code-2, answered user-message images sent as [image] from the next "
+            "request on, and the summariser call a fork that reads the cached conversation",
         ),
         Preset(
             "claude-code-2.1.69",
@@ -428,6 +429,7 @@ PRESETS: dict[str, Preset] = {
             {
                 **CLAUDE_CODE_BUFFER,
                 **REATTACH_2,
+                **FORKED,
                 "output_reserve": 20_000,
                 "trigger_on": "usage_and_reply_text",
                 "microcompact": False,
@@ -441,6 +443,7 @@ PRESETS: dict[str, Preset] = {
             {
                 **CLAUDE_CODE_BUFFER,
                 **REATTACH_2,
+                **FORKED,
                 "output_reserve": 20_000,
                 "trigger_on": "usage_and_reply",
                 "microcompact": False,
@@ -738,8 +741,6 @@ def claude_code_preset(
     reserve = 0 if cap is None else min(cap, max_output(model or ""))
     params: dict[str, Any] = {} if reserve == PRESETS[name].params["output_reserve"] else {"output_reserve": reserve}
     params.update({k: x for k, x in read_state(v).items() if PRESETS[name].params.get(k) != x})
-    if v >= COMPACT_FORK_FROM:
-        params["summary_reads_cache"] = True
     return name, params, min(window, default or window)
 
 

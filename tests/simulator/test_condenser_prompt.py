@@ -219,8 +219,9 @@ def test_a_forked_compaction_reads_the_cached_conversation(runs):
     transcripts read 94-99% of their prompt from the cache): its presets say so from that version, and the
     summariser call is then priced at the cache-read price. The corpus's 2.1.19 session with two compactions,
     replayed with and without the knob: the prompt costs the read price instead of the input price."""
-    assert claude_code_preset("2.1.38", "claude-sonnet-4-5")[1]["summary_reads_cache"] is True
-    assert "summary_reads_cache" not in claude_code_preset("2.1.37", "claude-sonnet-4-5")[1]
+    for version, forked in (("2.1.37", False), ("2.1.38", True), ("2.1.88", True), ("2.1.170", True)):
+        name, params, _ = claude_code_preset(version, "claude-sonnet-4-5")
+        assert make_policy(name, params).config.summary_reads_cache is forked, version
     run = _one(runs, "cc-jason-webtech")
     rows = {}
     for forked in (False, True):
