@@ -421,14 +421,19 @@ def _priors(scales: dict[str, list[float]]) -> dict[str, float]:
 
 
 def prior_scales(
-    con: duckdb.DuckDBPyConnection, tokenizer_id: str | None, overhead: Overhead, models: set[str] | None = None
+    con: duckdb.DuckDBPyConnection,
+    tokenizer_id: str | None,
+    overhead: Overhead,
+    models: set[str] | None = None,
+    fitted: tuple[dict[str, _RunFit], dict[str, pl.DataFrame]] | None = None,
 ) -> dict[str, float]:
     """Model (of ``models``, or all) -> its prior scale: the median scale of the store's runs of that model fitted
     within the per-request targets with a free scale (PRIOR_MIN_RUNS of PRIOR_MIN_REQUESTS requests at least). It
     is what a tokenizer's count becomes in that model's units on this store's logs, for the runs too short to fit
     a scale of their own (a Claude Code sub-agent of two requests: counted with o200k, Claude's units are ~1.2 of
     it, so scale 1 put the first request 3-13% over and the second under). The same whichever runs a caller fits:
-    a shard of a sweep, ``fidelity --runs`` and the whole store give a run the same prompt model."""
+    a shard of a sweep, ``fidelity --runs`` and the whole store give a run the same prompt model. ``fitted``: runs
+    the caller has fitted already (first fits, usage rows), not fitted again."""
     only = "" if models is None else " AND r.model IN (SELECT unnest(?::VARCHAR[]))"
     ids = [
         rid
@@ -440,6 +445,11 @@ def prior_scales(
         ).fetchall()
     ]
     scales: dict[str, list[float]] = {}
+    if fitted is not None:
+        first, reqs = fitted
+        ids = [rid for rid in ids if rid not in first]
+        done = {rid: rf for rid, rf in first.items() if models is None or reqs[rid]["model"][0] in models}
+        scales = _model_scales(done, reqs)
     for i in range(0, len(ids), PRIOR_CHUNK):
         reqs, _, first = _first_fits(con, tokenizer_id, overhead, ids[i : i + PRIOR_CHUNK])
         for model, v in _model_scales(first, reqs).items():
@@ -478,7 +488,8 @@ def fit_usage(
         priors = _priors(_model_scales(first, reqs))
     elif priors is None:
         needed = {reqs[r]["model"][0] for r, rf in first.items() if rf.wants_prior}
-        priors = prior_scales(con, tokenizer_id, overhead, {m for m in needed if m}) if any(needed) else {}
+        wanted = {m for m in needed if m}
+        priors = prior_scales(con, tokenizer_id, overhead, wanted, (first, reqs)) if wanted else {}
     per_request, per_run, fits = [], [], {}
     for run_id, req in reqs.items():
         run_items = by_run[(run_id,)]
