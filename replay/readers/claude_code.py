@@ -235,17 +235,26 @@ def _looks_like_cc(obj: Any) -> bool:
 
 
 def _attachment_text(att: dict) -> str:
+    """What an attachment sends as text: a queued command's prompt of blocks (text and pasted images, 2.1.x) its
+    text blocks, its images being items of their own (``_attach``)."""
     if att.get("type") == "compact_file_reference":
         return FILE_REFERENCE_NOTE.format(name=att.get("filename") or att.get("displayPath") or "")
     content = att.get("content")
     if isinstance(content, dict) and isinstance(content.get("file"), dict):
         return text_of(content["file"].get("content"))
-    return text_of(content) or str(att.get("snippet") or att.get("prompt") or att.get("text") or "")
+    return text_of(content) or next((text_of(att[k]) for k in ("snippet", "prompt", "text") if att.get(k)), "")
+
+
+def _image(b: RunBuilder, block: dict, line: int, ts: str | None, tool: str | None = None) -> Item:
+    """An image item; ``tool``: the tool whose result holds it (None: a user message holds it)."""
+    source = sub_dict(block, "source")
+    text = f"[image {source.get('media_type') or ''}]".replace(" ]", "]")
+    return b.image("user", text, source.get("data"), ts=ts, line=line, tool_name=tool)
 
 
 class ClaudeCodeReader:
     format = "claude-code"
-    version = 20  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
+    version = 21  # 2: a usage whose prompt counts no token is no usage (a zeroed counter); 3: writes logged only
     # in the cache_creation breakdown are counted; 4: messages a compaction preserved are sent after its summary,
     # the session's ``entrypoint`` (the surface Claude Code ran on) is kept; 5: a response of several server-side
     # iterations is the request's own iteration, the others ``server_iterations``; 6: a compaction summary of
@@ -268,7 +277,8 @@ class ClaudeCodeReader:
     # 18: a deferred_tools_delta right after a compaction that defers tools never announced before is a prefix
     # change (``unlogged``), not the list announced again; a ``teleported-from`` record alone makes no run; 19: a
     # resumed conversation's sentinel ("No response requested.") is noted in ``resumes``; 20: a sub-agent's first
-    # attachments, sent from its second request and never logged, are noted in ``unlogged``
+    # attachments, sent from its second request and never logged, are noted in ``unlogged``; 21: a queued command's
+    # prompt of blocks is its text blocks and image items (it was the Python text of its blocks, base64 included)
 
     def sniff(self, head: str, path: Path) -> bool:
         lines = head.splitlines()
@@ -422,11 +432,18 @@ def _after_compaction(b: RunBuilder) -> bool:
 
 
 def _attach(b: RunBuilder, obj: dict, line: int, ts: str | None) -> int | None:
-    """Add a context attachment as an item; its seq (None: not sent to the model)."""
+    """Add a context attachment as an item, and the images a queued command pasted (sent as images, not as the
+    base64 text of their blocks); its seq (None: not sent to the model)."""
     att = sub_dict(obj, "attachment")
-    if att.get("type") in CONTEXT_ATTACHMENTS and (text := _attachment_text(att)):
-        return b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line).seq
-    return None
+    if att.get("type") not in CONTEXT_ATTACHMENTS:
+        return None
+    text = _attachment_text(att)
+    seq = b.add("attachment", "user", text, tool_name=att["type"], ts=ts, line=line).seq if text else None
+    prompt = att.get("prompt")
+    for block in prompt if isinstance(prompt, list) else []:
+        if isinstance(block, dict) and block.get("type") == "image":
+            _image(b, block, line, ts)
+    return seq
 
 
 def _home(cwd: str) -> str:
@@ -1002,12 +1019,12 @@ class _Session:
                 parts = [p for p in inner if isinstance(p, dict)] if isinstance(inner, list) else []
                 for part in parts:
                     if part.get("type") == "image":  # named after its tool: no user-message image
-                        self._image(b, part, line, ts, self.call_names.get(str(block.get("tool_use_id")), ""))
+                        _image(b, part, line, ts, self.call_names.get(str(block.get("tool_use_id")), ""))
                 # ToolSearch: the server expands each reference into the tool's schema, which the log omits
                 if refs := [p.get("tool_name") for p in parts if p.get("type") == "tool_reference"]:
                     self.unlogged(b, line, "tool-reference", tools=refs)
             elif btype == "image":
-                image = self._image(b, block, line, ts)
+                image = _image(b, block, line, ts)
                 self.user_images.setdefault(id(b), []).append((image.seq, image.step))
             elif btype == "document":
                 b.add("attachment", "user", text_of(block.get("source")) or block.get("title") or "", ts=ts, line=line)
@@ -1066,13 +1083,6 @@ class _Session:
         note = todo_note(self.todo_calls.pop(call), cast(tuple[int, ...], version))
         if note is not None:
             b.add("attachment", "user", note, tool_name="todo", ts=ts, line=line)
-
-    @staticmethod
-    def _image(b: RunBuilder, block: dict, line: int, ts: str | None, tool: str | None = None) -> Item:
-        """An image item; ``tool``: the tool whose result holds it (None: a user message holds it)."""
-        source = sub_dict(block, "source")
-        text = f"[image {source.get('media_type') or ''}]".replace(" ]", "]")
-        return b.image("user", text, source.get("data"), ts=ts, line=line, tool_name=tool)
 
 
 READER = ClaudeCodeReader()

@@ -61,3 +61,30 @@ def test_inspect_content_image(tmp_path: Path) -> None:
     path = F.write_json(tmp_path / "shots.json", [F.sample(1, events, [F.SYS, task, F.A1])])
     images, metadata = _read(INSPECT, path)
     assert len(images) == 1 and metadata["image_sizes"] == [[images[0].seq, 64, 48]]
+
+
+def test_claude_code_queued_command_with_a_pasted_image(tmp_path: Path) -> None:
+    """A message the user queued while Claude Code worked is an attachment (``queued_command``) whose ``prompt`` is
+    a list of blocks in 2.1.x, a pasted image among them (Eduardodmb/ClaudeWork 0035b67a, 2.1.123). Its text is the
+    text blocks, and the image is an image item with its pixel size: read as the Python text of the blocks, its
+    244,168 characters of base64 counted about 120,000 tokens where the server counted an image, and the fit put
+    the session's scale at 0.078."""
+    from tests.readers.test_claude_code_unlogged import Session
+    from tests.readers.test_claude_code_unlogged import read as read_cc
+
+    s = Session("2.1.123")
+    s.user("tidy the contact page")
+    s.tool("Read", {"file_path": "/work/p/page.html"}, "<html></html>", 16_000)
+    blocks = [
+        {"type": "text", "text": "[Image #1] this is how it looks"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": _png(640, 360)}},
+    ]
+    s._line("attachment", None, attachment={"type": "queued_command", "prompt": blocks, "commandMode": "prompt"})
+    s.response([{"type": "text", "text": "I see the layout."}], 17_000)
+    records = read_cc(s.write(tmp_path / "s.jsonl"))
+    run = next(r for r in records if isinstance(r, Run))
+    (note,) = [r for r in records if isinstance(r, Item) and r.kind == "attachment"]
+    (image,) = [r for r in records if isinstance(r, Item) and r.kind == "image"]
+    assert note.text == "[Image #1] this is how it looks" and note.tool_name == "queued_command"
+    assert (image.step, image.seq) == (note.step, note.seq + 1) and len(image.text) < 20
+    assert run.metadata["image_sizes"] == [[image.seq, 640, 360]]
