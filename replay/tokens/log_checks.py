@@ -38,6 +38,9 @@ DEFERRED_NOTICE = "deferred-tools notice"
 # MCP server's many deferred tools), the corpus's ccl-worktrees sub-agents (2.1.114) about 2,750
 SUBAGENT_NOTICE = "subagent attachments"
 NOTICES = (DEFERRED_NOTICE, SUBAGENT_NOTICE)
+# what the Claude Code reader notes as content the log lacks that only enters the prompt (replay.readers.claude_code:
+# a message whose parent the log lacks, the tool schemas a ToolSearch reference expands into): no drop follows from it
+ENTERING = (*NOTICES, "missing-parent", "tool-reference")
 
 
 @dataclass
@@ -118,7 +121,10 @@ def check_shrinks(
     # a context event or rewrite the log records (Cline's truncation) is a boundary the log shows, and so is a
     # compaction the reader found the log does not hold (check_unrecorded names those)
     logged |= {s for s in metadata.get("unrecorded_compactions") or [] if isinstance(s, int)}
-    crossed = [i > 0 and any(steps[i - 1] < b <= steps[i] for b in (*check.boundaries, *logged)) for i in range(n)]
+    # content the log lacks that only enters (``ENTERING``) explains no drop (SWORDIntel/claude-backups e4ce568e,
+    # 1.0.89: the prompt fell by 35,289 tokens at a resumed request whose parent the log lacks, unflagged at 11%)
+    shrinking = {b for b, why in check.boundaries.items() if why not in ENTERING}
+    crossed = [i > 0 and any(steps[i - 1] < b <= steps[i] for b in (*shrinking, *logged)) for i in range(n)]
     for i in range(1, n):
         drop = recorded[i - 1] - recorded[i] - max(recon[i - 1] - recon[i], 0.0)
         if drop > SHRINK_TOKENS and drop > SHRINK_SHARE * recorded[i - 1] and not crossed[i]:

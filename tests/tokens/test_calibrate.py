@@ -223,6 +223,12 @@ def test_a_drop_with_the_logs_drift_flags_what_no_offset_can_fit():
     bounded = RunCheck(boundaries={49: "compaction"})
     check_shrinks(bounded, steps, recorded, log, {}, TARGETS)
     assert not bounded.reasons
+    # content the log lacks that only enters (a message whose parent the log lacks, a sub-agent's first
+    # attachments: SWORDIntel/claude-backups e4ce568e fell 35k there) is no boundary a drop can fall at
+    for why in ("missing-parent", "subagent attachments", "tool-reference"):
+        entering = RunCheck(boundaries={49: why})
+        check_shrinks(entering, steps, recorded, log, {}, TARGETS)
+        assert len(entering.reasons) == 1 and "at request 49 (of 61)" in entering.reasons[0], why
 
 
 def test_files_with_the_same_name_stay_apart():
