@@ -183,6 +183,9 @@ class RunArrays:
     # the harness's condenser, whose summariser prompt the recorded policy charges (replay.policies.condenser_prompt
     # codes, by the log's format): 0 none known (the summariser reads the whole previous prompt)
     condenser: int = 0
+    # the harness's summariser call reads the conversation's cached prefix (its own preset's ``summary_reads_cache``:
+    # Claude Code's forked compaction from 2.1.38), whichever policy's summaries it makes
+    summary_reads_cache: bool = False
     # per item: the tokens the prompt model adds for it as a message of its own beyond its text (its framing,
     # replay.simulator.prompt.PromptModel.framing); None: 0 everywhere. A summariser shown the item's text in one
     # message of its own does not send them (replay.policies.condenser_prompt)

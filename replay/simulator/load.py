@@ -13,6 +13,7 @@ from replay.errors import ReplayError
 from replay.metrics.server_iterations import server_calls
 from replay.metrics.session_totals import session_totals
 from replay.metrics.summariser_calls import recorded_calls
+from replay.policies import make_policy
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
 from replay.readers.claude_code_memory import MEMORY_REREAD
 from replay.readers.json_fields import json_args
@@ -20,6 +21,7 @@ from replay.readers.tool_targets import END, read_span
 from replay.run_arrays import AFTER_COMPACTION, ESTIMATE_LABEL, RecordedEvents, RunArrays, build, chars4, request_turns
 from replay.simulator.claude_code_breakpoints import marks_last_two
 from replay.simulator.harness_changes import SkillWrite, harness_changes, lists_skills, skill_writes
+from replay.simulator.harness_preset import harness_preset
 from replay.simulator.idle import inferred_ttl
 from replay.simulator.prompt import NONE, PREFIX_CHANGES, PromptModel, prompt_models
 from replay.simulator.request_windows import request_windows
@@ -331,17 +333,31 @@ def load_many(
 
 
 def _with_caches(con: duckdb.DuckDBPyConnection, ids: list[str], runs: list[RunArrays]) -> list[RunArrays]:
-    """Each run with its cache model calibrated from its recorded reads (replay.simulator.cache_fit) and its
-    harness's condenser by the log's format (replay.policies.condenser_prompt)."""
+    """Each run with its cache model calibrated from its recorded reads (replay.simulator.cache_fit), its harness's
+    condenser by the log's format (replay.policies.condenser_prompt) and whether its harness's summariser call reads
+    the cached conversation (``summary_reads_cache``)."""
     from replay.simulator.cache_fit import fit_caches
 
-    formats = dict(
-        con.execute("SELECT run_id, format FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
-    )
+    rows = con.execute(
+        "SELECT run_id, format, metadata FROM runs WHERE run_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+    ).fetchall()
+    formats = {rid: fmt for rid, fmt, _ in rows}
+    metadata = {rid: _metadata(meta) for rid, _, meta in rows}
     return [
-        replace(r, condenser=CONDENSERS.get(formats.get(r.run_id) or "", NO_CONDENSER))
+        replace(
+            r,
+            condenser=CONDENSERS.get(formats.get(r.run_id) or "", NO_CONDENSER),
+            summary_reads_cache=summariser_reads_cache(formats.get(r.run_id) or "", metadata.get(r.run_id, {}), r),
+        )
         for r in fit_caches(runs, formats)
     ]
+
+
+def summariser_reads_cache(fmt: str, metadata: dict, run: RunArrays) -> bool:
+    """Whether the run's harness sends its summariser call as the conversation it summarises, reading its cached
+    prefix: what the harness's own preset for the run's version and model says (``summary_reads_cache``)."""
+    chosen = harness_preset(fmt, metadata, run.model, int(run.rec_prompt.max(initial=0)))
+    return chosen is not None and bool(getattr(make_policy(chosen[0], chosen[2]).config, "summary_reads_cache", False))
 
 
 def _assemble(

@@ -88,6 +88,8 @@ class RequestPlan:
     session_billed: np.ndarray  # per run
     # per run: its bill reads from the cache and never records a write (:func:`writes_unreported`)
     writes_unreported: np.ndarray
+    # per run: its harness's summariser call reads the cached conversation (RunArrays.summary_reads_cache)
+    summary_cached: np.ndarray
 
 
 def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
@@ -157,6 +159,7 @@ def plan(runs: list[RunArrays] | tuple[RunArrays, ...]) -> RequestPlan:
         np.array(session_counts, np.int64).reshape(-1, 5),
         np.bincount(np.array(session_run, np.int64), minlength=len(runs)) > 0,
         np.array(unreported, np.bool_),
+        np.array([run.summary_reads_cache for run in runs], np.bool_),
     )
 
 
@@ -339,13 +342,15 @@ def summary_costs(
     it, and a call priced at the run's gpt-5.5 put the session 19% over its bill).
 
     The prompt sent is read from the cache as the run's own recorded summariser calls were (most of their prompt
-    read: Codex's remote compaction, 0.81-0.90 of it; none: Codex 0.116's local one), else where ``hits_cache``
-    (the policy's ``summary_reads_cache``: replay.simulator.run_output.summary_hits_cache), else uncached."""
+    read: Codex's remote compaction, 0.81-0.90 of it; none: Codex 0.116's local one), else where the run's harness
+    forks the conversation for it (``RequestPlan.summary_cached``: Claude Code 2.1.38 on, whichever policy's
+    summaries it makes, the recorded one's included) or the policy says so (``hits_cache``, its
+    ``summary_reads_cache``: replay.simulator.run_output.summary_hits_cache), else uncached."""
     prices = [pricing.prices(model, day) for model, day in p.keys]
     _, override = _cache_rules(p, bills, prices)
     recorded_prompt = np.bincount(p.call_run_of, weights=p.call_counts[:, :4].sum(axis=1), minlength=n_runs)
     recorded_read = np.bincount(p.call_run_of, weights=p.call_counts[:, 1], minlength=n_runs)
-    hits = np.where(recorded_prompt > 0, 2 * recorded_read >= recorded_prompt, hits_cache)[p.run_of]
+    hits = np.where(recorded_prompt > 0, 2 * recorded_read >= recorded_prompt, hits_cache | p.summary_cached)[p.run_of]
     zero = np.zeros(len(sent), np.int64)
     uncached, read = np.where(hits, 0, sent), np.where(hits, sent, 0)
     usd = price_keyed(p.keys, p.key_of, uncached, read, written, zero, output, pricing, override, prices).total

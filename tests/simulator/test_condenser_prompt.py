@@ -240,6 +240,23 @@ def test_a_forked_compaction_reads_the_cached_conversation(runs):
     assert rows[True] < rows[False] / 3
 
 
+def test_the_harness_forks_its_summariser_whichever_policy_summarises(runs):
+    """Whether a run's harness forks the conversation for its summariser call comes from the harness's own preset
+    for the run's version (RunArrays.summary_reads_cache, set at load): Claude Code 2.1.38 on, so the recorded
+    policy's compactions of such a session cost the read price too (LAF-US/IDAHO-VAULT 05541cb5, 2.1.92: its six
+    summariser calls $2.63 uncached, $0.26 read)."""
+    from replay.simulator.load import summariser_reads_cache
+
+    run = _one(runs, "cc-jason-webtech")
+    assert not run.summary_reads_cache  # 2.1.19
+    for version, forked in (("2.1.19", False), ("2.1.38", True), ("2.1.92", True)):
+        assert summariser_reads_cache("claude-code", {"cc_version": version}, run) is forked, version
+    assert not summariser_reads_cache("codex-rollout", {"model_context_window": 272_000}, run)
+    plain = simulate_run(run, make_policy("recorded"), None, BIG)[1]
+    forked = simulate_run(replace(run, summary_reads_cache=True), make_policy("recorded"), None, BIG)[1]
+    assert plain["summaries"] >= 1 and forked["summary_cost_usd"] < plain["summary_cost_usd"] / 3
+
+
 def test_the_logs_own_summariser_calls_say_whether_they_read_the_cache(runs):
     """Codex 0.116's local compaction sends its prompt uncached (the corpus session records two calls that read
     nothing): a policy that says its summariser reads the cache does not make that run's calls cached."""
