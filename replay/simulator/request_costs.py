@@ -341,8 +341,8 @@ def summary_costs(
     harness summarises with the model it is running: a Codex session that switched to gpt-5.6-luna compacted with
     it, and a call priced at the run's gpt-5.5 put the session 19% over its bill).
 
-    The prompt sent is read from the cache as the run's own recorded summariser calls were (most of their prompt
-    read: Codex's remote compaction, 0.81-0.90 of it; none: Codex 0.116's local one), else where the run's harness
+    The prompt sent is read from the cache in the share the run's own recorded summariser calls read (Codex's
+    remote compaction, 0.81-0.90 of it; none: Codex 0.116's local one), else whole where the run's harness
     forks the conversation for it (``RequestPlan.summary_cached``: Claude Code 2.1.38 on, whichever policy's
     summaries it makes, the recorded one's included) or the policy says so (``hits_cache``, its
     ``summary_reads_cache``: replay.simulator.run_output.summary_hits_cache), else uncached."""
@@ -350,9 +350,11 @@ def summary_costs(
     _, override = _cache_rules(p, bills, prices)
     recorded_prompt = np.bincount(p.call_run_of, weights=p.call_counts[:, :4].sum(axis=1), minlength=n_runs)
     recorded_read = np.bincount(p.call_run_of, weights=p.call_counts[:, 1], minlength=n_runs)
-    hits = np.where(recorded_prompt > 0, 2 * recorded_read >= recorded_prompt, hits_cache | p.summary_cached)[p.run_of]
+    own = np.divide(recorded_read, recorded_prompt, out=np.zeros(n_runs), where=recorded_prompt > 0)
+    share = np.where(recorded_prompt > 0, own, (hits_cache | p.summary_cached).astype(np.float64))[p.run_of]
     zero = np.zeros(len(sent), np.int64)
-    uncached, read = np.where(hits, 0, sent), np.where(hits, sent, 0)
+    read = np.rint(sent * share).astype(np.int64)
+    uncached = sent - read
     usd = price_keyed(p.keys, p.key_of, uncached, read, written, zero, output, pricing, override, prices).total
     made = (sent + written + output) > 0  # a request with no call before it costs none, even at an unknown price
     return np.bincount(p.run_of, weights=np.where(made, usd, 0.0), minlength=n_runs).astype(np.float64)

@@ -259,7 +259,8 @@ def test_the_harness_forks_its_summariser_whichever_policy_summarises(runs):
 
 def test_the_logs_own_summariser_calls_say_whether_they_read_the_cache(runs):
     """Codex 0.116's local compaction sends its prompt uncached (the corpus session records two calls that read
-    nothing): a policy that says its summariser reads the cache does not make that run's calls cached."""
+    nothing): a policy that says its summariser reads the cache does not make that run's calls cached. Calls that
+    read part of their prompt (Codex's remote compaction: 81-90%) have a replay's calls read the same share."""
     found = _one(runs, "codex-pharma-platform")
     run = replace(found, model="gpt-5", req_model=("gpt-5",) * found.n_requests)  # its own model has no price
     assert run.summariser_calls and all(c[2][1] == 0 for c in run.summariser_calls)
@@ -268,3 +269,14 @@ def test_the_logs_own_summariser_calls_say_whether_they_read_the_cache(runs):
         for forked in (True, False)
     ]
     assert costs[0]["summaries"] >= 1 and costs[0]["summary_cost_usd"] == pytest.approx(costs[1]["summary_cost_usd"])
+    remote = replace(
+        run, summariser_calls=tuple((s, m, (20_000, 80_000, 0, 0, c[4])) for s, m, c in run.summariser_calls)
+    )
+    cols = trace_run(remote, make_policy("recorded"), BIG).columns
+    p = DEFAULT_PRICING.prices("gpt-5", day_of(float(run.req_ts[0])))
+    at = np.flatnonzero(cols[:, T_SUMMARISED])
+    sent, out = cols[at, T_SUM_READ], cols[at, T_SUM_OUT]
+    read = np.rint(0.8 * sent)
+    expected = float(((sent - read) * p.input + read * p.cache_read + out * p.output).sum()) / 1e6
+    row = simulate_run(remote, make_policy("recorded"), None, BIG)[1]
+    assert row["summary_cost_usd"] == pytest.approx(expected, rel=1e-9)
