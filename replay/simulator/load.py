@@ -13,8 +13,8 @@ from replay.errors import ReplayError
 from replay.metrics.server_iterations import server_calls
 from replay.metrics.session_totals import session_totals
 from replay.metrics.summariser_calls import recorded_calls
-from replay.policies import make_policy
 from replay.policies.condenser_prompt import CONDENSERS, NO_CONDENSER
+from replay.policies.presets import PRESETS
 from replay.readers.claude_code_memory import MEMORY_REREAD
 from replay.readers.json_fields import json_args
 from replay.readers.tool_targets import END, read_span
@@ -357,7 +357,10 @@ def summariser_reads_cache(fmt: str, metadata: dict, run: RunArrays) -> bool:
     """Whether the run's harness sends its summariser call as the conversation it summarises, reading its cached
     prefix: what the harness's own preset for the run's version and model says (``summary_reads_cache``)."""
     chosen = harness_preset(fmt, metadata, run.model, int(run.rec_prompt.max(initial=0)))
-    return chosen is not None and bool(getattr(make_policy(chosen[0], chosen[2]).config, "summary_reads_cache", False))
+    if chosen is None or chosen[0] not in PRESETS:
+        return False
+    name, _, knobs = chosen
+    return bool({**PRESETS[name].params, **knobs}.get("summary_reads_cache", False))
 
 
 def _assemble(
